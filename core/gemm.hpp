@@ -1,0 +1,17 @@
+// Single-precision GEMM on row-major matrices: C = alpha * op(A) * op(B) + beta * C.
+// Hands the product to OpenBLAS when built with it (faster on this machine's AVX-512 than
+// Eigen's own kernel, shared/BENCHMARKING.md), else to Eigen. Threads: set_num_threads.
+#pragma once
+
+namespace lbt {
+
+// op(A): [m, k], op(B): [k, n], C: [m, n]; lda/ldb/ldc are row strides of the stored matrices.
+void sgemm(bool trans_a, bool trans_b, int m, int n, int k, float alpha, const float* a, int lda,
+           const float* b, int ldb, float beta, float* c, int ldc);
+
+// Threads used by GEMM and by lbt's own OpenMP loops.
+void set_num_threads(int threads);
+int num_threads();
+const char* gemm_backend();
+
+}  // namespace lbt

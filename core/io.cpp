@@ -1,0 +1,102 @@
+// Atomic write and line appends; see io.hpp.
+#include "core/io.hpp"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+
+#include "core/error.hpp"
+
+namespace lbt::io {
+namespace {
+
+void write_all(int fd, std::string_view data, const std::filesystem::path& path) {
+  const char* p = data.data();
+  std::size_t left = data.size();
+  while (left > 0) {
+    ssize_t n = ::write(fd, p, left);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      throw Error("cannot write " + path.string() + ": " + std::strerror(errno),
+                  "check free disk space and permissions");
+    }
+    p += n;
+    left -= static_cast<std::size_t>(n);
+  }
+}
+
+}  // namespace
+
+void atomic_write(const std::filesystem::path& path, std::string_view contents) {
+  auto tmp = path;
+  tmp += ".tmp." + std::to_string(::getpid());
+  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) {
+    throw Error("cannot create " + tmp.string() + ": " + std::strerror(errno),
+                "check that the directory exists and is writable");
+  }
+  try {
+    write_all(fd, contents, tmp);
+  } catch (...) {
+    ::close(fd);
+    ::unlink(tmp.c_str());
+    throw;
+  }
+  ::fsync(fd);
+  ::close(fd);
+  if (::rename(tmp.c_str(), path.c_str()) != 0) {
+    int err = errno;
+    ::unlink(tmp.c_str());
+    throw Error("cannot rename " + tmp.string() + " to " + path.string() + ": " +
+                std::strerror(err));
+  }
+}
+
+std::string read_file(const std::filesystem::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw DataError("cannot open " + path.string(), "check that the file exists");
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+LineAppender::LineAppender(const std::filesystem::path& path) : path_(path) {
+  fd_ = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+  if (fd_ < 0) {
+    throw Error("cannot open " + path.string() + " for appending: " + std::strerror(errno),
+                "check that the run directory is writable");
+  }
+}
+
+LineAppender::LineAppender(LineAppender&& other) noexcept
+    : fd_(other.fd_), path_(std::move(other.path_)) {
+  other.fd_ = -1;
+}
+
+LineAppender& LineAppender::operator=(LineAppender&& other) noexcept {
+  if (this != &other) {
+    if (fd_ >= 0) ::close(fd_);
+    fd_ = other.fd_;
+    path_ = std::move(other.path_);
+    other.fd_ = -1;
+  }
+  return *this;
+}
+
+LineAppender::~LineAppender() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
+void LineAppender::append(std::string_view line) {
+  std::string buf;
+  buf.reserve(line.size() + 1);
+  buf.append(line);
+  buf.push_back('\n');
+  write_all(fd_, buf, path_);
+}
+
+}  // namespace lbt::io

@@ -1,0 +1,36 @@
+// File helpers: atomic whole-file writes (temp + fsync + rename) so a reader never sees a
+// half-written file, and line appends that leave JSONL files parseable after a kill.
+#pragma once
+#include <filesystem>
+#include <string>
+#include <string_view>
+
+namespace lbt::io {
+
+// Writes `contents` to `path` atomically: a temp file beside it, fsync, rename over `path`.
+void atomic_write(const std::filesystem::path& path, std::string_view contents);
+
+// Reads a whole file; throws DataError naming the path when it cannot be read.
+std::string read_file(const std::filesystem::path& path);
+
+// Appends lines to a file opened once; each append is one write(2) of a whole line, so a
+// killed process leaves at most a missing line, never a torn one in the middle of the file.
+class LineAppender {
+ public:
+  LineAppender() = default;
+  explicit LineAppender(const std::filesystem::path& path);
+  LineAppender(LineAppender&& other) noexcept;
+  LineAppender& operator=(LineAppender&& other) noexcept;
+  LineAppender(const LineAppender&) = delete;
+  LineAppender& operator=(const LineAppender&) = delete;
+  ~LineAppender();
+
+  void append(std::string_view line);  // adds '\n'
+  bool is_open() const { return fd_ >= 0; }
+
+ private:
+  int fd_ = -1;
+  std::filesystem::path path_;
+};
+
+}  // namespace lbt::io

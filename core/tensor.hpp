@@ -1,0 +1,62 @@
+// Host tensors: 64-byte aligned float buffers (AVX-512 lines), allocated once and reused, with
+// Eigen maps for the math. Row-major [rows, cols] matrices throughout, as PyTorch lays them out.
+#pragma once
+#include <Eigen/Core>
+#include <cstddef>
+#include <cstdlib>
+#include <memory>
+#include <new>
+#include <span>
+
+namespace lbt {
+
+using MatrixRM = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+using MatMap = Eigen::Map<MatrixRM, Eigen::Aligned64>;
+using ConstMatMap = Eigen::Map<const MatrixRM, Eigen::Aligned64>;
+using VecMap = Eigen::Map<Eigen::VectorXf>;
+using ConstVecMap = Eigen::Map<const Eigen::VectorXf>;
+
+struct AlignedFree {
+  void operator()(float* p) const { std::free(p); }
+};
+
+// A zero-initialised aligned float array that never reallocates behind the caller's back.
+class AlignedBuffer {
+ public:
+  AlignedBuffer() = default;
+  explicit AlignedBuffer(std::size_t n) { resize(n); }
+
+  // Grows (never shrinks) the allocation; contents are zeroed on growth.
+  void resize(std::size_t n) {
+    if (n > capacity_) {
+      std::size_t bytes = ((n * sizeof(float) + 63) / 64) * 64;
+      float* p = static_cast<float*>(std::aligned_alloc(64, bytes == 0 ? 64 : bytes));
+      if (!p) throw std::bad_alloc();
+      std::fill(p, p + bytes / sizeof(float), 0.0f);
+      data_.reset(p);
+      capacity_ = bytes / sizeof(float);
+    }
+    size_ = n;
+  }
+  void zero() { std::fill(data(), data() + size_, 0.0f); }
+
+  float* data() { return data_.get(); }
+  const float* data() const { return data_.get(); }
+  std::size_t size() const { return size_; }
+  std::span<float> span() { return {data(), size_}; }
+  std::span<const float> span() const { return {data(), size_}; }
+  float& operator[](std::size_t i) { return data_[i]; }
+  float operator[](std::size_t i) const { return data_[i]; }
+
+  // Views the first rows*cols floats as a row-major matrix.
+  MatMap mat(std::ptrdiff_t rows, std::ptrdiff_t cols) { return MatMap(data(), rows, cols); }
+  ConstMatMap mat(std::ptrdiff_t rows, std::ptrdiff_t cols) const {
+    return ConstMatMap(data(), rows, cols);
+  }
+
+ private:
+  std::unique_ptr<float[], AlignedFree> data_;
+  std::size_t size_ = 0, capacity_ = 0;
+};
+
+}  // namespace lbt

@@ -2,6 +2,7 @@
 #include "core/config.hpp"
 
 #include <algorithm>
+#include <charconv>
 #include <fstream>
 #include <sstream>
 #include <toml++/toml.h>
@@ -152,8 +153,14 @@ void remember(Config::Impl& impl, std::string_view key, const T& def, std::strin
     text << toml::value<std::string>(def);
   } else if constexpr (std::is_same_v<T, bool>) {
     text << (def ? "true" : "false");
+  } else if constexpr (std::is_floating_point_v<T>) {
+    char buf[32];
+    auto end = std::to_chars(buf, buf + sizeof buf, def).ptr;  // shortest round-trip form
+    std::string s(buf, end);
+    if (s.find_first_of(".eni") == std::string::npos) s += ".0";
+    text << s;
   } else if constexpr (std::is_arithmetic_v<T>) {
-    text << toml::value<T>(def);
+    text << def;
   } else {
     toml::array arr;
     for (const auto& x : def) arr.push_back(x);

@@ -1,0 +1,56 @@
+// `lbt train --config FILE [--set key=value ...] [--out DIR]`
+#include <cstdio>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "cli/commands.hpp"
+#include "core/config.hpp"
+#include "experiments/config_keys.hpp"
+#include "experiments/train_run.hpp"
+
+namespace lbt::cli {
+
+namespace {
+struct TrainArgs {
+  std::string config_path;
+  std::vector<std::string> sets;
+  std::string out;
+  bool overwrite = false;
+  bool quiet = false;
+};
+}  // namespace
+
+void add_train_command(CLI::App& app) {
+  auto args = std::make_shared<TrainArgs>();
+  CLI::App* cmd = app.add_subcommand("train", "Train one model from a config; writes a run directory");
+  cmd->add_option("--config,-c", args->config_path, "TOML config (presets: experiments/configs/)")
+      ->required()
+      ->check(CLI::ExistingFile);
+  cmd->add_option("--set,-s", args->sets, "Override a config key: --set optimizer.lr=0.1 (repeatable)");
+  cmd->add_option("--out,-o", args->out, "Run directory (default: runs/<config>-<timestamp>)");
+  cmd->add_flag("--overwrite", args->overwrite, "Replace an existing run directory");
+  cmd->add_flag("--quiet,-q", args->quiet, "No progress line");
+  cmd->footer(experiments::format_config_keys(experiments::run_config_keys()));
+  cmd->callback([args] {
+    Config config = Config::from_file(args->config_path);
+    for (const auto& s : args->sets) config.set(s);
+    experiments::RunOptions options{args->out, args->overwrite, !args->quiet};
+    auto result = experiments::run_training(config, options);
+    const auto& o = result.outcome;
+    // Only rank 0 reports (the others' run_dir is not written).
+    if (const char* r = std::getenv("OMPI_COMM_WORLD_RANK"); r && std::string(r) != "0") return;
+    std::printf("status: %s  steps: %lld  best val_accuracy: %.4f  final val_loss: %.4f  "
+                "wall: %.1fs  (%.0f samples/s)\n",
+                o.status.c_str(), static_cast<long long>(o.steps), o.best_val_accuracy,
+                o.final_val_loss, o.wall_time_s, o.samples_per_s);
+    if (o.steps_to_target >= 0) {
+      std::printf("target reached at step %lld (%lld examples)\n",
+                  static_cast<long long>(o.steps_to_target),
+                  static_cast<long long>(o.examples_to_target));
+    }
+    std::printf("run directory: %s\n", result.run_dir.c_str());
+  });
+}
+
+}  // namespace lbt::cli

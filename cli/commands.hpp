@@ -1,0 +1,10 @@
+// Subcommand registration: each cmd_*.cpp adds one subcommand to the CLI11 app and sets its
+// callback; main.cpp only wires them and turns lbt::Error into "error:"/"hint:" lines.
+#pragma once
+#include <CLI/CLI.hpp>
+
+namespace lbt::cli {
+
+void add_train_command(CLI::App& app);
+
+}  // namespace lbt::cli

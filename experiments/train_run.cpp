@@ -1,0 +1,136 @@
+// run_training; see train_run.hpp.
+#include "experiments/train_run.hpp"
+
+#include <cmath>
+#include <cstdlib>
+#include <nlohmann/json.hpp>
+#include <thread>
+
+#include "core/error.hpp"
+#include "core/gemm.hpp"
+#include "core/rng.hpp"
+#include "trainer/comm/communicator.hpp"
+#include "trainer/data/load.hpp"
+#include "trainer/nn/model.hpp"
+#include "trainer/schedule_config.hpp"
+
+namespace lbt::experiments {
+namespace {
+
+int default_threads(int world_size) {
+  int local_ranks = world_size;
+  if (const char* s = std::getenv("OMPI_COMM_WORLD_LOCAL_SIZE")) local_ranks = std::atoi(s);
+  const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  return std::max(1, cores / std::max(1, local_ranks));
+}
+
+nlohmann::json summary_json(const trainer::TrainConfig& cfg, const trainer::TrainOutcome& o,
+                            const std::string& model, const std::string& optimizer,
+                            int world_size) {
+  nlohmann::json s = {
+      {"status", o.status},
+      {"steps", o.steps},
+      {"total_steps", o.total_steps},
+      {"examples", o.steps * cfg.global_batch},
+      {"global_batch", cfg.global_batch},
+      {"micro_batch", cfg.micro_batch},
+      {"accum_steps", cfg.accum_steps},
+      {"world_size", world_size},
+      {"target", cfg.target.text()},
+      {"steps_to_target", o.steps_to_target >= 0 ? nlohmann::json(o.steps_to_target) : nlohmann::json()},
+      {"examples_to_target", o.examples_to_target >= 0 ? nlohmann::json(o.examples_to_target) : nlohmann::json()},
+      {"best_val_accuracy", o.best_val_accuracy},
+      {"best_val_loss", o.best_val_loss},
+      {"final_val_accuracy", o.final_val_accuracy},
+      {"final_val_loss", o.final_val_loss},
+      {"last_loss", std::isfinite(o.last_loss) ? nlohmann::json(o.last_loss) : nlohmann::json(std::to_string(o.last_loss))},
+      {"wall_time_s", o.wall_time_s},
+      {"samples_per_s", o.samples_per_s},
+      {"model", model},
+      {"optimizer", optimizer},
+  };
+  if (o.status == "diverged") {
+    s["diverged_step"] = o.diverged_step;
+    s["last_finite_loss"] = o.last_finite_loss;
+    s["divergence_reason"] = o.divergence_reason;
+  }
+  return s;
+}
+
+}  // namespace
+
+RunResult run_training(Config& config, const RunOptions& options) {
+  // ---- read and validate every key before any collective or any file is written ----
+  const std::string backend = config.get_string("comm.backend", "auto", "auto | local | mpi");
+  auto comm = comm::make_communicator({backend});
+  trainer::TrainConfig cfg = trainer::read_train_config(config, comm->size());
+  const double base_lr = optim::base_learning_rate(config);
+  auto model = nn::Model::from_spec(cfg.model_spec, cfg.init);
+  // Peek at the data size for steps-per-epoch before the optimizer/schedule keys are read.
+  set_num_threads(cfg.threads > 0 ? cfg.threads : default_threads(comm->size()));
+  data::Splits splits = data::load_splits(cfg.data, cfg.seed);
+  if (splits.train.dim != model->input_dim()) {
+    throw ConfigError("model.spec '" + cfg.model_spec + "' takes " +
+                          std::to_string(model->input_dim()) + " inputs but " + splits.train.name +
+                          " examples have " + std::to_string(splits.train.dim),
+                      "make the first layer size " + std::to_string(splits.train.dim));
+  }
+  if (splits.train.is_classification() && model->output_dim() != splits.train.num_classes) {
+    throw ConfigError("model.spec '" + cfg.model_spec + "' has " +
+                          std::to_string(model->output_dim()) + " outputs but " +
+                          splits.train.name + " has " + std::to_string(splits.train.num_classes) +
+                          " classes",
+                      "make the last layer size " + std::to_string(splits.train.num_classes));
+  }
+  data::ShardedSampler sampler(splits.train.n, cfg.seed, comm->size(), comm->rank(),
+                               cfg.micro_batch, cfg.accum_steps);
+  const std::int64_t total_steps =
+      cfg.steps > 0 ? cfg.steps
+                    : static_cast<std::int64_t>(std::ceil(cfg.epochs * sampler.steps_per_epoch()));
+
+  auto rng = make_rng(cfg.seed, RngStream::kInit);
+  model->build(rng);
+  auto optimizer = optim::make_optimizer(config, model->store().num_params());
+  schedules::Schedule schedule = trainer::make_schedule(
+      config, {base_lr, cfg.global_batch, sampler.steps_per_epoch(), total_steps});
+  config.check_no_unknown_keys();
+
+  // Every rank starts from rank 0's parameters, whatever its RNG did.
+  auto params = model->store().params();
+  comm->broadcast(std::as_writable_bytes(params), 0);
+
+  // ---- run directory (rank 0 writes; the others write nothing) ----
+  RunResult result;
+  result.run_dir = options.out.empty() ? trainer::default_run_path(config.source()) : options.out;
+  std::unique_ptr<trainer::RunDirectory> run_dir;
+  if (comm->rank() == 0) {
+    run_dir = std::make_unique<trainer::RunDirectory>(result.run_dir, options.overwrite);
+    run_dir->write_config(config.resolved_toml());
+    trainer::TrainOutcome pending;
+    pending.total_steps = total_steps;
+    run_dir->write_summary(summary_json(cfg, pending, model->describe(), optimizer->describe(),
+                                        comm->size()));
+  }
+
+  trainer::TrainContext ctx{cfg, *model, *optimizer, schedule, *comm, splits, sampler,
+                            total_steps, run_dir.get(), options.progress};
+  try {
+    result.outcome = trainer::train(ctx);
+  } catch (const std::exception& e) {
+    if (run_dir) {
+      trainer::TrainOutcome failed;
+      failed.status = "failed";
+      auto s = summary_json(cfg, failed, model->describe(), optimizer->describe(), comm->size());
+      s["error"] = e.what();
+      run_dir->write_summary(s);
+    }
+    throw;
+  }
+  if (run_dir) {
+    run_dir->write_summary(summary_json(cfg, result.outcome, model->describe(),
+                                        optimizer->describe(), comm->size()));
+  }
+  return result;
+}
+
+}  // namespace lbt::experiments

@@ -1,0 +1,39 @@
+// The transport behind data-parallel training: a few collectives. One process goes through the
+// same interface (LocalCommunicator), so the trainer never branches on world size or names MPI.
+#pragma once
+#include <cstddef>
+#include <memory>
+#include <span>
+#include <string_view>
+
+namespace lbt::comm {
+
+enum class ReduceOp { kSum, kAvg, kMax };
+
+class Communicator {
+ public:
+  virtual ~Communicator() = default;
+  virtual int rank() const = 0;
+  virtual int size() const = 0;
+  virtual const char* backend() const = 0;  // "local", "mpi"
+  virtual void allreduce(std::span<float> buf, ReduceOp op) = 0;   // in place
+  virtual void allreduce(std::span<double> buf, ReduceOp op) = 0;  // metrics, noise sums
+  virtual void broadcast(std::span<std::byte> buf, int root) = 0;
+  virtual void allgather(std::span<const float> mine, std::span<float> all) = 0;
+  virtual void barrier() = 0;
+  // Ends every rank of the job with `code` after printing `why` (no rank hangs alone).
+  [[noreturn]] virtual void abort(int code, std::string_view why) = 0;
+};
+
+struct CommOptions {
+  std::string_view backend = "auto";  // auto | local | mpi
+};
+
+// Picks the backend: "auto" uses MPI when launched by mpirun/mpiexec/srun (and built with
+// LBT_WITH_MPI), else local. Throws ConfigError naming the missing build option.
+std::unique_ptr<Communicator> make_communicator(const CommOptions& options = {});
+
+// True when the environment says this process was started by mpirun/mpiexec or srun.
+bool launched_by_mpi();
+
+}  // namespace lbt::comm

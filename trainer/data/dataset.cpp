@@ -1,0 +1,70 @@
+// Dataset helpers; see dataset.hpp.
+#include "trainer/data/dataset.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+
+#include "core/error.hpp"
+#include "core/rng.hpp"
+#include "trainer/data/sampler.hpp"
+
+namespace lbt::data {
+
+Dataset subset(const Dataset& source, const std::vector<std::int64_t>& indices) {
+  Dataset out;
+  out.name = source.name;
+  out.n = static_cast<std::int64_t>(indices.size());
+  out.dim = source.dim;
+  out.shape = source.shape;
+  out.num_classes = source.num_classes;
+  out.target_dim = source.target_dim;
+  out.x.resize(static_cast<std::size_t>(out.n * out.dim));
+  if (source.is_classification()) out.labels.resize(static_cast<std::size_t>(out.n));
+  if (source.target_dim > 0) out.targets.resize(static_cast<std::size_t>(out.n * out.target_dim));
+  for (std::int64_t r = 0; r < out.n; ++r) {
+    const std::int64_t i = indices[static_cast<std::size_t>(r)];
+    std::copy(source.row(i), source.row(i) + source.dim, out.x.data() + r * out.dim);
+    if (source.is_classification()) out.labels[r] = source.labels[i];
+    if (source.target_dim > 0) {
+      std::copy(source.targets.begin() + i * source.target_dim,
+                source.targets.begin() + (i + 1) * source.target_dim,
+                out.targets.begin() + r * out.target_dim);
+    }
+  }
+  return out;
+}
+
+void split_validation(const Dataset& full, std::int64_t validation_size, std::uint64_t seed,
+                      Dataset& train, Dataset& validation) {
+  if (validation_size < 0 || validation_size >= full.n) {
+    throw ConfigError("data.validation_size must be in [0, " + std::to_string(full.n) +
+                          ") for " + full.name + ", got " + std::to_string(validation_size),
+                      "hold out fewer examples, e.g. --set data.validation_size=10000");
+  }
+  auto rng = make_rng(seed, RngStream::kValidationSplit);
+  std::vector<std::int64_t> perm = permutation(full.n, rng);
+  std::vector<std::int64_t> val(perm.begin(), perm.begin() + validation_size);
+  std::vector<std::int64_t> tr(perm.begin() + validation_size, perm.end());
+  // Keep the original order inside each split so a split is a stable function of the seed.
+  std::sort(val.begin(), val.end());
+  std::sort(tr.begin(), tr.end());
+  validation = subset(full, val);
+  train = subset(full, tr);
+}
+
+Normalization fit_normalization(const Dataset& train) {
+  double sum = 0.0, sq = 0.0;
+  for (float v : train.x) sum += v, sq += static_cast<double>(v) * v;
+  const double count = static_cast<double>(train.x.size());
+  const double mean = sum / count;
+  const double var = std::max(sq / count - mean * mean, 1e-12);
+  return {static_cast<float>(mean), static_cast<float>(std::sqrt(var))};
+}
+
+void apply_normalization(Dataset& d, const Normalization& norm) {
+  const float inv = 1.0f / norm.std;
+  for (float& v : d.x) v = (v - norm.mean) * inv;
+}
+
+}  // namespace lbt::data

@@ -1,0 +1,40 @@
+// In-memory dataset: features as float rows [n, dim]; integer labels for classification or
+// float targets [n, target_dim] for regression.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace lbt::data {
+
+struct Dataset {
+  std::string name;
+  std::int64_t n = 0, dim = 0;
+  std::vector<std::int64_t> shape;   // per-example shape, e.g. {1, 28, 28}
+  std::vector<float> x;              // [n, dim]
+  std::vector<std::int32_t> labels;  // [n] when classification
+  std::int64_t num_classes = 0;
+  std::vector<float> targets;        // [n, target_dim] when regression
+  std::int64_t target_dim = 0;
+
+  bool is_classification() const { return num_classes > 0; }
+  const float* row(std::int64_t i) const { return x.data() + i * dim; }
+};
+
+// Rows `indices` of `source`, in that order.
+Dataset subset(const Dataset& source, const std::vector<std::int64_t>& indices);
+
+// Splits off `validation_size` examples chosen by a seeded permutation (Shallue et al. tune
+// on a validation split held out from the training set, never on the test set).
+void split_validation(const Dataset& full, std::int64_t validation_size, std::uint64_t seed,
+                      Dataset& train, Dataset& validation);
+
+// Per-feature-agnostic standardisation: x = (x - mean) / std with scalar mean/std computed
+// on `train` and applied to every split (so validation never leaks into the statistics).
+struct Normalization {
+  float mean = 0.0f, std = 1.0f;
+};
+Normalization fit_normalization(const Dataset& train);
+void apply_normalization(Dataset& d, const Normalization& norm);
+
+}  // namespace lbt::data

@@ -1,0 +1,61 @@
+// Dataset loading by name; see load.hpp.
+#include "trainer/data/load.hpp"
+
+#include <filesystem>
+#include <numeric>
+
+#include "core/error.hpp"
+#include "trainer/data/idx.hpp"
+#include "trainer/data/synthetic.hpp"
+
+namespace lbt::data {
+namespace {
+
+std::filesystem::path find_idx(const std::filesystem::path& dir, const std::string& stem) {
+  for (const char* suffix : {".gz", ""}) {
+    auto p = dir / (stem + suffix);
+    if (std::filesystem::exists(p)) return p;
+  }
+  throw DataError("data file not found: " + (dir / (stem + "[.gz]")).string(),
+                  "install Debian's dataset-fashion-mnist (bash scripts/setup.sh does it) or set "
+                  "data.path to a directory holding " + stem + "[.gz]");
+}
+
+Dataset truncate(const Dataset& d, std::int64_t limit) {
+  if (limit <= 0 || limit >= d.n) return d;
+  std::vector<std::int64_t> first(static_cast<std::size_t>(limit));
+  std::iota(first.begin(), first.end(), 0);
+  return subset(d, first);
+}
+
+}  // namespace
+
+Splits load_splits(const trainer::DataConfig& config, std::uint64_t seed) {
+  Splits s;
+  Dataset full;
+  if (config.dataset == "synthetic-regression") {
+    full = make_linear_regression(config.synthetic_examples, config.synthetic_dim,
+                                  config.synthetic_noise, seed).data;
+  } else {
+    const std::filesystem::path dir = config.path;
+    full = load_idx_pair(find_idx(dir, "train-images-idx3-ubyte"),
+                         find_idx(dir, "train-labels-idx1-ubyte"), 10, config.dataset);
+    s.test = load_idx_pair(find_idx(dir, "t10k-images-idx3-ubyte"),
+                           find_idx(dir, "t10k-labels-idx1-ubyte"), 10, config.dataset + "-test");
+  }
+  full = truncate(full, config.train_limit);
+  if (config.validation_size > 0) {
+    split_validation(full, config.validation_size, seed, s.train, s.validation);
+  } else {
+    s.train = std::move(full);
+  }
+  if (config.normalize && config.dataset != "synthetic-regression") {
+    s.normalization = fit_normalization(s.train);
+    apply_normalization(s.train, s.normalization);
+    apply_normalization(s.validation, s.normalization);
+    if (s.test.n > 0) apply_normalization(s.test, s.normalization);
+  }
+  return s;
+}
+
+}  // namespace lbt::data

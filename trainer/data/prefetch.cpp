@@ -1,0 +1,76 @@
+// Prefetch ring; see prefetch.hpp.
+#include "trainer/data/prefetch.hpp"
+
+namespace lbt::data {
+
+Prefetcher::Prefetcher(const Dataset& data, ShardedSampler sampler, std::int64_t micro_batch,
+                       std::int64_t accum_steps, std::int64_t first_step, int depth)
+    : data_(data), sampler_(std::move(sampler)), micro_(micro_batch), accum_(accum_steps),
+      ring_(static_cast<std::size_t>(depth)), indices_(static_cast<std::size_t>(micro_batch)),
+      first_step_(first_step) {
+  for (Batch& b : ring_) {
+    b.x.resize(static_cast<std::size_t>(micro_ * data_.dim));
+    b.labels.resize(static_cast<std::size_t>(micro_));
+    b.targets.resize(static_cast<std::size_t>(micro_ * std::max<std::int64_t>(data_.target_dim, 1)));
+  }
+  thread_ = std::thread([this] { run(); });
+}
+
+Prefetcher::~Prefetcher() {
+  {
+    std::lock_guard lock(mutex_);
+    stop_ = true;
+  }
+  cv_.notify_all();
+  thread_.join();
+}
+
+void Prefetcher::fill(Batch& batch, std::int64_t step, std::int64_t micro) {
+  sampler_.micro_batch_indices(step, micro, indices_.data());
+  batch.step = step;
+  batch.micro = micro;
+  batch.size = micro_;
+  for (std::int64_t r = 0; r < micro_; ++r) {
+    const std::int64_t i = indices_[r];
+    std::copy(data_.row(i), data_.row(i) + data_.dim, batch.x.data() + r * data_.dim);
+    if (data_.is_classification()) batch.labels[r] = data_.labels[i];
+    if (data_.target_dim > 0) {
+      std::copy(data_.targets.begin() + i * data_.target_dim,
+                data_.targets.begin() + (i + 1) * data_.target_dim,
+                batch.targets.data() + r * data_.target_dim);
+    }
+  }
+}
+
+void Prefetcher::run() {
+  const auto depth = static_cast<std::int64_t>(ring_.size());
+  while (true) {
+    std::int64_t slot_index;
+    {
+      std::unique_lock lock(mutex_);
+      // Keep one slot for the consumer's current batch: fill at most depth - 1 ahead.
+      cv_.wait(lock, [&] { return stop_ || produced_ - consumed_ < depth - 1; });
+      if (stop_) return;
+      slot_index = produced_;
+    }
+    const std::int64_t step = first_step_ + slot_index / accum_;
+    fill(ring_[static_cast<std::size_t>(slot_index % depth)], step, slot_index % accum_);
+    {
+      std::lock_guard lock(mutex_);
+      ++produced_;
+    }
+    cv_.notify_all();
+  }
+}
+
+const Batch& Prefetcher::next() {
+  std::unique_lock lock(mutex_);
+  cv_.wait(lock, [&] { return produced_ > consumed_; });
+  const Batch& batch = ring_[static_cast<std::size_t>(consumed_ % static_cast<std::int64_t>(ring_.size()))];
+  ++consumed_;
+  lock.unlock();
+  cv_.notify_all();
+  return batch;
+}
+
+}  // namespace lbt::data

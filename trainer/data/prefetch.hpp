@@ -1,0 +1,52 @@
+// Background prefetch: a thread gathers the next micro-batches (rows picked by the sampler)
+// into a small ring of preallocated buffers while the current one computes.
+#pragma once
+#include <condition_variable>
+#include <cstdint>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "core/tensor.hpp"
+#include "trainer/data/dataset.hpp"
+#include "trainer/data/sampler.hpp"
+
+namespace lbt::data {
+
+struct Batch {
+  std::int64_t step = 0, micro = 0, size = 0;
+  AlignedBuffer x;                   // [size, dim]
+  std::vector<std::int32_t> labels;  // [size] (classification)
+  AlignedBuffer targets;             // [size, target_dim] (regression)
+};
+
+class Prefetcher {
+ public:
+  // Produces micro-batches for steps first_step, first_step + 1, ... in order.
+  Prefetcher(const Dataset& data, ShardedSampler sampler, std::int64_t micro_batch,
+             std::int64_t accum_steps, std::int64_t first_step, int depth = 3);
+  ~Prefetcher();
+  Prefetcher(const Prefetcher&) = delete;
+  Prefetcher& operator=(const Prefetcher&) = delete;
+
+  // Blocks until the next micro-batch is ready; valid until the following call.
+  const Batch& next();
+  const ShardedSampler& sampler() const { return sampler_; }
+
+ private:
+  void run();
+  void fill(Batch& batch, std::int64_t step, std::int64_t micro);
+
+  const Dataset& data_;
+  ShardedSampler sampler_;
+  std::int64_t micro_, accum_;
+  std::vector<Batch> ring_;
+  std::vector<std::int64_t> indices_;
+  std::int64_t produced_ = 0, consumed_ = 0, first_step_;
+  bool stop_ = false;
+  std::mutex mutex_;
+  std::condition_variable cv_;
+  std::thread thread_;
+};
+
+}  // namespace lbt::data

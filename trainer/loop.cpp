@@ -1,0 +1,194 @@
+// The training loop; reads like llm.c's main loop: data -> forward/backward (x accum) ->
+// allreduce -> divergence check -> lr -> optimizer step -> log / evaluate.
+#include "trainer/loop.hpp"
+
+#include <chrono>
+#include <cmath>
+#include <vector>
+
+#include "trainer/data/prefetch.hpp"
+#include "trainer/nn/loss.hpp"
+#include "trainer/progress.hpp"
+
+namespace lbt::trainer {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point t0) {
+  return std::chrono::duration<double>(Clock::now() - t0).count();
+}
+
+// Sum of per-example losses of one batch, and (optionally) d(loss)/d(output) * grad_scale
+// into the model's output-gradient buffer. correct: argmax hits (classification).
+double batch_loss(nn::Model& model, const float* out, const data::Dataset& data,
+                  const std::int32_t* labels, const float* targets, std::int64_t batch,
+                  float grad_scale, bool want_grad, std::int64_t* correct) {
+  float* dout = want_grad ? model.output_grad() : nullptr;
+  if (data.is_classification()) {
+    return nn::softmax_cross_entropy(out, labels, batch, model.output_dim(), dout, grad_scale,
+                                     correct);
+  }
+  if (correct) *correct = 0;
+  return nn::half_squared_error(out, targets, batch, model.output_dim(), dout, grad_scale);
+}
+
+double l2_norm(std::span<const float> v) {
+  double sum = 0.0;
+#pragma omp parallel for simd reduction(+ : sum) if (v.size() > 1000000)
+  for (std::size_t i = 0; i < v.size(); ++i) sum += static_cast<double>(v[i]) * v[i];
+  return std::sqrt(sum);
+}
+
+}  // namespace
+
+Evaluation evaluate(nn::Model& model, const data::Dataset& data, comm::Communicator& comm,
+                    std::int64_t eval_batch) {
+  const int K = comm.size(), r = comm.rank();
+  const std::int64_t mine = data.n > r ? (data.n - r + K - 1) / K : 0;
+  AlignedBuffer x(static_cast<std::size_t>(std::min(eval_batch, std::max<std::int64_t>(mine, 1)) * data.dim));
+  std::vector<std::int32_t> labels(static_cast<std::size_t>(eval_batch));
+  AlignedBuffer targets(static_cast<std::size_t>(eval_batch * std::max<std::int64_t>(data.target_dim, 1)));
+  double sums[3] = {0.0, 0.0, 0.0};  // loss, correct, count
+  for (std::int64_t start = 0; start < mine; start += eval_batch) {
+    const std::int64_t b = std::min(eval_batch, mine - start);
+    for (std::int64_t j = 0; j < b; ++j) {
+      const std::int64_t i = r + (start + j) * K;
+      std::copy(data.row(i), data.row(i) + data.dim, x.data() + j * data.dim);
+      if (data.is_classification()) labels[j] = data.labels[i];
+      if (data.target_dim > 0) {
+        std::copy(data.targets.begin() + i * data.target_dim,
+                  data.targets.begin() + (i + 1) * data.target_dim, targets.data() + j * data.target_dim);
+      }
+    }
+    const float* out = model.forward(x.data(), b, false);
+    std::int64_t correct = 0;
+    sums[0] += batch_loss(model, out, data, labels.data(), targets.data(), b, 0.0f, false, &correct);
+    sums[1] += static_cast<double>(correct);
+    sums[2] += static_cast<double>(b);
+  }
+  comm.allreduce(std::span<double>(sums, 3), comm::ReduceOp::kSum);
+  Evaluation e;
+  e.count = static_cast<std::int64_t>(sums[2]);
+  if (e.count > 0) {
+    e.loss = sums[0] / sums[2];
+    e.accuracy = data.is_classification() ? sums[1] / sums[2] : 0.0;
+  }
+  return e;
+}
+
+TrainOutcome train(TrainContext& ctx) {
+  const TrainConfig& cfg = ctx.config;
+  nn::Model& model = ctx.model;
+  ParameterStore& store = model.store();
+  const data::Dataset& train_data = ctx.data.train;
+  const std::int64_t b = cfg.micro_batch, accum = cfg.accum_steps;
+  const std::int64_t steps_per_epoch = ctx.sampler.steps_per_epoch();
+  const float grad_scale = 1.0f / static_cast<float>(b * accum);  // mean over this rank's examples
+
+  model.reserve(b);
+  data::Prefetcher prefetch(train_data, ctx.sampler, b, accum, /*first_step=*/0);
+  Progress progress(ctx.progress && ctx.comm.rank() == 0, ctx.total_steps);
+
+  TrainOutcome out;
+  out.total_steps = ctx.total_steps;
+  const auto t_start = Clock::now();
+  auto t_window = t_start;
+  std::int64_t window_steps = 0;
+  double first_loss = -1.0, last_val_accuracy = -1.0;
+
+  for (std::int64_t step = 0; step < ctx.total_steps; ++step) {
+    // ---- forward / backward over accum micro-batches, gradients accumulate in grads_flat ----
+    store.zero_grads();
+    double sums[3] = {0.0, 0.0, 0.0};  // loss, correct, examples on this rank
+    for (std::int64_t micro = 0; micro < accum; ++micro) {
+      const data::Batch& batch = prefetch.next();
+      const float* logits = model.forward(batch.x.data(), b, true);
+      std::int64_t correct = 0;
+      sums[0] += batch_loss(model, logits, train_data, batch.labels.data(), batch.targets.data(),
+                            b, grad_scale, true, &correct);
+      sums[1] += static_cast<double>(correct);
+      sums[2] += static_cast<double>(b);
+      model.backward(batch.x.data(), b);
+    }
+    // ---- one fused allreduce of the flat gradient buffer: the global-batch mean gradient ----
+    ctx.comm.allreduce(store.grads(), comm::ReduceOp::kAvg);
+    ctx.comm.allreduce(std::span<double>(sums, 3), comm::ReduceOp::kSum);
+    const double loss = sums[0] / sums[2];
+    const double grad_norm = l2_norm(store.grads());
+
+    // ---- divergence: an outcome, recorded before the update can spoil the parameters ----
+    if (first_loss < 0.0 && std::isfinite(loss)) first_loss = loss;
+    const bool nonfinite = !std::isfinite(loss) || !std::isfinite(grad_norm);
+    if (nonfinite || loss > cfg.divergence_factor * first_loss) {
+      out.status = "diverged";
+      out.diverged_step = step;
+      out.divergence_reason = nonfinite ? "loss or gradient norm is NaN/Inf"
+                                        : "loss exceeded train.divergence_factor x first loss";
+      out.last_loss = loss;
+      break;
+    }
+    out.last_finite_loss = out.last_loss = loss;
+
+    // ---- update ----
+    const double lr = ctx.schedule(step);
+    ctx.optimizer.step({store.params(), store.grads(), store.segments(), lr, step});
+    out.steps = step + 1;
+    ++window_steps;
+
+    // ---- log ----
+    if (out.steps % cfg.log_every == 0 || out.steps == ctx.total_steps) {
+      const double window_s = seconds_since(t_window);
+      const double samples_per_s = window_steps * cfg.global_batch / std::max(window_s, 1e-9);
+      if (ctx.run_dir) {
+        ctx.run_dir->append_metrics({{"step", out.steps},
+                                     {"epoch", static_cast<double>(out.steps) / steps_per_epoch},
+                                     {"lr", lr},
+                                     {"loss", loss},
+                                     {"accuracy", sums[1] / sums[2]},
+                                     {"grad_norm", grad_norm},
+                                     {"samples_per_s", samples_per_s},
+                                     {"wall_time", seconds_since(t_start)}});
+      }
+      progress.update(out.steps, loss, last_val_accuracy, samples_per_s);
+      t_window = Clock::now();
+      window_steps = 0;
+    }
+
+    // ---- evaluate; steps-to-result is the first evaluation step that meets the target ----
+    if (out.steps % cfg.eval_every == 0 || out.steps == ctx.total_steps) {
+      const Evaluation e = evaluate(model, ctx.data.validation, ctx.comm, cfg.eval_batch);
+      out.final_val_accuracy = last_val_accuracy = e.accuracy;
+      out.final_val_loss = e.loss;
+      out.best_val_accuracy = std::max(out.best_val_accuracy, e.accuracy);
+      out.best_val_loss = out.best_val_loss == 0.0 ? e.loss : std::min(out.best_val_loss, e.loss);
+      const bool met = cfg.target.enabled() && e.count > 0 && cfg.target.met(e.accuracy, e.loss);
+      if (met && out.steps_to_target < 0) {
+        out.steps_to_target = out.steps;
+        out.examples_to_target = out.steps * cfg.global_batch;
+      }
+      if (ctx.run_dir) {
+        ctx.run_dir->append_eval({{"step", out.steps},
+                                  {"epoch", static_cast<double>(out.steps) / steps_per_epoch},
+                                  {"val_loss", e.loss},
+                                  {"val_accuracy", e.accuracy},
+                                  {"target_met", met},
+                                  {"wall_time", seconds_since(t_start)}});
+      }
+      progress.update(out.steps, loss, last_val_accuracy, -1.0);
+      // Every rank computed the same allreduced metrics, so all stop together.
+      if (met && cfg.stop_at_target) break;
+    }
+  }
+  progress.finish();
+  out.wall_time_s = seconds_since(t_start);
+  out.samples_per_s = out.steps * cfg.global_batch / std::max(out.wall_time_s, 1e-9);
+  if (out.status == "running") {
+    if (out.steps_to_target >= 0) out.status = "reached_target";
+    else if (cfg.target.enabled()) out.status = "budget_exhausted";
+    else out.status = "completed";
+  }
+  return out;
+}
+
+}  // namespace lbt::trainer

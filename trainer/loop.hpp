@@ -1,0 +1,53 @@
+// The data-parallel training loop (shared/DESIGN.md "Data flow of one training step").
+#pragma once
+#include <cstdint>
+#include <string>
+
+#include "optim/optimizer.hpp"
+#include "schedules/schedule.hpp"
+#include "trainer/comm/communicator.hpp"
+#include "trainer/data/load.hpp"
+#include "trainer/data/sampler.hpp"
+#include "trainer/nn/model.hpp"
+#include "trainer/run_dir.hpp"
+#include "trainer/train_config.hpp"
+
+namespace lbt::trainer {
+
+struct Evaluation {
+  double loss = 0.0, accuracy = 0.0;  // mean loss; accuracy (classification) or 0
+  std::int64_t count = 0;
+};
+
+// Sharded evaluation: rank r takes examples r, r + K, ...; sums are allreduced.
+Evaluation evaluate(nn::Model& model, const data::Dataset& data, comm::Communicator& comm,
+                    std::int64_t eval_batch);
+
+struct TrainOutcome {
+  std::string status = "running";  // reached_target | budget_exhausted | completed | diverged
+  std::int64_t steps = 0, total_steps = 0;
+  std::int64_t steps_to_target = -1, examples_to_target = -1;
+  double best_val_accuracy = 0.0, best_val_loss = 0.0;
+  double final_val_accuracy = 0.0, final_val_loss = 0.0, last_loss = 0.0;
+  std::int64_t diverged_step = -1;
+  double last_finite_loss = 0.0;
+  std::string divergence_reason;
+  double wall_time_s = 0.0, samples_per_s = 0.0;
+};
+
+struct TrainContext {
+  const TrainConfig& config;
+  nn::Model& model;
+  optim::Optimizer& optimizer;
+  const schedules::Schedule& schedule;
+  comm::Communicator& comm;
+  const data::Splits& data;
+  data::ShardedSampler sampler;
+  std::int64_t total_steps = 0;
+  RunDirectory* run_dir = nullptr;  // rank 0 only
+  bool progress = false;            // live progress line on stderr
+};
+
+TrainOutcome train(TrainContext& context);
+
+}  // namespace lbt::trainer

@@ -1,0 +1,33 @@
+// Layer interface: explicit forward/backward over row-major [batch, features] activations
+// (llm.c style). Layers own views into the model's flat ParameterStore; buffers for
+// activations are owned by the Sequential model and allocated once for the largest batch.
+#pragma once
+#include <cstdint>
+#include <string>
+
+#include "core/params.hpp"
+#include "core/rng.hpp"
+
+namespace lbt::nn {
+
+class Layer {
+ public:
+  virtual ~Layer() = default;
+  virtual std::string describe() const = 0;           // "Linear(784->512)"
+  virtual std::int64_t in_features() const = 0;
+  virtual std::int64_t out_features() const = 0;
+  // Registers parameter tensors in `store` (before store.allocate()).
+  virtual void register_params(ParameterStore& store, const std::string& prefix) {}
+  // Takes pointers to its parameters (after store.allocate()) and initialises them.
+  virtual void bind(ParameterStore& store) {}
+  virtual void init(Rng& rng) {}
+
+  // x: [batch, in], y: [batch, out]
+  virtual void forward(const float* x, float* y, std::int64_t batch, bool train) = 0;
+  // dy: [batch, out] -> dx: [batch, in] (dx may be null when no input gradient is needed);
+  // parameter gradients are *accumulated* into the store's flat gradient buffer.
+  virtual void backward(const float* x, const float* y, const float* dy, float* dx,
+                        std::int64_t batch) = 0;
+};
+
+}  // namespace lbt::nn

@@ -1,0 +1,32 @@
+// Fully connected layer y = x W^T + b, W: [out, in] (PyTorch layout), b: [out].
+#pragma once
+#include "trainer/nn/layer.hpp"
+
+namespace lbt::nn {
+
+enum class InitScheme { kHe, kGlorot, kZero };
+
+class Linear final : public Layer {
+ public:
+  Linear(std::int64_t in, std::int64_t out, InitScheme init);
+  std::string describe() const override;
+  std::int64_t in_features() const override { return in_; }
+  std::int64_t out_features() const override { return out_; }
+  void register_params(ParameterStore& store, const std::string& prefix) override;
+  void bind(ParameterStore& store) override;
+  void init(Rng& rng) override;
+  void forward(const float* x, float* y, std::int64_t batch, bool train) override;
+  void backward(const float* x, const float* y, const float* dy, float* dx,
+                std::int64_t batch) override;
+
+  const float* weight() const { return w_; }
+  const float* bias() const { return b_; }
+
+ private:
+  std::int64_t in_, out_;
+  InitScheme init_;
+  std::size_t w_segment_ = 0, b_segment_ = 0;
+  float *w_ = nullptr, *b_ = nullptr, *dw_ = nullptr, *db_ = nullptr;
+};
+
+}  // namespace lbt::nn

@@ -1,0 +1,24 @@
+// The live progress line on a terminal: step, loss, validation accuracy, samples/s, ETA.
+// Silent when stderr is not a terminal (logs and CI stay clean).
+#pragma once
+#include <chrono>
+#include <cstdint>
+
+namespace lbt::trainer {
+
+class Progress {
+ public:
+  Progress(bool enabled, std::int64_t total_steps);
+  // val_accuracy < 0: not evaluated yet; samples_per_s < 0: keep the last value.
+  void update(std::int64_t step, double loss, double val_accuracy, double samples_per_s);
+  void finish();
+
+ private:
+  bool enabled_;
+  std::int64_t total_;
+  double samples_per_s_ = 0.0;
+  std::chrono::steady_clock::time_point start_;
+  bool printed_ = false;
+};
+
+}  // namespace lbt::trainer

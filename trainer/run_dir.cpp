@@ -1,0 +1,52 @@
+// Run directory writer; see run_dir.hpp.
+#include "trainer/run_dir.hpp"
+
+#include <chrono>
+#include <ctime>
+
+#include "core/error.hpp"
+
+namespace lbt::trainer {
+
+RunDirectory::RunDirectory(const std::filesystem::path& path, bool overwrite) : path_(path) {
+  if (std::filesystem::exists(path / "summary.json") && !overwrite) {
+    throw ConfigError("run directory " + path.string() + " already holds a run",
+                      "choose another --out, or pass --overwrite to replace it");
+  }
+  std::error_code ec;
+  std::filesystem::create_directories(path, ec);
+  if (ec) {
+    throw Error("cannot create run directory " + path.string() + ": " + ec.message(),
+                "check that the parent directory is writable");
+  }
+  for (const char* name : {"metrics.jsonl", "eval.jsonl", "noise.jsonl"}) {
+    std::filesystem::remove(path / name, ec);
+  }
+  metrics_ = io::LineAppender(path / "metrics.jsonl");
+  eval_ = io::LineAppender(path / "eval.jsonl");
+}
+
+void RunDirectory::write_config(const std::string& resolved_toml) {
+  io::atomic_write(path_ / "config.toml", resolved_toml);
+}
+
+void RunDirectory::write_summary(const nlohmann::json& summary) {
+  io::atomic_write(path_ / "summary.json", summary.dump(2) + "\n");
+}
+
+void RunDirectory::append_noise(const nlohmann::json& line) {
+  if (!noise_.is_open()) noise_ = io::LineAppender(path_ / "noise.jsonl");
+  noise_.append(line.dump());
+}
+
+std::filesystem::path default_run_path(const std::string& config_path) {
+  const auto now = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
+  std::tm tm{};
+  localtime_r(&now, &tm);
+  char stamp[32];
+  std::strftime(stamp, sizeof stamp, "%Y%m%d-%H%M%S", &tm);
+  std::string stem = config_path.empty() ? "run" : std::filesystem::path(config_path).stem().string();
+  return std::filesystem::path("runs") / (stem + "-" + stamp);
+}
+
+}  // namespace lbt::trainer

@@ -1,0 +1,34 @@
+// A run is a directory (shared/DESIGN.md): config.toml (fully resolved), metrics.jsonl,
+// eval.jsonl, noise.jsonl, summary.json. summary.json says "running" from the first moment,
+// so a directory whose run did not finish never looks complete.
+#pragma once
+#include <filesystem>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "core/io.hpp"
+
+namespace lbt::trainer {
+
+class RunDirectory {
+ public:
+  // Creates `path`; refuses a directory that already holds a run (summary.json) unless
+  // `overwrite` is set, so an earlier result is never clobbered by accident.
+  RunDirectory(const std::filesystem::path& path, bool overwrite);
+
+  const std::filesystem::path& path() const { return path_; }
+  void write_config(const std::string& resolved_toml);
+  void write_summary(const nlohmann::json& summary);  // atomic
+  void append_metrics(const nlohmann::json& line) { metrics_.append(line.dump()); }
+  void append_eval(const nlohmann::json& line) { eval_.append(line.dump()); }
+  void append_noise(const nlohmann::json& line);
+
+ private:
+  std::filesystem::path path_;
+  io::LineAppender metrics_, eval_, noise_;
+};
+
+// Default location for a run: runs/<config stem>-<YYYYmmdd-HHMMSS>.
+std::filesystem::path default_run_path(const std::string& config_path);
+
+}  // namespace lbt::trainer

@@ -1,0 +1,54 @@
+// The `model.*`, `data.*` and `train.*` config keys, read and validated in one place, and the
+// batch layout global_batch = world_size x micro_batch x accum_steps resolved from them.
+#pragma once
+#include <cstdint>
+#include <string>
+
+#include "core/config.hpp"
+#include "trainer/nn/linear.hpp"
+
+namespace lbt::trainer {
+
+// A stop/score condition such as "val_accuracy>=0.88" or "val_loss<=0.35".
+struct Target {
+  std::string metric;  // val_accuracy | val_loss
+  bool at_least = true;
+  double value = 0.0;
+  bool enabled() const { return !metric.empty(); }
+  bool met(double accuracy, double loss) const;
+  std::string text() const;
+};
+Target parse_target(const std::string& text);  // "" -> disabled; throws ConfigError
+
+struct DataConfig {
+  std::string dataset;  // fashion-mnist | mnist | synthetic-regression
+  std::string path;
+  std::int64_t validation_size = 0;
+  std::int64_t train_limit = 0;  // use only the first N training examples (0: all)
+  bool normalize = true;
+  // synthetic-regression (noise tests): y = x.w* + N(0, noise^2), x ~ N(0, I_dim)
+  std::int64_t synthetic_examples = 0, synthetic_dim = 0;
+  double synthetic_noise = 0.0;
+};
+
+struct TrainConfig {
+  std::string model_spec;
+  nn::InitScheme init = nn::InitScheme::kHe;
+  DataConfig data;
+  std::int64_t global_batch = 0, micro_batch = 0, accum_steps = 0;  // resolved
+  std::int64_t steps = 0;    // budget in optimizer steps (0: use epochs)
+  double epochs = 0.0;       // budget in epochs when steps == 0
+  std::int64_t eval_every = 0, log_every = 0, eval_batch = 0;
+  std::uint64_t seed = 0;
+  int threads = 0;           // per rank; 0: cores / local ranks
+  Target target;
+  bool stop_at_target = false;
+  double divergence_factor = 0.0;  // loss > factor * first loss ends the run as diverged
+  std::string comm_backend;
+};
+
+// Reads and validates; `world_size` resolves and checks the batch layout on every rank, before
+// any collective, so an impossible combination never leaves one rank hanging.
+TrainConfig read_train_config(Config& config, int world_size);
+
+}  // namespace lbt::trainer

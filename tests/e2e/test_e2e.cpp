@@ -1,0 +1,168 @@
+// End to end through the real `lbt` binary: a short Fashion-MNIST run whose loss falls and
+// whose run directory parses, and the CLI's error messages for bad input.
+#define BOOST_TEST_MODULE e2e
+#include <boost/test/unit_test.hpp>
+
+#include <sys/wait.h>
+
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <string>
+
+namespace fs = std::filesystem;
+
+namespace {
+
+struct Result {
+  int code = -1;
+  std::string out, err;
+};
+
+fs::path scratch() {
+  static fs::path dir = [] {
+    fs::path p = fs::temp_directory_path() / ("lbt_e2e_" + std::to_string(::getpid()));
+    fs::remove_all(p);
+    fs::create_directories(p);
+    return p;
+  }();
+  return dir;
+}
+
+std::string slurp(const fs::path& p) {
+  std::ifstream in(p);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+// Runs `lbt ARGS` with stdout and stderr captured to files.
+Result lbt(const std::string& args) {
+  const fs::path out = scratch() / "stdout", err = scratch() / "stderr";
+  const std::string cmd = std::string(LBT_BINARY) + " " + args + " >" + out.string() + " 2>" + err.string();
+  int status = std::system(cmd.c_str());
+  Result r;
+  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  r.out = slurp(out);
+  r.err = slurp(err);
+  return r;
+}
+
+fs::path write_config(const std::string& name, const std::string& text) {
+  fs::path p = scratch() / name;
+  std::ofstream(p) << text;
+  return p;
+}
+
+const std::string kConfig = std::string(LBT_SOURCE_DIR) + "/experiments/configs/fmnist_mlp.toml";
+// A small real slice of Fashion-MNIST: seconds, not minutes.
+const std::string kSmall = " --set data.train_limit=6000 --set data.validation_size=1000"
+                           " --set model.spec=mlp:784-64-10 --set train.steps=120"
+                           " --set train.eval_every=40 --set train.log_every=10 --quiet";
+
+std::vector<nlohmann::json> read_jsonl(const fs::path& p) {
+  std::vector<nlohmann::json> lines;
+  std::ifstream in(p);
+  std::string line;
+  while (std::getline(in, line)) lines.push_back(nlohmann::json::parse(line));
+  return lines;
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(short_fashion_mnist_run_learns_and_writes_a_parseable_run_directory) {
+  const fs::path run = scratch() / "run";
+  Result r = lbt("train --config " + kConfig + kSmall + " --out " + run.string());
+  BOOST_TEST_INFO("stderr: " << r.err);
+  BOOST_REQUIRE_EQUAL(r.code, 0);
+  BOOST_TEST(r.out.find("run directory: " + run.string()) != std::string::npos);
+
+  auto summary = nlohmann::json::parse(slurp(run / "summary.json"));
+  BOOST_TEST(summary["steps"].get<int>() == 120);
+  BOOST_TEST(summary["global_batch"].get<int>() == 128);
+  const std::string status = summary["status"];
+  BOOST_TEST((status == "reached_target" || status == "budget_exhausted"));
+  BOOST_TEST(summary["best_val_accuracy"].get<double>() > 0.70);  // chance is 0.10
+
+  auto metrics = read_jsonl(run / "metrics.jsonl");
+  BOOST_REQUIRE_EQUAL(metrics.size(), 12u);
+  for (const char* key : {"step", "epoch", "lr", "loss", "grad_norm", "samples_per_s", "wall_time"}) {
+    BOOST_TEST(metrics.front().contains(key), key);
+  }
+  BOOST_TEST(metrics.back()["loss"].get<double>() < 0.6 * metrics.front()["loss"].get<double>());
+  auto evals = read_jsonl(run / "eval.jsonl");
+  BOOST_REQUIRE_EQUAL(evals.size(), 3u);
+  BOOST_TEST(evals.back()["step"].get<int>() == 120);
+
+  // The resolved config is complete TOML: it holds the overrides and every default.
+  const std::string config = slurp(run / "config.toml");
+  BOOST_TEST(config.find("spec = 'mlp:784-64-10'") != std::string::npos);
+  BOOST_TEST(config.find("divergence_factor") != std::string::npos);
+
+  // A second run into the same directory is refused rather than clobbering the first.
+  Result again = lbt("train --config " + kConfig + kSmall + " --out " + run.string());
+  BOOST_TEST(again.code != 0);
+  BOOST_TEST(again.err.find("already holds a run") != std::string::npos);
+}
+
+BOOST_AUTO_TEST_CASE(huge_learning_rate_ends_as_diverged_not_as_a_crash) {
+  const fs::path run = scratch() / "diverged";
+  Result r = lbt("train --config " + kConfig + kSmall + " --set optimizer.lr=1000 --out " + run.string());
+  BOOST_REQUIRE_EQUAL(r.code, 0);
+  auto summary = nlohmann::json::parse(slurp(run / "summary.json"));
+  BOOST_TEST(summary["status"].get<std::string>() == "diverged");
+  BOOST_TEST(summary["diverged_step"].get<int>() >= 0);
+  BOOST_TEST(summary.contains("last_finite_loss"));
+}
+
+struct BadInput {
+  std::string args, must_say;
+};
+
+BOOST_AUTO_TEST_CASE(bad_inputs_fail_with_one_clear_message_and_no_complete_looking_run) {
+  const std::string bad_key = write_config("typo.toml", "[optimizer]\nlearnig_rate = 0.1\n").string();
+  const std::string bad_toml = write_config("syntax.toml", "[train\nsteps = 3\n").string();
+  const std::vector<BadInput> cases = {
+      {"--set data.path=/nonexistent", "dataset-fashion-mnist"},
+      {"--set train.global_batch=0", "train.global_batch must be > 0"},
+      {"--set optimizer.lr=-0.1", "optimizer.lr must be a positive"},
+      {"--set train.eval_every=0", "train.eval_every must be > 0"},
+      {"--set train.steps=ten", "train.steps must be an integer"},
+      {"--set train.epocs=3", "did you mean 'train.epochs'"},
+      {"--set model.spec=mlp:100-10", "takes 100 inputs"},
+      {"--set train.target=accuracy", "train.target"},
+  };
+  for (const auto& c : cases) {
+    const fs::path run = scratch() / "bad";
+    fs::remove_all(run);
+    Result r = lbt("train --config " + kConfig + kSmall + " " + c.args + " --out " + run.string());
+    BOOST_TEST_CONTEXT(c.args) {
+      BOOST_TEST(r.code != 0);
+      BOOST_TEST(r.err.find("error: ") == 0u);
+      BOOST_TEST(r.err.find(c.must_say) != std::string::npos, "stderr was: " << r.err);
+      BOOST_TEST(r.err.find("hint: ") != std::string::npos);
+      // Config and data are validated before the run directory exists.
+      BOOST_TEST(!fs::exists(run / "summary.json"));
+    }
+  }
+  Result typo = lbt("train --config " + bad_key + " --quiet");
+  BOOST_TEST(typo.err.find("unknown config key 'optimizer.learnig_rate'") != std::string::npos);
+  BOOST_TEST(typo.err.find("lbt train --help") != std::string::npos);
+  Result syntax = lbt("train --config " + bad_toml + " --quiet");
+  BOOST_TEST(syntax.code != 0);
+  BOOST_TEST(syntax.err.find("syntax.toml:1") != std::string::npos, syntax.err);
+  Result missing = lbt("train --config /nonexistent.toml");
+  BOOST_TEST(missing.code != 0);
+}
+
+BOOST_AUTO_TEST_CASE(help_lists_every_option_and_config_key_with_defaults) {
+  Result top = lbt("--help");
+  BOOST_TEST(top.code == 0);
+  BOOST_TEST(top.out.find("train") != std::string::npos);
+  Result train = lbt("train --help");
+  BOOST_TEST(train.code == 0);
+  for (const char* s : {"--config", "--set", "--out", "train.global_batch = 128", "optimizer.lr = "}) {
+    BOOST_TEST(train.out.find(s) != std::string::npos, s);
+  }
+}

@@ -1,0 +1,141 @@
+// IDX reader on small files written here, plain and gzip, and every corrupt-file case.
+#include <boost/test/unit_test.hpp>
+
+#include <zlib.h>
+
+#include <filesystem>
+#include <fstream>
+#include <vector>
+
+#include "core/error.hpp"
+#include "trainer/data/idx.hpp"
+
+using namespace lbt;
+namespace fs = std::filesystem;
+
+namespace {
+
+std::vector<unsigned char> idx_bytes(unsigned char ndims, std::vector<std::uint32_t> dims,
+                                     std::vector<unsigned char> payload) {
+  std::vector<unsigned char> out = {0, 0, 0x08, ndims};
+  for (auto d : dims) {
+    out.push_back(d >> 24), out.push_back(d >> 16), out.push_back(d >> 8), out.push_back(d);
+  }
+  out.insert(out.end(), payload.begin(), payload.end());
+  return out;
+}
+
+struct TempDir {
+  fs::path path = fs::temp_directory_path() / ("lbt_idx_" + std::to_string(::getpid()));
+  TempDir() { fs::create_directories(path); }
+  ~TempDir() { fs::remove_all(path); }
+  fs::path write(const std::string& name, const std::vector<unsigned char>& bytes, bool gz = false) {
+    fs::path p = path / name;
+    if (gz) {
+      gzFile f = gzopen(p.c_str(), "wb");
+      gzwrite(f, bytes.data(), static_cast<unsigned>(bytes.size()));
+      gzclose(f);
+    } else {
+      std::ofstream(p, std::ios::binary).write(reinterpret_cast<const char*>(bytes.data()), bytes.size());
+    }
+    return p;
+  }
+};
+
+// 3 images of 2x2 and their labels.
+std::vector<unsigned char> images3() { return idx_bytes(3, {3, 2, 2}, {0, 255, 51, 102, 1, 2, 3, 4, 5, 6, 7, 8}); }
+std::vector<unsigned char> labels3() { return idx_bytes(1, {3}, {9, 0, 4}); }
+
+template <class F>
+std::string data_error_of(F&& f) {
+  try {
+    f();
+  } catch (const DataError& e) {
+    return e.what();
+  }
+  return "<no DataError>";
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_SUITE(idx_reader)
+
+BOOST_AUTO_TEST_CASE(reads_plain_and_gzip_files_alike) {
+  TempDir dir;
+  for (bool gz : {false, true}) {
+    auto d = data::load_idx_pair(dir.write("img", images3(), gz), dir.write("lab", labels3(), gz), 10, "t");
+    BOOST_TEST(d.n == 3);
+    BOOST_TEST(d.dim == 4);
+    BOOST_TEST(d.x[1] == 1.0f);              // 255 / 255
+    BOOST_TEST(d.x[2] == 0.2f, boost::test_tools::tolerance(1e-6f));  // 51 / 255
+    BOOST_TEST(d.labels[0] == 9);
+    BOOST_TEST(d.labels[2] == 4);
+  }
+}
+
+BOOST_AUTO_TEST_CASE(missing_file_names_the_path_and_the_package) {
+  auto msg = data_error_of([] { data::read_idx("/nonexistent/train-images-idx3-ubyte.gz"); });
+  BOOST_TEST(msg.find("/nonexistent/train-images-idx3-ubyte.gz") != std::string::npos);
+}
+
+BOOST_AUTO_TEST_CASE(wrong_magic_is_reported_with_the_value) {
+  TempDir dir;
+  auto bytes = images3();
+  bytes[2] = 0x0D;  // float32 IDX, not ubyte
+  auto msg = data_error_of([&] { data::read_idx(dir.write("bad", bytes)); });
+  BOOST_TEST(msg.find("magic") != std::string::npos);
+  BOOST_TEST(msg.find("0x00000d03") != std::string::npos);
+}
+
+BOOST_AUTO_TEST_CASE(truncated_payload_reports_expected_and_got) {
+  TempDir dir;
+  for (bool gz : {false, true}) {
+    auto bytes = images3();
+    bytes.resize(bytes.size() - 5);
+    auto msg = data_error_of([&] { data::read_idx(dir.write("trunc", bytes, gz)); });
+    BOOST_TEST_CONTEXT("gz " << gz) {
+      BOOST_TEST(msg.find("truncated payload") != std::string::npos);
+      BOOST_TEST(msg.find("expected 12 bytes") != std::string::npos);
+      BOOST_TEST(msg.find("got 7") != std::string::npos);
+    }
+  }
+}
+
+BOOST_AUTO_TEST_CASE(truncated_header_and_trailing_bytes_are_errors) {
+  TempDir dir;
+  auto head = images3();
+  head.resize(6);
+  BOOST_TEST(data_error_of([&] { data::read_idx(dir.write("h", head)); }).find("truncated") != std::string::npos);
+  auto longer = images3();
+  longer.push_back(0);
+  BOOST_TEST(data_error_of([&] { data::read_idx(dir.write("l", longer)); }).find("longer") != std::string::npos);
+}
+
+BOOST_AUTO_TEST_CASE(corrupt_gzip_stream_is_a_data_error) {
+  TempDir dir;
+  auto p = dir.write("c.gz", images3(), true);
+  std::vector<char> raw(fs::file_size(p));
+  std::ifstream(p, std::ios::binary).read(raw.data(), raw.size());
+  for (std::size_t i = 12; i < raw.size() - 8; ++i) raw[i] ^= 0x5A;
+  std::ofstream(p, std::ios::binary | std::ios::trunc).write(raw.data(), raw.size());
+  BOOST_CHECK_THROW(data::read_idx(p), DataError);
+}
+
+BOOST_AUTO_TEST_CASE(image_and_label_count_mismatch_names_both_files) {
+  TempDir dir;
+  auto img = dir.write("img", images3());
+  auto lab = dir.write("lab", idx_bytes(1, {2}, {1, 2}));
+  auto msg = data_error_of([&] { data::load_idx_pair(img, lab, 10, "t"); });
+  BOOST_TEST(msg.find("3 images") != std::string::npos);
+  BOOST_TEST(msg.find("2 labels") != std::string::npos);
+}
+
+BOOST_AUTO_TEST_CASE(label_out_of_range_is_reported_with_its_index) {
+  TempDir dir;
+  auto msg = data_error_of([&] {
+    data::load_idx_pair(dir.write("img", images3()), dir.write("lab", idx_bytes(1, {3}, {1, 12, 2})), 10, "t");
+  });
+  BOOST_TEST(msg.find("label 12 at index 1") != std::string::npos);
+}
+
+BOOST_AUTO_TEST_SUITE_END()

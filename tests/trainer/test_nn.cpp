@@ -1,0 +1,189 @@
+// Layers and losses: finite-difference gradient checks and hand-computed loss values.
+#include <boost/test/unit_test.hpp>
+
+#include <cmath>
+#include <random>
+#include <vector>
+
+#include "core/error.hpp"
+#include "support/gradient_check.hpp"
+#include "trainer/nn/linear.hpp"
+#include "trainer/nn/loss.hpp"
+#include "trainer/nn/model.hpp"
+#include "trainer/nn/relu.hpp"
+
+using namespace lbt;
+using lbt::test::check_gradient;
+
+namespace {
+
+std::vector<float> random_vector(std::size_t n, std::uint64_t seed, float scale = 1.0f) {
+  std::mt19937_64 rng(seed);
+  std::normal_distribution<float> dist(0.0f, scale);
+  std::vector<float> v(n);
+  for (auto& x : v) x = dist(rng);
+  return v;
+}
+
+// Float parameters with loss sums in double: the step is large enough that float rounding of
+// the perturbed inputs stays far below the O(step^2) truncation error of central differences.
+constexpr double kStep = 1e-2;
+constexpr double kTolerance = 2e-3;
+// Smaller step through ReLU networks: a smaller neighbourhood of the kink to stay out of.
+constexpr double kMlpStep = 1e-3;
+
+}  // namespace
+
+BOOST_AUTO_TEST_SUITE(layers)
+
+BOOST_AUTO_TEST_CASE(softmax_cross_entropy_matches_hand_computed_values) {
+  // logits [0, ln 3] for label 1: p = [1/4, 3/4], loss = -ln(3/4); dlogits = p - onehot.
+  float logits[2] = {0.0f, static_cast<float>(std::log(3.0))};
+  std::int32_t label = 1;
+  float d[2];
+  std::int64_t correct = 0;
+  double loss = nn::softmax_cross_entropy(logits, &label, 1, 2, d, 1.0f, &correct);
+  BOOST_TEST(loss == -std::log(0.75), boost::test_tools::tolerance(1e-6));
+  BOOST_TEST(d[0] == 0.25f, boost::test_tools::tolerance(1e-6f));
+  BOOST_TEST(d[1] == -0.25f, boost::test_tools::tolerance(1e-6f));
+  BOOST_TEST(correct == 1);
+  // Huge logits stay finite (max subtraction).
+  float big[2] = {1000.0f, 0.0f};
+  label = 0;
+  BOOST_TEST(std::isfinite(nn::softmax_cross_entropy(big, &label, 1, 2, d, 1.0f, nullptr)));
+}
+
+BOOST_AUTO_TEST_CASE(half_squared_error_matches_hand_computed_values) {
+  float pred[2] = {1.0f, 3.0f}, target[2] = {0.0f, 1.0f}, d[2];
+  // 0.5 * (1^2 + 2^2) = 2.5; gradient (pred - target) * 0.5
+  BOOST_TEST(nn::half_squared_error(pred, target, 2, 1, d, 0.5f) == 2.5);
+  BOOST_TEST(d[0] == 0.5f);
+  BOOST_TEST(d[1] == 1.0f);
+}
+
+BOOST_AUTO_TEST_CASE(cross_entropy_gradient_matches_finite_differences) {
+  const int B = 3, C = 4;
+  auto logits = random_vector(B * C, 1);
+  std::int32_t labels[B] = {0, 3, 2};
+  std::vector<float> d(B * C);
+  nn::softmax_cross_entropy(logits.data(), labels, B, C, d.data(), 1.0f, nullptr);
+  auto f = [&] { return nn::softmax_cross_entropy(logits.data(), labels, B, C, nullptr, 1.0f, nullptr); };
+  auto r = check_gradient(logits.data(), logits.size(), f, d.data(), kStep);
+  BOOST_CHECK_MESSAGE(r.max_error < kTolerance, "logit " << r.worst_index << ": " << r.worst_analytic
+                                                         << " vs " << r.worst_numeric);
+}
+
+// Checks d(loss)/d(params) and d(loss)/d(input) of a whole model against finite differences,
+// with loss = sum of softmax cross-entropy over a small batch.
+void check_model_gradients(nn::Model& model, std::int64_t batch) {
+  const std::int64_t in = model.input_dim(), out = model.output_dim();
+  // Draw inputs until every ReLU input is away from the kink, so no central difference
+  // straddles it (the analytic gradient is exact there, the numeric one is not).
+  std::vector<float> x;
+  for (std::uint64_t seed = 7;; ++seed) {
+    BOOST_REQUIRE(seed < 1000);
+    x = random_vector(static_cast<std::size_t>(batch * in), seed);
+    model.forward(x.data(), batch, true);
+    bool clear = true;
+    for (std::size_t i = 0; i < model.layers().size(); ++i) {
+      if (model.layers()[i]->describe() != "ReLU") continue;
+      const float* pre = model.layer_input(i, x.data());
+      for (std::int64_t j = 0; j < batch * model.layers()[i]->in_features(); ++j) {
+        clear = clear && std::abs(pre[j]) > 0.02f;
+      }
+    }
+    if (clear) break;
+  }
+  std::vector<std::int32_t> labels(static_cast<std::size_t>(batch));
+  for (std::int64_t i = 0; i < batch; ++i) labels[i] = static_cast<std::int32_t>(i % out);
+  auto loss = [&] {
+    const float* logits = model.forward(x.data(), batch, true);
+    return nn::softmax_cross_entropy(logits, labels.data(), batch, out, nullptr, 1.0f, nullptr);
+  };
+  model.store().zero_grads();
+  const float* logits = model.forward(x.data(), batch, true);
+  nn::softmax_cross_entropy(logits, labels.data(), batch, out, model.output_grad(), 1.0f, nullptr);
+  model.backward(x.data(), batch);
+  std::vector<float> analytic(model.store().grads().begin(), model.store().grads().end());
+  for (const Segment& seg : model.store().segments()) {
+    BOOST_TEST_CONTEXT("segment " << seg.name) {
+      auto r = check_gradient(model.store().params().data() + seg.offset, seg.size, loss,
+                              analytic.data() + seg.offset, kMlpStep);
+      BOOST_CHECK_MESSAGE(r.max_error < kTolerance, "param " << r.worst_index << ": analytic "
+                                                             << r.worst_analytic << " vs numeric "
+                                                             << r.worst_numeric);
+    }
+  }
+}
+
+BOOST_AUTO_TEST_CASE(linear_layer_gradients_match_finite_differences) {
+  auto model = nn::Model::from_spec("linear:5-3", nn::InitScheme::kGlorot);
+  auto rng = make_rng(3, RngStream::kInit);
+  model->build(rng);
+  // Non-zero biases so their gradient path is exercised with a non-trivial forward.
+  for (const Segment& s : model->store().segments()) {
+    if (s.kind == ParamKind::kBias) {
+      for (std::size_t i = 0; i < s.size; ++i) model->store().params()[s.offset + i] = 0.1f * (i + 1);
+    }
+  }
+  check_model_gradients(*model, 4);
+}
+
+BOOST_AUTO_TEST_CASE(mlp_gradients_match_finite_differences_including_relu) {
+  auto model = nn::Model::from_spec("mlp:6-8-7-3", nn::InitScheme::kHe);
+  auto rng = make_rng(5, RngStream::kInit);
+  model->build(rng);
+  check_model_gradients(*model, 5);
+}
+
+BOOST_AUTO_TEST_CASE(input_gradient_of_linear_and_relu_matches_finite_differences) {
+  // loss = sum_j c_j * relu(Wx + b)_j; check d/dx with inputs kept away from ReLU's kink.
+  ParameterStore store;
+  nn::Linear fc(4, 3, nn::InitScheme::kGlorot);
+  nn::Relu relu(3);
+  fc.register_params(store, "fc");
+  store.allocate();
+  fc.bind(store);
+  auto rng = make_rng(9, RngStream::kInit);
+  fc.init(rng);
+  std::vector<float> x = {0.5f, -1.0f, 2.0f, 0.25f}, h(3), y(3), c = {1.0f, -2.0f, 0.5f};
+  auto loss = [&] {
+    fc.forward(x.data(), h.data(), 1, true);
+    relu.forward(h.data(), y.data(), 1, true);
+    double s = 0;
+    for (int j = 0; j < 3; ++j) s += c[j] * y[j];
+    return s;
+  };
+  loss();
+  for (float v : h) BOOST_REQUIRE(std::abs(v) > 5 * kStep);  // away from the kink
+  std::vector<float> dh(3), dx(4);
+  relu.backward(h.data(), y.data(), c.data(), dh.data(), 1);
+  fc.backward(x.data(), h.data(), dh.data(), dx.data(), 1);
+  auto r = check_gradient(x.data(), x.size(), loss, dx.data(), 1e-3);
+  BOOST_TEST(r.max_error < kTolerance);
+}
+
+BOOST_AUTO_TEST_CASE(model_spec_errors_name_the_spec) {
+  BOOST_CHECK_THROW(nn::Model::from_spec("mlp:784", nn::InitScheme::kHe), ConfigError);
+  BOOST_CHECK_THROW(nn::Model::from_spec("mlp:784-x-10", nn::InitScheme::kHe), ConfigError);
+  try {
+    nn::Model::from_spec("transformer:1", nn::InitScheme::kHe);
+    BOOST_FAIL("expected ConfigError");
+  } catch (const ConfigError& e) {
+    BOOST_TEST(std::string(e.what()).find("transformer") != std::string::npos);
+    BOOST_TEST(e.hint().find("mlp:") != std::string::npos);
+  }
+}
+
+BOOST_AUTO_TEST_CASE(he_init_has_the_expected_variance) {
+  auto model = nn::Model::from_spec("linear:400-300", nn::InitScheme::kHe);
+  auto rng = make_rng(1, RngStream::kInit);
+  model->build(rng);
+  const Segment& w = model->store().segments()[0];
+  double sq = 0;
+  for (std::size_t i = 0; i < w.size; ++i) sq += std::pow(model->store().params()[w.offset + i], 2);
+  // He: Var = 2 / fan_in = 0.005; 120k samples -> relative standard error ~0.4%.
+  BOOST_TEST(sq / w.size == 2.0 / 400, boost::test_tools::tolerance(0.03));
+}
+
+BOOST_AUTO_TEST_SUITE_END()

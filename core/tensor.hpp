@@ -38,7 +38,12 @@ class AlignedBuffer {
     }
     size_ = n;
   }
-  void zero() { std::fill(data(), data() + size_, 0.0f); }
+  void zero() {
+    float* p = data();
+    const std::ptrdiff_t n = static_cast<std::ptrdiff_t>(size_);
+#pragma omp parallel for simd schedule(static) if (n > 65536)
+    for (std::ptrdiff_t i = 0; i < n; ++i) p[i] = 0.0f;
+  }
 
   float* data() { return data_.get(); }
   const float* data() const { return data_.get(); }

@@ -37,7 +37,7 @@ void Sgd::step(const StepInput& in) {
     const float* g = in.grads.data() + seg.offset;
     if (buf) {
       float* m = buf + seg.offset;
-#pragma omp simd
+#pragma omp parallel for simd schedule(static) if (seg.size > 32768)
       for (std::size_t i = 0; i < seg.size; ++i) {
         m[i] = mu * m[i] + (g[i] + wd * w[i]);  // buf = mu*buf + (g + wd*w)
         w[i] -= lr * m[i];                      // w -= lr*buf

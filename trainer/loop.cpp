@@ -98,8 +98,8 @@ TrainOutcome train(TrainContext& ctx) {
   double first_loss = -1.0, last_val_accuracy = -1.0;
 
   for (std::int64_t step = 0; step < ctx.total_steps; ++step) {
-    // ---- forward / backward over accum micro-batches, gradients accumulate in grads_flat ----
-    store.zero_grads();
+    // ---- forward / backward over accum micro-batches: the first writes grads_flat, the
+    //      rest add to it (no zeroing pass) ----
     double sums[3] = {0.0, 0.0, 0.0};  // loss, correct, examples on this rank
     for (std::int64_t micro = 0; micro < accum; ++micro) {
       const data::Batch& batch = prefetch.next();
@@ -109,7 +109,7 @@ TrainOutcome train(TrainContext& ctx) {
                             b, grad_scale, true, &correct);
       sums[1] += static_cast<double>(correct);
       sums[2] += static_cast<double>(b);
-      model.backward(batch.x.data(), b);
+      model.backward(batch.x.data(), b, /*accumulate=*/micro > 0);
     }
     // ---- one fused allreduce of the flat gradient buffer: the global-batch mean gradient ----
     ctx.comm.allreduce(store.grads(), comm::ReduceOp::kAvg);

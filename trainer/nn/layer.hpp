@@ -24,10 +24,11 @@ class Layer {
 
   // x: [batch, in], y: [batch, out]
   virtual void forward(const float* x, float* y, std::int64_t batch, bool train) = 0;
-  // dy: [batch, out] -> dx: [batch, in] (dx may be null when no input gradient is needed);
-  // parameter gradients are *accumulated* into the store's flat gradient buffer.
+  // dy: [batch, out] -> dx: [batch, in] (dx may be null when no input gradient is needed).
+  // Parameter gradients go to the store's flat gradient buffer: overwritten when `accumulate`
+  // is false (the first micro-batch of a step, so no zeroing pass is needed), else added to.
   virtual void backward(const float* x, const float* y, const float* dy, float* dx,
-                        std::int64_t batch) = 0;
+                        std::int64_t batch, bool accumulate) = 0;
 };
 
 }  // namespace lbt::nn

@@ -53,11 +53,12 @@ void Linear::forward(const float* x, float* y, std::int64_t batch, bool) {
 }
 
 void Linear::backward(const float* x, const float*, const float* dy, float* dx,
-                      std::int64_t batch) {
+                      std::int64_t batch, bool accumulate) {
   const int B = static_cast<int>(batch), I = static_cast<int>(in_), O = static_cast<int>(out_);
-  // dW[O, I] += dy[B, O]^T x[B, I]
-  sgemm(true, false, O, I, B, 1.0f, dy, O, x, I, 1.0f, dw_, I);
-  // db[O] += sum over rows of dy
+  // dW[O, I] (+)= dy[B, O]^T x[B, I]
+  sgemm(true, false, O, I, B, 1.0f, dy, O, x, I, accumulate ? 1.0f : 0.0f, dw_, I);
+  // db[O] (+)= sum over rows of dy
+  if (!accumulate) std::fill(db_, db_ + O, 0.0f);
   for (int r = 0; r < B; ++r) {
     const float* row = dy + static_cast<std::ptrdiff_t>(r) * O;
 #pragma omp simd

@@ -17,7 +17,7 @@ class Linear final : public Layer {
   void init(Rng& rng) override;
   void forward(const float* x, float* y, std::int64_t batch, bool train) override;
   void backward(const float* x, const float* y, const float* dy, float* dx,
-                std::int64_t batch) override;
+                std::int64_t batch, bool accumulate) override;
 
   const float* weight() const { return w_; }
   const float* bias() const { return b_; }

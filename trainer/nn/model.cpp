@@ -105,10 +105,11 @@ const float* Model::forward(const float* x, std::int64_t batch, bool train) {
   return in;
 }
 
-void Model::backward(const float* x, std::int64_t batch) {
+void Model::backward(const float* x, std::int64_t batch, bool accumulate) {
   for (std::size_t i = layers_.size(); i-- > 0;) {
     float* dx = i > 0 ? grads_[i - 1].data() : nullptr;
-    layers_[i]->backward(layer_input(i, x), acts_[i].data(), grads_[i].data(), dx, batch);
+    layers_[i]->backward(layer_input(i, x), acts_[i].data(), grads_[i].data(), dx, batch,
+                         accumulate);
   }
 }
 

@@ -34,8 +34,9 @@ class Model {
   const float* forward(const float* x, std::int64_t batch, bool train);
   // Buffer the loss writes d(loss)/d(output) into: [batch, output_dim].
   float* output_grad() { return grads_.back().data(); }
-  // Backpropagates output_grad(); accumulates parameter gradients into store().grads().
-  void backward(const float* x, std::int64_t batch);
+  // Backpropagates output_grad() into store().grads(): overwrites them when `accumulate` is
+  // false (first micro-batch of a step), adds to them otherwise (gradient accumulation).
+  void backward(const float* x, std::int64_t batch, bool accumulate);
 
   std::int64_t input_dim() const { return layers_.front()->in_features(); }
   std::int64_t output_dim() const { return layers_.back()->out_features(); }

@@ -1,0 +1,101 @@
+// Checkpoint files: round trip, corruption detected by checksum, fallback, pruning.
+#include <boost/test/unit_test.hpp>
+
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "core/error.hpp"
+#include "trainer/checkpoint.hpp"
+
+using namespace lbt;
+namespace fs = std::filesystem;
+
+namespace {
+
+struct Dir {
+  fs::path path = fs::temp_directory_path() / ("lbt_ckpt_" + std::to_string(::getpid()));
+  Dir() { fs::remove_all(path), fs::create_directories(path); }
+  ~Dir() { fs::remove_all(path); }
+};
+
+void write_step(const fs::path& dir, std::int64_t step, std::vector<float>& params) {
+  for (auto& p : params) p += 1.0f;
+  trainer::write_checkpoint(trainer::checkpoint_path(dir, step), {{"step", step}},
+                            {{"params", std::as_bytes(std::span<const float>(params))}});
+}
+
+void flip_byte(const fs::path& p, std::size_t offset) {
+  std::fstream f(p, std::ios::in | std::ios::out | std::ios::binary);
+  f.seekg(static_cast<std::streamoff>(offset));
+  char c;
+  f.get(c);
+  f.seekp(static_cast<std::streamoff>(offset));
+  f.put(static_cast<char>(c ^ 0x01));
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_SUITE(checkpoints)
+
+BOOST_AUTO_TEST_CASE(round_trip_preserves_header_and_sections_bit_for_bit) {
+  Dir dir;
+  std::vector<float> params = {1.5f, -2.25f, 3e-38f, 7.0f};
+  std::vector<double> state = {0.1, 0.2};
+  auto path = trainer::checkpoint_path(dir.path, 42);
+  trainer::write_checkpoint(path, {{"step", 42}, {"world_size", 2}},
+                            {{"params", std::as_bytes(std::span<const float>(params))},
+                             {"noise", std::as_bytes(std::span<const double>(state))}});
+  auto ck = trainer::read_checkpoint(path);
+  BOOST_TEST(ck.header["step"].get<int>() == 42);
+  std::vector<float> back(4);
+  ck.copy_to("params", std::span<float>(back));
+  BOOST_TEST(back == params);
+  std::vector<float> wrong(3);
+  BOOST_CHECK_THROW(ck.copy_to("params", std::span<float>(wrong)), DataError);
+  BOOST_CHECK_THROW(ck.copy_to("momentum", std::span<float>(back)), DataError);
+  for (auto& e : fs::directory_iterator(dir.path)) {
+    BOOST_TEST(e.path().filename().string().find(".tmp.") == std::string::npos);
+  }
+}
+
+BOOST_AUTO_TEST_CASE(flipped_byte_and_truncation_are_detected_by_the_checksum) {
+  Dir dir;
+  std::vector<float> params(100, 0.0f);
+  write_step(dir.path, 1, params);
+  auto path = trainer::checkpoint_path(dir.path, 1);
+  const auto size = fs::file_size(path);
+  flip_byte(path, size / 2);
+  BOOST_CHECK_THROW(trainer::read_checkpoint(path), DataError);
+  write_step(dir.path, 1, params);
+  fs::resize_file(path, size - 10);
+  BOOST_CHECK_THROW(trainer::read_checkpoint(path), DataError);
+}
+
+BOOST_AUTO_TEST_CASE(a_corrupt_newest_checkpoint_falls_back_to_the_previous_one) {
+  Dir dir;
+  std::vector<float> params(8, 0.0f);
+  write_step(dir.path, 10, params);
+  write_step(dir.path, 20, params);
+  flip_byte(trainer::checkpoint_path(dir.path, 20), 40);
+  trainer::LoadedCheckpoint ck;
+  BOOST_REQUIRE(trainer::load_latest_checkpoint(dir.path, ck));
+  BOOST_TEST(ck.header["step"].get<int>() == 10);
+  std::vector<float> back(8);
+  ck.copy_to("params", std::span<float>(back));
+  BOOST_TEST(back[0] == 1.0f);  // the step-10 values
+}
+
+BOOST_AUTO_TEST_CASE(pruning_keeps_the_newest_k) {
+  Dir dir;
+  std::vector<float> params(4, 0.0f);
+  for (int step : {5, 100, 15, 2000}) write_step(dir.path, step, params);
+  trainer::prune_checkpoints(dir.path, 2);
+  auto left = trainer::list_checkpoints(dir.path);
+  BOOST_REQUIRE_EQUAL(left.size(), 2u);
+  BOOST_TEST(left[0] == trainer::checkpoint_path(dir.path, 100));
+  BOOST_TEST(left[1] == trainer::checkpoint_path(dir.path, 2000));
+}
+
+BOOST_AUTO_TEST_SUITE_END()

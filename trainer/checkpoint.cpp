@@ -138,7 +138,9 @@ LoadedCheckpoint read_checkpoint(const std::filesystem::path& path) {
   LoadedCheckpoint ck;
   ck.path = path;
   ck.header = nlohmann::json::parse(raw.begin() + static_cast<std::ptrdiff_t>(pos),
-                                    raw.begin() + static_cast<std::ptrdiff_t>(pos + header_bytes));
+                                    raw.begin() + static_cast<std::ptrdiff_t>(pos + header_bytes),
+                                    nullptr, /*allow_exceptions=*/false);
+  if (ck.header.is_discarded()) throw fail("header is not valid JSON", pos);
   pos += header_bytes;
   while (pos < end) {
     std::uint32_t name_bytes;

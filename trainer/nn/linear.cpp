@@ -5,6 +5,7 @@
 #include <random>
 
 #include "core/gemm.hpp"
+#include "core/tensor.hpp"
 
 namespace lbt::nn {
 
@@ -57,13 +58,11 @@ void Linear::backward(const float* x, const float*, const float* dy, float* dx,
   const int B = static_cast<int>(batch), I = static_cast<int>(in_), O = static_cast<int>(out_);
   // dW[O, I] (+)= dy[B, O]^T x[B, I]
   sgemm(true, false, O, I, B, 1.0f, dy, O, x, I, accumulate ? 1.0f : 0.0f, dw_, I);
-  // db[O] (+)= sum over rows of dy
-  if (!accumulate) std::fill(db_, db_ + O, 0.0f);
-  for (int r = 0; r < B; ++r) {
-    const float* row = dy + static_cast<std::ptrdiff_t>(r) * O;
-#pragma omp simd
-    for (int o = 0; o < O; ++o) db_[o] += row[o];
-  }
+  // db[O] (+)= sum over rows of dy (Eigen: the plain loop did not vectorise)
+  Eigen::Map<Eigen::RowVectorXf> db(db_, O);
+  const auto column_sums = ConstMatMap(dy, B, O).colwise().sum();
+  if (accumulate) db += column_sums;
+  else db = column_sums;
   // dx[B, I] = dy[B, O] W[O, I]
   if (dx) sgemm(false, false, B, I, O, 1.0f, dy, O, w_, I, 0.0f, dx, I);
 }

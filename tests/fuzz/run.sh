@@ -17,5 +17,5 @@ for t in "${targets[@]}"; do
   echo "== fuzz_$t for ${seconds}s"
   env -u OPENBLAS_CORETYPE "build-fuzz/tests/fuzz/fuzz_$t" -max_total_time="$seconds" -rss_limit_mb=2048 \
     -timeout=10 -artifact_prefix="build-fuzz/crashes/$t/" "tests/fuzz/corpus/$t" 2>&1 |
-    grep -E "^#[0-9]+ +(DONE|INITED)|ERROR|SUMMARY|crash-|timeout-|leak-" || true
+    grep -E "^#[0-9]+[[:space:]]+(DONE|INITED)|ERROR|SUMMARY|crash-|timeout-|leak-" || true
 done

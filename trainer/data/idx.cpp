@@ -3,6 +3,7 @@
 
 #include <zlib.h>
 
+#include <algorithm>
 #include <memory>
 #include <string>
 
@@ -31,7 +32,10 @@ IdxArray read_idx(const std::filesystem::path& path) {
   }
   std::unique_ptr<gzFile_s, GzCloser> file(gzopen(path.c_str(), "rb"));
   if (!file) throw DataError("cannot open " + path.string(), "check file permissions");
-  gzbuffer(file.get(), 1 << 20);
+  // A large buffer for dataset files, a small one for tiny files (fuzzing, tests).
+  std::error_code size_error;
+  const auto file_size = std::filesystem::file_size(path, size_error);
+  gzbuffer(file.get(), size_error ? 1u << 16 : static_cast<unsigned>(std::clamp<std::uintmax_t>(file_size, 8192, 1u << 20)));
 
   std::int64_t offset = 0;
   auto read_exact = [&](void* dst, std::size_t bytes, const char* what) {

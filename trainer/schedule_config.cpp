@@ -243,6 +243,9 @@ schedules::Schedule make_schedule(Config& config, const ScheduleContext& context
   const double warmup_start = config.get_double(
       "schedule.warmup_start", 0.0,
       "LR at step 0 as a fraction of the peak (exponential needs > 0; Goyal et al.: 1 / k)");
+  const double warmup_start_lr = config.get_double(
+      "schedule.warmup_start_lr", -1.0,
+      "LR at step 0, absolute (-1: use warmup_start); Goyal et al.: = optimizer.lr");
   const bool legw = config.get_bool(
       "schedule.warmup_legw", false,
       "LEGW (You et al. 2019): warmup length x global_batch / reference_batch (epochs or samples)");
@@ -303,7 +306,16 @@ schedules::Schedule make_schedule(Config& config, const ScheduleContext& context
   require(config, decay_start_value == -1.0 || decay_start_value >= 0, "schedule.decay_start",
           ">= 0, or -1 for 'where the warmup ends'", decay_start_value);
 
-  if (warmup.build == &s::warmup_exponential && warmup_value > 0 && !(warmup_start > 0)) {
+  if (warmup_start_lr != -1.0) {
+    require(config, std::isfinite(warmup_start_lr) && warmup_start_lr >= 0,
+            "schedule.warmup_start_lr", ">= 0, or -1 to use schedule.warmup_start", warmup_start_lr);
+    if (config.has("schedule.warmup_start")) {
+      config.fail("schedule.warmup_start_lr", "unset when schedule.warmup_start is set",
+                  num(warmup_start_lr), "give the start as a fraction or as an LR, not both");
+    }
+  }
+  if (warmup.build == &s::warmup_exponential && warmup_value > 0 && !(warmup_start > 0) &&
+      !(warmup_start_lr > 0)) {
     config.fail("schedule.warmup_start", "> 0 for warmup_kind = \"exponential\"", num(warmup_start),
                 "start the geometric rise somewhere, e.g. schedule.warmup_start = 0.01");
   }
@@ -322,6 +334,10 @@ schedules::Schedule make_schedule(Config& config, const ScheduleContext& context
     factor = s::scaling_factor(scaling.rule, context.global_batch, reference_batch);
   }
   const double peak = context.base_lr * factor;
+  // The schedule is built at unit peak, so an absolute start becomes a fraction of the peak.
+  const double start = warmup_start_lr == -1.0 ? warmup_start
+                       : peak != 0.0          ? warmup_start_lr / peak
+                                              : 0.0;
 
   // ---- lengths ----
   std::int64_t spe = context.steps_per_epoch > 0 ? context.steps_per_epoch : spe_key;
@@ -389,7 +405,7 @@ schedules::Schedule make_schedule(Config& config, const ScheduleContext& context
     s::Schedule decay_part = decay.build(in);
     std::vector<s::Schedule> parts;
     std::vector<std::int64_t> boundaries;
-    if (W > 0) parts.push_back(warmup.build(warmup_start, 1.0, W));
+    if (W > 0) parts.push_back(warmup.build(start, 1.0, W));
     if (S > W) {
       if (W > 0) boundaries.push_back(W);
       parts.push_back(s::constant(1.0));

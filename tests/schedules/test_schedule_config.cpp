@@ -133,6 +133,27 @@ gamma = 0.1
   BOOST_TEST(near(lr(5000), peak * 0.001));
 }
 
+BOOST_AUTO_TEST_CASE(an_absolute_warmup_start_is_the_same_lr_at_every_batch) {
+  const std::string toml = R"(
+[schedule]
+scaling = "linear"
+reference_batch = 256
+warmup = 10
+warmup_start_lr = 0.1
+)";
+  for (std::int64_t B : {512, 4096}) {
+    const double peak = 0.1 * double(B) / 256.0;
+    const auto lr = build(toml, {0.1, B, 10, 100}).lr;
+    BOOST_TEST_CONTEXT("B = " << B) {
+      BOOST_TEST(near(lr(0), 0.1));
+      BOOST_TEST(near(lr(5), 0.1 + (peak - 0.1) * 0.5));
+      BOOST_TEST(near(lr(10), peak));
+    }
+  }
+  const auto e = error_of(toml + "warmup_start = 0.5\n", {0.1, 512, 10, 100});
+  BOOST_TEST(contains(e.what(), "schedule.warmup_start_lr"));
+}
+
 BOOST_AUTO_TEST_CASE(decay_start_after_the_warmup_holds_the_peak_in_between) {
   const auto lr = build(R"(
 [schedule]

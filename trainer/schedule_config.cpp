@@ -1,10 +1,427 @@
-// Schedule from config; see schedule_config.hpp. (Constant LR until the schedules issue lands.)
+// Schedule from config; see schedule_config.hpp. Names map to builders through the tables
+// below (one registry: add a row, not a branch). Every key is read through a Config getter,
+// so `--help` lists them and unknown keys are caught; builder std::invalid_argument becomes a
+// ConfigError naming the key.
 #include "trainer/schedule_config.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <limits>
+#include <span>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "core/error.hpp"
+#include "schedules/decay.hpp"
+#include "schedules/scaling.hpp"
+#include "schedules/warmup.hpp"
 
 namespace lbt::trainer {
 
+namespace s = lbt::schedules;
+
+namespace {
+
+constexpr double kMaxSteps = 1e12;  // guards the double -> int64 conversion of lengths
+
+std::string num(double x) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%g", x);
+  return buf;
+}
+
+// ---- registries ------------------------------------------------------------------------
+
+struct ScalingKind {
+  const char* name;
+  s::ScalingRule rule;
+};
+constexpr ScalingKind kScalings[] = {
+    {"none", s::ScalingRule::kNone},
+    {"linear", s::ScalingRule::kLinear},  // Goyal et al. 2017
+    {"sqrt", s::ScalingRule::kSqrt},      // Krizhevsky 2014, Hoffer et al. 2017
+};
+
+enum class Unit { kSteps, kEpochs, kSamples };
+struct UnitKind {
+  const char* name;
+  Unit unit;
+};
+constexpr UnitKind kUnits[] = {
+    {"steps", Unit::kSteps}, {"epochs", Unit::kEpochs}, {"samples", Unit::kSamples}};
+
+struct WarmupKind {
+  const char* name;
+  s::Schedule (*build)(double start, double peak, std::int64_t steps);
+};
+constexpr WarmupKind kWarmups[] = {
+    {"linear", s::warmup_linear},
+    {"constant", s::warmup_constant},
+    {"exponential", s::warmup_exponential},
+    {"quadratic", s::warmup_quadratic},
+};
+
+struct CooldownKind {
+  const char* name;
+  s::CooldownShape shape;
+};
+constexpr CooldownKind kCooldowns[] = {{"linear", s::CooldownShape::kLinear},
+                                       {"cosine", s::CooldownShape::kCosine},
+                                       {"1-sqrt", s::CooldownShape::kOneMinusSqrt}};
+
+// Everything a decay builder may use, read and converted once. The decay is built at unit peak.
+struct DecayInputs {
+  Config& config;
+  std::int64_t warmup_steps;
+  std::int64_t length;          // decay_length in steps (0: not given and the run has no room)
+  bool length_given;
+  std::int64_t every;           // decay_every in steps (0: not given)
+  std::vector<std::int64_t> milestones;
+  double gamma, power, rate, final_frac, cooldown_frac;
+  bool staircase;
+  s::CooldownShape cooldown_shape;
+};
+
+std::int64_t need_length(const DecayInputs& in, const char* kind) {
+  if (in.length <= 0) {
+    in.config.fail("schedule.decay_length", std::string("> 0 steps for decay = \"") + kind + "\"",
+                   "0 (and the run ends before the decay starts)",
+                   "set schedule.decay_length, or make train.steps longer than the warmup");
+  }
+  return in.length;
+}
+std::int64_t every_or_length(const DecayInputs& in, const char* kind) {
+  return in.every > 0 ? in.every : need_length(in, kind);
+}
+
+struct DecayKind {
+  const char* name;
+  std::vector<const char*> keys;  // kind-specific keys it reads (others set -> warning)
+  s::Schedule (*build)(const DecayInputs&);
+};
+
+const std::vector<DecayKind>& decay_kinds() {
+  static const std::vector<DecayKind> kinds = {
+      {"constant", {}, [](const DecayInputs&) { return s::constant(1.0); }},
+      {"step", {"gamma", "decay_every"},
+       [](const DecayInputs& in) {
+         if (in.every <= 0) {
+           in.config.fail("schedule.decay_every", "> 0 for decay = \"step\"", "0",
+                          "set the period, e.g. schedule.decay_every = 30 with decay_unit = \"epochs\"");
+         }
+         return s::step_decay(1.0, in.gamma, in.every);
+       }},
+      {"multistep", {"gamma", "milestones"},
+       [](const DecayInputs& in) {
+         if (in.milestones.empty()) {
+           in.config.fail("schedule.milestones", "a non-empty list for decay = \"multistep\"", "[]",
+                          "e.g. schedule.milestones = [30, 60, 80] with decay_unit = \"epochs\"");
+         }
+         return s::multistep_decay(1.0, in.gamma, in.milestones);
+       }},
+      {"exponential", {"gamma", "decay_every", "staircase", "decay_length"},
+       [](const DecayInputs& in) {
+         return s::exponential_decay(1.0, in.gamma, every_or_length(in, "exponential"), in.staircase);
+       }},
+      {"inverse_time", {"rate", "decay_every", "staircase", "decay_length"},
+       [](const DecayInputs& in) {
+         return s::inverse_time_decay(1.0, in.rate, every_or_length(in, "inverse_time"), in.staircase);
+       }},
+      {"polynomial", {"power", "final_frac", "decay_length"},
+       [](const DecayInputs& in) {
+         return s::polynomial_decay(1.0, in.final_frac, need_length(in, "polynomial"), in.power);
+       }},
+      {"cosine", {"final_frac", "decay_length"},
+       [](const DecayInputs& in) {
+         return s::cosine_decay(1.0, need_length(in, "cosine"), in.final_frac);
+       }},
+      {"linear", {"final_frac", "decay_length"},
+       [](const DecayInputs& in) {
+         return s::linear(1.0, in.final_frac, need_length(in, "linear"));
+       }},
+      {"inverse_sqrt", {"decay_every"},
+       [](const DecayInputs& in) {
+         const std::int64_t tau = in.every > 0 ? in.every : std::max<std::int64_t>(in.warmup_steps, 1);
+         return s::inverse_sqrt_decay(1.0, double(tau));
+       }},
+      {"wsd", {"final_frac", "decay_length", "cooldown_frac", "cooldown_shape"},
+       [](const DecayInputs& in) {
+         const std::int64_t length = need_length(in, "wsd");
+         auto cooldown = static_cast<std::int64_t>(std::ceil(in.cooldown_frac * double(length) - 1e-9));
+         cooldown = std::clamp<std::int64_t>(cooldown, 1, length);
+         return s::wsd(1.0, length - cooldown, cooldown, in.final_frac, in.cooldown_shape);
+       }},
+  };
+  return kinds;
+}
+
+// Kind-specific keys, for the "set but unused" warning.
+constexpr const char* kKindKeys[] = {"gamma",      "decay_every", "milestones",    "staircase",
+                                     "power",      "rate",        "final_frac",    "decay_length",
+                                     "cooldown_frac", "cooldown_shape"};
+
+template <class Range>
+std::string names_of(const Range& kinds) {
+  std::string out;
+  for (const auto& k : kinds) out += (out.empty() ? "" : ", ") + std::string(k.name);
+  return out;
+}
+
+// Looks `value` up by name; an unknown one lists the valid names and the nearest.
+template <class Range>
+const auto& lookup(Config& config, const char* key, const std::string& value, const Range& kinds) {
+  for (const auto& k : kinds) {
+    if (value == k.name) return k;
+  }
+  std::vector<std::string> names;
+  for (const auto& k : kinds) names.emplace_back(k.name);
+  std::string best = nearest(value, names);
+  config.fail(key, "one of: " + names_of(kinds), "'" + value + "'",
+              best.empty() ? "pick one of the names above"
+                           : "did you mean '" + best + "'? (" + key + " = \"" + best + "\")");
+}
+
+struct Converter {
+  Config& config;
+  std::int64_t steps_per_epoch;  // 0: unknown
+  std::int64_t global_batch;     // 0: unknown
+
+  // `value` in `unit` -> whole steps, rounded up (so a length in samples covers at least that
+  // many samples at any batch size).
+  std::int64_t to_steps(const char* key, double value, Unit unit, const char* unit_key) const {
+    if (!std::isfinite(value) || value < 0) {
+      config.fail(key, "a finite number >= 0", num(value));
+    }
+    double steps = value;
+    if (unit == Unit::kEpochs) {
+      if (steps_per_epoch <= 0) {
+        config.fail(unit_key, "known steps per epoch to use \"epochs\"", "no steps per epoch",
+                    "lbt schedule: pass --steps-per-epoch N (or set schedule.steps_per_epoch)");
+      }
+      steps = value * double(steps_per_epoch);
+    } else if (unit == Unit::kSamples) {
+      if (global_batch <= 0) {
+        config.fail(unit_key, "used with a known global batch for \"samples\"", "no global batch",
+                    "set train.global_batch");
+      }
+      steps = value / double(global_batch);
+    }
+    if (steps > kMaxSteps) config.fail(key, "at most 1e12 steps", num(steps));
+    return static_cast<std::int64_t>(std::ceil(steps - 1e-9));
+  }
+};
+
+void warn(const ScheduleContext& context, const std::string& message) {
+  if (context.warnings) *context.warnings << "warning: " << message << "\n";
+}
+
+void require(Config& config, bool ok, const char* key, const char* constraint, double got) {
+  if (!ok) config.fail(key, constraint, num(got));
+}
+
+}  // namespace
+
 schedules::Schedule make_schedule(Config& config, const ScheduleContext& context) {
-  return schedules::constant(context.base_lr);
+  // ---- read every key (so --help and the resolved config list them all) ----
+  const std::string scaling_name = config.get_string(
+      "schedule.scaling", "none",
+      "LR scaling rule: none | linear | sqrt; peak = optimizer.lr * rule(global_batch / reference_batch)");
+  const std::int64_t reference_batch = config.get_int(
+      "schedule.reference_batch", context.global_batch,
+      "global batch at which optimizer.lr was tuned (default: this run's, i.e. no scaling)");
+  const std::int64_t spe_key = config.get_int(
+      "schedule.steps_per_epoch", 0,
+      "steps per epoch for tools that load no data (lbt schedule); the trainer uses the data's");
+  const double warmup_value = config.get_double(
+      "schedule.warmup", 0.0, "warmup length in schedule.warmup_unit (0: no warmup)");
+  const std::string warmup_unit = config.get_string(
+      "schedule.warmup_unit", "steps", "steps | epochs | samples (rounded up to whole steps)");
+  const std::string warmup_kind = config.get_string(
+      "schedule.warmup_kind", "linear", "linear | constant | exponential | quadratic");
+  const double warmup_start = config.get_double(
+      "schedule.warmup_start", 0.0,
+      "LR at step 0 as a fraction of the peak (exponential needs > 0; Goyal et al.: 1 / k)");
+  const double warmup_start_lr = config.get_double(
+      "schedule.warmup_start_lr", -1.0,
+      "LR at step 0, absolute (-1: use warmup_start); Goyal et al.: = optimizer.lr");
+  const bool legw = config.get_bool(
+      "schedule.warmup_legw", false,
+      "LEGW (You et al. 2019): warmup length x global_batch / reference_batch (epochs or samples)");
+  const std::string decay_name = config.get_string(
+      "schedule.decay", "constant",
+      "constant | step | multistep | exponential | inverse_time | polynomial | cosine | linear | "
+      "inverse_sqrt | wsd");
+  const std::string decay_unit = config.get_string(
+      "schedule.decay_unit", "steps",
+      "unit of decay_length, decay_start, decay_every, milestones: steps | epochs | samples");
+  const double decay_length_value = config.get_double(
+      "schedule.decay_length", 0.0, "length of the decay phase (0: to the end of the run)");
+  const double decay_start_value = config.get_double(
+      "schedule.decay_start", -1.0,
+      "step (in decay_unit) where the decay phase starts (-1: where the warmup ends)");
+  const double decay_every_value = config.get_double(
+      "schedule.decay_every", 0.0,
+      "period of step / exponential / inverse_time, timescale of inverse_sqrt "
+      "(0: exponential, inverse_time use decay_length; inverse_sqrt the warmup)");
+  const std::vector<double> milestone_values = config.get_double_list(
+      "schedule.milestones", {}, "multistep: boundaries in decay_unit, counted from the decay start");
+  const double gamma = config.get_double(
+      "schedule.gamma", 0.1, "LR factor per period (step, exponential) or milestone (multistep)");
+  const bool staircase = config.get_bool(
+      "schedule.staircase", false, "exponential, inverse_time: decay in whole periods only");
+  const double power = config.get_double("schedule.power", 1.0, "polynomial: exponent");
+  const double rate = config.get_double(
+      "schedule.rate", 1.0, "inverse_time: lr = peak / (1 + rate * t / decay_every)");
+  const double final_frac = config.get_double(
+      "schedule.final_frac", 0.0, "linear, cosine, polynomial, wsd: final LR as a fraction of peak");
+  const double cooldown_frac = config.get_double(
+      "schedule.cooldown_frac", 0.2, "wsd: fraction of the decay phase spent cooling down");
+  const std::string cooldown_shape = config.get_string(
+      "schedule.cooldown_shape", "linear", "wsd cooldown: linear | cosine | 1-sqrt");
+  const double min_lr = config.get_double(
+      "schedule.min_lr", 0.0, "floor on the final LR, absolute (0: none)");
+
+  // ---- validate ----
+  const auto& scaling = lookup(config, "schedule.scaling", scaling_name, kScalings);
+  const Unit w_unit = lookup(config, "schedule.warmup_unit", warmup_unit, kUnits).unit;
+  const auto& warmup = lookup(config, "schedule.warmup_kind", warmup_kind, kWarmups);
+  const auto& decay = lookup(config, "schedule.decay", decay_name, decay_kinds());
+  const Unit d_unit = lookup(config, "schedule.decay_unit", decay_unit, kUnits).unit;
+  const auto& cooldown = lookup(config, "schedule.cooldown_shape", cooldown_shape, kCooldowns);
+  if (!std::isfinite(context.base_lr)) {
+    config.fail("optimizer.lr", "finite", num(context.base_lr));
+  }
+  require(config, std::isfinite(warmup_start) && warmup_start >= 0, "schedule.warmup_start",
+          "a finite number >= 0", warmup_start);
+  require(config, std::isfinite(gamma) && gamma > 0, "schedule.gamma", "> 0", gamma);
+  require(config, std::isfinite(power) && power > 0, "schedule.power", "> 0", power);
+  require(config, std::isfinite(rate) && rate >= 0, "schedule.rate", ">= 0", rate);
+  require(config, std::isfinite(final_frac) && final_frac >= 0, "schedule.final_frac", ">= 0",
+          final_frac);
+  require(config, cooldown_frac > 0 && cooldown_frac <= 1, "schedule.cooldown_frac", "in (0, 1]",
+          cooldown_frac);
+  require(config, std::isfinite(min_lr) && min_lr >= 0, "schedule.min_lr", ">= 0", min_lr);
+  require(config, decay_start_value == -1.0 || decay_start_value >= 0, "schedule.decay_start",
+          ">= 0, or -1 for 'where the warmup ends'", decay_start_value);
+
+  if (warmup_start_lr != -1.0) {
+    require(config, std::isfinite(warmup_start_lr) && warmup_start_lr >= 0,
+            "schedule.warmup_start_lr", ">= 0, or -1 to use schedule.warmup_start", warmup_start_lr);
+    if (config.has("schedule.warmup_start")) {
+      config.fail("schedule.warmup_start_lr", "unset when schedule.warmup_start is set",
+                  num(warmup_start_lr), "give the start as a fraction or as an LR, not both");
+    }
+  }
+  if (warmup.build == &s::warmup_exponential && warmup_value > 0 && !(warmup_start > 0) &&
+      !(warmup_start_lr > 0)) {
+    config.fail("schedule.warmup_start", "> 0 for warmup_kind = \"exponential\"", num(warmup_start),
+                "start the geometric rise somewhere, e.g. schedule.warmup_start = 0.01");
+  }
+
+  // ---- scaling rule ----
+  double factor = 1.0;
+  if (scaling.rule != s::ScalingRule::kNone || legw) {
+    if (context.global_batch <= 0) {
+      config.fail("train.global_batch", "> 0 to apply schedule.scaling or warmup_legw",
+                  std::to_string(context.global_batch));
+    }
+    if (reference_batch <= 0) {
+      config.fail("schedule.reference_batch", "> 0", std::to_string(reference_batch),
+                  "set it to the global batch at which optimizer.lr was tuned");
+    }
+    factor = s::scaling_factor(scaling.rule, context.global_batch, reference_batch);
+  }
+  const double peak = context.base_lr * factor;
+  // The schedule is built at unit peak, so an absolute start becomes a fraction of the peak.
+  const double start = warmup_start_lr == -1.0 ? warmup_start
+                       : peak != 0.0          ? warmup_start_lr / peak
+                                              : 0.0;
+
+  // ---- lengths ----
+  std::int64_t spe = context.steps_per_epoch > 0 ? context.steps_per_epoch : spe_key;
+  if (context.steps_per_epoch > 0 && spe_key > 0 && spe_key != context.steps_per_epoch) {
+    warn(context, "schedule.steps_per_epoch = " + std::to_string(spe_key) + " ignored: the run has " +
+                      std::to_string(context.steps_per_epoch) + " steps per epoch");
+  }
+  const Converter convert{config, spe, context.global_batch};
+  double warmup_amount = warmup_value;
+  if (legw) {
+    if (w_unit == Unit::kSteps) {
+      config.fail("schedule.warmup_unit", "\"epochs\" or \"samples\" with warmup_legw = true",
+                  "\"steps\"", "LEGW grows the warmup's epochs with the batch; give it in epochs");
+    }
+    warmup_amount = s::legw_warmup_epochs(warmup_value, context.global_batch, reference_batch);
+  }
+  const std::int64_t W = convert.to_steps("schedule.warmup", warmup_amount, w_unit,
+                                          "schedule.warmup_unit");
+  const std::int64_t S = decay_start_value < 0
+                             ? W
+                             : convert.to_steps("schedule.decay_start", decay_start_value, d_unit,
+                                                "schedule.decay_unit");
+  const bool length_given = decay_length_value > 0;
+  std::int64_t D = length_given ? convert.to_steps("schedule.decay_length", decay_length_value,
+                                                   d_unit, "schedule.decay_unit")
+                                : std::max<std::int64_t>(context.total_steps - S, 0);
+  DecayInputs in{config, W, D, length_given,
+                 convert.to_steps("schedule.decay_every", decay_every_value, d_unit,
+                                  "schedule.decay_unit"),
+                 {}, gamma, power, rate, final_frac, cooldown_frac, staircase, cooldown.shape};
+  for (double m : milestone_values) {
+    in.milestones.push_back(convert.to_steps("schedule.milestones", m, d_unit, "schedule.decay_unit"));
+  }
+  for (std::size_t i = 0; i < in.milestones.size(); ++i) {
+    if (in.milestones[i] <= (i == 0 ? 0 : in.milestones[i - 1])) {
+      config.fail("schedule.milestones", "> 0 and strictly increasing (in steps, after conversion)",
+                  "milestone " + std::to_string(i) + " at step " + std::to_string(in.milestones[i]),
+                  "sort the milestones and remove duplicates");
+    }
+  }
+
+  // ---- warnings: past the end of the run, keys the chosen kind ignores ----
+  if (context.total_steps > 0) {
+    if (W > context.total_steps) {
+      warn(context, "the warmup (" + std::to_string(W) + " steps) is longer than the run (" +
+                        std::to_string(context.total_steps) + " steps)");
+    }
+    if (length_given && S + D > context.total_steps) {
+      warn(context, "the decay ends at step " + std::to_string(S + D) + ", after the run's " +
+                        std::to_string(context.total_steps) +
+                        " steps: the LR will not reach its final value");
+    }
+  }
+  for (const char* key : kKindKeys) {
+    const bool used = std::any_of(decay.keys.begin(), decay.keys.end(),
+                                  [&](const char* k) { return std::string_view(k) == key; });
+    if (!used && config.has(std::string("schedule.") + key)) {
+      warn(context, std::string("schedule.") + key + " is set but schedule.decay = \"" +
+                        decay.name + "\" does not use it");
+    }
+  }
+
+  // ---- compose: join(warmup, [hold at peak], decay) at unit peak, then scale and clamp ----
+  try {
+    s::Schedule decay_part = decay.build(in);
+    std::vector<s::Schedule> parts;
+    std::vector<std::int64_t> boundaries;
+    if (W > 0) parts.push_back(warmup.build(start, 1.0, W));
+    if (S > W) {
+      if (W > 0) boundaries.push_back(W);
+      parts.push_back(s::constant(1.0));
+    } else if (S < W) {
+      decay_part = s::shifted(std::move(decay_part), W - S);  // the decay keeps its own clock
+    }
+    if (!parts.empty()) boundaries.push_back(std::max(S, W));
+    parts.push_back(std::move(decay_part));
+    s::Schedule schedule = s::scaled(s::join(std::move(parts), std::move(boundaries)), peak);
+    if (min_lr > 0) schedule = s::clamp(std::move(schedule), min_lr, std::numeric_limits<double>::infinity());
+    return schedule;
+  } catch (const std::invalid_argument& e) {
+    const std::string what = e.what();
+    const char* key = what.rfind("warmup", 0) == 0 ? "schedule.warmup_kind" : "schedule.decay";
+    config.fail(key, "a valid schedule", what, "check the schedule.* values named in the message");
+  }
 }
 
 }  // namespace lbt::trainer

@@ -1,0 +1,84 @@
+#!/usr/bin/env python3
+"""Plots for lbt from the files its commands write (CSV, run directories).
+
+    /usr/bin/python3 notebooks/lbt_plot.py schedule CSV OUT.png [--log-y] [--title T]
+
+`schedule` draws lr against step, one line per column after `step` (the CSV that
+`lbt schedule` prints). `style()` sets the look shared by every lbt plot; other plotting
+code imports it (`from lbt_plot import style`).
+"""
+import argparse
+import csv
+import sys
+
+import matplotlib
+
+matplotlib.use("Agg")  # headless: CI and clusters have no display
+import matplotlib.pyplot as plt  # noqa: E402
+
+
+def style():
+    """The shared look of lbt plots: readable sizes, light grid, no top/right spines."""
+    plt.rcParams.update({
+        "figure.figsize": (7.0, 4.2),
+        "figure.dpi": 120,
+        "savefig.dpi": 150,
+        "savefig.bbox": "tight",
+        "font.size": 10,
+        "axes.titlesize": 11,
+        "axes.grid": True,
+        "grid.alpha": 0.3,
+        "axes.spines.top": False,
+        "axes.spines.right": False,
+        "lines.linewidth": 1.6,
+        "legend.frameon": False,
+    })
+
+
+def read_columns(path):
+    """CSV with a header -> (header, list of float columns)."""
+    with open(path, newline="") as f:
+        rows = list(csv.reader(f))
+    if not rows:
+        raise SystemExit(f"error: {path} is empty")
+    header, body = rows[0], rows[1:]
+    columns = [[float(r[i]) for r in body] for i in range(len(header))]
+    return header, columns
+
+
+def plot_schedule(csv_path, out_path, log_y=False, title=None):
+    style()
+    header, columns = read_columns(csv_path)
+    if header[0] != "step" or len(header) < 2:
+        raise SystemExit(f"error: {csv_path}: expected a header 'step,lr...', got {header}")
+    fig, ax = plt.subplots()
+    for name, values in zip(header[1:], columns[1:]):
+        label = name[3:].replace("B", "B = ") if name.startswith("lr_") else name
+        ax.plot(columns[0], values, label=label)
+    ax.set_xlabel("step")
+    ax.set_ylabel("learning rate")
+    if log_y:
+        ax.set_yscale("log")
+    if len(header) > 2:
+        ax.legend(title="global batch")
+    ax.set_title(title or "LR schedule")
+    fig.savefig(out_path)
+    plt.close(fig)
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+    p = sub.add_parser("schedule", help="lr vs step from `lbt schedule` CSV")
+    p.add_argument("csv")
+    p.add_argument("out")
+    p.add_argument("--log-y", action="store_true", help="logarithmic lr axis")
+    p.add_argument("--title")
+    args = parser.parse_args(argv)
+    if args.command == "schedule":
+        plot_schedule(args.csv, args.out, args.log_y, args.title)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -91,8 +91,10 @@ RunResult run_training(Config& config, const RunOptions& options) {
   auto rng = make_rng(cfg.seed, RngStream::kInit);
   model->build(rng);
   auto optimizer = optim::make_optimizer(config, model->store().num_params());
-  schedules::Schedule schedule = trainer::make_schedule(
-      config, {base_lr, cfg.global_batch, sampler.steps_per_epoch(), total_steps});
+  trainer::ScheduleContext schedule_context{base_lr, cfg.global_batch, sampler.steps_per_epoch(),
+                                            total_steps};
+  if (comm->rank() != 0) schedule_context.warnings = nullptr;  // rank 0 speaks for all
+  schedules::Schedule schedule = trainer::make_schedule(config, schedule_context);
   config.check_no_unknown_keys();
 
   // Every rank starts from rank 0's parameters, whatever its RNG did.

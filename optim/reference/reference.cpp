@@ -72,8 +72,9 @@ void Adam::step(const StepInput& in) {
     for (std::size_t i = 0; i < w.size(); ++i) v[i] = o_.beta2 * v[i] + (1 - o_.beta2) * g[i] * g[i];
     // 3. bias correction and direction
     Vec r(w.size());
+    const double bc1 = 1 - std::pow(o_.beta1, t), bc2 = 1 - std::pow(o_.beta2, t);
     for (std::size_t i = 0; i < w.size(); ++i) {
-      const double m_hat = m[i] / (1 - std::pow(o_.beta1, t)), v_hat = v[i] / (1 - std::pow(o_.beta2, t));
+      const double m_hat = m[i] / bc1, v_hat = v[i] / bc2;
       r[i] = m_hat / (o_.eps_inside_sqrt ? std::sqrt(v_hat + o_.eps) : std::sqrt(v_hat) + o_.eps);
     }
     // 4. AdamW: decoupled decay, then the step

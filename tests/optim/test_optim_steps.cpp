@@ -3,6 +3,8 @@
 #define BOOST_TEST_MODULE optim
 #include <boost/test/unit_test.hpp>
 
+#include <malloc.h>
+
 #include <cmath>
 
 #include "optim/trust_ratio.hpp"
@@ -15,6 +17,16 @@ using lbt::test::do_step;
 using lbt::test::SmallProblem;
 
 namespace {
+
+// The reference optimizers allocate whole-segment double vectors every step; glibc would
+// mmap/munmap each one (and fault its pages in again), which made the suite 3x slower.
+struct KeepFreedMemoryInTheHeap {
+  KeepFreedMemoryInTheHeap() {
+    mallopt(M_MMAP_THRESHOLD, 256 << 20);
+    mallopt(M_TRIM_THRESHOLD, 512 << 20);
+  }
+};
+BOOST_TEST_GLOBAL_FIXTURE(KeepFreedMemoryInTheHeap);
 
 std::vector<double> as_double(const std::vector<float>& x) { return {x.begin(), x.end()}; }
 

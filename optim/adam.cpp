@@ -65,13 +65,14 @@ void Adam::step_segment(const StepInput& in, const Segment& seg, GradTransform t
   const float inv_bc1 = static_cast<float>(1.0 / bias_correction(options_.beta1, in.step));
   const float inv_bc2 = static_cast<float>(1.0 / bias_correction(options_.beta2, in.step));
   const float wd = options_.decoupled && seg.weight_decay ? static_cast<float>(options_.weight_decay) : 0.0f;
-  const bool inside = options_.eps_inside_sqrt;
+  // sqrt(v_hat + eps_in) + eps_out covers both placements without a branch in the loop.
+  const float eps_in = options_.eps_inside_sqrt ? eps : 0.0f, eps_out = options_.eps_inside_sqrt ? 0.0f : eps;
   const float scale = t.scale, l2 = t.l2;
   float* w = in.params.data() + seg.offset;       // [seg.size]
   const float* g = in.grads.data() + seg.offset;  // [seg.size]
   float* m = state_.get("m").data() + seg.offset;
   float* v = state_.get("v").data() + seg.offset;
-  detail::for_chunks(seg.size, [&](std::size_t begin, std::size_t end) {
+  detail::for_chunks(seg.size, [=](std::size_t begin, std::size_t end) {
 #pragma omp simd
     for (std::size_t i = begin; i < end; ++i) {
       const float g_prime = scale * (g[i] + l2 * w[i]);
@@ -80,7 +81,7 @@ void Adam::step_segment(const StepInput& in, const Segment& seg, GradTransform t
       m[i] = m_i;
       v[i] = v_i;
       const float m_hat = m_i * inv_bc1, v_hat = v_i * inv_bc2;            // bias correction
-      const float denom = inside ? std::sqrt(v_hat + eps) : std::sqrt(v_hat) + eps;
+      const float denom = std::sqrt(v_hat + eps_in) + eps_out;
       w[i] -= lr * (m_hat / denom + wd * w[i]);                            // step + decoupled decay
     }
   });

@@ -81,7 +81,7 @@ void Lamb::step(const StepInput& in) {
     const float lambda = seg.weight_decay ? static_cast<float>(options_.weight_decay) : 0.0f;
     const float lr = static_cast<float>(in.lr);
     if (!lamb_applies_trust_ratio(options_, seg)) {  // AdamW step in one pass
-      detail::for_chunks(seg.size, [&](std::size_t begin, std::size_t end) {
+      detail::for_chunks(seg.size, [=](std::size_t begin, std::size_t end) {
 #pragma omp simd
         for (std::size_t i = begin; i < end; ++i) {
           const float m_i = beta1 * m[i] + (1.0f - beta1) * g[i];
@@ -94,7 +94,7 @@ void Lamb::step(const StepInput& in) {
       continue;
     }
     // Pass 1: moments, then |w|^2 and |u|^2 with u = r + lambda w.
-    auto sums = detail::sum_chunks<2>(seg.size, [&](std::size_t begin, std::size_t end) {
+    auto sums = detail::sum_chunks<2>(seg.size, [=](std::size_t begin, std::size_t end) {
       double ww = 0, uu = 0;
 #pragma omp simd reduction(+ : ww, uu)
       for (std::size_t i = begin; i < end; ++i) {
@@ -110,7 +110,7 @@ void Lamb::step(const StepInput& in) {
     });
     // Pass 2: w -= lr * ratio * u.
     const float step_size = static_cast<float>(in.lr * lamb_ratio(options_, std::sqrt(sums[0]), std::sqrt(sums[1])));
-    detail::for_chunks(seg.size, [&](std::size_t begin, std::size_t end) {
+    detail::for_chunks(seg.size, [=](std::size_t begin, std::size_t end) {
 #pragma omp simd
       for (std::size_t i = begin; i < end; ++i) {
         const float u = (m[i] * inv_bc1) / (std::sqrt(v[i] * inv_bc2) + eps) + lambda * w[i];

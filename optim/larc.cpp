@@ -58,7 +58,7 @@ void Larc::step(const StepInput& in) {
     const double decay = seg.weight_decay ? options_.weight_decay : 0.0;
     GradTransform t{1.0f, static_cast<float>(decay)};
     if (seg.trust_ratio) {
-      auto sums = detail::sum_chunks<2>(seg.size, [&](std::size_t begin, std::size_t end) {
+      auto sums = detail::sum_chunks<2>(seg.size, [=](std::size_t begin, std::size_t end) {
         double ww = 0, gg = 0;
 #pragma omp simd reduction(+ : ww, gg)
         for (std::size_t i = begin; i < end; ++i) {

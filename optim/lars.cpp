@@ -85,7 +85,7 @@ void Lars::step(const StepInput& in) {
     // Pass 1: |w|^2, |g|^2, |g + beta w|^2 in double.
     double local_lr = 1.0;
     if (seg.trust_ratio) {
-      auto sums = detail::sum_chunks<3>(seg.size, [&](std::size_t begin, std::size_t end) {
+      auto sums = detail::sum_chunks<3>(seg.size, [=](std::size_t begin, std::size_t end) {
         double ww = 0, gg = 0, uu = 0;
 #pragma omp simd reduction(+ : ww, gg, uu)
         for (std::size_t i = begin; i < end; ++i) {
@@ -103,7 +103,7 @@ void Lars::step(const StepInput& in) {
     const float a = static_cast<float>(before ? in.lr * local_lr : local_lr);
     const float c = static_cast<float>(before ? 1.0 : in.lr);
     float* v = momentum ? momentum + seg.offset : nullptr;
-    detail::for_chunks(seg.size, [&](std::size_t begin, std::size_t end) {
+    detail::for_chunks(seg.size, [=](std::size_t begin, std::size_t end) {
       if (!v) {
 #pragma omp simd
         for (std::size_t i = begin; i < end; ++i) w[i] -= c * (a * (g[i] + beta * w[i]));

@@ -64,7 +64,7 @@ void Sgd::step_segment(const StepInput& in, const Segment& seg, GradTransform t)
   float* w = in.params.data() + seg.offset;       // [seg.size]
   const float* g = in.grads.data() + seg.offset;  // [seg.size]
   float* buf = options_.momentum > 0.0 ? state_.get("momentum").data() + seg.offset : nullptr;
-  detail::for_chunks(seg.size, [&](std::size_t begin, std::size_t end) {
+  detail::for_chunks(seg.size, [=](std::size_t begin, std::size_t end) {
     if (!buf) {
 #pragma omp simd
       for (std::size_t i = begin; i < end; ++i) w[i] -= lr * (scale * (g[i] + l2 * w[i]));

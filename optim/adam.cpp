@@ -73,16 +73,21 @@ void Adam::step_segment(const StepInput& in, const Segment& seg, GradTransform t
   float* m = state_.get("m").data() + seg.offset;
   float* v = state_.get("v").data() + seg.offset;
   detail::for_chunks(seg.size, [=](std::size_t begin, std::size_t end) {
+// Local restrict pointers: otherwise each store may alias the closure and GCC gathers.
+float* __restrict wp = w;
+const float* __restrict gp = g;
+float* __restrict mp = m;
+float* __restrict vp = v;
 #pragma omp simd
     for (std::size_t i = begin; i < end; ++i) {
-      const float g_prime = scale * (g[i] + l2 * w[i]);
-      const float m_i = beta1 * m[i] + (1.0f - beta1) * g_prime;            // first moment
-      const float v_i = beta2 * v[i] + (1.0f - beta2) * g_prime * g_prime;  // second moment
-      m[i] = m_i;
-      v[i] = v_i;
+      const float g_prime = scale * (gp[i] + l2 * wp[i]);
+      const float m_i = beta1 * mp[i] + (1.0f - beta1) * g_prime;            // first moment
+      const float v_i = beta2 * vp[i] + (1.0f - beta2) * g_prime * g_prime;  // second moment
+      mp[i] = m_i;
+      vp[i] = v_i;
       const float m_hat = m_i * inv_bc1, v_hat = v_i * inv_bc2;            // bias correction
       const float denom = std::sqrt(v_hat + eps_in) + eps_out;
-      w[i] -= lr * (m_hat / denom + wd * w[i]);                            // step + decoupled decay
+      wp[i] -= lr * (m_hat / denom + wd * wp[i]);                            // step + decoupled decay
     }
   });
 }

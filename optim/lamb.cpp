@@ -82,28 +82,38 @@ void Lamb::step(const StepInput& in) {
     const float lr = static_cast<float>(in.lr);
     if (!lamb_applies_trust_ratio(options_, seg)) {  // AdamW step in one pass
       detail::for_chunks(seg.size, [=](std::size_t begin, std::size_t end) {
+// Local restrict pointers: otherwise each store may alias the closure and GCC gathers.
+float* __restrict wp = w;
+const float* __restrict gp = g;
+float* __restrict mp = m;
+float* __restrict vp = v;
 #pragma omp simd
         for (std::size_t i = begin; i < end; ++i) {
-          const float m_i = beta1 * m[i] + (1.0f - beta1) * g[i];
-          const float v_i = beta2 * v[i] + (1.0f - beta2) * g[i] * g[i];
-          m[i] = m_i;
-          v[i] = v_i;
-          w[i] -= lr * ((m_i * inv_bc1) / (std::sqrt(v_i * inv_bc2) + eps) + lambda * w[i]);
+          const float m_i = beta1 * mp[i] + (1.0f - beta1) * gp[i];
+          const float v_i = beta2 * vp[i] + (1.0f - beta2) * gp[i] * gp[i];
+          mp[i] = m_i;
+          vp[i] = v_i;
+          wp[i] -= lr * ((m_i * inv_bc1) / (std::sqrt(v_i * inv_bc2) + eps) + lambda * wp[i]);
         }
       });
       continue;
     }
     // Pass 1: moments, then |w|^2 and |u|^2 with u = r + lambda w.
     auto sums = detail::sum_chunks<2>(seg.size, [=](std::size_t begin, std::size_t end) {
+      // Local restrict pointers: otherwise each store may alias the closure and GCC gathers.
+      const float* __restrict wp = w;
+      const float* __restrict gp = g;
+      float* __restrict mp = m;
+      float* __restrict vp = v;
       double ww = 0, uu = 0;
 #pragma omp simd reduction(+ : ww, uu)
       for (std::size_t i = begin; i < end; ++i) {
-        const float m_i = beta1 * m[i] + (1.0f - beta1) * g[i];
-        const float v_i = beta2 * v[i] + (1.0f - beta2) * g[i] * g[i];
-        m[i] = m_i;
-        v[i] = v_i;
-        const float u = (m_i * inv_bc1) / (std::sqrt(v_i * inv_bc2) + eps) + lambda * w[i];
-        ww += double(w[i]) * double(w[i]);
+        const float m_i = beta1 * mp[i] + (1.0f - beta1) * gp[i];
+        const float v_i = beta2 * vp[i] + (1.0f - beta2) * gp[i] * gp[i];
+        mp[i] = m_i;
+        vp[i] = v_i;
+        const float u = (m_i * inv_bc1) / (std::sqrt(v_i * inv_bc2) + eps) + lambda * wp[i];
+        ww += double(wp[i]) * double(wp[i]);
         uu += double(u) * double(u);
       }
       return std::array<double, 2>{ww, uu};
@@ -111,10 +121,14 @@ void Lamb::step(const StepInput& in) {
     // Pass 2: w -= lr * ratio * u.
     const float step_size = static_cast<float>(in.lr * lamb_ratio(options_, std::sqrt(sums[0]), std::sqrt(sums[1])));
     detail::for_chunks(seg.size, [=](std::size_t begin, std::size_t end) {
+// Local restrict pointers: otherwise each store may alias the closure and GCC gathers.
+float* __restrict wp = w;
+float* __restrict mp = m;
+float* __restrict vp = v;
 #pragma omp simd
       for (std::size_t i = begin; i < end; ++i) {
-        const float u = (m[i] * inv_bc1) / (std::sqrt(v[i] * inv_bc2) + eps) + lambda * w[i];
-        w[i] -= step_size * u;
+        const float u = (mp[i] * inv_bc1) / (std::sqrt(vp[i] * inv_bc2) + eps) + lambda * wp[i];
+        wp[i] -= step_size * u;
       }
     });
   }

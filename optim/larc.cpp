@@ -59,11 +59,14 @@ void Larc::step(const StepInput& in) {
     GradTransform t{1.0f, static_cast<float>(decay)};
     if (seg.trust_ratio) {
       auto sums = detail::sum_chunks<2>(seg.size, [=](std::size_t begin, std::size_t end) {
+        // Local restrict pointers: otherwise each store may alias the closure and GCC gathers.
+        const float* __restrict wp = w;
+        const float* __restrict gp = g;
         double ww = 0, gg = 0;
 #pragma omp simd reduction(+ : ww, gg)
         for (std::size_t i = begin; i < end; ++i) {
-          ww += double(w[i]) * double(w[i]);
-          gg += double(g[i]) * double(g[i]);
+          ww += double(wp[i]) * double(wp[i]);
+          gg += double(gp[i]) * double(gp[i]);
         }
         return std::array<double, 2>{ww, gg};
       });

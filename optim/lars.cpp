@@ -86,10 +86,13 @@ void Lars::step(const StepInput& in) {
     double local_lr = 1.0;
     if (seg.trust_ratio) {
       auto sums = detail::sum_chunks<3>(seg.size, [=](std::size_t begin, std::size_t end) {
+        // Local restrict pointers: otherwise each store may alias the closure and GCC gathers.
+        const float* __restrict wp = w;
+        const float* __restrict gp = g;
         double ww = 0, gg = 0, uu = 0;
 #pragma omp simd reduction(+ : ww, gg, uu)
         for (std::size_t i = begin; i < end; ++i) {
-          const double wi = w[i], gi = g[i], ui = g[i] + beta * w[i];
+          const double wi = wp[i], gi = gp[i], ui = gp[i] + beta * wp[i];
           ww += wi * wi;
           gg += gi * gi;
           uu += ui * ui;
@@ -104,16 +107,20 @@ void Lars::step(const StepInput& in) {
     const float c = static_cast<float>(before ? 1.0 : in.lr);
     float* v = momentum ? momentum + seg.offset : nullptr;
     detail::for_chunks(seg.size, [=](std::size_t begin, std::size_t end) {
+      // Local restrict pointers: otherwise each store may alias the closure and GCC gathers.
+      float* __restrict wp = w;
+      const float* __restrict gp = g;
+      float* __restrict vp = v;
       if (!v) {
 #pragma omp simd
-        for (std::size_t i = begin; i < end; ++i) w[i] -= c * (a * (g[i] + beta * w[i]));
+        for (std::size_t i = begin; i < end; ++i) wp[i] -= c * (a * (gp[i] + beta * wp[i]));
         return;
       }
 #pragma omp simd
       for (std::size_t i = begin; i < end; ++i) {
-        const float v_i = mu * v[i] + a * (g[i] + beta * w[i]);
-        v[i] = v_i;
-        w[i] -= c * v_i;
+        const float v_i = mu * vp[i] + a * (gp[i] + beta * wp[i]);
+        vp[i] = v_i;
+        wp[i] -= c * v_i;
       }
     });
   }

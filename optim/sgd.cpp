@@ -65,18 +65,22 @@ void Sgd::step_segment(const StepInput& in, const Segment& seg, GradTransform t)
   const float* g = in.grads.data() + seg.offset;  // [seg.size]
   float* buf = options_.momentum > 0.0 ? state_.get("momentum").data() + seg.offset : nullptr;
   detail::for_chunks(seg.size, [=](std::size_t begin, std::size_t end) {
+    // Local restrict pointers: otherwise each store may alias the closure and GCC gathers.
+    float* __restrict wp = w;
+    const float* __restrict gp = g;
+    float* __restrict bufp = buf;
     if (!buf) {
 #pragma omp simd
-      for (std::size_t i = begin; i < end; ++i) w[i] -= lr * (scale * (g[i] + l2 * w[i]));
+      for (std::size_t i = begin; i < end; ++i) wp[i] -= lr * (scale * (gp[i] + l2 * wp[i]));
       return;
     }
 #pragma omp simd
     for (std::size_t i = begin; i < end; ++i) {
-      const float g_prime = scale * (g[i] + l2 * w[i]);                           // g' = g + wd*w
-      const float b = first ? g_prime : mu * buf[i] + one_minus_dampening * g_prime;  // buf
-      buf[i] = b;
+      const float g_prime = scale * (gp[i] + l2 * wp[i]);                           // g' = g + wd*w
+      const float b = first ? g_prime : mu * bufp[i] + one_minus_dampening * g_prime;  // buf
+      bufp[i] = b;
       const float d = nesterov ? g_prime + mu * b : b;  // Nesterov looks ahead along buf
-      w[i] -= lr * d;
+      wp[i] -= lr * d;
     }
   });
 }

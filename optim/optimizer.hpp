@@ -1,9 +1,11 @@
 // Optimizer interface over the flat parameter buffer and the segment table.
 // Conventions (stated once, here and in schedules/schedule.hpp): `step` is 0-based; the first
-// update is step 0 and receives lr = schedule(0); Adam-style bias correction uses t = step + 1.
-// The learning rate comes from schedules/ every step and is never computed in here.
+// update is step 0 and receives lr = schedule(0); Adam-style bias correction uses t = step + 1;
+// SGD momentum starts as buf = g at step 0 (PyTorch). The learning rate comes from schedules/
+// every step and is never computed in here.
 #pragma once
 #include <cstdint>
+#include <iosfwd>
 #include <memory>
 #include <span>
 #include <string>
@@ -32,6 +34,7 @@ class OptimizerState {
  public:
   AlignedBuffer& add(const std::string& name, std::size_t size);  // zero-initialised
   AlignedBuffer& get(const std::string& name);
+  bool has(const std::string& name) const;
   std::vector<std::pair<std::string, AlignedBuffer>>& buffers() { return buffers_; }
   const std::vector<std::pair<std::string, AlignedBuffer>>& buffers() const { return buffers_; }
 
@@ -39,23 +42,55 @@ class OptimizerState {
   std::vector<std::pair<std::string, AlignedBuffer>> buffers_;
 };
 
+// Writes every buffer (name, size, floats) in a small binary format ("LBTOPT1").
+void save_state(const OptimizerState& state, std::ostream& out);
+// Reads into an already-built state; names, order and sizes must match, else DataError
+// naming `source`, the byte offset and expected vs got.
+void load_state(OptimizerState& state, std::istream& in, const std::string& source = "<stream>");
+
 class Optimizer {
  public:
   virtual ~Optimizer() = default;
   virtual void step(const StepInput& in) = 0;
-  virtual std::string describe() const = 0;  // "SGD(momentum=0.9, nesterov=false, wd=0)"
-  OptimizerState& state() { return state_; }
-  const OptimizerState& state() const { return state_; }
+  virtual std::string describe() const = 0;  // every switch: "SGD(momentum=0.9, ...)"
+  virtual OptimizerState& state() { return state_; }
+  const OptimizerState& state() const { return const_cast<Optimizer*>(this)->state(); }
 
  protected:
   OptimizerState state_;
 };
 
-// Reads the `optimizer.*` keys of `config`, validates them and builds the optimizer with its
-// state sized for `num_params`. Unknown optimizer names list the valid ones.
+// How a wrapper hands a base optimizer a rescaled, decayed gradient without a copy:
+// g' = scale * (g + l2 * w) (Apex LARC folds weight decay into the gradient this way).
+struct GradTransform {
+  float scale = 1.0f;
+  float l2 = 0.0f;
+};
+
+// An optimizer whose update is independent per segment, so LARC can wrap it.
+class SegmentwiseOptimizer : public Optimizer {
+ public:
+  // Updates one segment with g' = t.scale * (g + t.l2 * w) in place of g; the optimizer's own
+  // coupled decay is not added here (step() passes it in t.l2).
+  virtual void step_segment(const StepInput& in, const Segment& seg, GradTransform t) = 0;
+};
+
+// Reads the `optimizer.*` keys of the chosen optimizer only (so a key meant for another
+// optimizer is reported as unknown), validates them and builds the optimizer with its state
+// sized for `num_params`. Unknown optimizer names list the valid ones.
 std::unique_ptr<Optimizer> make_optimizer(Config& config, std::size_t num_params);
+
+// The valid values of optimizer.name.
+const std::vector<std::string>& optimizer_names();
 
 // The base learning rate `optimizer.lr` (before scaling rules and schedules), validated > 0.
 double base_learning_rate(Config& config);
+
+// Applies `optimizer.no_decay` and `optimizer.no_trust_ratio` (lists of glob patterns, `*` and
+// `?`, matched against whole segment names) on top of the segment table's defaults. A pattern
+// that matches no segment is a ConfigError (it is almost always a typo). Call once after the
+// model is built.
+void apply_exclusions(Config& config, std::vector<Segment>& segments);
+bool glob_match(std::string_view pattern, std::string_view name);
 
 }  // namespace lbt::optim

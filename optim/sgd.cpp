@@ -1,26 +1,49 @@
-// SGD with momentum; see sgd.hpp.
+// SGD with momentum, fused per segment: one pass reads g, w, buf and writes buf, w.
+// PyTorch torch.optim.SGD semantics; see sgd.hpp.
 #include "optim/sgd.hpp"
 
-#include <cmath>
 #include <sstream>
+
+#include "optim/flat_ops.hpp"
 
 namespace lbt::optim {
 
-SgdOptions read_sgd_options(Config& config) {
+SgdOptions read_sgd_options(Config& config, const std::string& name, bool read_decay) {
   SgdOptions o;
   o.momentum = config.get_double("optimizer.momentum", o.momentum, "momentum coefficient in [0, 1)");
-  o.weight_decay = config.get_double("optimizer.weight_decay", o.weight_decay, "L2 weight decay >= 0");
+  o.dampening = config.get_double("optimizer.dampening", o.dampening,
+                                  "momentum dampening in [0, 1) (PyTorch SGD); 0 with nesterov");
+  if (name == "nesterov") {
+    o.nesterov = true;
+  } else {
+    o.nesterov = config.get_bool("optimizer.nesterov", o.nesterov,
+                                 "Nesterov momentum (d = g + momentum * buf)");
+  }
+  if (read_decay)
+    o.weight_decay = config.get_double("optimizer.weight_decay", o.weight_decay,
+                                       "coupled L2 weight decay >= 0 (added to the gradient)");
   validate(o, config);
   return o;
 }
 
 void validate(const SgdOptions& o, const Config& config) {
-  if (!(o.momentum >= 0.0 && o.momentum < 1.0)) {
+  if (!(o.momentum >= 0.0 && o.momentum < 1.0))
     config.fail("optimizer.momentum", "in [0, 1)", std::to_string(o.momentum));
-  }
-  if (!(o.weight_decay >= 0.0)) {
+  if (!(o.dampening >= 0.0 && o.dampening < 1.0))
+    config.fail("optimizer.dampening", "in [0, 1)", std::to_string(o.dampening));
+  if (!(o.weight_decay >= 0.0))
     config.fail("optimizer.weight_decay", ">= 0", std::to_string(o.weight_decay));
-  }
+  if (o.nesterov && (o.momentum == 0.0 || o.dampening != 0.0))
+    config.fail("optimizer.nesterov", "used with momentum > 0 and dampening = 0",
+                "momentum=" + std::to_string(o.momentum) + ", dampening=" + std::to_string(o.dampening),
+                "Nesterov momentum needs a momentum and no dampening (as in PyTorch)");
+}
+
+std::string describe(const SgdOptions& o) {
+  std::ostringstream ss;
+  ss << "momentum=" << o.momentum << ", dampening=" << o.dampening
+     << ", nesterov=" << (o.nesterov ? "true" : "false") << ", wd=" << o.weight_decay;
+  return ss.str();
 }
 
 Sgd::Sgd(SgdOptions options, std::size_t num_params) : options_(options) {
@@ -28,31 +51,40 @@ Sgd::Sgd(SgdOptions options, std::size_t num_params) : options_(options) {
 }
 
 void Sgd::step(const StepInput& in) {
-  const float lr = static_cast<float>(in.lr);
-  const float mu = static_cast<float>(options_.momentum);
-  float* buf = options_.momentum > 0.0 ? state_.get("momentum").data() : nullptr;
-  for (const Segment& seg : in.segments) {
-    const float wd = seg.weight_decay ? static_cast<float>(options_.weight_decay) : 0.0f;
-    float* w = in.params.data() + seg.offset;
-    const float* g = in.grads.data() + seg.offset;
-    if (buf) {
-      float* m = buf + seg.offset;
-#pragma omp parallel for simd schedule(static) if (seg.size > 32768)
-      for (std::size_t i = 0; i < seg.size; ++i) {
-        m[i] = mu * m[i] + (g[i] + wd * w[i]);  // buf = mu*buf + (g + wd*w)
-        w[i] -= lr * m[i];                      // w -= lr*buf
-      }
-    } else {
-#pragma omp simd
-      for (std::size_t i = 0; i < seg.size; ++i) w[i] -= lr * (g[i] + wd * w[i]);
-    }
-  }
+  const float wd = static_cast<float>(options_.weight_decay);
+  for (const Segment& seg : in.segments) step_segment(in, seg, {1.0f, seg.weight_decay ? wd : 0.0f});
 }
 
-std::string Sgd::describe() const {
-  std::ostringstream ss;
-  ss << "SGD(momentum=" << options_.momentum << ", wd=" << options_.weight_decay << ")";
-  return ss.str();
+void Sgd::step_segment(const StepInput& in, const Segment& seg, GradTransform t) {
+  const float lr = static_cast<float>(in.lr);
+  const float mu = static_cast<float>(options_.momentum);
+  const float one_minus_dampening = static_cast<float>(1.0 - options_.dampening);
+  const bool first = in.step == 0, nesterov = options_.nesterov;
+  const float scale = t.scale, l2 = t.l2;
+  float* w = in.params.data() + seg.offset;       // [seg.size]
+  const float* g = in.grads.data() + seg.offset;  // [seg.size]
+  float* buf = options_.momentum > 0.0 ? state_.get("momentum").data() + seg.offset : nullptr;
+  detail::for_chunks(seg.size, [=](std::size_t begin, std::size_t end) {
+    // Local restrict pointers: otherwise each store may alias the closure and GCC gathers.
+    float* __restrict wp = w;
+    const float* __restrict gp = g;
+    float* __restrict bufp = buf;
+    if (!buf) {
+#pragma omp simd
+      for (std::size_t i = begin; i < end; ++i) wp[i] -= lr * (scale * (gp[i] + l2 * wp[i]));
+      return;
+    }
+#pragma omp simd
+    for (std::size_t i = begin; i < end; ++i) {
+      const float g_prime = scale * (gp[i] + l2 * wp[i]);                           // g' = g + wd*w
+      const float b = first ? g_prime : mu * bufp[i] + one_minus_dampening * g_prime;  // buf
+      bufp[i] = b;
+      const float d = nesterov ? g_prime + mu * b : b;  // Nesterov looks ahead along buf
+      wp[i] -= lr * d;
+    }
+  });
 }
+
+std::string Sgd::describe() const { return "SGD(" + optim::describe(options_) + ")"; }
 
 }  // namespace lbt::optim

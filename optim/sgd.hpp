@@ -1,5 +1,7 @@
-// SGD with heavy-ball momentum and coupled L2 weight decay (PyTorch torch.optim.SGD form):
-//   g' = g + wd * w;  buf = momentum * buf + g';  w -= lr * buf.
+// SGD with heavy-ball or Nesterov momentum, dampening and coupled L2 weight decay, in
+// PyTorch torch.optim.SGD form (Sutskever et al. 2013 for the Nesterov variant):
+//   g' = g + wd * w;  buf = g' at step 0, else momentum * buf + (1 - dampening) * g';
+//   d = nesterov ? g' + momentum * buf : buf;  w -= lr * d.
 #pragma once
 #include "optim/optimizer.hpp"
 
@@ -7,16 +9,22 @@ namespace lbt::optim {
 
 struct SgdOptions {
   double momentum = 0.9;
-  double weight_decay = 0.0;
+  double dampening = 0.0;
+  bool nesterov = false;
+  double weight_decay = 0.0;  // coupled L2, only on segments with weight_decay set
 };
 
 void validate(const SgdOptions& options, const Config& config);
-SgdOptions read_sgd_options(Config& config);
+// Reads optimizer.{momentum, dampening, nesterov, weight_decay}; `name` is "sgd", "momentum" or
+// "nesterov" (which forces nesterov = true). `read_decay` false (under LARC) leaves decay at 0.
+SgdOptions read_sgd_options(Config& config, const std::string& name = "sgd", bool read_decay = true);
+std::string describe(const SgdOptions& options);
 
-class Sgd final : public Optimizer {
+class Sgd final : public SegmentwiseOptimizer {
  public:
   Sgd(SgdOptions options, std::size_t num_params);
   void step(const StepInput& in) override;
+  void step_segment(const StepInput& in, const Segment& seg, GradTransform t) override;
   std::string describe() const override;
 
  private:

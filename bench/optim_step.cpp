@@ -1,0 +1,127 @@
+// Optimizer step time over flat buffers (SGD momentum, AdamW, LARS, LAMB; fused and reference)
+// as effective memory bandwidth, next to a parallel memcpy and a STREAM triad (McCalpin) of the
+// same array size measured in the same run. Bytes follow STREAM counting: each array an
+// algorithm must read counts once, each it must write once (SGD/LARS 5 x 4N, AdamW/LAMB 7 x 4N).
+// Usage: optim_step [--sizes 1000000,10000000,100000000] [--threads 2] [--reps 7] [--segments 10]
+//                   [--reference-max 10000000]
+#include <omp.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "core/config.hpp"
+#include "core/gemm.hpp"
+#include "optim/reference/reference.hpp"
+
+using namespace lbt;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+struct Timing {
+  double median, min, max;  // seconds
+};
+
+template <class F>
+Timing time_it(F&& f, int reps) {
+  f();  // warm-up (first touch, state allocation)
+  std::vector<double> t;
+  for (int r = 0; r < reps; ++r) {
+    auto start = Clock::now();
+    f();
+    t.push_back(std::chrono::duration<double>(Clock::now() - start).count());
+  }
+  std::sort(t.begin(), t.end());
+  return {t[t.size() / 2], t.front(), t.back()};
+}
+
+void row(const char* what, std::size_t n, double bytes, Timing t, double copy_bw, double triad_bw) {
+  const double bw = bytes / t.median / 1e9;
+  std::printf("| %-16s | %9zu | %8.3f [%.3f-%.3f] | %6.1f [%5.1f-%5.1f] | %4.0f%% | %4.0f%% |\n", what, n,
+              t.median * 1e3, t.min * 1e3, t.max * 1e3, bw, bytes / t.max / 1e9, bytes / t.min / 1e9,
+              100 * bw / copy_bw, 100 * bw / triad_bw);
+}
+
+std::vector<std::size_t> parse_sizes(const std::string& s) {
+  std::vector<std::size_t> out;
+  std::size_t pos = 0;
+  while (pos < s.size()) {
+    std::size_t comma = s.find(',', pos);
+    out.push_back(std::stoull(s.substr(pos, comma - pos)));
+    if (comma == std::string::npos) break;
+    pos = comma + 1;
+  }
+  return out;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::vector<std::size_t> sizes = {1000000, 10000000, 100000000};
+  int threads = 2, reps = 7, num_segments = 10;
+  std::size_t reference_max = 10000000;
+  for (int i = 1; i + 1 < argc; i += 2) {
+    std::string a = argv[i], v = argv[i + 1];
+    if (a == "--sizes") sizes = parse_sizes(v);
+    else if (a == "--threads") threads = std::stoi(v);
+    else if (a == "--reps") reps = std::stoi(v);
+    else if (a == "--segments") num_segments = std::stoi(v);
+    else if (a == "--reference-max") reference_max = std::stoull(v);
+    else { std::fprintf(stderr, "unknown option %s\n", a.c_str()); return 2; }
+  }
+  set_num_threads(threads);
+  std::printf("threads=%d reps=%d (median [min-max] after 1 warm-up) segments=%d\n\n", threads, reps, num_segments);
+  std::printf("| kernel           |    params | ms/step               | GB/s [min-max]       | %%copy | %%triad |\n");
+  std::printf("|------------------|-----------|-----------------------|----------------------|-------|--------|\n");
+  const std::vector<std::pair<std::string, double>> optimizers = {
+      {"momentum", 5}, {"adamw", 7}, {"lars", 5}, {"lamb", 7}};
+  for (std::size_t n : sizes) {
+    AlignedBuffer params(n), grads(n), a(n);
+    std::vector<Segment> segments;
+    for (int s = 0; s < num_segments; ++s) {
+      const std::size_t begin = n * s / num_segments, end = n * (s + 1) / num_segments;
+      segments.push_back(make_segment("layer" + std::to_string(s) + ".weight", begin, end - begin, ParamKind::kWeight));
+    }
+#pragma omp parallel for schedule(static)
+    for (std::ptrdiff_t i = 0; i < std::ptrdiff_t(n); ++i) {
+      params[i] = 0.01f * float((i * 7919) % 201 - 100);
+      grads[i] = 0.001f * float((i * 104729) % 199 - 99);
+      a[i] = 0.0f;
+    }
+    // Baselines over the same n floats: memcpy (2 x 4N bytes) and triad a = b + s c (3 x 4N).
+    const float* b = params.data();
+    const float* c = grads.data();
+    float* out = a.data();
+    Timing copy = time_it([&] {
+#pragma omp parallel
+      {
+        const std::size_t t = omp_get_thread_num(), T = omp_get_num_threads();
+        const std::size_t lo = n * t / T, hi = n * (t + 1) / T;
+        std::memcpy(out + lo, b + lo, (hi - lo) * sizeof(float));
+      }
+    }, reps);
+    Timing triad = time_it([&] {
+#pragma omp parallel for simd schedule(static)
+      for (std::ptrdiff_t i = 0; i < std::ptrdiff_t(n); ++i) out[i] = b[i] + 0.5f * c[i];
+    }, reps);
+    const double copy_bw = 8.0 * n / copy.median / 1e9, triad_bw = 12.0 * n / triad.median / 1e9;
+    row("memcpy", n, 8.0 * n, copy, copy_bw, triad_bw);
+    row("triad", n, 12.0 * n, triad, copy_bw, triad_bw);
+    for (const auto& [name, arrays] : optimizers) {
+      for (bool reference : {false, true}) {
+        if (reference && n > reference_max) continue;
+        Config config = Config::from_string("[optimizer]\nname='" + name + "'\n");
+        auto opt = reference ? optim::reference::make_reference_optimizer(config, n) : optim::make_optimizer(config, n);
+        std::int64_t step = 0;
+        Timing t = time_it([&] { opt->step({params.span(), grads.span(), segments, 1e-4, step++}); },
+                           reference ? std::max(3, reps / 2) : reps);
+        row((name + (reference ? " (ref)" : " (fused)")).c_str(), n, 4.0 * arrays * n, t, copy_bw, triad_bw);
+      }
+    }
+  }
+  return 0;
+}

@@ -1,0 +1,99 @@
+// Adam / AdamW fused per segment (llm.c adamw_kernel style): one pass reads g, w, m, v and
+// writes m, v, w. See adam.hpp for the equations.
+#include "optim/adam.hpp"
+
+#include <cmath>
+#include <sstream>
+
+#include "optim/flat_ops.hpp"
+
+namespace lbt::optim {
+
+AdamOptions read_adam_options(Config& config, const std::string& name, bool read_decay) {
+  AdamOptions o;
+  o.decoupled = name == "adamw";
+  if (o.decoupled && read_decay) o.weight_decay = 0.01;
+  o.beta1 = config.get_double("optimizer.beta1", o.beta1, "first-moment decay in [0, 1)");
+  o.beta2 = config.get_double("optimizer.beta2", o.beta2, "second-moment decay in [0, 1)");
+  o.eps = config.get_double("optimizer.eps", o.eps, "denominator epsilon > 0");
+  o.eps_inside_sqrt = config.get_bool("optimizer.eps_inside_sqrt", o.eps_inside_sqrt,
+                                      "sqrt(v_hat + eps) instead of sqrt(v_hat) + eps");
+  if (read_decay)
+    o.weight_decay = config.get_double(
+      "optimizer.weight_decay", o.weight_decay,
+      o.decoupled ? "decoupled weight decay >= 0 (w -= lr*wd*w)" : "coupled L2 weight decay >= 0");
+  validate(o, config);
+  return o;
+}
+
+void validate(const AdamOptions& o, const Config& config) {
+  if (!(o.beta1 >= 0.0 && o.beta1 < 1.0))
+    config.fail("optimizer.beta1", "in [0, 1)", std::to_string(o.beta1), "the usual value is 0.9");
+  if (!(o.beta2 >= 0.0 && o.beta2 < 1.0))
+    config.fail("optimizer.beta2", "in [0, 1)", std::to_string(o.beta2), "the usual value is 0.999");
+  if (!(o.eps > 0.0)) config.fail("optimizer.eps", "> 0", std::to_string(o.eps));
+  if (!(o.weight_decay >= 0.0))
+    config.fail("optimizer.weight_decay", ">= 0", std::to_string(o.weight_decay));
+}
+
+std::string describe(const AdamOptions& o) {
+  std::ostringstream ss;
+  ss << "b1=" << o.beta1 << ", b2=" << o.beta2 << ", eps=" << o.eps
+     << ", eps_inside_sqrt=" << (o.eps_inside_sqrt ? "true" : "false") << ", wd=" << o.weight_decay
+     << (o.decoupled ? " (decoupled)" : " (coupled L2)");
+  return ss.str();
+}
+
+double bias_correction(double beta, std::int64_t step) {
+  return 1.0 - std::pow(beta, static_cast<double>(step + 1));
+}
+
+Adam::Adam(AdamOptions options, std::size_t num_params) : options_(options) {
+  state_.add("m", num_params);
+  state_.add("v", num_params);
+}
+
+void Adam::step(const StepInput& in) {
+  const float l2 = options_.decoupled ? 0.0f : static_cast<float>(options_.weight_decay);
+  for (const Segment& seg : in.segments) step_segment(in, seg, {1.0f, seg.weight_decay ? l2 : 0.0f});
+}
+
+void Adam::step_segment(const StepInput& in, const Segment& seg, GradTransform t) {
+  const float lr = static_cast<float>(in.lr);
+  const float beta1 = static_cast<float>(options_.beta1), beta2 = static_cast<float>(options_.beta2);
+  const float eps = static_cast<float>(options_.eps);
+  const float inv_bc1 = static_cast<float>(1.0 / bias_correction(options_.beta1, in.step));
+  const float inv_bc2 = static_cast<float>(1.0 / bias_correction(options_.beta2, in.step));
+  const float wd = options_.decoupled && seg.weight_decay ? static_cast<float>(options_.weight_decay) : 0.0f;
+  // sqrt(v_hat + eps_in) + eps_out covers both placements without a branch in the loop.
+  const float eps_in = options_.eps_inside_sqrt ? eps : 0.0f, eps_out = options_.eps_inside_sqrt ? 0.0f : eps;
+  const float scale = t.scale, l2 = t.l2;
+  float* w = in.params.data() + seg.offset;       // [seg.size]
+  const float* g = in.grads.data() + seg.offset;  // [seg.size]
+  float* m = state_.get("m").data() + seg.offset;
+  float* v = state_.get("v").data() + seg.offset;
+  detail::for_chunks(seg.size, [=](std::size_t begin, std::size_t end) {
+// Local restrict pointers: otherwise each store may alias the closure and GCC gathers.
+float* __restrict wp = w;
+const float* __restrict gp = g;
+float* __restrict mp = m;
+float* __restrict vp = v;
+#pragma omp simd
+    for (std::size_t i = begin; i < end; ++i) {
+      const float g_prime = scale * (gp[i] + l2 * wp[i]);
+      const float m_i = beta1 * mp[i] + (1.0f - beta1) * g_prime;            // first moment
+      const float v_i = beta2 * vp[i] + (1.0f - beta2) * g_prime * g_prime;  // second moment
+      mp[i] = m_i;
+      vp[i] = v_i;
+      const float m_hat = m_i * inv_bc1, v_hat = v_i * inv_bc2;            // bias correction
+      const float denom = std::sqrt(v_hat + eps_in) + eps_out;
+      wp[i] -= lr * (m_hat / denom + wd * wp[i]);                            // step + decoupled decay
+    }
+  });
+}
+
+std::string Adam::describe() const {
+  return std::string(options_.decoupled ? "AdamW(" : "Adam(") + optim::describe(options_) + ")";
+}
+
+}  // namespace lbt::optim

@@ -1,0 +1,41 @@
+// Adam (Kingma & Ba 2014, arXiv:1412.6980, Alg. 1) with coupled L2 decay, and AdamW
+// (Loshchilov & Hutter 2019, arXiv:1711.05101, Alg. 2) with decoupled decay scaled by lr
+// (PyTorch/optax convention). t = step + 1:
+//   m = beta1 m + (1 - beta1) g;  v = beta2 v + (1 - beta2) g^2;
+//   m_hat = m / (1 - beta1^t);  v_hat = v / (1 - beta2^t);
+//   w -= lr * (m_hat / (sqrt(v_hat) + eps) + wd_decoupled * w)   [or / sqrt(v_hat + eps)].
+#pragma once
+#include "optim/optimizer.hpp"
+
+namespace lbt::optim {
+
+struct AdamOptions {
+  double beta1 = 0.9;
+  double beta2 = 0.999;
+  double eps = 1e-8;
+  bool eps_inside_sqrt = false;  // sqrt(v_hat + eps) instead of sqrt(v_hat) + eps
+  double weight_decay = 0.0;
+  bool decoupled = false;        // false: Adam (g += wd*w); true: AdamW (w -= lr*wd*w)
+};
+
+void validate(const AdamOptions& options, const Config& config);
+// Reads optimizer.{beta1, beta2, eps, eps_inside_sqrt, weight_decay}; `name` is "adam" or "adamw".
+// `read_decay` false (under LARC) leaves decay at 0.
+AdamOptions read_adam_options(Config& config, const std::string& name, bool read_decay = true);
+std::string describe(const AdamOptions& options);
+
+// Bias corrections 1 - beta^t with t = step + 1.
+double bias_correction(double beta, std::int64_t step);
+
+class Adam final : public SegmentwiseOptimizer {
+ public:
+  Adam(AdamOptions options, std::size_t num_params);
+  void step(const StepInput& in) override;
+  void step_segment(const StepInput& in, const Segment& seg, GradTransform t) override;
+  std::string describe() const override;
+
+ private:
+  AdamOptions options_;
+};
+
+}  // namespace lbt::optim

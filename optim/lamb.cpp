@@ -1,0 +1,139 @@
+// LAMB fused per segment: pass 1 updates m, v and accumulates |w|^2, |u|^2 in double; pass 2
+// recomputes u from m, v and applies the trust-scaled step. Segments without a trust ratio
+// take one AdamW pass. You et al. 2019, arXiv:1904.00962, Alg. 2; see lamb.hpp.
+#include "optim/lamb.hpp"
+
+#include <cmath>
+#include <sstream>
+
+#include "optim/adam.hpp"
+#include "optim/flat_ops.hpp"
+#include "optim/phi_config.hpp"
+
+namespace lbt::optim {
+
+LambOptions read_lamb_options(Config& config) {
+  LambOptions o;
+  o.beta1 = config.get_double("optimizer.beta1", o.beta1, "first-moment decay in [0, 1)");
+  o.beta2 = config.get_double("optimizer.beta2", o.beta2, "second-moment decay in [0, 1)");
+  o.eps = config.get_double("optimizer.eps", o.eps, "denominator epsilon > 0 (LAMB: 1e-6)");
+  o.bias_correction = config.get_bool("optimizer.lamb.bias_correction", o.bias_correction,
+                                      "divide m, v by 1 - beta^t (Alg. 2)");
+  o.weight_decay = config.get_double("optimizer.weight_decay", o.weight_decay,
+                                     "decoupled weight decay lambda >= 0");
+  std::string scope = config.get_string("optimizer.lamb.scope", "segment",
+                                         "where the trust ratio applies: segment (flag, optax) or "
+                                         "decayed (only decayed segments, timm)");
+  if (scope == "segment") o.scope = LambScope::kSegment;
+  else if (scope == "decayed") o.scope = LambScope::kDecayed;
+  else config.fail("optimizer.lamb.scope", "one of: segment, decayed", "'" + scope + "'");
+  o.phi = read_phi_options(config, "optimizer.lamb", o.phi);
+  validate(o, config);
+  return o;
+}
+
+void validate(const LambOptions& o, const Config& config) {
+  if (!(o.beta1 >= 0.0 && o.beta1 < 1.0))
+    config.fail("optimizer.beta1", "in [0, 1)", std::to_string(o.beta1), "the usual value is 0.9");
+  if (!(o.beta2 >= 0.0 && o.beta2 < 1.0))
+    config.fail("optimizer.beta2", "in [0, 1)", std::to_string(o.beta2), "the usual value is 0.999");
+  if (!(o.eps > 0.0)) config.fail("optimizer.eps", "> 0", std::to_string(o.eps));
+  if (!(o.weight_decay >= 0.0))
+    config.fail("optimizer.weight_decay", ">= 0", std::to_string(o.weight_decay));
+  validate_phi(o.phi, config, "optimizer.lamb");
+}
+
+std::string describe(const LambOptions& o) {
+  std::ostringstream ss;
+  ss << "b1=" << o.beta1 << ", b2=" << o.beta2 << ", eps=" << o.eps
+     << ", bias_correction=" << (o.bias_correction ? "true" : "false") << ", wd=" << o.weight_decay
+     << ", scope=" << (o.scope == LambScope::kSegment ? "segment" : "decayed") << ", "
+     << describe_phi(o.phi);
+  return ss.str();
+}
+
+bool lamb_applies_trust_ratio(const LambOptions& o, const Segment& seg) {
+  if (o.scope == LambScope::kDecayed) return seg.weight_decay && o.weight_decay > 0.0;
+  return seg.trust_ratio;
+}
+
+double lamb_ratio(const LambOptions& o, double w_norm, double u_norm) {
+  return apply_phi(trust_ratio(w_norm, u_norm, 1.0, 0.0), o.phi);
+}
+
+Lamb::Lamb(LambOptions options, std::size_t num_params) : options_(options) {
+  state_.add("m", num_params);
+  state_.add("v", num_params);
+}
+
+void Lamb::step(const StepInput& in) {
+  const float beta1 = static_cast<float>(options_.beta1), beta2 = static_cast<float>(options_.beta2);
+  const float eps = static_cast<float>(options_.eps);
+  const float inv_bc1 = options_.bias_correction ? static_cast<float>(1.0 / bias_correction(options_.beta1, in.step)) : 1.0f;
+  const float inv_bc2 = options_.bias_correction ? static_cast<float>(1.0 / bias_correction(options_.beta2, in.step)) : 1.0f;
+  float* m_all = state_.get("m").data();
+  float* v_all = state_.get("v").data();
+  for (const Segment& seg : in.segments) {
+    float* w = in.params.data() + seg.offset;       // [seg.size]
+    const float* g = in.grads.data() + seg.offset;  // [seg.size]
+    float* m = m_all + seg.offset;
+    float* v = v_all + seg.offset;
+    const float lambda = seg.weight_decay ? static_cast<float>(options_.weight_decay) : 0.0f;
+    const float lr = static_cast<float>(in.lr);
+    if (!lamb_applies_trust_ratio(options_, seg)) {  // AdamW step in one pass
+      detail::for_chunks(seg.size, [=](std::size_t begin, std::size_t end) {
+// Local restrict pointers: otherwise each store may alias the closure and GCC gathers.
+float* __restrict wp = w;
+const float* __restrict gp = g;
+float* __restrict mp = m;
+float* __restrict vp = v;
+#pragma omp simd
+        for (std::size_t i = begin; i < end; ++i) {
+          const float m_i = beta1 * mp[i] + (1.0f - beta1) * gp[i];
+          const float v_i = beta2 * vp[i] + (1.0f - beta2) * gp[i] * gp[i];
+          mp[i] = m_i;
+          vp[i] = v_i;
+          wp[i] -= lr * ((m_i * inv_bc1) / (std::sqrt(v_i * inv_bc2) + eps) + lambda * wp[i]);
+        }
+      });
+      continue;
+    }
+    // Pass 1: moments, then |w|^2 and |u|^2 with u = r + lambda w.
+    auto sums = detail::sum_chunks<2>(seg.size, [=](std::size_t begin, std::size_t end) {
+      // Local restrict pointers: otherwise each store may alias the closure and GCC gathers.
+      const float* __restrict wp = w;
+      const float* __restrict gp = g;
+      float* __restrict mp = m;
+      float* __restrict vp = v;
+      double ww = 0, uu = 0;
+#pragma omp simd reduction(+ : ww, uu)
+      for (std::size_t i = begin; i < end; ++i) {
+        const float m_i = beta1 * mp[i] + (1.0f - beta1) * gp[i];
+        const float v_i = beta2 * vp[i] + (1.0f - beta2) * gp[i] * gp[i];
+        mp[i] = m_i;
+        vp[i] = v_i;
+        const float u = (m_i * inv_bc1) / (std::sqrt(v_i * inv_bc2) + eps) + lambda * wp[i];
+        ww += double(wp[i]) * double(wp[i]);
+        uu += double(u) * double(u);
+      }
+      return std::array<double, 2>{ww, uu};
+    });
+    // Pass 2: w -= lr * ratio * u.
+    const float step_size = static_cast<float>(in.lr * lamb_ratio(options_, std::sqrt(sums[0]), std::sqrt(sums[1])));
+    detail::for_chunks(seg.size, [=](std::size_t begin, std::size_t end) {
+// Local restrict pointers: otherwise each store may alias the closure and GCC gathers.
+float* __restrict wp = w;
+float* __restrict mp = m;
+float* __restrict vp = v;
+#pragma omp simd
+      for (std::size_t i = begin; i < end; ++i) {
+        const float u = (mp[i] * inv_bc1) / (std::sqrt(vp[i] * inv_bc2) + eps) + lambda * wp[i];
+        wp[i] -= step_size * u;
+      }
+    });
+  }
+}
+
+std::string Lamb::describe() const { return "LAMB(" + optim::describe(options_) + ")"; }
+
+}  // namespace lbt::optim

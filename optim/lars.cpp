@@ -1,0 +1,131 @@
+// LARS fused per segment: one pass for |w|, |g| (and |g + beta w|), one pass for the update.
+// You et al. 2017, arXiv:1708.03888, Alg. 1; see lars.hpp.
+#include "optim/lars.hpp"
+
+#include <cmath>
+#include <sstream>
+
+#include "optim/flat_ops.hpp"
+#include "optim/phi_config.hpp"
+
+namespace lbt::optim {
+
+LarsOptions read_lars_options(Config& config) {
+  LarsOptions o;
+  o.momentum = config.get_double("optimizer.momentum", o.momentum, "momentum m in [0, 1)");
+  o.weight_decay = config.get_double("optimizer.weight_decay", o.weight_decay,
+                                     "weight decay beta >= 0 (LARS paper: 0.0005)");
+  o.trust_coefficient = config.get_double("optimizer.lars.trust_coefficient", o.trust_coefficient,
+                                          "trust coefficient eta > 0 (paper: 0.001)");
+  o.eps = config.get_double("optimizer.lars.eps", o.eps, "added to the trust-ratio denominator, >= 0");
+  std::string denominator = config.get_string(
+      "optimizer.lars.denominator", "paper", "paper: |g| + beta*|w|; exact: |g + beta*w| (optax)");
+  if (denominator == "paper") o.denominator = LarsDenominator::kPaper;
+  else if (denominator == "exact") o.denominator = LarsDenominator::kExact;
+  else config.fail("optimizer.lars.denominator", "one of: paper, exact", "'" + denominator + "'");
+  std::string placement = config.get_string(
+      "optimizer.lars.lr_placement", "before_momentum",
+      "before_momentum: v = m v + lr*local_lr*d, w -= v (paper, classic); "
+      "after_momentum: v = m v + local_lr*d, w -= lr*v (popular)");
+  if (placement == "before_momentum") o.lr_placement = LarsLrPlacement::kBeforeMomentum;
+  else if (placement == "after_momentum") o.lr_placement = LarsLrPlacement::kAfterMomentum;
+  else config.fail("optimizer.lars.lr_placement", "one of: before_momentum, after_momentum", "'" + placement + "'");
+  o.safe_zero_norm = config.get_bool("optimizer.lars.safe_zero_norm", o.safe_zero_norm,
+                                     "trust ratio 1 when |w| or the denominator is 0 (optax)");
+  o.phi = read_phi_options(config, "optimizer.lars", o.phi);
+  validate(o, config);
+  return o;
+}
+
+void validate(const LarsOptions& o, const Config& config) {
+  if (!(o.momentum >= 0.0 && o.momentum < 1.0))
+    config.fail("optimizer.momentum", "in [0, 1)", std::to_string(o.momentum));
+  if (!(o.weight_decay >= 0.0))
+    config.fail("optimizer.weight_decay", ">= 0", std::to_string(o.weight_decay));
+  if (!(o.trust_coefficient > 0.0))
+    config.fail("optimizer.lars.trust_coefficient", "> 0", std::to_string(o.trust_coefficient));
+  if (!(o.eps >= 0.0)) config.fail("optimizer.lars.eps", ">= 0", std::to_string(o.eps));
+  if (!o.safe_zero_norm && !(o.eps > 0.0))
+    config.fail("optimizer.lars.eps", "> 0 when optimizer.lars.safe_zero_norm = false",
+                std::to_string(o.eps), "set optimizer.lars.eps=1e-9 or keep safe_zero_norm on");
+  validate_phi(o.phi, config, "optimizer.lars");
+}
+
+std::string describe(const LarsOptions& o) {
+  std::ostringstream ss;
+  ss << "momentum=" << o.momentum << ", wd=" << o.weight_decay << ", eta=" << o.trust_coefficient
+     << ", eps=" << o.eps
+     << ", denominator=" << (o.denominator == LarsDenominator::kPaper ? "paper" : "exact")
+     << ", lr_placement="
+     << (o.lr_placement == LarsLrPlacement::kBeforeMomentum ? "before_momentum" : "after_momentum")
+     << ", safe_zero_norm=" << (o.safe_zero_norm ? "true" : "false") << ", " << describe_phi(o.phi);
+  return ss.str();
+}
+
+double lars_local_lr(const LarsOptions& o, double w_norm, double g_norm, double g_plus_decay_norm,
+                     double decay) {
+  const double u_norm =
+      o.denominator == LarsDenominator::kPaper ? g_norm + decay * w_norm : g_plus_decay_norm;
+  const double ratio = o.safe_zero_norm ? trust_ratio(w_norm, u_norm, o.trust_coefficient, o.eps)
+                                        : raw_trust_ratio(w_norm, u_norm, o.trust_coefficient, o.eps);
+  return apply_phi(ratio, o.phi);
+}
+
+Lars::Lars(LarsOptions options, std::size_t num_params) : options_(options) {
+  if (options_.momentum > 0.0) state_.add("momentum", num_params);
+}
+
+void Lars::step(const StepInput& in) {
+  const float mu = static_cast<float>(options_.momentum);
+  float* momentum = options_.momentum > 0.0 ? state_.get("momentum").data() : nullptr;
+  for (const Segment& seg : in.segments) {
+    float* w = in.params.data() + seg.offset;       // [seg.size]
+    const float* g = in.grads.data() + seg.offset;  // [seg.size]
+    const float beta = seg.weight_decay ? static_cast<float>(options_.weight_decay) : 0.0f;
+    // Pass 1: |w|^2, |g|^2, |g + beta w|^2 in double.
+    double local_lr = 1.0;
+    if (seg.trust_ratio) {
+      auto sums = detail::sum_chunks<3>(seg.size, [=](std::size_t begin, std::size_t end) {
+        // Local restrict pointers: otherwise each store may alias the closure and GCC gathers.
+        const float* __restrict wp = w;
+        const float* __restrict gp = g;
+        double ww = 0, gg = 0, uu = 0;
+#pragma omp simd reduction(+ : ww, gg, uu)
+        for (std::size_t i = begin; i < end; ++i) {
+          const double wi = wp[i], gi = gp[i], ui = gp[i] + beta * wp[i];
+          ww += wi * wi;
+          gg += gi * gi;
+          uu += ui * ui;
+        }
+        return std::array<double, 3>{ww, gg, uu};
+      });
+      local_lr = lars_local_lr(options_, std::sqrt(sums[0]), std::sqrt(sums[1]), std::sqrt(sums[2]), beta);
+    }
+    // Pass 2: v = m v + a (g + beta w); w -= c v, with (a, c) = (lr*local_lr, 1) or (local_lr, lr).
+    const bool before = options_.lr_placement == LarsLrPlacement::kBeforeMomentum;
+    const float a = static_cast<float>(before ? in.lr * local_lr : local_lr);
+    const float c = static_cast<float>(before ? 1.0 : in.lr);
+    float* v = momentum ? momentum + seg.offset : nullptr;
+    detail::for_chunks(seg.size, [=](std::size_t begin, std::size_t end) {
+      // Local restrict pointers: otherwise each store may alias the closure and GCC gathers.
+      float* __restrict wp = w;
+      const float* __restrict gp = g;
+      float* __restrict vp = v;
+      if (!v) {
+#pragma omp simd
+        for (std::size_t i = begin; i < end; ++i) wp[i] -= c * (a * (gp[i] + beta * wp[i]));
+        return;
+      }
+#pragma omp simd
+      for (std::size_t i = begin; i < end; ++i) {
+        const float v_i = mu * vp[i] + a * (gp[i] + beta * wp[i]);
+        vp[i] = v_i;
+        wp[i] -= c * v_i;
+      }
+    });
+  }
+}
+
+std::string Lars::describe() const { return "LARS(" + optim::describe(options_) + ")"; }
+
+}  // namespace lbt::optim

@@ -1,0 +1,130 @@
+// optim/: special-case equivalences (LARS without trust ratio == momentum SGD, LAMB without
+// trust ratio == AdamW, LARC with a huge trust coefficient == its base) and fused == reference
+// over 100 random steps for every optimizer and variant.
+#include <boost/test/unit_test.hpp>
+
+#include <cmath>
+#include <random>
+
+#include "optim_fixture.hpp"
+#include "support/tolerance.hpp"
+
+using namespace lbt;
+
+namespace {
+
+// A model-like table: a multi-chunk weight (exercises the threaded path), a bias, a weight
+// that starts at zero (zero-norm rule) and a small weight.
+struct RandomProblem {
+  std::vector<Segment> segments;
+  std::vector<float> w;
+  std::mt19937 rng{1234};
+  explicit RandomProblem(std::size_t big = 66000) {
+    std::size_t offset = 0;
+    auto add = [&](std::string name, std::size_t size, ParamKind kind) {
+      segments.push_back(make_segment(std::move(name), offset, size, kind));
+      offset += size;
+    };
+    add("fc1.weight", big, ParamKind::kWeight);
+    add("fc1.bias", 33, ParamKind::kBias);
+    add("zero.weight", 50, ParamKind::kWeight);
+    add("fc2.weight", 300, ParamKind::kWeight);
+    w.resize(offset);
+    std::normal_distribution<float> normal(0.0f, 0.5f);
+    for (float& x : w) x = normal(rng);
+    std::fill(w.begin() + segments[2].offset, w.begin() + segments[2].offset + 50, 0.0f);
+  }
+  // Cheap reproducible gradients: uniform in [-0.1, 0.1) from a 64-bit mix of (step, i).
+  std::vector<float> grads(int step) {
+    std::vector<float> g(w.size());
+    for (std::size_t i = 0; i < g.size(); ++i) {
+      std::uint64_t z = (std::uint64_t(step) << 32) + i + 0x9E3779B97F4A7C15ull;
+      z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+      z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+      g[i] = 0.2f * (float((z ^ (z >> 31)) >> 40) / float(1u << 24)) - 0.1f;
+    }
+    return g;
+  }
+};
+
+double lr_at(int step, bool vary) { return vary ? 0.01 * (1.0 + 0.5 * std::sin(0.3 * step)) : 0.01; }
+
+// Runs both optimizers on the same problem for `steps` and compares parameters to atol + rtol|ref|.
+void expect_same_run(const std::string& toml_a, const std::string& toml_b, bool reference_b, bool vary_lr,
+                     bool trust_off, double atol, double rtol, int steps = 100, std::size_t big = 66000) {
+  RandomProblem pa(big), pb(big);
+  if (trust_off)
+    for (auto* p : {&pa, &pb})
+      for (auto& s : p->segments) s.trust_ratio = false;
+  auto a = test::build(toml_a, pa.w.size());
+  auto b = reference_b ? test::build_reference(toml_b, pb.w.size()) : test::build(toml_b, pb.w.size());
+  for (int t = 0; t < steps; ++t) {
+    auto g = pa.grads(t);
+    test::do_step(*a, pa.w, g, pa.segments, lr_at(t, vary_lr), t);
+    test::do_step(*b, pb.w, g, pb.segments, lr_at(t, vary_lr), t);
+  }
+  std::size_t bad = 0;
+  for (std::size_t i = 0; i < pa.w.size(); ++i) {
+    if (!test::close(pa.w[i], pb.w[i], atol, rtol) && ++bad <= 5)
+      BOOST_ERROR("param " << i << ": " << pa.w[i] << " vs " << pb.w[i]);
+  }
+  BOOST_TEST(bad == 0u, bad << " params differ: " << a->describe() << " vs " << b->describe());
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(lars_with_trust_ratio_disabled_matches_momentum_sgd) {
+  // Classic LARS (lr inside the momentum) equals SGD for a constant lr; popular for any lr.
+  expect_same_run("[optimizer]\nname='lars'\nweight_decay=0.01\n",
+                  "[optimizer]\nname='momentum'\nweight_decay=0.01\n", false, false, true, 1e-6, 1e-4);
+  expect_same_run("[optimizer]\nname='lars'\nweight_decay=0.01\n[optimizer.lars]\nlr_placement='after_momentum'\n",
+                  "[optimizer]\nname='momentum'\nweight_decay=0.01\n", false, true, true, 1e-6, 1e-5);
+}
+
+BOOST_AUTO_TEST_CASE(lamb_with_trust_ratio_disabled_matches_adamw) {
+  expect_same_run("[optimizer]\nname='lamb'\neps=1e-6\nweight_decay=0.05\n",
+                  "[optimizer]\nname='adamw'\neps=1e-6\nweight_decay=0.05\n", false, true, true, 1e-6, 1e-5);
+}
+
+BOOST_AUTO_TEST_CASE(larc_with_huge_trust_coefficient_matches_its_base) {
+  for (std::string base : {"sgd", "nesterov", "adamw"}) {
+    BOOST_TEST_CONTEXT("clip, base " << base) {
+      const std::string wd = base == "adamw" ? "0.0" : "0.01";  // LARC folds decay in as coupled L2
+      expect_same_run("[optimizer]\nname='larc'\nweight_decay=" + wd + "\n[optimizer.larc]\nmode='clip'\n"
+                      "trust_coefficient=1e12\nbase='" + base + "'\n",
+                      "[optimizer]\nname='" + base + "'\nweight_decay=" + wd + "\n", false, true, false, 1e-6, 1e-5);
+    }
+  }
+  // Scale mode multiplies the gradient by local_lr; Adam with beta1 = beta2 = 0 ignores that.
+  expect_same_run("[optimizer]\nname='larc'\nbeta1=0.0\nbeta2=0.0\neps=1e-12\n[optimizer.larc]\nmode='scale'\n"
+                  "trust_coefficient=1e6\nbase='adam'\n",
+                  "[optimizer]\nname='adam'\nbeta1=0.0\nbeta2=0.0\neps=1e-12\n", false, true, false, 1e-6, 1e-5);
+}
+
+BOOST_AUTO_TEST_CASE(fused_matches_reference_over_100_random_steps_for_every_variant) {
+  const std::vector<std::string> configs = {
+      "name='sgd'\nmomentum=0.0\nweight_decay=0.01",
+      "name='momentum'\nmomentum=0.9\ndampening=0.1\nweight_decay=0.01",
+      "name='nesterov'\nmomentum=0.9\nweight_decay=0.001",
+      "name='adam'\nweight_decay=0.01",
+      "name='adam'\neps_inside_sqrt=true\neps=1e-6",
+      "name='adamw'\nweight_decay=0.1",
+      "name='lars'\n[optimizer.lars]\ndenominator='paper'\nlr_placement='before_momentum'",
+      "name='lars'\nweight_decay=0.01\n[optimizer.lars]\ndenominator='exact'\nlr_placement='after_momentum'",
+      "name='lars'\nmomentum=0.0\n[optimizer.lars]\nsafe_zero_norm=false\neps=1e-3\ntrust_coefficient=0.01",
+      "name='lars'\n[optimizer.lars]\nphi='clamp'\nclamp_min=0.001\nclamp_max=0.002",
+      "name='larc'\nweight_decay=0.01\n[optimizer.larc]\nmode='clip'\nbase='momentum'",
+      "name='larc'\nweight_decay=0.01\n[optimizer.larc]\nmode='scale'\nbase='nesterov'",
+      "name='larc'\n[optimizer.larc]\nmode='clip'\nbase='adamw'",
+      "name='larc'\n[optimizer.larc]\nmode='scale'\nbase='adam'\ntrust_coefficient=0.5",
+      "name='lamb'",
+      "name='lamb'\n[optimizer.lamb]\nphi='clamp'\nclamp_min=0.5\nclamp_max=2.0",
+      "name='lamb'\nweight_decay=0.0\n[optimizer.lamb]\nscope='decayed'\nbias_correction=false",
+  };
+  for (const auto& body : configs) {
+    BOOST_TEST_CONTEXT(body) {
+      const std::string toml = "[optimizer]\n" + body + "\n";
+      expect_same_run(toml, toml, true, true, false, 1e-5, 1e-4);
+    }
+  }
+}

@@ -14,6 +14,8 @@ std::vector<ConfigKey> run_config_keys() {
   Config config;
   trainer::read_train_config(config, 1);
   const double lr = optim::base_learning_rate(config);
+  std::vector<Segment> segments = {make_segment("fc1.weight", 0, 16, ParamKind::kWeight)};
+  optim::apply_exclusions(config, segments);
   optim::make_optimizer(config, 16);
   trainer::make_schedule(config, {lr, 128, 100, 1000});
   return config.known_keys();

@@ -90,6 +90,7 @@ RunResult run_training(Config& config, const RunOptions& options) {
 
   auto rng = make_rng(cfg.seed, RngStream::kInit);
   model->build(rng);
+  optim::apply_exclusions(config, model->store().segments());
   auto optimizer = optim::make_optimizer(config, model->store().num_params());
   trainer::ScheduleContext schedule_context{base_lr, cfg.global_batch, sampler.steps_per_epoch(),
                                             total_steps};

@@ -6,5 +6,7 @@
 namespace lbt::cli {
 
 void add_train_command(CLI::App& app);
+void add_sweep_command(CLI::App& app);
+void add_fit_command(CLI::App& app);
 
 }  // namespace lbt::cli

@@ -44,9 +44,9 @@ SweepSettings read_sweep_settings(Config& c, const std::vector<std::int64_t>& ba
   s.max_examples = c.get_int("sweep.max_examples", 0, "budget per trial in examples (0: unset)");
   s.max_steps = c.get_int("sweep.max_steps", 0, "budget per trial in steps (0: unset); the smaller budget wins");
   s.eval_every_examples = c.get_int("sweep.eval_every_examples", 0,
-                                    "evaluate every N examples (0: budget / evals_per_trial)");
-  s.evals_per_trial = static_cast<int>(c.get_int("sweep.evals_per_trial", 40,
-                                                 "evaluations per trial budget when eval_every_examples = 0"));
+                                    "evaluate every N examples (0: only evals_per_trial counts)");
+  s.evals_per_trial = static_cast<int>(c.get_int("sweep.evals_per_trial", 50,
+                                                 "at most this many evaluations per trial budget"));
   s.target = target.empty() ? c.get_string("train.target", "", "") : target;
   s.base_lr = optim::base_learning_rate(c);
 
@@ -144,10 +144,10 @@ std::vector<Trial> make_plan(const SweepSettings& s) {
     if (s.max_examples > 0) steps = (s.max_examples + B - 1) / B;
     if (s.max_steps > 0) steps = steps > 0 ? std::min(steps, s.max_steps) : s.max_steps;
     steps = std::max<std::int64_t>(steps, 1);
-    const std::int64_t eval_every =
-        s.eval_every_examples > 0
-            ? std::max<std::int64_t>(1, s.eval_every_examples / B)
-            : std::max<std::int64_t>(1, (steps + s.evals_per_trial - 1) / s.evals_per_trial);
+    // Evaluate every eval_every_examples (the same relative resolution of examples-to-target
+    // at every B), but at most evals_per_trial times per budget (evaluation is not free).
+    const std::int64_t eval_every = std::max<std::int64_t>(
+        {1, s.eval_every_examples / B, (steps + s.evals_per_trial - 1) / s.evals_per_trial});
     for (int k = 0; k < s.lr_trials; ++k) {
       Trial t;
       t.index = static_cast<int>(plan.size());

@@ -23,8 +23,8 @@ struct SweepSettings {
   bool search_momentum = false;           // log_uniform: also draw 1 - momentum log-uniformly
   double momentum_min = 0.8, momentum_max = 0.99;
   std::int64_t max_examples = 0, max_steps = 0;  // budget per trial: the smaller of the set ones
-  std::int64_t eval_every_examples = 0;  // evaluate every N examples (0: budget / evals_per_trial)
-  int evals_per_trial = 40;
+  std::int64_t eval_every_examples = 0;  // evaluate every N examples ...
+  int evals_per_trial = 50;              // ... but at most this many times per trial budget
   std::string target;                    // train.target of the trials
   double base_lr = 0.1;                  // optimizer.lr
 };

@@ -291,11 +291,9 @@ class SweepRunner {
   }
 
   void write_slurm_script() {
-    Config c = config_;
-    const std::string time = c.get_string("sweep.slurm_time", "02:00:00", "sbatch --time per trial");
-    const std::int64_t cpus = c.get_int("sweep.slurm_cpus_per_task", 4, "sbatch --cpus-per-task");
-    const auto extra = c.get_string_list("sweep.slurm_options", {},
-                                         "extra #SBATCH lines, e.g. [\"--partition=cpu\"]");
+    const std::string& time = settings_.slurm_time;
+    const std::int64_t cpus = settings_.slurm_cpus_per_task;
+    const auto& extra = settings_.slurm_options;
     fs::create_directories(dir_ / "slurm");
     std::string cmd = shell_quote(lbt_.string()) + " sweep --config " +
                       shell_quote(fs::absolute(options_.config_path).string()) + " --out " +

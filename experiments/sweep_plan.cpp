@@ -47,6 +47,10 @@ SweepSettings read_sweep_settings(Config& c, const std::vector<std::int64_t>& ba
                                     "evaluate every N examples (0: only evals_per_trial counts)");
   s.evals_per_trial = static_cast<int>(c.get_int("sweep.evals_per_trial", 50,
                                                  "at most this many evaluations per trial budget"));
+  s.slurm_time = c.get_string("sweep.slurm_time", "02:00:00", "slurm: sbatch --time per trial");
+  s.slurm_cpus_per_task = c.get_int("sweep.slurm_cpus_per_task", 4, "slurm: sbatch --cpus-per-task");
+  s.slurm_options = c.get_string_list("sweep.slurm_options", {},
+                                      "slurm: extra #SBATCH lines, e.g. [\"--partition=cpu\"]");
   s.target = target.empty() ? c.get_string("train.target", "", "") : target;
   s.base_lr = optim::base_learning_rate(c);
 

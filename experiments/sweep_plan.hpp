@@ -25,6 +25,9 @@ struct SweepSettings {
   std::int64_t max_examples = 0, max_steps = 0;  // budget per trial: the smaller of the set ones
   std::int64_t eval_every_examples = 0;  // evaluate every N examples ...
   int evals_per_trial = 50;              // ... but at most this many times per trial budget
+  std::string slurm_time = "02:00:00";   // --launcher slurm: sbatch --time per array task
+  std::int64_t slurm_cpus_per_task = 4;
+  std::vector<std::string> slurm_options;  // extra #SBATCH lines
   std::string target;                    // train.target of the trials
   double base_lr = 0.1;                  // optimizer.lr
 };

@@ -152,10 +152,15 @@ void write_best_csv(const fs::path& path, const std::vector<TrialResult>& result
     if (row.best) {
       out += trial_columns(*row.best, sweep_dir);
     } else {
-      out += "," + std::to_string(row.batch_size) + ",,,unreached,,,,,,,";
+      out += ',';
+      out += std::to_string(row.batch_size);
+      out += ",,,unreached,,,,,,,";
     }
-    out += "," + std::to_string(row.trials) + "," + std::to_string(row.reached) + "," +
-           (row.lr_at_edge ? "true" : "false") + "\n";
+    out += ',';
+    out += std::to_string(row.trials);
+    out += ',';
+    out += std::to_string(row.reached);
+    out += row.lr_at_edge ? ",true\n" : ",false\n";
   }
   io::atomic_write(path, out);
 }

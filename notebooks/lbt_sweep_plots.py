@@ -20,7 +20,7 @@ from lbt_runs import COLORS, plt, np  # noqa: E402
 def steps_vs_batch(sweep: lbt_runs.Sweep, ax) -> None:
     t = sweep.trials
     for status, marker in lbt_runs.STATUS_MARKERS.items():
-        if status == "reached_target":
+        if status != "budget_exhausted":  # diverged/failed trials stopped early: no steps to show
             continue
         sub = t[t["status"] == status]
         if len(sub):  # where unreached trials stopped, for context

@@ -7,5 +7,7 @@ namespace lbt::cli {
 
 void add_train_command(CLI::App& app);
 void add_schedule_command(CLI::App& app);
+void add_sweep_command(CLI::App& app);
+void add_fit_command(CLI::App& app);
 
 }  // namespace lbt::cli

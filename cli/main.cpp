@@ -15,6 +15,8 @@ int main(int argc, char** argv) {
   app.fallthrough();
   lbt::cli::add_train_command(app);
   lbt::cli::add_schedule_command(app);
+  lbt::cli::add_sweep_command(app);
+  lbt::cli::add_fit_command(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

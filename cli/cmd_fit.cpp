@@ -1,0 +1,51 @@
+// `lbt fit SWEEP_DIR`: S_min, E_min, B_crit with bootstrap intervals; writes fit.json.
+#include <cstdio>
+#include <memory>
+#include <string>
+
+#include "cli/commands.hpp"
+#include "experiments/fit.hpp"
+#include "experiments/sweep.hpp"
+
+namespace lbt::cli {
+
+namespace {
+struct FitArgs {
+  std::string dir;
+  int resamples = 2000;
+  bool no_plots = false;
+};
+}  // namespace
+
+void add_fit_command(CLI::App& app) {
+  auto a = std::make_shared<FitArgs>();
+  CLI::App* cmd = app.add_subcommand(
+      "fit", "Fit S = S_min (1 + B_noise/B) to a sweep's best steps: S_min, E_min, B_crit, regimes");
+  cmd->add_option("sweep_dir", a->dir, "directory written by lbt sweep")->required()->check(CLI::ExistingDirectory);
+  cmd->add_option("--resamples", a->resamples, "bootstrap resamples")->check(CLI::PositiveNumber);
+  cmd->add_flag("--no-plots", a->no_plots, "skip notebooks/lbt_sweep_plots.py");
+  cmd->callback([a] {
+    experiments::FitOptions o;
+    o.resamples = a->resamples;
+    const auto fit = experiments::fit_sweep(a->dir, o);
+    std::printf("%s\n", experiments::format_fit_line(fit).c_str());
+    for (const char* name : {"perfect_scaling", "diminishing_returns", "maximal_data_parallelism"}) {
+      const auto& r = fit["regimes"][name];
+      std::string range = r["from"].is_null() ? "(no swept batch size)"
+                                              : r["from"].dump() + " .. " + r["to"].dump();
+      std::printf("  %-25s B %s\n", name, range.c_str());
+    }
+    if (!fit["noise"].is_null()) {
+      std::printf("  median measured B_simple = %.4g over %d trials (B_crit / B_simple = %.3g)\n",
+                  fit["noise"]["median_b_simple"].get<double>(), fit["noise"]["trials"].get<int>(),
+                  fit["noise"]["b_crit_over_b_simple"].get<double>());
+    }
+    if (!a->no_plots) {
+      const std::string warning = experiments::make_sweep_plots(a->dir);
+      if (!warning.empty()) std::fprintf(stderr, "warning: %s\n", warning.c_str());
+    }
+    std::printf("wrote %s/fit.json\n", a->dir.c_str());
+  });
+}
+
+}  // namespace lbt::cli

@@ -1,0 +1,88 @@
+// `lbt sweep --config FILE --batch-sizes 16,32,... [--target ...] [--lr-trials N] [--jobs J]
+//  [--out DIR] [--set k=v ...] [--launcher local|slurm] [--submit] [--trial-index I]`
+#include <cstdio>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "cli/commands.hpp"
+#include "core/config.hpp"
+#include "experiments/config_keys.hpp"
+#include "experiments/sweep.hpp"
+#include "experiments/sweep_plan.hpp"
+
+namespace lbt::cli {
+
+namespace {
+struct SweepArgs {
+  std::string config_path, target, out, launcher = "local";
+  std::vector<std::int64_t> batch_sizes;
+  std::vector<std::string> sets;
+  int lr_trials = 0, jobs = 1, trial_index = -1;
+  bool submit = false, retry_failed = false, collect = false, no_plots = false, quiet = false;
+};
+}  // namespace
+
+void add_sweep_command(CLI::App& app) {
+  auto a = std::make_shared<SweepArgs>();
+  CLI::App* cmd = app.add_subcommand(
+      "sweep", "Batch-size sweep to a target: per batch size an LR search, steps-to-result, "
+               "sweep.csv / best.csv / fit.json / plots (resumable)");
+  cmd->add_option("--config,-c", a->config_path, "TOML config with a [sweep] section "
+                                                  "(presets: experiments/configs/*_sweep.toml)")
+      ->required()
+      ->check(CLI::ExistingFile);
+  cmd->add_option("--batch-sizes,-b", a->batch_sizes, "global batch sizes, e.g. 16,32,64 (default: sweep.batch_sizes)")
+      ->delimiter(',');
+  cmd->add_option("--target,-t", a->target, "e.g. \"val_accuracy>=0.85\" (default: the config's train.target)");
+  cmd->add_option("--lr-trials", a->lr_trials, "LR trials per batch size (default: sweep.lr_trials)");
+  cmd->add_option("--jobs,-j", a->jobs, "concurrent trials; each gets max(1, cores / jobs) threads")
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--out,-o", a->out, "sweep directory (default: runs/sweep-<config stem>); "
+                                      "rerunning with the same one resumes");
+  cmd->add_option("--set,-s", a->sets, "override a key: sweep.* for the sweep, others for every trial");
+  cmd->add_option("--launcher", a->launcher, "local (child processes) | slurm (writes sweep.sbatch)")
+      ->check(CLI::IsMember({"local", "slurm"}));
+  cmd->add_flag("--submit", a->submit, "slurm: sbatch the written script");
+  cmd->add_option("--trial-index", a->trial_index, "run only trial I of the plan (a SLURM array task)");
+  cmd->add_flag("--retry-failed", a->retry_failed, "rerun trials whose status is failed");
+  cmd->add_flag("--collect", a->collect, "run nothing: rebuild the CSVs, fit.json and plots");
+  cmd->add_flag("--no-plots", a->no_plots, "skip notebooks/lbt_sweep_plots.py");
+  cmd->add_flag("--quiet,-q", a->quiet, "no progress lines");
+  {
+    // The [sweep] keys with their defaults, read by the same code the sweep runs.
+    Config keys = Config::from_string("[sweep]\nbatch_sizes = [1]\nmax_steps = 1\n");
+    experiments::read_sweep_settings(keys, {}, 0, "val_loss<=1");
+    std::vector<ConfigKey> sweep_keys;
+    for (const auto& k : keys.known_keys()) {
+      if (k.key.rfind("sweep.", 0) == 0) sweep_keys.push_back(k);
+    }
+    cmd->footer(experiments::format_config_keys(sweep_keys) +
+                "Trials also take every `lbt train` key (see lbt train --help).");
+  }
+  cmd->callback([a] {
+    experiments::SweepOptions o;
+    o.config_path = a->config_path;
+    o.batch_sizes = a->batch_sizes;
+    o.target = a->target;
+    o.lr_trials = a->lr_trials;
+    o.jobs = a->jobs;
+    o.out = a->out;
+    o.sets = a->sets;
+    o.launcher = a->launcher;
+    o.submit = a->submit;
+    o.trial_index = a->trial_index;
+    o.retry_failed = a->retry_failed;
+    o.collect_only = a->collect;
+    o.plots = !a->no_plots;
+    o.progress = !a->quiet;
+    const auto r = experiments::run_sweep(o);
+    if (a->launcher == "slurm" && a->trial_index < 0 && !a->collect) return;
+    std::printf("sweep: %d trials (%d run now, %d kept), %d reached the target, %d failed\n",
+                r.trials, r.ran, r.skipped, r.reached, r.failed);
+    if (!r.fit_note.empty()) std::printf("fit: %s\n", r.fit_note.c_str());
+    std::printf("sweep directory: %s\n", r.dir.c_str());
+  });
+}
+
+}  // namespace lbt::cli

@@ -1,0 +1,31 @@
+// Child processes for sweep trials: fork + exec with stdout/stderr to a log file. The child
+// asks the kernel for SIGKILL when its parent dies (PR_SET_PDEATHSIG), so killing a sweep never
+// leaves orphaned trials writing into directories that a rerun is about to clear.
+#pragma once
+#include <filesystem>
+#include <string>
+#include <sys/types.h>
+#include <vector>
+
+namespace lbt::experiments {
+
+// Starts `program args...`; returns its pid. Throws lbt::Error when fork fails.
+pid_t spawn_logged(const std::filesystem::path& program, const std::vector<std::string>& args,
+                   const std::filesystem::path& log_file);
+
+struct ChildExit {
+  pid_t pid = -1;
+  int exit_code = -1;  // when exited normally
+  int signal = 0;      // when killed by a signal
+};
+
+// Blocks until one of this process's children ends.
+ChildExit wait_any_child();
+
+// The last `max_lines` non-empty lines of a text file (for failure messages).
+std::string tail_lines(const std::filesystem::path& path, int max_lines);
+
+// The path of the running executable (/proc/self/exe).
+std::filesystem::path self_executable();
+
+}  // namespace lbt::experiments

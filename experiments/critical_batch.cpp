@@ -1,0 +1,156 @@
+// Critical-batch fit; see critical_batch.hpp.
+#include "experiments/critical_batch.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <set>
+#include <string>
+
+#include "core/error.hpp"
+#include "core/rng.hpp"
+
+namespace lbt::experiments {
+namespace {
+
+struct Line {
+  double a = 0.0, b = 0.0;  // S = a + b / B
+};
+
+double log_loss(const std::vector<ScalingPoint>& p, Line l) {
+  double sum = 0.0;
+  for (const auto& q : p) {
+    const double r = std::log(q.steps) - std::log(l.a + l.b / q.batch_size);
+    sum += r * r;
+  }
+  return sum;
+}
+
+// Weighted least squares of S on x = 1/B with weights 1/S^2 (relative errors), closed form.
+Line relative_weight_line(const std::vector<ScalingPoint>& p) {
+  double sw = 0, sx = 0, sy = 0, sxx = 0, sxy = 0;
+  for (const auto& q : p) {
+    const double w = 1.0 / (q.steps * q.steps), x = 1.0 / q.batch_size, y = q.steps;
+    sw += w; sx += w * x; sy += w * y; sxx += w * x * x; sxy += w * x * y;
+  }
+  const double det = sw * sxx - sx * sx;
+  Line l;
+  if (det > 0) {
+    l.b = (sw * sxy - sx * sy) / det;
+    l.a = (sy - l.b * sx) / sw;
+  }
+  // Keep the start inside the model's domain (S_min > 0, B_noise >= 0).
+  double min_s = p.front().steps;
+  for (const auto& q : p) min_s = std::min(min_s, q.steps);
+  if (!(l.b >= 0)) l.b = 0;
+  if (!(l.a > 0)) l.a = 0.5 * min_s;
+  return l;
+}
+
+Line gauss_newton_log(const std::vector<ScalingPoint>& p, Line l) {
+  double loss = log_loss(p, l);
+  for (int iter = 0; iter < 100; ++iter) {
+    // Residual r_i = log S_i - log f_i, f_i = a + b x_i; d log f / da = 1/f, d/db = x/f.
+    double jtj00 = 0, jtj01 = 0, jtj11 = 0, jtr0 = 0, jtr1 = 0;
+    for (const auto& q : p) {
+      const double x = 1.0 / q.batch_size, f = l.a + l.b * x;
+      const double r = std::log(q.steps) - std::log(f), j0 = 1.0 / f, j1 = x / f;
+      jtj00 += j0 * j0; jtj01 += j0 * j1; jtj11 += j1 * j1;
+      jtr0 += j0 * r; jtr1 += j1 * r;
+    }
+    // Levenberg-damped normal equations, solved in closed form (2x2).
+    const double damp = 1e-12 * (jtj00 + jtj11);
+    const double a00 = jtj00 + damp, a11 = jtj11 + damp, det = a00 * a11 - jtj01 * jtj01;
+    if (!(det > 0)) break;
+    const double da = (a11 * jtr0 - jtj01 * jtr1) / det, db = (a00 * jtr1 - jtj01 * jtr0) / det;
+    // Step halving with projection onto a > 0, b >= 0.
+    double t = 1.0;
+    bool improved = false;
+    for (int h = 0; h < 40; ++h, t *= 0.5) {
+      Line next{std::max(l.a + t * da, 1e-12 * l.a), std::max(l.b + t * db, 0.0)};
+      const double next_loss = log_loss(p, next);
+      if (next_loss < loss) {
+        const double change = loss - next_loss;
+        l = next;
+        loss = next_loss;
+        improved = change > 1e-15 * (1.0 + loss);
+        break;
+      }
+    }
+    if (!improved) break;
+  }
+  return l;
+}
+
+double quantile(std::vector<double> v, double q) {
+  std::sort(v.begin(), v.end());
+  const double pos = q * static_cast<double>(v.size() - 1);
+  const auto i = static_cast<std::size_t>(std::floor(pos));
+  const double frac = pos - static_cast<double>(i);
+  return i + 1 < v.size() ? v[i] * (1 - frac) + v[i + 1] * frac : v[i];
+}
+
+CriticalBatchFit fit_unchecked(const std::vector<ScalingPoint>& points) {
+  Line l = gauss_newton_log(points, relative_weight_line(points));
+  CriticalBatchFit fit;
+  fit.S_min = l.a;
+  fit.B_noise = l.b / l.a;
+  fit.E_min = l.b;                 // S_min * B_noise
+  fit.B_crit = fit.E_min / fit.S_min;
+  fit.rms_log_residual = std::sqrt(log_loss(points, l) / static_cast<double>(points.size()));
+  return fit;
+}
+
+std::size_t distinct_batches(const std::vector<ScalingPoint>& points) {
+  std::set<double> b;
+  for (const auto& q : points) b.insert(q.batch_size);
+  return b.size();
+}
+
+}  // namespace
+
+CriticalBatchFit fit_critical_batch(const std::vector<ScalingPoint>& points) {
+  for (const auto& q : points) {
+    if (!(q.batch_size > 0) || !(q.steps > 0) || !std::isfinite(q.steps)) {
+      throw Error("critical-batch fit: batch size " + std::to_string(q.batch_size) + " has steps " +
+                      std::to_string(q.steps) + "; both must be positive and finite",
+                  "pass only batch sizes whose best trial reached the target");
+    }
+  }
+  const std::size_t n = distinct_batches(points);
+  if (n < 3) {
+    throw Error("critical-batch fit needs at least 3 batch sizes that reached the target, got " +
+                    std::to_string(n),
+                "sweep more batch sizes (e.g. --batch-sizes 16,64,256,1024,4096), raise the step "
+                "budget (sweep.max_examples / sweep.max_steps), or loosen --target");
+  }
+  return fit_unchecked(points);
+}
+
+BootstrapIntervals bootstrap_critical_batch(const std::vector<ScalingPoint>& points,
+                                            int resamples, double level, std::uint64_t seed) {
+  fit_critical_batch(points);  // validates
+  auto rng = make_rng(seed, RngStream::kSweep, 0xF17);
+  std::uniform_int_distribution<std::size_t> pick(0, points.size() - 1);
+  std::vector<double> s_min, b_noise, e_min, b_crit;
+  std::vector<ScalingPoint> sample(points.size());
+  for (int r = 0; r < resamples; ++r) {
+    for (auto& q : sample) q = points[pick(rng)];
+    if (distinct_batches(sample) < 2) continue;  // the line through one point is undetermined
+    const CriticalBatchFit f = fit_unchecked(sample);
+    s_min.push_back(f.S_min);
+    b_noise.push_back(f.B_noise);
+    e_min.push_back(f.E_min);
+    b_crit.push_back(f.B_crit);
+  }
+  BootstrapIntervals out;
+  out.resamples = static_cast<int>(s_min.size());
+  if (s_min.empty()) return out;
+  const double lo = (1 - level) / 2, hi = (1 + level) / 2;
+  out.S_min = {quantile(s_min, lo), quantile(s_min, hi)};
+  out.B_noise = {quantile(b_noise, lo), quantile(b_noise, hi)};
+  out.E_min = {quantile(e_min, lo), quantile(e_min, hi)};
+  out.B_crit = {quantile(b_crit, lo), quantile(b_crit, hi)};
+  return out;
+}
+
+}  // namespace lbt::experiments

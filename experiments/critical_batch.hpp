@@ -1,0 +1,46 @@
+// Critical batch size from steps-to-result: fits S(B) = S_min (1 + B_noise / B), i.e.
+// (S/S_min - 1)(E/E_min - 1) = 1 with E = S B, E_min = S_min B_noise, B_crit = E_min / S_min
+// (McCandlish et al. 2018, arXiv:1812.06162, eq. 2.11; regimes after Shallue et al. 2018,
+// arXiv:1811.03600, sec. 4). Pure math over (B, S) pairs; depends on core only.
+#pragma once
+#include <cstdint>
+#include <vector>
+
+namespace lbt::experiments {
+
+struct ScalingPoint {
+  double batch_size = 0.0;  // B
+  double steps = 0.0;       // S: steps to reach the target at B (best over the LR search)
+};
+
+struct CriticalBatchFit {
+  double S_min = 0.0, B_noise = 0.0;  // model parameters
+  double E_min = 0.0, B_crit = 0.0;   // E_min = S_min * B_noise; B_crit = E_min / S_min
+  double rms_log_residual = 0.0;      // sqrt(mean (log S - log S_fit)^2)
+};
+
+// Least squares in log space: minimises sum_i (log S_i - log(S_min + S_min B_noise / B_i))^2.
+// Steps-to-result scatter is multiplicative (eval granularity and seed noise scale with S)
+// and S spans orders of magnitude, so an unweighted fit of S against 1/B would be decided by
+// the smallest batches alone. The model is linear in 1/B (S = a + b/B, a = S_min,
+// b = S_min B_noise); the start is the closed-form fit of that line with relative (1/S^2)
+// weights, then Gauss-Newton in log space with a >= 0, b >= 0 kept by projection.
+// Throws lbt::Error for fewer than 3 distinct batch sizes or non-positive values.
+CriticalBatchFit fit_critical_batch(const std::vector<ScalingPoint>& points);
+
+struct Interval {
+  double lo = 0.0, hi = 0.0;
+};
+
+struct BootstrapIntervals {
+  Interval S_min, B_noise, E_min, B_crit;
+  int resamples = 0;  // resamples that gave a fit (those with < 2 distinct batch sizes skipped)
+};
+
+// Percentile bootstrap over batch sizes: draw n points with replacement, refit, take the
+// (1-level)/2 and (1+level)/2 quantiles of each quantity.
+BootstrapIntervals bootstrap_critical_batch(const std::vector<ScalingPoint>& points,
+                                            int resamples = 2000, double level = 0.95,
+                                            std::uint64_t seed = 0);
+
+}  // namespace lbt::experiments

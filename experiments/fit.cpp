@@ -1,0 +1,167 @@
+// Sweep fit; see fit.hpp.
+#include "experiments/fit.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <fstream>
+#include <map>
+
+#include "core/error.hpp"
+#include "core/io.hpp"
+#include "experiments/sweep_results.hpp"
+
+namespace lbt::experiments {
+namespace fs = std::filesystem;
+namespace {
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const std::size_t n = v.size();
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+nlohmann::json interval(Interval i) { return nlohmann::json::array({i.lo, i.hi}); }
+
+nlohmann::json regime(const std::vector<ScalingPoint>& pts, double lo, double hi) {
+  nlohmann::json sizes = nlohmann::json::array();
+  for (const auto& p : pts) {
+    if (p.batch_size >= lo && p.batch_size <= hi) sizes.push_back(p.batch_size);
+  }
+  nlohmann::json r = {{"batch_sizes", sizes}};
+  r["from"] = sizes.empty() ? nlohmann::json() : sizes.front();
+  r["to"] = sizes.empty() ? nlohmann::json() : sizes.back();
+  return r;
+}
+
+}  // namespace
+
+std::vector<ScalingPoint> read_best_points(const fs::path& best_csv) {
+  if (!fs::exists(best_csv)) {
+    throw Error("no best.csv in " + best_csv.parent_path().string(),
+                "pass a directory written by `lbt sweep` (it rewrites best.csv after every trial)");
+  }
+  const CsvTable t = read_csv(best_csv);
+  const int cb = t.column("batch_size"), cs = t.column("steps_to_target"), cst = t.column("status");
+  if (cb < 0 || cs < 0 || cst < 0) {
+    throw DataError(best_csv.string() + " lacks a batch_size, status or steps_to_target column",
+                    "rerun `lbt sweep --collect` on the directory to rewrite it");
+  }
+  std::vector<ScalingPoint> pts;
+  for (const auto& row : t.rows) {
+    if (row[cst] != "reached_target" || row[cs].empty()) continue;
+    pts.push_back({std::stod(row[cb]), std::stod(row[cs])});
+  }
+  return pts;
+}
+
+std::pair<double, int> median_b_simple(const fs::path& sweep_dir) {
+  std::vector<double> per_trial;
+  const fs::path trials = sweep_dir / "trials";
+  if (!fs::exists(trials)) return {std::nan(""), 0};
+  for (const auto& entry : fs::directory_iterator(trials)) {
+    const fs::path file = entry.path() / "noise.jsonl";
+    if (!fs::exists(file)) continue;
+    std::map<std::int64_t, double> by_step;  // a restarted run re-logs steps: keep the last
+    std::ifstream in(file);
+    std::string line;
+    std::int64_t order = 0;
+    while (std::getline(in, line)) {
+      try {
+        auto j = nlohmann::json::parse(line);
+        if (!j.contains("b_simple") || !j["b_simple"].is_number()) continue;
+        const double b = j["b_simple"].get<double>();
+        if (!std::isfinite(b) || b <= 0) continue;
+        by_step[j.contains("step") ? j["step"].get<std::int64_t>() : order++] = b;
+      } catch (const std::exception&) {
+        continue;
+      }
+    }
+    if (by_step.empty()) continue;
+    std::vector<double> v;
+    for (const auto& [step, b] : by_step) v.push_back(b);
+    per_trial.push_back(median(v));
+  }
+  if (per_trial.empty()) return {std::nan(""), 0};
+  return {median(per_trial), static_cast<int>(per_trial.size())};
+}
+
+nlohmann::json fit_sweep(const fs::path& sweep_dir, const FitOptions& options) {
+  std::vector<ScalingPoint> pts = read_best_points(sweep_dir / "best.csv");
+  std::sort(pts.begin(), pts.end(), [](auto& a, auto& b) { return a.batch_size < b.batch_size; });
+  if (pts.size() < 3) {
+    throw Error("lbt fit needs at least 3 batch sizes whose best trial reached the target; " +
+                    (sweep_dir / "best.csv").string() + " has " + std::to_string(pts.size()),
+                "sweep more batch sizes, raise sweep.max_examples / sweep.max_steps, widen the LR "
+                "search, or loosen --target; see best.csv for the unreached ones");
+  }
+  const CriticalBatchFit f = fit_critical_batch(pts);
+  const BootstrapIntervals ci = bootstrap_critical_batch(pts, options.resamples, options.level, options.seed);
+
+  nlohmann::json points = nlohmann::json::array();
+  for (const auto& p : pts) {
+    points.push_back({{"batch_size", p.batch_size}, {"steps", p.steps},
+                      {"examples", p.steps * p.batch_size},
+                      {"fitted_steps", f.S_min * (1 + f.B_noise / p.batch_size)}});
+  }
+  // Local scaling exponent d log S / d log B between neighbours: -1 is perfect scaling, 0 is
+  // no benefit from a bigger batch (Shallue et al. fig. 1).
+  nlohmann::json slopes = nlohmann::json::array();
+  for (std::size_t i = 0; i + 1 < pts.size(); ++i) {
+    const double s = std::log(pts[i + 1].steps / pts[i].steps) /
+                     std::log(pts[i + 1].batch_size / pts[i].batch_size);
+    slopes.push_back({{"from", pts[i].batch_size}, {"to", pts[i + 1].batch_size}, {"slope", s}});
+  }
+  const double tol = options.regime_tolerance;
+  const double perfect_max = tol * f.B_crit, parallel_min = f.B_crit / tol;
+  nlohmann::json regimes = {
+      {"tolerance", tol},
+      {"perfect_scaling", regime(pts, 0, perfect_max)},
+      {"diminishing_returns", regime(pts, std::nextafter(perfect_max, INFINITY),
+                                     std::nextafter(parallel_min, 0.0))},
+      {"maximal_data_parallelism", regime(pts, parallel_min, INFINITY)},
+  };
+  regimes["perfect_scaling"]["model_max_batch"] = perfect_max;
+  regimes["maximal_data_parallelism"]["model_min_batch"] = parallel_min;
+
+  nlohmann::json fit = {
+      {"model", "S = S_min * (1 + B_noise / B);  E = S * B;  B_crit = E_min / S_min"},
+      {"method", "least squares in log S (Gauss-Newton from the 1/S^2-weighted line S = a + b/B); "
+                 "percentile bootstrap over batch sizes"},
+      {"S_min", f.S_min}, {"B_noise", f.B_noise}, {"E_min", f.E_min}, {"B_crit", f.B_crit},
+      {"rms_log_residual", f.rms_log_residual},
+      {"intervals", {{"level", options.level}, {"resamples", ci.resamples},
+                     {"S_min", interval(ci.S_min)}, {"B_noise", interval(ci.B_noise)},
+                     {"E_min", interval(ci.E_min)}, {"B_crit", interval(ci.B_crit)}}},
+      {"points", points},
+      {"local_slopes", slopes},
+      {"regimes", regimes},
+  };
+  nlohmann::json unreached = nlohmann::json::array();
+  const CsvTable best = read_csv(sweep_dir / "best.csv");
+  for (const auto& row : best.rows) {
+    if (row[best.column("status")] != "reached_target") unreached.push_back(std::stod(row[best.column("batch_size")]));
+  }
+  fit["batch_sizes_unreached"] = unreached;
+  const auto [b_simple, runs] = median_b_simple(sweep_dir);
+  if (runs > 0) {
+    fit["noise"] = {{"median_b_simple", b_simple}, {"trials", runs},
+                    {"b_crit_over_b_simple", f.B_crit / b_simple}};
+  } else {
+    fit["noise"] = nullptr;
+  }
+  io::atomic_write(sweep_dir / "fit.json", fit.dump(2) + "\n");
+  return fit;
+}
+
+std::string format_fit_line(const nlohmann::json& fit) {
+  auto q = [&](const char* k) {
+    char buf[96];
+    const auto& i = fit["intervals"][k];
+    std::snprintf(buf, sizeof buf, "%s = %.4g [%.4g, %.4g]", k, fit[k].get<double>(),
+                  i[0].get<double>(), i[1].get<double>());
+    return std::string(buf);
+  };
+  return q("S_min") + ", " + q("E_min") + ", " + q("B_crit") + " (95% bootstrap)";
+}
+
+}  // namespace lbt::experiments

@@ -1,0 +1,356 @@
+// Batch-size sweep runner; see sweep.hpp.
+#include "experiments/sweep.hpp"
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <thread>
+#include <toml++/toml.h>
+
+#include "core/error.hpp"
+#include "core/io.hpp"
+#include "experiments/child_process.hpp"
+#include "experiments/fit.hpp"
+#include "experiments/sweep_plan.hpp"
+#include "experiments/sweep_results.hpp"
+#include "optim/optimizer.hpp"
+#include "trainer/schedule_config.hpp"
+#include "trainer/train_config.hpp"
+
+#ifndef LBT_SOURCE_DIR
+#define LBT_SOURCE_DIR "."
+#endif
+
+namespace lbt::experiments {
+namespace fs = std::filesystem;
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+bool is_sweep_key(const std::string& assignment) { return assignment.rfind("sweep.", 0) == 0; }
+
+int available_cores() {
+  if (const char* s = std::getenv("SLURM_CPUS_PER_TASK"); s && std::atoi(s) > 0) return std::atoi(s);
+  return static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+}
+
+std::string duration(double seconds) {
+  const long s = std::lround(std::max(0.0, seconds));
+  char buf[32];
+  if (s >= 3600) std::snprintf(buf, sizeof buf, "%ldh%02ldm", s / 3600, s / 60 % 60);
+  else if (s >= 60) std::snprintf(buf, sizeof buf, "%ldm%02lds", s / 60, s % 60);
+  else std::snprintf(buf, sizeof buf, "%lds", s);
+  return buf;
+}
+
+// The trials' config: the sweep's file without its [sweep] table (the trainer rejects
+// keys it does not read), kept in the sweep directory so every trial and array task uses it.
+std::string trial_base_config(const fs::path& config_path) {
+  toml::table table;
+  try {
+    table = toml::parse_file(config_path.string());
+  } catch (const toml::parse_error& e) {
+    throw ConfigError(config_path.string() + ": " + std::string(e.description()),
+                      "fix the TOML syntax at the reported line");
+  }
+  table.erase("sweep");
+  std::ostringstream ss;
+  ss << "# Written by lbt sweep from " << config_path.string() << " without its [sweep] table.\n"
+     << table << "\n";
+  return ss.str();
+}
+
+// Reads every trial key the way `lbt train` will, so a bad key fails now, not in N children.
+void validate_trial_config(const Config& sweep_config, const Trial& trial) {
+  Config c = sweep_config;
+  for (const auto& s : trial.overrides) c.set(s);
+  trainer::TrainConfig t = trainer::read_train_config(c, 1);
+  const double lr = optim::base_learning_rate(c);
+  optim::make_optimizer(c, 16);
+  trainer::make_schedule(c, {lr, t.global_batch, 100, t.steps});
+  c.get_string("comm.backend", "auto", "auto | local | mpi");
+  c.check_no_unknown_keys();
+}
+
+nlohmann::json plan_json(const std::vector<Trial>& plan) {
+  nlohmann::json trials = nlohmann::json::array();
+  for (const auto& t : plan) {
+    trials.push_back({{"name", t.name}, {"index", t.index}, {"batch_size", t.batch_size},
+                      {"lr", t.lr}, {"momentum", t.momentum}, {"steps", t.steps},
+                      {"eval_every", t.eval_every}, {"overrides", t.overrides}});
+  }
+  return trials;
+}
+
+// A resumed sweep must mean the same trials: a trial name whose LR or budget changed would
+// mix two experiments in one CSV.
+void check_same_plan(const fs::path& manifest, const std::vector<Trial>& plan) {
+  if (!fs::exists(manifest)) return;
+  nlohmann::json old;
+  try {
+    old = nlohmann::json::parse(io::read_file(manifest));
+  } catch (const std::exception&) {
+    return;  // unreadable manifest: rewritten below
+  }
+  std::map<std::string, nlohmann::json> by_name;
+  for (const auto& t : old.value("trials", nlohmann::json::array())) by_name[t.value("name", "")] = t;
+  for (const auto& t : plan) {
+    auto it = by_name.find(t.name);
+    if (it == by_name.end()) continue;
+    const auto& o = it->second;
+    const double old_lr = o.value("lr", 0.0);
+    if (std::abs(old_lr - t.lr) > 1e-9 * std::abs(t.lr) || o.value("steps", 0LL) != t.steps ||
+        o.value("eval_every", 0LL) != t.eval_every ||
+        std::abs(o.value("momentum", -1.0) - t.momentum) > 1e-12) {
+      throw ConfigError("sweep directory " + manifest.parent_path().string() + " holds trial " +
+                            t.name + " with another plan (lr " + std::to_string(old_lr) + ", steps " +
+                            std::to_string(o.value("steps", 0LL)) + ") than this one (lr " +
+                            std::to_string(t.lr) + ", steps " + std::to_string(t.steps) + ")",
+                        "resume with the same config and options, or use a new --out");
+    }
+  }
+}
+
+std::string shell_quote(const std::string& s) {
+  std::string q = "'";
+  for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return q + "'";
+}
+
+class SweepRunner {
+ public:
+  SweepRunner(const SweepOptions& o) : options_(o) {}
+
+  SweepOutcome run() {
+    prepare();
+    SweepOutcome out;
+    out.dir = dir_;
+    out.trials = static_cast<int>(plan_.size());
+    if (options_.launcher == "slurm" && options_.trial_index < 0 && !options_.collect_only) {
+      write_slurm_script();
+      return out;
+    }
+    for (const auto& t : plan_) results_.push_back(read_trial_result(t, trial_dir(t)));
+    std::vector<int> todo;
+    for (const auto& t : plan_) {
+      if (options_.collect_only) break;
+      if (options_.trial_index >= 0 && t.index != options_.trial_index) continue;
+      const std::string& st = results_[t.index].status;
+      if (is_final_status(st) && !(options_.retry_failed && st == "failed")) {
+        ++out.skipped;
+        continue;
+      }
+      todo.push_back(t.index);
+    }
+    if (options_.trial_index >= (int)plan_.size()) {
+      throw ConfigError("--trial-index " + std::to_string(options_.trial_index) + " is past the plan's " +
+                            std::to_string(plan_.size()) + " trials",
+                        "array indices run from 0 to " + std::to_string(plan_.size() - 1));
+    }
+    if (options_.progress && !options_.collect_only) {
+      std::fprintf(stderr, "[sweep] %s: %zu trials, %zu to run (%d finished before), %d jobs x %d threads\n",
+                   dir_.c_str(), plan_.size(), todo.size(), out.skipped, jobs_, threads_);
+    }
+    run_trials(todo);
+    out.ran = static_cast<int>(todo.size());
+    write_tables();
+    for (const auto& r : results_) {
+      out.reached += r.status == "reached_target";
+      out.failed += r.status == "failed";
+    }
+    if (options_.trial_index < 0) {
+      try {
+        nlohmann::json fit = fit_sweep(dir_, FitOptions{});
+        out.fit_note = format_fit_line(fit);
+      } catch (const Error& e) {
+        out.fit_note = std::string("skipped: ") + e.what();
+      }
+      if (options_.plots) {
+        std::string warning = make_sweep_plots(dir_);
+        if (!warning.empty()) std::fprintf(stderr, "[sweep] warning: %s\n", warning.c_str());
+      }
+    }
+    return out;
+  }
+
+ private:
+  void prepare() {
+    if (options_.launcher != "local" && options_.launcher != "slurm") {
+      throw ConfigError("--launcher '" + options_.launcher + "' is not local or slurm", "use --launcher local");
+    }
+    if (options_.jobs < 1) throw ConfigError("--jobs must be >= 1", "e.g. --jobs 2");
+    config_ = Config::from_file(options_.config_path);
+    for (const auto& s : options_.sets) config_.set(s);
+    settings_ = read_sweep_settings(config_, options_.batch_sizes, options_.lr_trials, options_.target);
+    plan_ = make_plan(settings_);
+    validate_trial_config(config_, plan_.front());
+
+    dir_ = options_.out.empty() ? fs::path("runs") / ("sweep-" + options_.config_path.stem().string())
+                                : options_.out;
+    fs::create_directories(dir_ / "trials");
+    dir_ = fs::canonical(dir_);
+    lbt_ = options_.lbt_binary.empty() ? self_executable() : options_.lbt_binary;
+    jobs_ = options_.trial_index >= 0 ? 1 : options_.jobs;
+    threads_ = std::max(1, available_cores() / jobs_);
+
+    const fs::path manifest = dir_ / "sweep.json";
+    check_same_plan(manifest, plan_);
+    if (options_.trial_index >= 0 && fs::exists(dir_ / "base_config.toml")) return;  // array task
+    io::atomic_write(dir_ / "base_config.toml", trial_base_config(options_.config_path));
+    nlohmann::json m = {{"config", fs::absolute(options_.config_path).string()},
+                        {"batch_sizes", settings_.batch_sizes},
+                        {"target", settings_.target},
+                        {"lr_rule", settings_.lr_rule},
+                        {"reference_batch", settings_.reference_batch},
+                        {"base_lr", settings_.base_lr},
+                        {"lr_search", settings_.lr_search},
+                        {"sets", options_.sets},
+                        {"trials", plan_json(plan_)}};
+    io::atomic_write(manifest, m.dump(2) + "\n");
+  }
+
+  fs::path trial_dir(const Trial& t) const { return dir_ / "trials" / t.name; }
+
+  std::vector<std::string> child_args(const Trial& t) const {
+    std::vector<std::string> a = {"train", "--config", (dir_ / "base_config.toml").string(),
+                                  "--out", trial_dir(t).string(), "--overwrite", "--quiet",
+                                  "--set", "train.threads=" + std::to_string(threads_)};
+    for (const auto& s : options_.sets) {
+      if (!is_sweep_key(s)) a.insert(a.end(), {"--set", s});
+    }
+    for (const auto& s : t.overrides) a.insert(a.end(), {"--set", s});
+    return a;
+  }
+
+  void run_trials(const std::vector<int>& todo) {
+    std::map<pid_t, int> running;  // pid -> trial index
+    std::size_t next = 0;
+    int done = 0;
+    const auto start = Clock::now();
+    while (next < todo.size() || !running.empty()) {
+      while (next < todo.size() && static_cast<int>(running.size()) < jobs_) {
+        const Trial& t = plan_[todo[next++]];
+        // An unfinished trial may hold a torn run from a killed sweep: start it clean.
+        fs::remove_all(trial_dir(t));
+        fs::create_directories(trial_dir(t));
+        running[spawn_logged(lbt_, child_args(t), trial_dir(t) / "train.log")] = t.index;
+        results_[t.index].status = "running";
+      }
+      const ChildExit e = wait_any_child();
+      auto it = running.find(e.pid);
+      if (it == running.end()) continue;
+      const Trial& t = plan_[it->second];
+      running.erase(it);
+      finish_trial(t, e);
+      ++done;
+      write_tables();
+      if (options_.progress) {
+        const double elapsed = std::chrono::duration<double>(Clock::now() - start).count();
+        const std::size_t left = todo.size() - next;
+        const double eta = elapsed / done * (left + running.size() * 0.5) ;
+        const TrialResult& r = results_[t.index];
+        std::fprintf(stderr, "[sweep] %-10s B=%-6lld lr=%-9.4g %-16s steps_to_target=%-7s | done %d/%zu, "
+                     "running %zu, left %zu | elapsed %s, ETA %s\n",
+                     t.name.c_str(), static_cast<long long>(t.batch_size), t.lr, r.status.c_str(),
+                     r.steps_to_target >= 0 ? std::to_string(r.steps_to_target).c_str() : "-",
+                     done, todo.size(), running.size(), left, duration(elapsed).c_str(),
+                     duration(eta).c_str());
+      }
+    }
+  }
+
+  // A child that ended without a final summary crashed (or its config failed before the run
+  // directory existed): record that as "failed" with the log's last lines, so it is final.
+  void finish_trial(const Trial& t, const ChildExit& e) {
+    TrialResult r = read_trial_result(t, trial_dir(t));
+    if (!is_final_status(r.status)) {
+      std::string why = e.signal ? "killed by signal " + std::to_string(e.signal)
+                                 : "exited with code " + std::to_string(e.exit_code);
+      const std::string log = tail_lines(trial_dir(t) / "train.log", 3);
+      nlohmann::json s = {{"status", "failed"}, {"error", why + (log.empty() ? "" : ": " + log)},
+                          {"global_batch", t.batch_size}, {"written_by", "lbt sweep"}};
+      io::atomic_write(trial_dir(t) / "summary.json", s.dump(2) + "\n");
+      r = read_trial_result(t, trial_dir(t));
+    }
+    results_[t.index] = r;
+  }
+
+  void write_tables() {
+    // Array tasks each see only their own trial; rescan so the CSVs hold every finished one.
+    if (options_.trial_index >= 0) {
+      for (const auto& t : plan_) {
+        if (t.index != options_.trial_index) results_[t.index] = read_trial_result(t, trial_dir(t));
+      }
+    }
+    write_sweep_csv(dir_ / "sweep.csv", results_, dir_);
+    write_best_csv(dir_ / "best.csv", results_, dir_);
+  }
+
+  void write_slurm_script() {
+    const std::string& time = settings_.slurm_time;
+    const std::int64_t cpus = settings_.slurm_cpus_per_task;
+    const auto& extra = settings_.slurm_options;
+    fs::create_directories(dir_ / "slurm");
+    std::string cmd = shell_quote(lbt_.string()) + " sweep --config " +
+                      shell_quote(fs::absolute(options_.config_path).string()) + " --out " +
+                      shell_quote(dir_.string());
+    std::string sizes;
+    for (auto b : settings_.batch_sizes) sizes += (sizes.empty() ? "" : ",") + std::to_string(b);
+    cmd += " --batch-sizes " + sizes + " --target " + shell_quote(settings_.target);
+    if (options_.lr_trials > 0) cmd += " --lr-trials " + std::to_string(options_.lr_trials);
+    for (const auto& s : options_.sets) cmd += " --set " + shell_quote(s);
+    cmd += " --no-plots --trial-index \"$SLURM_ARRAY_TASK_ID\"";
+    std::string script = "#!/bin/bash\n# Written by lbt sweep: one array task per trial (" +
+                         std::to_string(plan_.size()) + " trials). Collect afterwards with\n#   " +
+                         cmd.substr(0, cmd.find(" --no-plots")) + " --collect\n";
+    script += "#SBATCH --job-name=lbt-sweep\n";
+    script += "#SBATCH --array=0-" + std::to_string(plan_.size() - 1) + "%" + std::to_string(options_.jobs) + "\n";
+    script += "#SBATCH --cpus-per-task=" + std::to_string(cpus) + "\n";
+    script += "#SBATCH --time=" + time + "\n";
+    script += "#SBATCH --output=" + (dir_ / "slurm" / "%A_%a.out").string() + "\n";
+    for (const auto& line : extra) script += "#SBATCH " + line + "\n";
+    script += "set -euo pipefail\nexec " + cmd + "\n";
+    const fs::path file = dir_ / "sweep.sbatch";
+    io::atomic_write(file, script);
+    fs::permissions(file, fs::perms::owner_exec, fs::perm_options::add);
+    std::fprintf(stderr, "[sweep] wrote %s (%zu array tasks)\n", file.c_str(), plan_.size());
+    if (options_.submit) {
+      const int rc = std::system(("sbatch " + shell_quote(file.string())).c_str());
+      if (rc != 0) {
+        throw Error("sbatch " + file.string() + " failed (exit " + std::to_string(rc) + ")",
+                    "check that SLURM's sbatch is on PATH, or submit the script by hand");
+      }
+    }
+  }
+
+  SweepOptions options_;
+  Config config_;
+  SweepSettings settings_;
+  std::vector<Trial> plan_;
+  std::vector<TrialResult> results_;
+  fs::path dir_, lbt_;
+  int jobs_ = 1, threads_ = 1;
+};
+
+}  // namespace
+
+SweepOutcome run_sweep(const SweepOptions& options) { return SweepRunner(options).run(); }
+
+std::string make_sweep_plots(const fs::path& sweep_dir) {
+  const char* env = std::getenv("LBT_NOTEBOOKS_DIR");
+  const fs::path script = fs::path(env ? env : LBT_SOURCE_DIR "/notebooks") / "lbt_sweep_plots.py";
+  if (!fs::exists(script)) return "plot script " + script.string() + " not found (set LBT_NOTEBOOKS_DIR)";
+  if (!fs::exists("/usr/bin/python3")) return "/usr/bin/python3 not found: no plots";
+  const std::string cmd = "/usr/bin/python3 " + shell_quote(script.string()) + " " +
+                          shell_quote(sweep_dir.string()) + " >" +
+                          shell_quote((sweep_dir / "plots.log").string()) + " 2>&1";
+  const int rc = std::system(cmd.c_str());
+  if (rc != 0) return "plots failed; see " + (sweep_dir / "plots.log").string();
+  return "";
+}
+
+}  // namespace lbt::experiments

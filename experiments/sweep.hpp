@@ -1,0 +1,43 @@
+// `lbt sweep`: a batch-size sweep to a target (Shallue et al. 2018, arXiv:1811.03600). Each
+// trial of the plan (sweep_plan.hpp) is an `lbt train` child process writing a run directory
+// under SWEEP_DIR/trials/<B>_<k>/; sweep.csv and best.csv are rewritten atomically after each
+// trial; rerunning resumes (final trials are kept, unfinished ones cleared and redone).
+#pragma once
+#include <cstdint>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+namespace lbt::experiments {
+
+struct SweepOptions {
+  std::filesystem::path config_path;
+  std::vector<std::int64_t> batch_sizes;  // empty: sweep.batch_sizes
+  std::string target;                     // empty: the config's train.target
+  int lr_trials = 0;                      // 0: sweep.lr_trials
+  int jobs = 1;                           // concurrent trials; each gets cores / jobs threads
+  std::filesystem::path out;              // empty: runs/sweep-<config stem>
+  std::vector<std::string> sets;          // --set: sweep.* keys go to the sweep, the rest to trials
+  std::string launcher = "local";         // local | slurm
+  bool submit = false;                    // slurm: run sbatch on the written script
+  int trial_index = -1;                   // >= 0: run only this trial (a SLURM array task)
+  bool retry_failed = false;              // rerun trials whose status is "failed"
+  bool collect_only = false;              // only rebuild the CSVs, fit.json and plots
+  bool plots = true;                      // run notebooks/lbt_sweep_plots.py at the end
+  bool progress = true;                   // a progress line per finished trial on stderr
+  std::filesystem::path lbt_binary;       // the `lbt` executable (empty: this process's)
+};
+
+struct SweepOutcome {
+  std::filesystem::path dir;
+  int trials = 0, ran = 0, skipped = 0, reached = 0, failed = 0;
+  std::string fit_note;  // the fit's one-line result, or why it was skipped
+};
+
+// Runs (or resumes) the sweep. Throws lbt::Error for a bad config before any trial starts.
+SweepOutcome run_sweep(const SweepOptions& options);
+
+// Runs /usr/bin/python3 notebooks/lbt_sweep_plots.py SWEEP_DIR; returns "" or a warning.
+std::string make_sweep_plots(const std::filesystem::path& sweep_dir);
+
+}  // namespace lbt::experiments

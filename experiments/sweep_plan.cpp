@@ -1,0 +1,180 @@
+// Sweep plan; see sweep_plan.hpp.
+#include "experiments/sweep_plan.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+
+#include "core/error.hpp"
+#include "optim/optimizer.hpp"
+#include "trainer/train_config.hpp"
+
+namespace lbt::experiments {
+namespace {
+
+std::string number(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.6g", v);
+  return buf;
+}
+
+}  // namespace
+
+SweepSettings read_sweep_settings(Config& c, const std::vector<std::int64_t>& batch_sizes,
+                                  int lr_trials, const std::string& target) {
+  SweepSettings s;
+  s.batch_sizes = c.get_int_list("sweep.batch_sizes", {},
+                                 "global batch sizes (--batch-sizes wins)");
+  if (!batch_sizes.empty()) s.batch_sizes = batch_sizes;
+  s.lr_rule = c.get_string("sweep.lr_rule", "linear",
+                           "LR prior: optimizer.lr x rule(B / reference_batch): linear | sqrt | none");
+  s.reference_batch = c.get_int("sweep.reference_batch", 128, "batch at which optimizer.lr is the prior");
+  s.lr_search = c.get_string("sweep.lr_search", "grid", "grid | log_uniform (Halton draws)");
+  s.lr_multipliers = c.get_double_list("sweep.lr_multipliers", {},
+                                       "grid: multipliers of the prior (empty: lr_trials points "
+                                       "log-spaced over [lr_min_factor, lr_max_factor])");
+  s.lr_trials = static_cast<int>(c.get_int("sweep.lr_trials", 3, "trials per batch size (--lr-trials wins)"));
+  if (lr_trials > 0) s.lr_trials = lr_trials;
+  s.lr_min_factor = c.get_double("sweep.lr_min_factor", 0.25, "search range: lowest multiple of the prior");
+  s.lr_max_factor = c.get_double("sweep.lr_max_factor", 4.0, "search range: highest multiple of the prior");
+  s.search_momentum = c.get_bool("sweep.search_momentum", false,
+                                 "log_uniform: also draw 1 - momentum log-uniformly");
+  s.momentum_min = c.get_double("sweep.momentum_min", 0.8, "momentum search range, low end");
+  s.momentum_max = c.get_double("sweep.momentum_max", 0.99, "momentum search range, high end");
+  s.max_examples = c.get_int("sweep.max_examples", 0, "budget per trial in examples (0: unset)");
+  s.max_steps = c.get_int("sweep.max_steps", 0, "budget per trial in steps (0: unset); the smaller budget wins");
+  s.eval_every_examples = c.get_int("sweep.eval_every_examples", 0,
+                                    "evaluate every N examples (0: only evals_per_trial counts)");
+  s.evals_per_trial = static_cast<int>(c.get_int("sweep.evals_per_trial", 50,
+                                                 "at most this many evaluations per trial budget"));
+  s.slurm_time = c.get_string("sweep.slurm_time", "02:00:00", "slurm: sbatch --time per trial");
+  s.slurm_cpus_per_task = c.get_int("sweep.slurm_cpus_per_task", 4, "slurm: sbatch --cpus-per-task");
+  s.slurm_options = c.get_string_list("sweep.slurm_options", {},
+                                      "slurm: extra #SBATCH lines, e.g. [\"--partition=cpu\"]");
+  s.target = target.empty() ? c.get_string("train.target", "", "") : target;
+  s.base_lr = optim::base_learning_rate(c);
+
+  if (s.batch_sizes.empty()) {
+    throw ConfigError("a sweep needs batch sizes", "pass --batch-sizes 16,32,...,4096 or set sweep.batch_sizes");
+  }
+  for (auto b : s.batch_sizes) {
+    if (b <= 0) c.fail("sweep.batch_sizes", "positive", std::to_string(b));
+  }
+  std::sort(s.batch_sizes.begin(), s.batch_sizes.end());
+  s.batch_sizes.erase(std::unique(s.batch_sizes.begin(), s.batch_sizes.end()), s.batch_sizes.end());
+  if (s.lr_rule != "linear" && s.lr_rule != "sqrt" && s.lr_rule != "none") {
+    c.fail("sweep.lr_rule", "one of: linear, sqrt, none", "'" + s.lr_rule + "'");
+  }
+  if (s.lr_search != "grid" && s.lr_search != "log_uniform") {
+    c.fail("sweep.lr_search", "one of: grid, log_uniform", "'" + s.lr_search + "'");
+  }
+  if (s.reference_batch <= 0) c.fail("sweep.reference_batch", "> 0", std::to_string(s.reference_batch));
+  if (s.lr_search == "grid" && !s.lr_multipliers.empty()) {
+    for (double m : s.lr_multipliers) {
+      if (!(m > 0)) c.fail("sweep.lr_multipliers", "all > 0", number(m));
+    }
+    if (lr_trials > 0 && lr_trials != static_cast<int>(s.lr_multipliers.size())) {
+      throw ConfigError("--lr-trials " + std::to_string(lr_trials) + " disagrees with the " +
+                            std::to_string(s.lr_multipliers.size()) + " sweep.lr_multipliers",
+                        "drop --lr-trials, or --set sweep.lr_multipliers=[] to derive a grid");
+    }
+    s.lr_trials = static_cast<int>(s.lr_multipliers.size());
+  }
+  if (s.lr_trials < 1) c.fail("sweep.lr_trials", ">= 1", std::to_string(s.lr_trials));
+  if (!(s.lr_min_factor > 0) || !(s.lr_max_factor >= s.lr_min_factor)) {
+    c.fail("sweep.lr_min_factor", "> 0 and <= sweep.lr_max_factor", number(s.lr_min_factor));
+  }
+  if (s.search_momentum && !(0 <= s.momentum_min && s.momentum_min < s.momentum_max && s.momentum_max < 1)) {
+    c.fail("sweep.momentum_min", "0 <= momentum_min < momentum_max < 1", number(s.momentum_min));
+  }
+  if (s.max_examples < 0) c.fail("sweep.max_examples", ">= 0", std::to_string(s.max_examples));
+  if (s.max_steps < 0) c.fail("sweep.max_steps", ">= 0", std::to_string(s.max_steps));
+  if (s.max_examples == 0 && s.max_steps == 0) {
+    throw ConfigError("a sweep needs a step budget per trial",
+                      "set sweep.max_examples (e.g. 20 epochs' worth) and/or sweep.max_steps");
+  }
+  if (s.eval_every_examples < 0) c.fail("sweep.eval_every_examples", ">= 0", std::to_string(s.eval_every_examples));
+  if (s.evals_per_trial < 1) c.fail("sweep.evals_per_trial", ">= 1", std::to_string(s.evals_per_trial));
+  trainer::parse_target(s.target);  // validates
+  if (s.target.empty() || s.target == "none") {
+    throw ConfigError("a sweep needs a target: steps-to-result is measured against it",
+                      "pass --target \"val_accuracy>=0.85\" or set train.target in the config");
+  }
+  return s;
+}
+
+double halton(std::uint64_t index, std::uint64_t base) {
+  double f = 1.0, r = 0.0;
+  while (index > 0) {
+    f /= static_cast<double>(base);
+    r += f * static_cast<double>(index % base);
+    index /= base;
+  }
+  return r;
+}
+
+double lr_prior(const SweepSettings& s, std::int64_t batch_size) {
+  const double ratio = static_cast<double>(batch_size) / static_cast<double>(s.reference_batch);
+  if (s.lr_rule == "linear") return s.base_lr * ratio;
+  if (s.lr_rule == "sqrt") return s.base_lr * std::sqrt(ratio);
+  return s.base_lr;
+}
+
+std::vector<Trial> make_plan(const SweepSettings& s) {
+  // Multipliers of the prior, shared by every batch size so trials are comparable across B.
+  std::vector<double> factors, momenta;
+  const double lo = std::log(s.lr_min_factor), hi = std::log(s.lr_max_factor);
+  for (int k = 0; k < s.lr_trials; ++k) {
+    double f;
+    if (s.lr_search == "grid") {
+      f = !s.lr_multipliers.empty() ? s.lr_multipliers[k]
+          : s.lr_trials == 1         ? std::exp(0.5 * (lo + hi))
+                                     : std::exp(lo + (hi - lo) * k / (s.lr_trials - 1));
+    } else {
+      f = std::exp(lo + (hi - lo) * halton(k + 1, 2));  // Halton index from 1 (0 maps to 0)
+    }
+    factors.push_back(f);
+    double m = -1.0;
+    if (s.lr_search == "log_uniform" && s.search_momentum) {
+      const double a = std::log(1 - s.momentum_max), b = std::log(1 - s.momentum_min);
+      m = 1 - std::exp(a + (b - a) * halton(k + 1, 3));
+    }
+    momenta.push_back(m);
+  }
+
+  std::vector<Trial> plan;
+  for (std::int64_t B : s.batch_sizes) {
+    std::int64_t steps = 0;
+    if (s.max_examples > 0) steps = (s.max_examples + B - 1) / B;
+    if (s.max_steps > 0) steps = steps > 0 ? std::min(steps, s.max_steps) : s.max_steps;
+    steps = std::max<std::int64_t>(steps, 1);
+    // Evaluate every eval_every_examples (the same relative resolution of examples-to-target
+    // at every B), but at most evals_per_trial times per budget (evaluation is not free).
+    const std::int64_t eval_every = std::max<std::int64_t>(
+        {1, s.eval_every_examples / B, (steps + s.evals_per_trial - 1) / s.evals_per_trial});
+    for (int k = 0; k < s.lr_trials; ++k) {
+      Trial t;
+      t.index = static_cast<int>(plan.size());
+      t.name = std::to_string(B) + "_" + std::to_string(k);
+      t.batch_size = B;
+      t.k = k;
+      t.lr = lr_prior(s, B) * factors[k];
+      t.momentum = momenta[k];
+      t.steps = steps;
+      t.eval_every = eval_every;
+      t.overrides = {"train.global_batch=" + std::to_string(B),
+                     "optimizer.lr=" + number(t.lr),
+                     "train.steps=" + std::to_string(steps),
+                     "train.eval_every=" + std::to_string(eval_every),
+                     "train.target=" + s.target,
+                     "train.stop_at_target=true"};
+      // Hook: once schedules/ applies its own scaling rule to optimizer.lr, turn it off here
+      // (the sweep passes the LR at batch B itself).
+      if (t.momentum >= 0) t.overrides.push_back("optimizer.momentum=" + number(t.momentum));
+      plan.push_back(std::move(t));
+    }
+  }
+  return plan;
+}
+
+}  // namespace lbt::experiments

@@ -1,0 +1,60 @@
+// The plan of a batch-size sweep (Shallue et al. 2018, arXiv:1811.03600, sec. 3): for each
+// global batch B, an LR search around a prior lr(B) = optimizer.lr * rule(B / reference_batch),
+// on a grid of multipliers or quasi-random (Halton) log-uniform draws, each trial a trainer
+// run with --set overrides and a step budget derived from sweep.max_examples / max_steps.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/config.hpp"
+
+namespace lbt::experiments {
+
+// The [sweep] section of a config (keys registered with defaults and docs, like the trainer's).
+struct SweepSettings {
+  std::vector<std::int64_t> batch_sizes;  // global batch sizes B
+  std::string lr_rule = "linear";         // linear | sqrt | none
+  std::int64_t reference_batch = 128;     // B at which optimizer.lr is the prior
+  std::string lr_search = "grid";         // grid | log_uniform
+  std::vector<double> lr_multipliers;     // grid: multipliers of the prior (empty: derived)
+  int lr_trials = 3;                      // trials per batch size
+  double lr_min_factor = 0.25, lr_max_factor = 4.0;  // search range around the prior
+  bool search_momentum = false;           // log_uniform: also draw 1 - momentum log-uniformly
+  double momentum_min = 0.8, momentum_max = 0.99;
+  std::int64_t max_examples = 0, max_steps = 0;  // budget per trial: the smaller of the set ones
+  std::int64_t eval_every_examples = 0;  // evaluate every N examples ...
+  int evals_per_trial = 50;              // ... but at most this many times per trial budget
+  std::string slurm_time = "02:00:00";   // --launcher slurm: sbatch --time per array task
+  std::int64_t slurm_cpus_per_task = 4;
+  std::vector<std::string> slurm_options;  // extra #SBATCH lines
+  std::string target;                    // train.target of the trials
+  double base_lr = 0.1;                  // optimizer.lr
+};
+
+// Reads sweep.* (plus optimizer.lr and train.target) from `config` and validates them.
+// `batch_sizes` and `lr_trials` from the command line win over the config when set (> 0).
+SweepSettings read_sweep_settings(Config& config, const std::vector<std::int64_t>& batch_sizes,
+                                  int lr_trials, const std::string& target);
+
+struct Trial {
+  int index = 0;                // position in the plan (the SLURM array index)
+  std::string name;             // "<B>_<k>": the directory under trials/
+  std::int64_t batch_size = 0;
+  int k = 0;                    // trial number within this batch size
+  double lr = 0.0;
+  double momentum = -1.0;       // < 0: not searched (the config's value is used)
+  std::int64_t steps = 0;       // train.steps
+  std::int64_t eval_every = 0;  // train.eval_every
+  std::vector<std::string> overrides;  // --set assignments that make this trial
+};
+
+// Van der Corput radical inverse of `index` (>= 1) in `base`: the Halton sequence's coordinate.
+double halton(std::uint64_t index, std::uint64_t base);
+
+// The LR prior at batch B.
+double lr_prior(const SweepSettings& s, std::int64_t batch_size);
+
+std::vector<Trial> make_plan(const SweepSettings& s);
+
+}  // namespace lbt::experiments

@@ -1,0 +1,215 @@
+// Sweep results and CSV files; see sweep_results.hpp.
+#include "experiments/sweep_results.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "core/error.hpp"
+#include "core/io.hpp"
+
+namespace lbt::experiments {
+namespace fs = std::filesystem;
+namespace {
+
+std::string csv_field(const std::string& s) {
+  if (s.find_first_of(",\"\n\r") == std::string::npos) return s;
+  std::string q = "\"";
+  for (char c : s) {
+    if (c == '"') q += '"';
+    q += c;
+  }
+  return q + "\"";
+}
+
+std::string num(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.6g", v);
+  return buf;
+}
+
+std::string opt_int(std::int64_t v) { return v >= 0 ? std::to_string(v) : ""; }
+
+std::string trial_columns(const TrialResult& r, const fs::path& sweep_dir) {
+  const Trial& t = r.trial;
+  std::string momentum = t.momentum >= 0 ? num(t.momentum) : "";
+  return csv_field(t.name) + "," + std::to_string(t.batch_size) + "," + num(t.lr) + "," +
+         momentum + "," + r.status + "," + opt_int(r.steps_to_target) + "," +
+         opt_int(r.examples_to_target) + "," + std::to_string(r.steps) + "," +
+         num(r.wall_time_s) + "," + num(r.best_val_accuracy) + "," + num(r.best_val_loss) + "," +
+         csv_field((fs::path("trials") / t.name).string());
+}
+
+const char* kTrialHeader =
+    "trial,batch_size,lr,momentum,status,steps_to_target,examples_to_target,steps,wall_time_s,"
+    "best_val_accuracy,best_val_loss,run_dir";
+
+}  // namespace
+
+bool is_final_status(const std::string& s) {
+  return s == "reached_target" || s == "budget_exhausted" || s == "diverged" ||
+         s == "completed" || s == "failed";
+}
+
+TrialResult read_trial_result(const Trial& trial, const fs::path& run_dir) {
+  TrialResult r;
+  r.trial = trial;
+  const fs::path summary = run_dir / "summary.json";
+  if (!fs::exists(summary)) return r;
+  nlohmann::json s;
+  try {
+    s = nlohmann::json::parse(io::read_file(summary));
+  } catch (const std::exception&) {
+    r.status = "running";  // unreadable: treat as unfinished, it will be redone
+    return r;
+  }
+  auto get_int = [&](const char* k) -> std::int64_t {
+    return s.contains(k) && s[k].is_number() ? s[k].get<std::int64_t>() : -1;
+  };
+  auto get_double = [&](const char* k) -> double {
+    return s.contains(k) && s[k].is_number() ? s[k].get<double>() : 0.0;
+  };
+  r.status = s.value("status", std::string("running"));
+  r.steps = std::max<std::int64_t>(0, get_int("steps"));
+  r.steps_to_target = get_int("steps_to_target");
+  r.examples_to_target = get_int("examples_to_target");
+  r.wall_time_s = get_double("wall_time_s");
+  r.best_val_accuracy = get_double("best_val_accuracy");
+  r.best_val_loss = get_double("best_val_loss");
+  if (s.contains("error") && s["error"].is_string()) r.message = s["error"];
+  if (s.contains("divergence_reason") && s["divergence_reason"].is_string()) r.message = s["divergence_reason"];
+  // A summary that says reached_target without a step would break the fit: fall back to the
+  // evaluation log, which records every evaluation's metrics.
+  if (r.status == "reached_target" && r.steps_to_target < 0) {
+    r.steps_to_target = first_step_meeting_target(run_dir / "eval.jsonl",
+                                                  trainer::parse_target(s.value("target", std::string())));
+    if (r.steps_to_target >= 0) r.examples_to_target = r.steps_to_target * trial.batch_size;
+  }
+  return r;
+}
+
+std::int64_t first_step_meeting_target(const fs::path& eval_jsonl, const trainer::Target& target) {
+  if (!target.enabled()) return -1;
+  std::ifstream in(eval_jsonl);
+  std::string line;
+  std::int64_t first = -1;
+  while (std::getline(in, line)) {
+    if (line.empty()) continue;
+    nlohmann::json e;
+    try {
+      e = nlohmann::json::parse(line);
+    } catch (const std::exception&) {
+      continue;  // a torn last line after a kill
+    }
+    if (!e.contains("step") || !e.contains("val_loss")) continue;
+    const std::int64_t step = e["step"].get<std::int64_t>();
+    const double acc = e.value("val_accuracy", 0.0), loss = e["val_loss"].get<double>();
+    if (target.met(acc, loss) && (first < 0 || step < first)) first = step;
+  }
+  return first;
+}
+
+std::vector<BestRow> best_per_batch(const std::vector<TrialResult>& results) {
+  std::map<std::int64_t, std::vector<const TrialResult*>> by_batch;
+  for (const auto& r : results) by_batch[r.trial.batch_size].push_back(&r);
+  std::vector<BestRow> rows;
+  for (const auto& [B, trials] : by_batch) {
+    BestRow row;
+    row.batch_size = B;
+    row.trials = static_cast<int>(trials.size());
+    double lr_lo = trials.front()->trial.lr, lr_hi = lr_lo;
+    for (const TrialResult* r : trials) {
+      lr_lo = std::min(lr_lo, r->trial.lr);
+      lr_hi = std::max(lr_hi, r->trial.lr);
+      if (r->status != "reached_target" || r->steps_to_target < 0) continue;
+      ++row.reached;
+      if (!row.best || r->steps_to_target < row.best->steps_to_target ||
+          (r->steps_to_target == row.best->steps_to_target && r->wall_time_s < row.best->wall_time_s)) {
+        row.best = r;
+      }
+    }
+    row.lr_at_edge = row.best && trials.size() > 1 &&
+                     (row.best->trial.lr == lr_lo || row.best->trial.lr == lr_hi);
+    rows.push_back(row);
+  }
+  return rows;
+}
+
+void write_sweep_csv(const fs::path& path, const std::vector<TrialResult>& results,
+                     const fs::path& sweep_dir) {
+  std::string out = std::string(kTrialHeader) + ",message\n";
+  for (const auto& r : results) out += trial_columns(r, sweep_dir) + "," + csv_field(r.message) + "\n";
+  io::atomic_write(path, out);
+}
+
+void write_best_csv(const fs::path& path, const std::vector<TrialResult>& results,
+                    const fs::path& sweep_dir) {
+  std::string out = std::string(kTrialHeader) + ",trials,reached,lr_at_edge\n";
+  for (const BestRow& row : best_per_batch(results)) {
+    if (row.best) {
+      out += trial_columns(*row.best, sweep_dir);
+    } else {
+      out += ',';
+      out += std::to_string(row.batch_size);
+      out += ",,,unreached,,,,,,,";
+    }
+    out += ',';
+    out += std::to_string(row.trials);
+    out += ',';
+    out += std::to_string(row.reached);
+    out += row.lr_at_edge ? ",true\n" : ",false\n";
+  }
+  io::atomic_write(path, out);
+}
+
+int CsvTable::column(const std::string& name) const {
+  auto it = std::find(header.begin(), header.end(), name);
+  return it == header.end() ? -1 : static_cast<int>(it - header.begin());
+}
+
+CsvTable read_csv(const fs::path& path) {
+  const std::string text = io::read_file(path);
+  std::vector<std::vector<std::string>> records(1);
+  std::string field;
+  bool quoted = false, any = false;
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (quoted) {
+      if (c == '"' && i + 1 < text.size() && text[i + 1] == '"') field += '"', ++i;
+      else if (c == '"') quoted = false;
+      else field += c;
+    } else if (c == '"') {
+      quoted = true;
+    } else if (c == ',') {
+      records.back().push_back(field), field.clear();
+    } else if (c == '\n') {
+      records.back().push_back(field), field.clear();
+      records.emplace_back();
+    } else if (c != '\r') {
+      field += c;
+    }
+    any = true;
+  }
+  if (!field.empty() || (any && !records.back().empty())) records.back().push_back(field);
+  if (records.back().empty()) records.pop_back();
+  if (records.empty()) {
+    throw DataError("CSV file " + path.string() + " is empty", "rerun `lbt sweep` to rewrite it");
+  }
+  CsvTable table;
+  table.header = records.front();
+  for (std::size_t i = 1; i < records.size(); ++i) {
+    if (records[i].size() != table.header.size()) {
+      throw DataError("CSV file " + path.string() + " row " + std::to_string(i + 1) + " has " +
+                          std::to_string(records[i].size()) + " fields, expected " +
+                          std::to_string(table.header.size()),
+                      "rerun `lbt sweep` with the same arguments to rewrite it");
+    }
+    table.rows.push_back(records[i]);
+  }
+  return table;
+}
+
+}  // namespace lbt::experiments

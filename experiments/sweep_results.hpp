@@ -1,0 +1,60 @@
+// Reading trial run directories into sweep results, and the sweep's CSV files:
+// sweep.csv (one row per trial) and best.csv (per batch size, the trial with the fewest steps
+// to the target: Shallue et al. 2018's steps-to-result after the metaparameter search).
+#pragma once
+#include <cstdint>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "experiments/sweep_plan.hpp"
+#include "trainer/train_config.hpp"
+
+namespace lbt::experiments {
+
+// Final statuses: a trial with one of these is never rerun on resume ("failed" only with
+// --retry-failed). Anything else ("running", no summary.json) is unfinished.
+bool is_final_status(const std::string& status);
+
+struct TrialResult {
+  Trial trial;
+  std::string status = "pending";  // pending (no summary.json) | running | a final status
+  std::int64_t steps = 0;
+  std::int64_t steps_to_target = -1, examples_to_target = -1;
+  double wall_time_s = 0.0, best_val_accuracy = 0.0, best_val_loss = 0.0;
+  std::string message;  // failed: the error; diverged: the reason
+};
+
+// Reads `run_dir/summary.json` (missing: "pending"; unreadable: "running", i.e. unfinished).
+TrialResult read_trial_result(const Trial& trial, const std::filesystem::path& run_dir);
+
+// The first step in `eval.jsonl` whose val_accuracy / val_loss meets `target`, or -1: an
+// independent check of summary.json's steps_to_target from the raw evaluation log.
+std::int64_t first_step_meeting_target(const std::filesystem::path& eval_jsonl,
+                                       const trainer::Target& target);
+
+// Rows for best.csv: per batch size, the reached trial with the fewest steps (ties: less
+// wall time); batch sizes with none reached get status "unreached".
+struct BestRow {
+  std::int64_t batch_size = 0;
+  const TrialResult* best = nullptr;  // null when no trial reached the target
+  int trials = 0, reached = 0;
+  bool lr_at_edge = false;  // best LR is the smallest or largest tried: widen the search
+};
+std::vector<BestRow> best_per_batch(const std::vector<TrialResult>& results);
+
+// Both files are rewritten atomically (temp + rename), so a kill never leaves half a CSV.
+void write_sweep_csv(const std::filesystem::path& path, const std::vector<TrialResult>& results,
+                     const std::filesystem::path& sweep_dir);
+void write_best_csv(const std::filesystem::path& path, const std::vector<TrialResult>& results,
+                    const std::filesystem::path& sweep_dir);
+
+// A small RFC 4180 reader: header row -> column names; quoted fields may hold commas/quotes.
+struct CsvTable {
+  std::vector<std::string> header;
+  std::vector<std::vector<std::string>> rows;
+  int column(const std::string& name) const;  // -1 when absent
+};
+CsvTable read_csv(const std::filesystem::path& path);
+
+}  // namespace lbt::experiments

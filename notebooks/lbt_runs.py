@@ -1,0 +1,152 @@
+"""Load lbt run and sweep directories; the one parsing module every notebook and plot imports.
+
+A run directory holds config.toml, metrics.jsonl, eval.jsonl, noise.jsonl and summary.json;
+a sweep directory holds trials/<B>_<k>/ runs plus sweep.csv, best.csv, sweep.json and fit.json.
+JSONL logs are deduplicated keeping the *last* record per step, because a restarted job
+re-logs steps it had already logged (as llm.c's dev/vislog.ipynb does).
+"""
+from __future__ import annotations
+
+import json
+import math
+import os
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
+
+# ---- shared plot style ----
+COLORS = {"data": "#1f77b4", "fit": "#d62728", "perfect": "#7f7f7f", "linear": "#2ca02c",
+          "sqrt": "#ff7f0e", "failed": "#9467bd"}
+STATUS_MARKERS = {"reached_target": "o", "budget_exhausted": "x", "diverged": "v", "failed": "s"}
+
+
+def style() -> None:
+    """The lbt plot style: readable on a slide and in a notebook."""
+    plt.rcParams.update({
+        "figure.figsize": (6.4, 4.4), "figure.dpi": 110, "savefig.dpi": 130,
+        "axes.grid": True, "grid.alpha": 0.3, "axes.spines.top": False,
+        "axes.spines.right": False, "font.size": 10, "legend.frameon": False,
+    })
+
+
+def data_dir(env_var: str, default: str | os.PathLike) -> Path:
+    """The directory a notebook reads: $env_var when set, else `default`."""
+    return Path(os.environ.get(env_var, default))
+
+
+# ---- run directories ----
+def read_jsonl(path: str | os.PathLike, key: str = "step") -> pd.DataFrame:
+    """Records of a JSONL log, last record per `key` kept, sorted by `key`. A torn or
+    non-JSON line (a killed writer) is skipped; a missing file gives an empty frame."""
+    path = Path(path)
+    if not path.exists():
+        return pd.DataFrame()
+    by_key: dict = {}
+    order = 0
+    with path.open() as f:
+        for line in f:
+            line = line.strip()
+            if not line:
+                continue
+            try:
+                rec = json.loads(line)
+            except json.JSONDecodeError:
+                continue
+            k = rec.get(key, order)
+            order += 1
+            by_key[k] = rec  # later records win
+    if not by_key:
+        return pd.DataFrame()
+    return pd.DataFrame(list(by_key.values())).sort_values(key, ignore_index=True) \
+        if key in next(iter(by_key.values())) else pd.DataFrame(list(by_key.values()))
+
+
+def read_json(path: str | os.PathLike) -> dict | None:
+    path = Path(path)
+    if not path.exists():
+        return None
+    with path.open() as f:
+        return json.load(f)
+
+
+@dataclass
+class Run:
+    path: Path
+    summary: dict
+    config: dict
+    metrics: pd.DataFrame
+    eval: pd.DataFrame
+    noise: pd.DataFrame
+
+    @property
+    def status(self) -> str:
+        return self.summary.get("status", "missing")
+
+
+def load_run(path: str | os.PathLike) -> Run:
+    path = Path(path)
+    config = {}
+    if (path / "config.toml").exists():
+        with (path / "config.toml").open("rb") as f:
+            config = tomllib.load(f)
+    return Run(path=path, summary=read_json(path / "summary.json") or {}, config=config,
+               metrics=read_jsonl(path / "metrics.jsonl"), eval=read_jsonl(path / "eval.jsonl"),
+               noise=read_jsonl(path / "noise.jsonl"))
+
+
+# ---- sweep directories ----
+@dataclass
+class Sweep:
+    path: Path
+    trials: pd.DataFrame          # sweep.csv: one row per trial
+    best: pd.DataFrame            # best.csv: per batch size, the fewest steps to target
+    fit: dict | None              # fit.json (None before `lbt fit` could run)
+    manifest: dict = field(default_factory=dict)  # sweep.json: the plan
+
+    @property
+    def reached(self) -> pd.DataFrame:
+        """best.csv rows whose best trial reached the target, sorted by batch size."""
+        b = self.best[self.best["status"] == "reached_target"]
+        return b.sort_values("batch_size", ignore_index=True)
+
+    def run(self, trial: str) -> Run:
+        return load_run(self.path / "trials" / trial)
+
+
+def load_sweep(path: str | os.PathLike) -> Sweep:
+    path = Path(path)
+    if not (path / "sweep.csv").exists():
+        raise FileNotFoundError(f"{path} has no sweep.csv: is it a directory written by lbt sweep?")
+    return Sweep(path=path, trials=pd.read_csv(path / "sweep.csv"),
+                 best=pd.read_csv(path / "best.csv"), fit=read_json(path / "fit.json"),
+                 manifest=read_json(path / "sweep.json") or {})
+
+
+def fitted_steps(fit: dict, batch_sizes) -> np.ndarray:
+    """S(B) = S_min (1 + B_noise / B) with the fitted parameters."""
+    b = np.asarray(batch_sizes, dtype=float)
+    return fit["S_min"] * (1.0 + fit["B_noise"] / b)
+
+
+def noise_b_simple(sweep: Sweep) -> pd.DataFrame:
+    """Per trial with a noise.jsonl: batch size and median b_simple (deduplicated by step)."""
+    rows = []
+    for _, t in sweep.trials.iterrows():
+        df = read_jsonl(sweep.path / "trials" / t["trial"] / "noise.jsonl")
+        if "b_simple" in df:
+            v = df["b_simple"].replace([np.inf, -np.inf], np.nan).dropna()
+            if len(v):
+                rows.append({"trial": t["trial"], "batch_size": t["batch_size"],
+                             "median_b_simple": float(v.median())})
+    return pd.DataFrame(rows)
+
+
+def fmt(x: float) -> str:
+    return "nan" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{x:.4g}"

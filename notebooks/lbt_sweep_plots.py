@@ -1,0 +1,119 @@
+"""Plots of an lbt sweep directory, written to SWEEP_DIR/plots/ (run by `lbt sweep` / `lbt fit`).
+
+  steps_vs_batch.png     steps to target vs batch size (log-log), perfect-scaling line,
+                         fitted S = S_min (1 + B_noise/B) and the regimes (Shallue et al. 2018)
+  examples_vs_batch.png  examples to target vs batch size, E_min and the fit
+  lr_vs_batch.png        best LR vs batch size against the linear and sqrt scaling rules
+
+usage: /usr/bin/python3 notebooks/lbt_sweep_plots.py SWEEP_DIR
+"""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import lbt_runs  # noqa: E402
+from lbt_runs import COLORS, plt, np  # noqa: E402
+
+
+def steps_vs_batch(sweep: lbt_runs.Sweep, ax) -> None:
+    t = sweep.trials
+    for status, marker in lbt_runs.STATUS_MARKERS.items():
+        if status != "budget_exhausted":  # diverged/failed trials stopped early: no steps to show
+            continue
+        sub = t[t["status"] == status]
+        if len(sub):  # where unreached trials stopped, for context
+            ax.scatter(sub["batch_size"], sub["steps"], marker=marker, color="0.7", s=18,
+                       label=f"{status} (steps run)")
+    reached = t[t["status"] == "reached_target"]
+    ax.scatter(reached["batch_size"], reached["steps_to_target"], color=COLORS["data"], alpha=0.35,
+               s=16, label="trials that reached the target")
+    best = sweep.reached
+    ax.plot(best["batch_size"], best["steps_to_target"], "o-", color=COLORS["data"],
+            label="best trial per batch size")
+    if len(best):
+        b0, s0 = best["batch_size"].iloc[0], best["steps_to_target"].iloc[0]
+        b = np.geomspace(best["batch_size"].min(), best["batch_size"].max(), 100)
+        ax.plot(b, s0 * b0 / b, "--", color=COLORS["perfect"], label="perfect scaling (S ∝ 1/B)")
+    fit = sweep.fit
+    if fit:
+        b = np.geomspace(best["batch_size"].min() / 1.5, best["batch_size"].max() * 1.5, 200)
+        ax.plot(b, lbt_runs.fitted_steps(fit, b), color=COLORS["fit"],
+                label=f"fit: S_min={fit['S_min']:.3g}, B_crit={fit['B_crit']:.3g}")
+        ax.axhline(fit["S_min"], color=COLORS["fit"], lw=0.8, ls=":")
+        reg = fit["regimes"]
+        lo, hi = reg["perfect_scaling"]["model_max_batch"], reg["maximal_data_parallelism"]["model_min_batch"]
+        ax.axvspan(b.min(), max(lo, b.min()), color=COLORS["linear"], alpha=0.08, label="perfect scaling")
+        if hi < b.max():
+            ax.axvspan(hi, b.max(), color=COLORS["fit"], alpha=0.08, label="maximal data parallelism")
+        ax.axvline(fit["B_crit"], color=COLORS["fit"], lw=0.8, ls="--")
+    ax.set_xscale("log", base=2)
+    ax.set_yscale("log")
+    ax.set_xlabel("global batch size B")
+    ax.set_ylabel("steps to target")
+    target = sweep.manifest.get("target", "")
+    ax.set_title(f"Steps to {target} vs batch size")
+    ax.legend(fontsize=7)
+
+
+def examples_vs_batch(sweep: lbt_runs.Sweep, ax) -> None:
+    best = sweep.reached
+    ax.plot(best["batch_size"], best["examples_to_target"], "o-", color=COLORS["data"],
+            label="best trial per batch size")
+    fit = sweep.fit
+    if fit and len(best):
+        b = np.geomspace(best["batch_size"].min() / 1.5, best["batch_size"].max() * 1.5, 200)
+        ax.plot(b, lbt_runs.fitted_steps(fit, b) * b, color=COLORS["fit"],
+                label=f"fit: E_min={fit['E_min']:.3g}")
+        ax.axhline(fit["E_min"], color=COLORS["fit"], lw=0.8, ls=":")
+    ax.set_xscale("log", base=2)
+    ax.set_yscale("log")
+    ax.set_xlabel("global batch size B")
+    ax.set_ylabel("examples to target")
+    ax.set_title("Examples to target vs batch size")
+    ax.legend(fontsize=8)
+
+
+def lr_vs_batch(sweep: lbt_runs.Sweep, ax) -> None:
+    t = sweep.trials
+    ax.scatter(t["batch_size"], t["lr"], color="0.75", s=14, label="LRs tried")
+    best = sweep.reached
+    ax.plot(best["batch_size"], best["lr"], "o-", color=COLORS["data"], label="best LR")
+    if len(best):
+        ref = sweep.manifest.get("reference_batch", best["batch_size"].iloc[0])
+        # Anchor both rules at the best LR nearest the reference batch.
+        i = int(np.argmin(np.abs(np.log(best["batch_size"] / ref))))
+        b0, lr0 = best["batch_size"].iloc[i], best["lr"].iloc[i]
+        b = np.geomspace(t["batch_size"].min(), t["batch_size"].max(), 100)
+        ax.plot(b, lr0 * b / b0, "--", color=COLORS["linear"], label="linear rule")
+        ax.plot(b, lr0 * np.sqrt(b / b0), "--", color=COLORS["sqrt"], label="sqrt rule")
+    ax.set_xscale("log", base=2)
+    ax.set_yscale("log")
+    ax.set_xlabel("global batch size B")
+    ax.set_ylabel("learning rate")
+    ax.set_title("Best LR vs batch size")
+    ax.legend(fontsize=8)
+
+
+def main(argv: list[str]) -> int:
+    if len(argv) != 2:
+        print(__doc__, file=sys.stderr)
+        return 2
+    sweep = lbt_runs.load_sweep(argv[1])
+    lbt_runs.style()
+    out = sweep.path / "plots"
+    out.mkdir(exist_ok=True)
+    for name, draw in [("steps_vs_batch", steps_vs_batch), ("examples_vs_batch", examples_vs_batch),
+                       ("lr_vs_batch", lr_vs_batch)]:
+        fig, ax = plt.subplots()
+        draw(sweep, ax)
+        fig.tight_layout()
+        fig.savefig(out / f"{name}.png")
+        plt.close(fig)
+        print(out / f"{name}.png")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))

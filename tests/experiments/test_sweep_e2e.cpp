@@ -1,0 +1,227 @@
+// End to end through the real `lbt` binary: a tiny sweep on synthetic linear regression
+// (statuses, CSVs, fit.json, plots), a rerun that redoes nothing, and a sweep killed with
+// SIGKILL mid-way then rerun: every trial ends exactly once and no file is torn.
+#define BOOST_TEST_MODULE experiments_e2e
+#include <boost/test/unit_test.hpp>
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <thread>
+
+#include "experiments/sweep_results.hpp"
+
+namespace fs = std::filesystem;
+using lbt::experiments::read_csv;
+
+namespace {
+
+fs::path scratch() {
+  static fs::path dir = [] {
+    fs::path p = fs::temp_directory_path() / ("lbt_sweep_e2e_" + std::to_string(::getpid()));
+    fs::remove_all(p);
+    fs::create_directories(p);
+    return p;
+  }();
+  return dir;
+}
+
+std::string slurp(const fs::path& p) {
+  std::ifstream in(p);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+struct Result {
+  int code = -1;
+  std::string out, err;
+};
+
+Result run_lbt(const std::string& args) {
+  const fs::path out = scratch() / "stdout", err = scratch() / "stderr";
+  const std::string cmd = std::string(LBT_BINARY) + " " + args + " >" + out.string() + " 2>" + err.string();
+  const int status = std::system(cmd.c_str());
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, slurp(out), slurp(err)};
+}
+
+// Seconds per trial: 4096 examples of d = 16; the budget in steps sets the trial's length.
+fs::path write_config(const std::string& name, const std::string& target, int max_steps) {
+  const fs::path p = scratch() / name;
+  std::ofstream(p) << "[model]\nspec = \"linear:16-1\"\ninit = \"zero\"\n"
+                   << "[data]\ndataset = \"synthetic-regression\"\nvalidation_size = 1024\n"
+                   << "[data.synthetic]\nexamples = 4096\ndim = 16\nnoise = 0.5\n"
+                   << "[train]\ntarget = \"" << target << "\"\nlog_every = 50\n"
+                   << "[optimizer]\nname = \"sgd\"\nlr = 0.05\nmomentum = 0.0\n"
+                   << "[sweep]\nbatch_sizes = [8, 32, 128, 512]\nlr_rule = \"sqrt\"\n"
+                   << "reference_batch = 32\nlr_multipliers = [0.5, 2.0]\nmax_steps = " << max_steps
+                   << "\neval_every_examples = 64\nevals_per_trial = 200\n";
+  return p;
+}
+
+std::map<std::string, fs::file_time_type> summary_times(const fs::path& sweep) {
+  std::map<std::string, fs::file_time_type> t;
+  for (const auto& e : fs::directory_iterator(sweep / "trials")) {
+    if (fs::exists(e.path() / "summary.json")) t[e.path().filename()] = fs::last_write_time(e.path() / "summary.json");
+  }
+  return t;
+}
+
+std::string status_of(const fs::path& run) {
+  return nlohmann::json::parse(slurp(run / "summary.json")).value("status", "");
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(tiny_synthetic_sweep_writes_statuses_csvs_fit_and_plots_and_resumes_without_redoing) {
+  const fs::path cfg = write_config("tiny.toml", "val_loss<=0.14", 600);
+  const fs::path dir = scratch() / "sweep";
+  Result r = run_lbt("sweep --config " + cfg.string() + " --jobs 2 --out " + dir.string());
+  BOOST_TEST_INFO("stderr: " << r.err);
+  BOOST_REQUIRE_EQUAL(r.code, 0);
+  BOOST_TEST(r.out.find("sweep: 8 trials (8 run now, 0 kept)") != std::string::npos);
+
+  const auto sweep = read_csv(dir / "sweep.csv");
+  BOOST_REQUIRE_EQUAL(sweep.rows.size(), 8u);
+  int reached = 0;
+  for (const auto& row : sweep.rows) {
+    const std::string st = row[sweep.column("status")];
+    BOOST_TEST_INFO("trial " << row[0] << " status " << st);
+    BOOST_TEST(lbt::experiments::is_final_status(st));
+    BOOST_TEST(st == status_of(dir / row[sweep.column("run_dir")]));
+    if (st == "reached_target") {
+      ++reached;
+      BOOST_TEST(std::stoll(row[sweep.column("examples_to_target")]) ==
+                 std::stoll(row[sweep.column("steps_to_target")]) * std::stoll(row[sweep.column("batch_size")]));
+    }
+  }
+  BOOST_TEST(reached >= 4);
+  const auto best = read_csv(dir / "best.csv");
+  BOOST_TEST(best.rows.size() == 4u);
+  const auto fit = nlohmann::json::parse(slurp(dir / "fit.json"));
+  BOOST_TEST(fit["S_min"].get<double>() > 0);
+  BOOST_TEST(fit["intervals"]["B_crit"].size() == 2u);
+  for (const char* png : {"steps_vs_batch.png", "examples_vs_batch.png", "lr_vs_batch.png"}) {
+    BOOST_TEST_INFO(png << "; plots.log: " << slurp(dir / "plots.log"));
+    BOOST_TEST(fs::file_size(dir / "plots" / png) > 1000u);
+  }
+
+  // Rerun: every trial is final, so nothing runs and no summary is rewritten.
+  const auto before = summary_times(dir);
+  r = run_lbt("sweep --config " + cfg.string() + " --jobs 2 --out " + dir.string() + " --no-plots");
+  BOOST_REQUIRE_EQUAL(r.code, 0);
+  BOOST_TEST(r.out.find("(0 run now, 8 kept)") != std::string::npos);
+  BOOST_TEST((summary_times(dir) == before));
+
+  // lbt fit on the same directory agrees with the fit the sweep wrote.
+  r = run_lbt("fit " + dir.string() + " --no-plots");
+  BOOST_REQUIRE_EQUAL(r.code, 0);
+  BOOST_TEST(r.out.find("B_crit = ") != std::string::npos);
+  BOOST_TEST(nlohmann::json::parse(slurp(dir / "fit.json"))["S_min"] == fit["S_min"]);
+}
+
+BOOST_AUTO_TEST_CASE(sweep_killed_mid_way_then_rerun_finishes_every_trial_exactly_once) {
+  // An unreachable target (the optimum is 0.125) makes every trial run its whole budget.
+  const fs::path cfg = write_config("slow.toml", "val_loss<=0.1", 6000);
+  const fs::path dir = scratch() / "killed";
+  const std::string log = (scratch() / "killed.log").string();
+  const pid_t pid = fork();
+  if (pid == 0) {
+    setpgid(0, 0);  // its own process group, which holds the trials too
+    const int fd = open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    dup2(fd, 1), dup2(fd, 2);
+    execl(LBT_BINARY, LBT_BINARY, "sweep", "--config", cfg.c_str(), "--jobs", "1", "--out",
+          dir.c_str(), "--no-plots", static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  setpgid(pid, pid);
+  // Wait for the first finished trial in sweep.csv, then SIGKILL the whole group.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  int finished = 0;
+  while (finished == 0 && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    if (!fs::exists(dir / "sweep.csv")) continue;
+    const auto t = read_csv(dir / "sweep.csv");  // atomic writes: always parses
+    for (const auto& row : t.rows) finished += lbt::experiments::is_final_status(row[t.column("status")]);
+  }
+  BOOST_REQUIRE_MESSAGE(finished > 0, "no trial finished in 30 s; log: " << slurp(log));
+  kill(-pid, SIGKILL);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  BOOST_REQUIRE(WIFSIGNALED(status));
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));  // let the trials' deaths land
+
+  std::map<std::string, fs::file_time_type> final_before;
+  for (const auto& [name, time] : summary_times(dir)) {
+    if (lbt::experiments::is_final_status(status_of(dir / "trials" / name))) final_before[name] = time;
+  }
+  BOOST_TEST(final_before.size() >= 1u);
+  BOOST_TEST(final_before.size() < 8u);
+
+  Result r = run_lbt("sweep --config " + cfg.string() + " --jobs 2 --out " + dir.string() + " --no-plots");
+  BOOST_TEST_INFO("stderr: " << r.err);
+  BOOST_REQUIRE_EQUAL(r.code, 0);
+  const std::string ran = "(" + std::to_string(8 - final_before.size()) + " run now, " +
+                          std::to_string(final_before.size()) + " kept)";
+  BOOST_TEST(r.out.find(ran) != std::string::npos, "stdout: " << r.out << " expected " << ran);
+  for (const auto& [name, time] : final_before) {
+    BOOST_TEST_INFO("trial " << name);
+    BOOST_TEST((fs::last_write_time(dir / "trials" / name / "summary.json") == time));
+  }
+  const auto t = read_csv(dir / "sweep.csv");
+  BOOST_REQUIRE_EQUAL(t.rows.size(), 8u);
+  for (const auto& row : t.rows) {
+    const fs::path run = dir / row[t.column("run_dir")];
+    BOOST_TEST_INFO("trial " << row[0]);
+    BOOST_TEST(row[t.column("status")] == "budget_exhausted");
+    BOOST_TEST(status_of(run) == "budget_exhausted");
+    // One run per directory: evaluation steps strictly increase (no second run appended).
+    std::ifstream in(run / "eval.jsonl");
+    std::string line;
+    long long last = -1;
+    while (std::getline(in, line)) {
+      const long long step = nlohmann::json::parse(line)["step"].get<long long>();
+      BOOST_TEST(step > last);
+      last = step;
+    }
+    BOOST_TEST(last == 6000);
+  }
+  read_csv(dir / "best.csv");
+}
+
+BOOST_AUTO_TEST_CASE(fit_refuses_a_sweep_with_fewer_than_three_reached_batch_sizes) {
+  const fs::path cfg = write_config("never.toml", "val_loss<=0.01", 20);
+  const fs::path dir = scratch() / "never";
+  Result r = run_lbt("sweep --config " + cfg.string() + " --jobs 2 --out " + dir.string() + " --no-plots");
+  BOOST_REQUIRE_EQUAL(r.code, 0);
+  BOOST_TEST(r.out.find("fit: skipped") != std::string::npos);
+  r = run_lbt("fit " + dir.string());
+  BOOST_TEST(r.code != 0);
+  BOOST_TEST(r.err.find("error: lbt fit needs at least 3 batch sizes") != std::string::npos, r.err);
+  BOOST_TEST(r.err.find("hint: ") != std::string::npos);
+}
+
+BOOST_AUTO_TEST_CASE(slurm_launcher_writes_an_array_script_whose_task_runs_one_trial) {
+  const fs::path cfg = write_config("slurm.toml", "val_loss<=0.14", 200);
+  const fs::path dir = scratch() / "slurm";
+  Result r = run_lbt("sweep --config " + cfg.string() + " --launcher slurm --jobs 3 --out " + dir.string());
+  BOOST_REQUIRE_EQUAL(r.code, 0);
+  const std::string script = slurp(dir / "sweep.sbatch");
+  BOOST_TEST(script.find("#SBATCH --array=0-7%3") != std::string::npos, script);
+  BOOST_TEST(script.find("--trial-index \"$SLURM_ARRAY_TASK_ID\"") != std::string::npos);
+  r = run_lbt("sweep --config " + cfg.string() + " --out " + dir.string() + " --trial-index 5");
+  BOOST_REQUIRE_EQUAL(r.code, 0);
+  const auto t = read_csv(dir / "sweep.csv");
+  int final_count = 0;
+  for (const auto& row : t.rows) final_count += lbt::experiments::is_final_status(row[t.column("status")]);
+  BOOST_TEST(final_count == 1);
+  BOOST_TEST(lbt::experiments::is_final_status(status_of(dir / "trials" / "128_1")));
+}

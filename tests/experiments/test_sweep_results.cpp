@@ -1,0 +1,105 @@
+// Reading trial run directories and the sweep CSVs: steps-to-result from hand-made
+// summary.json / eval.jsonl files, best-per-batch selection, and the CSV round trip.
+#include <boost/test/unit_test.hpp>
+
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "experiments/sweep_results.hpp"
+
+using namespace lbt::experiments;
+namespace fs = std::filesystem;
+
+namespace {
+
+fs::path scratch(const std::string& name) {
+  fs::path p = fs::temp_directory_path() / ("lbt_sweep_results_" + std::to_string(::getpid())) / name;
+  fs::remove_all(p);
+  fs::create_directories(p);
+  return p;
+}
+
+Trial trial(const std::string& name, std::int64_t B, double lr) {
+  Trial t;
+  t.name = name;
+  t.batch_size = B;
+  t.lr = lr;
+  return t;
+}
+
+// A hand-made run: val_accuracy crosses 0.85 first at step 300 (0.84 at 200, 0.86 at 300).
+void write_run(const fs::path& dir, const std::string& summary) {
+  std::ofstream(dir / "summary.json") << summary;
+  std::ofstream(dir / "eval.jsonl")
+      << R"({"step":100,"val_loss":0.60,"val_accuracy":0.80,"target_met":false})" "\n"
+      << R"({"step":200,"val_loss":0.45,"val_accuracy":0.84,"target_met":false})" "\n"
+      << R"({"step":300,"val_loss":0.41,"val_accuracy":0.86,"target_met":true})" "\n"
+      << R"({"step":400,"val_loss":0.40,"val_accuracy":0.87,"target_met":true})" "\n"
+      << R"({"step":5)";  // torn last line, as after a kill
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(steps_to_result_from_summary_agrees_with_the_hand_made_eval_log) {
+  const fs::path dir = scratch("reached");
+  write_run(dir, R"({"status":"reached_target","steps":300,"steps_to_target":300,
+                     "examples_to_target":19200,"wall_time_s":1.5,"best_val_accuracy":0.86,
+                     "best_val_loss":0.41,"target":"val_accuracy>=0.85"})");
+  const TrialResult r = read_trial_result(trial("64_0", 64, 0.1), dir);
+  BOOST_TEST(r.status == "reached_target");
+  BOOST_TEST(r.steps_to_target == 300);
+  BOOST_TEST(r.examples_to_target == 300 * 64);
+  BOOST_TEST(first_step_meeting_target(dir / "eval.jsonl", lbt::trainer::parse_target("val_accuracy>=0.85")) == 300);
+  BOOST_TEST(first_step_meeting_target(dir / "eval.jsonl", lbt::trainer::parse_target("val_loss<=0.45")) == 200);
+  BOOST_TEST(first_step_meeting_target(dir / "eval.jsonl", lbt::trainer::parse_target("val_accuracy>=0.9")) == -1);
+}
+
+BOOST_AUTO_TEST_CASE(a_summary_without_steps_to_target_falls_back_to_the_eval_log) {
+  const fs::path dir = scratch("fallback");
+  write_run(dir, R"({"status":"reached_target","steps":400,"target":"val_accuracy>=0.85"})");
+  const TrialResult r = read_trial_result(trial("32_1", 32, 0.1), dir);
+  BOOST_TEST(r.steps_to_target == 300);
+  BOOST_TEST(r.examples_to_target == 300 * 32);
+}
+
+BOOST_AUTO_TEST_CASE(missing_running_and_torn_summaries_are_unfinished) {
+  const fs::path dir = scratch("unfinished");
+  BOOST_TEST(read_trial_result(trial("a", 8, 1), dir).status == "pending");
+  std::ofstream(dir / "summary.json") << R"({"status":"running"})";
+  BOOST_TEST(read_trial_result(trial("a", 8, 1), dir).status == "running");
+  std::ofstream(dir / "summary.json") << R"({"status":"reach)";
+  BOOST_TEST(!is_final_status(read_trial_result(trial("a", 8, 1), dir).status));
+  for (const char* s : {"reached_target", "budget_exhausted", "diverged", "completed", "failed"}) {
+    BOOST_TEST(is_final_status(s));
+  }
+}
+
+BOOST_AUTO_TEST_CASE(best_csv_keeps_the_fewest_steps_per_batch_and_round_trips_through_the_reader) {
+  std::vector<TrialResult> results(5);
+  results[0].trial = trial("64_0", 64, 0.05), results[0].status = "reached_target", results[0].steps_to_target = 500;
+  results[1].trial = trial("64_1", 64, 0.1), results[1].status = "reached_target", results[1].steps_to_target = 300;
+  results[2].trial = trial("64_2", 64, 0.2), results[2].status = "diverged", results[2].message = "loss NaN, at step 3";
+  results[3].trial = trial("128_0", 128, 0.1), results[3].status = "budget_exhausted";
+  results[4].trial = trial("128_1", 128, 0.2), results[4].status = "failed", results[4].message = "said \"no\"";
+  const auto best = best_per_batch(results);
+  BOOST_REQUIRE_EQUAL(best.size(), 2u);
+  BOOST_TEST(best[0].best->trial.name == "64_1");
+  BOOST_TEST(!best[0].lr_at_edge);  // 0.1 is inside [0.05, 0.2]
+  BOOST_TEST(best[1].best == nullptr);
+
+  const fs::path dir = scratch("csv");
+  write_sweep_csv(dir / "sweep.csv", results, dir);
+  write_best_csv(dir / "best.csv", results, dir);
+  const CsvTable sweep = read_csv(dir / "sweep.csv");
+  BOOST_REQUIRE_EQUAL(sweep.rows.size(), 5u);
+  BOOST_TEST(sweep.rows[2][sweep.column("message")] == "loss NaN, at step 3");
+  BOOST_TEST(sweep.rows[4][sweep.column("message")] == "said \"no\"");
+  BOOST_TEST(sweep.rows[1][sweep.column("steps_to_target")] == "300");
+  const CsvTable b = read_csv(dir / "best.csv");
+  BOOST_REQUIRE_EQUAL(b.rows.size(), 2u);
+  BOOST_TEST(b.rows[0][b.column("trial")] == "64_1");
+  BOOST_TEST(b.rows[1][b.column("status")] == "unreached");
+  BOOST_TEST(b.rows[1][b.column("batch_size")] == "128");
+}

@@ -167,9 +167,10 @@ std::vector<Trial> make_plan(const SweepSettings& s) {
                      "train.steps=" + std::to_string(steps),
                      "train.eval_every=" + std::to_string(eval_every),
                      "train.target=" + s.target,
-                     "train.stop_at_target=true"};
-      // Hook: once schedules/ applies its own scaling rule to optimizer.lr, turn it off here
-      // (the sweep passes the LR at batch B itself).
+                     "train.stop_at_target=true",
+                     // The sweep already scaled the LR to batch B (sweep.lr_rule): the
+                     // schedule must not scale it again, so its reference batch is B itself.
+                     "schedule.scaling=\"none\""};
       if (t.momentum >= 0) t.overrides.push_back("optimizer.momentum=" + number(t.momentum));
       plan.push_back(std::move(t));
     }

@@ -6,6 +6,7 @@
 
 #include "cli/commands.hpp"
 #include "core/config.hpp"
+#include "core/error.hpp"
 #include "experiments/config_keys.hpp"
 #include "experiments/train_run.hpp"
 
@@ -18,24 +19,48 @@ struct TrainArgs {
   std::string out;
   bool overwrite = false;
   bool quiet = false;
+  std::string resume;
 };
 }  // namespace
 
 void add_train_command(CLI::App& app) {
   auto args = std::make_shared<TrainArgs>();
   CLI::App* cmd = app.add_subcommand("train", "Train one model from a config; writes a run directory");
-  cmd->add_option("--config,-c", args->config_path, "TOML config (presets: experiments/configs/)")
-      ->required()
+  cmd->add_option("--config,-c", args->config_path,
+                  "TOML config (presets: experiments/configs/); with --resume RUN_DIR, defaults "
+                  "to RUN_DIR/config.toml")
       ->check(CLI::ExistingFile);
   cmd->add_option("--set,-s", args->sets, "Override a config key: --set optimizer.lr=0.1 (repeatable)");
   cmd->add_option("--out,-o", args->out, "Run directory (default: runs/<config>-<timestamp>)");
   cmd->add_flag("--overwrite", args->overwrite, "Replace an existing run directory");
   cmd->add_flag("--quiet,-q", args->quiet, "No progress line");
+  cmd->add_option("--resume", args->resume,
+                  "RUN_DIR: continue that run from its newest intact checkpoint (bit for bit); "
+                  "auto: continue --out's run if it has a checkpoint, else start it");
   cmd->footer(experiments::format_config_keys(experiments::run_config_keys()));
   cmd->callback([args] {
+    experiments::RunOptions options{args->out, args->overwrite, !args->quiet};
+    if (args->resume == "auto") {
+      if (args->out.empty() || args->config_path.empty()) {
+        throw ConfigError("--resume auto needs --config and --out",
+                          "e.g. lbt train -c cfg.toml --out runs/a --resume auto");
+      }
+      options.resume = experiments::Resume::kAuto;
+    } else if (!args->resume.empty()) {
+      if (!args->out.empty() && args->out != args->resume) {
+        throw ConfigError("--resume " + args->resume + " continues that run in place; --out " +
+                              args->out + " differs", "drop --out");
+      }
+      options.out = args->resume;
+      options.resume = experiments::Resume::kRequired;
+      if (args->config_path.empty()) args->config_path = args->resume + "/config.toml";
+    }
+    if (args->config_path.empty()) {
+      throw ConfigError("lbt train needs --config FILE (or --resume RUN_DIR)",
+                        "presets live in experiments/configs/, e.g. fmnist_mlp.toml");
+    }
     Config config = Config::from_file(args->config_path);
     for (const auto& s : args->sets) config.set(s);
-    experiments::RunOptions options{args->out, args->overwrite, !args->quiet};
     auto result = experiments::run_training(config, options);
     const auto& o = result.outcome;
     // Only rank 0 reports (the others' run_dir is not written).

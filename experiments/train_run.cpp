@@ -7,6 +7,7 @@
 #include <thread>
 
 #include "core/error.hpp"
+#include "experiments/run_checkpoint.hpp"
 #include "core/gemm.hpp"
 #include "core/rng.hpp"
 #include "trainer/comm/communicator.hpp"
@@ -102,12 +103,29 @@ RunResult run_training(Config& config, const RunOptions& options) {
   auto params = model->store().params();
   comm->broadcast(std::as_writable_bytes(params), 0);
 
-  // ---- run directory (rank 0 writes; the others write nothing) ----
+  // ---- resume: every rank loads the same checkpoint (rank 0 wrote it) ----
   RunResult result;
   result.run_dir = options.out.empty() ? trainer::default_run_path(config.source()) : options.out;
+  const RunIdentity identity{comm->size(), cfg.global_batch, cfg.micro_batch, cfg.accum_steps,
+                             config.resolved_toml()};
+  trainer::LoopState resume_from;
+  bool resumed = false;
+  if (options.resume != Resume::kNo) {
+    resumed = restore_run_checkpoint(result.run_dir, resume_from, *model, *optimizer, identity);
+    if (!resumed && options.resume == Resume::kRequired) {
+      throw ConfigError("nothing to resume: " + (result.run_dir / "checkpoints").string() +
+                            " holds no intact checkpoint",
+                        "start a fresh run, or use --resume auto to fall back to one");
+    }
+  }
+
+  // ---- run directory (rank 0 writes; the others write nothing) ----
   std::unique_ptr<trainer::RunDirectory> run_dir;
   if (comm->rank() == 0) {
-    run_dir = std::make_unique<trainer::RunDirectory>(result.run_dir, options.overwrite);
+    run_dir = resumed ? std::make_unique<trainer::RunDirectory>(
+                            trainer::RunDirectory::resume(result.run_dir, resume_from.step))
+                      : std::make_unique<trainer::RunDirectory>(
+                            result.run_dir, options.overwrite || options.resume != Resume::kNo);
     run_dir->write_config(config.resolved_toml());
     trainer::TrainOutcome pending;
     pending.total_steps = total_steps;
@@ -117,6 +135,16 @@ RunResult run_training(Config& config, const RunOptions& options) {
 
   trainer::TrainContext ctx{cfg, *model, *optimizer, schedule, *comm, splits, sampler,
                             total_steps, run_dir.get(), options.progress};
+  ctx.resume_from = resume_from;
+  ctx.checkpoint_every = cfg.checkpoint_every;
+  if (cfg.checkpoint_every > 0 || cfg.checkpoint_final) {
+    ctx.checkpoint = [&](const trainer::LoopState& state) {
+      if (comm->rank() != 0) return;
+      const bool final_state = state.step >= total_steps || state.outcome.status != "running";
+      if (final_state && !cfg.checkpoint_final) return;
+      save_run_checkpoint(result.run_dir, state, *model, *optimizer, identity, cfg.checkpoint_keep);
+    };
+  }
   try {
     result.outcome = trainer::train(ctx);
   } catch (const std::exception& e) {

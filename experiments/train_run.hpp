@@ -10,10 +10,17 @@
 
 namespace lbt::experiments {
 
+enum class Resume {
+  kNo,        // a fresh run (refuses a directory that already holds one, unless overwrite)
+  kAuto,      // continue from `out`'s newest checkpoint when there is one, else start fresh
+  kRequired,  // continue from `out`'s newest checkpoint; error when there is none
+};
+
 struct RunOptions {
   std::filesystem::path out;  // empty: runs/<config stem>-<timestamp>
   bool overwrite = false;
   bool progress = true;       // live line on a terminal
+  Resume resume = Resume::kNo;
 };
 
 struct RunResult {

@@ -87,17 +87,20 @@ TrainOutcome train(TrainContext& ctx) {
   const float grad_scale = 1.0f / static_cast<float>(b * accum);  // mean over this rank's examples
 
   model.reserve(b);
-  data::Prefetcher prefetch(train_data, ctx.sampler, b, accum, /*first_step=*/0);
+  LoopState state = ctx.resume_from;
+  TrainOutcome& out = state.outcome;
+  out.total_steps = ctx.total_steps;
+  data::Prefetcher prefetch(train_data, ctx.sampler, b, accum, /*first_step=*/state.step);
   Progress progress(ctx.progress && ctx.comm.rank() == 0, ctx.total_steps);
 
-  TrainOutcome out;
-  out.total_steps = ctx.total_steps;
   const auto t_start = Clock::now();
+  const double wall_before = out.wall_time_s;  // time spent before a resume
   auto t_window = t_start;
   std::int64_t window_steps = 0;
-  double first_loss = -1.0, last_val_accuracy = -1.0;
+  double& first_loss = state.first_loss;
+  double& last_val_accuracy = state.last_val_accuracy;
 
-  for (std::int64_t step = 0; step < ctx.total_steps; ++step) {
+  for (std::int64_t step = state.step; step < ctx.total_steps; ++step) {
     // ---- forward / backward over accum micro-batches: the first writes grads_flat, the
     //      rest add to it (no zeroing pass) ----
     double sums[3] = {0.0, 0.0, 0.0};  // loss, correct, examples on this rank
@@ -133,7 +136,7 @@ TrainOutcome train(TrainContext& ctx) {
     // ---- update ----
     const double lr = ctx.schedule(step);
     ctx.optimizer.step({store.params(), store.grads(), store.segments(), lr, step});
-    out.steps = step + 1;
+    out.steps = state.step = step + 1;
     ++window_steps;
 
     // ---- log ----
@@ -179,15 +182,23 @@ TrainOutcome train(TrainContext& ctx) {
       // Every rank computed the same allreduced metrics, so all stop together.
       if (met && cfg.stop_at_target) break;
     }
+
+    // ---- checkpoint (every rank calls: state may need collectives; rank 0 writes) ----
+    if (ctx.checkpoint && ctx.checkpoint_every > 0 && out.steps % ctx.checkpoint_every == 0 &&
+        out.steps < ctx.total_steps) {
+      out.wall_time_s = wall_before + seconds_since(t_start);
+      ctx.checkpoint(state);
+    }
   }
   progress.finish();
-  out.wall_time_s = seconds_since(t_start);
+  out.wall_time_s = wall_before + seconds_since(t_start);
   out.samples_per_s = out.steps * cfg.global_batch / std::max(out.wall_time_s, 1e-9);
   if (out.status == "running") {
     if (out.steps_to_target >= 0) out.status = "reached_target";
     else if (cfg.target.enabled()) out.status = "budget_exhausted";
     else out.status = "completed";
   }
+  if (ctx.checkpoint) ctx.checkpoint(state);  // the final state, whatever the status
   return out;
 }
 

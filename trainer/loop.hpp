@@ -1,6 +1,7 @@
 // The data-parallel training loop (shared/DESIGN.md "Data flow of one training step").
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <string>
 
 #include "optim/optimizer.hpp"
@@ -35,6 +36,15 @@ struct TrainOutcome {
   double wall_time_s = 0.0, samples_per_s = 0.0;
 };
 
+// What the loop carries from step to step besides parameters and optimizer state; saved in
+// checkpoints so a resumed run continues exactly where it stopped.
+struct LoopState {
+  std::int64_t step = 0;        // optimizer steps done
+  double first_loss = -1.0;     // reference for the divergence factor (-1: not seen yet)
+  double last_val_accuracy = -1.0;
+  TrainOutcome outcome;         // best/final metrics and steps-to-target so far
+};
+
 struct TrainContext {
   const TrainConfig& config;
   nn::Model& model;
@@ -46,6 +56,11 @@ struct TrainContext {
   std::int64_t total_steps = 0;
   RunDirectory* run_dir = nullptr;  // rank 0 only
   bool progress = false;            // live progress line on stderr
+  LoopState resume_from;            // step 0 for a fresh run
+  // Called on every rank after step `state.step` when it is a multiple of checkpoint_every,
+  // and after the last step; writes a checkpoint (rank 0) from the model/optimizer state.
+  std::int64_t checkpoint_every = 0;
+  std::function<void(const LoopState& state)> checkpoint;
 };
 
 TrainOutcome train(TrainContext& context);

@@ -3,6 +3,7 @@
 
 #include <chrono>
 #include <ctime>
+#include <sstream>
 
 #include "core/error.hpp"
 
@@ -24,6 +25,38 @@ RunDirectory::RunDirectory(const std::filesystem::path& path, bool overwrite) : 
   }
   metrics_ = io::LineAppender(path / "metrics.jsonl");
   eval_ = io::LineAppender(path / "eval.jsonl");
+}
+
+namespace {
+
+// Keeps the whole, parseable lines of a JSONL file whose "step" is <= `step`.
+void truncate_jsonl(const std::filesystem::path& file, std::int64_t step) {
+  if (!std::filesystem::exists(file)) return;
+  std::istringstream in(io::read_file(file));
+  std::string kept, line;
+  while (std::getline(in, line)) {
+    if (in.eof()) break;  // no trailing newline: a line torn by a kill
+    auto j = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
+    if (j.is_discarded() || !j.contains("step") || j["step"].get<std::int64_t>() > step) continue;
+    kept += line + "\n";
+  }
+  io::atomic_write(file, kept);
+}
+
+}  // namespace
+
+RunDirectory RunDirectory::resume(const std::filesystem::path& path, std::int64_t step) {
+  RunDirectory dir;
+  dir.path_ = path;
+  for (const char* name : {"metrics.jsonl", "eval.jsonl", "noise.jsonl"}) {
+    truncate_jsonl(path / name, step);
+  }
+  dir.metrics_ = io::LineAppender(path / "metrics.jsonl");
+  dir.eval_ = io::LineAppender(path / "eval.jsonl");
+  if (std::filesystem::exists(path / "noise.jsonl")) {
+    dir.noise_ = io::LineAppender(path / "noise.jsonl");
+  }
+  return dir;
 }
 
 void RunDirectory::write_config(const std::string& resolved_toml) {

@@ -2,6 +2,7 @@
 // eval.jsonl, noise.jsonl, summary.json. summary.json says "running" from the first moment,
 // so a directory whose run did not finish never looks complete.
 #pragma once
+#include <cstdint>
 #include <filesystem>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -15,6 +16,10 @@ class RunDirectory {
   // Creates `path`; refuses a directory that already holds a run (summary.json) unless
   // `overwrite` is set, so an earlier result is never clobbered by accident.
   RunDirectory(const std::filesystem::path& path, bool overwrite);
+  // Reopens an existing run to continue it from `step`: metrics lines past `step` (written
+  // after the checkpoint by the run that was killed) and any torn last line are dropped, so no
+  // step is logged twice.
+  static RunDirectory resume(const std::filesystem::path& path, std::int64_t step);
 
   const std::filesystem::path& path() const { return path_; }
   void write_config(const std::string& resolved_toml);
@@ -24,6 +29,7 @@ class RunDirectory {
   void append_noise(const nlohmann::json& line);
 
  private:
+  RunDirectory() = default;
   std::filesystem::path path_;
   io::LineAppender metrics_, eval_, noise_;
 };

@@ -101,6 +101,13 @@ TrainConfig read_train_config(Config& c, int world_size) {
   t.divergence_factor = c.get_double("train.divergence_factor", 20.0,
                                      "diverged when loss > factor x first loss (or NaN/Inf)");
   t.comm_backend = c.get_string("comm.backend", "auto", "auto | local | mpi");
+  t.checkpoint_every = c.get_int("train.checkpoint_every", 0,
+                                 "write RUN/checkpoints/step_N.ckpt every N steps (0: never)");
+  t.checkpoint_keep = static_cast<int>(c.get_int("train.checkpoint_keep", 2, "checkpoints kept"));
+  t.checkpoint_final = c.get_bool("train.checkpoint_final", true,
+                                  "write a checkpoint when the run ends");
+  if (t.checkpoint_every < 0) c.fail("train.checkpoint_every", ">= 0", std::to_string(t.checkpoint_every));
+  if (t.checkpoint_keep < 1) c.fail("train.checkpoint_keep", ">= 1", std::to_string(t.checkpoint_keep));
 
   if (seed < 0) c.fail("train.seed", ">= 0", std::to_string(seed));
   t.seed = static_cast<std::uint64_t>(seed);

@@ -45,6 +45,9 @@ struct TrainConfig {
   bool stop_at_target = false;
   double divergence_factor = 0.0;  // loss > factor * first loss ends the run as diverged
   std::string comm_backend;
+  std::int64_t checkpoint_every = 0;  // steps between checkpoints (0: none but the final one)
+  int checkpoint_keep = 2;
+  bool checkpoint_final = true;
 };
 
 // Reads and validates; `world_size` resolves and checks the batch layout on every rank, before

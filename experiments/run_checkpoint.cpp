@@ -1,0 +1,133 @@
+// Run checkpoints; see run_checkpoint.hpp.
+#include "experiments/run_checkpoint.hpp"
+
+#include <map>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "core/error.hpp"
+#include "trainer/checkpoint.hpp"
+
+namespace lbt::experiments {
+namespace {
+
+nlohmann::json outcome_json(const trainer::TrainOutcome& o) {
+  return {{"steps", o.steps},
+          {"steps_to_target", o.steps_to_target},
+          {"examples_to_target", o.examples_to_target},
+          {"best_val_accuracy", o.best_val_accuracy},
+          {"best_val_loss", o.best_val_loss},
+          {"final_val_accuracy", o.final_val_accuracy},
+          {"final_val_loss", o.final_val_loss},
+          {"last_loss", o.last_loss},
+          {"last_finite_loss", o.last_finite_loss},
+          {"wall_time_s", o.wall_time_s}};
+}
+
+void outcome_from_json(const nlohmann::json& j, trainer::TrainOutcome& o) {
+  o.steps = j.at("steps");
+  o.steps_to_target = j.at("steps_to_target");
+  o.examples_to_target = j.at("examples_to_target");
+  o.best_val_accuracy = j.at("best_val_accuracy");
+  o.best_val_loss = j.at("best_val_loss");
+  o.final_val_accuracy = j.at("final_val_accuracy");
+  o.final_val_loss = j.at("final_val_loss");
+  o.last_loss = j.at("last_loss");
+  o.last_finite_loss = j.at("last_finite_loss");
+  o.wall_time_s = j.at("wall_time_s");
+}
+
+// "section.key" -> value text, from toml++'s printed form ([section] headers, key = value).
+std::map<std::string, std::string> flatten_toml(const std::string& text) {
+  std::map<std::string, std::string> out;
+  std::istringstream in(text);
+  std::string line, section;
+  while (std::getline(in, line)) {
+    if (line.empty()) continue;
+    if (line.front() == '[') {
+      section = line.substr(1, line.find(']') - 1);
+      continue;
+    }
+    const auto eq = line.find(" = ");
+    if (eq == std::string::npos) continue;
+    out[section.empty() ? line.substr(0, eq) : section + "." + line.substr(0, eq)] = line.substr(eq + 3);
+  }
+  return out;
+}
+
+}  // namespace
+
+bool key_may_change_on_resume(const std::string& key) {
+  return key == "train.threads" || key == "train.log_every" || key == "train.checkpoint_every" ||
+         key == "train.checkpoint_keep";
+}
+
+void save_run_checkpoint(const std::filesystem::path& run_dir, const trainer::LoopState& state,
+                         const nn::Model& model, const optim::Optimizer& optimizer,
+                         const RunIdentity& identity, int keep) {
+  nlohmann::json header = {{"step", state.step},
+                           {"first_loss", state.first_loss},
+                           {"last_val_accuracy", state.last_val_accuracy},
+                           {"outcome", outcome_json(state.outcome)},
+                           {"world_size", identity.world_size},
+                           {"global_batch", identity.global_batch},
+                           {"micro_batch", identity.micro_batch},
+                           {"accum_steps", identity.accum_steps},
+                           {"config", identity.resolved_config}};
+  std::vector<trainer::CheckpointSection> sections = {
+      {"params", std::as_bytes(model.store().params())}};
+  for (const auto& [name, buffer] : optimizer.state().buffers()) {
+    sections.push_back({"optim/" + name, std::as_bytes(buffer.span())});
+  }
+  const auto dir = run_dir / "checkpoints";
+  trainer::write_checkpoint(trainer::checkpoint_path(dir, state.step), header, sections);
+  trainer::prune_checkpoints(dir, keep);
+}
+
+bool restore_run_checkpoint(const std::filesystem::path& run_dir, trainer::LoopState& state,
+                            nn::Model& model, optim::Optimizer& optimizer,
+                            const RunIdentity& identity) {
+  trainer::LoadedCheckpoint ck;
+  if (!trainer::load_latest_checkpoint(run_dir / "checkpoints", ck)) return false;
+  const auto& h = ck.header;
+  const std::string where = ck.path.string();
+  if (h.at("world_size").get<int>() != identity.world_size) {
+    throw ConfigError(where + " was written by " + std::to_string(h.at("world_size").get<int>()) +
+                          " ranks; this job has " + std::to_string(identity.world_size),
+                      "resume with the same number of processes (mpirun -np " +
+                          std::to_string(h.at("world_size").get<int>()) + ")");
+  }
+  for (const char* key : {"global_batch", "micro_batch", "accum_steps"}) {
+    if (h.at(key).get<std::int64_t>() !=
+        (std::string(key) == "global_batch" ? identity.global_batch
+         : std::string(key) == "micro_batch" ? identity.micro_batch : identity.accum_steps)) {
+      throw ConfigError(where + ": train." + key + " differs from the checkpoint's " +
+                            std::to_string(h.at(key).get<std::int64_t>()),
+                        "resume with the run's own config (RUN_DIR/config.toml)");
+    }
+  }
+  const auto saved = flatten_toml(h.at("config").get<std::string>());
+  const auto now = flatten_toml(identity.resolved_config);
+  std::string differs;
+  for (const auto& [key, value] : now) {
+    auto it = saved.find(key);
+    const std::string before = it == saved.end() ? "(unset)" : it->second;
+    if (before != value && !key_may_change_on_resume(key)) {
+      differs += (differs.empty() ? "" : ", ") + key + ": " + before + " -> " + value;
+    }
+  }
+  if (!differs.empty()) {
+    throw ConfigError("cannot resume " + run_dir.string() + ": the config changed (" + differs + ")",
+                      "resume with the run's own config; only train.threads, train.log_every and "
+                      "train.checkpoint_* may change");
+  }
+  ck.copy_to("params", model.store().params());
+  for (auto& [name, buffer] : optimizer.state().buffers()) ck.copy_to("optim/" + name, buffer.span());
+  state.step = h.at("step");
+  state.first_loss = h.at("first_loss");
+  state.last_val_accuracy = h.at("last_val_accuracy");
+  outcome_from_json(h.at("outcome"), state.outcome);
+  return true;
+}
+
+}  // namespace lbt::experiments

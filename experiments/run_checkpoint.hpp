@@ -1,0 +1,35 @@
+// Checkpoints of a training run: what a run saves (parameters, optimizer state, loop state,
+// layout and resolved config) and the checks made before resuming from one.
+#pragma once
+#include <filesystem>
+#include <string>
+
+#include "optim/optimizer.hpp"
+#include "trainer/loop.hpp"
+#include "trainer/nn/model.hpp"
+
+namespace lbt::experiments {
+
+struct RunIdentity {
+  int world_size = 1;
+  std::int64_t global_batch = 0, micro_batch = 0, accum_steps = 0;
+  std::string resolved_config;  // config.toml text
+};
+
+// Writes run_dir/checkpoints/step_N.ckpt and keeps the newest `keep`.
+void save_run_checkpoint(const std::filesystem::path& run_dir, const trainer::LoopState& state,
+                         const nn::Model& model, const optim::Optimizer& optimizer,
+                         const RunIdentity& identity, int keep);
+
+// Loads the newest intact checkpoint of run_dir into model/optimizer and returns its loop
+// state. Refuses (ConfigError naming what differs) a different world size or batch layout,
+// or a resolved config that differs in a key that changes the computation.
+// Returns false when the run has no usable checkpoint.
+bool restore_run_checkpoint(const std::filesystem::path& run_dir, trainer::LoopState& state,
+                            nn::Model& model, optim::Optimizer& optimizer,
+                            const RunIdentity& identity);
+
+// Keys that may differ on resume: they do not change any computed value.
+bool key_may_change_on_resume(const std::string& key);
+
+}  // namespace lbt::experiments

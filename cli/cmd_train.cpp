@@ -9,6 +9,7 @@
 #include "core/error.hpp"
 #include "experiments/config_keys.hpp"
 #include "experiments/train_run.hpp"
+#include "trainer/comm/communicator.hpp"
 
 namespace lbt::cli {
 
@@ -64,7 +65,7 @@ void add_train_command(CLI::App& app) {
     auto result = experiments::run_training(config, options);
     const auto& o = result.outcome;
     // Only rank 0 reports (the others' run_dir is not written).
-    if (const char* r = std::getenv("OMPI_COMM_WORLD_RANK"); r && std::string(r) != "0") return;
+    if (const auto* comm = comm::active_communicator(); comm && comm->rank() != 0) return;
     std::printf("status: %s  steps: %lld  best val_accuracy: %.4f  final val_loss: %.4f  "
                 "wall: %.1fs  (%.0f samples/s)\n",
                 o.status.c_str(), static_cast<long long>(o.steps), o.best_val_accuracy,

@@ -1,10 +1,29 @@
 // The `lbt` executable: subcommands over experiments/ and trainer/. The only place that
-// catches lbt::Error: prints "error: ..." and "hint: ...", exits non-zero.
+// catches lbt::Error: prints "error: ..." and "hint: ...", exits non-zero. Under MPI with more
+// than one rank it names the rank and aborts the whole job, so no other rank waits forever in
+// a collective for the one that failed.
 #include <cstdio>
 #include <exception>
+#include <string>
 
 #include "cli/commands.hpp"
 #include "core/error.hpp"
+#include "trainer/comm/communicator.hpp"
+
+namespace {
+
+int report_failure(int code, const std::string& what, const std::string& hint) {
+  lbt::comm::Communicator* comm = lbt::comm::active_communicator();
+  const bool many_ranks = comm && comm->size() > 1;
+  const std::string where =
+      many_ranks ? "rank " + std::to_string(comm->rank()) + " of " + std::to_string(comm->size()) + ": " : "";
+  std::fprintf(stderr, "error: %s%s\n", where.c_str(), what.c_str());
+  if (!hint.empty()) std::fprintf(stderr, "hint: %s\n", hint.c_str());
+  if (many_ranks) comm->abort(code, "stopping all ranks after the error above");
+  return code;
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
   CLI::App app{
@@ -17,17 +36,15 @@ int main(int argc, char** argv) {
   lbt::cli::add_schedule_command(app);
   lbt::cli::add_sweep_command(app);
   lbt::cli::add_fit_command(app);
+  lbt::cli::add_scaling_command(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     return app.exit(e);
   } catch (const lbt::Error& e) {
-    std::fprintf(stderr, "error: %s\n", e.what());
-    if (!e.hint().empty()) std::fprintf(stderr, "hint: %s\n", e.hint().c_str());
-    return e.exit_code();
+    return report_failure(e.exit_code(), e.what(), e.hint());
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "error: %s\n", e.what());
-    return 1;
+    return report_failure(1, e.what(), "");
   }
   return 0;
 }

@@ -27,7 +27,7 @@ int default_threads(int world_size) {
 
 nlohmann::json summary_json(const trainer::TrainConfig& cfg, const trainer::TrainOutcome& o,
                             const std::string& model, const std::string& optimizer,
-                            int world_size) {
+                            int world_size, std::int64_t steps_per_epoch) {
   nlohmann::json s = {
       {"status", o.status},
       {"steps", o.steps},
@@ -37,6 +37,7 @@ nlohmann::json summary_json(const trainer::TrainConfig& cfg, const trainer::Trai
       {"micro_batch", cfg.micro_batch},
       {"accum_steps", cfg.accum_steps},
       {"world_size", world_size},
+      {"steps_per_epoch", steps_per_epoch},
       {"target", cfg.target.text()},
       {"steps_to_target", o.steps_to_target >= 0 ? nlohmann::json(o.steps_to_target) : nlohmann::json()},
       {"examples_to_target", o.examples_to_target >= 0 ? nlohmann::json(o.examples_to_target) : nlohmann::json()},
@@ -61,14 +62,17 @@ nlohmann::json summary_json(const trainer::TrainConfig& cfg, const trainer::Trai
 }  // namespace
 
 RunResult run_training(Config& config, const RunOptions& options) {
-  // ---- read and validate every key before any collective or any file is written ----
   const std::string backend = config.get_string("comm.backend", "auto", "auto | local | mpi");
-  auto comm = comm::make_communicator({backend});
-  trainer::TrainConfig cfg = trainer::read_train_config(config, comm->size());
+  return run_training(config, options, comm::process_communicator({backend}));
+}
+
+RunResult run_training(Config& config, const RunOptions& options, comm::Communicator& comm) {
+  // ---- read and validate every key before any collective or any file is written ----
+  trainer::TrainConfig cfg = trainer::read_train_config(config, comm.size());
   const double base_lr = optim::base_learning_rate(config);
   auto model = nn::Model::from_spec(cfg.model_spec, cfg.init);
   // Peek at the data size for steps-per-epoch before the optimizer/schedule keys are read.
-  set_num_threads(cfg.threads > 0 ? cfg.threads : default_threads(comm->size()));
+  set_num_threads(cfg.threads > 0 ? cfg.threads : default_threads(comm.size()));
   data::Splits splits = data::load_splits(cfg.data, cfg.seed);
   if (splits.train.dim != model->input_dim()) {
     throw ConfigError("model.spec '" + cfg.model_spec + "' takes " +
@@ -83,7 +87,7 @@ RunResult run_training(Config& config, const RunOptions& options) {
                           " classes",
                       "make the last layer size " + std::to_string(splits.train.num_classes));
   }
-  data::ShardedSampler sampler(splits.train.n, cfg.seed, comm->size(), comm->rank(),
+  data::ShardedSampler sampler(splits.train.n, cfg.seed, comm.size(), comm.rank(),
                                cfg.micro_batch, cfg.accum_steps);
   const std::int64_t total_steps =
       cfg.steps > 0 ? cfg.steps
@@ -95,18 +99,19 @@ RunResult run_training(Config& config, const RunOptions& options) {
   auto optimizer = optim::make_optimizer(config, model->store().num_params());
   trainer::ScheduleContext schedule_context{base_lr, cfg.global_batch, sampler.steps_per_epoch(),
                                             total_steps};
-  if (comm->rank() != 0) schedule_context.warnings = nullptr;  // rank 0 speaks for all
+  if (comm.rank() != 0) schedule_context.warnings = nullptr;  // rank 0 speaks for all
   schedules::Schedule schedule = trainer::make_schedule(config, schedule_context);
   config.check_no_unknown_keys();
 
   // Every rank starts from rank 0's parameters, whatever its RNG did.
   auto params = model->store().params();
-  comm->broadcast(std::as_writable_bytes(params), 0);
+  comm.broadcast(std::as_writable_bytes(params), 0);
+  comm::check_identical(comm, std::as_bytes(params), "initial parameters after the broadcast");
 
   // ---- resume: every rank loads the same checkpoint (rank 0 wrote it) ----
   RunResult result;
   result.run_dir = options.out.empty() ? trainer::default_run_path(config.source()) : options.out;
-  const RunIdentity identity{comm->size(), cfg.global_batch, cfg.micro_batch, cfg.accum_steps,
+  const RunIdentity identity{comm.size(), cfg.global_batch, cfg.micro_batch, cfg.accum_steps,
                              config.resolved_toml()};
   trainer::LoopState resume_from;
   bool resumed = false;
@@ -121,7 +126,7 @@ RunResult run_training(Config& config, const RunOptions& options) {
 
   // ---- run directory (rank 0 writes; the others write nothing) ----
   std::unique_ptr<trainer::RunDirectory> run_dir;
-  if (comm->rank() == 0) {
+  if (comm.rank() == 0) {
     run_dir = resumed ? std::make_unique<trainer::RunDirectory>(
                             trainer::RunDirectory::resume(result.run_dir, resume_from.step))
                       : std::make_unique<trainer::RunDirectory>(
@@ -130,16 +135,16 @@ RunResult run_training(Config& config, const RunOptions& options) {
     trainer::TrainOutcome pending;
     pending.total_steps = total_steps;
     run_dir->write_summary(summary_json(cfg, pending, model->describe(), optimizer->describe(),
-                                        comm->size()));
+                                        comm.size(), sampler.steps_per_epoch()));
   }
 
-  trainer::TrainContext ctx{cfg, *model, *optimizer, schedule, *comm, splits, sampler,
+  trainer::TrainContext ctx{cfg, *model, *optimizer, schedule, comm, splits, sampler,
                             total_steps, run_dir.get(), options.progress};
   ctx.resume_from = resume_from;
   ctx.checkpoint_every = cfg.checkpoint_every;
   if (cfg.checkpoint_every > 0 || cfg.checkpoint_final) {
     ctx.checkpoint = [&](const trainer::LoopState& state) {
-      if (comm->rank() != 0) return;
+      if (comm.rank() != 0) return;
       const bool final_state = state.step >= total_steps || state.outcome.status != "running";
       if (final_state && !cfg.checkpoint_final) return;
       save_run_checkpoint(result.run_dir, state, *model, *optimizer, identity, cfg.checkpoint_keep);
@@ -151,7 +156,7 @@ RunResult run_training(Config& config, const RunOptions& options) {
     if (run_dir) {
       trainer::TrainOutcome failed;
       failed.status = "failed";
-      auto s = summary_json(cfg, failed, model->describe(), optimizer->describe(), comm->size());
+      auto s = summary_json(cfg, failed, model->describe(), optimizer->describe(), comm.size(), sampler.steps_per_epoch());
       s["error"] = e.what();
       run_dir->write_summary(s);
     }
@@ -159,8 +164,10 @@ RunResult run_training(Config& config, const RunOptions& options) {
   }
   if (run_dir) {
     run_dir->write_summary(summary_json(cfg, result.outcome, model->describe(),
-                                        optimizer->describe(), comm->size()));
+                                        optimizer->describe(), comm.size(), sampler.steps_per_epoch()));
   }
+  const auto final_params = model->store().params();
+  result.final_params.assign(final_params.begin(), final_params.end());
   return result;
 }
 

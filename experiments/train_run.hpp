@@ -4,6 +4,7 @@
 #pragma once
 #include <filesystem>
 #include <string>
+#include <vector>
 
 #include "core/config.hpp"
 #include "trainer/loop.hpp"
@@ -26,10 +27,17 @@ struct RunOptions {
 struct RunResult {
   std::filesystem::path run_dir;
   trainer::TrainOutcome outcome;
+  // The flat parameters after the last step (every rank holds the same), for equivalence
+  // tests and callers that keep the model; checkpoints are the durable form.
+  std::vector<float> final_params;
 };
 
 // Throws lbt::Error for bad config or data; a failure after the run directory exists is
 // recorded there as status "failed" (with the message) before the error propagates.
+// Runs on the process-wide communicator (comm::process_communicator, backend from comm.backend).
 RunResult run_training(Config& config, const RunOptions& options);
+// Runs on `comm` (tests compare a world of K with a local run in the same process). After the
+// parameter broadcast every rank checks that it holds rank 0's parameters (CommError if not).
+RunResult run_training(Config& config, const RunOptions& options, comm::Communicator& comm);
 
 }  // namespace lbt::experiments

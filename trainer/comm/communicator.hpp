@@ -33,6 +33,20 @@ struct CommOptions {
 // LBT_WITH_MPI), else local. Throws ConfigError naming the missing build option.
 std::unique_ptr<Communicator> make_communicator(const CommOptions& options = {});
 
+// The process's one communicator, created by the first call and kept until exit (MPI can be
+// initialised only once per process, so sweeps that train many times share it). A later call
+// asking for another backend than the one made throws ConfigError. `lbt` uses this; tests and
+// benchmarks may also build their own with make_communicator.
+Communicator& process_communicator(const CommOptions& options = {});
+
+// The communicator made by process_communicator, or nullptr before the first call. cli/main.cpp
+// uses it to abort every rank when an error escapes on one of them.
+Communicator* active_communicator();
+
+// Throws CommError on every rank unless all ranks hold the same bytes in `data` (a 64-bit
+// hash compared with one max/min allreduce). `what` names the buffer in the message.
+void check_identical(Communicator& comm, std::span<const std::byte> data, std::string_view what);
+
 // True when the environment says this process was started by mpirun/mpiexec or srun.
 bool launched_by_mpi();
 

@@ -1,0 +1,69 @@
+// `lbt scaling --config FILE --workers 1,2,4 [--steps N] [--out DIR]`: the same config at
+// 1, 2, 4 ... MPI processes (one thread each); scaling.csv and plots in DIR.
+#include <unistd.h>
+
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "cli/commands.hpp"
+#include "core/error.hpp"
+#include "experiments/scaling.hpp"
+
+namespace lbt::cli {
+namespace {
+
+std::filesystem::path self_executable() {
+  std::error_code ec;
+  auto p = std::filesystem::read_symlink("/proc/self/exe", ec);
+  return ec ? std::filesystem::path("lbt") : p;
+}
+
+// notebooks/lbt_plot_scaling.py until the lead folds it into notebooks/lbt_plot.py, whose
+// `scaling` subcommand takes the same CSV OUTDIR.
+void choose_plot_script(experiments::ScalingOptions& o) {
+  const std::filesystem::path notebooks = std::filesystem::path(LBT_SOURCE_DIR) / "notebooks";
+  if (std::filesystem::exists(notebooks / "lbt_plot_scaling.py")) {
+    o.plot_script = notebooks / "lbt_plot_scaling.py";
+  } else {
+    o.plot_script = notebooks / "lbt_plot.py";
+    o.plot_args = {"scaling"};
+  }
+}
+
+}  // namespace
+
+void add_scaling_command(CLI::App& app) {
+  auto o = std::make_shared<experiments::ScalingOptions>();
+  auto out = std::make_shared<std::string>("runs/scaling");
+  auto mca = std::make_shared<std::vector<std::string>>();
+  CLI::App* cmd = app.add_subcommand(
+      "scaling", "Train one config at 1, 2, 4 ... MPI processes; epoch time, throughput, speedup");
+  cmd->add_option("--config,-c", o->config, "TOML config")->required()->check(CLI::ExistingFile);
+  cmd->add_option("--workers,-w", o->workers, "Process counts, ascending: --workers 1,2,4")
+      ->required()
+      ->delimiter(',');
+  cmd->add_option("--steps", o->steps, "Optimizer steps per run (throughput window)")
+      ->capture_default_str();
+  cmd->add_option("--out,-o", *out, "Study directory (runs, scaling.csv, plots)")->capture_default_str();
+  cmd->add_option("--set,-s", o->sets, "Config override passed to every run (repeatable)");
+  cmd->add_flag("--weak", o->weak, "Weak scaling: global batch = workers x the config's");
+  cmd->add_option("--mpirun", o->mpirun, "MPI launcher")->capture_default_str();
+  cmd->add_option("--mca", *mca,
+                  "OpenMPI MCA setting NAME=VALUE for every run (repeatable), e.g. "
+                  "btl_vader_single_copy_mechanism=none");
+  cmd->callback([o, out, mca] {
+    o->out = *out;
+    o->lbt = self_executable();
+    for (const auto& m : *mca) {
+      const auto eq = m.find('=');
+      if (eq == std::string::npos) throw ConfigError("--mca '" + m + "' is not NAME=VALUE");
+      o->mpirun_args.insert(o->mpirun_args.end(), {"--mca", m.substr(0, eq), m.substr(eq + 1)});
+    }
+    choose_plot_script(*o);
+    experiments::run_scaling(*o);
+  });
+}
+
+}  // namespace lbt::cli

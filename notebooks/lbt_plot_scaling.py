@@ -1,0 +1,73 @@
+"""Plots of an `lbt scaling` study: epoch time, throughput and speedup vs workers, with the
+ideal (linear) line. Reads only scaling.csv (columns: workers, epoch_time_s, samples_per_s,
+speedup, efficiency, cores). To be folded into notebooks/lbt_plot.py as its `scaling` command.
+
+    /usr/bin/python3 notebooks/lbt_plot_scaling.py [scaling] SCALING_CSV OUTDIR
+"""
+import csv
+import os
+import sys
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+
+
+def read_scaling(path):
+    with open(path, newline="") as f:
+        rows = list(csv.DictReader(f))
+    if not rows:
+        raise SystemExit(f"error: {path} has no rows")
+    return sorted(rows, key=lambda r: int(r["workers"]))
+
+
+def plot_scaling(csv_path, outdir):
+    rows = read_scaling(csv_path)
+    workers = [int(r["workers"]) for r in rows]
+    epoch = [float(r["epoch_time_s"]) for r in rows]
+    throughput = [float(r["samples_per_s"]) for r in rows]
+    speedup = [float(r["speedup"]) for r in rows]
+    cores = int(rows[0].get("cores") or 0)
+    w0 = workers[0]
+    ideal = [w / w0 for w in workers]  # relative to the smallest worker count
+    os.makedirs(outdir, exist_ok=True)
+    panels = [
+        ("epoch_time", "epoch time (s)", epoch, [epoch[0] / f for f in ideal]),
+        ("throughput", "throughput (samples/s)", throughput, [throughput[0] * f for f in ideal]),
+        ("speedup", f"speedup vs {w0} worker(s)", speedup, [w0 * f for f in ideal]),
+    ]
+    written = []
+    for name, ylabel, values, ideal_values in panels:
+        fig, ax = plt.subplots(figsize=(4.5, 3.5))
+        ax.plot(workers, values, "o-", label="measured")
+        ax.plot(workers, ideal_values, "k--", lw=1, label="ideal")
+        if cores and workers[-1] > cores:
+            ax.axvline(cores, color="gray", lw=0.8, ls=":", label=f"{cores} cores")
+        ax.set_xscale("log", base=2)
+        ax.set_xticks(workers)
+        ax.set_xticklabels([str(w) for w in workers])
+        ax.set_xlabel("workers (MPI processes, 1 thread each)")
+        ax.set_ylabel(ylabel)
+        ax.grid(alpha=0.3)
+        ax.legend()
+        fig.tight_layout()
+        path = os.path.join(outdir, f"scaling_{name}.png")
+        fig.savefig(path, dpi=120)
+        plt.close(fig)
+        written.append(path)
+    return written
+
+
+def main(argv):
+    args = argv[1:]
+    if args and args[0] == "scaling":
+        args = args[1:]
+    if len(args) != 2:
+        raise SystemExit(__doc__)
+    for path in plot_scaling(args[0], args[1]):
+        print(path)
+
+
+if __name__ == "__main__":
+    main(sys.argv)

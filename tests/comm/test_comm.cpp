@@ -1,0 +1,123 @@
+// trainer/comm under mpirun (2 and 4 ranks): collectives against closed forms with
+// rank-dependent inputs (flashlight AllReduceTest), the identical-state check, and the sampler's
+// sharding (every index of an epoch on exactly one rank).
+#define BOOST_TEST_MODULE comm
+#include <boost/mpl/list.hpp>
+#include <boost/test/unit_test.hpp>
+
+#include <cstdint>
+#include <set>
+#include <vector>
+
+#include "core/error.hpp"
+#include "tolerance.hpp"
+#include "trainer/comm/communicator.hpp"
+#include "trainer/comm/mpi_communicator.hpp"
+#include "trainer/data/sampler.hpp"
+
+using namespace lbt;
+
+namespace {
+
+comm::Communicator& world() { return comm::process_communicator({"mpi"}); }
+
+using Dtypes = boost::mpl::list<float, double>;
+
+// Sizes: empty, one, odd, and one piece past the 8 MiB chunk boundary (as floats).
+std::vector<std::size_t> sizes() {
+  return {0, 1, 7, 1001, comm::MpiCommunicator::kChunkBytes / sizeof(float) + 3};
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(launched_by_mpirun_with_the_mpi_backend) {
+  BOOST_TEST(comm::launched_by_mpi());
+  BOOST_TEST(std::string(world().backend()) == "mpi");
+  BOOST_TEST(world().size() >= 2);
+  BOOST_TEST(comm::active_communicator() == &world());
+}
+
+BOOST_AUTO_TEST_CASE_TEMPLATE(allreduce_matches_closed_forms_for_sum_avg_max, T, Dtypes) {
+  auto& c = world();
+  const double n = c.size(), r = c.rank();
+  for (std::size_t size : sizes()) {
+    // element i of rank r holds (r + 1) * (i % 5 + 1): sum n(n+1)/2 * w, avg (n+1)/2 * w, max n * w
+    std::vector<T> sum(size), avg(size), max(size);
+    for (std::size_t i = 0; i < size; ++i) sum[i] = avg[i] = max[i] = static_cast<T>((r + 1) * (i % 5 + 1));
+    c.allreduce(std::span<T>(sum), comm::ReduceOp::kSum);
+    c.allreduce(std::span<T>(avg), comm::ReduceOp::kAvg);
+    c.allreduce(std::span<T>(max), comm::ReduceOp::kMax);
+    std::size_t bad = 0;
+    for (std::size_t i = 0; i < size; ++i) {
+      const double w = static_cast<double>(i % 5 + 1);
+      const bool ok = test::close(sum[i], n * (n + 1) / 2 * w, 0, 1e-6) &&
+                      test::close(avg[i], (n + 1) / 2 * w, 0, 1e-6) && max[i] == static_cast<T>(n * w);
+      if (!ok && bad++ < 3) {
+        BOOST_ERROR("size " << size << " element " << i << ": sum " << sum[i] << " avg " << avg[i]
+                            << " max " << max[i] << " (w = " << w << ", n = " << n << ")");
+      }
+    }
+    BOOST_TEST(bad == 0u);
+  }
+}
+
+BOOST_AUTO_TEST_CASE(broadcast_copies_the_roots_bytes_to_every_rank) {
+  auto& c = world();
+  for (int root : {0, c.size() - 1}) {
+    for (std::size_t size : {std::size_t{0}, std::size_t{13}, comm::MpiCommunicator::kChunkBytes + 5}) {
+      std::vector<std::uint8_t> buf(size);
+      for (std::size_t i = 0; i < size; ++i) buf[i] = static_cast<std::uint8_t>(c.rank() * 31 + i);
+      c.broadcast(std::as_writable_bytes(std::span(buf)), root);
+      std::size_t bad = 0;
+      for (std::size_t i = 0; i < size; ++i) bad += buf[i] != static_cast<std::uint8_t>(root * 31 + i);
+      BOOST_TEST(bad == 0u, "root " << root << " size " << size << ": " << bad << " bytes differ");
+    }
+  }
+}
+
+BOOST_AUTO_TEST_CASE(allgather_orders_blocks_by_rank) {
+  auto& c = world();
+  const std::vector<float> mine = {static_cast<float>(c.rank()), c.rank() + 0.5f, -1.0f * c.rank()};
+  std::vector<float> all(3 * c.size());
+  c.allgather(mine, all);
+  for (int r = 0; r < c.size(); ++r) {
+    BOOST_TEST(all[3 * r] == static_cast<float>(r));
+    BOOST_TEST(all[3 * r + 1] == r + 0.5f);
+    BOOST_TEST(all[3 * r + 2] == -1.0f * r);
+  }
+  std::vector<float> wrong(3 * c.size() + 1);
+  BOOST_CHECK_THROW(c.allgather(mine, wrong), CommError);  // checked before any message
+  c.barrier();
+}
+
+BOOST_AUTO_TEST_CASE(identical_state_passes_and_a_differing_rank_fails_everywhere) {
+  auto& c = world();
+  std::vector<float> same(1000, 0.25f);
+  BOOST_CHECK_NO_THROW(comm::check_identical(c, std::as_bytes(std::span(same)), "same"));
+  std::vector<float> differ = same;
+  if (c.rank() == c.size() - 1) differ[999] = 0.2500001f;  // one ulp-scale change on one rank
+  BOOST_CHECK_THROW(comm::check_identical(c, std::as_bytes(std::span(differ)), "differ"), CommError);
+}
+
+BOOST_AUTO_TEST_CASE(every_training_index_is_seen_once_per_epoch_across_ranks) {
+  auto& c = world();
+  for (std::int64_t n : {std::int64_t{1000} * c.size(), std::int64_t{1001} * c.size() + 1}) {
+    data::ShardedSampler sampler(n, /*seed=*/7, c.size(), c.rank(), /*micro=*/5, /*accum=*/2);
+    std::vector<float> first_epoch;
+    for (std::int64_t epoch = 0; epoch < 2; ++epoch) {
+      const auto shard = sampler.shard(epoch);
+      std::vector<float> mine(shard.begin(), shard.end());  // indices < 2^24: exact in float
+      std::vector<float> all(mine.size() * c.size());
+      c.allgather(mine, all);
+      std::set<std::int64_t> seen;
+      for (float v : all) seen.insert(static_cast<std::int64_t>(v));
+      // drop-last: n / K per rank, no index twice, all in range
+      BOOST_TEST(seen.size() == all.size(), "n " << n << " epoch " << epoch << ": duplicates");
+      BOOST_TEST(static_cast<std::int64_t>(all.size()) == n / c.size() * c.size());
+      BOOST_TEST(*seen.rbegin() < n);
+      if (n % c.size() == 0) BOOST_TEST(static_cast<std::int64_t>(seen.size()) == n);
+      if (epoch == 0) first_epoch = all;
+      else BOOST_TEST((all != first_epoch), "epoch 1 repeats epoch 0's order");
+    }
+  }
+}

@@ -1,0 +1,150 @@
+// Large-batch equivalence under mpirun (shared/DESIGN.md): K ranks x micro-batch b, one rank x
+// batch K*b, and one rank x b with K accumulation steps give the same parameters after 20 steps
+// to float rounding (Caffe TestLeastSquaresUpdate(devices), CheckAccumulation). Every rank runs
+// the two single-process references itself on a LocalCommunicator, then the world run.
+#define BOOST_TEST_MODULE comm_equivalence
+#include <boost/test/data/test_case.hpp>
+#include <boost/test/unit_test.hpp>
+
+#include <unistd.h>
+
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "core/config.hpp"
+#include "core/error.hpp"
+#include "core/rng.hpp"
+#include "experiments/train_run.hpp"
+#include "tolerance.hpp"
+#include "trainer/comm/communicator.hpp"
+#include "trainer/comm/local_communicator.hpp"
+#include "trainer/nn/model.hpp"
+
+using namespace lbt;
+namespace fs = std::filesystem;
+
+namespace {
+
+comm::Communicator& world() { return comm::process_communicator({"mpi"}); }
+
+// Optimizers checked; adding one ("lamb", "lars") is one entry here.
+const std::vector<std::string> kOptimizers = {"sgd"};
+
+constexpr std::int64_t kGlobalBatch = 64;  // divisible by 2 and 4 ranks
+
+Config small_run(const std::string& optimizer) {
+  Config c = Config::from_string(R"(
+[model]
+spec = "mlp:784-32-10"
+[data]
+dataset = "fashion-mnist"
+path = "/usr/share/datasets/fashion-mnist"
+train_limit = 2048
+validation_size = 256
+[train]
+steps = 20
+eval_every = 20
+log_every = 10
+threads = 1
+seed = 3
+[optimizer]
+lr = 0.05
+)", "equivalence");
+  c.set("optimizer.name=" + optimizer);
+  c.set("train.global_batch=" + std::to_string(kGlobalBatch));
+  return c;
+}
+
+fs::path scratch(const std::string& name) {
+  return fs::temp_directory_path() / ("lbt-test-equivalence-" + std::to_string(getpid())) / name;
+}
+
+std::vector<float> train(Config config, comm::Communicator& comm, const std::string& name) {
+  experiments::RunOptions options{scratch(name), /*overwrite=*/true, /*progress=*/false};
+  auto result = experiments::run_training(config, options, comm);
+  BOOST_TEST(result.outcome.steps == 20);
+  return result.final_params;
+}
+
+// Max over parameters of |got - want| / (atol + rtol |want|); <= 1 passes. Prints the first misses.
+void check_same_params(const std::vector<float>& got, const std::vector<float>& want,
+                       const std::string& what) {
+  BOOST_TEST_CONTEXT(what) {
+    BOOST_REQUIRE_EQUAL(got.size(), want.size());
+    std::size_t bad = 0;
+    double max_abs = 0.0;
+    for (std::size_t i = 0; i < got.size(); ++i) {
+      max_abs = std::max(max_abs, double(std::abs(got[i] - want[i])));
+      const bool ok = test::close(got[i], want[i], /*atol=*/2e-6, /*rtol=*/1e-4);
+      if (!ok && bad++ < 5) BOOST_ERROR("param " << i << ": " << got[i] << " vs " << want[i]);
+    }
+    BOOST_TEST(bad == 0u, bad << " of " << got.size() << " parameters differ");
+    BOOST_TEST_MESSAGE(what << ": max |difference| " << max_abs << " over " << got.size() << " parameters");
+  }
+}
+
+}  // namespace
+
+BOOST_DATA_TEST_CASE(k_ranks_match_one_rank_with_k_times_the_batch_and_with_accumulation,
+                     boost::unit_test::data::make(kOptimizers), optimizer) {
+  auto& comm = world();
+  const int K = comm.size();
+  comm::LocalCommunicator local;
+
+  // The two single-process references, one per rank (rank 0 and rank 1) to share the work,
+  // then broadcast from the rank that made it.
+  std::vector<float> one_rank_big, one_rank_accum;
+  if (comm.rank() == 0) {
+    one_rank_big = train(small_run(optimizer), local, "big");  // 1 rank x batch K*b
+  } else if (comm.rank() == 1) {
+    Config accumulated = small_run(optimizer);  // 1 rank x b, K accumulation steps
+    accumulated.set("train.accum_steps=" + std::to_string(K));
+    one_rank_accum = train(accumulated, local, "accum");
+  }
+
+  Config data_parallel = small_run(optimizer);  // K ranks x b
+  data_parallel.set("train.micro_batch=" + std::to_string(kGlobalBatch / K));
+  const auto k_ranks = train(data_parallel, comm, "world");
+  one_rank_big.resize(k_ranks.size());
+  one_rank_accum.resize(k_ranks.size());
+  comm.broadcast(std::as_writable_bytes(std::span(one_rank_big)), 0);
+  comm.broadcast(std::as_writable_bytes(std::span(one_rank_accum)), 1);
+
+  check_same_params(k_ranks, one_rank_big, optimizer + ": " + std::to_string(K) + " ranks vs 1 rank, batch " +
+                                              std::to_string(kGlobalBatch));
+  check_same_params(one_rank_accum, one_rank_big, optimizer + ": accumulation x" + std::to_string(K) +
+                                                     " vs 1 rank, batch " + std::to_string(kGlobalBatch));
+
+  // The parameters moved from their initial values (as run_training builds them), so the
+  // checks above did not pass on untouched parameters.
+  auto model = nn::Model::from_spec("mlp:784-32-10", nn::InitScheme::kHe);
+  auto rng = make_rng(3, RngStream::kInit);
+  model->build(rng);
+  const auto initial = model->store().params();
+  BOOST_REQUIRE_EQUAL(initial.size(), k_ranks.size());
+  double moved = 0.0;
+  for (std::size_t i = 0; i < initial.size(); ++i) moved = std::max(moved, double(std::abs(k_ranks[i] - initial[i])));
+  BOOST_TEST(moved > 1e-3);
+
+  // All ranks hold the same final parameters, bit for bit.
+  BOOST_CHECK_NO_THROW(comm::check_identical(comm, std::as_bytes(std::span(k_ranks)), "final parameters"));
+  comm.barrier();
+}
+
+BOOST_AUTO_TEST_CASE(a_global_batch_not_divisible_by_ranks_is_rejected_on_every_rank) {
+  auto& comm = world();
+  Config c = small_run("sgd");
+  c.set("train.global_batch=" + std::to_string(comm.size() * 16 + 1));
+  try {
+    experiments::run_training(c, {scratch("bad"), true, false}, comm);
+    BOOST_ERROR("no ConfigError");
+  } catch (const ConfigError& e) {
+    BOOST_TEST(std::string(e.what()).find("divisible by the number of ranks") != std::string::npos, e.what());
+  }
+  Config m = small_run("sgd");
+  m.set("train.micro_batch=" + std::to_string(kGlobalBatch / comm.size() + 1));  // not a divisor
+  BOOST_CHECK_THROW(experiments::run_training(m, {scratch("bad"), true, false}, comm), ConfigError);
+  comm.barrier();  // every rank got here: nobody was left in a collective
+  fs::remove_all(scratch(""));  // each rank's own scratch (named by its pid)
+}

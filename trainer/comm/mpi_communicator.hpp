@@ -1,0 +1,44 @@
+// Data-parallel collectives over MPI (OpenMPI): one process per rank, started by mpirun/srun.
+// Owns MPI's lifetime when it started MPI (MPI_Init_thread here, MPI_Finalize in the
+// destructor) and works on a private duplicate of MPI_COMM_WORLD with MPI_ERRORS_RETURN, so
+// every failure becomes a CommError (mpi_check.hpp). Large allreduces go in ~8 MiB pieces
+// (shared/BENCHMARKING.md "Communication": MPI's buffers page-fault above ~32 MiB).
+#pragma once
+#include <mpi.h>
+
+#include <cstddef>
+
+#include "trainer/comm/communicator.hpp"
+
+namespace lbt::comm {
+
+class MpiCommunicator final : public Communicator {
+ public:
+  // Bytes per allreduce/broadcast piece; measured in bench/allreduce.cpp.
+  static constexpr std::size_t kChunkBytes = std::size_t{8} << 20;
+
+  MpiCommunicator();
+  ~MpiCommunicator() override;
+  MpiCommunicator(const MpiCommunicator&) = delete;
+  MpiCommunicator& operator=(const MpiCommunicator&) = delete;
+
+  int rank() const override { return rank_; }
+  int size() const override { return size_; }
+  const char* backend() const override { return "mpi"; }
+  void allreduce(std::span<float> buf, ReduceOp op) override;
+  void allreduce(std::span<double> buf, ReduceOp op) override;
+  void broadcast(std::span<std::byte> buf, int root) override;
+  void allgather(std::span<const float> mine, std::span<float> all) override;
+  void barrier() override;
+  [[noreturn]] void abort(int code, std::string_view why) override;
+
+ private:
+  template <typename T>
+  void allreduce_chunked(std::span<T> buf, ReduceOp op);
+
+  bool owns_mpi_ = false;  // this object called MPI_Init, so it calls MPI_Finalize
+  int rank_ = 0, size_ = 1;
+  MPI_Comm comm_ = MPI_COMM_NULL;  // private duplicate of MPI_COMM_WORLD
+};
+
+}  // namespace lbt::comm

@@ -93,6 +93,7 @@ RunResult run_training(Config& config, const RunOptions& options) {
   auto optimizer = optim::make_optimizer(config, model->store().num_params());
   schedules::Schedule schedule = trainer::make_schedule(
       config, {base_lr, cfg.global_batch, sampler.steps_per_epoch(), total_steps});
+  const noise::OnlineOptions noise_options = noise::read_online_options(config);
   config.check_no_unknown_keys();
 
   // Every rank starts from rank 0's parameters, whatever its RNG did.
@@ -113,7 +114,7 @@ RunResult run_training(Config& config, const RunOptions& options) {
   }
 
   trainer::TrainContext ctx{cfg, *model, *optimizer, schedule, *comm, splits, sampler,
-                            total_steps, run_dir.get(), options.progress};
+                            total_steps, run_dir.get(), options.progress, noise_options};
   try {
     result.outcome = trainer::train(ctx);
   } catch (const std::exception& e) {

@@ -3,6 +3,9 @@
 #include <cstdint>
 #include <string>
 
+#include <functional>
+
+#include "noise/online_estimator.hpp"
 #include "optim/optimizer.hpp"
 #include "schedules/schedule.hpp"
 #include "trainer/comm/communicator.hpp"
@@ -46,6 +49,10 @@ struct TrainContext {
   std::int64_t total_steps = 0;
   RunDirectory* run_dir = nullptr;  // rank 0 only
   bool progress = false;            // live progress line on stderr
+  noise::OnlineOptions noise;       // online gradient-noise-scale estimate (noise.jsonl)
+  // Called at the top of every step, before any gradient work (grads are free to use);
+  // e.g. the Hessian-weighted B_noise probe of `lbt noise`. Empty: nothing.
+  std::function<void(std::int64_t step)> probe;
 };
 
 TrainOutcome train(TrainContext& context);

@@ -6,5 +6,6 @@
 namespace lbt::cli {
 
 void add_train_command(CLI::App& app);
+void add_noise_command(CLI::App& app);
 
 }  // namespace lbt::cli

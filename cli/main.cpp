@@ -14,6 +14,7 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   app.fallthrough();
   lbt::cli::add_train_command(app);
+  lbt::cli::add_noise_command(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

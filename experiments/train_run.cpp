@@ -115,6 +115,8 @@ RunResult run_training(Config& config, const RunOptions& options) {
 
   trainer::TrainContext ctx{cfg, *model, *optimizer, schedule, *comm, splits, sampler,
                             total_steps, run_dir.get(), options.progress, noise_options};
+  ProbeContext probe_context{*model, splits, cfg, run_dir.get()};
+  if (options.probe) ctx.probe = [&](std::int64_t step) { options.probe(step, probe_context); };
   try {
     result.outcome = trainer::train(ctx);
   } catch (const std::exception& e) {

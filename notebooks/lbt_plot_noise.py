@@ -43,8 +43,10 @@ def main():
             continue
         steps = [r["step"] for r in rows]
         ax.plot(steps, [r["b_simple"] for r in rows], color=color, label=f"B_simple ({name})")
-        band = [(r["step"], *r["b_simple_ci95"]) for r in rows
-                if finite(r["b_simple_ci95"][0]) and finite(r["b_simple_ci95"][1])]
+        # the delta-method interval can reach below 0 when |G|^2 is barely resolved; a log axis
+        # cannot show that, so the band is clipped at B_simple / 100
+        band = [(r["step"], max(r["b_simple_ci95"][0], r["b_simple"] / 100), r["b_simple_ci95"][1])
+                for r in rows if finite(r["b_simple_ci95"][0]) and finite(r["b_simple_ci95"][1])]
         if band:
             s, lo, hi = zip(*band)
             ax.fill_between(s, lo, hi, color=color, alpha=0.2, label=f"95% interval ({name})")

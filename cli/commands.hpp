@@ -10,5 +10,6 @@ void add_schedule_command(CLI::App& app);
 void add_sweep_command(CLI::App& app);
 void add_fit_command(CLI::App& app);
 void add_scaling_command(CLI::App& app);
+void add_noise_command(CLI::App& app);
 
 }  // namespace lbt::cli

@@ -37,6 +37,7 @@ int main(int argc, char** argv) {
   lbt::cli::add_sweep_command(app);
   lbt::cli::add_fit_command(app);
   lbt::cli::add_scaling_command(app);
+  lbt::cli::add_noise_command(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

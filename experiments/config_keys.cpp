@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <sstream>
 
+#include "noise/online_estimator.hpp"
 #include "optim/optimizer.hpp"
 #include "trainer/schedule_config.hpp"
 #include "trainer/train_config.hpp"
@@ -18,6 +19,7 @@ std::vector<ConfigKey> run_config_keys() {
   optim::apply_exclusions(config, segments);
   optim::make_optimizer(config, 16);
   trainer::make_schedule(config, {lr, 128, 100, 1000});
+  noise::read_online_options(config);
   return config.known_keys();
 }
 

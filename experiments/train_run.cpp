@@ -101,6 +101,7 @@ RunResult run_training(Config& config, const RunOptions& options, comm::Communic
                                             total_steps};
   if (comm.rank() != 0) schedule_context.warnings = nullptr;  // rank 0 speaks for all
   schedules::Schedule schedule = trainer::make_schedule(config, schedule_context);
+  const noise::OnlineOptions noise_options = noise::read_online_options(config);
   config.check_no_unknown_keys();
 
   // Every rank starts from rank 0's parameters, whatever its RNG did.
@@ -140,6 +141,9 @@ RunResult run_training(Config& config, const RunOptions& options, comm::Communic
 
   trainer::TrainContext ctx{cfg, *model, *optimizer, schedule, comm, splits, sampler,
                             total_steps, run_dir.get(), options.progress};
+  ctx.noise = noise_options;
+  ProbeContext probe_context{*model, splits, cfg, run_dir.get()};
+  if (options.probe) ctx.probe = [&](std::int64_t step) { options.probe(step, probe_context); };
   ctx.resume_from = resume_from;
   ctx.checkpoint_every = cfg.checkpoint_every;
   if (cfg.checkpoint_every > 0 || cfg.checkpoint_final) {

@@ -3,6 +3,7 @@
 // `lbt train` calls it once; sweeps call it once per trial.
 #pragma once
 #include <filesystem>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -17,11 +18,21 @@ enum class Resume {
   kRequired,  // continue from `out`'s newest checkpoint; error when there is none
 };
 
+// What a per-step probe (e.g. `lbt noise`'s Hessian-weighted B_noise) may use; it runs at the
+// top of a step, before any gradient work, on this rank's data.
+struct ProbeContext {
+  nn::Model& model;
+  const data::Splits& data;
+  const trainer::TrainConfig& config;
+  trainer::RunDirectory* run_dir;  // rank 0 only
+};
+
 struct RunOptions {
   std::filesystem::path out;  // empty: runs/<config stem>-<timestamp>
   bool overwrite = false;
   bool progress = true;       // live line on a terminal
   Resume resume = Resume::kNo;
+  std::function<void(std::int64_t step, ProbeContext& context)> probe;  // empty: none
 };
 
 struct RunResult {

@@ -8,6 +8,7 @@
 
 #include "trainer/data/prefetch.hpp"
 #include "trainer/nn/loss.hpp"
+#include "trainer/noise_log.hpp"
 #include "trainer/progress.hpp"
 
 namespace lbt::trainer {
@@ -92,6 +93,12 @@ TrainOutcome train(TrainContext& ctx) {
   out.total_steps = ctx.total_steps;
   data::Prefetcher prefetch(train_data, ctx.sampler, b, accum, /*first_step=*/state.step);
   Progress progress(ctx.progress && ctx.comm.rank() == 0, ctx.total_steps);
+  noise::OnlineEstimator noise(ctx.noise, ctx.comm.size(), b, accum, store.segments());
+  log_noise_note(noise, ctx.run_dir, ctx.comm.rank() == 0);
+  std::vector<noise::LinearTap> taps;
+  // loss, correct, examples on this rank; then the noise estimator's sums
+  std::vector<double> sums(3 + noise.num_slots());
+  const std::span<double> noise_sums = std::span<double>(sums).subspan(3);
 
   const auto t_start = Clock::now();
   const double wall_before = out.wall_time_s;  // time spent before a resume
@@ -101,9 +108,10 @@ TrainOutcome train(TrainContext& ctx) {
   double& last_val_accuracy = state.last_val_accuracy;
 
   for (std::int64_t step = state.step; step < ctx.total_steps; ++step) {
+    if (ctx.probe) ctx.probe(step);
     // ---- forward / backward over accum micro-batches: the first writes grads_flat, the
     //      rest add to it (no zeroing pass) ----
-    double sums[3] = {0.0, 0.0, 0.0};  // loss, correct, examples on this rank
+    std::fill(sums.begin(), sums.begin() + 3, 0.0);
     for (std::int64_t micro = 0; micro < accum; ++micro) {
       const data::Batch& batch = prefetch.next();
       const float* logits = model.forward(batch.x.data(), b, true);
@@ -113,12 +121,19 @@ TrainOutcome train(TrainContext& ctx) {
       sums[1] += static_cast<double>(correct);
       sums[2] += static_cast<double>(b);
       model.backward(batch.x.data(), b, /*accumulate=*/micro > 0);
+      noise.after_micro_batch(step, store.grads(), linear_taps(model, batch.x.data(), taps));
     }
     // ---- one fused allreduce of the flat gradient buffer: the global-batch mean gradient ----
+    noise.before_allreduce(step, store.grads(), noise_sums);  // |g_local|^2: the small batch
     ctx.comm.allreduce(store.grads(), comm::ReduceOp::kAvg);
-    ctx.comm.allreduce(std::span<double>(sums, 3), comm::ReduceOp::kSum);
+    ctx.comm.allreduce(std::span<double>(sums), comm::ReduceOp::kSum);
     const double loss = sums[0] / sums[2];
     const double grad_norm = l2_norm(store.grads());
+    // ---- noise scale: |g_global|^2 is the big batch; a noise.jsonl line every noise.every ----
+    if (const auto* report = noise.after_allreduce(step, store.grads(), grad_norm, noise_sums)) {
+      log_noise(*report, ctx.run_dir);
+      if (const auto* h = noise.headline()) progress.set_noise_scale(h->b_simple, h->ci_low, h->ci_high);
+    }
 
     // ---- divergence: an outcome, recorded before the update can spoil the parameters ----
     if (first_loss < 0.0 && std::isfinite(loss)) first_loss = loss;

@@ -4,6 +4,9 @@
 #include <functional>
 #include <string>
 
+#include <functional>
+
+#include "noise/online_estimator.hpp"
 #include "optim/optimizer.hpp"
 #include "schedules/schedule.hpp"
 #include "trainer/comm/communicator.hpp"
@@ -56,6 +59,10 @@ struct TrainContext {
   std::int64_t total_steps = 0;
   RunDirectory* run_dir = nullptr;  // rank 0 only
   bool progress = false;            // live progress line on stderr
+  noise::OnlineOptions noise;       // online gradient-noise-scale estimate (noise.jsonl)
+  // Called at the top of every step, before any gradient work (grads are free to use);
+  // e.g. the Hessian-weighted B_noise probe of `lbt noise`. Empty: nothing.
+  std::function<void(std::int64_t step)> probe;
   LoopState resume_from;            // step 0 for a fresh run
   // Called on every rank after step `state.step` when it is a multiple of checkpoint_every,
   // and after the last step; writes a checkpoint (rank 0) from the model/optimizer state.

@@ -3,6 +3,7 @@
 
 #include <unistd.h>
 
+#include <cmath>
 #include <cstdio>
 
 namespace lbt::trainer {
@@ -19,11 +20,21 @@ void Progress::update(std::int64_t step, double loss, double val_accuracy, doubl
   const double eta = step > 0 ? elapsed / step * (total_ - step) : 0.0;
   char val[32] = "  -   ";
   if (val_accuracy >= 0) std::snprintf(val, sizeof val, "%.4f", val_accuracy);
-  std::fprintf(stderr, "\rstep %lld/%lld | loss %.4f | val_acc %s | %.0f samples/s | ETA %d:%02d   ",
-               static_cast<long long>(step), static_cast<long long>(total_), loss, val,
+  char noise[64] = "";
+  if (b_simple_ >= 0) {
+    std::snprintf(noise, sizeof noise, " | B_simple %.3g [%.3g, %.3g]", b_simple_, b_low_, b_high_);
+  }
+  std::fprintf(stderr, "\rstep %lld/%lld | loss %.4f | val_acc %s%s | %.0f samples/s | ETA %d:%02d   ",
+               static_cast<long long>(step), static_cast<long long>(total_), loss, val, noise,
                samples_per_s_, static_cast<int>(eta) / 60, static_cast<int>(eta) % 60);
   std::fflush(stderr);
   printed_ = true;
+}
+
+void Progress::set_noise_scale(double b_simple, double low, double high) {
+  b_simple_ = std::isfinite(b_simple) ? b_simple : -1.0;
+  b_low_ = low;
+  b_high_ = high;
 }
 
 void Progress::finish() {

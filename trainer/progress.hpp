@@ -11,6 +11,8 @@ class Progress {
   Progress(bool enabled, std::int64_t total_steps);
   // val_accuracy < 0: not evaluated yet; samples_per_s < 0: keep the last value.
   void update(std::int64_t step, double loss, double val_accuracy, double samples_per_s);
+  // Shows B_simple [low, high] (the gradient noise scale) from now on; NaN hides it.
+  void set_noise_scale(double b_simple, double low, double high);
   void finish();
 
  private:
@@ -19,6 +21,7 @@ class Progress {
   double samples_per_s_ = 0.0;
   std::chrono::steady_clock::time_point start_;
   bool printed_ = false;
+  double b_simple_ = -1.0, b_low_ = 0.0, b_high_ = 0.0;
 };
 
 }  // namespace lbt::trainer

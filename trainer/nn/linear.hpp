@@ -21,6 +21,8 @@ class Linear final : public Layer {
 
   const float* weight() const { return w_; }
   const float* bias() const { return b_; }
+  std::size_t weight_segment() const { return w_segment_; }
+  std::size_t bias_segment() const { return b_segment_; }
 
  private:
   std::int64_t in_, out_;

@@ -1,0 +1,63 @@
+// `lbt noise --config FILE [--steps N] [--at-steps 0,500,2000] [--out DIR]`: the gradient noise
+// scale during training with 95% intervals, both estimators, B_noise at the requested steps, a plot.
+#include <cstdio>
+#include <cstdlib>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "cli/commands.hpp"
+#include "core/config.hpp"
+#include "experiments/noise_run.hpp"
+
+namespace lbt::cli {
+
+namespace {
+struct NoiseArgs {
+  std::string config_path, out;
+  std::vector<std::string> sets;
+  std::int64_t steps = 0;
+  std::vector<std::int64_t> at_steps;
+  bool overwrite = false, quiet = false, no_plot = false;
+};
+}  // namespace
+
+void add_noise_command(CLI::App& app) {
+  auto args = std::make_shared<NoiseArgs>();
+  CLI::App* cmd = app.add_subcommand(
+      "noise", "Gradient noise scale B_simple during training (McCandlish et al. 2018), with 95% intervals");
+  cmd->add_option("--config,-c", args->config_path, "TOML config (e.g. experiments/configs/synthetic_regression.toml)")
+      ->required()
+      ->check(CLI::ExistingFile);
+  cmd->add_option("--steps", args->steps, "Train this many steps (default: the config's budget)");
+  cmd->add_option("--at-steps", args->at_steps, "Report B_simple and measure B_noise at these steps: 0,500,2000")
+      ->delimiter(',');
+  cmd->add_option("--set,-s", args->sets, "Override a config key (repeatable), e.g. noise.every=5");
+  cmd->add_option("--out,-o", args->out, "Run directory (default: runs/<config>-<timestamp>)");
+  cmd->add_flag("--overwrite", args->overwrite, "Replace an existing run directory");
+  cmd->add_flag("--quiet,-q", args->quiet, "No progress line");
+  cmd->add_flag("--no-plot", args->no_plot, "Skip noise.png");
+  cmd->callback([args] {
+    Config config = Config::from_file(args->config_path);
+    for (const auto& s : args->sets) config.set(s);
+    experiments::NoiseRunOptions options;
+    options.run = {args->out, args->overwrite, !args->quiet};
+    options.steps = args->steps;
+    options.at_steps = args->at_steps;
+    auto result = experiments::run_noise(config, options);
+    if (const char* r = std::getenv("OMPI_COMM_WORLD_RANK"); r && std::string(r) != "0") return;
+    std::printf("%s", experiments::format_noise_report(result).c_str());
+    std::printf("run directory: %s (noise.jsonl)\n", result.run.run_dir.c_str());
+    std::fflush(stdout);
+    if (!args->no_plot) {
+      // Debian's matplotlib belongs to /usr/bin/python3 (another python3 may come first on PATH)
+      const std::string cmdline = "/usr/bin/python3 '" LBT_SOURCE_DIR "/notebooks/lbt_plot_noise.py' '" +
+                                  result.run.run_dir.string() + "'";
+      if (std::system(cmdline.c_str()) != 0) {
+        std::fprintf(stderr, "warning: plot failed (%s); noise.jsonl is complete\n", cmdline.c_str());
+      }
+    }
+  });
+}
+
+}  // namespace lbt::cli

@@ -1,0 +1,188 @@
+// run_noise; see noise_run.hpp.
+#include "experiments/noise_run.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <random>
+#include <sstream>
+
+#include "core/error.hpp"
+#include "core/rng.hpp"
+#include "noise/hessian_noise.hpp"
+#include "trainer/nn/loss.hpp"
+
+namespace lbt::experiments {
+namespace {
+
+struct HessianOptions {
+  std::int64_t small_batches = 16;  // K small-batch gradients for tr(H Sigma)
+  std::int64_t examples = 2048;     // examples behind each gradient of the HVP oracle
+};
+
+// Mean gradient over rows `rows` of `data` into `out`, in chunks of `chunk` examples.
+void mean_gradient(nn::Model& model, const data::Dataset& data, const std::vector<std::int64_t>& rows,
+                   std::int64_t chunk, std::span<float> out) {
+  ParameterStore& store = model.store();
+  store.zero_grads();
+  std::vector<float> x(static_cast<std::size_t>(chunk * data.dim)), targets;
+  std::vector<std::int32_t> labels(static_cast<std::size_t>(chunk));
+  targets.resize(static_cast<std::size_t>(chunk * std::max<std::int64_t>(data.target_dim, 1)));
+  const float scale = 1.0f / static_cast<float>(rows.size());
+  for (std::size_t start = 0; start < rows.size(); start += chunk) {
+    const std::int64_t b = std::min<std::int64_t>(chunk, rows.size() - start);
+    for (std::int64_t j = 0; j < b; ++j) {
+      const std::int64_t i = rows[start + j];
+      std::copy(data.row(i), data.row(i) + data.dim, x.begin() + j * data.dim);
+      if (data.is_classification()) labels[j] = data.labels[i];
+      for (std::int64_t t = 0; t < data.target_dim; ++t) targets[j * data.target_dim + t] = data.targets[i * data.target_dim + t];
+    }
+    const float* out_act = model.forward(x.data(), b, true);
+    if (data.is_classification()) {
+      nn::softmax_cross_entropy(out_act, labels.data(), b, model.output_dim(), model.output_grad(), scale, nullptr);
+    } else {
+      nn::half_squared_error(out_act, targets.data(), b, model.output_dim(), model.output_grad(), scale);
+    }
+    model.backward(x.data(), b, /*accumulate=*/start > 0);
+  }
+  std::copy(store.grads().begin(), store.grads().end(), out.begin());
+}
+
+// Hessian-weighted B_noise at the current parameters (noise/hessian_noise.hpp), written to
+// noise.jsonl as estimator "hessian". Parameters are restored; gradients are scratch here.
+void probe_b_noise(std::int64_t step, ProbeContext& ctx, const HessianOptions& h) {
+  nn::Model& model = ctx.model;
+  const data::Dataset& data = ctx.data.train;
+  const std::int64_t b = ctx.config.micro_batch;
+  const std::size_t n = model.store().num_params();
+  std::mt19937_64 rng(ctx.config.seed * 1000003 + static_cast<std::uint64_t>(step));
+  std::uniform_int_distribution<std::int64_t> pick(0, data.n - 1);
+  auto draw = [&](std::int64_t count) {
+    std::vector<std::int64_t> rows(static_cast<std::size_t>(count));
+    for (auto& r : rows) r = pick(rng);
+    return rows;
+  };
+  std::vector<std::vector<float>> small(static_cast<std::size_t>(h.small_batches), std::vector<float>(n));
+  for (auto& g : small) mean_gradient(model, data, draw(b), b, g);
+  const std::vector<float> theta(model.store().params().begin(), model.store().params().end());
+  const std::vector<std::int64_t> big_rows = draw(std::min(h.examples, data.n));
+  noise::GradientFn grad = [&](std::span<const float> params, std::span<float> out) {
+    std::copy(params.begin(), params.end(), model.store().params().begin());
+    mean_gradient(model, data, big_rows, std::max<std::int64_t>(b, 256), out);
+  };
+  const noise::HessianNoise r = noise::hessian_noise_scale(grad, theta, small, static_cast<double>(b));
+  std::copy(theta.begin(), theta.end(), model.store().params().begin());
+  model.store().zero_grads();
+  // B_simple from the same small batches, for comparison: tr(Sigma) and |G|^2 as in hessian_noise
+  std::vector<double> mean(n, 0.0);
+  for (const auto& g : small) for (std::size_t i = 0; i < n; ++i) mean[i] += g[i] / small.size();
+  double spread = 0.0, mean_sq = 0.0;
+  for (const auto& g : small) for (std::size_t i = 0; i < n; ++i) spread += (g[i] - mean[i]) * (g[i] - mean[i]);
+  for (double m : mean) mean_sq += m * m;
+  const double tr = b * spread / (small.size() - 1.0);
+  const double G_sq = mean_sq - tr / (small.size() * static_cast<double>(b));
+  if (ctx.run_dir) {
+    ctx.run_dir->append_noise({{"step", step}, {"estimator", "hessian"}, {"b_noise", r.b_noise},
+                               {"tr_H_sigma", r.tr_H_sigma}, {"gHg", r.gHg},
+                               {"b_simple_same_batches", tr / G_sq}, {"small_batches", small.size()},
+                               {"b_small", b}, {"hvp_examples", big_rows.size()}});
+  }
+}
+
+}  // namespace
+
+NoiseRunResult run_noise(Config& config, const NoiseRunOptions& options) {
+  if (!config.has("noise.enabled")) config.set("noise.enabled=true");
+  if (options.steps > 0) config.set("train.steps=" + std::to_string(options.steps));
+  HessianOptions h;
+  h.small_batches = config.get_int("noise.hessian.small_batches", 16,
+                                   "lbt noise: small-batch gradients K behind tr(H Sigma) at --at-steps");
+  h.examples = config.get_int("noise.hessian.examples", 2048,
+                              "lbt noise: examples per gradient in the Hessian-vector products");
+  const bool hessian = config.get_bool("noise.hessian.enabled", true,
+                                       "lbt noise: measure the Hessian-weighted B_noise at --at-steps");
+  if (h.small_batches < 2) config.fail("noise.hessian.small_batches", ">= 2", std::to_string(h.small_batches));
+  if (h.examples < 1) config.fail("noise.hessian.examples", ">= 1", std::to_string(h.examples));
+
+  NoiseRunOptions o = options;
+  std::vector<std::int64_t> at = o.at_steps;
+  if (hessian && !at.empty()) {
+    o.run.probe = [at, h](std::int64_t step, ProbeContext& ctx) {
+      if (std::find(at.begin(), at.end(), step) != at.end()) probe_b_noise(step, ctx, h);
+    };
+  }
+  NoiseRunResult result;
+  result.run = run_training(config, o.run);
+
+  // ---- read noise.jsonl back: the last measurement at or before each requested step ----
+  std::ifstream in(result.run.run_dir / "noise.jsonl");
+  std::vector<nlohmann::json> lines;
+  for (std::string line; std::getline(in, line);) {
+    auto j = nlohmann::json::parse(line, nullptr, false);
+    if (!j.is_discarded() && j.contains("estimator")) lines.push_back(std::move(j));
+  }
+  auto num = [](const nlohmann::json& v) { return v.is_number() ? v.get<double>() : NAN; };
+  if (at.empty() && result.run.outcome.steps > 0) at.push_back(result.run.outcome.steps - 1);
+  for (std::int64_t s : at) {
+    for (const char* name : {"two_batch", "per_example", "hessian"}) {
+      const nlohmann::json* best = nullptr;
+      for (const auto& j : lines) {
+        if (j["estimator"] == name && j["step"].get<std::int64_t>() <= s) best = &j;
+      }
+      if (!best) continue;
+      NoiseAtStep row{s, (*best)["step"].get<std::int64_t>(), name};
+      if (std::string(name) == "hessian") {
+        row.b_noise = num((*best)["b_noise"]);
+        row.b_simple = num((*best)["b_simple_same_batches"]);
+        row.ci_low = row.ci_high = NAN;
+      } else {
+        row.b_simple = num((*best)["b_simple"]);
+        row.ci_low = num((*best)["b_simple_ci95"][0]);
+        row.ci_high = num((*best)["b_simple_ci95"][1]);
+      }
+      result.rows.push_back(row);
+    }
+  }
+  // headline: the last smoothed two_batch line, else per_example
+  for (const char* name : {"per_example", "two_batch"}) {
+    for (const auto& j : lines) {
+      if (j["estimator"] == name) {
+        result.final_b_simple = num(j["b_simple"]);
+        result.final_low = num(j["b_simple_ci95"][0]);
+        result.final_high = num(j["b_simple_ci95"][1]);
+      }
+    }
+  }
+  char buf[512];
+  std::snprintf(buf, sizeof buf,
+                "Recommendation: the critical batch size is about B_noise (McCandlish et al. 2018), "
+                "and B_simple ~ %.0f [%.0f, %.0f] at the end of this run is its proxy, so global "
+                "batches up to about %.0f should cut steps almost in proportion, while larger ones "
+                "mostly spend more examples for little gain (B_simple grows as the loss falls, so "
+                "re-measure later in training).",
+                result.final_b_simple, result.final_low, result.final_high, result.final_b_simple);
+  result.recommendation = buf;
+  return result;
+}
+
+std::string format_noise_report(const NoiseRunResult& r) {
+  std::ostringstream ss;
+  char buf[256];
+  std::snprintf(buf, sizeof buf, "%10s %10s  %-12s %12s  %-24s %10s\n", "at_step", "measured",
+                "estimator", "B_simple", "95% interval", "B_noise");
+  ss << buf;
+  for (const auto& row : r.rows) {
+    char interval[64] = "-", bn[32] = "-";
+    if (std::isfinite(row.ci_low)) std::snprintf(interval, sizeof interval, "[%.4g, %.4g]", row.ci_low, row.ci_high);
+    if (row.estimator == "hessian") std::snprintf(bn, sizeof bn, "%.4g", row.b_noise);
+    std::snprintf(buf, sizeof buf, "%10lld %10lld  %-12s %12.4g  %-24s %10s\n",
+                  static_cast<long long>(row.requested), static_cast<long long>(row.measured),
+                  row.estimator.c_str(), row.b_simple, interval, bn);
+    ss << buf;
+  }
+  ss << r.recommendation << "\n";
+  return ss.str();
+}
+
+}  // namespace lbt::experiments

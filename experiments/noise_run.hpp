@@ -1,0 +1,40 @@
+// `lbt noise`: train with the online noise estimator on, measure the Hessian-weighted B_noise at
+// requested steps, and report B_simple with 95% intervals for both estimators at those steps
+// (McCandlish, Kaplan, Amodei 2018, arXiv:1812.06162: B_crit ~ B_noise, B_simple its proxy).
+#pragma once
+#include <cstdint>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "core/config.hpp"
+#include "experiments/train_run.hpp"
+
+namespace lbt::experiments {
+
+struct NoiseRunOptions {
+  RunOptions run;
+  std::int64_t steps = 0;              // 0: the config's budget
+  std::vector<std::int64_t> at_steps;  // report (and probe B_noise) at these steps
+};
+
+struct NoiseAtStep {
+  std::int64_t requested = 0, measured = -1;  // measured: last noise.jsonl step <= requested
+  std::string estimator;                       // two_batch | per_example | hessian
+  double b_simple = 0.0, ci_low = 0.0, ci_high = 0.0;
+  double b_noise = 0.0;                        // hessian rows only
+};
+
+struct NoiseRunResult {
+  RunResult run;
+  std::vector<NoiseAtStep> rows;
+  double final_b_simple = 0.0, final_low = 0.0, final_high = 0.0;
+  std::string recommendation;  // one sentence
+};
+
+NoiseRunResult run_noise(Config& config, const NoiseRunOptions& options);
+
+// The table printed by `lbt noise` (rows, then the recommendation).
+std::string format_noise_report(const NoiseRunResult& result);
+
+}  // namespace lbt::experiments

@@ -1,0 +1,202 @@
+// Online noise-scale estimation during training; see online_estimator.hpp.
+#include "noise/online_estimator.hpp"
+
+#include <cmath>
+#include <limits>
+#include <numeric>
+
+#include "core/error.hpp"
+
+namespace lbt::noise {
+
+std::string OnlineOptions::estimator_name() const {
+  return two_batch && per_example ? "both" : two_batch ? "two_batch" : "per_example";
+}
+
+OnlineOptions read_online_options(Config& c, bool enabled_default) {
+  OnlineOptions o;
+  o.enabled = c.get_bool("noise.enabled", enabled_default,
+                         "measure the gradient noise scale B_simple during training (noise.jsonl)");
+  o.every = c.get_int("noise.every", 10, "measure on every N-th optimizer step");
+  const std::string est = c.get_string("noise.estimator", "both", "two_batch | per_example | both");
+  o.ema = c.get_double("noise.ema", NoiseScaleTracker::kDefaultBeta,
+                       "EMA decay of |G|^2 and tr(Sigma) (bias-corrected; 0.95 ~ last 39 estimates)");
+  o.per_segment = c.get_bool("noise.per_segment", false, "also report B_simple per parameter tensor");
+  if (est == "two_batch") o.per_example = false;
+  else if (est == "per_example") o.two_batch = false;
+  else if (est != "both") c.fail("noise.estimator", "one of: two_batch, per_example, both", "'" + est + "'");
+  if (o.every <= 0) c.fail("noise.every", "> 0", std::to_string(o.every), "e.g. noise.every = 10");
+  if (!(o.ema >= 0.0 && o.ema < 1.0)) {
+    c.fail("noise.ema", "in [0, 1)", std::to_string(o.ema), "e.g. 0.95; 0 disables smoothing");
+  }
+  return o;
+}
+
+OnlineEstimator::OnlineEstimator(const OnlineOptions& options, int world_size,
+                                 std::int64_t micro_batch, std::int64_t accum,
+                                 std::span<const Segment> segments)
+    : options_(options), segments_(segments.begin(), segments.end()),
+      num_segments_(segments.size()), micro_batch_(micro_batch), accum_(accum) {
+  B_big_ = static_cast<double>(world_size) * micro_batch * accum;
+  grad_scale_ = 1.0 / static_cast<double>(micro_batch * accum);
+  small_sq_.assign(num_segments_, 0.0);
+  example_sq_.assign(num_segments_, 0.0);
+  big_sq_.assign(num_segments_, 0.0);
+  if (!options_.enabled) return;
+  if (options_.two_batch) {
+    if (world_size >= 2) {
+      // each rank's local gradient is a small batch: free, one read of the buffer
+      small_ = SmallBatch::kRankLocal;
+      b_small_ = static_cast<double>(micro_batch * accum);
+    } else if (accum >= 2) {
+      // one process: each micro-batch is a small batch, read off the accumulation buffer
+      small_ = SmallBatch::kMicroBatch;
+      b_small_ = static_cast<double>(micro_batch);
+      std::size_t n = 0;
+      for (const Segment& s : segments_) n = std::max(n, s.offset + s.size);
+      previous_.resize(n);
+    } else {
+      note_ = "noise: the two_batch estimator needs a small batch and there is none: one process "
+              "with train.accum_steps = 1. Set train.accum_steps >= 2 (micro-batches become the "
+              "small batches) or run on >= 2 ranks.";
+      note_ += options_.per_example ? " The per_example estimator still runs."
+                                    : " Set noise.estimator = \"per_example\" or \"both\" for a "
+                                      "single-batch estimate.";
+    }
+  }
+  auto add = [&](const char* name, double b) {
+    EstimatorReport r;
+    r.name = name;
+    r.b_small = b;
+    r.B_big = B_big_;
+    if (options_.per_segment) r.segments.resize(num_segments_);
+    report_.estimators.push_back(std::move(r));
+    trackers_.emplace_back(options_.ema);
+    seg_trackers_.emplace_back(options_.per_segment ? num_segments_ : 0,
+                               NoiseScaleTracker(options_.ema));
+    return static_cast<int>(report_.estimators.size()) - 1;
+  };
+  if (small_ != SmallBatch::kNone) two_batch_index_ = add("two_batch", b_small_);
+  if (options_.per_example) per_example_index_ = add("per_example", 1.0);
+  if (options_.per_segment) {
+    for (const Segment& s : segments_) report_.segment_names.push_back(s.name);
+  }
+}
+
+void OnlineEstimator::segment_sq_norms(std::span<const float> v, std::span<double> out) const {
+  for (std::size_t s = 0; s < num_segments_; ++s) {
+    const float* p = v.data() + segments_[s].offset;
+    const std::size_t n = segments_[s].size;
+    double sum = 0.0;
+#pragma omp parallel for simd reduction(+ : sum) if (n > 262144)
+    for (std::size_t i = 0; i < n; ++i) sum += static_cast<double>(p[i]) * p[i];
+    out[s] = sum;
+  }
+}
+
+void OnlineEstimator::after_micro_batch(std::int64_t step, std::span<const float> grads,
+                                        std::span<const LinearTap> taps) {
+  if (!active(step)) return;
+  if (small_ == SmallBatch::kMicroBatch) {
+    // This micro-batch added g_k / accum to the buffer: |g_k|^2 = accum^2 |A_k - A_{k-1}|^2.
+    // One fused pass reads A_k and A_{k-1} and stores A_k for the next micro-batch.
+    const double scale = static_cast<double>(accum_) * accum_;
+    const bool first = micro_seen_ == 0;  // A_0 = 0: no need to clear previous_
+    for (std::size_t s = 0; s < num_segments_; ++s) {
+      const float* cur = grads.data() + segments_[s].offset;
+      float* prev = previous_.data() + segments_[s].offset;
+      const std::size_t n = segments_[s].size;
+      double sum = 0.0;
+#pragma omp parallel for simd reduction(+ : sum) if (n > 262144)
+      for (std::size_t i = 0; i < n; ++i) {
+        const float d = first ? cur[i] : cur[i] - prev[i];
+        sum += static_cast<double>(d) * d;
+        prev[i] = cur[i];
+      }
+      small_sq_[s] += scale * sum;
+    }
+    small_count_ += 1.0;
+  }
+  if (per_example_index_ >= 0) {
+    if (!taps_checked_) {
+      std::vector<bool> covered(num_segments_, false);
+      for (const LinearTap& t : taps) covered[t.weight_segment] = covered[t.bias_segment] = true;
+      for (std::size_t s = 0; s < num_segments_; ++s) {
+        if (!covered[s] && segments_[s].size > 0) {
+          throw ConfigError("noise.estimator = per_example: parameter '" + segments_[s].name +
+                                "' is not in a Linear layer, so its per-example norms are unknown",
+                            "use noise.estimator = \"two_batch\" for this model");
+        }
+      }
+      taps_checked_ = true;
+    }
+    add_per_example_sq_norms(taps, micro_batch_, grad_scale_, example_sq_);
+    example_count_ += static_cast<double>(micro_batch_);
+  }
+  ++micro_seen_;
+}
+
+void OnlineEstimator::before_allreduce(std::int64_t step, std::span<const float> grads,
+                                       std::span<double> slots) {
+  std::fill(slots.begin(), slots.end(), 0.0);
+  if (!active(step)) return;
+  if (small_ == SmallBatch::kRankLocal) {
+    segment_sq_norms(grads, small_sq_);  // this rank's gradient, before averaging
+    small_count_ = 1.0;
+  }
+  // slots: [sum |g_small|^2, #small batches, sum |g_n|^2, #examples, per segment: small, examples]
+  slots[0] = std::accumulate(small_sq_.begin(), small_sq_.end(), 0.0);
+  slots[1] = small_count_;
+  slots[2] = std::accumulate(example_sq_.begin(), example_sq_.end(), 0.0);
+  slots[3] = example_count_;
+  std::copy(small_sq_.begin(), small_sq_.end(), slots.begin() + 4);
+  std::copy(example_sq_.begin(), example_sq_.end(), slots.begin() + 4 + num_segments_);
+}
+
+void OnlineEstimator::update(EstimatorReport& r, std::vector<NoiseScaleTracker>& seg_trackers,
+                             NoiseScaleTracker& tracker, const NoiseEstimate& total,
+                             std::span<const double> seg_small, double count, bool per_example) {
+  r.step = total;
+  tracker.add(total);
+  r.smoothed = tracker.current();
+  if (!options_.per_segment) return;
+  for (std::size_t s = 0; s < num_segments_; ++s) {
+    const double small = seg_small[s] / count;
+    seg_trackers[s].add(per_example ? per_example_estimate(count, small, big_sq_[s])
+                                    : two_batch_estimate(b_small_, small, B_big_, big_sq_[s]));
+    r.segments[s] = seg_trackers[s].current();
+  }
+}
+
+const NoiseReport* OnlineEstimator::after_allreduce(std::int64_t step,
+                                                    std::span<const float> grads,
+                                                    double grad_norm,
+                                                    std::span<const double> slots) {
+  if (!active(step)) return nullptr;
+  const double g_big_sq = grad_norm * grad_norm;  // |G_B|^2 of the global mean gradient
+  if (options_.per_segment) segment_sq_norms(grads, big_sq_);
+  report_.step = step;
+  if (two_batch_index_ >= 0 && slots[1] > 0.0) {
+    const double g_small_sq = slots[0] / slots[1];  // mean over all small batches of all ranks
+    update(report_.estimators[two_batch_index_], seg_trackers_[two_batch_index_],
+           trackers_[two_batch_index_], two_batch_estimate(b_small_, g_small_sq, B_big_, g_big_sq),
+           slots.subspan(4, num_segments_), slots[1], false);
+  }
+  if (per_example_index_ >= 0 && slots[3] > 1.0) {
+    update(report_.estimators[per_example_index_], seg_trackers_[per_example_index_],
+           trackers_[per_example_index_], per_example_estimate(slots[3], slots[2] / slots[3], g_big_sq),
+           slots.subspan(4 + num_segments_, num_segments_), slots[3], true);
+  }
+  std::fill(small_sq_.begin(), small_sq_.end(), 0.0);
+  std::fill(example_sq_.begin(), example_sq_.end(), 0.0);
+  small_count_ = example_count_ = 0.0;
+  micro_seen_ = 0;
+  return &report_;
+}
+
+const NoiseScale* OnlineEstimator::headline() const {
+  if (report_.estimators.empty()) return nullptr;
+  return &report_.estimators.front().smoothed;
+}
+
+}  // namespace lbt::noise

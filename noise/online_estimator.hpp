@@ -1,0 +1,107 @@
+// The gradient noise scale measured during training (McCandlish et al. 2018, arXiv:1812.06162,
+// App. A.1): the trainer calls three hooks per step and gets a report every `noise.every` steps.
+//   two_batch:   small batch = a rank's local gradient (>= 2 ranks) or one micro-batch of
+//                gradient accumulation (one process, accum >= 2); big batch = the global batch.
+//   per_example: per-example gradient norms of Linear layers over the global batch.
+// Both feed NoiseScaleTracker (EMA of |G|^2 and tr(Sigma), B_simple with a 95% interval).
+#pragma once
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "core/config.hpp"
+#include "core/params.hpp"
+#include "core/tensor.hpp"
+#include "noise/gradient_noise.hpp"
+#include "noise/per_example.hpp"
+
+namespace lbt::noise {
+
+struct OnlineOptions {
+  bool enabled = false;
+  std::int64_t every = 10;       // measure on steps with step % every == 0
+  bool two_batch = true, per_example = true;
+  double ema = NoiseScaleTracker::kDefaultBeta;
+  bool per_segment = false;      // also report B_simple per parameter tensor
+  std::string estimator_name() const;
+};
+
+// Reads and validates the `noise.*` keys.
+OnlineOptions read_online_options(Config& config, bool enabled_default = false);
+
+// One estimator's view at a report step.
+struct EstimatorReport {
+  std::string name;                  // "two_batch" | "per_example"
+  double b_small = 0.0, B_big = 0.0;  // batch sizes (per_example: b_small = 1)
+  NoiseEstimate step;                 // this step's unbiased estimates
+  NoiseScale smoothed;                // EMAs, B_simple and its interval
+  std::vector<NoiseScale> segments;   // per segment when per_segment is on
+};
+
+struct NoiseReport {
+  std::int64_t step = 0;  // 0-based: the gradient at the parameters after `step` updates
+  std::vector<EstimatorReport> estimators;
+  std::vector<std::string> segment_names;
+};
+
+class OnlineEstimator {
+ public:
+  // @param world_size   data-parallel ranks
+  // @param micro_batch  examples per forward/backward on one rank
+  // @param accum        micro-batches per optimizer step
+  // @param segments     the model's segment table (per-segment norms, per_example taps)
+  OnlineEstimator(const OnlineOptions& options, int world_size, std::int64_t micro_batch,
+                  std::int64_t accum, std::span<const Segment> segments);
+
+  bool active(std::int64_t step) const { return options_.enabled && step % options_.every == 0; }
+  // Doubles the trainer adds to its metrics allreduce (kSum); see before_allreduce.
+  std::size_t num_slots() const { return 4 + 2 * num_segments_; }
+
+  // After each micro-batch's backward: `grads` holds the accumulated gradient so far, `taps`
+  // the Linear layers' inputs and output deltas of this micro-batch.
+  void after_micro_batch(std::int64_t step, std::span<const float> grads,
+                         std::span<const LinearTap> taps);
+  // Before the gradient allreduce: writes this rank's sums into `slots` ([num_slots()]).
+  void before_allreduce(std::int64_t step, std::span<const float> grads, std::span<double> slots);
+  // After the allreduce (grads = global mean gradient, slots summed over ranks). Returns the
+  // report on active steps, else nullptr. grad_norm: |G_B|, which the trainer already has.
+  const NoiseReport* after_allreduce(std::int64_t step, std::span<const float> grads,
+                                     double grad_norm, std::span<const double> slots);
+
+  // Non-empty when an estimator that was asked for cannot run in this layout (said once).
+  const std::string& note() const { return note_; }
+  bool two_batch_available() const { return small_ != SmallBatch::kNone; }
+  const OnlineOptions& options() const { return options_; }
+  // The headline B_simple (two_batch if available, else per_example); NaN before any.
+  const NoiseScale* headline() const;
+
+ private:
+  enum class SmallBatch { kNone, kRankLocal, kMicroBatch };
+  void segment_sq_norms(std::span<const float> v, std::span<double> out) const;
+  void update(EstimatorReport& r, std::vector<NoiseScaleTracker>& seg_trackers,
+              NoiseScaleTracker& tracker, const NoiseEstimate& total,
+              std::span<const double> seg_small, double small_count, bool per_example);
+
+  OnlineOptions options_;
+  std::vector<Segment> segments_;
+  std::size_t num_segments_;
+  std::int64_t micro_batch_, accum_;
+  SmallBatch small_ = SmallBatch::kNone;
+  double b_small_ = 0.0, B_big_ = 0.0, grad_scale_ = 1.0;
+  std::string note_;
+
+  // this rank's accumulators for the active step: [num_segments] each
+  std::vector<double> small_sq_, example_sq_, big_sq_;
+  double small_count_ = 0.0, example_count_ = 0.0;
+  std::int64_t micro_seen_ = 0;
+  bool taps_checked_ = false;
+  AlignedBuffer previous_;  // previous_: [num_params], grads after the last micro-batch
+
+  NoiseReport report_;  // estimators in order: two_batch (if run), per_example (if run)
+  int two_batch_index_ = -1, per_example_index_ = -1;
+  std::vector<NoiseScaleTracker> trackers_;                   // parallel to report_.estimators
+  std::vector<std::vector<NoiseScaleTracker>> seg_trackers_;  // [estimator][segment]
+};
+
+}  // namespace lbt::noise

@@ -1,0 +1,235 @@
+// noise/: two-batch and per-example estimators against hand-computed values and closed forms
+// (McCandlish et al. 2018, arXiv:1812.06162, App. A.1), end to end through the trainer.
+#define BOOST_TEST_MODULE noise
+#include <boost/test/unit_test.hpp>
+
+#include <cmath>
+#include <random>
+
+#include "noise/gradient_noise.hpp"
+#include "noise/hessian_noise.hpp"
+#include "noise/per_example.hpp"
+#include "noise/runs.hpp"
+#include "support/tolerance.hpp"
+#include "trainer/comm/local_communicator.hpp"
+
+using namespace lbt;
+using lbt::test::close;
+
+BOOST_AUTO_TEST_CASE(two_batch_estimate_matches_the_hand_computed_example) {
+  // b = 32, B = 512, |G_b|^2 = 4.0, |G_B|^2 = 1.3:
+  //   |G|^2 = (512*1.3 - 32*4)/480 = 537.6/480 = 1.12
+  //   tr(Sigma) = 2.7 / (1/32 - 1/512) = 2.7 * 512/15 = 92.16;  B_simple = 92.16/1.12 = 82.2857
+  const auto e = noise::two_batch_estimate(32, 4.0, 512, 1.3);
+  BOOST_TEST(close(e.G_sq, 1.12, 1e-12, 1e-12));
+  BOOST_TEST(close(e.trace_sigma, 92.16, 1e-12, 1e-12));
+  BOOST_TEST(close(e.trace_sigma / e.G_sq, 82.2857142857, 1e-9, 1e-9));
+}
+
+BOOST_AUTO_TEST_CASE(two_batch_estimate_inverts_the_expected_norms_exactly) {
+  // E|G_b|^2 = |G|^2 + tr(Sigma)/b for any batch size b
+  for (double G_sq : {0.01, 2.5, 40.0}) {
+    for (double tr : {0.5, 300.0, 1e4}) {
+      const double b = 16, B = 1024;
+      const auto e = noise::two_batch_estimate(b, G_sq + tr / b, B, G_sq + tr / B);
+      BOOST_TEST_CONTEXT("G_sq " << G_sq << " tr " << tr) {
+        BOOST_TEST(close(e.G_sq, G_sq, 1e-12, 1e-10));
+        BOOST_TEST(close(e.trace_sigma, tr, 1e-12, 1e-10));
+      }
+    }
+  }
+}
+
+BOOST_AUTO_TEST_CASE(per_example_estimate_is_the_sample_covariance_trace) {
+  // five 3-d per-example gradients, sample covariance trace computed directly
+  const double g[5][3] = {{1, 2, 0}, {0, -1, 3}, {2, 2, 2}, {-1, 0, 1}, {4, 1, -2}};
+  double mean[3] = {0, 0, 0}, mean_sq = 0;
+  for (auto& row : g) {
+    for (int j = 0; j < 3; ++j) mean[j] += row[j] / 5.0, mean_sq += row[j] * row[j] / 5.0;
+  }
+  double ss = 0, G_sq = 0;
+  for (auto& row : g) for (int j = 0; j < 3; ++j) ss += (row[j] - mean[j]) * (row[j] - mean[j]);
+  for (double m : mean) G_sq += m * m;
+  const auto e = noise::per_example_estimate(5, mean_sq, G_sq);
+  BOOST_TEST(close(e.trace_sigma, ss / 4.0, 1e-12, 1e-12));
+  BOOST_TEST(close(e.G_sq, G_sq - ss / 4.0 / 5.0, 1e-12, 1e-12));
+}
+
+BOOST_AUTO_TEST_CASE(per_example_norms_match_explicit_outer_products) {
+  // one Linear(4 -> 3) layer, batch 6: per-example grads delta_n x_n^T and delta_n, built out
+  const int B = 6, I = 4, O = 3;
+  const double scale = 1.0 / 24;  // as if the loss averaged over 24 examples
+  std::mt19937 rng(3);
+  std::normal_distribution<float> normal;
+  std::vector<float> x(B * I), dy(B * O);
+  for (auto& v : x) v = normal(rng);
+  for (auto& v : dy) v = normal(rng) * static_cast<float>(scale);
+  noise::LinearTap tap{x.data(), dy.data(), I, O, 0, 1};
+  std::vector<double> segs(2, 0.0);
+  const double total = noise::add_per_example_sq_norms({&tap, 1}, B, scale, segs);
+  double want_w = 0, want_b = 0;
+  for (int n = 0; n < B; ++n) {
+    for (int o = 0; o < O; ++o) {
+      const double delta = dy[n * O + o] / scale;
+      want_b += delta * delta;
+      for (int i = 0; i < I; ++i) want_w += (delta * x[n * I + i]) * (delta * x[n * I + i]);
+    }
+  }
+  BOOST_TEST(close(segs[0], want_w, 1e-9, 1e-5));
+  BOOST_TEST(close(segs[1], want_b, 1e-9, 1e-5));
+  BOOST_TEST(close(total, want_w + want_b, 1e-9, 1e-5));
+}
+
+BOOST_AUTO_TEST_CASE(tracker_is_bias_corrected_and_its_interval_shrinks_to_the_constant) {
+  noise::NoiseScaleTracker t(0.9);
+  t.add({2.0, 100.0});
+  BOOST_TEST(t.current().G_sq == 2.0);  // no pull toward 0 after one sample
+  BOOST_TEST(t.current().b_simple == 50.0);
+  for (int i = 0; i < 50; ++i) t.add({2.0, 100.0});
+  const auto s = t.current();
+  BOOST_TEST(close(s.b_simple, 50.0, 1e-12, 1e-12));
+  BOOST_TEST(close(s.ci_low, 50.0, 1e-6, 0));
+  BOOST_TEST(close(s.ci_high, 50.0, 1e-6, 0));
+  BOOST_TEST(close(s.effective_samples, (1 + 0.9) / (1 - 0.9), 0.5, 0));  // 19 for long runs
+}
+
+BOOST_AUTO_TEST_CASE(t_quantile_matches_tables) {
+  for (auto [dof, want] : {std::pair{2.0, 4.303}, {3.0, 3.182}, {5.0, 2.571}, {10.0, 2.228},
+                           {30.0, 2.042}, {1000.0, 1.962}}) {
+    BOOST_TEST_CONTEXT("dof " << dof) { BOOST_TEST(close(noise::t_quantile_975(dof), want, 0, 0.01)); }
+  }
+}
+
+BOOST_AUTO_TEST_CASE(both_estimators_match_the_closed_form_on_synthetic_regression) {
+  // w = 0 held fixed (lr 1e-30): 400 steps of global batch 256 = 8 micro-batches of 32
+  comm::LocalCommunicator comm;
+  const auto dir = std::filesystem::temp_directory_path() / "lbt_test_noise_synthetic";
+  test::train_config(test::synthetic_toml(0, 256, 32, 400, 0.995), comm, dir);
+  const auto problem = data::make_linear_regression(65536, 32, 2.0, 0);
+  const double closed = test::b_simple_with_bias_at_zero(problem.w_star, 2.0);
+  const auto lines = test::read_noise(dir);
+  for (const char* name : {"two_batch", "per_example"}) {
+    BOOST_TEST_CONTEXT(name) {
+      BOOST_REQUIRE(lines.count(name));
+      const double got = lines.at(name).back()["b_simple"].get<double>();
+      BOOST_TEST_MESSAGE(name << ": B_simple " << got << " closed form " << closed);
+      BOOST_TEST(close(got, closed, 0, 0.05));
+    }
+  }
+}
+
+BOOST_AUTO_TEST_CASE(interval_covers_the_truth_in_most_of_20_seeded_repeats) {
+  comm::LocalCommunicator comm;
+  int covered[2] = {0, 0};
+  for (int seed = 0; seed < 20; ++seed) {
+    const auto dir = std::filesystem::temp_directory_path() / "lbt_test_noise_coverage";
+    test::train_config(test::synthetic_toml(seed, 256, 32, 120, 0.95), comm, dir);
+    const auto problem = data::make_linear_regression(65536, 32, 2.0, seed);
+    const double truth = test::dataset_b_simple_at_zero(problem.data);
+    const auto lines = test::read_noise(dir);
+    int k = 0;
+    for (const char* name : {"two_batch", "per_example"}) {
+      const auto& last = lines.at(name).back();
+      const double lo = last["b_simple_ci95"][0].get<double>(), hi = last["b_simple_ci95"][1].get<double>();
+      covered[k++] += lo <= truth && truth <= hi;
+    }
+  }
+  BOOST_TEST_MESSAGE("coverage of 20: two_batch " << covered[0] << ", per_example " << covered[1]);
+  // 95% nominal: 17 or more of 20 happens with probability ~0.98 for a calibrated interval
+  BOOST_TEST(covered[0] >= 16);
+  BOOST_TEST(covered[1] >= 16);
+}
+
+BOOST_AUTO_TEST_CASE(one_process_without_accumulation_says_two_batch_is_unavailable) {
+  comm::LocalCommunicator comm;
+  const auto dir = std::filesystem::temp_directory_path() / "lbt_test_noise_unavailable";
+  test::train_config(test::synthetic_toml(0, 64, 64, 20, 0.9), comm, dir);
+  std::ifstream in(dir / "noise.jsonl");
+  std::string first;
+  std::getline(in, first);
+  BOOST_TEST(first.find("accum_steps >= 2") != std::string::npos);
+  const auto lines = test::read_noise(dir);
+  BOOST_TEST(lines.count("two_batch") == 0u);
+  BOOST_TEST(lines.count("per_example") == 1u);
+}
+
+BOOST_AUTO_TEST_CASE(fashion_mnist_mlp_estimators_agree_within_a_factor_of_1_5) {
+  const std::string toml =
+      "[model]\nspec = \"mlp:784-64-10\"\n"
+      "[data]\ndataset = \"fashion-mnist\"\ntrain_limit = 6000\nvalidation_size = 1000\n"
+      "[train]\nglobal_batch = 256\nmicro_batch = 32\nsteps = 80\neval_every = 1000\n"
+      "log_every = 1000\nthreads = 2\nseed = 1\n"
+      "[optimizer]\nname = \"sgd\"\nlr = 0.05\nmomentum = 0.9\n"
+      "[noise]\nenabled = true\nevery = 1\nestimator = \"both\"\nema = 0.9\n";
+  comm::LocalCommunicator comm;
+  const auto dir = std::filesystem::temp_directory_path() / "lbt_test_noise_fmnist";
+  test::train_config(toml, comm, dir);
+  const auto lines = test::read_noise(dir);
+  const double two = lines.at("two_batch").back()["b_simple"].get<double>();
+  const double per = lines.at("per_example").back()["b_simple"].get<double>();
+  BOOST_TEST_MESSAGE("Fashion-MNIST step 79: two_batch " << two << ", per_example " << per);
+  BOOST_TEST(two > 0.0);
+  BOOST_TEST(per > 0.0);
+  BOOST_TEST(std::max(two, per) / std::min(two, per) <= 1.5);
+}
+
+BOOST_AUTO_TEST_CASE(b_noise_on_a_quadratic_matches_the_closed_form) {
+  // L(theta) = 1/2 (theta - theta*)^T H (theta - theta*), H = diag(1..6) + a rank-one term;
+  // small-batch gradients g_k = G + L z / sqrt(b), Sigma = L L^T known.
+  const int n = 6, K = 20000;
+  const double b = 16;
+  std::vector<double> H(n * n, 0.0), Lf(n * n, 0.0);
+  for (int i = 0; i < n; ++i) {
+    for (int j = 0; j < n; ++j) H[i * n + j] = (i == j ? i + 1.0 : 0.0) + 0.3 * (i + 1) * (j + 1) / n;
+    for (int j = 0; j <= i; ++j) Lf[i * n + j] = (i == j ? 2.0 + i : 0.5 * (i - j));
+  }
+  std::vector<float> theta = {0.5f, -1.0f, 0.25f, 2.0f, -0.75f, 1.0f}, theta_star(n, 0.0f);
+  noise::GradientFn grad = [&](std::span<const float> t, std::span<float> out) {
+    for (int i = 0; i < n; ++i) {
+      double s = 0.0;
+      for (int j = 0; j < n; ++j) s += H[i * n + j] * (t[j] - theta_star[j]);
+      out[i] = static_cast<float>(s);
+    }
+  };
+  std::vector<float> G(n);
+  grad(theta, G);
+  std::mt19937_64 rng(11);
+  std::normal_distribution<double> normal;
+  std::vector<std::vector<float>> small(K, std::vector<float>(n));
+  for (auto& g : small) {
+    double z[n];
+    for (double& v : z) v = normal(rng);
+    for (int i = 0; i < n; ++i) {
+      double s = 0.0;
+      for (int j = 0; j < n; ++j) s += Lf[i * n + j] * z[j];
+      g[i] = static_cast<float>(G[i] + s / std::sqrt(b));
+    }
+  }
+  // closed form: tr(H L L^T) / G^T H G
+  double tr = 0.0, gHg = 0.0;
+  for (int i = 0; i < n; ++i) {
+    for (int j = 0; j < n; ++j) {
+      double sigma_ij = 0.0;
+      for (int k = 0; k < n; ++k) sigma_ij += Lf[i * n + k] * Lf[j * n + k];
+      tr += H[i * n + j] * sigma_ij;
+      gHg += G[i] * H[i * n + j] * G[j];
+    }
+  }
+  const auto h = noise::hessian_noise_scale(grad, theta, small, b);
+  BOOST_TEST_MESSAGE("B_noise " << h.b_noise << " closed form " << tr / gHg);
+  BOOST_TEST(close(h.tr_H_sigma, tr, 0, 0.05));
+  BOOST_TEST(close(h.gHg, gHg, 0, 0.05));
+  BOOST_TEST(close(h.b_noise, tr / gHg, 0, 0.05));
+}
+
+BOOST_AUTO_TEST_CASE(finite_difference_hvp_is_exact_on_a_quadratic) {
+  const std::vector<double> H = {2, 1, 1, 3};
+  noise::GradientFn grad = [&](std::span<const float> t, std::span<float> out) {
+    out[0] = static_cast<float>(H[0] * t[0] + H[1] * t[1]);
+    out[1] = static_cast<float>(H[2] * t[0] + H[3] * t[1]);
+  };
+  std::vector<float> theta = {1.0f, -2.0f}, v = {0.3f, 0.7f}, Hv(2), scratch;
+  noise::hessian_vector_product(grad, theta, v, Hv, scratch);
+  BOOST_TEST(close(Hv[0], 2 * 0.3 + 0.7, 1e-4, 1e-3));
+  BOOST_TEST(close(Hv[1], 0.3 + 3 * 0.7, 1e-4, 1e-3));
+}

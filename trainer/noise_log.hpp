@@ -1,0 +1,31 @@
+// Glue between the model/run directory and noise::OnlineEstimator: the Linear-layer taps the
+// per-example estimator reads, and the noise.jsonl lines (one per estimator per report).
+#pragma once
+#include <nlohmann/json.hpp>
+#include <span>
+#include <vector>
+
+#include "noise/online_estimator.hpp"
+#include "trainer/nn/model.hpp"
+#include "trainer/run_dir.hpp"
+
+namespace lbt::trainer {
+
+// Fills `taps` with each Linear layer's input and output delta from the last forward/backward
+// on input `x` (no allocation after the first call); returns them as a span.
+std::span<const noise::LinearTap> linear_taps(const nn::Model& model, const float* x,
+                                              std::vector<noise::LinearTap>& taps);
+
+// noise.jsonl line for one estimator:
+//   {"step", "estimator", "b_small", "B_big", "G_sq", "trace_sigma", "G_sq_step",
+//    "trace_sigma_step", "b_simple", "b_simple_ci95": [low, high], "n_eff", "samples",
+//    "segments": {name: {"b_simple", "ci95"}} (when noise.per_segment)}
+nlohmann::json noise_json(const noise::NoiseReport& report, const noise::EstimatorReport& e);
+
+// Says once (stderr on rank 0 and a {"note": ...} line in noise.jsonl) what cannot be measured.
+void log_noise_note(const noise::OnlineEstimator& estimator, RunDirectory* run_dir, bool rank0);
+
+// Appends the report's lines to noise.jsonl (when run_dir is set).
+void log_noise(const noise::NoiseReport& report, RunDirectory* run_dir);
+
+}  // namespace lbt::trainer

@@ -19,6 +19,7 @@ class Linear final : public Layer {
   void backward(const float* x, const float* y, const float* dy, float* dx,
                 std::int64_t batch, bool accumulate) override;
 
+  const char* param_prefix() const override { return "fc"; }
   const float* weight() const { return w_; }
   const float* bias() const { return b_; }
 

@@ -20,6 +20,10 @@ class BasicBlock final : public Layer {
   std::int64_t in_features() const override { return in_.size(); }
   std::int64_t out_features() const override { return out_.size(); }
   const char* param_prefix() const override { return "block"; }
+  std::int64_t macs_per_example() const override {
+    return conv1_.macs_per_example() + conv2_.macs_per_example() +
+           (proj_conv_ ? proj_conv_->macs_per_example() : 0);
+  }
   void register_params(ParameterStore& store, const std::string& prefix) override;
   void bind(ParameterStore& store) override;
   void init(Rng& rng) override;

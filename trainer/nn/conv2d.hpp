@@ -25,6 +25,7 @@ class Conv2d final : public Layer {
   std::int64_t in_features() const override { return in_.size(); }
   std::int64_t out_features() const override { return out_.size(); }
   const char* param_prefix() const override { return "conv"; }
+  std::int64_t macs_per_example() const override { return out_.size() * rows_; }
   void register_params(ParameterStore& store, const std::string& prefix) override;
   void bind(ParameterStore& store) override;
   void init(Rng& rng) override;

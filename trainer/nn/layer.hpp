@@ -31,6 +31,9 @@ class Layer {
   // Seeds layers that draw random numbers while training (Dropout) from (seed, rank), so each
   // rank draws its own masks and a run is reproducible. `index` tells layers apart.
   virtual void seed_streams(std::uint64_t seed, std::uint64_t rank, std::uint64_t& index) {}
+  // Multiply-adds of one example's forward pass in the GEMM-shaped work (conv, linear), for
+  // throughput as a fraction of peak: a training step is about 3 x 2 x this many FLOPs.
+  virtual std::int64_t macs_per_example() const { return 0; }
 
   // x: [batch, in], y: [batch, out]
   virtual void forward(const float* x, float* y, std::int64_t batch, bool train) = 0;

@@ -20,6 +20,7 @@ class Linear final : public Layer {
                 std::int64_t batch, bool accumulate) override;
 
   const char* param_prefix() const override { return "fc"; }
+  std::int64_t macs_per_example() const override { return in_ * out_; }
   const float* weight() const { return w_; }
   const float* bias() const { return b_; }
 

@@ -87,7 +87,10 @@ TrainOutcome train(TrainContext& ctx) {
   const float grad_scale = 1.0f / static_cast<float>(b * accum);  // mean over this rank's examples
 
   model.reserve(b);
-  data::Prefetcher prefetch(train_data, ctx.sampler, b, accum, /*first_step=*/0);
+  const data::AugmentOptions augment{cfg.data.augment_crop_padding, cfg.data.augment_flip,
+                                     cfg.seed, static_cast<std::uint64_t>(ctx.comm.rank())};
+  data::Prefetcher prefetch(train_data, ctx.sampler, b, accum, /*first_step=*/0, /*depth=*/3,
+                            augment);
   Progress progress(ctx.progress && ctx.comm.rank() == 0, ctx.total_steps);
 
   TrainOutcome out;

@@ -70,10 +70,12 @@ RunResult run_training(Config& config, const RunOptions& options, comm::Communic
   // ---- read and validate every key before any collective or any file is written ----
   trainer::TrainConfig cfg = trainer::read_train_config(config, comm.size());
   const double base_lr = optim::base_learning_rate(config);
-  auto model = nn::Model::from_spec(cfg.model_spec, cfg.init);
   // Peek at the data size for steps-per-epoch before the optimizer/schedule keys are read.
   set_num_threads(cfg.threads > 0 ? cfg.threads : default_threads(comm.size()));
   data::Splits splits = data::load_splits(cfg.data, cfg.seed);
+  // Image models take the examples' [C, H, W] shape; a shape they cannot take is a ConfigError.
+  auto model = nn::Model::from_spec(cfg.model_spec, cfg.init, splits.train.shape);
+  model->seed_streams(cfg.seed, static_cast<std::uint64_t>(comm.rank()));
   if (splits.train.dim != model->input_dim()) {
     throw ConfigError("model.spec '" + cfg.model_spec + "' takes " +
                           std::to_string(model->input_dim()) + " inputs but " + splits.train.name +
@@ -140,11 +142,10 @@ RunResult run_training(Config& config, const RunOptions& options, comm::Communic
   }
 
   trainer::TrainContext ctx{cfg, *model, *optimizer, schedule, comm, splits, sampler,
-                            total_steps, run_dir.get(), options.progress};
-  ctx.noise = noise_options;
+                            total_steps, run_dir.get(), options.progress, noise_options,
+                            /*probe=*/{}, resume_from};
   ProbeContext probe_context{*model, splits, cfg, run_dir.get()};
   if (options.probe) ctx.probe = [&](std::int64_t step) { options.probe(step, probe_context); };
-  ctx.resume_from = resume_from;
   ctx.checkpoint_every = cfg.checkpoint_every;
   if (cfg.checkpoint_every > 0 || cfg.checkpoint_final) {
     ctx.checkpoint = [&](const trainer::LoopState& state) {

@@ -91,7 +91,10 @@ TrainOutcome train(TrainContext& ctx) {
   LoopState state = ctx.resume_from;
   TrainOutcome& out = state.outcome;
   out.total_steps = ctx.total_steps;
-  data::Prefetcher prefetch(train_data, ctx.sampler, b, accum, /*first_step=*/state.step);
+  const data::AugmentOptions augment{cfg.data.augment_crop_padding, cfg.data.augment_flip,
+                                     cfg.seed, static_cast<std::uint64_t>(ctx.comm.rank())};
+  data::Prefetcher prefetch(train_data, ctx.sampler, b, accum, /*first_step=*/state.step,
+                            /*depth=*/3, augment);
   Progress progress(ctx.progress && ctx.comm.rank() == 0, ctx.total_steps);
   noise::OnlineEstimator noise(ctx.noise, ctx.comm.size(), b, accum, store.segments());
   log_noise_note(noise, ctx.run_dir, ctx.comm.rank() == 0);

@@ -2,6 +2,7 @@
 #include "trainer/train_config.hpp"
 
 #include <cmath>
+#include <sstream>
 #include <thread>
 
 #include "core/error.hpp"
@@ -63,21 +64,67 @@ TrainConfig read_train_config(Config& c, int world_size) {
 
   DataConfig& d = t.data;
   d.dataset = c.get_string("data.dataset", "fashion-mnist",
-                           "fashion-mnist | mnist (IDX files in data.path) | synthetic-regression");
-  d.path = c.get_string("data.path", "/usr/share/datasets/fashion-mnist",
-                        "directory with train-images-idx3-ubyte[.gz] and friends");
+                           "fashion-mnist | mnist | cifar10 | synthetic-regression, or a name for "
+                           "npy/csv data (with data.format)");
+  const bool idx_named = d.dataset == "fashion-mnist" || d.dataset == "mnist";
+  d.format = c.get_string("data.format", "",
+                          "idx | cifar10 | npy | csv (empty: idx for fashion-mnist/mnist, cifar10 for cifar10)");
+  if (d.format.empty()) d.format = idx_named ? "idx" : d.dataset == "cifar10" ? "cifar10" : "";
+  d.path = c.get_string("data.path", d.format == "cifar10" ? "cifar-10-batches-bin" : "/usr/share/datasets/fashion-mnist",
+                        "directory with train-images-idx3-ubyte[.gz] and friends (idx), or the "
+                        "extracted cifar-10-batches-bin (cifar10; lbt never downloads)");
   d.validation_size = c.get_int("data.validation_size", 10000,
                                 "examples held out of the training set for validation");
   d.train_limit = c.get_int("data.train_limit", 0,
                             "use only the first N training examples before the split (0: all)");
-  d.normalize = c.get_bool("data.normalize", true, "standardise inputs with train-split mean/std");
+  d.normalize = c.get_bool("data.normalize", true,
+                           "standardise inputs with train-split mean/std (per channel for images)");
+  d.augment_crop_padding = c.get_int("data.augment.crop_padding", 0,
+                                     "images: random crop after zero-padding by N pixels (0: off)");
+  d.augment_flip = c.get_bool("data.augment.flip", false, "images: random horizontal flip");
+  if (d.augment_crop_padding < 0) c.fail("data.augment.crop_padding", ">= 0", std::to_string(d.augment_crop_padding));
+  if (d.format == "npy" || d.format == "csv") {
+    d.train_features = c.get_string("data.train_features", "", "npy: features [n, ...]; csv: the training CSV file");
+    d.test_features = c.get_string("data.test_features", "", "npy: test features; csv: test CSV file (optional)");
+    if (d.format == "npy") {
+      d.train_labels = c.get_string("data.train_labels", "", "npy: integer labels [n]");
+      d.test_labels = c.get_string("data.test_labels", "", "npy: test labels (with data.test_features)");
+    } else {
+      d.label_column = c.get_string("data.label_column", "label", "csv: label column, header name or 0-based index");
+      d.csv_header = c.get_string("data.csv_header", "auto", "csv: auto | true | false");
+      if (d.csv_header != "auto" && d.csv_header != "true" && d.csv_header != "false") {
+        c.fail("data.csv_header", "one of: auto, true, false", "'" + d.csv_header + "'");
+      }
+    }
+    d.num_classes = c.get_int("data.num_classes", 0, "npy/csv: number of classes (0: max label + 1)");
+    const std::string shape = c.get_string("data.image_shape", "",
+                                           "npy/csv: per-example shape C,H,W for image models (empty: as stored)");
+    std::stringstream ss(shape);
+    for (std::string item; std::getline(ss, item, ',');) {
+      try {
+        d.image_shape.push_back(std::stoll(item));
+      } catch (const std::exception&) {
+        c.fail("data.image_shape", "comma-separated positive sizes such as 1,28,28", "'" + shape + "'");
+      }
+      if (d.image_shape.back() <= 0) c.fail("data.image_shape", "positive sizes", "'" + shape + "'");
+    }
+    if (d.train_features.empty()) {
+      c.fail("data.train_features", "a path to a ." + d.format + " file", "nothing",
+             "set data.train_features" + std::string(d.format == "npy" ? " and data.train_labels" : ""));
+    }
+    if (d.format == "npy" && d.train_labels.empty()) c.fail("data.train_labels", "a path to a .npy file", "nothing");
+    if (d.num_classes < 0) c.fail("data.num_classes", ">= 0", std::to_string(d.num_classes));
+  }
   if (d.dataset == "synthetic-regression") {
     d.synthetic_examples = c.get_int("data.synthetic.examples", 65536, "examples to draw");
     d.synthetic_dim = c.get_int("data.synthetic.dim", 32, "input dimension d");
     d.synthetic_noise = c.get_double("data.synthetic.noise", 0.5, "label noise standard deviation s");
-  } else if (d.dataset != "fashion-mnist" && d.dataset != "mnist") {
-    c.fail("data.dataset", "one of: fashion-mnist, mnist, synthetic-regression",
-           "'" + d.dataset + "'");
+  } else if (d.format != "idx" && d.format != "cifar10" && d.format != "npy" && d.format != "csv") {
+    if (d.format.empty()) {
+      c.fail("data.dataset", "one of: fashion-mnist, mnist, cifar10, synthetic-regression (or set data.format)",
+             "'" + d.dataset + "'");
+    }
+    c.fail("data.format", "one of: idx, cifar10, npy, csv", "'" + d.format + "'");
   }
   if (d.validation_size < 0) c.fail("data.validation_size", ">= 0", std::to_string(d.validation_size));
   if (d.train_limit < 0) c.fail("data.train_limit", ">= 0", std::to_string(d.train_limit));

@@ -3,6 +3,7 @@
 #pragma once
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "core/config.hpp"
 #include "trainer/nn/linear.hpp"
@@ -21,8 +22,17 @@ struct Target {
 Target parse_target(const std::string& text);  // "" -> disabled; throws ConfigError
 
 struct DataConfig {
-  std::string dataset;  // fashion-mnist | mnist | synthetic-regression
-  std::string path;
+  std::string dataset;  // fashion-mnist | mnist | cifar10 | synthetic-regression | any name
+  std::string format;   // idx | cifar10 | npy | csv (derived from dataset when empty)
+  std::string path;     // directory of IDX files or of CIFAR-10 batches
+  // npy: features and labels files; csv: train_features/test_features are whole CSV files.
+  std::string train_features, train_labels, test_features, test_labels;
+  std::string label_column = "label", csv_header = "auto";
+  std::vector<std::int64_t> image_shape;  // reshape flat examples, e.g. {1, 28, 28}
+  std::int64_t num_classes = 0;          // npy/csv: 0 = max label + 1
+  // Augmentation of training micro-batches (images [C, H, W]), off by default.
+  std::int64_t augment_crop_padding = 0;  // random crop of the image padded by this many pixels
+  bool augment_flip = false;              // random horizontal flip
   std::int64_t validation_size = 0;
   std::int64_t train_limit = 0;  // use only the first N training examples (0: all)
   bool normalize = true;

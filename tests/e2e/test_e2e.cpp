@@ -123,8 +123,14 @@ struct BadInput {
 BOOST_AUTO_TEST_CASE(bad_inputs_fail_with_one_clear_message_and_no_complete_looking_run) {
   const std::string bad_key = write_config("typo.toml", "[optimizer]\nlearnig_rate = 0.1\n").string();
   const std::string bad_toml = write_config("syntax.toml", "[train\nsteps = 3\n").string();
+  const std::string flat_csv = write_config("flat.csv", "label,a,b,c,d\n1,0,0,0,0\n0,1,1,1,1\n1,2,2,2,2\n").string();
   const std::vector<BadInput> cases = {
       {"--set data.path=/nonexistent", "dataset-fashion-mnist"},
+      {"--set data.dataset=cifar10 --set data.path=/nonexistent", "data_batch_1.bin"},
+      {"--set data.format=csv --set data.train_features=" + flat_csv +
+           " --set data.validation_size=1 --set model.spec=cnn:simple",
+       "shape [4]"},
+      {"--set data.format=npy", "data.train_features"},
       {"--set train.global_batch=0", "train.global_batch must be > 0"},
       {"--set optimizer.lr=-0.1", "optimizer.lr must be a positive"},
       {"--set train.eval_every=0", "train.eval_every must be > 0"},

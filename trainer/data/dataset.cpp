@@ -53,18 +53,49 @@ void split_validation(const Dataset& full, std::int64_t validation_size, std::ui
   train = subset(full, tr);
 }
 
+namespace {
+// Channels and values per channel of one example: [C, H, W] -> (C, H*W); else (1, dim).
+std::pair<std::int64_t, std::int64_t> channel_layout(const Dataset& d) {
+  if (d.shape.size() == 3 && d.shape[0] * d.shape[1] * d.shape[2] == d.dim) {
+    return {d.shape[0], d.shape[1] * d.shape[2]};
+  }
+  return {1, d.dim};
+}
+}  // namespace
+
 Normalization fit_normalization(const Dataset& train) {
-  double sum = 0.0, sq = 0.0;
-  for (float v : train.x) sum += v, sq += static_cast<double>(v) * v;
-  const double count = static_cast<double>(train.x.size());
-  const double mean = sum / count;
-  const double var = std::max(sq / count - mean * mean, 1e-12);
-  return {static_cast<float>(mean), static_cast<float>(std::sqrt(var))};
+  const auto [channels, plane] = channel_layout(train);
+  Normalization norm;
+  norm.mean.assign(static_cast<std::size_t>(channels), 0.0f);
+  norm.std.assign(static_cast<std::size_t>(channels), 1.0f);
+  for (std::int64_t c = 0; c < channels; ++c) {
+    double sum = 0.0, sq = 0.0;
+    for (std::int64_t i = 0; i < train.n; ++i) {
+      const float* p = train.row(i) + c * plane;
+      for (std::int64_t j = 0; j < plane; ++j) sum += p[j], sq += static_cast<double>(p[j]) * p[j];
+    }
+    const double count = static_cast<double>(train.n * plane);
+    const double mean = sum / count;
+    const double var = std::max(sq / count - mean * mean, 1e-12);
+    norm.mean[c] = static_cast<float>(mean);
+    norm.std[c] = static_cast<float>(std::sqrt(var));
+  }
+  return norm;
 }
 
 void apply_normalization(Dataset& d, const Normalization& norm) {
-  const float inv = 1.0f / norm.std;
-  for (float& v : d.x) v = (v - norm.mean) * inv;
+  const auto [channels, plane] = channel_layout(d);
+  if (static_cast<std::int64_t>(norm.mean.size()) != channels) {
+    throw DataError(d.name + ": normalisation has " + std::to_string(norm.mean.size()) +
+                    " channels but the examples have " + std::to_string(channels));
+  }
+  for (std::int64_t i = 0; i < d.n; ++i) {
+    for (std::int64_t c = 0; c < channels; ++c) {
+      float* p = d.x.data() + i * d.dim + c * plane;
+      const float mean = norm.mean[c], inv = 1.0f / norm.std[c];
+      for (std::int64_t j = 0; j < plane; ++j) p[j] = (p[j] - mean) * inv;
+    }
+  }
 }
 
 }  // namespace lbt::data

@@ -29,10 +29,11 @@ Dataset subset(const Dataset& source, const std::vector<std::int64_t>& indices);
 void split_validation(const Dataset& full, std::int64_t validation_size, std::uint64_t seed,
                       Dataset& train, Dataset& validation);
 
-// Per-feature-agnostic standardisation: x = (x - mean) / std with scalar mean/std computed
-// on `train` and applied to every split (so validation never leaks into the statistics).
+// Standardisation x = (x - mean) / std computed on `train` and applied to every split (so
+// validation never leaks into the statistics): per channel for images ([C, H, W] shapes, as
+// torchvision's Normalize on CIFAR-10), one scalar pair for anything else.
 struct Normalization {
-  float mean = 0.0f, std = 1.0f;
+  std::vector<float> mean = {0.0f}, std = {1.0f};  // [channels]
 };
 Normalization fit_normalization(const Dataset& train);
 void apply_normalization(Dataset& d, const Normalization& norm);

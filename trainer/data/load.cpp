@@ -5,7 +5,10 @@
 #include <numeric>
 
 #include "core/error.hpp"
+#include "trainer/data/cifar10.hpp"
+#include "trainer/data/csv.hpp"
 #include "trainer/data/idx.hpp"
+#include "trainer/data/npy.hpp"
 #include "trainer/data/synthetic.hpp"
 
 namespace lbt::data {
@@ -36,12 +39,34 @@ Splits load_splits(const trainer::DataConfig& config, std::uint64_t seed) {
   if (config.dataset == "synthetic-regression") {
     full = make_linear_regression(config.synthetic_examples, config.synthetic_dim,
                                   config.synthetic_noise, seed).data;
+  } else if (config.format == "cifar10") {
+    full = load_cifar10(config.path, false, config.dataset);
+    s.test = load_cifar10(config.path, true, config.dataset + "-test");
+  } else if (config.format == "npy") {
+    full = load_npy_pair(config.train_features, config.train_labels, config.image_shape,
+                         config.num_classes, config.dataset);
+    if (!config.test_features.empty()) {
+      s.test = load_npy_pair(config.test_features, config.test_labels, config.image_shape,
+                             full.num_classes, config.dataset + "-test");
+    }
+  } else if (config.format == "csv") {
+    CsvOptions options{config.label_column, config.csv_header, config.image_shape, config.num_classes};
+    full = load_csv(config.train_features, options, config.dataset);
+    if (!config.test_features.empty()) {
+      options.num_classes = full.num_classes;
+      s.test = load_csv(config.test_features, options, config.dataset + "-test");
+    }
   } else {
     const std::filesystem::path dir = config.path;
     full = load_idx_pair(find_idx(dir, "train-images-idx3-ubyte"),
                          find_idx(dir, "train-labels-idx1-ubyte"), 10, config.dataset);
     s.test = load_idx_pair(find_idx(dir, "t10k-images-idx3-ubyte"),
                            find_idx(dir, "t10k-labels-idx1-ubyte"), 10, config.dataset + "-test");
+  }
+  if (s.test.n > 0 && s.test.dim != full.dim) {
+    throw DataError(config.dataset + ": test examples have " + std::to_string(s.test.dim) +
+                        " features but training examples have " + std::to_string(full.dim),
+                    "the test files must have the training files' layout");
   }
   full = truncate(full, config.train_limit);
   if (config.validation_size > 0) {

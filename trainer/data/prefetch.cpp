@@ -4,10 +4,11 @@
 namespace lbt::data {
 
 Prefetcher::Prefetcher(const Dataset& data, ShardedSampler sampler, std::int64_t micro_batch,
-                       std::int64_t accum_steps, std::int64_t first_step, int depth)
+                       std::int64_t accum_steps, std::int64_t first_step, int depth,
+                       AugmentOptions augment)
     : data_(data), sampler_(std::move(sampler)), micro_(micro_batch), accum_(accum_steps),
       ring_(static_cast<std::size_t>(depth)), indices_(static_cast<std::size_t>(micro_batch)),
-      first_step_(first_step) {
+      augment_(augment), first_step_(first_step) {
   for (Batch& b : ring_) {
     b.x.resize(static_cast<std::size_t>(micro_ * data_.dim));
     b.labels.resize(static_cast<std::size_t>(micro_));
@@ -40,6 +41,8 @@ void Prefetcher::fill(Batch& batch, std::int64_t step, std::int64_t micro) {
                 batch.targets.data() + r * data_.target_dim);
     }
   }
+  // Augment this micro-batch here, off the compute threads; one stream per (step, micro).
+  augment_batch(batch.x.data(), micro_, data_.shape, augment_, step * accum_ + micro, scratch_);
 }
 
 void Prefetcher::run() {

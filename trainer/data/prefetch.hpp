@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "core/tensor.hpp"
+#include "trainer/data/augment.hpp"
 #include "trainer/data/dataset.hpp"
 #include "trainer/data/sampler.hpp"
 
@@ -24,7 +25,8 @@ class Prefetcher {
  public:
   // Produces micro-batches for steps first_step, first_step + 1, ... in order.
   Prefetcher(const Dataset& data, ShardedSampler sampler, std::int64_t micro_batch,
-             std::int64_t accum_steps, std::int64_t first_step, int depth = 3);
+             std::int64_t accum_steps, std::int64_t first_step, int depth = 3,
+             AugmentOptions augment = {});
   ~Prefetcher();
   Prefetcher(const Prefetcher&) = delete;
   Prefetcher& operator=(const Prefetcher&) = delete;
@@ -42,6 +44,8 @@ class Prefetcher {
   std::int64_t micro_, accum_;
   std::vector<Batch> ring_;
   std::vector<std::int64_t> indices_;
+  AugmentOptions augment_;
+  std::vector<float> scratch_;
   std::int64_t produced_ = 0, consumed_ = 0, first_step_;
   bool stop_ = false;
   std::mutex mutex_;

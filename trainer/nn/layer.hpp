@@ -3,7 +3,9 @@
 // activations are owned by the Sequential model and allocated once for the largest batch.
 #pragma once
 #include <cstdint>
+#include <span>
 #include <string>
+#include <vector>
 
 #include "core/params.hpp"
 #include "core/rng.hpp"
@@ -21,6 +23,17 @@ class Layer {
   // Takes pointers to its parameters (after store.allocate()) and initialises them.
   virtual void bind(ParameterStore& store) {}
   virtual void init(Rng& rng) {}
+  // Prefix for this layer's parameter names ("fc" -> fc1.weight, "conv" -> conv2.bias).
+  virtual const char* param_prefix() const { return "layer"; }
+  // State that is not a parameter (BatchNorm's running statistics): a checkpoint saves these
+  // beside the flat parameter buffer; the optimizer never sees them.
+  virtual std::vector<std::span<float>> buffers() { return {}; }
+  // Seeds layers that draw random numbers while training (Dropout) from (seed, rank), so each
+  // rank draws its own masks and a run is reproducible. `index` tells layers apart.
+  virtual void seed_streams(std::uint64_t seed, std::uint64_t rank, std::uint64_t& index) {}
+  // Multiply-adds of one example's forward pass in the GEMM-shaped work (conv, linear), for
+  // throughput as a fraction of peak: a training step is about 3 x 2 x this many FLOPs.
+  virtual std::int64_t macs_per_example() const { return 0; }
 
   // x: [batch, in], y: [batch, out]
   virtual void forward(const float* x, float* y, std::int64_t batch, bool train) = 0;

@@ -19,6 +19,8 @@ class Linear final : public Layer {
   void backward(const float* x, const float* y, const float* dy, float* dx,
                 std::int64_t batch, bool accumulate) override;
 
+  const char* param_prefix() const override { return "fc"; }
+  std::int64_t macs_per_example() const override { return in_ * out_; }
   const float* weight() const { return w_; }
   const float* bias() const { return b_; }
   std::size_t weight_segment() const { return w_segment_; }

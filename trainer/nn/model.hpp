@@ -3,6 +3,11 @@
 //   mlp:784-512-512-10   Linear/ReLU stack (ReLU between, none after the last layer)
 //   linear:784-10        one Linear layer (logistic regression with cross-entropy,
 //                        linear regression with squared error)
+//   logistic:784-10      alias of linear (say which loss you mean)
+//   cnn:simple[-CLASSES] Shallue et al. 2018's simple CNN (model_zoo.cpp), images [C, H, W]
+//   resnet:DEPTH[-CLASSES]  He et al. 2016's CIFAR ResNet, DEPTH = 6n + 2 (8, 20, 32, ...)
+// Image models take the input shape [C, H, W] (the dataset's `shape`); Flatten is implicit,
+// since activations are flat NCHW rows.
 #pragma once
 #include <cstdint>
 #include <memory>
@@ -19,7 +24,10 @@ namespace lbt::nn {
 class Model {
  public:
   // Throws ConfigError naming `spec` and the valid forms when it cannot be parsed.
-  static std::unique_ptr<Model> from_spec(const std::string& spec, InitScheme init);
+  // @param input_shape per-example shape from the dataset ({1, 28, 28}); empty: the family's
+  //        default (cnn: [1, 28, 28], resnet: [3, 32, 32]); mlp/linear ignore it.
+  static std::unique_ptr<Model> from_spec(const std::string& spec, InitScheme init,
+                                          const std::vector<std::int64_t>& input_shape = {});
 
   Model() = default;
   Model(const Model&) = delete;
@@ -51,9 +59,19 @@ class Model {
   const float* layer_output_grad(std::size_t i) const { return grads_[i].data(); }
   std::string describe() const;
   const std::string& spec() const { return spec_; }
+  // Non-parameter state of every layer in order (BatchNorm running statistics), for checkpoints.
+  std::vector<std::span<float>> buffers();
+  // Seeds the random streams of layers that draw while training (Dropout) from (seed, rank).
+  void seed_streams(std::uint64_t seed, std::uint64_t rank);
+  // Per-example input shape the model was built for ({} for mlp/linear: any dim-sized row).
+  const std::vector<std::int64_t>& input_shape() const { return input_shape_; }
+  void set_spec(std::string spec, std::vector<std::int64_t> input_shape) {
+    spec_ = std::move(spec), input_shape_ = std::move(input_shape);
+  }
 
  private:
   std::string spec_;
+  std::vector<std::int64_t> input_shape_;
   std::vector<std::unique_ptr<Layer>> layers_;
   std::vector<AlignedBuffer> acts_, grads_;  // per layer output and its gradient
   ParameterStore store_;

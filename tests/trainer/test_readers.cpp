@@ -1,0 +1,240 @@
+// CIFAR-10, .npy and CSV readers on small files written here, every bad-input case, per-channel
+// normalisation and augmentation.
+#include <boost/test/unit_test.hpp>
+
+#include <unistd.h>
+
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "core/error.hpp"
+#include "trainer/data/augment.hpp"
+#include "trainer/data/cifar10.hpp"
+#include "trainer/data/csv.hpp"
+#include "trainer/data/npy.hpp"
+
+using namespace lbt;
+namespace fs = std::filesystem;
+
+namespace {
+
+struct Dir {
+  fs::path path = fs::temp_directory_path() / ("lbt_readers_" + std::to_string(::getpid()));
+  Dir() { fs::create_directories(path); }
+  ~Dir() { fs::remove_all(path); }
+  fs::path write(const std::string& name, const std::string& bytes) {
+    fs::path p = path / name;
+    std::ofstream(p, std::ios::binary).write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+    return p;
+  }
+};
+
+template <class F>
+std::string data_error_of(F&& f) {
+  try {
+    f();
+  } catch (const DataError& e) {
+    return e.what() + std::string(" | hint: ") + e.hint();
+  }
+  return "<no DataError>";
+}
+
+bool has(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+
+std::string cifar_record(unsigned char label, unsigned char fill) {
+  std::string r(3073, static_cast<char>(fill));
+  r[0] = static_cast<char>(label);
+  r[1] = 0;                         // R channel, pixel (0, 0)
+  r[1 + 1024] = static_cast<char>(255);  // G channel, pixel (0, 0)
+  return r;
+}
+
+// A .npy file: version 1 (2-byte header length) or 2 (4-byte), header padded to 64 bytes.
+std::string npy(const std::string& descr, const std::string& shape, const std::string& data,
+                int version = 1, const std::string& order = "False") {
+  std::string dict = "{'descr': '" + descr + "', 'fortran_order': " + order + ", 'shape': " + shape + ", }";
+  const std::size_t pre = version == 1 ? 10 : 12;
+  while ((pre + dict.size() + 1) % 64 != 0) dict += ' ';
+  dict += '\n';
+  std::string out = "\x93NUMPY";
+  out += static_cast<char>(version);
+  out += '\0';
+  const std::uint32_t len = static_cast<std::uint32_t>(dict.size());
+  out += static_cast<char>(len & 0xff);
+  out += static_cast<char>((len >> 8) & 0xff);
+  if (version != 1) out += static_cast<char>((len >> 16) & 0xff), out += static_cast<char>(len >> 24);
+  return out + dict + data;
+}
+
+template <class T>
+std::string raw(const std::vector<T>& v) {
+  std::string s(v.size() * sizeof(T), '\0');
+  std::memcpy(s.data(), v.data(), s.size());
+  return s;
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_SUITE(readers)
+
+BOOST_AUTO_TEST_CASE(cifar10_records_read_as_nchw_images_with_labels) {
+  Dir dir;
+  auto p = dir.write("data_batch_1.bin", cifar_record(3, 51) + cifar_record(9, 102));
+  data::Dataset d;
+  data::append_cifar10_file(p, d);
+  BOOST_TEST(d.n == 2);
+  BOOST_TEST(d.dim == 3072);
+  BOOST_TEST((d.shape == std::vector<std::int64_t>{3, 32, 32}));
+  BOOST_TEST(d.labels[0] == 3);
+  BOOST_TEST(d.labels[1] == 9);
+  BOOST_TEST(d.row(0)[0] == 0.0f);
+  BOOST_TEST(d.row(0)[1024] == 1.0f);
+  BOOST_TEST(std::abs(d.row(1)[5] - 0.4f) < 1e-6f);
+}
+
+BOOST_AUTO_TEST_CASE(cifar10_truncated_record_wrong_record_size_bad_label_and_missing_file_are_data_errors) {
+  Dir dir;
+  auto truncated = dir.write("t.bin", cifar_record(1, 0) + cifar_record(2, 0).substr(0, 1000));
+  auto msg = data_error_of([&] { data::Dataset d; data::append_cifar10_file(truncated, d); });
+  BOOST_TEST(has(msg, truncated.string()));
+  BOOST_TEST(has(msg, "truncated record of 1000 bytes at offset 3073"));
+  // CIFAR-100 records are 3074 bytes: the size is not a multiple of 3073.
+  auto cifar100 = dir.write("c100.bin", std::string(3074 * 3, '\1'));
+  msg = data_error_of([&] { data::Dataset d; data::append_cifar10_file(cifar100, d); });
+  BOOST_TEST(has(msg, "3073-byte records"));
+  BOOST_TEST(has(msg, "CIFAR-100"));
+  auto bad_label = dir.write("l.bin", cifar_record(1, 0) + cifar_record(12, 0));
+  msg = data_error_of([&] { data::Dataset d; data::append_cifar10_file(bad_label, d); });
+  BOOST_TEST(has(msg, "label 12 of record 1 (byte 3073)"));
+  msg = data_error_of([&] { data::load_cifar10(dir.path / "nowhere", false, "cifar10"); });
+  BOOST_TEST(has(msg, "data_batch_1.bin"));
+  BOOST_TEST(has(msg, "cifar-10-batches-bin"));
+}
+
+BOOST_AUTO_TEST_CASE(npy_reads_float32_float64_uint8_int64_in_v1_and_v2_headers) {
+  Dir dir;
+  auto f32 = dir.write("x32.npy", npy("<f4", "(3, 2, 2)", raw(std::vector<float>{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11})));
+  auto f64 = dir.write("x64.npy", npy("<f8", "(3, 4)", raw(std::vector<double>(12, 0.5)), 2));
+  auto u8 = dir.write("xu8.npy", npy("|u1", "(3, 4)", std::string(12, '\7')));
+  auto labels = dir.write("y.npy", npy("<i8", "(3,)", raw(std::vector<std::int64_t>{2, 0, 1})));
+  auto d = data::load_npy_pair(f32, labels, {}, 0, "t");
+  BOOST_TEST(d.n == 3);
+  BOOST_TEST((d.shape == std::vector<std::int64_t>{2, 2}));
+  BOOST_TEST(d.row(2)[3] == 11.0f);
+  BOOST_TEST(d.num_classes == 3);
+  BOOST_TEST(d.labels[0] == 2);
+  auto d64 = data::load_npy_pair(f64, labels, {1, 2, 2}, 10, "t");
+  BOOST_TEST((d64.shape == std::vector<std::int64_t>{1, 2, 2}));
+  BOOST_TEST(d64.row(1)[1] == 0.5f);
+  BOOST_TEST(d64.num_classes == 10);
+  BOOST_TEST(data::read_npy(u8).values[5] == 7.0);
+  BOOST_TEST(data::read_npy(u8).dtype == "uint8");
+}
+
+BOOST_AUTO_TEST_CASE(npy_bad_headers_dtypes_orders_sizes_and_label_shapes_are_data_errors) {
+  Dir dir;
+  const std::string twelve = raw(std::vector<float>(12, 1.0f));
+  auto labels = dir.write("y.npy", npy("<i8", "(3,)", raw(std::vector<std::int64_t>{0, 1, 2})));
+  auto not_npy = dir.write("a.npy", "PK\3\4 this is a zip");
+  BOOST_TEST(has(data_error_of([&] { data::read_npy(not_npy); }), "magic"));
+  auto version = dir.write("v.npy", "\x93NUMPY\x07\x00" + std::string(20, ' '));
+  BOOST_TEST(has(data_error_of([&] { data::read_npy(version); }), "unsupported .npy version 7"));
+  auto int32 = dir.write("i.npy", npy("<i4", "(3, 4)", twelve));
+  BOOST_TEST(has(data_error_of([&] { data::read_npy(int32); }), "unsupported .npy dtype '<i4'"));
+  auto big_endian = dir.write("b.npy", npy(">f4", "(3, 4)", twelve));
+  BOOST_TEST(has(data_error_of([&] { data::read_npy(big_endian); }), "'>f4'"));
+  auto fortran = dir.write("f.npy", npy("<f4", "(3, 4)", twelve, 1, "True"));
+  BOOST_TEST(has(data_error_of([&] { data::read_npy(fortran); }), "Fortran order"));
+  auto short_data = dir.write("s.npy", npy("<f4", "(3, 5)", twelve));
+  auto msg = data_error_of([&] { data::read_npy(short_data); });
+  BOOST_TEST(has(msg, short_data.string()));
+  BOOST_TEST(has(msg, "(3, 5) of float32 = 60 data bytes"));
+  BOOST_TEST(has(msg, "has 48"));
+  auto four = dir.write("x4.npy", npy("<f4", "(4, 3)", twelve));
+  msg = data_error_of([&] { data::load_npy_pair(four, labels, {}, 0, "t"); });
+  BOOST_TEST(has(msg, "labels have shape (3,)"));
+  BOOST_TEST(has(msg, "(4, 3)"));
+  auto x = dir.write("x.npy", npy("<f4", "(3, 4)", twelve));
+  msg = data_error_of([&] { data::load_npy_pair(x, labels, {1, 3, 3}, 0, "t"); });
+  BOOST_TEST(has(msg, "data.image_shape (1, 3, 3) holds 9 values but each example has 4"));
+  auto float_labels = dir.write("yf.npy", npy("<f4", "(3,)", raw(std::vector<float>{0, 1.5f, 2})));
+  BOOST_TEST(has(data_error_of([&] { data::load_npy_pair(x, float_labels, {}, 0, "t"); }), "index 1"));
+}
+
+BOOST_AUTO_TEST_CASE(csv_reads_label_by_name_or_index_with_optional_header) {
+  Dir dir;
+  auto named = dir.write("a.csv", "f1,label,f2\n0.5,1,2\n-1,0,3e1\n");
+  auto d = data::load_csv(named, {.label_column = "label"}, "t");
+  BOOST_TEST(d.n == 2);
+  BOOST_TEST(d.dim == 2);
+  BOOST_TEST(d.labels[0] == 1);
+  BOOST_TEST(d.row(1)[1] == 30.0f);
+  BOOST_TEST(d.num_classes == 2);
+  auto bare = dir.write("b.csv", "3,1,2,3,4\r\n0,5,6,7,8\r\n");
+  auto e = data::load_csv(bare, {.label_column = "0", .image_shape = {1, 2, 2}}, "t");
+  BOOST_TEST(e.labels[0] == 3);
+  BOOST_TEST(e.row(1)[3] == 8.0f);
+  BOOST_TEST((e.shape == std::vector<std::int64_t>{1, 2, 2}));
+}
+
+BOOST_AUTO_TEST_CASE(csv_missing_fields_non_numbers_and_unknown_columns_name_file_and_line) {
+  Dir dir;
+  auto missing = dir.write("m.csv", "label,a,b\n1,2,3\n0,4\n");
+  auto msg = data_error_of([&] { data::load_csv(missing, {}, "t"); });
+  BOOST_TEST(has(msg, missing.string() + ":3: expected 3 fields, got 2"));
+  auto empty_field = dir.write("e.csv", "label,a,b\n1,,3\n");
+  BOOST_TEST(has(data_error_of([&] { data::load_csv(empty_field, {}, "t"); }), ":2: field 2 ('') is not a number"));
+  auto word = dir.write("w.csv", "label,a\n1,2\n0,abc\n");
+  msg = data_error_of([&] { data::load_csv(word, {}, "t"); });
+  BOOST_TEST(has(msg, word.string() + ":3: field 2 ('abc') is not a number"));
+  BOOST_TEST(has(data_error_of([&] { data::load_csv(word, {.label_column = "class"}, "t"); }),
+                 "no column named 'class'"));
+  auto bad_label = dir.write("l.csv", "label,a\n1.5,2\n");
+  BOOST_TEST(has(data_error_of([&] { data::load_csv(bad_label, {}, "t"); }), ":2: label 1.5"));
+  BOOST_TEST(has(data_error_of([&] { data::load_csv(dir.path / "none.csv", {}, "t"); }), "none.csv"));
+}
+
+BOOST_AUTO_TEST_CASE(normalisation_is_per_channel_for_images) {
+  data::Dataset d;
+  d.n = 2, d.dim = 4, d.shape = {2, 1, 2};
+  d.x = {0, 2, 10, 10, 2, 0, 30, 30};  // channel 0: {0, 2, 2, 0}, channel 1: {10, 10, 30, 30}
+  auto norm = data::fit_normalization(d);
+  BOOST_TEST(norm.mean.size() == 2u);
+  BOOST_TEST(norm.mean[0] == 1.0f);
+  BOOST_TEST(norm.mean[1] == 20.0f);
+  BOOST_TEST(norm.std[0] == 1.0f);
+  BOOST_TEST(norm.std[1] == 10.0f);
+  data::apply_normalization(d, norm);
+  BOOST_TEST(d.x[0] == -1.0f);
+  BOOST_TEST(d.x[6] == 1.0f);
+}
+
+BOOST_AUTO_TEST_CASE(augmentation_flips_and_crops_reproducibly_and_is_off_by_default) {
+  const std::vector<std::int64_t> shape = {1, 2, 3};
+  std::vector<float> x(4 * 6);
+  for (std::size_t i = 0; i < x.size(); ++i) x[i] = static_cast<float>(i % 6 + 1);
+  std::vector<float> scratch, y = x;
+  data::augment_batch(y.data(), 4, shape, {}, 0, scratch);
+  BOOST_TEST(y == x);
+  data::AugmentOptions flip{.flip = true, .seed = 3};
+  data::augment_batch(y.data(), 4, shape, flip, 7, scratch);
+  int flipped = 0;
+  for (int n = 0; n < 4; ++n) {
+    const float* img = y.data() + n * 6;
+    const bool same = img[0] == 1 && img[2] == 3, mirrored = img[0] == 3 && img[2] == 1 && img[3] == 6;
+    BOOST_TEST((same || mirrored));
+    flipped += mirrored;
+  }
+  auto again = x;
+  data::augment_batch(again.data(), 4, shape, flip, 7, scratch);
+  BOOST_TEST(again == y);  // same stream, same result
+  // Crops shift the image inside zero padding: every value is 0 or an original pixel value.
+  auto crop = x;
+  data::augment_batch(crop.data(), 4, shape, {.crop_padding = 1, .seed = 1}, 0, scratch);
+  for (float v : crop) BOOST_TEST((v == 0.0f || (v >= 1.0f && v <= 6.0f)));
+}
+
+BOOST_AUTO_TEST_SUITE_END()

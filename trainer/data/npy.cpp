@@ -1,0 +1,161 @@
+// .npy reader; see npy.hpp.
+#include "trainer/data/npy.hpp"
+
+#include <cmath>
+#include <cstring>
+#include <fstream>
+#include <regex>
+
+#include "core/error.hpp"
+
+namespace lbt::data {
+namespace {
+
+const char* kHint = "write the array with numpy.save(path, np.ascontiguousarray(a, dtype=np.float32))";
+
+std::string shape_text(const std::vector<std::int64_t>& s) {
+  std::string out = "(";
+  for (std::size_t i = 0; i < s.size(); ++i) out += (i ? ", " : "") + std::to_string(s[i]);
+  return out + (s.size() == 1 ? ",)" : ")");
+}
+
+}  // namespace
+
+NpyArray read_npy(const std::filesystem::path& path) {
+  if (!std::filesystem::exists(path)) {
+    throw DataError("data file not found: " + path.string(),
+                    "set data.train_features / data.train_labels (and the test_ keys) to .npy files");
+  }
+  std::ifstream in(path, std::ios::binary);
+  const auto file_size = static_cast<std::int64_t>(std::filesystem::file_size(path));
+  unsigned char pre[10] = {};
+  in.read(reinterpret_cast<char*>(pre), 8);
+  if (!in || std::memcmp(pre, "\x93NUMPY", 6) != 0) {
+    throw DataError(path.string() + ": not a .npy file: expected the magic \\x93NUMPY at byte 0", kHint);
+  }
+  const int major = pre[6];
+  if (major < 1 || major > 3) {
+    throw DataError(path.string() + ": unsupported .npy version " + std::to_string(major) + "." +
+                        std::to_string(pre[7]) + " at byte 6, expected 1.0, 2.0 or 3.0", kHint);
+  }
+  std::int64_t header_len = 0, offset = 10;
+  if (major == 1) {
+    in.read(reinterpret_cast<char*>(pre + 8), 2);
+    header_len = pre[8] | (pre[9] << 8);
+  } else {
+    unsigned char b[4] = {};
+    in.read(reinterpret_cast<char*>(b), 4);
+    header_len = b[0] | (b[1] << 8) | (b[2] << 16) | (std::int64_t(b[3]) << 24);
+    offset = 12;
+  }
+  if (!in || header_len <= 0 || offset + header_len > file_size) {
+    throw DataError(path.string() + ": truncated .npy header: expected " + std::to_string(header_len) +
+                        " header bytes at offset " + std::to_string(offset) + ", file has " +
+                        std::to_string(file_size) + " bytes", kHint);
+  }
+  std::string header(static_cast<std::size_t>(header_len), '\0');
+  in.read(header.data(), header_len);
+
+  std::smatch m;
+  NpyArray a;
+  if (!std::regex_search(header, m, std::regex(R"('descr'\s*:\s*'([^']*)')"))) {
+    throw DataError(path.string() + ": .npy header has no 'descr': " + header, kHint);
+  }
+  const std::string descr = m[1];
+  std::size_t item = 0;
+  if (descr == "<f4") a.dtype = "float32", item = 4;
+  else if (descr == "<f8") a.dtype = "float64", item = 8;
+  else if (descr == "|u1" || descr == "<u1") a.dtype = "uint8", item = 1;
+  else if (descr == "<i8") a.dtype = "int64", item = 8;
+  else {
+    throw DataError(path.string() + ": unsupported .npy dtype '" + descr +
+                        "', expected little-endian float32 ('<f4'), float64 ('<f8'), uint8 ('|u1') or int64 ('<i8')",
+                    "convert first, e.g. np.save(path, a.astype(np.float32))");
+  }
+  if (std::regex_search(header, m, std::regex(R"('fortran_order'\s*:\s*True)"))) {
+    throw DataError(path.string() + ": .npy array is in Fortran order; lbt reads C order only",
+                    "save np.ascontiguousarray(a) instead");
+  }
+  if (!std::regex_search(header, m, std::regex(R"('shape'\s*:\s*\(([^)]*)\))"))) {
+    throw DataError(path.string() + ": .npy header has no 'shape': " + header, kHint);
+  }
+  std::int64_t count = 1;
+  const std::string dims = m[1];
+  const std::regex number(R"(\d+)");
+  for (auto it = std::sregex_iterator(dims.begin(), dims.end(), number); it != std::sregex_iterator(); ++it) {
+    a.shape.push_back(std::stoll(it->str()));
+    count *= a.shape.back();
+  }
+  const std::int64_t data_offset = offset + header_len;
+  const std::int64_t expected = count * static_cast<std::int64_t>(item);
+  if (file_size - data_offset != expected) {
+    throw DataError(path.string() + ": header says shape " + shape_text(a.shape) + " of " + a.dtype +
+                        " = " + std::to_string(expected) + " data bytes from offset " +
+                        std::to_string(data_offset) + ", but the file has " +
+                        std::to_string(file_size - data_offset),
+                    "the file is truncated or damaged: write it again");
+  }
+  std::vector<unsigned char> raw(static_cast<std::size_t>(expected));
+  in.read(reinterpret_cast<char*>(raw.data()), expected);
+  a.values.resize(static_cast<std::size_t>(count));
+  for (std::int64_t i = 0; i < count; ++i) {
+    const unsigned char* p = raw.data() + i * static_cast<std::int64_t>(item);
+    if (a.dtype == "float32") { float v; std::memcpy(&v, p, 4); a.values[i] = v; }
+    else if (a.dtype == "float64") { double v; std::memcpy(&v, p, 8); a.values[i] = v; }
+    else if (a.dtype == "uint8") a.values[i] = *p;
+    else { std::int64_t v; std::memcpy(&v, p, 8); a.values[i] = static_cast<double>(v); }
+  }
+  return a;
+}
+
+Dataset load_npy_pair(const std::filesystem::path& features, const std::filesystem::path& labels,
+                      const std::vector<std::int64_t>& image_shape, std::int64_t num_classes,
+                      const std::string& name) {
+  NpyArray fx = read_npy(features), fy = read_npy(labels);
+  if (fx.shape.empty()) throw DataError(features.string() + ": features must have shape (n, ...), got a scalar");
+  const bool column = fy.shape.size() == 2 && fy.shape[1] == 1;
+  if (!(fy.shape.size() == 1 || column) || fy.shape[0] != fx.shape[0]) {
+    throw DataError(labels.string() + ": labels have shape " + shape_text(fy.shape) + " but " +
+                        features.string() + " has shape " + shape_text(fx.shape) +
+                        ": expected labels of shape (" + std::to_string(fx.shape[0]) + ",)",
+                    "features and labels must hold the same examples in the same order");
+  }
+  Dataset d;
+  d.name = name;
+  d.n = fx.shape[0];
+  d.shape.assign(fx.shape.begin() + 1, fx.shape.end());
+  if (d.shape.empty()) d.shape = {1};
+  d.dim = 1;
+  for (auto s : d.shape) d.dim *= s;
+  if (!image_shape.empty()) {
+    std::int64_t prod = 1;
+    for (auto s : image_shape) prod *= s;
+    if (prod != d.dim) {
+      throw DataError(features.string() + ": data.image_shape " + shape_text(image_shape) + " holds " +
+                          std::to_string(prod) + " values but each example has " + std::to_string(d.dim) +
+                          " (shape " + shape_text(d.shape) + ")",
+                      "make data.image_shape's product match the features' trailing dimensions");
+    }
+    d.shape = image_shape;
+  }
+  d.x.assign(fx.values.begin(), fx.values.end());
+  d.labels.resize(static_cast<std::size_t>(d.n));
+  std::int64_t max_label = 0;
+  for (std::int64_t i = 0; i < d.n; ++i) {
+    const double v = fy.values[static_cast<std::size_t>(i)];
+    if (v < 0 || v != std::floor(v) || v > 1e9) {
+      throw DataError(labels.string() + ": label " + std::to_string(v) + " at index " + std::to_string(i) +
+                          " is not a non-negative integer", "labels are class indices 0..classes-1");
+    }
+    d.labels[i] = static_cast<std::int32_t>(v);
+    max_label = std::max<std::int64_t>(max_label, d.labels[i]);
+  }
+  d.num_classes = num_classes > 0 ? num_classes : max_label + 1;
+  if (max_label >= d.num_classes) {
+    throw DataError(labels.string() + ": label " + std::to_string(max_label) + " is not < data.num_classes = " +
+                        std::to_string(d.num_classes), "raise data.num_classes or fix the labels");
+  }
+  return d;
+}
+
+}  // namespace lbt::data

@@ -1,0 +1,29 @@
+// NumPy .npy reader (format spec: numpy.lib.format, versions 1.0-3.0): magic "\x93NUMPY",
+// version, little-endian header length (2 bytes in v1, 4 in v2/v3), then a Python dict
+// literal {'descr': '<f4', 'fortran_order': False, 'shape': (n, ...), } and C-order data.
+// Reads float32, float64, uint8 and int64 (little-endian); anything else is a DataError.
+#pragma once
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "trainer/data/dataset.hpp"
+
+namespace lbt::data {
+
+struct NpyArray {
+  std::vector<std::int64_t> shape;
+  std::string dtype;          // "float32" | "float64" | "uint8" | "int64"
+  std::vector<double> values;  // converted, C order
+};
+
+NpyArray read_npy(const std::filesystem::path& path);
+
+// Features [n, ...] and integer labels [n] (or [n, 1]) into a classification dataset. The
+// per-example shape is the features' trailing dims, or `image_shape` when given (its product
+// must equal them). num_classes 0: max label + 1. Features are used as stored (no scaling).
+Dataset load_npy_pair(const std::filesystem::path& features, const std::filesystem::path& labels,
+                      const std::vector<std::int64_t>& image_shape, std::int64_t num_classes,
+                      const std::string& name);
+
+}  // namespace lbt::data

@@ -1,0 +1,127 @@
+// BasicBlock; see basic_block.hpp. Backward, with z = bn2(a2) + shortcut(x) and y = relu(z):
+//   dz = dy * [y > 0];  branch: bn2 -> conv2 -> relu -> bn1 -> conv1 into dx;
+//   shortcut: dx += dz (identity) or dx += conv_s^T bn_s^T dz (projection).
+#include "trainer/nn/basic_block.hpp"
+
+#include <Eigen/Core>
+
+namespace lbt::nn {
+namespace {
+
+void relu_inplace(float* v, std::int64_t n) {
+  Eigen::Map<Eigen::ArrayXf> a(v, n);
+  a = a.max(0.0f);
+}
+
+// g *= [out > 0]
+void relu_mask(const float* out, float* g, std::int64_t n) {
+  Eigen::Map<const Eigen::ArrayXf> o(out, n);
+  Eigen::Map<Eigen::ArrayXf> a(g, n);
+  a = (o > 0.0f).select(a, 0.0f);
+}
+
+}  // namespace
+
+BasicBlock::BasicBlock(Shape3 in, std::int64_t out_channels, std::int64_t stride, InitScheme init)
+    : in_(in),
+      conv1_(in, {.out_channels = out_channels, .kernel = 3, .stride = stride, .padding = 1, .bias = false}, init),
+      conv2_(conv1_.out_shape(), {.out_channels = out_channels, .kernel = 3, .stride = 1, .padding = 1, .bias = false}, init),
+      bn1_(conv1_.out_shape()),
+      bn2_(conv2_.out_shape()) {
+  out_ = conv2_.out_shape();
+  if (stride != 1 || in.c != out_channels) {
+    proj_conv_ = std::make_unique<Conv2d>(
+        in, Conv2dOptions{.out_channels = out_channels, .kernel = 1, .stride = stride, .padding = 0, .bias = false}, init);
+    proj_bn_ = std::make_unique<BatchNorm>(proj_conv_->out_shape());
+  }
+}
+
+std::string BasicBlock::describe() const {
+  return "BasicBlock(" + std::to_string(in_.c) + "->" + std::to_string(out_.c) + ", s" +
+         std::to_string(in_.h / out_.h) + (proj_conv_ ? ", 1x1 projection" : "") + ")";
+}
+
+void BasicBlock::register_params(ParameterStore& store, const std::string& prefix) {
+  conv1_.register_params(store, prefix + ".conv1");
+  bn1_.register_params(store, prefix + ".bn1");
+  conv2_.register_params(store, prefix + ".conv2");
+  bn2_.register_params(store, prefix + ".bn2");
+  if (proj_conv_) {
+    proj_conv_->register_params(store, prefix + ".shortcut.conv");
+    proj_bn_->register_params(store, prefix + ".shortcut.bn");
+  }
+}
+
+void BasicBlock::bind(ParameterStore& store) {
+  conv1_.bind(store), bn1_.bind(store), conv2_.bind(store), bn2_.bind(store);
+  if (proj_conv_) proj_conv_->bind(store), proj_bn_->bind(store);
+}
+
+void BasicBlock::init(Rng& rng) {
+  conv1_.init(rng), bn1_.init(rng), conv2_.init(rng), bn2_.init(rng);
+  if (proj_conv_) proj_conv_->init(rng), proj_bn_->init(rng);
+}
+
+std::vector<std::span<float>> BasicBlock::buffers() {
+  std::vector<std::span<float>> out;
+  for (BatchNorm* bn : {&bn1_, &bn2_, proj_bn_.get()}) {
+    if (!bn) continue;
+    for (auto s : bn->buffers()) out.push_back(s);
+  }
+  return out;
+}
+
+void BasicBlock::reserve(std::int64_t batch) {
+  if (batch <= capacity_) return;
+  const auto out = static_cast<std::size_t>(batch * out_.size());
+  for (AlignedBuffer* b : {&a1_, &r1_, &a2_, &gz_, &g1_, &g2_}) b->resize(out);
+  if (proj_conv_) {
+    sa_.resize(out), sb_.resize(out);
+    gx_.resize(static_cast<std::size_t>(batch * in_.size()));
+  }
+  capacity_ = batch;
+}
+
+void BasicBlock::forward(const float* x, float* y, std::int64_t batch, bool train) {
+  reserve(batch);
+  const std::int64_t n = batch * out_.size();
+  conv1_.forward(x, a1_.data(), batch, train);
+  bn1_.forward(a1_.data(), r1_.data(), batch, train);
+  relu_inplace(r1_.data(), n);
+  conv2_.forward(r1_.data(), a2_.data(), batch, train);
+  bn2_.forward(a2_.data(), y, batch, train);
+  const float* shortcut = x;
+  if (proj_conv_) {
+    proj_conv_->forward(x, sa_.data(), batch, train);
+    proj_bn_->forward(sa_.data(), sb_.data(), batch, train);
+    shortcut = sb_.data();
+  }
+  Eigen::Map<Eigen::ArrayXf> out(y, n);
+  out = (out + Eigen::Map<const Eigen::ArrayXf>(shortcut, n)).max(0.0f);
+}
+
+void BasicBlock::backward(const float* x, const float* y, const float* dy, float* dx,
+                          std::int64_t batch, bool accumulate) {
+  const std::int64_t n = batch * out_.size();
+  std::copy(dy, dy + n, gz_.data());
+  relu_mask(y, gz_.data(), n);
+  // Residual branch.
+  bn2_.backward(a2_.data(), nullptr, gz_.data(), g1_.data(), batch, accumulate);
+  conv2_.backward(r1_.data(), a2_.data(), g1_.data(), g2_.data(), batch, accumulate);
+  relu_mask(r1_.data(), g2_.data(), n);
+  bn1_.backward(a1_.data(), nullptr, g2_.data(), g1_.data(), batch, accumulate);
+  conv1_.backward(x, a1_.data(), g1_.data(), dx, batch, accumulate);
+  // Shortcut.
+  if (proj_conv_) {
+    proj_bn_->backward(sa_.data(), nullptr, gz_.data(), g1_.data(), batch, accumulate);
+    proj_conv_->backward(x, sa_.data(), g1_.data(), dx ? gx_.data() : nullptr, batch, accumulate);
+    if (dx) {
+      const std::int64_t m = batch * in_.size();
+      Eigen::Map<Eigen::ArrayXf>(dx, m) += Eigen::Map<const Eigen::ArrayXf>(gx_.data(), m);
+    }
+  } else if (dx) {
+    Eigen::Map<Eigen::ArrayXf>(dx, n) += Eigen::Map<const Eigen::ArrayXf>(gz_.data(), n);
+  }
+}
+
+}  // namespace lbt::nn

@@ -1,0 +1,148 @@
+// BatchNorm; see batch_norm.hpp. With M = batch * H * W values per channel and
+// x_hat = (x - mean) * inv_std, y = gamma x_hat + beta:
+//   train backward:  dgamma = sum dy x_hat,  dbeta = sum dy,
+//                    dx = gamma inv_std / M * (M dy - dbeta - x_hat dgamma)
+//   eval backward:   dx = gamma inv_std dy   (statistics are constants)
+// Parallel over channels; each channel walks its batch planes (stride C*H*W).
+#include "trainer/nn/batch_norm.hpp"
+
+#include <cmath>
+
+#include "core/error.hpp"
+
+namespace lbt::nn {
+
+BatchNorm::BatchNorm(Shape3 shape, BatchNormOptions options)
+    : shape_(shape), opt_(options),
+      running_mean_(static_cast<std::size_t>(shape.c), 0.0f),
+      running_var_(static_cast<std::size_t>(shape.c), 1.0f),
+      mean_(static_cast<std::size_t>(shape.c)), inv_std_(static_cast<std::size_t>(shape.c)) {
+  if (!(opt_.momentum >= 0.0 && opt_.momentum <= 1.0) || !(opt_.eps > 0.0)) {
+    throw ConfigError("BatchNorm: momentum must be in [0, 1] and eps > 0",
+                      "PyTorch's defaults are momentum 0.1, eps 1e-5");
+  }
+}
+
+std::string BatchNorm::describe() const { return "BatchNorm(" + std::to_string(shape_.c) + ")"; }
+
+void BatchNorm::register_params(ParameterStore& store, const std::string& prefix) {
+  gamma_segment_ = store.add(prefix + ".weight", static_cast<std::size_t>(shape_.c), ParamKind::kNorm);
+  beta_segment_ = store.add(prefix + ".bias", static_cast<std::size_t>(shape_.c), ParamKind::kNorm);
+}
+
+void BatchNorm::bind(ParameterStore& store) {
+  gamma_ = store.param_ptr(gamma_segment_);
+  beta_ = store.param_ptr(beta_segment_);
+  dgamma_ = store.grad_ptr(gamma_segment_);
+  dbeta_ = store.grad_ptr(beta_segment_);
+}
+
+void BatchNorm::init(Rng&) {
+  std::fill(gamma_, gamma_ + shape_.c, 1.0f);
+  std::fill(beta_, beta_ + shape_.c, 0.0f);
+  std::fill(running_mean_.begin(), running_mean_.end(), 0.0f);
+  std::fill(running_var_.begin(), running_var_.end(), 1.0f);
+}
+
+void BatchNorm::forward(const float* x, float* y, std::int64_t batch, bool train) {
+  const std::int64_t C = shape_.c, HW = shape_.plane(), M = batch * HW;
+  if (train && M < 2) {
+    throw ConfigError("BatchNorm in train mode needs more than one value per channel, got batch " +
+                          std::to_string(batch) + " of " + shape_.text(),
+                      "use a micro-batch of at least 2");
+  }
+  last_train_ = train;
+#pragma omp parallel for schedule(static) if (batch * C * HW > 32768)
+  for (std::int64_t c = 0; c < C; ++c) {
+    float mean, inv_std;
+    if (train) {
+      // Two passes in double: the variance of shifted values, no catastrophic cancellation.
+      double sum = 0.0;
+      for (std::int64_t n = 0; n < batch; ++n) {
+        const float* p = x + (n * C + c) * HW;
+        float s = 0.0f;
+#pragma omp simd reduction(+ : s)
+        for (std::int64_t i = 0; i < HW; ++i) s += p[i];
+        sum += s;
+      }
+      const double m = sum / static_cast<double>(M);
+      double sq = 0.0;
+      for (std::int64_t n = 0; n < batch; ++n) {
+        const float* p = x + (n * C + c) * HW;
+        const float mf = static_cast<float>(m);
+        float s = 0.0f;
+#pragma omp simd reduction(+ : s)
+        for (std::int64_t i = 0; i < HW; ++i) s += (p[i] - mf) * (p[i] - mf);
+        sq += s;
+      }
+      const double var = sq / static_cast<double>(M);
+      mean = static_cast<float>(m);
+      inv_std = static_cast<float>(1.0 / std::sqrt(var + opt_.eps));
+      const double mom = opt_.momentum;
+      running_mean_[c] = static_cast<float>((1.0 - mom) * running_mean_[c] + mom * m);
+      running_var_[c] = static_cast<float>((1.0 - mom) * running_var_[c] +
+                                           mom * var * static_cast<double>(M) / static_cast<double>(M - 1));
+    } else {
+      mean = running_mean_[c];
+      inv_std = static_cast<float>(1.0 / std::sqrt(static_cast<double>(running_var_[c]) + opt_.eps));
+    }
+    mean_[c] = mean;
+    inv_std_[c] = inv_std;
+    // y = scale x + shift with scale = gamma inv_std, shift = beta - mean scale.
+    const float scale = gamma_[c] * inv_std, shift = beta_[c] - mean * scale;
+    for (std::int64_t n = 0; n < batch; ++n) {
+      const float* p = x + (n * C + c) * HW;
+      float* q = y + (n * C + c) * HW;
+#pragma omp simd
+      for (std::int64_t i = 0; i < HW; ++i) q[i] = p[i] * scale + shift;
+    }
+  }
+}
+
+void BatchNorm::backward(const float* x, const float*, const float* dy, float* dx,
+                         std::int64_t batch, bool accumulate) {
+  const std::int64_t C = shape_.c, HW = shape_.plane(), M = batch * HW;
+#pragma omp parallel for schedule(static) if (batch * C * HW > 32768)
+  for (std::int64_t c = 0; c < C; ++c) {
+    const float mean = mean_[c], inv_std = inv_std_[c];
+    double sum_dy = 0.0, sum_dy_xhat = 0.0;
+    for (std::int64_t n = 0; n < batch; ++n) {
+      const float* p = x + (n * C + c) * HW;
+      const float* g = dy + (n * C + c) * HW;
+      float s1 = 0.0f, s2 = 0.0f;
+#pragma omp simd reduction(+ : s1, s2)
+      for (std::int64_t i = 0; i < HW; ++i) {
+        s1 += g[i];
+        s2 += g[i] * (p[i] - mean);
+      }
+      sum_dy += s1;
+      sum_dy_xhat += s2;
+    }
+    sum_dy_xhat *= inv_std;
+    dgamma_[c] = static_cast<float>(accumulate ? dgamma_[c] + sum_dy_xhat : sum_dy_xhat);
+    dbeta_[c] = static_cast<float>(accumulate ? dbeta_[c] + sum_dy : sum_dy);
+    if (!dx) continue;
+    const float k = gamma_[c] * inv_std;
+    if (last_train_) {
+      // dx = k (dy - mean(dy) - x_hat mean(dy x_hat))
+      const float a = static_cast<float>(sum_dy / static_cast<double>(M));
+      const float b = static_cast<float>(sum_dy_xhat / static_cast<double>(M)) * inv_std;
+      for (std::int64_t n = 0; n < batch; ++n) {
+        const float* p = x + (n * C + c) * HW;
+        const float* g = dy + (n * C + c) * HW;
+        float* d = dx + (n * C + c) * HW;
+#pragma omp simd
+        for (std::int64_t i = 0; i < HW; ++i) d[i] = k * (g[i] - a - (p[i] - mean) * b);
+      }
+    } else {
+      for (std::int64_t n = 0; n < batch; ++n) {
+        const float* g = dy + (n * C + c) * HW;
+        float* d = dx + (n * C + c) * HW;
+#pragma omp simd
+        for (std::int64_t i = 0; i < HW; ++i) d[i] = k * g[i];
+      }
+    }
+  }
+}
+
+}  // namespace lbt::nn

@@ -1,0 +1,52 @@
+// Batch normalisation (Ioffe & Szegedy 2015, arXiv:1502.03167, Alg. 1 and 2) over NCHW
+// activations: per channel c, statistics over the batch and the H x W plane; a [C] input with
+// H = W = 1 is BatchNorm1d. Train mode normalises with the micro-batch's mean and biased
+// variance and updates running statistics, r = (1 - momentum) r + momentum s, with the
+// unbiased variance (PyTorch's convention, momentum 0.1, eps 1e-5); eval mode uses them.
+// In data-parallel runs each rank normalises over its own micro-batch, as PyTorch's
+// non-synchronised BatchNorm does: statistics are not allreduced, so results depend on the
+// micro-batch size, and each rank's running statistics drift apart (rank 0's are kept).
+#pragma once
+#include <vector>
+
+#include "trainer/nn/layer.hpp"
+#include "trainer/nn/shape.hpp"
+
+namespace lbt::nn {
+
+struct BatchNormOptions {
+  double momentum = 0.1;
+  double eps = 1e-5;
+};
+
+class BatchNorm final : public Layer {
+ public:
+  explicit BatchNorm(Shape3 shape, BatchNormOptions options = {});
+  std::string describe() const override;
+  std::int64_t in_features() const override { return shape_.size(); }
+  std::int64_t out_features() const override { return shape_.size(); }
+  const char* param_prefix() const override { return "bn"; }
+  void register_params(ParameterStore& store, const std::string& prefix) override;
+  void bind(ParameterStore& store) override;
+  void init(Rng& rng) override;  // gamma = 1, beta = 0; running mean 0, variance 1
+  std::vector<std::span<float>> buffers() override { return {running_mean_, running_var_}; }
+  // x: [batch, C, H, W] -> y: same shape. Train mode needs batch * H * W > 1.
+  void forward(const float* x, float* y, std::int64_t batch, bool train) override;
+  // Differentiates the mode of the last forward (train: through the batch statistics).
+  void backward(const float* x, const float* y, const float* dy, float* dx,
+                std::int64_t batch, bool accumulate) override;
+
+  std::span<float> running_mean() { return running_mean_; }
+  std::span<float> running_var() { return running_var_; }
+
+ private:
+  Shape3 shape_;
+  BatchNormOptions opt_;
+  std::size_t gamma_segment_ = 0, beta_segment_ = 0;
+  float *gamma_ = nullptr, *beta_ = nullptr, *dgamma_ = nullptr, *dbeta_ = nullptr;
+  std::vector<float> running_mean_, running_var_;
+  std::vector<float> mean_, inv_std_;  // [C] of the last forward (batch or running statistics)
+  bool last_train_ = true;
+};
+
+}  // namespace lbt::nn

@@ -25,7 +25,6 @@ struct HessianOptions {
 void mean_gradient(nn::Model& model, const data::Dataset& data, const std::vector<std::int64_t>& rows,
                    std::int64_t chunk, std::span<float> out) {
   ParameterStore& store = model.store();
-  store.zero_grads();
   std::vector<float> x(static_cast<std::size_t>(chunk * data.dim)), targets;
   std::vector<std::int32_t> labels(static_cast<std::size_t>(chunk));
   targets.resize(static_cast<std::size_t>(chunk * std::max<std::int64_t>(data.target_dim, 1)));
@@ -33,10 +32,7 @@ void mean_gradient(nn::Model& model, const data::Dataset& data, const std::vecto
   for (std::size_t start = 0; start < rows.size(); start += chunk) {
     const std::int64_t b = std::min<std::int64_t>(chunk, rows.size() - start);
     for (std::int64_t j = 0; j < b; ++j) {
-      const std::int64_t i = rows[start + j];
-      std::copy(data.row(i), data.row(i) + data.dim, x.begin() + j * data.dim);
-      if (data.is_classification()) labels[j] = data.labels[i];
-      for (std::int64_t t = 0; t < data.target_dim; ++t) targets[j * data.target_dim + t] = data.targets[i * data.target_dim + t];
+      data.copy_example(rows[start + j], j, x.data(), labels.data(), targets.data());
     }
     const float* out_act = model.forward(x.data(), b, true);
     if (data.is_classification()) {

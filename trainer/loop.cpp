@@ -54,13 +54,7 @@ Evaluation evaluate(nn::Model& model, const data::Dataset& data, comm::Communica
   for (std::int64_t start = 0; start < mine; start += eval_batch) {
     const std::int64_t b = std::min(eval_batch, mine - start);
     for (std::int64_t j = 0; j < b; ++j) {
-      const std::int64_t i = r + (start + j) * K;
-      std::copy(data.row(i), data.row(i) + data.dim, x.data() + j * data.dim);
-      if (data.is_classification()) labels[j] = data.labels[i];
-      if (data.target_dim > 0) {
-        std::copy(data.targets.begin() + i * data.target_dim,
-                  data.targets.begin() + (i + 1) * data.target_dim, targets.data() + j * data.target_dim);
-      }
+      data.copy_example(r + (start + j) * K, j, x.data(), labels.data(), targets.data());
     }
     const float* out = model.forward(x.data(), b, false);
     std::int64_t correct = 0;

@@ -11,43 +11,17 @@
 #include <sstream>
 #include <string>
 
+#include "support/cli_runner.hpp"
+
 namespace fs = std::filesystem;
 
 namespace {
 
-struct Result {
-  int code = -1;
-  std::string out, err;
-};
+using lbt::test::scratch;
+using lbt::test::slurp;
 
-fs::path scratch() {
-  static fs::path dir = [] {
-    fs::path p = fs::temp_directory_path() / ("lbt_e2e_" + std::to_string(::getpid()));
-    fs::remove_all(p);
-    fs::create_directories(p);
-    return p;
-  }();
-  return dir;
-}
-
-std::string slurp(const fs::path& p) {
-  std::ifstream in(p);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-// Runs `lbt ARGS` with stdout and stderr captured to files.
-Result lbt(const std::string& args) {
-  const fs::path out = scratch() / "stdout", err = scratch() / "stderr";
-  const std::string cmd = std::string(LBT_BINARY) + " " + args + " >" + out.string() + " 2>" + err.string();
-  int status = std::system(cmd.c_str());
-  Result r;
-  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  r.out = slurp(out);
-  r.err = slurp(err);
-  return r;
-}
+using Result = lbt::test::CliResult;
+using lbt::test::run_lbt;
 
 fs::path write_config(const std::string& name, const std::string& text) {
   fs::path p = scratch() / name;
@@ -73,7 +47,7 @@ std::vector<nlohmann::json> read_jsonl(const fs::path& p) {
 
 BOOST_AUTO_TEST_CASE(short_fashion_mnist_run_learns_and_writes_a_parseable_run_directory) {
   const fs::path run = scratch() / "run";
-  Result r = lbt("train --config " + kConfig + kSmall + " --out " + run.string());
+  Result r = run_lbt("train --config " + kConfig + kSmall + " --out " + run.string());
   BOOST_TEST_INFO("stderr: " << r.err);
   BOOST_REQUIRE_EQUAL(r.code, 0);
   BOOST_TEST(r.out.find("run directory: " + run.string()) != std::string::npos);
@@ -101,14 +75,14 @@ BOOST_AUTO_TEST_CASE(short_fashion_mnist_run_learns_and_writes_a_parseable_run_d
   BOOST_TEST(config.find("divergence_factor") != std::string::npos);
 
   // A second run into the same directory is refused rather than clobbering the first.
-  Result again = lbt("train --config " + kConfig + kSmall + " --out " + run.string());
+  Result again = run_lbt("train --config " + kConfig + kSmall + " --out " + run.string());
   BOOST_TEST(again.code != 0);
   BOOST_TEST(again.err.find("already holds a run") != std::string::npos);
 }
 
 BOOST_AUTO_TEST_CASE(huge_learning_rate_ends_as_diverged_not_as_a_crash) {
   const fs::path run = scratch() / "diverged";
-  Result r = lbt("train --config " + kConfig + kSmall + " --set optimizer.lr=1000 --out " + run.string());
+  Result r = run_lbt("train --config " + kConfig + kSmall + " --set optimizer.lr=1000 --out " + run.string());
   BOOST_REQUIRE_EQUAL(r.code, 0);
   auto summary = nlohmann::json::parse(slurp(run / "summary.json"));
   BOOST_TEST(summary["status"].get<std::string>() == "diverged");
@@ -142,7 +116,7 @@ BOOST_AUTO_TEST_CASE(bad_inputs_fail_with_one_clear_message_and_no_complete_look
   for (const auto& c : cases) {
     const fs::path run = scratch() / "bad";
     fs::remove_all(run);
-    Result r = lbt("train --config " + kConfig + kSmall + " " + c.args + " --out " + run.string());
+    Result r = run_lbt("train --config " + kConfig + kSmall + " " + c.args + " --out " + run.string());
     BOOST_TEST_CONTEXT(c.args) {
       BOOST_TEST(r.code != 0);
       BOOST_TEST(r.err.find("error: ") == 0u);
@@ -152,21 +126,21 @@ BOOST_AUTO_TEST_CASE(bad_inputs_fail_with_one_clear_message_and_no_complete_look
       BOOST_TEST(!fs::exists(run / "summary.json"));
     }
   }
-  Result typo = lbt("train --config " + bad_key + " --quiet");
+  Result typo = run_lbt("train --config " + bad_key + " --quiet");
   BOOST_TEST(typo.err.find("unknown config key 'optimizer.learnig_rate'") != std::string::npos);
   BOOST_TEST(typo.err.find("lbt train --help") != std::string::npos);
-  Result syntax = lbt("train --config " + bad_toml + " --quiet");
+  Result syntax = run_lbt("train --config " + bad_toml + " --quiet");
   BOOST_TEST(syntax.code != 0);
   BOOST_TEST(syntax.err.find("syntax.toml:1") != std::string::npos, syntax.err);
-  Result missing = lbt("train --config /nonexistent.toml");
+  Result missing = run_lbt("train --config /nonexistent.toml");
   BOOST_TEST(missing.code != 0);
 }
 
 BOOST_AUTO_TEST_CASE(help_lists_every_option_and_config_key_with_defaults) {
-  Result top = lbt("--help");
+  Result top = run_lbt("--help");
   BOOST_TEST(top.code == 0);
   BOOST_TEST(top.out.find("train") != std::string::npos);
-  Result train = lbt("train --help");
+  Result train = run_lbt("train --help");
   BOOST_TEST(train.code == 0);
   for (const char* s : {"--config", "--set", "--out", "train.global_batch = 128", "optimizer.lr = "}) {
     BOOST_TEST(train.out.find(s) != std::string::npos, s);

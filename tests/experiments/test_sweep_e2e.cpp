@@ -18,40 +18,17 @@
 #include <thread>
 
 #include "experiments/sweep_results.hpp"
+#include "support/cli_runner.hpp"
 
 namespace fs = std::filesystem;
 using lbt::experiments::read_csv;
+using lbt::test::run_lbt;
+using Result = lbt::test::CliResult;
+using lbt::test::scratch;
+using lbt::test::slurp;
 
 namespace {
 
-fs::path scratch() {
-  static fs::path dir = [] {
-    fs::path p = fs::temp_directory_path() / ("lbt_sweep_e2e_" + std::to_string(::getpid()));
-    fs::remove_all(p);
-    fs::create_directories(p);
-    return p;
-  }();
-  return dir;
-}
-
-std::string slurp(const fs::path& p) {
-  std::ifstream in(p);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-struct Result {
-  int code = -1;
-  std::string out, err;
-};
-
-Result run_lbt(const std::string& args) {
-  const fs::path out = scratch() / "stdout", err = scratch() / "stderr";
-  const std::string cmd = std::string(LBT_BINARY) + " " + args + " >" + out.string() + " 2>" + err.string();
-  const int status = std::system(cmd.c_str());
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, slurp(out), slurp(err)};
-}
 
 // Seconds per trial: 4096 examples of d = 16; the budget in steps sets the trial's length.
 fs::path write_config(const std::string& name, const std::string& target, int max_steps) {

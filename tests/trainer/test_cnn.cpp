@@ -12,6 +12,7 @@
 
 #include "core/error.hpp"
 #include "support/gradient_check.hpp"
+#include "support/random.hpp"
 #include "trainer/nn/basic_block.hpp"
 #include "trainer/nn/batch_norm.hpp"
 #include "trainer/nn/conv2d.hpp"
@@ -22,16 +23,10 @@
 
 using namespace lbt;
 using lbt::test::check_gradient;
+using lbt::test::normal_vector;
 
 namespace {
 
-std::vector<float> normal_vector(std::size_t n, std::uint64_t seed, float scale = 1.0f) {
-  std::mt19937_64 rng(seed);
-  std::normal_distribution<float> dist(0.0f, scale);
-  std::vector<float> v(n);
-  for (auto& x : v) x = dist(rng);
-  return v;
-}
 
 constexpr double kStep = 1e-2;
 constexpr double kTolerance = 3e-3;

@@ -7,6 +7,7 @@
 
 #include "core/error.hpp"
 #include "support/gradient_check.hpp"
+#include "support/random.hpp"
 #include "trainer/nn/linear.hpp"
 #include "trainer/nn/loss.hpp"
 #include "trainer/nn/model.hpp"
@@ -14,16 +15,10 @@
 
 using namespace lbt;
 using lbt::test::check_gradient;
+using lbt::test::normal_vector;
 
 namespace {
 
-std::vector<float> random_vector(std::size_t n, std::uint64_t seed, float scale = 1.0f) {
-  std::mt19937_64 rng(seed);
-  std::normal_distribution<float> dist(0.0f, scale);
-  std::vector<float> v(n);
-  for (auto& x : v) x = dist(rng);
-  return v;
-}
 
 // Float parameters with loss sums in double: the step is large enough that float rounding of
 // the perturbed inputs stays far below the O(step^2) truncation error of central differences.
@@ -63,7 +58,7 @@ BOOST_AUTO_TEST_CASE(half_squared_error_matches_hand_computed_values) {
 
 BOOST_AUTO_TEST_CASE(cross_entropy_gradient_matches_finite_differences) {
   const int B = 3, C = 4;
-  auto logits = random_vector(B * C, 1);
+  auto logits = normal_vector(B * C, 1);
   std::int32_t labels[B] = {0, 3, 2};
   std::vector<float> d(B * C);
   nn::softmax_cross_entropy(logits.data(), labels, B, C, d.data(), 1.0f, nullptr);
@@ -82,7 +77,7 @@ void check_model_gradients(nn::Model& model, std::int64_t batch) {
   std::vector<float> x;
   for (std::uint64_t seed = 7;; ++seed) {
     BOOST_REQUIRE(seed < 1000);
-    x = random_vector(static_cast<std::size_t>(batch * in), seed);
+    x = normal_vector(static_cast<std::size_t>(batch * in), seed);
     model.forward(x.data(), batch, true);
     bool clear = true;
     for (std::size_t i = 0; i < model.layers().size(); ++i) {

@@ -23,14 +23,8 @@ Dataset subset(const Dataset& source, const std::vector<std::int64_t>& indices) 
   if (source.is_classification()) out.labels.resize(static_cast<std::size_t>(out.n));
   if (source.target_dim > 0) out.targets.resize(static_cast<std::size_t>(out.n * out.target_dim));
   for (std::int64_t r = 0; r < out.n; ++r) {
-    const std::int64_t i = indices[static_cast<std::size_t>(r)];
-    std::copy(source.row(i), source.row(i) + source.dim, out.x.data() + r * out.dim);
-    if (source.is_classification()) out.labels[r] = source.labels[i];
-    if (source.target_dim > 0) {
-      std::copy(source.targets.begin() + i * source.target_dim,
-                source.targets.begin() + (i + 1) * source.target_dim,
-                out.targets.begin() + r * out.target_dim);
-    }
+    source.copy_example(indices[static_cast<std::size_t>(r)], r, out.x.data(), out.labels.data(),
+                        out.targets.data());
   }
   return out;
 }

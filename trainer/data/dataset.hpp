@@ -1,6 +1,7 @@
 // In-memory dataset: features as float rows [n, dim]; integer labels for classification or
 // float targets [n, target_dim] for regression.
 #pragma once
+#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -19,6 +20,17 @@ struct Dataset {
 
   bool is_classification() const { return num_classes > 0; }
   const float* row(std::int64_t i) const { return x.data() + i * dim; }
+  // Copies example i into slot r of batch buffers x [*, dim], labels [*] and
+  // targets [*, target_dim] (labels/targets written only when the dataset has them).
+  void copy_example(std::int64_t i, std::int64_t r, float* batch_x, std::int32_t* batch_labels,
+                    float* batch_targets) const {
+    std::copy(row(i), row(i) + dim, batch_x + r * dim);
+    if (is_classification()) batch_labels[r] = labels[i];
+    if (target_dim > 0) {
+      std::copy(targets.begin() + i * target_dim, targets.begin() + (i + 1) * target_dim,
+                batch_targets + r * target_dim);
+    }
+  }
 };
 
 // Rows `indices` of `source`, in that order.

@@ -32,14 +32,7 @@ void Prefetcher::fill(Batch& batch, std::int64_t step, std::int64_t micro) {
   batch.micro = micro;
   batch.size = micro_;
   for (std::int64_t r = 0; r < micro_; ++r) {
-    const std::int64_t i = indices_[r];
-    std::copy(data_.row(i), data_.row(i) + data_.dim, batch.x.data() + r * data_.dim);
-    if (data_.is_classification()) batch.labels[r] = data_.labels[i];
-    if (data_.target_dim > 0) {
-      std::copy(data_.targets.begin() + i * data_.target_dim,
-                data_.targets.begin() + (i + 1) * data_.target_dim,
-                batch.targets.data() + r * data_.target_dim);
-    }
+    data_.copy_example(indices_[r], r, batch.x.data(), batch.labels.data(), batch.targets.data());
   }
   // Augment this micro-batch here, off the compute threads; one stream per (step, micro).
   augment_batch(batch.x.data(), micro_, data_.shape, augment_, step * accum_ + micro, scratch_);

@@ -1,0 +1,45 @@
+// Runs the real `lbt` binary from end-to-end tests: a per-process scratch directory, and
+// `run_lbt(args)` returning the exit code with stdout and stderr captured through files.
+// Needs LBT_BINARY defined to the binary's path (see tests/e2e/CMakeLists.txt).
+#pragma once
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+namespace lbt::test {
+
+inline std::filesystem::path scratch() {
+  static const std::filesystem::path dir = [] {
+    auto p = std::filesystem::temp_directory_path() / ("lbt_test_" + std::to_string(::getpid()));
+    std::filesystem::remove_all(p);
+    std::filesystem::create_directories(p);
+    return p;
+  }();
+  return dir;
+}
+
+inline std::string slurp(const std::filesystem::path& p) {
+  std::ifstream in(p);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+struct CliResult {
+  int code = -1;
+  std::string out, err;
+};
+
+inline CliResult run_lbt(const std::string& args) {
+  const auto out = scratch() / "stdout", err = scratch() / "stderr";
+  const std::string cmd = std::string(LBT_BINARY) + " " + args + " >" + out.string() + " 2>" + err.string();
+  const int status = std::system(cmd.c_str());
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, slurp(out), slurp(err)};
+}
+
+}  // namespace lbt::test

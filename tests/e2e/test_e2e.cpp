@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <map>
 #include <sstream>
 #include <string>
 
@@ -144,5 +145,36 @@ BOOST_AUTO_TEST_CASE(help_lists_every_option_and_config_key_with_defaults) {
   BOOST_TEST(train.code == 0);
   for (const char* s : {"--config", "--set", "--out", "train.global_batch = 128", "optimizer.lr = "}) {
     BOOST_TEST(train.out.find(s) != std::string::npos, s);
+  }
+}
+
+BOOST_AUTO_TEST_CASE(lbt_schedule_prints_the_lr_the_trainer_used) {
+  // metrics.jsonl's step N is the count of updates done; its lr is that of update N, which is
+  // schedule(N - 1) under the 0-based convention. `lbt schedule` prints schedule(step).
+  const std::string sched = " --set schedule.warmup=20 --set schedule.decay=cosine"
+                            " --set schedule.final_frac=0.1 --set schedule.scaling=linear"
+                            " --set schedule.reference_batch=64";
+  const fs::path run = scratch() / "scheduled";
+  Result train = run_lbt("train --config " + kConfig + kSmall + sched + " --out " + run.string());
+  BOOST_REQUIRE_EQUAL(train.code, 0);
+  const std::string slice = kSmall.substr(0, kSmall.find(" --quiet"));
+  Result curve = run_lbt("schedule --config " + kConfig + slice + sched + " --steps 120");
+  BOOST_REQUIRE_EQUAL(curve.code, 0);
+  std::map<int, double> lr_at;
+  std::istringstream csv(curve.out);
+  std::string line;
+  std::getline(csv, line);  // header
+  while (std::getline(csv, line)) {
+    const auto comma = line.find(',');
+    lr_at[std::stoi(line.substr(0, comma))] = std::stod(line.substr(comma + 1));
+  }
+  BOOST_REQUIRE_EQUAL(lr_at.size(), 120u);
+  BOOST_TEST(lr_at[0] == 0.0);
+  BOOST_TEST(lr_at[20] == 0.05 * 128 / 64, boost::test_tools::tolerance(1e-9));  // peak
+  for (const auto& m : read_jsonl(run / "metrics.jsonl")) {
+    const int step = m["step"];
+    BOOST_TEST_CONTEXT("step " << step) {
+      BOOST_TEST(m["lr"].get<double>() == lr_at[step - 1], boost::test_tools::tolerance(1e-6));
+    }
   }
 }

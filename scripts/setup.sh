@@ -7,7 +7,7 @@ cd "$(dirname "$0")/.."
 packages=(
   build-essential cmake ninja-build pkg-config
   libeigen3-dev libboost-test-dev libopenmpi-dev openmpi-bin zlib1g-dev
-  nlohmann-json3-dev libtomlplusplus-dev libcli11-dev libfmt-dev
+  nlohmann-json3-dev libtomlplusplus-dev libcli11-dev
   libopenblas-dev libopenblas0-openmp
   dataset-fashion-mnist
   python3-matplotlib python3-pandas python3-numpy jupyter-nbconvert python3-ipykernel

@@ -1,14 +1,12 @@
 // libFuzzer target: the IDX reader on arbitrary bytes (plain and, via gzread, gzip streams).
 // Any outcome but success or lbt::Error (a crash, a sanitizer report, another exception
 // type, a hang) is a bug.
-#include <sys/mman.h>
-#include <unistd.h>
-
 #include <cstdint>
 #include <string>
 
 #include "core/error.hpp"
 #include "trainer/data/idx.hpp"
+#include "tests/fuzz/fuzz_file.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   // Cap the header-declared payload the reader will allocate: the reader itself refuses more
@@ -21,17 +19,11 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
       if (total > (64u << 20)) return 0;
     }
   }
-  int fd = memfd_create("idx", 0);
-  if (fd < 0) return 0;
-  if (write(fd, data, size) != static_cast<ssize_t>(size)) {
-    close(fd);
-    return 0;
-  }
-  const std::string path = "/proc/self/fd/" + std::to_string(fd);
+  lbt::fuzz::MemoryFile file(data, size);
+  if (!file.ok()) return 0;
   try {
-    lbt::data::read_idx(path);
+    lbt::data::read_idx(file.path());
   } catch (const lbt::Error&) {
   }
-  close(fd);
   return 0;
 }

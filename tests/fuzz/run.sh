@@ -2,13 +2,13 @@
 # Builds the libFuzzer targets with clang (+ AddressSanitizer, UndefinedBehaviorSanitizer) in
 # build-fuzz/ and runs each for SECONDS (default 600), growing tests/fuzz/corpus/<target>.
 # Crashes land in build-fuzz/crashes/<target>/: copy them into the corpus as regressions.
-#   usage: bash tests/fuzz/run.sh [seconds] [target ...]   (targets: idx config checkpoint)
+#   usage: bash tests/fuzz/run.sh [seconds] [target ...]   (targets: idx cifar10 npy csv config checkpoint)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 seconds=${1:-600}
 shift || true
 targets=("$@")
-[ ${#targets[@]} -eq 0 ] && targets=(idx config checkpoint)
+[ ${#targets[@]} -eq 0 ] && targets=(idx cifar10 npy csv config checkpoint)
 CC=clang CXX=clang++ cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DLBT_FUZZ=ON -DLBT_SANITIZE=ON -DLBT_WITH_MPI=OFF -DLBT_BUILD_BENCH=OFF >/dev/null
 cmake --build build-fuzz --target $(printf 'fuzz_%s ' "${targets[@]}")

@@ -153,6 +153,13 @@ BOOST_AUTO_TEST_CASE(npy_bad_headers_dtypes_orders_sizes_and_label_shapes_are_da
   BOOST_TEST(has(msg, short_data.string()));
   BOOST_TEST(has(msg, "(3, 5) of float32 = 60 data bytes"));
   BOOST_TEST(has(msg, "has 48"));
+  // Dimensions whose product overflows 64 bits (fuzz_npy's first find), or that do not fit
+  // one: a named error, not a wrapped-around size check.
+  for (const char* shape : {"(4294967296, 4294967296)", "(3, 99999999999999999999)"}) {
+    auto huge = dir.write("h.npy", npy("<f4", shape, twelve));
+    BOOST_TEST(has(data_error_of([&] { data::read_npy(huge); }), "too large to be a real array"),
+               shape);
+  }
   auto four = dir.write("x4.npy", npy("<f4", "(4, 3)", twelve));
   msg = data_error_of([&] { data::load_npy_pair(four, labels, {}, 0, "t"); });
   BOOST_TEST(has(msg, "labels have shape (3,)"));

@@ -1,6 +1,7 @@
 // .npy reader; see npy.hpp.
 #include "trainer/data/npy.hpp"
 
+#include <charconv>
 #include <cmath>
 #include <cstring>
 #include <fstream>
@@ -82,12 +83,26 @@ NpyArray read_npy(const std::filesystem::path& path) {
   std::int64_t count = 1;
   const std::string dims = m[1];
   const std::regex number(R"(\d+)");
+  // A hostile header may give dimensions whose product overflows: refuse those by name rather
+  // than let the size check wrap around (found by fuzz_npy).
+  auto too_large = [&] {
+    return DataError(
+        path.string() + ": .npy header shape (" + dims + ") is too large to be a real array",
+        "the file is damaged: write it again");
+  };
+  std::int64_t expected = static_cast<std::int64_t>(item);
   for (auto it = std::sregex_iterator(dims.begin(), dims.end(), number); it != std::sregex_iterator(); ++it) {
-    a.shape.push_back(std::stoll(it->str()));
-    count *= a.shape.back();
+    const std::string digits = it->str();
+    std::int64_t dim = 0;
+    const auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), dim);
+    if (ec != std::errc() || end != digits.data() + digits.size()) throw too_large();
+    a.shape.push_back(dim);
+    if (__builtin_mul_overflow(count, dim, &count) ||
+        __builtin_mul_overflow(expected, dim, &expected)) {
+      throw too_large();
+    }
   }
   const std::int64_t data_offset = offset + header_len;
-  const std::int64_t expected = count * static_cast<std::int64_t>(item);
   if (file_size - data_offset != expected) {
     throw DataError(path.string() + ": header says shape " + shape_text(a.shape) + " of " + a.dtype +
                         " = " + std::to_string(expected) + " data bytes from offset " +

@@ -17,6 +17,7 @@ struct Config::Impl {
   std::string source = "<defaults>";
   std::vector<ConfigKey> known;
   std::set<std::string, std::less<>> known_set;
+  std::set<std::string, std::less<>> non_default;  // keys read with a value != their default
 };
 
 Config::Config() : impl_(std::make_unique<Impl>()) {}
@@ -182,6 +183,7 @@ double Config::get_double(std::string_view key, double def, std::string_view doc
     else fail(key, "a number", node_text(*node) + " (" + type_name(*node) + ")");
   }
   insert_at(impl_->resolved, key, value);
+  if (value != def) impl_->non_default.emplace(key);
   return value;
 }
 
@@ -193,6 +195,7 @@ std::int64_t Config::get_int(std::string_view key, std::int64_t def, std::string
     else fail(key, "an integer", node_text(*node) + " (" + type_name(*node) + ")");
   }
   insert_at(impl_->resolved, key, value);
+  if (value != def) impl_->non_default.emplace(key);
   return value;
 }
 
@@ -204,6 +207,7 @@ bool Config::get_bool(std::string_view key, bool def, std::string_view doc) {
     else fail(key, "true or false", node_text(*node) + " (" + type_name(*node) + ")");
   }
   insert_at(impl_->resolved, key, value);
+  if (value != def) impl_->non_default.emplace(key);
   return value;
 }
 
@@ -216,6 +220,7 @@ std::string Config::get_string(std::string_view key, std::string_view def, std::
               "quote it: " + std::string(key) + " = \"...\"");
   }
   insert_at(impl_->resolved, key, value);
+  if (value != def) impl_->non_default.emplace(key);
   return value;
 }
 
@@ -262,6 +267,7 @@ std::vector<std::int64_t> Config::get_int_list(std::string_view key,
   LBT_CONFIG_REMEMBER(def);
   auto value = read_list<std::int64_t>(*this, impl_->root, key, std::move(def), "integers");
   insert_at(impl_->resolved, key, to_array(value));
+  if (value != def) impl_->non_default.emplace(key);
   return value;
 }
 
@@ -270,6 +276,7 @@ std::vector<double> Config::get_double_list(std::string_view key, std::vector<do
   LBT_CONFIG_REMEMBER(def);
   auto value = read_list<double>(*this, impl_->root, key, std::move(def), "numbers");
   insert_at(impl_->resolved, key, to_array(value));
+  if (value != def) impl_->non_default.emplace(key);
   return value;
 }
 
@@ -279,6 +286,7 @@ std::vector<std::string> Config::get_string_list(std::string_view key,
   LBT_CONFIG_REMEMBER(def);
   auto value = read_list<std::string>(*this, impl_->root, key, std::move(def), "strings");
   insert_at(impl_->resolved, key, to_array(value));
+  if (value != def) impl_->non_default.emplace(key);
   return value;
 }
 #undef LBT_CONFIG_REMEMBER
@@ -300,6 +308,10 @@ void Config::check_no_unknown_keys() const {
     hint += "; `lbt train --help` lists every key";
     throw ConfigError(impl_->source + ": unknown config key '" + leaf + "'", hint);
   }
+}
+
+bool Config::differs_from_default(std::string_view key) const {
+  return impl_->non_default.find(key) != impl_->non_default.end();
 }
 
 std::string Config::resolved_toml() const {

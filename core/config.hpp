@@ -46,6 +46,9 @@ class Config {
                                            std::string_view doc = {});
 
   bool has(std::string_view key) const;
+  // True when a getter has read `key` and its value differs from that getter's default. A
+  // run's resolved config.toml sets every key, so "set" alone does not mean "chosen".
+  bool differs_from_default(std::string_view key) const;
   const std::string& source() const;
 
   // Throws ConfigError for the first key in the file or overrides that no getter read,

@@ -63,22 +63,30 @@ bool key_may_change_on_resume(const std::string& key) {
 }
 
 void save_run_checkpoint(const std::filesystem::path& run_dir, const trainer::LoopState& state,
-                         const nn::Model& model, const optim::Optimizer& optimizer,
+                         nn::Model& model, const optim::Optimizer& optimizer,
                          const RunIdentity& identity, int keep) {
   nlohmann::json header = {{"step", state.step},
-                           {"first_loss", state.first_loss},
+                           {"first_loss", state.divergence.first_loss},
+                           {"skips_in_a_row", state.divergence.skips_in_a_row},
+                           {"skipped_steps", state.divergence.skipped_steps},
                            {"last_val_accuracy", state.last_val_accuracy},
                            {"outcome", outcome_json(state.outcome)},
                            {"world_size", identity.world_size},
                            {"global_batch", identity.global_batch},
                            {"micro_batch", identity.micro_batch},
                            {"accum_steps", identity.accum_steps},
-                           {"config", identity.resolved_config}};
+                           {"config", identity.resolved_config},
+                           {"streams", model.stream_states()}};
   std::vector<trainer::CheckpointSection> sections = {
       {"params", std::as_bytes(model.store().params())}};
   for (const auto& [name, buffer] : optimizer.state().buffers()) {
     sections.push_back({"optim/" + name, std::as_bytes(buffer.span())});
   }
+  const auto buffers = model.buffers();
+  for (std::size_t i = 0; i < buffers.size(); ++i) {
+    sections.push_back({"layer_buffer/" + std::to_string(i), std::as_bytes(buffers[i])});
+  }
+  sections.push_back({"noise", std::as_bytes(std::span<const double>(state.noise_state))});
   const auto dir = run_dir / "checkpoints";
   trainer::write_checkpoint(trainer::checkpoint_path(dir, state.step), header, sections);
   trainer::prune_checkpoints(dir, keep);
@@ -123,8 +131,18 @@ bool restore_run_checkpoint(const std::filesystem::path& run_dir, trainer::LoopS
   }
   ck.copy_to("params", model.store().params());
   for (auto& [name, buffer] : optimizer.state().buffers()) ck.copy_to("optim/" + name, buffer.span());
+  const auto buffers = model.buffers();
+  for (std::size_t i = 0; i < buffers.size(); ++i) {
+    ck.copy_to("layer_buffer/" + std::to_string(i), buffers[i]);
+  }
+  model.set_stream_states(h.at("streams").get<std::vector<std::string>>());
+  const auto noise = ck.sections.find("noise");
+  state.noise_state.resize(noise == ck.sections.end() ? 0 : noise->second.size() / sizeof(double));
+  ck.copy_to("noise", std::span<double>(state.noise_state));
   state.step = h.at("step");
-  state.first_loss = h.at("first_loss");
+  state.divergence.first_loss = h.at("first_loss");
+  state.divergence.skips_in_a_row = h.at("skips_in_a_row");
+  state.divergence.skipped_steps = h.at("skipped_steps");
   state.last_val_accuracy = h.at("last_val_accuracy");
   outcome_from_json(h.at("outcome"), state.outcome);
   return true;

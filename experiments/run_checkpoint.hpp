@@ -18,7 +18,7 @@ struct RunIdentity {
 
 // Writes run_dir/checkpoints/step_N.ckpt and keeps the newest `keep`.
 void save_run_checkpoint(const std::filesystem::path& run_dir, const trainer::LoopState& state,
-                         const nn::Model& model, const optim::Optimizer& optimizer,
+                         nn::Model& model, const optim::Optimizer& optimizer,
                          const RunIdentity& identity, int keep);
 
 // Loads the newest intact checkpoint of run_dir into model/optimizer and returns its loop

@@ -51,6 +51,7 @@ nlohmann::json summary_json(const trainer::TrainConfig& cfg, const trainer::Trai
       {"model", model},
       {"optimizer", optimizer},
   };
+  if (o.skipped_steps > 0) s["skipped_steps"] = o.skipped_steps;
   if (o.status == "diverged") {
     s["diverged_step"] = o.diverged_step;
     s["last_finite_loss"] = o.last_finite_loss;

@@ -27,6 +27,16 @@ NoiseScaleTracker::NoiseScaleTracker(double beta) : beta_(beta) {}
 
 void NoiseScaleTracker::reset() { *this = NoiseScaleTracker(beta_); }
 
+void NoiseScaleTracker::save_state(std::span<double, kStateSize> out) const {
+  out[0] = sw_, out[1] = sw2_, out[2] = sG_, out[3] = sT_, out[4] = sGG_, out[5] = sTT_;
+  out[6] = sGT_, out[7] = static_cast<double>(count_);
+}
+
+void NoiseScaleTracker::load_state(std::span<const double, kStateSize> in) {
+  sw_ = in[0], sw2_ = in[1], sG_ = in[2], sT_ = in[3], sGG_ = in[4], sTT_ = in[5], sGT_ = in[6];
+  count_ = static_cast<std::int64_t>(in[7]);
+}
+
 void NoiseScaleTracker::add(const NoiseEstimate& e) {
   // decay every sum, then add the new estimate with weight 1 (w_i = beta^(t - i))
   sw_ = beta_ * sw_ + 1.0;

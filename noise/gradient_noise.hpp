@@ -3,7 +3,9 @@
 // McCandlish, Kaplan, Amodei 2018, "An Empirical Model of Large-Batch Training",
 // arXiv:1812.06162, eq. 2.8 (B_simple) and Appendix A.1 (unbiased two-batch estimates).
 #pragma once
+#include <cstddef>
 #include <cstdint>
+#include <span>
 
 namespace lbt::noise {
 
@@ -61,6 +63,10 @@ class NoiseScaleTracker {
   void add(const NoiseEstimate& e);
   NoiseScale current() const;
   void reset();
+  // The running sums, for checkpoints: restoring them continues the EMA exactly.
+  static constexpr std::size_t kStateSize = 8;
+  void save_state(std::span<double, kStateSize> out) const;
+  void load_state(std::span<const double, kStateSize> in);
 
   // Default EMA decay: an effective window of about 2/(1-beta) - 1 = 39 estimates.
   static constexpr double kDefaultBeta = 0.95;

@@ -187,11 +187,49 @@ const NoiseReport* OnlineEstimator::after_allreduce(std::int64_t step,
            trackers_[per_example_index_], per_example_estimate(slots[3], slots[2] / slots[3], g_big_sq),
            slots.subspan(4 + num_segments_, num_segments_), slots[3], true);
   }
+  discard_step();
+  return &report_;
+}
+
+void OnlineEstimator::discard_step() {
   std::fill(small_sq_.begin(), small_sq_.end(), 0.0);
   std::fill(example_sq_.begin(), example_sq_.end(), 0.0);
   small_count_ = example_count_ = 0.0;
   micro_seen_ = 0;
-  return &report_;
+}
+
+std::vector<double> OnlineEstimator::save_state() const {
+  constexpr std::size_t k = NoiseScaleTracker::kStateSize;
+  std::vector<double> out;
+  auto append = [&](const NoiseScaleTracker& t) {
+    out.resize(out.size() + k);
+    t.save_state(std::span<double, k>(out.data() + out.size() - k, k));
+  };
+  for (std::size_t e = 0; e < trackers_.size(); ++e) {
+    append(trackers_[e]);
+    for (const auto& t : seg_trackers_[e]) append(t);
+  }
+  return out;
+}
+
+void OnlineEstimator::load_state(std::span<const double> state) {
+  constexpr std::size_t k = NoiseScaleTracker::kStateSize;
+  std::size_t trackers = 0;
+  for (std::size_t e = 0; e < trackers_.size(); ++e) trackers += 1 + seg_trackers_[e].size();
+  if (state.size() != trackers * k) {
+    throw DataError("the checkpoint's noise-estimator state holds " + std::to_string(state.size()) +
+                        " values; this run's estimators need " + std::to_string(trackers * k),
+                    "resume with the run's own noise.* settings");
+  }
+  std::size_t at = 0;
+  auto take = [&](NoiseScaleTracker& t) {
+    t.load_state(std::span<const double, k>(state.data() + at, k));
+    at += k;
+  };
+  for (std::size_t e = 0; e < trackers_.size(); ++e) {
+    take(trackers_[e]);
+    for (auto& t : seg_trackers_[e]) take(t);
+  }
 }
 
 const NoiseScale* OnlineEstimator::headline() const {

@@ -68,11 +68,19 @@ class OnlineEstimator {
   // report on active steps, else nullptr. grad_norm: |G_B|, which the trainer already has.
   const NoiseReport* after_allreduce(std::int64_t step, std::span<const float> grads,
                                      double grad_norm, std::span<const double> slots);
+  // Instead of after_allreduce, for a step whose gradient is not used (a skipped spike):
+  // drops this step's sums, leaves the EMAs as they were.
+  void discard_step();
 
   // Non-empty when an estimator that was asked for cannot run in this layout (said once).
   const std::string& note() const { return note_; }
   bool two_batch_available() const { return small_ != SmallBatch::kNone; }
   const OnlineOptions& options() const { return options_; }
+  // Every tracker's running sums in a fixed order, for checkpoints; load_state refuses
+  // (DataError) a state saved with different estimators or segments.
+  std::vector<double> save_state() const;
+  void load_state(std::span<const double> state);
+
   // The headline B_simple (two_batch if available, else per_example); NaN before any.
   const NoiseScale* headline() const;
 

@@ -23,6 +23,9 @@ class CrcWriter {
  public:
   CrcWriter(int fd, std::filesystem::path path) : fd_(fd), path_(std::move(path)) {}
   void write(const void* data, std::size_t n) {
+    // zlib: crc32_z(crc, Z_NULL, 0) returns the *initial* CRC, so an empty section (whose
+    // span may have a null data pointer) must not reach it.
+    if (n == 0) return;
     crc_ = crc32_z(crc_, static_cast<const Bytef*>(data), n);
     raw(data, n);
   }
@@ -63,7 +66,7 @@ void LoadedCheckpoint::copy_to(const std::string& name, std::span<std::byte> dst
                         std::to_string(dst.size()),
                     "the model or optimizer changed since the checkpoint: start a fresh run");
   }
-  std::memcpy(dst.data(), it->second.data(), dst.size());
+  if (!dst.empty()) std::memcpy(dst.data(), it->second.data(), dst.size());
 }
 
 void write_checkpoint(const std::filesystem::path& path, const nlohmann::json& header,
@@ -124,6 +127,7 @@ LoadedCheckpoint read_checkpoint(const std::filesystem::path& path) {
   const std::size_t end = raw.size() - 4;
   auto take = [&](void* dst, std::size_t n) {
     if (pos + n > end) throw fail("truncated section", pos);
+    if (n == 0) return;  // an empty vector's data() may be null, which memcpy forbids
     std::memcpy(dst, raw.data() + pos, n);
     pos += n;
   };

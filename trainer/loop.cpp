@@ -4,6 +4,7 @@
 
 #include <chrono>
 #include <cmath>
+#include <cstdio>
 #include <vector>
 
 #include "trainer/data/prefetch.hpp"
@@ -92,6 +93,7 @@ TrainOutcome train(TrainContext& ctx) {
   Progress progress(ctx.progress && ctx.comm.rank() == 0, ctx.total_steps);
   noise::OnlineEstimator noise(ctx.noise, ctx.comm.size(), b, accum, store.segments());
   log_noise_note(noise, ctx.run_dir, ctx.comm.rank() == 0);
+  if (state.step > 0) noise.load_state(state.noise_state);  // resumed: continue the EMAs
   std::vector<noise::LinearTap> taps;
   // loss, correct, examples on this rank; then the noise estimator's sums
   std::vector<double> sums(3 + noise.num_slots());
@@ -101,8 +103,11 @@ TrainOutcome train(TrainContext& ctx) {
   const double wall_before = out.wall_time_s;  // time spent before a resume
   auto t_window = t_start;
   std::int64_t window_steps = 0;
-  double& first_loss = state.first_loss;
   double& last_val_accuracy = state.last_val_accuracy;
+  auto checkpoint = [&] {
+    state.noise_state = noise.save_state();
+    ctx.checkpoint(state);
+  };
 
   for (std::int64_t step = state.step; step < ctx.total_steps; ++step) {
     if (ctx.probe) ctx.probe(step);
@@ -126,33 +131,53 @@ TrainOutcome train(TrainContext& ctx) {
     ctx.comm.allreduce(std::span<double>(sums), comm::ReduceOp::kSum);
     const double loss = sums[0] / sums[2];
     const double grad_norm = l2_norm(store.grads());
-    // ---- noise scale: |g_global|^2 is the big batch; a noise.jsonl line every noise.every ----
-    if (const auto* report = noise.after_allreduce(step, store.grads(), grad_norm, noise_sums)) {
-      log_noise(*report, ctx.run_dir);
-      if (const auto* h = noise.headline()) progress.set_noise_scale(h->b_simple, h->ci_low, h->ci_high);
-    }
-
-    // ---- divergence: an outcome, recorded before the update can spoil the parameters ----
-    if (first_loss < 0.0 && std::isfinite(loss)) first_loss = loss;
-    const bool nonfinite = !std::isfinite(loss) || !std::isfinite(grad_norm);
-    if (nonfinite || loss > cfg.divergence_factor * first_loss) {
+    // ---- divergence: judged on the allreduced numbers (every rank agrees), before the
+    //      update can spoil the parameters ----
+    std::string reason;
+    const StepVerdict verdict =
+        judge_step(cfg.divergence, state.divergence, loss, grad_norm, reason);
+    out.skipped_steps = state.divergence.skipped_steps;
+    out.last_loss = loss;
+    if (verdict == StepVerdict::kDiverged) {
       out.status = "diverged";
       out.diverged_step = step;
-      out.divergence_reason = nonfinite ? "loss or gradient norm is NaN/Inf"
-                                        : "loss exceeded train.divergence_factor x first loss";
-      out.last_loss = loss;
+      out.divergence_reason = reason;
       break;
     }
-    out.last_finite_loss = out.last_loss = loss;
+    if (verdict == StepVerdict::kUpdate) out.last_finite_loss = loss;
 
-    // ---- update ----
+    // ---- noise scale: |g_global|^2 is the big batch; a noise.jsonl line every noise.every
+    //      (a skipped spike's gradient is not a sample of the gradient noise) ----
+    if (verdict == StepVerdict::kSkip) {
+      noise.discard_step();
+    } else if (const auto* report =
+                   noise.after_allreduce(step, store.grads(), grad_norm, noise_sums)) {
+      log_noise(*report, ctx.run_dir);
+      if (const auto* h = noise.headline())
+        progress.set_noise_scale(h->b_simple, h->ci_low, h->ci_high);
+    }
+
+    // ---- update (a skipped spike drops this batch; the step still counts, so the schedule
+    //      and the sampler stay where an uninterrupted run would be) ----
     const double lr = ctx.schedule(step);
-    ctx.optimizer.step({store.params(), store.grads(), store.segments(), lr, step});
+    if (verdict == StepVerdict::kUpdate) {
+      ctx.optimizer.step({store.params(), store.grads(), store.segments(), lr, step});
+    } else if (ctx.comm.rank() == 0) {
+      std::fprintf(stderr, "warning: step %lld skipped: %s (loss %g)\n",
+                   static_cast<long long>(step + 1), reason.c_str(), loss);
+    }
     out.steps = state.step = step + 1;
     ++window_steps;
 
-    // ---- log ----
-    if (out.steps % cfg.log_every == 0 || out.steps == ctx.total_steps) {
+    // ---- log (a skipped step is always logged, marked "skipped") ----
+    if (verdict == StepVerdict::kSkip && ctx.run_dir) {
+      ctx.run_dir->append_metrics({{"step", out.steps},
+                                   {"epoch", static_cast<double>(out.steps) / steps_per_epoch},
+                                   {"lr", lr},
+                                   {"loss", loss},
+                                   {"grad_norm", grad_norm},
+                                   {"skipped", true}});
+    } else if (out.steps % cfg.log_every == 0 || out.steps == ctx.total_steps) {
       const double window_s = seconds_since(t_window);
       const double samples_per_s = window_steps * cfg.global_batch / std::max(window_s, 1e-9);
       if (ctx.run_dir) {
@@ -199,7 +224,7 @@ TrainOutcome train(TrainContext& ctx) {
     if (ctx.checkpoint && ctx.checkpoint_every > 0 && out.steps % ctx.checkpoint_every == 0 &&
         out.steps < ctx.total_steps) {
       out.wall_time_s = wall_before + seconds_since(t_start);
-      ctx.checkpoint(state);
+      checkpoint();
     }
   }
   progress.finish();
@@ -210,7 +235,7 @@ TrainOutcome train(TrainContext& ctx) {
     else if (cfg.target.enabled()) out.status = "budget_exhausted";
     else out.status = "completed";
   }
-  if (ctx.checkpoint) ctx.checkpoint(state);  // the final state, whatever the status
+  if (ctx.checkpoint) checkpoint();  // the final state, whatever the status
   return out;
 }
 

@@ -3,8 +3,7 @@
 #include <cstdint>
 #include <functional>
 #include <string>
-
-#include <functional>
+#include <vector>
 
 #include "noise/online_estimator.hpp"
 #include "optim/optimizer.hpp"
@@ -12,6 +11,7 @@
 #include "trainer/comm/communicator.hpp"
 #include "trainer/data/load.hpp"
 #include "trainer/data/sampler.hpp"
+#include "trainer/divergence.hpp"
 #include "trainer/nn/model.hpp"
 #include "trainer/run_dir.hpp"
 #include "trainer/train_config.hpp"
@@ -33,7 +33,7 @@ struct TrainOutcome {
   std::int64_t steps_to_target = -1, examples_to_target = -1;
   double best_val_accuracy = 0.0, best_val_loss = 0.0;
   double final_val_accuracy = 0.0, final_val_loss = 0.0, last_loss = 0.0;
-  std::int64_t diverged_step = -1;
+  std::int64_t diverged_step = -1, skipped_steps = 0;
   double last_finite_loss = 0.0;
   std::string divergence_reason;
   double wall_time_s = 0.0, samples_per_s = 0.0;
@@ -43,9 +43,10 @@ struct TrainOutcome {
 // checkpoints so a resumed run continues exactly where it stopped.
 struct LoopState {
   std::int64_t step = 0;        // optimizer steps done
-  double first_loss = -1.0;     // reference for the divergence factor (-1: not seen yet)
+  DivergenceState divergence;   // first loss, spikes skipped
   double last_val_accuracy = -1.0;
   TrainOutcome outcome;         // best/final metrics and steps-to-target so far
+  std::vector<double> noise_state;  // OnlineEstimator::save_state() at `step`
 };
 
 struct TrainContext {

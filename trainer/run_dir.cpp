@@ -57,9 +57,11 @@ RunDirectory RunDirectory::resume(const std::filesystem::path& path, std::int64_
       std::filesystem::remove(it->path(), ec);
     }
   }
-  for (const char* name : {"metrics.jsonl", "eval.jsonl", "noise.jsonl"}) {
-    truncate_jsonl(path / name, step);
-  }
+  truncate_jsonl(path / "metrics.jsonl", step);
+  truncate_jsonl(path / "eval.jsonl", step);
+  // noise.jsonl's step is 0-based (the gradient at the parameters after `step` updates), so
+  // its line for `step` is measured during the update after the checkpoint.
+  truncate_jsonl(path / "noise.jsonl", step - 1);
   dir.metrics_ = io::LineAppender(path / "metrics.jsonl");
   dir.eval_ = io::LineAppender(path / "eval.jsonl");
   if (std::filesystem::exists(path / "noise.jsonl")) {

@@ -394,7 +394,7 @@ schedules::Schedule make_schedule(Config& config, const ScheduleContext& context
   for (const char* key : kKindKeys) {
     const bool used = std::any_of(decay.keys.begin(), decay.keys.end(),
                                   [&](const char* k) { return std::string_view(k) == key; });
-    if (!used && config.has(std::string("schedule.") + key)) {
+    if (!used && config.differs_from_default(std::string("schedule.") + key)) {
       warn(context, std::string("schedule.") + key + " is set but schedule.decay = \"" +
                         decay.name + "\" does not use it");
     }

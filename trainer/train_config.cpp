@@ -145,8 +145,14 @@ TrainConfig read_train_config(Config& c, int world_size) {
   t.target = parse_target(c.get_string("train.target", "",
                                        "e.g. val_accuracy>=0.88: records steps to reach it"));
   t.stop_at_target = c.get_bool("train.stop_at_target", false, "end the run when the target is met");
-  t.divergence_factor = c.get_double("train.divergence_factor", 20.0,
-                                     "diverged when loss > factor x first loss (or NaN/Inf)");
+  t.divergence.factor = c.get_double("train.divergence_factor", 20.0,
+                                     "a spike: loss > factor x first loss (or NaN/Inf)");
+  const std::string on_divergence =
+      c.get_string("train.on_divergence", "stop",
+                   "stop: a spike ends the run as diverged | skip: drop its update");
+  t.divergence.skip_spikes = on_divergence == "skip";
+  t.divergence.skip_limit = c.get_int(
+      "train.skip_limit", 5, "skip mode: spikes in a row before the run counts as diverged");
   t.comm_backend = c.get_string("comm.backend", "auto", "auto | local | mpi");
   t.checkpoint_every = c.get_int("train.checkpoint_every", 0,
                                  "write RUN/checkpoints/step_N.ckpt every N steps (0: never)");
@@ -168,7 +174,13 @@ TrainConfig read_train_config(Config& c, int world_size) {
   require_positive(c, "train.log_every", static_cast<double>(t.log_every), "e.g. 50");
   require_positive(c, "train.eval_batch", static_cast<double>(t.eval_batch), "e.g. 2000");
   if (t.threads < 0) c.fail("train.threads", ">= 0", std::to_string(t.threads));
-  require_positive(c, "train.divergence_factor", t.divergence_factor, "e.g. 20");
+  require_positive(c, "train.divergence_factor", t.divergence.factor, "e.g. 20");
+  if (on_divergence != "stop" && on_divergence != "skip") {
+    c.fail("train.on_divergence", "\"stop\" or \"skip\"", "'" + on_divergence + "'");
+  }
+  if (t.divergence.skip_limit < 1) {
+    c.fail("train.skip_limit", ">= 1", std::to_string(t.divergence.skip_limit), "e.g. 5");
+  }
 
   // Resolve global = world x micro x accum; any two fix the third.
   const std::int64_t per_rank_fail = t.global_batch % world_size;

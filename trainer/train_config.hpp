@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "core/config.hpp"
+#include "trainer/divergence.hpp"
 #include "trainer/nn/linear.hpp"
 
 namespace lbt::trainer {
@@ -53,7 +54,7 @@ struct TrainConfig {
   int threads = 0;           // per rank; 0: cores / local ranks
   Target target;
   bool stop_at_target = false;
-  double divergence_factor = 0.0;  // loss > factor * first loss ends the run as diverged
+  DivergenceOptions divergence;  // when a step is a spike, and whether spikes are skipped
   std::string comm_backend;
   std::int64_t checkpoint_every = 0;  // steps between checkpoints (0: none but the final one)
   int checkpoint_keep = 2;

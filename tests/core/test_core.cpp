@@ -75,6 +75,20 @@ BOOST_AUTO_TEST_CASE(resolved_config_round_trips) {
   BOOST_TEST(back.get_string("model.spec", "") == "mlp:784-10");
 }
 
+BOOST_AUTO_TEST_CASE(a_resolved_config_sets_every_key_but_only_chosen_ones_differ_from_default) {
+  Config c = Config::from_string("[schedule]\ngamma = 0.5\nwarmup = 0.0\n");
+  c.get_double("schedule.gamma", 0.1);
+  c.get_double("schedule.warmup", 0.0);
+  c.get_double("schedule.power", 1.0);
+  BOOST_TEST(c.differs_from_default("schedule.gamma"));
+  BOOST_TEST(!c.differs_from_default("schedule.warmup"));  // set, but to the default
+  BOOST_TEST(!c.differs_from_default("schedule.power"));   // not set
+  Config back = Config::from_string(c.resolved_toml());    // what --resume reads
+  back.get_double("schedule.power", 1.0);
+  BOOST_TEST(back.has("schedule.power"));
+  BOOST_TEST(!back.differs_from_default("schedule.power"));
+}
+
 BOOST_AUTO_TEST_CASE(parameter_store_aligns_segments_and_excludes_biases) {
   ParameterStore store;
   store.add("fc.weight", 10, ParamKind::kWeight);

@@ -91,6 +91,38 @@ BOOST_AUTO_TEST_CASE(huge_learning_rate_ends_as_diverged_not_as_a_crash) {
   BOOST_TEST(summary.contains("last_finite_loss"));
 }
 
+BOOST_AUTO_TEST_CASE(skip_mode_drops_spiking_updates_then_gives_up_after_the_limit) {
+  // lr 1000: the first update (at a normal loss) throws the weights far out, so every later
+  // loss is a spike. Skip mode drops updates 2..4 (limit 3), and at the 5th step, the 4th
+  // spike in a row, the run counts as diverged.
+  const fs::path run = scratch() / "skipped";
+  Result r =
+      run_lbt("train --config " + kConfig + kSmall +
+              " --set optimizer.lr=1000 --set train.on_divergence=skip --set train.skip_limit=3"
+              " --set train.divergence_factor=2 --out " +
+              run.string());
+  BOOST_REQUIRE_EQUAL(r.code, 0);
+  BOOST_TEST(r.err.find("warning: step 2 skipped") != std::string::npos, r.err);
+  auto summary = nlohmann::json::parse(slurp(run / "summary.json"));
+  BOOST_TEST(summary["status"].get<std::string>() == "diverged");
+  BOOST_TEST(summary["skipped_steps"].get<int>() == 3);
+  BOOST_TEST(summary["diverged_step"].get<int>() == 4);  // 0-based: the 5th step
+  BOOST_TEST(summary["divergence_reason"].get<std::string>().find("train.skip_limit") !=
+             std::string::npos);
+  int skipped_lines = 0;
+  std::istringstream metrics(slurp(run / "metrics.jsonl"));
+  for (std::string line; std::getline(metrics, line);) {
+    auto j = nlohmann::json::parse(line);
+    if (j.value("skipped", false)) ++skipped_lines;
+  }
+  BOOST_TEST(skipped_lines == 3);
+  auto bad =
+      run_lbt("train --config " + kConfig + kSmall + " --set train.on_divergence=ignore --out " +
+              (scratch() / "bad_mode").string());
+  BOOST_TEST(bad.code != 0);
+  BOOST_TEST(bad.err.find("train.on_divergence") != std::string::npos, bad.err);
+}
+
 struct BadInput {
   std::string args, must_say;
 };

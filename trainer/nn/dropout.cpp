@@ -3,6 +3,7 @@
 #include "trainer/nn/dropout.hpp"
 
 #include <algorithm>
+#include <sstream>
 
 #include "core/error.hpp"
 
@@ -19,6 +20,19 @@ std::string Dropout::describe() const { return "Dropout(" + std::to_string(p_) +
 
 void Dropout::seed_streams(std::uint64_t seed, std::uint64_t rank, std::uint64_t& index) {
   rng_ = make_rng(seed, RngStream::kDropout, (rank << 20) + index++);
+}
+
+// std::mersenne_twister_engine's text form is its full state ([rand.req.eng]).
+std::string Dropout::stream_state() const {
+  std::ostringstream out;
+  out << rng_;
+  return out.str();
+}
+
+void Dropout::set_stream_state(const std::string& state) {
+  std::istringstream in(state);
+  in >> rng_;
+  if (!in) throw DataError("Dropout: the saved random-stream state does not parse", "");
 }
 
 void Dropout::forward(const float* x, float* y, std::int64_t batch, bool train) {

@@ -31,6 +31,10 @@ class Layer {
   // Seeds layers that draw random numbers while training (Dropout) from (seed, rank), so each
   // rank draws its own masks and a run is reproducible. `index` tells layers apart.
   virtual void seed_streams(std::uint64_t seed, std::uint64_t rank, std::uint64_t& index) {}
+  // The position of those streams as text ("" for layers without one), for checkpoints: a
+  // resumed run draws the masks the uninterrupted run would have drawn.
+  virtual std::string stream_state() const { return {}; }
+  virtual void set_stream_state(const std::string& state) {}
   // Multiply-adds of one example's forward pass in the GEMM-shaped work (conv, linear), for
   // throughput as a fraction of peak: a training step is about 3 x 2 x this many FLOPs.
   virtual std::int64_t macs_per_example() const { return 0; }

@@ -227,6 +227,21 @@ void Model::seed_streams(std::uint64_t seed, std::uint64_t rank) {
   for (auto& layer : layers_) layer->seed_streams(seed, rank, index);
 }
 
+std::vector<std::string> Model::stream_states() const {
+  std::vector<std::string> out;
+  for (const auto& layer : layers_) out.push_back(layer->stream_state());
+  return out;
+}
+
+void Model::set_stream_states(const std::vector<std::string>& states) {
+  if (states.size() != layers_.size()) {
+    throw DataError("saved random-stream states are for " + std::to_string(states.size()) +
+                        " layers; this model has " + std::to_string(layers_.size()),
+                    "resume with the run's own model spec");
+  }
+  for (std::size_t i = 0; i < layers_.size(); ++i) layers_[i]->set_stream_state(states[i]);
+}
+
 std::string Model::describe() const {
   std::string out;
   for (const auto& layer : layers_) out += (out.empty() ? "" : " -> ") + layer->describe();

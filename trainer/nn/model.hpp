@@ -63,6 +63,10 @@ class Model {
   std::vector<std::span<float>> buffers();
   // Seeds the random streams of layers that draw while training (Dropout) from (seed, rank).
   void seed_streams(std::uint64_t seed, std::uint64_t rank);
+  // Every layer's stream position (Layer::stream_state), in order, for checkpoints.
+  std::vector<std::string> stream_states() const;
+  // Throws DataError when `states` was saved from a model with a different layer count.
+  void set_stream_states(const std::vector<std::string>& states);
   // Per-example input shape the model was built for ({} for mlp/linear: any dim-sized row).
   const std::vector<std::int64_t>& input_shape() const { return input_shape_; }
   void set_spec(std::string spec, std::vector<std::int64_t> input_shape) {

@@ -22,6 +22,13 @@ OnlineOptions read_online_options(Config& c, bool enabled_default) {
   o.ema = c.get_double("noise.ema", NoiseScaleTracker::kDefaultBeta,
                        "EMA decay of |G|^2 and tr(Sigma) (bias-corrected; 0.95 ~ last 39 estimates)");
   o.per_segment = c.get_bool("noise.per_segment", false, "also report B_simple per parameter tensor");
+  const std::string small = c.get_string(
+      "noise.small_batches", "all",
+      "one process with accum_steps >= 2: two_batch uses every micro-batch (all: accum_steps "
+      "samples a step) or micro-batch 0 only (first: one read of the gradient, no copy of it, "
+      "but one sample a step: a noisier estimate)");
+  if (small == "all") o.all_micro_batches = true;
+  else if (small != "first") c.fail("noise.small_batches", "one of: first, all", "'" + small + "'");
   if (est == "two_batch") o.per_example = false;
   else if (est == "per_example") o.two_batch = false;
   else if (est != "both") c.fail("noise.estimator", "one of: two_batch, per_example, both", "'" + est + "'");
@@ -52,9 +59,11 @@ OnlineEstimator::OnlineEstimator(const OnlineOptions& options, int world_size,
       // one process: each micro-batch is a small batch, read off the accumulation buffer
       small_ = SmallBatch::kMicroBatch;
       b_small_ = static_cast<double>(micro_batch);
-      std::size_t n = 0;
-      for (const Segment& s : segments_) n = std::max(n, s.offset + s.size);
-      previous_.resize(n);
+      if (options_.all_micro_batches) {
+        std::size_t n = 0;
+        for (const Segment& s : segments_) n = std::max(n, s.offset + s.size);
+        previous_.resize(n);
+      }
     } else {
       note_ = "noise: the two_batch estimator needs a small batch and there is none: one process "
               "with train.accum_steps = 1. Set train.accum_steps >= 2 (micro-batches become the "
@@ -98,24 +107,53 @@ void OnlineEstimator::after_micro_batch(std::int64_t step, std::span<const float
                                         std::span<const LinearTap> taps) {
   if (!active(step)) return;
   if (small_ == SmallBatch::kMicroBatch) {
-    // This micro-batch added g_k / accum to the buffer: |g_k|^2 = accum^2 |A_k - A_{k-1}|^2.
-    // One fused pass reads A_k and A_{k-1} and stores A_k for the next micro-batch.
     const double scale = static_cast<double>(accum_) * accum_;
-    const bool first = micro_seen_ == 0;  // A_0 = 0: no need to clear previous_
-    for (std::size_t s = 0; s < num_segments_; ++s) {
-      const float* cur = grads.data() + segments_[s].offset;
-      float* prev = previous_.data() + segments_[s].offset;
-      const std::size_t n = segments_[s].size;
-      double sum = 0.0;
-#pragma omp parallel for simd reduction(+ : sum) if (n > 262144)
-      for (std::size_t i = 0; i < n; ++i) {
-        const float d = first ? cur[i] : cur[i] - prev[i];
-        sum += static_cast<double>(d) * d;
-        prev[i] = cur[i];
+    if (!options_.all_micro_batches) {
+      // Micro-batch 0 wrote g_0 / accum into the buffer (nothing accumulated yet), so
+      // |g_0|^2 = accum^2 |A_0|^2 is one read of memory still in cache. It is an unbiased draw
+      // of E|G_small|^2 like any other micro-batch; the EMA over steps does the averaging
+      // that `all` does within a step.
+      if (micro_seen_ == 0) {
+        scratch_sq_.resize(num_segments_);
+        segment_sq_norms(grads, scratch_sq_);
+        for (std::size_t s = 0; s < num_segments_; ++s) small_sq_[s] += scale * scratch_sq_[s];
+        small_count_ += 1.0;
       }
-      small_sq_[s] += scale * sum;
+    } else {
+      // This micro-batch added g_k / accum to the buffer: |g_k|^2 = accum^2 |A_k - A_{k-1}|^2.
+      // One fused pass reads A_k and A_{k-1} and stores A_k for the next micro-batch (the last
+      // one has no successor and skips the store).
+      const bool first = micro_seen_ == 0;  // A_0 = 0: no need to clear previous_
+      const bool last = micro_seen_ + 1 == accum_;
+      for (std::size_t s = 0; s < num_segments_; ++s) {
+        const float* cur = grads.data() + segments_[s].offset;
+        float* prev = previous_.data() + segments_[s].offset;
+        const std::size_t n = segments_[s].size;
+        double sum = 0.0;
+        if (first) {
+#pragma omp parallel for simd reduction(+ : sum) if (n > 262144)
+          for (std::size_t i = 0; i < n; ++i) {
+            sum += static_cast<double>(cur[i]) * cur[i];
+            prev[i] = cur[i];
+          }
+        } else if (last) {
+#pragma omp parallel for simd reduction(+ : sum) if (n > 262144)
+          for (std::size_t i = 0; i < n; ++i) {
+            const float d = cur[i] - prev[i];
+            sum += static_cast<double>(d) * d;
+          }
+        } else {
+#pragma omp parallel for simd reduction(+ : sum) if (n > 262144)
+          for (std::size_t i = 0; i < n; ++i) {
+            const float d = cur[i] - prev[i];
+            sum += static_cast<double>(d) * d;
+            prev[i] = cur[i];
+          }
+        }
+        small_sq_[s] += scale * sum;
+      }
+      small_count_ += 1.0;
     }
-    small_count_ += 1.0;
   }
   if (per_example_index_ >= 0) {
     if (!taps_checked_) {

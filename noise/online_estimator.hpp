@@ -1,7 +1,8 @@
 // The gradient noise scale measured during training (McCandlish et al. 2018, arXiv:1812.06162,
 // App. A.1): the trainer calls three hooks per step and gets a report every `noise.every` steps.
-//   two_batch:   small batch = a rank's local gradient (>= 2 ranks) or one micro-batch of
-//                gradient accumulation (one process, accum >= 2); big batch = the global batch.
+//   two_batch:   small batch = a rank's local gradient (>= 2 ranks) or micro-batches of
+//                gradient accumulation (one process, accum >= 2: all of them, or the first
+//                with noise.small_batches = "first"); big batch = the global batch.
 //   per_example: per-example gradient norms of Linear layers over the global batch.
 // Both feed NoiseScaleTracker (EMA of |G|^2 and tr(Sigma), B_simple with a 95% interval).
 #pragma once
@@ -22,6 +23,12 @@ struct OnlineOptions {
   bool enabled = false;
   std::int64_t every = 10;       // measure on steps with step % every == 0
   bool two_batch = true, per_example = true;
+  // One process with accumulation: the small batches are micro-batches. `all` uses every one
+  // (accum samples a step: the within-step sample variance, accum - 1 degrees of freedom);
+  // `first` reads only micro-batch 0's gradient: one read of the buffer, no parameter-sized
+  // copy, a quarter of the memory traffic, but one sample a step (noisier; the EMA over steps
+  // must make up for it).
+  bool all_micro_batches = true;
   double ema = NoiseScaleTracker::kDefaultBeta;
   bool per_segment = false;      // also report B_simple per parameter tensor
   std::string estimator_name() const;
@@ -104,7 +111,8 @@ class OnlineEstimator {
   double small_count_ = 0.0, example_count_ = 0.0;
   std::int64_t micro_seen_ = 0;
   bool taps_checked_ = false;
-  AlignedBuffer previous_;  // previous_: [num_params], grads after the last micro-batch
+  AlignedBuffer previous_;  // all_micro_batches only: [num_params], grads after the last micro-batch
+  std::vector<double> scratch_sq_;  // [num_segments]
 
   NoiseReport report_;  // estimators in order: two_batch (if run), per_example (if run)
   int two_batch_index_ = -1, per_example_index_ = -1;

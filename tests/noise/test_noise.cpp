@@ -10,6 +10,7 @@
 
 #include "noise/gradient_noise.hpp"
 #include "noise/hessian_noise.hpp"
+#include "noise/online_estimator.hpp"
 #include "noise/per_example.hpp"
 #include "noise/runs.hpp"
 #include "support/tolerance.hpp"
@@ -38,6 +39,43 @@ BOOST_AUTO_TEST_CASE(two_batch_estimate_inverts_the_expected_norms_exactly) {
         BOOST_TEST(close(e.G_sq, G_sq, 1e-12, 1e-10));
         BOOST_TEST(close(e.trace_sigma, tr, 1e-12, 1e-10));
       }
+    }
+  }
+}
+
+// Micro-batch means m_0 = (1, 2, 2), m_1 = (3, 0, 4), m_2 = (2, 1, 2) (|m_k|^2 = 9, 25, 9) of
+// b = 4 examples each, accumulated as the trainer does (A_k = sum_{j<=k} m_j / 3), B = 12:
+//   G = (6, 3, 8) / 3, |G_B|^2 = 109/9.
+//   all:   |G_b|^2 = 43/3: |G|^2 = (12*109/9 - 4*43/3)/8 = 11,    tr = (43/3 - 109/9)*6 = 40/3
+//   first: |G_b|^2 = 9:    |G|^2 = (12*109/9 - 4*9)/8 = 41/3,    tr = (9 - 109/9)*6 = -56/3
+BOOST_AUTO_TEST_CASE(micro_batch_two_batch_form_uses_every_or_the_first_micro_batch) {
+  const std::vector<Segment> segments = {make_segment("w", 0, 2, ParamKind::kWeight),
+                                         make_segment("b", 2, 1, ParamKind::kBias)};
+  const float m[3][3] = {{1, 2, 2}, {3, 0, 4}, {2, 1, 2}};
+  struct Case { bool all; double G_sq, trace; };
+  for (const Case c : {Case{true, 11.0, 40.0 / 3}, Case{false, 41.0 / 3, -56.0 / 3}}) {
+    BOOST_TEST_CONTEXT((c.all ? "all" : "first")) {
+      noise::OnlineOptions options;
+      options.enabled = true;
+      options.every = 1;
+      options.per_example = false;
+      options.all_micro_batches = c.all;
+      noise::OnlineEstimator estimator(options, /*world_size=*/1, /*micro_batch=*/4,
+                                       /*accum=*/3, segments);
+      std::vector<float> grads(3, 0.0f);
+      for (const auto& mk : m) {
+        for (int i = 0; i < 3; ++i) grads[i] += mk[i] / 3.0f;
+        estimator.after_micro_batch(0, grads, {});
+      }
+      std::vector<double> slots(estimator.num_slots());
+      estimator.before_allreduce(0, grads, slots);
+      const double G_norm = std::sqrt(109.0 / 9.0);
+      const auto* report = estimator.after_allreduce(0, grads, G_norm, slots);
+      BOOST_TEST_REQUIRE(report != nullptr);
+      BOOST_TEST_REQUIRE(report->estimators.size() == 1u);
+      const auto& step = report->estimators[0].step;
+      BOOST_TEST(close(step.G_sq, c.G_sq, 1e-5, 1e-5));
+      BOOST_TEST(close(step.trace_sigma, c.trace, 1e-5, 1e-5));
     }
   }
 }

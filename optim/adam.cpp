@@ -55,29 +55,34 @@ Adam::Adam(AdamOptions options, std::size_t num_params) : options_(options) {
 
 void Adam::step(const StepInput& in) {
   const float l2 = options_.decoupled ? 0.0f : static_cast<float>(options_.weight_decay);
-  for (const Segment& seg : in.segments) step_segment(in, seg, {1.0f, seg.weight_decay ? l2 : 0.0f});
+  std::vector<GradTransform> t;
+  t.reserve(in.segments.size());
+  for (const Segment& seg : in.segments) t.push_back({1.0f, seg.weight_decay ? l2 : 0.0f});
+  step_transformed(in, t);
 }
 
-void Adam::step_segment(const StepInput& in, const Segment& seg, GradTransform t) {
+void Adam::step_transformed(const StepInput& in, std::span<const GradTransform> transforms) {
   const float lr = static_cast<float>(in.lr);
   const float beta1 = static_cast<float>(options_.beta1), beta2 = static_cast<float>(options_.beta2);
   const float eps = static_cast<float>(options_.eps);
   const float inv_bc1 = static_cast<float>(1.0 / bias_correction(options_.beta1, in.step));
   const float inv_bc2 = static_cast<float>(1.0 / bias_correction(options_.beta2, in.step));
-  const float wd = options_.decoupled && seg.weight_decay ? static_cast<float>(options_.weight_decay) : 0.0f;
+  const float decoupled_wd = options_.decoupled ? static_cast<float>(options_.weight_decay) : 0.0f;
   // sqrt(v_hat + eps_in) + eps_out covers both placements without a branch in the loop.
   const float eps_in = options_.eps_inside_sqrt ? eps : 0.0f, eps_out = options_.eps_inside_sqrt ? 0.0f : eps;
-  const float scale = t.scale, l2 = t.l2;
-  float* w = in.params.data() + seg.offset;       // [seg.size]
-  const float* g = in.grads.data() + seg.offset;  // [seg.size]
-  float* m = state_.get("m").data() + seg.offset;
-  float* v = state_.get("v").data() + seg.offset;
-  detail::for_chunks(seg.size, [=](std::size_t begin, std::size_t end) {
-// Local restrict pointers: otherwise each store may alias the closure and GCC gathers.
-float* __restrict wp = w;
-const float* __restrict gp = g;
-float* __restrict mp = m;
-float* __restrict vp = v;
+  float* m_all = state_.get("m").data();
+  float* v_all = state_.get("v").data();
+  const auto plan = detail::plan_chunks(in.segments);
+  detail::for_each_chunk(plan, [=, &plan](std::size_t c) {
+    const auto [s, begin, end] = plan[c];
+    const Segment& seg = in.segments[s];
+    const float scale = transforms[s].scale, l2 = transforms[s].l2;
+    const float wd = seg.weight_decay ? decoupled_wd : 0.0f;
+    // Local restrict pointers: otherwise each store may alias the closure and GCC gathers.
+    float* __restrict wp = in.params.data() + seg.offset;       // [seg.size]
+    const float* __restrict gp = in.grads.data() + seg.offset;  // [seg.size]
+    float* __restrict mp = m_all + seg.offset;
+    float* __restrict vp = v_all + seg.offset;
 #pragma omp simd
     for (std::size_t i = begin; i < end; ++i) {
       const float g_prime = scale * (gp[i] + l2 * wp[i]);

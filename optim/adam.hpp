@@ -31,7 +31,7 @@ class Adam final : public SegmentwiseOptimizer {
  public:
   Adam(AdamOptions options, std::size_t num_params);
   void step(const StepInput& in) override;
-  void step_segment(const StepInput& in, const Segment& seg, GradTransform t) override;
+  void step_transformed(const StepInput& in, std::span<const GradTransform> t) override;
   std::string describe() const override;
 
  private:

@@ -71,67 +71,74 @@ void Lamb::step(const StepInput& in) {
   const float eps = static_cast<float>(options_.eps);
   const float inv_bc1 = options_.bias_correction ? static_cast<float>(1.0 / bias_correction(options_.beta1, in.step)) : 1.0f;
   const float inv_bc2 = options_.bias_correction ? static_cast<float>(1.0 / bias_correction(options_.beta2, in.step)) : 1.0f;
+  const float lr = static_cast<float>(in.lr);
+  const float wd = static_cast<float>(options_.weight_decay);
   float* m_all = state_.get("m").data();
   float* v_all = state_.get("v").data();
-  for (const Segment& seg : in.segments) {
-    float* w = in.params.data() + seg.offset;       // [seg.size]
-    const float* g = in.grads.data() + seg.offset;  // [seg.size]
-    float* m = m_all + seg.offset;
-    float* v = v_all + seg.offset;
-    const float lambda = seg.weight_decay ? static_cast<float>(options_.weight_decay) : 0.0f;
-    const float lr = static_cast<float>(in.lr);
-    if (!lamb_applies_trust_ratio(options_, seg)) {  // AdamW step in one pass
-      detail::for_chunks(seg.size, [=](std::size_t begin, std::size_t end) {
-// Local restrict pointers: otherwise each store may alias the closure and GCC gathers.
-float* __restrict wp = w;
-const float* __restrict gp = g;
-float* __restrict mp = m;
-float* __restrict vp = v;
+  std::vector<char> trusted(in.segments.size());
+  for (std::size_t s = 0; s < in.segments.size(); ++s) {
+    trusted[s] = lamb_applies_trust_ratio(options_, in.segments[s]);
+  }
+  // Pass 1, every segment: the moments; then for trust-ratio segments |w|^2 and |u|^2 with
+  // u = r + lambda w, and for the others the whole AdamW step (their sums stay 0).
+  const auto plan = detail::plan_chunks(in.segments);
+  auto moments_and_norms = [=, &in, &trusted](const detail::Chunk& c) {
+    const Segment& seg = in.segments[c.segment];
+    const float lambda = seg.weight_decay ? wd : 0.0f;
+    // Local restrict pointers: otherwise each store may alias the closure and GCC gathers.
+    float* __restrict wp = in.params.data() + seg.offset;
+    const float* __restrict gp = in.grads.data() + seg.offset;
+    float* __restrict mp = m_all + seg.offset;
+    float* __restrict vp = v_all + seg.offset;
+    if (!trusted[c.segment]) {  // AdamW step in one pass
 #pragma omp simd
-        for (std::size_t i = begin; i < end; ++i) {
-          const float m_i = beta1 * mp[i] + (1.0f - beta1) * gp[i];
-          const float v_i = beta2 * vp[i] + (1.0f - beta2) * gp[i] * gp[i];
-          mp[i] = m_i;
-          vp[i] = v_i;
-          wp[i] -= lr * ((m_i * inv_bc1) / (std::sqrt(v_i * inv_bc2) + eps) + lambda * wp[i]);
-        }
-      });
-      continue;
-    }
-    // Pass 1: moments, then |w|^2 and |u|^2 with u = r + lambda w.
-    auto sums = detail::sum_chunks<2>(seg.size, [=](std::size_t begin, std::size_t end) {
-      // Local restrict pointers: otherwise each store may alias the closure and GCC gathers.
-      const float* __restrict wp = w;
-      const float* __restrict gp = g;
-      float* __restrict mp = m;
-      float* __restrict vp = v;
-      double ww = 0, uu = 0;
-#pragma omp simd reduction(+ : ww, uu)
-      for (std::size_t i = begin; i < end; ++i) {
+      for (std::size_t i = c.begin; i < c.end; ++i) {
         const float m_i = beta1 * mp[i] + (1.0f - beta1) * gp[i];
         const float v_i = beta2 * vp[i] + (1.0f - beta2) * gp[i] * gp[i];
         mp[i] = m_i;
         vp[i] = v_i;
-        const float u = (m_i * inv_bc1) / (std::sqrt(v_i * inv_bc2) + eps) + lambda * wp[i];
-        ww += double(wp[i]) * double(wp[i]);
-        uu += double(u) * double(u);
+        wp[i] -= lr * ((m_i * inv_bc1) / (std::sqrt(v_i * inv_bc2) + eps) + lambda * wp[i]);
       }
-      return std::array<double, 2>{ww, uu};
-    });
-    // Pass 2: w -= lr * ratio * u.
-    const float step_size = static_cast<float>(in.lr * lamb_ratio(options_, std::sqrt(sums[0]), std::sqrt(sums[1])));
-    detail::for_chunks(seg.size, [=](std::size_t begin, std::size_t end) {
-// Local restrict pointers: otherwise each store may alias the closure and GCC gathers.
-float* __restrict wp = w;
-float* __restrict mp = m;
-float* __restrict vp = v;
-#pragma omp simd
-      for (std::size_t i = begin; i < end; ++i) {
-        const float u = (mp[i] * inv_bc1) / (std::sqrt(vp[i] * inv_bc2) + eps) + lambda * wp[i];
-        wp[i] -= step_size * u;
-      }
-    });
+      return std::array<double, 2>{0.0, 0.0};
+    }
+    double ww = 0, uu = 0;
+#pragma omp simd reduction(+ : ww, uu)
+    for (std::size_t i = c.begin; i < c.end; ++i) {
+      const float m_i = beta1 * mp[i] + (1.0f - beta1) * gp[i];
+      const float v_i = beta2 * vp[i] + (1.0f - beta2) * gp[i] * gp[i];
+      mp[i] = m_i;
+      vp[i] = v_i;
+      const float u = (m_i * inv_bc1) / (std::sqrt(v_i * inv_bc2) + eps) + lambda * wp[i];
+      ww += double(wp[i]) * double(wp[i]);
+      uu += double(u) * double(u);
+    }
+    return std::array<double, 2>{ww, uu};
+  };
+  const auto sums = detail::sum_chunks<2>(plan, in.segments.size(), moments_and_norms);
+  // Pass 2, trust-ratio segments: w -= lr * ratio * u.
+  std::vector<float> step_size(in.segments.size(), 0.0f);
+  for (std::size_t s = 0; s < in.segments.size(); ++s) {
+    if (trusted[s]) {
+      step_size[s] = static_cast<float>(
+          in.lr * lamb_ratio(options_, std::sqrt(sums[s][0]), std::sqrt(sums[s][1])));
+    }
   }
+  const auto trust_plan = detail::plan_chunks(
+      in.segments, [this](const Segment& seg) { return lamb_applies_trust_ratio(options_, seg); });
+  detail::for_each_chunk(trust_plan, [=, &in, &trust_plan, &step_size](std::size_t k) {
+    const auto [s, begin, end] = trust_plan[k];
+    const Segment& seg = in.segments[s];
+    const float lambda = seg.weight_decay ? wd : 0.0f, size = step_size[s];
+    // Local restrict pointers: otherwise each store may alias the closure and GCC gathers.
+    float* __restrict wp = in.params.data() + seg.offset;
+    const float* __restrict mp = m_all + seg.offset;
+    const float* __restrict vp = v_all + seg.offset;
+#pragma omp simd
+    for (std::size_t i = begin; i < end; ++i) {
+      const float u = (mp[i] * inv_bc1) / (std::sqrt(vp[i] * inv_bc2) + eps) + lambda * wp[i];
+      wp[i] -= size * u;
+    }
+  });
 }
 
 std::string Lamb::describe() const { return "LAMB(" + optim::describe(options_) + ")"; }

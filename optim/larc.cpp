@@ -52,30 +52,38 @@ Larc::Larc(LarcOptions options, std::unique_ptr<SegmentwiseOptimizer> base)
     : options_(options), base_(std::move(base)) {}
 
 void Larc::step(const StepInput& in) {
-  for (const Segment& seg : in.segments) {
-    const float* w = in.params.data() + seg.offset;  // [seg.size]
-    const float* g = in.grads.data() + seg.offset;   // [seg.size]
+  // Pass 1: |w|^2 and |g|^2 of the trust-ratio segments; pass 2: the base optimizer with each
+  // segment's gradient rescaled.
+  const auto plan =
+      detail::plan_chunks(in.segments, [](const Segment& seg) { return seg.trust_ratio; });
+  auto norms = [&in](const detail::Chunk& c) {
+    const std::size_t offset = in.segments[c.segment].offset;
+    // Local restrict pointers: otherwise each store may alias the closure and GCC gathers.
+    const float* __restrict wp = in.params.data() + offset;
+    const float* __restrict gp = in.grads.data() + offset;
+    double ww = 0, gg = 0;
+#pragma omp simd reduction(+ : ww, gg)
+    for (std::size_t i = c.begin; i < c.end; ++i) {
+      ww += double(wp[i]) * double(wp[i]);
+      gg += double(gp[i]) * double(gp[i]);
+    }
+    return std::array<double, 2>{ww, gg};
+  };
+  const auto sums = detail::sum_chunks<2>(plan, in.segments.size(), norms);
+  std::vector<GradTransform> transforms;
+  transforms.reserve(in.segments.size());
+  for (std::size_t s = 0; s < in.segments.size(); ++s) {
+    const Segment& seg = in.segments[s];
     const double decay = seg.weight_decay ? options_.weight_decay : 0.0;
     GradTransform t{1.0f, static_cast<float>(decay)};
     if (seg.trust_ratio) {
-      auto sums = detail::sum_chunks<2>(seg.size, [=](std::size_t begin, std::size_t end) {
-        // Local restrict pointers: otherwise each store may alias the closure and GCC gathers.
-        const float* __restrict wp = w;
-        const float* __restrict gp = g;
-        double ww = 0, gg = 0;
-#pragma omp simd reduction(+ : ww, gg)
-        for (std::size_t i = begin; i < end; ++i) {
-          ww += double(wp[i]) * double(wp[i]);
-          gg += double(gp[i]) * double(gp[i]);
-        }
-        return std::array<double, 2>{ww, gg};
-      });
-      const double w_norm = std::sqrt(sums[0]), g_norm = std::sqrt(sums[1]);
+      const double w_norm = std::sqrt(sums[s][0]), g_norm = std::sqrt(sums[s][1]);
       if (w_norm == 0.0 || g_norm == 0.0) t = {1.0f, 0.0f};  // Apex leaves such a gradient alone
       else t.scale = static_cast<float>(larc_factor(options_, w_norm, g_norm, decay, in.lr));
     }
-    base_->step_segment(in, seg, t);
+    transforms.push_back(t);
   }
+  base_->step_transformed(in, transforms);
 }
 
 std::string Larc::describe() const {

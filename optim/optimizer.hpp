@@ -70,9 +70,10 @@ struct GradTransform {
 // An optimizer whose update is independent per segment, so LARC can wrap it.
 class SegmentwiseOptimizer : public Optimizer {
  public:
-  // Updates one segment with g' = t.scale * (g + t.l2 * w) in place of g; the optimizer's own
-  // coupled decay is not added here (step() passes it in t.l2).
-  virtual void step_segment(const StepInput& in, const Segment& seg, GradTransform t) = 0;
+  // Updates every segment s with g' = t[s].scale * (g + t[s].l2 * w) in place of g
+  // ([segments.size()] transforms); the optimizer's own coupled decay is not added here
+  // (step() passes it in t.l2).
+  virtual void step_transformed(const StepInput& in, std::span<const GradTransform> t) = 0;
 };
 
 // Reads the `optimizer.*` keys of the chosen optimizer only (so a key meant for another

@@ -52,24 +52,28 @@ Sgd::Sgd(SgdOptions options, std::size_t num_params) : options_(options) {
 
 void Sgd::step(const StepInput& in) {
   const float wd = static_cast<float>(options_.weight_decay);
-  for (const Segment& seg : in.segments) step_segment(in, seg, {1.0f, seg.weight_decay ? wd : 0.0f});
+  std::vector<GradTransform> t;
+  t.reserve(in.segments.size());
+  for (const Segment& seg : in.segments) t.push_back({1.0f, seg.weight_decay ? wd : 0.0f});
+  step_transformed(in, t);
 }
 
-void Sgd::step_segment(const StepInput& in, const Segment& seg, GradTransform t) {
+void Sgd::step_transformed(const StepInput& in, std::span<const GradTransform> transforms) {
   const float lr = static_cast<float>(in.lr);
   const float mu = static_cast<float>(options_.momentum);
   const float one_minus_dampening = static_cast<float>(1.0 - options_.dampening);
   const bool first = in.step == 0, nesterov = options_.nesterov;
-  const float scale = t.scale, l2 = t.l2;
-  float* w = in.params.data() + seg.offset;       // [seg.size]
-  const float* g = in.grads.data() + seg.offset;  // [seg.size]
-  float* buf = options_.momentum > 0.0 ? state_.get("momentum").data() + seg.offset : nullptr;
-  detail::for_chunks(seg.size, [=](std::size_t begin, std::size_t end) {
+  float* momentum = options_.momentum > 0.0 ? state_.get("momentum").data() : nullptr;
+  const auto plan = detail::plan_chunks(in.segments);
+  detail::for_each_chunk(plan, [=, &plan](std::size_t c) {
+    const auto [s, begin, end] = plan[c];
+    const std::size_t offset = in.segments[s].offset;
+    const float scale = transforms[s].scale, l2 = transforms[s].l2;
     // Local restrict pointers: otherwise each store may alias the closure and GCC gathers.
-    float* __restrict wp = w;
-    const float* __restrict gp = g;
-    float* __restrict bufp = buf;
-    if (!buf) {
+    float* __restrict wp = in.params.data() + offset;       // [segment size]
+    const float* __restrict gp = in.grads.data() + offset;  // [segment size]
+    float* __restrict bufp = momentum ? momentum + offset : nullptr;
+    if (!bufp) {
 #pragma omp simd
       for (std::size_t i = begin; i < end; ++i) wp[i] -= lr * (scale * (gp[i] + l2 * wp[i]));
       return;

@@ -24,7 +24,7 @@ class Sgd final : public SegmentwiseOptimizer {
  public:
   Sgd(SgdOptions options, std::size_t num_params);
   void step(const StepInput& in) override;
-  void step_segment(const StepInput& in, const Segment& seg, GradTransform t) override;
+  void step_transformed(const StepInput& in, std::span<const GradTransform> t) override;
   std::string describe() const override;
 
  private:

@@ -3,8 +3,12 @@
 // two_batch_first (micro-batch 0 only) vs per_example, each on every step (the worst case), and
 // both at the default noise.every = 10, side by side in one run, at global batch 128 and 1024
 // (2 micro-batches each: the one-process two-batch form needs them).
-// Usage: noise_overhead [steps=40] [repeats=3]. Prints a CSV-like table; min over repeats.
+// Whole-run differences of a few percent drown in this machine's noise, so a second table times
+// the two-batch hooks alone (OnlineEstimator on a gradient buffer of the MLP's size, the calls
+// the trainer makes per step) and divides by the noise-off step time of the first table.
+// Usage: noise_overhead [steps=40] [repeats=3]. Prints CSV-like tables; min over repeats.
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -13,7 +17,50 @@
 #include <vector>
 
 #include "core/config.hpp"
+#include "core/params.hpp"
 #include "experiments/train_run.hpp"
+#include "noise/online_estimator.hpp"
+
+namespace {
+
+// Seconds per step of the two-batch hooks alone: `world` ranks (2: the rank-local form, which
+// reads the local gradient once) or one process with two micro-batches (`all` or `first`).
+double two_batch_hook_seconds(int world, bool all_micro_batches, std::int64_t micro_batch,
+                              int reps) {
+  std::vector<lbt::Segment> segments;
+  std::size_t offset = 0;
+  const std::size_t widths[] = {784, 512, 512, 10};
+  for (int layer = 0; layer < 3; ++layer) {
+    const std::size_t w = widths[layer] * widths[layer + 1], b = widths[layer + 1];
+    const std::string name = "fc" + std::to_string(layer + 1);
+    segments.push_back(lbt::make_segment(name + ".weight", offset, w, lbt::ParamKind::kWeight));
+    segments.push_back(lbt::make_segment(name + ".bias", offset + w, b, lbt::ParamKind::kBias));
+    offset += w + b;
+  }
+  lbt::noise::OnlineOptions options;
+  options.enabled = true;
+  options.every = 1;
+  options.per_example = false;
+  options.all_micro_batches = all_micro_batches;
+  const std::int64_t accum = world == 1 ? 2 : 1;
+  lbt::noise::OnlineEstimator estimator(options, world, micro_batch, accum, segments);
+  std::vector<float> grads(offset);
+  for (std::size_t i = 0; i < offset; ++i) grads[i] = 1e-3f * static_cast<float>(i % 97);
+  std::vector<double> slots(estimator.num_slots());
+  double best = 1e30;
+  for (int rep = 0; rep < reps; ++rep) {
+    const auto start = std::chrono::steady_clock::now();
+    for (std::int64_t micro = 0; micro < accum; ++micro)
+      estimator.after_micro_batch(rep, grads, {});
+    estimator.before_allreduce(rep, grads, slots);
+    estimator.after_allreduce(rep, grads, 1.0, slots);
+    best = std::min(
+        best, std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+  }
+  return best;
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
   const int steps = argc > 1 ? std::atoi(argv[1]) : 40;
@@ -28,6 +75,7 @@ int main(int argc, char** argv) {
       {"both/10", "enabled = true\nevery = 10\nestimator = \"both\""},
   };
   std::printf("batch,mode,ms_per_step,overhead_pct\n");
+  std::vector<double> off_ms;  // noise-off ms per step, per batch
   for (int batch : {128, 1024}) {
     std::vector<double> best(std::size(modes), 1e30);
     for (int rep = 0; rep < repeats; ++rep) {
@@ -47,6 +95,21 @@ int main(int argc, char** argv) {
     }
     for (std::size_t m = 0; m < std::size(modes); ++m) {
       std::printf("%d,%s,%.3f,%.2f\n", batch, modes[m].name, best[m], 100.0 * (best[m] / best[0] - 1.0));
+    }
+    off_ms.push_back(best[0]);
+  }
+  std::printf("\nbatch,two_batch_form,hook_ms_per_step,pct_of_noise_off_step\n");
+  const int batches[] = {128, 1024};
+  for (int k = 0; k < 2; ++k) {
+    struct Form {
+      const char* name;
+      int world;
+      bool all;
+    };
+    for (const Form f : {Form{"micro_batch_all", 1, true}, Form{"micro_batch_first", 1, false},
+                         Form{"rank_local", 2, true}}) {
+      const double ms = 1e3 * two_batch_hook_seconds(f.world, f.all, batches[k] / 2, 50);
+      std::printf("%d,%s,%.4f,%.2f\n", batches[k], f.name, ms, 100.0 * ms / off_ms[k]);
     }
   }
   return 0;

@@ -1,6 +1,7 @@
 // Online noise-scale estimation during training; see online_estimator.hpp.
 #include "noise/online_estimator.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <numeric>
@@ -8,6 +9,45 @@
 #include "core/error.hpp"
 
 namespace lbt::noise {
+
+namespace {
+
+// sum_{i in [begin, end)} term(i) in double with 32 independent partial sums: a single
+// accumulator chain waits on the add latency each element, which made a read of the MLP's
+// gradient 1.6x slower (bench/noise_overhead.cpp).
+template <class Term>
+double lane_sum(std::size_t begin, std::size_t end, Term&& term) {
+  constexpr std::size_t kLanes = 32;
+  double lanes[kLanes] = {};
+  std::size_t i = begin;
+  for (; i + kLanes <= end; i += kLanes) {
+#pragma omp simd
+    for (std::size_t k = 0; k < kLanes; ++k) lanes[k] += term(i + k);
+  }
+  double sum = 0.0;
+  for (; i < end; ++i) sum += term(i);
+  for (double lane : lanes) sum += lane;
+  return sum;
+}
+
+// sum_{i < n} term(i): one thread up to 4M elements (a thread wake-up costs more than it saves
+// below that), else fixed 1M blocks in parallel, combined in block order so the result does not
+// depend on the thread count.
+template <class Term>
+double sum_over(std::size_t n, Term&& term) {
+  constexpr std::size_t kBlock = std::size_t{1} << 20;
+  if (n <= 4 * kBlock) return lane_sum(0, n, term);
+  const auto blocks = static_cast<std::ptrdiff_t>((n + kBlock - 1) / kBlock);
+  std::vector<double> partial(static_cast<std::size_t>(blocks));
+#pragma omp parallel for schedule(static)
+  for (std::ptrdiff_t b = 0; b < blocks; ++b) {
+    const std::size_t begin = static_cast<std::size_t>(b) * kBlock;
+    partial[static_cast<std::size_t>(b)] = lane_sum(begin, std::min(n, begin + kBlock), term);
+  }
+  return std::accumulate(partial.begin(), partial.end(), 0.0);
+}
+
+}  // namespace
 
 std::string OnlineOptions::estimator_name() const {
   return two_batch && per_example ? "both" : two_batch ? "two_batch" : "per_example";
@@ -95,11 +135,10 @@ OnlineEstimator::OnlineEstimator(const OnlineOptions& options, int world_size,
 void OnlineEstimator::segment_sq_norms(std::span<const float> v, std::span<double> out) const {
   for (std::size_t s = 0; s < num_segments_; ++s) {
     const float* p = v.data() + segments_[s].offset;
-    const std::size_t n = segments_[s].size;
-    double sum = 0.0;
-#pragma omp parallel for simd reduction(+ : sum) if (n > 262144)
-    for (std::size_t i = 0; i < n; ++i) sum += static_cast<double>(p[i]) * p[i];
-    out[s] = sum;
+    out[s] = sum_over(segments_[s].size, [p](std::size_t i) {
+      const double x = p[i];
+      return x * x;
+    });
   }
 }
 
@@ -128,27 +167,24 @@ void OnlineEstimator::after_micro_batch(std::int64_t step, std::span<const float
       for (std::size_t s = 0; s < num_segments_; ++s) {
         const float* cur = grads.data() + segments_[s].offset;
         float* prev = previous_.data() + segments_[s].offset;
-        const std::size_t n = segments_[s].size;
-        double sum = 0.0;
+        double sum;
         if (first) {
-#pragma omp parallel for simd reduction(+ : sum) if (n > 262144)
-          for (std::size_t i = 0; i < n; ++i) {
-            sum += static_cast<double>(cur[i]) * cur[i];
+          sum = sum_over(segments_[s].size, [cur, prev](std::size_t i) {
             prev[i] = cur[i];
-          }
+            const double d = cur[i];
+            return d * d;
+          });
         } else if (last) {
-#pragma omp parallel for simd reduction(+ : sum) if (n > 262144)
-          for (std::size_t i = 0; i < n; ++i) {
-            const float d = cur[i] - prev[i];
-            sum += static_cast<double>(d) * d;
-          }
+          sum = sum_over(segments_[s].size, [cur, prev](std::size_t i) {
+            const double d = cur[i] - prev[i];
+            return d * d;
+          });
         } else {
-#pragma omp parallel for simd reduction(+ : sum) if (n > 262144)
-          for (std::size_t i = 0; i < n; ++i) {
-            const float d = cur[i] - prev[i];
-            sum += static_cast<double>(d) * d;
+          sum = sum_over(segments_[s].size, [cur, prev](std::size_t i) {
+            const double d = cur[i] - prev[i];
             prev[i] = cur[i];
-          }
+            return d * d;
+          });
         }
         small_sq_[s] += scale * sum;
       }

@@ -65,7 +65,10 @@ double two_batch_hook_seconds(int world, bool all_micro_batches, std::int64_t mi
 int main(int argc, char** argv) {
   const int steps = argc > 1 ? std::atoi(argv[1]) : 40;
   const int repeats = argc > 2 ? std::atoi(argv[2]) : 3;
-  struct Mode { const char* name; const char* noise; };
+  struct Mode {
+    const char* name;
+    const char* noise;
+  };
   const Mode modes[] = {
       {"off", "enabled = false"},
       {"two_batch/1", "enabled = true\nevery = 1\nestimator = \"two_batch\""},
@@ -79,22 +82,26 @@ int main(int argc, char** argv) {
   for (int batch : {128, 1024}) {
     std::vector<double> best(std::size(modes), 1e30);
     for (int rep = 0; rep < repeats; ++rep) {
-      for (std::size_t m = 0; m < std::size(modes); ++m) {  // interleaved, so drift hits every mode alike
+      for (std::size_t m = 0; m < std::size(modes);
+           ++m) {  // interleaved, so drift hits every mode alike
         const std::string toml =
             "[model]\nspec = \"mlp:784-512-512-10\"\n[data]\ndataset = \"fashion-mnist\"\n"
-            "validation_size = 1000\n[train]\nthreads = 1\nglobal_batch = " + std::to_string(batch) +
-            "\naccum_steps = 2\nsteps = " + std::to_string(steps) +
+            "validation_size = 1000\n[train]\nthreads = 1\nglobal_batch = " +
+            std::to_string(batch) + "\naccum_steps = 2\nsteps = " + std::to_string(steps) +
             "\neval_every = 1000000\nlog_every = 1000000\nseed = 0\n"
-            "[optimizer]\nname = \"sgd\"\nlr = 0.01\n[noise]\n" + modes[m].noise + "\n";
+            "[optimizer]\nname = \"sgd\"\nlr = 0.01\n[noise]\n" +
+            modes[m].noise + "\n";
         lbt::Config config = lbt::Config::from_string(toml);
-        lbt::experiments::RunOptions options{std::filesystem::temp_directory_path() / "lbt_bench_noise", true, false};
+        lbt::experiments::RunOptions options{
+            std::filesystem::temp_directory_path() / "lbt_bench_noise", true, false};
         const auto r = lbt::experiments::run_training(config, options);
         // wall time includes one final evaluation (same in every mode); per step:
         best[m] = std::min(best[m], r.outcome.wall_time_s / r.outcome.steps * 1e3);
       }
     }
     for (std::size_t m = 0; m < std::size(modes); ++m) {
-      std::printf("%d,%s,%.3f,%.2f\n", batch, modes[m].name, best[m], 100.0 * (best[m] / best[0] - 1.0));
+      std::printf("%d,%s,%.3f,%.2f\n", batch, modes[m].name, best[m],
+                  100.0 * (best[m] / best[0] - 1.0));
     }
     off_ms.push_back(best[0]);
   }

@@ -21,11 +21,15 @@ void Ema::add(double x) {
   ++count_;
 }
 
-double Ema::value() const { return weight_ > 0.0 ? m_ / weight_ : 0.0; }
+double Ema::value() const {
+  return weight_ > 0.0 ? m_ / weight_ : 0.0;
+}
 
 NoiseScaleTracker::NoiseScaleTracker(double beta) : beta_(beta) {}
 
-void NoiseScaleTracker::reset() { *this = NoiseScaleTracker(beta_); }
+void NoiseScaleTracker::reset() {
+  *this = NoiseScaleTracker(beta_);
+}
 
 void NoiseScaleTracker::save_state(std::span<double, kStateSize> out) const {
   out[0] = sw_, out[1] = sw2_, out[2] = sG_, out[3] = sT_, out[4] = sGG_, out[5] = sTT_;

@@ -31,8 +31,8 @@ double lane_sum(std::size_t begin, std::size_t end, Term&& term) {
 
 // sum_{i < n} term(i): one thread up to 4M elements (a thread wake-up costs more than it saves
 // below that: with both changes the MLP's two-batch hook went from 0.31 to 0.07 ms a step,
-// bench/noise_overhead.cpp), else fixed 1M blocks in parallel, combined in block order so the result does not
-// depend on the thread count.
+// bench/noise_overhead.cpp), else fixed 1M blocks in parallel, combined in block order so the
+// result does not depend on the thread count.
 template <class Term>
 double sum_over(std::size_t n, Term&& term) {
   constexpr std::size_t kBlock = std::size_t{1} << 20;
@@ -59,19 +59,26 @@ OnlineOptions read_online_options(Config& c, bool enabled_default) {
                          "measure the gradient noise scale B_simple during training (noise.jsonl)");
   o.every = c.get_int("noise.every", 10, "measure on every N-th optimizer step");
   const std::string est = c.get_string("noise.estimator", "both", "two_batch | per_example | both");
-  o.ema = c.get_double("noise.ema", NoiseScaleTracker::kDefaultBeta,
-                       "EMA decay of |G|^2 and tr(Sigma) (bias-corrected; 0.95 ~ last 39 estimates)");
-  o.per_segment = c.get_bool("noise.per_segment", false, "also report B_simple per parameter tensor");
+  o.ema =
+      c.get_double("noise.ema", NoiseScaleTracker::kDefaultBeta,
+                   "EMA decay of |G|^2 and tr(Sigma) (bias-corrected; 0.95 ~ last 39 estimates)");
+  o.per_segment =
+      c.get_bool("noise.per_segment", false, "also report B_simple per parameter tensor");
   const std::string small = c.get_string(
       "noise.small_batches", "all",
       "one process with accum_steps >= 2: two_batch uses every micro-batch (all: accum_steps "
       "samples a step) or micro-batch 0 only (first: one read of the gradient, no copy of it, "
       "but one sample a step: a noisier estimate)");
-  if (small == "all") o.all_micro_batches = true;
-  else if (small != "first") c.fail("noise.small_batches", "one of: first, all", "'" + small + "'");
-  if (est == "two_batch") o.per_example = false;
-  else if (est == "per_example") o.two_batch = false;
-  else if (est != "both") c.fail("noise.estimator", "one of: two_batch, per_example, both", "'" + est + "'");
+  if (small == "all")
+    o.all_micro_batches = true;
+  else if (small != "first")
+    c.fail("noise.small_batches", "one of: first, all", "'" + small + "'");
+  if (est == "two_batch")
+    o.per_example = false;
+  else if (est == "per_example")
+    o.two_batch = false;
+  else if (est != "both")
+    c.fail("noise.estimator", "one of: two_batch, per_example, both", "'" + est + "'");
   if (o.every <= 0) c.fail("noise.every", "> 0", std::to_string(o.every), "e.g. noise.every = 10");
   if (!(o.ema >= 0.0 && o.ema < 1.0)) {
     c.fail("noise.ema", "in [0, 1)", std::to_string(o.ema), "e.g. 0.95; 0 disables smoothing");
@@ -82,8 +89,11 @@ OnlineOptions read_online_options(Config& c, bool enabled_default) {
 OnlineEstimator::OnlineEstimator(const OnlineOptions& options, int world_size,
                                  std::int64_t micro_batch, std::int64_t accum,
                                  std::span<const Segment> segments)
-    : options_(options), segments_(segments.begin(), segments.end()),
-      num_segments_(segments.size()), micro_batch_(micro_batch), accum_(accum) {
+    : options_(options),
+      segments_(segments.begin(), segments.end()),
+      num_segments_(segments.size()),
+      micro_batch_(micro_batch),
+      accum_(accum) {
   B_big_ = static_cast<double>(world_size) * micro_batch * accum;
   grad_scale_ = 1.0 / static_cast<double>(micro_batch * accum);
   small_sq_.assign(num_segments_, 0.0);
@@ -105,9 +115,10 @@ OnlineEstimator::OnlineEstimator(const OnlineOptions& options, int world_size,
         previous_.resize(n);
       }
     } else {
-      note_ = "noise: the two_batch estimator needs a small batch and there is none: one process "
-              "with train.accum_steps = 1. Set train.accum_steps >= 2 (micro-batches become the "
-              "small batches) or run on >= 2 ranks.";
+      note_ =
+          "noise: the two_batch estimator needs a small batch and there is none: one process "
+          "with train.accum_steps = 1. Set train.accum_steps >= 2 (micro-batches become the "
+          "small batches) or run on >= 2 ranks.";
       note_ += options_.per_example ? " The per_example estimator still runs."
                                     : " Set noise.estimator = \"per_example\" or \"both\" for a "
                                       "single-batch estimate.";
@@ -242,8 +253,7 @@ void OnlineEstimator::update(EstimatorReport& r, std::vector<NoiseScaleTracker>&
   }
 }
 
-const NoiseReport* OnlineEstimator::after_allreduce(std::int64_t step,
-                                                    std::span<const float> grads,
+const NoiseReport* OnlineEstimator::after_allreduce(std::int64_t step, std::span<const float> grads,
                                                     double grad_norm,
                                                     std::span<const double> slots) {
   if (!active(step)) return nullptr;
@@ -258,7 +268,8 @@ const NoiseReport* OnlineEstimator::after_allreduce(std::int64_t step,
   }
   if (per_example_index_ >= 0 && slots[3] > 1.0) {
     update(report_.estimators[per_example_index_], seg_trackers_[per_example_index_],
-           trackers_[per_example_index_], per_example_estimate(slots[3], slots[2] / slots[3], g_big_sq),
+           trackers_[per_example_index_],
+           per_example_estimate(slots[3], slots[2] / slots[3], g_big_sq),
            slots.subspan(4 + num_segments_, num_segments_), slots[3], true);
   }
   discard_step();

@@ -19,9 +19,9 @@ AdamOptions read_adam_options(Config& config, const std::string& name, bool read
   o.eps_inside_sqrt = config.get_bool("optimizer.eps_inside_sqrt", o.eps_inside_sqrt,
                                       "sqrt(v_hat + eps) instead of sqrt(v_hat) + eps");
   if (read_decay)
-    o.weight_decay = config.get_double(
-      "optimizer.weight_decay", o.weight_decay,
-      o.decoupled ? "decoupled weight decay >= 0 (w -= lr*wd*w)" : "coupled L2 weight decay >= 0");
+    o.weight_decay = config.get_double("optimizer.weight_decay", o.weight_decay,
+                                       o.decoupled ? "decoupled weight decay >= 0 (w -= lr*wd*w)"
+                                                   : "coupled L2 weight decay >= 0");
   validate(o, config);
   return o;
 }
@@ -30,7 +30,8 @@ void validate(const AdamOptions& o, const Config& config) {
   if (!(o.beta1 >= 0.0 && o.beta1 < 1.0))
     config.fail("optimizer.beta1", "in [0, 1)", std::to_string(o.beta1), "the usual value is 0.9");
   if (!(o.beta2 >= 0.0 && o.beta2 < 1.0))
-    config.fail("optimizer.beta2", "in [0, 1)", std::to_string(o.beta2), "the usual value is 0.999");
+    config.fail("optimizer.beta2", "in [0, 1)", std::to_string(o.beta2),
+                "the usual value is 0.999");
   if (!(o.eps > 0.0)) config.fail("optimizer.eps", "> 0", std::to_string(o.eps));
   if (!(o.weight_decay >= 0.0))
     config.fail("optimizer.weight_decay", ">= 0", std::to_string(o.weight_decay));
@@ -63,13 +64,15 @@ void Adam::step(const StepInput& in) {
 
 void Adam::step_transformed(const StepInput& in, std::span<const GradTransform> transforms) {
   const float lr = static_cast<float>(in.lr);
-  const float beta1 = static_cast<float>(options_.beta1), beta2 = static_cast<float>(options_.beta2);
+  const float beta1 = static_cast<float>(options_.beta1),
+              beta2 = static_cast<float>(options_.beta2);
   const float eps = static_cast<float>(options_.eps);
   const float inv_bc1 = static_cast<float>(1.0 / bias_correction(options_.beta1, in.step));
   const float inv_bc2 = static_cast<float>(1.0 / bias_correction(options_.beta2, in.step));
   const float decoupled_wd = options_.decoupled ? static_cast<float>(options_.weight_decay) : 0.0f;
   // sqrt(v_hat + eps_in) + eps_out covers both placements without a branch in the loop.
-  const float eps_in = options_.eps_inside_sqrt ? eps : 0.0f, eps_out = options_.eps_inside_sqrt ? 0.0f : eps;
+  const float eps_in = options_.eps_inside_sqrt ? eps : 0.0f,
+              eps_out = options_.eps_inside_sqrt ? 0.0f : eps;
   float* m_all = state_.get("m").data();
   float* v_all = state_.get("v").data();
   const auto plan = detail::plan_chunks(in.segments);
@@ -90,9 +93,9 @@ void Adam::step_transformed(const StepInput& in, std::span<const GradTransform> 
       const float v_i = beta2 * vp[i] + (1.0f - beta2) * g_prime * g_prime;  // second moment
       mp[i] = m_i;
       vp[i] = v_i;
-      const float m_hat = m_i * inv_bc1, v_hat = v_i * inv_bc2;            // bias correction
+      const float m_hat = m_i * inv_bc1, v_hat = v_i * inv_bc2;  // bias correction
       const float denom = std::sqrt(v_hat + eps_in) + eps_out;
-      wp[i] -= lr * (m_hat / denom + wd * wp[i]);                            // step + decoupled decay
+      wp[i] -= lr * (m_hat / denom + wd * wp[i]);  // step + decoupled decay
     }
   });
 }

@@ -22,11 +22,14 @@ LambOptions read_lamb_options(Config& config) {
   o.weight_decay = config.get_double("optimizer.weight_decay", o.weight_decay,
                                      "decoupled weight decay lambda >= 0");
   std::string scope = config.get_string("optimizer.lamb.scope", "segment",
-                                         "where the trust ratio applies: segment (flag, optax) or "
-                                         "decayed (only decayed segments, timm)");
-  if (scope == "segment") o.scope = LambScope::kSegment;
-  else if (scope == "decayed") o.scope = LambScope::kDecayed;
-  else config.fail("optimizer.lamb.scope", "one of: segment, decayed", "'" + scope + "'");
+                                        "where the trust ratio applies: segment (flag, optax) or "
+                                        "decayed (only decayed segments, timm)");
+  if (scope == "segment")
+    o.scope = LambScope::kSegment;
+  else if (scope == "decayed")
+    o.scope = LambScope::kDecayed;
+  else
+    config.fail("optimizer.lamb.scope", "one of: segment, decayed", "'" + scope + "'");
   o.phi = read_phi_options(config, "optimizer.lamb", o.phi);
   validate(o, config);
   return o;
@@ -36,7 +39,8 @@ void validate(const LambOptions& o, const Config& config) {
   if (!(o.beta1 >= 0.0 && o.beta1 < 1.0))
     config.fail("optimizer.beta1", "in [0, 1)", std::to_string(o.beta1), "the usual value is 0.9");
   if (!(o.beta2 >= 0.0 && o.beta2 < 1.0))
-    config.fail("optimizer.beta2", "in [0, 1)", std::to_string(o.beta2), "the usual value is 0.999");
+    config.fail("optimizer.beta2", "in [0, 1)", std::to_string(o.beta2),
+                "the usual value is 0.999");
   if (!(o.eps > 0.0)) config.fail("optimizer.eps", "> 0", std::to_string(o.eps));
   if (!(o.weight_decay >= 0.0))
     config.fail("optimizer.weight_decay", ">= 0", std::to_string(o.weight_decay));
@@ -67,10 +71,15 @@ Lamb::Lamb(LambOptions options, std::size_t num_params) : options_(options) {
 }
 
 void Lamb::step(const StepInput& in) {
-  const float beta1 = static_cast<float>(options_.beta1), beta2 = static_cast<float>(options_.beta2);
+  const float beta1 = static_cast<float>(options_.beta1),
+              beta2 = static_cast<float>(options_.beta2);
   const float eps = static_cast<float>(options_.eps);
-  const float inv_bc1 = options_.bias_correction ? static_cast<float>(1.0 / bias_correction(options_.beta1, in.step)) : 1.0f;
-  const float inv_bc2 = options_.bias_correction ? static_cast<float>(1.0 / bias_correction(options_.beta2, in.step)) : 1.0f;
+  const float inv_bc1 = options_.bias_correction
+                            ? static_cast<float>(1.0 / bias_correction(options_.beta1, in.step))
+                            : 1.0f;
+  const float inv_bc2 = options_.bias_correction
+                            ? static_cast<float>(1.0 / bias_correction(options_.beta2, in.step))
+                            : 1.0f;
   const float lr = static_cast<float>(in.lr);
   const float wd = static_cast<float>(options_.weight_decay);
   float* m_all = state_.get("m").data();
@@ -141,6 +150,8 @@ void Lamb::step(const StepInput& in) {
   });
 }
 
-std::string Lamb::describe() const { return "LAMB(" + optim::describe(options_) + ")"; }
+std::string Lamb::describe() const {
+  return "LAMB(" + optim::describe(options_) + ")";
+}
 
 }  // namespace lbt::optim

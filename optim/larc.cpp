@@ -15,9 +15,12 @@ LarcOptions read_larc_options(Config& config) {
   LarcOptions o;
   std::string mode = config.get_string("optimizer.larc.mode", "clip",
                                        "clip: factor min(local_lr/lr, 1); scale: factor local_lr");
-  if (mode == "clip") o.mode = LarcMode::kClip;
-  else if (mode == "scale") o.mode = LarcMode::kScale;
-  else config.fail("optimizer.larc.mode", "one of: clip, scale", "'" + mode + "'");
+  if (mode == "clip")
+    o.mode = LarcMode::kClip;
+  else if (mode == "scale")
+    o.mode = LarcMode::kScale;
+  else
+    config.fail("optimizer.larc.mode", "one of: clip, scale", "'" + mode + "'");
   o.trust_coefficient = config.get_double("optimizer.larc.trust_coefficient", o.trust_coefficient,
                                           "trust coefficient > 0 (Apex: 0.02)");
   o.eps = config.get_double("optimizer.larc.eps", o.eps, "added to the local-lr denominator, >= 0");
@@ -38,7 +41,8 @@ void validate(const LarcOptions& o, const Config& config) {
 std::string describe(const LarcOptions& o) {
   std::ostringstream ss;
   ss << "mode=" << (o.mode == LarcMode::kClip ? "clip" : "scale")
-     << ", trust_coefficient=" << o.trust_coefficient << ", eps=" << o.eps << ", wd=" << o.weight_decay;
+     << ", trust_coefficient=" << o.trust_coefficient << ", eps=" << o.eps
+     << ", wd=" << o.weight_decay;
   return ss.str();
 }
 
@@ -78,8 +82,10 @@ void Larc::step(const StepInput& in) {
     GradTransform t{1.0f, static_cast<float>(decay)};
     if (seg.trust_ratio) {
       const double w_norm = std::sqrt(sums[s][0]), g_norm = std::sqrt(sums[s][1]);
-      if (w_norm == 0.0 || g_norm == 0.0) t = {1.0f, 0.0f};  // Apex leaves such a gradient alone
-      else t.scale = static_cast<float>(larc_factor(options_, w_norm, g_norm, decay, in.lr));
+      if (w_norm == 0.0 || g_norm == 0.0)
+        t = {1.0f, 0.0f};  // Apex leaves such a gradient alone
+      else
+        t.scale = static_cast<float>(larc_factor(options_, w_norm, g_norm, decay, in.lr));
     }
     transforms.push_back(t);
   }

@@ -17,19 +17,27 @@ LarsOptions read_lars_options(Config& config) {
                                      "weight decay beta >= 0 (LARS paper: 0.0005)");
   o.trust_coefficient = config.get_double("optimizer.lars.trust_coefficient", o.trust_coefficient,
                                           "trust coefficient eta > 0 (paper: 0.001)");
-  o.eps = config.get_double("optimizer.lars.eps", o.eps, "added to the trust-ratio denominator, >= 0");
-  std::string denominator = config.get_string(
-      "optimizer.lars.denominator", "paper", "paper: |g| + beta*|w|; exact: |g + beta*w| (optax)");
-  if (denominator == "paper") o.denominator = LarsDenominator::kPaper;
-  else if (denominator == "exact") o.denominator = LarsDenominator::kExact;
-  else config.fail("optimizer.lars.denominator", "one of: paper, exact", "'" + denominator + "'");
-  std::string placement = config.get_string(
-      "optimizer.lars.lr_placement", "before_momentum",
-      "before_momentum: v = m v + lr*local_lr*d, w -= v (paper, classic); "
-      "after_momentum: v = m v + local_lr*d, w -= lr*v (popular)");
-  if (placement == "before_momentum") o.lr_placement = LarsLrPlacement::kBeforeMomentum;
-  else if (placement == "after_momentum") o.lr_placement = LarsLrPlacement::kAfterMomentum;
-  else config.fail("optimizer.lars.lr_placement", "one of: before_momentum, after_momentum", "'" + placement + "'");
+  o.eps =
+      config.get_double("optimizer.lars.eps", o.eps, "added to the trust-ratio denominator, >= 0");
+  std::string denominator = config.get_string("optimizer.lars.denominator", "paper",
+                                              "paper: |g| + beta*|w|; exact: |g + beta*w| (optax)");
+  if (denominator == "paper")
+    o.denominator = LarsDenominator::kPaper;
+  else if (denominator == "exact")
+    o.denominator = LarsDenominator::kExact;
+  else
+    config.fail("optimizer.lars.denominator", "one of: paper, exact", "'" + denominator + "'");
+  std::string placement =
+      config.get_string("optimizer.lars.lr_placement", "before_momentum",
+                        "before_momentum: v = m v + lr*local_lr*d, w -= v (paper, classic); "
+                        "after_momentum: v = m v + local_lr*d, w -= lr*v (popular)");
+  if (placement == "before_momentum")
+    o.lr_placement = LarsLrPlacement::kBeforeMomentum;
+  else if (placement == "after_momentum")
+    o.lr_placement = LarsLrPlacement::kAfterMomentum;
+  else
+    config.fail("optimizer.lars.lr_placement", "one of: before_momentum, after_momentum",
+                "'" + placement + "'");
   o.safe_zero_norm = config.get_bool("optimizer.lars.safe_zero_norm", o.safe_zero_norm,
                                      "trust ratio 1 when |w| or the denominator is 0 (optax)");
   o.phi = read_phi_options(config, "optimizer.lars", o.phi);
@@ -66,8 +74,9 @@ double lars_local_lr(const LarsOptions& o, double w_norm, double g_norm, double 
                      double decay) {
   const double u_norm =
       o.denominator == LarsDenominator::kPaper ? g_norm + decay * w_norm : g_plus_decay_norm;
-  const double ratio = o.safe_zero_norm ? trust_ratio(w_norm, u_norm, o.trust_coefficient, o.eps)
-                                        : raw_trust_ratio(w_norm, u_norm, o.trust_coefficient, o.eps);
+  const double ratio = o.safe_zero_norm
+                           ? trust_ratio(w_norm, u_norm, o.trust_coefficient, o.eps)
+                           : raw_trust_ratio(w_norm, u_norm, o.trust_coefficient, o.eps);
   return apply_phi(ratio, o.phi);
 }
 
@@ -141,6 +150,8 @@ void Lars::step(const StepInput& in) {
   });
 }
 
-std::string Lars::describe() const { return "LARS(" + optim::describe(options_) + ")"; }
+std::string Lars::describe() const {
+  return "LARS(" + optim::describe(options_) + ")";
+}
 
 }  // namespace lbt::optim

@@ -10,7 +10,8 @@ namespace lbt::optim {
 
 SgdOptions read_sgd_options(Config& config, const std::string& name, bool read_decay) {
   SgdOptions o;
-  o.momentum = config.get_double("optimizer.momentum", o.momentum, "momentum coefficient in [0, 1)");
+  o.momentum =
+      config.get_double("optimizer.momentum", o.momentum, "momentum coefficient in [0, 1)");
   o.dampening = config.get_double("optimizer.dampening", o.dampening,
                                   "momentum dampening in [0, 1) (PyTorch SGD); 0 with nesterov");
   if (name == "nesterov") {
@@ -34,9 +35,10 @@ void validate(const SgdOptions& o, const Config& config) {
   if (!(o.weight_decay >= 0.0))
     config.fail("optimizer.weight_decay", ">= 0", std::to_string(o.weight_decay));
   if (o.nesterov && (o.momentum == 0.0 || o.dampening != 0.0))
-    config.fail("optimizer.nesterov", "used with momentum > 0 and dampening = 0",
-                "momentum=" + std::to_string(o.momentum) + ", dampening=" + std::to_string(o.dampening),
-                "Nesterov momentum needs a momentum and no dampening (as in PyTorch)");
+    config.fail(
+        "optimizer.nesterov", "used with momentum > 0 and dampening = 0",
+        "momentum=" + std::to_string(o.momentum) + ", dampening=" + std::to_string(o.dampening),
+        "Nesterov momentum needs a momentum and no dampening (as in PyTorch)");
 }
 
 std::string describe(const SgdOptions& o) {
@@ -80,7 +82,7 @@ void Sgd::step_transformed(const StepInput& in, std::span<const GradTransform> t
     }
 #pragma omp simd
     for (std::size_t i = begin; i < end; ++i) {
-      const float g_prime = scale * (gp[i] + l2 * wp[i]);                           // g' = g + wd*w
+      const float g_prime = scale * (gp[i] + l2 * wp[i]);  // g' = g + wd*w
       const float b = first ? g_prime : mu * bufp[i] + one_minus_dampening * g_prime;  // buf
       bufp[i] = b;
       const float d = nesterov ? g_prime + mu * b : b;  // Nesterov looks ahead along buf
@@ -89,6 +91,8 @@ void Sgd::step_transformed(const StepInput& in, std::span<const GradTransform> t
   });
 }
 
-std::string Sgd::describe() const { return "SGD(" + optim::describe(options_) + ")"; }
+std::string Sgd::describe() const {
+  return "SGD(" + optim::describe(options_) + ")";
+}
 
 }  // namespace lbt::optim

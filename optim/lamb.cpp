@@ -90,7 +90,6 @@ void Lamb::step(const StepInput& in) {
   }
   // Pass 1, every segment: the moments; then for trust-ratio segments |w|^2 and |u|^2 with
   // u = r + lambda w, and for the others the whole AdamW step (their sums stay 0).
-  const auto plan = detail::plan_chunks(in.segments);
   auto moments_and_norms = [=, &in, &trusted](const detail::Chunk& c) {
     const Segment& seg = in.segments[c.segment];
     const float lambda = seg.weight_decay ? wd : 0.0f;
@@ -123,31 +122,25 @@ void Lamb::step(const StepInput& in) {
     }
     return std::array<double, 2>{ww, uu};
   };
-  const auto sums = detail::sum_chunks<2>(plan, in.segments.size(), moments_and_norms);
   // Pass 2, trust-ratio segments: w -= lr * ratio * u.
-  std::vector<float> step_size(in.segments.size(), 0.0f);
-  for (std::size_t s = 0; s < in.segments.size(); ++s) {
-    if (trusted[s]) {
-      step_size[s] = static_cast<float>(
-          in.lr * lamb_ratio(options_, std::sqrt(sums[s][0]), std::sqrt(sums[s][1])));
-    }
-  }
-  const auto trust_plan = detail::plan_chunks(
-      in.segments, [this](const Segment& seg) { return lamb_applies_trust_ratio(options_, seg); });
-  detail::for_each_chunk(trust_plan, [=, &in, &trust_plan, &step_size](std::size_t k) {
-    const auto [s, begin, end] = trust_plan[k];
-    const Segment& seg = in.segments[s];
-    const float lambda = seg.weight_decay ? wd : 0.0f, size = step_size[s];
+  auto update = [=, this, &in, &trusted](const detail::Chunk& c,
+                                         const std::array<double, 2>& sums) {
+    if (!trusted[c.segment]) return;
+    const Segment& seg = in.segments[c.segment];
+    const float lambda = seg.weight_decay ? wd : 0.0f;
+    const float size =
+        static_cast<float>(in.lr * lamb_ratio(options_, std::sqrt(sums[0]), std::sqrt(sums[1])));
     // Local restrict pointers: otherwise each store may alias the closure and GCC gathers.
     float* __restrict wp = in.params.data() + seg.offset;
     const float* __restrict mp = m_all + seg.offset;
     const float* __restrict vp = v_all + seg.offset;
 #pragma omp simd
-    for (std::size_t i = begin; i < end; ++i) {
+    for (std::size_t i = c.begin; i < c.end; ++i) {
       const float u = (mp[i] * inv_bc1) / (std::sqrt(vp[i] * inv_bc2) + eps) + lambda * wp[i];
       wp[i] -= size * u;
     }
-  });
+  };
+  detail::norms_then_update<2>(detail::plan_groups(in.segments), moments_and_norms, update);
 }
 
 std::string Lamb::describe() const {

@@ -88,11 +88,11 @@ void Lars::step(const StepInput& in) {
   const float mu = static_cast<float>(options_.momentum);
   const float wd = static_cast<float>(options_.weight_decay);
   float* momentum = options_.momentum > 0.0 ? state_.get("momentum").data() : nullptr;
+  const bool before = options_.lr_placement == LarsLrPlacement::kBeforeMomentum;
   // Pass 1: |w|^2, |g|^2, |g + beta w|^2 in double, for the trust-ratio segments.
-  const auto norm_plan =
-      detail::plan_chunks(in.segments, [](const Segment& seg) { return seg.trust_ratio; });
   auto norms = [&in, wd](const detail::Chunk& c) {
     const Segment& seg = in.segments[c.segment];
+    if (!seg.trust_ratio) return std::array<double, 3>{};
     const float beta = seg.weight_decay ? wd : 0.0f;
     // Local restrict pointers: otherwise each store may alias the closure and GCC gathers.
     const float* __restrict wp = in.params.data() + seg.offset;
@@ -107,47 +107,36 @@ void Lars::step(const StepInput& in) {
     }
     return std::array<double, 3>{ww, gg, uu};
   };
-  const auto sums = detail::sum_chunks<3>(norm_plan, in.segments.size(), norms);
-  // Per segment: v = m v + a (g + beta w); w -= c v, with (a, c) = (lr*local_lr, 1) or
+  // Pass 2: v = m v + a (g + beta w); w -= c v, with (a, c) = (lr*local_lr, 1) or
   // (local_lr, lr).
-  struct Coefficients {
-    float a, c, beta;
-  };
-  std::vector<Coefficients> coefficients;
-  coefficients.reserve(in.segments.size());
-  const bool before = options_.lr_placement == LarsLrPlacement::kBeforeMomentum;
-  for (std::size_t s = 0; s < in.segments.size(); ++s) {
-    const Segment& seg = in.segments[s];
+  auto update = [this, &in, before, momentum, mu, wd](const detail::Chunk& chunk,
+                                                      const std::array<double, 3>& sums) {
+    const Segment& seg = in.segments[chunk.segment];
     const float beta = seg.weight_decay ? wd : 0.0f;
     const double local_lr = seg.trust_ratio
-                                ? lars_local_lr(options_, std::sqrt(sums[s][0]),
-                                                std::sqrt(sums[s][1]), std::sqrt(sums[s][2]), beta)
+                                ? lars_local_lr(options_, std::sqrt(sums[0]), std::sqrt(sums[1]),
+                                                std::sqrt(sums[2]), beta)
                                 : 1.0;
-    coefficients.push_back({static_cast<float>(before ? in.lr * local_lr : local_lr),
-                            static_cast<float>(before ? 1.0 : in.lr), beta});
-  }
-  // Pass 2: the update, every segment in one parallel region.
-  const auto plan = detail::plan_chunks(in.segments);
-  detail::for_each_chunk(plan, [&in, &plan, &coefficients, momentum, mu](std::size_t i) {
-    const auto [s, begin, end] = plan[i];
-    const std::size_t offset = in.segments[s].offset;
-    const float a = coefficients[s].a, c = coefficients[s].c, beta = coefficients[s].beta;
+    const float a = static_cast<float>(before ? in.lr * local_lr : local_lr);
+    const float c = static_cast<float>(before ? 1.0 : in.lr);
     // Local restrict pointers: otherwise each store may alias the closure and GCC gathers.
-    float* __restrict wp = in.params.data() + offset;
-    const float* __restrict gp = in.grads.data() + offset;
-    float* __restrict vp = momentum ? momentum + offset : nullptr;
+    float* __restrict wp = in.params.data() + seg.offset;
+    const float* __restrict gp = in.grads.data() + seg.offset;
+    float* __restrict vp = momentum ? momentum + seg.offset : nullptr;
     if (!vp) {
 #pragma omp simd
-      for (std::size_t k = begin; k < end; ++k) wp[k] -= c * (a * (gp[k] + beta * wp[k]));
+      for (std::size_t k = chunk.begin; k < chunk.end; ++k)
+        wp[k] -= c * (a * (gp[k] + beta * wp[k]));
       return;
     }
 #pragma omp simd
-    for (std::size_t k = begin; k < end; ++k) {
+    for (std::size_t k = chunk.begin; k < chunk.end; ++k) {
       const float v_k = mu * vp[k] + a * (gp[k] + beta * wp[k]);
       vp[k] = v_k;
       wp[k] -= c * v_k;
     }
-  });
+  };
+  detail::norms_then_update<3>(detail::plan_groups(in.segments), norms, update);
 }
 
 std::string Lars::describe() const {

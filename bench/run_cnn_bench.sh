@@ -1,43 +1,44 @@
 #!/usr/bin/env bash
-# Side by side, one run: lbt's image-model training step vs Debian's PyTorch in its default
-# configuration and in its best one on this machine (shared/BENCHMARKING.md), same model,
-# optimizer and thread count: the simple CNN on Fashion-MNIST shapes and ResNet-8 on
-# 32x32x3. Prints the CSVs and a ratio table with the fraction of FP32 peak.
-#   usage: bash bench/run_cnn_bench.sh [build dir] [seconds per batch size]
-# Needs python3-torch and libopenblas0-openmp. Check `uptime` first: the machine is shared.
+# Side by side: lbt's image-model training step (forward + cross-entropy + backward + SGD
+# momentum update on a fixed in-memory batch) vs Debian's PyTorch running the same model,
+# optimizer and thread count in its default configuration and in its best one on this machine
+# (shared/BENCHMARKING.md): the simple CNN on Fashion-MNIST shapes and ResNet-8 on 32x32x3.
+# How: bench/side_by_side.py measures the three INTERLEAVED, in ROUNDS rounds. In each round,
+# for each model and batch size, it runs each implementation once for that model and batch
+# size alone (timed repetitions for `seconds` after a warm-up; its median samples/s), in an
+# order rotated every round. Ratios lbt/torch_best and lbt/torch_default are taken within each
+# round, seconds apart, and reported as median [min-max] over rounds, beside each
+# implementation's median (min-max) samples/s over rounds and lbt's GFLOP/s (6 x conv and
+# linear multiply-adds per example) with its fraction of FP32 peak.
+# The machine is a shared VM whose speed swings by up to 2x within a minute: quote the
+# per-round ratios, not absolute samples/s. Check `uptime` first.
+#   usage: bash bench/run_cnn_bench.sh [build dir] [seconds per call, default 1]
+#   env:   BATCHES (32,128,512), THREADS (2), ROUNDS (5), PEAK_GFLOPS (450, both cores),
+#          CSV (path for raw rows)
+# Needs python3-torch and libopenblas0-openmp.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build=${1:-build}
-seconds=${2:-3}
+seconds=${2:-1}
 batches=${BATCHES:-32,128,512}
 threads=${THREADS:-2}
+rounds=${ROUNDS:-5}
 peak=${PEAK_GFLOPS:-450}   # FP32 FMA peak of both cores (shared/BENCHMARKING.md)
-out=$(mktemp)
-best_env=(env -u OPENBLAS_CORETYPE LD_LIBRARY_PATH=/usr/lib/x86_64-linux-gnu/openblas-openmp
-  GLIBC_TUNABLES=glibc.malloc.hugetlb=1:glibc.malloc.mmap_threshold=33554432:glibc.malloc.trim_threshold=1073741824)
+peak=$(awk -v p="$peak" -v t="$threads" 'BEGIN { print p * t / 2 }')  # for THREADS threads
+csv_args=()
+[[ -n ${CSV:-} ]] && csv_args=(--csv "$CSV")
 
-for model in "cnn:simple 1,28,28" "resnet:8 3,32,32"; do
-  set -- $model
-  env -u OPENBLAS_CORETYPE "$build/bench/bench_cnn_step" --spec "$1" --shape "$2" --batches "$batches" \
-    --threads "$threads" --seconds "$seconds" | tee -a "$out"
-  /usr/bin/python3 bench/reference/torch_cnn.py --spec "$1" --shape "$2" --batches "$batches" \
-    --threads "$threads" --seconds "$seconds" --label torch_default | tee -a "$out"
-  "${best_env[@]}" /usr/bin/python3 bench/reference/torch_cnn.py --spec "$1" --shape "$2" \
-    --batches "$batches" --threads "$threads" --seconds "$seconds" --label torch_best | tee -a "$out"
-done
+# lbt: OpenBLAS must detect the CPU itself (the image presets OPENBLAS_CORETYPE=Haswell).
+lbt="env -u OPENBLAS_CORETYPE $(printf %q "$build/bench/bench_cnn_step")"
+# PyTorch, best configuration: AVX-512 OpenMP OpenBLAS, malloc that keeps freed memory.
+best="env -u OPENBLAS_CORETYPE LD_LIBRARY_PATH=/usr/lib/x86_64-linux-gnu/openblas-openmp"
+best+=" GLIBC_TUNABLES=glibc.malloc.hugetlb=1:glibc.malloc.mmap_threshold=33554432:glibc.malloc.trim_threshold=1073741824"
+best+=" /usr/bin/python3 bench/reference/torch_cnn.py --label torch_best"
+# PyTorch, default configuration: the machine's environment as it is.
+default="/usr/bin/python3 bench/reference/torch_cnn.py --label torch_default"
 
-/usr/bin/python3 - "$out" "$peak" "$threads" <<'PY'
-import csv, sys
-rows = list(csv.reader(l for l in open(sys.argv[1]) if not l.startswith("impl")))
-peak = float(sys.argv[2]) * int(sys.argv[3]) / 2
-by = {}
-for impl, spec, batch, threads, med, lo, hi, gf in rows:
-    by.setdefault((spec, int(batch)), {})[impl] = (float(med), float(lo), float(hi), float(gf))
-print(f"\nmodel | batch | lbt samples/s (min-max) | GFLOP/s (% of {peak:.0f}) | torch default | torch best | lbt/best | lbt/default")
-for (spec, b) in sorted(by):
-    r = by[(spec, b)]
-    l, d, t = r["lbt"], r["torch_default"], r["torch_best"]
-    print(f"{spec} | {b} | {l[0]:,.0f} ({l[1]:,.0f}-{l[2]:,.0f}) | {l[3]:.0f} ({100*l[3]/peak:.0f}%) | "
-          f"{d[0]:,.0f} | {t[0]:,.0f} | {l[0]/t[0]:.2f}x | {l[0]/d[0]:.2f}x")
-PY
-rm -f "$out"
+/usr/bin/python3 bench/side_by_side.py --impl lbt "$lbt" --impl torch_best "$best" \
+  --impl torch_default "$default" \
+  --model "--spec cnn:simple --shape 1,28,28" --model "--spec resnet:8 --shape 3,32,32" \
+  --batches "$batches" --threads "$threads" --seconds "$seconds" --rounds "$rounds" \
+  --peak-gflops "$peak" "${csv_args[@]}"

@@ -1,40 +1,38 @@
 #!/usr/bin/env bash
-# Side by side, one run: lbt's MLP training step vs Debian's PyTorch in its default
-# configuration and in its best one on this machine (shared/BENCHMARKING.md), same model,
-# optimizer and thread count. Prints the CSVs and a ratio table.
-#   usage: bash bench/run_mlp_bench.sh [build dir] [seconds per batch size]
+# Side by side: lbt's MLP training step (784-512-512-10, forward + cross-entropy + backward +
+# SGD momentum update on a fixed in-memory batch) vs Debian's PyTorch running the same model,
+# optimizer and thread count in its default configuration and in its best one on this machine
+# (shared/BENCHMARKING.md).
+# How: bench/side_by_side.py measures the three INTERLEAVED, in ROUNDS rounds. In each round,
+# for each batch size, it runs each implementation once for that batch size alone (timed
+# repetitions for `seconds` after a warm-up; its median samples/s), in an order rotated every
+# round. Ratios lbt/torch_best and lbt/torch_default are taken within each round, seconds
+# apart, and reported as median [min-max] over rounds, beside each implementation's median
+# (min-max) samples/s over rounds and lbt's GFLOP/s (6 x batch x parameters per step).
+# The machine is a shared VM whose speed swings by up to 2x within a minute: quote the
+# per-round ratios, not absolute samples/s.
+#   usage: bash bench/run_mlp_bench.sh [build dir] [seconds per call, default 1]
+#   env:   BATCHES (32,128,512,2048,8192), THREADS (2), ROUNDS (5), CSV (path for raw rows)
 # Needs python3-torch and libopenblas0-openmp (apt-get install python3-torch libopenblas0-openmp).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build=${1:-build}
-seconds=${2:-3}
+seconds=${2:-1}
 batches=${BATCHES:-32,128,512,2048,8192}
 threads=${THREADS:-2}
-out=$(mktemp)
+rounds=${ROUNDS:-5}
+csv_args=()
+[[ -n ${CSV:-} ]] && csv_args=(--csv "$CSV")
 
 # lbt: OpenBLAS must detect the CPU itself (the image presets OPENBLAS_CORETYPE=Haswell).
-env -u OPENBLAS_CORETYPE "$build/bench/bench_mlp_step" --batches "$batches" --threads "$threads" \
-  --seconds "$seconds" | tee "$out"
-# PyTorch, default configuration: the machine's environment as it is.
-/usr/bin/python3 bench/reference/torch_mlp.py --batches "$batches" --threads "$threads" \
-  --seconds "$seconds" --label torch_default | tee -a "$out"
+lbt="env -u OPENBLAS_CORETYPE $(printf %q "$build/bench/bench_mlp_step")"
 # PyTorch, best configuration: AVX-512 OpenMP OpenBLAS, malloc that keeps freed memory.
-env -u OPENBLAS_CORETYPE LD_LIBRARY_PATH=/usr/lib/x86_64-linux-gnu/openblas-openmp \
-  GLIBC_TUNABLES=glibc.malloc.hugetlb=1:glibc.malloc.mmap_threshold=33554432:glibc.malloc.trim_threshold=1073741824 \
-  /usr/bin/python3 bench/reference/torch_mlp.py --batches "$batches" --threads "$threads" \
-  --seconds "$seconds" --label torch_best | tee -a "$out"
+best="env -u OPENBLAS_CORETYPE LD_LIBRARY_PATH=/usr/lib/x86_64-linux-gnu/openblas-openmp"
+best+=" GLIBC_TUNABLES=glibc.malloc.hugetlb=1:glibc.malloc.mmap_threshold=33554432:glibc.malloc.trim_threshold=1073741824"
+best+=" /usr/bin/python3 bench/reference/torch_mlp.py --label torch_best"
+# PyTorch, default configuration: the machine's environment as it is.
+default="/usr/bin/python3 bench/reference/torch_mlp.py --label torch_default"
 
-/usr/bin/python3 - "$out" <<'PY'
-import csv, sys
-rows = list(csv.reader(l for l in open(sys.argv[1]) if not l.startswith("impl")))
-by = {}
-for impl, spec, batch, threads, med, lo, hi, gf in rows:
-    by.setdefault(int(batch), {})[impl] = (float(med), float(lo), float(hi), float(gf))
-print("\nbatch | lbt samples/s (min-max) | GFLOP/s | torch default | torch best | lbt/best | lbt/default")
-for b in sorted(by):
-    r = by[b]
-    l, d, t = r["lbt"], r["torch_default"], r["torch_best"]
-    print(f"{b} | {l[0]:,.0f} ({l[1]:,.0f}-{l[2]:,.0f}) | {l[3]:.0f} | {d[0]:,.0f} | {t[0]:,.0f} | "
-          f"{l[0]/t[0]:.2f}x | {l[0]/d[0]:.2f}x")
-PY
-rm -f "$out"
+/usr/bin/python3 bench/side_by_side.py --impl lbt "$lbt" --impl torch_best "$best" \
+  --impl torch_default "$default" --batches "$batches" --threads "$threads" \
+  --seconds "$seconds" --rounds "$rounds" "${csv_args[@]}"

@@ -151,6 +151,9 @@ BOOST_AUTO_TEST_CASE(conv2d_gradients_match_finite_differences_with_stride_and_p
       {{3, 5, 5}, {.out_channels = 2, .kernel = 1, .stride = 1, .padding = 0, .bias = true}},
       {{3, 6, 6}, {.out_channels = 4, .kernel = 1, .stride = 2, .padding = 0, .bias = false}},
       {{1, 4, 4}, {.out_channels = 2, .kernel = 2, .stride = 3, .padding = 2, .bias = true}},
+      // the direct path over padded planes (input gradient direct, then through im2col)
+      {{8, 5, 4}, {.out_channels = 8, .kernel = 3, .stride = 1, .padding = 1, .bias = true}},
+      {{2, 6, 7}, {.out_channels = 8, .kernel = 5, .stride = 1, .padding = 2, .bias = false}},
   };
   for (const Case& c : cases) {
     nn::Conv2d conv(c.in, c.opt, nn::InitScheme::kHe);

@@ -1,9 +1,6 @@
-// Conv2d; see conv2d.hpp. Per image n (threads split the batch):
-//   forward:  col = im2col(x_n);  y_n[out_c, HWo] = W[out_c, rows] col[rows, HWo] (+ b)
-//   backward: dW[out_c, rows] += dy_n[out_c, HWo] col^T;  db += row sums of dy_n
-//             dcol[rows, HWo] = W^T dy_n;  dx_n = col2im(dcol)
-// The column matrix is recomputed in backward rather than stored: storing it would cost
-// batch x rows x HWo floats (300 MB for the simple CNN at batch 512) for a cheap copy.
+// Conv2d; see conv2d.hpp. Forward per image n (threads split the batch): the direct kernel
+// over x_n's padded planes, or col = im2col(x_n); y_n[out_c, HWo] = W[out_c, rows] col (+ b).
+// The backward is in conv2d_backward.cpp.
 #include "trainer/nn/conv2d.hpp"
 
 #include <omp.h>
@@ -15,6 +12,7 @@
 
 #include "core/error.hpp"
 #include "core/gemm.hpp"
+#include "trainer/nn/conv_direct.hpp"
 
 namespace lbt::nn {
 
@@ -28,6 +26,10 @@ Conv2d::Conv2d(Shape3 in, Conv2dOptions options, InitScheme init)
                       "the image must be at least kernel - 2 x padding pixels on each side");
   }
   rows_ = in_.c * opt_.kernel * opt_.kernel;
+  planes_ = opt_.allow_direct &&
+            conv_direct::supports(static_cast<int>(opt_.kernel), static_cast<int>(opt_.stride),
+                                  static_cast<int>(opt_.padding), static_cast<int>(opt_.out_channels));
+  dw_lanes_ = planes_ && opt_.kernel == 3 && out_.h * out_.w >= 256;
 }
 
 std::string Conv2d::describe() const {
@@ -73,7 +75,7 @@ void Conv2d::valid_columns(std::int64_t kj, std::int64_t& lo, std::int64_t& hi) 
   hi = last < 0 ? lo : std::max(lo, std::min(out_.w, last / S + 1));
 }
 
-bool Conv2d::direct() const { return opt_.kernel == 1 && opt_.stride == 1 && opt_.padding == 0; }
+bool Conv2d::pointwise() const { return opt_.kernel == 1 && opt_.stride == 1 && opt_.padding == 0; }
 
 float* Conv2d::workspace(int thread, std::size_t size) {
   // Sized on first use and reused: no allocation (and no page faults) in later steps.
@@ -141,12 +143,17 @@ void Conv2d::col2im(const float* dcol, float* dx) const {
   }
 }
 
+int Conv2d::threads_for(std::int64_t batch) const {
+  return omp_in_parallel() ? 1 : static_cast<int>(std::min<std::int64_t>(omp_get_max_threads(), batch));
+}
+
 void Conv2d::forward(const float* x, float* y, std::int64_t batch, bool) {
-  const int threads = omp_in_parallel() ? 1 : static_cast<int>(std::min<std::int64_t>(omp_get_max_threads(), batch));
+  if (planes_) return forward_planes(x, y, batch);
+  const int threads = threads_for(batch);
   if (col_.size() < static_cast<std::size_t>(threads)) col_.resize(static_cast<std::size_t>(threads));
   const int M = static_cast<int>(out_.c), N = static_cast<int>(out_.plane()), K = static_cast<int>(rows_);
   const std::size_t col_size = static_cast<std::size_t>(rows_ * out_.plane());
-  if (!direct()) {
+  if (!pointwise()) {
     for (int t = 0; t < threads; ++t) workspace(t, col_size);
   }
 #pragma omp parallel for schedule(static) num_threads(threads) if (threads > 1)
@@ -154,7 +161,7 @@ void Conv2d::forward(const float* x, float* y, std::int64_t batch, bool) {
     const float* xn = x + n * in_.size();
     float* yn = y + n * out_.size();
     const float* col = xn;
-    if (!direct()) {
+    if (!pointwise()) {
       float* ws = col_[static_cast<std::size_t>(omp_get_thread_num())].data();
       im2col(xn, ws);
       col = ws;
@@ -166,69 +173,25 @@ void Conv2d::forward(const float* x, float* y, std::int64_t batch, bool) {
   }
 }
 
-void Conv2d::backward(const float* x, const float*, const float* dy, float* dx,
-                      std::int64_t batch, bool accumulate) {
-  const int threads = omp_in_parallel() ? 1 : static_cast<int>(std::min<std::int64_t>(omp_get_max_threads(), batch));
-  const int M = static_cast<int>(out_.c), N = static_cast<int>(out_.plane()), K = static_cast<int>(rows_);
-  const std::size_t col_size = static_cast<std::size_t>(rows_ * out_.plane());
-  const std::size_t wsize = static_cast<std::size_t>(M) * K, bsize = b_ ? static_cast<std::size_t>(M) : 0;
-  if (col_.size() < static_cast<std::size_t>(threads)) col_.resize(static_cast<std::size_t>(threads));
-  if (dcol_.size() < static_cast<std::size_t>(threads)) dcol_.resize(static_cast<std::size_t>(threads));
-  if (dw_part_.size() < static_cast<std::size_t>(threads)) dw_part_.resize(static_cast<std::size_t>(threads));
+void Conv2d::forward_planes(const float* x, float* y, std::int64_t batch) {
+  const int threads = threads_for(batch);
+  const int k = static_cast<int>(opt_.kernel), in_c = static_cast<int>(in_.c), out_c = static_cast<int>(out_.c);
+  const conv_direct::Geometry in_g{in_c, static_cast<int>(in_.h), static_cast<int>(in_.w), k};
+  const conv_direct::Geometry out_g{out_c, in_g.h, in_g.w, k};
+  w_forward_.resize(static_cast<std::size_t>(out_c * rows_));
+  conv_direct::arrange_forward(w_, out_c, in_c, k, w_forward_.data());
+  if (plane_ws_.size() < static_cast<std::size_t>(threads)) plane_ws_.resize(static_cast<std::size_t>(threads));
   for (int t = 0; t < threads; ++t) {
-    if (!direct()) workspace(t, col_size);
-    if (dx && !direct() && dcol_[t].size() < col_size) dcol_[t].resize(col_size);
-    if (dw_part_[t].size() < wsize + bsize) dw_part_[t].resize(wsize + bsize);
+    PlaneWorkspace& ws = plane_ws_[static_cast<std::size_t>(t)];
+    if (ws.x.size() < in_c * in_g.plane()) ws.x.resize(in_c * in_g.plane());
+    if (ws.out.size() < out_c * out_g.out_len()) ws.out.resize(out_c * out_g.out_len());
   }
-#pragma omp parallel num_threads(threads) if (threads > 1)
-  {
-    const int t = omp_get_thread_num();
-    // Thread t's share of dW and db: [out_c, rows] then [out_c], reduced after the loop.
-    float* dw_t = dw_part_[static_cast<std::size_t>(t)].data();
-    float* db_t = dw_t + wsize;
-    bool first = true;
-#pragma omp for schedule(static)
-    for (std::int64_t n = 0; n < batch; ++n) {
-      const float* xn = x + n * in_.size();
-      const float* dyn = dy + n * out_.size();
-      const float* col = xn;
-      if (!direct()) {
-        float* ws = col_[static_cast<std::size_t>(t)].data();
-        im2col(xn, ws);
-        col = ws;
-      }
-      sgemm(false, true, M, K, N, 1.0f, dyn, N, col, N, first ? 0.0f : 1.0f, dw_t, K);
-      if (b_) {
-        for (int o = 0; o < M; ++o) {
-          const float* g = dyn + static_cast<std::ptrdiff_t>(o) * N;
-          float s = 0.0f;
-#pragma omp simd reduction(+ : s)
-          for (int i = 0; i < N; ++i) s += g[i];
-          db_t[o] = first ? s : db_t[o] + s;
-        }
-      }
-      first = false;
-      if (dx) {
-        float* dxn = dx + n * in_.size();
-        if (direct()) {
-          sgemm(true, false, K, N, M, 1.0f, w_, K, dyn, N, 0.0f, dxn, N);
-        } else {
-          float* dcol = dcol_[static_cast<std::size_t>(t)].data();
-          sgemm(true, false, K, N, M, 1.0f, w_, K, dyn, N, 0.0f, dcol, N);
-          col2im(dcol, dxn);
-        }
-      }
-    }
-    if (first) std::fill(dw_t, dw_t + wsize + bsize, 0.0f);  // this thread got no images
-  }
-  // dW (+)= sum over threads of their shares.
-  const std::int64_t total = static_cast<std::int64_t>(wsize + bsize);
-#pragma omp parallel for simd schedule(static) if (total > 65536)
-  for (std::int64_t i = 0; i < total; ++i) {
-    float s = 0.0f;
-    for (int t = 0; t < threads; ++t) s += dw_part_[static_cast<std::size_t>(t)][static_cast<std::size_t>(i)];
-    float* dst = i < static_cast<std::int64_t>(wsize) ? dw_ + i : db_ + (i - static_cast<std::int64_t>(wsize));
-    *dst = accumulate ? *dst + s : s;
+#pragma omp parallel for schedule(static) num_threads(threads) if (threads > 1)
+  for (std::int64_t n = 0; n < batch; ++n) {
+    PlaneWorkspace& ws = plane_ws_[static_cast<std::size_t>(omp_get_thread_num())];
+    conv_direct::pad_planes(x + n * in_.size(), in_g, ws.x.data());
+    conv_direct::forward(ws.x.data(), in_g, w_forward_.data(), out_c, ws.out.data());
+    conv_direct::unpad_planes(ws.out.data(), out_g, b_, y + n * out_.size());
   }
 }
 

@@ -1,8 +1,10 @@
 // 2-D convolution over NCHW images, y = W * x + b, W: [out_c, in_c, k, k] (PyTorch layout),
-// optional bias [out_c]. Per-image im2col + GEMM (Chellapilla et al. 2006; Caffe's conv):
-// each OpenMP thread takes whole images with its own column workspace, so the workspace
-// ([in_c*k*k, out_h*out_w], at most ~0.6 MB for the simple CNN) stays in L2 and single-
-// threaded GEMMs run side by side instead of one 2-thread GEMM per image.
+// optional bias [out_c]. Each OpenMP thread takes whole images with its own workspace, which
+// stays in L2; single-threaded kernels run side by side instead of one 2-thread GEMM per image.
+// Two paths: "same" convolutions (stride 1, 3x3 or 5x5, padding k/2, out_c a multiple of 8:
+// ResNet's and the simple CNN's) run directly over padded planes (conv_direct.hpp); the rest
+// use per-image im2col + GEMM (Chellapilla et al. 2006; Caffe's conv). Tests hold the two
+// equal.
 #pragma once
 #include <vector>
 
@@ -16,6 +18,7 @@ namespace lbt::nn {
 struct Conv2dOptions {
   std::int64_t out_channels = 0, kernel = 3, stride = 1, padding = 0;
   bool bias = true;  // off before BatchNorm, whose shift makes a bias redundant
+  bool allow_direct = true;  // false: always im2col + GEMM (tests compare the two paths)
 };
 
 class Conv2d final : public Layer {
@@ -43,8 +46,12 @@ class Conv2d final : public Layer {
   // dx: [in_c, in_h, in_w] = sum of dcol's entries over the windows each pixel falls in.
   void col2im(const float* dcol, float* dx) const;
   void valid_columns(std::int64_t kj, std::int64_t& lo, std::int64_t& hi) const;
-  bool direct() const;  // 1x1, stride 1, no padding: the image is its own column matrix
+  bool pointwise() const;  // 1x1, stride 1, no padding: the image is its own column matrix
   float* workspace(int thread, std::size_t size);
+  int threads_for(std::int64_t batch) const;
+  void forward_planes(const float* x, float* y, std::int64_t batch);
+  // Sizes the per-thread workspaces one backward call needs (conv2d_backward.cpp).
+  void reserve_backward(int threads, bool dx_planes, bool need_col, bool dx);
 
   Shape3 in_, out_;
   Conv2dOptions opt_;
@@ -52,7 +59,17 @@ class Conv2d final : public Layer {
   std::int64_t rows_ = 0;  // in_c * k * k
   std::size_t w_segment_ = 0, b_segment_ = 0;
   float *w_ = nullptr, *b_ = nullptr, *dw_ = nullptr, *db_ = nullptr;
-  std::vector<AlignedBuffer> col_, dcol_, dw_part_;  // per thread
+  std::vector<AlignedBuffer> col_, dcol_, dw_part_;  // per thread (im2col path)
+  // Direct path: weights rearranged each step; per thread padded input, output and dy planes
+  // and weight-gradient lanes. The weight gradient goes through the lanes only for 3x3 kernels
+  // on planes of at least 16x16: on smaller planes, and for 5x5 (whose 25 taps leave one
+  // channel per pass, a load per multiply-add), im2col + GEMM measured faster.
+  bool planes_ = false, dw_lanes_ = false;
+  AlignedBuffer w_forward_, w_input_grad_;
+  struct PlaneWorkspace {
+    AlignedBuffer x, out, dy, lanes;
+  };
+  std::vector<PlaneWorkspace> plane_ws_;
 };
 
 }  // namespace lbt::nn

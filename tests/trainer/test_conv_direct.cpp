@@ -1,0 +1,105 @@
+// Conv2d's two paths, one truth: the direct kernel over padded planes (conv_direct.hpp) and
+// im2col + GEMM give the same outputs, input gradients and parameter gradients on shapes that
+// cover both kernel sizes, several 8-channel blocks, odd image sizes, images smaller than the
+// window, an odd batch (threads get unequal shares) and gradient accumulation. The im2col path
+// is itself checked against finite differences and a written-out convolution (test_cnn.cpp).
+#include <boost/test/unit_test.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+#include "support/random.hpp"
+#include "trainer/nn/conv2d.hpp"
+#include "trainer/nn/conv_direct.hpp"
+
+using namespace lbt;
+using lbt::test::normal_vector;
+
+namespace {
+
+struct Built {
+  ParameterStore store;
+  std::unique_ptr<nn::Conv2d> conv;
+};
+
+void build(Built& b, nn::Shape3 in, nn::Conv2dOptions opt) {
+  b.conv = std::make_unique<nn::Conv2d>(in, opt, nn::InitScheme::kHe);
+  b.conv->register_params(b.store, "c");
+  b.store.allocate();
+  b.conv->bind(b.store);
+}
+
+void expect_close(const std::vector<float>& got, const std::vector<float>& want, const char* what) {
+  float scale = 0.0f;
+  for (float v : want) scale = std::max(scale, std::abs(v));
+  std::size_t bad = 0;
+  for (std::size_t i = 0; i < want.size(); ++i) {
+    if (std::abs(got[i] - want[i]) > 1e-5f * scale + 1e-4f * std::abs(want[i]) && ++bad <= 3)
+      BOOST_ERROR(what << "[" << i << "]: direct " << got[i] << " vs im2col " << want[i]);
+  }
+  BOOST_TEST(bad == 0u, bad << " of " << want.size() << " " << what << " differ");
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(direct_same_convolution_equals_im2col_and_gemm) {
+  struct Case {
+    nn::Shape3 in;
+    std::int64_t out, kernel;
+    bool bias;
+  };
+  const Case cases[] = {
+      {{16, 32, 32}, 16, 3, false}, {{16, 8, 8}, 32, 3, true}, {{32, 14, 14}, 64, 5, true},
+      {{1, 28, 28}, 32, 5, true},   {{8, 3, 5}, 8, 5, false},  {{3, 9, 13}, 8, 3, true},
+  };
+  const std::int64_t batch = 3;
+  for (const Case& c : cases) {
+    const nn::Conv2dOptions opt{.out_channels = c.out,
+                                .kernel = c.kernel,
+                                .stride = 1,
+                                .padding = c.kernel / 2,
+                                .bias = c.bias};
+    BOOST_TEST_CONTEXT("in " << c.in.text() << " -> " << c.out << ", k" << c.kernel) {
+      BOOST_TEST(nn::conv_direct::supports(
+          static_cast<int>(c.kernel), 1, static_cast<int>(c.kernel / 2), static_cast<int>(c.out)));
+      Built direct, gemm;
+      build(direct, c.in, opt);
+      auto off = opt;
+      off.allow_direct = false;
+      build(gemm, c.in, off);
+      const auto params = normal_vector(direct.store.num_params(), 7, 0.2f);
+      std::copy(params.begin(), params.end(), direct.store.params().begin());
+      std::copy(params.begin(), params.end(), gemm.store.params().begin());
+      const auto x = normal_vector(static_cast<std::size_t>(batch * c.in.size()), 8);
+      const auto dy =
+          normal_vector(static_cast<std::size_t>(batch * direct.conv->out_features()), 9);
+      for (bool accumulate : {false, true}) {
+        std::vector<std::vector<float>> y(2), dx(2), grads(2);
+        int i = 0;
+        for (Built* b : {&direct, &gemm}) {
+          y[i].resize(dy.size());
+          dx[i].resize(x.size());
+          b->conv->forward(x.data(), y[i].data(), batch, true);
+          b->conv->backward(x.data(), y[i].data(), dy.data(), dx[i].data(), batch, accumulate);
+          grads[i].assign(b->store.grads().begin(), b->store.grads().end());
+          ++i;
+        }
+        expect_close(y[0], y[1], "y");
+        expect_close(dx[0], dx[1], "dx");
+        expect_close(grads[0], grads[1], accumulate ? "accumulated grads" : "grads");
+      }
+    }
+  }
+}
+
+BOOST_AUTO_TEST_CASE(direct_path_is_chosen_only_for_the_shapes_it_computes) {
+  using nn::conv_direct::supports;
+  BOOST_TEST(supports(3, 1, 1, 16));
+  BOOST_TEST(supports(5, 1, 2, 64));
+  BOOST_TEST(!supports(3, 2, 1, 16));  // strided
+  BOOST_TEST(!supports(3, 1, 0, 16));  // "valid", not "same"
+  BOOST_TEST(!supports(1, 1, 0, 16));  // pointwise: its own GEMM
+  BOOST_TEST(!supports(7, 1, 3, 16));
+  BOOST_TEST(!supports(3, 1, 1, 12));  // not a multiple of the 8-channel block
+}

@@ -1,0 +1,135 @@
+// Conv2d::backward; see conv2d.hpp. Per image n (threads split the batch):
+//   dW (+)= dy_n * windows of x_n   lanes over padded planes (3x3 on planes >= 16x16), else
+//                                   dy_n[out_c, HWo] col^T with col = im2col(x_n) (a GEMM)
+//   db (+)= row sums of dy_n
+//   dx_n = W^T dy_n                 the direct kernel over dy_n's padded planes with W flipped
+//                                   (in_c a multiple of 8), else dcol = W^T dy_n, col2im(dcol)
+// Each thread sums into its own partials; they are added up after the loop. The column matrix
+// is recomputed here rather than stored by the forward: storing it would cost batch x rows x
+// HWo floats (300 MB for the simple CNN at batch 512) for a cheap copy.
+#include <omp.h>
+
+#include <algorithm>
+
+#include "core/gemm.hpp"
+#include "trainer/nn/conv2d.hpp"
+#include "trainer/nn/conv_direct.hpp"
+
+namespace lbt::nn {
+
+void Conv2d::reserve_backward(int threads, bool dx_planes, bool need_col, bool dx) {
+  const auto T = static_cast<std::size_t>(threads);
+  const std::size_t col_size = static_cast<std::size_t>(rows_ * out_.plane());
+  const std::size_t wsize = static_cast<std::size_t>(out_.c * rows_), bsize = b_ ? out_.c : 0;
+  if (col_.size() < T) col_.resize(T);
+  if (dcol_.size() < T) dcol_.resize(T);
+  if (dw_part_.size() < T) dw_part_.resize(T);
+  if (plane_ws_.size() < T) plane_ws_.resize(T);
+  const int k = static_cast<int>(opt_.kernel);
+  const conv_direct::Geometry in_g{static_cast<int>(in_.c), static_cast<int>(in_.h),
+                                   static_cast<int>(in_.w), k};
+  const conv_direct::Geometry out_g{static_cast<int>(out_.c), in_g.h, in_g.w, k};
+  for (std::size_t t = 0; t < T; ++t) {
+    if (need_col) workspace(static_cast<int>(t), col_size);
+    if (dx && !dx_planes && !pointwise() && dcol_[t].size() < col_size) dcol_[t].resize(col_size);
+    if (dw_part_[t].size() < wsize + bsize) dw_part_[t].resize(wsize + bsize);
+    PlaneWorkspace& ws = plane_ws_[t];
+    if ((dw_lanes_ || dx_planes) && ws.dy.size() < out_.c * out_g.plane())
+      ws.dy.resize(out_.c * out_g.plane());
+    if (dw_lanes_ && ws.x.size() < in_.c * in_g.plane()) ws.x.resize(in_.c * in_g.plane());
+    if (dw_lanes_ && ws.lanes.size() < wsize * 16) ws.lanes.resize(wsize * 16);
+    if (dx_planes && ws.out.size() < in_.c * in_g.out_len()) ws.out.resize(in_.c * in_g.out_len());
+  }
+}
+
+void Conv2d::backward(const float* x, const float*, const float* dy, float* dx, std::int64_t batch,
+                      bool accumulate) {
+  const int threads = threads_for(batch);
+  const int M = static_cast<int>(out_.c), N = static_cast<int>(out_.plane()),
+            K = static_cast<int>(rows_);
+  const int k = static_cast<int>(opt_.kernel), in_c = static_cast<int>(in_.c);
+  const std::size_t wsize = static_cast<std::size_t>(M) * K,
+                    bsize = b_ ? static_cast<std::size_t>(M) : 0;
+  // The input gradient runs the forward kernel with in_c as its output channels: blocks of 8.
+  const bool dx_planes = dx && planes_ && in_c % 8 == 0;
+  const bool need_col = !dw_lanes_ && !pointwise();
+  reserve_backward(threads, dx_planes, need_col, dx != nullptr);
+  const conv_direct::Geometry in_g{in_c, static_cast<int>(in_.h), static_cast<int>(in_.w), k};
+  const conv_direct::Geometry out_g{M, in_g.h, in_g.w, k};
+  if (dx_planes) {
+    w_input_grad_.resize(wsize);
+    conv_direct::arrange_input_grad(w_, M, in_c, k, w_input_grad_.data());
+  }
+  // dy's padded plane shifted so that position q = i * row + j is output pixel (i, j).
+  const std::size_t shift = static_cast<std::size_t>(out_g.pad()) * out_g.row() + out_g.pad();
+#pragma omp parallel num_threads(threads) if (threads > 1)
+  {
+    const auto t = static_cast<std::size_t>(omp_get_thread_num());
+    float* dw_t = dw_part_[t].data();  // [out_c, rows] (GEMM path), then db [out_c]
+    float* db_t = dw_t + wsize;
+    PlaneWorkspace& ws = plane_ws_[t];
+    if (dw_lanes_) std::fill(ws.lanes.data(), ws.lanes.data() + wsize * 16, 0.0f);
+    bool first = true;
+#pragma omp for schedule(static)
+    for (std::int64_t n = 0; n < batch; ++n) {
+      const float* xn = x + n * in_.size();
+      const float* dyn = dy + n * out_.size();
+      if (dw_lanes_ || dx_planes) conv_direct::pad_planes(dyn, out_g, ws.dy.data());
+      if (dw_lanes_) {
+        conv_direct::pad_planes(xn, in_g, ws.x.data());
+        conv_direct::weight_grad_lanes(ws.dy.data() + shift, out_g, ws.x.data(), in_g,
+                                       ws.lanes.data());
+      } else {
+        const float* col = xn;
+        if (!pointwise()) {
+          im2col(xn, col_[t].data());
+          col = col_[t].data();
+        }
+        sgemm(false, true, M, K, N, 1.0f, dyn, N, col, N, first ? 0.0f : 1.0f, dw_t, K);
+      }
+      if (b_) {
+        for (int o = 0; o < M; ++o) {
+          const float* g = dyn + static_cast<std::ptrdiff_t>(o) * N;
+          float s = 0.0f;
+#pragma omp simd reduction(+ : s)
+          for (int i = 0; i < N; ++i) s += g[i];
+          db_t[o] = first ? s : db_t[o] + s;
+        }
+      }
+      first = false;
+      if (!dx) continue;
+      float* dxn = dx + n * in_.size();
+      if (dx_planes) {
+        conv_direct::forward(ws.dy.data(), out_g, w_input_grad_.data(), in_c, ws.out.data());
+        conv_direct::unpad_planes(ws.out.data(), in_g, nullptr, dxn);
+      } else if (pointwise()) {
+        sgemm(true, false, K, N, M, 1.0f, w_, K, dyn, N, 0.0f, dxn, N);
+      } else {
+        sgemm(true, false, K, N, M, 1.0f, w_, K, dyn, N, 0.0f, dcol_[t].data(), N);
+        col2im(dcol_[t].data(), dxn);
+      }
+    }
+    if (first) std::fill(dw_t, dw_t + wsize + bsize, 0.0f);  // this thread got no images
+  }
+  // dW (+)= the threads' lanes or GEMM partials; db (+)= the threads' partials.
+  if (dw_lanes_) {
+    std::vector<const float*> lanes;
+    for (int t = 0; t < threads; ++t)
+      lanes.push_back(plane_ws_[static_cast<std::size_t>(t)].lanes.data());
+    conv_direct::reduce_lanes(lanes.data(), threads, wsize, accumulate, dw_);
+  }
+  const auto begin = static_cast<std::int64_t>(dw_lanes_ ? wsize : 0);
+  const auto total = static_cast<std::int64_t>(wsize + bsize);
+#pragma omp parallel for simd schedule(static) if (total - begin > 65536)
+  for (std::int64_t i = begin; i < total; ++i) {
+    float s = 0.0f;
+    for (int t = 0; t < threads; ++t)
+      s += dw_part_[static_cast<std::size_t>(t)][static_cast<std::size_t>(i)];
+    float* dst = i < static_cast<std::int64_t>(wsize)
+                     ? dw_ + i
+                     : db_ + (i - static_cast<std::int64_t>(wsize));
+    *dst = accumulate ? *dst + s : s;
+  }
+}
+
+}  // namespace lbt::nn

@@ -1,0 +1,196 @@
+// Direct "same" convolution over padded planes; see conv_direct.hpp.
+#include "trainer/nn/conv_direct.hpp"
+
+#include <algorithm>
+#include <cstring>
+
+namespace lbt::nn::conv_direct {
+namespace {
+
+// 16 floats: one AVX-512 register, or two AVX2 ones where that is the widest the CPU has.
+typedef float v16 __attribute__((vector_size(64)));
+
+inline v16 load(const float* p) {
+  v16 v;
+  std::memcpy(&v, p, sizeof v);  // an unaligned load
+  return v;
+}
+inline void store(float* p, v16 v) {
+  std::memcpy(p, &v, sizeof v);
+}
+
+std::size_t round_up(std::size_t n, std::size_t m) {
+  return (n + m - 1) / m * m;
+}
+
+template <int K>
+void tap_offsets(int row, int (&offset)[K * K]) {
+  for (int u = 0; u < K; ++u)
+    for (int v = 0; v < K; ++v) offset[u * K + v] = u * row + v;
+}
+
+// 8 output channels x 32 positions in 16 accumulators; per channel and tap, 2 loads of the
+// plane and 8 broadcast weights feed 16 multiply-adds.
+template <int K>
+void forward_k(const float* xp, const Geometry& g, const float* wt, int out, float* yp) {
+  constexpr int T = K * K;
+  int offset[T];
+  tap_offsets<K>(g.row(), offset);
+  const std::size_t plane = g.plane(), len = g.out_len();
+  for (int o0 = 0; o0 < out; o0 += 8) {
+    for (std::size_t q0 = 0; q0 < len; q0 += 32) {
+      v16 acc[8][2] = {};
+      for (int c = 0; c < g.channels; ++c) {
+        const float* x = xp + static_cast<std::size_t>(c) * plane + q0;
+        const float* w = wt + static_cast<std::size_t>(c) * T * out + o0;
+        for (int t = 0; t < T; ++t) {
+          const v16 x0 = load(x + offset[t]), x1 = load(x + offset[t] + 16);
+          const float* wt_t = w + t * out;
+#pragma GCC unroll 8
+          for (int o = 0; o < 8; ++o) {
+            acc[o][0] += wt_t[o] * x0;
+            acc[o][1] += wt_t[o] * x1;
+          }
+        }
+      }
+      for (int o = 0; o < 8; ++o) {
+        float* y = yp + static_cast<std::size_t>(o0 + o) * len + q0;
+        store(y, acc[o][0]);
+        store(y + 16, acc[o][1]);
+      }
+    }
+  }
+}
+
+// CB output channels x K*K taps of one input channel in CB*K*K accumulators of 16 lanes
+// (18 for K = 3, 25 for K = 5: within the 32 vector registers).
+template <int K, int CB>
+void weight_grad_k(const float* dyp, const Geometry& og, const float* xp, const Geometry& ig,
+                   float* lanes) {
+  constexpr int T = K * K;
+  int offset[T];
+  tap_offsets<K>(ig.row(), offset);
+  const std::size_t in_plane = ig.plane(), out_plane = og.plane();
+  const std::size_t len = round_up(static_cast<std::size_t>(ig.h) * ig.row(), 16);
+  for (int o0 = 0; o0 < og.channels; o0 += CB) {
+    for (int c = 0; c < ig.channels; ++c) {
+      v16 acc[CB][T];
+      float* lane[CB];
+      for (int b = 0; b < CB; ++b) {
+        lane[b] = lanes + (static_cast<std::size_t>(o0 + b) * ig.channels + c) * T * 16;
+        for (int t = 0; t < T; ++t) acc[b][t] = load(lane[b] + t * 16);
+      }
+      const float* x = xp + static_cast<std::size_t>(c) * in_plane;
+      for (std::size_t q = 0; q < len; q += 16) {
+        v16 d[CB];
+        for (int b = 0; b < CB; ++b)
+          d[b] = load(dyp + static_cast<std::size_t>(o0 + b) * out_plane + q);
+#pragma GCC unroll 25
+        for (int t = 0; t < T; ++t) {
+          const v16 xv = load(x + q + offset[t]);
+          for (int b = 0; b < CB; ++b) acc[b][t] += d[b] * xv;
+        }
+      }
+      for (int b = 0; b < CB; ++b)
+        for (int t = 0; t < T; ++t) store(lane[b] + t * 16, acc[b][t]);
+    }
+  }
+}
+
+}  // namespace
+
+std::size_t Geometry::out_len() const {
+  return round_up(static_cast<std::size_t>(h) * row(), 32);
+}
+
+std::size_t Geometry::plane() const {
+  return round_up(static_cast<std::size_t>(h + k - 1) * row() + 32 + k, 16);
+}
+
+bool supports(int kernel, int stride, int padding, int out_channels) {
+  return (kernel == 3 || kernel == 5) && stride == 1 && padding == kernel / 2 && out_channels > 0 &&
+         out_channels % 8 == 0;
+}
+
+void pad_planes(const float* x, const Geometry& g, float* xp) {
+  const std::size_t plane = g.plane();
+  const int p = g.pad(), row = g.row();
+  for (int c = 0; c < g.channels; ++c) {
+    float* dst = xp + static_cast<std::size_t>(c) * plane;
+    const float* src = x + static_cast<std::size_t>(c) * g.h * g.w;
+    std::fill(dst, dst + static_cast<std::size_t>(p) * row + p,
+              0.0f);  // top border, first left one
+    for (int i = 0; i < g.h; ++i) {
+      float* line = dst + static_cast<std::size_t>(i + p) * row + p;
+      std::copy(src + static_cast<std::size_t>(i) * g.w,
+                src + static_cast<std::size_t>(i + 1) * g.w, line);
+      std::fill(line + g.w, line + g.w + 2 * p, 0.0f);  // right border, next row's left one
+    }
+    std::fill(dst + static_cast<std::size_t>(g.h + p) * row + p, dst + plane,
+              0.0f);  // bottom, slack
+  }
+}
+
+void unpad_planes(const float* yp, const Geometry& g, const float* bias, float* y) {
+  const std::size_t len = g.out_len();
+  const int row = g.row();
+  for (int c = 0; c < g.channels; ++c) {
+    const float b = bias ? bias[c] : 0.0f;
+    for (int i = 0; i < g.h; ++i) {
+      const float* src = yp + c * len + static_cast<std::size_t>(i) * row;
+      float* dst = y + (static_cast<std::size_t>(c) * g.h + i) * g.w;
+#pragma omp simd
+      for (int j = 0; j < g.w; ++j) dst[j] = src[j] + b;
+    }
+  }
+}
+
+void arrange_forward(const float* w, int out, int in, int k, float* wt) {
+  const int T = k * k;
+  for (int o = 0; o < out; ++o)
+    for (int c = 0; c < in; ++c)
+      for (int t = 0; t < T; ++t)
+        wt[(static_cast<std::size_t>(c) * T + t) * out + o] =
+            w[(static_cast<std::size_t>(o) * in + c) * T + t];
+}
+
+void arrange_input_grad(const float* w, int out, int in, int k, float* wf) {
+  const int T = k * k;
+  for (int o = 0; o < out; ++o)
+    for (int c = 0; c < in; ++c)
+      for (int t = 0; t < T; ++t)
+        wf[(static_cast<std::size_t>(o) * T + t) * in + c] =
+            w[(static_cast<std::size_t>(o) * in + c) * T + (T - 1 - t)];
+}
+
+void forward(const float* xp, const Geometry& g, const float* wt, int out, float* yp) {
+  if (g.k == 3)
+    forward_k<3>(xp, g, wt, out, yp);
+  else
+    forward_k<5>(xp, g, wt, out, yp);
+}
+
+void weight_grad_lanes(const float* dyp, const Geometry& out_g, const float* xp,
+                       const Geometry& in_g, float* lanes) {
+  if (in_g.k == 3)
+    weight_grad_k<3, 2>(dyp, out_g, xp, in_g, lanes);
+  else
+    weight_grad_k<5, 1>(dyp, out_g, xp, in_g, lanes);
+}
+
+void reduce_lanes(const float* const* lanes, int parts, std::size_t n, bool accumulate, float* dw) {
+#pragma omp parallel for schedule(static) if (n > 8192)
+  for (std::size_t i = 0; i < n; ++i) {
+    float sum = 0.0f;
+    for (int p = 0; p < parts; ++p) {
+      const float* l = lanes[p] + i * 16;
+      float s = 0.0f;
+#pragma omp simd reduction(+ : s)
+      for (int j = 0; j < 16; ++j) s += l[j];
+      sum += s;
+    }
+    dw[i] = accumulate ? dw[i] + sum : sum;
+  }
+}
+
+}  // namespace lbt::nn::conv_direct

@@ -1,5 +1,6 @@
-// `lbt scaling --config FILE --workers 1,2,4 [--steps N] [--out DIR]`: the same config at
-// 1, 2, 4 ... MPI processes (one thread each); scaling.csv and plots in DIR.
+// `lbt scaling --config FILE --workers 1,2,4 [--steps N] [--repeats R] [--out DIR]`: the same
+// config at 1, 2, 4 ... MPI processes (one thread each), the list run R times interleaved;
+// scaling.csv (medians with min-max), scaling_runs.csv (every run) and plots in DIR.
 #include <unistd.h>
 
 #include <filesystem>
@@ -46,7 +47,14 @@ void add_scaling_command(CLI::App& app) {
       ->delimiter(',');
   cmd->add_option("--steps", o->steps, "Optimizer steps per run (throughput window)")
       ->capture_default_str();
-  cmd->add_option("--out,-o", *out, "Study directory (runs, scaling.csv, plots)")->capture_default_str();
+  cmd->add_option("--repeats", o->repeats,
+                  "Times to run the whole worker list, interleaved (each repeat's order rotated "
+                  "by one); speedup/efficiency are taken within each repeat and reported as "
+                  "median [min-max]")
+      ->capture_default_str();
+  cmd->add_option("--out,-o", *out,
+                  "Study directory (workers-K/repeat-R runs, scaling.csv, scaling_runs.csv, plots)")
+      ->capture_default_str();
   cmd->add_option("--set,-s", o->sets, "Config override passed to every run (repeatable)");
   cmd->add_flag("--weak", o->weak, "Weak scaling: global batch = workers x the config's");
   cmd->add_option("--mpirun", o->mpirun, "MPI launcher")->capture_default_str();

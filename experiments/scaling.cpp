@@ -1,5 +1,6 @@
-// run_scaling; see scaling.hpp. Each worker count is a separate `mpirun` job, so one study
-// needs no MPI in this process and a failing run cannot take the study down with it.
+// run_scaling; see scaling.hpp. Each run is a separate `mpirun` job, so one study needs no
+// MPI in this process and a failing run cannot take the study down with it. Runs go to
+// OUT/workers-K/repeat-R/ with their log beside them as OUT/workers-K/repeat-R.log.
 #include "experiments/scaling.hpp"
 
 #include <fcntl.h>
@@ -8,10 +9,11 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
-#include <cstring>
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -66,7 +68,131 @@ std::string join_command(const std::vector<std::string>& args) {
   return s;
 }
 
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const std::size_t n = v.size();
+  return n % 2 == 1 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+void min_max(const std::vector<double>& v, double& lo, double& hi) {
+  const auto [min, max] = std::minmax_element(v.begin(), v.end());
+  lo = *min;
+  hi = *max;
+}
+
+std::string range(double mid, double lo, double hi, const char* format) {
+  char text[128];
+  const std::string f = std::string(format) + " [" + format + "-" + format + "]";
+  std::snprintf(text, sizeof text, f.c_str(), mid, lo, hi);
+  return text;
+}
+
+// scaling_runs.csv: the raw runs in the order they ran.
+std::string runs_csv(const std::vector<ScalingRow>& runs, const std::vector<int>& positions) {
+  std::string csv =
+      "repeat,position,workers,global_batch,steps,epoch_time_s,samples_per_s,speedup,efficiency\n";
+  for (std::size_t i = 0; i < runs.size(); ++i) {
+    const ScalingRow& r = runs[i];
+    char line[256];
+    std::snprintf(line, sizeof line, "%d,%d,%d,%lld,%lld,%.6g,%.6g,%.4f,%.4f\n", r.repeat,
+                  positions[i], r.workers, static_cast<long long>(r.global_batch),
+                  static_cast<long long>(r.steps), r.epoch_time_s, r.samples_per_s, r.speedup,
+                  r.efficiency);
+    csv += line;
+  }
+  return csv;
+}
+
+// scaling.csv: the original columns (now medians), then the spread over repeats.
+std::string summary_csv(const std::vector<ScalingSummary>& rows, int cores) {
+  std::string csv =
+      "workers,global_batch,steps,epoch_time_s,samples_per_s,speedup,efficiency,cores,"
+      "repeats,samples_per_s_min,samples_per_s_max,efficiency_min,efficiency_max\n";
+  for (const ScalingSummary& r : rows) {
+    char line[384];
+    std::snprintf(line, sizeof line, "%d,%lld,%lld,%.6g,%.6g,%.4f,%.4f,%d,%d,%.6g,%.6g,%.4f,%.4f\n",
+                  r.workers, static_cast<long long>(r.global_batch),
+                  static_cast<long long>(r.steps), r.epoch_time_s, r.samples_per_s, r.speedup,
+                  r.efficiency, cores, r.repeats, r.samples_per_s_min, r.samples_per_s_max,
+                  r.efficiency_min, r.efficiency_max);
+    csv += line;
+  }
+  return csv;
+}
+
+void print_table(const std::vector<ScalingSummary>& rows) {
+  std::printf(
+      "\nmedian [min-max] over %d repeat(s); speedup and efficiency against %d worker(s) "
+      "of the same repeat:\n",
+      rows.front().repeats, rows.front().workers);
+  std::printf("%7s %12s %26s %9s %22s %22s\n", "workers", "global_batch", "samples/s", "epoch_s",
+              "speedup", "efficiency");
+  for (const ScalingSummary& r : rows) {
+    std::printf("%7d %12lld %26s %9.2f %22s %22s\n", r.workers,
+                static_cast<long long>(r.global_batch),
+                range(r.samples_per_s, r.samples_per_s_min, r.samples_per_s_max, "%.0f").c_str(),
+                r.epoch_time_s, range(r.speedup, r.speedup_min, r.speedup_max, "%.3f").c_str(),
+                range(r.efficiency, r.efficiency_min, r.efficiency_max, "%.3f").c_str());
+  }
+}
+
 }  // namespace
+
+std::vector<int> repeat_order(const std::vector<int>& workers, int repeat) {
+  std::vector<int> order = workers;
+  if (!order.empty()) {
+    const auto shift = static_cast<std::size_t>(repeat - 1) % order.size();
+    std::rotate(order.begin(), order.begin() + static_cast<std::ptrdiff_t>(shift), order.end());
+  }
+  return order;
+}
+
+void set_speedups_per_repeat(std::vector<ScalingRow>& runs) {
+  for (ScalingRow& run : runs) {
+    const ScalingRow* ref = nullptr;
+    for (const ScalingRow& other : runs) {
+      if (other.repeat == run.repeat && (ref == nullptr || other.workers < ref->workers)) {
+        ref = &other;
+      }
+    }
+    run.speedup = ref->workers * run.samples_per_s / ref->samples_per_s;
+    run.efficiency = run.speedup / run.workers;
+  }
+}
+
+std::vector<ScalingSummary> summarise_scaling(std::vector<ScalingRow> runs) {
+  if (runs.empty()) throw Error("summarise_scaling: no runs to summarise");
+  set_speedups_per_repeat(runs);
+  std::vector<int> counts;
+  for (const ScalingRow& r : runs) counts.push_back(r.workers);
+  std::sort(counts.begin(), counts.end());
+  counts.erase(std::unique(counts.begin(), counts.end()), counts.end());
+  std::vector<ScalingSummary> rows;
+  for (int k : counts) {
+    std::vector<double> throughput, speedup, efficiency;
+    ScalingSummary row;
+    for (const ScalingRow& r : runs) {
+      if (r.workers != k) continue;
+      throughput.push_back(r.samples_per_s);
+      speedup.push_back(r.speedup);
+      efficiency.push_back(r.efficiency);
+      row.global_batch = r.global_batch;
+      row.steps = r.steps;
+      row.epoch_time_s = r.epoch_time_s * r.samples_per_s;  // examples per epoch, for now
+    }
+    row.workers = k;
+    row.repeats = static_cast<int>(throughput.size());
+    row.samples_per_s = median(throughput);
+    row.epoch_time_s /= row.samples_per_s;
+    min_max(throughput, row.samples_per_s_min, row.samples_per_s_max);
+    row.speedup = median(speedup);
+    min_max(speedup, row.speedup_min, row.speedup_max);
+    row.efficiency = median(efficiency);
+    min_max(efficiency, row.efficiency_min, row.efficiency_max);
+    rows.push_back(row);
+  }
+  return rows;
+}
 
 int available_cores() {
   cpu_set_t set;
@@ -102,7 +228,7 @@ ScalingRow read_scaling_run(const fs::path& run_dir) {
   return row;
 }
 
-std::vector<ScalingRow> run_scaling(const ScalingOptions& o) {
+std::vector<ScalingSummary> run_scaling(const ScalingOptions& o) {
   if (o.workers.empty()) throw ConfigError("--workers is empty", "e.g. --workers 1,2,4");
   for (std::size_t i = 0; i < o.workers.size(); ++i) {
     if (o.workers[i] < 1 || (i > 0 && o.workers[i] <= o.workers[i - 1])) {
@@ -110,18 +236,23 @@ std::vector<ScalingRow> run_scaling(const ScalingOptions& o) {
     }
   }
   if (o.steps < 2) throw ConfigError("--steps must be >= 2, got " + std::to_string(o.steps), "e.g. --steps 200");
+  if (o.repeats < 1) {
+    throw ConfigError("--repeats must be >= 1, got " + std::to_string(o.repeats),
+                      "e.g. --repeats 3: each repeat runs every worker count once, and the "
+                      "study reports the median with min-max over repeats");
+  }
   Config base = Config::from_file(o.config);
   for (const auto& s : o.sets) base.set(s);
   const std::int64_t base_batch = base.get_int("train.global_batch", 128);
 
   const int cores = available_cores();
-  std::printf("scaling study: %s, workers %s, %lld steps each, %s scaling; %d cores available\n",
-              o.config.c_str(), [&] {
-                std::string w;
-                for (int k : o.workers) w += (w.empty() ? "" : ",") + std::to_string(k);
-                return w;
-              }().c_str(),
-              static_cast<long long>(o.steps), o.weak ? "weak" : "strong", cores);
+  std::string worker_list;
+  for (int k : o.workers) worker_list += (worker_list.empty() ? "" : ",") + std::to_string(k);
+  std::printf(
+      "scaling study: %s, workers %s, %lld steps each, %s scaling, %d repeat(s) (worker "
+      "order rotated by one each repeat); %d cores available\n",
+      o.config.c_str(), worker_list.c_str(), static_cast<long long>(o.steps),
+      o.weak ? "weak" : "strong", o.repeats, cores);
   if (o.workers.back() > cores) {
     std::printf("warning: %d workers on %d cores: ranks beyond %d share cores (oversubscribed), so "
                 "their times measure contention, not scaling\n", o.workers.back(), cores, cores);
@@ -137,52 +268,60 @@ std::vector<ScalingRow> run_scaling(const ScalingOptions& o) {
   }
   const std::int64_t log_every = std::max<std::int64_t>(1, o.steps / 10);
 
-  std::vector<ScalingRow> rows;
-  for (int k : o.workers) {
-    const fs::path run = o.out / ("workers-" + std::to_string(k));
-    const fs::path log = o.out / ("workers-" + std::to_string(k) + ".log");
-    std::vector<std::string> args = {o.mpirun, "-np", std::to_string(k), "--oversubscribe"};
-    if (k > cores) args.insert(args.end(), {"--bind-to", "none"});  // binding to cores would refuse
-    args.insert(args.end(), o.mpirun_args.begin(), o.mpirun_args.end());
-    args.insert(args.end(), {o.lbt.string(), "train", "--config", o.config.string(), "--quiet",
-                             "--overwrite", "--out", run.string()});
-    std::vector<std::string> sets = o.sets;
-    sets.insert(sets.end(), {"train.threads=1", "train.steps=" + std::to_string(o.steps),
-                             "train.eval_every=" + std::to_string(o.steps),
-                             "train.log_every=" + std::to_string(log_every), "train.stop_at_target=false"});
-    if (o.weak) sets.push_back("train.global_batch=" + std::to_string(base_batch * k));
-    for (const auto& s : sets) args.insert(args.end(), {"--set", s});
-    std::printf("workers %d: %s\n", k, join_command(args).c_str());
-    std::fflush(stdout);
-    const int rc = run_process(args, log);
-    if (rc != 0) {
-      throw Error("the run with " + std::to_string(k) + " workers exited with status " +
-                      std::to_string(rc) + "; its log " + log.string() + " ends:\n" + tail(log, 1500),
-                  "run the command above by hand to see the failure");
+  // Interleaved repeats: a slow minute on a shared machine then hits every worker count of
+  // one repeat alike (and rotation keeps it off the reference alone), not one K's only run.
+  std::vector<ScalingRow> runs;
+  std::vector<int> positions;  // 1-based place of each run in its repeat's order
+  for (int repeat = 1; repeat <= o.repeats; ++repeat) {
+    const std::vector<int> order = repeat_order(o.workers, repeat);
+    for (std::size_t i = 0; i < order.size(); ++i) {
+      const int k = order[i];
+      const std::string tag = "repeat " + std::to_string(repeat) + "/" + std::to_string(o.repeats) +
+                              ", workers " + std::to_string(k);
+      const fs::path dir = o.out / ("workers-" + std::to_string(k));
+      const fs::path run = dir / ("repeat-" + std::to_string(repeat));
+      const fs::path log = dir / ("repeat-" + std::to_string(repeat) + ".log");
+      fs::create_directories(dir);
+      std::vector<std::string> args = {o.mpirun, "-np", std::to_string(k), "--oversubscribe"};
+      // Binding each rank to a core would refuse more ranks than cores.
+      if (k > cores) args.insert(args.end(), {"--bind-to", "none"});
+      args.insert(args.end(), o.mpirun_args.begin(), o.mpirun_args.end());
+      args.insert(args.end(), {o.lbt.string(), "train", "--config", o.config.string(), "--quiet",
+                               "--overwrite", "--out", run.string()});
+      std::vector<std::string> sets = o.sets;
+      sets.insert(sets.end(),
+                  {"train.threads=1", "train.steps=" + std::to_string(o.steps),
+                   "train.eval_every=" + std::to_string(o.steps),
+                   "train.log_every=" + std::to_string(log_every), "train.stop_at_target=false"});
+      if (o.weak) sets.push_back("train.global_batch=" + std::to_string(base_batch * k));
+      for (const auto& s : sets) args.insert(args.end(), {"--set", s});
+      std::printf("%s: %s\n", tag.c_str(), join_command(args).c_str());
+      std::fflush(stdout);
+      const int rc = run_process(args, log);
+      if (rc != 0) {
+        throw Error("the run with " + std::to_string(k) + " workers (repeat " +
+                        std::to_string(repeat) + ") exited with status " + std::to_string(rc) +
+                        "; its log " + log.string() + " ends:\n" + tail(log, 1500),
+                    "run the command above by hand to see the failure");
+      }
+      ScalingRow row = read_scaling_run(run);
+      row.workers = k;
+      row.repeat = repeat;
+      runs.push_back(row);
+      positions.push_back(static_cast<int>(i) + 1);
+      std::printf("%s: %.0f samples/s, epoch %.2f s\n", tag.c_str(), row.samples_per_s,
+                  row.epoch_time_s);
     }
-    ScalingRow row = read_scaling_run(run);
-    row.workers = k;
-    rows.push_back(row);
-    std::printf("workers %d: %.0f samples/s, epoch %.2f s\n", k, row.samples_per_s, row.epoch_time_s);
   }
 
-  // Speedup and efficiency against the smallest worker count (normally 1).
-  const ScalingRow& ref = rows.front();
-  std::ostringstream csv;
-  csv << "workers,global_batch,steps,epoch_time_s,samples_per_s,speedup,efficiency,cores\n";
-  for (auto& row : rows) {
-    row.speedup = ref.workers * row.samples_per_s / ref.samples_per_s;
-    row.efficiency = row.speedup / row.workers;
-    char line[256];
-    std::snprintf(line, sizeof line, "%d,%lld,%lld,%.6g,%.6g,%.4f,%.4f,%d\n", row.workers,
-                  static_cast<long long>(row.global_batch), static_cast<long long>(row.steps),
-                  row.epoch_time_s, row.samples_per_s, row.speedup, row.efficiency, cores);
-    csv << line;
-  }
+  set_speedups_per_repeat(runs);
+  const fs::path runs_path = o.out / "scaling_runs.csv";
+  io::atomic_write(runs_path, runs_csv(runs, positions));
+  const std::vector<ScalingSummary> rows = summarise_scaling(runs);
   const fs::path csv_path = o.out / "scaling.csv";
-  io::atomic_write(csv_path, csv.str());
-  std::printf("\n%s", csv.str().c_str());
-  std::printf("wrote %s\n", csv_path.c_str());
+  io::atomic_write(csv_path, summary_csv(rows, cores));
+  print_table(rows);
+  std::printf("wrote %s and %s (one row per run)\n", csv_path.c_str(), runs_path.c_str());
 
   if (!o.plot_script.empty() && fs::exists(o.plot_script)) {
     std::vector<std::string> plot = {o.python, o.plot_script.string()};

@@ -1,7 +1,9 @@
 // The scaling study (`lbt scaling`): one config trained at 1, 2, 4 ... MPI processes, each a
 // `mpirun -np K lbt train` subprocess with one compute thread per rank; reports epoch time,
 // throughput, speedup and efficiency against the smallest worker count (Horovod-style study,
-// Sergeev & Del Balso 2018, arXiv:1802.05799, Fig. 6).
+// Sergeev & Del Balso 2018, arXiv:1802.05799, Fig. 6). The worker list runs --repeats times,
+// interleaved, and ratios are taken within each repeat, because a shared machine's speed
+// drifts between runs: the study reports medians with min-max, never one run.
 #pragma once
 #include <cstdint>
 #include <filesystem>
@@ -15,9 +17,10 @@ struct ScalingOptions {
   std::vector<std::string> sets;      // --set overrides passed on to each run
   std::vector<int> workers;           // e.g. {1, 2, 4}; ascending, each >= 1
   std::int64_t steps = 200;           // optimizer steps per run (the throughput window)
+  int repeats = 3;                    // times the whole worker list runs (interleaved)
   bool weak = false;                  // false: same global batch at every K (strong scaling);
                                       // true: global batch = K x the config's (same micro-batch)
-  std::filesystem::path out;          // study directory: workers-K/ runs, scaling.csv, plots
+  std::filesystem::path out;          // study directory: workers-K/repeat-R/ runs, CSVs, plots
   std::filesystem::path lbt;          // the lbt executable to launch
   std::string mpirun = "mpirun";
   std::vector<std::string> mpirun_args;  // extra, e.g. {"--mca", "btl_vader_single_copy_mechanism", "none"}
@@ -26,18 +29,47 @@ struct ScalingOptions {
   std::string python = "/usr/bin/python3";
 };
 
+// One run: one worker count in one repeat (a row of scaling_runs.csv).
 struct ScalingRow {
   int workers = 0;
+  int repeat = 1;  // 1-based repeat the run belongs to
   std::int64_t global_batch = 0, steps = 0;
-  double epoch_time_s = 0.0, samples_per_s = 0.0, speedup = 0.0, efficiency = 0.0;
+  double epoch_time_s = 0.0, samples_per_s = 0.0;
+  double speedup = 0.0, efficiency = 0.0;  // against the smallest K of the same repeat
 };
+
+// One worker count over all repeats (a row of scaling.csv): medians with min and max.
+struct ScalingSummary {
+  int workers = 0, repeats = 0;
+  std::int64_t global_batch = 0, steps = 0;
+  double epoch_time_s = 0.0;  // the epoch time at the median samples/s
+  double samples_per_s = 0.0, samples_per_s_min = 0.0, samples_per_s_max = 0.0;
+  double speedup = 0.0, speedup_min = 0.0, speedup_max = 0.0;  // over the per-repeat ratios
+  double efficiency = 0.0, efficiency_min = 0.0, efficiency_max = 0.0;
+};
+
+// Order of the worker list in 1-based repeat r: rotated left by r - 1, so that with
+// {1, 2, 4} repeat 1 runs 1,2,4, repeat 2 runs 2,4,1, repeat 3 runs 4,1,2, repeat 4 1,2,4 ...
+std::vector<int> repeat_order(const std::vector<int>& workers, int repeat);
+
+// Sets each run's speedup (K_ref x samples/s / samples/s of K_ref) and efficiency
+// (speedup / K) against the smallest worker count K_ref among the runs of its own repeat.
+void set_speedups_per_repeat(std::vector<ScalingRow>& runs);
+
+// Per worker count, ascending: median samples/s with min and max over repeats, epoch time at
+// the median samples/s (a run's epoch_time_s x samples_per_s is its examples per epoch), and
+// speedup/efficiency as median, min and max of the per-repeat ratios (computed here with
+// set_speedups_per_repeat). The median of an even count is the mean of the two middle
+// values. Pure: takes runs in any order; throws lbt::Error if runs is empty.
+std::vector<ScalingSummary> summarise_scaling(std::vector<ScalingRow> runs);
 
 // Cores this process may run on (its CPU affinity mask).
 int available_cores();
 
-// Runs the study and writes scaling.csv (and plots when the script runs); returns the rows.
-// Throws lbt::Error when a run fails, naming its log file.
-std::vector<ScalingRow> run_scaling(const ScalingOptions& options);
+// Runs the study, writes scaling.csv (summaries), scaling_runs.csv (one row per run) and
+// plots when the script runs; returns the summaries. Throws lbt::Error when a run fails,
+// naming its log file, and lbt::ConfigError for bad options.
+std::vector<ScalingSummary> run_scaling(const ScalingOptions& options);
 
 // Throughput of a finished run directory: examples per second between its first and last
 // metrics.jsonl lines (the first window, with warm-up, is left out), and its summary's steps.

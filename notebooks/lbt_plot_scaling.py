@@ -1,6 +1,10 @@
 """Plots of an `lbt scaling` study: epoch time, throughput and speedup vs workers, with the
 ideal (linear) line. Reads only scaling.csv (columns: workers, epoch_time_s, samples_per_s,
-speedup, efficiency, cores). To be folded into notebooks/lbt_plot.py as its `scaling` command.
+speedup, efficiency, cores; medians over repeats). When the CSV has the repeat columns
+(samples_per_s_min/max, efficiency_min/max) the points get min-max error bars: throughput
+from samples_per_s_min/max, epoch time from the same (examples per epoch is fixed), speedup
+as workers x efficiency_min/max (per repeat, speedup = workers x efficiency). CSVs without
+them plot as before. To be folded into notebooks/lbt_plot.py as its `scaling` command.
 
     /usr/bin/python3 notebooks/lbt_plot_scaling.py [scaling] SCALING_CSV OUTDIR
 """
@@ -22,6 +26,30 @@ def read_scaling(path):
     return sorted(rows, key=lambda r: int(r["workers"]))
 
 
+def spreads(rows, workers, epoch, throughput):
+    """Min-max error bars per panel as matplotlib yerr ([below], [above]), or None each."""
+    try:
+        sps_lo = [float(r["samples_per_s_min"]) for r in rows]
+        sps_hi = [float(r["samples_per_s_max"]) for r in rows]
+        eff_lo = [float(r["efficiency_min"]) for r in rows]
+        eff_hi = [float(r["efficiency_max"]) for r in rows]
+    except (KeyError, TypeError, ValueError):  # a CSV from before --repeats
+        return None, None, None
+    speedup = [float(r["speedup"]) for r in rows]
+
+    def yerr(mid, lo, hi):
+        return [[max(m - a, 0.0) for m, a in zip(mid, lo)],
+                [max(b - m, 0.0) for m, b in zip(mid, hi)]]
+
+    examples = [e * t for e, t in zip(epoch, throughput)]  # examples per epoch
+    epoch_lo = [x / hi for x, hi in zip(examples, sps_hi)]
+    epoch_hi = [x / lo for x, lo in zip(examples, sps_lo)]
+    speedup_lo = [w * e for w, e in zip(workers, eff_lo)]
+    speedup_hi = [w * e for w, e in zip(workers, eff_hi)]
+    return (yerr(epoch, epoch_lo, epoch_hi), yerr(throughput, sps_lo, sps_hi),
+            yerr(speedup, speedup_lo, speedup_hi))
+
+
 def plot_scaling(csv_path, outdir):
     rows = read_scaling(csv_path)
     workers = [int(r["workers"]) for r in rows]
@@ -31,16 +59,20 @@ def plot_scaling(csv_path, outdir):
     cores = int(rows[0].get("cores") or 0)
     w0 = workers[0]
     ideal = [w / w0 for w in workers]  # relative to the smallest worker count
+    repeats = int(rows[0].get("repeats") or 1)
+    epoch_err, throughput_err, speedup_err = spreads(rows, workers, epoch, throughput)
     os.makedirs(outdir, exist_ok=True)
     panels = [
-        ("epoch_time", "epoch time (s)", epoch, [epoch[0] / f for f in ideal]),
-        ("throughput", "throughput (samples/s)", throughput, [throughput[0] * f for f in ideal]),
-        ("speedup", f"speedup vs {w0} worker(s)", speedup, [w0 * f for f in ideal]),
+        ("epoch_time", "epoch time (s)", epoch, epoch_err, [epoch[0] / f for f in ideal]),
+        ("throughput", "throughput (samples/s)", throughput, throughput_err,
+         [throughput[0] * f for f in ideal]),
+        ("speedup", f"speedup vs {w0} worker(s)", speedup, speedup_err, [w0 * f for f in ideal]),
     ]
     written = []
-    for name, ylabel, values, ideal_values in panels:
+    for name, ylabel, values, err, ideal_values in panels:
         fig, ax = plt.subplots(figsize=(4.5, 3.5))
-        ax.plot(workers, values, "o-", label="measured")
+        label = f"median [min-max] of {repeats} repeats" if err and repeats > 1 else "measured"
+        ax.errorbar(workers, values, yerr=err, fmt="o-", capsize=3, label=label)
         ax.plot(workers, ideal_values, "k--", lw=1, label="ideal")
         if cores and workers[-1] > cores:
             ax.axvline(cores, color="gray", lw=0.8, ls=":", label=f"{cores} cores")

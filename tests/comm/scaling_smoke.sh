@@ -1,18 +1,28 @@
 #!/bin/sh
-# `lbt scaling --workers 1,2` end to end on a tiny model (CTest, label mpi): both runs finish,
-# scaling.csv has a row per worker count (synthetic regression: no data files to load), and the 1-worker row has speedup 1 and efficiency 1.
+# `lbt scaling --workers 1,2 --repeats 2` end to end on a tiny model (CTest, label mpi): all four
+# runs finish, scaling.csv has a row per worker count with the repeat columns (synthetic
+# regression: no data files to load), the 1-worker row has speedup 1 and efficiency 1, each
+# row has efficiency_min <= efficiency <= efficiency_max, and scaling_runs.csv has every run.
 # usage: scaling_smoke.sh LBT CONFIG
 set -eu
 lbt=$1 config=$2
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
-"$lbt" scaling --config "$config" --workers 1,2 --steps 20 --out "$out" \
+"$lbt" scaling --config "$config" --workers 1,2 --steps 20 --repeats 2 --out "$out" \
   --set data.dataset=synthetic-regression --set data.synthetic.examples=4096 --set data.synthetic.dim=32 \
   --set model.spec=mlp:32-16-1 --set data.validation_size=256 --set train.target=none
-cat "$out/scaling.csv"
+cat "$out/scaling.csv" "$out/scaling_runs.csv"
+want=workers,global_batch,steps,epoch_time_s,samples_per_s,speedup,efficiency,cores,repeats,samples_per_s_min,samples_per_s_max,efficiency_min,efficiency_max
+[ "$(head -n 1 "$out/scaling.csv")" = "$want" ] || { echo "FAIL: scaling.csv header"; exit 1; }
 [ "$(wc -l < "$out/scaling.csv")" -eq 3 ] || { echo "FAIL: want header + 2 rows"; exit 1; }
-grep -q '^1,128,20,.*,1.0000,1.0000,' "$out/scaling.csv" || { echo "FAIL: 1-worker row"; exit 1; }
-grep -q '^2,128,20,' "$out/scaling.csv" || { echo "FAIL: 2-worker row"; exit 1; }
-[ -f "$out/workers-2/summary.json" ] && grep -q '"world_size": 2' "$out/workers-2/summary.json" \
-  || { echo "FAIL: the 2-worker run did not run on 2 ranks"; exit 1; }
+grep -q '^1,128,20,.*,1.0000,1.0000,[0-9]*,2,' "$out/scaling.csv" || { echo "FAIL: 1-worker row"; exit 1; }
+grep -q '^2,128,20,.*,2,' "$out/scaling.csv" || { echo "FAIL: 2-worker row"; exit 1; }
+# Columns by name: efficiency 7, repeats 9, efficiency_min 12, efficiency_max 13.
+awk -F, 'NR > 1 && !($9 == 2 && $12 <= $7 && $7 <= $13) { print "FAIL: row " NR ": " $0; bad = 1 }
+         END { exit bad }' "$out/scaling.csv" || { echo "FAIL: want efficiency_min <= efficiency <= efficiency_max"; exit 1; }
+[ "$(wc -l < "$out/scaling_runs.csv")" -eq 5 ] || { echo "FAIL: scaling_runs.csv wants header + 4 runs"; exit 1; }
+for r in 1 2; do
+  [ -f "$out/workers-2/repeat-$r/summary.json" ] && grep -q '"world_size": 2' "$out/workers-2/repeat-$r/summary.json" \
+    || { echo "FAIL: the 2-worker run of repeat $r did not run on 2 ranks"; exit 1; }
+done
 echo PASS

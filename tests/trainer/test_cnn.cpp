@@ -154,6 +154,7 @@ BOOST_AUTO_TEST_CASE(conv2d_gradients_match_finite_differences_with_stride_and_p
       // the direct path over padded planes (input gradient direct, then through im2col)
       {{8, 5, 4}, {.out_channels = 8, .kernel = 3, .stride = 1, .padding = 1, .bias = true}},
       {{2, 6, 7}, {.out_channels = 8, .kernel = 5, .stride = 1, .padding = 2, .bias = false}},
+      {{2, 6, 4}, {.out_channels = 8, .kernel = 3, .stride = 2, .padding = 1, .bias = true}},
   };
   for (const Case& c : cases) {
     nn::Conv2d conv(c.in, c.opt, nn::InitScheme::kHe);

@@ -1,7 +1,7 @@
 // Conv2d's two paths, one truth: the direct kernel over padded planes (conv_direct.hpp) and
 // im2col + GEMM give the same outputs, input gradients and parameter gradients on shapes that
-// cover both kernel sizes, several 8-channel blocks, odd image sizes, images smaller than the
-// window, an odd batch (threads get unequal shares) and gradient accumulation. The im2col path
+// cover both kernel sizes, stride 2, several 8-channel blocks, odd image sizes, images smaller than
+// the window, an odd batch (threads get unequal shares) and gradient accumulation. The im2col path
 // is itself checked against finite differences and a written-out convolution (test_cnn.cpp).
 #include <boost/test/unit_test.hpp>
 
@@ -43,26 +43,35 @@ void expect_close(const std::vector<float>& got, const std::vector<float>& want,
 
 }  // namespace
 
-BOOST_AUTO_TEST_CASE(direct_same_convolution_equals_im2col_and_gemm) {
+BOOST_AUTO_TEST_CASE(direct_convolution_equals_im2col_and_gemm) {
   struct Case {
     nn::Shape3 in;
-    std::int64_t out, kernel;
+    std::int64_t out, kernel, stride;
     bool bias;
   };
   const Case cases[] = {
-      {{16, 32, 32}, 16, 3, false}, {{16, 8, 8}, 32, 3, true}, {{32, 14, 14}, 64, 5, true},
-      {{1, 28, 28}, 32, 5, true},   {{8, 3, 5}, 8, 5, false},  {{3, 9, 13}, 8, 3, true},
+      {{16, 32, 32}, 16, 3, 1, false},
+      {{16, 8, 8}, 32, 3, 1, true},
+      {{32, 14, 14}, 64, 5, 1, true},
+      {{1, 28, 28}, 32, 5, 1, true},
+      {{8, 3, 5}, 8, 5, 1, false},
+      {{3, 9, 13}, 8, 3, 1, true},
+      // stride 2: outputs of 16x16 (weight gradient through the lanes) and 3x2 (through GEMM)
+      {{16, 32, 32}, 32, 3, 2, false},
+      {{8, 6, 4}, 16, 3, 2, true},
   };
   const std::int64_t batch = 3;
   for (const Case& c : cases) {
     const nn::Conv2dOptions opt{.out_channels = c.out,
                                 .kernel = c.kernel,
-                                .stride = 1,
+                                .stride = c.stride,
                                 .padding = c.kernel / 2,
                                 .bias = c.bias};
-    BOOST_TEST_CONTEXT("in " << c.in.text() << " -> " << c.out << ", k" << c.kernel) {
-      BOOST_TEST(nn::conv_direct::supports(
-          static_cast<int>(c.kernel), 1, static_cast<int>(c.kernel / 2), static_cast<int>(c.out)));
+    BOOST_TEST_CONTEXT("in " << c.in.text() << " -> " << c.out << ", k" << c.kernel << " s"
+                             << c.stride) {
+      BOOST_TEST(nn::conv_direct::supports(static_cast<int>(c.kernel), static_cast<int>(c.stride),
+                                           static_cast<int>(c.kernel / 2), static_cast<int>(c.out),
+                                           static_cast<int>(c.in.h), static_cast<int>(c.in.w)));
       Built direct, gemm;
       build(direct, c.in, opt);
       auto off = opt;
@@ -95,11 +104,14 @@ BOOST_AUTO_TEST_CASE(direct_same_convolution_equals_im2col_and_gemm) {
 
 BOOST_AUTO_TEST_CASE(direct_path_is_chosen_only_for_the_shapes_it_computes) {
   using nn::conv_direct::supports;
-  BOOST_TEST(supports(3, 1, 1, 16));
-  BOOST_TEST(supports(5, 1, 2, 64));
-  BOOST_TEST(!supports(3, 2, 1, 16));  // strided
-  BOOST_TEST(!supports(3, 1, 0, 16));  // "valid", not "same"
-  BOOST_TEST(!supports(1, 1, 0, 16));  // pointwise: its own GEMM
-  BOOST_TEST(!supports(7, 1, 3, 16));
-  BOOST_TEST(!supports(3, 1, 1, 12));  // not a multiple of the 8-channel block
+  BOOST_TEST(supports(3, 1, 1, 16, 7, 5));
+  BOOST_TEST(supports(5, 1, 2, 64, 14, 14));
+  BOOST_TEST(supports(3, 2, 1, 32, 32, 32));   // ResNet's downsampling convolution
+  BOOST_TEST(!supports(3, 2, 1, 32, 31, 32));  // stride 2 on an odd image
+  BOOST_TEST(!supports(5, 2, 2, 32, 32, 32));  // stride 2 is 3x3 only
+  BOOST_TEST(!supports(3, 3, 1, 16, 9, 9));
+  BOOST_TEST(!supports(3, 1, 0, 16, 8, 8));  // "valid", not "same"
+  BOOST_TEST(!supports(1, 1, 0, 16, 8, 8));  // pointwise: its own GEMM
+  BOOST_TEST(!supports(7, 1, 3, 16, 8, 8));
+  BOOST_TEST(!supports(3, 1, 1, 12, 8, 8));  // not a multiple of the 8-channel block
 }

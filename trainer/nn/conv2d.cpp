@@ -13,6 +13,7 @@
 #include "core/error.hpp"
 #include "core/gemm.hpp"
 #include "trainer/nn/conv_direct.hpp"
+#include "trainer/nn/short_rows.hpp"
 
 namespace lbt::nn {
 
@@ -28,7 +29,8 @@ Conv2d::Conv2d(Shape3 in, Conv2dOptions options, InitScheme init)
   rows_ = in_.c * opt_.kernel * opt_.kernel;
   planes_ = opt_.allow_direct &&
             conv_direct::supports(static_cast<int>(opt_.kernel), static_cast<int>(opt_.stride),
-                                  static_cast<int>(opt_.padding), static_cast<int>(opt_.out_channels));
+                                  static_cast<int>(opt_.padding), static_cast<int>(opt_.out_channels),
+                                  static_cast<int>(in_.h), static_cast<int>(in_.w));
   dw_lanes_ = planes_ && opt_.kernel == 3 && out_.h * out_.w >= 256;
 }
 
@@ -84,7 +86,7 @@ float* Conv2d::workspace(int thread, std::size_t size) {
   return b.data();
 }
 
-void Conv2d::im2col(const float* x, float* col) const {
+LBT_NO_LIBCALL_LOOPS void Conv2d::im2col(const float* x, float* col) const {
   const std::int64_t K = opt_.kernel, S = opt_.stride, P = opt_.padding;
   const std::int64_t Ho = out_.h, Wo = out_.w, H = in_.h, W = in_.w;
   for (std::int64_t c = 0; c < in_.c; ++c) {
@@ -98,17 +100,17 @@ void Conv2d::im2col(const float* x, float* col) const {
           float* out = row + oh * Wo;
           const std::int64_t ih = oh * S - P + ki;
           if (ih < 0 || ih >= H) {
-            std::fill(out, out + Wo, 0.0f);
+            zero_row(out, Wo);
             continue;
           }
           const float* in = plane + ih * W - P + kj;
-          std::fill(out, out + ow_lo, 0.0f);
+          zero_row(out, ow_lo);
           if (S == 1) {
-            std::memcpy(out + ow_lo, in + ow_lo, static_cast<std::size_t>(ow_hi - ow_lo) * sizeof(float));
+            copy_row(out + ow_lo, in + ow_lo, ow_hi - ow_lo);
           } else {
             for (std::int64_t ow = ow_lo; ow < ow_hi; ++ow) out[ow] = in[ow * S];
           }
-          std::fill(out + ow_hi, out + Wo, 0.0f);
+          zero_row(out + ow_hi, Wo - ow_hi);
         }
       }
     }
@@ -143,6 +145,11 @@ void Conv2d::col2im(const float* dcol, float* dx) const {
   }
 }
 
+conv_direct::Geometry Conv2d::plane_geometry() const {
+  return {static_cast<int>(in_.c), static_cast<int>(in_.h), static_cast<int>(in_.w),
+          static_cast<int>(opt_.kernel), static_cast<int>(opt_.stride)};
+}
+
 int Conv2d::threads_for(std::int64_t batch) const {
   return omp_in_parallel() ? 1 : static_cast<int>(std::min<std::int64_t>(omp_get_max_threads(), batch));
 }
@@ -175,22 +182,22 @@ void Conv2d::forward(const float* x, float* y, std::int64_t batch, bool) {
 
 void Conv2d::forward_planes(const float* x, float* y, std::int64_t batch) {
   const int threads = threads_for(batch);
-  const int k = static_cast<int>(opt_.kernel), in_c = static_cast<int>(in_.c), out_c = static_cast<int>(out_.c);
-  const conv_direct::Geometry in_g{in_c, static_cast<int>(in_.h), static_cast<int>(in_.w), k};
-  const conv_direct::Geometry out_g{out_c, in_g.h, in_g.w, k};
-  w_forward_.resize(static_cast<std::size_t>(out_c * rows_));
-  conv_direct::arrange_forward(w_, out_c, in_c, k, w_forward_.data());
+  const conv_direct::Geometry in_g = plane_geometry();
+  conv_direct::Geometry out_g = in_g;
+  out_g.channels = static_cast<int>(out_.c);
+  w_forward_.resize(static_cast<std::size_t>(out_.c * rows_));
+  conv_direct::arrange_forward(w_, out_g.channels, in_g.channels, in_g.k, w_forward_.data());
   if (plane_ws_.size() < static_cast<std::size_t>(threads)) plane_ws_.resize(static_cast<std::size_t>(threads));
   for (int t = 0; t < threads; ++t) {
     PlaneWorkspace& ws = plane_ws_[static_cast<std::size_t>(t)];
-    if (ws.x.size() < in_c * in_g.plane()) ws.x.resize(in_c * in_g.plane());
-    if (ws.out.size() < out_c * out_g.out_len()) ws.out.resize(out_c * out_g.out_len());
+    if (ws.x.size() < in_g.channels * in_g.channel_stride()) ws.x.resize(in_g.channels * in_g.channel_stride());
+    if (ws.out.size() < out_g.channels * out_g.out_len()) ws.out.resize(out_g.channels * out_g.out_len());
   }
 #pragma omp parallel for schedule(static) num_threads(threads) if (threads > 1)
   for (std::int64_t n = 0; n < batch; ++n) {
     PlaneWorkspace& ws = plane_ws_[static_cast<std::size_t>(omp_get_thread_num())];
     conv_direct::pad_planes(x + n * in_.size(), in_g, ws.x.data());
-    conv_direct::forward(ws.x.data(), in_g, w_forward_.data(), out_c, ws.out.data());
+    conv_direct::forward(ws.x.data(), in_g, w_forward_.data(), out_g.channels, ws.out.data());
     conv_direct::unpad_planes(ws.out.data(), out_g, b_, y + n * out_.size());
   }
 }

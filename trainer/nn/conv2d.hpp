@@ -1,15 +1,16 @@
 // 2-D convolution over NCHW images, y = W * x + b, W: [out_c, in_c, k, k] (PyTorch layout),
 // optional bias [out_c]. Each OpenMP thread takes whole images with its own workspace, which
 // stays in L2; single-threaded kernels run side by side instead of one 2-thread GEMM per image.
-// Two paths: "same" convolutions (stride 1, 3x3 or 5x5, padding k/2, out_c a multiple of 8:
-// ResNet's and the simple CNN's) run directly over padded planes (conv_direct.hpp); the rest
-// use per-image im2col + GEMM (Chellapilla et al. 2006; Caffe's conv). Tests hold the two
-// equal.
+// Two paths: "same" convolutions (stride 1, 3x3 or 5x5, padding k/2) and 3x3 stride-2
+// padding-1 ones, with out_c a multiple of 8 (ResNet's and the simple CNN's), run directly over
+// padded planes (conv_direct.hpp); the rest use per-image im2col + GEMM (Chellapilla et al.
+// 2006; Caffe's conv). Tests hold the two equal.
 #pragma once
 #include <vector>
 
 #include "core/tensor.hpp"
 #include "trainer/nn/layer.hpp"
+#include "trainer/nn/conv_direct.hpp"
 #include "trainer/nn/linear.hpp"
 #include "trainer/nn/shape.hpp"
 
@@ -49,6 +50,7 @@ class Conv2d final : public Layer {
   bool pointwise() const;  // 1x1, stride 1, no padding: the image is its own column matrix
   float* workspace(int thread, std::size_t size);
   int threads_for(std::int64_t batch) const;
+  conv_direct::Geometry plane_geometry() const;  // the direct path's view of the input
   void forward_planes(const float* x, float* y, std::int64_t batch);
   // Sizes the per-thread workspaces one backward call needs (conv2d_backward.cpp).
   void reserve_backward(int threads, bool dx_planes, bool need_col, bool dx);

@@ -1,9 +1,10 @@
 // Conv2d::backward; see conv2d.hpp. Per image n (threads split the batch):
-//   dW (+)= dy_n * windows of x_n   lanes over padded planes (3x3 on planes >= 16x16), else
+//   dW (+)= dy_n * windows of x_n   lanes over padded planes (3x3 with outputs >= 16x16), else
 //                                   dy_n[out_c, HWo] col^T with col = im2col(x_n) (a GEMM)
 //   db (+)= row sums of dy_n
 //   dx_n = W^T dy_n                 the direct kernel over dy_n's padded planes with W flipped
-//                                   (in_c a multiple of 8), else dcol = W^T dy_n, col2im(dcol)
+//                                   (stride 1, in_c a multiple of 8), else dcol = W^T dy_n and
+//                                   col2im(dcol)
 // Each thread sums into its own partials; they are added up after the loop. The column matrix
 // is recomputed here rather than stored by the forward: storing it would cost batch x rows x
 // HWo floats (300 MB for the simple CNN at batch 512) for a cheap copy.
@@ -25,18 +26,16 @@ void Conv2d::reserve_backward(int threads, bool dx_planes, bool need_col, bool d
   if (dcol_.size() < T) dcol_.resize(T);
   if (dw_part_.size() < T) dw_part_.resize(T);
   if (plane_ws_.size() < T) plane_ws_.resize(T);
-  const int k = static_cast<int>(opt_.kernel);
-  const conv_direct::Geometry in_g{static_cast<int>(in_.c), static_cast<int>(in_.h),
-                                   static_cast<int>(in_.w), k};
-  const conv_direct::Geometry out_g{static_cast<int>(out_.c), in_g.h, in_g.w, k};
+  const conv_direct::Geometry in_g = plane_geometry();
   for (std::size_t t = 0; t < T; ++t) {
     if (need_col) workspace(static_cast<int>(t), col_size);
     if (dx && !dx_planes && !pointwise() && dcol_[t].size() < col_size) dcol_[t].resize(col_size);
     if (dw_part_[t].size() < wsize + bsize) dw_part_[t].resize(wsize + bsize);
     PlaneWorkspace& ws = plane_ws_[t];
-    if ((dw_lanes_ || dx_planes) && ws.dy.size() < out_.c * out_g.plane())
-      ws.dy.resize(out_.c * out_g.plane());
-    if (dw_lanes_ && ws.x.size() < in_.c * in_g.plane()) ws.x.resize(in_.c * in_g.plane());
+    if ((dw_lanes_ || dx_planes) && ws.dy.size() < out_.c * in_g.dy_stride())
+      ws.dy.resize(out_.c * in_g.dy_stride());
+    if (dw_lanes_ && ws.x.size() < in_.c * in_g.channel_stride())
+      ws.x.resize(in_.c * in_g.channel_stride());
     if (dw_lanes_ && ws.lanes.size() < wsize * 16) ws.lanes.resize(wsize * 16);
     if (dx_planes && ws.out.size() < in_.c * in_g.out_len()) ws.out.resize(in_.c * in_g.out_len());
   }
@@ -51,17 +50,15 @@ void Conv2d::backward(const float* x, const float*, const float* dy, float* dx, 
   const std::size_t wsize = static_cast<std::size_t>(M) * K,
                     bsize = b_ ? static_cast<std::size_t>(M) : 0;
   // The input gradient runs the forward kernel with in_c as its output channels: blocks of 8.
-  const bool dx_planes = dx && planes_ && in_c % 8 == 0;
+  const bool dx_planes = dx && planes_ && opt_.stride == 1 && in_c % 8 == 0;
   const bool need_col = !dw_lanes_ && !pointwise();
   reserve_backward(threads, dx_planes, need_col, dx != nullptr);
-  const conv_direct::Geometry in_g{in_c, static_cast<int>(in_.h), static_cast<int>(in_.w), k};
-  const conv_direct::Geometry out_g{M, in_g.h, in_g.w, k};
+  const conv_direct::Geometry in_g = plane_geometry();
+  const conv_direct::Geometry out_g{M, in_g.h, in_g.w, k};  // dy's padded planes (stride 1)
   if (dx_planes) {
     w_input_grad_.resize(wsize);
     conv_direct::arrange_input_grad(w_, M, in_c, k, w_input_grad_.data());
   }
-  // dy's padded plane shifted so that position q = i * row + j is output pixel (i, j).
-  const std::size_t shift = static_cast<std::size_t>(out_g.pad()) * out_g.row() + out_g.pad();
 #pragma omp parallel num_threads(threads) if (threads > 1)
   {
     const auto t = static_cast<std::size_t>(omp_get_thread_num());
@@ -74,11 +71,13 @@ void Conv2d::backward(const float* x, const float*, const float* dy, float* dx, 
     for (std::int64_t n = 0; n < batch; ++n) {
       const float* xn = x + n * in_.size();
       const float* dyn = dy + n * out_.size();
-      if (dw_lanes_ || dx_planes) conv_direct::pad_planes(dyn, out_g, ws.dy.data());
+      // Position q = i * row + j of dyq is output pixel (i, j); with stride 1, ws.dy holds
+      // dy's padded planes, which the input gradient reads too.
+      const float* dyq =
+          dw_lanes_ || dx_planes ? conv_direct::prepare_dy(dyn, in_g, M, ws.dy.data()) : nullptr;
       if (dw_lanes_) {
         conv_direct::pad_planes(xn, in_g, ws.x.data());
-        conv_direct::weight_grad_lanes(ws.dy.data() + shift, out_g, ws.x.data(), in_g,
-                                       ws.lanes.data());
+        conv_direct::weight_grad_lanes(dyq, M, ws.x.data(), in_g, ws.lanes.data());
       } else {
         const float* col = xn;
         if (!pointwise()) {

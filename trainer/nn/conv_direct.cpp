@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <cstring>
 
+#include "trainer/nn/short_rows.hpp"
+
 namespace lbt::nn::conv_direct {
 namespace {
 
@@ -23,25 +25,19 @@ std::size_t round_up(std::size_t n, std::size_t m) {
   return (n + m - 1) / m * m;
 }
 
-template <int K>
-void tap_offsets(int row, int (&offset)[K * K]) {
-  for (int u = 0; u < K; ++u)
-    for (int v = 0; v < K; ++v) offset[u * K + v] = u * row + v;
-}
-
 // 8 output channels x 32 positions in 16 accumulators; per channel and tap, 2 loads of the
 // plane and 8 broadcast weights feed 16 multiply-adds.
 template <int K>
 void forward_k(const float* xp, const Geometry& g, const float* wt, int out, float* yp) {
   constexpr int T = K * K;
-  int offset[T];
-  tap_offsets<K>(g.row(), offset);
-  const std::size_t plane = g.plane(), len = g.out_len();
+  std::size_t offset[T];
+  for (int t = 0; t < T; ++t) offset[t] = g.offset(t);
+  const std::size_t stride = g.channel_stride(), len = g.out_len();
   for (int o0 = 0; o0 < out; o0 += 8) {
     for (std::size_t q0 = 0; q0 < len; q0 += 32) {
       v16 acc[8][2] = {};
       for (int c = 0; c < g.channels; ++c) {
-        const float* x = xp + static_cast<std::size_t>(c) * plane + q0;
+        const float* x = xp + static_cast<std::size_t>(c) * stride + q0;
         const float* w = wt + static_cast<std::size_t>(c) * T * out + o0;
         for (int t = 0; t < T; ++t) {
           const v16 x0 = load(x + offset[t]), x1 = load(x + offset[t] + 16);
@@ -65,26 +61,26 @@ void forward_k(const float* xp, const Geometry& g, const float* wt, int out, flo
 // CB output channels x K*K taps of one input channel in CB*K*K accumulators of 16 lanes
 // (18 for K = 3, 25 for K = 5: within the 32 vector registers).
 template <int K, int CB>
-void weight_grad_k(const float* dyp, const Geometry& og, const float* xp, const Geometry& ig,
+void weight_grad_k(const float* dyq, int out_channels, const float* xp, const Geometry& g,
                    float* lanes) {
   constexpr int T = K * K;
-  int offset[T];
-  tap_offsets<K>(ig.row(), offset);
-  const std::size_t in_plane = ig.plane(), out_plane = og.plane();
-  const std::size_t len = round_up(static_cast<std::size_t>(ig.h) * ig.row(), 16);
-  for (int o0 = 0; o0 < og.channels; o0 += CB) {
-    for (int c = 0; c < ig.channels; ++c) {
+  std::size_t offset[T];
+  for (int t = 0; t < T; ++t) offset[t] = g.offset(t);
+  const std::size_t in_stride = g.channel_stride(), dy_stride = g.dy_stride();
+  const std::size_t len = round_up(static_cast<std::size_t>(g.out_h()) * g.row(), 16);
+  for (int o0 = 0; o0 < out_channels; o0 += CB) {
+    for (int c = 0; c < g.channels; ++c) {
       v16 acc[CB][T];
       float* lane[CB];
       for (int b = 0; b < CB; ++b) {
-        lane[b] = lanes + (static_cast<std::size_t>(o0 + b) * ig.channels + c) * T * 16;
+        lane[b] = lanes + (static_cast<std::size_t>(o0 + b) * g.channels + c) * T * 16;
         for (int t = 0; t < T; ++t) acc[b][t] = load(lane[b] + t * 16);
       }
-      const float* x = xp + static_cast<std::size_t>(c) * in_plane;
+      const float* x = xp + static_cast<std::size_t>(c) * in_stride;
       for (std::size_t q = 0; q < len; q += 16) {
         v16 d[CB];
         for (int b = 0; b < CB; ++b)
-          d[b] = load(dyp + static_cast<std::size_t>(o0 + b) * out_plane + q);
+          d[b] = load(dyq + static_cast<std::size_t>(o0 + b) * dy_stride + q);
 #pragma GCC unroll 25
         for (int t = 0; t < T; ++t) {
           const v16 xv = load(x + q + offset[t]);
@@ -100,47 +96,90 @@ void weight_grad_k(const float* dyp, const Geometry& og, const float* xp, const 
 }  // namespace
 
 std::size_t Geometry::out_len() const {
-  return round_up(static_cast<std::size_t>(h) * row(), 32);
+  return round_up(static_cast<std::size_t>(out_h()) * row(), 32);
 }
 
 std::size_t Geometry::plane() const {
-  return round_up(static_cast<std::size_t>(h + k - 1) * row() + 32 + k, 16);
+  const int rows = stride == 1 ? h + k - 1 : h / 2 + 1;
+  return round_up(static_cast<std::size_t>(rows) * row() + 32 + k, 16);
 }
 
-bool supports(int kernel, int stride, int padding, int out_channels) {
-  return (kernel == 3 || kernel == 5) && stride == 1 && padding == kernel / 2 && out_channels > 0 &&
-         out_channels % 8 == 0;
+std::size_t Geometry::offset(int t) const {
+  const int u = t / k, v = t % k;
+  if (stride == 1) return static_cast<std::size_t>(u) * row() + v;
+  return static_cast<std::size_t>((u % 2) * 2 + v % 2) * plane() +
+         static_cast<std::size_t>(u / 2) * row() + v / 2;
 }
 
-void pad_planes(const float* x, const Geometry& g, float* xp) {
+bool supports(int kernel, int stride, int padding, int out_channels, int h, int w) {
+  const bool same = (kernel == 3 || kernel == 5) && stride == 1 && padding == kernel / 2;
+  const bool down = kernel == 3 && stride == 2 && padding == 1 && h % 2 == 0 && w % 2 == 0;
+  return (same || down) && out_channels > 0 && out_channels % 8 == 0;
+}
+
+LBT_NO_LIBCALL_LOOPS void pad_planes(const float* x, const Geometry& g, float* xp) {
   const std::size_t plane = g.plane();
   const int p = g.pad(), row = g.row();
   for (int c = 0; c < g.channels; ++c) {
-    float* dst = xp + static_cast<std::size_t>(c) * plane;
+    float* dst = xp + static_cast<std::size_t>(c) * g.channel_stride();
     const float* src = x + static_cast<std::size_t>(c) * g.h * g.w;
-    std::fill(dst, dst + static_cast<std::size_t>(p) * row + p,
-              0.0f);  // top border, first left one
+    if (g.stride == 2) {
+      // Padded pixel (R, S) = (i + 1, j + 1) goes to phase (R % 2, S % 2) at (R / 2, S / 2):
+      // even j to the odd-column phase at j / 2, odd j to the even-column one at (j + 1) / 2.
+      zero_row(dst, static_cast<std::int64_t>(4 * plane));
+      for (int i = 0; i < g.h; ++i) {
+        const int R = i + 1;
+        float* odd = dst + static_cast<std::size_t>((R % 2) * 2 + 1) * plane +
+                     static_cast<std::size_t>(R / 2) * row;
+        float* even = dst + static_cast<std::size_t>((R % 2) * 2) * plane +
+                      static_cast<std::size_t>(R / 2) * row;
+        const float* line = src + static_cast<std::size_t>(i) * g.w;
+        for (int j = 0; j < g.w / 2; ++j) {
+          odd[j] = line[2 * j];
+          even[j + 1] = line[2 * j + 1];
+        }
+      }
+      continue;
+    }
+    zero_row(dst, static_cast<std::int64_t>(p) * row + p);  // top border, first left one
     for (int i = 0; i < g.h; ++i) {
       float* line = dst + static_cast<std::size_t>(i + p) * row + p;
-      std::copy(src + static_cast<std::size_t>(i) * g.w,
-                src + static_cast<std::size_t>(i + 1) * g.w, line);
-      std::fill(line + g.w, line + g.w + 2 * p, 0.0f);  // right border, next row's left one
+      copy_row(line, src + static_cast<std::size_t>(i) * g.w, g.w);
+      zero_row(line + g.w, 2 * p);  // right border, next row's left one
     }
-    std::fill(dst + static_cast<std::size_t>(g.h + p) * row + p, dst + plane,
-              0.0f);  // bottom, slack
+    const std::size_t bottom = static_cast<std::size_t>(g.h + p) * row + p;
+    zero_row(dst + bottom, static_cast<std::int64_t>(plane - bottom));  // bottom border, slack
   }
+}
+
+LBT_NO_LIBCALL_LOOPS const float* prepare_dy(const float* dy, const Geometry& g, int out_channels,
+                                             float* dst) {
+  if (g.stride == 1) {
+    pad_planes(dy, Geometry{out_channels, g.h, g.w, g.k, 1}, dst);
+    return dst + static_cast<std::size_t>(g.pad()) * g.row() + g.pad();
+  }
+  const std::size_t stride = g.dy_stride();
+  const int oh = g.out_h(), ow = g.out_w(), row = g.row();
+  for (int o = 0; o < out_channels; ++o) {
+    float* d = dst + static_cast<std::size_t>(o) * stride;
+    zero_row(d, static_cast<std::int64_t>(stride));
+    for (int i = 0; i < oh; ++i)
+      copy_row(d + static_cast<std::size_t>(i) * row,
+               dy + (static_cast<std::size_t>(o) * oh + i) * ow, ow);
+  }
+  return dst;
 }
 
 void unpad_planes(const float* yp, const Geometry& g, const float* bias, float* y) {
   const std::size_t len = g.out_len();
-  const int row = g.row();
+  const int row = g.row(), oh = g.out_h(), ow = g.out_w();
   for (int c = 0; c < g.channels; ++c) {
     const float b = bias ? bias[c] : 0.0f;
-    for (int i = 0; i < g.h; ++i) {
+    for (int i = 0; i < oh; ++i) {
       const float* src = yp + c * len + static_cast<std::size_t>(i) * row;
-      float* dst = y + (static_cast<std::size_t>(c) * g.h + i) * g.w;
+      float* dst = y + (static_cast<std::size_t>(c) * oh + i) * ow;
 #pragma omp simd
-      for (int j = 0; j < g.w; ++j) dst[j] = src[j] + b;
+      for (int j = 0; j < ow; ++j) dst[j] = src[j] + b;
     }
   }
 }
@@ -170,12 +209,12 @@ void forward(const float* xp, const Geometry& g, const float* wt, int out, float
     forward_k<5>(xp, g, wt, out, yp);
 }
 
-void weight_grad_lanes(const float* dyp, const Geometry& out_g, const float* xp,
-                       const Geometry& in_g, float* lanes) {
-  if (in_g.k == 3)
-    weight_grad_k<3, 2>(dyp, out_g, xp, in_g, lanes);
+void weight_grad_lanes(const float* dyq, int out_channels, const float* xp, const Geometry& g,
+                       float* lanes) {
+  if (g.k == 3)
+    weight_grad_k<3, 2>(dyq, out_channels, xp, g, lanes);
   else
-    weight_grad_k<5, 1>(dyp, out_g, xp, in_g, lanes);
+    weight_grad_k<5, 1>(dyq, out_channels, xp, g, lanes);
 }
 
 void reduce_lanes(const float* const* lanes, int parts, std::size_t n, bool accumulate, float* dw) {

@@ -1,14 +1,20 @@
-// Direct "same" convolution (stride 1, odd kernel K in {3, 5}, padding K/2) without im2col.
+// Direct convolution without im2col: "same" convolutions (stride 1, odd kernel K in {3, 5},
+// padding K/2) and ResNet's downsampling 3x3 stride-2 padding-1 convolution.
 //
-// An image is copied once into planes with zero borders, each padded row `wp = w + K - 1`
-// floats long. Output pixel (i, j) then sits at q = i * wp + j, and its window tap (u, v) reads
-// the padded plane at q + u * wp + v: one constant offset per tap for every pixel. So the
-// convolution is a sum of K*K shifted copies of the planes, vectorised over runs of q that
-// cross row ends (the K - 1 columns q lands on past each row end are computed and thrown
-// away). No column matrix is written or packed: for ResNet's 16- to 64-channel layers those
-// copies cost more than the multiply-adds (bench/cnn_step.cpp).
+// Stride 1: an image is copied once into planes with zero borders, each padded row
+// `row = w + K - 1` floats long. Output pixel (i, j) then sits at q = i * row + j, and its
+// window tap (u, v) reads the padded plane at q + u * row + v: one constant offset per tap for
+// every pixel. So the convolution is a sum of K*K shifted copies of the planes, vectorised
+// over runs of q that cross row ends (the K - 1 columns q lands on past each row end are
+// computed and thrown away).
+// Stride 2: the padded image is split into its four phases (even/odd padded row x even/odd
+// padded column), planes of `row = w/2 + 1`; tap (u, v) of output (i, j) is pixel
+// (i + u/2, j + v/2) of phase (u % 2, v % 2): again one constant offset per tap, into one of
+// the channel's four phase planes. The same kernels serve both.
+// No column matrix is written or packed: for ResNet's 16- to 64-channel layers those copies
+// cost more than the multiply-adds (bench/cnn_step.cpp).
 //   forward:        y = conv(x, W)                      (register-blocked, 8 output channels)
-//   input gradient: dx = conv(dy, W flipped, channels swapped)   (the same kernel)
+//   input gradient: dx = conv(dy, W flipped, channels swapped)   (stride 1; the same kernel)
 //   weight grad.:   dW[o][c][t] = sum_q dy[o][q] x[c][q + offset(t)]   (lane partial sums)
 #pragma once
 #include <cstddef>
@@ -16,25 +22,42 @@
 
 namespace lbt::nn::conv_direct {
 
+// A convolution's input planes (channels = the input's) or, with channels = out channels,
+// the shape of its output positions. Stride 2 needs even h and w.
 struct Geometry {
-  int channels = 0, h = 0, w = 0, k = 0;
+  int channels = 0, h = 0, w = 0, k = 0, stride = 1;
   int pad() const { return k / 2; }
-  int row() const { return w + k - 1; }  // padded row length
-  // Output positions computed per channel (h rows of row() floats), rounded up to 32.
+  int out_h() const { return stride == 1 ? h : h / 2; }
+  int out_w() const { return stride == 1 ? w : w / 2; }
+  int row() const { return stride == 1 ? w + k - 1 : w / 2 + 1; }  // plane row length
+  // Output positions computed per channel (out_h rows of row() floats), rounded up to 32.
   std::size_t out_len() const;
-  // Floats per padded plane: (h + k - 1) padded rows plus slack that the last vectors and the
-  // largest tap offset may read (zeros), rounded to 16 floats (64 bytes).
+  // Floats per plane: its rows plus slack that the last vectors and the largest tap offset
+  // may read (zeros), rounded to 16 floats (64 bytes).
   std::size_t plane() const;
+  // Floats per input channel: one padded plane, or four phase planes.
+  std::size_t channel_stride() const { return stride == 1 ? plane() : 4 * plane(); }
+  // Where tap t = u * k + v of output position q reads, relative to q.
+  std::size_t offset(int t) const;
+  // Floats per channel of dy as the weight gradient reads it (prepare_dy).
+  std::size_t dy_stride() const { return stride == 1 ? plane() : out_len() + 16; }
 };
 
-// True when lbt's direct path computes this convolution: stride 1, padding K/2, K in {3, 5},
-// and `out_channels` a multiple of 8 (the kernel's register block).
-bool supports(int kernel, int stride, int padding, int out_channels);
+// True when lbt's direct path computes this convolution of an h x w image: K in {3, 5} with
+// stride 1 and padding K/2, or K = 3, stride 2, padding 1 on even h and w; and
+// `out_channels` a multiple of 8 (the kernel's register block).
+bool supports(int kernel, int stride, int padding, int out_channels, int h, int w);
 
-// xp[c][plane] = x[c][h][w] inside zero borders (borders and slack are written too).
+// xp[c] = x[c][h][w] inside zero borders, as padded planes (stride 1) or the four phase
+// planes of the padded image (stride 2); borders and slack are written too.
 void pad_planes(const float* x, const Geometry& g, float* xp);
-// y[o][i][j] = yp[o][i * row + j] + (bias ? bias[o] : 0) for the valid j < w.
+// y[o][i][j] = yp[o][i * row + j] + (bias ? bias[o] : 0) for i < out_h, j < out_w;
+// g.channels = the output's.
 void unpad_planes(const float* yp, const Geometry& g, const float* bias, float* y);
+// dy [out_channels][out_h][out_w] laid out as the weight gradient reads it, dy_stride() floats
+// per channel, zeros past each row end; returns where position q = 0 of channel 0 is. Stride 1
+// writes dy's padded planes (which the input gradient reads too) and returns their interior.
+const float* prepare_dy(const float* dy, const Geometry& g, int out_channels, float* dst);
 
 // Weights [out][in][K*K] (PyTorch layout) rearranged for forward(): wt[in][t][out].
 void arrange_forward(const float* w, int out, int in, int k, float* wt);
@@ -42,15 +65,14 @@ void arrange_forward(const float* w, int out, int in, int k, float* wt);
 void arrange_input_grad(const float* w, int out, int in, int k, float* wf);
 
 // yp[o][q] for o < out, q < g.out_len(): sum over c < g.channels and taps t of
-// wt[c][t][o] * xp[c][q + offset(t)]. xp is pad_planes() output of geometry g.
+// wt[c][t][o] * xp[c * channel_stride + q + offset(t)]. xp is pad_planes() output for g.
 void forward(const float* xp, const Geometry& g, const float* wt, int out, float* yp);
 
-// lanes[o][c][t][16] += 16 partial sums of dyp[o][q] * xp[c][q + offset(t)] over q: the weight
+// lanes[o][c][t][16] += 16 partial sums of dyq[o][q] * xp[c][q + offset(t)] over q: the weight
 // gradient before its lanes are added up (reduce_lanes), so that adding up happens once per
-// batch rather than once per image. dyp points at a padded plane of dy shifted to q = 0
-// (pad_planes(dy) + pad * row + pad), so positions past a row end read zero borders.
-void weight_grad_lanes(const float* dyp, const Geometry& out_g, const float* xp,
-                       const Geometry& in_g, float* lanes);
+// batch rather than once per image. dyq = prepare_dy(); g is the convolution's input geometry.
+void weight_grad_lanes(const float* dyq, int out_channels, const float* xp, const Geometry& g,
+                       float* lanes);
 // dw[i] = (accumulate ? dw[i] : 0) + the sum of lanes[p][i * 16 + l] over the 16 lanes l and
 // the `parts` buffers p (one per thread), for i < n.
 void reduce_lanes(const float* const* lanes, int parts, std::size_t n, bool accumulate, float* dw);

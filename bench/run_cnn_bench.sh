@@ -30,12 +30,9 @@ csv_args=()
 
 # lbt: OpenBLAS must detect the CPU itself (the image presets OPENBLAS_CORETYPE=Haswell).
 lbt="env -u OPENBLAS_CORETYPE $(printf %q "$build/bench/bench_cnn_step")"
-# PyTorch, best configuration: AVX-512 OpenMP OpenBLAS, malloc that keeps freed memory.
-best="env -u OPENBLAS_CORETYPE LD_LIBRARY_PATH=/usr/lib/x86_64-linux-gnu/openblas-openmp"
-best+=" GLIBC_TUNABLES=glibc.malloc.hugetlb=1:glibc.malloc.mmap_threshold=33554432:glibc.malloc.trim_threshold=1073741824"
-best+=" /usr/bin/python3 bench/reference/torch_cnn.py --label torch_best"
-# PyTorch, default configuration: the machine's environment as it is.
-default="/usr/bin/python3 bench/reference/torch_cnn.py --label torch_default"
+source bench/reference/torch_env.sh
+best="$torch_best bench/reference/torch_cnn.py --label torch_best"
+default="$torch_default bench/reference/torch_cnn.py --label torch_default"
 
 /usr/bin/python3 bench/side_by_side.py --impl lbt "$lbt" --impl torch_best "$best" \
   --impl torch_default "$default" \

@@ -31,7 +31,7 @@ Conv2d::Conv2d(Shape3 in, Conv2dOptions options, InitScheme init)
             conv_direct::supports(static_cast<int>(opt_.kernel), static_cast<int>(opt_.stride),
                                   static_cast<int>(opt_.padding), static_cast<int>(opt_.out_channels),
                                   static_cast<int>(in_.h), static_cast<int>(in_.w));
-  dw_lanes_ = planes_ && opt_.kernel == 3 && out_.h * out_.w >= 256;
+  dw_lanes_ = planes_ && opt_.kernel == 3 && out_.h * out_.w >= 256 && out_.c * rows_ <= 16384;
 }
 
 std::string Conv2d::describe() const {

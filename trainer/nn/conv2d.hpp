@@ -63,9 +63,9 @@ class Conv2d final : public Layer {
   float *w_ = nullptr, *b_ = nullptr, *dw_ = nullptr, *db_ = nullptr;
   std::vector<AlignedBuffer> col_, dcol_, dw_part_;  // per thread (im2col path)
   // Direct path: weights rearranged each step; per thread padded input, output and dy planes
-  // and weight-gradient lanes. The weight gradient goes through the lanes only for 3x3 kernels
-  // on planes of at least 16x16: on smaller planes, and for 5x5 (whose 25 taps leave one
-  // channel per pass, a load per multiply-add), im2col + GEMM measured faster.
+  // and weight-gradient lanes (16 floats per weight). The weight gradient goes through the lanes
+  // only for 3x3 kernels with outputs of at least 16x16 and at most 16K weights (lanes within a
+  // 1 MiB L2): on smaller planes, for 5x5 and for larger layers im2col + GEMM measured faster.
   bool planes_ = false, dw_lanes_ = false;
   AlignedBuffer w_forward_, w_input_grad_;
   struct PlaneWorkspace {

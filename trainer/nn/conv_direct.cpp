@@ -58,8 +58,10 @@ void forward_k(const float* xp, const Geometry& g, const float* wt, int out, flo
   }
 }
 
-// CB output channels x K*K taps of one input channel in CB*K*K accumulators of 16 lanes
-// (18 for K = 3, 25 for K = 5: within the 32 vector registers).
+// One input channel, CB output channels and one window row u (K taps) at a time: CB*K
+// accumulators of 16 lanes (24 for K = 3 with CB = 8, 20 for K = 5 with CB = 4), fed per 16
+// positions by K plane loads and CB dy loads. Holding a whole K*K window instead left too
+// few registers for the tap addresses (GCC spilled them: a stack load per multiply-add).
 template <int K, int CB>
 void weight_grad_k(const float* dyq, int out_channels, const float* xp, const Geometry& g,
                    float* lanes) {
@@ -68,27 +70,30 @@ void weight_grad_k(const float* dyq, int out_channels, const float* xp, const Ge
   for (int t = 0; t < T; ++t) offset[t] = g.offset(t);
   const std::size_t in_stride = g.channel_stride(), dy_stride = g.dy_stride();
   const std::size_t len = round_up(static_cast<std::size_t>(g.out_h()) * g.row(), 16);
+  const std::size_t lane_stride = static_cast<std::size_t>(g.channels) * T * 16;  // next o
   for (int o0 = 0; o0 < out_channels; o0 += CB) {
+    const float* dy = dyq + static_cast<std::size_t>(o0) * dy_stride;
     for (int c = 0; c < g.channels; ++c) {
-      v16 acc[CB][T];
-      float* lane[CB];
-      for (int b = 0; b < CB; ++b) {
-        lane[b] = lanes + (static_cast<std::size_t>(o0 + b) * g.channels + c) * T * 16;
-        for (int t = 0; t < T; ++t) acc[b][t] = load(lane[b] + t * 16);
-      }
       const float* x = xp + static_cast<std::size_t>(c) * in_stride;
-      for (std::size_t q = 0; q < len; q += 16) {
-        v16 d[CB];
+      for (int u = 0; u < K; ++u) {
+        float* lane = lanes + (static_cast<std::size_t>(o0) * g.channels + c) * T * 16 + u * K * 16;
+        v16 acc[CB][K];
         for (int b = 0; b < CB; ++b)
-          d[b] = load(dyq + static_cast<std::size_t>(o0 + b) * dy_stride + q);
-#pragma GCC unroll 25
-        for (int t = 0; t < T; ++t) {
-          const v16 xv = load(x + q + offset[t]);
-          for (int b = 0; b < CB; ++b) acc[b][t] += d[b] * xv;
+          for (int v = 0; v < K; ++v) acc[b][v] = load(lane + b * lane_stride + v * 16);
+        const float* xt[K];
+        for (int v = 0; v < K; ++v) xt[v] = x + offset[u * K + v];
+        for (std::size_t q = 0; q < len; q += 16) {
+          v16 xv[K];
+          for (int v = 0; v < K; ++v) xv[v] = load(xt[v] + q);
+#pragma GCC unroll 8
+          for (int b = 0; b < CB; ++b) {
+            const v16 d = load(dy + b * dy_stride + q);
+            for (int v = 0; v < K; ++v) acc[b][v] += d * xv[v];
+          }
         }
+        for (int b = 0; b < CB; ++b)
+          for (int v = 0; v < K; ++v) store(lane + b * lane_stride + v * 16, acc[b][v]);
       }
-      for (int b = 0; b < CB; ++b)
-        for (int t = 0; t < T; ++t) store(lane[b] + t * 16, acc[b][t]);
     }
   }
 }
@@ -212,9 +217,9 @@ void forward(const float* xp, const Geometry& g, const float* wt, int out, float
 void weight_grad_lanes(const float* dyq, int out_channels, const float* xp, const Geometry& g,
                        float* lanes) {
   if (g.k == 3)
-    weight_grad_k<3, 2>(dyq, out_channels, xp, g, lanes);
+    weight_grad_k<3, 8>(dyq, out_channels, xp, g, lanes);
   else
-    weight_grad_k<5, 1>(dyq, out_channels, xp, g, lanes);
+    weight_grad_k<5, 4>(dyq, out_channels, xp, g, lanes);
 }
 
 void reduce_lanes(const float* const* lanes, int parts, std::size_t n, bool accumulate, float* dw) {

@@ -221,7 +221,8 @@ ScalingRow read_scaling_run(const fs::path& run_dir) {
   const auto& first = lines.front();
   const auto& last = lines.back();
   const double examples = static_cast<double>(last.at("step").get<std::int64_t>() -
-                                              first.at("step").get<std::int64_t>()) * row.global_batch;
+                                              first.at("step").get<std::int64_t>()) *
+                          row.global_batch;
   const double seconds = last.at("wall_time").get<double>() - first.at("wall_time").get<double>();
   row.samples_per_s = examples / std::max(seconds, 1e-9);
   row.epoch_time_s = static_cast<double>(steps_per_epoch * row.global_batch) / row.samples_per_s;
@@ -235,7 +236,8 @@ std::vector<ScalingSummary> run_scaling(const ScalingOptions& o) {
       throw ConfigError("--workers must be ascending counts >= 1", "e.g. --workers 1,2,4");
     }
   }
-  if (o.steps < 2) throw ConfigError("--steps must be >= 2, got " + std::to_string(o.steps), "e.g. --steps 200");
+  if (o.steps < 2)
+    throw ConfigError("--steps must be >= 2, got " + std::to_string(o.steps), "e.g. --steps 200");
   if (o.repeats < 1) {
     throw ConfigError("--repeats must be >= 1, got " + std::to_string(o.repeats),
                       "e.g. --repeats 3: each repeat runs every worker count once, and the "
@@ -254,8 +256,10 @@ std::vector<ScalingSummary> run_scaling(const ScalingOptions& o) {
       o.config.c_str(), worker_list.c_str(), static_cast<long long>(o.steps),
       o.weak ? "weak" : "strong", o.repeats, cores);
   if (o.workers.back() > cores) {
-    std::printf("warning: %d workers on %d cores: ranks beyond %d share cores (oversubscribed), so "
-                "their times measure contention, not scaling\n", o.workers.back(), cores, cores);
+    std::printf(
+        "warning: %d workers on %d cores: ranks beyond %d share cores (oversubscribed), so "
+        "their times measure contention, not scaling\n",
+        o.workers.back(), cores, cores);
   }
   fs::create_directories(o.out);
 
@@ -335,7 +339,8 @@ std::vector<ScalingSummary> run_scaling(const ScalingOptions& o) {
                   join_command(plot).c_str(), tail(plot_log, 800).c_str());
     }
   } else {
-    std::printf("warning: no plot script at '%s'; scaling.csv is complete\n", o.plot_script.c_str());
+    std::printf("warning: no plot script at '%s'; scaling.csv is complete\n",
+                o.plot_script.c_str());
   }
   return rows;
 }

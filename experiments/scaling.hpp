@@ -13,19 +13,20 @@
 namespace lbt::experiments {
 
 struct ScalingOptions {
-  std::filesystem::path config;       // the TOML config every run uses
-  std::vector<std::string> sets;      // --set overrides passed on to each run
-  std::vector<int> workers;           // e.g. {1, 2, 4}; ascending, each >= 1
-  std::int64_t steps = 200;           // optimizer steps per run (the throughput window)
-  int repeats = 3;                    // times the whole worker list runs (interleaved)
-  bool weak = false;                  // false: same global batch at every K (strong scaling);
-                                      // true: global batch = K x the config's (same micro-batch)
-  std::filesystem::path out;          // study directory: workers-K/repeat-R/ runs, CSVs, plots
-  std::filesystem::path lbt;          // the lbt executable to launch
+  std::filesystem::path config;   // the TOML config every run uses
+  std::vector<std::string> sets;  // --set overrides passed on to each run
+  std::vector<int> workers;       // e.g. {1, 2, 4}; ascending, each >= 1
+  std::int64_t steps = 200;       // optimizer steps per run (the throughput window)
+  int repeats = 3;                // times the whole worker list runs (interleaved)
+  bool weak = false;              // false: same global batch at every K (strong scaling);
+                                  // true: global batch = K x the config's (same micro-batch)
+  std::filesystem::path out;      // study directory: workers-K/repeat-R/ runs, CSVs, plots
+  std::filesystem::path lbt;      // the lbt executable to launch
   std::string mpirun = "mpirun";
-  std::vector<std::string> mpirun_args;  // extra, e.g. {"--mca", "btl_vader_single_copy_mechanism", "none"}
-  std::filesystem::path plot_script;  // python script taking CSV OUTDIR (skipped if empty/missing)
-  std::vector<std::string> plot_args; // arguments before CSV OUTDIR, e.g. {"scaling"}
+  std::vector<std::string>
+      mpirun_args;  // extra, e.g. {"--mca", "btl_vader_single_copy_mechanism", "none"}
+  std::filesystem::path plot_script;   // python script taking CSV OUTDIR (skipped if empty/missing)
+  std::vector<std::string> plot_args;  // arguments before CSV OUTDIR, e.g. {"scaling"}
   std::string python = "/usr/bin/python3";
 };
 

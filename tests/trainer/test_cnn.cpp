@@ -27,7 +27,6 @@ using lbt::test::normal_vector;
 
 namespace {
 
-
 constexpr double kStep = 1e-2;
 constexpr double kTolerance = 3e-3;
 
@@ -102,7 +101,8 @@ void check_layer(nn::Layer& layer, std::int64_t batch,
     bool kinked = false;
     for (auto& [name, r] : results) kinked = kinked || r.kinked;
     if (kinks && kinked) continue;
-    BOOST_TEST_CONTEXT(layer.describe() << (train ? " train" : " eval") << ", input seed " << seed) {
+    BOOST_TEST_CONTEXT(layer.describe()
+                       << (train ? " train" : " eval") << ", input seed " << seed) {
       for (auto& [name, k] : results) {
         BOOST_CHECK_MESSAGE(k.r.max_error < kTolerance,
                             name << "[" << k.r.worst_index << "]: analytic " << k.r.worst_analytic
@@ -127,7 +127,8 @@ void check_layer(nn::Layer& layer, std::int64_t batch,
 
 void check_layer(nn::Layer& layer, std::int64_t batch, std::vector<float> x, bool train,
                  double step = kStep) {
-  check_layer(layer, batch, [&](std::uint64_t) { return x; }, train, step, false);
+  check_layer(
+      layer, batch, [&](std::uint64_t) { return x; }, train, step, false);
 }
 
 // Distinct values spaced 0.05 apart, shuffled: no ties and no near-ties for max pooling.
@@ -143,7 +144,10 @@ std::vector<float> distinct_values(std::size_t n, std::uint64_t seed) {
 BOOST_AUTO_TEST_SUITE(image_layers)
 
 BOOST_AUTO_TEST_CASE(conv2d_gradients_match_finite_differences_with_stride_and_padding) {
-  struct Case { nn::Shape3 in; nn::Conv2dOptions opt; };
+  struct Case {
+    nn::Shape3 in;
+    nn::Conv2dOptions opt;
+  };
   const Case cases[] = {
       {{2, 5, 5}, {.out_channels = 3, .kernel = 3, .stride = 1, .padding = 1, .bias = true}},
       {{2, 7, 6}, {.out_channels = 3, .kernel = 3, .stride = 2, .padding = 1, .bias = false}},
@@ -165,7 +169,8 @@ BOOST_AUTO_TEST_CASE(conv2d_gradients_match_finite_differences_with_stride_and_p
 BOOST_AUTO_TEST_CASE(conv2d_matches_a_direct_convolution_written_out) {
   // y[o][i][j] = b[o] + sum_{c,u,v} W[o][c][u][v] x[c][i*s - p + u][j*s - p + v]
   const nn::Shape3 in{2, 5, 4};
-  nn::Conv2d conv(in, {.out_channels = 3, .kernel = 3, .stride = 2, .padding = 1}, nn::InitScheme::kHe);
+  nn::Conv2d conv(in, {.out_channels = 3, .kernel = 3, .stride = 2, .padding = 1},
+                  nn::InitScheme::kHe);
   ParameterStore store;
   conv.register_params(store, "c");
   store.allocate();
@@ -190,11 +195,13 @@ BOOST_AUTO_TEST_CASE(conv2d_matches_a_direct_convolution_written_out) {
               for (int v = 0; v < 3; ++v) {
                 const int r = i * 2 - 1 + u, q = j * 2 - 1 + v;
                 if (r < 0 || r >= in.h || q < 0 || q >= in.w) continue;
-                s += W[((o * 2 + c) * 3 + u) * 3 + v] * x[n * in.size() + (c * in.h + r) * in.w + q];
+                s +=
+                    W[((o * 2 + c) * 3 + u) * 3 + v] * x[n * in.size() + (c * in.h + r) * in.w + q];
               }
           const float got = y[n * out.size() + (o * out.h + i) * out.w + j];
-          BOOST_CHECK_MESSAGE(std::abs(got - s) < 1e-4 + 1e-4 * std::abs(s),
-                              "y[" << n << "," << o << "," << i << "," << j << "] " << got << " vs " << s);
+          BOOST_CHECK_MESSAGE(
+              std::abs(got - s) < 1e-4 + 1e-4 * std::abs(s),
+              "y[" << n << "," << o << "," << i << "," << j << "] " << got << " vs " << s);
         }
 }
 
@@ -246,7 +253,7 @@ BOOST_AUTO_TEST_CASE(batch_norm_train_mode_matches_hand_computed_values_and_upda
     const double want = 2.0 * (x[i] - 4.0) * inv_std + 0.5;
     BOOST_CHECK_MESSAGE(std::abs(y[i] - want) < 1e-5, "y[" << i << "] " << y[i] << " vs " << want);
   }
-  BOOST_TEST(std::abs(bn.running_mean()[0] - 0.4) < 1e-6);                    // 0.9 * 0 + 0.1 * 4
+  BOOST_TEST(std::abs(bn.running_mean()[0] - 0.4) < 1e-6);                      // 0.9 * 0 + 0.1 * 4
   BOOST_TEST(std::abs(bn.running_var()[0] - (0.9 + 0.1 * 20.0 / 3.0)) < 1e-6);  // unbiased var
   BOOST_TEST(bn.buffers().size() == 2u);
 }
@@ -346,7 +353,8 @@ BOOST_AUTO_TEST_CASE(image_model_spec_errors_name_both_shapes) {
     BOOST_TEST(what.find("[784]") != std::string::npos);
     BOOST_TEST(what.find("[1, 28, 28]") != std::string::npos);
   }
-  BOOST_CHECK_THROW(nn::Model::from_spec("resnet:8", nn::InitScheme::kHe, {3, 30, 30}), ConfigError);
+  BOOST_CHECK_THROW(nn::Model::from_spec("resnet:8", nn::InitScheme::kHe, {3, 30, 30}),
+                    ConfigError);
 }
 
 BOOST_AUTO_TEST_CASE(small_resnet_gradients_match_finite_differences) {
@@ -379,8 +387,9 @@ BOOST_AUTO_TEST_CASE(small_resnet_gradients_match_finite_differences) {
     }
     if (kinked) continue;
     for (auto& [name, k] : results) {
-      BOOST_CHECK_MESSAGE(k.r.max_error < 1e-2, name << "[" << k.r.worst_index << "]: "
-                                                     << k.r.worst_analytic << " vs " << k.r.worst_numeric);
+      BOOST_CHECK_MESSAGE(k.r.max_error < 1e-2, name << "[" << k.r.worst_index
+                                                     << "]: " << k.r.worst_analytic << " vs "
+                                                     << k.r.worst_numeric);
     }
     break;
   }

@@ -27,10 +27,11 @@ Conv2d::Conv2d(Shape3 in, Conv2dOptions options, InitScheme init)
                       "the image must be at least kernel - 2 x padding pixels on each side");
   }
   rows_ = in_.c * opt_.kernel * opt_.kernel;
-  planes_ = opt_.allow_direct &&
-            conv_direct::supports(static_cast<int>(opt_.kernel), static_cast<int>(opt_.stride),
-                                  static_cast<int>(opt_.padding), static_cast<int>(opt_.out_channels),
-                                  static_cast<int>(in_.h), static_cast<int>(in_.w));
+  planes_ =
+      opt_.allow_direct &&
+      conv_direct::supports(static_cast<int>(opt_.kernel), static_cast<int>(opt_.stride),
+                            static_cast<int>(opt_.padding), static_cast<int>(opt_.out_channels),
+                            static_cast<int>(in_.h), static_cast<int>(in_.w));
   dw_lanes_ = planes_ && opt_.kernel == 3 && out_.h * out_.w >= 256 && out_.c * rows_ <= 16384;
 }
 
@@ -41,8 +42,10 @@ std::string Conv2d::describe() const {
 }
 
 void Conv2d::register_params(ParameterStore& store, const std::string& prefix) {
-  w_segment_ = store.add(prefix + ".weight", static_cast<std::size_t>(out_.c * rows_), ParamKind::kWeight);
-  if (opt_.bias) b_segment_ = store.add(prefix + ".bias", static_cast<std::size_t>(out_.c), ParamKind::kBias);
+  w_segment_ =
+      store.add(prefix + ".weight", static_cast<std::size_t>(out_.c * rows_), ParamKind::kWeight);
+  if (opt_.bias)
+    b_segment_ = store.add(prefix + ".bias", static_cast<std::size_t>(out_.c), ParamKind::kBias);
 }
 
 void Conv2d::bind(ParameterStore& store) {
@@ -72,12 +75,15 @@ void Conv2d::init(Rng& rng) {
 
 void Conv2d::valid_columns(std::int64_t kj, std::int64_t& lo, std::int64_t& hi) const {
   // Output columns ow whose input column ow*S - P + kj lies inside [0, W): [lo, hi).
-  const std::int64_t S = opt_.stride, first = opt_.padding - kj, last = in_.w - 1 + opt_.padding - kj;
+  const std::int64_t S = opt_.stride, first = opt_.padding - kj,
+                     last = in_.w - 1 + opt_.padding - kj;
   lo = first <= 0 ? 0 : std::min(out_.w, (first + S - 1) / S);
   hi = last < 0 ? lo : std::max(lo, std::min(out_.w, last / S + 1));
 }
 
-bool Conv2d::pointwise() const { return opt_.kernel == 1 && opt_.stride == 1 && opt_.padding == 0; }
+bool Conv2d::pointwise() const {
+  return opt_.kernel == 1 && opt_.stride == 1 && opt_.padding == 0;
+}
 
 float* Conv2d::workspace(int thread, std::size_t size) {
   // Sized on first use and reused: no allocation (and no page faults) in later steps.
@@ -151,14 +157,17 @@ conv_direct::Geometry Conv2d::plane_geometry() const {
 }
 
 int Conv2d::threads_for(std::int64_t batch) const {
-  return omp_in_parallel() ? 1 : static_cast<int>(std::min<std::int64_t>(omp_get_max_threads(), batch));
+  return omp_in_parallel() ? 1
+                           : static_cast<int>(std::min<std::int64_t>(omp_get_max_threads(), batch));
 }
 
 void Conv2d::forward(const float* x, float* y, std::int64_t batch, bool) {
   if (planes_) return forward_planes(x, y, batch);
   const int threads = threads_for(batch);
-  if (col_.size() < static_cast<std::size_t>(threads)) col_.resize(static_cast<std::size_t>(threads));
-  const int M = static_cast<int>(out_.c), N = static_cast<int>(out_.plane()), K = static_cast<int>(rows_);
+  if (col_.size() < static_cast<std::size_t>(threads))
+    col_.resize(static_cast<std::size_t>(threads));
+  const int M = static_cast<int>(out_.c), N = static_cast<int>(out_.plane()),
+            K = static_cast<int>(rows_);
   const std::size_t col_size = static_cast<std::size_t>(rows_ * out_.plane());
   if (!pointwise()) {
     for (int t = 0; t < threads; ++t) workspace(t, col_size);
@@ -174,7 +183,9 @@ void Conv2d::forward(const float* x, float* y, std::int64_t batch, bool) {
       col = ws;
     }
     if (b_) {
-      for (int o = 0; o < M; ++o) std::fill(yn + static_cast<std::ptrdiff_t>(o) * N, yn + static_cast<std::ptrdiff_t>(o + 1) * N, b_[o]);
+      for (int o = 0; o < M; ++o)
+        std::fill(yn + static_cast<std::ptrdiff_t>(o) * N,
+                  yn + static_cast<std::ptrdiff_t>(o + 1) * N, b_[o]);
     }
     sgemm(false, false, M, N, K, 1.0f, w_, K, col, N, b_ ? 1.0f : 0.0f, yn, N);
   }
@@ -187,11 +198,14 @@ void Conv2d::forward_planes(const float* x, float* y, std::int64_t batch) {
   out_g.channels = static_cast<int>(out_.c);
   w_forward_.resize(static_cast<std::size_t>(out_.c * rows_));
   conv_direct::arrange_forward(w_, out_g.channels, in_g.channels, in_g.k, w_forward_.data());
-  if (plane_ws_.size() < static_cast<std::size_t>(threads)) plane_ws_.resize(static_cast<std::size_t>(threads));
+  if (plane_ws_.size() < static_cast<std::size_t>(threads))
+    plane_ws_.resize(static_cast<std::size_t>(threads));
   for (int t = 0; t < threads; ++t) {
     PlaneWorkspace& ws = plane_ws_[static_cast<std::size_t>(t)];
-    if (ws.x.size() < in_g.channels * in_g.channel_stride()) ws.x.resize(in_g.channels * in_g.channel_stride());
-    if (ws.out.size() < out_g.channels * out_g.out_len()) ws.out.resize(out_g.channels * out_g.out_len());
+    if (ws.x.size() < in_g.channels * in_g.channel_stride())
+      ws.x.resize(in_g.channels * in_g.channel_stride());
+    if (ws.out.size() < out_g.channels * out_g.out_len())
+      ws.out.resize(out_g.channels * out_g.out_len());
   }
 #pragma omp parallel for schedule(static) num_threads(threads) if (threads > 1)
   for (std::int64_t n = 0; n < batch; ++n) {

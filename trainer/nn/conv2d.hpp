@@ -9,8 +9,8 @@
 #include <vector>
 
 #include "core/tensor.hpp"
-#include "trainer/nn/layer.hpp"
 #include "trainer/nn/conv_direct.hpp"
+#include "trainer/nn/layer.hpp"
 #include "trainer/nn/linear.hpp"
 #include "trainer/nn/shape.hpp"
 
@@ -18,7 +18,7 @@ namespace lbt::nn {
 
 struct Conv2dOptions {
   std::int64_t out_channels = 0, kernel = 3, stride = 1, padding = 0;
-  bool bias = true;  // off before BatchNorm, whose shift makes a bias redundant
+  bool bias = true;          // off before BatchNorm, whose shift makes a bias redundant
   bool allow_direct = true;  // false: always im2col + GEMM (tests compare the two paths)
 };
 
@@ -35,8 +35,8 @@ class Conv2d final : public Layer {
   void init(Rng& rng) override;
   // x: [batch, in_c, in_h, in_w] -> y: [batch, out_c, out_h, out_w]
   void forward(const float* x, float* y, std::int64_t batch, bool train) override;
-  void backward(const float* x, const float* y, const float* dy, float* dx,
-                std::int64_t batch, bool accumulate) override;
+  void backward(const float* x, const float* y, const float* dy, float* dx, std::int64_t batch,
+                bool accumulate) override;
 
   Shape3 in_shape() const { return in_; }
   Shape3 out_shape() const { return out_; }

@@ -11,6 +11,7 @@
 #include "trainer/nn/linear.hpp"
 #include "trainer/nn/loss.hpp"
 #include "trainer/nn/model.hpp"
+#include "trainer/nn/pool.hpp"
 #include "trainer/nn/relu.hpp"
 
 using namespace lbt;
@@ -18,7 +19,6 @@ using lbt::test::check_gradient;
 using lbt::test::normal_vector;
 
 namespace {
-
 
 // Float parameters with loss sums in double: the step is large enough that float rounding of
 // the perturbed inputs stays far below the O(step^2) truncation error of central differences.
@@ -62,10 +62,13 @@ BOOST_AUTO_TEST_CASE(cross_entropy_gradient_matches_finite_differences) {
   std::int32_t labels[B] = {0, 3, 2};
   std::vector<float> d(B * C);
   nn::softmax_cross_entropy(logits.data(), labels, B, C, d.data(), 1.0f, nullptr);
-  auto f = [&] { return nn::softmax_cross_entropy(logits.data(), labels, B, C, nullptr, 1.0f, nullptr); };
+  auto f = [&] {
+    return nn::softmax_cross_entropy(logits.data(), labels, B, C, nullptr, 1.0f, nullptr);
+  };
   auto r = check_gradient(logits.data(), logits.size(), f, d.data(), kStep);
-  BOOST_CHECK_MESSAGE(r.max_error < kTolerance, "logit " << r.worst_index << ": " << r.worst_analytic
-                                                         << " vs " << r.worst_numeric);
+  BOOST_CHECK_MESSAGE(r.max_error < kTolerance, "logit " << r.worst_index << ": "
+                                                         << r.worst_analytic << " vs "
+                                                         << r.worst_numeric);
 }
 
 // Checks d(loss)/d(params) and d(loss)/d(input) of a whole model against finite differences,
@@ -117,7 +120,8 @@ BOOST_AUTO_TEST_CASE(linear_layer_gradients_match_finite_differences) {
   // Non-zero biases so their gradient path is exercised with a non-trivial forward.
   for (const Segment& s : model->store().segments()) {
     if (s.kind == ParamKind::kBias) {
-      for (std::size_t i = 0; i < s.size; ++i) model->store().params()[s.offset + i] = 0.1f * (i + 1);
+      for (std::size_t i = 0; i < s.size; ++i)
+        model->store().params()[s.offset + i] = 0.1f * (i + 1);
     }
   }
   check_model_gradients(*model, 4);
@@ -178,6 +182,24 @@ BOOST_AUTO_TEST_CASE(he_init_has_the_expected_variance) {
   for (std::size_t i = 0; i < w.size; ++i) sq += std::pow(model->store().params()[w.offset + i], 2);
   // He: Var = 2 / fan_in = 0.005; 120k samples -> relative standard error ~0.4%.
   BOOST_TEST(sq / w.size == 2.0 / 400, boost::test_tools::tolerance(0.03));
+}
+
+BOOST_AUTO_TEST_CASE(max_pool_ties_send_the_gradient_to_the_first_maximum) {
+  // 2x2 windows of a [1, 3, 5] image (odd sizes: the last row and column are in no window).
+  // Window 0 = {1, 1, 1, 0}: the first 1 wins; window 1 = {3, 2, 3, 3}: the first 3 wins.
+  nn::MaxPool2d pool({1, 3, 5}, 2, 2);
+  const std::vector<float> x = {1, 1, 3, 2, 9,  //
+                                1, 0, 3, 3, 9,  //
+                                9, 9, 9, 9, 9};
+  std::vector<float> y(2), dx(x.size(), -1.0f);
+  const std::vector<float> dy = {10, 20};
+  pool.forward(x.data(), y.data(), 1, true);
+  BOOST_TEST(y == (std::vector<float>{1, 3}), boost::test_tools::per_element());
+  pool.backward(x.data(), y.data(), dy.data(), dx.data(), 1, false);
+  const std::vector<float> want = {10, 0, 20, 0, 0,  //
+                                   0,  0, 0,  0, 0,  //
+                                   0,  0, 0,  0, 0};
+  BOOST_TEST(dx == want, boost::test_tools::per_element());
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -1,7 +1,9 @@
 // Optimizer step time over flat buffers (SGD momentum, AdamW, LARS, LAMB; fused and reference)
 // as effective memory bandwidth, next to a parallel memcpy and a STREAM triad (McCalpin) of the
-// same array size measured in the same run. Bytes follow STREAM counting: each array an
-// algorithm must read counts once, each it must write once (SGD/LARS 5 x 4N, AdamW/LAMB 7 x 4N).
+// same array size measured in the same run, and as "%copy paired": the kernel's bandwidth over
+// a memcpy timed just before it in each repetition (median [min-max] over repetitions). Bytes
+// follow STREAM counting: each array an algorithm must read counts once, each it must write once
+// (SGD/LARS 5 x 4N, AdamW/LAMB 7 x 4N).
 // Usage: optim_step [--sizes 1000000,10000000,100000000] [--threads 2] [--reps 7] [--segments 10]
 //                   [--reference-max 10000000]
 #include <omp.h>
@@ -39,11 +41,43 @@ Timing time_it(F&& f, int reps) {
   return {t[t.size() / 2], t.front(), t.back()};
 }
 
-void row(const char* what, std::size_t n, double bytes, Timing t, double copy_bw, double triad_bw) {
+// Kernel bandwidth over memcpy bandwidth with the two timed back to back in each repetition,
+// median [min-max] over repetitions: on a shared machine a memcpy timed seconds apart from the
+// kernel may have run under a different load (the 1M memcpy median alone swung 0.045-0.11 ms).
+struct PairedRatio {
+  double median = 0, min = 0, max = 0;
+};
+
+template <class Copy, class Kernel>
+PairedRatio paired_ratio(Copy&& copy, Kernel&& kernel, double copy_bytes, double kernel_bytes,
+                         int reps) {
+  copy();
+  kernel();
+  std::vector<double> ratios;
+  for (int r = 0; r < reps; ++r) {
+    auto t0 = Clock::now();
+    copy();
+    auto t1 = Clock::now();
+    kernel();
+    auto t2 = Clock::now();
+    const double copy_s = std::chrono::duration<double>(t1 - t0).count();
+    const double kernel_s = std::chrono::duration<double>(t2 - t1).count();
+    ratios.push_back((kernel_bytes / kernel_s) / (copy_bytes / copy_s));
+  }
+  std::sort(ratios.begin(), ratios.end());
+  return {ratios[ratios.size() / 2], ratios.front(), ratios.back()};
+}
+
+void row(const char* what, std::size_t n, double bytes, Timing t, double copy_bw, double triad_bw,
+         const PairedRatio* paired = nullptr) {
   const double bw = bytes / t.median / 1e9;
-  std::printf("| %-16s | %9zu | %8.3f [%.3f-%.3f] | %6.1f [%5.1f-%5.1f] | %4.0f%% | %4.0f%% |\n", what, n,
+  std::printf("| %-16s | %9zu | %8.3f [%.3f-%.3f] | %6.1f [%5.1f-%5.1f] | %4.0f%% | %4.0f%% |", what, n,
               t.median * 1e3, t.min * 1e3, t.max * 1e3, bw, bytes / t.max / 1e9, bytes / t.min / 1e9,
               100 * bw / copy_bw, 100 * bw / triad_bw);
+  if (paired)
+    std::printf(" %4.0f%% [%3.0f-%3.0f] |\n", 100 * paired->median, 100 * paired->min, 100 * paired->max);
+  else
+    std::printf("                  |\n");
 }
 
 std::vector<std::size_t> parse_sizes(const std::string& s) {
@@ -75,8 +109,8 @@ int main(int argc, char** argv) {
   }
   set_num_threads(threads);
   std::printf("threads=%d reps=%d (median [min-max] after 1 warm-up) segments=%d\n\n", threads, reps, num_segments);
-  std::printf("| kernel           |    params | ms/step               | GB/s [min-max]       | %%copy | %%triad |\n");
-  std::printf("|------------------|-----------|-----------------------|----------------------|-------|--------|\n");
+  std::printf("| kernel           |    params | ms/step               | GB/s [min-max]       | %%copy | %%triad | %%copy paired     |\n");
+  std::printf("|------------------|-----------|-----------------------|----------------------|-------|--------|------------------|\n");
   const std::vector<std::pair<std::string, double>> optimizers = {
       {"momentum", 5}, {"adamw", 7}, {"lars", 5}, {"lamb", 7}};
   for (std::size_t n : sizes) {
@@ -96,14 +130,15 @@ int main(int argc, char** argv) {
     const float* b = params.data();
     const float* c = grads.data();
     float* out = a.data();
-    Timing copy = time_it([&] {
+    auto do_copy = [&] {
 #pragma omp parallel
       {
         const std::size_t t = omp_get_thread_num(), T = omp_get_num_threads();
         const std::size_t lo = n * t / T, hi = n * (t + 1) / T;
         std::memcpy(out + lo, b + lo, (hi - lo) * sizeof(float));
       }
-    }, reps);
+    };
+    Timing copy = time_it(do_copy, reps);
     Timing triad = time_it([&] {
 #pragma omp parallel for simd schedule(static)
       for (std::ptrdiff_t i = 0; i < std::ptrdiff_t(n); ++i) out[i] = b[i] + 0.5f * c[i];
@@ -117,9 +152,12 @@ int main(int argc, char** argv) {
         Config config = Config::from_string("[optimizer]\nname='" + name + "'\n");
         auto opt = reference ? optim::reference::make_reference_optimizer(config, n) : optim::make_optimizer(config, n);
         std::int64_t step = 0;
-        Timing t = time_it([&] { opt->step({params.span(), grads.span(), segments, 1e-4, step++}); },
-                           reference ? std::max(3, reps / 2) : reps);
-        row((name + (reference ? " (ref)" : " (fused)")).c_str(), n, 4.0 * arrays * n, t, copy_bw, triad_bw);
+        auto do_step = [&] { opt->step({params.span(), grads.span(), segments, 1e-4, step++}); };
+        const int kernel_reps = reference ? std::max(3, reps / 2) : reps;
+        Timing t = time_it(do_step, kernel_reps);
+        const PairedRatio paired = paired_ratio(do_copy, do_step, 8.0 * n, 4.0 * arrays * n, kernel_reps);
+        row((name + (reference ? " (ref)" : " (fused)")).c_str(), n, 4.0 * arrays * n, t, copy_bw, triad_bw,
+            &paired);
       }
     }
   }

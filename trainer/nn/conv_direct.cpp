@@ -1,4 +1,4 @@
-// Direct "same" convolution over padded planes; see conv_direct.hpp.
+// Direct convolution over padded (or phase) planes; see conv_direct.hpp.
 #include "trainer/nn/conv_direct.hpp"
 
 #include <algorithm>

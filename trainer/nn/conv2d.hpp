@@ -53,7 +53,7 @@ class Conv2d final : public Layer {
   conv_direct::Geometry plane_geometry() const;  // the direct path's view of the input
   void forward_planes(const float* x, float* y, std::int64_t batch);
   // Sizes the per-thread workspaces one backward call needs (conv2d_backward.cpp).
-  void reserve_backward(int threads, bool dx_planes, bool need_col, bool dx);
+  void reserve_backward(int threads, bool dx_direct, bool need_col, bool dx);
 
   Shape3 in_, out_;
   Conv2dOptions opt_;

@@ -3,8 +3,8 @@
 //                                   dy_n[out_c, HWo] col^T with col = im2col(x_n) (a GEMM)
 //   db (+)= row sums of dy_n
 //   dx_n = W^T dy_n                 the direct kernel over dy_n's padded planes with W flipped
-//                                   (stride 1, in_c a multiple of 8), else dcol = W^T dy_n and
-//                                   col2im(dcol)
+//                                   (stride 1) or per input phase (stride 2), when in_c is a
+//                                   multiple of 8; else dcol = W^T dy_n and col2im(dcol)
 // Each thread sums into its own partials; they are added up after the loop. The column matrix
 // is recomputed here rather than stored by the forward: storing it would cost batch x rows x
 // HWo floats (300 MB for the simple CNN at batch 512) for a cheap copy.
@@ -18,7 +18,7 @@
 
 namespace lbt::nn {
 
-void Conv2d::reserve_backward(int threads, bool dx_planes, bool need_col, bool dx) {
+void Conv2d::reserve_backward(int threads, bool dx_direct, bool need_col, bool dx) {
   const auto T = static_cast<std::size_t>(threads);
   const std::size_t col_size = static_cast<std::size_t>(rows_ * out_.plane());
   const std::size_t wsize = static_cast<std::size_t>(out_.c * rows_), bsize = b_ ? out_.c : 0;
@@ -29,15 +29,20 @@ void Conv2d::reserve_backward(int threads, bool dx_planes, bool need_col, bool d
   const conv_direct::Geometry in_g = plane_geometry();
   for (std::size_t t = 0; t < T; ++t) {
     if (need_col) workspace(static_cast<int>(t), col_size);
-    if (dx && !dx_planes && !pointwise() && dcol_[t].size() < col_size) dcol_[t].resize(col_size);
+    if (dx && !dx_direct && !pointwise() && dcol_[t].size() < col_size) dcol_[t].resize(col_size);
     if (dw_part_[t].size() < wsize + bsize) dw_part_[t].resize(wsize + bsize);
     PlaneWorkspace& ws = plane_ws_[t];
+    const bool dx_planes = dx_direct && opt_.stride == 1;  // reads dy's padded planes
     if ((dw_lanes_ || dx_planes) && ws.dy.size() < out_.c * in_g.dy_stride())
       ws.dy.resize(out_.c * in_g.dy_stride());
     if (dw_lanes_ && ws.x.size() < in_.c * in_g.channel_stride())
       ws.x.resize(in_.c * in_g.channel_stride());
     if (dw_lanes_ && ws.lanes.size() < wsize * 16) ws.lanes.resize(wsize * 16);
-    if (dx_planes && ws.out.size() < in_.c * in_g.out_len()) ws.out.resize(in_.c * in_g.out_len());
+    const std::size_t out_size =
+        !dx_direct  ? 0
+        : dx_planes ? in_.c * in_g.out_len()
+                    : conv_direct::input_grad_stride2_scratch(in_g, static_cast<int>(out_.c));
+    if (ws.out.size() < out_size) ws.out.resize(out_size);
   }
 }
 
@@ -50,14 +55,18 @@ void Conv2d::backward(const float* x, const float*, const float* dy, float* dx, 
   const std::size_t wsize = static_cast<std::size_t>(M) * K,
                     bsize = b_ ? static_cast<std::size_t>(M) : 0;
   // The input gradient runs the forward kernel with in_c as its output channels: blocks of 8.
-  const bool dx_planes = dx && planes_ && opt_.stride == 1 && in_c % 8 == 0;
+  const bool dx_direct = dx && planes_ && in_c % 8 == 0;
+  const bool dx_planes = dx_direct && opt_.stride == 1;
   const bool need_col = !dw_lanes_ && !pointwise();
-  reserve_backward(threads, dx_planes, need_col, dx != nullptr);
+  reserve_backward(threads, dx_direct, need_col, dx != nullptr);
   const conv_direct::Geometry in_g = plane_geometry();
   const conv_direct::Geometry out_g{M, in_g.h, in_g.w, k};  // dy's padded planes (stride 1)
-  if (dx_planes) {
+  if (dx_direct) {
     w_input_grad_.resize(wsize);
-    conv_direct::arrange_input_grad(w_, M, in_c, k, w_input_grad_.data());
+    if (dx_planes)
+      conv_direct::arrange_input_grad(w_, M, in_c, k, w_input_grad_.data());
+    else
+      conv_direct::arrange_input_grad_stride2(w_, M, in_c, w_input_grad_.data());
   }
 #pragma omp parallel num_threads(threads) if (threads > 1)
   {
@@ -101,6 +110,8 @@ void Conv2d::backward(const float* x, const float*, const float* dy, float* dx, 
       if (dx_planes) {
         conv_direct::forward(ws.dy.data(), out_g, w_input_grad_.data(), in_c, ws.out.data());
         conv_direct::unpad_planes(ws.out.data(), in_g, nullptr, dxn);
+      } else if (dx_direct) {
+        conv_direct::input_grad_stride2(dyn, in_g, M, w_input_grad_.data(), ws.out.data(), dxn);
       } else if (pointwise()) {
         sgemm(true, false, K, N, M, 1.0f, w_, K, dyn, N, 0.0f, dxn, N);
       } else {

@@ -25,18 +25,17 @@ std::size_t round_up(std::size_t n, std::size_t m) {
   return (n + m - 1) / m * m;
 }
 
-// 8 output channels x 32 positions in 16 accumulators; per channel and tap, 2 loads of the
-// plane and 8 broadcast weights feed 16 multiply-adds.
-template <int K>
-void forward_k(const float* xp, const Geometry& g, const float* wt, int out, float* yp) {
-  constexpr int T = K * K;
-  std::size_t offset[T];
-  for (int t = 0; t < T; ++t) offset[t] = g.offset(t);
-  const std::size_t stride = g.channel_stride(), len = g.out_len();
+// yp[o][q] = sum over channels c and taps t of wt[c][t][o] * xp[c * stride + q + offset[t]],
+// for o < out (a multiple of 8), q < len (a multiple of 32). 8 output channels x 32 positions
+// in 16 accumulators; per channel and tap, 2 loads of the plane and 8 broadcast weights feed
+// 16 multiply-adds.
+template <int T>
+void forward_taps(const float* xp, int channels, std::size_t stride, const std::size_t* offset,
+                  const float* wt, int out, std::size_t len, float* yp) {
   for (int o0 = 0; o0 < out; o0 += 8) {
     for (std::size_t q0 = 0; q0 < len; q0 += 32) {
       v16 acc[8][2] = {};
-      for (int c = 0; c < g.channels; ++c) {
+      for (int c = 0; c < channels; ++c) {
         const float* x = xp + static_cast<std::size_t>(c) * stride + q0;
         const float* w = wt + static_cast<std::size_t>(c) * T * out + o0;
         for (int t = 0; t < T; ++t) {
@@ -57,6 +56,30 @@ void forward_k(const float* xp, const Geometry& g, const float* wt, int out, flo
     }
   }
 }
+
+// The input gradient of a 3x3 stride-2 padding-1 convolution, one phase (a, b) of the padded
+// input at a time. Padded input pixel (2R + a, 2S + b) received tap (u, v) of output
+// (R - (u - a)/2, S - (v - b)/2) for the taps with u % 2 = a, v % 2 = b: {0, 2} or {1} per
+// axis, so 4, 2, 2 or 1 taps. Over dy planes with one zero row on top and one zero column on
+// the left (rows of out_w + 1, which is also the phase planes' row length), tap (u, v) reads
+// at offset (1 - (u - a)/2) * row + (1 - (v - b)/2): the forward kernel again.
+struct Stride2Phase {
+  int a, b, taps, u[4], v[4];
+};
+constexpr Stride2Phase kStride2Phases[4] = {{0, 0, 4, {0, 0, 2, 2}, {0, 2, 0, 2}},
+                                            {0, 1, 2, {0, 2}, {1, 1}},
+                                            {1, 0, 2, {1, 1}, {0, 2}},
+                                            {1, 1, 1, {1}, {1}}};
+
+struct Stride2Layout {
+  int row, rows;              // dy planes: out_h + 2 rows of out_w + 1
+  std::size_t dy_plane, len;  // floats per dy plane; phase positions computed (rounded to 32)
+  explicit Stride2Layout(const Geometry& g)
+      : row(g.out_w() + 1),
+        rows(g.out_h() + 2),
+        dy_plane(round_up(static_cast<std::size_t>(rows) * row + 32 + 2, 16)),
+        len(round_up(static_cast<std::size_t>(g.out_h() + 1) * row, 32)) {}
+};
 
 // One input channel, CB output channels and one window row u (K taps) at a time: CB*K
 // accumulators of 16 lanes (24 for K = 3 with CB = 8, 20 for K = 5 with CB = 4), fed per 16
@@ -208,10 +231,72 @@ void arrange_input_grad(const float* w, int out, int in, int k, float* wf) {
 }
 
 void forward(const float* xp, const Geometry& g, const float* wt, int out, float* yp) {
+  std::size_t offset[25];
+  for (int t = 0; t < g.k * g.k; ++t) offset[t] = g.offset(t);
   if (g.k == 3)
-    forward_k<3>(xp, g, wt, out, yp);
+    forward_taps<9>(xp, g.channels, g.channel_stride(), offset, wt, out, g.out_len(), yp);
   else
-    forward_k<5>(xp, g, wt, out, yp);
+    forward_taps<25>(xp, g.channels, g.channel_stride(), offset, wt, out, g.out_len(), yp);
+}
+
+void arrange_input_grad_stride2(const float* w, int out, int in, float* wf) {
+  for (const Stride2Phase& ph : kStride2Phases) {
+    for (int o = 0; o < out; ++o)
+      for (int t = 0; t < ph.taps; ++t)
+        for (int c = 0; c < in; ++c)
+          wf[(static_cast<std::size_t>(o) * ph.taps + t) * in + c] =
+              w[(static_cast<std::size_t>(o) * in + c) * 9 + ph.u[t] * 3 + ph.v[t]];
+    wf += static_cast<std::size_t>(out) * ph.taps * in;
+  }
+}
+
+std::size_t input_grad_stride2_scratch(const Geometry& g, int out_channels) {
+  const Stride2Layout l(g);
+  return static_cast<std::size_t>(out_channels) * l.dy_plane +
+         static_cast<std::size_t>(g.channels) * l.len;
+}
+
+LBT_NO_LIBCALL_LOOPS void input_grad_stride2(const float* dy, const Geometry& g, int out_channels,
+                                             const float* wf, float* scratch, float* dx) {
+  const Stride2Layout l(g);
+  const int oh = g.out_h(), ow = g.out_w();
+  float* dyp = scratch;
+  float* phase_out = scratch + static_cast<std::size_t>(out_channels) * l.dy_plane;
+  for (int o = 0; o < out_channels; ++o) {  // dy inside a zero top row and left column
+    float* d = dyp + static_cast<std::size_t>(o) * l.dy_plane;
+    zero_row(d, static_cast<std::int64_t>(l.dy_plane));
+    for (int i = 0; i < oh; ++i)
+      copy_row(d + static_cast<std::size_t>(i + 1) * l.row + 1,
+               dy + (static_cast<std::size_t>(o) * oh + i) * ow, ow);
+  }
+  for (const Stride2Phase& ph : kStride2Phases) {
+    std::size_t offset[4];
+    for (int t = 0; t < ph.taps; ++t)
+      offset[t] =
+          static_cast<std::size_t>(1 - (ph.u[t] - ph.a) / 2) * l.row + (1 - (ph.v[t] - ph.b) / 2);
+    switch (ph.taps) {
+      case 4:
+        forward_taps<4>(dyp, out_channels, l.dy_plane, offset, wf, g.channels, l.len, phase_out);
+        break;
+      case 2:
+        forward_taps<2>(dyp, out_channels, l.dy_plane, offset, wf, g.channels, l.len, phase_out);
+        break;
+      default:
+        forward_taps<1>(dyp, out_channels, l.dy_plane, offset, wf, g.channels, l.len, phase_out);
+    }
+    wf += static_cast<std::size_t>(out_channels) * ph.taps * g.channels;
+    // Padded pixel (2R + a, 2S + b) is input pixel (2R + a - 1, 2S + b - 1).
+    for (int c = 0; c < g.channels; ++c) {
+      const float* src = phase_out + static_cast<std::size_t>(c) * l.len;
+      float* dst = dx + static_cast<std::size_t>(c) * g.h * g.w;
+      for (int i = 1 - ph.a; i < g.h; i += 2) {
+        const int R = (i + 1) / 2;
+        for (int j = 1 - ph.b; j < g.w; j += 2)
+          dst[static_cast<std::size_t>(i) * g.w + j] =
+              src[static_cast<std::size_t>(R) * l.row + (j + 1) / 2];
+      }
+    }
+  }
 }
 
 void weight_grad_lanes(const float* dyq, int out_channels, const float* xp, const Geometry& g,

@@ -14,7 +14,8 @@
 // No column matrix is written or packed: for ResNet's 16- to 64-channel layers those copies
 // cost more than the multiply-adds (bench/cnn_step.cpp).
 //   forward:        y = conv(x, W)                      (register-blocked, 8 output channels)
-//   input gradient: dx = conv(dy, W flipped, channels swapped)   (stride 1; the same kernel)
+//   input gradient: dx = conv(dy, W flipped, channels swapped)   (the same kernel; stride 2
+//                   one input phase at a time, each with the taps of that parity)
 //   weight grad.:   dW[o][c][t] = sum_q dy[o][q] x[c][q + offset(t)]   (lane partial sums)
 #pragma once
 #include <cstddef>
@@ -73,6 +74,16 @@ void forward(const float* xp, const Geometry& g, const float* wt, int out, float
 // batch rather than once per image. dyq = prepare_dy(); g is the convolution's input geometry.
 void weight_grad_lanes(const float* dyq, int out_channels, const float* xp, const Geometry& g,
                        float* lanes);
+// Stride 2 (K = 3, padding 1): the input gradient dx [g.channels][h][w] of dy
+// [out_channels][out_h][out_w], one parity phase of the padded input at a time, each a small
+// convolution of dy by the taps of that parity (4, 2, 2 or 1) on the forward kernel.
+// wf = arrange_input_grad_stride2(w) (out_channels * in * 9 floats); scratch holds
+// input_grad_stride2_scratch() floats. g.channels (dx's) must be a multiple of 8.
+void arrange_input_grad_stride2(const float* w, int out, int in, float* wf);
+std::size_t input_grad_stride2_scratch(const Geometry& g, int out_channels);
+void input_grad_stride2(const float* dy, const Geometry& g, int out_channels, const float* wf,
+                        float* scratch, float* dx);
+
 // dw[i] = (accumulate ? dw[i] : 0) + the sum of lanes[p][i * 16 + l] over the 16 lanes l and
 // the `parts` buffers p (one per thread), for i < n.
 void reduce_lanes(const float* const* lanes, int parts, std::size_t n, bool accumulate, float* dw);

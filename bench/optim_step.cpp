@@ -71,11 +71,12 @@ PairedRatio paired_ratio(Copy&& copy, Kernel&& kernel, double copy_bytes, double
 void row(const char* what, std::size_t n, double bytes, Timing t, double copy_bw, double triad_bw,
          const PairedRatio* paired = nullptr) {
   const double bw = bytes / t.median / 1e9;
-  std::printf("| %-16s | %9zu | %8.3f [%.3f-%.3f] | %6.1f [%5.1f-%5.1f] | %4.0f%% | %4.0f%% |", what, n,
-              t.median * 1e3, t.min * 1e3, t.max * 1e3, bw, bytes / t.max / 1e9, bytes / t.min / 1e9,
-              100 * bw / copy_bw, 100 * bw / triad_bw);
+  std::printf("| %-16s | %9zu | %8.3f [%.3f-%.3f] | %6.1f [%5.1f-%5.1f] | %4.0f%% | %4.0f%% |",
+              what, n, t.median * 1e3, t.min * 1e3, t.max * 1e3, bw, bytes / t.max / 1e9,
+              bytes / t.min / 1e9, 100 * bw / copy_bw, 100 * bw / triad_bw);
   if (paired)
-    std::printf(" %4.0f%% [%3.0f-%3.0f] |\n", 100 * paired->median, 100 * paired->min, 100 * paired->max);
+    std::printf(" %4.0f%% [%3.0f-%3.0f] |\n", 100 * paired->median, 100 * paired->min,
+                100 * paired->max);
   else
     std::printf("                  |\n");
 }
@@ -100,17 +101,30 @@ int main(int argc, char** argv) {
   std::size_t reference_max = 10000000;
   for (int i = 1; i + 1 < argc; i += 2) {
     std::string a = argv[i], v = argv[i + 1];
-    if (a == "--sizes") sizes = parse_sizes(v);
-    else if (a == "--threads") threads = std::stoi(v);
-    else if (a == "--reps") reps = std::stoi(v);
-    else if (a == "--segments") num_segments = std::stoi(v);
-    else if (a == "--reference-max") reference_max = std::stoull(v);
-    else { std::fprintf(stderr, "unknown option %s\n", a.c_str()); return 2; }
+    if (a == "--sizes")
+      sizes = parse_sizes(v);
+    else if (a == "--threads")
+      threads = std::stoi(v);
+    else if (a == "--reps")
+      reps = std::stoi(v);
+    else if (a == "--segments")
+      num_segments = std::stoi(v);
+    else if (a == "--reference-max")
+      reference_max = std::stoull(v);
+    else {
+      std::fprintf(stderr, "unknown option %s\n", a.c_str());
+      return 2;
+    }
   }
   set_num_threads(threads);
-  std::printf("threads=%d reps=%d (median [min-max] after 1 warm-up) segments=%d\n\n", threads, reps, num_segments);
-  std::printf("| kernel           |    params | ms/step               | GB/s [min-max]       | %%copy | %%triad | %%copy paired     |\n");
-  std::printf("|------------------|-----------|-----------------------|----------------------|-------|--------|------------------|\n");
+  std::printf("threads=%d reps=%d (median [min-max] after 1 warm-up) segments=%d\n\n", threads,
+              reps, num_segments);
+  std::printf(
+      "| kernel           |    params | ms/step               | GB/s [min-max]       | %%copy | "
+      "%%triad | %%copy paired     |\n");
+  std::printf(
+      "|------------------|-----------|-----------------------|----------------------|-------|-----"
+      "---|------------------|\n");
   const std::vector<std::pair<std::string, double>> optimizers = {
       {"momentum", 5}, {"adamw", 7}, {"lars", 5}, {"lamb", 7}};
   for (std::size_t n : sizes) {
@@ -118,7 +132,8 @@ int main(int argc, char** argv) {
     std::vector<Segment> segments;
     for (int s = 0; s < num_segments; ++s) {
       const std::size_t begin = n * s / num_segments, end = n * (s + 1) / num_segments;
-      segments.push_back(make_segment("layer" + std::to_string(s) + ".weight", begin, end - begin, ParamKind::kWeight));
+      segments.push_back(make_segment("layer" + std::to_string(s) + ".weight", begin, end - begin,
+                                      ParamKind::kWeight));
     }
 #pragma omp parallel for schedule(static)
     for (std::ptrdiff_t i = 0; i < std::ptrdiff_t(n); ++i) {
@@ -139,10 +154,12 @@ int main(int argc, char** argv) {
       }
     };
     Timing copy = time_it(do_copy, reps);
-    Timing triad = time_it([&] {
+    Timing triad = time_it(
+        [&] {
 #pragma omp parallel for simd schedule(static)
-      for (std::ptrdiff_t i = 0; i < std::ptrdiff_t(n); ++i) out[i] = b[i] + 0.5f * c[i];
-    }, reps);
+          for (std::ptrdiff_t i = 0; i < std::ptrdiff_t(n); ++i) out[i] = b[i] + 0.5f * c[i];
+        },
+        reps);
     const double copy_bw = 8.0 * n / copy.median / 1e9, triad_bw = 12.0 * n / triad.median / 1e9;
     row("memcpy", n, 8.0 * n, copy, copy_bw, triad_bw);
     row("triad", n, 12.0 * n, triad, copy_bw, triad_bw);
@@ -150,14 +167,16 @@ int main(int argc, char** argv) {
       for (bool reference : {false, true}) {
         if (reference && n > reference_max) continue;
         Config config = Config::from_string("[optimizer]\nname='" + name + "'\n");
-        auto opt = reference ? optim::reference::make_reference_optimizer(config, n) : optim::make_optimizer(config, n);
+        auto opt = reference ? optim::reference::make_reference_optimizer(config, n)
+                             : optim::make_optimizer(config, n);
         std::int64_t step = 0;
         auto do_step = [&] { opt->step({params.span(), grads.span(), segments, 1e-4, step++}); };
         const int kernel_reps = reference ? std::max(3, reps / 2) : reps;
         Timing t = time_it(do_step, kernel_reps);
-        const PairedRatio paired = paired_ratio(do_copy, do_step, 8.0 * n, 4.0 * arrays * n, kernel_reps);
-        row((name + (reference ? " (ref)" : " (fused)")).c_str(), n, 4.0 * arrays * n, t, copy_bw, triad_bw,
-            &paired);
+        const PairedRatio paired =
+            paired_ratio(do_copy, do_step, 8.0 * n, 4.0 * arrays * n, kernel_reps);
+        row((name + (reference ? " (ref)" : " (fused)")).c_str(), n, 4.0 * arrays * n, t, copy_bw,
+            triad_bw, &paired);
       }
     }
   }

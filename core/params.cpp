@@ -1,15 +1,21 @@
 // Flat parameter/gradient buffers and the segment table; see params.hpp.
 #include "core/params.hpp"
 
+#include <algorithm>
+#include <cstdint>
+
 #include "core/error.hpp"
 
 namespace lbt {
 
 const char* to_string(ParamKind kind) {
   switch (kind) {
-    case ParamKind::kWeight: return "weight";
-    case ParamKind::kBias: return "bias";
-    case ParamKind::kNorm: return "norm";
+    case ParamKind::kWeight:
+      return "weight";
+    case ParamKind::kBias:
+      return "bias";
+    case ParamKind::kNorm:
+      return "norm";
   }
   return "?";
 }
@@ -31,8 +37,25 @@ std::size_t ParameterStore::add(std::string name, std::size_t size, ParamKind ki
 
 void ParameterStore::allocate() {
   params_.resize(total_);
-  grads_.resize(total_);
+  own_grads_.resize(total_);
+  grads_ = own_grads_.span();
   allocated_ = true;
+}
+
+void ParameterStore::zero_grads() {
+  std::fill(grads_.begin(), grads_.end(), 0.0f);
+}
+
+void ParameterStore::place_grads(std::span<float> memory, std::shared_ptr<void> owner) {
+  if (!allocated_) throw Error("ParameterStore::place_grads before allocate()");
+  if (memory.size() < total_ || reinterpret_cast<std::uintptr_t>(memory.data()) % 64 != 0) {
+    throw Error("ParameterStore::place_grads needs " + std::to_string(total_) +
+                " floats 64-byte aligned, got " + std::to_string(memory.size()));
+  }
+  std::copy(grads_.begin(), grads_.end(), memory.begin());
+  grads_ = memory.first(total_);
+  grads_owner_ = std::move(owner);
+  own_grads_ = AlignedBuffer();
 }
 
 }  // namespace lbt

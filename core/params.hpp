@@ -3,6 +3,7 @@
 // optimizer kernels walk one contiguous array; layer-wise methods use the segment table.
 #pragma once
 #include <cstddef>
+#include <memory>
 #include <span>
 #include <string>
 #include <vector>
@@ -39,20 +40,27 @@ class ParameterStore {
   std::size_t num_params() const { return total_; }
   std::span<float> params() { return params_.span(); }
   std::span<const float> params() const { return params_.span(); }
-  std::span<float> grads() { return grads_.span(); }
-  std::span<const float> grads() const { return grads_.span(); }
+  std::span<float> grads() { return grads_; }
+  std::span<const float> grads() const { return grads_; }
   std::vector<Segment>& segments() { return segments_; }
   const std::vector<Segment>& segments() const { return segments_; }
 
   float* param_ptr(std::size_t segment) { return params_.data() + segments_[segment].offset; }
   float* grad_ptr(std::size_t segment) { return grads_.data() + segments_[segment].offset; }
-  void zero_grads() { grads_.zero(); }
+  void zero_grads();
+  // Moves the gradients (values kept) into `memory`, at least num_params() floats, 64-byte
+  // aligned; `owner` keeps it alive for the store's lifetime. Data-parallel training puts them
+  // where the communicator reduces fastest (Communicator::gradient_memory). Pointers from
+  // grad_ptr taken before are stale: layers bind again (Model::place_grads).
+  void place_grads(std::span<float> memory, std::shared_ptr<void> owner);
 
  private:
   std::vector<Segment> segments_;
   std::size_t total_ = 0;
   bool allocated_ = false;
-  AlignedBuffer params_, grads_;
+  AlignedBuffer params_, own_grads_;
+  std::span<float> grads_;             // own_grads_, or memory given to place_grads
+  std::shared_ptr<void> grads_owner_;  // keeps that memory alive
 };
 
 }  // namespace lbt

@@ -7,9 +7,9 @@
 #include <thread>
 
 #include "core/error.hpp"
-#include "experiments/run_checkpoint.hpp"
 #include "core/gemm.hpp"
 #include "core/rng.hpp"
+#include "experiments/run_checkpoint.hpp"
 #include "trainer/comm/communicator.hpp"
 #include "trainer/data/load.hpp"
 #include "trainer/nn/model.hpp"
@@ -26,8 +26,8 @@ int default_threads(int world_size) {
 }
 
 nlohmann::json summary_json(const trainer::TrainConfig& cfg, const trainer::TrainOutcome& o,
-                            const std::string& model, const std::string& optimizer,
-                            int world_size, std::int64_t steps_per_epoch) {
+                            const std::string& model, const std::string& optimizer, int world_size,
+                            std::int64_t steps_per_epoch) {
   nlohmann::json s = {
       {"status", o.status},
       {"steps", o.steps},
@@ -39,13 +39,16 @@ nlohmann::json summary_json(const trainer::TrainConfig& cfg, const trainer::Trai
       {"world_size", world_size},
       {"steps_per_epoch", steps_per_epoch},
       {"target", cfg.target.text()},
-      {"steps_to_target", o.steps_to_target >= 0 ? nlohmann::json(o.steps_to_target) : nlohmann::json()},
-      {"examples_to_target", o.examples_to_target >= 0 ? nlohmann::json(o.examples_to_target) : nlohmann::json()},
+      {"steps_to_target",
+       o.steps_to_target >= 0 ? nlohmann::json(o.steps_to_target) : nlohmann::json()},
+      {"examples_to_target",
+       o.examples_to_target >= 0 ? nlohmann::json(o.examples_to_target) : nlohmann::json()},
       {"best_val_accuracy", o.best_val_accuracy},
       {"best_val_loss", o.best_val_loss},
       {"final_val_accuracy", o.final_val_accuracy},
       {"final_val_loss", o.final_val_loss},
-      {"last_loss", std::isfinite(o.last_loss) ? nlohmann::json(o.last_loss) : nlohmann::json(std::to_string(o.last_loss))},
+      {"last_loss", std::isfinite(o.last_loss) ? nlohmann::json(o.last_loss)
+                                               : nlohmann::json(std::to_string(o.last_loss))},
       {"wall_time_s", o.wall_time_s},
       {"samples_per_s", o.samples_per_s},
       {"model", model},
@@ -90,14 +93,19 @@ RunResult run_training(Config& config, const RunOptions& options, comm::Communic
                           " classes",
                       "make the last layer size " + std::to_string(splits.train.num_classes));
   }
-  data::ShardedSampler sampler(splits.train.n, cfg.seed, comm.size(), comm.rank(),
-                               cfg.micro_batch, cfg.accum_steps);
+  data::ShardedSampler sampler(splits.train.n, cfg.seed, comm.size(), comm.rank(), cfg.micro_batch,
+                               cfg.accum_steps);
   const std::int64_t total_steps =
       cfg.steps > 0 ? cfg.steps
                     : static_cast<std::int64_t>(std::ceil(cfg.epochs * sampler.steps_per_epoch()));
 
   auto rng = make_rng(cfg.seed, RngStream::kInit);
   model->build(rng);
+  // Gradients where this communicator reduces them fastest (one node: shared memory).
+  if (comm::GradientMemory lent = comm.gradient_memory(model->store().num_params());
+      !lent.floats.empty()) {
+    model->place_grads(lent.floats, std::move(lent.owner));
+  }
   optim::apply_exclusions(config, model->store().segments());
   auto optimizer = optim::make_optimizer(config, model->store().num_params());
   trainer::ScheduleContext schedule_context{base_lr, cfg.global_batch, sampler.steps_per_epoch(),
@@ -142,9 +150,10 @@ RunResult run_training(Config& config, const RunOptions& options, comm::Communic
                                         comm.size(), sampler.steps_per_epoch()));
   }
 
-  trainer::TrainContext ctx{cfg, *model, *optimizer, schedule, comm, splits, sampler,
-                            total_steps, run_dir.get(), options.progress, noise_options,
-                            /*probe=*/{}, resume_from};
+  trainer::TrainContext ctx{cfg,           *model,           *optimizer,    schedule,
+                            comm,          splits,           sampler,       total_steps,
+                            run_dir.get(), options.progress, noise_options,
+                            /*probe=*/{},  resume_from};
   ProbeContext probe_context{*model, splits, cfg, run_dir.get()};
   if (options.probe) ctx.probe = [&](std::int64_t step) { options.probe(step, probe_context); };
   ctx.checkpoint_every = cfg.checkpoint_every;
@@ -162,7 +171,8 @@ RunResult run_training(Config& config, const RunOptions& options, comm::Communic
     if (run_dir) {
       trainer::TrainOutcome failed;
       failed.status = "failed";
-      auto s = summary_json(cfg, failed, model->describe(), optimizer->describe(), comm.size(), sampler.steps_per_epoch());
+      auto s = summary_json(cfg, failed, model->describe(), optimizer->describe(), comm.size(),
+                            sampler.steps_per_epoch());
       s["error"] = e.what();
       run_dir->write_summary(s);
     }
@@ -170,7 +180,8 @@ RunResult run_training(Config& config, const RunOptions& options, comm::Communic
   }
   if (run_dir) {
     run_dir->write_summary(summary_json(cfg, result.outcome, model->describe(),
-                                        optimizer->describe(), comm.size(), sampler.steps_per_epoch()));
+                                        optimizer->describe(), comm.size(),
+                                        sampler.steps_per_epoch()));
   }
   const auto final_params = model->store().params();
   result.final_params.assign(final_params.begin(), final_params.end());

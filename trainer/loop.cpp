@@ -35,22 +35,17 @@ double batch_loss(nn::Model& model, const float* out, const data::Dataset& data,
   return nn::half_squared_error(out, targets, batch, model.output_dim(), dout, grad_scale);
 }
 
-double l2_norm(std::span<const float> v) {
-  double sum = 0.0;
-#pragma omp parallel for simd reduction(+ : sum) if (v.size() > 1000000)
-  for (std::size_t i = 0; i < v.size(); ++i) sum += static_cast<double>(v[i]) * v[i];
-  return std::sqrt(sum);
-}
-
 }  // namespace
 
 Evaluation evaluate(nn::Model& model, const data::Dataset& data, comm::Communicator& comm,
                     std::int64_t eval_batch) {
   const int K = comm.size(), r = comm.rank();
   const std::int64_t mine = data.n > r ? (data.n - r + K - 1) / K : 0;
-  AlignedBuffer x(static_cast<std::size_t>(std::min(eval_batch, std::max<std::int64_t>(mine, 1)) * data.dim));
+  AlignedBuffer x(
+      static_cast<std::size_t>(std::min(eval_batch, std::max<std::int64_t>(mine, 1)) * data.dim));
   std::vector<std::int32_t> labels(static_cast<std::size_t>(eval_batch));
-  AlignedBuffer targets(static_cast<std::size_t>(eval_batch * std::max<std::int64_t>(data.target_dim, 1)));
+  AlignedBuffer targets(
+      static_cast<std::size_t>(eval_batch * std::max<std::int64_t>(data.target_dim, 1)));
   double sums[3] = {0.0, 0.0, 0.0};  // loss, correct, count
   for (std::int64_t start = 0; start < mine; start += eval_batch) {
     const std::int64_t b = std::min(eval_batch, mine - start);
@@ -59,7 +54,8 @@ Evaluation evaluate(nn::Model& model, const data::Dataset& data, comm::Communica
     }
     const float* out = model.forward(x.data(), b, false);
     std::int64_t correct = 0;
-    sums[0] += batch_loss(model, out, data, labels.data(), targets.data(), b, 0.0f, false, &correct);
+    sums[0] +=
+        batch_loss(model, out, data, labels.data(), targets.data(), b, 0.0f, false, &correct);
     sums[1] += static_cast<double>(correct);
     sums[2] += static_cast<double>(b);
   }
@@ -86,8 +82,8 @@ TrainOutcome train(TrainContext& ctx) {
   LoopState state = ctx.resume_from;
   TrainOutcome& out = state.outcome;
   out.total_steps = ctx.total_steps;
-  const data::AugmentOptions augment{cfg.data.augment_crop_padding, cfg.data.augment_flip,
-                                     cfg.seed, static_cast<std::uint64_t>(ctx.comm.rank())};
+  const data::AugmentOptions augment{cfg.data.augment_crop_padding, cfg.data.augment_flip, cfg.seed,
+                                     static_cast<std::uint64_t>(ctx.comm.rank())};
   data::Prefetcher prefetch(train_data, ctx.sampler, b, accum, /*first_step=*/state.step,
                             /*depth=*/3, augment);
   Progress progress(ctx.progress && ctx.comm.rank() == 0, ctx.total_steps);
@@ -118,8 +114,8 @@ TrainOutcome train(TrainContext& ctx) {
       const data::Batch& batch = prefetch.next();
       const float* logits = model.forward(batch.x.data(), b, true);
       std::int64_t correct = 0;
-      sums[0] += batch_loss(model, logits, train_data, batch.labels.data(), batch.targets.data(),
-                            b, grad_scale, true, &correct);
+      sums[0] += batch_loss(model, logits, train_data, batch.labels.data(), batch.targets.data(), b,
+                            grad_scale, true, &correct);
       sums[1] += static_cast<double>(correct);
       sums[2] += static_cast<double>(b);
       model.backward(batch.x.data(), b, /*accumulate=*/micro > 0);
@@ -127,10 +123,10 @@ TrainOutcome train(TrainContext& ctx) {
     }
     // ---- one fused allreduce of the flat gradient buffer: the global-batch mean gradient ----
     noise.before_allreduce(step, store.grads(), noise_sums);  // |g_local|^2: the small batch
-    ctx.comm.allreduce(store.grads(), comm::ReduceOp::kAvg);
+    const double grad_norm =
+        std::sqrt(ctx.comm.allreduce_sq_norm(store.grads(), comm::ReduceOp::kAvg));
     ctx.comm.allreduce(std::span<double>(sums), comm::ReduceOp::kSum);
     const double loss = sums[0] / sums[2];
-    const double grad_norm = l2_norm(store.grads());
     // ---- divergence: judged on the allreduced numbers (every rank agrees), before the
     //      update can spoil the parameters ----
     std::string reason;
@@ -231,9 +227,12 @@ TrainOutcome train(TrainContext& ctx) {
   out.wall_time_s = wall_before + seconds_since(t_start);
   out.samples_per_s = out.steps * cfg.global_batch / std::max(out.wall_time_s, 1e-9);
   if (out.status == "running") {
-    if (out.steps_to_target >= 0) out.status = "reached_target";
-    else if (cfg.target.enabled()) out.status = "budget_exhausted";
-    else out.status = "completed";
+    if (out.steps_to_target >= 0)
+      out.status = "reached_target";
+    else if (cfg.target.enabled())
+      out.status = "budget_exhausted";
+    else
+      out.status = "completed";
   }
   if (ctx.checkpoint) checkpoint();  // the final state, whatever the status
   return out;

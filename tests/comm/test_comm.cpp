@@ -19,7 +19,9 @@ using namespace lbt;
 
 namespace {
 
-comm::Communicator& world() { return comm::process_communicator({"mpi"}); }
+comm::Communicator& world() {
+  return comm::process_communicator({"mpi"});
+}
 
 using Dtypes = boost::mpl::list<float, double>;
 
@@ -43,7 +45,8 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(allreduce_matches_closed_forms_for_sum_avg_max, T,
   for (std::size_t size : sizes()) {
     // element i of rank r holds (r + 1) * (i % 5 + 1): sum n(n+1)/2 * w, avg (n+1)/2 * w, max n * w
     std::vector<T> sum(size), avg(size), max(size);
-    for (std::size_t i = 0; i < size; ++i) sum[i] = avg[i] = max[i] = static_cast<T>((r + 1) * (i % 5 + 1));
+    for (std::size_t i = 0; i < size; ++i)
+      sum[i] = avg[i] = max[i] = static_cast<T>((r + 1) * (i % 5 + 1));
     c.allreduce(std::span<T>(sum), comm::ReduceOp::kSum);
     c.allreduce(std::span<T>(avg), comm::ReduceOp::kAvg);
     c.allreduce(std::span<T>(max), comm::ReduceOp::kMax);
@@ -51,7 +54,8 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(allreduce_matches_closed_forms_for_sum_avg_max, T,
     for (std::size_t i = 0; i < size; ++i) {
       const double w = static_cast<double>(i % 5 + 1);
       const bool ok = test::close(sum[i], n * (n + 1) / 2 * w, 0, 1e-6) &&
-                      test::close(avg[i], (n + 1) / 2 * w, 0, 1e-6) && max[i] == static_cast<T>(n * w);
+                      test::close(avg[i], (n + 1) / 2 * w, 0, 1e-6) &&
+                      max[i] == static_cast<T>(n * w);
       if (!ok && bad++ < 3) {
         BOOST_ERROR("size " << size << " element " << i << ": sum " << sum[i] << " avg " << avg[i]
                             << " max " << max[i] << " (w = " << w << ", n = " << n << ")");
@@ -64,12 +68,14 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(allreduce_matches_closed_forms_for_sum_avg_max, T,
 BOOST_AUTO_TEST_CASE(broadcast_copies_the_roots_bytes_to_every_rank) {
   auto& c = world();
   for (int root : {0, c.size() - 1}) {
-    for (std::size_t size : {std::size_t{0}, std::size_t{13}, comm::MpiCommunicator::kChunkBytes + 5}) {
+    for (std::size_t size :
+         {std::size_t{0}, std::size_t{13}, comm::MpiCommunicator::kChunkBytes + 5}) {
       std::vector<std::uint8_t> buf(size);
       for (std::size_t i = 0; i < size; ++i) buf[i] = static_cast<std::uint8_t>(c.rank() * 31 + i);
       c.broadcast(std::as_writable_bytes(std::span(buf)), root);
       std::size_t bad = 0;
-      for (std::size_t i = 0; i < size; ++i) bad += buf[i] != static_cast<std::uint8_t>(root * 31 + i);
+      for (std::size_t i = 0; i < size; ++i)
+        bad += buf[i] != static_cast<std::uint8_t>(root * 31 + i);
       BOOST_TEST(bad == 0u, "root " << root << " size " << size << ": " << bad << " bytes differ");
     }
   }
@@ -96,7 +102,8 @@ BOOST_AUTO_TEST_CASE(identical_state_passes_and_a_differing_rank_fails_everywher
   BOOST_CHECK_NO_THROW(comm::check_identical(c, std::as_bytes(std::span(same)), "same"));
   std::vector<float> differ = same;
   if (c.rank() == c.size() - 1) differ[999] = 0.2500001f;  // one ulp-scale change on one rank
-  BOOST_CHECK_THROW(comm::check_identical(c, std::as_bytes(std::span(differ)), "differ"), CommError);
+  BOOST_CHECK_THROW(comm::check_identical(c, std::as_bytes(std::span(differ)), "differ"),
+                    CommError);
 }
 
 BOOST_AUTO_TEST_CASE(every_training_index_is_seen_once_per_epoch_across_ranks) {
@@ -116,8 +123,70 @@ BOOST_AUTO_TEST_CASE(every_training_index_is_seen_once_per_epoch_across_ranks) {
       BOOST_TEST(static_cast<std::int64_t>(all.size()) == n / c.size() * c.size());
       BOOST_TEST(*seen.rbegin() < n);
       if (n % c.size() == 0) BOOST_TEST(static_cast<std::int64_t>(seen.size()) == n);
-      if (epoch == 0) first_epoch = all;
-      else BOOST_TEST((all != first_epoch), "epoch 1 repeats epoch 0's order");
+      if (epoch == 0)
+        first_epoch = all;
+      else
+        BOOST_TEST((all != first_epoch), "epoch 1 repeats epoch 0's order");
     }
   }
+}
+
+// Gradient memory (shm_reducer.hpp): every rank of the test shares one node, so the slots are
+// lent, and allreduce_sq_norm reduces them in shared memory.
+namespace {
+
+// sum over i < size of (i % 5 + 1)^2: 55 per whole cycle of five, then 1, 4, 9, 16.
+double sum_of_weights_squared(std::size_t size) {
+  double s = 55.0 * static_cast<double>(size / 5);
+  for (std::size_t j = 1; j <= size % 5; ++j) s += static_cast<double>(j * j);
+  return s;
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(lent_gradient_memory_reduces_to_closed_forms_with_the_norm) {
+  auto& c = world();
+  const double n = c.size(), r = c.rank();
+  for (std::size_t size :
+       {std::size_t{1}, std::size_t{7}, std::size_t{1001}, std::size_t{100003}}) {
+    for (comm::ReduceOp op : {comm::ReduceOp::kSum, comm::ReduceOp::kAvg}) {
+      comm::GradientMemory lent = c.gradient_memory(size);
+      BOOST_REQUIRE(lent.floats.size() == size);
+      BOOST_TEST(reinterpret_cast<std::uintptr_t>(lent.floats.data()) % 64 == 0u);
+      std::span<float> g = lent.floats;
+      for (std::size_t i = 0; i < size; ++i) g[i] = static_cast<float>((r + 1) * (i % 5 + 1));
+      double sq = c.allreduce_sq_norm(g, op);
+      const double factor = op == comm::ReduceOp::kSum ? n * (n + 1) / 2 : (n + 1) / 2;
+      std::size_t bad = 0;
+      for (std::size_t i = 0; i < size; ++i)
+        bad += !test::close(g[i], factor * (i % 5 + 1), 0, 1e-6);
+      BOOST_TEST(bad == 0u, "size " << size << ": " << bad << " elements differ");
+      BOOST_TEST(test::close(sq, factor * factor * sum_of_weights_squared(size), 0, 1e-12));
+      // The norm decides divergence on every rank, so it must be bitwise the same.
+      double spread[2] = {sq, -sq};
+      c.allreduce(std::span<double>(spread, 2), comm::ReduceOp::kMax);
+      BOOST_TEST(spread[0] == -spread[1]);
+    }
+  }
+}
+
+BOOST_AUTO_TEST_CASE(gradient_memory_is_never_lent_twice_at_once_and_is_reused_after) {
+  auto& c = world();
+  comm::GradientMemory first = c.gradient_memory(100);
+  comm::GradientMemory second = c.gradient_memory(100);
+  BOOST_TEST(first.floats.data() != second.floats.data());  // two live models never alias
+  float* reused = first.floats.data();
+  first = {};  // the model that held it is gone
+  comm::GradientMemory third = c.gradient_memory(50);
+  BOOST_TEST(third.floats.data() == reused);
+  // An ordinary buffer goes through MPI and gives the same answer.
+  std::vector<float> plain(3, static_cast<float>(c.rank() + 1));
+  const double sq = c.allreduce_sq_norm(std::span<float>(plain), comm::ReduceOp::kSum);
+  const double n = c.size();
+  BOOST_TEST(test::close(sq, 3 * (n * (n + 1) / 2) * (n * (n + 1) / 2), 0, 1e-12));
+}
+
+BOOST_AUTO_TEST_CASE(ranks_asking_for_different_gradient_sizes_fail_together) {
+  auto& c = world();
+  BOOST_CHECK_THROW(c.gradient_memory(10 + static_cast<std::size_t>(c.rank())), CommError);
 }

@@ -4,6 +4,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <vector>
 
 #include "core/config.hpp"
 #include "core/error.hpp"
@@ -11,6 +12,7 @@
 #include "core/io.hpp"
 #include "core/params.hpp"
 #include "core/rng.hpp"
+#include "core/sum_squares.hpp"
 
 using namespace lbt;
 
@@ -101,6 +103,31 @@ BOOST_AUTO_TEST_CASE(parameter_store_aligns_segments_and_excludes_biases) {
   BOOST_TEST(!s[1].weight_decay);
   BOOST_TEST(!s[1].trust_ratio);
   BOOST_TEST(reinterpret_cast<std::uintptr_t>(store.param_ptr(1)) % 64 == 0u);
+}
+
+BOOST_AUTO_TEST_CASE(parameter_store_moves_gradients_into_lent_memory) {
+  ParameterStore store;
+  store.add("fc.weight", 10, ParamKind::kWeight);
+  store.add("fc.bias", 3, ParamKind::kBias);
+  store.allocate();
+  store.grad_ptr(1)[2] = 7.0f;
+  AlignedBuffer lent(64);
+  store.place_grads(lent.span(), nullptr);
+  BOOST_TEST(store.grads().data() == lent.data());
+  BOOST_TEST(store.grads().size() == 19u);   // 16 (aligned weight) + 3
+  BOOST_TEST(store.grad_ptr(1)[2] == 7.0f);  // values kept
+  AlignedBuffer small(4);
+  BOOST_CHECK_THROW(store.place_grads(small.span(), nullptr), Error);
+}
+
+BOOST_AUTO_TEST_CASE(sum_squares_matches_the_closed_form_at_every_tail_length) {
+  // sum_{i<n} i^2 = (n-1) n (2n-1) / 6, exact in double for these n.
+  for (std::size_t n : {0, 1, 31, 32, 33, 95, 1000}) {
+    std::vector<float> v(n);
+    for (std::size_t i = 0; i < n; ++i) v[i] = static_cast<float>(i);
+    const double expected = n == 0 ? 0.0 : (n - 1.0) * n * (2.0 * n - 1.0) / 6.0;
+    BOOST_TEST(sum_squares(v) == expected, "n = " << n);
+  }
 }
 
 BOOST_AUTO_TEST_CASE(rng_streams_are_reproducible_and_independent) {

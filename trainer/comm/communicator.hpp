@@ -10,14 +10,30 @@ namespace lbt::comm {
 
 enum class ReduceOp { kSum, kAvg, kMax };
 
+// Memory lent for a flat gradient buffer (Communicator::gradient_memory); `owner` keeps it
+// lent. Empty where the backend has nothing faster than the caller's own memory.
+struct GradientMemory {
+  std::span<float> floats;
+  std::shared_ptr<void> owner;
+};
+
 class Communicator {
  public:
   virtual ~Communicator() = default;
   virtual int rank() const = 0;
   virtual int size() const = 0;
-  virtual const char* backend() const = 0;  // "local", "mpi"
+  virtual const char* backend() const = 0;                         // "local", "mpi"
   virtual void allreduce(std::span<float> buf, ReduceOp op) = 0;   // in place
   virtual void allreduce(std::span<double> buf, ReduceOp op) = 0;  // metrics, noise sums
+  // The step's gradient allreduce: `buf` reduced in place (kSum or kAvg), returning the squared
+  // L2 norm of the result, bitwise the same on every rank. Here: allreduce, then the norm;
+  // MpiCommunicator reduces buffers from gradient_memory in shared memory instead.
+  virtual double allreduce_sq_norm(std::span<float> buf, ReduceOp op);
+  // Memory for a gradient buffer of n floats (64-byte aligned) in which allreduce_sq_norm
+  // runs fastest, or an empty one. Collective: every rank asks for the same n, in the same
+  // order. MPI with every rank on one node lends a shared-memory window slot that the other
+  // ranks read and write during the reduction, so it needs no copies (see shm_reducer.hpp).
+  virtual GradientMemory gradient_memory(std::size_t n);
   virtual void broadcast(std::span<std::byte> buf, int root) = 0;
   virtual void allgather(std::span<const float> mine, std::span<float> all) = 0;
   virtual void barrier() = 0;

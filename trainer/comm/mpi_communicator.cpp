@@ -17,7 +17,8 @@ namespace detail {
 void throw_mpi_error(int code, const char* expr, const char* file, int line) {
   char text[MPI_MAX_ERROR_STRING] = {0};
   int length = 0;
-  if (MPI_Error_string(code, text, &length) != MPI_SUCCESS) std::snprintf(text, sizeof text, "code %d", code);
+  if (MPI_Error_string(code, text, &length) != MPI_SUCCESS)
+    std::snprintf(text, sizeof text, "code %d", code);
   int rank = -1, initialized = 0, finalized = 0;
   MPI_Initialized(&initialized);
   MPI_Finalized(&finalized);
@@ -32,11 +33,20 @@ void throw_mpi_error(int code, const char* expr, const char* file, int line) {
 
 namespace {
 
-template <typename T> MPI_Datatype mpi_type();
-template <> MPI_Datatype mpi_type<float>() { return MPI_FLOAT; }
-template <> MPI_Datatype mpi_type<double>() { return MPI_DOUBLE; }
+template <typename T>
+MPI_Datatype mpi_type();
+template <>
+MPI_Datatype mpi_type<float>() {
+  return MPI_FLOAT;
+}
+template <>
+MPI_Datatype mpi_type<double>() {
+  return MPI_DOUBLE;
+}
 
-MPI_Op mpi_op(ReduceOp op) { return op == ReduceOp::kMax ? MPI_MAX : MPI_SUM; }
+MPI_Op mpi_op(ReduceOp op) {
+  return op == ReduceOp::kMax ? MPI_MAX : MPI_SUM;
+}
 
 }  // namespace
 
@@ -67,6 +77,7 @@ MpiCommunicator::~MpiCommunicator() {
   int finalized = 0;
   MPI_Finalized(&finalized);
   if (finalized) return;
+  shm_.reset();  // its windows and node communicator go before comm_
   if (comm_ != MPI_COMM_NULL) MPI_Comm_free(&comm_);
   if (owns_mpi_) MPI_Finalize();
 }
@@ -88,8 +99,23 @@ void MpiCommunicator::allreduce_chunked(std::span<T> buf, ReduceOp op) {
   }
 }
 
-void MpiCommunicator::allreduce(std::span<float> buf, ReduceOp op) { allreduce_chunked(buf, op); }
-void MpiCommunicator::allreduce(std::span<double> buf, ReduceOp op) { allreduce_chunked(buf, op); }
+void MpiCommunicator::allreduce(std::span<float> buf, ReduceOp op) {
+  allreduce_chunked(buf, op);
+}
+void MpiCommunicator::allreduce(std::span<double> buf, ReduceOp op) {
+  allreduce_chunked(buf, op);
+}
+
+double MpiCommunicator::allreduce_sq_norm(std::span<float> buf, ReduceOp op) {
+  if (shm_ && op != ReduceOp::kMax && shm_->owns(buf)) return shm_->reduce(buf, op);
+  return Communicator::allreduce_sq_norm(buf, op);
+}
+
+GradientMemory MpiCommunicator::gradient_memory(std::size_t n) {
+  if (size_ == 1) return {};
+  if (!shm_) shm_ = std::make_unique<ShmReducer>(comm_);
+  return shm_->lend(n);
+}
 
 void MpiCommunicator::broadcast(std::span<std::byte> buf, int root) {
   if (root < 0 || root >= size_) {
@@ -104,19 +130,22 @@ void MpiCommunicator::broadcast(std::span<std::byte> buf, int root) {
 
 void MpiCommunicator::allgather(std::span<const float> mine, std::span<float> all) {
   if (all.size() != mine.size() * static_cast<std::size_t>(size_)) {
-    throw CommError("allgather needs an output of world size x input = " +
-                        std::to_string(size_) + " x " + std::to_string(mine.size()) + " floats, got " +
+    throw CommError("allgather needs an output of world size x input = " + std::to_string(size_) +
+                        " x " + std::to_string(mine.size()) + " floats, got " +
                         std::to_string(all.size()),
                     "size the output buffer as comm.size() * mine.size()");
   }
   if (mine.size() > static_cast<std::size_t>(INT_MAX)) {
-    throw CommError("allgather of " + std::to_string(mine.size()) + " floats per rank exceeds MPI's int count");
+    throw CommError("allgather of " + std::to_string(mine.size()) +
+                    " floats per rank exceeds MPI's int count");
   }
   LBT_MPI_CHECK(MPI_Allgather(mine.data(), static_cast<int>(mine.size()), MPI_FLOAT, all.data(),
                               static_cast<int>(mine.size()), MPI_FLOAT, comm_));
 }
 
-void MpiCommunicator::barrier() { LBT_MPI_CHECK(MPI_Barrier(comm_)); }
+void MpiCommunicator::barrier() {
+  LBT_MPI_CHECK(MPI_Barrier(comm_));
+}
 
 void MpiCommunicator::abort(int code, std::string_view why) {
   std::fprintf(stderr, "lbt: rank %d of %d aborting the job (exit code %d): %.*s\n", rank_, size_,

@@ -7,8 +7,10 @@
 #include <mpi.h>
 
 #include <cstddef>
+#include <memory>
 
 #include "trainer/comm/communicator.hpp"
+#include "trainer/comm/shm_reducer.hpp"
 
 namespace lbt::comm {
 
@@ -27,6 +29,9 @@ class MpiCommunicator final : public Communicator {
   const char* backend() const override { return "mpi"; }
   void allreduce(std::span<float> buf, ReduceOp op) override;
   void allreduce(std::span<double> buf, ReduceOp op) override;
+  // Buffers lent by gradient_memory reduce in shared memory (shm_reducer.hpp); others as the base.
+  double allreduce_sq_norm(std::span<float> buf, ReduceOp op) override;
+  GradientMemory gradient_memory(std::size_t n) override;
   void broadcast(std::span<std::byte> buf, int root) override;
   void allgather(std::span<const float> mine, std::span<float> all) override;
   void barrier() override;
@@ -38,7 +43,8 @@ class MpiCommunicator final : public Communicator {
 
   bool owns_mpi_ = false;  // this object called MPI_Init, so it calls MPI_Finalize
   int rank_ = 0, size_ = 1;
-  MPI_Comm comm_ = MPI_COMM_NULL;  // private duplicate of MPI_COMM_WORLD
+  MPI_Comm comm_ = MPI_COMM_NULL;    // private duplicate of MPI_COMM_WORLD
+  std::unique_ptr<ShmReducer> shm_;  // made by the first gradient_memory call (collective)
 };
 
 }  // namespace lbt::comm

@@ -55,18 +55,21 @@ std::int64_t parse_classes(const std::string& spec, const std::string& rest, con
 // The image shape [C, H, W] an image family is built for: the dataset's (a 2-D [H, W] shape
 // gets one channel) or the family's default; it must be divisible by `divisor` (the model's
 // total downsampling) so every pooling/stride-2 stage lines up as in the paper.
-Shape3 image_input(const std::string& spec, const std::vector<std::int64_t>& given,
-                   Shape3 fallback, std::int64_t divisor) {
+Shape3 image_input(const std::string& spec, const std::vector<std::int64_t>& given, Shape3 fallback,
+                   std::int64_t divisor) {
   if (given.empty()) return fallback;
   Shape3 s;
-  if (given.size() == 3) s = {given[0], given[1], given[2]};
-  else if (given.size() == 2) s = {1, given[0], given[1]};
+  if (given.size() == 3)
+    s = {given[0], given[1], given[2]};
+  else if (given.size() == 2)
+    s = {1, given[0], given[1]};
   if (s.c <= 0 || s.h < divisor || s.w < divisor || s.h % divisor != 0 || s.w % divisor != 0) {
-    throw ConfigError("model.spec '" + spec + "' takes images [C, H, W] with H and W multiples of " +
-                          std::to_string(divisor) + " (built for " + fallback.text() +
-                          "), but the dataset's examples have shape " + shape_text(given),
-                      "use image data (idx, cifar10, or npy/csv with data.image_shape = \"C,H,W\"), "
-                      "or an mlp:/linear: model for flat features");
+    throw ConfigError(
+        "model.spec '" + spec + "' takes images [C, H, W] with H and W multiples of " +
+            std::to_string(divisor) + " (built for " + fallback.text() +
+            "), but the dataset's examples have shape " + shape_text(given),
+        "use image data (idx, cifar10, or npy/csv with data.image_shape = \"C,H,W\"), "
+        "or an mlp:/linear: model for flat features");
   }
   return s;
 }
@@ -116,11 +119,12 @@ void build_resnet(Model& model, const std::string& spec, const std::string& body
   } catch (const std::exception&) {
   }
   if (depth < 8 || (depth - 2) % 6 != 0) {
-    throw ConfigError("model.spec '" + spec + "': a CIFAR ResNet's depth is 6n + 2 (8, 20, 32, 44, 56, 110)",
-                      "e.g. resnet:8 or resnet:20");
+    throw ConfigError(
+        "model.spec '" + spec + "': a CIFAR ResNet's depth is 6n + 2 (8, 20, 32, 44, 56, 110)",
+        "e.g. resnet:8 or resnet:20");
   }
-  const std::int64_t classes =
-      parse_classes(spec, dash == std::string::npos ? "" : body.substr(dash), "resnet:20 or resnet:20-100");
+  const std::int64_t classes = parse_classes(
+      spec, dash == std::string::npos ? "" : body.substr(dash), "resnet:20 or resnet:20-100");
   const Shape3 in = image_input(spec, input_shape, {3, 32, 32}, 4);
   model.set_spec(spec, {in.c, in.h, in.w});
   add_cifar_resnet(model, in, depth, classes, init);
@@ -164,9 +168,9 @@ std::unique_ptr<Model> Model::from_spec(const std::string& spec, InitScheme init
 
 void Model::add(std::unique_ptr<Layer> layer) {
   if (!layers_.empty() && layers_.back()->out_features() != layer->in_features()) {
-    throw ConfigError("model: " + layer->describe() + " takes " +
-                      std::to_string(layer->in_features()) + " features but the previous layer gives " +
-                      std::to_string(layers_.back()->out_features()));
+    throw ConfigError(
+        "model: " + layer->describe() + " takes " + std::to_string(layer->in_features()) +
+        " features but the previous layer gives " + std::to_string(layers_.back()->out_features()));
   }
   layers_.push_back(std::move(layer));
 }
@@ -185,6 +189,11 @@ void Model::build(Rng& rng) {
   }
   acts_.resize(layers_.size());
   grads_.resize(layers_.size());
+}
+
+void Model::place_grads(std::span<float> memory, std::shared_ptr<void> owner) {
+  store_.place_grads(memory, std::move(owner));
+  for (auto& layer : layers_) layer->bind(store_);
 }
 
 void Model::reserve(std::int64_t max_batch) {

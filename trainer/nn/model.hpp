@@ -37,6 +37,9 @@ class Model {
   // Registers all parameters, allocates the flat buffers, and initialises from `rng`.
   void build(Rng& rng);
   void reserve(std::int64_t max_batch);
+  // After build: moves the flat gradient buffer into `memory` (ParameterStore::place_grads)
+  // and binds every layer to it again.
+  void place_grads(std::span<float> memory, std::shared_ptr<void> owner);
 
   // x: [batch, input_dim] -> returns [batch, output_dim] (valid until the next forward).
   const float* forward(const float* x, std::int64_t batch, bool train);

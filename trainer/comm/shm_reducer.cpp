@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstdio>
 #include <string>
 
 #include "core/error.hpp"
@@ -114,8 +115,22 @@ GradientMemory ShmReducer::lend(std::size_t n) {
     const int rc =
         MPI_Win_allocate_shared(static_cast<MPI_Aint>(bytes), 1, info, node_, &base, &w->win);
     MPI_Info_free(&info);
-    if (rc != MPI_SUCCESS)
-      detail::throw_mpi_error(rc, "MPI_Win_allocate_shared", __FILE__, __LINE__);
+    // Shared memory can run out (a container's small /dev/shm): then every rank keeps its own
+    // gradient memory and MPI's allreduce, with one warning. A window that did open on some
+    // ranks is left open: freeing it is collective and the others have none to free.
+    int opened = rc == MPI_SUCCESS ? 1 : 0;
+    LBT_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, &opened, 1, MPI_INT, MPI_MIN, node_));
+    if (!opened) {
+      available_ = false;
+      if (rank_ == 0) {
+        std::fprintf(stderr,
+                     "warning: no shared-memory window of %zu bytes per rank (MPI error %d); "
+                     "gradients are averaged with MPI_Allreduce instead (slower). A larger "
+                     "/dev/shm (docker --shm-size) restores the fast path\n",
+                     bytes, rc);
+      }
+      return {};
+    }
     for (int k = 0; k < size_; ++k) {
       MPI_Aint size = 0;
       int disp = 0;

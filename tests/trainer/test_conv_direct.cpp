@@ -115,3 +115,50 @@ BOOST_AUTO_TEST_CASE(direct_path_is_chosen_only_for_the_shapes_it_computes) {
   BOOST_TEST(!supports(7, 1, 3, 16, 8, 8));
   BOOST_TEST(!supports(3, 1, 1, 12, 8, 8));  // not a multiple of the 8-channel block
 }
+
+// The im2col path's weight gradient takes several images per GEMM (Conv2d::dw_group, side by
+// side in one column matrix): a batch's dW and db must equal the sum of its images' taken one
+// at a time (a batch of one is always a group of one), on small planes where groups form,
+// with a last group shorter than the others, with stride 2 and a 1x1 stride-2 shortcut.
+BOOST_AUTO_TEST_CASE(grouped_weight_gradient_equals_the_sum_over_single_images) {
+  struct Case {
+    nn::Shape3 in;
+    std::int64_t out, kernel, stride;
+  };
+  const Case cases[] = {{{16, 8, 8}, 32, 3, 1},
+                        {{32, 14, 14}, 64, 5, 1},
+                        {{8, 6, 4}, 16, 3, 2},
+                        {{16, 16, 16}, 32, 1, 2}};
+  const std::int64_t batch = 7;
+  for (const Case& c : cases) {
+    BOOST_TEST_CONTEXT("in " << c.in.text() << " -> " << c.out << ", k" << c.kernel << " s"
+                             << c.stride) {
+      const nn::Conv2dOptions opt{.out_channels = c.out,
+                                  .kernel = c.kernel,
+                                  .stride = c.stride,
+                                  .padding = c.kernel / 2,
+                                  .bias = true,
+                                  .allow_direct = false};
+      Built whole, single;
+      build(whole, c.in, opt);
+      build(single, c.in, opt);
+      const auto params = normal_vector(whole.store.num_params(), 7, 0.2f);
+      std::copy(params.begin(), params.end(), whole.store.params().begin());
+      std::copy(params.begin(), params.end(), single.store.params().begin());
+      const std::int64_t in_size = c.in.size(), out_size = whole.conv->out_features();
+      const auto x = normal_vector(static_cast<std::size_t>(batch * in_size), 8);
+      const auto dy = normal_vector(static_cast<std::size_t>(batch * out_size), 9);
+      std::vector<float> y(dy.size()), dx(x.size());
+      whole.conv->forward(x.data(), y.data(), batch, true);
+      whole.conv->backward(x.data(), y.data(), dy.data(), dx.data(), batch, false);
+      for (std::int64_t n = 0; n < batch; ++n) {
+        single.conv->forward(x.data() + n * in_size, y.data(), 1, true);
+        single.conv->backward(x.data() + n * in_size, y.data(), dy.data() + n * out_size,
+                              dx.data(), 1, /*accumulate=*/n > 0);
+      }
+      expect_close(std::vector<float>(whole.store.grads().begin(), whole.store.grads().end()),
+                   std::vector<float>(single.store.grads().begin(), single.store.grads().end()),
+                   "grads");
+    }
+  }
+}

@@ -92,14 +92,15 @@ float* Conv2d::workspace(int thread, std::size_t size) {
   return b.data();
 }
 
-LBT_NO_LIBCALL_LOOPS void Conv2d::im2col(const float* x, float* col) const {
+LBT_NO_LIBCALL_LOOPS void Conv2d::im2col(const float* x, float* col, std::int64_t ld) const {
   const std::int64_t K = opt_.kernel, S = opt_.stride, P = opt_.padding;
   const std::int64_t Ho = out_.h, Wo = out_.w, H = in_.h, W = in_.w;
+  if (ld == 0) ld = Ho * Wo;
   for (std::int64_t c = 0; c < in_.c; ++c) {
     const float* plane = x + c * H * W;
     for (std::int64_t ki = 0; ki < K; ++ki) {
       for (std::int64_t kj = 0; kj < K; ++kj) {
-        float* row = col + ((c * K + ki) * K + kj) * Ho * Wo;
+        float* row = col + ((c * K + ki) * K + kj) * ld;
         std::int64_t ow_lo, ow_hi;
         valid_columns(kj, ow_lo, ow_hi);
         for (std::int64_t oh = 0; oh < Ho; ++oh) {

@@ -42,8 +42,11 @@ class Conv2d final : public Layer {
   Shape3 out_shape() const { return out_; }
 
  private:
-  // col: [in_c*k*k, out_h*out_w] from one image x: [in_c, in_h, in_w] (zeros in the padding).
-  void im2col(const float* x, float* col) const;
+  // col: [in_c*k*k, out_h*out_w] from one image x: [in_c, in_h, in_w] (zeros in the padding);
+  // rows `ld` floats apart (default out_h*out_w), so images can sit side by side.
+  void im2col(const float* x, float* col, std::int64_t ld = 0) const;
+  // Images per weight-gradient GEMM on the im2col path (conv2d_backward.cpp).
+  std::int64_t dw_group(std::int64_t batch, int threads) const;
   // dx: [in_c, in_h, in_w] = sum of dcol's entries over the windows each pixel falls in.
   void col2im(const float* dcol, float* dx) const;
   void valid_columns(std::int64_t kj, std::int64_t& lo, std::int64_t& hi) const;
@@ -53,7 +56,7 @@ class Conv2d final : public Layer {
   conv_direct::Geometry plane_geometry() const;  // the direct path's view of the input
   void forward_planes(const float* x, float* y, std::int64_t batch);
   // Sizes the per-thread workspaces one backward call needs (conv2d_backward.cpp).
-  void reserve_backward(int threads, bool dx_direct, bool need_col, bool dx);
+  void reserve_backward(int threads, bool dx_direct, bool need_col, bool dx, std::int64_t group);
 
   Shape3 in_, out_;
   Conv2dOptions opt_;
@@ -62,6 +65,7 @@ class Conv2d final : public Layer {
   std::size_t w_segment_ = 0, b_segment_ = 0;
   float *w_ = nullptr, *b_ = nullptr, *dw_ = nullptr, *db_ = nullptr;
   std::vector<AlignedBuffer> col_, dcol_, dw_part_;  // per thread (im2col path)
+  std::vector<AlignedBuffer> dy_group_;              // per thread: a group's dy side by side
   // Direct path: weights rearranged each step; per thread padded input, output and dy planes
   // and weight-gradient lanes (16 floats per weight). The weight gradient goes through the lanes
   // only for 3x3 kernels with outputs of at least 16x16 and at most 16K weights (lanes within a

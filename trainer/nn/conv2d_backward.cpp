@@ -1,6 +1,7 @@
 // Conv2d::backward; see conv2d.hpp. Per image n (threads split the batch):
 //   dW (+)= dy_n * windows of x_n   lanes over padded planes (3x3 with outputs >= 16x16), else
-//                                   dy_n[out_c, HWo] col^T with col = im2col(x_n) (a GEMM)
+//                                   dy_n[out_c, HWo] col^T with col = im2col(x_n) (a GEMM),
+//                                   for a group of images at once (dw_group)
 //   db (+)= row sums of dy_n
 //   dx_n = W^T dy_n                 the direct kernel over dy_n's padded planes with W flipped
 //                                   (stride 1) or per input phase (stride 2), when in_c is a
@@ -18,17 +19,35 @@
 
 namespace lbt::nn {
 
-void Conv2d::reserve_backward(int threads, bool dx_direct, bool need_col, bool dx) {
+// Images per weight-gradient GEMM on the im2col path. One image's GEMM has only out_h*out_w
+// positions as its inner dimension (64 for ResNet's 8x8 stage), so it mostly reads and writes
+// dW; a group puts images' column matrices and dy side by side until the inner dimension
+// reaches ~256. At most 8 images, each thread's share of the batch, and 2 MiB of columns.
+std::int64_t Conv2d::dw_group(std::int64_t batch, int threads) const {
+  const std::int64_t N = out_.plane();
+  std::int64_t g = std::min<std::int64_t>(
+      {(256 + N - 1) / N, 8, std::max<std::int64_t>(1, batch / std::max(threads, 1))});
+  while (g > 1 &&
+         g * rows_ * N * static_cast<std::int64_t>(sizeof(float)) > (std::int64_t{2} << 20))
+    --g;
+  return std::max<std::int64_t>(g, 1);
+}
+
+void Conv2d::reserve_backward(int threads, bool dx_direct, bool need_col, bool dx,
+                              std::int64_t group) {
   const auto T = static_cast<std::size_t>(threads);
   const std::size_t col_size = static_cast<std::size_t>(rows_ * out_.plane());
   const std::size_t wsize = static_cast<std::size_t>(out_.c * rows_), bsize = b_ ? out_.c : 0;
   if (col_.size() < T) col_.resize(T);
+  if (dy_group_.size() < T) dy_group_.resize(T);
   if (dcol_.size() < T) dcol_.resize(T);
   if (dw_part_.size() < T) dw_part_.resize(T);
   if (plane_ws_.size() < T) plane_ws_.resize(T);
   const conv_direct::Geometry in_g = plane_geometry();
   for (std::size_t t = 0; t < T; ++t) {
-    if (need_col) workspace(static_cast<int>(t), col_size);
+    if (need_col) workspace(static_cast<int>(t), col_size * static_cast<std::size_t>(group));
+    const std::size_t dy_size = group > 1 ? static_cast<std::size_t>(out_.size() * group) : 0;
+    if (dy_group_[t].size() < dy_size) dy_group_[t].resize(dy_size);
     if (dx && !dx_direct && !pointwise() && dcol_[t].size() < col_size) dcol_[t].resize(col_size);
     if (dw_part_[t].size() < wsize + bsize) dw_part_[t].resize(wsize + bsize);
     PlaneWorkspace& ws = plane_ws_[t];
@@ -58,7 +77,8 @@ void Conv2d::backward(const float* x, const float*, const float* dy, float* dx, 
   const bool dx_direct = dx && planes_ && in_c % 8 == 0;
   const bool dx_planes = dx_direct && opt_.stride == 1;
   const bool need_col = !dw_lanes_ && !pointwise();
-  reserve_backward(threads, dx_direct, need_col, dx != nullptr);
+  const std::int64_t group = need_col ? dw_group(batch, threads) : 1;
+  reserve_backward(threads, dx_direct, need_col, dx != nullptr, group);
   const conv_direct::Geometry in_g = plane_geometry();
   const conv_direct::Geometry out_g{M, in_g.h, in_g.w, k};  // dy's padded planes (stride 1)
   if (dx_direct) {
@@ -76,47 +96,60 @@ void Conv2d::backward(const float* x, const float*, const float* dy, float* dx, 
     PlaneWorkspace& ws = plane_ws_[t];
     if (dw_lanes_) std::fill(ws.lanes.data(), ws.lanes.data() + wsize * 16, 0.0f);
     bool first = true;
+    const std::int64_t groups = (batch + group - 1) / group;
 #pragma omp for schedule(static)
-    for (std::int64_t n = 0; n < batch; ++n) {
-      const float* xn = x + n * in_.size();
-      const float* dyn = dy + n * out_.size();
-      // Position q = i * row + j of dyq is output pixel (i, j); with stride 1, ws.dy holds
-      // dy's padded planes, which the input gradient reads too.
-      const float* dyq =
-          dw_lanes_ || dx_planes ? conv_direct::prepare_dy(dyn, in_g, M, ws.dy.data()) : nullptr;
-      if (dw_lanes_) {
-        conv_direct::pad_planes(xn, in_g, ws.x.data());
-        conv_direct::weight_grad_lanes(dyq, M, ws.x.data(), in_g, ws.lanes.data());
-      } else {
-        const float* col = xn;
-        if (!pointwise()) {
-          im2col(xn, col_[t].data());
-          col = col_[t].data();
+    for (std::int64_t grp = 0; grp < groups; ++grp) {
+      const std::int64_t n0 = grp * group, count = std::min(group, batch - n0);
+      if (need_col) {  // dW (+)= [dy_n0 ... dy_n] [col_n0 ... col_n]^T in one GEMM
+        const std::int64_t ld = count * N;
+        float* col = col_[t].data();
+        float* dy_side = count > 1 ? dy_group_[t].data() : nullptr;
+        for (std::int64_t g = 0; g < count; ++g) {
+          im2col(x + (n0 + g) * in_.size(), col + g * N, ld);
+          const float* dyn = dy + (n0 + g) * out_.size();
+          for (int o = 0; dy_side && o < M; ++o)
+            std::copy_n(dyn + static_cast<std::ptrdiff_t>(o) * N, N, dy_side + o * ld + g * N);
         }
-        sgemm(false, true, M, K, N, 1.0f, dyn, N, col, N, first ? 0.0f : 1.0f, dw_t, K);
+        sgemm(false, true, M, K, static_cast<int>(ld), 1.0f,
+              dy_side ? dy_side : dy + n0 * out_.size(), static_cast<int>(ld), col,
+              static_cast<int>(ld), first ? 0.0f : 1.0f, dw_t, K);
       }
-      if (b_) {
-        for (int o = 0; o < M; ++o) {
-          const float* g = dyn + static_cast<std::ptrdiff_t>(o) * N;
-          float s = 0.0f;
+      for (std::int64_t n = n0; n < n0 + count; ++n) {
+        const float* xn = x + n * in_.size();
+        const float* dyn = dy + n * out_.size();
+        // Position q = i * row + j of dyq is output pixel (i, j); with stride 1, ws.dy holds
+        // dy's padded planes, which the input gradient reads too.
+        const float* dyq =
+            dw_lanes_ || dx_planes ? conv_direct::prepare_dy(dyn, in_g, M, ws.dy.data()) : nullptr;
+        if (dw_lanes_) {
+          conv_direct::pad_planes(xn, in_g, ws.x.data());
+          conv_direct::weight_grad_lanes(dyq, M, ws.x.data(), in_g, ws.lanes.data());
+        } else if (pointwise()) {
+          sgemm(false, true, M, K, N, 1.0f, dyn, N, xn, N, first ? 0.0f : 1.0f, dw_t, K);
+        }
+        if (b_) {
+          for (int o = 0; o < M; ++o) {
+            const float* g = dyn + static_cast<std::ptrdiff_t>(o) * N;
+            float s = 0.0f;
 #pragma omp simd reduction(+ : s)
-          for (int i = 0; i < N; ++i) s += g[i];
-          db_t[o] = first ? s : db_t[o] + s;
+            for (int i = 0; i < N; ++i) s += g[i];
+            db_t[o] = first ? s : db_t[o] + s;
+          }
         }
-      }
-      first = false;
-      if (!dx) continue;
-      float* dxn = dx + n * in_.size();
-      if (dx_planes) {
-        conv_direct::forward(ws.dy.data(), out_g, w_input_grad_.data(), in_c, ws.out.data());
-        conv_direct::unpad_planes(ws.out.data(), in_g, nullptr, dxn);
-      } else if (dx_direct) {
-        conv_direct::input_grad_stride2(dyn, in_g, M, w_input_grad_.data(), ws.out.data(), dxn);
-      } else if (pointwise()) {
-        sgemm(true, false, K, N, M, 1.0f, w_, K, dyn, N, 0.0f, dxn, N);
-      } else {
-        sgemm(true, false, K, N, M, 1.0f, w_, K, dyn, N, 0.0f, dcol_[t].data(), N);
-        col2im(dcol_[t].data(), dxn);
+        first = false;
+        if (!dx) continue;
+        float* dxn = dx + n * in_.size();
+        if (dx_planes) {
+          conv_direct::forward(ws.dy.data(), out_g, w_input_grad_.data(), in_c, ws.out.data());
+          conv_direct::unpad_planes(ws.out.data(), in_g, nullptr, dxn);
+        } else if (dx_direct) {
+          conv_direct::input_grad_stride2(dyn, in_g, M, w_input_grad_.data(), ws.out.data(), dxn);
+        } else if (pointwise()) {
+          sgemm(true, false, K, N, M, 1.0f, w_, K, dyn, N, 0.0f, dxn, N);
+        } else {
+          sgemm(true, false, K, N, M, 1.0f, w_, K, dyn, N, 0.0f, dcol_[t].data(), N);
+          col2im(dcol_[t].data(), dxn);
+        }
       }
     }
     if (first) std::fill(dw_t, dw_t + wsize + bsize, 0.0f);  // this thread got no images

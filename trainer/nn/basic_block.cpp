@@ -5,33 +5,52 @@
 
 #include <Eigen/Core>
 
+#include "trainer/nn/parallel_chunks.hpp"
+
 namespace lbt::nn {
 namespace {
 
-void relu_inplace(float* v, std::int64_t n) {
-  Eigen::Map<Eigen::ArrayXf> a(v, n);
-  a = a.max(0.0f);
+// g = dy * [out > 0], or g *= [out > 0] when dy == g; parallel over chunks.
+void relu_mask(const float* out, const float* dy, float* g, std::int64_t n) {
+  parallel_chunks(n, [&](std::int64_t begin, std::int64_t count) {
+    Eigen::Map<const Eigen::ArrayXf> o(out + begin, count), d(dy + begin, count);
+    Eigen::Map<Eigen::ArrayXf>(g + begin, count) = (o > 0.0f).select(d, 0.0f);
+  });
 }
 
-// g *= [out > 0]
-void relu_mask(const float* out, float* g, std::int64_t n) {
-  Eigen::Map<const Eigen::ArrayXf> o(out, n);
-  Eigen::Map<Eigen::ArrayXf> a(g, n);
-  a = (o > 0.0f).select(a, 0.0f);
+// acc += v, parallel over chunks.
+void add_to(float* acc, const float* v, std::int64_t n) {
+  parallel_chunks(n, [&](std::int64_t begin, std::int64_t count) {
+    Eigen::Map<Eigen::ArrayXf>(acc + begin, count) +=
+        Eigen::Map<const Eigen::ArrayXf>(v + begin, count);
+  });
 }
 
 }  // namespace
 
 BasicBlock::BasicBlock(Shape3 in, std::int64_t out_channels, std::int64_t stride, InitScheme init)
     : in_(in),
-      conv1_(in, {.out_channels = out_channels, .kernel = 3, .stride = stride, .padding = 1, .bias = false}, init),
-      conv2_(conv1_.out_shape(), {.out_channels = out_channels, .kernel = 3, .stride = 1, .padding = 1, .bias = false}, init),
+      conv1_(in,
+             {.out_channels = out_channels,
+              .kernel = 3,
+              .stride = stride,
+              .padding = 1,
+              .bias = false},
+             init),
+      conv2_(conv1_.out_shape(),
+             {.out_channels = out_channels, .kernel = 3, .stride = 1, .padding = 1, .bias = false},
+             init),
       bn1_(conv1_.out_shape()),
       bn2_(conv2_.out_shape()) {
   out_ = conv2_.out_shape();
   if (stride != 1 || in.c != out_channels) {
-    proj_conv_ = std::make_unique<Conv2d>(
-        in, Conv2dOptions{.out_channels = out_channels, .kernel = 1, .stride = stride, .padding = 0, .bias = false}, init);
+    proj_conv_ = std::make_unique<Conv2d>(in,
+                                          Conv2dOptions{.out_channels = out_channels,
+                                                        .kernel = 1,
+                                                        .stride = stride,
+                                                        .padding = 0,
+                                                        .bias = false},
+                                          init);
     proj_bn_ = std::make_unique<BatchNorm>(proj_conv_->out_shape());
   }
 }
@@ -84,31 +103,26 @@ void BasicBlock::reserve(std::int64_t batch) {
 
 void BasicBlock::forward(const float* x, float* y, std::int64_t batch, bool train) {
   reserve(batch);
-  const std::int64_t n = batch * out_.size();
   conv1_.forward(x, a1_.data(), batch, train);
-  bn1_.forward(a1_.data(), r1_.data(), batch, train);
-  relu_inplace(r1_.data(), n);
+  bn1_.forward_fused(a1_.data(), r1_.data(), batch, train, nullptr, /*relu=*/true);
   conv2_.forward(r1_.data(), a2_.data(), batch, train);
-  bn2_.forward(a2_.data(), y, batch, train);
   const float* shortcut = x;
   if (proj_conv_) {
     proj_conv_->forward(x, sa_.data(), batch, train);
     proj_bn_->forward(sa_.data(), sb_.data(), batch, train);
     shortcut = sb_.data();
   }
-  Eigen::Map<Eigen::ArrayXf> out(y, n);
-  out = (out + Eigen::Map<const Eigen::ArrayXf>(shortcut, n)).max(0.0f);
+  bn2_.forward_fused(a2_.data(), y, batch, train, shortcut, /*relu=*/true);
 }
 
 void BasicBlock::backward(const float* x, const float* y, const float* dy, float* dx,
                           std::int64_t batch, bool accumulate) {
   const std::int64_t n = batch * out_.size();
-  std::copy(dy, dy + n, gz_.data());
-  relu_mask(y, gz_.data(), n);
+  relu_mask(y, dy, gz_.data(), n);
   // Residual branch.
   bn2_.backward(a2_.data(), nullptr, gz_.data(), g1_.data(), batch, accumulate);
   conv2_.backward(r1_.data(), a2_.data(), g1_.data(), g2_.data(), batch, accumulate);
-  relu_mask(r1_.data(), g2_.data(), n);
+  relu_mask(r1_.data(), g2_.data(), g2_.data(), n);
   bn1_.backward(a1_.data(), nullptr, g2_.data(), g1_.data(), batch, accumulate);
   conv1_.backward(x, a1_.data(), g1_.data(), dx, batch, accumulate);
   // Shortcut.
@@ -117,10 +131,10 @@ void BasicBlock::backward(const float* x, const float* y, const float* dy, float
     proj_conv_->backward(x, sa_.data(), g1_.data(), dx ? gx_.data() : nullptr, batch, accumulate);
     if (dx) {
       const std::int64_t m = batch * in_.size();
-      Eigen::Map<Eigen::ArrayXf>(dx, m) += Eigen::Map<const Eigen::ArrayXf>(gx_.data(), m);
+      add_to(dx, gx_.data(), m);
     }
   } else if (dx) {
-    Eigen::Map<Eigen::ArrayXf>(dx, n) += Eigen::Map<const Eigen::ArrayXf>(gz_.data(), n);
+    add_to(dx, gz_.data(), n);
   }
 }
 

@@ -6,6 +6,7 @@
 // Parallel over channels; each channel walks its batch planes (stride C*H*W).
 #include "trainer/nn/batch_norm.hpp"
 
+#include <Eigen/Core>
 #include <cmath>
 
 #include "core/error.hpp"
@@ -13,20 +14,25 @@
 namespace lbt::nn {
 
 BatchNorm::BatchNorm(Shape3 shape, BatchNormOptions options)
-    : shape_(shape), opt_(options),
+    : shape_(shape),
+      opt_(options),
       running_mean_(static_cast<std::size_t>(shape.c), 0.0f),
       running_var_(static_cast<std::size_t>(shape.c), 1.0f),
-      mean_(static_cast<std::size_t>(shape.c)), inv_std_(static_cast<std::size_t>(shape.c)) {
+      mean_(static_cast<std::size_t>(shape.c)),
+      inv_std_(static_cast<std::size_t>(shape.c)) {
   if (!(opt_.momentum >= 0.0 && opt_.momentum <= 1.0) || !(opt_.eps > 0.0)) {
     throw ConfigError("BatchNorm: momentum must be in [0, 1] and eps > 0",
                       "PyTorch's defaults are momentum 0.1, eps 1e-5");
   }
 }
 
-std::string BatchNorm::describe() const { return "BatchNorm(" + std::to_string(shape_.c) + ")"; }
+std::string BatchNorm::describe() const {
+  return "BatchNorm(" + std::to_string(shape_.c) + ")";
+}
 
 void BatchNorm::register_params(ParameterStore& store, const std::string& prefix) {
-  gamma_segment_ = store.add(prefix + ".weight", static_cast<std::size_t>(shape_.c), ParamKind::kNorm);
+  gamma_segment_ =
+      store.add(prefix + ".weight", static_cast<std::size_t>(shape_.c), ParamKind::kNorm);
   beta_segment_ = store.add(prefix + ".bias", static_cast<std::size_t>(shape_.c), ParamKind::kNorm);
 }
 
@@ -45,6 +51,11 @@ void BatchNorm::init(Rng&) {
 }
 
 void BatchNorm::forward(const float* x, float* y, std::int64_t batch, bool train) {
+  forward_fused(x, y, batch, train, nullptr, false);
+}
+
+void BatchNorm::forward_fused(const float* x, float* y, std::int64_t batch, bool train,
+                              const float* residual, bool relu) {
   const std::int64_t C = shape_.c, HW = shape_.plane(), M = batch * HW;
   if (train && M < 2) {
     throw ConfigError("BatchNorm in train mode needs more than one value per channel, got batch " +
@@ -80,21 +91,33 @@ void BatchNorm::forward(const float* x, float* y, std::int64_t batch, bool train
       inv_std = static_cast<float>(1.0 / std::sqrt(var + opt_.eps));
       const double mom = opt_.momentum;
       running_mean_[c] = static_cast<float>((1.0 - mom) * running_mean_[c] + mom * m);
-      running_var_[c] = static_cast<float>((1.0 - mom) * running_var_[c] +
-                                           mom * var * static_cast<double>(M) / static_cast<double>(M - 1));
+      running_var_[c] =
+          static_cast<float>((1.0 - mom) * running_var_[c] +
+                             mom * var * static_cast<double>(M) / static_cast<double>(M - 1));
     } else {
       mean = running_mean_[c];
-      inv_std = static_cast<float>(1.0 / std::sqrt(static_cast<double>(running_var_[c]) + opt_.eps));
+      inv_std =
+          static_cast<float>(1.0 / std::sqrt(static_cast<double>(running_var_[c]) + opt_.eps));
     }
     mean_[c] = mean;
     inv_std_[c] = inv_std;
     // y = scale x + shift with scale = gamma inv_std, shift = beta - mean scale.
     const float scale = gamma_[c] * inv_std, shift = beta_[c] - mean * scale;
     for (std::int64_t n = 0; n < batch; ++n) {
-      const float* p = x + (n * C + c) * HW;
-      float* q = y + (n * C + c) * HW;
-#pragma omp simd
-      for (std::int64_t i = 0; i < HW; ++i) q[i] = p[i] * scale + shift;
+      const std::int64_t at = (n * C + c) * HW;
+      Eigen::Map<const Eigen::ArrayXf> p(x + at, HW);
+      Eigen::Map<Eigen::ArrayXf> q(y + at, HW);
+      if (residual) {
+        Eigen::Map<const Eigen::ArrayXf> r(residual + at, HW);
+        if (relu)
+          q = (p * scale + shift + r).max(0.0f);
+        else
+          q = p * scale + shift + r;
+      } else if (relu) {
+        q = (p * scale + shift).max(0.0f);
+      } else {
+        q = p * scale + shift;
+      }
     }
   }
 }

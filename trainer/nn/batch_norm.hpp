@@ -32,9 +32,14 @@ class BatchNorm final : public Layer {
   std::vector<std::span<float>> buffers() override { return {running_mean_, running_var_}; }
   // x: [batch, C, H, W] -> y: same shape. Train mode needs batch * H * W > 1.
   void forward(const float* x, float* y, std::int64_t batch, bool train) override;
+  // y = max(bn(x) + residual, 0) (residual may be null; relu false: no max) in the pass that
+  // writes y: a residual block's "bn, add the shortcut, relu" without two more passes. The
+  // backward is bn's own; the caller masks dy with the ReLU.
+  void forward_fused(const float* x, float* y, std::int64_t batch, bool train,
+                     const float* residual, bool relu);
   // Differentiates the mode of the last forward (train: through the batch statistics).
-  void backward(const float* x, const float* y, const float* dy, float* dx,
-                std::int64_t batch, bool accumulate) override;
+  void backward(const float* x, const float* y, const float* dy, float* dx, std::int64_t batch,
+                bool accumulate) override;
 
   std::span<float> running_mean() { return running_mean_; }
   std::span<float> running_var() { return running_var_; }

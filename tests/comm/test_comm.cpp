@@ -5,6 +5,7 @@
 #include <boost/mpl/list.hpp>
 #include <boost/test/unit_test.hpp>
 
+#include <algorithm>
 #include <cstdint>
 #include <set>
 #include <vector>
@@ -184,6 +185,10 @@ BOOST_AUTO_TEST_CASE(gradient_memory_is_never_lent_twice_at_once_and_is_reused_a
   const double sq = c.allreduce_sq_norm(std::span<float>(plain), comm::ReduceOp::kSum);
   const double n = c.size();
   BOOST_TEST(test::close(sq, 3 * (n * (n + 1) / 2) * (n * (n + 1) / 2), 0, 1e-12));
+  std::fill(plain.begin(), plain.end(), static_cast<float>(c.rank() + 1));
+  const double avg_sq = c.allreduce_sq_norm(std::span<float>(plain), comm::ReduceOp::kAvg);
+  BOOST_TEST(test::close(plain[2], (n + 1) / 2, 0, 1e-6));
+  BOOST_TEST(test::close(avg_sq, 3 * ((n + 1) / 2) * ((n + 1) / 2), 0, 1e-12));
 }
 
 BOOST_AUTO_TEST_CASE(ranks_asking_for_different_gradient_sizes_fail_together) {

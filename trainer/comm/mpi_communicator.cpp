@@ -1,5 +1,5 @@
 // MpiCommunicator; see mpi_communicator.hpp. Avg is an MPI_SUM followed by a scale by 1/K in
-// the same piece, while it is still in cache.
+// the same piece, while it is still in cache (with the gradient's norm in that pass).
 #include "trainer/comm/mpi_communicator.hpp"
 
 #include <algorithm>
@@ -7,8 +7,10 @@
 #include <cstdio>
 #include <cstdlib>
 #include <string>
+#include <type_traits>
 
 #include "core/error.hpp"
+#include "core/sum_squares.hpp"
 #include "trainer/comm/mpi_check.hpp"
 
 namespace lbt::comm {
@@ -83,20 +85,27 @@ MpiCommunicator::~MpiCommunicator() {
 }
 
 template <typename T>
-void MpiCommunicator::allreduce_chunked(std::span<T> buf, ReduceOp op) {
-  if (buf.empty()) return;
+double MpiCommunicator::allreduce_chunked(std::span<T> buf, ReduceOp op, bool want_sq) {
   const std::size_t chunk = kChunkBytes / sizeof(T);
-  const T scale = T(1) / static_cast<T>(size_);
+  const T scale = op == ReduceOp::kAvg ? T(1) / static_cast<T>(size_) : T(1);
+  double sq = 0.0;
   for (std::size_t start = 0; start < buf.size(); start += chunk) {
     const std::size_t count = std::min(chunk, buf.size() - start);
     T* piece = buf.data() + start;
     LBT_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, piece, static_cast<int>(count), mpi_type<T>(),
                                 mpi_op(op), comm_));
-    if (op == ReduceOp::kAvg && size_ > 1) {
+    if constexpr (std::is_same_v<T, float>) {
+      if (want_sq) {
+        sq += scale_and_sum_squares(piece, count, scale);
+        continue;
+      }
+    }
+    if (scale != T(1)) {
 #pragma omp simd
       for (std::size_t i = 0; i < count; ++i) piece[i] *= scale;
     }
   }
+  return sq;
 }
 
 void MpiCommunicator::allreduce(std::span<float> buf, ReduceOp op) {
@@ -107,8 +116,9 @@ void MpiCommunicator::allreduce(std::span<double> buf, ReduceOp op) {
 }
 
 double MpiCommunicator::allreduce_sq_norm(std::span<float> buf, ReduceOp op) {
-  if (shm_ && op != ReduceOp::kMax && shm_->owns(buf)) return shm_->reduce(buf, op);
-  return Communicator::allreduce_sq_norm(buf, op);
+  if (op == ReduceOp::kMax) return Communicator::allreduce_sq_norm(buf, op);
+  if (shm_ && shm_->owns(buf)) return shm_->reduce(buf, op);
+  return allreduce_chunked(buf, op, /*want_sq=*/true);
 }
 
 GradientMemory MpiCommunicator::gradient_memory(std::size_t n) {

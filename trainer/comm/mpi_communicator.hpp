@@ -38,8 +38,10 @@ class MpiCommunicator final : public Communicator {
   [[noreturn]] void abort(int code, std::string_view why) override;
 
  private:
+  // MPI sums piece by piece; kAvg scales each piece while it is in cache. With want_sq (float)
+  // that pass also returns the result's sum of squares.
   template <typename T>
-  void allreduce_chunked(std::span<T> buf, ReduceOp op);
+  double allreduce_chunked(std::span<T> buf, ReduceOp op, bool want_sq = false);
 
   bool owns_mpi_ = false;  // this object called MPI_Init, so it calls MPI_Finalize
   int rank_ = 0, size_ = 1;

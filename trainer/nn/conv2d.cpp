@@ -92,10 +92,46 @@ float* Conv2d::workspace(int thread, std::size_t size) {
   return b.data();
 }
 
+namespace {
+// Largest zero-bordered plane im2col's stride-1 path keeps on the stack (34x34: 32x32 "same").
+constexpr std::int64_t kIm2colPaddedMax = 34 * 34;
+}  // namespace
+
 LBT_NO_LIBCALL_LOOPS void Conv2d::im2col(const float* x, float* col, std::int64_t ld) const {
   const std::int64_t K = opt_.kernel, S = opt_.stride, P = opt_.padding;
   const std::int64_t Ho = out_.h, Wo = out_.w, H = in_.h, W = in_.w;
   if (ld == 0) ld = Ho * Wo;
+  const std::int64_t Hp = H + 2 * P, Wp = W + 2 * P;
+  if (Hp * Wp <= kIm2colPaddedMax) {
+    // Small planes (ResNet's 16x16 and 8x8 stages): each channel once into a zero-bordered
+    // plane, then every row of the column matrix is Ho rows of Wo floats read at stride S,
+    // with no per-row bounds.
+    alignas(64) float padded[kIm2colPaddedMax];
+    zero_row(padded, Hp * Wp);  // the border stays zero: only the interior is rewritten
+    for (std::int64_t c = 0; c < in_.c; ++c) {
+      for (std::int64_t h = 0; h < H; ++h)
+        copy_row(padded + (h + P) * Wp + P, x + (c * H + h) * W, W);
+      for (std::int64_t ki = 0; ki < K; ++ki) {
+        for (std::int64_t kj = 0; kj < K; ++kj) {
+          float* row = col + ((c * K + ki) * K + kj) * ld;
+          const float* src = padded + ki * Wp + kj;
+          if (S == 1 && Wo == 8) {
+            for (std::int64_t oh = 0; oh < Ho; ++oh) copy_row(row + oh * 8, src + oh * Wp, 8);
+          } else if (S == 1) {
+            for (std::int64_t oh = 0; oh < Ho; ++oh) copy_row(row + oh * Wo, src + oh * Wp, Wo);
+          } else {
+            for (std::int64_t oh = 0; oh < Ho; ++oh) {
+              const float* in = src + oh * S * Wp;
+              float* out = row + oh * Wo;
+#pragma omp simd
+              for (std::int64_t ow = 0; ow < Wo; ++ow) out[ow] = in[ow * S];
+            }
+          }
+        }
+      }
+    }
+    return;
+  }
   for (std::int64_t c = 0; c < in_.c; ++c) {
     const float* plane = x + c * H * W;
     for (std::int64_t ki = 0; ki < K; ++ki) {

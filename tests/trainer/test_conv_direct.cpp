@@ -153,8 +153,8 @@ BOOST_AUTO_TEST_CASE(grouped_weight_gradient_equals_the_sum_over_single_images) 
       whole.conv->backward(x.data(), y.data(), dy.data(), dx.data(), batch, false);
       for (std::int64_t n = 0; n < batch; ++n) {
         single.conv->forward(x.data() + n * in_size, y.data(), 1, true);
-        single.conv->backward(x.data() + n * in_size, y.data(), dy.data() + n * out_size,
-                              dx.data(), 1, /*accumulate=*/n > 0);
+        single.conv->backward(x.data() + n * in_size, y.data(), dy.data() + n * out_size, dx.data(),
+                              1, /*accumulate=*/n > 0);
       }
       expect_close(std::vector<float>(whole.store.grads().begin(), whole.store.grads().end()),
                    std::vector<float>(single.store.grads().begin(), single.store.grads().end()),

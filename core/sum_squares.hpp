@@ -1,40 +1,35 @@
-// Squared L2 norm of a float array, accumulated in double.
+// Sums over arrays in independent accumulator lanes, and the squared L2 norm built on them.
 #pragma once
 #include <cstddef>
 #include <span>
 
 namespace lbt {
-namespace detail {
 
-// Sum of value(i)^2 over i < n in double, in 32 independent accumulators (four AVX-512
-// registers): a single running sum waits on the add latency every element, which made the
-// gradient norm 8% of an MLP step (perf, 784-512-512-10 at batch 128). The lanes are added
-// pairwise in a fixed order, so the result depends only on the values.
-template <class Value>
-double lane_sum_squares(std::size_t n, Value&& value) {
-  constexpr std::size_t kLanes = 32;
-  double lanes[kLanes] = {};
+// Sum of term(i) over i < n in `Lanes` independent accumulators of type Acc (32 doubles or 64
+// floats: four AVX-512 registers). A single running sum, which is what `omp simd reduction`
+// gives, waits on the add latency every vector: that made the gradient norm 8% of an MLP step
+// and BatchNorm's per-plane sums latency-bound (perf). The lanes are added pairwise in a fixed
+// order, so the result depends only on the terms.
+template <class Acc, std::size_t Lanes, class Term>
+Acc lane_sum(std::size_t n, Term&& term) {
+  Acc lanes[Lanes] = {};
   std::size_t i = 0;
-  for (; i + kLanes <= n; i += kLanes) {
+  for (; i + Lanes <= n; i += Lanes) {
 #pragma omp simd
-    for (std::size_t j = 0; j < kLanes; ++j) {
-      const double x = value(i + j);
-      lanes[j] += x * x;
-    }
+    for (std::size_t j = 0; j < Lanes; ++j) lanes[j] += term(i + j);
   }
-  for (std::size_t j = 0; i < n; ++i, ++j) {
-    const double x = value(i);
-    lanes[j] += x * x;
-  }
-  for (std::size_t width = kLanes / 2; width > 0; width /= 2)
+  for (std::size_t j = 0; i < n; ++i, ++j) lanes[j] += term(i);
+  for (std::size_t width = Lanes / 2; width > 0; width /= 2)
     for (std::size_t j = 0; j < width; ++j) lanes[j] += lanes[j + width];
   return lanes[0];
 }
 
-}  // namespace detail
-
+// Sum of v[i]^2 in double.
 inline double sum_squares(const float* v, std::size_t n) {
-  return detail::lane_sum_squares(n, [v](std::size_t i) { return v[i]; });
+  return lane_sum<double, 32>(n, [v](std::size_t i) {
+    const double x = v[i];
+    return x * x;
+  });
 }
 
 inline double sum_squares(std::span<const float> v) {
@@ -44,7 +39,10 @@ inline double sum_squares(std::span<const float> v) {
 // v *= scale, returning the sum of the scaled squares: one pass where scaling and then norming
 // would read the buffer twice (the gradient average after an MPI sum).
 inline double scale_and_sum_squares(float* v, std::size_t n, float scale) {
-  return detail::lane_sum_squares(n, [v, scale](std::size_t i) { return v[i] *= scale; });
+  return lane_sum<double, 32>(n, [v, scale](std::size_t i) {
+    const double x = v[i] *= scale;
+    return x * x;
+  });
 }
 
 }  // namespace lbt

@@ -7,58 +7,39 @@
 #include <string>
 
 #include "core/error.hpp"
+#include "core/sum_squares.hpp"
 #include "trainer/comm/mpi_check.hpp"
 
 namespace lbt::comm {
 namespace {
 
 constexpr std::size_t kPage = 4096;
-constexpr std::size_t kLanes = 32;  // floats per block; double accumulators for the norm
 
 std::size_t round_up(std::size_t n, std::size_t to) {
   return (n + to - 1) / to * to;
 }
 
 // Elements [lo, hi) of every slot: sum in rank order, scale, write back everywhere; returns
-// the sum of squares of the results. K == 2 is spelled out so GCC vectorises it.
+// the sum of squares of the results (core/sum_squares.hpp's lanes). K == 2 is spelled out so
+// GCC vectorises it.
 double reduce_range(const std::vector<float*>& slots, std::size_t lo, std::size_t hi, float scale) {
   const std::size_t K = slots.size();
-  double lanes[kLanes] = {};
-  float block[kLanes];
-  std::size_t i = lo;
-  for (; i + kLanes <= hi; i += kLanes) {
-    if (K == 2) {
-      float* a = slots[0] + i;
-      float* b = slots[1] + i;
-#pragma omp simd
-      for (std::size_t j = 0; j < kLanes; ++j) block[j] = (a[j] + b[j]) * scale;
-#pragma omp simd
-      for (std::size_t j = 0; j < kLanes; ++j) a[j] = b[j] = block[j];
-    } else {
-      std::copy_n(slots[0] + i, kLanes, block);
-      for (std::size_t k = 1; k < K; ++k) {
-        const float* s = slots[k] + i;
-#pragma omp simd
-        for (std::size_t j = 0; j < kLanes; ++j) block[j] += s[j];
-      }
-#pragma omp simd
-      for (std::size_t j = 0; j < kLanes; ++j) block[j] *= scale;
-      for (std::size_t k = 0; k < K; ++k) std::copy_n(block, kLanes, slots[k] + i);
-    }
-#pragma omp simd
-    for (std::size_t j = 0; j < kLanes; ++j)
-      lanes[j] += static_cast<double>(block[j]) * static_cast<double>(block[j]);
+  if (K == 2) {
+    float* __restrict a = slots[0] + lo;
+    float* __restrict b = slots[1] + lo;
+    return lane_sum<double, 32>(hi - lo, [=](std::size_t i) {
+      const float s = (a[i] + b[i]) * scale;
+      a[i] = b[i] = s;
+      return static_cast<double>(s) * s;
+    });
   }
-  for (std::size_t j = 0; i < hi; ++i, ++j) {
-    float s = slots[0][i];
-    for (std::size_t k = 1; k < K; ++k) s += slots[k][i];
+  return lane_sum<double, 32>(hi - lo, [&](std::size_t i) {
+    float s = slots[0][lo + i];
+    for (std::size_t k = 1; k < K; ++k) s += slots[k][lo + i];
     s *= scale;
-    for (std::size_t k = 0; k < K; ++k) slots[k][i] = s;
-    lanes[j] += static_cast<double>(s) * s;
-  }
-  for (std::size_t width = kLanes / 2; width > 0; width /= 2)
-    for (std::size_t j = 0; j < width; ++j) lanes[j] += lanes[j + width];
-  return lanes[0];
+    for (std::size_t k = 0; k < K; ++k) slots[k][lo + i] = s;
+    return static_cast<double>(s) * s;
+  });
 }
 
 }  // namespace

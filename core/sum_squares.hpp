@@ -8,8 +8,8 @@ namespace lbt {
 // Sum of term(i) over i < n in `Lanes` independent accumulators of type Acc (32 doubles or 64
 // floats: four AVX-512 registers). A single running sum, which is what `omp simd reduction`
 // gives, waits on the add latency every vector: that made the gradient norm 8% of an MLP step
-// and BatchNorm's per-plane sums latency-bound (perf). The lanes are added pairwise in a fixed
-// order, so the result depends only on the terms.
+// (perf). The lanes are added pairwise in a fixed order, so the result depends only on the
+// terms.
 template <class Acc, std::size_t Lanes, class Term>
 Acc lane_sum(std::size_t n, Term&& term) {
   Acc lanes[Lanes] = {};

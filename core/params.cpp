@@ -36,8 +36,9 @@ std::size_t ParameterStore::add(std::string name, std::size_t size, ParamKind ki
 }
 
 void ParameterStore::allocate() {
-  params_.resize(total_);
+  own_params_.resize(total_);
   own_grads_.resize(total_);
+  params_ = own_params_.span();
   grads_ = own_grads_.span();
   allocated_ = true;
 }
@@ -46,16 +47,32 @@ void ParameterStore::zero_grads() {
   std::fill(grads_.begin(), grads_.end(), 0.0f);
 }
 
-void ParameterStore::place_grads(std::span<float> memory, std::shared_ptr<void> owner) {
-  if (!allocated_) throw Error("ParameterStore::place_grads before allocate()");
-  if (memory.size() < total_ || reinterpret_cast<std::uintptr_t>(memory.data()) % 64 != 0) {
-    throw Error("ParameterStore::place_grads needs " + std::to_string(total_) +
+namespace {
+
+// Moves `view` (backed by `own`) into `memory`, copying the values when asked.
+void place(const char* what, bool allocated, std::size_t total, std::span<float>& view,
+           AlignedBuffer& own, std::span<float> memory, bool copy_values) {
+  if (!allocated) throw Error(std::string("ParameterStore::") + what + " before allocate()");
+  if (memory.size() < total || reinterpret_cast<std::uintptr_t>(memory.data()) % 64 != 0) {
+    throw Error(std::string("ParameterStore::") + what + " needs " + std::to_string(total) +
                 " floats 64-byte aligned, got " + std::to_string(memory.size()));
   }
-  std::copy(grads_.begin(), grads_.end(), memory.begin());
-  grads_ = memory.first(total_);
+  if (copy_values) std::copy(view.begin(), view.end(), memory.begin());
+  view = memory.first(total);
+  own = AlignedBuffer();
+}
+
+}  // namespace
+
+void ParameterStore::place_grads(std::span<float> memory, std::shared_ptr<void> owner) {
+  place("place_grads", allocated_, total_, grads_, own_grads_, memory, true);
   grads_owner_ = std::move(owner);
-  own_grads_ = AlignedBuffer();
+}
+
+void ParameterStore::place_params(std::span<float> memory, std::shared_ptr<void> owner,
+                                  bool copy_values) {
+  place("place_params", allocated_, total_, params_, own_params_, memory, copy_values);
+  params_owner_ = std::move(owner);
 }
 
 }  // namespace lbt

@@ -38,8 +38,8 @@ class ParameterStore {
   void allocate();
 
   std::size_t num_params() const { return total_; }
-  std::span<float> params() { return params_.span(); }
-  std::span<const float> params() const { return params_.span(); }
+  std::span<float> params() { return params_; }
+  std::span<const float> params() const { return params_; }
   std::span<float> grads() { return grads_; }
   std::span<const float> grads() const { return grads_; }
   std::vector<Segment>& segments() { return segments_; }
@@ -53,14 +53,17 @@ class ParameterStore {
   // where the communicator reduces fastest (Communicator::gradient_memory). Pointers from
   // grad_ptr taken before are stale: layers bind again (Model::place_grads).
   void place_grads(std::span<float> memory, std::shared_ptr<void> owner);
+  // The same for the parameters; copy_values false: `memory` already holds them (another
+  // rank of the node copied them into the one shared buffer).
+  void place_params(std::span<float> memory, std::shared_ptr<void> owner, bool copy_values);
 
  private:
   std::vector<Segment> segments_;
   std::size_t total_ = 0;
   bool allocated_ = false;
-  AlignedBuffer params_, own_grads_;
-  std::span<float> grads_;             // own_grads_, or memory given to place_grads
-  std::shared_ptr<void> grads_owner_;  // keeps that memory alive
+  AlignedBuffer own_params_, own_grads_;
+  std::span<float> params_, grads_;                   // own buffers, or memory given to place_*
+  std::shared_ptr<void> params_owner_, grads_owner_;  // keep that memory alive
 };
 
 }  // namespace lbt

@@ -14,6 +14,7 @@
 #include "trainer/data/load.hpp"
 #include "trainer/nn/model.hpp"
 #include "trainer/schedule_config.hpp"
+#include "trainer/sharded_step.hpp"
 
 namespace lbt::experiments {
 namespace {
@@ -136,6 +137,22 @@ RunResult run_training(Config& config, const RunOptions& options, comm::Communic
     }
   }
 
+  // ---- sharded step (trainer/sharded_step.hpp): with an elementwise optimizer on one node,
+  //      the parameters are kept once, in memory every rank maps, and each rank updates its
+  //      range. Not with a probe: `lbt noise` perturbs the parameters rank by rank ----
+  const std::size_t num_params = model->store().num_params();
+  trainer::ParamRange my_range{0, num_params};
+  bool shared_params = false;
+  if (comm.size() > 1 && optimizer->elementwise() && !options.probe) {
+    comm::GradientMemory shared = comm.shared_parameter_memory(num_params);
+    if (!shared.floats.empty()) {
+      model->place_params(shared.floats, std::move(shared.owner), comm.rank() == 0);
+      comm.barrier();  // rank 0's values are in before any rank reads them
+      shared_params = true;
+      my_range = trainer::rank_range(num_params, comm.size(), comm.rank());
+    }
+  }
+
   // ---- run directory (rank 0 writes; the others write nothing) ----
   std::unique_ptr<trainer::RunDirectory> run_dir;
   if (comm.rank() == 0) {
@@ -157,11 +174,16 @@ RunResult run_training(Config& config, const RunOptions& options, comm::Communic
   ProbeContext probe_context{*model, splits, cfg, run_dir.get()};
   if (options.probe) ctx.probe = [&](std::int64_t step) { options.probe(step, probe_context); };
   ctx.checkpoint_every = cfg.checkpoint_every;
+  ctx.shared_params = shared_params;
+  if (shared_params)
+    ctx.update_segments = trainer::clip_segments(model->store().segments(), my_range);
   if (cfg.checkpoint_every > 0 || cfg.checkpoint_final) {
     ctx.checkpoint = [&](const trainer::LoopState& state) {
-      if (comm.rank() != 0) return;
       const bool final_state = state.step >= total_steps || state.outcome.status != "running";
       if (final_state && !cfg.checkpoint_final) return;
+      // Each rank's optimizer state is current on its own range only.
+      if (shared_params) trainer::gather_sharded_state(*optimizer, comm, num_params, my_range);
+      if (comm.rank() != 0) return;
       save_run_checkpoint(result.run_dir, state, *model, *optimizer, identity, cfg.checkpoint_keep);
     };
   }

@@ -15,7 +15,7 @@ struct AdamOptions {
   double eps = 1e-8;
   bool eps_inside_sqrt = false;  // sqrt(v_hat + eps) instead of sqrt(v_hat) + eps
   double weight_decay = 0.0;
-  bool decoupled = false;        // false: Adam (g += wd*w); true: AdamW (w -= lr*wd*w)
+  bool decoupled = false;  // false: Adam (g += wd*w); true: AdamW (w -= lr*wd*w)
 };
 
 void validate(const AdamOptions& options, const Config& config);
@@ -33,6 +33,7 @@ class Adam final : public SegmentwiseOptimizer {
   void step(const StepInput& in) override;
   void step_transformed(const StepInput& in, std::span<const GradTransform> t) override;
   std::string describe() const override;
+  bool elementwise() const override { return true; }
 
  private:
   AdamOptions options_;

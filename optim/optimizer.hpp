@@ -53,6 +53,10 @@ class Optimizer {
   virtual ~Optimizer() = default;
   virtual void step(const StepInput& in) = 0;
   virtual std::string describe() const = 0;  // every switch: "SGD(momentum=0.9, ...)"
+  // True when every parameter's update reads only its own element of params, grads and state:
+  // then a step over a segment table clipped to a range updates exactly that range (the
+  // trainer's sharded step). Layer-wise methods (LARS, LARC, LAMB) need whole segments.
+  virtual bool elementwise() const { return false; }
   virtual OptimizerState& state() { return state_; }
   const OptimizerState& state() const { return const_cast<Optimizer*>(this)->state(); }
 

@@ -17,7 +17,8 @@ struct SgdOptions {
 void validate(const SgdOptions& options, const Config& config);
 // Reads optimizer.{momentum, dampening, nesterov, weight_decay}; `name` is "sgd", "momentum" or
 // "nesterov" (which forces nesterov = true). `read_decay` false (under LARC) leaves decay at 0.
-SgdOptions read_sgd_options(Config& config, const std::string& name = "sgd", bool read_decay = true);
+SgdOptions read_sgd_options(Config& config, const std::string& name = "sgd",
+                            bool read_decay = true);
 std::string describe(const SgdOptions& options);
 
 class Sgd final : public SegmentwiseOptimizer {
@@ -26,6 +27,7 @@ class Sgd final : public SegmentwiseOptimizer {
   void step(const StepInput& in) override;
   void step_transformed(const StepInput& in, std::span<const GradTransform> t) override;
   std::string describe() const override;
+  bool elementwise() const override { return true; }
 
  private:
   SgdOptions options_;

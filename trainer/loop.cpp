@@ -157,11 +157,16 @@ TrainOutcome train(TrainContext& ctx) {
     //      and the sampler stay where an uninterrupted run would be) ----
     const double lr = ctx.schedule(step);
     if (verdict == StepVerdict::kUpdate) {
-      ctx.optimizer.step({store.params(), store.grads(), store.segments(), lr, step});
+      const std::span<const Segment> segments = ctx.shared_params
+                                                    ? std::span<const Segment>(ctx.update_segments)
+                                                    : std::span<const Segment>(store.segments());
+      ctx.optimizer.step({store.params(), store.grads(), segments, lr, step});
     } else if (ctx.comm.rank() == 0) {
       std::fprintf(stderr, "warning: step %lld skipped: %s (loss %g)\n",
                    static_cast<long long>(step + 1), reason.c_str(), loss);
     }
+    // Shared parameters: no rank reads them for the next forward before every range is updated.
+    if (ctx.shared_params) ctx.comm.barrier();
     out.steps = state.step = step + 1;
     ++window_steps;
 

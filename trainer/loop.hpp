@@ -42,10 +42,10 @@ struct TrainOutcome {
 // What the loop carries from step to step besides parameters and optimizer state; saved in
 // checkpoints so a resumed run continues exactly where it stopped.
 struct LoopState {
-  std::int64_t step = 0;        // optimizer steps done
-  DivergenceState divergence;   // first loss, spikes skipped
+  std::int64_t step = 0;       // optimizer steps done
+  DivergenceState divergence;  // first loss, spikes skipped
   double last_val_accuracy = -1.0;
-  TrainOutcome outcome;         // best/final metrics and steps-to-target so far
+  TrainOutcome outcome;             // best/final metrics and steps-to-target so far
   std::vector<double> noise_state;  // OnlineEstimator::save_state() at `step`
 };
 
@@ -64,11 +64,16 @@ struct TrainContext {
   // Called at the top of every step, before any gradient work (grads are free to use);
   // e.g. the Hessian-weighted B_noise probe of `lbt noise`. Empty: nothing.
   std::function<void(std::int64_t step)> probe;
-  LoopState resume_from;            // step 0 for a fresh run
+  LoopState resume_from;  // step 0 for a fresh run
   // Called on every rank after step `state.step` when it is a multiple of checkpoint_every,
   // and after the last step; writes a checkpoint (rank 0) from the model/optimizer state.
   std::int64_t checkpoint_every = 0;
   std::function<void(const LoopState& state)> checkpoint;
+  // Sharded step (sharded_step.hpp): the parameters are one copy shared by the node's ranks,
+  // this rank updates the segments in update_segments (its range) and a barrier ends the step.
+  // False: every rank updates all of its own copy.
+  bool shared_params = false;
+  std::vector<Segment> update_segments;
 };
 
 TrainOutcome train(TrainContext& context);

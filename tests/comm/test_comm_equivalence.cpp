@@ -26,10 +26,14 @@ namespace fs = std::filesystem;
 
 namespace {
 
-comm::Communicator& world() { return comm::process_communicator({"mpi"}); }
+comm::Communicator& world() {
+  return comm::process_communicator({"mpi"});
+}
 
-// Optimizers checked; adding one ("lamb", "lars") is one entry here.
-const std::vector<std::string> kOptimizers = {"sgd"};
+// Optimizers checked; adding one ("lars") is one entry here. Elementwise ones (sgd, momentum,
+// adamw) run the sharded step with shared parameters at K ranks; lamb updates whole segments
+// on every rank.
+const std::vector<std::string> kOptimizers = {"sgd", "momentum", "adamw", "lamb"};
 
 constexpr std::int64_t kGlobalBatch = 64;  // divisible by 2 and 4 ranks
 
@@ -50,7 +54,8 @@ threads = 1
 seed = 3
 [optimizer]
 lr = 0.05
-)", "equivalence");
+)",
+                                 "equivalence");
   c.set("optimizer.name=" + optimizer);
   c.set("train.global_batch=" + std::to_string(kGlobalBatch));
   return c;
@@ -69,18 +74,19 @@ std::vector<float> train(Config config, comm::Communicator& comm, const std::str
 
 // Max over parameters of |got - want| / (atol + rtol |want|); <= 1 passes. Prints the first misses.
 void check_same_params(const std::vector<float>& got, const std::vector<float>& want,
-                       const std::string& what) {
+                       const std::string& what, double rtol = 1e-4) {
   BOOST_TEST_CONTEXT(what) {
     BOOST_REQUIRE_EQUAL(got.size(), want.size());
     std::size_t bad = 0;
     double max_abs = 0.0;
     for (std::size_t i = 0; i < got.size(); ++i) {
       max_abs = std::max(max_abs, double(std::abs(got[i] - want[i])));
-      const bool ok = test::close(got[i], want[i], /*atol=*/2e-6, /*rtol=*/1e-4);
+      const bool ok = test::close(got[i], want[i], /*atol=*/2e-6, rtol);
       if (!ok && bad++ < 5) BOOST_ERROR("param " << i << ": " << got[i] << " vs " << want[i]);
     }
     BOOST_TEST(bad == 0u, bad << " of " << got.size() << " parameters differ");
-    BOOST_TEST_MESSAGE(what << ": max |difference| " << max_abs << " over " << got.size() << " parameters");
+    BOOST_TEST_MESSAGE(what << ": max |difference| " << max_abs << " over " << got.size()
+                            << " parameters");
   }
 }
 
@@ -111,10 +117,18 @@ BOOST_DATA_TEST_CASE(k_ranks_match_one_rank_with_k_times_the_batch_and_with_accu
   comm.broadcast(std::as_writable_bytes(std::span(one_rank_big)), 0);
   comm.broadcast(std::as_writable_bytes(std::span(one_rank_accum)), 1);
 
-  check_same_params(k_ranks, one_rank_big, optimizer + ": " + std::to_string(K) + " ranks vs 1 rank, batch " +
-                                              std::to_string(kGlobalBatch));
-  check_same_params(one_rank_accum, one_rank_big, optimizer + ": accumulation x" + std::to_string(K) +
-                                                     " vs 1 rank, batch " + std::to_string(kGlobalBatch));
+  // Adam divides by sqrt(v): for a weight whose gradients stay near zero, rounding-level
+  // differences in g move the update by up to ~1e-4 relative (seen at 2 ranks, with or without
+  // the sharded step), where SGD and LAMB stay within 1e-4.
+  const double rtol = optimizer == "adamw" ? 1e-3 : 1e-4;
+  check_same_params(k_ranks, one_rank_big,
+                    optimizer + ": " + std::to_string(K) + " ranks vs 1 rank, batch " +
+                        std::to_string(kGlobalBatch),
+                    rtol);
+  check_same_params(one_rank_accum, one_rank_big,
+                    optimizer + ": accumulation x" + std::to_string(K) + " vs 1 rank, batch " +
+                        std::to_string(kGlobalBatch),
+                    rtol);
 
   // The parameters moved from their initial values (as run_training builds them), so the
   // checks above did not pass on untouched parameters.
@@ -124,11 +138,13 @@ BOOST_DATA_TEST_CASE(k_ranks_match_one_rank_with_k_times_the_batch_and_with_accu
   const auto initial = model->store().params();
   BOOST_REQUIRE_EQUAL(initial.size(), k_ranks.size());
   double moved = 0.0;
-  for (std::size_t i = 0; i < initial.size(); ++i) moved = std::max(moved, double(std::abs(k_ranks[i] - initial[i])));
+  for (std::size_t i = 0; i < initial.size(); ++i)
+    moved = std::max(moved, double(std::abs(k_ranks[i] - initial[i])));
   BOOST_TEST(moved > 1e-3);
 
   // All ranks hold the same final parameters, bit for bit.
-  BOOST_CHECK_NO_THROW(comm::check_identical(comm, std::as_bytes(std::span(k_ranks)), "final parameters"));
+  BOOST_CHECK_NO_THROW(
+      comm::check_identical(comm, std::as_bytes(std::span(k_ranks)), "final parameters"));
   comm.barrier();
 }
 
@@ -140,11 +156,41 @@ BOOST_AUTO_TEST_CASE(a_global_batch_not_divisible_by_ranks_is_rejected_on_every_
     experiments::run_training(c, {scratch("bad"), true, false}, comm);
     BOOST_ERROR("no ConfigError");
   } catch (const ConfigError& e) {
-    BOOST_TEST(std::string(e.what()).find("divisible by the number of ranks") != std::string::npos, e.what());
+    BOOST_TEST(std::string(e.what()).find("divisible by the number of ranks") != std::string::npos,
+               e.what());
   }
   Config m = small_run("sgd");
   m.set("train.micro_batch=" + std::to_string(kGlobalBatch / comm.size() + 1));  // not a divisor
   BOOST_CHECK_THROW(experiments::run_training(m, {scratch("bad"), true, false}, comm), ConfigError);
-  comm.barrier();  // every rank got here: nobody was left in a collective
+  comm.barrier();               // every rank got here: nobody was left in a collective
   fs::remove_all(scratch(""));  // each rank's own scratch (named by its pid)
+}
+
+// The sharded step keeps each rank's optimizer state current on its own range only; a
+// checkpoint must gather it. A run resumed from its step-10 checkpoint ends exactly where the
+// uninterrupted run ends (momentum SGD, so the state matters).
+BOOST_AUTO_TEST_CASE(a_sharded_run_resumed_from_its_checkpoint_ends_where_it_would_have) {
+  auto& comm = world();
+  long long pid = getpid();  // rank 0's: one directory every rank reads
+  comm.broadcast(std::as_writable_bytes(std::span(&pid, 1)), 0);
+  const fs::path base = fs::temp_directory_path() / ("lbt-test-resume-" + std::to_string(pid));
+  Config c = small_run("momentum");
+  c.set("train.micro_batch=" + std::to_string(kGlobalBatch / comm.size()));
+  c.set("train.checkpoint_every=10");
+  experiments::RunOptions whole{base / "whole", /*overwrite=*/true, /*progress=*/false};
+  const auto uninterrupted = experiments::run_training(c, whole, comm).final_params;
+  if (comm.rank() == 0) {
+    fs::copy(base / "whole", base / "resumed", fs::copy_options::recursive);
+    BOOST_REQUIRE(fs::remove(base / "resumed" / "checkpoints" / "step_0000000020.ckpt"));
+  }
+  comm.barrier();
+  experiments::RunOptions again{base / "resumed", false, false, experiments::Resume::kRequired};
+  Config c2 = small_run("momentum");
+  c2.set("train.micro_batch=" + std::to_string(kGlobalBatch / comm.size()));
+  c2.set("train.checkpoint_every=10");
+  const auto resumed = experiments::run_training(c2, again, comm).final_params;
+  check_same_params(resumed, uninterrupted, "resumed at step 10 vs uninterrupted");
+  BOOST_TEST(resumed == uninterrupted);  // the same arithmetic in the same order: bit for bit
+  comm.barrier();
+  if (comm.rank() == 0) fs::remove_all(base);
 }

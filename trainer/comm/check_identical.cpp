@@ -20,8 +20,9 @@ void check_identical(Communicator& comm, std::span<const std::byte> data, std::s
   double v[6] = {lo, hi, size, -lo, -hi, -size};  // max of -x is -min of x
   comm.allreduce(std::span<double>(v, 6), ReduceOp::kMax);
   if (v[0] != -v[3] || v[1] != -v[4] || v[2] != -v[5]) {
-    throw CommError(std::string(what) + " differ across ranks (rank " + std::to_string(comm.rank()) +
-                        " of " + std::to_string(comm.size()) + " sees a different hash or size)",
+    throw CommError(std::string(what) + " differ across ranks (rank " +
+                        std::to_string(comm.rank()) + " of " + std::to_string(comm.size()) +
+                        " sees a different hash or size)",
                     "all ranks must start from the same state; check that every rank built the "
                     "same model (model.spec) and that the broadcast from rank 0 ran");
   }

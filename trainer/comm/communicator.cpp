@@ -14,4 +14,8 @@ GradientMemory Communicator::gradient_memory(std::size_t) {
   return {};
 }
 
+GradientMemory Communicator::shared_parameter_memory(std::size_t) {
+  return {};
+}
+
 }  // namespace lbt::comm

@@ -34,6 +34,10 @@ class Communicator {
   // order. MPI with every rank on one node lends a shared-memory window slot that the other
   // ranks read and write during the reduction, so it needs no copies (see shm_reducer.hpp).
   virtual GradientMemory gradient_memory(std::size_t n);
+  // One buffer of n floats that every rank maps (MPI with every rank on one node), or an
+  // empty one. Parameters kept there exist once per node: each rank updates its own range for
+  // all of them (the trainer's sharded step for elementwise optimizers). Collective.
+  virtual GradientMemory shared_parameter_memory(std::size_t n);
   virtual void broadcast(std::span<std::byte> buf, int root) = 0;
   virtual void allgather(std::span<const float> mine, std::span<float> all) = 0;
   virtual void barrier() = 0;

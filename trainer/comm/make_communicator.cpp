@@ -22,7 +22,8 @@ std::unique_ptr<Communicator>& process_slot() {
 }  // namespace
 
 bool launched_by_mpi() {
-  for (const char* var : {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_RANK", "SLURM_STEP_NUM_TASKS"}) {
+  for (const char* var :
+       {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_RANK", "SLURM_STEP_NUM_TASKS"}) {
     if (std::getenv(var)) return true;
   }
   return false;
@@ -60,6 +61,8 @@ Communicator& process_communicator(const CommOptions& options) {
   return *slot;
 }
 
-Communicator* active_communicator() { return process_slot().get(); }
+Communicator* active_communicator() {
+  return process_slot().get();
+}
 
 }  // namespace lbt::comm

@@ -12,10 +12,10 @@ namespace lbt::comm::detail {
 
 }  // namespace lbt::comm::detail
 
-#define LBT_MPI_CHECK(expr)                                                        \
-  do {                                                                             \
-    const int lbt_mpi_status_ = (expr);                                            \
-    if (lbt_mpi_status_ != MPI_SUCCESS) {                                          \
+#define LBT_MPI_CHECK(expr)                                                             \
+  do {                                                                                  \
+    const int lbt_mpi_status_ = (expr);                                                 \
+    if (lbt_mpi_status_ != MPI_SUCCESS) {                                               \
       ::lbt::comm::detail::throw_mpi_error(lbt_mpi_status_, #expr, __FILE__, __LINE__); \
-    }                                                                              \
+    }                                                                                   \
   } while (0)

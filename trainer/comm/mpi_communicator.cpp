@@ -127,6 +127,12 @@ GradientMemory MpiCommunicator::gradient_memory(std::size_t n) {
   return shm_->lend(n);
 }
 
+GradientMemory MpiCommunicator::shared_parameter_memory(std::size_t n) {
+  if (size_ == 1) return {};
+  if (!shm_) shm_ = std::make_unique<ShmReducer>(comm_);
+  return shm_->lend(n, /*one_copy=*/true);
+}
+
 void MpiCommunicator::broadcast(std::span<std::byte> buf, int root) {
   if (root < 0 || root >= size_) {
     throw CommError("broadcast root " + std::to_string(root) + " is not a rank of a world of " +

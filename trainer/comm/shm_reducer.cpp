@@ -68,11 +68,12 @@ ShmReducer::~ShmReducer() {
   if (node_ != MPI_COMM_NULL) MPI_Comm_free(&node_);
 }
 
-GradientMemory ShmReducer::lend(std::size_t n) {
+GradientMemory ShmReducer::lend(std::size_t n, bool one_copy) {
   if (!available_ || n == 0) return {};
-  long long choice = -1;  // the first window free and large enough, else a new one
+  long long choice = -1;  // the first window of this kind free and large enough, else a new one
   for (std::size_t i = 0; i < windows_.size() && choice < 0; ++i) {
-    if (windows_[i]->lease.expired() && windows_[i]->capacity >= n)
+    const Window& w = *windows_[i];
+    if (w.lease.expired() && w.one_copy == one_copy && w.capacity >= n)
       choice = static_cast<long long>(i);
   }
   long long agree[4] = {choice, -choice, static_cast<long long>(n), -static_cast<long long>(n)};
@@ -85,10 +86,13 @@ GradientMemory ShmReducer::lend(std::size_t n) {
   if (choice < 0) {
     auto w = std::make_unique<Window>();
     w->capacity = round_up(n, 16);
+    w->one_copy = one_copy;
     // Slot, then one 64-byte line for the partial norm, in whole pages; OpenMPI puts a header
     // before each rank's memory, so a slot starts at the next 64-byte boundary (the same
     // offset in every process: the window is mapped at page boundaries).
-    const std::size_t bytes = round_up(w->capacity * sizeof(float) + 2 * 64, kPage);
+    // One copy: rank 0 holds it all, the others map rank 0's.
+    const std::size_t bytes =
+        one_copy && rank_ != 0 ? 0 : round_up(w->capacity * sizeof(float) + 2 * 64, kPage);
     MPI_Info info;
     LBT_MPI_CHECK(MPI_Info_create(&info));
     LBT_MPI_CHECK(MPI_Info_set(info, "alloc_shared_noncontig", "true"));
@@ -106,13 +110,14 @@ GradientMemory ShmReducer::lend(std::size_t n) {
       if (rank_ == 0) {
         std::fprintf(stderr,
                      "warning: no shared-memory window of %zu bytes per rank (MPI error %d); "
-                     "gradients are averaged with MPI_Allreduce instead (slower). A larger "
-                     "/dev/shm (docker --shm-size) restores the fast path\n",
+                     "every rank keeps its own gradients and parameters, averaged with "
+                     "MPI_Allreduce (slower). A larger /dev/shm (docker --shm-size) restores "
+                     "the fast path\n",
                      bytes, rc);
       }
       return {};
     }
-    for (int k = 0; k < size_; ++k) {
+    for (int k = 0; k < (one_copy ? 1 : size_); ++k) {
       MPI_Aint size = 0;
       int disp = 0;
       void* ptr = nullptr;
@@ -136,12 +141,13 @@ GradientMemory ShmReducer::lend(std::size_t n) {
   Window& w = *windows_[static_cast<std::size_t>(choice)];
   auto lease = std::make_shared<int>(0);
   w.lease = lease;
-  return {std::span<float>(w.slots[static_cast<std::size_t>(rank_)], n), lease};
+  return {std::span<float>(w.slots[one_copy ? 0 : static_cast<std::size_t>(rank_)], n), lease};
 }
 
 const ShmReducer::Window* ShmReducer::find(std::span<const float> buf) const {
   for (const auto& w : windows_) {
-    if (w->slots[static_cast<std::size_t>(rank_)] == buf.data() && buf.size() <= w->capacity)
+    if (!w->one_copy && w->slots[static_cast<std::size_t>(rank_)] == buf.data() &&
+        buf.size() <= w->capacity)
       return w.get();
   }
   return nullptr;

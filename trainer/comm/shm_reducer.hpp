@@ -35,9 +35,10 @@ class ShmReducer {
   ShmReducer& operator=(const ShmReducer&) = delete;
 
   bool available() const { return available_; }
-  // Collective: a slot of n floats, reusing a window no longer lent, else allocating one.
-  // Throws CommError when ranks disagree on n or on which window to reuse.
-  GradientMemory lend(std::size_t n);
+  // Collective: a slot of n floats, reusing a window no longer lent, else allocating one;
+  // one_copy: a single buffer every rank maps (shared parameters). Throws CommError when ranks
+  // disagree on n or on which window to reuse.
+  GradientMemory lend(std::size_t n, bool one_copy = false);
   // True when buf starts at this rank's slot of a window and fits in it.
   bool owns(std::span<const float> buf) const;
   // Collective; buf as accepted by owns(), the same size on every rank; op kSum or kAvg.
@@ -48,6 +49,7 @@ class ShmReducer {
   struct Window {
     MPI_Win win = MPI_WIN_NULL;
     std::size_t capacity = 0;       // floats per slot
+    bool one_copy = false;          // one slot (rank 0's) mapped by all, no reduction
     std::vector<float*> slots;      // every rank's slot, mapped into this process
     std::vector<double*> partials;  // every rank's partial sum of squares
     std::weak_ptr<void> lease;      // expired: free to lend again

@@ -196,6 +196,11 @@ void Model::place_grads(std::span<float> memory, std::shared_ptr<void> owner) {
   for (auto& layer : layers_) layer->bind(store_);
 }
 
+void Model::place_params(std::span<float> memory, std::shared_ptr<void> owner, bool copy_values) {
+  store_.place_params(memory, std::move(owner), copy_values);
+  for (auto& layer : layers_) layer->bind(store_);
+}
+
 void Model::reserve(std::int64_t max_batch) {
   if (max_batch <= capacity_) return;
   for (std::size_t i = 0; i < layers_.size(); ++i) {

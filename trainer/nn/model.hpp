@@ -40,6 +40,8 @@ class Model {
   // After build: moves the flat gradient buffer into `memory` (ParameterStore::place_grads)
   // and binds every layer to it again.
   void place_grads(std::span<float> memory, std::shared_ptr<void> owner);
+  // The same for the parameters (ParameterStore::place_params).
+  void place_params(std::span<float> memory, std::shared_ptr<void> owner, bool copy_values);
 
   // x: [batch, input_dim] -> returns [batch, output_dim] (valid until the next forward).
   const float* forward(const float* x, std::int64_t batch, bool train);

@@ -117,10 +117,12 @@ BOOST_DATA_TEST_CASE(k_ranks_match_one_rank_with_k_times_the_batch_and_with_accu
   comm.broadcast(std::as_writable_bytes(std::span(one_rank_big)), 0);
   comm.broadcast(std::as_writable_bytes(std::span(one_rank_accum)), 1);
 
-  // Adam divides by sqrt(v): for a weight whose gradients stay near zero, rounding-level
-  // differences in g move the update by up to ~1e-4 relative (seen at 2 ranks, with or without
-  // the sharded step), where SGD and LAMB stay within 1e-4.
-  const double rtol = optimizer == "adamw" ? 1e-3 : 1e-4;
+  // Adam and LAMB divide by sqrt(v): for a weight whose gradients stay near zero, rounding-
+  // level differences in g (another summation order) move the update by up to a few 1e-4
+  // relative, with or without the sharded step (seen: AdamW 1.5e-4 at 2 ranks, LAMB 3.7e-4 in
+  // CI's build). SGD stays within 1e-4.
+  const bool adaptive = optimizer == "adamw" || optimizer == "lamb";
+  const double rtol = adaptive ? 1e-3 : 1e-4;
   check_same_params(k_ranks, one_rank_big,
                     optimizer + ": " + std::to_string(K) + " ranks vs 1 rank, batch " +
                         std::to_string(kGlobalBatch),

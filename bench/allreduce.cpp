@@ -59,7 +59,7 @@ int main(int argc, char** argv) {
     std::vector<float> buf(n, 1e-30f), copy(n, 0.0f);
     // The trainer's path: the gradient buffer in memory the communicator lends (one node:
     // a shared-memory window slot), averaged with its norm in one pass.
-    lbt::comm::GradientMemory lent = comm.gradient_memory(n);
+    lbt::comm::LentMemory lent = comm.gradient_memory(n);
     std::vector<float> own;
     if (lent.floats.empty()) own.assign(n, 1e-30f);
     std::span<float> grads = lent.floats.empty() ? std::span<float>(own) : lent.floats;

@@ -103,7 +103,7 @@ RunResult run_training(Config& config, const RunOptions& options, comm::Communic
   auto rng = make_rng(cfg.seed, RngStream::kInit);
   model->build(rng);
   // Gradients where this communicator reduces them fastest (one node: shared memory).
-  if (comm::GradientMemory lent = comm.gradient_memory(model->store().num_params());
+  if (comm::LentMemory lent = comm.gradient_memory(model->store().num_params());
       !lent.floats.empty()) {
     model->place_grads(lent.floats, std::move(lent.owner));
   }
@@ -144,7 +144,7 @@ RunResult run_training(Config& config, const RunOptions& options, comm::Communic
   trainer::ParamRange my_range{0, num_params};
   bool shared_params = false;
   if (comm.size() > 1 && optimizer->elementwise() && !options.probe) {
-    comm::GradientMemory shared = comm.shared_parameter_memory(num_params);
+    comm::LentMemory shared = comm.shared_parameter_memory(num_params);
     if (!shared.floats.empty()) {
       model->place_params(shared.floats, std::move(shared.owner), comm.rank() == 0);
       comm.barrier();  // rank 0's values are in before any rank reads them

@@ -151,7 +151,7 @@ BOOST_AUTO_TEST_CASE(lent_gradient_memory_reduces_to_closed_forms_with_the_norm)
   for (std::size_t size :
        {std::size_t{1}, std::size_t{7}, std::size_t{1001}, std::size_t{100003}}) {
     for (comm::ReduceOp op : {comm::ReduceOp::kSum, comm::ReduceOp::kAvg}) {
-      comm::GradientMemory lent = c.gradient_memory(size);
+      comm::LentMemory lent = c.gradient_memory(size);
       BOOST_REQUIRE(lent.floats.size() == size);
       BOOST_TEST(reinterpret_cast<std::uintptr_t>(lent.floats.data()) % 64 == 0u);
       std::span<float> g = lent.floats;
@@ -173,12 +173,12 @@ BOOST_AUTO_TEST_CASE(lent_gradient_memory_reduces_to_closed_forms_with_the_norm)
 
 BOOST_AUTO_TEST_CASE(gradient_memory_is_never_lent_twice_at_once_and_is_reused_after) {
   auto& c = world();
-  comm::GradientMemory first = c.gradient_memory(100);
-  comm::GradientMemory second = c.gradient_memory(100);
+  comm::LentMemory first = c.gradient_memory(100);
+  comm::LentMemory second = c.gradient_memory(100);
   BOOST_TEST(first.floats.data() != second.floats.data());  // two live models never alias
   float* reused = first.floats.data();
   first = {};  // the model that held it is gone
-  comm::GradientMemory third = c.gradient_memory(50);
+  comm::LentMemory third = c.gradient_memory(50);
   BOOST_TEST(third.floats.data() == reused);
   // An ordinary buffer goes through MPI and gives the same answer.
   std::vector<float> plain(3, static_cast<float>(c.rank() + 1));

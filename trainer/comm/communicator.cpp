@@ -10,11 +10,11 @@ double Communicator::allreduce_sq_norm(std::span<float> buf, ReduceOp op) {
   return sum_squares(buf);
 }
 
-GradientMemory Communicator::gradient_memory(std::size_t) {
+LentMemory Communicator::gradient_memory(std::size_t) {
   return {};
 }
 
-GradientMemory Communicator::shared_parameter_memory(std::size_t) {
+LentMemory Communicator::shared_parameter_memory(std::size_t) {
   return {};
 }
 

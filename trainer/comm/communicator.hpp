@@ -10,9 +10,9 @@ namespace lbt::comm {
 
 enum class ReduceOp { kSum, kAvg, kMax };
 
-// Memory lent for a flat gradient buffer (Communicator::gradient_memory); `owner` keeps it
-// lent. Empty where the backend has nothing faster than the caller's own memory.
-struct GradientMemory {
+// Memory a communicator lends for a flat buffer (gradient_memory, shared_parameter_memory);
+// `owner` keeps it lent. Empty where the backend has nothing better than the caller's own.
+struct LentMemory {
   std::span<float> floats;
   std::shared_ptr<void> owner;
 };
@@ -33,11 +33,11 @@ class Communicator {
   // runs fastest, or an empty one. Collective: every rank asks for the same n, in the same
   // order. MPI with every rank on one node lends a shared-memory window slot that the other
   // ranks read and write during the reduction, so it needs no copies (see shm_reducer.hpp).
-  virtual GradientMemory gradient_memory(std::size_t n);
+  virtual LentMemory gradient_memory(std::size_t n);
   // One buffer of n floats that every rank maps (MPI with every rank on one node), or an
   // empty one. Parameters kept there exist once per node: each rank updates its own range for
   // all of them (the trainer's sharded step for elementwise optimizers). Collective.
-  virtual GradientMemory shared_parameter_memory(std::size_t n);
+  virtual LentMemory shared_parameter_memory(std::size_t n);
   virtual void broadcast(std::span<std::byte> buf, int root) = 0;
   virtual void allgather(std::span<const float> mine, std::span<float> all) = 0;
   virtual void barrier() = 0;

@@ -121,16 +121,18 @@ double MpiCommunicator::allreduce_sq_norm(std::span<float> buf, ReduceOp op) {
   return allreduce_chunked(buf, op, /*want_sq=*/true);
 }
 
-GradientMemory MpiCommunicator::gradient_memory(std::size_t n) {
+LentMemory MpiCommunicator::lend(std::size_t n, bool one_copy) {
   if (size_ == 1) return {};
   if (!shm_) shm_ = std::make_unique<ShmReducer>(comm_);
-  return shm_->lend(n);
+  return shm_->lend(n, one_copy);
 }
 
-GradientMemory MpiCommunicator::shared_parameter_memory(std::size_t n) {
-  if (size_ == 1) return {};
-  if (!shm_) shm_ = std::make_unique<ShmReducer>(comm_);
-  return shm_->lend(n, /*one_copy=*/true);
+LentMemory MpiCommunicator::gradient_memory(std::size_t n) {
+  return lend(n, false);
+}
+
+LentMemory MpiCommunicator::shared_parameter_memory(std::size_t n) {
+  return lend(n, true);
 }
 
 void MpiCommunicator::broadcast(std::span<std::byte> buf, int root) {

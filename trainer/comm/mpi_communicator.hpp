@@ -31,8 +31,8 @@ class MpiCommunicator final : public Communicator {
   void allreduce(std::span<double> buf, ReduceOp op) override;
   // Buffers lent by gradient_memory reduce in shared memory (shm_reducer.hpp); others as the base.
   double allreduce_sq_norm(std::span<float> buf, ReduceOp op) override;
-  GradientMemory gradient_memory(std::size_t n) override;
-  GradientMemory shared_parameter_memory(std::size_t n) override;
+  LentMemory gradient_memory(std::size_t n) override;
+  LentMemory shared_parameter_memory(std::size_t n) override;
   void broadcast(std::span<std::byte> buf, int root) override;
   void allgather(std::span<const float> mine, std::span<float> all) override;
   void barrier() override;
@@ -41,6 +41,8 @@ class MpiCommunicator final : public Communicator {
  private:
   // MPI sums piece by piece; kAvg scales each piece while it is in cache. With want_sq (float)
   // that pass also returns the result's sum of squares.
+  // Shared-memory windows from shm_, made on first use (every rank calls in the same order).
+  LentMemory lend(std::size_t n, bool one_copy);
   template <typename T>
   double allreduce_chunked(std::span<T> buf, ReduceOp op, bool want_sq = false);
 

@@ -68,7 +68,7 @@ ShmReducer::~ShmReducer() {
   if (node_ != MPI_COMM_NULL) MPI_Comm_free(&node_);
 }
 
-GradientMemory ShmReducer::lend(std::size_t n, bool one_copy) {
+LentMemory ShmReducer::lend(std::size_t n, bool one_copy) {
   if (!available_ || n == 0) return {};
   long long choice = -1;  // the first window of this kind free and large enough, else a new one
   for (std::size_t i = 0; i < windows_.size() && choice < 0; ++i) {

@@ -38,7 +38,7 @@ class ShmReducer {
   // Collective: a slot of n floats, reusing a window no longer lent, else allocating one;
   // one_copy: a single buffer every rank maps (shared parameters). Throws CommError when ranks
   // disagree on n or on which window to reuse.
-  GradientMemory lend(std::size_t n, bool one_copy = false);
+  LentMemory lend(std::size_t n, bool one_copy = false);
   // True when buf starts at this rank's slot of a window and fits in it.
   bool owns(std::span<const float> buf) const;
   // Collective; buf as accepted by owns(), the same size on every rank; op kSum or kAvg.

@@ -9,6 +9,7 @@
 #include <cmath>
 #include <vector>
 
+#include "support/conv_paths.hpp"
 #include "support/random.hpp"
 #include "trainer/nn/conv2d.hpp"
 #include "trainer/nn/conv_direct.hpp"
@@ -16,32 +17,9 @@
 using namespace lbt;
 using lbt::test::normal_vector;
 
-namespace {
-
-struct Built {
-  ParameterStore store;
-  std::unique_ptr<nn::Conv2d> conv;
-};
-
-void build(Built& b, nn::Shape3 in, nn::Conv2dOptions opt) {
-  b.conv = std::make_unique<nn::Conv2d>(in, opt, nn::InitScheme::kHe);
-  b.conv->register_params(b.store, "c");
-  b.store.allocate();
-  b.conv->bind(b.store);
-}
-
-void expect_close(const std::vector<float>& got, const std::vector<float>& want, const char* what) {
-  float scale = 0.0f;
-  for (float v : want) scale = std::max(scale, std::abs(v));
-  std::size_t bad = 0;
-  for (std::size_t i = 0; i < want.size(); ++i) {
-    if (std::abs(got[i] - want[i]) > 1e-5f * scale + 1e-4f * std::abs(want[i]) && ++bad <= 3)
-      BOOST_ERROR(what << "[" << i << "]: direct " << got[i] << " vs im2col " << want[i]);
-  }
-  BOOST_TEST(bad == 0u, bad << " of " << want.size() << " " << what << " differ");
-}
-
-}  // namespace
+using Built = lbt::test::BuiltConv;
+using lbt::test::build;
+using lbt::test::expect_close;
 
 BOOST_AUTO_TEST_CASE(direct_convolution_equals_im2col_and_gemm) {
   struct Case {
@@ -66,7 +44,8 @@ BOOST_AUTO_TEST_CASE(direct_convolution_equals_im2col_and_gemm) {
                                 .kernel = c.kernel,
                                 .stride = c.stride,
                                 .padding = c.kernel / 2,
-                                .bias = c.bias};
+                                .bias = c.bias,
+                                .allow_winograd = false};
     BOOST_TEST_CONTEXT("in " << c.in.text() << " -> " << c.out << ", k" << c.kernel << " s"
                              << c.stride) {
       BOOST_TEST(nn::conv_direct::supports(static_cast<int>(c.kernel), static_cast<int>(c.stride),
@@ -84,19 +63,11 @@ BOOST_AUTO_TEST_CASE(direct_convolution_equals_im2col_and_gemm) {
       const auto dy =
           normal_vector(static_cast<std::size_t>(batch * direct.conv->out_features()), 9);
       for (bool accumulate : {false, true}) {
-        std::vector<std::vector<float>> y(2), dx(2), grads(2);
-        int i = 0;
-        for (Built* b : {&direct, &gemm}) {
-          y[i].resize(dy.size());
-          dx[i].resize(x.size());
-          b->conv->forward(x.data(), y[i].data(), batch, true);
-          b->conv->backward(x.data(), y[i].data(), dy.data(), dx[i].data(), batch, accumulate);
-          grads[i].assign(b->store.grads().begin(), b->store.grads().end());
-          ++i;
-        }
-        expect_close(y[0], y[1], "y");
-        expect_close(dx[0], dx[1], "dx");
-        expect_close(grads[0], grads[1], accumulate ? "accumulated grads" : "grads");
+        const auto got = lbt::test::run_pass(direct, x, dy, batch, accumulate);
+        const auto want = lbt::test::run_pass(gemm, x, dy, batch, accumulate);
+        expect_close(got.y, want.y, "y");
+        expect_close(got.dx, want.dx, "dx");
+        expect_close(got.grads, want.grads, accumulate ? "accumulated grads" : "grads");
       }
     }
   }

@@ -1,10 +1,11 @@
 // 2-D convolution over NCHW images, y = W * x + b, W: [out_c, in_c, k, k] (PyTorch layout),
 // optional bias [out_c]. Each OpenMP thread takes whole images with its own workspace, which
 // stays in L2; single-threaded kernels run side by side instead of one 2-thread GEMM per image.
-// Two paths: "same" convolutions (stride 1, 3x3 or 5x5, padding k/2) and 3x3 stride-2
-// padding-1 ones, with out_c a multiple of 8 (ResNet's and the simple CNN's), run directly over
-// padded planes (conv_direct.hpp); the rest use per-image im2col + GEMM (Chellapilla et al.
-// 2006; Caffe's conv). Tests hold the two equal.
+// Three paths: "same" convolutions (stride 1, 3x3 or 5x5, padding k/2) with in_c and out_c
+// multiples of 16 and whole output tiles use Winograd's minimal filtering (winograd.hpp);
+// other "same" convolutions and 3x3 stride-2 padding-1 ones, with out_c a multiple of 8
+// (ResNet's and the simple CNN's), run directly over padded planes (conv_direct.hpp); the rest
+// use per-image im2col + GEMM (Chellapilla et al. 2006; Caffe's conv). Tests hold them equal.
 #pragma once
 #include <vector>
 
@@ -13,13 +14,15 @@
 #include "trainer/nn/layer.hpp"
 #include "trainer/nn/linear.hpp"
 #include "trainer/nn/shape.hpp"
+#include "trainer/nn/winograd.hpp"
 
 namespace lbt::nn {
 
 struct Conv2dOptions {
   std::int64_t out_channels = 0, kernel = 3, stride = 1, padding = 0;
-  bool bias = true;          // off before BatchNorm, whose shift makes a bias redundant
-  bool allow_direct = true;  // false: always im2col + GEMM (tests compare the two paths)
+  bool bias = true;            // off before BatchNorm, whose shift makes a bias redundant
+  bool allow_direct = true;    // false: always im2col + GEMM (tests compare the paths)
+  bool allow_winograd = true;  // false: the direct path where Winograd's would apply
 };
 
 class Conv2d final : public Layer {
@@ -55,6 +58,13 @@ class Conv2d final : public Layer {
   int threads_for(std::int64_t batch) const;
   conv_direct::Geometry plane_geometry() const;  // the direct path's view of the input
   void forward_planes(const float* x, float* y, std::int64_t batch);
+  // The Winograd path (conv2d_winograd.cpp).
+  winograd::Shape winograd_shape() const;
+  void forward_winograd(const float* x, float* y, std::int64_t batch);
+  void backward_winograd(const float* x, const float* dy, float* dx, std::int64_t batch,
+                         bool accumulate);
+  // db_t[o] (+)= sum of dy_n's channel o: one image's bias gradient.
+  void add_bias_grad(const float* dyn, bool first, float* db_t) const;
   // Sizes the per-thread workspaces one backward call needs (conv2d_backward.cpp).
   void reserve_backward(int threads, bool dx_direct, bool need_col, bool dx, std::int64_t group);
 
@@ -76,6 +86,12 @@ class Conv2d final : public Layer {
     AlignedBuffer x, out, dy, lanes;
   };
   std::vector<PlaneWorkspace> plane_ws_;
+  // Winograd path: transformed weights (forward, input gradient) and per thread scratch and
+  // transformed weight-gradient partials.
+  bool winograd_ = false;
+  AlignedBuffer w_winograd_, w_winograd_dx_;
+  std::vector<winograd::Workspace> winograd_ws_;
+  std::vector<AlignedBuffer> dw_winograd_;
 };
 
 }  // namespace lbt::nn

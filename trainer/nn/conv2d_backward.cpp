@@ -65,8 +65,20 @@ void Conv2d::reserve_backward(int threads, bool dx_direct, bool need_col, bool d
   }
 }
 
+void Conv2d::add_bias_grad(const float* dyn, bool first, float* db_t) const {
+  const std::int64_t N = out_.plane();
+  for (std::int64_t o = 0; o < out_.c; ++o) {
+    const float* g = dyn + o * N;
+    float s = 0.0f;
+#pragma omp simd reduction(+ : s)
+    for (std::int64_t i = 0; i < N; ++i) s += g[i];
+    db_t[o] = first ? s : db_t[o] + s;
+  }
+}
+
 void Conv2d::backward(const float* x, const float*, const float* dy, float* dx, std::int64_t batch,
                       bool accumulate) {
+  if (winograd_) return backward_winograd(x, dy, dx, batch, accumulate);
   const int threads = threads_for(batch);
   const int M = static_cast<int>(out_.c), N = static_cast<int>(out_.plane()),
             K = static_cast<int>(rows_);
@@ -127,15 +139,7 @@ void Conv2d::backward(const float* x, const float*, const float* dy, float* dx, 
         } else if (pointwise()) {
           sgemm(false, true, M, K, N, 1.0f, dyn, N, xn, N, first ? 0.0f : 1.0f, dw_t, K);
         }
-        if (b_) {
-          for (int o = 0; o < M; ++o) {
-            const float* g = dyn + static_cast<std::ptrdiff_t>(o) * N;
-            float s = 0.0f;
-#pragma omp simd reduction(+ : s)
-            for (int i = 0; i < N; ++i) s += g[i];
-            db_t[o] = first ? s : db_t[o] + s;
-          }
-        }
+        if (b_) add_bias_grad(dyn, first, db_t);
         first = false;
         if (!dx) continue;
         float* dxn = dx + n * in_.size();

@@ -1,0 +1,138 @@
+// Conv2d's Winograd path (winograd.hpp) against two independent references: a convolution
+// written out in double precision over every window (outputs, input gradients, weight and bias
+// gradients), and the im2col + GEMM path (itself checked against finite differences in
+// test_cnn.cpp) on the layers of ResNet-8/20 and the simple CNN, with image groups, a short
+// last group, non-square images and gradient accumulation. Winograd's transforms multiply
+// values by up to 25 before dividing again, so outputs carry float rounding of about 1e-6 of
+// the largest value; the tolerances allow 3e-5.
+#include <boost/test/unit_test.hpp>
+
+#include <vector>
+
+#include "support/conv_paths.hpp"
+#include "support/random.hpp"
+#include "trainer/nn/conv2d.hpp"
+#include "trainer/nn/winograd.hpp"
+
+using namespace lbt;
+using lbt::test::BuiltConv;
+using lbt::test::expect_close;
+using lbt::test::normal_vector;
+
+namespace {
+
+constexpr float kAbsTol = 3e-5f, kRelTol = 1e-4f;
+
+nn::Conv2dOptions same_conv(std::int64_t out, std::int64_t kernel, bool bias) {
+  return {.out_channels = out, .kernel = kernel, .stride = 1, .padding = kernel / 2, .bias = bias};
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(winograd_equals_a_written_out_convolution_in_double) {
+  const nn::Shape3 in{16, 4, 6};
+  const std::int64_t out_c = 32, batch = 2;
+  for (std::int64_t k : {3, 5}) {
+    BOOST_TEST_CONTEXT("kernel " << k) {
+      BuiltConv b;
+      lbt::test::build(b, in, same_conv(out_c, k, true));
+      const auto params = normal_vector(b.store.num_params(), 3, 0.3f);
+      std::copy(params.begin(), params.end(), b.store.params().begin());
+      const auto x = normal_vector(static_cast<std::size_t>(batch * in.size()), 4);
+      const auto dy = normal_vector(static_cast<std::size_t>(batch * out_c * in.h * in.w), 5);
+      const auto got = lbt::test::run_pass(b, x, dy, batch, false);
+      // y[n][o][i][j] = b[o] + sum_{c,u,v} W[o][c][u][v] x[n][c][i+u-p][j+v-p]; dx and dW by
+      // the same windows, read the other way.
+      const std::int64_t p = k / 2, H = in.h, W = in.w, C = in.c;
+      const float* w = b.store.params().data();
+      const float* bias = w + out_c * C * k * k;
+      std::vector<double> y(dy.size()), dx(x.size()),
+          dw(static_cast<std::size_t>(out_c * C * k * k)), db(static_cast<std::size_t>(out_c));
+      for (std::int64_t n = 0; n < batch; ++n)
+        for (std::int64_t o = 0; o < out_c; ++o)
+          for (std::int64_t i = 0; i < H; ++i)
+            for (std::int64_t j = 0; j < W; ++j) {
+              const std::size_t yi = static_cast<std::size_t>(((n * out_c + o) * H + i) * W + j);
+              double sum = bias[o];
+              db[static_cast<std::size_t>(o)] += dy[yi];
+              for (std::int64_t c = 0; c < C; ++c)
+                for (std::int64_t u = 0; u < k; ++u)
+                  for (std::int64_t v = 0; v < k; ++v) {
+                    const std::int64_t r = i + u - p, s = j + v - p;
+                    if (r < 0 || r >= H || s < 0 || s >= W) continue;
+                    const std::size_t xi = static_cast<std::size_t>(((n * C + c) * H + r) * W + s);
+                    const std::size_t wi = static_cast<std::size_t>(((o * C + c) * k + u) * k + v);
+                    sum += static_cast<double>(w[wi]) * x[xi];
+                    dx[xi] += static_cast<double>(w[wi]) * dy[yi];
+                    dw[wi] += static_cast<double>(x[xi]) * dy[yi];
+                  }
+              y[yi] = sum;
+            }
+      std::vector<float> grads(dw.begin(), dw.end());
+      grads.insert(grads.end(), db.begin(), db.end());
+      expect_close(got.y, std::vector<float>(y.begin(), y.end()), "y", kAbsTol, kRelTol);
+      expect_close(got.dx, std::vector<float>(dx.begin(), dx.end()), "dx", kAbsTol, kRelTol);
+      expect_close(got.grads, grads, "grads", kAbsTol, kRelTol);
+    }
+  }
+}
+
+BOOST_AUTO_TEST_CASE(winograd_equals_im2col_and_gemm_on_resnet_and_simple_cnn_layers) {
+  struct Case {
+    nn::Shape3 in;
+    std::int64_t out, kernel;
+    bool bias;
+  };
+  const Case cases[] = {
+      {{16, 32, 32}, 16, 3, false},  // ResNet stage 1: groups of 4 images
+      {{32, 16, 16}, 32, 3, false},  // stage 2
+      {{64, 8, 8}, 64, 3, true},     // stage 3: groups of 16, cut to each thread's share
+      {{32, 14, 14}, 64, 5, true},   // the simple CNN's second layer
+      {{16, 4, 12}, 32, 3, false},   // one row of tiles, not square
+      {{48, 6, 10}, 16, 5, true},    // three input blocks, a 16-wide output
+  };
+  for (const Case& c : cases) {
+    for (std::int64_t batch : {3, 21}) {
+      BOOST_TEST_CONTEXT("in " << c.in.text() << " -> " << c.out << ", k" << c.kernel << ", batch "
+                               << batch) {
+        const auto opt = same_conv(c.out, c.kernel, c.bias);
+        BOOST_TEST(nn::winograd::supports(
+            static_cast<int>(c.kernel), 1, static_cast<int>(c.kernel / 2), static_cast<int>(c.in.c),
+            static_cast<int>(c.out), static_cast<int>(c.in.h), static_cast<int>(c.in.w)));
+        BuiltConv winograd, gemm;
+        lbt::test::build(winograd, c.in, opt);
+        auto off = opt;
+        off.allow_direct = false;
+        lbt::test::build(gemm, c.in, off);
+        const auto params = normal_vector(winograd.store.num_params(), 7, 0.2f);
+        std::copy(params.begin(), params.end(), winograd.store.params().begin());
+        std::copy(params.begin(), params.end(), gemm.store.params().begin());
+        const auto x = normal_vector(static_cast<std::size_t>(batch * c.in.size()), 8);
+        const auto dy =
+            normal_vector(static_cast<std::size_t>(batch * winograd.conv->out_features()), 9);
+        for (bool accumulate : {false, true}) {
+          const auto got = lbt::test::run_pass(winograd, x, dy, batch, accumulate);
+          const auto want = lbt::test::run_pass(gemm, x, dy, batch, accumulate);
+          expect_close(got.y, want.y, "y", kAbsTol, kRelTol);
+          expect_close(got.dx, want.dx, "dx", kAbsTol, kRelTol);
+          expect_close(got.grads, want.grads, accumulate ? "accumulated grads" : "grads", kAbsTol,
+                       kRelTol);
+        }
+      }
+    }
+  }
+}
+
+BOOST_AUTO_TEST_CASE(winograd_path_is_chosen_only_for_the_shapes_it_computes) {
+  using nn::winograd::supports;
+  BOOST_TEST(supports(3, 1, 1, 16, 16, 32, 32));
+  BOOST_TEST(supports(3, 1, 1, 64, 32, 8, 12));
+  BOOST_TEST(supports(5, 1, 2, 32, 64, 14, 14));
+  BOOST_TEST(!supports(3, 1, 1, 16, 16, 14, 14));  // 14 is not a whole number of 4-wide tiles
+  BOOST_TEST(!supports(5, 1, 2, 32, 64, 7, 7));    // nor is 7 of 2-wide ones
+  BOOST_TEST(!supports(5, 1, 2, 1, 32, 28, 28));   // one input channel: the direct path
+  BOOST_TEST(!supports(3, 1, 1, 16, 8, 8, 8));     // 8 output channels
+  BOOST_TEST(!supports(3, 2, 1, 16, 32, 32, 32));  // stride 2
+  BOOST_TEST(!supports(5, 1, 1, 16, 16, 8, 8));    // not "same"
+  BOOST_TEST(!supports(7, 1, 3, 16, 16, 8, 8));
+}

@@ -1,0 +1,431 @@
+// Winograd F(4x4, 3x3) and F(2x2, 5x5) convolution; see winograd.hpp.
+#include "trainer/nn/winograd.hpp"
+
+#include <algorithm>
+#include <cstring>
+
+#include "trainer/nn/short_rows.hpp"
+
+namespace lbt::nn::winograd {
+namespace {
+
+// 16 floats: one AVX-512 register, or two AVX2 ones where that is the widest the CPU has.
+typedef float v16 __attribute__((vector_size(64)));
+
+inline v16 load(const float* p) {
+  v16 v;
+  std::memcpy(&v, p, sizeof v);
+  return v;
+}
+inline void store(float* p, v16 v) {
+  std::memcpy(p, &v, sizeof v);
+}
+
+// The filter transform G (6 x r) for the points 0, 1, -1, 2, -2 and infinity: row j holds
+// p_j^k / f_j with f_j = prod over the other finite points l of (p_j - p_l); the row of the
+// point at infinity picks the filter's last tap (Lavin & Gray 2016, section 4; Toom-Cook).
+struct FilterTransform {
+  float g[kAlpha][5] = {};
+  explicit FilterTransform(int r) {
+    constexpr double points[5] = {0, 1, -1, 2, -2};
+    for (int j = 0; j < 5; ++j) {
+      double f = 1.0, power = 1.0;
+      for (int l = 0; l < 5; ++l)
+        if (l != j) f *= points[j] - points[l];
+      for (int k = 0; k < r; ++k, power *= points[j]) g[j][k] = static_cast<float>(power / f);
+    }
+    g[5][r - 1] = 1.0f;
+  }
+};
+
+const FilterTransform& filter_transform(int r) {
+  static const FilterTransform g3(3), g5(5);
+  return r == 3 ? g3 : g5;
+}
+
+// The data transform: out = B^T d for one column of 6 (the same for both r).
+inline void data_transform(const v16* d, v16* out) {
+  out[0] = 4.0f * d[0] - 5.0f * d[2] + d[4];
+  out[1] = -4.0f * (d[1] + d[2]) + d[3] + d[4];
+  out[2] = 4.0f * (d[1] - d[2]) - d[3] + d[4];
+  out[3] = 2.0f * (d[3] - d[1]) - d[2] + d[4];
+  out[4] = 2.0f * (d[1] - d[3]) - d[2] + d[4];
+  out[5] = 4.0f * d[1] - 5.0f * d[3] + d[5];
+}
+
+// The output transform: y = A^T m for one column of 6 (M = 4 or 2 outputs).
+template <int M>
+inline void output_transform(const v16* m, v16* y) {
+  const v16 a = m[1] + m[2], b = m[1] - m[2], c = m[3] + m[4], d = m[3] - m[4];
+  y[0] = m[0] + a + c;
+  if constexpr (M == 4) {
+    y[1] = b + 2.0f * d;
+    y[2] = a + 4.0f * c;
+    y[3] = b + 8.0f * d + m[5];
+  } else {
+    y[1] = b + 2.0f * d + m[5];
+  }
+}
+
+// Its transpose, for the weight gradient: e = A d for one column of M output gradients.
+template <int M>
+inline void output_transform_transposed(const v16* d, v16* e) {
+  if constexpr (M == 4) {
+    const v16 even = d[0] + d[2], odd = d[1] + d[3];
+    const v16 even4 = d[0] + 4.0f * d[2], odd4 = 2.0f * d[1] + 8.0f * d[3];
+    e[0] = d[0];
+    e[1] = even + odd;
+    e[2] = even - odd;
+    e[3] = even4 + odd4;
+    e[4] = even4 - odd4;
+    e[5] = d[3];
+  } else {
+    e[0] = d[0];
+    e[1] = d[0] + d[1];
+    e[2] = d[0] - d[1];
+    e[3] = d[0] + 2.0f * d[1];
+    e[4] = d[0] - 2.0f * d[1];
+    e[5] = d[1];
+  }
+}
+
+// dst[n][(i + p) * wp + j + p][c] = x[n][c][i][j] with zero borders: images channels-last.
+LBT_NO_LIBCALL_LOOPS void to_channels_last(const float* x, int C, int h, int w, int p,
+                                           std::int64_t count, float* dst) {
+  const int wp = w + 2 * p;
+  const std::size_t image = static_cast<std::size_t>(h + 2 * p) * wp * C;
+  for (std::int64_t n = 0; n < count; ++n) {
+    float* d = dst + static_cast<std::size_t>(n) * image;
+    const float* src = x + static_cast<std::size_t>(n) * C * h * w;
+    zero_row(d, static_cast<std::int64_t>(p) * wp * C);
+    zero_row(d + static_cast<std::size_t>(h + p) * wp * C, static_cast<std::int64_t>(p) * wp * C);
+    for (int i = 0; i < h; ++i) {
+      float* line = d + static_cast<std::size_t>(i + p) * wp * C;
+      zero_row(line, static_cast<std::int64_t>(p) * C);
+      zero_row(line + static_cast<std::size_t>(w + p) * C, static_cast<std::int64_t>(p) * C);
+      line += static_cast<std::size_t>(p) * C;
+      for (int c = 0; c < C; ++c) {
+        const float* row = src + (static_cast<std::size_t>(c) * h + i) * w;
+        for (int j = 0; j < w; ++j) line[static_cast<std::size_t>(j) * C + c] = row[j];
+      }
+    }
+  }
+}
+
+// y[n][c][q] = src[n][q][c] (+ bias[c]), q < h * w: back to NCHW.
+void from_channels_last(const float* src, int C, int hw, const float* bias, std::int64_t count,
+                        float* y) {
+  for (std::int64_t n = 0; n < count; ++n) {
+    const float* s = src + static_cast<std::size_t>(n) * hw * C;
+    float* d = y + static_cast<std::size_t>(n) * hw * C;
+    for (int c = 0; c < C; ++c) {
+      const float b = bias ? bias[c] : 0.0f;
+      float* out = d + static_cast<std::size_t>(c) * hw;
+      for (int q = 0; q < hw; ++q) out[q] = s[static_cast<std::size_t>(q) * C + c] + b;
+    }
+  }
+}
+
+// Geometry of one call's tiles: `count` images of th x tw tiles of side m, on padded
+// channels-last images wp pixels wide.
+struct Tiles {
+  int m, th, tw, wp, hp;
+  std::int64_t count;
+  std::size_t total() const { return static_cast<std::size_t>(count) * th * tw; }
+};
+
+// v[xi][t][c] = (B^T d_t B)[xi] for every 6x6 tile d_t of the padded channels-last images.
+void transform_input(const float* padded, int C, const Tiles& g, float* v) {
+  const std::size_t T = g.total(), plane = T * C, image = static_cast<std::size_t>(g.hp) * g.wp * C;
+  std::size_t t = 0;
+  for (std::int64_t n = 0; n < g.count; ++n) {
+    for (int ti = 0; ti < g.th; ++ti) {
+      for (int tj = 0; tj < g.tw; ++tj, ++t) {
+        const float* base = padded + static_cast<std::size_t>(n) * image +
+                            (static_cast<std::size_t>(g.m * ti) * g.wp + g.m * tj) * C;
+        for (int c0 = 0; c0 < C; c0 += kChannelBlock) {
+          v16 rows[kAlpha][kAlpha];
+          for (int u = 0; u < kAlpha; ++u) {
+            v16 d[kAlpha];
+            for (int x = 0; x < kAlpha; ++x)
+              d[x] = load(base + (static_cast<std::size_t>(u) * g.wp + x) * C + c0);
+            data_transform(d, rows[u]);
+          }
+          for (int nu = 0; nu < kAlpha; ++nu) {
+            v16 col[kAlpha], out[kAlpha];
+            for (int u = 0; u < kAlpha; ++u) col[u] = rows[u][nu];
+            data_transform(col, out);
+            for (int xi = 0; xi < kAlpha; ++xi)
+              store(v + (xi * kAlpha + nu) * plane + t * C + c0, out[xi]);
+          }
+        }
+      }
+    }
+  }
+}
+
+// out[n][(m ti + i) * w + m tj + j][o] = (A^T m_t A)[i][j]: the tiles' outputs, channels-last.
+template <int M>
+void transform_output(const float* prod, int C, const Tiles& g, float* out) {
+  const std::size_t T = g.total(), plane = T * C;
+  const int w = g.tw * M;
+  const std::size_t image = static_cast<std::size_t>(g.th) * M * w * C;
+  std::size_t t = 0;
+  for (std::int64_t n = 0; n < g.count; ++n) {
+    for (int ti = 0; ti < g.th; ++ti) {
+      for (int tj = 0; tj < g.tw; ++tj, ++t) {
+        float* base = out + static_cast<std::size_t>(n) * image +
+                      (static_cast<std::size_t>(M * ti) * w + M * tj) * C;
+        for (int c0 = 0; c0 < C; c0 += kChannelBlock) {
+          v16 rows[kAlpha][M];
+          for (int xi = 0; xi < kAlpha; ++xi) {
+            v16 mm[kAlpha];
+            for (int nu = 0; nu < kAlpha; ++nu)
+              mm[nu] = load(prod + (xi * kAlpha + nu) * plane + t * C + c0);
+            output_transform<M>(mm, rows[xi]);
+          }
+          for (int j = 0; j < M; ++j) {
+            v16 col[kAlpha], y[M];
+            for (int xi = 0; xi < kAlpha; ++xi) col[xi] = rows[xi][j];
+            output_transform<M>(col, y);
+            for (int i = 0; i < M; ++i)
+              store(base + (static_cast<std::size_t>(i) * w + j) * C + c0, y[i]);
+          }
+        }
+      }
+    }
+  }
+}
+
+// e[xi][t][o] = (A dy_t A^T)[xi]: each m x m tile of the output gradient, read from the
+// interior of its padded channels-last images (offset p), lifted to the 6x6 positions.
+template <int M>
+void transform_output_grad(const float* padded, int C, int p, const Tiles& g, float* e) {
+  const std::size_t T = g.total(), plane = T * C, image = static_cast<std::size_t>(g.hp) * g.wp * C;
+  std::size_t t = 0;
+  for (std::int64_t n = 0; n < g.count; ++n) {
+    for (int ti = 0; ti < g.th; ++ti) {
+      for (int tj = 0; tj < g.tw; ++tj, ++t) {
+        const float* base = padded + static_cast<std::size_t>(n) * image +
+                            (static_cast<std::size_t>(M * ti + p) * g.wp + M * tj + p) * C;
+        for (int c0 = 0; c0 < C; c0 += kChannelBlock) {
+          v16 rows[M][kAlpha];
+          for (int i = 0; i < M; ++i) {
+            v16 d[M];
+            for (int j = 0; j < M; ++j)
+              d[j] = load(base + (static_cast<std::size_t>(i) * g.wp + j) * C + c0);
+            output_transform_transposed<M>(d, rows[i]);
+          }
+          for (int nu = 0; nu < kAlpha; ++nu) {
+            v16 col[M], out[kAlpha];
+            for (int i = 0; i < M; ++i) col[i] = rows[i][nu];
+            output_transform_transposed<M>(col, out);
+            for (int xi = 0; xi < kAlpha; ++xi)
+              store(e + (xi * kAlpha + nu) * plane + t * C + c0, out[xi]);
+          }
+        }
+      }
+    }
+  }
+}
+
+// c[i][j..j + 16 NB) (+)= sum over k < K of a[i * a_row + k * a_k] * b[k][j..]: R rows of NB
+// vectors in R x NB accumulators; per k, NB loads of b and R broadcasts of a.
+template <int R, int NB>
+void gemm_block(const float* a, std::ptrdiff_t a_row, std::ptrdiff_t a_k, const float* b,
+                std::ptrdiff_t ldb, int K, float* c, std::ptrdiff_t ldc, bool accumulate) {
+  v16 acc[R][NB];
+  for (int i = 0; i < R; ++i)
+    for (int j = 0; j < NB; ++j) acc[i][j] = accumulate ? load(c + i * ldc + 16 * j) : v16{};
+  for (int k = 0; k < K; ++k) {
+    v16 bv[NB];
+    for (int j = 0; j < NB; ++j) bv[j] = load(b + k * ldb + 16 * j);
+    const float* ak = a + k * a_k;
+#pragma GCC unroll 16
+    for (int i = 0; i < R; ++i) {
+      const float s = ak[i * a_row];
+      for (int j = 0; j < NB; ++j) acc[i][j] += s * bv[j];
+    }
+  }
+  for (int i = 0; i < R; ++i)
+    for (int j = 0; j < NB; ++j) store(c + i * ldc + 16 * j, acc[i][j]);
+}
+
+// The last rows < R of a column block, one block of exactly that height.
+template <int NB, int R>
+void gemm_tail(int rows, const float* a, std::ptrdiff_t a_row, std::ptrdiff_t a_k, const float* b,
+               std::ptrdiff_t ldb, int K, float* c, std::ptrdiff_t ldc, bool accumulate) {
+  if constexpr (R > 0) {
+    if (rows == R) return gemm_block<R, NB>(a, a_row, a_k, b, ldb, K, c, ldc, accumulate);
+    gemm_tail<NB, R - 1>(rows, a, a_row, a_k, b, ldb, K, c, ldc, accumulate);
+  }
+}
+
+// C[rows][cols] (+)= A B, A(i, k) = a[i * a_row + k * a_k], B [K][cols] (ldb), cols a multiple
+// of 16. Blocks of 12 rows x 32 columns (24 accumulators), or 16 x 16 for a 16-wide rest.
+void gemm(int rows, int cols, int K, const float* a, std::ptrdiff_t a_row, std::ptrdiff_t a_k,
+          const float* b, std::ptrdiff_t ldb, float* c, std::ptrdiff_t ldc, bool accumulate) {
+  for (int j0 = 0; j0 < cols; j0 += 32) {
+    const bool two = cols - j0 >= 32;
+    const int R = two ? 12 : 16;
+    int i0 = 0;
+    for (; i0 + R <= rows; i0 += R) {
+      if (two)
+        gemm_block<12, 2>(a + i0 * a_row, a_row, a_k, b + j0, ldb, K, c + i0 * ldc + j0, ldc,
+                          accumulate);
+      else
+        gemm_block<16, 1>(a + i0 * a_row, a_row, a_k, b + j0, ldb, K, c + i0 * ldc + j0, ldc,
+                          accumulate);
+    }
+    if (i0 == rows) continue;
+    if (two)
+      gemm_tail<2, 11>(rows - i0, a + i0 * a_row, a_row, a_k, b + j0, ldb, K, c + i0 * ldc + j0,
+                       ldc, accumulate);
+    else
+      gemm_tail<1, 15>(rows - i0, a + i0 * a_row, a_row, a_k, b + j0, ldb, K, c + i0 * ldc + j0,
+                       ldc, accumulate);
+  }
+}
+
+Tiles tiles_of(const Shape& s, std::int64_t count) {
+  return {s.m(), s.h / s.m(), s.w / s.m(), s.padded_w(), s.padded_h(), count};
+}
+
+void grow(AlignedBuffer& b, std::size_t n) {
+  if (b.size() < n) b.resize(n);
+}
+
+// out (channels-last) = the convolution of the transformed input v[36][T][s.in_c] by u.
+void multiply_and_transform(const Shape& s, const Tiles& g, const float* u, Workspace& ws) {
+  const std::size_t T = g.total();
+  const int ci = s.in_c, co = s.out_c;
+  grow(ws.m, kPositions * T * co);
+  for (int xi = 0; xi < kPositions; ++xi)
+    gemm(static_cast<int>(T), co, ci, ws.v.data() + xi * T * ci, ci, 1, u + xi * ci * co, co,
+         ws.m.data() + xi * T * co, co, false);
+  grow(ws.out, static_cast<std::size_t>(g.count) * s.h * s.w * co);
+  if (s.m() == 4)
+    transform_output<4>(ws.m.data(), co, g, ws.out.data());
+  else
+    transform_output<2>(ws.m.data(), co, g, ws.out.data());
+}
+
+}  // namespace
+
+bool supports(int kernel, int stride, int padding, int in_c, int out_c, int h, int w) {
+  if ((kernel != 3 && kernel != 5) || stride != 1 || padding != kernel / 2) return false;
+  const int m = kernel == 3 ? 4 : 2;
+  return in_c > 0 && out_c > 0 && in_c % kChannelBlock == 0 && out_c % kChannelBlock == 0 &&
+         h > 0 && w > 0 && h % m == 0 && w % m == 0;
+}
+
+std::int64_t group_size(const Shape& s) {
+  const std::int64_t per_image = static_cast<std::int64_t>(s.tiles()) * std::max(s.in_c, s.out_c);
+  return std::max<std::int64_t>(1, 4096 / per_image);
+}
+
+void transform_weights(const float* w, int out, int in, int r, bool input_grad, float* u) {
+  // u[xi nu][row][lane] with lanes the 16-aligned dimension: out (forward) or in (input
+  // gradient, whose filter [c][o] is w[o][c] turned by 180 degrees).
+  const FilterTransform& G = filter_transform(r);
+  const int rows = input_grad ? out : in, lanes = input_grad ? in : out, taps = r * r;
+  for (int row = 0; row < rows; ++row) {
+    for (int l0 = 0; l0 < lanes; l0 += kChannelBlock) {
+      v16 tap[25];
+      for (int t = 0; t < taps; ++t) {
+        for (int l = 0; l < kChannelBlock; ++l) {
+          const int o = input_grad ? row : l0 + l, c = input_grad ? l0 + l : row;
+          tap[t][l] =
+              w[(static_cast<std::size_t>(o) * in + c) * taps + (input_grad ? taps - 1 - t : t)];
+        }
+      }
+      v16 half[kAlpha][5];  // G g: [xi][v]
+      for (int xi = 0; xi < kAlpha; ++xi)
+        for (int v = 0; v < r; ++v) {
+          v16 s{};
+          for (int k = 0; k < r; ++k) s += G.g[xi][k] * tap[k * r + v];
+          half[xi][v] = s;
+        }
+      for (int xi = 0; xi < kAlpha; ++xi)
+        for (int nu = 0; nu < kAlpha; ++nu) {
+          v16 s{};
+          for (int v = 0; v < r; ++v) s += G.g[nu][v] * half[xi][v];
+          store(u + (static_cast<std::size_t>(xi * kAlpha + nu) * rows + row) * lanes + l0, s);
+        }
+    }
+  }
+}
+
+void weight_grad_from_transformed(const float* du, int out, int in, int r, bool accumulate,
+                                  float* dw) {
+  const FilterTransform& G = filter_transform(r);
+  const int taps = r * r;
+  for (int c = 0; c < in; ++c) {
+    for (int o0 = 0; o0 < out; o0 += kChannelBlock) {
+      v16 half[5][kAlpha];  // G^T dU: [u][nu]
+      for (int u = 0; u < r; ++u)
+        for (int nu = 0; nu < kAlpha; ++nu) {
+          v16 s{};
+          for (int xi = 0; xi < kAlpha; ++xi)
+            s += G.g[xi][u] *
+                 load(du + (static_cast<std::size_t>(xi * kAlpha + nu) * in + c) * out + o0);
+          half[u][nu] = s;
+        }
+      for (int u = 0; u < r; ++u)
+        for (int v = 0; v < r; ++v) {
+          v16 s{};
+          for (int nu = 0; nu < kAlpha; ++nu) s += G.g[nu][v] * half[u][nu];
+          for (int l = 0; l < kChannelBlock; ++l) {
+            float& dst = dw[(static_cast<std::size_t>(o0 + l) * in + c) * taps + u * r + v];
+            dst = accumulate ? dst + s[l] : s[l];
+          }
+        }
+    }
+  }
+}
+
+void convolve(const Shape& s, const float* x, std::int64_t count, const float* u, const float* bias,
+              float* y, Workspace& ws) {
+  const Tiles g = tiles_of(s, count);
+  const int p = s.r / 2;
+  grow(ws.padded, static_cast<std::size_t>(count) * g.hp * g.wp * s.in_c);
+  to_channels_last(x, s.in_c, s.h, s.w, p, count, ws.padded.data());
+  grow(ws.v, kPositions * g.total() * s.in_c);
+  transform_input(ws.padded.data(), s.in_c, g, ws.v.data());
+  multiply_and_transform(s, g, u, ws);
+  from_channels_last(ws.out.data(), s.out_c, s.h * s.w, bias, count, y);
+}
+
+void accumulate_weight_grad(const Shape& s, const float* x, const float* dy, std::int64_t count,
+                            float* du, Workspace& ws) {
+  const Tiles g = tiles_of(s, count);
+  const std::size_t T = g.total();
+  const int p = s.r / 2, ci = s.in_c, co = s.out_c;
+  grow(ws.padded, static_cast<std::size_t>(count) * g.hp * g.wp * ci);
+  to_channels_last(x, ci, s.h, s.w, p, count, ws.padded.data());
+  grow(ws.v, kPositions * T * ci);
+  transform_input(ws.padded.data(), ci, g, ws.v.data());
+  grow(ws.dy, static_cast<std::size_t>(count) * g.hp * g.wp * co);
+  to_channels_last(dy, co, s.h, s.w, p, count, ws.dy.data());
+  grow(ws.m, kPositions * T * co);
+  if (s.m() == 4)
+    transform_output_grad<4>(ws.dy.data(), co, p, g, ws.m.data());
+  else
+    transform_output_grad<2>(ws.dy.data(), co, p, g, ws.m.data());
+  // du[xi][c][o] += sum over tiles t of v[xi][t][c] e[xi][t][o]
+  for (int xi = 0; xi < kPositions; ++xi)
+    gemm(ci, co, static_cast<int>(T), ws.v.data() + xi * T * ci, 1, ci, ws.m.data() + xi * T * co,
+         co, du + static_cast<std::size_t>(xi) * ci * co, co, true);
+}
+
+void input_grad_after_weight_grad(const Shape& s, std::int64_t count, const float* u, float* dx,
+                                  Workspace& ws) {
+  const Shape swapped{s.out_c, s.in_c, s.h, s.w, s.r};
+  const Tiles g = tiles_of(s, count);
+  grow(ws.v, kPositions * g.total() * s.out_c);
+  transform_input(ws.dy.data(), s.out_c, g, ws.v.data());
+  multiply_and_transform(swapped, g, u, ws);
+  from_channels_last(ws.out.data(), s.in_c, s.h * s.w, nullptr, count, dx);
+}
+
+}  // namespace lbt::nn::winograd

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <utility>
 
 #include "trainer/nn/short_rows.hpp"
 
@@ -11,6 +12,7 @@ namespace {
 
 // 16 floats: one AVX-512 register, or two AVX2 ones where that is the widest the CPU has.
 typedef float v16 __attribute__((vector_size(64)));
+typedef int v16i __attribute__((vector_size(64)));
 
 inline v16 load(const float* p) {
   v16 v;
@@ -89,39 +91,97 @@ inline void output_transform_transposed(const v16* d, v16* e) {
   }
 }
 
-// dst[n][(i + p) * wp + j + p][c] = x[n][c][i][j] with zero borders: images channels-last.
+// r[k][l] <- r[l][k] for a 16 x 16 block: four stages that swap the off-diagonal D x D blocks
+// of every 2D x 2D block (D = 8, 4, 2, 1), one two-source permute per row and stage.
+template <int D, std::size_t... I>
+constexpr v16i swap_low(std::index_sequence<I...>) {  // row i: columns with bit D from row i + D
+  return v16i{((I & D) ? static_cast<int>(16 + I - D) : static_cast<int>(I))...};
+}
+template <int D, std::size_t... I>
+constexpr v16i swap_high(std::index_sequence<I...>) {  // row i + D: the others from row i
+  return v16i{((I & D) ? static_cast<int>(16 + I) : static_cast<int>(I + D))...};
+}
+template <int D>
+inline void transpose_stage(v16* r) {
+  constexpr v16i low = swap_low<D>(std::make_index_sequence<16>{});
+  constexpr v16i high = swap_high<D>(std::make_index_sequence<16>{});
+  for (int i = 0; i < 16; ++i) {
+    if (i & D) continue;
+    const v16 a = r[i], b = r[i + D];
+    r[i] = __builtin_shuffle(a, b, low);
+    r[i + D] = __builtin_shuffle(a, b, high);
+  }
+}
+inline void transpose16(v16* r) {
+  transpose_stage<8>(r);
+  transpose_stage<4>(r);
+  transpose_stage<2>(r);
+  transpose_stage<1>(r);
+}
+
+// The first n (<= 16) floats at p, zeros after.
+inline v16 load_first(const float* p, int n) {
+  if (n == 16) return load(p);
+  v16 v{};
+  for (int i = 0; i < n; ++i) v[i] = p[i];
+  return v;
+}
+
+// dst[n][(i + p) * wp + j + p][c] = x[n][c][i][j] with zero borders: images channels-last,
+// 16 channels x 16 pixels at a time through a register transpose.
 LBT_NO_LIBCALL_LOOPS void to_channels_last(const float* x, int C, int h, int w, int p,
                                            std::int64_t count, float* dst) {
-  const int wp = w + 2 * p;
+  const int wp = w + 2 * p, hw = h * w;
   const std::size_t image = static_cast<std::size_t>(h + 2 * p) * wp * C;
   for (std::int64_t n = 0; n < count; ++n) {
     float* d = dst + static_cast<std::size_t>(n) * image;
-    const float* src = x + static_cast<std::size_t>(n) * C * h * w;
+    const float* src = x + static_cast<std::size_t>(n) * C * hw;
     zero_row(d, static_cast<std::int64_t>(p) * wp * C);
     zero_row(d + static_cast<std::size_t>(h + p) * wp * C, static_cast<std::int64_t>(p) * wp * C);
     for (int i = 0; i < h; ++i) {
       float* line = d + static_cast<std::size_t>(i + p) * wp * C;
       zero_row(line, static_cast<std::int64_t>(p) * C);
       zero_row(line + static_cast<std::size_t>(w + p) * C, static_cast<std::int64_t>(p) * C);
-      line += static_cast<std::size_t>(p) * C;
-      for (int c = 0; c < C; ++c) {
-        const float* row = src + (static_cast<std::size_t>(c) * h + i) * w;
-        for (int j = 0; j < w; ++j) line[static_cast<std::size_t>(j) * C + c] = row[j];
+    }
+    for (int c0 = 0; c0 < C; c0 += kChannelBlock) {
+      for (int q0 = 0; q0 < hw; q0 += 16) {
+        const int len = std::min(16, hw - q0);
+        v16 r[16];
+        for (int l = 0; l < 16; ++l)
+          r[l] = load_first(src + static_cast<std::size_t>(c0 + l) * hw + q0, len);
+        transpose16(r);
+        for (int k = 0; k < len; ++k) {
+          const int i = (q0 + k) / w, j = (q0 + k) % w;
+          store(d + (static_cast<std::size_t>(i + p) * wp + j + p) * C + c0, r[k]);
+        }
       }
     }
   }
 }
 
-// y[n][c][q] = src[n][q][c] (+ bias[c]), q < h * w: back to NCHW.
-void from_channels_last(const float* src, int C, int hw, const float* bias, std::int64_t count,
-                        float* y) {
+// y[n][c][q] = src[n][q][c] (+ bias[c]), q < h * w: back to NCHW, through the same transpose.
+LBT_NO_LIBCALL_LOOPS void from_channels_last(const float* src, int C, int hw, const float* bias,
+                                             std::int64_t count, float* y) {
   for (std::int64_t n = 0; n < count; ++n) {
     const float* s = src + static_cast<std::size_t>(n) * hw * C;
     float* d = y + static_cast<std::size_t>(n) * hw * C;
-    for (int c = 0; c < C; ++c) {
-      const float b = bias ? bias[c] : 0.0f;
-      float* out = d + static_cast<std::size_t>(c) * hw;
-      for (int q = 0; q < hw; ++q) out[q] = s[static_cast<std::size_t>(q) * C + c] + b;
+    for (int c0 = 0; c0 < C; c0 += kChannelBlock) {
+      for (int q0 = 0; q0 < hw; q0 += 16) {
+        const int len = std::min(16, hw - q0);
+        v16 r[16];
+        for (int k = 0; k < 16; ++k)
+          r[k] = k < len ? load(s + static_cast<std::size_t>(q0 + k) * C + c0) : v16{};
+        transpose16(r);
+        for (int l = 0; l < 16; ++l) {
+          const v16 v = bias ? r[l] + bias[c0 + l] : r[l];
+          float* out = d + static_cast<std::size_t>(c0 + l) * hw + q0;
+          if (len == 16) {
+            store(out, v);
+          } else {
+            for (int k = 0; k < len; ++k) out[k] = v[k];
+          }
+        }
+      }
     }
   }
 }
@@ -132,11 +192,15 @@ struct Tiles {
   int m, th, tw, wp, hp;
   std::int64_t count;
   std::size_t total() const { return static_cast<std::size_t>(count) * th * tw; }
+  // Floats from one transformed position's [tile][channel] matrix to the next: one cache line
+  // more than its size, so that the 36 rows a transform reads or writes do not all fall in the
+  // same L1 set when the size is a power of two (ResNet's layers: 16 KiB to 64 KiB).
+  std::size_t plane(int C) const { return total() * C + kChannelBlock; }
 };
 
 // v[xi][t][c] = (B^T d_t B)[xi] for every 6x6 tile d_t of the padded channels-last images.
 void transform_input(const float* padded, int C, const Tiles& g, float* v) {
-  const std::size_t T = g.total(), plane = T * C, image = static_cast<std::size_t>(g.hp) * g.wp * C;
+  const std::size_t plane = g.plane(C), image = static_cast<std::size_t>(g.hp) * g.wp * C;
   std::size_t t = 0;
   for (std::int64_t n = 0; n < g.count; ++n) {
     for (int ti = 0; ti < g.th; ++ti) {
@@ -167,7 +231,7 @@ void transform_input(const float* padded, int C, const Tiles& g, float* v) {
 // out[n][(m ti + i) * w + m tj + j][o] = (A^T m_t A)[i][j]: the tiles' outputs, channels-last.
 template <int M>
 void transform_output(const float* prod, int C, const Tiles& g, float* out) {
-  const std::size_t T = g.total(), plane = T * C;
+  const std::size_t plane = g.plane(C);
   const int w = g.tw * M;
   const std::size_t image = static_cast<std::size_t>(g.th) * M * w * C;
   std::size_t t = 0;
@@ -201,7 +265,7 @@ void transform_output(const float* prod, int C, const Tiles& g, float* out) {
 // interior of its padded channels-last images (offset p), lifted to the 6x6 positions.
 template <int M>
 void transform_output_grad(const float* padded, int C, int p, const Tiles& g, float* e) {
-  const std::size_t T = g.total(), plane = T * C, image = static_cast<std::size_t>(g.hp) * g.wp * C;
+  const std::size_t plane = g.plane(C), image = static_cast<std::size_t>(g.hp) * g.wp * C;
   std::size_t t = 0;
   for (std::int64_t n = 0; n < g.count; ++n) {
     for (int ti = 0; ti < g.th; ++ti) {
@@ -299,10 +363,10 @@ void grow(AlignedBuffer& b, std::size_t n) {
 void multiply_and_transform(const Shape& s, const Tiles& g, const float* u, Workspace& ws) {
   const std::size_t T = g.total();
   const int ci = s.in_c, co = s.out_c;
-  grow(ws.m, kPositions * T * co);
+  grow(ws.m, kPositions * g.plane(co));
   for (int xi = 0; xi < kPositions; ++xi)
-    gemm(static_cast<int>(T), co, ci, ws.v.data() + xi * T * ci, ci, 1, u + xi * ci * co, co,
-         ws.m.data() + xi * T * co, co, false);
+    gemm(static_cast<int>(T), co, ci, ws.v.data() + xi * g.plane(ci), ci, 1, u + xi * ci * co, co,
+         ws.m.data() + xi * g.plane(co), co, false);
   grow(ws.out, static_cast<std::size_t>(g.count) * s.h * s.w * co);
   if (s.m() == 4)
     transform_output<4>(ws.m.data(), co, g, ws.out.data());
@@ -390,7 +454,7 @@ void convolve(const Shape& s, const float* x, std::int64_t count, const float* u
   const int p = s.r / 2;
   grow(ws.padded, static_cast<std::size_t>(count) * g.hp * g.wp * s.in_c);
   to_channels_last(x, s.in_c, s.h, s.w, p, count, ws.padded.data());
-  grow(ws.v, kPositions * g.total() * s.in_c);
+  grow(ws.v, kPositions * g.plane(s.in_c));
   transform_input(ws.padded.data(), s.in_c, g, ws.v.data());
   multiply_and_transform(s, g, u, ws);
   from_channels_last(ws.out.data(), s.out_c, s.h * s.w, bias, count, y);
@@ -403,26 +467,26 @@ void accumulate_weight_grad(const Shape& s, const float* x, const float* dy, std
   const int p = s.r / 2, ci = s.in_c, co = s.out_c;
   grow(ws.padded, static_cast<std::size_t>(count) * g.hp * g.wp * ci);
   to_channels_last(x, ci, s.h, s.w, p, count, ws.padded.data());
-  grow(ws.v, kPositions * T * ci);
+  grow(ws.v, kPositions * g.plane(ci));
   transform_input(ws.padded.data(), ci, g, ws.v.data());
   grow(ws.dy, static_cast<std::size_t>(count) * g.hp * g.wp * co);
   to_channels_last(dy, co, s.h, s.w, p, count, ws.dy.data());
-  grow(ws.m, kPositions * T * co);
+  grow(ws.m, kPositions * g.plane(co));
   if (s.m() == 4)
     transform_output_grad<4>(ws.dy.data(), co, p, g, ws.m.data());
   else
     transform_output_grad<2>(ws.dy.data(), co, p, g, ws.m.data());
   // du[xi][c][o] += sum over tiles t of v[xi][t][c] e[xi][t][o]
   for (int xi = 0; xi < kPositions; ++xi)
-    gemm(ci, co, static_cast<int>(T), ws.v.data() + xi * T * ci, 1, ci, ws.m.data() + xi * T * co,
-         co, du + static_cast<std::size_t>(xi) * ci * co, co, true);
+    gemm(ci, co, static_cast<int>(T), ws.v.data() + xi * g.plane(ci), 1, ci,
+         ws.m.data() + xi * g.plane(co), co, du + static_cast<std::size_t>(xi) * ci * co, co, true);
 }
 
 void input_grad_after_weight_grad(const Shape& s, std::int64_t count, const float* u, float* dx,
                                   Workspace& ws) {
   const Shape swapped{s.out_c, s.in_c, s.h, s.w, s.r};
   const Tiles g = tiles_of(s, count);
-  grow(ws.v, kPositions * g.total() * s.out_c);
+  grow(ws.v, kPositions * g.plane(s.out_c));
   transform_input(ws.dy.data(), s.out_c, g, ws.v.data());
   multiply_and_transform(swapped, g, u, ws);
   from_channels_last(ws.out.data(), s.in_c, s.h * s.w, nullptr, count, dx);

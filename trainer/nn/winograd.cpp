@@ -144,6 +144,7 @@ LBT_NO_LIBCALL_LOOPS void to_channels_last(const float* x, int C, int h, int w, 
       zero_row(line + static_cast<std::size_t>(w + p) * C, static_cast<std::int64_t>(p) * C);
     }
     for (int c0 = 0; c0 < C; c0 += kChannelBlock) {
+      int i = 0, j = 0;  // pixel q0 + k's row and column
       for (int q0 = 0; q0 < hw; q0 += 16) {
         const int len = std::min(16, hw - q0);
         v16 r[16];
@@ -151,8 +152,8 @@ LBT_NO_LIBCALL_LOOPS void to_channels_last(const float* x, int C, int h, int w, 
           r[l] = load_first(src + static_cast<std::size_t>(c0 + l) * hw + q0, len);
         transpose16(r);
         for (int k = 0; k < len; ++k) {
-          const int i = (q0 + k) / w, j = (q0 + k) % w;
           store(d + (static_cast<std::size_t>(i + p) * wp + j + p) * C + c0, r[k]);
+          if (++j == w) j = 0, ++i;
         }
       }
     }
@@ -385,7 +386,7 @@ bool supports(int kernel, int stride, int padding, int in_c, int out_c, int h, i
 
 std::int64_t group_size(const Shape& s) {
   const std::int64_t per_image = static_cast<std::int64_t>(s.tiles()) * std::max(s.in_c, s.out_c);
-  return std::max<std::int64_t>(1, 4096 / per_image);
+  return std::max<std::int64_t>(1, 2048 / per_image);
 }
 
 void transform_weights(const float* w, int out, int in, int r, bool input_grad, float* u) {

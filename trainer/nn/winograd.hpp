@@ -52,7 +52,7 @@ struct Workspace {
 };
 
 // Images per call that keep one call's transformed tiles (36 x tiles x channels floats,
-// twice) within about 1 MiB of L2.
+// twice) and images within a 1 MiB L2 (2048 tile-channels; 4096 measured slower on ResNet-8).
 std::int64_t group_size(const Shape& s);
 
 // y[n] = conv(x[n]) + bias (bias may be null) for `count` NCHW images; u from

@@ -209,6 +209,8 @@ BOOST_AUTO_TEST_CASE(max_pool_gradients_match_finite_differences_without_ties) {
   nn::MaxPool2d pool({2, 6, 5}, 2, 2);
   BOOST_TEST((pool.out_shape() == nn::Shape3{2, 3, 2}));
   check_layer(pool, 2, distinct_values(2 * 60, 4), true, 1e-3);
+  nn::MaxPool2d even({3, 6, 8}, 2, 2);  // even sizes: the vectorised path
+  check_layer(even, 2, distinct_values(2 * 144, 5), true, 1e-3);
   nn::MaxPool2d overlapping({1, 5, 5}, 3, 1);
   check_layer(overlapping, 2, distinct_values(2 * 25, 6), true, 1e-3);
 }

@@ -202,4 +202,25 @@ BOOST_AUTO_TEST_CASE(max_pool_ties_send_the_gradient_to_the_first_maximum) {
   BOOST_TEST(dx == want, boost::test_tools::per_element());
 }
 
+BOOST_AUTO_TEST_CASE(max_pool_ties_on_even_images_send_the_gradient_to_the_first_maximum) {
+  // Even sizes take the vectorised path, where every pixel is in one window. The four windows
+  // of a [1, 4, 4] image: {1, 1, 1, 1} (a four-way tie: top left wins), {2, 5, 5, 5} (top
+  // right), {0, 1, 7, 7} (bottom left), {0, 1, 2, 8} (bottom right).
+  nn::MaxPool2d pool({1, 4, 4}, 2, 2);
+  const std::vector<float> x = {1, 1, 2, 5,  //
+                                1, 1, 5, 5,  //
+                                0, 1, 0, 1,  //
+                                7, 7, 2, 8};
+  std::vector<float> y(4), dx(x.size(), -1.0f);
+  const std::vector<float> dy = {10, 20, 30, 40};
+  pool.forward(x.data(), y.data(), 1, true);
+  BOOST_TEST(y == (std::vector<float>{1, 5, 7, 8}), boost::test_tools::per_element());
+  pool.backward(x.data(), y.data(), dy.data(), dx.data(), 1, false);
+  const std::vector<float> want = {10, 0, 0, 20,  //
+                                   0,  0, 0, 0,   //
+                                   0,  0, 0, 0,   //
+                                   30, 0, 0, 40};
+  BOOST_TEST(dx == want, boost::test_tools::per_element());
+}
+
 BOOST_AUTO_TEST_SUITE_END()

@@ -295,10 +295,13 @@ void transform_output_grad(const float* padded, int C, int p, const Tiles& g, fl
 }
 
 // c[i][j..j + 16 NB) (+)= sum over k < K of a[i * a_row + k * a_k] * b[k][j..]: R rows of NB
-// vectors in R x NB accumulators; per k, NB loads of b and R broadcasts of a.
-template <int R, int NB>
-void gemm_block(const float* a, std::ptrdiff_t a_row, std::ptrdiff_t a_k, const float* b,
+// vectors in R x NB accumulators; per k, NB loads of b and R broadcasts of a. A_ROW > 0 fixes
+// a_row at compile time, so that the R broadcasts address a with constant offsets rather than
+// R index registers (which GCC spilled for R = 16).
+template <int R, int NB, int A_ROW>
+void gemm_block(const float* a, std::ptrdiff_t a_row_arg, std::ptrdiff_t a_k, const float* b,
                 std::ptrdiff_t ldb, int K, float* c, std::ptrdiff_t ldc, bool accumulate) {
+  const std::ptrdiff_t a_row = A_ROW > 0 ? A_ROW : a_row_arg;
   v16 acc[R][NB];
   for (int i = 0; i < R; ++i)
     for (int j = 0; j < NB; ++j) acc[i][j] = accumulate ? load(c + i * ldc + 16 * j) : v16{};
@@ -317,38 +320,57 @@ void gemm_block(const float* a, std::ptrdiff_t a_row, std::ptrdiff_t a_k, const 
 }
 
 // The last rows < R of a column block, one block of exactly that height.
-template <int NB, int R>
+template <int NB, int R, int A_ROW>
 void gemm_tail(int rows, const float* a, std::ptrdiff_t a_row, std::ptrdiff_t a_k, const float* b,
                std::ptrdiff_t ldb, int K, float* c, std::ptrdiff_t ldc, bool accumulate) {
   if constexpr (R > 0) {
-    if (rows == R) return gemm_block<R, NB>(a, a_row, a_k, b, ldb, K, c, ldc, accumulate);
-    gemm_tail<NB, R - 1>(rows, a, a_row, a_k, b, ldb, K, c, ldc, accumulate);
+    if (rows == R) return gemm_block<R, NB, A_ROW>(a, a_row, a_k, b, ldb, K, c, ldc, accumulate);
+    gemm_tail<NB, R - 1, A_ROW>(rows, a, a_row, a_k, b, ldb, K, c, ldc, accumulate);
   }
 }
 
 // C[rows][cols] (+)= A B, A(i, k) = a[i * a_row + k * a_k], B [K][cols] (ldb), cols a multiple
 // of 16. Blocks of 12 rows x 32 columns (24 accumulators), or 16 x 16 for a 16-wide rest.
-void gemm(int rows, int cols, int K, const float* a, std::ptrdiff_t a_row, std::ptrdiff_t a_k,
-          const float* b, std::ptrdiff_t ldb, float* c, std::ptrdiff_t ldc, bool accumulate) {
+template <int A_ROW>
+void gemm_rows(int rows, int cols, int K, const float* a, std::ptrdiff_t a_row, std::ptrdiff_t a_k,
+               const float* b, std::ptrdiff_t ldb, float* c, std::ptrdiff_t ldc, bool accumulate) {
   for (int j0 = 0; j0 < cols; j0 += 32) {
     const bool two = cols - j0 >= 32;
     const int R = two ? 12 : 16;
     int i0 = 0;
     for (; i0 + R <= rows; i0 += R) {
       if (two)
-        gemm_block<12, 2>(a + i0 * a_row, a_row, a_k, b + j0, ldb, K, c + i0 * ldc + j0, ldc,
-                          accumulate);
+        gemm_block<12, 2, A_ROW>(a + i0 * a_row, a_row, a_k, b + j0, ldb, K, c + i0 * ldc + j0, ldc,
+                                 accumulate);
       else
-        gemm_block<16, 1>(a + i0 * a_row, a_row, a_k, b + j0, ldb, K, c + i0 * ldc + j0, ldc,
-                          accumulate);
+        gemm_block<16, 1, A_ROW>(a + i0 * a_row, a_row, a_k, b + j0, ldb, K, c + i0 * ldc + j0, ldc,
+                                 accumulate);
     }
     if (i0 == rows) continue;
     if (two)
-      gemm_tail<2, 11>(rows - i0, a + i0 * a_row, a_row, a_k, b + j0, ldb, K, c + i0 * ldc + j0,
-                       ldc, accumulate);
+      gemm_tail<2, 11, A_ROW>(rows - i0, a + i0 * a_row, a_row, a_k, b + j0, ldb, K,
+                              c + i0 * ldc + j0, ldc, accumulate);
     else
-      gemm_tail<1, 15>(rows - i0, a + i0 * a_row, a_row, a_k, b + j0, ldb, K, c + i0 * ldc + j0,
-                       ldc, accumulate);
+      gemm_tail<1, 15, A_ROW>(rows - i0, a + i0 * a_row, a_row, a_k, b + j0, ldb, K,
+                              c + i0 * ldc + j0, ldc, accumulate);
+  }
+}
+
+// gemm_rows with a_row fixed at compile time for the strides this file uses: 1 (the weight
+// gradient) and the channel counts of the CNNs' layers (the forward and input gradient).
+void gemm(int rows, int cols, int K, const float* a, std::ptrdiff_t a_row, std::ptrdiff_t a_k,
+          const float* b, std::ptrdiff_t ldb, float* c, std::ptrdiff_t ldc, bool accumulate) {
+  switch (a_row) {
+    case 1:
+      return gemm_rows<1>(rows, cols, K, a, a_row, a_k, b, ldb, c, ldc, accumulate);
+    case 16:
+      return gemm_rows<16>(rows, cols, K, a, a_row, a_k, b, ldb, c, ldc, accumulate);
+    case 32:
+      return gemm_rows<32>(rows, cols, K, a, a_row, a_k, b, ldb, c, ldc, accumulate);
+    case 64:
+      return gemm_rows<64>(rows, cols, K, a, a_row, a_k, b, ldb, c, ldc, accumulate);
+    default:
+      return gemm_rows<0>(rows, cols, K, a, a_row, a_k, b, ldb, c, ldc, accumulate);
   }
 }
 

@@ -81,48 +81,69 @@ void BatchNorm::forward_fused(const float* x, float* y, std::int64_t batch, bool
                       "use a micro-batch of at least 2");
   }
   last_train_ = train;
-#pragma omp parallel for schedule(static) if (batch * C * HW > 32768)
-  for (std::int64_t c = 0; c < C; ++c) {
-    float mean, inv_std;
+  plane_sums_.resize(static_cast<std::size_t>(batch * C));
+  scale_.resize(static_cast<std::size_t>(C));
+  shift_.resize(static_cast<std::size_t>(C));
+  double* sums = plane_sums_.data();
+  // Threads split the batch, as the convolutions around do, so that each reads the images it
+  // wrote; per-plane sums are added up in image order, so the statistics do not depend on the
+  // thread count.
+#pragma omp parallel if (batch * C * HW > 32768)
+  {
     if (train) {
-      // Two passes in double: the variance of shifted values, no catastrophic cancellation.
-      double sum = 0.0;
-      for (std::int64_t n = 0; n < batch; ++n) sum += plane_sum(x + (n * C + c) * HW, HW);
-      const double m = sum / static_cast<double>(M);
-      double sq = 0.0;
+      // Two passes: the variance of shifted values, no catastrophic cancellation.
+#pragma omp for schedule(static)
       for (std::int64_t n = 0; n < batch; ++n)
-        sq += plane_squared_deviation(x + (n * C + c) * HW, HW, static_cast<float>(m));
-      const double var = sq / static_cast<double>(M);
-      mean = static_cast<float>(m);
-      inv_std = static_cast<float>(1.0 / std::sqrt(var + opt_.eps));
-      const double mom = opt_.momentum;
-      running_mean_[c] = static_cast<float>((1.0 - mom) * running_mean_[c] + mom * m);
-      running_var_[c] =
-          static_cast<float>((1.0 - mom) * running_var_[c] +
-                             mom * var * static_cast<double>(M) / static_cast<double>(M - 1));
-    } else {
-      mean = running_mean_[c];
-      inv_std =
-          static_cast<float>(1.0 / std::sqrt(static_cast<double>(running_var_[c]) + opt_.eps));
+        for (std::int64_t c = 0; c < C; ++c) sums[n * C + c] = plane_sum(x + (n * C + c) * HW, HW);
+#pragma omp single
+      for (std::int64_t c = 0; c < C; ++c) {
+        double sum = 0.0;
+        for (std::int64_t n = 0; n < batch; ++n) sum += sums[n * C + c];
+        mean_[c] = static_cast<float>(sum / static_cast<double>(M));
+      }
+#pragma omp for schedule(static)
+      for (std::int64_t n = 0; n < batch; ++n)
+        for (std::int64_t c = 0; c < C; ++c)
+          sums[n * C + c] = plane_squared_deviation(x + (n * C + c) * HW, HW, mean_[c]);
     }
-    mean_[c] = mean;
-    inv_std_[c] = inv_std;
-    // y = scale x + shift with scale = gamma inv_std, shift = beta - mean scale.
-    const float scale = gamma_[c] * inv_std, shift = beta_[c] - mean * scale;
-    for (std::int64_t n = 0; n < batch; ++n) {
-      const std::int64_t at = (n * C + c) * HW;
-      Eigen::Map<const Eigen::ArrayXf> p(x + at, HW);
-      Eigen::Map<Eigen::ArrayXf> q(y + at, HW);
-      if (residual) {
-        Eigen::Map<const Eigen::ArrayXf> r(residual + at, HW);
-        if (relu)
-          q = (p * scale + shift + r).max(0.0f);
-        else
-          q = p * scale + shift + r;
-      } else if (relu) {
-        q = (p * scale + shift).max(0.0f);
+#pragma omp single
+    for (std::int64_t c = 0; c < C; ++c) {
+      if (train) {
+        double sq = 0.0;
+        for (std::int64_t n = 0; n < batch; ++n) sq += sums[n * C + c];
+        const double var = sq / static_cast<double>(M), mom = opt_.momentum;
+        inv_std_[c] = static_cast<float>(1.0 / std::sqrt(var + opt_.eps));
+        running_mean_[c] = static_cast<float>((1.0 - mom) * running_mean_[c] + mom * mean_[c]);
+        running_var_[c] =
+            static_cast<float>((1.0 - mom) * running_var_[c] +
+                               mom * var * static_cast<double>(M) / static_cast<double>(M - 1));
       } else {
-        q = p * scale + shift;
+        mean_[c] = running_mean_[c];
+        inv_std_[c] =
+            static_cast<float>(1.0 / std::sqrt(static_cast<double>(running_var_[c]) + opt_.eps));
+      }
+      // y = scale x + shift with scale = gamma inv_std, shift = beta - mean scale.
+      scale_[c] = gamma_[c] * inv_std_[c];
+      shift_[c] = beta_[c] - mean_[c] * scale_[c];
+    }
+#pragma omp for schedule(static)
+    for (std::int64_t n = 0; n < batch; ++n) {
+      for (std::int64_t c = 0; c < C; ++c) {
+        const float scale = scale_[c], shift = shift_[c];
+        const std::int64_t at = (n * C + c) * HW;
+        Eigen::Map<const Eigen::ArrayXf> p(x + at, HW);
+        Eigen::Map<Eigen::ArrayXf> q(y + at, HW);
+        if (residual) {
+          Eigen::Map<const Eigen::ArrayXf> r(residual + at, HW);
+          if (relu)
+            q = (p * scale + shift + r).max(0.0f);
+          else
+            q = p * scale + shift + r;
+        } else if (relu) {
+          q = (p * scale + shift).max(0.0f);
+        } else {
+          q = p * scale + shift;
+        }
       }
     }
   }
@@ -131,44 +152,56 @@ void BatchNorm::forward_fused(const float* x, float* y, std::int64_t batch, bool
 void BatchNorm::backward(const float* x, const float*, const float* dy, float* dx,
                          std::int64_t batch, bool accumulate) {
   const std::int64_t C = shape_.c, HW = shape_.plane(), M = batch * HW;
-#pragma omp parallel for schedule(static) if (batch * C * HW > 32768)
-  for (std::int64_t c = 0; c < C; ++c) {
-    const float mean = mean_[c], inv_std = inv_std_[c];
-    double sum_dy = 0.0, sum_dy_xhat = 0.0;
+  plane_sums_.resize(static_cast<std::size_t>(2 * batch * C));
+  for (auto* v : {&scale_, &shift_, &slope_}) v->resize(static_cast<std::size_t>(C));
+  double* sums = plane_sums_.data();  // [batch][C][sum dy, sum dy (x - mean)]
+#pragma omp parallel if (batch * C * HW > 32768)
+  {
+#pragma omp for schedule(static)
     for (std::int64_t n = 0; n < batch; ++n) {
-      const float* p = x + (n * C + c) * HW;
-      const float* g = dy + (n * C + c) * HW;
-      float s1 = 0.0f, s2 = 0.0f;
-#pragma omp simd reduction(+ : s1, s2)
-      for (std::int64_t i = 0; i < HW; ++i) {
-        s1 += g[i];
-        s2 += g[i] * (p[i] - mean);
-      }
-      sum_dy += s1;
-      sum_dy_xhat += s2;
-    }
-    sum_dy_xhat *= inv_std;
-    dgamma_[c] = static_cast<float>(accumulate ? dgamma_[c] + sum_dy_xhat : sum_dy_xhat);
-    dbeta_[c] = static_cast<float>(accumulate ? dbeta_[c] + sum_dy : sum_dy);
-    if (!dx) continue;
-    const float k = gamma_[c] * inv_std;
-    if (last_train_) {
-      // dx = k (dy - mean(dy) - x_hat mean(dy x_hat))
-      const float a = static_cast<float>(sum_dy / static_cast<double>(M));
-      const float b = static_cast<float>(sum_dy_xhat / static_cast<double>(M)) * inv_std;
-      for (std::int64_t n = 0; n < batch; ++n) {
+      for (std::int64_t c = 0; c < C; ++c) {
         const float* p = x + (n * C + c) * HW;
         const float* g = dy + (n * C + c) * HW;
-        float* d = dx + (n * C + c) * HW;
-#pragma omp simd
-        for (std::int64_t i = 0; i < HW; ++i) d[i] = k * (g[i] - a - (p[i] - mean) * b);
+        const float mean = mean_[c];
+        float s1 = 0.0f, s2 = 0.0f;
+#pragma omp simd reduction(+ : s1, s2)
+        for (std::int64_t i = 0; i < HW; ++i) {
+          s1 += g[i];
+          s2 += g[i] * (p[i] - mean);
+        }
+        sums[2 * (n * C + c)] = s1;
+        sums[2 * (n * C + c) + 1] = s2;
       }
-    } else {
+    }
+#pragma omp single
+    for (std::int64_t c = 0; c < C; ++c) {
+      double sum_dy = 0.0, sum_dy_xhat = 0.0;
       for (std::int64_t n = 0; n < batch; ++n) {
-        const float* g = dy + (n * C + c) * HW;
-        float* d = dx + (n * C + c) * HW;
+        sum_dy += sums[2 * (n * C + c)];
+        sum_dy_xhat += sums[2 * (n * C + c) + 1];
+      }
+      sum_dy_xhat *= inv_std_[c];
+      dgamma_[c] = static_cast<float>(accumulate ? dgamma_[c] + sum_dy_xhat : sum_dy_xhat);
+      dbeta_[c] = static_cast<float>(accumulate ? dbeta_[c] + sum_dy : sum_dy);
+      // dx = k (dy - a - (x - mean) b): k = gamma inv_std; a = mean(dy), b = mean(dy x_hat)
+      // inv_std in train mode, a = b = 0 in eval mode (the statistics are constants there).
+      scale_[c] = gamma_[c] * inv_std_[c];
+      shift_[c] = last_train_ ? static_cast<float>(sum_dy / static_cast<double>(M)) : 0.0f;
+      slope_[c] = last_train_
+                      ? static_cast<float>(sum_dy_xhat / static_cast<double>(M)) * inv_std_[c]
+                      : 0.0f;
+    }
+    if (dx) {
+#pragma omp for schedule(static)
+      for (std::int64_t n = 0; n < batch; ++n) {
+        for (std::int64_t c = 0; c < C; ++c) {
+          const float* p = x + (n * C + c) * HW;
+          const float* g = dy + (n * C + c) * HW;
+          float* d = dx + (n * C + c) * HW;
+          const float k = scale_[c], a = shift_[c], b = slope_[c], mean = mean_[c];
 #pragma omp simd
-        for (std::int64_t i = 0; i < HW; ++i) d[i] = k * g[i];
+          for (std::int64_t i = 0; i < HW; ++i) d[i] = k * (g[i] - a - (p[i] - mean) * b);
+        }
       }
     }
   }

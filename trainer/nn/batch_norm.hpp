@@ -51,6 +51,10 @@ class BatchNorm final : public Layer {
   float *gamma_ = nullptr, *beta_ = nullptr, *dgamma_ = nullptr, *dbeta_ = nullptr;
   std::vector<float> running_mean_, running_var_;
   std::vector<float> mean_, inv_std_;  // [C] of the last forward (batch or running statistics)
+  // Per-pass scratch: per-plane partial sums [batch][C] (x2 in the backward), and per channel
+  // the affine coefficients of the pass that applies them.
+  std::vector<double> plane_sums_;
+  std::vector<float> scale_, shift_, slope_;
   bool last_train_ = true;
 };
 

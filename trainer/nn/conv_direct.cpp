@@ -5,21 +5,14 @@
 #include <cstring>
 
 #include "trainer/nn/short_rows.hpp"
+#include "trainer/nn/vec16.hpp"
 
 namespace lbt::nn::conv_direct {
 namespace {
 
-// 16 floats: one AVX-512 register, or two AVX2 ones where that is the widest the CPU has.
-typedef float v16 __attribute__((vector_size(64)));
-
-inline v16 load(const float* p) {
-  v16 v;
-  std::memcpy(&v, p, sizeof v);  // an unaligned load
-  return v;
-}
-inline void store(float* p, v16 v) {
-  std::memcpy(p, &v, sizeof v);
-}
+using vec::load;
+using vec::store;
+using vec::v16;
 
 std::size_t round_up(std::size_t n, std::size_t m) {
   return (n + m - 1) / m * m;

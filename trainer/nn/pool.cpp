@@ -7,6 +7,7 @@
 
 #include "core/error.hpp"
 #include "trainer/nn/short_rows.hpp"
+#include "trainer/nn/vec16.hpp"
 
 namespace lbt::nn {
 namespace {
@@ -23,8 +24,8 @@ Shape3 pooled(const char* name, Shape3 in, std::int64_t kernel, std::int64_t str
 
 constexpr std::int64_t kParallelPlanes = 64;
 
-typedef float v16 __attribute__((vector_size(64)));
-typedef int v16i __attribute__((vector_size(64)));
+using vec::v16;
+using vec::v16i;
 
 template <std::size_t... I>
 constexpr v16i even_lanes(std::index_sequence<I...>) {  // of two vectors: 0, 2, ..., 30
@@ -39,36 +40,31 @@ constexpr v16i interleave_lanes(int half, std::index_sequence<I...>) {  // a0 b0
 // output gradients g; d0, d1 get g at each window's first maximum in row-major order and zero
 // elsewhere. 16 windows per step, branch-free: the scalar version's data-dependent branches
 // mispredicted on every other window (perf: 17% of a simple CNN step).
-LBT_NO_LIBCALL_LOOPS void max_pool_2x2_backward_row(const float* r0, const float* r1,
-                                                    const float* m, const float* g, float* d0,
-                                                    float* d1, std::int64_t n) {
+void max_pool_2x2_backward_row(const float* r0, const float* r1, const float* m, const float* g,
+                               float* d0, float* d1, std::int64_t n) {
   constexpr v16i even = even_lanes(std::make_index_sequence<16>{});
   constexpr v16i odd = even + 1;
   constexpr v16i low = interleave_lanes(0, std::make_index_sequence<16>{});
   constexpr v16i high = interleave_lanes(1, std::make_index_sequence<16>{});
   for (std::int64_t w0 = 0; w0 < n; w0 += 16) {
     const int count = static_cast<int>(std::min<std::int64_t>(16, n - w0));
-    alignas(64) float a0[32] = {}, a1[32] = {}, mm[16] = {}, gg[16] = {};
-    for (int i = 0; i < 2 * count; ++i) a0[i] = r0[2 * w0 + i], a1[i] = r1[2 * w0 + i];
-    for (int i = 0; i < count; ++i) mm[i] = m[w0 + i], gg[i] = g[w0 + i];
-    v16 lo0, hi0, lo1, hi1, mv, gv;
-    std::memcpy(&lo0, a0, 64), std::memcpy(&hi0, a0 + 16, 64);
-    std::memcpy(&lo1, a1, 64), std::memcpy(&hi1, a1 + 16, 64);
-    std::memcpy(&mv, mm, 64), std::memcpy(&gv, gg, 64);
+    const int first = std::min(count, 8), second = std::max(count - 8, 0);  // windows per half
+    const v16 lo0 = vec::load_first(r0 + 2 * w0, 2 * first);
+    const v16 hi0 = vec::load_first(r0 + 2 * w0 + 16, 2 * second);
+    const v16 lo1 = vec::load_first(r1 + 2 * w0, 2 * first);
+    const v16 hi1 = vec::load_first(r1 + 2 * w0 + 16, 2 * second);
+    const v16 mv = vec::load_first(m + w0, count), gv = vec::load_first(g + w0, count);
     const v16i top_left = __builtin_shuffle(lo0, hi0, even) == mv;
     const v16i top_right = ~top_left & (__builtin_shuffle(lo0, hi0, odd) == mv);
     const v16i bottom_left = ~top_left & ~top_right & (__builtin_shuffle(lo1, hi1, even) == mv);
     const v16i bottom_right = ~(top_left | top_right | bottom_left);
-    const v16i gi = reinterpret_cast<const v16i&>(gv);
-    const v16 tl = reinterpret_cast<const v16&>(static_cast<const v16i&>(gi & top_left));
-    const v16 tr = reinterpret_cast<const v16&>(static_cast<const v16i&>(gi & top_right));
-    const v16 bl = reinterpret_cast<const v16&>(static_cast<const v16i&>(gi & bottom_left));
-    const v16 br = reinterpret_cast<const v16&>(static_cast<const v16i&>(gi & bottom_right));
-    const v16 out0[2] = {__builtin_shuffle(tl, tr, low), __builtin_shuffle(tl, tr, high)};
-    const v16 out1[2] = {__builtin_shuffle(bl, br, low), __builtin_shuffle(bl, br, high)};
-    const float* o0 = reinterpret_cast<const float*>(out0);
-    const float* o1 = reinterpret_cast<const float*>(out1);
-    for (int i = 0; i < 2 * count; ++i) d0[2 * w0 + i] = o0[i], d1[2 * w0 + i] = o1[i];
+    const v16i gi = vec::as_int(gv);
+    const v16 tl = vec::as_float(gi & top_left), tr = vec::as_float(gi & top_right);
+    const v16 bl = vec::as_float(gi & bottom_left), br = vec::as_float(gi & bottom_right);
+    vec::store_first(d0 + 2 * w0, __builtin_shuffle(tl, tr, low), 2 * first);
+    vec::store_first(d0 + 2 * w0 + 16, __builtin_shuffle(tl, tr, high), 2 * second);
+    vec::store_first(d1 + 2 * w0, __builtin_shuffle(bl, br, low), 2 * first);
+    vec::store_first(d1 + 2 * w0 + 16, __builtin_shuffle(bl, br, high), 2 * second);
   }
 }
 

@@ -6,22 +6,16 @@
 #include <utility>
 
 #include "trainer/nn/short_rows.hpp"
+#include "trainer/nn/vec16.hpp"
 
 namespace lbt::nn::winograd {
 namespace {
 
-// 16 floats: one AVX-512 register, or two AVX2 ones where that is the widest the CPU has.
-typedef float v16 __attribute__((vector_size(64)));
-typedef int v16i __attribute__((vector_size(64)));
-
-inline v16 load(const float* p) {
-  v16 v;
-  std::memcpy(&v, p, sizeof v);
-  return v;
-}
-inline void store(float* p, v16 v) {
-  std::memcpy(p, &v, sizeof v);
-}
+using vec::load;
+using vec::load_first;
+using vec::store;
+using vec::v16;
+using vec::v16i;
 
 // The filter transform G (6 x r) for the points 0, 1, -1, 2, -2 and infinity: row j holds
 // p_j^k / f_j with f_j = prod over the other finite points l of (p_j - p_l); the row of the
@@ -119,14 +113,6 @@ inline void transpose16(v16* r) {
   transpose_stage<1>(r);
 }
 
-// The first n (<= 16) floats at p, zeros after.
-inline v16 load_first(const float* p, int n) {
-  if (n == 16) return load(p);
-  v16 v{};
-  for (int i = 0; i < n; ++i) v[i] = p[i];
-  return v;
-}
-
 // dst[n][(i + p) * wp + j + p][c] = x[n][c][i][j] with zero borders: images channels-last,
 // 16 channels x 16 pixels at a time through a register transpose.
 LBT_NO_LIBCALL_LOOPS void to_channels_last(const float* x, int C, int h, int w, int p,
@@ -175,12 +161,7 @@ LBT_NO_LIBCALL_LOOPS void from_channels_last(const float* src, int C, int hw, co
         transpose16(r);
         for (int l = 0; l < 16; ++l) {
           const v16 v = bias ? r[l] + bias[c0 + l] : r[l];
-          float* out = d + static_cast<std::size_t>(c0 + l) * hw + q0;
-          if (len == 16) {
-            store(out, v);
-          } else {
-            for (int k = 0; k < len; ++k) out[k] = v[k];
-          }
+          vec::store_first(d + static_cast<std::size_t>(c0 + l) * hw + q0, v, len);
         }
       }
     }

@@ -300,7 +300,7 @@ void gemm_block(const float* a, std::ptrdiff_t a_row_arg, std::ptrdiff_t a_k, co
     for (int j = 0; j < NB; ++j) store(c + i * ldc + 16 * j, acc[i][j]);
 }
 
-// The last rows < R of a column block, one block of exactly that height.
+// One block of exactly `rows` (<= R) rows.
 template <int NB, int R, int A_ROW>
 void gemm_tail(int rows, const float* a, std::ptrdiff_t a_row, std::ptrdiff_t a_k, const float* b,
                std::ptrdiff_t ldb, int K, float* c, std::ptrdiff_t ldc, bool accumulate) {
@@ -311,29 +311,25 @@ void gemm_tail(int rows, const float* a, std::ptrdiff_t a_row, std::ptrdiff_t a_
 }
 
 // C[rows][cols] (+)= A B, A(i, k) = a[i * a_row + k * a_k], B [K][cols] (ldb), cols a multiple
-// of 16. Blocks of 12 rows x 32 columns (24 accumulators), or 16 x 16 for a 16-wide rest.
+// of 16. Column blocks of 32 (or a 16-wide rest); rows in blocks of nearly equal height, at most
+// 12 x 2 vectors (24 accumulators) or 16 x 1, so that no block is a short tail that reloads B
+// for one row (49 tile rows: 5 blocks of 9 or 10 rather than 4 x 12 + 1).
 template <int A_ROW>
 void gemm_rows(int rows, int cols, int K, const float* a, std::ptrdiff_t a_row, std::ptrdiff_t a_k,
                const float* b, std::ptrdiff_t ldb, float* c, std::ptrdiff_t ldc, bool accumulate) {
   for (int j0 = 0; j0 < cols; j0 += 32) {
     const bool two = cols - j0 >= 32;
-    const int R = two ? 12 : 16;
-    int i0 = 0;
-    for (; i0 + R <= rows; i0 += R) {
+    const int most = two ? 12 : 16, blocks = (rows + most - 1) / most;
+    for (int blk = 0, i0 = 0; blk < blocks; ++blk) {
+      const int height = rows / blocks + (blk < rows % blocks ? 1 : 0);
+      const float* ai = a + i0 * a_row;
+      float* ci = c + i0 * ldc + j0;
       if (two)
-        gemm_block<12, 2, A_ROW>(a + i0 * a_row, a_row, a_k, b + j0, ldb, K, c + i0 * ldc + j0, ldc,
-                                 accumulate);
+        gemm_tail<2, 12, A_ROW>(height, ai, a_row, a_k, b + j0, ldb, K, ci, ldc, accumulate);
       else
-        gemm_block<16, 1, A_ROW>(a + i0 * a_row, a_row, a_k, b + j0, ldb, K, c + i0 * ldc + j0, ldc,
-                                 accumulate);
+        gemm_tail<1, 16, A_ROW>(height, ai, a_row, a_k, b + j0, ldb, K, ci, ldc, accumulate);
+      i0 += height;
     }
-    if (i0 == rows) continue;
-    if (two)
-      gemm_tail<2, 11, A_ROW>(rows - i0, a + i0 * a_row, a_row, a_k, b + j0, ldb, K,
-                              c + i0 * ldc + j0, ldc, accumulate);
-    else
-      gemm_tail<1, 15, A_ROW>(rows - i0, a + i0 * a_row, a_row, a_k, b + j0, ldb, K,
-                              c + i0 * ldc + j0, ldc, accumulate);
   }
 }
 

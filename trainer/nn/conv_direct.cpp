@@ -5,7 +5,7 @@
 #include <cstring>
 
 #include "trainer/nn/short_rows.hpp"
-#include "trainer/nn/vec16.hpp"
+#include "core/vec16.hpp"
 
 namespace lbt::nn::conv_direct {
 namespace {

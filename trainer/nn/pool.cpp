@@ -7,7 +7,7 @@
 
 #include "core/error.hpp"
 #include "trainer/nn/short_rows.hpp"
-#include "trainer/nn/vec16.hpp"
+#include "core/vec16.hpp"
 
 namespace lbt::nn {
 namespace {

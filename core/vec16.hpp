@@ -7,7 +7,7 @@
 #include <immintrin.h>
 #endif
 
-namespace lbt::nn::vec {
+namespace lbt::vec {
 
 typedef float v16 __attribute__((vector_size(64)));
 typedef int v16i __attribute__((vector_size(64)));
@@ -51,4 +51,4 @@ inline v16i as_int(v16 v) {
   return reinterpret_cast<v16i>(v);
 }
 
-}  // namespace lbt::nn::vec
+}  // namespace lbt::vec

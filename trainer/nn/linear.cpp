@@ -1,10 +1,15 @@
-// Linear layer; forward and backward are three GEMMs (llm.c matmul_forward/backward).
+// Linear layer; forward and backward are three GEMMs (llm.c matmul_forward/backward): OpenBLAS's,
+// or at small batches panel_gemm's, which read W where it lies.
 #include "trainer/nn/linear.hpp"
 
+#include <omp.h>
+
+#include <algorithm>
 #include <cmath>
 #include <random>
 
 #include "core/gemm.hpp"
+#include "core/panel_gemm.hpp"
 #include "core/tensor.hpp"
 
 namespace lbt::nn {
@@ -17,7 +22,8 @@ std::string Linear::describe() const {
 }
 
 void Linear::register_params(ParameterStore& store, const std::string& prefix) {
-  w_segment_ = store.add(prefix + ".weight", static_cast<std::size_t>(in_ * out_), ParamKind::kWeight);
+  w_segment_ =
+      store.add(prefix + ".weight", static_cast<std::size_t>(in_ * out_), ParamKind::kWeight);
   b_segment_ = store.add(prefix + ".bias", static_cast<std::size_t>(out_), ParamKind::kBias);
 }
 
@@ -45,7 +51,36 @@ void Linear::init(Rng& rng) {
   std::fill(b_, b_ + out_, 0.0f);
 }
 
+namespace {
+
+// Batches of at most this many rows multiply without OpenBLAS: its packing copies all of W for
+// every product, which at small batches costs as much as the multiplies (the simple CNN's
+// 3136 x 1024 layer spent half its time packing at batch 32). panel_gemm reads W in place.
+constexpr std::int64_t kPanelBatchMax = 64;
+
+// f(begin, end) on each thread's share of [0, n) in multiples of `grain` (one call inside a
+// parallel region).
+template <class F>
+void split(std::int64_t n, std::int64_t grain, F&& f) {
+  if (omp_in_parallel() || omp_get_max_threads() == 1) return f(std::int64_t{0}, n);
+#pragma omp parallel
+  {
+    const std::int64_t threads = omp_get_num_threads(), t = omp_get_thread_num();
+    const std::int64_t share = (n + threads - 1) / threads,
+                       chunk = (share + grain - 1) / grain * grain;
+    const std::int64_t begin = std::min(n, t * chunk), end = std::min(n, begin + chunk);
+    if (begin < end) f(begin, end);
+  }
+}
+
+}  // namespace
+
+bool Linear::panel_path(std::int64_t batch) const {
+  return batch <= kPanelBatchMax && in_ % 16 == 0 && out_ >= 32;
+}
+
 void Linear::forward(const float* x, float* y, std::int64_t batch, bool) {
+  if (panel_path(batch)) return forward_panel(x, y, batch);
   const int B = static_cast<int>(batch), I = static_cast<int>(in_), O = static_cast<int>(out_);
   // y[B, O] = b (broadcast), then y += x[B, I] * W[O, I]^T
 #pragma omp parallel for if (batch * out_ > 65536)
@@ -53,18 +88,54 @@ void Linear::forward(const float* x, float* y, std::int64_t batch, bool) {
   sgemm(false, true, B, O, I, 1.0f, x, I, w_, I, 1.0f, y, O);
 }
 
-void Linear::backward(const float* x, const float*, const float* dy, float* dx,
-                      std::int64_t batch, bool accumulate) {
+void Linear::forward_panel(const float* x, float* y, std::int64_t batch) {
+  // y^T [O, B16] = W [O, I] x^T [I, B16] with x^T's columns padded to 16 (zeros past batch).
+  const std::int64_t B16 = (batch + 15) / 16 * 16;
+  xt_.resize(static_cast<std::size_t>(in_ * B16));
+  yt_.resize(static_cast<std::size_t>(out_ * B16));
+  float* xt = xt_.data();
+  float* yt = yt_.data();
+  split(in_, 16, [&](std::int64_t i0, std::int64_t i1) {
+    for (std::int64_t b = 0; b < B16; ++b)
+      for (std::int64_t i = i0; i < i1; ++i) xt[i * B16 + b] = b < batch ? x[b * in_ + i] : 0.0f;
+  });
+  split(out_, 16, [&](std::int64_t o0, std::int64_t o1) {
+    panel_gemm(static_cast<int>(o1 - o0), static_cast<int>(B16), static_cast<int>(in_),
+               w_ + o0 * in_, in_, 1, xt, B16, yt + o0 * B16, B16, false);
+    for (std::int64_t b = 0; b < batch; ++b)
+      for (std::int64_t o = o0; o < o1; ++o) y[b * out_ + o] = yt[o * B16 + b] + b_[o];
+  });
+}
+
+void Linear::backward(const float* x, const float*, const float* dy, float* dx, std::int64_t batch,
+                      bool accumulate) {
   const int B = static_cast<int>(batch), I = static_cast<int>(in_), O = static_cast<int>(out_);
+  const bool panel = panel_path(batch);
   // dW[O, I] (+)= dy[B, O]^T x[B, I]
-  sgemm(true, false, O, I, B, 1.0f, dy, O, x, I, accumulate ? 1.0f : 0.0f, dw_, I);
+  if (panel) {
+    split(out_, 1, [&](std::int64_t o0, std::int64_t o1) {
+      panel_gemm(static_cast<int>(o1 - o0), I, B, dy + o0, 1, O, x, I, dw_ + o0 * in_, I,
+                 accumulate);
+    });
+  } else {
+    sgemm(true, false, O, I, B, 1.0f, dy, O, x, I, accumulate ? 1.0f : 0.0f, dw_, I);
+  }
   // db[O] (+)= sum over rows of dy (Eigen: the plain loop did not vectorise)
   Eigen::Map<Eigen::RowVectorXf> db(db_, O);
   const auto column_sums = ConstMatMap(dy, B, O).colwise().sum();
-  if (accumulate) db += column_sums;
-  else db = column_sums;
+  if (accumulate)
+    db += column_sums;
+  else
+    db = column_sums;
   // dx[B, I] = dy[B, O] W[O, I]
-  if (dx) sgemm(false, false, B, I, O, 1.0f, dy, O, w_, I, 0.0f, dx, I);
+  if (!dx) return;
+  if (panel) {
+    split(in_, 32, [&](std::int64_t i0, std::int64_t i1) {
+      panel_gemm(B, static_cast<int>(i1 - i0), O, dy, O, 1, w_ + i0, I, dx + i0, I, false);
+    });
+  } else {
+    sgemm(false, false, B, I, O, 1.0f, dy, O, w_, I, 0.0f, dx, I);
+  }
 }
 
 }  // namespace lbt::nn

@@ -1,5 +1,6 @@
 // Fully connected layer y = x W^T + b, W: [out, in] (PyTorch layout), b: [out].
 #pragma once
+#include "core/tensor.hpp"
 #include "trainer/nn/layer.hpp"
 
 namespace lbt::nn {
@@ -16,8 +17,8 @@ class Linear final : public Layer {
   void bind(ParameterStore& store) override;
   void init(Rng& rng) override;
   void forward(const float* x, float* y, std::int64_t batch, bool train) override;
-  void backward(const float* x, const float* y, const float* dy, float* dx,
-                std::int64_t batch, bool accumulate) override;
+  void backward(const float* x, const float* y, const float* dy, float* dx, std::int64_t batch,
+                bool accumulate) override;
 
   const char* param_prefix() const override { return "fc"; }
   std::int64_t macs_per_example() const override { return in_ * out_; }
@@ -31,6 +32,11 @@ class Linear final : public Layer {
   InitScheme init_;
   std::size_t w_segment_ = 0, b_segment_ = 0;
   float *w_ = nullptr, *b_ = nullptr, *dw_ = nullptr, *db_ = nullptr;
+  // Small batches (linear.cpp): the forward multiplies transposed activations, x^T and y^T
+  // (batch padded to 16 columns), so that W is read in place.
+  bool panel_path(std::int64_t batch) const;
+  void forward_panel(const float* x, float* y, std::int64_t batch);
+  AlignedBuffer xt_, yt_;
 };
 
 }  // namespace lbt::nn

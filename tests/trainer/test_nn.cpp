@@ -161,6 +161,58 @@ BOOST_AUTO_TEST_CASE(input_gradient_of_linear_and_relu_matches_finite_difference
   BOOST_TEST(r.max_error < kTolerance);
 }
 
+BOOST_AUTO_TEST_CASE(linear_equals_a_written_out_product_at_small_and_large_batches) {
+  // Batches of up to 64 with in % 16 == 0 and out >= 32 take panel_gemm (x and y transposed,
+  // the batch padded to 16 columns); others OpenBLAS. Both against sums in double (within 1e-5
+  // of the sum of the terms' magnitudes), with gradient accumulation.
+  const std::int64_t in = 48, out = 40;
+  ParameterStore store;
+  nn::Linear fc(in, out, nn::InitScheme::kGlorot);
+  fc.register_params(store, "fc");
+  store.allocate();
+  fc.bind(store);
+  const auto params = normal_vector(store.num_params(), 3);
+  std::copy(params.begin(), params.end(), store.params().begin());
+  const float* w = store.params().data();
+  const float* bias = w + in * out;
+  // sum over k < n of f(k) (a product of two floats), and the sum of magnitudes
+  auto expect_sum = [](float got, double start, std::int64_t n, auto&& f, const char* what) {
+    double want = start, scale = std::abs(start);
+    for (std::int64_t k = 0; k < n; ++k) want += f(k), scale += std::abs(f(k));
+    BOOST_TEST(std::abs(got - want) <= 1e-5 * scale, what << ": " << got << " vs " << want);
+  };
+  for (std::int64_t batch : {5, 64, 70}) {
+    BOOST_TEST_CONTEXT("batch " << batch) {
+      const auto x = normal_vector(static_cast<std::size_t>(batch * in), 4);
+      const auto dy = normal_vector(static_cast<std::size_t>(batch * out), 5);
+      std::vector<float> y(dy.size()), dx(x.size());
+      fc.forward(x.data(), y.data(), batch, true);
+      fc.backward(x.data(), y.data(), dy.data(), dx.data(), batch, false);
+      fc.backward(x.data(), y.data(), dy.data(), dx.data(), batch, true);  // grads doubled
+      const auto grads = store.grads();
+      for (std::int64_t b = 0; b < batch; ++b) {
+        for (std::int64_t o = 0; o < out; ++o)
+          expect_sum(
+              y[b * out + o], bias[o], in,
+              [&](std::int64_t i) { return double(w[o * in + i]) * x[b * in + i]; }, "y");
+        for (std::int64_t i = 0; i < in; ++i)
+          expect_sum(
+              dx[b * in + i], 0.0, out,
+              [&](std::int64_t o) { return double(dy[b * out + o]) * w[o * in + i]; }, "dx");
+      }
+      for (std::int64_t o = 0; o < out; ++o) {
+        expect_sum(
+            grads[in * out + o], 0.0, batch, [&](std::int64_t b) { return 2.0 * dy[b * out + o]; },
+            "db");
+        for (std::int64_t i = 0; i < in; ++i)
+          expect_sum(
+              grads[o * in + i], 0.0, batch,
+              [&](std::int64_t b) { return 2.0 * dy[b * out + o] * x[b * in + i]; }, "dW");
+      }
+    }
+  }
+}
+
 BOOST_AUTO_TEST_CASE(model_spec_errors_name_the_spec) {
   BOOST_CHECK_THROW(nn::Model::from_spec("mlp:784", nn::InitScheme::kHe), ConfigError);
   BOOST_CHECK_THROW(nn::Model::from_spec("mlp:784-x-10", nn::InitScheme::kHe), ConfigError);

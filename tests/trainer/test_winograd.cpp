@@ -2,11 +2,13 @@
 // written out in double precision over every window (outputs, input gradients, weight and bias
 // gradients), and the im2col + GEMM path (itself checked against finite differences in
 // test_cnn.cpp) on the layers of ResNet-8/20 and the simple CNN, with image groups, a short
-// last group, non-square images and gradient accumulation. Winograd's transforms multiply
-// values by up to 25 before dividing again, so outputs carry float rounding of about 1e-6 of
-// the largest value; the tolerances allow 3e-5.
+// last group, non-square images, partial tiles and gradient accumulation. Winograd's
+// transforms multiply values by up to 25 (F(4x4, 5x5): 21/4 squared) before dividing again,
+// so outputs carry float rounding of about 1e-6 of the largest value; the tolerances allow
+// 3e-5.
 #include <boost/test/unit_test.hpp>
 
+#include <utility>
 #include <vector>
 
 #include "support/conv_paths.hpp"
@@ -30,10 +32,12 @@ nn::Conv2dOptions same_conv(std::int64_t out, std::int64_t kernel, bool bias) {
 }  // namespace
 
 BOOST_AUTO_TEST_CASE(winograd_equals_a_written_out_convolution_in_double) {
-  const nn::Shape3 in{16, 4, 6};
   const std::int64_t out_c = 32, batch = 2;
-  for (std::int64_t k : {3, 5}) {
-    BOOST_TEST_CONTEXT("kernel " << k) {
+  // 4 x 6 and 7 x 5 images: whole and partial 4x4 output tiles.
+  for (const auto& [in, k] :
+       {std::pair{nn::Shape3{16, 4, 6}, 3}, std::pair{nn::Shape3{16, 4, 6}, 5},
+        std::pair{nn::Shape3{16, 7, 5}, 3}, std::pair{nn::Shape3{16, 7, 5}, 5}}) {
+    BOOST_TEST_CONTEXT("in " << in.text() << ", kernel " << k) {
       BuiltConv b;
       lbt::test::build(b, in, same_conv(out_c, k, true));
       const auto params = normal_vector(b.store.num_params(), 3, 0.3f);
@@ -89,7 +93,9 @@ BOOST_AUTO_TEST_CASE(winograd_equals_im2col_and_gemm_on_resnet_and_simple_cnn_la
       {{64, 8, 8}, 64, 3, true},     // stage 3: groups of 16, cut to each thread's share
       {{32, 14, 14}, 64, 5, true},   // the simple CNN's second layer
       {{16, 4, 12}, 32, 3, false},   // one row of tiles, not square
-      {{48, 6, 10}, 16, 5, true},    // three input blocks, a 16-wide output
+      {{48, 6, 10}, 16, 5, true},    // three input blocks, a 16-wide output, partial tiles
+      {{16, 14, 14}, 32, 3, true},   // 3x3 with partial tiles
+      {{32, 7, 7}, 16, 5, false},    // the simple CNN's second layer on 7x7 (partial tiles)
   };
   for (const Case& c : cases) {
     for (std::int64_t batch : {3, 21}) {
@@ -128,8 +134,8 @@ BOOST_AUTO_TEST_CASE(winograd_path_is_chosen_only_for_the_shapes_it_computes) {
   BOOST_TEST(supports(3, 1, 1, 16, 16, 32, 32));
   BOOST_TEST(supports(3, 1, 1, 64, 32, 8, 12));
   BOOST_TEST(supports(5, 1, 2, 32, 64, 14, 14));
-  BOOST_TEST(!supports(3, 1, 1, 16, 16, 14, 14));  // 14 is not a whole number of 4-wide tiles
-  BOOST_TEST(!supports(5, 1, 2, 32, 64, 7, 7));    // nor is 7 of 2-wide ones
+  BOOST_TEST(supports(3, 1, 1, 16, 16, 14, 14));  // partial tiles over zero padding
+  BOOST_TEST(supports(5, 1, 2, 32, 64, 7, 7));
   BOOST_TEST(!supports(5, 1, 2, 1, 32, 28, 28));   // one input channel: the direct path
   BOOST_TEST(!supports(3, 1, 1, 16, 8, 8, 8));     // 8 output channels
   BOOST_TEST(!supports(3, 2, 1, 16, 32, 32, 32));  // stride 2

@@ -28,7 +28,7 @@ winograd::Shape Conv2d::winograd_shape() const {
 void Conv2d::forward_winograd(const float* x, float* y, std::int64_t batch) {
   const winograd::Shape s = winograd_shape();
   const int threads = threads_for(batch);
-  w_winograd_.resize(static_cast<std::size_t>(winograd::kPositions) * s.in_c * s.out_c);
+  w_winograd_.resize(winograd::transformed_size(s.r, s.in_c, s.out_c));
   winograd::transform_weights(w_, s.out_c, s.in_c, s.r, false, w_winograd_.data());
   if (winograd_ws_.size() < static_cast<std::size_t>(threads))
     winograd_ws_.resize(static_cast<std::size_t>(threads));
@@ -47,7 +47,7 @@ void Conv2d::backward_winograd(const float* x, const float* dy, float* dx, std::
   const winograd::Shape s = winograd_shape();
   const int threads = threads_for(batch);
   const auto T = static_cast<std::size_t>(threads);
-  const std::size_t transformed = static_cast<std::size_t>(winograd::kPositions) * s.in_c * s.out_c;
+  const std::size_t transformed = winograd::transformed_size(s.r, s.in_c, s.out_c);
   if (dx) {
     w_winograd_dx_.resize(transformed);
     winograd::transform_weights(w_, s.out_c, s.in_c, s.r, true, w_winograd_dx_.data());

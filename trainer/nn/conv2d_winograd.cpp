@@ -84,10 +84,11 @@ void Conv2d::backward_winograd(const float* x, const float* dy, float* dx, std::
   }
   // The threads' transformed partials into the first, then back to dW once.
   float* du = dw_winograd_[0].data();
-  for (std::size_t t = 1; t < T; ++t) {
-    const float* part = dw_winograd_[t].data();
-#pragma omp simd
-    for (std::size_t i = 0; i < transformed; ++i) du[i] += part[i];
+  if (T > 1) {
+    const auto n = static_cast<std::ptrdiff_t>(transformed);
+#pragma omp parallel for simd schedule(static) num_threads(threads)
+    for (std::ptrdiff_t i = 0; i < n; ++i)
+      for (std::size_t t = 1; t < T; ++t) du[i] += dw_winograd_[t][static_cast<std::size_t>(i)];
   }
   winograd::weight_grad_from_transformed(du, s.out_c, s.in_c, s.r, accumulate, dw_);
   for (std::int64_t o = 0; b_ && o < out_.c; ++o) {

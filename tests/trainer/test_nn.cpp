@@ -275,4 +275,26 @@ BOOST_AUTO_TEST_CASE(max_pool_ties_on_even_images_send_the_gradient_to_the_first
   BOOST_TEST(dx == want, boost::test_tools::per_element());
 }
 
+BOOST_AUTO_TEST_CASE(max_pool_with_relu_zeroes_negative_windows_and_their_gradients) {
+  // Windows {-3, -1, -2, -5} (max -1: output 0, no gradient) and {1, 4, 2, 3} (max 4 at the
+  // top right), on the vectorised path (even sizes) and the general one (3x3 windows).
+  nn::MaxPool2d pool({1, 2, 4}, 2, 2, /*relu=*/true);
+  const std::vector<float> x = {-3, -1, 1, 4,  //
+                                -2, -5, 2, 3};
+  std::vector<float> y(2), dx(x.size(), -1.0f);
+  const std::vector<float> dy = {10, 20};
+  pool.forward(x.data(), y.data(), 1, true);
+  BOOST_TEST(y == (std::vector<float>{0, 4}), boost::test_tools::per_element());
+  pool.backward(x.data(), y.data(), dy.data(), dx.data(), 1, false);
+  BOOST_TEST(dx == (std::vector<float>{0, 0, 0, 20, 0, 0, 0, 0}), boost::test_tools::per_element());
+  nn::MaxPool2d general({1, 3, 3}, 3, 1, /*relu=*/true);
+  const std::vector<float> negative(9, -1.0f);
+  std::vector<float> z(1), dz(9, -1.0f);
+  const std::vector<float> g = {5};
+  general.forward(negative.data(), z.data(), 1, true);
+  general.backward(negative.data(), z.data(), g.data(), dz.data(), 1, false);
+  BOOST_TEST(z[0] == 0.0f);
+  BOOST_TEST(dz == std::vector<float>(9, 0.0f), boost::test_tools::per_element());
+}
+
 BOOST_AUTO_TEST_SUITE_END()

@@ -14,19 +14,17 @@ void add_simple_cnn(Model& model, Shape3 in, std::int64_t classes, InitScheme in
   auto conv1 = std::make_unique<Conv2d>(in, Conv2dOptions{.out_channels = 32, .kernel = 5, .padding = 2}, init);
   const Shape3 c1 = conv1->out_shape();
   model.add(std::move(conv1));
-  // Max-pooling before the ReLU computes the same function with the same gradients (ReLU is
-  // monotone, so max(relu(a), relu(b)) = relu(max(a, b))), on a quarter of the values.
-  auto pool1 = std::make_unique<MaxPool2d>(c1, 2, 2);
+  // The ReLU runs in the max-pool's pass, after it: the same function with the same gradients
+  // (ReLU is monotone, so max(relu(a), relu(b)) = relu(max(a, b))) on a quarter of the values.
+  auto pool1 = std::make_unique<MaxPool2d>(c1, 2, 2, /*relu=*/true);
   const Shape3 p1 = pool1->out_shape();
   model.add(std::move(pool1));
-  model.add(std::make_unique<Relu>(p1.size()));
   auto conv2 = std::make_unique<Conv2d>(p1, Conv2dOptions{.out_channels = 64, .kernel = 5, .padding = 2}, init);
   const Shape3 c2 = conv2->out_shape();
   model.add(std::move(conv2));
-  auto pool2 = std::make_unique<MaxPool2d>(c2, 2, 2);
+  auto pool2 = std::make_unique<MaxPool2d>(c2, 2, 2, /*relu=*/true);
   const Shape3 p2 = pool2->out_shape();
   model.add(std::move(pool2));
-  model.add(std::make_unique<Relu>(p2.size()));
   model.add(std::make_unique<Linear>(p2.size(), 1024, init));  // flatten: [64, 7, 7] -> 3136
   model.add(std::make_unique<Relu>(1024));
   model.add(std::make_unique<Linear>(1024, classes, init));

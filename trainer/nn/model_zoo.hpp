@@ -10,7 +10,8 @@ namespace lbt::nn {
 // Neural Network Training", Appendix (model details), Simple CNN for MNIST and Fashion-MNIST:
 //   conv 5x5 32 'same' + ReLU -> max-pool 2x2 s2 -> conv 5x5 64 'same' + ReLU -> max-pool
 //   2x2 s2 -> fully connected 1024 + ReLU -> fully connected CLASSES; no dropout, no BN.
-// (Each ReLU runs after its max-pool: the same function on a quarter of the values.)
+// (Each conv's ReLU runs after its max-pool, in the pool's pass: the same function on a
+// quarter of the values.)
 void add_simple_cnn(Model& model, Shape3 in, std::int64_t classes, InitScheme init);
 
 // He et al. 2016 (arXiv:1512.03385) Sec. 4.2: conv 3x3 16 + BN + ReLU, then 3 stages of n

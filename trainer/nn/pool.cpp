@@ -3,11 +3,12 @@
 
 #include <algorithm>
 #include <cstring>
+#include <limits>
 #include <utility>
 
 #include "core/error.hpp"
-#include "trainer/nn/short_rows.hpp"
 #include "core/vec16.hpp"
+#include "trainer/nn/short_rows.hpp"
 
 namespace lbt::nn {
 namespace {
@@ -38,10 +39,10 @@ constexpr v16i interleave_lanes(int half, std::index_sequence<I...>) {  // a0 b0
 
 // One row of 2x2 stride-2 windows, n of them: rows r0, r1 of 2n inputs, their maxima m and
 // output gradients g; d0, d1 get g at each window's first maximum in row-major order and zero
-// elsewhere. 16 windows per step, branch-free: the scalar version's data-dependent branches
-// mispredicted on every other window (perf: 17% of a simple CNN step).
+// elsewhere (nothing where relu and m <= 0). 16 windows per step, branch-free: the scalar version's
+// data-dependent branches mispredicted on every other window (perf: 17% of a simple CNN step).
 void max_pool_2x2_backward_row(const float* r0, const float* r1, const float* m, const float* g,
-                               float* d0, float* d1, std::int64_t n) {
+                               float* d0, float* d1, std::int64_t n, bool relu) {
   constexpr v16i even = even_lanes(std::make_index_sequence<16>{});
   constexpr v16i odd = even + 1;
   constexpr v16i low = interleave_lanes(0, std::make_index_sequence<16>{});
@@ -58,7 +59,7 @@ void max_pool_2x2_backward_row(const float* r0, const float* r1, const float* m,
     const v16i top_right = ~top_left & (__builtin_shuffle(lo0, hi0, odd) == mv);
     const v16i bottom_left = ~top_left & ~top_right & (__builtin_shuffle(lo1, hi1, even) == mv);
     const v16i bottom_right = ~(top_left | top_right | bottom_left);
-    const v16i gi = vec::as_int(gv);
+    const v16i gi = relu ? vec::as_int(gv) & (mv > 0.0f) : vec::as_int(gv);  // fused ReLU
     const v16 tl = vec::as_float(gi & top_left), tr = vec::as_float(gi & top_right);
     const v16 bl = vec::as_float(gi & bottom_left), br = vec::as_float(gi & bottom_right);
     vec::store_first(d0 + 2 * w0, __builtin_shuffle(tl, tr, low), 2 * first);
@@ -70,15 +71,21 @@ void max_pool_2x2_backward_row(const float* r0, const float* r1, const float* m,
 
 }  // namespace
 
-MaxPool2d::MaxPool2d(Shape3 in, std::int64_t kernel, std::int64_t stride)
-    : in_(in), out_(pooled("MaxPool2d", in, kernel, stride)), kernel_(kernel), stride_(stride) {}
+MaxPool2d::MaxPool2d(Shape3 in, std::int64_t kernel, std::int64_t stride, bool relu)
+    : in_(in),
+      out_(pooled("MaxPool2d", in, kernel, stride)),
+      kernel_(kernel),
+      stride_(stride),
+      relu_(relu) {}
 
 std::string MaxPool2d::describe() const {
-  return "MaxPool2d(k" + std::to_string(kernel_) + " s" + std::to_string(stride_) + ")";
+  return "MaxPool2d(k" + std::to_string(kernel_) + " s" + std::to_string(stride_) + ")" +
+         (relu_ ? " + ReLU" : "");
 }
 
 void MaxPool2d::forward(const float* x, float* y, std::int64_t batch, bool) {
   const std::int64_t planes = batch * in_.c, K = kernel_, S = stride_;
+  const float floor = relu_ ? 0.0f : -std::numeric_limits<float>::infinity();
 #pragma omp parallel for schedule(static) if (planes > kParallelPlanes)
   for (std::int64_t p = 0; p < planes; ++p) {
     const float* in = x + p * in_.plane();
@@ -90,8 +97,9 @@ void MaxPool2d::forward(const float* x, float* y, std::int64_t batch, bool) {
         float* o = out + oh * out_.w;
 #pragma omp simd
         for (std::int64_t ow = 0; ow < out_.w; ++ow)
-          o[ow] =
-              std::max(std::max(std::max(r0[2 * ow], r0[2 * ow + 1]), r1[2 * ow]), r1[2 * ow + 1]);
+          o[ow] = std::max(
+              std::max(std::max(r0[2 * ow], r0[2 * ow + 1]), std::max(r1[2 * ow], r1[2 * ow + 1])),
+              floor);
       }
       continue;
     }
@@ -101,7 +109,7 @@ void MaxPool2d::forward(const float* x, float* y, std::int64_t batch, bool) {
         float m = win[0];
         for (std::int64_t i = 0; i < K; ++i)
           for (std::int64_t j = 0; j < K; ++j) m = std::max(m, win[i * in_.w + j]);
-        out[oh * out_.w + ow] = m;
+        out[oh * out_.w + ow] = std::max(m, floor);
       }
     }
   }
@@ -122,7 +130,7 @@ void MaxPool2d::backward(const float* x, const float* y, const float* dy, float*
       for (std::int64_t oh = 0; oh < out_.h; ++oh) {
         const std::int64_t row = 2 * oh * in_.w;
         max_pool_2x2_backward_row(in + row, in + row + in_.w, out + oh * out_.w, g + oh * out_.w,
-                                  d + row, d + row + in_.w, out_.w);
+                                  d + row, d + row + in_.w, out_.w, relu_);
       }
       continue;
     }
@@ -131,6 +139,7 @@ void MaxPool2d::backward(const float* x, const float* y, const float* dy, float*
       for (std::int64_t ow = 0; ow < out_.w; ++ow) {
         const std::int64_t base = oh * S * in_.w + ow * S;
         const float m = out[oh * out_.w + ow];
+        if (relu_ && !(m > 0.0f)) continue;  // the fused ReLU passes no gradient
         std::int64_t arg = base;
         for (std::int64_t i = K; i-- > 0;)  // backwards, so the first maximum wins
           for (std::int64_t j = K; j-- > 0;)

@@ -10,19 +10,22 @@ namespace lbt::nn {
 
 class MaxPool2d final : public Layer {
  public:
-  MaxPool2d(Shape3 in, std::int64_t kernel, std::int64_t stride);
+  // relu: y = max(0, max over the window), a ReLU after the pool in the same pass (its
+  // backward masks dy by y > 0 where the pool routes it).
+  MaxPool2d(Shape3 in, std::int64_t kernel, std::int64_t stride, bool relu = false);
   std::string describe() const override;
   std::int64_t in_features() const override { return in_.size(); }
   std::int64_t out_features() const override { return out_.size(); }
   // x: [batch, C, H, W] -> y: [batch, C, Ho, Wo]
   void forward(const float* x, float* y, std::int64_t batch, bool train) override;
-  void backward(const float* x, const float* y, const float* dy, float* dx,
-                std::int64_t batch, bool accumulate) override;
+  void backward(const float* x, const float* y, const float* dy, float* dx, std::int64_t batch,
+                bool accumulate) override;
   Shape3 out_shape() const { return out_; }
 
  private:
   Shape3 in_, out_;
   std::int64_t kernel_, stride_;
+  bool relu_;
 };
 
 class AvgPool2d final : public Layer {
@@ -33,8 +36,8 @@ class AvgPool2d final : public Layer {
   std::int64_t out_features() const override { return out_.size(); }
   // x: [batch, C, H, W] -> y: [batch, C, Ho, Wo]
   void forward(const float* x, float* y, std::int64_t batch, bool train) override;
-  void backward(const float* x, const float* y, const float* dy, float* dx,
-                std::int64_t batch, bool accumulate) override;
+  void backward(const float* x, const float* y, const float* dy, float* dx, std::int64_t batch,
+                bool accumulate) override;
   Shape3 out_shape() const { return out_; }
 
  private:
@@ -50,8 +53,8 @@ class GlobalAvgPool final : public Layer {
   std::int64_t out_features() const override { return in_.c; }
   // x: [batch, C, H, W] -> y: [batch, C]
   void forward(const float* x, float* y, std::int64_t batch, bool train) override;
-  void backward(const float* x, const float* y, const float* dy, float* dx,
-                std::int64_t batch, bool accumulate) override;
+  void backward(const float* x, const float* y, const float* dy, float* dx, std::int64_t batch,
+                bool accumulate) override;
   Shape3 out_shape() const { return {in_.c, 1, 1}; }
 
  private:

@@ -1,5 +1,6 @@
-// Conv2d's paths side by side: a layer with its own parameters, and an element-wise comparison
-// scaled to the largest expected value (test_conv_direct.cpp, test_winograd.cpp).
+// Conv2d's paths side by side: a layer with its own parameters, an element-wise comparison
+// scaled to the largest expected value, and a whole path against im2col + GEMM
+// (test_conv_direct.cpp, test_winograd.cpp).
 #pragma once
 #include <boost/test/unit_test.hpp>
 
@@ -8,6 +9,7 @@
 #include <memory>
 #include <vector>
 
+#include "support/random.hpp"
 #include "trainer/nn/conv2d.hpp"
 
 namespace lbt::test {
@@ -49,6 +51,30 @@ inline ConvPass run_pass(BuiltConv& b, const std::vector<float>& x, const std::v
   b.conv->backward(x.data(), r.y.data(), dy.data(), r.dx.data(), batch, accumulate);
   r.grads.assign(b.store.grads().begin(), b.store.grads().end());
   return r;
+}
+
+// The layer `opt` builds against the same layer forced onto im2col + GEMM (allow_direct =
+// false), both with the same seeded parameters, inputs and output gradients: outputs, input
+// gradients and parameter gradients, overwritten and then accumulated.
+inline void expect_equals_im2col(nn::Shape3 in, nn::Conv2dOptions opt, std::int64_t batch,
+                                 float abs_tol = 1e-5f, float rel_tol = 1e-4f) {
+  BuiltConv path, gemm;
+  build(path, in, opt);
+  opt.allow_direct = false;
+  build(gemm, in, opt);
+  const auto params = normal_vector(path.store.num_params(), 7, 0.2f);
+  std::copy(params.begin(), params.end(), path.store.params().begin());
+  std::copy(params.begin(), params.end(), gemm.store.params().begin());
+  const auto x = normal_vector(static_cast<std::size_t>(batch * in.size()), 8);
+  const auto dy = normal_vector(static_cast<std::size_t>(batch * path.conv->out_features()), 9);
+  for (bool accumulate : {false, true}) {
+    const auto got = run_pass(path, x, dy, batch, accumulate);
+    const auto want = run_pass(gemm, x, dy, batch, accumulate);
+    expect_close(got.y, want.y, "y", abs_tol, rel_tol);
+    expect_close(got.dx, want.dx, "dx", abs_tol, rel_tol);
+    expect_close(got.grads, want.grads, accumulate ? "accumulated grads" : "grads", abs_tol,
+                 rel_tol);
+  }
 }
 
 }  // namespace lbt::test

@@ -51,24 +51,7 @@ BOOST_AUTO_TEST_CASE(direct_convolution_equals_im2col_and_gemm) {
       BOOST_TEST(nn::conv_direct::supports(static_cast<int>(c.kernel), static_cast<int>(c.stride),
                                            static_cast<int>(c.kernel / 2), static_cast<int>(c.out),
                                            static_cast<int>(c.in.h), static_cast<int>(c.in.w)));
-      Built direct, gemm;
-      build(direct, c.in, opt);
-      auto off = opt;
-      off.allow_direct = false;
-      build(gemm, c.in, off);
-      const auto params = normal_vector(direct.store.num_params(), 7, 0.2f);
-      std::copy(params.begin(), params.end(), direct.store.params().begin());
-      std::copy(params.begin(), params.end(), gemm.store.params().begin());
-      const auto x = normal_vector(static_cast<std::size_t>(batch * c.in.size()), 8);
-      const auto dy =
-          normal_vector(static_cast<std::size_t>(batch * direct.conv->out_features()), 9);
-      for (bool accumulate : {false, true}) {
-        const auto got = lbt::test::run_pass(direct, x, dy, batch, accumulate);
-        const auto want = lbt::test::run_pass(gemm, x, dy, batch, accumulate);
-        expect_close(got.y, want.y, "y");
-        expect_close(got.dx, want.dx, "dx");
-        expect_close(got.grads, want.grads, accumulate ? "accumulated grads" : "grads");
-      }
+      lbt::test::expect_equals_im2col(c.in, opt, batch);
     }
   }
 }

@@ -105,25 +105,7 @@ BOOST_AUTO_TEST_CASE(winograd_equals_im2col_and_gemm_on_resnet_and_simple_cnn_la
         BOOST_TEST(nn::winograd::supports(
             static_cast<int>(c.kernel), 1, static_cast<int>(c.kernel / 2), static_cast<int>(c.in.c),
             static_cast<int>(c.out), static_cast<int>(c.in.h), static_cast<int>(c.in.w)));
-        BuiltConv winograd, gemm;
-        lbt::test::build(winograd, c.in, opt);
-        auto off = opt;
-        off.allow_direct = false;
-        lbt::test::build(gemm, c.in, off);
-        const auto params = normal_vector(winograd.store.num_params(), 7, 0.2f);
-        std::copy(params.begin(), params.end(), winograd.store.params().begin());
-        std::copy(params.begin(), params.end(), gemm.store.params().begin());
-        const auto x = normal_vector(static_cast<std::size_t>(batch * c.in.size()), 8);
-        const auto dy =
-            normal_vector(static_cast<std::size_t>(batch * winograd.conv->out_features()), 9);
-        for (bool accumulate : {false, true}) {
-          const auto got = lbt::test::run_pass(winograd, x, dy, batch, accumulate);
-          const auto want = lbt::test::run_pass(gemm, x, dy, batch, accumulate);
-          expect_close(got.y, want.y, "y", kAbsTol, kRelTol);
-          expect_close(got.dx, want.dx, "dx", kAbsTol, kRelTol);
-          expect_close(got.grads, want.grads, accumulate ? "accumulated grads" : "grads", kAbsTol,
-                       kRelTol);
-        }
+        lbt::test::expect_equals_im2col(c.in, opt, batch, kAbsTol, kRelTol);
       }
     }
   }

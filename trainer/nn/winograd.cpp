@@ -119,29 +119,31 @@ struct Tiles {
   std::size_t plane(int C) const { return total() * C + kChannelBlock; }
 };
 
-// v[xi][t][c] = (B^T d_t B)[xi] for every ALPHA x ALPHA tile d_t of the padded channels-last
-// images.
-template <int ALPHA>
-void transform_input(const float* padded, int C, const Tiles& g, float* v) {
+// v[xi][t][c] = (F d_t F^T)[xi] for every IN x IN tile d_t, at (4 ti + off, 4 tj + off) of the
+// padded channels-last images, with F the 1-D transform Lift from IN to ALPHA values: the data
+// transform B^T (IN = ALPHA, off = 0) or the output gradient's A (IN = 4, off = the padding).
+template <int IN, int ALPHA, void (*Lift)(const v16*, v16*)>
+void lift_tiles(const float* padded, int C, int off, const Tiles& g, float* v) {
   const std::size_t plane = g.plane(C), image = static_cast<std::size_t>(g.hp) * g.wp * C;
   std::size_t t = 0;
   for (std::int64_t n = 0; n < g.count; ++n) {
     for (int ti = 0; ti < g.th; ++ti) {
       for (int tj = 0; tj < g.tw; ++tj, ++t) {
-        const float* base = padded + static_cast<std::size_t>(n) * image +
-                            (static_cast<std::size_t>(kTile * ti) * g.wp + kTile * tj) * C;
+        const float* base =
+            padded + static_cast<std::size_t>(n) * image +
+            (static_cast<std::size_t>(kTile * ti + off) * g.wp + kTile * tj + off) * C;
         for (int c0 = 0; c0 < C; c0 += kChannelBlock) {
-          v16 rows[ALPHA][ALPHA];
-          for (int u = 0; u < ALPHA; ++u) {
-            v16 d[ALPHA];
-            for (int x = 0; x < ALPHA; ++x)
+          v16 rows[IN][ALPHA];
+          for (int u = 0; u < IN; ++u) {
+            v16 d[IN];
+            for (int x = 0; x < IN; ++x)
               d[x] = load(base + (static_cast<std::size_t>(u) * g.wp + x) * C + c0);
-            data_transform<ALPHA>(d, rows[u]);
+            Lift(d, rows[u]);
           }
           for (int nu = 0; nu < ALPHA; ++nu) {
-            v16 col[ALPHA], out[ALPHA];
-            for (int u = 0; u < ALPHA; ++u) col[u] = rows[u][nu];
-            data_transform<ALPHA>(col, out);
+            v16 col[IN], out[ALPHA];
+            for (int u = 0; u < IN; ++u) col[u] = rows[u][nu];
+            Lift(col, out);
             for (int xi = 0; xi < ALPHA; ++xi)
               store(v + (xi * ALPHA + nu) * plane + t * C + c0, out[xi]);
           }
@@ -185,38 +187,6 @@ void transform_output(const float* prod, int C, const Tiles& g, float* out) {
   }
 }
 
-// e[xi][t][o] = (A dy_t A^T)[xi]: each 4x4 tile of the output gradient, read from its padded
-// channels-last images (offset p; zeros past the image), lifted to the ALPHA^2 positions.
-template <int ALPHA>
-void transform_output_grad(const float* padded, int C, int p, const Tiles& g, float* e) {
-  const std::size_t plane = g.plane(C), image = static_cast<std::size_t>(g.hp) * g.wp * C;
-  std::size_t t = 0;
-  for (std::int64_t n = 0; n < g.count; ++n) {
-    for (int ti = 0; ti < g.th; ++ti) {
-      for (int tj = 0; tj < g.tw; ++tj, ++t) {
-        const float* base = padded + static_cast<std::size_t>(n) * image +
-                            (static_cast<std::size_t>(kTile * ti + p) * g.wp + kTile * tj + p) * C;
-        for (int c0 = 0; c0 < C; c0 += kChannelBlock) {
-          v16 rows[kTile][ALPHA];
-          for (int i = 0; i < kTile; ++i) {
-            v16 d[kTile];
-            for (int j = 0; j < kTile; ++j)
-              d[j] = load(base + (static_cast<std::size_t>(i) * g.wp + j) * C + c0);
-            output_transform_transposed<ALPHA>(d, rows[i]);
-          }
-          for (int nu = 0; nu < ALPHA; ++nu) {
-            v16 col[kTile], out[ALPHA];
-            for (int i = 0; i < kTile; ++i) col[i] = rows[i][nu];
-            output_transform_transposed<ALPHA>(col, out);
-            for (int xi = 0; xi < ALPHA; ++xi)
-              store(e + (xi * ALPHA + nu) * plane + t * C + c0, out[xi]);
-          }
-        }
-      }
-    }
-  }
-}
-
 Tiles tiles_of(const Shape& s, std::int64_t count) {
   return {s.alpha(), s.tiles_h(), s.tiles_w(), s.padded_h(), s.padded_w(), s.h, s.w, count};
 }
@@ -229,9 +199,9 @@ void grow(AlignedBuffer& b, std::size_t n) {
 void transform_input_into(const float* padded, int C, const Tiles& g, Workspace& ws) {
   grow(ws.v, static_cast<std::size_t>(g.positions()) * g.plane(C));
   if (g.alpha == 6)
-    transform_input<6>(padded, C, g, ws.v.data());
+    lift_tiles<6, 6, data_transform<6>>(padded, C, 0, g, ws.v.data());
   else
-    transform_input<8>(padded, C, g, ws.v.data());
+    lift_tiles<8, 8, data_transform<8>>(padded, C, 0, g, ws.v.data());
 }
 
 // ws.out (channels-last) = the convolution of the transformed input ws.v[xi][t][s.in_c] by u.
@@ -353,10 +323,12 @@ void accumulate_weight_grad(const Shape& s, const float* x, const float* dy, std
   grow(ws.dy, static_cast<std::size_t>(count) * g.hp * g.wp * co);
   to_channels_last(dy, co, s.h, s.w, p, g.hp, g.wp, count, ws.dy.data());
   grow(ws.m, static_cast<std::size_t>(g.positions()) * g.plane(co));
+  // e[xi][t][o] = (A dy_t A^T)[xi]: each 4x4 tile of the output gradient (zeros past the
+  // image) lifted to the alpha^2 positions.
   if (g.alpha == 6)
-    transform_output_grad<6>(ws.dy.data(), co, p, g, ws.m.data());
+    lift_tiles<kTile, 6, output_transform_transposed<6>>(ws.dy.data(), co, p, g, ws.m.data());
   else
-    transform_output_grad<8>(ws.dy.data(), co, p, g, ws.m.data());
+    lift_tiles<kTile, 8, output_transform_transposed<8>>(ws.dy.data(), co, p, g, ws.m.data());
   // du[xi][c][o] += sum over tiles t of v[xi][t][c] e[xi][t][o]
   for (int xi = 0; xi < g.positions(); ++xi)
     panel_gemm(ci, co, static_cast<int>(T), ws.v.data() + xi * g.plane(ci), 1, ci,

@@ -1,7 +1,9 @@
 // 16 floats as one value: one AVX-512 register, or two AVX2 ones where that is the widest the
-// CPU has (GCC vector extensions), with the loads and stores the layers' kernels share.
+// CPU has (GCC vector extensions), with the loads, stores and lane shuffles the layers' kernels
+// share.
 #pragma once
 #include <cstring>
+#include <utility>
 
 #if defined(__AVX512F__)
 #include <immintrin.h>
@@ -49,6 +51,36 @@ inline v16 as_float(v16i v) {
 }
 inline v16i as_int(v16 v) {
   return reinterpret_cast<v16i>(v);
+}
+
+namespace detail {
+template <std::size_t... I>
+constexpr v16i even_lanes(std::index_sequence<I...>) {  // of two vectors: 0, 2, ..., 30
+  return v16i{static_cast<int>(2 * I)...};
+}
+template <std::size_t... I>
+constexpr v16i interleave_lanes(int half, std::index_sequence<I...>) {  // a0 b0 a1 b1 ...
+  return v16i{static_cast<int>((I + 16 * half) / 2 + ((I % 2) ? 16 : 0))...};
+}
+}  // namespace detail
+
+// The even (0, 2, ..., 30) and odd lanes of the 32 floats lo, hi.
+inline v16 even_of(v16 lo, v16 hi) {
+  constexpr v16i even = detail::even_lanes(std::make_index_sequence<16>{});
+  return __builtin_shuffle(lo, hi, even);
+}
+inline v16 odd_of(v16 lo, v16 hi) {
+  constexpr v16i odd = detail::even_lanes(std::make_index_sequence<16>{}) + 1;
+  return __builtin_shuffle(lo, hi, odd);
+}
+// a0 b0 a1 b1 ... a7 b7 (low) and a8 b8 ... a15 b15 (high): the inverse of even_of / odd_of.
+inline v16 interleave_low(v16 a, v16 b) {
+  constexpr v16i low = detail::interleave_lanes(0, std::make_index_sequence<16>{});
+  return __builtin_shuffle(a, b, low);
+}
+inline v16 interleave_high(v16 a, v16 b) {
+  constexpr v16i high = detail::interleave_lanes(1, std::make_index_sequence<16>{});
+  return __builtin_shuffle(a, b, high);
 }
 
 }  // namespace lbt::vec

@@ -4,8 +4,8 @@
 #include <algorithm>
 #include <cstring>
 
-#include "trainer/nn/short_rows.hpp"
 #include "core/vec16.hpp"
+#include "trainer/nn/short_rows.hpp"
 
 namespace lbt::nn::conv_direct {
 namespace {
@@ -158,9 +158,12 @@ LBT_NO_LIBCALL_LOOPS void pad_planes(const float* x, const Geometry& g, float* x
         float* even = dst + static_cast<std::size_t>((R % 2) * 2) * plane +
                       static_cast<std::size_t>(R / 2) * row;
         const float* line = src + static_cast<std::size_t>(i) * g.w;
-        for (int j = 0; j < g.w / 2; ++j) {
-          odd[j] = line[2 * j];
-          even[j + 1] = line[2 * j + 1];
+        for (int j0 = 0; j0 < g.w / 2; j0 += 16) {  // 16 pixel pairs, split by shuffles
+          const int n = std::min(16, g.w / 2 - j0), first = std::min(2 * n, 16);
+          const v16 lo = vec::load_first(line + 2 * j0, first);
+          const v16 hi = vec::load_first(line + 2 * j0 + 16, 2 * n - first);
+          vec::store_first(odd + j0, vec::even_of(lo, hi), n);
+          vec::store_first(even + j0 + 1, vec::odd_of(lo, hi), n);
         }
       }
       continue;
@@ -249,7 +252,7 @@ void arrange_input_grad_stride2(const float* w, int out, int in, float* wf) {
 std::size_t input_grad_stride2_scratch(const Geometry& g, int out_channels) {
   const Stride2Layout l(g);
   return static_cast<std::size_t>(out_channels) * l.dy_plane +
-         static_cast<std::size_t>(g.channels) * l.len;
+         4 * static_cast<std::size_t>(g.channels) * l.len;
 }
 
 LBT_NO_LIBCALL_LOOPS void input_grad_stride2(const float* dy, const Geometry& g, int out_channels,
@@ -257,7 +260,7 @@ LBT_NO_LIBCALL_LOOPS void input_grad_stride2(const float* dy, const Geometry& g,
   const Stride2Layout l(g);
   const int oh = g.out_h(), ow = g.out_w();
   float* dyp = scratch;
-  float* phase_out = scratch + static_cast<std::size_t>(out_channels) * l.dy_plane;
+  float* phases = scratch + static_cast<std::size_t>(out_channels) * l.dy_plane;  // 4 x in x len
   for (int o = 0; o < out_channels; ++o) {  // dy inside a zero top row and left column
     float* d = dyp + static_cast<std::size_t>(o) * l.dy_plane;
     zero_row(d, static_cast<std::int64_t>(l.dy_plane));
@@ -270,26 +273,37 @@ LBT_NO_LIBCALL_LOOPS void input_grad_stride2(const float* dy, const Geometry& g,
     for (int t = 0; t < ph.taps; ++t)
       offset[t] =
           static_cast<std::size_t>(1 - (ph.u[t] - ph.a) / 2) * l.row + (1 - (ph.v[t] - ph.b) / 2);
+    float* out = phases + static_cast<std::size_t>(ph.a * 2 + ph.b) * g.channels * l.len;
     switch (ph.taps) {
       case 4:
-        forward_taps<4>(dyp, out_channels, l.dy_plane, offset, wf, g.channels, l.len, phase_out);
+        forward_taps<4>(dyp, out_channels, l.dy_plane, offset, wf, g.channels, l.len, out);
         break;
       case 2:
-        forward_taps<2>(dyp, out_channels, l.dy_plane, offset, wf, g.channels, l.len, phase_out);
+        forward_taps<2>(dyp, out_channels, l.dy_plane, offset, wf, g.channels, l.len, out);
         break;
       default:
-        forward_taps<1>(dyp, out_channels, l.dy_plane, offset, wf, g.channels, l.len, phase_out);
+        forward_taps<1>(dyp, out_channels, l.dy_plane, offset, wf, g.channels, l.len, out);
     }
     wf += static_cast<std::size_t>(out_channels) * ph.taps * g.channels;
-    // Padded pixel (2R + a, 2S + b) is input pixel (2R + a - 1, 2S + b - 1).
-    for (int c = 0; c < g.channels; ++c) {
-      const float* src = phase_out + static_cast<std::size_t>(c) * l.len;
-      float* dst = dx + static_cast<std::size_t>(c) * g.h * g.w;
-      for (int i = 1 - ph.a; i < g.h; i += 2) {
-        const int R = (i + 1) / 2;
-        for (int j = 1 - ph.b; j < g.w; j += 2)
-          dst[static_cast<std::size_t>(i) * g.w + j] =
-              src[static_cast<std::size_t>(R) * l.row + (j + 1) / 2];
+  }
+  // Padded pixel (2R + a, 2S + b) is input pixel (2R + a - 1, 2S + b - 1): input row i is row
+  // R = (i + 1) / 2 of the phases a = (i + 1) % 2, its even columns 2k from phase b = 1 at
+  // S = k and its odd ones 2k + 1 from phase b = 0 at S = k + 1, interleaved by shuffles.
+  const std::size_t phase_stride = static_cast<std::size_t>(g.channels) * l.len;
+  for (int c = 0; c < g.channels; ++c) {
+    float* dst = dx + static_cast<std::size_t>(c) * g.h * g.w;
+    for (int i = 0; i < g.h; ++i) {
+      const int a = (i + 1) % 2;
+      const std::size_t at =
+          static_cast<std::size_t>(c) * l.len + static_cast<std::size_t>((i + 1) / 2) * l.row;
+      const float* even_cols = phases + (2 * a + 1) * phase_stride + at;
+      const float* odd_cols = phases + (2 * a) * phase_stride + at + 1;
+      float* line = dst + static_cast<std::size_t>(i) * g.w;
+      for (int k0 = 0; k0 < g.w / 2; k0 += 16) {
+        const int n = std::min(16, g.w / 2 - k0), first = std::min(2 * n, 16);
+        const v16 e = vec::load_first(even_cols + k0, n), o = vec::load_first(odd_cols + k0, n);
+        vec::store_first(line + 2 * k0, vec::interleave_low(e, o), first);
+        vec::store_first(line + 2 * k0 + 16, vec::interleave_high(e, o), 2 * n - first);
       }
     }
   }

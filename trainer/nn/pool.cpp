@@ -28,25 +28,12 @@ constexpr std::int64_t kParallelPlanes = 64;
 using vec::v16;
 using vec::v16i;
 
-template <std::size_t... I>
-constexpr v16i even_lanes(std::index_sequence<I...>) {  // of two vectors: 0, 2, ..., 30
-  return v16i{static_cast<int>(2 * I)...};
-}
-template <std::size_t... I>
-constexpr v16i interleave_lanes(int half, std::index_sequence<I...>) {  // a0 b0 a1 b1 ...
-  return v16i{static_cast<int>((I + 16 * half) / 2 + ((I % 2) ? 16 : 0))...};
-}
-
 // One row of 2x2 stride-2 windows, n of them: rows r0, r1 of 2n inputs, their maxima m and
 // output gradients g; d0, d1 get g at each window's first maximum in row-major order and zero
 // elsewhere (nothing where relu and m <= 0). 16 windows per step, branch-free: the scalar version's
 // data-dependent branches mispredicted on every other window (perf: 17% of a simple CNN step).
 void max_pool_2x2_backward_row(const float* r0, const float* r1, const float* m, const float* g,
                                float* d0, float* d1, std::int64_t n, bool relu) {
-  constexpr v16i even = even_lanes(std::make_index_sequence<16>{});
-  constexpr v16i odd = even + 1;
-  constexpr v16i low = interleave_lanes(0, std::make_index_sequence<16>{});
-  constexpr v16i high = interleave_lanes(1, std::make_index_sequence<16>{});
   for (std::int64_t w0 = 0; w0 < n; w0 += 16) {
     const int count = static_cast<int>(std::min<std::int64_t>(16, n - w0));
     const int first = std::min(count, 8), second = std::max(count - 8, 0);  // windows per half
@@ -55,17 +42,17 @@ void max_pool_2x2_backward_row(const float* r0, const float* r1, const float* m,
     const v16 lo1 = vec::load_first(r1 + 2 * w0, 2 * first);
     const v16 hi1 = vec::load_first(r1 + 2 * w0 + 16, 2 * second);
     const v16 mv = vec::load_first(m + w0, count), gv = vec::load_first(g + w0, count);
-    const v16i top_left = __builtin_shuffle(lo0, hi0, even) == mv;
-    const v16i top_right = ~top_left & (__builtin_shuffle(lo0, hi0, odd) == mv);
-    const v16i bottom_left = ~top_left & ~top_right & (__builtin_shuffle(lo1, hi1, even) == mv);
+    const v16i top_left = vec::even_of(lo0, hi0) == mv;
+    const v16i top_right = ~top_left & (vec::odd_of(lo0, hi0) == mv);
+    const v16i bottom_left = ~top_left & ~top_right & (vec::even_of(lo1, hi1) == mv);
     const v16i bottom_right = ~(top_left | top_right | bottom_left);
     const v16i gi = relu ? vec::as_int(gv) & (mv > 0.0f) : vec::as_int(gv);  // fused ReLU
     const v16 tl = vec::as_float(gi & top_left), tr = vec::as_float(gi & top_right);
     const v16 bl = vec::as_float(gi & bottom_left), br = vec::as_float(gi & bottom_right);
-    vec::store_first(d0 + 2 * w0, __builtin_shuffle(tl, tr, low), 2 * first);
-    vec::store_first(d0 + 2 * w0 + 16, __builtin_shuffle(tl, tr, high), 2 * second);
-    vec::store_first(d1 + 2 * w0, __builtin_shuffle(bl, br, low), 2 * first);
-    vec::store_first(d1 + 2 * w0 + 16, __builtin_shuffle(bl, br, high), 2 * second);
+    vec::store_first(d0 + 2 * w0, vec::interleave_low(tl, tr), 2 * first);
+    vec::store_first(d0 + 2 * w0 + 16, vec::interleave_high(tl, tr), 2 * second);
+    vec::store_first(d1 + 2 * w0, vec::interleave_low(bl, br), 2 * first);
+    vec::store_first(d1 + 2 * w0 + 16, vec::interleave_high(bl, br), 2 * second);
   }
 }
 

@@ -24,11 +24,16 @@ int main(int argc, char** argv) {
   std::int64_t batch = 32, steps = 30;
   int threads = 2;
   for (int i = 1; i + 1 < argc; i += 2) {
-    if (!std::strcmp(argv[i], "--spec")) spec = argv[i + 1];
-    else if (!std::strcmp(argv[i], "--shape")) shape_arg = argv[i + 1];
-    else if (!std::strcmp(argv[i], "--batch")) batch = std::atoll(argv[i + 1]);
-    else if (!std::strcmp(argv[i], "--threads")) threads = std::atoi(argv[i + 1]);
-    else if (!std::strcmp(argv[i], "--steps")) steps = std::atoll(argv[i + 1]);
+    if (!std::strcmp(argv[i], "--spec"))
+      spec = argv[i + 1];
+    else if (!std::strcmp(argv[i], "--shape"))
+      shape_arg = argv[i + 1];
+    else if (!std::strcmp(argv[i], "--batch"))
+      batch = std::atoll(argv[i + 1]);
+    else if (!std::strcmp(argv[i], "--threads"))
+      threads = std::atoi(argv[i + 1]);
+    else if (!std::strcmp(argv[i], "--steps"))
+      steps = std::atoll(argv[i + 1]);
   }
   set_num_threads(threads);
   std::vector<std::int64_t> shape;
@@ -42,7 +47,8 @@ int main(int argc, char** argv) {
   std::vector<AlignedBuffer> acts(L + 1), grads(L + 1);
   std::normal_distribution<float> normal;
   for (std::size_t i = 0; i <= L; ++i) {
-    const std::int64_t n = batch * (i < L ? layers[i]->in_features() : layers[L - 1]->out_features());
+    const std::int64_t n =
+        batch * (i < L ? layers[i]->in_features() : layers[L - 1]->out_features());
     acts[i].resize(static_cast<std::size_t>(n));
     grads[i].resize(static_cast<std::size_t>(n));
   }

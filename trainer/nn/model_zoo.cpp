@@ -11,7 +11,8 @@
 namespace lbt::nn {
 
 void add_simple_cnn(Model& model, Shape3 in, std::int64_t classes, InitScheme init) {
-  auto conv1 = std::make_unique<Conv2d>(in, Conv2dOptions{.out_channels = 32, .kernel = 5, .padding = 2}, init);
+  auto conv1 = std::make_unique<Conv2d>(
+      in, Conv2dOptions{.out_channels = 32, .kernel = 5, .padding = 2}, init);
   const Shape3 c1 = conv1->out_shape();
   model.add(std::move(conv1));
   // The ReLU runs in the max-pool's pass, after it: the same function with the same gradients
@@ -19,7 +20,8 @@ void add_simple_cnn(Model& model, Shape3 in, std::int64_t classes, InitScheme in
   auto pool1 = std::make_unique<MaxPool2d>(c1, 2, 2, /*relu=*/true);
   const Shape3 p1 = pool1->out_shape();
   model.add(std::move(pool1));
-  auto conv2 = std::make_unique<Conv2d>(p1, Conv2dOptions{.out_channels = 64, .kernel = 5, .padding = 2}, init);
+  auto conv2 = std::make_unique<Conv2d>(
+      p1, Conv2dOptions{.out_channels = 64, .kernel = 5, .padding = 2}, init);
   const Shape3 c2 = conv2->out_shape();
   model.add(std::move(conv2));
   auto pool2 = std::make_unique<MaxPool2d>(c2, 2, 2, /*relu=*/true);
@@ -34,7 +36,8 @@ void add_cifar_resnet(Model& model, Shape3 in, std::int64_t depth, std::int64_t 
                       InitScheme init) {
   const std::int64_t n = (depth - 2) / 6;
   auto stem = std::make_unique<Conv2d>(
-      in, Conv2dOptions{.out_channels = 16, .kernel = 3, .stride = 1, .padding = 1, .bias = false}, init);
+      in, Conv2dOptions{.out_channels = 16, .kernel = 3, .stride = 1, .padding = 1, .bias = false},
+      init);
   Shape3 shape = stem->out_shape();
   model.add(std::move(stem));
   model.add(std::make_unique<BatchNorm>(shape));

@@ -2,7 +2,6 @@
 #include "trainer/nn/winograd.hpp"
 
 #include <algorithm>
-#include <cstring>
 
 #include "core/panel_gemm.hpp"
 #include "core/vec16.hpp"

@@ -69,8 +69,8 @@ std::int64_t group_size(const Shape& s);
 // y[n] = conv(x[n]) + bias (bias may be null) for `count` NCHW images; u from
 // transform_weights(..., input_grad = false) for s, or (input_grad = true) for the input
 // gradient, with s.in_c / s.out_c swapped.
-void convolve(const Shape& s, const float* x, std::int64_t count, const float* u,
-              const float* bias, float* y, Workspace& ws);
+void convolve(const Shape& s, const float* x, std::int64_t count, const float* u, const float* bias,
+              float* y, Workspace& ws);
 
 // du[xi][in][out] += the transformed weight gradient of `count` images x and output
 // gradients dy (NCHW).

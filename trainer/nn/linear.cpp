@@ -2,8 +2,6 @@
 // or at small batches panel_gemm's, which read W where it lies.
 #include "trainer/nn/linear.hpp"
 
-#include <omp.h>
-
 #include <algorithm>
 #include <cmath>
 #include <random>
@@ -11,6 +9,7 @@
 #include "core/gemm.hpp"
 #include "core/panel_gemm.hpp"
 #include "core/tensor.hpp"
+#include "trainer/nn/parallel_chunks.hpp"
 
 namespace lbt::nn {
 
@@ -58,21 +57,6 @@ namespace {
 // 3136 x 1024 layer spent half its time packing at batch 32). panel_gemm reads W in place.
 constexpr std::int64_t kPanelBatchMax = 64;
 
-// f(begin, end) on each thread's share of [0, n) in multiples of `grain` (one call inside a
-// parallel region).
-template <class F>
-void split(std::int64_t n, std::int64_t grain, F&& f) {
-  if (omp_in_parallel() || omp_get_max_threads() == 1) return f(std::int64_t{0}, n);
-#pragma omp parallel
-  {
-    const std::int64_t threads = omp_get_num_threads(), t = omp_get_thread_num();
-    const std::int64_t share = (n + threads - 1) / threads,
-                       chunk = (share + grain - 1) / grain * grain;
-    const std::int64_t begin = std::min(n, t * chunk), end = std::min(n, begin + chunk);
-    if (begin < end) f(begin, end);
-  }
-}
-
 }  // namespace
 
 bool Linear::panel_path(std::int64_t batch) const {
@@ -95,11 +79,11 @@ void Linear::forward_panel(const float* x, float* y, std::int64_t batch) {
   yt_.resize(static_cast<std::size_t>(out_ * B16));
   float* xt = xt_.data();
   float* yt = yt_.data();
-  split(in_, 16, [&](std::int64_t i0, std::int64_t i1) {
+  split_ranges(in_, 16, [&](std::int64_t i0, std::int64_t i1) {
     for (std::int64_t b = 0; b < B16; ++b)
       for (std::int64_t i = i0; i < i1; ++i) xt[i * B16 + b] = b < batch ? x[b * in_ + i] : 0.0f;
   });
-  split(out_, 16, [&](std::int64_t o0, std::int64_t o1) {
+  split_ranges(out_, 16, [&](std::int64_t o0, std::int64_t o1) {
     panel_gemm(static_cast<int>(o1 - o0), static_cast<int>(B16), static_cast<int>(in_),
                w_ + o0 * in_, in_, 1, xt, B16, yt + o0 * B16, B16, false);
     for (std::int64_t b = 0; b < batch; ++b)
@@ -113,7 +97,7 @@ void Linear::backward(const float* x, const float*, const float* dy, float* dx, 
   const bool panel = panel_path(batch);
   // dW[O, I] (+)= dy[B, O]^T x[B, I]
   if (panel) {
-    split(out_, 1, [&](std::int64_t o0, std::int64_t o1) {
+    split_ranges(out_, 1, [&](std::int64_t o0, std::int64_t o1) {
       panel_gemm(static_cast<int>(o1 - o0), I, B, dy + o0, 1, O, x, I, dw_ + o0 * in_, I,
                  accumulate);
     });
@@ -130,7 +114,7 @@ void Linear::backward(const float* x, const float*, const float* dy, float* dx, 
   // dx[B, I] = dy[B, O] W[O, I]
   if (!dx) return;
   if (panel) {
-    split(in_, 32, [&](std::int64_t i0, std::int64_t i1) {
+    split_ranges(in_, 32, [&](std::int64_t i0, std::int64_t i1) {
       panel_gemm(B, static_cast<int>(i1 - i0), O, dy, O, 1, w_ + i0, I, dx + i0, I, false);
     });
   } else {

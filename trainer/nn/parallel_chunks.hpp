@@ -1,5 +1,6 @@
-// Elementwise passes split across the OpenMP threads in 64-byte-aligned contiguous chunks, only
-// when large enough to pay for the fork (ReLU, residual additions).
+// Work split across the OpenMP threads in contiguous ranges: elementwise passes (ReLU,
+// residual additions) only when large enough to pay for the fork, and the fully connected
+// layer's small-batch products always.
 #pragma once
 #include <omp.h>
 
@@ -10,18 +11,27 @@ namespace lbt::nn {
 
 inline constexpr std::int64_t kParallelElementsAbove = 1 << 18;
 
-// f(begin, count) over [0, n): one call when n is small or already inside a parallel region,
-// else one call per thread.
+// f(begin, end) on each thread's share of [0, n), shares in multiples of `grain`; one call
+// f(0, n) inside a parallel region or with one thread.
 template <class F>
-void parallel_chunks(std::int64_t n, F&& f) {
-  if (n < kParallelElementsAbove || omp_in_parallel()) return f(0, n);
+void split_ranges(std::int64_t n, std::int64_t grain, F&& f) {
+  if (omp_in_parallel() || omp_get_max_threads() == 1) return f(std::int64_t{0}, n);
 #pragma omp parallel
   {
     const std::int64_t threads = omp_get_num_threads(), t = omp_get_thread_num();
-    const std::int64_t chunk = (n + threads - 1) / threads / 16 * 16 + 16;
+    const std::int64_t share = (n + threads - 1) / threads;
+    const std::int64_t chunk = (share + grain - 1) / grain * grain;
     const std::int64_t begin = std::min(n, t * chunk), end = std::min(n, begin + chunk);
-    f(begin, end - begin);
+    if (begin < end) f(begin, end);
   }
+}
+
+// f(begin, count) over [0, n): one call when n is small, else one per thread, in 64-byte
+// (16-float) aligned chunks.
+template <class F>
+void parallel_chunks(std::int64_t n, F&& f) {
+  if (n < kParallelElementsAbove) return f(0, n);
+  split_ranges(n, 16, [&](std::int64_t begin, std::int64_t end) { f(begin, end - begin); });
 }
 
 }  // namespace lbt::nn

@@ -1,6 +1,7 @@
 // Conv2d::backward; see conv2d.hpp. Per image n (threads split the batch):
 //   dW (+)= dy_n * windows of x_n   lanes over padded planes (3x3 with outputs >= 16x16), else
-//                                   dy_n[out_c, HWo] col^T with col = im2col(x_n) (a GEMM),
+//                                   dy_n[out_c, HWo] col^T with col = im2col(x_n) (a GEMM:
+//                                   panel_gemm into dW^T on small planes, else OpenBLAS),
 //                                   for a group of images at once (dw_group)
 //   db (+)= row sums of dy_n
 //   dx_n = W^T dy_n                 the direct kernel over dy_n's padded planes with W flipped
@@ -14,10 +15,18 @@
 #include <algorithm>
 
 #include "core/gemm.hpp"
+#include "core/panel_gemm.hpp"
 #include "trainer/nn/conv2d.hpp"
 #include "trainer/nn/conv_direct.hpp"
 
 namespace lbt::nn {
+
+// Output planes up to this size (ResNet's 8x8 and 16x16 stages) take the im2col weight
+// gradient through panel_gemm into dW^T: OpenBLAS, called by both threads at once on these
+// small products, took 2.4 to 6.6 ms for the 32->64 stride-2 layer at batch 128 where
+// panel_gemm takes 1.2 ms (+2% on a ResNet-8 step). Larger planes (the simple CNN's first
+// layer, 28x28) stay on OpenBLAS: transposing their dy cost more than it saved.
+constexpr std::int64_t kPanelPlaneMax = 256;
 
 // Images per weight-gradient GEMM on the im2col path. One image's GEMM has only out_h*out_w
 // positions as its inner dimension (64 for ResNet's 8x8 stage), so it mostly reads and writes
@@ -46,7 +55,10 @@ void Conv2d::reserve_backward(int threads, bool dx_direct, bool need_col, bool d
   const conv_direct::Geometry in_g = plane_geometry();
   for (std::size_t t = 0; t < T; ++t) {
     if (need_col) workspace(static_cast<int>(t), col_size * static_cast<std::size_t>(group));
-    const std::size_t dy_size = group > 1 ? static_cast<std::size_t>(out_.size() * group) : 0;
+    // A group's dy side by side (sgemm path) or transposed (panel path, any group size).
+    const bool panel_dw = need_col && out_.c % 16 == 0 && out_.plane() <= kPanelPlaneMax;
+    const std::size_t dy_size =
+        group > 1 || panel_dw ? static_cast<std::size_t>(out_.size() * group) : 0;
     if (dy_group_[t].size() < dy_size) dy_group_[t].resize(dy_size);
     if (dx && !dx_direct && !pointwise() && dcol_[t].size() < col_size) dcol_[t].resize(col_size);
     if (dw_part_[t].size() < wsize + bsize) dw_part_[t].resize(wsize + bsize);
@@ -89,6 +101,8 @@ void Conv2d::backward(const float* x, const float*, const float* dy, float* dx, 
   const bool dx_direct = dx && planes_ && in_c % 8 == 0;
   const bool dx_planes = dx_direct && opt_.stride == 1;
   const bool need_col = !dw_lanes_ && !pointwise();
+  // dw_part_ holds dW^T [rows, out_c] on the panel path
+  const bool panel_dw = need_col && M % 16 == 0 && N <= kPanelPlaneMax;
   const std::int64_t group = need_col ? dw_group(batch, threads) : 1;
   reserve_backward(threads, dx_direct, need_col, dx != nullptr, group);
   const conv_direct::Geometry in_g = plane_geometry();
@@ -112,7 +126,20 @@ void Conv2d::backward(const float* x, const float*, const float* dy, float* dx, 
 #pragma omp for schedule(static)
     for (std::int64_t grp = 0; grp < groups; ++grp) {
       const std::int64_t n0 = grp * group, count = std::min(group, batch - n0);
-      if (need_col) {  // dW (+)= [dy_n0 ... dy_n] [col_n0 ... col_n]^T in one GEMM
+      if (panel_dw) {
+        // dW^T [rows, out_c] (+)= [col_n0 ... col_n] [dy_n0 ... dy_n]^T: the columns and the
+        // transposed output gradients side by side, one panel_gemm.
+        const std::int64_t ld = count * N;
+        float* col = col_[t].data();
+        float* dyt = dy_group_[t].data();  // [ld, out_c]
+        for (std::int64_t g = 0; g < count; ++g) {
+          im2col(x + (n0 + g) * in_.size(), col + g * N, ld);
+          const float* dyn = dy + (n0 + g) * out_.size();
+          for (int o = 0; o < M; ++o)
+            for (int q = 0; q < N; ++q) dyt[(g * N + q) * M + o] = dyn[o * N + q];
+        }
+        panel_gemm(K, M, static_cast<int>(ld), col, ld, 1, dyt, M, dw_t, M, !first);
+      } else if (need_col) {  // dW (+)= [dy_n0 ... dy_n] [col_n0 ... col_n]^T in one GEMM
         const std::int64_t ld = count * N;
         float* col = col_[t].data();
         float* dy_side = count > 1 ? dy_group_[t].data() : nullptr;
@@ -165,7 +192,19 @@ void Conv2d::backward(const float* x, const float*, const float* dy, float* dx, 
       lanes.push_back(plane_ws_[static_cast<std::size_t>(t)].lanes.data());
     conv_direct::reduce_lanes(lanes.data(), threads, wsize, accumulate, dw_);
   }
-  const auto begin = static_cast<std::int64_t>(dw_lanes_ ? wsize : 0);
+  if (panel_dw) {
+#pragma omp parallel for schedule(static) if (wsize > 65536)
+    for (int o = 0; o < M; ++o) {
+      for (int r = 0; r < K; ++r) {
+        float sum = 0.0f;
+        for (int t = 0; t < threads; ++t)
+          sum += dw_part_[static_cast<std::size_t>(t)][static_cast<std::size_t>(r) * M + o];
+        float& dst = dw_[static_cast<std::size_t>(o) * K + r];
+        dst = accumulate ? dst + sum : sum;
+      }
+    }
+  }
+  const auto begin = static_cast<std::int64_t>(dw_lanes_ || panel_dw ? wsize : 0);
   const auto total = static_cast<std::int64_t>(wsize + bsize);
 #pragma omp parallel for simd schedule(static) if (total - begin > 65536)
   for (std::int64_t i = begin; i < total; ++i) {

@@ -2,7 +2,7 @@
 // optional bias [out_c]. Each OpenMP thread takes whole images with its own workspace, which
 // stays in L2; single-threaded kernels run side by side instead of one 2-thread GEMM per image.
 // Three paths: "same" convolutions (stride 1, 3x3 or 5x5, padding k/2) with in_c and out_c
-// multiples of 16 and whole output tiles use Winograd's minimal filtering (winograd.hpp);
+// multiples of 16 use Winograd's minimal filtering (winograd.hpp);
 // other "same" convolutions and 3x3 stride-2 padding-1 ones, with out_c a multiple of 8
 // (ResNet's and the simple CNN's), run directly over padded planes (conv_direct.hpp); the rest
 // use per-image im2col + GEMM (Chellapilla et al. 2006; Caffe's conv). Tests hold them equal.

@@ -2,7 +2,6 @@
 #include "trainer/nn/conv_direct.hpp"
 
 #include <algorithm>
-#include <cstring>
 
 #include "core/vec16.hpp"
 #include "trainer/nn/short_rows.hpp"

@@ -2,13 +2,10 @@
 #include "trainer/nn/pool.hpp"
 
 #include <algorithm>
-#include <cstring>
 #include <limits>
-#include <utility>
 
 #include "core/error.hpp"
 #include "core/vec16.hpp"
-#include "trainer/nn/short_rows.hpp"
 
 namespace lbt::nn {
 namespace {

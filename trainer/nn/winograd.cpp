@@ -227,8 +227,8 @@ bool supports(int kernel, int stride, int padding, int in_c, int out_c, int h, i
 }
 
 std::size_t transformed_size(int r, int in, int out) {
-  const std::size_t alpha = static_cast<std::size_t>(kTile + r - 1);
-  return alpha * alpha * static_cast<std::size_t>(in) * static_cast<std::size_t>(out);
+  return static_cast<std::size_t>(Shape{in, out, 0, 0, r}.positions()) *
+         static_cast<std::size_t>(in) * static_cast<std::size_t>(out);
 }
 
 std::int64_t group_size(const Shape& s) {

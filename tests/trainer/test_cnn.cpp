@@ -235,6 +235,57 @@ BOOST_AUTO_TEST_CASE(batch_norm_gradients_match_finite_differences_in_both_modes
   check_layer(bn1d, 6, normal_vector(30, 13), /*train=*/true);
 }
 
+BOOST_AUTO_TEST_CASE(batch_norm_with_relu_is_batch_norm_then_relu_in_both_modes) {
+  // Finite differences through the ReLU, and the same values and gradients as a plain
+  // BatchNorm followed by max(., 0) with dy masked by hand.
+  for (bool train : {true, false}) {
+    nn::BatchNorm checked({3, 2, 3}, {.relu = true});
+    checked.running_mean()[0] = 0.5f, checked.running_var()[1] = 2.0f;
+    auto inputs = [](std::uint64_t seed) { return normal_vector(4 * 18, 40 + seed, 2.0f); };
+    check_layer(checked, 4, inputs, train, kStep, /*kinks=*/true);
+
+    nn::BatchNorm fused({3, 2, 3}, {.relu = true}), plain({3, 2, 3});
+    ParameterStore store;
+    fused.register_params(store, "f");
+    plain.register_params(store, "p");
+    store.allocate();
+    fused.bind(store), plain.bind(store);
+    auto noise = normal_vector(6, 99, 0.3f);
+    for (nn::BatchNorm* bn : {&fused, &plain}) {
+      auto rng = make_rng(11, RngStream::kInit);
+      bn->init(rng);
+      bn->running_mean()[0] = 0.5f, bn->running_var()[1] = 2.0f;
+    }
+    // Both layers' gamma and beta moved off their init by the same amounts.
+    for (const Segment& seg : store.segments())
+      for (std::size_t i = 0; i < seg.size; ++i)
+        store.params()[seg.offset + i] += noise[i + (seg.name.ends_with("bias") ? 3 : 0)];
+    const auto x = normal_vector(4 * 18, 77, 2.0f), dy = normal_vector(4 * 18, 78);
+    std::vector<float> y_fused(x.size()), y_plain(x.size()), dx_fused(x.size()), dx_plain(x.size()),
+        dy_masked(x.size());
+    fused.forward(x.data(), y_fused.data(), 4, train);
+    fused.backward(x.data(), y_fused.data(), dy.data(), dx_fused.data(), 4, false);
+    plain.forward(x.data(), y_plain.data(), 4, train);
+    std::size_t zeros = 0;
+    for (std::size_t i = 0; i < x.size(); ++i) {
+      dy_masked[i] = y_plain[i] > 0.0f ? dy[i] : 0.0f;
+      zeros += y_plain[i] <= 0.0f;
+      y_plain[i] = std::max(y_plain[i], 0.0f);
+    }
+    BOOST_TEST(zeros > 10u);  // the mask matters
+    plain.backward(x.data(), y_plain.data(), dy_masked.data(), dx_plain.data(), 4, false);
+    for (std::size_t i = 0; i < x.size(); ++i) {
+      BOOST_TEST(y_fused[i] == y_plain[i]);
+      BOOST_TEST(dx_fused[i] == dx_plain[i], boost::test_tools::tolerance(1e-5f));
+    }
+    const auto& seg = store.segments();  // f.weight, f.bias, p.weight, p.bias
+    for (std::size_t k = 0; k < 2; ++k)
+      for (std::size_t i = 0; i < 3; ++i)
+        BOOST_TEST(store.grads()[seg[k].offset + i] == store.grads()[seg[k + 2].offset + i],
+                   boost::test_tools::tolerance(1e-5f));
+  }
+}
+
 BOOST_AUTO_TEST_CASE(batch_norm_train_mode_matches_hand_computed_values_and_updates_running_stats) {
   // One channel, 2 images of 1x2: values {1, 3, 5, 7}: mean 4, biased var 5, unbiased 20/3.
   nn::BatchNorm bn({1, 1, 2}, {.momentum = 0.1, .eps = 1e-5});

@@ -1,5 +1,5 @@
 // BasicBlock; see basic_block.hpp. Backward, with z = bn2(a2) + shortcut(x) and y = relu(z):
-//   dz = dy * [y > 0];  branch: bn2 -> conv2 -> relu -> bn1 -> conv1 into dx;
+//   dz = dy * [y > 0];  branch: bn2 -> conv2 -> bn1 (with its relu) -> conv1 into dx;
 //   shortcut: dx += dz (identity) or dx += conv_s^T bn_s^T dz (projection).
 #include "trainer/nn/basic_block.hpp"
 
@@ -10,7 +10,7 @@
 namespace lbt::nn {
 namespace {
 
-// g = dy * [out > 0], or g *= [out > 0] when dy == g; parallel over chunks.
+// g = dy * [out > 0]; parallel over chunks.
 void relu_mask(const float* out, const float* dy, float* g, std::int64_t n) {
   parallel_chunks(n, [&](std::int64_t begin, std::int64_t count) {
     Eigen::Map<const Eigen::ArrayXf> o(out + begin, count), d(dy + begin, count);
@@ -40,7 +40,7 @@ BasicBlock::BasicBlock(Shape3 in, std::int64_t out_channels, std::int64_t stride
       conv2_(conv1_.out_shape(),
              {.out_channels = out_channels, .kernel = 3, .stride = 1, .padding = 1, .bias = false},
              init),
-      bn1_(conv1_.out_shape()),
+      bn1_(conv1_.out_shape(), {.relu = true}),
       bn2_(conv2_.out_shape()) {
   out_ = conv2_.out_shape();
   if (stride != 1 || in.c != out_channels) {
@@ -104,7 +104,7 @@ void BasicBlock::reserve(std::int64_t batch) {
 void BasicBlock::forward(const float* x, float* y, std::int64_t batch, bool train) {
   reserve(batch);
   conv1_.forward(x, a1_.data(), batch, train);
-  bn1_.forward_fused(a1_.data(), r1_.data(), batch, train, nullptr, /*relu=*/true);
+  bn1_.forward(a1_.data(), r1_.data(), batch, train);  // with its ReLU
   conv2_.forward(r1_.data(), a2_.data(), batch, train);
   const float* shortcut = x;
   if (proj_conv_) {
@@ -122,7 +122,6 @@ void BasicBlock::backward(const float* x, const float* y, const float* dy, float
   // Residual branch.
   bn2_.backward(a2_.data(), nullptr, gz_.data(), g1_.data(), batch, accumulate);
   conv2_.backward(r1_.data(), a2_.data(), g1_.data(), g2_.data(), batch, accumulate);
-  relu_mask(r1_.data(), g2_.data(), g2_.data(), n);
   bn1_.backward(a1_.data(), nullptr, g2_.data(), g1_.data(), batch, accumulate);
   conv1_.backward(x, a1_.data(), g1_.data(), dx, batch, accumulate);
   // Shortcut.

@@ -3,11 +3,13 @@
 //   train backward:  dgamma = sum dy x_hat,  dbeta = sum dy,
 //                    dx = gamma inv_std / M * (M dy - dbeta - x_hat dgamma)
 //   eval backward:   dx = gamma inv_std dy   (statistics are constants)
-// Parallel over channels; each channel walks its batch planes (stride C*H*W).
+// with dy first masked by bn(x) > 0 when the layer includes the ReLU (options.relu).
+// Threads split the batch; per-plane partial sums are added up per channel in image order.
 #include "trainer/nn/batch_norm.hpp"
 
-#include <Eigen/Core>
+#include <algorithm>
 #include <cmath>
+#include <stdexcept>
 
 #include "core/error.hpp"
 #include "core/sum_squares.hpp"
@@ -45,7 +47,7 @@ BatchNorm::BatchNorm(Shape3 shape, BatchNormOptions options)
 }
 
 std::string BatchNorm::describe() const {
-  return "BatchNorm(" + std::to_string(shape_.c) + ")";
+  return "BatchNorm(" + std::to_string(shape_.c) + (opt_.relu ? ") + ReLU" : ")");
 }
 
 void BatchNorm::register_params(ParameterStore& store, const std::string& prefix) {
@@ -69,12 +71,14 @@ void BatchNorm::init(Rng&) {
 }
 
 void BatchNorm::forward(const float* x, float* y, std::int64_t batch, bool train) {
-  forward_fused(x, y, batch, train, nullptr, false);
+  forward_fused(x, y, batch, train, nullptr, opt_.relu);
 }
 
 void BatchNorm::forward_fused(const float* x, float* y, std::int64_t batch, bool train,
                               const float* residual, bool relu) {
   const std::int64_t C = shape_.c, HW = shape_.plane(), M = batch * HW;
+  if (opt_.relu && (residual || !relu))
+    throw std::logic_error("BatchNorm with options.relu: its backward masks by bn(x) > 0 alone");
   if (train && M < 2) {
     throw ConfigError("BatchNorm in train mode needs more than one value per channel, got batch " +
                           std::to_string(batch) + " of " + shape_.text(),
@@ -131,18 +135,26 @@ void BatchNorm::forward_fused(const float* x, float* y, std::int64_t batch, bool
       for (std::int64_t c = 0; c < C; ++c) {
         const float scale = scale_[c], shift = shift_[c];
         const std::int64_t at = (n * C + c) * HW;
-        Eigen::Map<const Eigen::ArrayXf> p(x + at, HW);
-        Eigen::Map<Eigen::ArrayXf> q(y + at, HW);
+        const float* p = x + at;
+        float* q = y + at;
+        // std::fma, so that the backward's mask (options.relu) recomputes these bits exactly;
+        // std::max keeps a NaN (the divergence check downstream must see it).
         if (residual) {
-          Eigen::Map<const Eigen::ArrayXf> r(residual + at, HW);
-          if (relu)
-            q = (p * scale + shift + r).max(0.0f);
-          else
-            q = p * scale + shift + r;
+          const float* r = residual + at;
+          if (relu) {
+#pragma omp simd
+            for (std::int64_t i = 0; i < HW; ++i)
+              q[i] = std::max(std::fma(p[i], scale, shift) + r[i], 0.0f);
+          } else {
+#pragma omp simd
+            for (std::int64_t i = 0; i < HW; ++i) q[i] = std::fma(p[i], scale, shift) + r[i];
+          }
         } else if (relu) {
-          q = (p * scale + shift).max(0.0f);
+#pragma omp simd
+          for (std::int64_t i = 0; i < HW; ++i) q[i] = std::max(std::fma(p[i], scale, shift), 0.0f);
         } else {
-          q = p * scale + shift;
+#pragma omp simd
+          for (std::int64_t i = 0; i < HW; ++i) q[i] = std::fma(p[i], scale, shift);
         }
       }
     }
@@ -153,7 +165,8 @@ void BatchNorm::backward(const float* x, const float*, const float* dy, float* d
                          std::int64_t batch, bool accumulate) {
   const std::int64_t C = shape_.c, HW = shape_.plane(), M = batch * HW;
   plane_sums_.resize(static_cast<std::size_t>(2 * batch * C));
-  for (auto* v : {&scale_, &shift_, &slope_}) v->resize(static_cast<std::size_t>(C));
+  for (auto* v : {&dx_k_, &dx_a_, &dx_b_}) v->resize(static_cast<std::size_t>(C));
+  const bool relu = opt_.relu;
   double* sums = plane_sums_.data();  // [batch][C][sum dy, sum dy (x - mean)]
 #pragma omp parallel if (batch * C * HW > 32768)
   {
@@ -162,12 +175,21 @@ void BatchNorm::backward(const float* x, const float*, const float* dy, float* d
       for (std::int64_t c = 0; c < C; ++c) {
         const float* p = x + (n * C + c) * HW;
         const float* g = dy + (n * C + c) * HW;
-        const float mean = mean_[c];
+        const float mean = mean_[c], scale = scale_[c], shift = shift_[c];
         float s1 = 0.0f, s2 = 0.0f;
+        if (relu) {
 #pragma omp simd reduction(+ : s1, s2)
-        for (std::int64_t i = 0; i < HW; ++i) {
-          s1 += g[i];
-          s2 += g[i] * (p[i] - mean);
+          for (std::int64_t i = 0; i < HW; ++i) {
+            const float gi = std::fma(p[i], scale, shift) > 0.0f ? g[i] : 0.0f;
+            s1 += gi;
+            s2 += gi * (p[i] - mean);
+          }
+        } else {
+#pragma omp simd reduction(+ : s1, s2)
+          for (std::int64_t i = 0; i < HW; ++i) {
+            s1 += g[i];
+            s2 += g[i] * (p[i] - mean);
+          }
         }
         sums[2 * (n * C + c)] = s1;
         sums[2 * (n * C + c) + 1] = s2;
@@ -185,11 +207,11 @@ void BatchNorm::backward(const float* x, const float*, const float* dy, float* d
       dbeta_[c] = static_cast<float>(accumulate ? dbeta_[c] + sum_dy : sum_dy);
       // dx = k (dy - a - (x - mean) b): k = gamma inv_std; a = mean(dy), b = mean(dy x_hat)
       // inv_std in train mode, a = b = 0 in eval mode (the statistics are constants there).
-      scale_[c] = gamma_[c] * inv_std_[c];
-      shift_[c] = last_train_ ? static_cast<float>(sum_dy / static_cast<double>(M)) : 0.0f;
-      slope_[c] = last_train_
-                      ? static_cast<float>(sum_dy_xhat / static_cast<double>(M)) * inv_std_[c]
-                      : 0.0f;
+      dx_k_[c] = gamma_[c] * inv_std_[c];
+      dx_a_[c] = last_train_ ? static_cast<float>(sum_dy / static_cast<double>(M)) : 0.0f;
+      dx_b_[c] = last_train_
+                     ? static_cast<float>(sum_dy_xhat / static_cast<double>(M)) * inv_std_[c]
+                     : 0.0f;
     }
     if (dx) {
 #pragma omp for schedule(static)
@@ -198,9 +220,18 @@ void BatchNorm::backward(const float* x, const float*, const float* dy, float* d
           const float* p = x + (n * C + c) * HW;
           const float* g = dy + (n * C + c) * HW;
           float* d = dx + (n * C + c) * HW;
-          const float k = scale_[c], a = shift_[c], b = slope_[c], mean = mean_[c];
+          const float k = dx_k_[c], a = dx_a_[c], b = dx_b_[c], mean = mean_[c];
+          if (relu) {
+            const float scale = scale_[c], shift = shift_[c];
 #pragma omp simd
-          for (std::int64_t i = 0; i < HW; ++i) d[i] = k * (g[i] - a - (p[i] - mean) * b);
+            for (std::int64_t i = 0; i < HW; ++i) {
+              const float gi = std::fma(p[i], scale, shift) > 0.0f ? g[i] : 0.0f;
+              d[i] = k * (gi - a - (p[i] - mean) * b);
+            }
+          } else {
+#pragma omp simd
+            for (std::int64_t i = 0; i < HW; ++i) d[i] = k * (g[i] - a - (p[i] - mean) * b);
+          }
         }
       }
     }

@@ -17,6 +17,10 @@ namespace lbt::nn {
 struct BatchNormOptions {
   double momentum = 0.1;
   double eps = 1e-5;
+  // y = max(bn(x), 0): BatchNorm and the ReLU after it as one layer, one pass each way. The
+  // backward recomputes the ReLU's mask from x, so the separate ReLU's passes over its input
+  // and gradient (5 of a tensor's size) go away.
+  bool relu = false;
 };
 
 class BatchNorm final : public Layer {
@@ -37,7 +41,8 @@ class BatchNorm final : public Layer {
   // backward is bn's own; the caller masks dy with the ReLU.
   void forward_fused(const float* x, float* y, std::int64_t batch, bool train,
                      const float* residual, bool relu);
-  // Differentiates the mode of the last forward (train: through the batch statistics).
+  // Differentiates the mode of the last forward (train: through the batch statistics), and
+  // with options.relu the ReLU too (the mask from x and the last forward's statistics).
   void backward(const float* x, const float* y, const float* dy, float* dx, std::int64_t batch,
                 bool accumulate) override;
 
@@ -51,10 +56,12 @@ class BatchNorm final : public Layer {
   float *gamma_ = nullptr, *beta_ = nullptr, *dgamma_ = nullptr, *dbeta_ = nullptr;
   std::vector<float> running_mean_, running_var_;
   std::vector<float> mean_, inv_std_;  // [C] of the last forward (batch or running statistics)
+  // The last forward's y = fma(x, scale, shift) per channel (the ReLU mask's source).
+  std::vector<float> scale_, shift_;
   // Per-pass scratch: per-plane partial sums [batch][C] (x2 in the backward), and per channel
-  // the affine coefficients of the pass that applies them.
+  // the backward's dx = k (dy - a - (x - mean) b).
   std::vector<double> plane_sums_;
-  std::vector<float> scale_, shift_, slope_;
+  std::vector<float> dx_k_, dx_a_, dx_b_;
   bool last_train_ = true;
 };
 

@@ -40,8 +40,7 @@ void add_cifar_resnet(Model& model, Shape3 in, std::int64_t depth, std::int64_t 
       init);
   Shape3 shape = stem->out_shape();
   model.add(std::move(stem));
-  model.add(std::make_unique<BatchNorm>(shape));
-  model.add(std::make_unique<Relu>(shape.size()));
+  model.add(std::make_unique<BatchNorm>(shape, BatchNormOptions{.relu = true}));
   for (std::int64_t stage = 0; stage < 3; ++stage) {
     const std::int64_t channels = 16 << stage;
     for (std::int64_t b = 0; b < n; ++b) {

@@ -45,6 +45,18 @@ inline void store_first(float* p, v16 v, int n) {
 #endif
 }
 
+// a * b + c rounded once, lane by lane (as std::fma).
+inline v16 fma(v16 a, v16 b, v16 c) {
+#if defined(__AVX512F__)
+  return reinterpret_cast<v16>(_mm512_fmadd_ps(
+      reinterpret_cast<__m512>(a), reinterpret_cast<__m512>(b), reinterpret_cast<__m512>(c)));
+#else
+  v16 r;
+  for (int i = 0; i < 16; ++i) r[i] = __builtin_fmaf(a[i], b[i], c[i]);
+  return r;
+#endif
+}
+
 // Reinterprets the bits (masks from comparisons select lanes with &).
 inline v16 as_float(v16i v) {
   return reinterpret_cast<v16>(v);

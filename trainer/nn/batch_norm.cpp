@@ -13,6 +13,7 @@
 
 #include "core/error.hpp"
 #include "core/sum_squares.hpp"
+#include "core/vec16.hpp"
 
 namespace lbt::nn {
 namespace {
@@ -29,6 +30,34 @@ float plane_squared_deviation(const float* p, std::int64_t n, float mean) {
     const float d = p[i] - mean;
     return d * d;
   });
+}
+
+// The backward's per-plane sums of g and g (x - mean), with g = dy, or dy where the ReLU passed
+// (fma(x, scale, shift) > 0, the forward's value) when Relu. Explicit vectors: GCC's
+// `omp simd reduction` kept the masked loop's accumulators on the stack (70% slower).
+template <bool Relu>
+std::pair<float, float> plane_grad_sums(const float* p, const float* g, std::int64_t n, float mean,
+                                        float scale, float shift) {
+  using namespace vec;
+  v16 s1[2] = {}, s2[2] = {};
+  auto add = [&](v16 x, v16 d, int k) {
+    if constexpr (Relu) d = as_float(as_int(d) & (fma(x, v16{} + scale, v16{} + shift) > 0.0f));
+    s1[k] += d;
+    s2[k] += d * (x - mean);
+  };
+  std::int64_t i = 0;
+  for (; i + 32 <= n; i += 32) {
+    add(load(p + i), load(g + i), 0);
+    add(load(p + i + 16), load(g + i + 16), 1);
+  }
+  for (; i < n; i += 16) {  // zeros past the end add nothing: d = 0 there
+    const int len = static_cast<int>(std::min<std::int64_t>(16, n - i));
+    add(load_first(p + i, len), load_first(g + i, len), 0);
+  }
+  const v16 a = s1[0] + s1[1], b = s2[0] + s2[1];
+  float sum_a = 0.0f, sum_b = 0.0f;
+  for (int l = 0; l < 16; ++l) sum_a += a[l], sum_b += b[l];
+  return {sum_a, sum_b};
 }
 
 }  // namespace
@@ -175,22 +204,9 @@ void BatchNorm::backward(const float* x, const float*, const float* dy, float* d
       for (std::int64_t c = 0; c < C; ++c) {
         const float* p = x + (n * C + c) * HW;
         const float* g = dy + (n * C + c) * HW;
-        const float mean = mean_[c], scale = scale_[c], shift = shift_[c];
-        float s1 = 0.0f, s2 = 0.0f;
-        if (relu) {
-#pragma omp simd reduction(+ : s1, s2)
-          for (std::int64_t i = 0; i < HW; ++i) {
-            const float gi = std::fma(p[i], scale, shift) > 0.0f ? g[i] : 0.0f;
-            s1 += gi;
-            s2 += gi * (p[i] - mean);
-          }
-        } else {
-#pragma omp simd reduction(+ : s1, s2)
-          for (std::int64_t i = 0; i < HW; ++i) {
-            s1 += g[i];
-            s2 += g[i] * (p[i] - mean);
-          }
-        }
+        const auto [s1, s2] =
+            relu ? plane_grad_sums<true>(p, g, HW, mean_[c], scale_[c], shift_[c])
+                 : plane_grad_sums<false>(p, g, HW, mean_[c], scale_[c], shift_[c]);
         sums[2 * (n * C + c)] = s1;
         sums[2 * (n * C + c) + 1] = s2;
       }

@@ -95,4 +95,35 @@ inline v16 interleave_high(v16 a, v16 b) {
   return __builtin_shuffle(a, b, high);
 }
 
+// r[k][l] <- r[l][k] for a 16 x 16 block: four stages that swap the off-diagonal D x D blocks
+// of every 2D x 2D block (D = 8, 4, 2, 1), one two-source permute per row and stage.
+namespace detail {
+template <int D, std::size_t... I>
+constexpr v16i swap_low(std::index_sequence<I...>) {  // row i: columns with bit D from row i + D
+  return v16i{((I & D) ? static_cast<int>(16 + I - D) : static_cast<int>(I))...};
+}
+template <int D, std::size_t... I>
+constexpr v16i swap_high(std::index_sequence<I...>) {  // row i + D: the others from row i
+  return v16i{((I & D) ? static_cast<int>(16 + I) : static_cast<int>(I + D))...};
+}
+template <int D>
+inline void transpose_stage(v16* r) {
+  constexpr v16i low = swap_low<D>(std::make_index_sequence<16>{});
+  constexpr v16i high = swap_high<D>(std::make_index_sequence<16>{});
+  for (int i = 0; i < 16; ++i) {
+    if (i & D) continue;
+    const v16 a = r[i], b = r[i + D];
+    r[i] = __builtin_shuffle(a, b, low);
+    r[i + D] = __builtin_shuffle(a, b, high);
+  }
+}
+}  // namespace detail
+
+inline void transpose16(v16* r) {
+  detail::transpose_stage<8>(r);
+  detail::transpose_stage<4>(r);
+  detail::transpose_stage<2>(r);
+  detail::transpose_stage<1>(r);
+}
+
 }  // namespace lbt::vec

@@ -56,6 +56,27 @@ BOOST_AUTO_TEST_CASE(direct_convolution_equals_im2col_and_gemm) {
   }
 }
 
+BOOST_AUTO_TEST_CASE(subsampled_pointwise_convolution_equals_im2col_and_gemm) {
+  // ResNet's projections (1x1, stride 2) at their CIFAR shapes, an 8x8 input (output rows of
+  // 4, shorter than a vector) with a bias, and two batch sizes (odd: uneven thread shares).
+  struct Case {
+    nn::Shape3 in;
+    std::int64_t out;
+    bool bias;
+  };
+  const Case cases[] = {
+      {{16, 32, 32}, 32, false}, {{32, 16, 16}, 64, false}, {{16, 8, 8}, 32, true}};
+  for (const Case& c : cases) {
+    for (std::int64_t batch : {1, 5}) {
+      BOOST_TEST_CONTEXT("in " << c.in.text() << " -> " << c.out << ", batch " << batch) {
+        lbt::test::expect_equals_im2col(
+            c.in, {.out_channels = c.out, .kernel = 1, .stride = 2, .padding = 0, .bias = c.bias},
+            batch);
+      }
+    }
+  }
+}
+
 BOOST_AUTO_TEST_CASE(direct_path_is_chosen_only_for_the_shapes_it_computes) {
   using nn::conv_direct::supports;
   BOOST_TEST(supports(3, 1, 1, 16, 7, 5));

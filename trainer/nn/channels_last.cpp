@@ -2,49 +2,16 @@
 #include "trainer/nn/channels_last.hpp"
 
 #include <algorithm>
-#include <utility>
 
 #include "core/vec16.hpp"
 #include "trainer/nn/short_rows.hpp"
 
 namespace lbt::nn {
-namespace {
-
 using vec::load;
 using vec::load_first;
 using vec::store;
+using vec::transpose16;
 using vec::v16;
-using vec::v16i;
-
-// r[k][l] <- r[l][k] for a 16 x 16 block: four stages that swap the off-diagonal D x D blocks
-// of every 2D x 2D block (D = 8, 4, 2, 1), one two-source permute per row and stage.
-template <int D, std::size_t... I>
-constexpr v16i swap_low(std::index_sequence<I...>) {  // row i: columns with bit D from row i + D
-  return v16i{((I & D) ? static_cast<int>(16 + I - D) : static_cast<int>(I))...};
-}
-template <int D, std::size_t... I>
-constexpr v16i swap_high(std::index_sequence<I...>) {  // row i + D: the others from row i
-  return v16i{((I & D) ? static_cast<int>(16 + I) : static_cast<int>(I + D))...};
-}
-template <int D>
-inline void transpose_stage(v16* r) {
-  constexpr v16i low = swap_low<D>(std::make_index_sequence<16>{});
-  constexpr v16i high = swap_high<D>(std::make_index_sequence<16>{});
-  for (int i = 0; i < 16; ++i) {
-    if (i & D) continue;
-    const v16 a = r[i], b = r[i + D];
-    r[i] = __builtin_shuffle(a, b, low);
-    r[i + D] = __builtin_shuffle(a, b, high);
-  }
-}
-inline void transpose16(v16* r) {
-  transpose_stage<8>(r);
-  transpose_stage<4>(r);
-  transpose_stage<2>(r);
-  transpose_stage<1>(r);
-}
-
-}  // namespace
 
 LBT_NO_LIBCALL_LOOPS void to_channels_last(const float* x, int C, int h, int w, int p, int hp,
                                            int wp, std::int64_t count, float* dst) {

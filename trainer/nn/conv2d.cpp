@@ -37,6 +37,7 @@ Conv2d::Conv2d(Shape3 in, Conv2dOptions options, InitScheme init)
                                  static_cast<int>(opt_.padding), static_cast<int>(in_.c),
                                  static_cast<int>(opt_.out_channels), static_cast<int>(in_.h),
                                  static_cast<int>(in_.w));
+  subsampled_ = subsampled_pointwise();
   dw_lanes_ = planes_ && opt_.kernel == 3 && out_.h * out_.w >= 256 && out_.c * rows_ <= 16384;
 }
 
@@ -206,6 +207,7 @@ int Conv2d::threads_for(std::int64_t batch) const {
 void Conv2d::forward(const float* x, float* y, std::int64_t batch, bool) {
   if (winograd_) return forward_winograd(x, y, batch);
   if (planes_) return forward_planes(x, y, batch);
+  if (subsampled_) return forward_subsampled(x, y, batch);
   const int threads = threads_for(batch);
   if (col_.size() < static_cast<std::size_t>(threads))
     col_.resize(static_cast<std::size_t>(threads));

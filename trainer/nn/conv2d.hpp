@@ -1,11 +1,13 @@
 // 2-D convolution over NCHW images, y = W * x + b, W: [out_c, in_c, k, k] (PyTorch layout),
 // optional bias [out_c]. Each OpenMP thread takes whole images with its own workspace, which
 // stays in L2; single-threaded kernels run side by side instead of one 2-thread GEMM per image.
-// Three paths: "same" convolutions (stride 1, 3x3 or 5x5, padding k/2) with in_c and out_c
+// Four paths: "same" convolutions (stride 1, 3x3 or 5x5, padding k/2) with in_c and out_c
 // multiples of 16 use Winograd's minimal filtering (winograd.hpp);
 // other "same" convolutions and 3x3 stride-2 padding-1 ones, with out_c a multiple of 8
-// (ResNet's and the simple CNN's), run directly over padded planes (conv_direct.hpp); the rest
-// use per-image im2col + GEMM (Chellapilla et al. 2006; Caffe's conv). Tests hold them equal.
+// (ResNet's and the simple CNN's), run directly over padded planes (conv_direct.hpp);
+// 1x1 stride-2 ones (ResNet's projections) with channels and output planes multiples of 16
+// are products on the subsampled image (conv2d_subsampled.cpp); the rest use per-image
+// im2col + GEMM (Chellapilla et al. 2006; Caffe's conv). Tests hold them equal.
 #pragma once
 #include <vector>
 
@@ -58,6 +60,13 @@ class Conv2d final : public Layer {
   int threads_for(std::int64_t batch) const;
   conv_direct::Geometry plane_geometry() const;  // the direct path's view of the input
   void forward_planes(const float* x, float* y, std::int64_t batch);
+  // The 1x1 stride-2 path (conv2d_subsampled.cpp).
+  bool subsampled_pointwise() const;
+  void forward_subsampled(const float* x, float* y, std::int64_t batch);
+  void backward_subsampled(const float* x, const float* dy, float* dx, std::int64_t batch,
+                           bool accumulate);
+  // dW, db (+)= the threads' partials in dw_part_ (entries from `begin` of [dW, db]).
+  void add_up_partials(int threads, std::size_t begin, bool accumulate);
   // The Winograd path (conv2d_winograd.cpp).
   winograd::Shape winograd_shape() const;
   void forward_winograd(const float* x, float* y, std::int64_t batch);
@@ -80,7 +89,7 @@ class Conv2d final : public Layer {
   // and weight-gradient lanes (16 floats per weight). The weight gradient goes through the lanes
   // only for 3x3 kernels with outputs of at least 16x16 and at most 16K weights (lanes within a
   // 1 MiB L2): on smaller planes, for 5x5 and for larger layers im2col + GEMM measured faster.
-  bool planes_ = false, dw_lanes_ = false;
+  bool planes_ = false, dw_lanes_ = false, subsampled_ = false;
   AlignedBuffer w_forward_, w_input_grad_;
   struct PlaneWorkspace {
     AlignedBuffer x, out, dy, lanes;

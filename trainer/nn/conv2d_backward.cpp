@@ -91,6 +91,7 @@ void Conv2d::add_bias_grad(const float* dyn, bool first, float* db_t) const {
 void Conv2d::backward(const float* x, const float*, const float* dy, float* dx, std::int64_t batch,
                       bool accumulate) {
   if (winograd_) return backward_winograd(x, dy, dx, batch, accumulate);
+  if (subsampled_) return backward_subsampled(x, dy, dx, batch, accumulate);
   const int threads = threads_for(batch);
   const int M = static_cast<int>(out_.c), N = static_cast<int>(out_.plane()),
             K = static_cast<int>(rows_);
@@ -204,10 +205,15 @@ void Conv2d::backward(const float* x, const float*, const float* dy, float* dx, 
       }
     }
   }
-  const auto begin = static_cast<std::int64_t>(dw_lanes_ || panel_dw ? wsize : 0);
+  add_up_partials(threads, dw_lanes_ || panel_dw ? wsize : 0, accumulate);
+}
+
+void Conv2d::add_up_partials(int threads, std::size_t begin, bool accumulate) {
+  const std::size_t wsize = static_cast<std::size_t>(out_.c * rows_), bsize = b_ ? out_.c : 0;
+  const auto first = static_cast<std::int64_t>(begin);
   const auto total = static_cast<std::int64_t>(wsize + bsize);
-#pragma omp parallel for simd schedule(static) if (total - begin > 65536)
-  for (std::int64_t i = begin; i < total; ++i) {
+#pragma omp parallel for simd schedule(static) if (total - first > 65536)
+  for (std::int64_t i = first; i < total; ++i) {
     float s = 0.0f;
     for (int t = 0; t < threads; ++t)
       s += dw_part_[static_cast<std::size_t>(t)][static_cast<std::size_t>(i)];

@@ -77,6 +77,45 @@ BOOST_AUTO_TEST_CASE(subsampled_pointwise_convolution_equals_im2col_and_gemm) {
   }
 }
 
+BOOST_AUTO_TEST_CASE(backward_adding_adds_to_the_input_gradient_on_every_path) {
+  // Winograd, 1x1 stride 2, direct stride 2, im2col (5 output channels): dx = backward()'s dx
+  // + the addend, given apart or in dx itself, and the same parameter gradients.
+  struct Case {
+    nn::Shape3 in;
+    std::int64_t out, kernel, stride;
+  };
+  const Case cases[] = {
+      {{16, 8, 8}, 16, 3, 1}, {{16, 8, 8}, 32, 1, 2}, {{16, 8, 8}, 32, 3, 2}, {{3, 6, 6}, 5, 3, 1}};
+  const std::int64_t batch = 3;
+  for (const Case& c : cases) {
+    BOOST_TEST_CONTEXT("in " << c.in.text() << " -> " << c.out << ", k" << c.kernel << " s"
+                             << c.stride) {
+      lbt::test::BuiltConv b;
+      lbt::test::build(b, c.in,
+                       {.out_channels = c.out,
+                        .kernel = c.kernel,
+                        .stride = c.stride,
+                        .padding = c.kernel / 2,
+                        .bias = true});
+      const auto x = normal_vector(static_cast<std::size_t>(batch * c.in.size()), 1);
+      const auto dy = normal_vector(static_cast<std::size_t>(batch * b.conv->out_features()), 2);
+      const auto addend = normal_vector(x.size(), 3);
+      std::vector<float> y(dy.size()), dx(x.size()), apart(x.size()), in_place = addend;
+      b.conv->forward(x.data(), y.data(), batch, true);
+      b.conv->backward(x.data(), y.data(), dy.data(), dx.data(), batch, false);
+      const std::vector<float> grads(b.store.grads().begin(), b.store.grads().end());
+      b.conv->backward_adding(x.data(), dy.data(), apart.data(), addend.data(), batch, false);
+      expect_close(std::vector<float>(b.store.grads().begin(), b.store.grads().end()), grads,
+                   "grads");
+      b.conv->backward_adding(x.data(), dy.data(), in_place.data(), in_place.data(), batch, false);
+      std::vector<float> want(x.size());
+      for (std::size_t i = 0; i < x.size(); ++i) want[i] = dx[i] + addend[i];
+      expect_close(apart, want, "dx + addend");
+      expect_close(in_place, want, "dx += in place");
+    }
+  }
+}
+
 BOOST_AUTO_TEST_CASE(direct_path_is_chosen_only_for_the_shapes_it_computes) {
   using nn::conv_direct::supports;
   BOOST_TEST(supports(3, 1, 1, 16, 7, 5));

@@ -1,6 +1,7 @@
 // BasicBlock; see basic_block.hpp. Backward, with z = bn2(a2) + shortcut(x) and y = relu(z):
 //   dz = dy * [y > 0];  branch: bn2 -> conv2 -> bn1 (with its relu) -> conv1 into dx;
-//   shortcut: dx += dz (identity) or dx += conv_s^T bn_s^T dz (projection).
+//   shortcut: dx += dz (identity) or dx += conv_s^T bn_s^T dz (projection), each added in the
+//   pass of a convolution's backward that writes dx (Conv2d::backward_adding).
 #include "trainer/nn/basic_block.hpp"
 
 #include <Eigen/Core>
@@ -15,14 +16,6 @@ void relu_mask(const float* out, const float* dy, float* g, std::int64_t n) {
   parallel_chunks(n, [&](std::int64_t begin, std::int64_t count) {
     Eigen::Map<const Eigen::ArrayXf> o(out + begin, count), d(dy + begin, count);
     Eigen::Map<Eigen::ArrayXf>(g + begin, count) = (o > 0.0f).select(d, 0.0f);
-  });
-}
-
-// acc += v, parallel over chunks.
-void add_to(float* acc, const float* v, std::int64_t n) {
-  parallel_chunks(n, [&](std::int64_t begin, std::int64_t count) {
-    Eigen::Map<Eigen::ArrayXf>(acc + begin, count) +=
-        Eigen::Map<const Eigen::ArrayXf>(v + begin, count);
   });
 }
 
@@ -96,7 +89,6 @@ void BasicBlock::reserve(std::int64_t batch) {
   for (AlignedBuffer* b : {&a1_, &r1_, &a2_, &gz_, &g1_, &g2_}) b->resize(out);
   if (proj_conv_) {
     sa_.resize(out), sb_.resize(out);
-    gx_.resize(static_cast<std::size_t>(batch * in_.size()));
   }
   capacity_ = batch;
 }
@@ -123,18 +115,14 @@ void BasicBlock::backward(const float* x, const float* y, const float* dy, float
   bn2_.backward(a2_.data(), nullptr, gz_.data(), g1_.data(), batch, accumulate);
   conv2_.backward(r1_.data(), a2_.data(), g1_.data(), g2_.data(), batch, accumulate);
   bn1_.backward(a1_.data(), nullptr, g2_.data(), g1_.data(), batch, accumulate);
-  conv1_.backward(x, a1_.data(), g1_.data(), dx, batch, accumulate);
-  // Shortcut.
-  if (proj_conv_) {
-    proj_bn_->backward(sa_.data(), nullptr, gz_.data(), g1_.data(), batch, accumulate);
-    proj_conv_->backward(x, sa_.data(), g1_.data(), dx ? gx_.data() : nullptr, batch, accumulate);
-    if (dx) {
-      const std::int64_t m = batch * in_.size();
-      add_to(dx, gx_.data(), m);
-    }
-  } else if (dx) {
-    add_to(dx, gz_.data(), n);
+  if (!proj_conv_) {  // dx = conv1's input gradient + dz, in the pass that writes dx
+    conv1_.backward_adding(x, g1_.data(), dx, gz_.data(), batch, accumulate);
+    return;
   }
+  conv1_.backward(x, a1_.data(), g1_.data(), dx, batch, accumulate);
+  // Projection shortcut: dx += conv_s^T bn_s^T dz, added where the projection writes.
+  proj_bn_->backward(sa_.data(), nullptr, gz_.data(), g1_.data(), batch, accumulate);
+  proj_conv_->backward_adding(x, g1_.data(), dx, dx, batch, accumulate);
 }
 
 }  // namespace lbt::nn

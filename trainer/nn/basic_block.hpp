@@ -30,8 +30,8 @@ class BasicBlock final : public Layer {
   std::vector<std::span<float>> buffers() override;
   // x: [batch, in_c, H, W] -> y: [batch, out_c, H / stride, W / stride]
   void forward(const float* x, float* y, std::int64_t batch, bool train) override;
-  void backward(const float* x, const float* y, const float* dy, float* dx,
-                std::int64_t batch, bool accumulate) override;
+  void backward(const float* x, const float* y, const float* dy, float* dx, std::int64_t batch,
+                bool accumulate) override;
   Shape3 out_shape() const { return out_; }
   bool has_projection() const { return static_cast<bool>(proj_conv_); }
 
@@ -44,8 +44,8 @@ class BasicBlock final : public Layer {
   std::unique_ptr<Conv2d> proj_conv_;
   std::unique_ptr<BatchNorm> proj_bn_;
   // Activations [batch, out]: conv1 out, relu(bn1) out, conv2 out, projection conv out and its
-  // BN out; gradients: relu-masked dy, two scratch; dx of the projection [batch, in].
-  AlignedBuffer a1_, r1_, a2_, sa_, sb_, gz_, g1_, g2_, gx_;
+  // BN out; gradients: relu-masked dy, two scratch.
+  AlignedBuffer a1_, r1_, a2_, sa_, sb_, gz_, g1_, g2_;
   std::int64_t capacity_ = 0;
 };
 

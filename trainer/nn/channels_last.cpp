@@ -47,7 +47,7 @@ LBT_NO_LIBCALL_LOOPS void to_channels_last(const float* x, int C, int h, int w, 
 }
 
 LBT_NO_LIBCALL_LOOPS void from_channels_last(const float* src, int C, int hw, const float* bias,
-                                             std::int64_t count, float* y) {
+                                             std::int64_t count, float* y, const float* addend) {
   for (std::int64_t n = 0; n < count; ++n) {
     const float* s = src + static_cast<std::size_t>(n) * hw * C;
     float* d = y + static_cast<std::size_t>(n) * hw * C;
@@ -59,8 +59,10 @@ LBT_NO_LIBCALL_LOOPS void from_channels_last(const float* src, int C, int hw, co
           r[k] = k < len ? load(s + static_cast<std::size_t>(q0 + k) * C + c0) : v16{};
         transpose16(r);
         for (int l = 0; l < 16; ++l) {
-          const v16 v = bias ? r[l] + bias[c0 + l] : r[l];
-          vec::store_first(d + static_cast<std::size_t>(c0 + l) * hw + q0, v, len);
+          v16 v = bias ? r[l] + bias[c0 + l] : r[l];
+          const std::size_t at = static_cast<std::size_t>(c0 + l) * hw + q0;
+          if (addend) v += load_first(addend + static_cast<std::size_t>(n) * hw * C + at, len);
+          vec::store_first(d + at, v, len);
         }
       }
     }

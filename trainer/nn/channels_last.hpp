@@ -11,8 +11,9 @@ namespace lbt::nn {
 void to_channels_last(const float* x, int C, int h, int w, int p, int hp, int wp,
                       std::int64_t count, float* dst);
 
-// y[n][c][q] = src[n][q][c] (+ bias[c] when bias is not null) for q < hw: back to NCHW.
+// y[n][c][q] = src[n][q][c] (+ bias[c] when bias is not null) (+ addend[n][c][q] when addend
+// is not null; it may be y itself) for q < hw: back to NCHW.
 void from_channels_last(const float* src, int C, int hw, const float* bias, std::int64_t count,
-                        float* y);
+                        float* y, const float* addend = nullptr);
 
 }  // namespace lbt::nn

@@ -42,6 +42,11 @@ class Conv2d final : public Layer {
   void forward(const float* x, float* y, std::int64_t batch, bool train) override;
   void backward(const float* x, const float* y, const float* dy, float* dx, std::int64_t batch,
                 bool accumulate) override;
+  // backward() with dx = the input gradient + dx_addend (dx's shape; may be dx itself): a
+  // residual block adds its shortcut's gradient in the pass that writes dx on the Winograd
+  // and 1x1 stride-2 paths (one pass over dx fewer), in a separate pass on the others.
+  void backward_adding(const float* x, const float* dy, float* dx, const float* dx_addend,
+                       std::int64_t batch, bool accumulate);
 
   Shape3 in_shape() const { return in_; }
   Shape3 out_shape() const { return out_; }
@@ -64,14 +69,14 @@ class Conv2d final : public Layer {
   bool subsampled_pointwise() const;
   void forward_subsampled(const float* x, float* y, std::int64_t batch);
   void backward_subsampled(const float* x, const float* dy, float* dx, std::int64_t batch,
-                           bool accumulate);
+                           bool accumulate, const float* dx_addend = nullptr);
   // dW, db (+)= the threads' partials in dw_part_ (entries from `begin` of [dW, db]).
   void add_up_partials(int threads, std::size_t begin, bool accumulate);
   // The Winograd path (conv2d_winograd.cpp).
   winograd::Shape winograd_shape() const;
   void forward_winograd(const float* x, float* y, std::int64_t batch);
   void backward_winograd(const float* x, const float* dy, float* dx, std::int64_t batch,
-                         bool accumulate);
+                         bool accumulate, const float* dx_addend = nullptr);
   // db_t[o] (+)= sum of dy_n's channel o: one image's bias gradient.
   void add_bias_grad(const float* dyn, bool first, float* db_t) const;
   // Sizes the per-thread workspaces one backward call needs (conv2d_backward.cpp).
@@ -85,6 +90,7 @@ class Conv2d final : public Layer {
   float *w_ = nullptr, *b_ = nullptr, *dw_ = nullptr, *db_ = nullptr;
   std::vector<AlignedBuffer> col_, dcol_, dw_part_;  // per thread (im2col path)
   std::vector<AlignedBuffer> dy_group_;              // per thread: a group's dy side by side
+  AlignedBuffer dx_scratch_;  // backward_adding's input gradient on the other paths
   // Direct path: weights rearranged each step; per thread padded input, output and dy planes
   // and weight-gradient lanes (16 floats per weight). The weight gradient goes through the lanes
   // only for 3x3 kernels with outputs of at least 16x16 and at most 16K weights (lanes within a

@@ -18,6 +18,7 @@
 #include "core/panel_gemm.hpp"
 #include "trainer/nn/conv2d.hpp"
 #include "trainer/nn/conv_direct.hpp"
+#include "trainer/nn/parallel_chunks.hpp"
 
 namespace lbt::nn {
 
@@ -206,6 +207,21 @@ void Conv2d::backward(const float* x, const float*, const float* dy, float* dx, 
     }
   }
   add_up_partials(threads, dw_lanes_ || panel_dw ? wsize : 0, accumulate);
+}
+
+void Conv2d::backward_adding(const float* x, const float* dy, float* dx, const float* dx_addend,
+                             std::int64_t batch, bool accumulate) {
+  if (!dx || !dx_addend) return backward(x, nullptr, dy, dx, batch, accumulate);
+  if (winograd_) return backward_winograd(x, dy, dx, batch, accumulate, dx_addend);
+  if (subsampled_ && dx_addend == dx) return backward_subsampled(x, dy, dx, batch, accumulate, dx);
+  const auto n = static_cast<std::size_t>(batch * in_.size());
+  if (dx_scratch_.size() < n) dx_scratch_.resize(n);
+  backward(x, nullptr, dy, dx_scratch_.data(), batch, accumulate);
+  const float* g = dx_scratch_.data();
+  parallel_chunks(static_cast<std::int64_t>(n), [&](std::int64_t begin, std::int64_t count) {
+#pragma omp simd
+    for (std::int64_t i = begin; i < begin + count; ++i) dx[i] = g[i] + dx_addend[i];
+  });
 }
 
 void Conv2d::add_up_partials(int threads, std::size_t begin, bool accumulate) {

@@ -41,9 +41,10 @@ void subsample(const float* x, std::int64_t C, std::int64_t h, std::int64_t w, f
   }
 }
 
-// dx[c][2i][2j] = dxs[c][i * wo + j], zeros at the other pixels.
-void upsample_with_zeros(const float* dxs, std::int64_t C, std::int64_t h, std::int64_t w,
-                         float* dx) {
+// dx[c][2i][2j] = dxs[c][i * wo + j], zeros at the other pixels; with `add`, dx[c][2i][2j] +=
+// and the other pixels are left as they are.
+void upsample(const float* dxs, std::int64_t C, std::int64_t h, std::int64_t w, bool add,
+              float* dx) {
   const std::int64_t ho = h / 2, wo = w / 2;
   for (std::int64_t c = 0; c < C; ++c) {
     for (std::int64_t i = 0; i < ho; ++i) {
@@ -52,10 +53,16 @@ void upsample_with_zeros(const float* dxs, std::int64_t C, std::int64_t h, std::
       for (std::int64_t j0 = 0; j0 < wo; j0 += 16) {
         const int len = static_cast<int>(std::min<std::int64_t>(16, wo - j0));
         const v16 v = load_first(in + j0, len);
-        store_first(even + 2 * j0, vec::interleave_low(v, v16{}), std::min(16, 2 * len));
-        store_first(even + 2 * j0 + 16, vec::interleave_high(v, v16{}), std::max(0, 2 * len - 16));
+        const int len_low = std::min(16, 2 * len), len_high = std::max(0, 2 * len - 16);
+        v16 low = vec::interleave_low(v, v16{}), high = vec::interleave_high(v, v16{});
+        if (add) {
+          low += load_first(even + 2 * j0, len_low);
+          high += load_first(even + 2 * j0 + 16, len_high);
+        }
+        store_first(even + 2 * j0, low, len_low);
+        store_first(even + 2 * j0 + 16, high, len_high);
       }
-      zero_row(even + w, w);  // the odd row
+      if (!add) zero_row(even + w, w);  // the odd row
     }
   }
 }
@@ -100,7 +107,9 @@ void Conv2d::forward_subsampled(const float* x, float* y, std::int64_t batch) {
 }
 
 void Conv2d::backward_subsampled(const float* x, const float* dy, float* dx, std::int64_t batch,
-                                 bool accumulate) {
+                                 bool accumulate, const float* dx_addend) {
+  // Only dx_addend == dx is added in place; backward_adding sends any other addend elsewhere.
+  const bool add = dx_addend != nullptr;
   const int threads = threads_for(batch);
   const auto T = static_cast<std::size_t>(threads);
   const int M = static_cast<int>(out_.c), C = static_cast<int>(in_.c),
@@ -130,7 +139,7 @@ void Conv2d::backward_subsampled(const float* x, const float* dy, float* dx, std
       if (!dx) continue;
       // dxs [in_c, HWo] = W^T dy_n: A(c, o) = w[o][c].
       panel_gemm(C, N, M, w_, 1, C, dyn, N, dxs, N, false);
-      upsample_with_zeros(dxs, C, in_.h, in_.w, dx + n * in_.size());
+      upsample(dxs, C, in_.h, in_.w, add, dx + n * in_.size());
     }
   }
   add_up_partials(threads, 0, accumulate);

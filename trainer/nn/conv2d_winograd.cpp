@@ -43,7 +43,7 @@ void Conv2d::forward_winograd(const float* x, float* y, std::int64_t batch) {
 }
 
 void Conv2d::backward_winograd(const float* x, const float* dy, float* dx, std::int64_t batch,
-                               bool accumulate) {
+                               bool accumulate, const float* dx_addend) {
   const winograd::Shape s = winograd_shape();
   const int threads = threads_for(batch);
   const auto T = static_cast<std::size_t>(threads);
@@ -77,7 +77,8 @@ void Conv2d::backward_winograd(const float* x, const float* dy, float* dx, std::
       winograd::accumulate_weight_grad(s, x + n0 * in_.size(), dyn, count, du, ws);
       if (dx)
         winograd::input_grad_after_weight_grad(s, count, w_winograd_dx_.data(),
-                                               dx + n0 * in_.size(), ws);
+                                               dx + n0 * in_.size(), ws,
+                                               dx_addend ? dx_addend + n0 * in_.size() : nullptr);
       for (std::int64_t n = 0; db_t && n < count; ++n)
         add_bias_grad(dyn + n * out_.size(), false, db_t);
     }

@@ -16,7 +16,9 @@ Dropout::Dropout(std::int64_t features, double p)
   }
 }
 
-std::string Dropout::describe() const { return "Dropout(" + std::to_string(p_) + ")"; }
+std::string Dropout::describe() const {
+  return "Dropout(" + std::to_string(p_) + ")";
+}
 
 void Dropout::seed_streams(std::uint64_t seed, std::uint64_t rank, std::uint64_t& index) {
   rng_ = make_rng(seed, RngStream::kDropout, (rank << 20) + index++);
@@ -56,8 +58,8 @@ void Dropout::forward(const float* x, float* y, std::int64_t batch, bool train) 
   for (std::int64_t i = 0; i < n; ++i) y[i] = mask_[i] ? x[i] * scale : 0.0f;
 }
 
-void Dropout::backward(const float*, const float*, const float* dy, float* dx,
-                       std::int64_t batch, bool) {
+void Dropout::backward(const float*, const float*, const float* dy, float* dx, std::int64_t batch,
+                       bool) {
   if (!dx) return;
   const std::int64_t n = batch * features_;
   if (!last_train_) {

@@ -20,8 +20,8 @@ class Dropout final : public Layer {
   void set_stream_state(const std::string& state) override;
   // x: [batch, features] -> y: same.
   void forward(const float* x, float* y, std::int64_t batch, bool train) override;
-  void backward(const float* x, const float* y, const float* dy, float* dx,
-                std::int64_t batch, bool accumulate) override;
+  void backward(const float* x, const float* y, const float* dy, float* dx, std::int64_t batch,
+                bool accumulate) override;
   // Tests: keep the current mask for later forwards (finite differences need a fixed mask).
   void freeze_mask(bool frozen) { frozen_ = frozen; }
 

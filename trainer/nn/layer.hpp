@@ -15,7 +15,7 @@ namespace lbt::nn {
 class Layer {
  public:
   virtual ~Layer() = default;
-  virtual std::string describe() const = 0;           // "Linear(784->512)"
+  virtual std::string describe() const = 0;  // "Linear(784->512)"
   virtual std::int64_t in_features() const = 0;
   virtual std::int64_t out_features() const = 0;
   // Registers parameter tensors in `store` (before store.allocate()).

@@ -11,8 +11,8 @@ class Relu final : public Layer {
   std::int64_t in_features() const override { return features_; }
   std::int64_t out_features() const override { return features_; }
   void forward(const float* x, float* y, std::int64_t batch, bool train) override;
-  void backward(const float* x, const float* y, const float* dy, float* dx,
-                std::int64_t batch, bool accumulate) override;
+  void backward(const float* x, const float* y, const float* dy, float* dx, std::int64_t batch,
+                bool accumulate) override;
 
  private:
   std::int64_t features_;

@@ -336,12 +336,12 @@ void accumulate_weight_grad(const Shape& s, const float* x, const float* dy, std
 }
 
 void input_grad_after_weight_grad(const Shape& s, std::int64_t count, const float* u, float* dx,
-                                  Workspace& ws) {
+                                  Workspace& ws, const float* dx_addend) {
   const Shape swapped{s.out_c, s.in_c, s.h, s.w, s.r};
   const Tiles g = tiles_of(s, count);
   transform_input_into(ws.dy.data(), s.out_c, g, ws);
   multiply_and_transform(swapped, g, u, ws);
-  from_channels_last(ws.out.data(), s.in_c, s.h * s.w, nullptr, count, dx);
+  from_channels_last(ws.out.data(), s.in_c, s.h * s.w, nullptr, count, dx, dx_addend);
 }
 
 }  // namespace lbt::nn::winograd

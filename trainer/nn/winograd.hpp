@@ -77,10 +77,10 @@ void convolve(const Shape& s, const float* x, std::int64_t count, const float* u
 void accumulate_weight_grad(const Shape& s, const float* x, const float* dy, std::int64_t count,
                             float* du, Workspace& ws);
 
-// dx[n] = conv(dy[n], W flipped, channels swapped) for the output gradients that the last
-// accumulate_weight_grad call left in ws (channels-last, padded); u from transform_weights(...,
-// input_grad = true).
+// dx[n] = conv(dy[n], W flipped, channels swapped) (+ dx_addend[n], which may be dx) for the
+// output gradients that the last accumulate_weight_grad call left in ws (channels-last,
+// padded); u from transform_weights(..., input_grad = true).
 void input_grad_after_weight_grad(const Shape& s, std::int64_t count, const float* u, float* dx,
-                                  Workspace& ws);
+                                  Workspace& ws, const float* dx_addend = nullptr);
 
 }  // namespace lbt::nn::winograd

@@ -4,22 +4,7 @@
 //   pass of a convolution's backward that writes dx (Conv2d::backward_adding).
 #include "trainer/nn/basic_block.hpp"
 
-#include <Eigen/Core>
-
-#include "trainer/nn/parallel_chunks.hpp"
-
 namespace lbt::nn {
-namespace {
-
-// g = dy * [out > 0]; parallel over chunks.
-void relu_mask(const float* out, const float* dy, float* g, std::int64_t n) {
-  parallel_chunks(n, [&](std::int64_t begin, std::int64_t count) {
-    Eigen::Map<const Eigen::ArrayXf> o(out + begin, count), d(dy + begin, count);
-    Eigen::Map<Eigen::ArrayXf>(g + begin, count) = (o > 0.0f).select(d, 0.0f);
-  });
-}
-
-}  // namespace
 
 BasicBlock::BasicBlock(Shape3 in, std::int64_t out_channels, std::int64_t stride, InitScheme init)
     : in_(in),
@@ -109,10 +94,8 @@ void BasicBlock::forward(const float* x, float* y, std::int64_t batch, bool trai
 
 void BasicBlock::backward(const float* x, const float* y, const float* dy, float* dx,
                           std::int64_t batch, bool accumulate) {
-  const std::int64_t n = batch * out_.size();
-  relu_mask(y, dy, gz_.data(), n);
-  // Residual branch.
-  bn2_.backward(a2_.data(), nullptr, gz_.data(), g1_.data(), batch, accumulate);
+  // dz = dy [y > 0] into gz_ as bn2's backward sums it; then the residual branch.
+  bn2_.backward_masked(a2_.data(), y, dy, gz_.data(), g1_.data(), batch, accumulate);
   conv2_.backward(r1_.data(), a2_.data(), g1_.data(), g2_.data(), batch, accumulate);
   bn1_.backward(a1_.data(), nullptr, g2_.data(), g1_.data(), batch, accumulate);
   if (!proj_conv_) {  // dx = conv1's input gradient + dz, in the pass that writes dx

@@ -192,6 +192,11 @@ void BatchNorm::forward_fused(const float* x, float* y, std::int64_t batch, bool
 
 void BatchNorm::backward(const float* x, const float*, const float* dy, float* dx,
                          std::int64_t batch, bool accumulate) {
+  backward_masked(x, nullptr, dy, nullptr, dx, batch, accumulate);
+}
+
+void BatchNorm::backward_masked(const float* x, const float* out, const float* dy, float* masked_dy,
+                                float* dx, std::int64_t batch, bool accumulate) {
   const std::int64_t C = shape_.c, HW = shape_.plane(), M = batch * HW;
   plane_sums_.resize(static_cast<std::size_t>(2 * batch * C));
   for (auto* v : {&dx_k_, &dx_a_, &dx_b_}) v->resize(static_cast<std::size_t>(C));
@@ -204,6 +209,13 @@ void BatchNorm::backward(const float* x, const float*, const float* dy, float* d
       for (std::int64_t c = 0; c < C; ++c) {
         const float* p = x + (n * C + c) * HW;
         const float* g = dy + (n * C + c) * HW;
+        if (out) {  // the ReLU after the residual sum: masked_dy = dy [out > 0], read from L1
+          const float* o = out + (n * C + c) * HW;
+          float* m = masked_dy + (n * C + c) * HW;
+#pragma omp simd
+          for (std::int64_t i = 0; i < HW; ++i) m[i] = o[i] > 0.0f ? g[i] : 0.0f;
+          g = m;
+        }
         const auto [s1, s2] =
             relu ? plane_grad_sums<true>(p, g, HW, mean_[c], scale_[c], shift_[c])
                  : plane_grad_sums<false>(p, g, HW, mean_[c], scale_[c], shift_[c]);
@@ -234,7 +246,7 @@ void BatchNorm::backward(const float* x, const float*, const float* dy, float* d
       for (std::int64_t n = 0; n < batch; ++n) {
         for (std::int64_t c = 0; c < C; ++c) {
           const float* p = x + (n * C + c) * HW;
-          const float* g = dy + (n * C + c) * HW;
+          const float* g = (out ? masked_dy : dy) + (n * C + c) * HW;
           float* d = dx + (n * C + c) * HW;
           const float k = dx_k_[c], a = dx_a_[c], b = dx_b_[c], mean = mean_[c];
           if (relu) {

@@ -46,6 +46,11 @@ class BatchNorm final : public Layer {
   void backward(const float* x, const float* y, const float* dy, float* dx, std::int64_t batch,
                 bool accumulate) override;
 
+  // backward() of y = relu(bn(x) + residual) from forward_fused, given out = y: writes
+  // masked_dy = dy [out > 0] (the residual's gradient too) in the pass that sums it, and dx.
+  void backward_masked(const float* x, const float* out, const float* dy, float* masked_dy,
+                       float* dx, std::int64_t batch, bool accumulate);
+
   std::span<float> running_mean() { return running_mean_; }
   std::span<float> running_var() { return running_var_; }
 

@@ -17,35 +17,43 @@ std::size_t round_up(std::size_t n, std::size_t m) {
   return (n + m - 1) / m * m;
 }
 
+// yp[o][q0 + q] for 8 output channels o0.. and V * 16 positions from q0: 8 x V accumulators;
+// per channel and tap, V loads of the plane and 8 broadcast weights feed 8 V multiply-adds.
+template <int T, int V>
+inline void forward_block(const float* xp, int channels, std::size_t stride,
+                          const std::size_t* offset, const float* wt, int out, std::size_t len,
+                          int o0, std::size_t q0, float* yp) {
+  v16 acc[8][V] = {};
+  for (int c = 0; c < channels; ++c) {
+    const float* x = xp + static_cast<std::size_t>(c) * stride + q0;
+    const float* w = wt + static_cast<std::size_t>(c) * T * out + o0;
+    for (int t = 0; t < T; ++t) {
+      v16 xv[V];
+      for (int k = 0; k < V; ++k) xv[k] = load(x + offset[t] + 16 * k);
+      const float* wt_t = w + t * out;
+#pragma GCC unroll 8
+      for (int o = 0; o < 8; ++o)
+        for (int k = 0; k < V; ++k) acc[o][k] += wt_t[o] * xv[k];
+    }
+  }
+  for (int o = 0; o < 8; ++o) {
+    float* y = yp + static_cast<std::size_t>(o0 + o) * len + q0;
+    for (int k = 0; k < V; ++k) store(y + 16 * k, acc[o][k]);
+  }
+}
+
 // yp[o][q] = sum over channels c and taps t of wt[c][t][o] * xp[c * stride + q + offset[t]],
-// for o < out (a multiple of 8), q < len (a multiple of 32). 8 output channels x 32 positions
-// in 16 accumulators; per channel and tap, 2 loads of the plane and 8 broadcast weights feed
-// 16 multiply-adds.
+// for o < out (a multiple of 8), q < len (a multiple of 16): blocks of 8 output channels x 32
+// positions (16 accumulators), and one of 16 positions where len is an odd multiple of 16 (the
+// 8x8 outputs of ResNet's last stage: 80 positions computed for 64, not 96).
 template <int T>
 void forward_taps(const float* xp, int channels, std::size_t stride, const std::size_t* offset,
                   const float* wt, int out, std::size_t len, float* yp) {
   for (int o0 = 0; o0 < out; o0 += 8) {
-    for (std::size_t q0 = 0; q0 < len; q0 += 32) {
-      v16 acc[8][2] = {};
-      for (int c = 0; c < channels; ++c) {
-        const float* x = xp + static_cast<std::size_t>(c) * stride + q0;
-        const float* w = wt + static_cast<std::size_t>(c) * T * out + o0;
-        for (int t = 0; t < T; ++t) {
-          const v16 x0 = load(x + offset[t]), x1 = load(x + offset[t] + 16);
-          const float* wt_t = w + t * out;
-#pragma GCC unroll 8
-          for (int o = 0; o < 8; ++o) {
-            acc[o][0] += wt_t[o] * x0;
-            acc[o][1] += wt_t[o] * x1;
-          }
-        }
-      }
-      for (int o = 0; o < 8; ++o) {
-        float* y = yp + static_cast<std::size_t>(o0 + o) * len + q0;
-        store(y, acc[o][0]);
-        store(y + 16, acc[o][1]);
-      }
-    }
+    std::size_t q0 = 0;
+    for (; q0 + 32 <= len; q0 += 32)
+      forward_block<T, 2>(xp, channels, stride, offset, wt, out, len, o0, q0, yp);
+    if (q0 < len) forward_block<T, 1>(xp, channels, stride, offset, wt, out, len, o0, q0, yp);
   }
 }
 
@@ -65,12 +73,12 @@ constexpr Stride2Phase kStride2Phases[4] = {{0, 0, 4, {0, 0, 2, 2}, {0, 2, 0, 2}
 
 struct Stride2Layout {
   int row, rows;              // dy planes: out_h + 2 rows of out_w + 1
-  std::size_t dy_plane, len;  // floats per dy plane; phase positions computed (rounded to 32)
+  std::size_t dy_plane, len;  // floats per dy plane; phase positions computed (rounded to 16)
   explicit Stride2Layout(const Geometry& g)
       : row(g.out_w() + 1),
         rows(g.out_h() + 2),
         dy_plane(round_up(static_cast<std::size_t>(rows) * row + 32 + 2, 16)),
-        len(round_up(static_cast<std::size_t>(g.out_h() + 1) * row, 32)) {}
+        len(round_up(static_cast<std::size_t>(g.out_h() + 1) * row, 16)) {}
 };
 
 // One input channel, CB output channels and one window row u (K taps) at a time: CB*K
@@ -119,7 +127,7 @@ void weight_grad_k(const float* dyq, int out_channels, const float* xp, const Ge
 }  // namespace
 
 std::size_t Geometry::out_len() const {
-  return round_up(static_cast<std::size_t>(out_h()) * row(), 32);
+  return round_up(static_cast<std::size_t>(out_h()) * row(), 16);
 }
 
 std::size_t Geometry::plane() const {

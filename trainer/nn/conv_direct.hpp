@@ -31,7 +31,7 @@ struct Geometry {
   int out_h() const { return stride == 1 ? h : h / 2; }
   int out_w() const { return stride == 1 ? w : w / 2; }
   int row() const { return stride == 1 ? w + k - 1 : w / 2 + 1; }  // plane row length
-  // Output positions computed per channel (out_h rows of row() floats), rounded up to 32.
+  // Output positions computed per channel (out_h rows of row() floats), rounded up to 16.
   std::size_t out_len() const;
   // Floats per plane: its rows plus slack that the last vectors and the largest tap offset
   // may read (zeros), rounded to 16 floats (64 bytes).

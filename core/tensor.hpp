@@ -20,6 +20,13 @@ struct AlignedFree {
   void operator()(float* p) const { std::free(p); }
 };
 
+// Buffers of at least one 2 MiB page are aligned to it and marked for transparent huge pages
+// (madvise; the kernel's default mode here): an activation tensor of ResNet-8 at batch 128
+// spans 2,048 4 KiB pages, and the layers' strided passes over 16 planes at a time touch 16
+// pages per 64-byte step.
+inline constexpr std::size_t kHugePageBytes = std::size_t{2} << 20;
+void advise_huge_pages(void* p, std::size_t bytes);
+
 // A zero-initialised aligned float array that never reallocates behind the caller's back.
 class AlignedBuffer {
  public:
@@ -30,8 +37,12 @@ class AlignedBuffer {
   void resize(std::size_t n) {
     if (n > capacity_) {
       std::size_t bytes = ((n * sizeof(float) + 63) / 64) * 64;
-      float* p = static_cast<float*>(std::aligned_alloc(64, bytes == 0 ? 64 : bytes));
+      const bool huge = bytes >= kHugePageBytes;
+      if (huge) bytes = (bytes + kHugePageBytes - 1) / kHugePageBytes * kHugePageBytes;
+      float* p = static_cast<float*>(
+          std::aligned_alloc(huge ? kHugePageBytes : 64, bytes == 0 ? 64 : bytes));
       if (!p) throw std::bad_alloc();
+      if (huge) advise_huge_pages(p, bytes);
       std::fill(p, p + bytes / sizeof(float), 0.0f);
       data_.reset(p);
       capacity_ = bytes / sizeof(float);
@@ -45,16 +56,32 @@ class AlignedBuffer {
     for (std::ptrdiff_t i = 0; i < n; ++i) p[i] = 0.0f;
   }
 
-  float* data() { return data_.get(); }
-  const float* data() const { return data_.get(); }
-  std::size_t size() const { return size_; }
-  std::span<float> span() { return {data(), size_}; }
-  std::span<const float> span() const { return {data(), size_}; }
-  float& operator[](std::size_t i) { return data_[i]; }
-  float operator[](std::size_t i) const { return data_[i]; }
+  float* data() {
+    return data_.get();
+  }
+  const float* data() const {
+    return data_.get();
+  }
+  std::size_t size() const {
+    return size_;
+  }
+  std::span<float> span() {
+    return {data(), size_};
+  }
+  std::span<const float> span() const {
+    return {data(), size_};
+  }
+  float& operator[](std::size_t i) {
+    return data_[i];
+  }
+  float operator[](std::size_t i) const {
+    return data_[i];
+  }
 
   // Views the first rows*cols floats as a row-major matrix.
-  MatMap mat(std::ptrdiff_t rows, std::ptrdiff_t cols) { return MatMap(data(), rows, cols); }
+  MatMap mat(std::ptrdiff_t rows, std::ptrdiff_t cols) {
+    return MatMap(data(), rows, cols);
+  }
   ConstMatMap mat(std::ptrdiff_t rows, std::ptrdiff_t cols) const {
     return ConstMatMap(data(), rows, cols);
   }

@@ -52,6 +52,17 @@ inline KinkAwareResult check_kink_aware(float* x, std::size_t n, const std::func
   return out;
 }
 
+// Registers one layer's parameters in an empty `store`, allocates and binds them, and
+// initialises them from `seed`.
+inline void bind_fresh(nn::Layer& layer, ParameterStore& store, const std::string& prefix,
+                       std::uint64_t seed) {
+  layer.register_params(store, prefix);
+  store.allocate();
+  layer.bind(store);
+  auto rng = make_rng(seed, RngStream::kInit);
+  layer.init(rng);
+}
+
 // Checks d(loss)/d(x) and d(loss)/d(params) of one layer, loss = sum_i c_i y_i with fixed
 // random c, against central differences. Registers and initialises the layer's parameters
 // (then moves them off their init: BN's gamma = 1, beta = 0; zero biases). With `kinks`, the
@@ -60,11 +71,7 @@ inline void check_layer(nn::Layer& layer, std::int64_t batch,
                         const std::function<std::vector<float>(std::uint64_t)>& make_x, bool train,
                         double step = kStep, bool kinks = false) {
   ParameterStore store;
-  layer.register_params(store, "l");
-  store.allocate();
-  layer.bind(store);
-  auto rng = make_rng(11, RngStream::kInit);
-  layer.init(rng);
+  bind_fresh(layer, store, "l", 11);
   auto noise = normal_vector(store.num_params(), 99, 0.3f);
   for (std::size_t i = 0; i < store.num_params(); ++i) store.params()[i] += noise[i];
   const std::int64_t out = layer.out_features();

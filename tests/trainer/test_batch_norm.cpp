@@ -84,11 +84,7 @@ BOOST_AUTO_TEST_CASE(batch_norm_train_mode_matches_hand_computed_values_and_upda
   // One channel, 2 images of 1x2: values {1, 3, 5, 7}: mean 4, biased var 5, unbiased 20/3.
   nn::BatchNorm bn({1, 1, 2}, {.momentum = 0.1, .eps = 1e-5});
   ParameterStore store;
-  bn.register_params(store, "bn");
-  store.allocate();
-  bn.bind(store);
-  auto rng = make_rng(0, RngStream::kInit);
-  bn.init(rng);
+  lbt::test::bind_fresh(bn, store, "bn", 0);
   BOOST_TEST((store.segments()[0].kind == ParamKind::kNorm));
   BOOST_TEST((store.segments()[1].kind == ParamKind::kNorm));
   store.params()[store.segments()[0].offset] = 2.0f;  // gamma
@@ -108,11 +104,7 @@ BOOST_AUTO_TEST_CASE(batch_norm_train_mode_matches_hand_computed_values_and_upda
 BOOST_AUTO_TEST_CASE(batch_norm_eval_mode_uses_running_statistics) {
   nn::BatchNorm bn({2, 1, 1});
   ParameterStore store;
-  bn.register_params(store, "bn");
-  store.allocate();
-  bn.bind(store);
-  auto rng = make_rng(0, RngStream::kInit);
-  bn.init(rng);
+  lbt::test::bind_fresh(bn, store, "bn", 0);
   bn.running_mean()[0] = 1.0f, bn.running_var()[0] = 4.0f;
   bn.running_mean()[1] = -2.0f, bn.running_var()[1] = 0.25f;
   float x[4] = {3, 0, 3, -1}, y[4];  // 2 examples x 2 channels
@@ -134,11 +126,7 @@ BOOST_AUTO_TEST_CASE(backward_masked_is_the_gradient_through_a_relu_after_the_re
   for (bool train : {true, false}) {
     nn::BatchNorm bn(shape);
     ParameterStore store;
-    bn.register_params(store, "b");
-    store.allocate();
-    bn.bind(store);
-    auto rng = make_rng(11, RngStream::kInit);
-    bn.init(rng);
+    lbt::test::bind_fresh(bn, store, "b", 11);
     bn.running_mean()[2] = -0.5f, bn.running_var()[0] = 3.0f;
     auto noise = normal_vector(store.num_params(), 99, 0.3f);
     for (std::size_t i = 0; i < store.num_params(); ++i) store.params()[i] += noise[i];

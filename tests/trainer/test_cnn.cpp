@@ -71,11 +71,7 @@ BOOST_AUTO_TEST_CASE(conv2d_matches_a_direct_convolution_written_out) {
   nn::Conv2d conv(in, {.out_channels = 3, .kernel = 3, .stride = 2, .padding = 1},
                   nn::InitScheme::kHe);
   ParameterStore store;
-  conv.register_params(store, "c");
-  store.allocate();
-  conv.bind(store);
-  auto rng = make_rng(2, RngStream::kInit);
-  conv.init(rng);
+  lbt::test::bind_fresh(conv, store, "c", 2);
   for (std::size_t i = 0; i < 3; ++i) store.params()[store.segments()[1].offset + i] = 0.5f * i;
   const auto x = normal_vector(static_cast<std::size_t>(2 * in.size()), 3);
   const nn::Shape3 out = conv.out_shape();

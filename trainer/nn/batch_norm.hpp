@@ -37,8 +37,8 @@ class BatchNorm final : public Layer {
   // x: [batch, C, H, W] -> y: same shape. Train mode needs batch * H * W > 1.
   void forward(const float* x, float* y, std::int64_t batch, bool train) override;
   // y = max(bn(x) + residual, 0) (residual may be null; relu false: no max) in the pass that
-  // writes y: a residual block's "bn, add the shortcut, relu" without two more passes. The
-  // backward is bn's own; the caller masks dy with the ReLU.
+  // writes y: a residual block's "bn, add the shortcut, relu" without two more passes.
+  // backward_masked differentiates it (backward() alone is bn's own, without the ReLU).
   void forward_fused(const float* x, float* y, std::int64_t batch, bool train,
                      const float* residual, bool relu);
   // Differentiates the mode of the last forward (train: through the batch statistics), and

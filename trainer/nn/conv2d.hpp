@@ -68,8 +68,9 @@ class Conv2d final : public Layer {
   // The 1x1 stride-2 path (conv2d_subsampled.cpp).
   bool subsampled_pointwise() const;
   void forward_subsampled(const float* x, float* y, std::int64_t batch);
+  // add_to_dx: dx += the input gradient (backward_adding with dx as its own addend).
   void backward_subsampled(const float* x, const float* dy, float* dx, std::int64_t batch,
-                           bool accumulate, const float* dx_addend = nullptr);
+                           bool accumulate, bool add_to_dx = false);
   // dW, db (+)= the threads' partials in dw_part_ (entries from `begin` of [dW, db]).
   void add_up_partials(int threads, std::size_t begin, bool accumulate);
   // The Winograd path (conv2d_winograd.cpp).

@@ -213,7 +213,8 @@ void Conv2d::backward_adding(const float* x, const float* dy, float* dx, const f
                              std::int64_t batch, bool accumulate) {
   if (!dx || !dx_addend) return backward(x, nullptr, dy, dx, batch, accumulate);
   if (winograd_) return backward_winograd(x, dy, dx, batch, accumulate, dx_addend);
-  if (subsampled_ && dx_addend == dx) return backward_subsampled(x, dy, dx, batch, accumulate, dx);
+  if (subsampled_ && dx_addend == dx)
+    return backward_subsampled(x, dy, dx, batch, accumulate, true);
   const auto n = static_cast<std::size_t>(batch * in_.size());
   if (dx_scratch_.size() < n) dx_scratch_.resize(n);
   backward(x, nullptr, dy, dx_scratch_.data(), batch, accumulate);

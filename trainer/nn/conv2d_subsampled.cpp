@@ -107,15 +107,14 @@ void Conv2d::forward_subsampled(const float* x, float* y, std::int64_t batch) {
 }
 
 void Conv2d::backward_subsampled(const float* x, const float* dy, float* dx, std::int64_t batch,
-                                 bool accumulate, const float* dx_addend) {
-  // Only dx_addend == dx is added in place; backward_adding sends any other addend elsewhere.
-  const bool add = dx_addend != nullptr;
+                                 bool accumulate, bool add_to_dx) {
   const int threads = threads_for(batch);
   const auto T = static_cast<std::size_t>(threads);
   const int M = static_cast<int>(out_.c), C = static_cast<int>(in_.c),
             N = static_cast<int>(out_.plane());
   const std::size_t plane_floats = static_cast<std::size_t>(C) * N;
   const std::size_t wsize = static_cast<std::size_t>(M) * C, bsize = b_ ? out_.c : 0;
+  // Per-thread scratch of the im2col path, borrowed: xs (col_), xs^T (dy_group_), W^T dy (dcol_).
   for (auto* v : {&col_, &dy_group_, &dcol_, &dw_part_})
     if (v->size() < T) v->resize(T);
   for (std::size_t t = 0; t < T; ++t) {
@@ -139,7 +138,7 @@ void Conv2d::backward_subsampled(const float* x, const float* dy, float* dx, std
       if (!dx) continue;
       // dxs [in_c, HWo] = W^T dy_n: A(c, o) = w[o][c].
       panel_gemm(C, N, M, w_, 1, C, dyn, N, dxs, N, false);
-      upsample(dxs, C, in_.h, in_.w, add, dx + n * in_.size());
+      upsample(dxs, C, in_.h, in_.w, add_to_dx, dx + n * in_.size());
     }
   }
   add_up_partials(threads, 0, accumulate);

@@ -80,6 +80,40 @@ BOOST_AUTO_TEST_CASE(batch_norm_with_relu_is_batch_norm_then_relu_in_both_modes)
   }
 }
 
+BOOST_AUTO_TEST_CASE(forward_statistics_gives_the_map_forward_applies) {
+  // forward_statistics + affine(), applied by hand, equal forward()'s output bit for bit and
+  // move the running statistics the same way, in both modes.
+  for (bool train : {true, false}) {
+    nn::BatchNorm a({3, 2, 3}, {.relu = true}), b({3, 2, 3}, {.relu = true});
+    ParameterStore store;
+    a.register_params(store, "a");
+    b.register_params(store, "b");
+    store.allocate();
+    a.bind(store), b.bind(store);
+    const auto params = normal_vector(6, 61, 0.5f);
+    const auto& seg = store.segments();  // a.weight, a.bias, b.weight, b.bias
+    for (std::size_t k = 0; k < 2; ++k)
+      for (std::size_t i = 0; i < 3; ++i)
+        store.params()[seg[k].offset + i] = store.params()[seg[k + 2].offset + i] =
+            1.0f + params[3 * k + i];
+    for (nn::BatchNorm* bn : {&a, &b}) bn->running_mean()[0] = 0.5f, bn->running_var()[1] = 2.0f;
+    const auto x = normal_vector(4 * 18, 62, 2.0f);
+    std::vector<float> y(x.size());
+    a.forward(x.data(), y.data(), 4, train);
+    b.forward_statistics(x.data(), 4, train);
+    const nn::ChannelAffine map = b.affine();
+    BOOST_TEST(map.relu);
+    for (std::size_t i = 0; i < x.size(); ++i) {
+      const std::size_t c = i / 6 % 3;
+      BOOST_TEST(std::max(std::fma(x[i], map.scale[c], map.shift[c]), 0.0f) == y[i]);
+    }
+    for (std::size_t c = 0; c < 3; ++c) {
+      BOOST_TEST(a.running_mean()[c] == b.running_mean()[c]);
+      BOOST_TEST(a.running_var()[c] == b.running_var()[c]);
+    }
+  }
+}
+
 BOOST_AUTO_TEST_CASE(batch_norm_train_mode_matches_hand_computed_values_and_updates_running_stats) {
   // One channel, 2 images of 1x2: values {1, 3, 5, 7}: mean 4, biased var 5, unbiased 20/3.
   nn::BatchNorm bn({1, 1, 2}, {.momentum = 0.1, .eps = 1e-5});

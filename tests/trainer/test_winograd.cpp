@@ -8,6 +8,8 @@
 // 3e-5.
 #include <boost/test/unit_test.hpp>
 
+#include <algorithm>
+#include <cmath>
 #include <utility>
 #include <vector>
 
@@ -107,6 +109,40 @@ BOOST_AUTO_TEST_CASE(winograd_equals_im2col_and_gemm_on_resnet_and_simple_cnn_la
             static_cast<int>(c.out), static_cast<int>(c.in.h), static_cast<int>(c.in.w)));
         lbt::test::expect_equals_im2col(c.in, opt, batch, kAbsTol, kRelTol);
       }
+    }
+  }
+}
+
+BOOST_AUTO_TEST_CASE(affine_input_equals_applying_the_map_first) {
+  // forward_affine / backward_affine against the same layer run on r = map(x) written out:
+  // the map is applied before the transforms, so everything agrees bit for bit.
+  const nn::Shape3 in{16, 7, 5};
+  const std::int64_t batch = 3, out_c = 32;
+  const auto x = normal_vector(static_cast<std::size_t>(batch * in.size()), 31);
+  const auto dy = normal_vector(static_cast<std::size_t>(batch * out_c * in.h * in.w), 32);
+  const auto scale = normal_vector(16, 33), shift = normal_vector(16, 34);
+  for (bool relu : {false, true}) {
+    BOOST_TEST_CONTEXT((relu ? "with" : "without") << " relu") {
+      BuiltConv b;
+      lbt::test::build(b, in, same_conv(out_c, 3, false));
+      BOOST_REQUIRE(b.conv->reads_affine_input());
+      const auto params = normal_vector(b.store.num_params(), 35, 0.3f);
+      std::copy(params.begin(), params.end(), b.store.params().begin());
+      std::vector<float> r(x.size());
+      for (std::size_t i = 0; i < x.size(); ++i) {
+        const std::size_t c = i / static_cast<std::size_t>(in.h * in.w) % 16;
+        r[i] = std::fma(x[i], scale[c], shift[c]);
+        if (relu) r[i] = std::max(r[i], 0.0f);
+      }
+      const auto want = lbt::test::run_pass(b, r, dy, batch, false);
+      const nn::ChannelAffine map{scale.data(), shift.data(), relu};
+      std::vector<float> y(dy.size()), dx(x.size());
+      b.conv->forward_affine(x.data(), map, y.data(), batch);
+      b.conv->backward_affine(x.data(), map, dy.data(), dx.data(), batch, false);
+      BOOST_TEST(y == want.y, boost::test_tools::per_element());
+      BOOST_TEST(dx == want.dx, boost::test_tools::per_element());
+      const std::vector<float> grads(b.store.grads().begin(), b.store.grads().end());
+      BOOST_TEST(grads == want.grads, boost::test_tools::per_element());
     }
   }
 }

@@ -71,7 +71,8 @@ std::vector<std::span<float>> BasicBlock::buffers() {
 void BasicBlock::reserve(std::int64_t batch) {
   if (batch <= capacity_) return;
   const auto out = static_cast<std::size_t>(batch * out_.size());
-  for (AlignedBuffer* b : {&a1_, &r1_, &a2_, &gz_, &g1_, &g2_}) b->resize(out);
+  for (AlignedBuffer* b : {&a1_, &a2_, &gz_, &g1_, &g2_}) b->resize(out);
+  if (!conv2_.reads_affine_input()) r1_.resize(out);
   if (proj_conv_) {
     sa_.resize(out), sb_.resize(out);
   }
@@ -81,8 +82,13 @@ void BasicBlock::reserve(std::int64_t batch) {
 void BasicBlock::forward(const float* x, float* y, std::int64_t batch, bool train) {
   reserve(batch);
   conv1_.forward(x, a1_.data(), batch, train);
-  bn1_.forward(a1_.data(), r1_.data(), batch, train);  // with its ReLU
-  conv2_.forward(r1_.data(), a2_.data(), batch, train);
+  if (conv2_.reads_affine_input()) {  // relu(bn1(a1)) applied in conv2's copy of its input
+    bn1_.forward_statistics(a1_.data(), batch, train);
+    conv2_.forward_affine(a1_.data(), bn1_.affine(), a2_.data(), batch);
+  } else {
+    bn1_.forward(a1_.data(), r1_.data(), batch, train);  // with its ReLU
+    conv2_.forward(r1_.data(), a2_.data(), batch, train);
+  }
   const float* shortcut = x;
   if (proj_conv_) {
     proj_conv_->forward(x, sa_.data(), batch, train);
@@ -96,7 +102,10 @@ void BasicBlock::backward(const float* x, const float* y, const float* dy, float
                           std::int64_t batch, bool accumulate) {
   // dz = dy [y > 0] into gz_ as bn2's backward sums it; then the residual branch.
   bn2_.backward_masked(a2_.data(), y, dy, gz_.data(), g1_.data(), batch, accumulate);
-  conv2_.backward(r1_.data(), a2_.data(), g1_.data(), g2_.data(), batch, accumulate);
+  if (conv2_.reads_affine_input())
+    conv2_.backward_affine(a1_.data(), bn1_.affine(), g1_.data(), g2_.data(), batch, accumulate);
+  else
+    conv2_.backward(r1_.data(), a2_.data(), g1_.data(), g2_.data(), batch, accumulate);
   bn1_.backward(a1_.data(), nullptr, g2_.data(), g1_.data(), batch, accumulate);
   if (!proj_conv_) {  // dx = conv1's input gradient + dz, in the pass that writes dx
     conv1_.backward_adding(x, g1_.data(), dx, gz_.data(), batch, accumulate);

@@ -44,7 +44,8 @@ class BasicBlock final : public Layer {
   std::unique_ptr<Conv2d> proj_conv_;
   std::unique_ptr<BatchNorm> proj_bn_;
   // Activations [batch, out]: conv1 out, relu(bn1) out, conv2 out, projection conv out and its
-  // BN out; gradients: relu-masked dy, two scratch.
+  // BN out; gradients: relu-masked dy, two scratch. relu(bn1) is not written (r1_ stays empty)
+  // where conv2 applies it while copying its input (Conv2d::forward_affine, Winograd path).
   AlignedBuffer a1_, r1_, a2_, sa_, sb_, gz_, g1_, g2_;
   std::int64_t capacity_ = 0;
 };

@@ -103,6 +103,10 @@ void BatchNorm::forward(const float* x, float* y, std::int64_t batch, bool train
   forward_fused(x, y, batch, train, nullptr, opt_.relu);
 }
 
+void BatchNorm::forward_statistics(const float* x, std::int64_t batch, bool train) {
+  forward_fused(x, nullptr, batch, train, nullptr, opt_.relu);
+}
+
 void BatchNorm::forward_fused(const float* x, float* y, std::int64_t batch, bool train,
                               const float* residual, bool relu) {
   const std::int64_t C = shape_.c, HW = shape_.plane(), M = batch * HW;
@@ -159,31 +163,34 @@ void BatchNorm::forward_fused(const float* x, float* y, std::int64_t batch, bool
       scale_[c] = gamma_[c] * inv_std_[c];
       shift_[c] = beta_[c] - mean_[c] * scale_[c];
     }
+    if (y) {  // not in forward_statistics
 #pragma omp for schedule(static)
-    for (std::int64_t n = 0; n < batch; ++n) {
-      for (std::int64_t c = 0; c < C; ++c) {
-        const float scale = scale_[c], shift = shift_[c];
-        const std::int64_t at = (n * C + c) * HW;
-        const float* p = x + at;
-        float* q = y + at;
-        // std::fma, so that the backward's mask (options.relu) recomputes these bits exactly;
-        // std::max keeps a NaN (the divergence check downstream must see it).
-        if (residual) {
-          const float* r = residual + at;
-          if (relu) {
+      for (std::int64_t n = 0; n < batch; ++n) {
+        for (std::int64_t c = 0; c < C; ++c) {
+          const float scale = scale_[c], shift = shift_[c];
+          const std::int64_t at = (n * C + c) * HW;
+          const float* p = x + at;
+          float* q = y + at;
+          // std::fma, so that the backward's mask (options.relu) recomputes these bits exactly;
+          // std::max keeps a NaN (the divergence check downstream must see it).
+          if (residual) {
+            const float* r = residual + at;
+            if (relu) {
+#pragma omp simd
+              for (std::int64_t i = 0; i < HW; ++i)
+                q[i] = std::max(std::fma(p[i], scale, shift) + r[i], 0.0f);
+            } else {
+#pragma omp simd
+              for (std::int64_t i = 0; i < HW; ++i) q[i] = std::fma(p[i], scale, shift) + r[i];
+            }
+          } else if (relu) {
 #pragma omp simd
             for (std::int64_t i = 0; i < HW; ++i)
-              q[i] = std::max(std::fma(p[i], scale, shift) + r[i], 0.0f);
+              q[i] = std::max(std::fma(p[i], scale, shift), 0.0f);
           } else {
 #pragma omp simd
-            for (std::int64_t i = 0; i < HW; ++i) q[i] = std::fma(p[i], scale, shift) + r[i];
+            for (std::int64_t i = 0; i < HW; ++i) q[i] = std::fma(p[i], scale, shift);
           }
-        } else if (relu) {
-#pragma omp simd
-          for (std::int64_t i = 0; i < HW; ++i) q[i] = std::max(std::fma(p[i], scale, shift), 0.0f);
-        } else {
-#pragma omp simd
-          for (std::int64_t i = 0; i < HW; ++i) q[i] = std::fma(p[i], scale, shift);
         }
       }
     }

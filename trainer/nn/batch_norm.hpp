@@ -9,6 +9,7 @@
 #pragma once
 #include <vector>
 
+#include "trainer/nn/channels_last.hpp"
 #include "trainer/nn/layer.hpp"
 #include "trainer/nn/shape.hpp"
 
@@ -45,6 +46,12 @@ class BatchNorm final : public Layer {
   // with options.relu the ReLU too (the mask from x and the last forward's statistics).
   void backward(const float* x, const float* y, const float* dy, float* dx, std::int64_t batch,
                 bool accumulate) override;
+
+  // forward() without writing y: the statistics (train: the batch's, running ones updated;
+  // eval: the running ones), hence the map y = affine()(x), for a layer that applies it as it
+  // reads x (Conv2d::forward_affine). backward() then differentiates it as usual.
+  void forward_statistics(const float* x, std::int64_t batch, bool train);
+  ChannelAffine affine() const { return {scale_.data(), shift_.data(), opt_.relu}; }
 
   // backward() of y = relu(bn(x) + residual) from forward_fused, given out = y: writes
   // masked_dy = dy [out > 0] (the residual's gradient too) in the pass that sums it, and dx.

@@ -6,10 +6,19 @@
 
 namespace lbt::nn {
 
-// dst[n][(i + p) * wp + j + p][c] = x[n][c][i][j] for `count` images, inside zero borders: p
-// rows and columns before the image, hp - h - p rows and wp - w - p columns after it.
+// A per-channel map applied to the values on their way in: max(fma(v, scale[c], shift[c]), 0)
+// with relu, fma(...) without (a BatchNorm, and the ReLU after it, that is never written out).
+struct ChannelAffine {
+  const float* scale = nullptr;
+  const float* shift = nullptr;
+  bool relu = false;
+};
+
+// dst[n][(i + p) * wp + j + p][c] = x[n][c][i][j] (through `affine` when it is not null) for
+// `count` images, inside zero borders: p rows and columns before the image, hp - h - p rows
+// and wp - w - p columns after it (zeros: the map does not apply to the padding).
 void to_channels_last(const float* x, int C, int h, int w, int p, int hp, int wp,
-                      std::int64_t count, float* dst);
+                      std::int64_t count, float* dst, const ChannelAffine* affine = nullptr);
 
 // y[n][c][q] = src[n][q][c] (+ bias[c] when bias is not null) (+ addend[n][c][q] when addend
 // is not null; it may be y itself) for q < hw: back to NCHW.

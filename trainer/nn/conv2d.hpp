@@ -51,6 +51,15 @@ class Conv2d final : public Layer {
   Shape3 in_shape() const { return in_; }
   Shape3 out_shape() const { return out_; }
 
+  // forward() and backward() of this layer applied to affine(x) (channels_last.hpp) instead
+  // of x, the map folded into the pass that copies x channels-last: a residual block reads
+  // relu(bn1(a)) so without writing it out. dx is the gradient with respect to affine(x), the
+  // layer's input. Only on the Winograd path (reads_affine_input()).
+  bool reads_affine_input() const { return winograd_; }
+  void forward_affine(const float* x, const ChannelAffine& affine, float* y, std::int64_t batch);
+  void backward_affine(const float* x, const ChannelAffine& affine, const float* dy, float* dx,
+                       std::int64_t batch, bool accumulate);
+
  private:
   // col: [in_c*k*k, out_h*out_w] from one image x: [in_c, in_h, in_w] (zeros in the padding);
   // rows `ld` floats apart (default out_h*out_w), so images can sit side by side.
@@ -75,9 +84,11 @@ class Conv2d final : public Layer {
   void add_up_partials(int threads, std::size_t begin, bool accumulate);
   // The Winograd path (conv2d_winograd.cpp).
   winograd::Shape winograd_shape() const;
-  void forward_winograd(const float* x, float* y, std::int64_t batch);
+  void forward_winograd(const float* x, float* y, std::int64_t batch,
+                        const ChannelAffine* x_affine = nullptr);
   void backward_winograd(const float* x, const float* dy, float* dx, std::int64_t batch,
-                         bool accumulate, const float* dx_addend = nullptr);
+                         bool accumulate, const float* dx_addend = nullptr,
+                         const ChannelAffine* x_affine = nullptr);
   // db_t[o] (+)= sum of dy_n's channel o: one image's bias gradient.
   void add_bias_grad(const float* dyn, bool first, float* db_t) const;
   // Sizes the per-thread workspaces one backward call needs (conv2d_backward.cpp).

@@ -6,6 +6,7 @@
 #include <omp.h>
 
 #include <algorithm>
+#include <stdexcept>
 
 #include "trainer/nn/conv2d.hpp"
 
@@ -25,7 +26,20 @@ winograd::Shape Conv2d::winograd_shape() const {
           static_cast<int>(in_.w), static_cast<int>(opt_.kernel)};
 }
 
-void Conv2d::forward_winograd(const float* x, float* y, std::int64_t batch) {
+void Conv2d::forward_affine(const float* x, const ChannelAffine& affine, float* y,
+                            std::int64_t batch) {
+  if (!winograd_) throw std::logic_error("Conv2d::forward_affine: only on the Winograd path");
+  forward_winograd(x, y, batch, &affine);
+}
+
+void Conv2d::backward_affine(const float* x, const ChannelAffine& affine, const float* dy,
+                             float* dx, std::int64_t batch, bool accumulate) {
+  if (!winograd_) throw std::logic_error("Conv2d::backward_affine: only on the Winograd path");
+  backward_winograd(x, dy, dx, batch, accumulate, nullptr, &affine);
+}
+
+void Conv2d::forward_winograd(const float* x, float* y, std::int64_t batch,
+                              const ChannelAffine* x_affine) {
   const winograd::Shape s = winograd_shape();
   const int threads = threads_for(batch);
   w_winograd_.resize(winograd::transformed_size(s.r, s.in_c, s.out_c));
@@ -38,12 +52,13 @@ void Conv2d::forward_winograd(const float* x, float* y, std::int64_t batch) {
   for (std::int64_t grp = 0; grp < groups; ++grp) {
     const std::int64_t n0 = grp * group, count = std::min(group, batch - n0);
     winograd::convolve(s, x + n0 * in_.size(), count, w_winograd_.data(), b_, y + n0 * out_.size(),
-                       winograd_ws_[static_cast<std::size_t>(omp_get_thread_num())]);
+                       winograd_ws_[static_cast<std::size_t>(omp_get_thread_num())], x_affine);
   }
 }
 
 void Conv2d::backward_winograd(const float* x, const float* dy, float* dx, std::int64_t batch,
-                               bool accumulate, const float* dx_addend) {
+                               bool accumulate, const float* dx_addend,
+                               const ChannelAffine* x_affine) {
   const winograd::Shape s = winograd_shape();
   const int threads = threads_for(batch);
   const auto T = static_cast<std::size_t>(threads);
@@ -74,7 +89,7 @@ void Conv2d::backward_winograd(const float* x, const float* dy, float* dx, std::
     for (std::int64_t grp = 0; grp < groups; ++grp) {
       const std::int64_t n0 = grp * group, count = std::min(group, batch - n0);
       const float* dyn = dy + n0 * out_.size();
-      winograd::accumulate_weight_grad(s, x + n0 * in_.size(), dyn, count, du, ws);
+      winograd::accumulate_weight_grad(s, x + n0 * in_.size(), dyn, count, du, ws, x_affine);
       if (dx)
         winograd::input_grad_after_weight_grad(s, count, w_winograd_dx_.data(),
                                                dx + n0 * in_.size(), ws,

@@ -24,6 +24,7 @@
 #include <cstdint>
 
 #include "core/tensor.hpp"
+#include "trainer/nn/channels_last.hpp"
 
 namespace lbt::nn::winograd {
 
@@ -69,13 +70,14 @@ std::int64_t group_size(const Shape& s);
 // y[n] = conv(x[n]) + bias (bias may be null) for `count` NCHW images; u from
 // transform_weights(..., input_grad = false) for s, or (input_grad = true) for the input
 // gradient, with s.in_c / s.out_c swapped.
+// x_affine (may be null): x's channels through that map first (channels_last.hpp).
 void convolve(const Shape& s, const float* x, std::int64_t count, const float* u, const float* bias,
-              float* y, Workspace& ws);
+              float* y, Workspace& ws, const ChannelAffine* x_affine = nullptr);
 
 // du[xi][in][out] += the transformed weight gradient of `count` images x and output
 // gradients dy (NCHW).
 void accumulate_weight_grad(const Shape& s, const float* x, const float* dy, std::int64_t count,
-                            float* du, Workspace& ws);
+                            float* du, Workspace& ws, const ChannelAffine* x_affine = nullptr);
 
 // dx[n] = conv(dy[n], W flipped, channels swapped) (+ dx_addend[n], which may be dx) for the
 // output gradients that the last accumulate_weight_grad call left in ws (channels-last,

@@ -73,9 +73,7 @@ void BasicBlock::reserve(std::int64_t batch) {
   const auto out = static_cast<std::size_t>(batch * out_.size());
   for (AlignedBuffer* b : {&a1_, &a2_, &gz_, &g1_, &g2_}) b->resize(out);
   if (!conv2_.reads_affine_input()) r1_.resize(out);
-  if (proj_conv_) {
-    sa_.resize(out), sb_.resize(out);
-  }
+  if (proj_conv_) sa_.resize(out);
   capacity_ = batch;
 }
 
@@ -89,13 +87,15 @@ void BasicBlock::forward(const float* x, float* y, std::int64_t batch, bool trai
     bn1_.forward(a1_.data(), r1_.data(), batch, train);  // with its ReLU
     conv2_.forward(r1_.data(), a2_.data(), batch, train);
   }
-  const float* shortcut = x;
-  if (proj_conv_) {
-    proj_conv_->forward(x, sa_.data(), batch, train);
-    proj_bn_->forward(sa_.data(), sb_.data(), batch, train);
-    shortcut = sb_.data();
+  if (!proj_conv_) {
+    bn2_.forward_fused(a2_.data(), y, batch, train, x, /*relu=*/true);
+    return;
   }
-  bn2_.forward_fused(a2_.data(), y, batch, train, shortcut, /*relu=*/true);
+  // The projection's BatchNorm applied in bn2's pass: y = relu(bn2(a2) + bn_s(conv_s(x))).
+  proj_conv_->forward(x, sa_.data(), batch, train);
+  proj_bn_->forward_statistics(sa_.data(), batch, train);
+  const ChannelAffine shortcut_bn = proj_bn_->affine();
+  bn2_.forward_fused(a2_.data(), y, batch, train, sa_.data(), /*relu=*/true, &shortcut_bn);
 }
 
 void BasicBlock::backward(const float* x, const float* y, const float* dy, float* dx,

@@ -43,10 +43,11 @@ class BasicBlock final : public Layer {
   BatchNorm bn1_, bn2_;
   std::unique_ptr<Conv2d> proj_conv_;
   std::unique_ptr<BatchNorm> proj_bn_;
-  // Activations [batch, out]: conv1 out, relu(bn1) out, conv2 out, projection conv out and its
-  // BN out; gradients: relu-masked dy, two scratch. relu(bn1) is not written (r1_ stays empty)
-  // where conv2 applies it while copying its input (Conv2d::forward_affine, Winograd path).
-  AlignedBuffer a1_, r1_, a2_, sa_, sb_, gz_, g1_, g2_;
+  // Activations [batch, out]: conv1 out, relu(bn1) out, conv2 out, projection conv out;
+  // gradients: relu-masked dy, two scratch. relu(bn1) is not written (r1_ stays empty) where
+  // conv2 applies it while copying its input (Conv2d::forward_affine, Winograd path), nor the
+  // projection's BN output, which bn2's pass applies (BatchNorm::forward_fused).
+  AlignedBuffer a1_, r1_, a2_, sa_, gz_, g1_, g2_;
   std::int64_t capacity_ = 0;
 };
 

@@ -108,10 +108,13 @@ void BatchNorm::forward_statistics(const float* x, std::int64_t batch, bool trai
 }
 
 void BatchNorm::forward_fused(const float* x, float* y, std::int64_t batch, bool train,
-                              const float* residual, bool relu) {
+                              const float* residual, bool relu,
+                              const ChannelAffine* residual_map) {
   const std::int64_t C = shape_.c, HW = shape_.plane(), M = batch * HW;
   if (opt_.relu && (residual || !relu))
     throw std::logic_error("BatchNorm with options.relu: its backward masks by bn(x) > 0 alone");
+  if (residual_map && residual_map->relu)
+    throw std::logic_error("BatchNorm::forward_fused: a residual map without a ReLU");
   if (train && M < 2) {
     throw ConfigError("BatchNorm in train mode needs more than one value per channel, got batch " +
                           std::to_string(batch) + " of " + shape_.text(),
@@ -173,7 +176,20 @@ void BatchNorm::forward_fused(const float* x, float* y, std::int64_t batch, bool
           float* q = y + at;
           // std::fma, so that the backward's mask (options.relu) recomputes these bits exactly;
           // std::max keeps a NaN (the divergence check downstream must see it).
-          if (residual) {
+          if (residual && residual_map) {
+            const float* r = residual + at;
+            const float r_scale = residual_map->scale[c], r_shift = residual_map->shift[c];
+            if (relu) {
+#pragma omp simd
+              for (std::int64_t i = 0; i < HW; ++i)
+                q[i] = std::max(
+                    std::fma(p[i], scale, shift) + std::fma(r[i], r_scale, r_shift), 0.0f);
+            } else {
+#pragma omp simd
+              for (std::int64_t i = 0; i < HW; ++i)
+                q[i] = std::fma(p[i], scale, shift) + std::fma(r[i], r_scale, r_shift);
+            }
+          } else if (residual) {
             const float* r = residual + at;
             if (relu) {
 #pragma omp simd

@@ -38,10 +38,13 @@ class BatchNorm final : public Layer {
   // x: [batch, C, H, W] -> y: same shape. Train mode needs batch * H * W > 1.
   void forward(const float* x, float* y, std::int64_t batch, bool train) override;
   // y = max(bn(x) + residual, 0) (residual may be null; relu false: no max) in the pass that
-  // writes y: a residual block's "bn, add the shortcut, relu" without two more passes.
+  // writes y: a residual block's "bn, add the shortcut, relu" without two more passes. With
+  // residual_map (ChannelAffine, no ReLU), the residual is read through it: a projection
+  // shortcut's own BatchNorm, applied here instead of in a pass of its own.
   // backward_masked differentiates it (backward() alone is bn's own, without the ReLU).
   void forward_fused(const float* x, float* y, std::int64_t batch, bool train,
-                     const float* residual, bool relu);
+                     const float* residual, bool relu,
+                     const ChannelAffine* residual_map = nullptr);
   // Differentiates the mode of the last forward (train: through the batch statistics), and
   // with options.relu the ReLU too (the mask from x and the last forward's statistics).
   void backward(const float* x, const float* y, const float* dy, float* dx, std::int64_t batch,

@@ -108,13 +108,12 @@ void BatchNorm::forward_statistics(const float* x, std::int64_t batch, bool trai
 }
 
 void BatchNorm::forward_fused(const float* x, float* y, std::int64_t batch, bool train,
-                              const float* residual, bool relu,
-                              const ChannelAffine* residual_map) {
+                              const float* residual, bool relu, const ChannelAffine* residual_map) {
   const std::int64_t C = shape_.c, HW = shape_.plane(), M = batch * HW;
   if (opt_.relu && (residual || !relu))
     throw std::logic_error("BatchNorm with options.relu: its backward masks by bn(x) > 0 alone");
   if (residual_map && residual_map->relu)
-    throw std::logic_error("BatchNorm::forward_fused: a residual map without a ReLU");
+    throw std::logic_error("BatchNorm::forward_fused: the residual map must not include a ReLU");
   if (train && M < 2) {
     throw ConfigError("BatchNorm in train mode needs more than one value per channel, got batch " +
                           std::to_string(batch) + " of " + shape_.text(),
@@ -182,8 +181,8 @@ void BatchNorm::forward_fused(const float* x, float* y, std::int64_t batch, bool
             if (relu) {
 #pragma omp simd
               for (std::int64_t i = 0; i < HW; ++i)
-                q[i] = std::max(
-                    std::fma(p[i], scale, shift) + std::fma(r[i], r_scale, r_shift), 0.0f);
+                q[i] =
+                    std::max(std::fma(p[i], scale, shift) + std::fma(r[i], r_scale, r_shift), 0.0f);
             } else {
 #pragma omp simd
               for (std::int64_t i = 0; i < HW; ++i)

@@ -43,8 +43,7 @@ class BatchNorm final : public Layer {
   // shortcut's own BatchNorm, applied here instead of in a pass of its own.
   // backward_masked differentiates it (backward() alone is bn's own, without the ReLU).
   void forward_fused(const float* x, float* y, std::int64_t batch, bool train,
-                     const float* residual, bool relu,
-                     const ChannelAffine* residual_map = nullptr);
+                     const float* residual, bool relu, const ChannelAffine* residual_map = nullptr);
   // Differentiates the mode of the last forward (train: through the batch statistics), and
   // with options.relu the ReLU too (the mask from x and the last forward's statistics).
   void backward(const float* x, const float* y, const float* dy, float* dx, std::int64_t batch,

@@ -175,9 +175,11 @@ void BatchNorm::forward_fused(const float* x, float* y, std::int64_t batch, bool
           float* q = y + at;
           // std::fma, so that the backward's mask (options.relu) recomputes these bits exactly;
           // std::max keeps a NaN (the divergence check downstream must see it).
-          if (residual && residual_map) {
+          if (residual) {
+            // An absent map is the identity: fma(r, 1, -0) is r, -0 included.
             const float* r = residual + at;
-            const float r_scale = residual_map->scale[c], r_shift = residual_map->shift[c];
+            const float r_scale = residual_map ? residual_map->scale[c] : 1.0f;
+            const float r_shift = residual_map ? residual_map->shift[c] : -0.0f;
             if (relu) {
 #pragma omp simd
               for (std::int64_t i = 0; i < HW; ++i)
@@ -187,16 +189,6 @@ void BatchNorm::forward_fused(const float* x, float* y, std::int64_t batch, bool
 #pragma omp simd
               for (std::int64_t i = 0; i < HW; ++i)
                 q[i] = std::fma(p[i], scale, shift) + std::fma(r[i], r_scale, r_shift);
-            }
-          } else if (residual) {
-            const float* r = residual + at;
-            if (relu) {
-#pragma omp simd
-              for (std::int64_t i = 0; i < HW; ++i)
-                q[i] = std::max(std::fma(p[i], scale, shift) + r[i], 0.0f);
-            } else {
-#pragma omp simd
-              for (std::int64_t i = 0; i < HW; ++i) q[i] = std::fma(p[i], scale, shift) + r[i];
             }
           } else if (relu) {
 #pragma omp simd

@@ -37,16 +37,14 @@ LBT_NO_LIBCALL_LOOPS void to_channels_last(const float* x, int C, int h, int w, 
         v16 r[16];
         for (int l = 0; l < 16; ++l)
           r[l] = load_first(src + static_cast<std::size_t>(c0 + l) * hw + q0, len);
+        transpose16(r);
         if (affine) {  // lanes past len are not stored, whatever the map makes of their zeros
           const v16 scale = load(affine->scale + c0), shift = load(affine->shift + c0);
-          transpose16(r);
           for (int k = 0; k < 16; ++k) {
             r[k] = vec::fma(r[k], scale, shift);
             // max(v, 0) that keeps a NaN, as std::max(v, 0.0f) in BatchNorm's own pass.
             if (affine->relu) r[k] = vec::as_float(vec::as_int(r[k]) & ~(r[k] < 0.0f));
           }
-        } else {
-          transpose16(r);
         }
         for (int k = 0; k < len; ++k) {
           store(d + (static_cast<std::size_t>(i + p) * wp + j + p) * C + c0, r[k]);

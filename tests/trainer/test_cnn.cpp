@@ -205,7 +205,7 @@ BOOST_AUTO_TEST_CASE(small_resnet_gradients_match_finite_differences) {
   const std::int64_t batch = 3;
   std::int32_t labels[batch] = {0, 1, 2};
   for (std::uint64_t seed = 21;; ++seed) {
-    BOOST_REQUIRE_MESSAGE(seed < 80, "no inputs without a kink in 60 draws");
+    BOOST_REQUIRE_MESSAGE(seed < 80, "no inputs in 60 draws left two kink-free entries a segment");
     auto x = normal_vector(static_cast<std::size_t>(batch * net->input_dim()), seed);
     auto loss = [&] {
       const float* logits = net->forward(x.data(), batch, true);
@@ -215,17 +215,20 @@ BOOST_AUTO_TEST_CASE(small_resnet_gradients_match_finite_differences) {
     nn::softmax_cross_entropy(logits, labels, batch, 3, net->output_grad(), 1.0f, nullptr);
     net->backward(x.data(), batch, false);
     std::vector<float> analytic(net->store().grads().begin(), net->store().grads().end());
-    // The first entries of each segment: enough to catch a wrong path through any layer.
+    // The first entries of each segment: enough to catch a wrong path through any layer. With
+    // thousands of ReLUs behind train-mode BatchNorm, some entry's differences straddle a kink
+    // in most draws; each entry is perturbed on its own, so only that entry is set aside.
     std::vector<std::pair<std::string, KinkAwareResult>> results;
-    bool kinked = false;
+    bool enough = true;
     for (const Segment& seg : net->store().segments()) {
-      results.emplace_back(seg.name, check_kink_aware(net->store().params().data() + seg.offset,
-                                                      std::min<std::size_t>(seg.size, 4), loss,
-                                                      analytic.data() + seg.offset, 1e-3, 0.015));
-      kinked = kinked || results.back().second.kinked;
-      if (kinked) break;
+      const std::size_t n = std::min<std::size_t>(seg.size, 4);
+      results.emplace_back(seg.name,
+                           check_kink_aware(net->store().params().data() + seg.offset, n, loss,
+                                            analytic.data() + seg.offset, 1e-3, 0.015));
+      enough = results.back().second.checked >= std::min<std::size_t>(n, 2);
+      if (!enough) break;
     }
-    if (kinked) continue;
+    if (!enough) continue;
     for (auto& [name, k] : results) {
       BOOST_CHECK_MESSAGE(k.r.max_error < 1e-2, name << "[" << k.r.worst_index
                                                      << "]: " << k.r.worst_analytic << " vs "

@@ -19,7 +19,9 @@ void gemm_block(const float* a, std::ptrdiff_t a_row_arg, std::ptrdiff_t a_k, co
                 std::ptrdiff_t ldb, int K, float* c, std::ptrdiff_t ldc, bool accumulate) {
   const std::ptrdiff_t a_row = A_ROW > 0 ? A_ROW : a_row_arg;
   v16 acc[R][NB];
+#pragma GCC unroll 16
   for (int i = 0; i < R; ++i)
+#pragma GCC unroll 2
     for (int j = 0; j < NB; ++j) acc[i][j] = accumulate ? load(c + i * ldc + 16 * j) : v16{};
   for (int k = 0; k < K; ++k) {
     v16 bv[NB];
@@ -31,7 +33,9 @@ void gemm_block(const float* a, std::ptrdiff_t a_row_arg, std::ptrdiff_t a_k, co
       for (int j = 0; j < NB; ++j) acc[i][j] += s * bv[j];
     }
   }
+#pragma GCC unroll 16
   for (int i = 0; i < R; ++i)
+#pragma GCC unroll 2
     for (int j = 0; j < NB; ++j) store(c + i * ldc + 16 * j, acc[i][j]);
 }
 

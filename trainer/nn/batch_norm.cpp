@@ -25,6 +25,10 @@ namespace {
 float plane_sum(const float* p, std::int64_t n) {
   return lane_sum<float, 64>(static_cast<std::size_t>(n), [p](std::size_t i) { return p[i]; });
 }
+float plane_deviation(const float* p, std::int64_t n, float mean) {
+  return lane_sum<float, 64>(static_cast<std::size_t>(n),
+                             [p, mean](std::size_t i) { return p[i] - mean; });
+}
 float plane_squared_deviation(const float* p, std::int64_t n, float mean) {
   return lane_sum<float, 64>(static_cast<std::size_t>(n), [p, mean](std::size_t i) {
     const float d = p[i] - mean;
@@ -120,7 +124,7 @@ void BatchNorm::forward_fused(const float* x, float* y, std::int64_t batch, bool
                       "use a micro-batch of at least 2");
   }
   last_train_ = train;
-  plane_sums_.resize(static_cast<std::size_t>(batch * C));
+  plane_sums_.resize(static_cast<std::size_t>(2 * batch * C));
   scale_.resize(static_cast<std::size_t>(C));
   shift_.resize(static_cast<std::size_t>(C));
   double* sums = plane_sums_.data();
@@ -130,26 +134,36 @@ void BatchNorm::forward_fused(const float* x, float* y, std::int64_t batch, bool
 #pragma omp parallel if (batch * C * HW > 32768)
   {
     if (train) {
-      // Two passes: the variance of shifted values, no catastrophic cancellation.
+      // Each plane's mean and squared deviation from it, the plane read from memory once
+      // (its later passes hit L1); combined per channel below.
 #pragma omp for schedule(static)
-      for (std::int64_t n = 0; n < batch; ++n)
-        for (std::int64_t c = 0; c < C; ++c) sums[n * C + c] = plane_sum(x + (n * C + c) * HW, HW);
-#pragma omp single
-      for (std::int64_t c = 0; c < C; ++c) {
-        double sum = 0.0;
-        for (std::int64_t n = 0; n < batch; ++n) sum += sums[n * C + c];
-        mean_[c] = static_cast<float>(sum / static_cast<double>(M));
+      for (std::int64_t n = 0; n < batch; ++n) {
+        for (std::int64_t c = 0; c < C; ++c) {
+          // The corrected two-pass algorithm (Chan, Golub & LeVeque 1983, eq. 1.7) about the
+          // float mean `centre`: the deviations' own sum corrects its rounding.
+          const float* p = x + (n * C + c) * HW;
+          const float centre = plane_sum(p, HW) / static_cast<float>(HW);
+          const double d = plane_deviation(p, HW, centre);
+          sums[2 * (n * C + c)] = centre + d / static_cast<double>(HW);
+          sums[2 * (n * C + c) + 1] =
+              plane_squared_deviation(p, HW, centre) - d * d / static_cast<double>(HW);
+        }
       }
-#pragma omp for schedule(static)
-      for (std::int64_t n = 0; n < batch; ++n)
-        for (std::int64_t c = 0; c < C; ++c)
-          sums[n * C + c] = plane_squared_deviation(x + (n * C + c) * HW, HW, mean_[c]);
     }
 #pragma omp single
     for (std::int64_t c = 0; c < C; ++c) {
       if (train) {
+        // Chan, Golub & LeVeque (1983), the pairwise update of the sum of squared deviations:
+        // M2 = sum over planes of M2_p + HW (mean_p - mean)^2, with equal plane sizes HW.
+        double sum = 0.0;
+        for (std::int64_t n = 0; n < batch; ++n) sum += sums[2 * (n * C + c)];
+        const double mean = sum / static_cast<double>(batch);
         double sq = 0.0;
-        for (std::int64_t n = 0; n < batch; ++n) sq += sums[n * C + c];
+        for (std::int64_t n = 0; n < batch; ++n) {
+          const double d = sums[2 * (n * C + c)] - mean;
+          sq += sums[2 * (n * C + c) + 1] + static_cast<double>(HW) * d * d;
+        }
+        mean_[c] = static_cast<float>(mean);
         const double var = sq / static_cast<double>(M), mom = opt_.momentum;
         inv_std_[c] = static_cast<float>(1.0 / std::sqrt(var + opt_.eps));
         running_mean_[c] = static_cast<float>((1.0 - mom) * running_mean_[c] + mom * mean_[c]);

@@ -25,15 +25,26 @@ namespace {
 float plane_sum(const float* p, std::int64_t n) {
   return lane_sum<float, 64>(static_cast<std::size_t>(n), [p](std::size_t i) { return p[i]; });
 }
-float plane_deviation(const float* p, std::int64_t n, float mean) {
-  return lane_sum<float, 64>(static_cast<std::size_t>(n),
-                             [p, mean](std::size_t i) { return p[i] - mean; });
-}
-float plane_squared_deviation(const float* p, std::int64_t n, float mean) {
-  return lane_sum<float, 64>(static_cast<std::size_t>(n), [p, mean](std::size_t i) {
-    const float d = p[i] - mean;
-    return d * d;
-  });
+// The sums of d = p[i] - centre and of d^2 over one plane, in one pass.
+std::pair<double, double> plane_deviation_sums(const float* p, std::int64_t n, float centre) {
+  using namespace vec;
+  v16 s1[2] = {}, s2[2] = {};
+  std::int64_t i = 0;
+  for (; i + 32 <= n; i += 32) {
+    for (int k = 0; k < 2; ++k) {
+      const v16 d = load(p + i + 16 * k) - centre;
+      s1[k] += d;
+      s2[k] = fma(d, d, s2[k]);
+    }
+  }
+  double sum = 0.0, sum_sq = 0.0;
+  for (; i < n; ++i) {
+    const double d = static_cast<double>(p[i]) - centre;
+    sum += d, sum_sq += d * d;
+  }
+  const v16 a = s1[0] + s1[1], b = s2[0] + s2[1];
+  for (int l = 0; l < 16; ++l) sum += a[l], sum_sq += b[l];
+  return {sum, sum_sq};
 }
 
 // The backward's per-plane sums of g and g (x - mean), with g = dy, or dy where the ReLU passed
@@ -143,10 +154,9 @@ void BatchNorm::forward_fused(const float* x, float* y, std::int64_t batch, bool
           // float mean `centre`: the deviations' own sum corrects its rounding.
           const float* p = x + (n * C + c) * HW;
           const float centre = plane_sum(p, HW) / static_cast<float>(HW);
-          const double d = plane_deviation(p, HW, centre);
+          const auto [d, d2] = plane_deviation_sums(p, HW, centre);
           sums[2 * (n * C + c)] = centre + d / static_cast<double>(HW);
-          sums[2 * (n * C + c) + 1] =
-              plane_squared_deviation(p, HW, centre) - d * d / static_cast<double>(HW);
+          sums[2 * (n * C + c) + 1] = d2 - d * d / static_cast<double>(HW);
         }
       }
     }

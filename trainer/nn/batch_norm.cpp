@@ -25,26 +25,11 @@ namespace {
 float plane_sum(const float* p, std::int64_t n) {
   return lane_sum<float, 64>(static_cast<std::size_t>(n), [p](std::size_t i) { return p[i]; });
 }
-// The sums of d = p[i] - centre and of d^2 over one plane, in one pass.
-std::pair<double, double> plane_deviation_sums(const float* p, std::int64_t n, float centre) {
-  using namespace vec;
-  v16 s1[2] = {}, s2[2] = {};
-  std::int64_t i = 0;
-  for (; i + 32 <= n; i += 32) {
-    for (int k = 0; k < 2; ++k) {
-      const v16 d = load(p + i + 16 * k) - centre;
-      s1[k] += d;
-      s2[k] = fma(d, d, s2[k]);
-    }
-  }
-  double sum = 0.0, sum_sq = 0.0;
-  for (; i < n; ++i) {
-    const double d = static_cast<double>(p[i]) - centre;
-    sum += d, sum_sq += d * d;
-  }
-  const v16 a = s1[0] + s1[1], b = s2[0] + s2[1];
-  for (int l = 0; l < 16; ++l) sum += a[l], sum_sq += b[l];
-  return {sum, sum_sq};
+float plane_squared_deviation(const float* p, std::int64_t n, float mean) {
+  return lane_sum<float, 64>(static_cast<std::size_t>(n), [p, mean](std::size_t i) {
+    const float d = p[i] - mean;
+    return d * d;
+  });
 }
 
 // The backward's per-plane sums of g and g (x - mean), with g = dy, or dy where the ReLU passed
@@ -135,7 +120,7 @@ void BatchNorm::forward_fused(const float* x, float* y, std::int64_t batch, bool
                       "use a micro-batch of at least 2");
   }
   last_train_ = train;
-  plane_sums_.resize(static_cast<std::size_t>(2 * batch * C));
+  plane_sums_.resize(static_cast<std::size_t>(batch * C));
   scale_.resize(static_cast<std::size_t>(C));
   shift_.resize(static_cast<std::size_t>(C));
   double* sums = plane_sums_.data();
@@ -145,35 +130,26 @@ void BatchNorm::forward_fused(const float* x, float* y, std::int64_t batch, bool
 #pragma omp parallel if (batch * C * HW > 32768)
   {
     if (train) {
-      // Each plane's mean and squared deviation from it, the plane read from memory once
-      // (its later passes hit L1); combined per channel below.
+      // Two passes: the variance of shifted values, no catastrophic cancellation.
 #pragma omp for schedule(static)
-      for (std::int64_t n = 0; n < batch; ++n) {
-        for (std::int64_t c = 0; c < C; ++c) {
-          // The corrected two-pass algorithm (Chan, Golub & LeVeque 1983, eq. 1.7) about the
-          // float mean `centre`: the deviations' own sum corrects its rounding.
-          const float* p = x + (n * C + c) * HW;
-          const float centre = plane_sum(p, HW) / static_cast<float>(HW);
-          const auto [d, d2] = plane_deviation_sums(p, HW, centre);
-          sums[2 * (n * C + c)] = centre + d / static_cast<double>(HW);
-          sums[2 * (n * C + c) + 1] = d2 - d * d / static_cast<double>(HW);
-        }
+      for (std::int64_t n = 0; n < batch; ++n)
+        for (std::int64_t c = 0; c < C; ++c) sums[n * C + c] = plane_sum(x + (n * C + c) * HW, HW);
+#pragma omp single
+      for (std::int64_t c = 0; c < C; ++c) {
+        double sum = 0.0;
+        for (std::int64_t n = 0; n < batch; ++n) sum += sums[n * C + c];
+        mean_[c] = static_cast<float>(sum / static_cast<double>(M));
       }
+#pragma omp for schedule(static)
+      for (std::int64_t n = 0; n < batch; ++n)
+        for (std::int64_t c = 0; c < C; ++c)
+          sums[n * C + c] = plane_squared_deviation(x + (n * C + c) * HW, HW, mean_[c]);
     }
 #pragma omp single
     for (std::int64_t c = 0; c < C; ++c) {
       if (train) {
-        // Chan, Golub & LeVeque (1983), the pairwise update of the sum of squared deviations:
-        // M2 = sum over planes of M2_p + HW (mean_p - mean)^2, with equal plane sizes HW.
-        double sum = 0.0;
-        for (std::int64_t n = 0; n < batch; ++n) sum += sums[2 * (n * C + c)];
-        const double mean = sum / static_cast<double>(batch);
         double sq = 0.0;
-        for (std::int64_t n = 0; n < batch; ++n) {
-          const double d = sums[2 * (n * C + c)] - mean;
-          sq += sums[2 * (n * C + c) + 1] + static_cast<double>(HW) * d * d;
-        }
-        mean_[c] = static_cast<float>(mean);
+        for (std::int64_t n = 0; n < batch; ++n) sq += sums[n * C + c];
         const double var = sq / static_cast<double>(M), mom = opt_.momentum;
         inv_std_[c] = static_cast<float>(1.0 / std::sqrt(var + opt_.eps));
         running_mean_[c] = static_cast<float>((1.0 - mom) * running_mean_[c] + mom * mean_[c]);

@@ -16,6 +16,15 @@ using vec::v16;
 
 constexpr int kMaxAlpha = 8;
 
+// Floats from one tile position's in x out matrix of transformed weights (or their gradient)
+// to the next: one cache line more than the matrix, so that the alpha^2 vectors the filter
+// transform writes (and its inverse reads) for one filter block do not all fall in one L1 set
+// when in x out is a multiple of 1024 (32 and 64 channels: 36 lines in a 12-way set; the
+// transforms ran 10x slower than their arithmetic).
+std::size_t weight_plane(int in, int out) {
+  return static_cast<std::size_t>(in) * static_cast<std::size_t>(out) + kChannelBlock;
+}
+
 // The filter transform G (alpha x r) for the points 0, 1, -1, 2, -2 (, 1/2, -1/2) and infinity:
 // row j holds p_j^k / f_j with f_j = prod over the other finite points l of (p_j - p_l); the
 // row of the point at infinity picks the filter's last tap (Lavin & Gray 2016, section 4).
@@ -210,8 +219,7 @@ void multiply_and_transform(const Shape& s, const Tiles& g, const float* u, Work
   grow(ws.m, static_cast<std::size_t>(g.positions()) * g.plane(co));
   for (int xi = 0; xi < g.positions(); ++xi)
     panel_gemm(static_cast<int>(T), co, ci, ws.v.data() + xi * g.plane(ci), ci, 1,
-               u + static_cast<std::size_t>(xi) * ci * co, co, ws.m.data() + xi * g.plane(co), co,
-               false);
+               u + xi * weight_plane(ci, co), co, ws.m.data() + xi * g.plane(co), co, false);
   grow(ws.out, static_cast<std::size_t>(g.count) * s.h * s.w * co);
   if (g.alpha == 6)
     transform_output<6>(ws.m.data(), co, g, ws.out.data());
@@ -227,8 +235,7 @@ bool supports(int kernel, int stride, int padding, int in_c, int out_c, int h, i
 }
 
 std::size_t transformed_size(int r, int in, int out) {
-  return static_cast<std::size_t>(Shape{in, out, 0, 0, r}.positions()) *
-         static_cast<std::size_t>(in) * static_cast<std::size_t>(out);
+  return static_cast<std::size_t>(Shape{in, out, 0, 0, r}.positions()) * weight_plane(in, out);
 }
 
 std::int64_t group_size(const Shape& s) {
@@ -266,7 +273,9 @@ void transform_weights(const float* w, int out, int in, int r, bool input_grad, 
         for (int nu = 0; nu < alpha; ++nu) {
           v16 s{};
           for (int v = 0; v < r; ++v) s += G.g[nu][v] * half[xi][v];
-          store(u + (static_cast<std::size_t>(xi * alpha + nu) * rows + row) * lanes + l0, s);
+          store(u + (xi * alpha + nu) * weight_plane(rows, lanes) +
+                    static_cast<std::size_t>(row) * lanes + l0,
+                s);
         }
     }
   }
@@ -284,8 +293,8 @@ void weight_grad_from_transformed(const float* du, int out, int in, int r, bool 
         for (int nu = 0; nu < alpha; ++nu) {
           v16 s{};
           for (int xi = 0; xi < alpha; ++xi)
-            s += G.g[xi][u] *
-                 load(du + (static_cast<std::size_t>(xi * alpha + nu) * in + c) * out + o0);
+            s += G.g[xi][u] * load(du + (xi * alpha + nu) * weight_plane(in, out) +
+                                   static_cast<std::size_t>(c) * out + o0);
           half[u][nu] = s;
         }
       for (int u = 0; u < r; ++u)
@@ -331,8 +340,7 @@ void accumulate_weight_grad(const Shape& s, const float* x, const float* dy, std
   // du[xi][c][o] += sum over tiles t of v[xi][t][c] e[xi][t][o]
   for (int xi = 0; xi < g.positions(); ++xi)
     panel_gemm(ci, co, static_cast<int>(T), ws.v.data() + xi * g.plane(ci), 1, ci,
-               ws.m.data() + xi * g.plane(co), co, du + static_cast<std::size_t>(xi) * ci * co, co,
-               true);
+               ws.m.data() + xi * g.plane(co), co, du + xi * weight_plane(ci, co), co, true);
 }
 
 void input_grad_after_weight_grad(const Shape& s, std::int64_t count, const float* u, float* dx,

@@ -49,7 +49,8 @@ struct Shape {
 // counts multiples of 16.
 bool supports(int kernel, int stride, int padding, int in_c, int out_c, int h, int w);
 
-// Floats in the transformed weights of a layer: alpha^2 x in x out.
+// Floats in the transformed weights of a layer: alpha^2 matrices of in x out, each followed by
+// 16 floats of padding.
 std::size_t transformed_size(int r, int in, int out);
 // u[xi][in][out] = G w[o][c] G^T from w[out][in][r*r] (PyTorch layout). With `input_grad`,
 // the input gradient's filters instead: u[xi][out][in] = G flip(w[o][c]) G^T.

@@ -12,32 +12,60 @@
 #include <stdexcept>
 
 #include "core/error.hpp"
-#include "core/sum_squares.hpp"
 #include "core/vec16.hpp"
 
 namespace lbt::nn {
 namespace {
 
-// Sums over one plane in 64 independent float lanes (lane_sum): the single running vector sum
-// of `omp simd reduction` waits on the add latency at every vector, which made these passes
-// latency-bound (perf annotate: one vaddps chain took a fifth of the forward). The backward's
-// two sums per pass are two chains already, and measured no faster in lanes.
-float plane_sum(const float* p, std::int64_t n) {
-  return lane_sum<float, 64>(static_cast<std::size_t>(n), [p](std::size_t i) { return p[i]; });
-}
-float plane_squared_deviation(const float* p, std::int64_t n, float mean) {
-  return lane_sum<float, 64>(static_cast<std::size_t>(n), [p, mean](std::size_t i) {
-    const float d = p[i] - mean;
-    return d * d;
-  });
+// One plane's sum (Squares: its sum of squared deviations from `mean`) in 16 float lanes, four
+// independent vector chains (a single one waits on the add latency at every vector), left
+// unreduced: on the 8x8 planes of ResNet's last stage a horizontal sum per plane cost more
+// than the additions. Lanes past the plane's end add nothing.
+constexpr vec::v16i kLaneIndex = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15};
+
+template <bool Squares>
+vec::v16 plane_lanes(const float* p, std::int64_t n, float mean) {
+  using namespace vec;
+  v16 acc[4] = {};
+  auto add = [&](v16 v, v16i live, int k) {
+    if constexpr (Squares) {
+      const v16 d = as_float(as_int(v - mean) & live);
+      acc[k] = fma(d, d, acc[k]);
+    } else {
+      acc[k] += v;
+    }
+  };
+  std::int64_t i = 0;
+  for (; i + 64 <= n; i += 64)
+    for (int k = 0; k < 4; ++k) add(load(p + i + 16 * k), v16i{} - 1, k);
+  for (; i < n; i += 16) {
+    const int len = static_cast<int>(std::min<std::int64_t>(16, n - i));
+    add(load_first(p + i, len), kLaneIndex < len, 0);
+  }
+  return (acc[0] + acc[1]) + (acc[2] + acc[3]);
 }
 
-// The backward's per-plane sums of g and g (x - mean), with g = dy, or dy where the ReLU passed
-// (fma(x, scale, shift) > 0, the forward's value) when Relu. Explicit vectors: GCC's
-// `omp simd reduction` kept the masked loop's accumulators on the stack (70% slower).
+// Sum over images n (in order, so that the result does not depend on the thread count) of
+// 16-lane partials lanes[n * stride ... + 16), in double.
+double sum_over_images(const float* lanes, std::int64_t batch, std::int64_t stride) {
+  double acc[16] = {};
+  for (std::int64_t n = 0; n < batch; ++n) {
+    const float* l = lanes + n * stride;
+#pragma omp simd
+    for (int k = 0; k < 16; ++k) acc[k] += l[k];
+  }
+  double sum = 0.0;
+  for (double a : acc) sum += a;
+  return sum;
+}
+
+// The backward's per-plane sums of g and g (x - mean) in 16 lanes each (unreduced, as
+// plane_lanes), with g = dy, or dy where the ReLU passed (fma(x, scale, shift) > 0, the
+// forward's value) when Relu. Explicit vectors: GCC's `omp simd reduction` kept the masked
+// loop's accumulators on the stack (70% slower).
 template <bool Relu>
-std::pair<float, float> plane_grad_sums(const float* p, const float* g, std::int64_t n, float mean,
-                                        float scale, float shift) {
+std::pair<vec::v16, vec::v16> plane_grad_sums(const float* p, const float* g, std::int64_t n,
+                                              float mean, float scale, float shift) {
   using namespace vec;
   v16 s1[2] = {}, s2[2] = {};
   auto add = [&](v16 x, v16 d, int k) {
@@ -54,10 +82,7 @@ std::pair<float, float> plane_grad_sums(const float* p, const float* g, std::int
     const int len = static_cast<int>(std::min<std::int64_t>(16, n - i));
     add(load_first(p + i, len), load_first(g + i, len), 0);
   }
-  const v16 a = s1[0] + s1[1], b = s2[0] + s2[1];
-  float sum_a = 0.0f, sum_b = 0.0f;
-  for (int l = 0; l < 16; ++l) sum_a += a[l], sum_b += b[l];
-  return {sum_a, sum_b};
+  return {s1[0] + s1[1], s2[0] + s2[1]};
 }
 
 }  // namespace
@@ -120,36 +145,35 @@ void BatchNorm::forward_fused(const float* x, float* y, std::int64_t batch, bool
                       "use a micro-batch of at least 2");
   }
   last_train_ = train;
-  plane_sums_.resize(static_cast<std::size_t>(batch * C));
+  lane_sums_.resize(static_cast<std::size_t>(batch * C * 16));
   scale_.resize(static_cast<std::size_t>(C));
   shift_.resize(static_cast<std::size_t>(C));
-  double* sums = plane_sums_.data();
+  float* lanes = lane_sums_.data();
   // Threads split the batch, as the convolutions around do, so that each reads the images it
-  // wrote; per-plane sums are added up in image order, so the statistics do not depend on the
-  // thread count.
+  // wrote; per-plane partials are added up in image order, so the statistics do not depend on
+  // the thread count.
 #pragma omp parallel if (batch * C * HW > 32768)
   {
     if (train) {
       // Two passes: the variance of shifted values, no catastrophic cancellation.
 #pragma omp for schedule(static)
       for (std::int64_t n = 0; n < batch; ++n)
-        for (std::int64_t c = 0; c < C; ++c) sums[n * C + c] = plane_sum(x + (n * C + c) * HW, HW);
-#pragma omp single
-      for (std::int64_t c = 0; c < C; ++c) {
-        double sum = 0.0;
-        for (std::int64_t n = 0; n < batch; ++n) sum += sums[n * C + c];
-        mean_[c] = static_cast<float>(sum / static_cast<double>(M));
-      }
+        for (std::int64_t c = 0; c < C; ++c)
+          vec::store(lanes + (n * C + c) * 16, plane_lanes<false>(x + (n * C + c) * HW, HW, 0.0f));
+#pragma omp for schedule(static)
+      for (std::int64_t c = 0; c < C; ++c)
+        mean_[c] = static_cast<float>(sum_over_images(lanes + c * 16, batch, C * 16) /
+                                      static_cast<double>(M));
 #pragma omp for schedule(static)
       for (std::int64_t n = 0; n < batch; ++n)
         for (std::int64_t c = 0; c < C; ++c)
-          sums[n * C + c] = plane_squared_deviation(x + (n * C + c) * HW, HW, mean_[c]);
+          vec::store(lanes + (n * C + c) * 16,
+                     plane_lanes<true>(x + (n * C + c) * HW, HW, mean_[c]));
     }
-#pragma omp single
+#pragma omp for schedule(static)
     for (std::int64_t c = 0; c < C; ++c) {
       if (train) {
-        double sq = 0.0;
-        for (std::int64_t n = 0; n < batch; ++n) sq += sums[n * C + c];
+        const double sq = sum_over_images(lanes + c * 16, batch, C * 16);
         const double var = sq / static_cast<double>(M), mom = opt_.momentum;
         inv_std_[c] = static_cast<float>(1.0 / std::sqrt(var + opt_.eps));
         running_mean_[c] = static_cast<float>((1.0 - mom) * running_mean_[c] + mom * mean_[c]);
@@ -212,10 +236,10 @@ void BatchNorm::backward(const float* x, const float*, const float* dy, float* d
 void BatchNorm::backward_masked(const float* x, const float* out, const float* dy, float* masked_dy,
                                 float* dx, std::int64_t batch, bool accumulate) {
   const std::int64_t C = shape_.c, HW = shape_.plane(), M = batch * HW;
-  plane_sums_.resize(static_cast<std::size_t>(2 * batch * C));
+  lane_sums_.resize(static_cast<std::size_t>(batch * C * 32));
   for (auto* v : {&dx_k_, &dx_a_, &dx_b_}) v->resize(static_cast<std::size_t>(C));
   const bool relu = opt_.relu;
-  double* sums = plane_sums_.data();  // [batch][C][sum dy, sum dy (x - mean)]
+  float* lanes = lane_sums_.data();  // [batch][C][sum dy, sum dy (x - mean)][16]
 #pragma omp parallel if (batch * C * HW > 32768)
   {
 #pragma omp for schedule(static)
@@ -233,18 +257,14 @@ void BatchNorm::backward_masked(const float* x, const float* out, const float* d
         const auto [s1, s2] =
             relu ? plane_grad_sums<true>(p, g, HW, mean_[c], scale_[c], shift_[c])
                  : plane_grad_sums<false>(p, g, HW, mean_[c], scale_[c], shift_[c]);
-        sums[2 * (n * C + c)] = s1;
-        sums[2 * (n * C + c) + 1] = s2;
+        vec::store(lanes + (n * C + c) * 32, s1);
+        vec::store(lanes + (n * C + c) * 32 + 16, s2);
       }
     }
-#pragma omp single
+#pragma omp for schedule(static)
     for (std::int64_t c = 0; c < C; ++c) {
-      double sum_dy = 0.0, sum_dy_xhat = 0.0;
-      for (std::int64_t n = 0; n < batch; ++n) {
-        sum_dy += sums[2 * (n * C + c)];
-        sum_dy_xhat += sums[2 * (n * C + c) + 1];
-      }
-      sum_dy_xhat *= inv_std_[c];
+      const double sum_dy = sum_over_images(lanes + c * 32, batch, C * 32);
+      const double sum_dy_xhat = sum_over_images(lanes + c * 32 + 16, batch, C * 32) * inv_std_[c];
       dgamma_[c] = static_cast<float>(accumulate ? dgamma_[c] + sum_dy_xhat : sum_dy_xhat);
       dbeta_[c] = static_cast<float>(accumulate ? dbeta_[c] + sum_dy : sum_dy);
       // dx = k (dy - a - (x - mean) b): k = gamma inv_std; a = mean(dy), b = mean(dy x_hat)

@@ -9,6 +9,7 @@
 #pragma once
 #include <vector>
 
+#include "core/tensor.hpp"
 #include "trainer/nn/channels_last.hpp"
 #include "trainer/nn/layer.hpp"
 #include "trainer/nn/shape.hpp"
@@ -72,9 +73,9 @@ class BatchNorm final : public Layer {
   std::vector<float> mean_, inv_std_;  // [C] of the last forward (batch or running statistics)
   // The last forward's y = fma(x, scale, shift) per channel (the ReLU mask's source).
   std::vector<float> scale_, shift_;
-  // Per-pass scratch: per-plane partial sums [batch][C] (x2 in the backward), and per channel
-  // the backward's dx = k (dy - a - (x - mean) b).
-  std::vector<double> plane_sums_;
+  // Per-pass scratch: per-plane partial sums in 16 lanes, [batch][C][16] (forward) or
+  // [batch][C][2][16] (backward), and per channel the backward's dx = k (dy - a - (x - mean) b).
+  AlignedBuffer lane_sums_;
   std::vector<float> dx_k_, dx_a_, dx_b_;
   bool last_train_ = true;
 };

@@ -34,8 +34,10 @@ BOOST_AUTO_TEST_CASE(direct_convolution_equals_im2col_and_gemm) {
       {{1, 28, 28}, 32, 5, 1, true},
       {{8, 3, 5}, 8, 5, 1, false},
       {{3, 9, 13}, 8, 3, 1, true},
-      // stride 2: outputs of 16x16 (weight gradient through the lanes) and 3x2 (through GEMM)
+      // stride 2: outputs of 16x16 (weight gradient through the lanes), 8x8 (rows of 8 pixel
+      // pairs, ResNet's last stage) and 3x2 (through GEMM)
       {{16, 32, 32}, 32, 3, 2, false},
+      {{32, 16, 16}, 64, 3, 2, false},
       {{8, 6, 4}, 16, 3, 2, true},
   };
   const std::int64_t batch = 3;

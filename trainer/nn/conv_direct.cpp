@@ -165,8 +165,25 @@ LBT_NO_LIBCALL_LOOPS void pad_planes(const float* x, const Geometry& g, float* x
         float* even = dst + static_cast<std::size_t>((R % 2) * 2) * plane +
                       static_cast<std::size_t>(R / 2) * row;
         const float* line = src + static_cast<std::size_t>(i) * g.w;
+#if defined(__AVX512F__)
+        if (g.w == 16) {  // 8 pixel pairs: halves of one vector (masked stores cost 2x here)
+          const v16 v = vec::load(line);
+          _mm256_storeu_ps(odd,
+                           _mm512_castps512_ps256(reinterpret_cast<__m512>(vec::even_of(v, v))));
+          _mm256_storeu_ps(even + 1,
+                           _mm512_castps512_ps256(reinterpret_cast<__m512>(vec::odd_of(v, v))));
+          continue;
+        }
+#endif
         for (int j0 = 0; j0 < g.w / 2; j0 += 16) {  // 16 pixel pairs, split by shuffles
-          const int n = std::min(16, g.w / 2 - j0), first = std::min(2 * n, 16);
+          const int n = std::min(16, g.w / 2 - j0);
+          if (n == 16) {
+            const v16 lo = vec::load(line + 2 * j0), hi = vec::load(line + 2 * j0 + 16);
+            vec::store(odd + j0, vec::even_of(lo, hi));
+            vec::store(even + j0 + 1, vec::odd_of(lo, hi));
+            continue;
+          }
+          const int first = std::min(2 * n, 16);
           const v16 lo = vec::load_first(line + 2 * j0, first);
           const v16 hi = vec::load_first(line + 2 * j0 + 16, 2 * n - first);
           vec::store_first(odd + j0, vec::even_of(lo, hi), n);

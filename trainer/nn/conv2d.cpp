@@ -12,6 +12,7 @@
 
 #include "core/error.hpp"
 #include "core/gemm.hpp"
+#include "core/vec16.hpp"
 #include "trainer/nn/conv_direct.hpp"
 #include "trainer/nn/short_rows.hpp"
 
@@ -125,6 +126,15 @@ LBT_NO_LIBCALL_LOOPS void Conv2d::im2col(const float* x, float* col, std::int64_
             for (std::int64_t oh = 0; oh < Ho; ++oh) copy_row(row + oh * 8, src + oh * Wp, 8);
           } else if (S == 1) {
             for (std::int64_t oh = 0; oh < Ho; ++oh) copy_row(row + oh * Wo, src + oh * Wp, Wo);
+          } else if (S == 2 && Wo == 8 && (K - 1 + 2 * Ho) * Wp + K + 16 <= kIm2colPaddedMax) {
+            // Every other float of a 16-float run (its last float, read past the window, is
+            // dropped; the bound keeps that read inside `padded`): a shuffle where the strided
+            // loop compiled to a gather.
+            for (std::int64_t oh = 0; oh < Ho; ++oh) {
+              const vec::v16 v = vec::load(src + oh * S * Wp);
+              const vec::v16 even = vec::even_of(v, v);
+              std::memcpy(row + oh * Wo, &even, 8 * sizeof(float));
+            }
           } else {
             for (std::int64_t oh = 0; oh < Ho; ++oh) {
               const float* in = src + oh * S * Wp;

@@ -23,13 +23,10 @@ inline void store(float* p, v16 v) {
   std::memcpy(p, &v, sizeof v);
 }
 
-// The first n (<= 16) floats at p, zeros after; nothing past p + n is read. Whole and half
-// vectors and nothing take plain loads: masked ones measured about 2x slower (rows of 8).
+// The first n (<= 16) floats at p, zeros after; nothing past p + n is read.
 inline v16 load_first(const float* p, int n) {
   if (n == 16) return load(p);
-  if (n == 0) return v16{};
 #if defined(__AVX512F__)
-  if (n == 8) return reinterpret_cast<v16>(_mm512_zextps256_ps512(_mm256_loadu_ps(p)));
   return reinterpret_cast<v16>(_mm512_maskz_loadu_ps(static_cast<__mmask16>((1u << n) - 1), p));
 #else
   v16 v{};
@@ -38,13 +35,10 @@ inline v16 load_first(const float* p, int n) {
 #endif
 }
 
-// The first n (<= 16) lanes of v to p; nothing past p + n is written (plain stores for whole
-// and half vectors, as load_first).
+// The first n (<= 16) lanes of v to p; nothing past p + n is written.
 inline void store_first(float* p, v16 v, int n) {
   if (n == 16) return store(p, v);
-  if (n == 0) return;
 #if defined(__AVX512F__)
-  if (n == 8) return _mm256_storeu_ps(p, _mm512_castps512_ps256(reinterpret_cast<__m512>(v)));
   _mm512_mask_storeu_ps(p, static_cast<__mmask16>((1u << n) - 1), reinterpret_cast<__m512>(v));
 #else
   for (int i = 0; i < n; ++i) p[i] = v[i];

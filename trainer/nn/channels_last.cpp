@@ -55,46 +55,12 @@ LBT_NO_LIBCALL_LOOPS void to_channels_last(const float* x, int C, int h, int w, 
   }
 }
 
-namespace {
-
-// y[n][c][q] (+)= ... for the 16 channels from c0 and 64 pixels from q0 of a 32x32-plane image:
-// through a staging block, so that each channel's 4 lines are written in a row. Straight out,
-// the 16 lines one transpose writes are 4 KiB apart, in one L1 set (16 channels of 32x32:
-// 139 -> 84 cycles per 16 x 16 block this way).
-LBT_NO_LIBCALL_LOOPS void from_channels_last_run64(const float* s, int C, int hw, int c0, int q0,
-                                                   const float* bias, const float* a, float* d) {
-  alignas(64) float stage[16][64];
-  for (int b = 0; b < 64; b += 16) {
-    v16 r[16];
-    for (int k = 0; k < 16; ++k) r[k] = load(s + static_cast<std::size_t>(q0 + b + k) * C + c0);
-    transpose16(r);
-    for (int l = 0; l < 16; ++l) store(stage[l] + b, r[l]);
-  }
-  for (int l = 0; l < 16; ++l) {
-    const std::size_t at = static_cast<std::size_t>(c0 + l) * hw + q0;
-    for (int b = 0; b < 64; b += 16) {
-      v16 v = load(stage[l] + b);
-      if (bias) v += bias[c0 + l];
-      if (a) v += load(a + at + b);
-      store(d + at + b, v);
-    }
-  }
-}
-
-}  // namespace
-
 LBT_NO_LIBCALL_LOOPS void from_channels_last(const float* src, int C, int hw, const float* bias,
                                              std::int64_t count, float* y, const float* addend) {
-  const bool run64 = hw % 1024 == 0;  // 32x32 planes (staging 16x16 ones measured 10% slower)
   for (std::int64_t n = 0; n < count; ++n) {
     const float* s = src + static_cast<std::size_t>(n) * hw * C;
     float* d = y + static_cast<std::size_t>(n) * hw * C;
-    const float* a = addend ? addend + static_cast<std::size_t>(n) * hw * C : nullptr;
     for (int c0 = 0; c0 < C; c0 += 16) {
-      if (run64) {
-        for (int q0 = 0; q0 < hw; q0 += 64) from_channels_last_run64(s, C, hw, c0, q0, bias, a, d);
-        continue;
-      }
       for (int q0 = 0; q0 < hw; q0 += 16) {
         const int len = std::min(16, hw - q0);
         v16 r[16];
@@ -104,7 +70,7 @@ LBT_NO_LIBCALL_LOOPS void from_channels_last(const float* src, int C, int hw, co
         for (int l = 0; l < 16; ++l) {
           v16 v = bias ? r[l] + bias[c0 + l] : r[l];
           const std::size_t at = static_cast<std::size_t>(c0 + l) * hw + q0;
-          if (a) v += load_first(a + at, len);
+          if (addend) v += load_first(addend + static_cast<std::size_t>(n) * hw * C + at, len);
           vec::store_first(d + at, v, len);
         }
       }

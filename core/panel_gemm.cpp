@@ -39,11 +39,46 @@ void gemm_block(const float* a, std::ptrdiff_t a_row_arg, std::ptrdiff_t a_k, co
     for (int j = 0; j < NB; ++j) store(c + i * ldc + 16 * j, acc[i][j]);
 }
 
+#if defined(__AVX512F__)
+// gemm_block<16, 1, 16> (the Winograd GEMM of 16-channel layers) with K a multiple of 4: one
+// b vector per multiply-add, so the broadcasts of a, not the multiply-adds, bound the block.
+// Half of them come from memory as before and half from in-register permutes of a 4-float
+// load (different execution ports): 1.54-1.78 -> 1.77-1.96 multiply-adds per cycle measured.
+void gemm_block_16x16_k4(const float* a, const float* b, std::ptrdiff_t ldb, int K, float* c,
+                         std::ptrdiff_t ldc, bool accumulate) {
+  __m512 acc[16];
+#pragma GCC unroll 16
+  for (int i = 0; i < 16; ++i)
+    acc[i] = accumulate ? _mm512_loadu_ps(c + i * ldc) : _mm512_setzero_ps();
+  for (int k = 0; k < K; k += 4) {
+    const __m512 b0 = _mm512_loadu_ps(b + k * ldb), b1 = _mm512_loadu_ps(b + (k + 1) * ldb);
+    const __m512 b2 = _mm512_loadu_ps(b + (k + 2) * ldb), b3 = _mm512_loadu_ps(b + (k + 3) * ldb);
+#pragma GCC unroll 16
+    for (int i = 0; i < 16; ++i) {
+      const float* ai = a + i * 16 + k;
+      const __m512 q = _mm512_broadcast_f32x4(_mm_loadu_ps(ai));
+      acc[i] = _mm512_fmadd_ps(_mm512_set1_ps(ai[0]), b0, acc[i]);
+      acc[i] = _mm512_fmadd_ps(_mm512_permute_ps(q, 0x55), b1, acc[i]);
+      acc[i] = _mm512_fmadd_ps(_mm512_set1_ps(ai[2]), b2, acc[i]);
+      acc[i] = _mm512_fmadd_ps(_mm512_permute_ps(q, 0xFF), b3, acc[i]);
+    }
+  }
+#pragma GCC unroll 16
+  for (int i = 0; i < 16; ++i) _mm512_storeu_ps(c + i * ldc, acc[i]);
+}
+#endif
+
 // One block of exactly `rows` (<= R) rows.
 template <int NB, int R, int A_ROW>
 void gemm_tail(int rows, const float* a, std::ptrdiff_t a_row, std::ptrdiff_t a_k, const float* b,
                std::ptrdiff_t ldb, int K, float* c, std::ptrdiff_t ldc, bool accumulate) {
   if constexpr (R > 0) {
+#if defined(__AVX512F__)
+    if constexpr (R == 16 && NB == 1 && A_ROW == 16) {
+      if (rows == 16 && a_k == 1 && K % 4 == 0)
+        return gemm_block_16x16_k4(a, b, ldb, K, c, ldc, accumulate);
+    }
+#endif
     if (rows == R) return gemm_block<R, NB, A_ROW>(a, a_row, a_k, b, ldb, K, c, ldc, accumulate);
     gemm_tail<NB, R - 1, A_ROW>(rows, a, a_row, a_k, b, ldb, K, c, ldc, accumulate);
   }

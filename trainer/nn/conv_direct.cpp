@@ -71,6 +71,8 @@ constexpr Stride2Phase kStride2Phases[4] = {{0, 0, 4, {0, 0, 2, 2}, {0, 2, 0, 2}
                                             {1, 0, 2, {1, 1}, {0, 2}},
                                             {1, 1, 1, {1}, {1}}};
 
+// Of each phase's out_h + 1 rows, the out_h that hold input pixels are computed: rows 1.. of
+// phases a = 0 (row 0 is the top padding), 0.. of phases a = 1 (the last is the bottom padding).
 struct Stride2Layout {
   int row, rows;              // dy planes: out_h + 2 rows of out_w + 1
   std::size_t dy_plane, len;  // floats per dy plane; phase positions computed (rounded to 16)
@@ -78,7 +80,8 @@ struct Stride2Layout {
       : row(g.out_w() + 1),
         rows(g.out_h() + 2),
         dy_plane(round_up(static_cast<std::size_t>(rows) * row + 32 + 2, 16)),
-        len(round_up(static_cast<std::size_t>(g.out_h() + 1) * row, 16)) {}
+        len(round_up(static_cast<std::size_t>(g.out_h()) * row, 16)) {}
+  std::size_t first_row(int a) const { return a == 0 ? 1 : 0; }
 };
 
 // One input channel, CB output channels and one window row u (K taps) at a time: CB*K
@@ -298,15 +301,16 @@ LBT_NO_LIBCALL_LOOPS void input_grad_stride2(const float* dy, const Geometry& g,
       offset[t] =
           static_cast<std::size_t>(1 - (ph.u[t] - ph.a) / 2) * l.row + (1 - (ph.v[t] - ph.b) / 2);
     float* out = phases + static_cast<std::size_t>(ph.a * 2 + ph.b) * g.channels * l.len;
+    const float* in = dyp + l.first_row(ph.a) * l.row;  // position 0: the first computed row
     switch (ph.taps) {
       case 4:
-        forward_taps<4>(dyp, out_channels, l.dy_plane, offset, wf, g.channels, l.len, out);
+        forward_taps<4>(in, out_channels, l.dy_plane, offset, wf, g.channels, l.len, out);
         break;
       case 2:
-        forward_taps<2>(dyp, out_channels, l.dy_plane, offset, wf, g.channels, l.len, out);
+        forward_taps<2>(in, out_channels, l.dy_plane, offset, wf, g.channels, l.len, out);
         break;
       default:
-        forward_taps<1>(dyp, out_channels, l.dy_plane, offset, wf, g.channels, l.len, out);
+        forward_taps<1>(in, out_channels, l.dy_plane, offset, wf, g.channels, l.len, out);
     }
     wf += static_cast<std::size_t>(out_channels) * ph.taps * g.channels;
   }
@@ -318,8 +322,8 @@ LBT_NO_LIBCALL_LOOPS void input_grad_stride2(const float* dy, const Geometry& g,
     float* dst = dx + static_cast<std::size_t>(c) * g.h * g.w;
     for (int i = 0; i < g.h; ++i) {
       const int a = (i + 1) % 2;
-      const std::size_t at =
-          static_cast<std::size_t>(c) * l.len + static_cast<std::size_t>((i + 1) / 2) * l.row;
+      const std::size_t at = static_cast<std::size_t>(c) * l.len +
+                             (static_cast<std::size_t>((i + 1) / 2) - l.first_row(a)) * l.row;
       const float* even_cols = phases + (2 * a + 1) * phase_stride + at;
       const float* odd_cols = phases + (2 * a) * phase_stride + at + 1;
       float* line = dst + static_cast<std::size_t>(i) * g.w;

@@ -141,8 +141,8 @@ std::size_t Geometry::plane() const {
 std::size_t Geometry::offset(int t) const {
   const int u = t / k, v = t % k;
   if (stride == 1) return static_cast<std::size_t>(u) * row() + v;
-  return static_cast<std::size_t>((u % 2) * 2 + v % 2) * plane() +
-         static_cast<std::size_t>(u / 2) * row() + v / 2;
+  return static_cast<std::size_t>((u % 2) * 3 + v) * plane() +
+         static_cast<std::size_t>(u / 2) * row();
 }
 
 bool supports(int kernel, int stride, int padding, int out_channels, int h, int w) {
@@ -151,6 +151,59 @@ bool supports(int kernel, int stride, int padding, int out_channels, int h, int 
   return (same || down) && out_channels > 0 && out_channels % 8 == 0;
 }
 
+namespace {
+
+// One channel's six stride-2 planes (conv_direct.hpp): plane (a, v) row R is padded row
+// 2R + a = image row 2R + a - 1 at image columns 2S + v - 1: the odd columns shifted right
+// by one (v = 0: column 0 is the left padding), the even ones (v = 1), the odd ones (v = 2).
+// Rows 16 and 32 wide split into even and odd lanes by shuffles; other widths column by column.
+LBT_NO_LIBCALL_LOOPS void pad_phases_stride2(const float* src, const Geometry& g, float* dst) {
+  const std::size_t plane = g.plane();
+  const int row = g.row(), rows = g.h / 2 + 1;
+  for (int a = 0; a < 2; ++a) {
+    for (int R = 0; R < rows; ++R) {
+      float* out[3];
+      for (int v = 0; v < 3; ++v)
+        out[v] =
+            dst + static_cast<std::size_t>(a * 3 + v) * plane + static_cast<std::size_t>(R) * row;
+      const int i = 2 * R + a - 1;
+      if (i < 0 || i >= g.h) {
+        for (float* o : out) zero_row(o, row);
+        continue;
+      }
+      const float* line = src + static_cast<std::size_t>(i) * g.w;
+#if defined(__AVX512F__)
+      if (g.w == 16 || g.w == 32) {
+        const v16 lo = vec::load(line), hi = g.w == 32 ? vec::load(line + 16) : lo;
+        const v16 even = vec::even_of(lo, hi), odd = vec::odd_of(lo, hi);
+        const v16 shifted = reinterpret_cast<v16>(_mm512_alignr_epi32(
+            reinterpret_cast<__m512i>(odd), _mm512_setzero_si512(), 15));  // 0, odd[0..14]
+        if (g.w == 32) {
+          vec::store(out[0], shifted), vec::store(out[1], even), vec::store(out[2], odd);
+        } else {  // 8 columns: the low halves
+          _mm256_storeu_ps(out[0], _mm512_castps512_ps256(reinterpret_cast<__m512>(shifted)));
+          _mm256_storeu_ps(out[1], _mm512_castps512_ps256(reinterpret_cast<__m512>(even)));
+          _mm256_storeu_ps(out[2], _mm512_castps512_ps256(reinterpret_cast<__m512>(odd)));
+        }
+        continue;
+      }
+#endif
+      for (int v = 0; v < 3; ++v) {
+        for (int S = 0; S < row; ++S) {
+          const int j = 2 * S + v - 1;
+          out[v][S] = j >= 0 && j < g.w ? line[j] : 0.0f;
+        }
+      }
+    }
+  }
+  for (int p = 0; p < 6; ++p) {  // slack past the rows, which the last vectors read
+    const std::size_t used = static_cast<std::size_t>(rows) * row;
+    zero_row(dst + p * plane + used, static_cast<std::int64_t>(plane - used));
+  }
+}
+
+}  // namespace
+
 LBT_NO_LIBCALL_LOOPS void pad_planes(const float* x, const Geometry& g, float* xp) {
   const std::size_t plane = g.plane();
   const int p = g.pad(), row = g.row();
@@ -158,41 +211,7 @@ LBT_NO_LIBCALL_LOOPS void pad_planes(const float* x, const Geometry& g, float* x
     float* dst = xp + static_cast<std::size_t>(c) * g.channel_stride();
     const float* src = x + static_cast<std::size_t>(c) * g.h * g.w;
     if (g.stride == 2) {
-      // Padded pixel (R, S) = (i + 1, j + 1) goes to phase (R % 2, S % 2) at (R / 2, S / 2):
-      // even j to the odd-column phase at j / 2, odd j to the even-column one at (j + 1) / 2.
-      zero_row(dst, static_cast<std::int64_t>(4 * plane));
-      for (int i = 0; i < g.h; ++i) {
-        const int R = i + 1;
-        float* odd = dst + static_cast<std::size_t>((R % 2) * 2 + 1) * plane +
-                     static_cast<std::size_t>(R / 2) * row;
-        float* even = dst + static_cast<std::size_t>((R % 2) * 2) * plane +
-                      static_cast<std::size_t>(R / 2) * row;
-        const float* line = src + static_cast<std::size_t>(i) * g.w;
-#if defined(__AVX512F__)
-        if (g.w == 16) {  // 8 pixel pairs: halves of one vector (masked stores cost 2x here)
-          const v16 v = vec::load(line);
-          _mm256_storeu_ps(odd,
-                           _mm512_castps512_ps256(reinterpret_cast<__m512>(vec::even_of(v, v))));
-          _mm256_storeu_ps(even + 1,
-                           _mm512_castps512_ps256(reinterpret_cast<__m512>(vec::odd_of(v, v))));
-          continue;
-        }
-#endif
-        for (int j0 = 0; j0 < g.w / 2; j0 += 16) {  // 16 pixel pairs, split by shuffles
-          const int n = std::min(16, g.w / 2 - j0);
-          if (n == 16) {
-            const v16 lo = vec::load(line + 2 * j0), hi = vec::load(line + 2 * j0 + 16);
-            vec::store(odd + j0, vec::even_of(lo, hi));
-            vec::store(even + j0 + 1, vec::odd_of(lo, hi));
-            continue;
-          }
-          const int first = std::min(2 * n, 16);
-          const v16 lo = vec::load_first(line + 2 * j0, first);
-          const v16 hi = vec::load_first(line + 2 * j0 + 16, 2 * n - first);
-          vec::store_first(odd + j0, vec::even_of(lo, hi), n);
-          vec::store_first(even + j0 + 1, vec::odd_of(lo, hi), n);
-        }
-      }
+      pad_phases_stride2(src, g, dst);
       continue;
     }
     zero_row(dst, static_cast<std::int64_t>(p) * row + p);  // top border, first left one

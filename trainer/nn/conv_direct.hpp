@@ -7,10 +7,12 @@
 // every pixel. So the convolution is a sum of K*K shifted copies of the planes, vectorised
 // over runs of q that cross row ends (the K - 1 columns q lands on past each row end are
 // computed and thrown away).
-// Stride 2: the padded image is split into its four phases (even/odd padded row x even/odd
-// padded column), planes of `row = w/2 + 1`; tap (u, v) of output (i, j) is pixel
-// (i + u/2, j + v/2) of phase (u % 2, v % 2): again one constant offset per tap, into one of
-// the channel's four phase planes. The same kernels serve both.
+// Stride 2: the padded image is split into six planes of `row = w/2` columns, one per padded
+// row parity a and column shift v in {0, 1, 2}: plane (a, v) holds padded pixel (2R + a,
+// 2S + v) at (R, S). Tap (u, v) of output (i, j) is then pixel (i + u/2, j) of plane
+// (u % 2, v): again one constant offset per tap, and no position computed past a row's end
+// (four phase planes of w/2 + 1 columns computed 80 positions for ResNet's 64 at 8x8). The
+// same kernels serve both.
 // No column matrix is written or packed: for ResNet's 16- to 64-channel layers those copies
 // cost more than the multiply-adds (bench/cnn_step.cpp).
 //   forward:        y = conv(x, W)                      (register-blocked, 8 output channels)
@@ -30,14 +32,14 @@ struct Geometry {
   int pad() const { return k / 2; }
   int out_h() const { return stride == 1 ? h : h / 2; }
   int out_w() const { return stride == 1 ? w : w / 2; }
-  int row() const { return stride == 1 ? w + k - 1 : w / 2 + 1; }  // plane row length
+  int row() const { return stride == 1 ? w + k - 1 : w / 2; }  // plane row length
   // Output positions computed per channel (out_h rows of row() floats), rounded up to 16.
   std::size_t out_len() const;
   // Floats per plane: its rows plus slack that the last vectors and the largest tap offset
   // may read (zeros), rounded to 16 floats (64 bytes).
   std::size_t plane() const;
-  // Floats per input channel: one padded plane, or four phase planes.
-  std::size_t channel_stride() const { return stride == 1 ? plane() : 4 * plane(); }
+  // Floats per input channel: one padded plane, or six shifted phase planes.
+  std::size_t channel_stride() const { return stride == 1 ? plane() : 6 * plane(); }
   // Where tap t = u * k + v of output position q reads, relative to q.
   std::size_t offset(int t) const;
   // Floats per channel of dy as the weight gradient reads it (prepare_dy).
@@ -49,7 +51,7 @@ struct Geometry {
 // `out_channels` a multiple of 8 (the kernel's register block).
 bool supports(int kernel, int stride, int padding, int out_channels, int h, int w);
 
-// xp[c] = x[c][h][w] inside zero borders, as padded planes (stride 1) or the four phase
+// xp[c] = x[c][h][w] inside zero borders, as padded planes (stride 1) or the six phase
 // planes of the padded image (stride 2); borders and slack are written too.
 void pad_planes(const float* x, const Geometry& g, float* xp);
 // y[o][i][j] = yp[o][i * row + j] + (bias ? bias[o] : 0) for i < out_h, j < out_w;

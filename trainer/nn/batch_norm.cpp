@@ -17,32 +17,30 @@
 namespace lbt::nn {
 namespace {
 
-// One plane's sum (Squares: its sum of squared deviations from `mean`) in 16 float lanes, four
-// independent vector chains (a single one waits on the add latency at every vector), left
-// unreduced: on the 8x8 planes of ResNet's last stage a horizontal sum per plane cost more
-// than the additions. Lanes past the plane's end add nothing.
+// One plane's sums of d = x - shift and of d^2 in 16 float lanes each, two independent vector
+// chains per sum (a single one waits on the add latency at every vector), left unreduced: on
+// the 8x8 planes of ResNet's last stage a horizontal sum per plane cost more than the
+// additions. Lanes past the plane's end add nothing.
 constexpr vec::v16i kLaneIndex = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15};
 
-template <bool Squares>
-vec::v16 plane_lanes(const float* p, std::int64_t n, float mean) {
+std::pair<vec::v16, vec::v16> plane_shifted_sums(const float* p, std::int64_t n, float shift) {
   using namespace vec;
-  v16 acc[4] = {};
-  auto add = [&](v16 v, v16i live, int k) {
-    if constexpr (Squares) {
-      const v16 d = as_float(as_int(v - mean) & live);
-      acc[k] = fma(d, d, acc[k]);
-    } else {
-      acc[k] += v;
-    }
-  };
+  v16 s1[2] = {}, s2[2] = {};
   std::int64_t i = 0;
-  for (; i + 64 <= n; i += 64)
-    for (int k = 0; k < 4; ++k) add(load(p + i + 16 * k), v16i{} - 1, k);
+  for (; i + 32 <= n; i += 32) {
+    for (int k = 0; k < 2; ++k) {
+      const v16 d = load(p + i + 16 * k) - shift;
+      s1[k] += d;
+      s2[k] = fma(d, d, s2[k]);
+    }
+  }
   for (; i < n; i += 16) {
     const int len = static_cast<int>(std::min<std::int64_t>(16, n - i));
-    add(load_first(p + i, len), kLaneIndex < len, 0);
+    const v16 d = as_float(as_int(load_first(p + i, len) - shift) & (kLaneIndex < len));
+    s1[0] += d;
+    s2[0] = fma(d, d, s2[0]);
   }
-  return (acc[0] + acc[1]) + (acc[2] + acc[3]);
+  return {s1[0] + s1[1], s2[0] + s2[1]};
 }
 
 // Sum over images n (in order, so that the result does not depend on the thread count) of
@@ -145,41 +143,41 @@ void BatchNorm::forward_fused(const float* x, float* y, std::int64_t batch, bool
                       "use a micro-batch of at least 2");
   }
   last_train_ = train;
-  lane_sums_.resize(static_cast<std::size_t>(batch * C * 16));
+  lane_sums_.resize(static_cast<std::size_t>(batch * C * 32));
   scale_.resize(static_cast<std::size_t>(C));
   shift_.resize(static_cast<std::size_t>(C));
-  float* lanes = lane_sums_.data();
+  float* lanes = lane_sums_.data();  // [batch][C][sum d, sum d^2][16]
   // Threads split the batch, as the convolutions around do, so that each reads the images it
   // wrote; per-plane partials are added up in image order, so the statistics do not depend on
   // the thread count.
 #pragma omp parallel if (batch * C * HW > 32768)
   {
     if (train) {
-      // Two passes: the variance of shifted values, no catastrophic cancellation.
+      // One pass over x (a second one, for the deviations from the mean, cost a read of x from
+      // memory at batch 128): sums of d = x - k_c with k_c a value of channel c itself (its
+      // first), so that var = E[d^2] - E[d]^2 cancels only about (mean - k_c)^2 / var, a few
+      // units (Chan, Golub & LeVeque 1983, the shifted-data algorithm); x - k_c is exact for
+      // values within a factor 2 of k_c (Sterbenz).
 #pragma omp for schedule(static)
       for (std::int64_t n = 0; n < batch; ++n)
-        for (std::int64_t c = 0; c < C; ++c)
-          vec::store(lanes + (n * C + c) * 16, plane_lanes<false>(x + (n * C + c) * HW, HW, 0.0f));
-#pragma omp for schedule(static)
-      for (std::int64_t c = 0; c < C; ++c)
-        mean_[c] = static_cast<float>(sum_over_images(lanes + c * 16, batch, C * 16) /
-                                      static_cast<double>(M));
-#pragma omp for schedule(static)
-      for (std::int64_t n = 0; n < batch; ++n)
-        for (std::int64_t c = 0; c < C; ++c)
-          vec::store(lanes + (n * C + c) * 16,
-                     plane_lanes<true>(x + (n * C + c) * HW, HW, mean_[c]));
+        for (std::int64_t c = 0; c < C; ++c) {
+          const auto [s1, s2] = plane_shifted_sums(x + (n * C + c) * HW, HW, x[c * HW]);
+          vec::store(lanes + (n * C + c) * 32, s1);
+          vec::store(lanes + (n * C + c) * 32 + 16, s2);
+        }
     }
 #pragma omp for schedule(static)
     for (std::int64_t c = 0; c < C; ++c) {
       if (train) {
-        const double sq = sum_over_images(lanes + c * 16, batch, C * 16);
-        const double var = sq / static_cast<double>(M), mom = opt_.momentum;
+        const double m = static_cast<double>(M);
+        const double mean_d = sum_over_images(lanes + c * 32, batch, C * 32) / m;
+        const double sq = sum_over_images(lanes + c * 32 + 16, batch, C * 32) / m;
+        const double var = std::max(0.0, sq - mean_d * mean_d), mom = opt_.momentum;
+        mean_[c] = static_cast<float>(x[c * HW] + mean_d);
         inv_std_[c] = static_cast<float>(1.0 / std::sqrt(var + opt_.eps));
         running_mean_[c] = static_cast<float>((1.0 - mom) * running_mean_[c] + mom * mean_[c]);
-        running_var_[c] =
-            static_cast<float>((1.0 - mom) * running_var_[c] +
-                               mom * var * static_cast<double>(M) / static_cast<double>(M - 1));
+        running_var_[c] = static_cast<float>((1.0 - mom) * running_var_[c] +
+                                             mom * var * m / static_cast<double>(M - 1));
       } else {
         mean_[c] = running_mean_[c];
         inv_std_[c] =

@@ -73,8 +73,8 @@ class BatchNorm final : public Layer {
   std::vector<float> mean_, inv_std_;  // [C] of the last forward (batch or running statistics)
   // The last forward's y = fma(x, scale, shift) per channel (the ReLU mask's source).
   std::vector<float> scale_, shift_;
-  // Per-pass scratch: per-plane partial sums in 16 lanes, [batch][C][16] (forward) or
-  // [batch][C][2][16] (backward), and per channel the backward's dx = k (dy - a - (x - mean) b).
+  // Per-pass scratch: per-plane pairs of partial sums in 16 lanes, [batch][C][2][16], and per
+  // channel the backward's dx = k (dy - a - (x - mean) b).
   AlignedBuffer lane_sums_;
   std::vector<float> dx_k_, dx_a_, dx_b_;
   bool last_train_ = true;

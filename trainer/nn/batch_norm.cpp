@@ -17,12 +17,12 @@
 namespace lbt::nn {
 namespace {
 
+constexpr vec::v16i kLaneIndex = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15};
+
 // One plane's sums of d = x - shift and of d^2 in 16 float lanes each, two independent vector
 // chains per sum (a single one waits on the add latency at every vector), left unreduced: on
 // the 8x8 planes of ResNet's last stage a horizontal sum per plane cost more than the
 // additions. Lanes past the plane's end add nothing.
-constexpr vec::v16i kLaneIndex = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15};
-
 std::pair<vec::v16, vec::v16> plane_shifted_sums(const float* p, std::int64_t n, float shift) {
   using namespace vec;
   v16 s1[2] = {}, s2[2] = {};
@@ -58,7 +58,7 @@ double sum_over_images(const float* lanes, std::int64_t batch, std::int64_t stri
 }
 
 // The backward's per-plane sums of g and g (x - mean) in 16 lanes each (unreduced, as
-// plane_lanes), with g = dy, or dy where the ReLU passed (fma(x, scale, shift) > 0, the
+// plane_shifted_sums's), with g = dy, or dy where the ReLU passed (fma(x, scale, shift) > 0, the
 // forward's value) when Relu. Explicit vectors: GCC's `omp simd reduction` kept the masked
 // loop's accumulators on the stack (70% slower).
 template <bool Relu>

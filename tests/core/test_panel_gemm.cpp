@@ -1,7 +1,8 @@
 // panel_gemm against a written-out triple loop in double: both ways of reading A (rows apart by
 // a_row with a contiguous inner dimension, and transposed: a_row = 1), 16- and 32-wide column
 // blocks, row counts that are not multiples of the register block, padded leading dimensions,
-// and accumulation into C.
+// accumulation into C, and A rows exactly 16 apart with K = 16 (the Winograd layout of
+// 16-channel layers, which takes a kernel of its own).
 #include <boost/test/unit_test.hpp>
 
 #include <cmath>
@@ -26,17 +27,19 @@ BOOST_AUTO_TEST_CASE(panel_gemm_equals_a_written_out_product) {
   struct Case {
     int rows, cols, K;
     bool transposed_a, accumulate;
+    int a_row = 0;  // A's row stride when not transposed; 0: K + 3
   };
-  const Case cases[] = {{49, 64, 32, false, false},  {49, 64, 32, false, true},
-                        {13, 48, 7, true, false},    {32, 16, 64, false, true},
-                        {1, 32, 5, true, true},      {100, 80, 16, true, false},
-                        {37, 96, 3136, false, false}};
+  const Case cases[] = {{49, 64, 32, false, false},    {49, 64, 32, false, true},
+                        {13, 48, 7, true, false},      {32, 16, 64, false, true},
+                        {1, 32, 5, true, true},        {100, 80, 16, true, false},
+                        {37, 96, 3136, false, false},  {64, 16, 16, false, false, 16},
+                        {64, 16, 16, false, true, 16}, {35, 16, 16, false, true, 16}};
   for (const Case& c : cases) {
     BOOST_TEST_CONTEXT(c.rows << "x" << c.cols << "x" << c.K << (c.transposed_a ? " A^T" : "")
                               << (c.accumulate ? " +=" : "")) {
       // A stored [rows][K + 3] or, transposed, [K][rows + 5]; B [K][cols + 16]; C [rows][cols +
       // 16].
-      const std::ptrdiff_t a_row = c.transposed_a ? 1 : c.K + 3;
+      const std::ptrdiff_t a_row = c.transposed_a ? 1 : (c.a_row > 0 ? c.a_row : c.K + 3);
       const std::ptrdiff_t a_k = c.transposed_a ? c.rows + 5 : 1;
       const std::ptrdiff_t ldb = c.cols + 16, ldc = c.cols + 16;
       const auto a =

@@ -160,39 +160,40 @@ namespace {
 LBT_NO_LIBCALL_LOOPS void pad_phases_stride2(const float* src, const Geometry& g, float* dst) {
   const std::size_t plane = g.plane();
   const int row = g.row(), rows = g.h / 2 + 1;
-  for (int a = 0; a < 2; ++a) {
-    for (int R = 0; R < rows; ++R) {
-      float* out[3];
-      for (int v = 0; v < 3; ++v)
-        out[v] =
-            dst + static_cast<std::size_t>(a * 3 + v) * plane + static_cast<std::size_t>(R) * row;
-      const int i = 2 * R + a - 1;
-      if (i < 0 || i >= g.h) {
-        for (float* o : out) zero_row(o, row);
-        continue;
-      }
-      const float* line = src + static_cast<std::size_t>(i) * g.w;
+  // Padded rows in order (image rows -1 to h), reading the image front to back: by parity
+  // first, the jumps between rows left the hardware prefetcher behind.
+  for (int padded = 0; padded < 2 * rows; ++padded) {
+    const int a = padded % 2, R = padded / 2;
+    float* out[3];
+    for (int v = 0; v < 3; ++v)
+      out[v] =
+          dst + static_cast<std::size_t>(a * 3 + v) * plane + static_cast<std::size_t>(R) * row;
+    const int i = padded - 1;
+    if (i < 0 || i >= g.h) {
+      for (float* o : out) zero_row(o, row);
+      continue;
+    }
+    const float* line = src + static_cast<std::size_t>(i) * g.w;
 #if defined(__AVX512F__)
-      if (g.w == 16 || g.w == 32) {
-        const v16 lo = vec::load(line), hi = g.w == 32 ? vec::load(line + 16) : lo;
-        const v16 even = vec::even_of(lo, hi), odd = vec::odd_of(lo, hi);
-        const v16 shifted = reinterpret_cast<v16>(_mm512_alignr_epi32(
-            reinterpret_cast<__m512i>(odd), _mm512_setzero_si512(), 15));  // 0, odd[0..14]
-        if (g.w == 32) {
-          vec::store(out[0], shifted), vec::store(out[1], even), vec::store(out[2], odd);
-        } else {  // 8 columns: the low halves
-          _mm256_storeu_ps(out[0], _mm512_castps512_ps256(reinterpret_cast<__m512>(shifted)));
-          _mm256_storeu_ps(out[1], _mm512_castps512_ps256(reinterpret_cast<__m512>(even)));
-          _mm256_storeu_ps(out[2], _mm512_castps512_ps256(reinterpret_cast<__m512>(odd)));
-        }
-        continue;
+    if (g.w == 16 || g.w == 32) {
+      const v16 lo = vec::load(line), hi = g.w == 32 ? vec::load(line + 16) : lo;
+      const v16 even = vec::even_of(lo, hi), odd = vec::odd_of(lo, hi);
+      const v16 shifted = reinterpret_cast<v16>(_mm512_alignr_epi32(
+          reinterpret_cast<__m512i>(odd), _mm512_setzero_si512(), 15));  // 0, odd[0..14]
+      if (g.w == 32) {
+        vec::store(out[0], shifted), vec::store(out[1], even), vec::store(out[2], odd);
+      } else {  // 8 columns: the low halves
+        _mm256_storeu_ps(out[0], _mm512_castps512_ps256(reinterpret_cast<__m512>(shifted)));
+        _mm256_storeu_ps(out[1], _mm512_castps512_ps256(reinterpret_cast<__m512>(even)));
+        _mm256_storeu_ps(out[2], _mm512_castps512_ps256(reinterpret_cast<__m512>(odd)));
       }
+      continue;
+    }
 #endif
-      for (int v = 0; v < 3; ++v) {
-        for (int S = 0; S < row; ++S) {
-          const int j = 2 * S + v - 1;
-          out[v][S] = j >= 0 && j < g.w ? line[j] : 0.0f;
-        }
+    for (int v = 0; v < 3; ++v) {
+      for (int S = 0; S < row; ++S) {
+        const int j = 2 * S + v - 1;
+        out[v][S] = j >= 0 && j < g.w ? line[j] : 0.0f;
       }
     }
   }

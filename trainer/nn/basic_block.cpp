@@ -100,18 +100,28 @@ void BasicBlock::forward(const float* x, float* y, std::int64_t batch, bool trai
 
 void BasicBlock::backward(const float* x, const float* y, const float* dy, float* dx,
                           std::int64_t batch, bool accumulate) {
-  // dz = dy [y > 0] into gz_ as bn2's backward sums it; then the residual branch.
-  bn2_.backward_masked(a2_.data(), y, dy, gz_.data(), g1_.data(), batch, accumulate);
+  // dz = dy [y > 0] into gz_ as bn2's backward sums it; then the residual branch. A BatchNorm's
+  // input gradient is not written where the convolution before it reads its output gradient
+  // through the BatchNorm's map (Conv2d::reads_mapped_gradient): a pass that wrote it and one
+  // that read it back fewer.
+  const bool map2 = conv2_.reads_mapped_gradient(), map1 = conv1_.reads_mapped_gradient();
+  bn2_.backward_masked(a2_.data(), y, dy, gz_.data(), map2 ? nullptr : g1_.data(), batch,
+                       accumulate);
+  const BatchNormGradMap bn2_grad = bn2_.grad_map(a2_.data());
   if (conv2_.reads_affine_input())
-    conv2_.backward_affine(a1_.data(), bn1_.affine(), g1_.data(), g2_.data(), batch, accumulate);
+    conv2_.backward_affine(a1_.data(), bn1_.affine(), map2 ? gz_.data() : g1_.data(), g2_.data(),
+                           batch, accumulate, map2 ? &bn2_grad : nullptr);
   else
     conv2_.backward(r1_.data(), a2_.data(), g1_.data(), g2_.data(), batch, accumulate);
-  bn1_.backward(a1_.data(), nullptr, g2_.data(), g1_.data(), batch, accumulate);
+  bn1_.backward(a1_.data(), nullptr, g2_.data(), map1 ? nullptr : g1_.data(), batch, accumulate);
+  const BatchNormGradMap bn1_grad = bn1_.grad_map(a1_.data());
+  const float* conv1_dy = map1 ? g2_.data() : g1_.data();
+  const BatchNormGradMap* conv1_map = map1 ? &bn1_grad : nullptr;
   if (!proj_conv_) {  // dx = conv1's input gradient + dz, in the pass that writes dx
-    conv1_.backward_adding(x, g1_.data(), dx, gz_.data(), batch, accumulate);
+    conv1_.backward_adding(x, conv1_dy, dx, gz_.data(), batch, accumulate, conv1_map);
     return;
   }
-  conv1_.backward(x, a1_.data(), g1_.data(), dx, batch, accumulate);
+  conv1_.backward_adding(x, conv1_dy, dx, nullptr, batch, accumulate, conv1_map);
   // Projection shortcut: dx += conv_s^T bn_s^T dz, added where the projection writes.
   proj_bn_->backward(sa_.data(), nullptr, gz_.data(), g1_.data(), batch, accumulate);
   proj_conv_->backward_adding(x, g1_.data(), dx, dx, batch, accumulate);

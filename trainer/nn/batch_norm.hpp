@@ -61,6 +61,20 @@ class BatchNorm final : public Layer {
   void backward_masked(const float* x, const float* out, const float* dy, float* masked_dy,
                        float* dx, std::int64_t batch, bool accumulate);
 
+  // After a backward call with dx = nullptr (which sums, and writes no dx): the map that
+  // computes that dx from the same dy (backward_masked's masked_dy) and x as a later pass reads
+  // them (channels_last.hpp; Conv2d::backward_adding's dy_map).
+  BatchNormGradMap grad_map(const float* x) const {
+    return {x,
+            dx_k_.data(),
+            dx_a_.data(),
+            dx_b_.data(),
+            mean_.data(),
+            scale_.data(),
+            shift_.data(),
+            opt_.relu};
+  }
+
   std::span<float> running_mean() { return running_mean_; }
   std::span<float> running_var() { return running_var_; }
 

@@ -14,11 +14,24 @@ struct ChannelAffine {
   bool relu = false;
 };
 
-// dst[n][(i + p) * wp + j + p][c] = x[n][c][i][j] (through `affine` when it is not null) for
-// `count` images, inside zero borders: p rows and columns before the image, hp - h - p rows
-// and wp - w - p columns after it (zeros: the map does not apply to the padding).
+// A BatchNorm's input gradient computed from its output gradient g as the values are read
+// (BatchNorm::backward's last pass, which then writes nothing): per channel c,
+// dx = k[c] (g' - a[c] - (x - mean[c]) b[c]), x the BatchNorm's input (NCHW, g's layout) and
+// g' = g, or with relu g where fma(x, scale[c], shift[c]) > 0 (the forward's ReLU passed).
+struct BatchNormGradMap {
+  const float* x = nullptr;
+  const float *k = nullptr, *a = nullptr, *b = nullptr, *mean = nullptr;
+  const float *scale = nullptr, *shift = nullptr;
+  bool relu = false;
+};
+
+// dst[n][(i + p) * wp + j + p][c] = x[n][c][i][j] (through `affine` or `grad` when one is not
+// null; grad's x starts at image 0 of this call too) for `count` images, inside zero borders:
+// p rows and columns before the image, hp - h - p rows and wp - w - p columns after it (zeros:
+// the maps do not apply to the padding).
 void to_channels_last(const float* x, int C, int h, int w, int p, int hp, int wp,
-                      std::int64_t count, float* dst, const ChannelAffine* affine = nullptr);
+                      std::int64_t count, float* dst, const ChannelAffine* affine = nullptr,
+                      const BatchNormGradMap* grad = nullptr);
 
 // y[n][c][q] = src[n][q][c] (+ bias[c] when bias is not null) (+ addend[n][c][q] when addend
 // is not null; it may be y itself) for q < hw: back to NCHW.

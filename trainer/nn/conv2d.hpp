@@ -45,8 +45,13 @@ class Conv2d final : public Layer {
   // backward() with dx = the input gradient + dx_addend (dx's shape; may be dx itself): a
   // residual block adds its shortcut's gradient in the pass that writes dx on the Winograd
   // and 1x1 stride-2 paths (one pass over dx fewer), in a separate pass on the others.
+  // dy_map (not null only where reads_mapped_gradient()): dy is the gradient at the output of
+  // the BatchNorm after this layer, turned into the BatchNorm's input gradient (this layer's
+  // output gradient) as the pass that copies it channels-last reads it, where that BatchNorm's
+  // own backward would write it out and this pass read it back.
   void backward_adding(const float* x, const float* dy, float* dx, const float* dx_addend,
-                       std::int64_t batch, bool accumulate);
+                       std::int64_t batch, bool accumulate,
+                       const BatchNormGradMap* dy_map = nullptr);
 
   Shape3 in_shape() const { return in_; }
   Shape3 out_shape() const { return out_; }
@@ -58,7 +63,9 @@ class Conv2d final : public Layer {
   bool reads_affine_input() const { return winograd_; }
   void forward_affine(const float* x, const ChannelAffine& affine, float* y, std::int64_t batch);
   void backward_affine(const float* x, const ChannelAffine& affine, const float* dy, float* dx,
-                       std::int64_t batch, bool accumulate);
+                       std::int64_t batch, bool accumulate,
+                       const BatchNormGradMap* dy_map = nullptr);
+  bool reads_mapped_gradient() const { return winograd_ && !b_; }
 
  private:
   // col: [in_c*k*k, out_h*out_w] from one image x: [in_c, in_h, in_w] (zeros in the padding);
@@ -88,7 +95,8 @@ class Conv2d final : public Layer {
                         const ChannelAffine* x_affine = nullptr);
   void backward_winograd(const float* x, const float* dy, float* dx, std::int64_t batch,
                          bool accumulate, const float* dx_addend = nullptr,
-                         const ChannelAffine* x_affine = nullptr);
+                         const ChannelAffine* x_affine = nullptr,
+                         const BatchNormGradMap* dy_map = nullptr);
   // db_t[o] (+)= sum of dy_n's channel o: one image's bias gradient.
   void add_bias_grad(const float* dyn, bool first, float* db_t) const;
   // Sizes the per-thread workspaces one backward call needs (conv2d_backward.cpp).

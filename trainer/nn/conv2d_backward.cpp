@@ -13,6 +13,7 @@
 #include <omp.h>
 
 #include <algorithm>
+#include <stdexcept>
 
 #include "core/gemm.hpp"
 #include "core/panel_gemm.hpp"
@@ -210,7 +211,12 @@ void Conv2d::backward(const float* x, const float*, const float* dy, float* dx, 
 }
 
 void Conv2d::backward_adding(const float* x, const float* dy, float* dx, const float* dx_addend,
-                             std::int64_t batch, bool accumulate) {
+                             std::int64_t batch, bool accumulate, const BatchNormGradMap* dy_map) {
+  if (dy_map) {
+    if (!reads_mapped_gradient())
+      throw std::logic_error("Conv2d::backward_adding: a dy map only on the Winograd path");
+    return backward_winograd(x, dy, dx, batch, accumulate, dx_addend, nullptr, dy_map);
+  }
   if (!dx || !dx_addend) return backward(x, nullptr, dy, dx, batch, accumulate);
   if (winograd_) return backward_winograd(x, dy, dx, batch, accumulate, dx_addend);
   if (subsampled_ && dx_addend == dx)

@@ -33,9 +33,12 @@ void Conv2d::forward_affine(const float* x, const ChannelAffine& affine, float* 
 }
 
 void Conv2d::backward_affine(const float* x, const ChannelAffine& affine, const float* dy,
-                             float* dx, std::int64_t batch, bool accumulate) {
-  if (!winograd_) throw std::logic_error("Conv2d::backward_affine: only on the Winograd path");
-  backward_winograd(x, dy, dx, batch, accumulate, nullptr, &affine);
+                             float* dx, std::int64_t batch, bool accumulate,
+                             const BatchNormGradMap* dy_map) {
+  if (!winograd_ || (dy_map && !reads_mapped_gradient()))
+    throw std::logic_error(
+        "Conv2d::backward_affine: only on the Winograd path, no bias with a map");
+  backward_winograd(x, dy, dx, batch, accumulate, nullptr, &affine, dy_map);
 }
 
 void Conv2d::forward_winograd(const float* x, float* y, std::int64_t batch,
@@ -58,7 +61,7 @@ void Conv2d::forward_winograd(const float* x, float* y, std::int64_t batch,
 
 void Conv2d::backward_winograd(const float* x, const float* dy, float* dx, std::int64_t batch,
                                bool accumulate, const float* dx_addend,
-                               const ChannelAffine* x_affine) {
+                               const ChannelAffine* x_affine, const BatchNormGradMap* dy_map) {
   const winograd::Shape s = winograd_shape();
   const int threads = threads_for(batch);
   const auto T = static_cast<std::size_t>(threads);
@@ -89,7 +92,10 @@ void Conv2d::backward_winograd(const float* x, const float* dy, float* dx, std::
     for (std::int64_t grp = 0; grp < groups; ++grp) {
       const std::int64_t n0 = grp * group, count = std::min(group, batch - n0);
       const float* dyn = dy + n0 * out_.size();
-      winograd::accumulate_weight_grad(s, x + n0 * in_.size(), dyn, count, du, ws, x_affine);
+      BatchNormGradMap group_map;  // dy_map from image n0 on
+      if (dy_map) group_map = *dy_map, group_map.x = dy_map->x + n0 * out_.size();
+      winograd::accumulate_weight_grad(s, x + n0 * in_.size(), dyn, count, du, ws, x_affine,
+                                       dy_map ? &group_map : nullptr);
       if (dx)
         winograd::input_grad_after_weight_grad(s, count, w_winograd_dx_.data(),
                                                dx + n0 * in_.size(), ws,

@@ -321,7 +321,8 @@ void convolve(const Shape& s, const float* x, std::int64_t count, const float* u
 }
 
 void accumulate_weight_grad(const Shape& s, const float* x, const float* dy, std::int64_t count,
-                            float* du, Workspace& ws, const ChannelAffine* x_affine) {
+                            float* du, Workspace& ws, const ChannelAffine* x_affine,
+                            const BatchNormGradMap* dy_map) {
   const Tiles g = tiles_of(s, count);
   const std::size_t T = g.total();
   const int p = s.r / 2, ci = s.in_c, co = s.out_c;
@@ -329,7 +330,7 @@ void accumulate_weight_grad(const Shape& s, const float* x, const float* dy, std
   to_channels_last(x, ci, s.h, s.w, p, g.hp, g.wp, count, ws.padded.data(), x_affine);
   transform_input_into(ws.padded.data(), ci, g, ws);
   grow(ws.dy, static_cast<std::size_t>(count) * g.hp * g.wp * co);
-  to_channels_last(dy, co, s.h, s.w, p, g.hp, g.wp, count, ws.dy.data());
+  to_channels_last(dy, co, s.h, s.w, p, g.hp, g.wp, count, ws.dy.data(), nullptr, dy_map);
   grow(ws.m, static_cast<std::size_t>(g.positions()) * g.plane(co));
   // e[xi][t][o] = (A dy_t A^T)[xi]: each 4x4 tile of the output gradient (zeros past the
   // image) lifted to the alpha^2 positions.

@@ -77,8 +77,11 @@ void convolve(const Shape& s, const float* x, std::int64_t count, const float* u
 
 // du[xi][in][out] += the transformed weight gradient of `count` images x and output
 // gradients dy (NCHW).
+// dy_map (may be null): dy is the gradient at a BatchNorm's output, read through that map
+// (its x from these images too); the output gradient is the BatchNorm's input gradient.
 void accumulate_weight_grad(const Shape& s, const float* x, const float* dy, std::int64_t count,
-                            float* du, Workspace& ws, const ChannelAffine* x_affine = nullptr);
+                            float* du, Workspace& ws, const ChannelAffine* x_affine = nullptr,
+                            const BatchNormGradMap* dy_map = nullptr);
 
 // dx[n] = conv(dy[n], W flipped, channels swapped) (+ dx_addend[n], which may be dx) for the
 // output gradients that the last accumulate_weight_grad call left in ws (channels-last,

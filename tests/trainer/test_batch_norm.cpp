@@ -10,6 +10,7 @@
 #include "support/layer_check.hpp"
 #include "support/random.hpp"
 #include "trainer/nn/batch_norm.hpp"
+#include "trainer/nn/channels_last.hpp"
 
 using namespace lbt;
 using lbt::test::check_layer;
@@ -138,42 +139,66 @@ BOOST_AUTO_TEST_CASE(batch_norm_train_mode_matches_hand_computed_values_and_upda
 BOOST_AUTO_TEST_CASE(batch_norm_statistics_stay_accurate_far_from_zero_and_across_planes) {
   // Values near 1e4 with unit spread, whose plane means differ by several units: the batch
   // variance is the planes' own spread plus their means' spread (Chan et al.'s combination),
-  // and E[x^2] - E[x]^2 in float would lose it entirely (1e8 to 7 digits).
-  const nn::Shape3 shape{2, 8, 8};
-  const std::int64_t batch = 4, hw = shape.plane();
-  nn::BatchNorm bn(shape, {.momentum = 1.0, .eps = 1e-5});
-  ParameterStore store;
-  lbt::test::bind_fresh(bn, store, "bn", 0);
-  auto noise = normal_vector(static_cast<std::size_t>(batch * shape.size()), 5);
-  std::vector<float> x(noise.size()), y(noise.size());
-  for (std::int64_t n = 0; n < batch; ++n)
-    for (std::int64_t c = 0; c < shape.c; ++c)
-      for (std::int64_t i = 0; i < hw; ++i) {
-        const std::size_t at = static_cast<std::size_t>((n * shape.c + c) * hw + i);
-        x[at] = 1e4f + 3.0f * static_cast<float>(n) + noise[at];
+  // and E[x^2] - E[x]^2 in float would lose it entirely (1e8 to 7 digits). Statistics from a
+  // pass over x, and from the per-plane moments a layer's copy back from channels-last sums
+  // about each plane's own first value (from_channels_last; 25 pixels: a partial block).
+  struct Case {
+    nn::Shape3 shape;
+    bool from_moments;
+  };
+  for (const Case& k : {Case{{2, 8, 8}, false}, Case{{16, 8, 8}, true}, Case{{16, 5, 5}, true}}) {
+    BOOST_TEST_CONTEXT(k.shape.text() << (k.from_moments ? " from moments" : " from x")) {
+      const nn::Shape3 shape = k.shape;
+      const std::int64_t batch = 4, hw = shape.plane(), C = shape.c;
+      nn::BatchNorm bn(shape, {.momentum = 1.0, .eps = 1e-5});
+      ParameterStore store;
+      lbt::test::bind_fresh(bn, store, "bn", 0);
+      auto noise = normal_vector(static_cast<std::size_t>(batch * shape.size()), 5);
+      std::vector<float> x(noise.size()), y(noise.size());
+      std::vector<float> channels_last(noise.size());  // [n][q][c]
+      for (std::int64_t n = 0; n < batch; ++n)
+        for (std::int64_t c = 0; c < C; ++c)
+          for (std::int64_t i = 0; i < hw; ++i) {
+            const std::size_t at = static_cast<std::size_t>((n * C + c) * hw + i);
+            x[at] = 1e4f + 3.0f * static_cast<float>(n) + noise[at];
+            channels_last[static_cast<std::size_t>((n * hw + i) * C + c)] = x[at];
+          }
+      if (k.from_moments) {
+        std::vector<float> copied(x.size()), moments(static_cast<std::size_t>(batch * 3 * C));
+        nn::from_channels_last(channels_last.data(), static_cast<int>(C), static_cast<int>(hw),
+                               nullptr, batch, copied.data(), nullptr, moments.data());
+        BOOST_TEST(copied == x, boost::test_tools::per_element());
+        bn.forward_statistics(x.data(), batch, true, moments.data());
+        const nn::ChannelAffine map = bn.affine();
+        for (std::size_t i = 0; i < x.size(); ++i)
+          y[i] = std::fma(x[i], map.scale[i / static_cast<std::size_t>(hw) % C],
+                          map.shift[i / static_cast<std::size_t>(hw) % C]);
+      } else {
+        bn.forward(x.data(), y.data(), batch, true);
       }
-  bn.forward(x.data(), y.data(), batch, true);
-  for (std::int64_t c = 0; c < shape.c; ++c) {
-    double sum = 0.0, sq = 0.0;  // the same float inputs, in double, in two passes
-    for (std::int64_t n = 0; n < batch; ++n)
-      for (std::int64_t i = 0; i < hw; ++i)
-        sum += x[static_cast<std::size_t>((n * shape.c + c) * hw + i)];
-    const double m = static_cast<double>(batch * hw), mean = sum / m;
-    for (std::int64_t n = 0; n < batch; ++n)
-      for (std::int64_t i = 0; i < hw; ++i) {
-        const double d = x[static_cast<std::size_t>((n * shape.c + c) * hw + i)] - mean;
-        sq += d * d;
+      for (std::int64_t c = 0; c < C; ++c) {
+        double sum = 0.0, sq = 0.0;  // the same float inputs, in double, in two passes
+        for (std::int64_t n = 0; n < batch; ++n)
+          for (std::int64_t i = 0; i < hw; ++i)
+            sum += x[static_cast<std::size_t>((n * C + c) * hw + i)];
+        const double m = static_cast<double>(batch * hw), mean = sum / m;
+        for (std::int64_t n = 0; n < batch; ++n)
+          for (std::int64_t i = 0; i < hw; ++i) {
+            const double d = x[static_cast<std::size_t>((n * C + c) * hw + i)] - mean;
+            sq += d * d;
+          }
+        const double var = sq / m;  // about 1 + 5 (the plane means 0, 3, 6, 9 spread by 5)
+        BOOST_TEST(var > 5.0);
+        BOOST_TEST(std::abs(bn.running_var()[c] - var * m / (m - 1.0)) < 1e-4 * var);
+        for (std::int64_t n = 0; n < batch; ++n)
+          for (std::int64_t i = 0; i < hw; ++i) {
+            const std::size_t at = static_cast<std::size_t>((n * C + c) * hw + i);
+            const double want = (x[at] - mean) / std::sqrt(var + 1e-5);
+            BOOST_CHECK_MESSAGE(std::abs(y[at] - want) < 2e-3,
+                                "y[" << at << "] " << y[at] << " vs " << want);
+          }
       }
-    const double var = sq / m;  // about 1 + 5 (the plane means 0, 3, 6, 9 spread by 5)
-    BOOST_TEST(var > 5.0);
-    BOOST_TEST(std::abs(bn.running_var()[c] - var * m / (m - 1.0)) < 1e-4 * var);
-    for (std::int64_t n = 0; n < batch; ++n)
-      for (std::int64_t i = 0; i < hw; ++i) {
-        const std::size_t at = static_cast<std::size_t>((n * shape.c + c) * hw + i);
-        const double want = (x[at] - mean) / std::sqrt(var + 1e-5);
-        BOOST_CHECK_MESSAGE(std::abs(y[at] - want) < 2e-3,
-                            "y[" << at << "] " << y[at] << " vs " << want);
-      }
+    }
   }
 }
 

@@ -74,28 +74,38 @@ void BasicBlock::reserve(std::int64_t batch) {
   for (AlignedBuffer* b : {&a1_, &a2_, &gz_, &g1_, &g2_}) b->resize(out);
   if (!conv2_.reads_affine_input()) r1_.resize(out);
   if (proj_conv_) sa_.resize(out);
+  const auto moments = static_cast<std::size_t>(batch * 3 * out_.c);
+  if (conv1_.writes_output_moments()) moments1_.resize(moments);
+  if (conv2_.writes_output_moments()) moments2_.resize(moments);
   capacity_ = batch;
 }
 
 void BasicBlock::forward(const float* x, float* y, std::int64_t batch, bool train) {
   reserve(batch);
-  conv1_.forward(x, a1_.data(), batch, train);
+  // In train mode each convolution that can sums its output's per-plane moments for the
+  // BatchNorm after it in the pass that writes the output: the statistics without reading it.
+  float* m1 = train && conv1_.writes_output_moments() ? moments1_.data() : nullptr;
+  float* m2 = train && conv2_.writes_output_moments() ? moments2_.data() : nullptr;
+  if (m1)
+    conv1_.forward_with_moments(x, a1_.data(), batch, m1);
+  else
+    conv1_.forward(x, a1_.data(), batch, train);
   if (conv2_.reads_affine_input()) {  // relu(bn1(a1)) applied in conv2's copy of its input
-    bn1_.forward_statistics(a1_.data(), batch, train);
-    conv2_.forward_affine(a1_.data(), bn1_.affine(), a2_.data(), batch);
+    bn1_.forward_statistics(a1_.data(), batch, train, m1);
+    conv2_.forward_affine(a1_.data(), bn1_.affine(), a2_.data(), batch, m2);
   } else {
     bn1_.forward(a1_.data(), r1_.data(), batch, train);  // with its ReLU
     conv2_.forward(r1_.data(), a2_.data(), batch, train);
   }
   if (!proj_conv_) {
-    bn2_.forward_fused(a2_.data(), y, batch, train, x, /*relu=*/true);
+    bn2_.forward_fused(a2_.data(), y, batch, train, x, /*relu=*/true, nullptr, m2);
     return;
   }
   // The projection's BatchNorm applied in bn2's pass: y = relu(bn2(a2) + bn_s(conv_s(x))).
   proj_conv_->forward(x, sa_.data(), batch, train);
   proj_bn_->forward_statistics(sa_.data(), batch, train);
   const ChannelAffine shortcut_bn = proj_bn_->affine();
-  bn2_.forward_fused(a2_.data(), y, batch, train, sa_.data(), /*relu=*/true, &shortcut_bn);
+  bn2_.forward_fused(a2_.data(), y, batch, train, sa_.data(), /*relu=*/true, &shortcut_bn, m2);
 }
 
 void BasicBlock::backward(const float* x, const float* y, const float* dy, float* dx,

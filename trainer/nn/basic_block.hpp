@@ -48,6 +48,9 @@ class BasicBlock final : public Layer {
   // conv2 applies it while copying its input (Conv2d::forward_affine, Winograd path), nor the
   // projection's BN output, which bn2's pass applies (BatchNorm::forward_fused).
   AlignedBuffer a1_, r1_, a2_, sa_, gz_, g1_, g2_;
+  // conv1's and conv2's output moments for bn1 and bn2 (Conv2d::forward_with_moments), where
+  // those convolutions write them.
+  AlignedBuffer moments1_, moments2_;
   std::int64_t capacity_ = 0;
 };
 

@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cmath>
 #include <stdexcept>
+#include <utility>
 
 #include "core/error.hpp"
 #include "core/vec16.hpp"
@@ -55,6 +56,23 @@ double sum_over_images(const float* lanes, std::int64_t batch, std::int64_t stri
   double sum = 0.0;
   for (double a : acc) sum += a;
   return sum;
+}
+
+// Channel c's sums of d = x - k and d^2 over the batch, with k its first value (image 0's
+// shift), from per-plane moments [batch][shift, sum, sum of squares][C] about each plane's own
+// shift k_n (from_channels_last): with e = k_n - k, a plane adds S1 + HW e and
+// S2 + 2 e S1 + HW e^2. In double, image by image, as sum_over_images.
+std::pair<double, double> sums_from_moments(const float* moments, std::int64_t batch,
+                                            std::int64_t C, std::int64_t HW, std::int64_t c) {
+  const double k = moments[c], hw = static_cast<double>(HW);
+  double sum = 0.0, sum_squares = 0.0;
+  for (std::int64_t n = 0; n < batch; ++n) {
+    const float* m = moments + n * 3 * C + c;
+    const double e = m[0] - k, s1 = m[C], s2 = m[2 * C];
+    sum += s1 + hw * e;
+    sum_squares += s2 + 2.0 * e * s1 + hw * e * e;
+  }
+  return {sum, sum_squares};
 }
 
 // The backward's per-plane sums of g and g (x - mean) in 16 lanes each (unreduced, as
@@ -126,12 +144,14 @@ void BatchNorm::forward(const float* x, float* y, std::int64_t batch, bool train
   forward_fused(x, y, batch, train, nullptr, opt_.relu);
 }
 
-void BatchNorm::forward_statistics(const float* x, std::int64_t batch, bool train) {
-  forward_fused(x, nullptr, batch, train, nullptr, opt_.relu);
+void BatchNorm::forward_statistics(const float* x, std::int64_t batch, bool train,
+                                   const float* x_moments) {
+  forward_fused(x, nullptr, batch, train, nullptr, opt_.relu, nullptr, x_moments);
 }
 
 void BatchNorm::forward_fused(const float* x, float* y, std::int64_t batch, bool train,
-                              const float* residual, bool relu, const ChannelAffine* residual_map) {
+                              const float* residual, bool relu, const ChannelAffine* residual_map,
+                              const float* x_moments) {
   const std::int64_t C = shape_.c, HW = shape_.plane(), M = batch * HW;
   if (opt_.relu && (residual || !relu))
     throw std::logic_error("BatchNorm with options.relu: its backward masks by bn(x) > 0 alone");
@@ -152,7 +172,7 @@ void BatchNorm::forward_fused(const float* x, float* y, std::int64_t batch, bool
   // the thread count.
 #pragma omp parallel if (batch * C * HW > 32768)
   {
-    if (train) {
+    if (train && !x_moments) {
       // One pass over x (a second one, for the deviations from the mean, cost a read of x from
       // memory at batch 128): sums of d = x - k_c with k_c a value of channel c itself (its
       // first), so that var = E[d^2] - E[d]^2 cancels only about (mean - k_c)^2 / var, a few
@@ -170,8 +190,11 @@ void BatchNorm::forward_fused(const float* x, float* y, std::int64_t batch, bool
     for (std::int64_t c = 0; c < C; ++c) {
       if (train) {
         const double m = static_cast<double>(M);
-        const double mean_d = sum_over_images(lanes + c * 32, batch, C * 32) / m;
-        const double sq = sum_over_images(lanes + c * 32 + 16, batch, C * 32) / m;
+        const auto [sum, sum_squares] =
+            x_moments ? sums_from_moments(x_moments, batch, C, HW, c)
+                      : std::pair{sum_over_images(lanes + c * 32, batch, C * 32),
+                                  sum_over_images(lanes + c * 32 + 16, batch, C * 32)};
+        const double mean_d = sum / m, sq = sum_squares / m;
         const double var = std::max(0.0, sq - mean_d * mean_d), mom = opt_.momentum;
         mean_[c] = static_cast<float>(x[c * HW] + mean_d);
         inv_std_[c] = static_cast<float>(1.0 / std::sqrt(var + opt_.eps));

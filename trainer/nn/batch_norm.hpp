@@ -43,8 +43,12 @@ class BatchNorm final : public Layer {
   // residual_map (ChannelAffine, no ReLU), the residual is read through it: a projection
   // shortcut's own BatchNorm, applied here instead of in a pass of its own.
   // backward_masked differentiates it (backward() alone is bn's own, without the ReLU).
+  // x_moments (may be null): x's per-plane moments, [batch][3][C], from the layer that wrote x
+  // (Conv2d::forward_with_moments); train mode then takes its statistics from them instead of
+  // a pass over x.
   void forward_fused(const float* x, float* y, std::int64_t batch, bool train,
-                     const float* residual, bool relu, const ChannelAffine* residual_map = nullptr);
+                     const float* residual, bool relu, const ChannelAffine* residual_map = nullptr,
+                     const float* x_moments = nullptr);
   // Differentiates the mode of the last forward (train: through the batch statistics), and
   // with options.relu the ReLU too (the mask from x and the last forward's statistics).
   void backward(const float* x, const float* y, const float* dy, float* dx, std::int64_t batch,
@@ -53,7 +57,8 @@ class BatchNorm final : public Layer {
   // forward() without writing y: the statistics (train: the batch's, running ones updated;
   // eval: the running ones), hence the map y = affine()(x), for a layer that applies it as it
   // reads x (Conv2d::forward_affine). backward() then differentiates it as usual.
-  void forward_statistics(const float* x, std::int64_t batch, bool train);
+  void forward_statistics(const float* x, std::int64_t batch, bool train,
+                          const float* x_moments = nullptr);
   ChannelAffine affine() const { return {scale_.data(), shift_.data(), opt_.relu}; }
 
   // backward() of y = relu(bn(x) + residual) from forward_fused, given out = y: writes

@@ -2,6 +2,7 @@
 #include "trainer/nn/channels_last.hpp"
 
 #include <algorithm>
+#include <stdexcept>
 #include <vector>
 
 #include "core/vec16.hpp"
@@ -109,17 +110,35 @@ void to_channels_last(const float* x, int C, int h, int w, int p, int hp, int wp
     copy_to_channels_last<Map::kNone>(x, C, h, w, p, hp, wp, count, dst, affine, grad);
 }
 
-LBT_NO_LIBCALL_LOOPS void from_channels_last(const float* src, int C, int hw, const float* bias,
-                                             std::int64_t count, float* y, const float* addend) {
+namespace {
+
+// from_channels_last, with the moments (channels_last.hpp) when kMoments.
+template <bool kMoments>
+LBT_NO_LIBCALL_LOOPS void copy_from_channels_last(const float* src, int C, int hw,
+                                                  const float* bias, std::int64_t count, float* y,
+                                                  const float* addend, float* moments) {
   for (std::int64_t n = 0; n < count; ++n) {
     const float* s = src + static_cast<std::size_t>(n) * hw * C;
     float* d = y + static_cast<std::size_t>(n) * hw * C;
     for (int c0 = 0; c0 < C; c0 += 16) {
+      v16 shift{}, sum{}, sum_squares{};  // over the 16 channels' planes, lane = channel
       for (int q0 = 0; q0 < hw; q0 += 16) {
         const int len = std::min(16, hw - q0);
         v16 r[16];
         for (int k = 0; k < 16; ++k)
           r[k] = k < len ? load(s + static_cast<std::size_t>(q0 + k) * C + c0) : v16{};
+        if constexpr (kMoments) {  // pixels in pairs: two chains of 8 additions per block
+          if (q0 == 0) shift = r[0];
+          v16 s1[2] = {}, s2[2] = {};
+#pragma GCC unroll 16
+          for (int k = 0; k < 16; ++k) {
+            const v16 dev = k < len ? r[k] - shift : v16{};
+            s1[k % 2] += dev;
+            s2[k % 2] = vec::fma(dev, dev, s2[k % 2]);
+          }
+          sum += s1[0] + s1[1];
+          sum_squares += s2[0] + s2[1];
+        }
         transpose16(r);
         for (int l = 0; l < 16; ++l) {
           v16 v = bias ? r[l] + bias[c0 + l] : r[l];
@@ -128,7 +147,24 @@ LBT_NO_LIBCALL_LOOPS void from_channels_last(const float* src, int C, int hw, co
           vec::store_first(d + at, v, len);
         }
       }
+      if constexpr (kMoments) {
+        float* m = moments + static_cast<std::size_t>(n) * 3 * C + c0;
+        store(m, shift), store(m + C, sum), store(m + 2 * C, sum_squares);
+      }
     }
+  }
+}
+
+}  // namespace
+
+void from_channels_last(const float* src, int C, int hw, const float* bias, std::int64_t count,
+                        float* y, const float* addend, float* moments) {
+  if (moments) {
+    if (bias || addend)
+      throw std::logic_error("from_channels_last: moments only of the copied values themselves");
+    copy_from_channels_last<true>(src, C, hw, bias, count, y, addend, moments);
+  } else {
+    copy_from_channels_last<false>(src, C, hw, bias, count, y, addend, moments);
   }
 }
 

@@ -35,7 +35,11 @@ void to_channels_last(const float* x, int C, int h, int w, int p, int hp, int wp
 
 // y[n][c][q] = src[n][q][c] (+ bias[c] when bias is not null) (+ addend[n][c][q] when addend
 // is not null; it may be y itself) for q < hw: back to NCHW.
+// moments (may be null; then bias and addend must be): per image n and channel c, the plane's
+// first value k and the sums of y - k and (y - k)^2 over the plane, at moments[n][0][c],
+// moments[n][1][c] and moments[n][2][c], summed as the values pass through registers: what a
+// BatchNorm after the layer needs of its input (BatchNorm::forward_fused's x_moments).
 void from_channels_last(const float* src, int C, int hw, const float* bias, std::int64_t count,
-                        float* y, const float* addend = nullptr);
+                        float* y, const float* addend = nullptr, float* moments = nullptr);
 
 }  // namespace lbt::nn

@@ -61,7 +61,12 @@ class Conv2d final : public Layer {
   // relu(bn1(a)) so without writing it out. dx is the gradient with respect to affine(x), the
   // layer's input. Only on the Winograd path (reads_affine_input()).
   bool reads_affine_input() const { return winograd_; }
-  void forward_affine(const float* x, const ChannelAffine& affine, float* y, std::int64_t batch);
+  void forward_affine(const float* x, const ChannelAffine& affine, float* y, std::int64_t batch,
+                      float* y_moments = nullptr);
+  // forward() that also writes y's per-plane moments, [batch][3][out_c] (channels_last.hpp's
+  // from_channels_last), for the BatchNorm after the layer, in the pass that writes y.
+  bool writes_output_moments() const { return winograd_ && !b_; }
+  void forward_with_moments(const float* x, float* y, std::int64_t batch, float* y_moments);
   void backward_affine(const float* x, const ChannelAffine& affine, const float* dy, float* dx,
                        std::int64_t batch, bool accumulate,
                        const BatchNormGradMap* dy_map = nullptr);
@@ -92,7 +97,7 @@ class Conv2d final : public Layer {
   // The Winograd path (conv2d_winograd.cpp).
   winograd::Shape winograd_shape() const;
   void forward_winograd(const float* x, float* y, std::int64_t batch,
-                        const ChannelAffine* x_affine = nullptr);
+                        const ChannelAffine* x_affine = nullptr, float* y_moments = nullptr);
   void backward_winograd(const float* x, const float* dy, float* dx, std::int64_t batch,
                          bool accumulate, const float* dx_addend = nullptr,
                          const ChannelAffine* x_affine = nullptr,

@@ -27,9 +27,17 @@ winograd::Shape Conv2d::winograd_shape() const {
 }
 
 void Conv2d::forward_affine(const float* x, const ChannelAffine& affine, float* y,
-                            std::int64_t batch) {
-  if (!winograd_) throw std::logic_error("Conv2d::forward_affine: only on the Winograd path");
-  forward_winograd(x, y, batch, &affine);
+                            std::int64_t batch, float* y_moments) {
+  if (!winograd_ || (y_moments && !writes_output_moments()))
+    throw std::logic_error(
+        "Conv2d::forward_affine: only on the Winograd path, moments without bias");
+  forward_winograd(x, y, batch, &affine, y_moments);
+}
+
+void Conv2d::forward_with_moments(const float* x, float* y, std::int64_t batch, float* y_moments) {
+  if (!writes_output_moments())
+    throw std::logic_error("Conv2d::forward_with_moments: only on the Winograd path, no bias");
+  forward_winograd(x, y, batch, nullptr, y_moments);
 }
 
 void Conv2d::backward_affine(const float* x, const ChannelAffine& affine, const float* dy,
@@ -42,7 +50,7 @@ void Conv2d::backward_affine(const float* x, const ChannelAffine& affine, const 
 }
 
 void Conv2d::forward_winograd(const float* x, float* y, std::int64_t batch,
-                              const ChannelAffine* x_affine) {
+                              const ChannelAffine* x_affine, float* y_moments) {
   const winograd::Shape s = winograd_shape();
   const int threads = threads_for(batch);
   w_winograd_.resize(winograd::transformed_size(s.r, s.in_c, s.out_c));
@@ -55,7 +63,8 @@ void Conv2d::forward_winograd(const float* x, float* y, std::int64_t batch,
   for (std::int64_t grp = 0; grp < groups; ++grp) {
     const std::int64_t n0 = grp * group, count = std::min(group, batch - n0);
     winograd::convolve(s, x + n0 * in_.size(), count, w_winograd_.data(), b_, y + n0 * out_.size(),
-                       winograd_ws_[static_cast<std::size_t>(omp_get_thread_num())], x_affine);
+                       winograd_ws_[static_cast<std::size_t>(omp_get_thread_num())], x_affine,
+                       y_moments ? y_moments + n0 * 3 * out_.c : nullptr);
   }
 }
 

@@ -311,13 +311,13 @@ void weight_grad_from_transformed(const float* du, int out, int in, int r, bool 
 }
 
 void convolve(const Shape& s, const float* x, std::int64_t count, const float* u, const float* bias,
-              float* y, Workspace& ws, const ChannelAffine* x_affine) {
+              float* y, Workspace& ws, const ChannelAffine* x_affine, float* y_moments) {
   const Tiles g = tiles_of(s, count);
   grow(ws.padded, static_cast<std::size_t>(count) * g.hp * g.wp * s.in_c);
   to_channels_last(x, s.in_c, s.h, s.w, s.r / 2, g.hp, g.wp, count, ws.padded.data(), x_affine);
   transform_input_into(ws.padded.data(), s.in_c, g, ws);
   multiply_and_transform(s, g, u, ws);
-  from_channels_last(ws.out.data(), s.out_c, s.h * s.w, bias, count, y);
+  from_channels_last(ws.out.data(), s.out_c, s.h * s.w, bias, count, y, nullptr, y_moments);
 }
 
 void accumulate_weight_grad(const Shape& s, const float* x, const float* dy, std::int64_t count,

@@ -72,8 +72,11 @@ std::int64_t group_size(const Shape& s);
 // transform_weights(..., input_grad = false) for s, or (input_grad = true) for the input
 // gradient, with s.in_c / s.out_c swapped.
 // x_affine (may be null): x's channels through that map first (channels_last.hpp).
+// y_moments (may be null; then bias must be): y's per-plane moments, [count][3][s.out_c]
+// (from_channels_last).
 void convolve(const Shape& s, const float* x, std::int64_t count, const float* u, const float* bias,
-              float* y, Workspace& ws, const ChannelAffine* x_affine = nullptr);
+              float* y, Workspace& ws, const ChannelAffine* x_affine = nullptr,
+              float* y_moments = nullptr);
 
 // du[xi][in][out] += the transformed weight gradient of `count` images x and output
 // gradients dy (NCHW).

@@ -14,6 +14,9 @@ namespace lbt::vec {
 typedef float v16 __attribute__((vector_size(64)));
 typedef int v16i __attribute__((vector_size(64)));
 
+// Lane numbers: `kLaneIndex < n` selects the first n lanes.
+inline constexpr v16i kLaneIndex = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15};
+
 inline v16 load(const float* p) {
   v16 v;
   std::memcpy(&v, p, sizeof v);  // an unaligned load

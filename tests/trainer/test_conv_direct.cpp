@@ -118,6 +118,48 @@ BOOST_AUTO_TEST_CASE(backward_adding_adds_to_the_input_gradient_on_every_path) {
   }
 }
 
+BOOST_AUTO_TEST_CASE(output_moments_are_each_planes_sums_about_its_first_value) {
+  // forward_with_moments on the direct path (stride 1 and 2, 16- and 8-wide rows) and the
+  // Winograd one: y as forward() writes it, and per image and channel the plane's first value
+  // and the sums of y - it and of its square, against double precision.
+  struct Case {
+    nn::Shape3 in;
+    std::int64_t out, stride;
+  };
+  for (const Case& c : {Case{{3, 16, 16}, 16, 1}, Case{{16, 32, 32}, 32, 2},
+                        Case{{32, 16, 16}, 64, 2}, Case{{16, 12, 12}, 32, 1}}) {
+    BOOST_TEST_CONTEXT(c.in.text() << " -> " << c.out << ", stride " << c.stride) {
+      Built b;
+      build(b, c.in,
+            {.out_channels = c.out, .kernel = 3, .stride = c.stride, .padding = 1, .bias = false});
+      BOOST_REQUIRE(b.conv->writes_output_moments());
+      const auto params = normal_vector(b.store.num_params(), 60, 0.3f);
+      std::copy(params.begin(), params.end(), b.store.params().begin());
+      const std::int64_t batch = 3, C = c.out, hw = b.conv->out_shape().plane();
+      const auto x = normal_vector(static_cast<std::size_t>(batch * c.in.size()), 61);
+      std::vector<float> want(static_cast<std::size_t>(batch * C * hw)), y(want.size());
+      std::vector<float> moments(static_cast<std::size_t>(batch * 3 * C));
+      b.conv->forward(x.data(), want.data(), batch, true);
+      b.conv->forward_with_moments(x.data(), y.data(), batch, moments.data());
+      BOOST_TEST(y == want, boost::test_tools::per_element());
+      for (std::int64_t n = 0; n < batch; ++n)
+        for (std::int64_t o = 0; o < C; ++o) {
+          const float* plane = want.data() + (n * C + o) * hw;
+          const float* m = moments.data() + n * 3 * C + o;
+          double sum = 0.0, sq = 0.0;
+          for (std::int64_t i = 0; i < hw; ++i) {
+            const double d = static_cast<double>(plane[i]) - plane[0];
+            sum += d, sq += d * d;
+          }
+          BOOST_TEST(plane[0] != 0.0f);
+          BOOST_TEST(m[0] == plane[0]);
+          BOOST_TEST(std::abs(m[C] - sum) <= 1e-4 * (1.0 + std::sqrt(sq * hw)));
+          BOOST_TEST(std::abs(m[2 * C] - sq) <= 1e-5 * sq);
+        }
+    }
+  }
+}
+
 BOOST_AUTO_TEST_CASE(direct_path_is_chosen_only_for_the_shapes_it_computes) {
   using nn::conv_direct::supports;
   BOOST_TEST(supports(3, 1, 1, 16, 7, 5));

@@ -18,8 +18,6 @@
 namespace lbt::nn {
 namespace {
 
-constexpr vec::v16i kLaneIndex = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15};
-
 // One plane's sums of d = x - shift and of d^2 in 16 float lanes each, two independent vector
 // chains per sum (a single one waits on the add latency at every vector), left unreduced: on
 // the 8x8 planes of ResNet's last stage a horizontal sum per plane cost more than the
@@ -37,7 +35,7 @@ std::pair<vec::v16, vec::v16> plane_shifted_sums(const float* p, std::int64_t n,
   }
   for (; i < n; i += 16) {
     const int len = static_cast<int>(std::min<std::int64_t>(16, n - i));
-    const v16 d = as_float(as_int(load_first(p + i, len) - shift) & (kLaneIndex < len));
+    const v16 d = as_float(as_int(load_first(p + i, len) - shift) & (vec::kLaneIndex < len));
     s1[0] += d;
     s2[0] = fma(d, d, s2[0]);
   }

@@ -246,7 +246,7 @@ void Conv2d::forward(const float* x, float* y, std::int64_t batch, bool) {
   }
 }
 
-void Conv2d::forward_planes(const float* x, float* y, std::int64_t batch) {
+void Conv2d::forward_planes(const float* x, float* y, std::int64_t batch, float* y_moments) {
   const int threads = threads_for(batch);
   const conv_direct::Geometry in_g = plane_geometry();
   conv_direct::Geometry out_g = in_g;
@@ -267,7 +267,8 @@ void Conv2d::forward_planes(const float* x, float* y, std::int64_t batch) {
     PlaneWorkspace& ws = plane_ws_[static_cast<std::size_t>(omp_get_thread_num())];
     conv_direct::pad_planes(x + n * in_.size(), in_g, ws.x.data());
     conv_direct::forward(ws.x.data(), in_g, w_forward_.data(), out_g.channels, ws.out.data());
-    conv_direct::unpad_planes(ws.out.data(), out_g, b_, y + n * out_.size());
+    conv_direct::unpad_planes(ws.out.data(), out_g, b_, y + n * out_.size(),
+                              y_moments ? y_moments + n * 3 * out_.c : nullptr);
   }
 }
 

@@ -65,7 +65,7 @@ class Conv2d final : public Layer {
                       float* y_moments = nullptr);
   // forward() that also writes y's per-plane moments, [batch][3][out_c] (channels_last.hpp's
   // from_channels_last), for the BatchNorm after the layer, in the pass that writes y.
-  bool writes_output_moments() const { return winograd_ && !b_; }
+  bool writes_output_moments() const { return (winograd_ || planes_) && !b_; }
   void forward_with_moments(const float* x, float* y, std::int64_t batch, float* y_moments);
   void backward_affine(const float* x, const ChannelAffine& affine, const float* dy, float* dx,
                        std::int64_t batch, bool accumulate,
@@ -85,7 +85,7 @@ class Conv2d final : public Layer {
   float* workspace(int thread, std::size_t size);
   int threads_for(std::int64_t batch) const;
   conv_direct::Geometry plane_geometry() const;  // the direct path's view of the input
-  void forward_planes(const float* x, float* y, std::int64_t batch);
+  void forward_planes(const float* x, float* y, std::int64_t batch, float* y_moments = nullptr);
   // The 1x1 stride-2 path (conv2d_subsampled.cpp).
   bool subsampled_pointwise() const;
   void forward_subsampled(const float* x, float* y, std::int64_t batch);

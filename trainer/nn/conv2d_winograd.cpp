@@ -36,8 +36,11 @@ void Conv2d::forward_affine(const float* x, const ChannelAffine& affine, float* 
 
 void Conv2d::forward_with_moments(const float* x, float* y, std::int64_t batch, float* y_moments) {
   if (!writes_output_moments())
-    throw std::logic_error("Conv2d::forward_with_moments: only on the Winograd path, no bias");
-  forward_winograd(x, y, batch, nullptr, y_moments);
+    throw std::logic_error("Conv2d::forward_with_moments: only on the Winograd and direct paths");
+  if (winograd_)
+    forward_winograd(x, y, batch, nullptr, y_moments);
+  else
+    forward_planes(x, y, batch, y_moments);
 }
 
 void Conv2d::backward_affine(const float* x, const ChannelAffine& affine, const float* dy,

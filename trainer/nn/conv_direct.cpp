@@ -244,16 +244,36 @@ LBT_NO_LIBCALL_LOOPS const float* prepare_dy(const float* dy, const Geometry& g,
   return dst;
 }
 
-void unpad_planes(const float* yp, const Geometry& g, const float* bias, float* y) {
+void unpad_planes(const float* yp, const Geometry& g, const float* bias, float* y, float* moments) {
   const std::size_t len = g.out_len();
   const int row = g.row(), oh = g.out_h(), ow = g.out_w();
   for (int c = 0; c < g.channels; ++c) {
     const float b = bias ? bias[c] : 0.0f;
+    const float shift = yp[c * len] + b;
+    v16 sum{}, sum_squares{};  // lanes: columns, over the rows (one reduction per plane)
     for (int i = 0; i < oh; ++i) {
       const float* src = yp + c * len + static_cast<std::size_t>(i) * row;
       float* dst = y + (static_cast<std::size_t>(c) * oh + i) * ow;
+      if (moments) {
+        for (int j = 0; j < ow; j += 16) {
+          const int n = std::min(16, ow - j);
+          const v16 v = vec::load_first(src + j, n) + b;
+          vec::store_first(dst + j, v, n);
+          const v16 d = vec::as_float(vec::as_int(v - shift) & (vec::kLaneIndex < n));
+          sum += d;
+          sum_squares = vec::fma(d, d, sum_squares);
+        }
+      } else {
 #pragma omp simd
-      for (int j = 0; j < ow; ++j) dst[j] = src[j] + b;
+        for (int j = 0; j < ow; ++j) dst[j] = src[j] + b;
+      }
+    }
+    if (moments) {
+      float s1 = 0.0f, s2 = 0.0f;
+      for (int l = 0; l < 16; ++l) s1 += sum[l], s2 += sum_squares[l];
+      moments[c] = shift;
+      moments[g.channels + c] = s1;
+      moments[2 * g.channels + c] = s2;
     }
   }
 }

@@ -55,8 +55,10 @@ bool supports(int kernel, int stride, int padding, int out_channels, int h, int 
 // planes of the padded image (stride 2); borders and slack are written too.
 void pad_planes(const float* x, const Geometry& g, float* xp);
 // y[o][i][j] = yp[o][i * row + j] + (bias ? bias[o] : 0) for i < out_h, j < out_w;
-// g.channels = the output's.
-void unpad_planes(const float* yp, const Geometry& g, const float* bias, float* y);
+// g.channels = the output's. moments (may be null): y's per-plane moments, [3][channels], as
+// from_channels_last writes them (channels_last.hpp).
+void unpad_planes(const float* yp, const Geometry& g, const float* bias, float* y,
+                  float* moments = nullptr);
 // dy [out_channels][out_h][out_w] laid out as the weight gradient reads it, dy_stride() floats
 // per channel, zeros past each row end; returns where position q = 0 of channel 0 is. Stride 1
 // writes dy's padded planes (which the input gradient reads too) and returns their interior.

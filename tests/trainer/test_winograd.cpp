@@ -151,44 +151,58 @@ BOOST_AUTO_TEST_CASE(affine_input_equals_applying_the_map_first) {
 BOOST_AUTO_TEST_CASE(gradient_read_through_a_batch_norm_map_equals_the_written_input_gradient) {
   // backward_adding with dy_map against the same layer given the BatchNorm's input gradient
   // written out by BatchNorm::backward: the map computes it with the same operations, so the
-  // layer's input and weight gradients agree bit for bit. 16x16 images of 32 channels make
-  // groups of 4 images: batch 9 has three, the last short, each reading its own images of z.
-  const nn::Shape3 in{16, 16, 16};
-  const std::int64_t batch = 9, out_c = 32;
-  const nn::Shape3 out{out_c, in.h, in.w};
-  const auto n_out = static_cast<std::size_t>(batch * out.size());
-  const auto x = normal_vector(static_cast<std::size_t>(batch * in.size()), 41);
-  const auto z = normal_vector(n_out, 42), g = normal_vector(n_out, 43);
-  const auto addend = normal_vector(x.size(), 44);
-  for (bool relu : {false, true}) {
-    BOOST_TEST_CONTEXT((relu ? "with" : "without") << " the BatchNorm's relu") {
-      BuiltConv b;
-      lbt::test::build(b, in, same_conv(out_c, 3, false));
-      BOOST_REQUIRE(b.conv->reads_mapped_gradient());
-      const auto params = normal_vector(b.store.num_params(), 45, 0.3f);
-      std::copy(params.begin(), params.end(), b.store.params().begin());
-      ParameterStore bn_store;
-      nn::BatchNorm bn(out, {.relu = relu});
-      bn.register_params(bn_store, "bn");
-      bn_store.allocate();
-      bn.bind(bn_store);
-      const auto affine = normal_vector(bn_store.num_params(), 46, 0.5f);
-      std::copy(affine.begin(), affine.end(), bn_store.params().begin());
-      std::vector<float> bn_y(n_out), dz(n_out);
-      bn.forward(z.data(), bn_y.data(), batch, true);
+  // layer's input and weight gradients agree bit for bit. Winograd: 16x16 images of 32
+  // channels make groups of 4 images, so batch 9 has three, the last short, each reading its
+  // own images of z; with an addend. The direct path at stride 1 (the map in its padded dy
+  // planes): ResNet's stem, whose input gradient is not needed, and a 16-channel layer with one.
+  struct Case {
+    nn::Shape3 in;
+    std::int64_t out;
+    bool winograd, input_grad;
+  };
+  for (const Case& c : {Case{{16, 16, 16}, 32, true, true}, Case{{3, 16, 16}, 16, false, false},
+                        Case{{16, 16, 16}, 16, false, true}}) {
+    const std::int64_t batch = 9;
+    const nn::Shape3 out{c.out, c.in.h, c.in.w};
+    const auto n_out = static_cast<std::size_t>(batch * out.size());
+    const auto x = normal_vector(static_cast<std::size_t>(batch * c.in.size()), 41);
+    const auto z = normal_vector(n_out, 42), g = normal_vector(n_out, 43);
+    const auto addend = normal_vector(x.size(), 44);
+    for (bool relu : {false, true}) {
+      BOOST_TEST_CONTEXT(c.in.text() << " -> " << c.out << (relu ? ", with" : ", without")
+                                     << " the BatchNorm's relu") {
+        BuiltConv b;
+        auto opt = same_conv(c.out, 3, false);
+        opt.allow_winograd = c.winograd;
+        lbt::test::build(b, c.in, opt);
+        BOOST_REQUIRE(b.conv->reads_mapped_gradient(c.input_grad));
+        const auto params = normal_vector(b.store.num_params(), 45, 0.3f);
+        std::copy(params.begin(), params.end(), b.store.params().begin());
+        ParameterStore bn_store;
+        nn::BatchNorm bn(out, {.relu = relu});
+        bn.register_params(bn_store, "bn");
+        bn_store.allocate();
+        bn.bind(bn_store);
+        const auto affine = normal_vector(bn_store.num_params(), 46, 0.5f);
+        std::copy(affine.begin(), affine.end(), bn_store.params().begin());
+        std::vector<float> bn_y(n_out), dz(n_out);
+        bn.forward(z.data(), bn_y.data(), batch, true);
+        const float* add = c.winograd ? addend.data() : nullptr;
 
-      bn.backward(z.data(), bn_y.data(), g.data(), dz.data(), batch, false);
-      std::vector<float> want_dx(x.size());
-      b.conv->backward_adding(x.data(), dz.data(), want_dx.data(), addend.data(), batch, false);
-      const std::vector<float> want_grads(b.store.grads().begin(), b.store.grads().end());
+        bn.backward(z.data(), bn_y.data(), g.data(), dz.data(), batch, false);
+        std::vector<float> want_dx(x.size()), dx(x.size());
+        float* want_p = c.input_grad ? want_dx.data() : nullptr;
+        b.conv->backward_adding(x.data(), dz.data(), want_p, add, batch, false);
+        const std::vector<float> want_grads(b.store.grads().begin(), b.store.grads().end());
 
-      bn.backward(z.data(), bn_y.data(), g.data(), nullptr, batch, false);
-      const nn::BatchNormGradMap map = bn.grad_map(z.data());
-      std::vector<float> dx(x.size());
-      b.conv->backward_adding(x.data(), g.data(), dx.data(), addend.data(), batch, false, &map);
-      BOOST_TEST(dx == want_dx, boost::test_tools::per_element());
-      const std::vector<float> grads(b.store.grads().begin(), b.store.grads().end());
-      BOOST_TEST(grads == want_grads, boost::test_tools::per_element());
+        bn.backward(z.data(), bn_y.data(), g.data(), nullptr, batch, false);
+        const nn::BatchNormGradMap map = bn.grad_map(z.data());
+        float* dx_p = c.input_grad ? dx.data() : nullptr;
+        b.conv->backward_adding(x.data(), g.data(), dx_p, add, batch, false, &map);
+        BOOST_TEST(dx == want_dx, boost::test_tools::per_element());
+        const std::vector<float> grads(b.store.grads().begin(), b.store.grads().end());
+        BOOST_TEST(grads == want_grads, boost::test_tools::per_element());
+      }
     }
   }
 }

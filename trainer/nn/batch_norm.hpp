@@ -59,6 +59,10 @@ class BatchNorm final : public Layer {
   // reads x (Conv2d::forward_affine). backward() then differentiates it as usual.
   void forward_statistics(const float* x, std::int64_t batch, bool train,
                           const float* x_moments = nullptr);
+  // forward() in train mode with the statistics from x's per-plane moments (forward_fused).
+  void forward_with_moments(const float* x, float* y, std::int64_t batch, const float* x_moments) {
+    forward_fused(x, y, batch, true, nullptr, opt_.relu, nullptr, x_moments);
+  }
   ChannelAffine affine() const { return {scale_.data(), shift_.data(), opt_.relu}; }
 
   // backward() of y = relu(bn(x) + residual) from forward_fused, given out = y: writes

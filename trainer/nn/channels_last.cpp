@@ -19,15 +19,6 @@ namespace {
 
 enum class Map { kNone, kAffine, kBatchNormGrad };
 
-// BatchNormGradMap's dx for 16 values g of channel c at inputs x, as BatchNorm's own pass
-// computes it (the same operations, so the same bits).
-inline v16 batch_norm_grad(const BatchNormGradMap& m, int c, v16 g, v16 x) {
-  if (m.relu)
-    g = vec::as_float(vec::as_int(g) &
-                      (vec::fma(x, v16{} + m.scale[c], v16{} + m.shift[c]) > 0.0f));
-  return m.k[c] * (g - m.a[c] - (x - m.mean[c]) * m.b[c]);
-}
-
 // to_channels_last with the map chosen at compile time, so that no variant's block loop tests
 // for another's map.
 template <Map kMap>
@@ -51,10 +42,9 @@ LBT_NO_LIBCALL_LOOPS void copy_to_channels_last(const float* x, int C, int h, in
         const std::size_t at = static_cast<std::size_t>(c) * hw;
         for (int q = 0; q < hw; q += 16) {
           const int len = std::min(16, hw - q);
-          vec::store_first(mapped.data() + at + q,
-                           batch_norm_grad(*grad, c, load_first(src + at + q, len),
-                                           load_first(gx + at + q, len)),
-                           len);
+          vec::store_first(
+              mapped.data() + at + q,
+              grad->apply(c, load_first(src + at + q, len), load_first(gx + at + q, len)), len);
         }
       }
       src = mapped.data();

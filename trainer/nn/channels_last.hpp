@@ -4,6 +4,8 @@
 #pragma once
 #include <cstdint>
 
+#include "core/vec16.hpp"
+
 namespace lbt::nn {
 
 // A per-channel map applied to the values on their way in: max(fma(v, scale[c], shift[c]), 0)
@@ -23,6 +25,15 @@ struct BatchNormGradMap {
   const float *k = nullptr, *a = nullptr, *b = nullptr, *mean = nullptr;
   const float *scale = nullptr, *shift = nullptr;
   bool relu = false;
+
+  // dx for 16 values g of channel c at inputs x, as BatchNorm's own pass computes it (the same
+  // operations, so the same bits).
+  vec::v16 apply(int c, vec::v16 g, vec::v16 x) const {
+    if (relu)
+      g = vec::as_float(vec::as_int(g) &
+                        (vec::fma(x, vec::v16{} + scale[c], vec::v16{} + shift[c]) > 0.0f));
+    return k[c] * (g - a[c] - (x - mean[c]) * b[c]);
+  }
 };
 
 // dst[n][(i + p) * wp + j + p][c] = x[n][c][i][j] (through `affine` or `grad` when one is not

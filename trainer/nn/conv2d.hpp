@@ -45,10 +45,11 @@ class Conv2d final : public Layer {
   // backward() with dx = the input gradient + dx_addend (dx's shape; may be dx itself): a
   // residual block adds its shortcut's gradient in the pass that writes dx on the Winograd
   // and 1x1 stride-2 paths (one pass over dx fewer), in a separate pass on the others.
-  // dy_map (not null only where reads_mapped_gradient()): dy is the gradient at the output of
-  // the BatchNorm after this layer, turned into the BatchNorm's input gradient (this layer's
-  // output gradient) as the pass that copies it channels-last reads it, where that BatchNorm's
-  // own backward would write it out and this pass read it back.
+  // dy_map (not null only where reads_mapped_gradient(dx != nullptr); on the direct path
+  // without dx_addend): dy is the gradient at the output of the BatchNorm after this layer,
+  // turned into the BatchNorm's input gradient (this layer's output gradient) by the pass that
+  // copies it channels-last or into padded planes, where that BatchNorm's own backward would
+  // write it out and this pass read it back.
   void backward_adding(const float* x, const float* dy, float* dx, const float* dx_addend,
                        std::int64_t batch, bool accumulate,
                        const BatchNormGradMap* dy_map = nullptr);
@@ -70,7 +71,13 @@ class Conv2d final : public Layer {
   void backward_affine(const float* x, const ChannelAffine& affine, const float* dy, float* dx,
                        std::int64_t batch, bool accumulate,
                        const BatchNormGradMap* dy_map = nullptr);
-  bool reads_mapped_gradient() const { return winograd_ && !b_; }
+  // Whether backward_adding takes a dy_map here: the Winograd path, and the direct path at
+  // stride 1 with the weight gradient over padded planes (the input gradient over them too, or
+  // none: the first layer's).
+  bool reads_mapped_gradient(bool input_grad = true) const {
+    return !b_ && (winograd_ ||
+                   (planes_ && dw_lanes_ && opt_.stride == 1 && (!input_grad || in_.c % 8 == 0)));
+  }
 
  private:
   // col: [in_c*k*k, out_h*out_w] from one image x: [in_c, in_h, in_w] (zeros in the padding);
@@ -104,6 +111,9 @@ class Conv2d final : public Layer {
                          const BatchNormGradMap* dy_map = nullptr);
   // db_t[o] (+)= sum of dy_n's channel o: one image's bias gradient.
   void add_bias_grad(const float* dyn, bool first, float* db_t) const;
+  // backward() on the direct and im2col paths; dy_map as in backward_adding.
+  void backward_direct_or_im2col(const float* x, const float* dy, float* dx, std::int64_t batch,
+                                 bool accumulate, const BatchNormGradMap* dy_map);
   // Sizes the per-thread workspaces one backward call needs (conv2d_backward.cpp).
   void reserve_backward(int threads, bool dx_direct, bool need_col, bool dx, std::int64_t group);
 

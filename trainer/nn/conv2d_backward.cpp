@@ -94,6 +94,12 @@ void Conv2d::backward(const float* x, const float*, const float* dy, float* dx, 
                       bool accumulate) {
   if (winograd_) return backward_winograd(x, dy, dx, batch, accumulate);
   if (subsampled_) return backward_subsampled(x, dy, dx, batch, accumulate);
+  backward_direct_or_im2col(x, dy, dx, batch, accumulate, nullptr);
+}
+
+void Conv2d::backward_direct_or_im2col(const float* x, const float* dy, float* dx,
+                                       std::int64_t batch, bool accumulate,
+                                       const BatchNormGradMap* dy_map) {
   const int threads = threads_for(batch);
   const int M = static_cast<int>(out_.c), N = static_cast<int>(out_.plane()),
             K = static_cast<int>(rows_);
@@ -161,8 +167,12 @@ void Conv2d::backward(const float* x, const float*, const float* dy, float* dx, 
         const float* dyn = dy + n * out_.size();
         // Position q = i * row + j of dyq is output pixel (i, j); with stride 1, ws.dy holds
         // dy's padded planes, which the input gradient reads too.
+        BatchNormGradMap image_map;  // dy_map for image n
+        if (dy_map) image_map = *dy_map, image_map.x = dy_map->x + n * out_.size();
         const float* dyq =
-            dw_lanes_ || dx_planes ? conv_direct::prepare_dy(dyn, in_g, M, ws.dy.data()) : nullptr;
+            dw_lanes_ || dx_planes
+                ? conv_direct::prepare_dy(dyn, in_g, M, ws.dy.data(), dy_map ? &image_map : nullptr)
+                : nullptr;
         if (dw_lanes_) {
           conv_direct::pad_planes(xn, in_g, ws.x.data());
           conv_direct::weight_grad_lanes(dyq, M, ws.x.data(), in_g, ws.lanes.data());
@@ -213,9 +223,11 @@ void Conv2d::backward(const float* x, const float*, const float* dy, float* dx, 
 void Conv2d::backward_adding(const float* x, const float* dy, float* dx, const float* dx_addend,
                              std::int64_t batch, bool accumulate, const BatchNormGradMap* dy_map) {
   if (dy_map) {
-    if (!reads_mapped_gradient())
-      throw std::logic_error("Conv2d::backward_adding: a dy map only on the Winograd path");
-    return backward_winograd(x, dy, dx, batch, accumulate, dx_addend, nullptr, dy_map);
+    if (!reads_mapped_gradient(dx != nullptr) || (dx_addend && !winograd_))
+      throw std::logic_error("Conv2d::backward_adding: no dy map on this path");
+    if (winograd_)
+      return backward_winograd(x, dy, dx, batch, accumulate, dx_addend, nullptr, dy_map);
+    return backward_direct_or_im2col(x, dy, dx, batch, accumulate, dy_map);
   }
   if (!dx || !dx_addend) return backward(x, nullptr, dy, dx, batch, accumulate);
   if (winograd_) return backward_winograd(x, dy, dx, batch, accumulate, dx_addend);

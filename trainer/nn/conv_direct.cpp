@@ -2,6 +2,7 @@
 #include "trainer/nn/conv_direct.hpp"
 
 #include <algorithm>
+#include <stdexcept>
 
 #include "core/vec16.hpp"
 #include "trainer/nn/short_rows.hpp"
@@ -203,22 +204,29 @@ LBT_NO_LIBCALL_LOOPS void pad_phases_stride2(const float* src, const Geometry& g
   }
 }
 
-}  // namespace
-
-LBT_NO_LIBCALL_LOOPS void pad_planes(const float* x, const Geometry& g, float* xp) {
+// pad_planes for stride 1, with x read through `map` when it is not null.
+LBT_NO_LIBCALL_LOOPS void pad_planes_stride1(const float* x, const Geometry& g, float* xp,
+                                             const BatchNormGradMap* map) {
   const std::size_t plane = g.plane();
   const int p = g.pad(), row = g.row();
   for (int c = 0; c < g.channels; ++c) {
     float* dst = xp + static_cast<std::size_t>(c) * g.channel_stride();
-    const float* src = x + static_cast<std::size_t>(c) * g.h * g.w;
-    if (g.stride == 2) {
-      pad_phases_stride2(src, g, dst);
-      continue;
-    }
+    const std::size_t at = static_cast<std::size_t>(c) * g.h * g.w;
     zero_row(dst, static_cast<std::int64_t>(p) * row + p);  // top border, first left one
     for (int i = 0; i < g.h; ++i) {
       float* line = dst + static_cast<std::size_t>(i + p) * row + p;
-      copy_row(line, src + static_cast<std::size_t>(i) * g.w, g.w);
+      const std::size_t from = at + static_cast<std::size_t>(i) * g.w;
+      if (map) {
+        for (int j = 0; j < g.w; j += 16) {
+          const int n = std::min(16, g.w - j);
+          vec::store_first(line + j,
+                           map->apply(c, vec::load_first(x + from + j, n),
+                                      vec::load_first(map->x + from + j, n)),
+                           n);
+        }
+      } else {
+        copy_row(line, x + from, g.w);
+      }
       zero_row(line + g.w, 2 * p);  // right border, next row's left one
     }
     const std::size_t bottom = static_cast<std::size_t>(g.h + p) * row + p;
@@ -226,10 +234,21 @@ LBT_NO_LIBCALL_LOOPS void pad_planes(const float* x, const Geometry& g, float* x
   }
 }
 
+}  // namespace
+
+LBT_NO_LIBCALL_LOOPS void pad_planes(const float* x, const Geometry& g, float* xp) {
+  if (g.stride == 1) return pad_planes_stride1(x, g, xp, nullptr);
+  for (int c = 0; c < g.channels; ++c)
+    pad_phases_stride2(x + static_cast<std::size_t>(c) * g.h * g.w, g,
+                       xp + static_cast<std::size_t>(c) * g.channel_stride());
+}
+
 LBT_NO_LIBCALL_LOOPS const float* prepare_dy(const float* dy, const Geometry& g, int out_channels,
-                                             float* dst) {
+                                             float* dst, const BatchNormGradMap* map) {
+  if (map && g.stride != 1)
+    throw std::logic_error("conv_direct::prepare_dy: a map only at stride 1");
   if (g.stride == 1) {
-    pad_planes(dy, Geometry{out_channels, g.h, g.w, g.k, 1}, dst);
+    pad_planes_stride1(dy, Geometry{out_channels, g.h, g.w, g.k, 1}, dst, map);
     return dst + static_cast<std::size_t>(g.pad()) * g.row() + g.pad();
   }
   const std::size_t stride = g.dy_stride();

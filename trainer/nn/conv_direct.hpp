@@ -23,6 +23,8 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "trainer/nn/channels_last.hpp"
+
 namespace lbt::nn::conv_direct {
 
 // A convolution's input planes (channels = the input's) or, with channels = out channels,
@@ -62,7 +64,10 @@ void unpad_planes(const float* yp, const Geometry& g, const float* bias, float* 
 // dy [out_channels][out_h][out_w] laid out as the weight gradient reads it, dy_stride() floats
 // per channel, zeros past each row end; returns where position q = 0 of channel 0 is. Stride 1
 // writes dy's padded planes (which the input gradient reads too) and returns their interior.
-const float* prepare_dy(const float* dy, const Geometry& g, int out_channels, float* dst);
+// map (stride 1 only; may be null): dy is read through it (channels_last.hpp; its x is this
+// image's), the gradient at the output of the BatchNorm after the layer.
+const float* prepare_dy(const float* dy, const Geometry& g, int out_channels, float* dst,
+                        const BatchNormGradMap* map = nullptr);
 
 // Weights [out][in][K*K] (PyTorch layout) rearranged for forward(): wt[in][t][out].
 void arrange_forward(const float* w, int out, int in, int k, float* wt);

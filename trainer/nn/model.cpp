@@ -1,6 +1,7 @@
 // Sequential model and the spec parser; see model.hpp.
 #include "trainer/nn/model.hpp"
 
+#include <algorithm>
 #include <map>
 #include <sstream>
 
@@ -173,6 +174,12 @@ void Model::add(std::unique_ptr<Layer> layer) {
         " features but the previous layer gives " + std::to_string(layers_.back()->out_features()));
   }
   layers_.push_back(std::move(layer));
+  conv_bn_.emplace_back();
+  if (layers_.size() >= 2) {
+    auto* conv = dynamic_cast<Conv2d*>(layers_[layers_.size() - 2].get());
+    auto* bn = dynamic_cast<BatchNorm*>(layers_.back().get());
+    if (conv && bn && conv->writes_output_moments()) conv_bn_[layers_.size() - 2] = {conv, bn};
+  }
 }
 
 void Model::build(Rng& rng) {
@@ -206,6 +213,10 @@ void Model::reserve(std::int64_t max_batch) {
   for (std::size_t i = 0; i < layers_.size(); ++i) {
     acts_[i].resize(static_cast<std::size_t>(max_batch * layers_[i]->out_features()));
     grads_[i].resize(static_cast<std::size_t>(max_batch * layers_[i]->out_features()));
+    if (conv_bn_[i].conv)
+      moments_.resize(
+          std::max(moments_.size(),
+                   static_cast<std::size_t>(max_batch * 3 * conv_bn_[i].conv->out_shape().c)));
   }
   capacity_ = max_batch;
 }
@@ -214,7 +225,12 @@ const float* Model::forward(const float* x, std::int64_t batch, bool train) {
   reserve(batch);
   const float* in = x;
   for (std::size_t i = 0; i < layers_.size(); ++i) {
-    layers_[i]->forward(in, acts_[i].data(), batch, train);
+    if (train && conv_bn_[i].conv)
+      conv_bn_[i].conv->forward_with_moments(in, acts_[i].data(), batch, moments_.data());
+    else if (train && i > 0 && conv_bn_[i - 1].conv)
+      conv_bn_[i - 1].bn->forward_with_moments(in, acts_[i].data(), batch, moments_.data());
+    else
+      layers_[i]->forward(in, acts_[i].data(), batch, train);
     in = acts_[i].data();
   }
   return in;
@@ -223,6 +239,13 @@ const float* Model::forward(const float* x, std::int64_t batch, bool train) {
 void Model::backward(const float* x, std::int64_t batch, bool accumulate) {
   for (std::size_t i = layers_.size(); i-- > 0;) {
     float* dx = i > 0 ? grads_[i - 1].data() : nullptr;
+    if (i > 0 && reads_bn_map(i - 1)) dx = nullptr;  // the BatchNorm's sums only
+    if (reads_bn_map(i)) {
+      const BatchNormGradMap map = conv_bn_[i].bn->grad_map(acts_[i].data());
+      conv_bn_[i].conv->backward_adding(layer_input(i, x), grads_[i + 1].data(), dx, nullptr, batch,
+                                        accumulate, &map);
+      continue;
+    }
     layers_[i]->backward(layer_input(i, x), acts_[i].data(), grads_[i].data(), dx, batch,
                          accumulate);
   }

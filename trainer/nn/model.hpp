@@ -16,6 +16,8 @@
 
 #include "core/params.hpp"
 #include "core/tensor.hpp"
+#include "trainer/nn/batch_norm.hpp"
+#include "trainer/nn/conv2d.hpp"
 #include "trainer/nn/layer.hpp"
 #include "trainer/nn/linear.hpp"
 
@@ -60,7 +62,8 @@ class Model {
   const float* layer_input(std::size_t i, const float* x) const {
     return i == 0 ? x : acts_[i - 1].data();
   }
-  // Gradient w.r.t. layer i's output from the last backward ([batch, out_features]).
+  // Gradient w.r.t. layer i's output from the last backward ([batch, out_features]); not
+  // written for a convolution that reads it through the next layer's BatchNorm map (below).
   const float* layer_output_grad(std::size_t i) const { return grads_[i].data(); }
   std::string describe() const;
   const std::string& spec() const { return spec_; }
@@ -83,6 +86,19 @@ class Model {
   std::vector<std::int64_t> input_shape_;
   std::vector<std::unique_ptr<Layer>> layers_;
   std::vector<AlignedBuffer> acts_, grads_;  // per layer output and its gradient
+  // A convolution followed by a BatchNorm, as ResNet's stem: in train mode the convolution sums
+  // its output's per-plane moments for the BatchNorm's statistics (no pass over the output),
+  // and where it can it reads the BatchNorm's output gradient through the BatchNorm's map
+  // (the BatchNorm's input gradient is not written and read back). Indexed by the conv's layer.
+  struct ConvBatchNorm {
+    Conv2d* conv = nullptr;
+    BatchNorm* bn = nullptr;
+  };
+  std::vector<ConvBatchNorm> conv_bn_;
+  AlignedBuffer moments_;  // [batch][3][channels] of the pair being run
+  bool reads_bn_map(std::size_t conv) const {
+    return conv_bn_[conv].conv && conv_bn_[conv].conv->reads_mapped_gradient(conv > 0);
+  }
   ParameterStore store_;
   std::int64_t capacity_ = 0;
 };

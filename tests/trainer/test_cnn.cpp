@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "core/error.hpp"
+#include "support/conv_paths.hpp"
 #include "support/gradient_check.hpp"
 #include "support/layer_check.hpp"
 #include "support/random.hpp"
@@ -236,6 +237,43 @@ BOOST_AUTO_TEST_CASE(small_resnet_gradients_match_finite_differences) {
     }
     break;
   }
+}
+
+BOOST_AUTO_TEST_CASE(a_resnet_step_equals_running_its_layers_one_by_one) {
+  // Model::forward/backward hand the stem BatchNorm its statistics from the stem convolution's
+  // moments and let the convolution read the BatchNorm's map (16x16 images: the stem's weight
+  // gradient goes over padded planes); the layers run one by one through Layer::forward and
+  // backward do neither. Same outputs and parameter gradients, to float rounding.
+  auto net = nn::Model::from_spec("resnet:8", nn::InitScheme::kHe, {3, 16, 16});
+  auto rng = make_rng(5, RngStream::kInit);
+  net->build(rng);
+  const std::int64_t batch = 4, classes = net->output_dim();
+  const auto x = normal_vector(static_cast<std::size_t>(batch * net->input_dim()), 71);
+  const std::int32_t labels[batch] = {0, 3, 7, 9};
+  const float* fused_logits = net->forward(x.data(), batch, true);
+  const std::vector<float> logits(fused_logits, fused_logits + batch * classes);
+  nn::softmax_cross_entropy(logits.data(), labels, batch, classes, net->output_grad(), 1.0f,
+                            nullptr);
+  net->backward(x.data(), batch, false);
+  const std::vector<float> fused(net->store().grads().begin(), net->store().grads().end());
+
+  const auto& layers = net->layers();
+  std::vector<std::vector<float>> out(layers.size()), grad(layers.size());
+  const float* in = x.data();
+  for (std::size_t i = 0; i < layers.size(); ++i) {
+    out[i].resize(static_cast<std::size_t>(batch * layers[i]->out_features()));
+    grad[i].resize(out[i].size());
+    layers[i]->forward(in, out[i].data(), batch, true);
+    in = out[i].data();
+  }
+  lbt::test::expect_close(out.back(), logits, "logits", 1e-4f, 1e-4f);
+  nn::softmax_cross_entropy(out.back().data(), labels, batch, classes, grad.back().data(), 1.0f,
+                            nullptr);
+  for (std::size_t i = layers.size(); i-- > 0;)
+    layers[i]->backward(i > 0 ? out[i - 1].data() : x.data(), out[i].data(), grad[i].data(),
+                        i > 0 ? grad[i - 1].data() : nullptr, batch, false);
+  const std::vector<float> one_by_one(net->store().grads().begin(), net->store().grads().end());
+  lbt::test::expect_close(fused, one_by_one, "parameter gradients", 1e-4f, 1e-3f);
 }
 
 BOOST_AUTO_TEST_SUITE_END()

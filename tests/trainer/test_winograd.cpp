@@ -155,15 +155,21 @@ BOOST_AUTO_TEST_CASE(gradient_read_through_a_batch_norm_map_equals_the_written_i
   // channels make groups of 4 images, so batch 9 has three, the last short, each reading its
   // own images of z; with an addend. The direct path at stride 1 (the map in its padded dy
   // planes): ResNet's stem, whose input gradient is not needed, and a 16-channel layer with one.
+  // The 1x1 stride-2 path (a projection shortcut, one image's mapped dy at a time), adding to
+  // dx in place.
+  enum class Addend { kNone, kApart, kInPlace };
   struct Case {
     nn::Shape3 in;
-    std::int64_t out;
+    std::int64_t out, kernel, stride;
     bool winograd, input_grad;
+    Addend addend;
   };
-  for (const Case& c : {Case{{16, 16, 16}, 32, true, true}, Case{{3, 16, 16}, 16, false, false},
-                        Case{{16, 16, 16}, 16, false, true}}) {
+  for (const Case& c : {Case{{16, 16, 16}, 32, 3, 1, true, true, Addend::kApart},
+                        Case{{3, 16, 16}, 16, 3, 1, false, false, Addend::kNone},
+                        Case{{16, 16, 16}, 16, 3, 1, false, true, Addend::kNone},
+                        Case{{16, 16, 16}, 32, 1, 2, false, true, Addend::kInPlace}}) {
     const std::int64_t batch = 9;
-    const nn::Shape3 out{c.out, c.in.h, c.in.w};
+    const nn::Shape3 out{c.out, c.in.h / c.stride, c.in.w / c.stride};
     const auto n_out = static_cast<std::size_t>(batch * out.size());
     const auto x = normal_vector(static_cast<std::size_t>(batch * c.in.size()), 41);
     const auto z = normal_vector(n_out, 42), g = normal_vector(n_out, 43);
@@ -172,7 +178,11 @@ BOOST_AUTO_TEST_CASE(gradient_read_through_a_batch_norm_map_equals_the_written_i
       BOOST_TEST_CONTEXT(c.in.text() << " -> " << c.out << (relu ? ", with" : ", without")
                                      << " the BatchNorm's relu") {
         BuiltConv b;
-        auto opt = same_conv(c.out, 3, false);
+        nn::Conv2dOptions opt{.out_channels = c.out,
+                              .kernel = c.kernel,
+                              .stride = c.stride,
+                              .padding = c.kernel / 2,
+                              .bias = false};
         opt.allow_winograd = c.winograd;
         lbt::test::build(b, c.in, opt);
         BOOST_REQUIRE(b.conv->reads_mapped_gradient(c.input_grad));
@@ -187,17 +197,22 @@ BOOST_AUTO_TEST_CASE(gradient_read_through_a_batch_norm_map_equals_the_written_i
         std::copy(affine.begin(), affine.end(), bn_store.params().begin());
         std::vector<float> bn_y(n_out), dz(n_out);
         bn.forward(z.data(), bn_y.data(), batch, true);
-        const float* add = c.winograd ? addend.data() : nullptr;
+        const bool in_place = c.addend == Addend::kInPlace;
+        std::vector<float> want_dx(in_place ? addend : std::vector<float>(x.size()));
+        std::vector<float> dx(want_dx);
+        float* want_p = c.input_grad ? want_dx.data() : nullptr;
+        float* dx_p = c.input_grad ? dx.data() : nullptr;
+        const float* want_add = c.addend == Addend::kApart ? addend.data()
+                                : in_place                 ? want_p
+                                                           : nullptr;
+        const float* add = c.addend == Addend::kApart ? addend.data() : in_place ? dx_p : nullptr;
 
         bn.backward(z.data(), bn_y.data(), g.data(), dz.data(), batch, false);
-        std::vector<float> want_dx(x.size()), dx(x.size());
-        float* want_p = c.input_grad ? want_dx.data() : nullptr;
-        b.conv->backward_adding(x.data(), dz.data(), want_p, add, batch, false);
+        b.conv->backward_adding(x.data(), dz.data(), want_p, want_add, batch, false);
         const std::vector<float> want_grads(b.store.grads().begin(), b.store.grads().end());
 
         bn.backward(z.data(), bn_y.data(), g.data(), nullptr, batch, false);
         const nn::BatchNormGradMap map = bn.grad_map(z.data());
-        float* dx_p = c.input_grad ? dx.data() : nullptr;
         b.conv->backward_adding(x.data(), g.data(), dx_p, add, batch, false, &map);
         BOOST_TEST(dx == want_dx, boost::test_tools::per_element());
         const std::vector<float> grads(b.store.grads().begin(), b.store.grads().end());

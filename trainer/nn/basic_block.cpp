@@ -133,8 +133,12 @@ void BasicBlock::backward(const float* x, const float* y, const float* dy, float
   }
   conv1_.backward_adding(x, conv1_dy, dx, nullptr, batch, accumulate, conv1_map);
   // Projection shortcut: dx += conv_s^T bn_s^T dz, added where the projection writes.
-  proj_bn_->backward(sa_.data(), nullptr, gz_.data(), g1_.data(), batch, accumulate);
-  proj_conv_->backward_adding(x, g1_.data(), dx, dx, batch, accumulate);
+  const bool map_s = proj_conv_->reads_mapped_gradient(dx != nullptr);
+  proj_bn_->backward(sa_.data(), nullptr, gz_.data(), map_s ? nullptr : g1_.data(), batch,
+                     accumulate);
+  const BatchNormGradMap proj_grad = proj_bn_->grad_map(sa_.data());
+  proj_conv_->backward_adding(x, map_s ? gz_.data() : g1_.data(), dx, dx, batch, accumulate,
+                              map_s ? &proj_grad : nullptr);
 }
 
 }  // namespace lbt::nn

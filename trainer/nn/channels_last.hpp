@@ -36,6 +36,10 @@ struct BatchNormGradMap {
   }
 };
 
+// out[c][q] = map.apply(c, g[c][q], map.x[c][q]) for one image of C planes of hw values: the
+// BatchNorm's input gradient written to a scratch image (in cache) instead of to memory.
+void apply_batch_norm_grad(const BatchNormGradMap& map, const float* g, int C, int hw, float* out);
+
 // dst[n][(i + p) * wp + j + p][c] = x[n][c][i][j] (through `affine` or `grad` when one is not
 // null; grad's x starts at image 0 of this call too) for `count` images, inside zero borders:
 // p rows and columns before the image, hp - h - p rows and wp - w - p columns after it (zeros:

@@ -46,10 +46,10 @@ class Conv2d final : public Layer {
   // residual block adds its shortcut's gradient in the pass that writes dx on the Winograd
   // and 1x1 stride-2 paths (one pass over dx fewer), in a separate pass on the others.
   // dy_map (not null only where reads_mapped_gradient(dx != nullptr); on the direct path
-  // without dx_addend): dy is the gradient at the output of the BatchNorm after this layer,
-  // turned into the BatchNorm's input gradient (this layer's output gradient) by the pass that
-  // copies it channels-last or into padded planes, where that BatchNorm's own backward would
-  // write it out and this pass read it back.
+  // without dx_addend, on the 1x1 stride-2 one with none or dx itself): dy is the gradient at the
+  // output of the BatchNorm after this layer, turned into the BatchNorm's input gradient (this
+  // layer's output gradient) by the pass that copies it channels-last or into padded planes, where
+  // that BatchNorm's own backward would write it out and this pass read it back.
   void backward_adding(const float* x, const float* dy, float* dx, const float* dx_addend,
                        std::int64_t batch, bool accumulate,
                        const BatchNormGradMap* dy_map = nullptr);
@@ -71,11 +71,11 @@ class Conv2d final : public Layer {
   void backward_affine(const float* x, const ChannelAffine& affine, const float* dy, float* dx,
                        std::int64_t batch, bool accumulate,
                        const BatchNormGradMap* dy_map = nullptr);
-  // Whether backward_adding takes a dy_map here: the Winograd path, and the direct path at
-  // stride 1 with the weight gradient over padded planes (the input gradient over them too, or
-  // none: the first layer's).
+  // Whether backward_adding takes a dy_map here: the Winograd path, the 1x1 stride-2 one, and
+  // the direct path at stride 1 with the weight gradient over padded planes (the input gradient
+  // over them too, or none: the first layer's).
   bool reads_mapped_gradient(bool input_grad = true) const {
-    return !b_ && (winograd_ ||
+    return !b_ && (winograd_ || subsampled_ ||
                    (planes_ && dw_lanes_ && opt_.stride == 1 && (!input_grad || in_.c % 8 == 0)));
   }
 
@@ -98,7 +98,8 @@ class Conv2d final : public Layer {
   void forward_subsampled(const float* x, float* y, std::int64_t batch);
   // add_to_dx: dx += the input gradient (backward_adding with dx as its own addend).
   void backward_subsampled(const float* x, const float* dy, float* dx, std::int64_t batch,
-                           bool accumulate, bool add_to_dx = false);
+                           bool accumulate, bool add_to_dx = false,
+                           const BatchNormGradMap* dy_map = nullptr);
   // dW, db (+)= the threads' partials in dw_part_ (entries from `begin` of [dW, db]).
   void add_up_partials(int threads, std::size_t begin, bool accumulate);
   // The Winograd path (conv2d_winograd.cpp).

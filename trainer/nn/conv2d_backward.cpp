@@ -223,10 +223,13 @@ void Conv2d::backward_direct_or_im2col(const float* x, const float* dy, float* d
 void Conv2d::backward_adding(const float* x, const float* dy, float* dx, const float* dx_addend,
                              std::int64_t batch, bool accumulate, const BatchNormGradMap* dy_map) {
   if (dy_map) {
-    if (!reads_mapped_gradient(dx != nullptr) || (dx_addend && !winograd_))
+    const bool addend_ok = !dx_addend || winograd_ || (subsampled_ && dx_addend == dx);
+    if (!reads_mapped_gradient(dx != nullptr) || !addend_ok)
       throw std::logic_error("Conv2d::backward_adding: no dy map on this path");
     if (winograd_)
       return backward_winograd(x, dy, dx, batch, accumulate, dx_addend, nullptr, dy_map);
+    if (subsampled_)
+      return backward_subsampled(x, dy, dx, batch, accumulate, dx_addend != nullptr, dy_map);
     return backward_direct_or_im2col(x, dy, dx, batch, accumulate, dy_map);
   }
   if (!dx || !dx_addend) return backward(x, nullptr, dy, dx, batch, accumulate);

@@ -107,7 +107,7 @@ void Conv2d::forward_subsampled(const float* x, float* y, std::int64_t batch) {
 }
 
 void Conv2d::backward_subsampled(const float* x, const float* dy, float* dx, std::int64_t batch,
-                                 bool accumulate, bool add_to_dx) {
+                                 bool accumulate, bool add_to_dx, const BatchNormGradMap* dy_map) {
   const int threads = threads_for(batch);
   const auto T = static_cast<std::size_t>(threads);
   const int M = static_cast<int>(out_.c), C = static_cast<int>(in_.c),
@@ -122,6 +122,12 @@ void Conv2d::backward_subsampled(const float* x, const float* dy, float* dx, std
       if (b->size() < plane_floats) b->resize(plane_floats);
     if (dw_part_[t].size() < wsize + bsize) dw_part_[t].resize(wsize + bsize);
   }
+  if (dy_map) {  // per thread, one image's mapped dy (the direct path's dy planes, unused here)
+    if (plane_ws_.size() < T) plane_ws_.resize(T);
+    for (std::size_t t = 0; t < T; ++t)
+      if (plane_ws_[t].dy.size() < static_cast<std::size_t>(out_.size()))
+        plane_ws_[t].dy.resize(static_cast<std::size_t>(out_.size()));
+  }
 #pragma omp parallel num_threads(threads) if (threads > 1)
   {
     const auto t = static_cast<std::size_t>(omp_get_thread_num());
@@ -131,6 +137,12 @@ void Conv2d::backward_subsampled(const float* x, const float* dy, float* dx, std
 #pragma omp for schedule(static)
     for (std::int64_t n = 0; n < batch; ++n) {
       const float* dyn = dy + n * out_.size();
+      if (dy_map) {
+        BatchNormGradMap image = *dy_map;
+        image.x = dy_map->x + n * out_.size();
+        apply_batch_norm_grad(image, dyn, M, N, plane_ws_[t].dy.data());
+        dyn = plane_ws_[t].dy.data();
+      }
       subsample(x + n * in_.size(), C, in_.h, in_.w, xs);
       transpose_planes(xs, C, N, xs_t);
       panel_gemm(M, C, N, dyn, N, 1, xs_t, C, dw_t, C, true);

@@ -26,6 +26,13 @@ struct BatchNormGradMap {
   const float *scale = nullptr, *shift = nullptr;
   bool relu = false;
 
+  // The same map for the values `floats` further on (a later image of the batch).
+  BatchNormGradMap advanced(std::int64_t floats) const {
+    BatchNormGradMap m = *this;
+    m.x += floats;
+    return m;
+  }
+
   // dx for 16 values g of channel c at inputs x, as BatchNorm's own pass computes it (the same
   // operations, so the same bits).
   vec::v16 apply(int c, vec::v16 g, vec::v16 x) const {

@@ -167,8 +167,8 @@ void Conv2d::backward_direct_or_im2col(const float* x, const float* dy, float* d
         const float* dyn = dy + n * out_.size();
         // Position q = i * row + j of dyq is output pixel (i, j); with stride 1, ws.dy holds
         // dy's padded planes, which the input gradient reads too.
-        BatchNormGradMap image_map;  // dy_map for image n
-        if (dy_map) image_map = *dy_map, image_map.x = dy_map->x + n * out_.size();
+        const BatchNormGradMap image_map =
+            dy_map ? dy_map->advanced(n * out_.size()) : BatchNormGradMap{};
         const float* dyq =
             dw_lanes_ || dx_planes
                 ? conv_direct::prepare_dy(dyn, in_g, M, ws.dy.data(), dy_map ? &image_map : nullptr)

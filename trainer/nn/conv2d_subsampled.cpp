@@ -138,9 +138,7 @@ void Conv2d::backward_subsampled(const float* x, const float* dy, float* dx, std
     for (std::int64_t n = 0; n < batch; ++n) {
       const float* dyn = dy + n * out_.size();
       if (dy_map) {
-        BatchNormGradMap image = *dy_map;
-        image.x = dy_map->x + n * out_.size();
-        apply_batch_norm_grad(image, dyn, M, N, plane_ws_[t].dy.data());
+        apply_batch_norm_grad(dy_map->advanced(n * out_.size()), dyn, M, N, plane_ws_[t].dy.data());
         dyn = plane_ws_[t].dy.data();
       }
       subsample(x + n * in_.size(), C, in_.h, in_.w, xs);

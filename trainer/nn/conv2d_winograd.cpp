@@ -104,8 +104,8 @@ void Conv2d::backward_winograd(const float* x, const float* dy, float* dx, std::
     for (std::int64_t grp = 0; grp < groups; ++grp) {
       const std::int64_t n0 = grp * group, count = std::min(group, batch - n0);
       const float* dyn = dy + n0 * out_.size();
-      BatchNormGradMap group_map;  // dy_map from image n0 on
-      if (dy_map) group_map = *dy_map, group_map.x = dy_map->x + n0 * out_.size();
+      const BatchNormGradMap group_map =
+          dy_map ? dy_map->advanced(n0 * out_.size()) : BatchNormGradMap{};
       winograd::accumulate_weight_grad(s, x + n0 * in_.size(), dyn, count, du, ws, x_affine,
                                        dy_map ? &group_map : nullptr);
       if (dx)

@@ -16,7 +16,7 @@
 #include "core/config.hpp"
 #include "core/gemm.hpp"
 #include "core/rng.hpp"
-#include "optim/optimizer.hpp"
+#include "optim/optimizer_options.hpp"
 #include "trainer/nn/loss.hpp"
 #include "trainer/nn/model.hpp"
 
@@ -52,8 +52,8 @@ int main(int argc, char** argv) {
     auto rng = make_rng(0, RngStream::kInit);
     model->build(rng);
     model->reserve(batch);
-    Config config = Config::from_string("[optimizer]\nname = \"sgd\"\nmomentum = 0.9\n");
-    auto optimizer = optim::make_optimizer(config, model->store().num_params());
+    optim::OptimizerOptions sgd;  // momentum SGD, momentum 0.9
+    auto optimizer = optim::make_optimizer(sgd, model->store().num_params());
     std::vector<float> x(static_cast<std::size_t>(batch * model->input_dim()));
     std::vector<std::int32_t> labels(static_cast<std::size_t>(batch));
     std::normal_distribution<float> normal;

@@ -167,8 +167,9 @@ int main(int argc, char** argv) {
       for (bool reference : {false, true}) {
         if (reference && n > reference_max) continue;
         Config config = Config::from_string("[optimizer]\nname='" + name + "'\n");
-        auto opt = reference ? optim::reference::make_reference_optimizer(config, n)
-                             : optim::make_optimizer(config, n);
+        const optim::OptimizerOptions options = optim::read_optimizer_options(config);
+        auto opt = reference ? optim::reference::make_reference_optimizer(options, n)
+                             : optim::make_optimizer(options, n);
         std::int64_t step = 0;
         auto do_step = [&] { opt->step({params.span(), grads.span(), segments, 1e-4, step++}); };
         const int kernel_reps = reference ? std::max(3, reps / 2) : reps;

@@ -8,6 +8,7 @@
 
 #include "cli/commands.hpp"
 #include "core/config.hpp"
+#include "experiments/lbt_schema.hpp"
 #include "experiments/noise_run.hpp"
 
 namespace lbt::cli {
@@ -37,9 +38,9 @@ void add_noise_command(CLI::App& app) {
   cmd->add_flag("--overwrite", args->overwrite, "Replace an existing run directory");
   cmd->add_flag("--quiet,-q", args->quiet, "No progress line");
   cmd->add_flag("--no-plot", args->no_plot, "Skip noise.png");
+  cmd->footer(config_keys_footer());
   cmd->callback([args] {
-    Config config = Config::from_file(args->config_path);
-    for (const auto& s : args->sets) config.set(s);
+    Config config = experiments::load_config(args->config_path, args->sets, notes_stream());
     experiments::NoiseRunOptions options;
     options.run = {args->out, args->overwrite, !args->quiet};
     options.steps = args->steps;

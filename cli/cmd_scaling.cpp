@@ -61,6 +61,7 @@ void add_scaling_command(CLI::App& app) {
   cmd->add_option("--mca", *mca,
                   "OpenMPI MCA setting NAME=VALUE for every run (repeatable), e.g. "
                   "btl_vader_single_copy_mechanism=none");
+  cmd->footer(config_keys_footer());
   cmd->callback([o, out, mca] {
     o->out = *out;
     o->lbt = self_executable();

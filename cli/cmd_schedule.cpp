@@ -2,9 +2,12 @@
 //               [--steps-per-epoch N | --train-size N] [--plot out.png] [--log-y]`
 // Prints the LR curve a config yields as CSV (`step,lr`, or `step,lr_B1,lr_B2,...` for several
 // global batches), evaluated from the very Schedule object trainer::make_schedule returns.
-// This command loads no data, so the steps per epoch come from the flags or the config.
+// Steps per epoch and the run's length come from the data and train.epochs / train.steps
+// exactly as the trainer counts them, unless --steps-per-epoch or --train-size give them.
 #include <CLI/CLI.hpp>
 
+#include <algorithm>
+#include <charconv>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -17,10 +20,12 @@
 #include <string>
 #include <vector>
 
+#include "cli/commands.hpp"
 #include "core/config.hpp"
 #include "core/error.hpp"
-#include "optim/optimizer.hpp"
-#include "trainer/schedule_config.hpp"
+#include "experiments/lbt_schema.hpp"
+#include "trainer/data/load.hpp"
+#include "trainer/run_config.hpp"
 
 #ifndef LBT_SOURCE_DIR
 #define LBT_SOURCE_DIR "."
@@ -43,6 +48,7 @@ struct ScheduleArgs {
   std::int64_t steps = 0;
   std::int64_t steps_per_epoch = 0;
   std::int64_t train_size = 0;
+  int workers = 1;
   std::string plot;
   bool log_y = false;
 };
@@ -53,50 +59,56 @@ std::string shell_quote(const std::string& s) {
   return out + "'";
 }
 
+// The run's step budget at batch B, counted as the trainer counts it (trainer::step_budget):
+// from the data's training examples, or from the steps per epoch the user gave.
+trainer::StepBudget budget_at(const ScheduleArgs& args, const trainer::TrainConfig& train,
+                              std::int64_t train_examples, std::int64_t steps_per_epoch) {
+  trainer::StepBudget budget;
+  if (train_examples > 0) {
+    budget = trainer::step_budget(train, train_examples, args.workers);
+  } else {
+    budget.steps_per_epoch = steps_per_epoch;
+    budget.total_steps = train.steps > 0 ? train.steps
+                                         : static_cast<std::int64_t>(
+                                               std::ceil(train.epochs * steps_per_epoch));
+  }
+  return budget;
+}
+
 void run_schedule(const ScheduleArgs& args) {
-  Config base = Config::from_file(args.config_path);
-  for (const auto& s : args.sets) base.set(s);
+  Config config = experiments::load_config(args.config_path, args.sets, notes_stream());
+  if (args.steps > 0) config.set("train.steps=" + std::to_string(args.steps));
+  const trainer::RunConfig base = trainer::resolve_run_config(config, args.workers);
 
   std::vector<std::int64_t> batches = args.global_batches;
-  if (batches.empty()) {
-    Config probe = base;
-    batches.push_back(probe.get_int("train.global_batch", 128, "examples per optimizer step"));
-  }
-  std::int64_t total_steps = args.steps;
-  if (total_steps <= 0) {
-    Config probe = base;
-    total_steps = probe.get_int("train.steps", 0, "step budget");
-    if (total_steps <= 0) total_steps = 1000;
+  if (batches.empty()) batches.push_back(base.train.global_batch);
+  // Without --steps-per-epoch the data decide, as in the trainer: its training examples.
+  std::int64_t steps_per_epoch =
+      args.steps_per_epoch > 0 ? args.steps_per_epoch : base.schedule.steps_per_epoch;
+  std::int64_t train_examples = args.train_size;
+  if (steps_per_epoch == 0 && train_examples == 0) {
+    train_examples = data::load_splits(base.train.data, base.train.seed).train.n;
   }
 
   std::vector<schedules::Schedule> curves;
-  bool assumed_one_step_per_epoch = false;
+  std::vector<std::int64_t> lengths;
   for (std::int64_t B : batches) {
-    if (B <= 0) {
-      throw ConfigError("--global-batch must be > 0, got " + std::to_string(B),
-                        "for example --global-batch 256 1024 4096");
+    if (B <= 0 || B % args.workers != 0) {
+      throw ConfigError("--global-batch must be a positive multiple of --workers, got " +
+                            std::to_string(B),
+                        "for example --global-batch 256,1024,4096");
     }
-    Config config = base;
-    trainer::ScheduleContext context;
-    context.base_lr = optim::base_learning_rate(config);
-    context.global_batch = B;
-    context.total_steps = total_steps;
-    if (args.steps_per_epoch > 0) {
-      context.steps_per_epoch = args.steps_per_epoch;
-    } else if (args.train_size > 0) {
-      context.steps_per_epoch = (args.train_size + B - 1) / B;  // a partial batch is a step
-    } else if (!config.has("schedule.steps_per_epoch")) {
-      context.steps_per_epoch = 1;
-      assumed_one_step_per_epoch = true;
-    }
-    curves.push_back(trainer::make_schedule(config, context));
-    if (assumed_one_step_per_epoch && curves.size() == 1 &&
-        (config.get_string("schedule.warmup_unit", "steps") == "epochs" ||
-         config.get_string("schedule.decay_unit", "steps") == "epochs")) {
-      std::cerr << "note: steps per epoch unknown, assuming 1; pass --steps-per-epoch N or "
-                   "--train-size N\n";
-    }
+    // The same run at batch B: only the batch layout changes; the reference batch stays the
+    // config's, so the scaling rule shows.
+    trainer::RunConfig run = base;
+    run.train.global_batch = B;
+    run.train.micro_batch = B / args.workers;
+    run.train.accum_steps = 1;
+    const trainer::StepBudget budget = budget_at(args, run.train, train_examples, steps_per_epoch);
+    curves.push_back(trainer::run_schedule(run, budget, curves.empty() ? &std::cerr : nullptr));
+    lengths.push_back(budget.total_steps);
   }
+  const std::int64_t total_steps = *std::max_element(lengths.begin(), lengths.end());
 
   std::ostringstream csv;
   csv << "step";
@@ -106,12 +118,14 @@ void run_schedule(const ScheduleArgs& args) {
     for (std::int64_t B : batches) csv << ",lr_B" << B;
   }
   csv << "\n";
+  // Shortest round-trip form: the LR the trainer writes to metrics.jsonl, bit for bit.
   char value[32];
   for (std::int64_t step = 0; step < total_steps; ++step) {
     csv << step;
-    for (const auto& lr : curves) {
-      std::snprintf(value, sizeof value, ",%.9g", lr(step));
-      csv << value;
+    for (std::size_t c = 0; c < curves.size(); ++c) {
+      csv << ",";
+      if (step >= lengths[c]) continue;  // that batch's run has ended
+      csv << std::string_view(value, std::to_chars(value, value + sizeof value, curves[c](step)).ptr - value);
     }
     csv << "\n";
   }
@@ -145,14 +159,21 @@ void add_schedule_command(CLI::App& app) {
   cmd->add_option("--global-batch,-b", args->global_batches,
                   "Global batch(es); several give one column each (default: train.global_batch)")
       ->delimiter(',');
-  cmd->add_option("--steps", args->steps, "Steps to print (default: train.steps, else 1000)");
+  cmd->add_option("--steps", args->steps,
+                  "Run length in steps, as train.steps (default: the config's train.steps or "
+                  "train.epochs, as the trainer counts them)");
   auto* spe = cmd->add_option("--steps-per-epoch", args->steps_per_epoch,
-                              "Steps per epoch, same at every batch (default: schedule.steps_per_epoch, else 1)");
+                              "Steps per epoch at every batch, instead of loading the data "
+                              "(default: schedule.steps_per_epoch, else the data's)");
   cmd->add_option("--train-size", args->train_size,
-                  "Training examples per epoch; steps per epoch = ceil(N / global batch) at each batch")
+                  "Training examples, instead of loading the data: steps per epoch = "
+                  "floor(N / workers) / (global batch / workers), as the trainer counts")
       ->excludes(spe);
+  cmd->add_option("--workers", args->workers, "Ranks the run will use (default 1)")
+      ->check(CLI::PositiveNumber);
   cmd->add_option("--plot", args->plot, "Also draw the curve to this image (writes the CSV beside it)");
   cmd->add_flag("--log-y", args->log_y, "Logarithmic LR axis in the plot");
+  cmd->footer(config_keys_footer());
   cmd->callback([args] { run_schedule(*args); });
 }
 

@@ -7,7 +7,6 @@
 
 #include "cli/commands.hpp"
 #include "core/config.hpp"
-#include "experiments/config_keys.hpp"
 #include "experiments/sweep.hpp"
 #include "experiments/sweep_plan.hpp"
 
@@ -49,17 +48,7 @@ void add_sweep_command(CLI::App& app) {
   cmd->add_flag("--collect", a->collect, "run nothing: rebuild the CSVs, fit.json and plots");
   cmd->add_flag("--no-plots", a->no_plots, "skip notebooks/lbt_sweep_plots.py");
   cmd->add_flag("--quiet,-q", a->quiet, "no progress lines");
-  {
-    // The [sweep] keys with their defaults, read by the same code the sweep runs.
-    Config keys = Config::from_string("[sweep]\nbatch_sizes = [1]\nmax_steps = 1\n");
-    experiments::read_sweep_settings(keys, {}, 0, "val_loss<=1");
-    std::vector<ConfigKey> sweep_keys;
-    for (const auto& k : keys.known_keys()) {
-      if (k.key.rfind("sweep.", 0) == 0) sweep_keys.push_back(k);
-    }
-    cmd->footer(experiments::format_config_keys(sweep_keys) +
-                "Trials also take every `lbt train` key (see lbt train --help).");
-  }
+  cmd->footer(config_keys_footer());
   cmd->callback([a] {
     experiments::SweepOptions o;
     o.config_path = a->config_path;

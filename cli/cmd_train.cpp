@@ -7,7 +7,7 @@
 #include "cli/commands.hpp"
 #include "core/config.hpp"
 #include "core/error.hpp"
-#include "experiments/config_keys.hpp"
+#include "experiments/lbt_schema.hpp"
 #include "experiments/train_run.hpp"
 #include "trainer/comm/communicator.hpp"
 
@@ -38,7 +38,7 @@ void add_train_command(CLI::App& app) {
   cmd->add_option("--resume", args->resume,
                   "RUN_DIR: continue that run from its newest intact checkpoint (bit for bit); "
                   "auto: continue --out's run if it has a checkpoint, else start it");
-  cmd->footer(experiments::format_config_keys(experiments::run_config_keys()));
+  cmd->footer(config_keys_footer());
   cmd->callback([args] {
     experiments::RunOptions options{args->out, args->overwrite, !args->quiet};
     if (args->resume == "auto") {
@@ -60,8 +60,7 @@ void add_train_command(CLI::App& app) {
       throw ConfigError("lbt train needs --config FILE (or --resume RUN_DIR)",
                         "presets live in experiments/configs/, e.g. fmnist_mlp.toml");
     }
-    Config config = Config::from_file(args->config_path);
-    for (const auto& s : args->sets) config.set(s);
+    Config config = experiments::load_config(args->config_path, args->sets, notes_stream());
     auto result = experiments::run_training(config, options);
     const auto& o = result.outcome;
     // Only rank 0 reports (the others' run_dir is not written).

@@ -2,6 +2,7 @@
 // callback; main.cpp only wires them and turns lbt::Error into "error:"/"hint:" lines.
 #pragma once
 #include <CLI/CLI.hpp>
+#include <iosfwd>
 
 namespace lbt::cli {
 
@@ -11,5 +12,10 @@ void add_sweep_command(CLI::App& app);
 void add_fit_command(CLI::App& app);
 void add_scaling_command(CLI::App& app);
 void add_noise_command(CLI::App& app);
+
+// Where config notes go: stderr on the first rank (or without MPI), nowhere on the others.
+std::ostream* notes_stream();
+// The config-key listing every command that takes --config prints after its options.
+std::string config_keys_footer();
 
 }  // namespace lbt::cli

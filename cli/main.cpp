@@ -3,12 +3,28 @@
 // than one rank it names the rank and aborts the whole job, so no other rank waits forever in
 // a collective for the one that failed.
 #include <cstdio>
+#include <cstdlib>
 #include <exception>
+#include <iostream>
 #include <string>
 
 #include "cli/commands.hpp"
 #include "core/error.hpp"
+#include "experiments/lbt_schema.hpp"
 #include "trainer/comm/communicator.hpp"
+
+namespace lbt::cli {
+
+std::ostream* notes_stream() {
+  for (const char* var : {"OMPI_COMM_WORLD_RANK", "PMI_RANK", "SLURM_PROCID"}) {
+    if (const char* rank = std::getenv(var); rank && std::string(rank) != "0") return nullptr;
+  }
+  return &std::cerr;
+}
+
+std::string config_keys_footer() { return experiments::lbt_schema().help(); }
+
+}  // namespace lbt::cli
 
 namespace {
 

@@ -3,6 +3,8 @@
 
 #include <algorithm>
 #include <charconv>
+#include <optional>
+#include <stdexcept>
 #include <fstream>
 #include <sstream>
 #include <toml++/toml.h>
@@ -15,9 +17,11 @@ struct Config::Impl {
   toml::table root;       // as given: file + overrides
   toml::table resolved;   // every key read, with its effective value
   std::string source = "<defaults>";
-  std::vector<ConfigKey> known;
-  std::set<std::string, std::less<>> known_set;
-  std::set<std::string, std::less<>> non_default;  // keys read with a value != their default
+  std::set<std::string, std::less<>> overridden;  // keys given by set() (--set)
+
+  template <class T, class Extract>
+  T read(const Config& config, const KeySpec& spec, KeyType type, Extract extract,
+         std::optional<T> derived);
 };
 
 Config::Config() : impl_(std::make_unique<Impl>()) {}
@@ -69,6 +73,16 @@ void insert_at(toml::table& root, std::string_view key, V&& value) {
   table->insert_or_assign(parts.back(), std::forward<V>(value));
 }
 
+void erase_at(toml::table& root, std::string_view key) {
+  auto parts = split_key(key);
+  toml::table* table = &root;
+  for (std::size_t i = 0; i + 1 < parts.size(); ++i) {
+    table = table->get(parts[i]) ? table->get(parts[i])->as_table() : nullptr;
+    if (!table) return;
+  }
+  table->erase(parts.back());
+}
+
 void collect_leaves(const toml::table& table, const std::string& prefix,
                     std::vector<std::string>& out) {
   for (auto&& [k, v] : table) {
@@ -81,7 +95,14 @@ void collect_leaves(const toml::table& table, const std::string& prefix,
   }
 }
 
+// A value as a user would write it: numbers in their shortest form (0.9, not toml++'s
+// 0.90000000000000002), strings in double quotes.
 std::string node_text(const toml::node& node) {
+  if (auto d = node.value_exact<double>()) {
+    char buf[32];
+    return std::string(buf, std::to_chars(buf, buf + sizeof buf, *d).ptr);
+  }
+  if (auto s = node.value_exact<std::string>()) return "\"" + *s + "\"";
   std::ostringstream ss;
   node.visit([&](auto&& v) { ss << v; });
   return ss.str();
@@ -141,177 +162,220 @@ void Config::set(std::string_view assignment) {
   } catch (const toml::parse_error&) {
     insert_at(impl_->root, key, value);  // a bare string such as mlp:784-10
   }
+  impl_->overridden.insert(key);
 }
 
 namespace {
 
-template <class T>
-void remember(Config::Impl& impl, std::string_view key, const T& def, std::string_view doc) {
-  if (impl.known_set.contains(key)) return;
-  impl.known_set.emplace(key);
-  std::ostringstream text;
-  if constexpr (std::is_same_v<T, std::string>) {
-    text << toml::value<std::string>(def);
-  } else if constexpr (std::is_same_v<T, bool>) {
-    text << (def ? "true" : "false");
-  } else if constexpr (std::is_floating_point_v<T>) {
-    char buf[32];
-    auto end = std::to_chars(buf, buf + sizeof buf, def).ptr;  // shortest round-trip form
-    std::string s(buf, end);
-    if (s.find_first_of(".eni") == std::string::npos) s += ".0";
-    text << s;
-  } else if constexpr (std::is_arithmetic_v<T>) {
-    text << def;
-  } else {
-    toml::array arr;
-    for (const auto& x : def) arr.push_back(x);
-    text << arr;
+// The node a getter reads: the configured one, else the default's TOML text parsed into
+// `scratch`.
+const toml::node* value_node(const toml::table& root, const KeySpec& spec, const Config& config,
+                             toml::table& scratch) {
+  if (const toml::node* node = find_node(root, spec.key)) return node;
+  const std::string text = spec.default_for(config);
+  try {
+    scratch = toml::parse("v = " + text);
+  } catch (const toml::parse_error&) {
+    throw std::logic_error("lbt bug: default of " + spec.key + " is not TOML: " + text);
   }
-  impl.known.push_back({std::string(key), text.str(), std::string(doc)});
+  return scratch.get("v");
 }
 
-}  // namespace
-
-#define LBT_CONFIG_REMEMBER(def) remember(*impl_, key, def, doc)
-
-double Config::get_double(std::string_view key, double def, std::string_view doc) {
-  LBT_CONFIG_REMEMBER(def);
-  double value = def;
-  if (const toml::node* node = find_node(impl_->root, key)) {
-    if (auto d = node->value_exact<double>()) value = *d;
-    else if (auto i = node->value_exact<std::int64_t>()) value = static_cast<double>(*i);
-    else fail(key, "a number", node_text(*node) + " (" + type_name(*node) + ")");
+void expect_type(const KeySpec& spec, KeyType type) {
+  if (spec.type != type) {
+    throw std::logic_error("lbt bug: " + spec.key + " is declared " + key_type_name(spec.type) +
+                           " but read as " + key_type_name(type));
   }
-  insert_at(impl_->resolved, key, value);
-  if (value != def) impl_->non_default.emplace(key);
-  return value;
 }
 
-std::int64_t Config::get_int(std::string_view key, std::int64_t def, std::string_view doc) {
-  LBT_CONFIG_REMEMBER(def);
-  std::int64_t value = def;
-  if (const toml::node* node = find_node(impl_->root, key)) {
-    if (auto i = node->value_exact<std::int64_t>()) value = *i;
-    else fail(key, "an integer", node_text(*node) + " (" + type_name(*node) + ")");
-  }
-  insert_at(impl_->resolved, key, value);
-  if (value != def) impl_->non_default.emplace(key);
-  return value;
-}
-
-bool Config::get_bool(std::string_view key, bool def, std::string_view doc) {
-  LBT_CONFIG_REMEMBER(def);
-  bool value = def;
-  if (const toml::node* node = find_node(impl_->root, key)) {
-    if (auto b = node->value_exact<bool>()) value = *b;
-    else fail(key, "true or false", node_text(*node) + " (" + type_name(*node) + ")");
-  }
-  insert_at(impl_->resolved, key, value);
-  if (value != def) impl_->non_default.emplace(key);
-  return value;
-}
-
-std::string Config::get_string(std::string_view key, std::string_view def, std::string_view doc) {
-  LBT_CONFIG_REMEMBER(std::string(def));
-  std::string value(def);
-  if (const toml::node* node = find_node(impl_->root, key)) {
-    if (auto s = node->value_exact<std::string>()) value = *s;
-    else fail(key, "a string", node_text(*node) + " (" + type_name(*node) + ")",
-              "quote it: " + std::string(key) + " = \"...\"");
-  }
-  insert_at(impl_->resolved, key, value);
-  if (value != def) impl_->non_default.emplace(key);
-  return value;
-}
-
-namespace {
-template <class T>
-std::vector<T> read_list(const Config& config, const toml::table& root, std::string_view key,
-                         std::vector<T> def, const char* what) {
-  const toml::node* node = find_node(root, key);
-  if (!node) return def;
-  std::vector<T> out;
-  const toml::array* arr = node->as_array();
-  if (!arr) {
-    // a single value is a list of one
-    if constexpr (std::is_same_v<T, double>) {
-      if (auto i = node->value_exact<std::int64_t>()) return {static_cast<double>(*i)};
-    }
-    if (auto v = node->value_exact<T>()) return {*v};
-    config.fail(key, std::string("an array of ") + what, node_text(*node));
-  }
-  for (const toml::node& item : *arr) {
-    if constexpr (std::is_same_v<T, double>) {
-      if (auto i = item.value_exact<std::int64_t>()) {
-        out.push_back(static_cast<double>(*i));
-        continue;
-      }
-    }
-    auto v = item.value_exact<T>();
-    if (!v) config.fail(key, std::string("an array of ") + what, node_text(*node));
-    out.push_back(*v);
-  }
-  return out;
-}
 template <class T>
 toml::array to_array(const std::vector<T>& values) {
   toml::array arr;
   for (const auto& v : values) arr.push_back(v);
   return arr;
 }
+
+// A number (an integer is accepted), or nullopt.
+std::optional<double> as_number(const toml::node& node) {
+  if (auto d = node.value_exact<double>()) return *d;
+  if (auto i = node.value_exact<std::int64_t>()) return static_cast<double>(*i);
+  return std::nullopt;
+}
+
+template <class T>
+std::optional<T> as_item(const toml::node& node) {
+  if constexpr (std::is_same_v<T, double>) return as_number(node);
+  else if (auto v = node.value_exact<T>()) return *v;
+  return std::nullopt;
+}
+
+// A list of T; a single value is a list of one.
+template <class T>
+std::optional<std::vector<T>> as_list(const toml::node& node) {
+  const toml::array* arr = node.as_array();
+  if (!arr) {
+    if (auto v = as_item<T>(node)) return std::vector<T>{*v};
+    return std::nullopt;
+  }
+  std::vector<T> out;
+  for (const toml::node& item : *arr) {
+    auto v = as_item<T>(item);
+    if (!v) return std::nullopt;
+    out.push_back(*v);
+  }
+  return out;
+}
+
+// True when `node` holds a value of `type` (the check validate() makes before any getter).
+bool has_type(const toml::node& node, KeyType type) {
+  switch (type) {
+    case KeyType::kBool: return node.value_exact<bool>().has_value();
+    case KeyType::kInt: return node.value_exact<std::int64_t>().has_value();
+    case KeyType::kNumber: return as_number(node).has_value();
+    case KeyType::kString: return node.value_exact<std::string>().has_value();
+    case KeyType::kIntList: return as_list<std::int64_t>(node).has_value();
+    case KeyType::kNumberList: return as_list<double>(node).has_value();
+    case KeyType::kStringList: return as_list<std::string>(node).has_value();
+  }
+  return false;
+}
+
+[[noreturn]] void fail_type(const Config& config, const KeySpec& spec, const toml::node& node) {
+  std::string hint;
+  if (spec.type == KeyType::kString) hint = "quote it: " + spec.key + " = \"...\"";
+  config.fail(spec.key, key_type_name(spec.type), node_text(node) + " (" + type_name(node) + ")",
+              hint);
+}
+
 }  // namespace
 
-std::vector<std::int64_t> Config::get_int_list(std::string_view key,
-                                               std::vector<std::int64_t> def,
-                                               std::string_view doc) {
-  LBT_CONFIG_REMEMBER(def);
-  auto value = read_list<std::int64_t>(*this, impl_->root, key, std::move(def), "integers");
-  insert_at(impl_->resolved, key, to_array(value));
-  if (value != def) impl_->non_default.emplace(key);
+template <class T, class Extract>
+T Config::Impl::read(const Config& config, const KeySpec& spec, KeyType type, Extract extract,
+                     std::optional<T> derived) {
+  expect_type(spec, type);
+  T value;
+  const toml::node* node = find_node(root, spec.key);
+  if (!node && derived) {
+    value = *derived;
+  } else {
+    toml::table scratch;
+    if (!node) node = value_node(root, spec, config, scratch);
+    auto v = extract(*node);
+    if (!v) fail_type(config, spec, *node);
+    value = *v;
+  }
+  if constexpr (std::is_same_v<T, std::vector<std::int64_t>> ||
+                std::is_same_v<T, std::vector<double>> ||
+                std::is_same_v<T, std::vector<std::string>>) {
+    insert_at(resolved, spec.key, to_array(value));
+  } else {
+    insert_at(resolved, spec.key, value);
+  }
   return value;
 }
 
-std::vector<double> Config::get_double_list(std::string_view key, std::vector<double> def,
-                                            std::string_view doc) {
-  LBT_CONFIG_REMEMBER(def);
-  auto value = read_list<double>(*this, impl_->root, key, std::move(def), "numbers");
-  insert_at(impl_->resolved, key, to_array(value));
-  if (value != def) impl_->non_default.emplace(key);
-  return value;
+double Config::get_double(const KeySpec& spec, std::optional<double> derived) {
+  return impl_->read<double>(*this, spec, KeyType::kNumber, as_number, derived);
 }
 
-std::vector<std::string> Config::get_string_list(std::string_view key,
-                                                 std::vector<std::string> def,
-                                                 std::string_view doc) {
-  LBT_CONFIG_REMEMBER(def);
-  auto value = read_list<std::string>(*this, impl_->root, key, std::move(def), "strings");
-  insert_at(impl_->resolved, key, to_array(value));
-  if (value != def) impl_->non_default.emplace(key);
-  return value;
+std::int64_t Config::get_int(const KeySpec& spec, std::optional<std::int64_t> derived) {
+  return impl_->read<std::int64_t>(
+      *this, spec, KeyType::kInt, [](const toml::node& n) { return n.value_exact<std::int64_t>(); },
+      derived);
 }
-#undef LBT_CONFIG_REMEMBER
+
+bool Config::get_bool(const KeySpec& spec) {
+  return impl_->read<bool>(
+      *this, spec, KeyType::kBool, [](const toml::node& n) { return n.value_exact<bool>(); }, {});
+}
+
+std::string Config::get_string(const KeySpec& spec) {
+  return impl_->read<std::string>(
+      *this, spec, KeyType::kString,
+      [](const toml::node& n) { return n.value_exact<std::string>(); }, {});
+}
+
+std::vector<std::int64_t> Config::get_int_list(const KeySpec& spec) {
+  return impl_->read<std::vector<std::int64_t>>(*this, spec, KeyType::kIntList,
+                                                as_list<std::int64_t>, {});
+}
+
+std::vector<double> Config::get_double_list(const KeySpec& spec) {
+  return impl_->read<std::vector<double>>(*this, spec, KeyType::kNumberList, as_list<double>, {});
+}
+
+std::vector<std::string> Config::get_string_list(const KeySpec& spec) {
+  return impl_->read<std::vector<std::string>>(*this, spec, KeyType::kStringList,
+                                               as_list<std::string>, {});
+}
 
 bool Config::has(std::string_view key) const { return find_node(impl_->root, key) != nullptr; }
-const std::string& Config::source() const { return impl_->source; }
-const std::vector<ConfigKey>& Config::known_keys() const { return impl_->known; }
 
-void Config::check_no_unknown_keys() const {
-  std::vector<std::string> leaves;
-  collect_leaves(impl_->root, "", leaves);
-  std::vector<std::string> known;
-  for (const auto& k : impl_->known) known.push_back(k.key);
-  for (const auto& leaf : leaves) {
-    if (impl_->known_set.contains(leaf)) continue;
-    std::string hint = "remove it";
-    std::string best = nearest(leaf, known);
-    if (!best.empty()) hint = "did you mean '" + best + "'? (" + hint + " or fix the name)";
-    hint += "; `lbt train --help` lists every key";
-    throw ConfigError(impl_->source + ": unknown config key '" + leaf + "'", hint);
+std::string Config::peek_string(std::string_view key, std::string_view fallback) const {
+  if (const toml::node* node = find_node(impl_->root, key)) {
+    if (auto s = node->value_exact<std::string>()) return *s;
   }
+  return std::string(fallback);
 }
 
-bool Config::differs_from_default(std::string_view key) const {
-  return impl_->non_default.find(key) != impl_->non_default.end();
+const std::string& Config::source() const { return impl_->source; }
+
+std::vector<std::string> Config::validate(const Schema& schema) {
+  std::vector<std::string> leaves;
+  collect_leaves(impl_->root, "", leaves);
+  const std::vector<std::string> names = schema.names();
+  // Names, types and allowed values first: the conditions below read the deciding keys.
+  for (const auto& leaf : leaves) {
+    const KeySpec* spec = schema.find(leaf);
+    if (!spec) {
+      if (std::string why = schema.retired(leaf); !why.empty()) {
+        throw ConfigError(impl_->source + ": config key '" + leaf + "' is gone", why);
+      }
+      std::string hint = "remove it";
+      std::string best = nearest(leaf, names);
+      if (!best.empty()) hint = "did you mean '" + best + "'? (" + hint + " or fix the name)";
+      hint += "; `lbt train --help` lists every key";
+      throw ConfigError(impl_->source + ": unknown config key '" + leaf + "'", hint);
+    }
+    const toml::node& node = *find_node(impl_->root, leaf);
+    if (!has_type(node, spec->type)) fail_type(*this, *spec, node);
+    if (spec->type == KeyType::kString && !spec->allowed.empty()) {
+      const std::string value = *node.value_exact<std::string>();
+      if (std::find(spec->allowed.begin(), spec->allowed.end(), value) == spec->allowed.end()) {
+        std::string list;
+        for (const auto& a : spec->allowed) list += (list.empty() ? "" : ", ") + a;
+        const std::string best = nearest(value, spec->allowed);
+        fail(leaf, "one of: " + list, "'" + value + "'",
+             best.empty() ? "pick one of the values above"
+                          : "did you mean '" + best + "'? (" + leaf + " = \"" + best + "\")");
+      }
+    }
+  }
+  std::vector<std::string> notes;
+  for (const auto& leaf : leaves) {
+    const KeySpec& spec = *schema.find(leaf);
+    if (spec.applies(*this)) continue;
+    std::string setting;
+    bool decided_by_override = false;
+    for (const auto& key : spec.condition->decided_by) {
+      if (!has(key)) continue;
+      const toml::node& node = *find_node(impl_->root, key);
+      setting += (setting.empty() ? "" : ", ") + std::string(key) + " = " + node_text(node);
+      decided_by_override = decided_by_override || impl_->overridden.contains(key);
+    }
+    if (setting.empty()) setting = "the default " + std::string(spec.condition->decided_by.front());
+    if (decided_by_override && !impl_->overridden.contains(leaf)) {
+      notes.push_back("dropped " + leaf + " = " + node_text(*find_node(impl_->root, leaf)) +
+                      ": not used with " + setting + " (it applies to " + spec.applies_text() +
+                      ")");
+      erase_at(impl_->root, leaf);
+      continue;
+    }
+    throw ConfigError(impl_->source + ": " + leaf + " is not used with " + setting +
+                          " (it applies to " + spec.applies_text() + ")",
+                      "remove " + leaf + ", or choose a setting that uses it");
+  }
+  return notes;
 }
 
 std::string Config::resolved_toml() const {
@@ -322,7 +386,13 @@ std::string Config::resolved_toml() const {
 
 void Config::fail(std::string_view key, std::string_view constraint, std::string_view got,
                   std::string_view hint) const {
-  std::string message = impl_->source + ": " + std::string(key) + " must be " +
+  throw_config_error(impl_->source, key, constraint, got, hint);
+}
+
+void throw_config_error(std::string_view source, std::string_view key,
+                        std::string_view constraint, std::string_view got,
+                        std::string_view hint) {
+  std::string message = std::string(source) + ": " + std::string(key) + " must be " +
                         std::string(constraint) + ", got " + std::string(got);
   std::string h = hint.empty() ? "set " + std::string(key) + " in the config or with --set " +
                                      std::string(key) + "=VALUE"

@@ -1,22 +1,19 @@
-// Configuration: a TOML file plus `--set key=value` overrides, read through typed getters.
-// Each getter declares the key it reads (with default and one-line doc), so the resolved
-// config, the `--help` key list and "unknown key, did you mean ..." all come from one place.
+// Configuration: a TOML file plus `--set key=value` overrides, checked against the Schema
+// (core/config_schema.hpp) before any work and read through typed getters that take a key's
+// KeySpec, so a key's type, default and doc are written once, in its part's key table.
 #pragma once
 #include <cstdint>
 #include <filesystem>
 #include <memory>
+#include <optional>
 #include <set>
 #include <string>
 #include <string_view>
 #include <vector>
 
-namespace lbt {
+#include "core/config_schema.hpp"
 
-struct ConfigKey {
-  std::string key;            // "optimizer.lr"
-  std::string default_value;  // TOML text of the default
-  std::string doc;
-};
+namespace lbt {
 
 class Config {
  public:
@@ -33,41 +30,49 @@ class Config {
   // as a plain string when it does not parse (so model.spec=mlp:784-10 needs no quotes).
   void set(std::string_view assignment);
 
-  // Typed getters: return the configured value or `def`; throw ConfigError on a wrong type.
-  double get_double(std::string_view key, double def, std::string_view doc = {});
-  std::int64_t get_int(std::string_view key, std::int64_t def, std::string_view doc = {});
-  bool get_bool(std::string_view key, bool def, std::string_view doc = {});
-  std::string get_string(std::string_view key, std::string_view def, std::string_view doc = {});
-  std::vector<std::int64_t> get_int_list(std::string_view key, std::vector<std::int64_t> def,
-                                         std::string_view doc = {});
-  std::vector<double> get_double_list(std::string_view key, std::vector<double> def,
-                                      std::string_view doc = {});
-  std::vector<std::string> get_string_list(std::string_view key, std::vector<std::string> def,
-                                           std::string_view doc = {});
+  // Checks the whole config against `schema` before anything reads it: every key known (else
+  // "did you mean"), of its type, one of its allowed values, and used by the chosen settings.
+  // A key the settings do not use is an error naming both keys, except where the deciding
+  // key was changed by --set (say --set optimizer.name=adam on a momentum preset): then the
+  // file's keys that no longer apply are dropped, and the returned notes say which.
+  std::vector<std::string> validate(const Schema& schema);
+
+  // Typed getters: the configured value, else the key's default (from its spec, or `derived`
+  // for keys whose default is computed, such as schedule.reference_batch). The value read is
+  // recorded in the resolved config. A getter of the wrong type for the spec is a bug
+  // (std::logic_error); a value of the wrong type in the config is a ConfigError.
+  double get_double(const KeySpec& spec, std::optional<double> derived = {});
+  std::int64_t get_int(const KeySpec& spec, std::optional<std::int64_t> derived = {});
+  bool get_bool(const KeySpec& spec);
+  std::string get_string(const KeySpec& spec);
+  std::vector<std::int64_t> get_int_list(const KeySpec& spec);
+  std::vector<double> get_double_list(const KeySpec& spec);
+  std::vector<std::string> get_string_list(const KeySpec& spec);
 
   bool has(std::string_view key) const;
-  // True when a getter has read `key` and its value differs from that getter's default. A
-  // run's resolved config.toml sets every key, so "set" alone does not mean "chosen".
-  bool differs_from_default(std::string_view key) const;
+  // The configured string at `key`, or `fallback`; reads nothing into the resolved config (for
+  // the conditions that decide which keys apply).
+  std::string peek_string(std::string_view key, std::string_view fallback) const;
   const std::string& source() const;
-
-  // Throws ConfigError for the first key in the file or overrides that no getter read,
-  // naming the nearest known key. Call after every module has read its section.
-  void check_no_unknown_keys() const;
 
   // The fully resolved config (every key read, with its effective value) as TOML text.
   std::string resolved_toml() const;
-  const std::vector<ConfigKey>& known_keys() const;
 
   // Throws a ConfigError "KEY must be ..., got VALUE" with a hint; for validators.
   [[noreturn]] void fail(std::string_view key, std::string_view constraint,
                          std::string_view got, std::string_view hint = {}) const;
 
- struct Impl;  // public only so file-local helpers in config.cpp can name it
+  struct Impl;  // public only so file-local helpers in config.cpp can name it
 
  private:
   std::unique_ptr<Impl> impl_;
 };
+
+// Throws ConfigError "SOURCE: KEY must be CONSTRAINT, got GOT" with `hint` (or one saying how
+// to set the key): the one form of a bad-value error, for parts that hold typed options.
+[[noreturn]] void throw_config_error(std::string_view source, std::string_view key,
+                                     std::string_view constraint, std::string_view got,
+                                     std::string_view hint = {});
 
 // Edit distance, for "did you mean" suggestions.
 std::size_t edit_distance(std::string_view a, std::string_view b);

@@ -11,6 +11,7 @@
 #include "core/error.hpp"
 #include "core/rng.hpp"
 #include "noise/hessian_noise.hpp"
+#include "noise/noise_keys.hpp"
 #include "trainer/nn/loss.hpp"
 
 namespace lbt::experiments {
@@ -92,12 +93,10 @@ NoiseRunResult run_noise(Config& config, const NoiseRunOptions& options) {
   if (!config.has("noise.enabled")) config.set("noise.enabled=true");
   if (options.steps > 0) config.set("train.steps=" + std::to_string(options.steps));
   HessianOptions h;
-  h.small_batches = config.get_int("noise.hessian.small_batches", 16,
-                                   "lbt noise: small-batch gradients K behind tr(H Sigma) at --at-steps");
-  h.examples = config.get_int("noise.hessian.examples", 2048,
-                              "lbt noise: examples per gradient in the Hessian-vector products");
-  const bool hessian = config.get_bool("noise.hessian.enabled", true,
-                                       "lbt noise: measure the Hessian-weighted B_noise at --at-steps");
+  const auto& keys = noise::noise_keys();
+  h.small_batches = config.get_int(Schema::in(keys, "noise.hessian.small_batches"));
+  h.examples = config.get_int(Schema::in(keys, "noise.hessian.examples"));
+  const bool hessian = config.get_bool(Schema::in(keys, "noise.hessian.enabled"));
   if (h.small_batches < 2) config.fail("noise.hessian.small_batches", ">= 2", std::to_string(h.small_batches));
   if (h.examples < 1) config.fail("noise.hessian.examples", ">= 1", std::to_string(h.examples));
 

@@ -15,12 +15,15 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <iostream>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
 #include "core/config.hpp"
 #include "core/error.hpp"
 #include "core/io.hpp"
+#include "experiments/lbt_schema.hpp"
+#include "trainer/train_keys.hpp"
 
 extern char** environ;
 
@@ -243,9 +246,9 @@ std::vector<ScalingSummary> run_scaling(const ScalingOptions& o) {
                       "e.g. --repeats 3: each repeat runs every worker count once, and the "
                       "study reports the median with min-max over repeats");
   }
-  Config base = Config::from_file(o.config);
-  for (const auto& s : o.sets) base.set(s);
-  const std::int64_t base_batch = base.get_int("train.global_batch", 128);
+  Config base = load_config(o.config, o.sets, &std::cerr);
+  const std::int64_t base_batch =
+      base.get_int(Schema::in(trainer::train_keys(), "train.global_batch"));
 
   const int cores = available_cores();
   std::string worker_list;

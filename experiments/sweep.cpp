@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <iostream>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -17,9 +18,8 @@
 #include "experiments/fit.hpp"
 #include "experiments/sweep_plan.hpp"
 #include "experiments/sweep_results.hpp"
-#include "optim/optimizer.hpp"
-#include "trainer/schedule_config.hpp"
-#include "trainer/train_config.hpp"
+#include "experiments/lbt_schema.hpp"
+#include "trainer/run_config.hpp"
 
 #ifndef LBT_SOURCE_DIR
 #define LBT_SOURCE_DIR "."
@@ -68,12 +68,9 @@ std::string trial_base_config(const fs::path& config_path) {
 void validate_trial_config(const Config& sweep_config, const Trial& trial) {
   Config c = sweep_config;
   for (const auto& s : trial.overrides) c.set(s);
-  trainer::TrainConfig t = trainer::read_train_config(c, 1);
-  const double lr = optim::base_learning_rate(c);
-  optim::make_optimizer(c, 16);
-  trainer::make_schedule(c, {lr, t.global_batch, 100, t.steps});
-  c.get_string("comm.backend", "auto", "auto | local | mpi");
-  c.check_no_unknown_keys();
+  c.validate(lbt_schema());
+  const trainer::RunConfig run = trainer::resolve_run_config(c, 1);
+  trainer::run_schedule(run, {100, run.train.steps}, &std::cerr);
 }
 
 nlohmann::json plan_json(const std::vector<Trial>& plan) {
@@ -183,8 +180,7 @@ class SweepRunner {
       throw ConfigError("--launcher '" + options_.launcher + "' is not local or slurm", "use --launcher local");
     }
     if (options_.jobs < 1) throw ConfigError("--jobs must be >= 1", "e.g. --jobs 2");
-    config_ = Config::from_file(options_.config_path);
-    for (const auto& s : options_.sets) config_.set(s);
+    config_ = load_config(options_.config_path, options_.sets, &std::cerr);
     settings_ = read_sweep_settings(config_, options_.batch_sizes, options_.lr_trials, options_.target);
     plan_ = make_plan(settings_);
     validate_trial_config(config_, plan_.front());

@@ -6,11 +6,15 @@
 #include <cstdio>
 
 #include "core/error.hpp"
-#include "optim/optimizer.hpp"
+#include "experiments/sweep_keys.hpp"
+#include "optim/optimizer_keys.hpp"
+#include "trainer/train_keys.hpp"
 #include "trainer/train_config.hpp"
 
 namespace lbt::experiments {
 namespace {
+
+const KeySpec& key(std::string_view name) { return Schema::in(sweep_keys(), name); }
 
 std::string number(double v) {
   char buf[32];
@@ -23,36 +27,29 @@ std::string number(double v) {
 SweepSettings read_sweep_settings(Config& c, const std::vector<std::int64_t>& batch_sizes,
                                   int lr_trials, const std::string& target) {
   SweepSettings s;
-  s.batch_sizes = c.get_int_list("sweep.batch_sizes", {},
-                                 "global batch sizes (--batch-sizes wins)");
+  s.batch_sizes = c.get_int_list(key("sweep.batch_sizes"));
   if (!batch_sizes.empty()) s.batch_sizes = batch_sizes;
-  s.lr_rule = c.get_string("sweep.lr_rule", "linear",
-                           "LR prior: optimizer.lr x rule(B / reference_batch): linear | sqrt | none");
-  s.reference_batch = c.get_int("sweep.reference_batch", 128, "batch at which optimizer.lr is the prior");
-  s.lr_search = c.get_string("sweep.lr_search", "grid", "grid | log_uniform (Halton draws)");
-  s.lr_multipliers = c.get_double_list("sweep.lr_multipliers", {},
-                                       "grid: multipliers of the prior (empty: lr_trials points "
-                                       "log-spaced over [lr_min_factor, lr_max_factor])");
-  s.lr_trials = static_cast<int>(c.get_int("sweep.lr_trials", 3, "trials per batch size (--lr-trials wins)"));
+  s.lr_rule = c.get_string(key("sweep.lr_rule"));
+  s.reference_batch = c.get_int(key("sweep.reference_batch"));
+  s.lr_search = c.get_string(key("sweep.lr_search"));
+  s.lr_multipliers = c.get_double_list(key("sweep.lr_multipliers"));
+  s.lr_trials = static_cast<int>(c.get_int(key("sweep.lr_trials")));
   if (lr_trials > 0) s.lr_trials = lr_trials;
-  s.lr_min_factor = c.get_double("sweep.lr_min_factor", 0.25, "search range: lowest multiple of the prior");
-  s.lr_max_factor = c.get_double("sweep.lr_max_factor", 4.0, "search range: highest multiple of the prior");
-  s.search_momentum = c.get_bool("sweep.search_momentum", false,
-                                 "log_uniform: also draw 1 - momentum log-uniformly");
-  s.momentum_min = c.get_double("sweep.momentum_min", 0.8, "momentum search range, low end");
-  s.momentum_max = c.get_double("sweep.momentum_max", 0.99, "momentum search range, high end");
-  s.max_examples = c.get_int("sweep.max_examples", 0, "budget per trial in examples (0: unset)");
-  s.max_steps = c.get_int("sweep.max_steps", 0, "budget per trial in steps (0: unset); the smaller budget wins");
-  s.eval_every_examples = c.get_int("sweep.eval_every_examples", 0,
-                                    "evaluate every N examples (0: only evals_per_trial counts)");
-  s.evals_per_trial = static_cast<int>(c.get_int("sweep.evals_per_trial", 50,
-                                                 "at most this many evaluations per trial budget"));
-  s.slurm_time = c.get_string("sweep.slurm_time", "02:00:00", "slurm: sbatch --time per trial");
-  s.slurm_cpus_per_task = c.get_int("sweep.slurm_cpus_per_task", 4, "slurm: sbatch --cpus-per-task");
-  s.slurm_options = c.get_string_list("sweep.slurm_options", {},
-                                      "slurm: extra #SBATCH lines, e.g. [\"--partition=cpu\"]");
-  s.target = target.empty() ? c.get_string("train.target", "", "") : target;
-  s.base_lr = optim::base_learning_rate(c);
+  s.lr_min_factor = c.get_double(key("sweep.lr_min_factor"));
+  s.lr_max_factor = c.get_double(key("sweep.lr_max_factor"));
+  s.search_momentum = c.get_bool(key("sweep.search_momentum"));
+  s.momentum_min = c.get_double(key("sweep.momentum_min"));
+  s.momentum_max = c.get_double(key("sweep.momentum_max"));
+  s.max_examples = c.get_int(key("sweep.max_examples"));
+  s.max_steps = c.get_int(key("sweep.max_steps"));
+  s.eval_every_examples = c.get_int(key("sweep.eval_every_examples"));
+  s.evals_per_trial = static_cast<int>(c.get_int(key("sweep.evals_per_trial")));
+  s.slurm_time = c.get_string(key("sweep.slurm_time"));
+  s.slurm_cpus_per_task = c.get_int(key("sweep.slurm_cpus_per_task"));
+  s.slurm_options = c.get_string_list(key("sweep.slurm_options"));
+  s.target = target.empty() ? c.get_string(Schema::in(trainer::train_keys(), "train.target"))
+                            : target;
+  s.base_lr = c.get_double(Schema::in(optim::optimizer_keys(), "optimizer.lr"));
 
   if (s.batch_sizes.empty()) {
     throw ConfigError("a sweep needs batch sizes", "pass --batch-sizes 16,32,...,4096 or set sweep.batch_sizes");

@@ -3,6 +3,7 @@
 
 #include <cmath>
 #include <cstdlib>
+#include <iostream>
 #include <nlohmann/json.hpp>
 #include <thread>
 
@@ -13,7 +14,8 @@
 #include "trainer/comm/communicator.hpp"
 #include "trainer/data/load.hpp"
 #include "trainer/nn/model.hpp"
-#include "trainer/schedule_config.hpp"
+#include "trainer/run_config.hpp"
+#include "trainer/train_keys.hpp"
 #include "trainer/sharded_step.hpp"
 
 namespace lbt::experiments {
@@ -67,15 +69,14 @@ nlohmann::json summary_json(const trainer::TrainConfig& cfg, const trainer::Trai
 }  // namespace
 
 RunResult run_training(Config& config, const RunOptions& options) {
-  const std::string backend = config.get_string("comm.backend", "auto", "auto | local | mpi");
+  const std::string backend = config.get_string(Schema::in(trainer::train_keys(), "comm.backend"));
   return run_training(config, options, comm::process_communicator({backend}));
 }
 
 RunResult run_training(Config& config, const RunOptions& options, comm::Communicator& comm) {
   // ---- read and validate every key before any collective or any file is written ----
-  trainer::TrainConfig cfg = trainer::read_train_config(config, comm.size());
-  const double base_lr = optim::base_learning_rate(config);
-  // Peek at the data size for steps-per-epoch before the optimizer/schedule keys are read.
+  const trainer::RunConfig run = trainer::resolve_run_config(config, comm.size());
+  const trainer::TrainConfig& cfg = run.train;
   set_num_threads(cfg.threads > 0 ? cfg.threads : default_threads(comm.size()));
   data::Splits splits = data::load_splits(cfg.data, cfg.seed);
   // Image models take the examples' [C, H, W] shape; a shape they cannot take is a ConfigError.
@@ -96,9 +97,8 @@ RunResult run_training(Config& config, const RunOptions& options, comm::Communic
   }
   data::ShardedSampler sampler(splits.train.n, cfg.seed, comm.size(), comm.rank(), cfg.micro_batch,
                                cfg.accum_steps);
-  const std::int64_t total_steps =
-      cfg.steps > 0 ? cfg.steps
-                    : static_cast<std::int64_t>(std::ceil(cfg.epochs * sampler.steps_per_epoch()));
+  const trainer::StepBudget budget = trainer::step_budget(cfg, splits.train.n, comm.size());
+  const std::int64_t total_steps = budget.total_steps;
 
   auto rng = make_rng(cfg.seed, RngStream::kInit);
   model->build(rng);
@@ -107,14 +107,12 @@ RunResult run_training(Config& config, const RunOptions& options, comm::Communic
       !lent.floats.empty()) {
     model->place_grads(lent.floats, std::move(lent.owner));
   }
-  optim::apply_exclusions(config, model->store().segments());
-  auto optimizer = optim::make_optimizer(config, model->store().num_params());
-  trainer::ScheduleContext schedule_context{base_lr, cfg.global_batch, sampler.steps_per_epoch(),
-                                            total_steps};
-  if (comm.rank() != 0) schedule_context.warnings = nullptr;  // rank 0 speaks for all
-  schedules::Schedule schedule = trainer::make_schedule(config, schedule_context);
-  const noise::OnlineOptions noise_options = noise::read_online_options(config);
-  config.check_no_unknown_keys();
+  optim::apply_exclusions(run.optimizer, model->store().segments());
+  auto optimizer = optim::make_optimizer(run.optimizer, model->store().num_params());
+  // Rank 0 speaks for all.
+  schedules::Schedule schedule =
+      trainer::run_schedule(run, budget, comm.rank() == 0 ? &std::cerr : nullptr);
+  const noise::OnlineOptions& noise_options = run.noise;
 
   // Every rank starts from rank 0's parameters, whatever its RNG did.
   auto params = model->store().params();

@@ -1,6 +1,8 @@
 // Online noise-scale estimation during training; see online_estimator.hpp.
 #include "noise/online_estimator.hpp"
 
+#include "noise/noise_keys.hpp"
+
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -53,22 +55,17 @@ std::string OnlineOptions::estimator_name() const {
   return two_batch && per_example ? "both" : two_batch ? "two_batch" : "per_example";
 }
 
-OnlineOptions read_online_options(Config& c, bool enabled_default) {
+OnlineOptions read_online_options(Config& c) {
+  const auto key = [](std::string_view name) -> const KeySpec& {
+    return Schema::in(noise_keys(), name);
+  };
   OnlineOptions o;
-  o.enabled = c.get_bool("noise.enabled", enabled_default,
-                         "measure the gradient noise scale B_simple during training (noise.jsonl)");
-  o.every = c.get_int("noise.every", 10, "measure on every N-th optimizer step");
-  const std::string est = c.get_string("noise.estimator", "both", "two_batch | per_example | both");
-  o.ema =
-      c.get_double("noise.ema", NoiseScaleTracker::kDefaultBeta,
-                   "EMA decay of |G|^2 and tr(Sigma) (bias-corrected; 0.95 ~ last 39 estimates)");
-  o.per_segment =
-      c.get_bool("noise.per_segment", false, "also report B_simple per parameter tensor");
-  const std::string small = c.get_string(
-      "noise.small_batches", "all",
-      "one process with accum_steps >= 2: two_batch uses every micro-batch (all: accum_steps "
-      "samples a step) or micro-batch 0 only (first: one read of the gradient, no copy of it, "
-      "but one sample a step: a noisier estimate)");
+  o.enabled = c.get_bool(key("noise.enabled"));
+  o.every = c.get_int(key("noise.every"));
+  const std::string est = c.get_string(key("noise.estimator"));
+  o.ema = c.get_double(key("noise.ema"));
+  o.per_segment = c.get_bool(key("noise.per_segment"));
+  const std::string small = c.get_string(key("noise.small_batches"));
   if (small == "all")
     o.all_micro_batches = true;
   else if (small != "first")

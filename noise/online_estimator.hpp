@@ -35,7 +35,7 @@ struct OnlineOptions {
 };
 
 // Reads and validates the `noise.*` keys.
-OnlineOptions read_online_options(Config& config, bool enabled_default = false);
+OnlineOptions read_online_options(Config& config);
 
 // One estimator's view at a report step.
 struct EstimatorReport {

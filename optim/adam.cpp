@@ -9,23 +9,6 @@
 
 namespace lbt::optim {
 
-AdamOptions read_adam_options(Config& config, const std::string& name, bool read_decay) {
-  AdamOptions o;
-  o.decoupled = name == "adamw";
-  if (o.decoupled && read_decay) o.weight_decay = 0.01;
-  o.beta1 = config.get_double("optimizer.beta1", o.beta1, "first-moment decay in [0, 1)");
-  o.beta2 = config.get_double("optimizer.beta2", o.beta2, "second-moment decay in [0, 1)");
-  o.eps = config.get_double("optimizer.eps", o.eps, "denominator epsilon > 0");
-  o.eps_inside_sqrt = config.get_bool("optimizer.eps_inside_sqrt", o.eps_inside_sqrt,
-                                      "sqrt(v_hat + eps) instead of sqrt(v_hat) + eps");
-  if (read_decay)
-    o.weight_decay = config.get_double("optimizer.weight_decay", o.weight_decay,
-                                       o.decoupled ? "decoupled weight decay >= 0 (w -= lr*wd*w)"
-                                                   : "coupled L2 weight decay >= 0");
-  validate(o, config);
-  return o;
-}
-
 void validate(const AdamOptions& o, const Config& config) {
   if (!(o.beta1 >= 0.0 && o.beta1 < 1.0))
     config.fail("optimizer.beta1", "in [0, 1)", std::to_string(o.beta1), "the usual value is 0.9");

@@ -5,6 +5,7 @@
 //   m_hat = m / (1 - beta1^t);  v_hat = v / (1 - beta2^t);
 //   w -= lr * (m_hat / (sqrt(v_hat) + eps) + wd_decoupled * w)   [or / sqrt(v_hat + eps)].
 #pragma once
+#include "core/config.hpp"
 #include "optim/optimizer.hpp"
 
 namespace lbt::optim {
@@ -19,9 +20,6 @@ struct AdamOptions {
 };
 
 void validate(const AdamOptions& options, const Config& config);
-// Reads optimizer.{beta1, beta2, eps, eps_inside_sqrt, weight_decay}; `name` is "adam" or "adamw".
-// `read_decay` false (under LARC) leaves decay at 0.
-AdamOptions read_adam_options(Config& config, const std::string& name, bool read_decay = true);
 std::string describe(const AdamOptions& options);
 
 // Bias corrections 1 - beta^t with t = step + 1.

@@ -2,6 +2,7 @@
 // optimizer.no_trust_ratio glob patterns switch weight decay / trust ratio off by name.
 #include "core/error.hpp"
 #include "optim/optimizer.hpp"
+#include "optim/optimizer_options.hpp"
 
 namespace lbt::optim {
 
@@ -28,10 +29,8 @@ bool glob_match(std::string_view pattern, std::string_view name) {
 
 namespace {
 
-void apply(Config& config, const std::string& key, std::vector<Segment>& segments,
-           bool Segment::*flag) {
-  const auto patterns = config.get_string_list(
-      key, {}, "glob patterns (* and ?) of segment names to exclude, e.g. [\"*.bias\", \"bn*\"]");
+void apply(const std::vector<std::string>& patterns, const std::string& key,
+           std::vector<Segment>& segments, bool Segment::*flag) {
   for (const auto& pattern : patterns) {
     bool matched = false;
     for (Segment& seg : segments) {
@@ -44,17 +43,18 @@ void apply(Config& config, const std::string& key, std::vector<Segment>& segment
       std::string names;
       for (std::size_t i = 0; i < segments.size() && i < 8; ++i) names += (i ? ", " : "") + segments[i].name;
       if (segments.size() > 8) names += ", ...";
-      config.fail(key, "a list of patterns that each match a segment", "'" + pattern + "' matches none",
-                  "segment names are: " + names);
+      throw ConfigError(key + " must be a list of patterns that each match a segment, got '" +
+                            pattern + "' matches none",
+                        "segment names are: " + names);
     }
   }
 }
 
 }  // namespace
 
-void apply_exclusions(Config& config, std::vector<Segment>& segments) {
-  apply(config, "optimizer.no_decay", segments, &Segment::weight_decay);
-  apply(config, "optimizer.no_trust_ratio", segments, &Segment::trust_ratio);
+void apply_exclusions(const OptimizerOptions& options, std::vector<Segment>& segments) {
+  apply(options.no_decay, "optimizer.no_decay", segments, &Segment::weight_decay);
+  apply(options.no_trust_ratio, "optimizer.no_trust_ratio", segments, &Segment::trust_ratio);
 }
 
 }  // namespace lbt::optim

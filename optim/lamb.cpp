@@ -12,29 +12,6 @@
 
 namespace lbt::optim {
 
-LambOptions read_lamb_options(Config& config) {
-  LambOptions o;
-  o.beta1 = config.get_double("optimizer.beta1", o.beta1, "first-moment decay in [0, 1)");
-  o.beta2 = config.get_double("optimizer.beta2", o.beta2, "second-moment decay in [0, 1)");
-  o.eps = config.get_double("optimizer.eps", o.eps, "denominator epsilon > 0 (LAMB: 1e-6)");
-  o.bias_correction = config.get_bool("optimizer.lamb.bias_correction", o.bias_correction,
-                                      "divide m, v by 1 - beta^t (Alg. 2)");
-  o.weight_decay = config.get_double("optimizer.weight_decay", o.weight_decay,
-                                     "decoupled weight decay lambda >= 0");
-  std::string scope = config.get_string("optimizer.lamb.scope", "segment",
-                                        "where the trust ratio applies: segment (flag, optax) or "
-                                        "decayed (only decayed segments, timm)");
-  if (scope == "segment")
-    o.scope = LambScope::kSegment;
-  else if (scope == "decayed")
-    o.scope = LambScope::kDecayed;
-  else
-    config.fail("optimizer.lamb.scope", "one of: segment, decayed", "'" + scope + "'");
-  o.phi = read_phi_options(config, "optimizer.lamb", o.phi);
-  validate(o, config);
-  return o;
-}
-
 void validate(const LambOptions& o, const Config& config) {
   if (!(o.beta1 >= 0.0 && o.beta1 < 1.0))
     config.fail("optimizer.beta1", "in [0, 1)", std::to_string(o.beta1), "the usual value is 0.9");

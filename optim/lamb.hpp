@@ -4,6 +4,7 @@
 //   r = m_hat / (sqrt(v_hat) + eps);  u = r + lambda w;  w -= lr * phi(|w| / |u|) * u.
 // phi: identity, or DeepSpeed's clamp of the ratio; ratio 1 when |w| or |u| is 0 (optax).
 #pragma once
+#include "core/config.hpp"
 #include "optim/optimizer.hpp"
 #include "optim/trust_ratio.hpp"
 
@@ -24,7 +25,6 @@ struct LambOptions {
 };
 
 void validate(const LambOptions& options, const Config& config);
-LambOptions read_lamb_options(Config& config);
 std::string describe(const LambOptions& options);
 
 // Whether LAMB's trust ratio applies to `seg` under the chosen scope.

@@ -11,25 +11,6 @@
 
 namespace lbt::optim {
 
-LarcOptions read_larc_options(Config& config) {
-  LarcOptions o;
-  std::string mode = config.get_string("optimizer.larc.mode", "clip",
-                                       "clip: factor min(local_lr/lr, 1); scale: factor local_lr");
-  if (mode == "clip")
-    o.mode = LarcMode::kClip;
-  else if (mode == "scale")
-    o.mode = LarcMode::kScale;
-  else
-    config.fail("optimizer.larc.mode", "one of: clip, scale", "'" + mode + "'");
-  o.trust_coefficient = config.get_double("optimizer.larc.trust_coefficient", o.trust_coefficient,
-                                          "trust coefficient > 0 (Apex: 0.02)");
-  o.eps = config.get_double("optimizer.larc.eps", o.eps, "added to the local-lr denominator, >= 0");
-  o.weight_decay = config.get_double("optimizer.weight_decay", o.weight_decay,
-                                     "weight decay >= 0, folded into the gradient by LARC");
-  validate(o, config);
-  return o;
-}
-
 void validate(const LarcOptions& o, const Config& config) {
   if (!(o.trust_coefficient > 0.0))
     config.fail("optimizer.larc.trust_coefficient", "> 0", std::to_string(o.trust_coefficient));

@@ -7,6 +7,7 @@
 #pragma once
 #include <memory>
 
+#include "core/config.hpp"
 #include "optim/optimizer.hpp"
 
 namespace lbt::optim {
@@ -21,8 +22,6 @@ struct LarcOptions {
 };
 
 void validate(const LarcOptions& options, const Config& config);
-// Reads optimizer.larc.{mode, trust_coefficient, eps} and optimizer.weight_decay.
-LarcOptions read_larc_options(Config& config);
 std::string describe(const LarcOptions& options);
 
 // The factor applied to (g + wd w) for one segment (1 when a norm is 0), Apex semantics.

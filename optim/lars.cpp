@@ -10,41 +10,6 @@
 
 namespace lbt::optim {
 
-LarsOptions read_lars_options(Config& config) {
-  LarsOptions o;
-  o.momentum = config.get_double("optimizer.momentum", o.momentum, "momentum m in [0, 1)");
-  o.weight_decay = config.get_double("optimizer.weight_decay", o.weight_decay,
-                                     "weight decay beta >= 0 (LARS paper: 0.0005)");
-  o.trust_coefficient = config.get_double("optimizer.lars.trust_coefficient", o.trust_coefficient,
-                                          "trust coefficient eta > 0 (paper: 0.001)");
-  o.eps =
-      config.get_double("optimizer.lars.eps", o.eps, "added to the trust-ratio denominator, >= 0");
-  std::string denominator = config.get_string("optimizer.lars.denominator", "paper",
-                                              "paper: |g| + beta*|w|; exact: |g + beta*w| (optax)");
-  if (denominator == "paper")
-    o.denominator = LarsDenominator::kPaper;
-  else if (denominator == "exact")
-    o.denominator = LarsDenominator::kExact;
-  else
-    config.fail("optimizer.lars.denominator", "one of: paper, exact", "'" + denominator + "'");
-  std::string placement =
-      config.get_string("optimizer.lars.lr_placement", "before_momentum",
-                        "before_momentum: v = m v + lr*local_lr*d, w -= v (paper, classic); "
-                        "after_momentum: v = m v + local_lr*d, w -= lr*v (popular)");
-  if (placement == "before_momentum")
-    o.lr_placement = LarsLrPlacement::kBeforeMomentum;
-  else if (placement == "after_momentum")
-    o.lr_placement = LarsLrPlacement::kAfterMomentum;
-  else
-    config.fail("optimizer.lars.lr_placement", "one of: before_momentum, after_momentum",
-                "'" + placement + "'");
-  o.safe_zero_norm = config.get_bool("optimizer.lars.safe_zero_norm", o.safe_zero_norm,
-                                     "trust ratio 1 when |w| or the denominator is 0 (optax)");
-  o.phi = read_phi_options(config, "optimizer.lars", o.phi);
-  validate(o, config);
-  return o;
-}
-
 void validate(const LarsOptions& o, const Config& config) {
   if (!(o.momentum >= 0.0 && o.momentum < 1.0))
     config.fail("optimizer.momentum", "in [0, 1)", std::to_string(o.momentum));

@@ -5,6 +5,7 @@
 //   popular:          v = m v + local_lr * (g + beta w);       w -= lr * v
 // Segments with trust_ratio off use local_lr = 1, i.e. plain momentum SGD.
 #pragma once
+#include "core/config.hpp"
 #include "optim/optimizer.hpp"
 #include "optim/trust_ratio.hpp"
 
@@ -25,7 +26,6 @@ struct LarsOptions {
 };
 
 void validate(const LarsOptions& options, const Config& config);
-LarsOptions read_lars_options(Config& config);
 std::string describe(const LarsOptions& options);
 
 // The LARS local learning rate for one segment from its norms (eta, denominator, zero-norm

@@ -12,7 +12,6 @@
 #include <utility>
 #include <vector>
 
-#include "core/config.hpp"
 #include "core/params.hpp"
 #include "core/tensor.hpp"
 
@@ -80,22 +79,7 @@ class SegmentwiseOptimizer : public Optimizer {
   virtual void step_transformed(const StepInput& in, std::span<const GradTransform> t) = 0;
 };
 
-// Reads the `optimizer.*` keys of the chosen optimizer only (so a key meant for another
-// optimizer is reported as unknown), validates them and builds the optimizer with its state
-// sized for `num_params`. Unknown optimizer names list the valid ones.
-std::unique_ptr<Optimizer> make_optimizer(Config& config, std::size_t num_params);
-
-// The valid values of optimizer.name.
-const std::vector<std::string>& optimizer_names();
-
-// The base learning rate `optimizer.lr` (before scaling rules and schedules), validated > 0.
-double base_learning_rate(Config& config);
-
-// Applies `optimizer.no_decay` and `optimizer.no_trust_ratio` (lists of glob patterns, `*` and
-// `?`, matched against whole segment names) on top of the segment table's defaults. A pattern
-// that matches no segment is a ConfigError (it is almost always a typo). Call once after the
-// model is built.
-void apply_exclusions(Config& config, std::vector<Segment>& segments);
+// Whether a glob pattern (`*` and `?`) matches a whole segment name (optimizer.no_decay).
 bool glob_match(std::string_view pattern, std::string_view name);
 
 }  // namespace lbt::optim

@@ -1,18 +1,19 @@
 // Config reading for the trust-ratio scaling function phi; see phi_config.hpp.
 #include "optim/phi_config.hpp"
 
+#include "optim/optimizer_keys.hpp"
+
 namespace lbt::optim {
 
-PhiOptions read_phi_options(Config& config, const std::string& prefix, PhiOptions o) {
-  std::string phi = config.get_string(prefix + ".phi", o.phi == Phi::kClamp ? "clamp" : "identity",
-                                      "trust-ratio scaling phi: identity, or clamp to [clamp_min, clamp_max]");
-  if (phi == "identity") o.phi = Phi::kIdentity;
-  else if (phi == "clamp") o.phi = Phi::kClamp;
-  else config.fail(prefix + ".phi", "one of: identity, clamp", "'" + phi + "'");
-  if (o.phi == Phi::kClamp) {
-    o.clamp_min = config.get_double(prefix + ".clamp_min", o.clamp_min, "lower clamp of the trust ratio");
-    o.clamp_max = config.get_double(prefix + ".clamp_max", o.clamp_max, "upper clamp of the trust ratio");
-  }
+PhiOptions read_phi_options(Config& config, const std::string& prefix) {
+  const auto& keys = optimizer_keys();
+  PhiOptions o;
+  o.phi = config.get_string(Schema::in(keys, prefix + ".phi")) == "clamp" ? Phi::kClamp
+                                                                          : Phi::kIdentity;
+  // Read with phi = identity too, so that a clamp given without phi = clamp is not ignored
+  // silently: it shows in the resolved config, and validate_phi checks it.
+  o.clamp_min = config.get_double(Schema::in(keys, prefix + ".clamp_min"));
+  o.clamp_max = config.get_double(Schema::in(keys, prefix + ".clamp_max"));
   return o;
 }
 

@@ -8,7 +8,7 @@
 
 namespace lbt::optim {
 
-PhiOptions read_phi_options(Config& config, const std::string& prefix, PhiOptions defaults);
+PhiOptions read_phi_options(Config& config, const std::string& prefix);
 void validate_phi(const PhiOptions& o, const Config& config, const std::string& prefix);
 
 }  // namespace lbt::optim

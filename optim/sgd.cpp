@@ -8,25 +8,6 @@
 
 namespace lbt::optim {
 
-SgdOptions read_sgd_options(Config& config, const std::string& name, bool read_decay) {
-  SgdOptions o;
-  o.momentum =
-      config.get_double("optimizer.momentum", o.momentum, "momentum coefficient in [0, 1)");
-  o.dampening = config.get_double("optimizer.dampening", o.dampening,
-                                  "momentum dampening in [0, 1) (PyTorch SGD); 0 with nesterov");
-  if (name == "nesterov") {
-    o.nesterov = true;
-  } else {
-    o.nesterov = config.get_bool("optimizer.nesterov", o.nesterov,
-                                 "Nesterov momentum (d = g + momentum * buf)");
-  }
-  if (read_decay)
-    o.weight_decay = config.get_double("optimizer.weight_decay", o.weight_decay,
-                                       "coupled L2 weight decay >= 0 (added to the gradient)");
-  validate(o, config);
-  return o;
-}
-
 void validate(const SgdOptions& o, const Config& config) {
   if (!(o.momentum >= 0.0 && o.momentum < 1.0))
     config.fail("optimizer.momentum", "in [0, 1)", std::to_string(o.momentum));

@@ -3,6 +3,7 @@
 //   g' = g + wd * w;  buf = g' at step 0, else momentum * buf + (1 - dampening) * g';
 //   d = nesterov ? g' + momentum * buf : buf;  w -= lr * d.
 #pragma once
+#include "core/config.hpp"
 #include "optim/optimizer.hpp"
 
 namespace lbt::optim {
@@ -15,10 +16,6 @@ struct SgdOptions {
 };
 
 void validate(const SgdOptions& options, const Config& config);
-// Reads optimizer.{momentum, dampening, nesterov, weight_decay}; `name` is "sgd", "momentum" or
-// "nesterov" (which forces nesterov = true). `read_decay` false (under LARC) leaves decay at 0.
-SgdOptions read_sgd_options(Config& config, const std::string& name = "sgd",
-                            bool read_decay = true);
 std::string describe(const SgdOptions& options);
 
 class Sgd final : public SegmentwiseOptimizer {

@@ -17,6 +17,8 @@
 #include "schedules/decay.hpp"
 #include "schedules/scaling.hpp"
 #include "schedules/warmup.hpp"
+#include "trainer/schedule_keys.hpp"
+#include "trainer/train_keys.hpp"
 
 namespace lbt::trainer {
 
@@ -24,7 +26,16 @@ namespace s = lbt::schedules;
 
 namespace {
 
-constexpr double kMaxSteps = 1e12;  // guards the double -> int64 conversion of lengths
+constexpr double kMaxSteps = 1e12;
+
+// Errors name the config file and the key, as Config::fail does.
+struct Failer {
+  std::string source;
+  [[noreturn]] void fail(std::string_view key, std::string_view constraint, std::string_view got,
+                         std::string_view hint = {}) const {
+    throw_config_error(source, key, constraint, got, hint);
+  }
+};  // guards the double -> int64 conversion of lengths
 
 std::string num(double x) {
   char buf[32];
@@ -73,7 +84,7 @@ constexpr CooldownKind kCooldowns[] = {{"linear", s::CooldownShape::kLinear},
 
 // Everything a decay builder may use, read and converted once. The decay is built at unit peak.
 struct DecayInputs {
-  Config& config;
+  const Failer& config;
   std::int64_t warmup_steps;
   std::int64_t length;          // decay_length in steps (0: not given and the run has no room)
   bool length_given;
@@ -98,14 +109,13 @@ std::int64_t every_or_length(const DecayInputs& in, const char* kind) {
 
 struct DecayKind {
   const char* name;
-  std::vector<const char*> keys;  // kind-specific keys it reads (others set -> warning)
   s::Schedule (*build)(const DecayInputs&);
 };
 
 const std::vector<DecayKind>& decay_kinds() {
   static const std::vector<DecayKind> kinds = {
-      {"constant", {}, [](const DecayInputs&) { return s::constant(1.0); }},
-      {"step", {"gamma", "decay_every"},
+      {"constant", [](const DecayInputs&) { return s::constant(1.0); }},
+      {"step",
        [](const DecayInputs& in) {
          if (in.every <= 0) {
            in.config.fail("schedule.decay_every", "> 0 for decay = \"step\"", "0",
@@ -113,7 +123,7 @@ const std::vector<DecayKind>& decay_kinds() {
          }
          return s::step_decay(1.0, in.gamma, in.every);
        }},
-      {"multistep", {"gamma", "milestones"},
+      {"multistep",
        [](const DecayInputs& in) {
          if (in.milestones.empty()) {
            in.config.fail("schedule.milestones", "a non-empty list for decay = \"multistep\"", "[]",
@@ -121,32 +131,32 @@ const std::vector<DecayKind>& decay_kinds() {
          }
          return s::multistep_decay(1.0, in.gamma, in.milestones);
        }},
-      {"exponential", {"gamma", "decay_every", "staircase", "decay_length"},
+      {"exponential",
        [](const DecayInputs& in) {
          return s::exponential_decay(1.0, in.gamma, every_or_length(in, "exponential"), in.staircase);
        }},
-      {"inverse_time", {"rate", "decay_every", "staircase", "decay_length"},
+      {"inverse_time",
        [](const DecayInputs& in) {
          return s::inverse_time_decay(1.0, in.rate, every_or_length(in, "inverse_time"), in.staircase);
        }},
-      {"polynomial", {"power", "final_frac", "decay_length"},
+      {"polynomial",
        [](const DecayInputs& in) {
          return s::polynomial_decay(1.0, in.final_frac, need_length(in, "polynomial"), in.power);
        }},
-      {"cosine", {"final_frac", "decay_length"},
+      {"cosine",
        [](const DecayInputs& in) {
          return s::cosine_decay(1.0, need_length(in, "cosine"), in.final_frac);
        }},
-      {"linear", {"final_frac", "decay_length"},
+      {"linear",
        [](const DecayInputs& in) {
          return s::linear(1.0, in.final_frac, need_length(in, "linear"));
        }},
-      {"inverse_sqrt", {"decay_every"},
+      {"inverse_sqrt",
        [](const DecayInputs& in) {
          const std::int64_t tau = in.every > 0 ? in.every : std::max<std::int64_t>(in.warmup_steps, 1);
          return s::inverse_sqrt_decay(1.0, double(tau));
        }},
-      {"wsd", {"final_frac", "decay_length", "cooldown_frac", "cooldown_shape"},
+      {"wsd",
        [](const DecayInputs& in) {
          const std::int64_t length = need_length(in, "wsd");
          auto cooldown = static_cast<std::int64_t>(std::ceil(in.cooldown_frac * double(length) - 1e-9));
@@ -157,11 +167,6 @@ const std::vector<DecayKind>& decay_kinds() {
   return kinds;
 }
 
-// Kind-specific keys, for the "set but unused" warning.
-constexpr const char* kKindKeys[] = {"gamma",      "decay_every", "milestones",    "staircase",
-                                     "power",      "rate",        "final_frac",    "decay_length",
-                                     "cooldown_frac", "cooldown_shape"};
-
 template <class Range>
 std::string names_of(const Range& kinds) {
   std::string out;
@@ -171,7 +176,7 @@ std::string names_of(const Range& kinds) {
 
 // Looks `value` up by name; an unknown one lists the valid names and the nearest.
 template <class Range>
-const auto& lookup(Config& config, const char* key, const std::string& value, const Range& kinds) {
+const auto& lookup(const Failer& config, const char* key, const std::string& value, const Range& kinds) {
   for (const auto& k : kinds) {
     if (value == k.name) return k;
   }
@@ -184,7 +189,7 @@ const auto& lookup(Config& config, const char* key, const std::string& value, co
 }
 
 struct Converter {
-  Config& config;
+  const Failer& config;
   std::int64_t steps_per_epoch;  // 0: unknown
   std::int64_t global_batch;     // 0: unknown
 
@@ -217,71 +222,77 @@ void warn(const ScheduleContext& context, const std::string& message) {
   if (context.warnings) *context.warnings << "warning: " << message << "\n";
 }
 
-void require(Config& config, bool ok, const char* key, const char* constraint, double got) {
+void require(const Failer& config, bool ok, const char* key, const char* constraint, double got) {
   if (!ok) config.fail(key, constraint, num(got));
 }
 
 }  // namespace
 
-schedules::Schedule make_schedule(Config& config, const ScheduleContext& context) {
-  // ---- read every key (so --help and the resolved config list them all) ----
-  const std::string scaling_name = config.get_string(
-      "schedule.scaling", "none",
-      "LR scaling rule: none | linear | sqrt; peak = optimizer.lr * rule(global_batch / reference_batch)");
-  const std::int64_t reference_batch = config.get_int(
-      "schedule.reference_batch", context.global_batch,
-      "global batch at which optimizer.lr was tuned (default: this run's, i.e. no scaling)");
-  const std::int64_t spe_key = config.get_int(
-      "schedule.steps_per_epoch", 0,
-      "steps per epoch for tools that load no data (lbt schedule); the trainer uses the data's");
-  const double warmup_value = config.get_double(
-      "schedule.warmup", 0.0, "warmup length in schedule.warmup_unit (0: no warmup)");
-  const std::string warmup_unit = config.get_string(
-      "schedule.warmup_unit", "steps", "steps | epochs | samples (rounded up to whole steps)");
-  const std::string warmup_kind = config.get_string(
-      "schedule.warmup_kind", "linear", "linear | constant | exponential | quadratic");
-  const double warmup_start = config.get_double(
-      "schedule.warmup_start", 0.0,
-      "LR at step 0 as a fraction of the peak (exponential needs > 0; Goyal et al.: 1 / k)");
-  const double warmup_start_lr = config.get_double(
-      "schedule.warmup_start_lr", -1.0,
-      "LR at step 0, absolute (-1: use warmup_start); Goyal et al.: = optimizer.lr");
-  const bool legw = config.get_bool(
-      "schedule.warmup_legw", false,
-      "LEGW (You et al. 2019): warmup length x global_batch / reference_batch (epochs or samples)");
-  const std::string decay_name = config.get_string(
-      "schedule.decay", "constant",
-      "constant | step | multistep | exponential | inverse_time | polynomial | cosine | linear | "
-      "inverse_sqrt | wsd");
-  const std::string decay_unit = config.get_string(
-      "schedule.decay_unit", "steps",
-      "unit of decay_length, decay_start, decay_every, milestones: steps | epochs | samples");
-  const double decay_length_value = config.get_double(
-      "schedule.decay_length", 0.0, "length of the decay phase (0: to the end of the run)");
-  const double decay_start_value = config.get_double(
-      "schedule.decay_start", -1.0,
-      "step (in decay_unit) where the decay phase starts (-1: where the warmup ends)");
-  const double decay_every_value = config.get_double(
-      "schedule.decay_every", 0.0,
-      "period of step / exponential / inverse_time, timescale of inverse_sqrt "
-      "(0: exponential, inverse_time use decay_length; inverse_sqrt the warmup)");
-  const std::vector<double> milestone_values = config.get_double_list(
-      "schedule.milestones", {}, "multistep: boundaries in decay_unit, counted from the decay start");
-  const double gamma = config.get_double(
-      "schedule.gamma", 0.1, "LR factor per period (step, exponential) or milestone (multistep)");
-  const bool staircase = config.get_bool(
-      "schedule.staircase", false, "exponential, inverse_time: decay in whole periods only");
-  const double power = config.get_double("schedule.power", 1.0, "polynomial: exponent");
-  const double rate = config.get_double(
-      "schedule.rate", 1.0, "inverse_time: lr = peak / (1 + rate * t / decay_every)");
-  const double final_frac = config.get_double(
-      "schedule.final_frac", 0.0, "linear, cosine, polynomial, wsd: final LR as a fraction of peak");
-  const double cooldown_frac = config.get_double(
-      "schedule.cooldown_frac", 0.2, "wsd: fraction of the decay phase spent cooling down");
-  const std::string cooldown_shape = config.get_string(
-      "schedule.cooldown_shape", "linear", "wsd cooldown: linear | cosine | 1-sqrt");
-  const double min_lr = config.get_double(
-      "schedule.min_lr", 0.0, "floor on the final LR, absolute (0: none)");
+ScheduleOptions read_schedule_options(Config& config) {
+  const auto key = [](std::string_view name) -> const KeySpec& {
+    return Schema::in(schedule_keys(), name);
+  };
+  const auto applies = [&](std::string_view name) { return key(name).applies(config); };
+  ScheduleOptions o;
+  o.source = config.source();
+  o.scaling = config.get_string(key("schedule.scaling"));
+  const std::int64_t configured_batch =
+      config.get_int(Schema::in(train_keys(), "train.global_batch"));
+  o.reference_batch = config.get_int(key("schedule.reference_batch"), configured_batch);
+  if (o.reference_batch <= 0) {
+    config.fail("schedule.reference_batch", "> 0", std::to_string(o.reference_batch),
+                "set it to the global batch at which optimizer.lr was tuned");
+  }
+  o.steps_per_epoch = config.get_int(key("schedule.steps_per_epoch"));
+  o.warmup = config.get_double(key("schedule.warmup"));
+  o.warmup_unit = config.get_string(key("schedule.warmup_unit"));
+  o.warmup_kind = config.get_string(key("schedule.warmup_kind"));
+  o.warmup_start_given = config.has("schedule.warmup_start");
+  o.warmup_start = config.get_double(key("schedule.warmup_start"));
+  o.warmup_start_lr = config.get_double(key("schedule.warmup_start_lr"));
+  o.warmup_legw = config.get_bool(key("schedule.warmup_legw"));
+  o.decay = config.get_string(key("schedule.decay"));
+  o.decay_unit = config.get_string(key("schedule.decay_unit"));
+  o.decay_start = config.get_double(key("schedule.decay_start"));
+  // The chosen decay's own keys only: the others are not part of this run's config.
+  if (applies("schedule.decay_length")) o.decay_length = config.get_double(key("schedule.decay_length"));
+  if (applies("schedule.decay_every")) o.decay_every = config.get_double(key("schedule.decay_every"));
+  if (applies("schedule.milestones")) o.milestones = config.get_double_list(key("schedule.milestones"));
+  if (applies("schedule.gamma")) o.gamma = config.get_double(key("schedule.gamma"));
+  if (applies("schedule.staircase")) o.staircase = config.get_bool(key("schedule.staircase"));
+  if (applies("schedule.power")) o.power = config.get_double(key("schedule.power"));
+  if (applies("schedule.rate")) o.rate = config.get_double(key("schedule.rate"));
+  if (applies("schedule.final_frac")) o.final_frac = config.get_double(key("schedule.final_frac"));
+  if (applies("schedule.cooldown_frac")) {
+    o.cooldown_frac = config.get_double(key("schedule.cooldown_frac"));
+    o.cooldown_shape = config.get_string(key("schedule.cooldown_shape"));
+  }
+  o.min_lr = config.get_double(key("schedule.min_lr"));
+  return o;
+}
+
+schedules::Schedule make_schedule(const ScheduleOptions& options, const ScheduleContext& context) {
+  const Failer config{options.source};
+  const std::string& scaling_name = options.scaling;
+  const std::int64_t reference_batch = options.reference_batch;
+  const std::int64_t spe_key = options.steps_per_epoch;
+  const double warmup_value = options.warmup;
+  const std::string& warmup_unit = options.warmup_unit;
+  const std::string& warmup_kind = options.warmup_kind;
+  const double warmup_start = options.warmup_start;
+  const double warmup_start_lr = options.warmup_start_lr;
+  const bool legw = options.warmup_legw;
+  const std::string& decay_name = options.decay;
+  const std::string& decay_unit = options.decay_unit;
+  const double decay_length_value = options.decay_length;
+  const double decay_start_value = options.decay_start;
+  const double decay_every_value = options.decay_every;
+  const std::vector<double>& milestone_values = options.milestones;
+  const double gamma = options.gamma, power = options.power, rate = options.rate;
+  const bool staircase = options.staircase;
+  const double final_frac = options.final_frac, cooldown_frac = options.cooldown_frac;
+  const std::string& cooldown_shape = options.cooldown_shape;
+  const double min_lr = options.min_lr;
 
   // ---- validate ----
   const auto& scaling = lookup(config, "schedule.scaling", scaling_name, kScalings);
@@ -309,7 +320,7 @@ schedules::Schedule make_schedule(Config& config, const ScheduleContext& context
   if (warmup_start_lr != -1.0) {
     require(config, std::isfinite(warmup_start_lr) && warmup_start_lr >= 0,
             "schedule.warmup_start_lr", ">= 0, or -1 to use schedule.warmup_start", warmup_start_lr);
-    if (config.has("schedule.warmup_start")) {
+    if (options.warmup_start_given) {
       config.fail("schedule.warmup_start_lr", "unset when schedule.warmup_start is set",
                   num(warmup_start_lr), "give the start as a fraction or as an LR, not both");
     }
@@ -379,7 +390,7 @@ schedules::Schedule make_schedule(Config& config, const ScheduleContext& context
     }
   }
 
-  // ---- warnings: past the end of the run, keys the chosen kind ignores ----
+  // ---- warnings: past the end of the run ----
   if (context.total_steps > 0) {
     if (W > context.total_steps) {
       warn(context, "the warmup (" + std::to_string(W) + " steps) is longer than the run (" +
@@ -389,14 +400,6 @@ schedules::Schedule make_schedule(Config& config, const ScheduleContext& context
       warn(context, "the decay ends at step " + std::to_string(S + D) + ", after the run's " +
                         std::to_string(context.total_steps) +
                         " steps: the LR will not reach its final value");
-    }
-  }
-  for (const char* key : kKindKeys) {
-    const bool used = std::any_of(decay.keys.begin(), decay.keys.end(),
-                                  [&](const char* k) { return std::string_view(k) == key; });
-    if (!used && config.differs_from_default(std::string("schedule.") + key)) {
-      warn(context, std::string("schedule.") + key + " is set but schedule.decay = \"" +
-                        decay.name + "\" does not use it");
     }
   }
 

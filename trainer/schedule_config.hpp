@@ -9,22 +9,50 @@
 #include <cstdint>
 #include <iostream>
 #include <ostream>
+#include <string>
+#include <vector>
 
 #include "core/config.hpp"
 #include "schedules/schedule.hpp"
 
 namespace lbt::trainer {
 
+// The schedule.* keys as read (names checked against their allowed values, lengths still in
+// their units): what make_schedule receives, never the config.
+struct ScheduleOptions {
+  std::string source = "<schedule>";  // the config file, for error messages
+  std::string scaling = "none";       // none | linear | sqrt
+  std::int64_t reference_batch = 0;   // resolved: never 0 after read_schedule_options
+  std::int64_t steps_per_epoch = 0;   // for tools that load no data (0: unknown)
+  double warmup = 0.0;
+  std::string warmup_unit = "steps", warmup_kind = "linear";
+  double warmup_start = 0.0;
+  double warmup_start_lr = -1.0;  // -1: use warmup_start
+  bool warmup_start_given = false;
+  bool warmup_legw = false;
+  std::string decay = "constant", decay_unit = "steps";
+  double decay_start = -1.0, decay_length = 0.0, decay_every = 0.0;
+  std::vector<double> milestones;
+  double gamma = 0.1, power = 1.0, rate = 1.0, final_frac = 0.0, cooldown_frac = 0.2;
+  bool staircase = false;
+  std::string cooldown_shape = "linear";
+  double min_lr = 0.0;
+};
+
+// Reads the schedule.* keys the chosen decay uses. schedule.reference_batch 0 resolves to the
+// config's train.global_batch (the batch the preset was written for).
+ScheduleOptions read_schedule_options(Config& config);
+
 struct ScheduleContext {
   double base_lr = 0.0;                // optimizer.lr, at the reference batch
   std::int64_t global_batch = 0;       // this run's global batch
   std::int64_t steps_per_epoch = 0;    // at this global batch (0: unknown, use the config key)
   std::int64_t total_steps = 0;        // the run's step budget
-  std::ostream* warnings = &std::cerr; // non-fatal notes (decay past the run, unused keys); nullptr: silent
+  std::ostream* warnings = &std::cerr; // non-fatal notes (decay past the run); nullptr: silent
 };
 
-// Reads every schedule.* key (so --help lists them all), validates, and builds the schedule.
-// Throws ConfigError naming the offending key.
-schedules::Schedule make_schedule(Config& config, const ScheduleContext& context);
+// Validates the options against the run (units need steps per epoch or a batch) and builds
+// the schedule. Throws ConfigError naming the offending key.
+schedules::Schedule make_schedule(const ScheduleOptions& options, const ScheduleContext& context);
 
 }  // namespace lbt::trainer

@@ -6,6 +6,7 @@
 #include <thread>
 
 #include "core/error.hpp"
+#include "trainer/train_keys.hpp"
 
 namespace lbt::trainer {
 
@@ -46,6 +47,8 @@ Target parse_target(const std::string& text) {
 
 namespace {
 
+const KeySpec& key(std::string_view name) { return Schema::in(train_keys(), name); }
+
 void require_positive(const Config& c, const char* key, double value, const char* hint) {
   if (!(value > 0)) c.fail(key, "> 0", std::to_string(value), hint);
 }
@@ -54,51 +57,40 @@ void require_positive(const Config& c, const char* key, double value, const char
 
 TrainConfig read_train_config(Config& c, int world_size) {
   TrainConfig t;
-  t.model_spec = c.get_string("model.spec", "mlp:784-512-512-10",
-                              "model: mlp:IN-H1-...-OUT or linear:IN-OUT");
-  const std::string init = c.get_string("model.init", "he", "weight init: he | glorot | zero");
+  t.model_spec = c.get_string(key("model.spec"));
+  const std::string init = c.get_string(key("model.init"));
   if (init == "he") t.init = nn::InitScheme::kHe;
   else if (init == "glorot") t.init = nn::InitScheme::kGlorot;
   else if (init == "zero") t.init = nn::InitScheme::kZero;
   else c.fail("model.init", "one of: he, glorot, zero", "'" + init + "'");
 
   DataConfig& d = t.data;
-  d.dataset = c.get_string("data.dataset", "fashion-mnist",
-                           "fashion-mnist | mnist | cifar10 | synthetic-regression, or a name for "
-                           "npy/csv data (with data.format)");
-  const bool idx_named = d.dataset == "fashion-mnist" || d.dataset == "mnist";
-  d.format = c.get_string("data.format", "",
-                          "idx | cifar10 | npy | csv (empty: idx for fashion-mnist/mnist, cifar10 for cifar10)");
-  if (d.format.empty()) d.format = idx_named ? "idx" : d.dataset == "cifar10" ? "cifar10" : "";
-  d.path = c.get_string("data.path", d.format == "cifar10" ? "cifar-10-batches-bin" : "/usr/share/datasets/fashion-mnist",
-                        "directory with train-images-idx3-ubyte[.gz] and friends (idx), or the "
-                        "extracted cifar-10-batches-bin (cifar10; lbt never downloads)");
-  d.validation_size = c.get_int("data.validation_size", 10000,
-                                "examples held out of the training set for validation");
-  d.train_limit = c.get_int("data.train_limit", 0,
-                            "use only the first N training examples before the split (0: all)");
-  d.normalize = c.get_bool("data.normalize", true,
-                           "standardise inputs with train-split mean/std (per channel for images)");
-  d.augment_crop_padding = c.get_int("data.augment.crop_padding", 0,
-                                     "images: random crop after zero-padding by N pixels (0: off)");
-  d.augment_flip = c.get_bool("data.augment.flip", false, "images: random horizontal flip");
+  d.dataset = c.get_string(key("data.dataset"));
+  c.get_string(key("data.format"));  // recorded as given; data_format_of resolves it
+  d.format = data_format_of(c);
+  if (d.format == "synthetic") d.format.clear();  // the loader keys on data.dataset
+  if (d.format == "idx" || d.format == "cifar10") d.path = c.get_string(key("data.path"));
+  d.validation_size = c.get_int(key("data.validation_size"));
+  d.train_limit = c.get_int(key("data.train_limit"));
+  d.normalize = c.get_bool(key("data.normalize"));
+  d.augment_crop_padding = c.get_int(key("data.augment.crop_padding"));
+  d.augment_flip = c.get_bool(key("data.augment.flip"));
   if (d.augment_crop_padding < 0) c.fail("data.augment.crop_padding", ">= 0", std::to_string(d.augment_crop_padding));
   if (d.format == "npy" || d.format == "csv") {
-    d.train_features = c.get_string("data.train_features", "", "npy: features [n, ...]; csv: the training CSV file");
-    d.test_features = c.get_string("data.test_features", "", "npy: test features; csv: test CSV file (optional)");
+    d.train_features = c.get_string(key("data.train_features"));
+    d.test_features = c.get_string(key("data.test_features"));
     if (d.format == "npy") {
-      d.train_labels = c.get_string("data.train_labels", "", "npy: integer labels [n]");
-      d.test_labels = c.get_string("data.test_labels", "", "npy: test labels (with data.test_features)");
+      d.train_labels = c.get_string(key("data.train_labels"));
+      d.test_labels = c.get_string(key("data.test_labels"));
     } else {
-      d.label_column = c.get_string("data.label_column", "label", "csv: label column, header name or 0-based index");
-      d.csv_header = c.get_string("data.csv_header", "auto", "csv: auto | true | false");
+      d.label_column = c.get_string(key("data.label_column"));
+      d.csv_header = c.get_string(key("data.csv_header"));
       if (d.csv_header != "auto" && d.csv_header != "true" && d.csv_header != "false") {
         c.fail("data.csv_header", "one of: auto, true, false", "'" + d.csv_header + "'");
       }
     }
-    d.num_classes = c.get_int("data.num_classes", 0, "npy/csv: number of classes (0: max label + 1)");
-    const std::string shape = c.get_string("data.image_shape", "",
-                                           "npy/csv: per-example shape C,H,W for image models (empty: as stored)");
+    d.num_classes = c.get_int(key("data.num_classes"));
+    const std::string shape = c.get_string(key("data.image_shape"));
     std::stringstream ss(shape);
     for (std::string item; std::getline(ss, item, ',');) {
       try {
@@ -116,9 +108,9 @@ TrainConfig read_train_config(Config& c, int world_size) {
     if (d.num_classes < 0) c.fail("data.num_classes", ">= 0", std::to_string(d.num_classes));
   }
   if (d.dataset == "synthetic-regression") {
-    d.synthetic_examples = c.get_int("data.synthetic.examples", 65536, "examples to draw");
-    d.synthetic_dim = c.get_int("data.synthetic.dim", 32, "input dimension d");
-    d.synthetic_noise = c.get_double("data.synthetic.noise", 0.5, "label noise standard deviation s");
+    d.synthetic_examples = c.get_int(key("data.synthetic.examples"));
+    d.synthetic_dim = c.get_int(key("data.synthetic.dim"));
+    d.synthetic_noise = c.get_double(key("data.synthetic.noise"));
   } else if (d.format != "idx" && d.format != "cifar10" && d.format != "npy" && d.format != "csv") {
     if (d.format.empty()) {
       c.fail("data.dataset", "one of: fashion-mnist, mnist, cifar10, synthetic-regression (or set data.format)",
@@ -129,36 +121,26 @@ TrainConfig read_train_config(Config& c, int world_size) {
   if (d.validation_size < 0) c.fail("data.validation_size", ">= 0", std::to_string(d.validation_size));
   if (d.train_limit < 0) c.fail("data.train_limit", ">= 0", std::to_string(d.train_limit));
 
-  t.global_batch = c.get_int("train.global_batch", 128,
-                             "examples per optimizer step, summed over ranks and accumulation");
-  t.micro_batch = c.get_int("train.micro_batch", 0,
-                            "examples per forward/backward on one rank (0: derived)");
-  t.accum_steps = c.get_int("train.accum_steps", 0,
-                            "gradient accumulation steps per optimizer step (0: derived)");
-  t.steps = c.get_int("train.steps", 0, "step budget (0: use train.epochs)");
-  t.epochs = c.get_double("train.epochs", 10.0, "epoch budget when train.steps = 0");
-  t.eval_every = c.get_int("train.eval_every", 500, "evaluate on validation every N steps");
-  t.log_every = c.get_int("train.log_every", 50, "append to metrics.jsonl every N steps");
-  t.eval_batch = c.get_int("train.eval_batch", 2000, "examples per evaluation forward pass");
-  const std::int64_t seed = c.get_int("train.seed", 0, "seed for init, split and sampling");
-  t.threads = static_cast<int>(c.get_int("train.threads", 0, "compute threads per rank (0: cores / ranks)"));
-  t.target = parse_target(c.get_string("train.target", "",
-                                       "e.g. val_accuracy>=0.88: records steps to reach it"));
-  t.stop_at_target = c.get_bool("train.stop_at_target", false, "end the run when the target is met");
-  t.divergence.factor = c.get_double("train.divergence_factor", 20.0,
-                                     "a spike: loss > factor x first loss (or NaN/Inf)");
-  const std::string on_divergence =
-      c.get_string("train.on_divergence", "stop",
-                   "stop: a spike ends the run as diverged | skip: drop its update");
+  t.global_batch = c.get_int(key("train.global_batch"));
+  t.micro_batch = c.get_int(key("train.micro_batch"));
+  t.accum_steps = c.get_int(key("train.accum_steps"));
+  t.steps = c.get_int(key("train.steps"));
+  t.epochs = c.get_double(key("train.epochs"));
+  t.eval_every = c.get_int(key("train.eval_every"));
+  t.log_every = c.get_int(key("train.log_every"));
+  t.eval_batch = c.get_int(key("train.eval_batch"));
+  const std::int64_t seed = c.get_int(key("train.seed"));
+  t.threads = static_cast<int>(c.get_int(key("train.threads")));
+  t.target = parse_target(c.get_string(key("train.target")));
+  t.stop_at_target = c.get_bool(key("train.stop_at_target"));
+  t.divergence.factor = c.get_double(key("train.divergence_factor"));
+  const std::string on_divergence = c.get_string(key("train.on_divergence"));
   t.divergence.skip_spikes = on_divergence == "skip";
-  t.divergence.skip_limit = c.get_int(
-      "train.skip_limit", 5, "skip mode: spikes in a row before the run counts as diverged");
-  t.comm_backend = c.get_string("comm.backend", "auto", "auto | local | mpi");
-  t.checkpoint_every = c.get_int("train.checkpoint_every", 0,
-                                 "write RUN/checkpoints/step_N.ckpt every N steps (0: never)");
-  t.checkpoint_keep = static_cast<int>(c.get_int("train.checkpoint_keep", 2, "checkpoints kept"));
-  t.checkpoint_final = c.get_bool("train.checkpoint_final", true,
-                                  "write a checkpoint when the run ends");
+  if (t.divergence.skip_spikes) t.divergence.skip_limit = c.get_int(key("train.skip_limit"));
+  t.comm_backend = c.get_string(key("comm.backend"));
+  t.checkpoint_every = c.get_int(key("train.checkpoint_every"));
+  t.checkpoint_keep = static_cast<int>(c.get_int(key("train.checkpoint_keep")));
+  t.checkpoint_final = c.get_bool(key("train.checkpoint_final"));
   if (t.checkpoint_every < 0) c.fail("train.checkpoint_every", ">= 0", std::to_string(t.checkpoint_every));
   if (t.checkpoint_keep < 1) c.fail("train.checkpoint_keep", ">= 1", std::to_string(t.checkpoint_keep));
 

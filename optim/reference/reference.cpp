@@ -190,24 +190,15 @@ void Lamb::step(const StepInput& in) {
   }
 }
 
-std::unique_ptr<Optimizer> make_reference_optimizer(Config& config, std::size_t n) {
-  std::string name = config.get_string("optimizer.name", "sgd");
-  if (name == "sgd" || name == "momentum" || name == "nesterov")
-    return std::make_unique<Sgd>(read_sgd_options(config, name), n);
-  if (name == "adam" || name == "adamw") return std::make_unique<Adam>(read_adam_options(config, name), n);
-  if (name == "lars") return std::make_unique<Lars>(read_lars_options(config), n);
-  if (name == "lamb") return std::make_unique<Lamb>(read_lamb_options(config), n);
-  if (name == "larc") {
-    LarcOptions larc = read_larc_options(config);
-    std::string base = config.get_string("optimizer.larc.base", "sgd");
-    std::unique_ptr<Optimizer> base_opt;
-    if (base == "adam" || base == "adamw")
-      base_opt = std::make_unique<Adam>(read_adam_options(config, base, false), n);
-    else
-      base_opt = std::make_unique<Sgd>(read_sgd_options(config, base, false), n);
-    return std::make_unique<Larc>(larc, std::move(base_opt), n);
-  }
-  return make_optimizer(config, n);  // throws the same "unknown name" error
+std::unique_ptr<Optimizer> make_reference_optimizer(const OptimizerOptions& o, std::size_t n) {
+  const auto base = [&](const std::string& name) -> std::unique_ptr<Optimizer> {
+    if (name == "adam" || name == "adamw") return std::make_unique<Adam>(o.adam, n);
+    return std::make_unique<Sgd>(o.sgd, n);
+  };
+  if (o.name == "lars") return std::make_unique<Lars>(o.lars, n);
+  if (o.name == "lamb") return std::make_unique<Lamb>(o.lamb, n);
+  if (o.name == "larc") return std::make_unique<Larc>(o.larc, base(o.larc_base), n);
+  return base(o.name);
 }
 
 }  // namespace lbt::optim::reference

@@ -11,6 +11,7 @@
 #include "optim/larc.hpp"
 #include "optim/lars.hpp"
 #include "optim/optimizer.hpp"
+#include "optim/optimizer_options.hpp"
 #include "optim/sgd.hpp"
 
 namespace lbt::optim::reference {
@@ -68,7 +69,8 @@ class Lamb final : public Optimizer {
   LambOptions o_;
 };
 
-// Same config reading as make_optimizer, building the reference version.
-std::unique_ptr<Optimizer> make_reference_optimizer(Config& config, std::size_t num_params);
+// The reference version of what make_optimizer builds from the same options.
+std::unique_ptr<Optimizer> make_reference_optimizer(const OptimizerOptions& options,
+                                                    std::size_t num_params);
 
 }  // namespace lbt::optim::reference

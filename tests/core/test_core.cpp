@@ -4,9 +4,11 @@
 
 #include <filesystem>
 #include <fstream>
+#include <stdexcept>
 #include <vector>
 
 #include "core/config.hpp"
+#include "core/config_schema.hpp"
 #include "core/error.hpp"
 #include "core/gemm.hpp"
 #include "core/io.hpp"
@@ -16,47 +18,103 @@
 
 using namespace lbt;
 
+namespace {
+
+// A small schema of the kinds of keys lbt has: plain, listed values, and keys of one variant.
+std::vector<std::string> kind_of(const Config& c) { return {c.peek_string("opt.name", "sgd")}; }
+const KeyCondition kByKind{{"opt.name"}, kind_of};
+const std::vector<KeySpec>& test_keys() {
+  using enum KeyType;
+  static const std::vector<KeySpec> keys = {
+      {"a.x", kNumber, "0.0", "a number"},
+      {"a.n", kInt, "7", "an integer"},
+      {"a.name", kString, "\"\"", "a string"},
+      {"a.list", kIntList, "[]", "a list"},
+      {"model.spec", kString, "\"mlp:784-10\"", "spec"},
+      {"opt.name", kString, "\"sgd\"", "kind", {"sgd", "adam"}},
+      {"opt.learning_rate", kNumber, "0.1", "lr"},
+      {"opt.momentum", kNumber, "0.9", "sgd only", {}, "", &kByKind, {"sgd"}},
+      {"opt.beta1", kNumber, "0.9", "adam only", {}, "", &kByKind, {"adam"}},
+      {"opt.eps", kNumber, "1e-08", "by kind", {}, "", &kByKind, {}, {{"adam", "1e-06"}}},
+  };
+  return keys;
+}
+const Schema& test_schema() {
+  static const Schema s = [] {
+    Schema schema;
+    schema.add(test_keys()).retire("opt.lr_rule", "use opt.learning_rate");
+    return schema;
+  }();
+  return s;
+}
+const KeySpec& key(std::string_view name) { return Schema::in(test_keys(), name); }
+
+std::string error_of(Config& c) {
+  try {
+    c.validate(test_schema());
+  } catch (const ConfigError& e) {
+    return std::string(e.what()) + " | " + e.hint();
+  }
+  return "";
+}
+
+}  // namespace
+
 BOOST_AUTO_TEST_CASE(config_reads_typed_values_and_defaults) {
-  Config c = Config::from_string("[a]\nx = 1.5\nn = 3\nname = \"hi\"\nlist = [1, 2]\n");
-  BOOST_TEST(c.get_double("a.x", 0.0) == 1.5);
-  BOOST_TEST(c.get_int("a.n", 0) == 3);
-  BOOST_TEST(c.get_double("a.n", 0.0) == 3.0);  // integers are accepted where numbers are
-  BOOST_TEST(c.get_string("a.name", "") == "hi");
-  BOOST_TEST(c.get_int("a.missing", 7) == 7);
-  BOOST_TEST((c.get_int_list("a.list", {}) == std::vector<std::int64_t>{1, 2}));
-  BOOST_CHECK_NO_THROW(c.check_no_unknown_keys());
+  Config c = Config::from_string("[a]\nx = 3\nname = \"hi\"\nlist = [1, 2]\n");
+  BOOST_TEST(c.validate(test_schema()).empty());
+  BOOST_TEST(c.get_double(key("a.x")) == 3.0);  // integers are accepted where numbers are
+  BOOST_TEST(c.get_string(key("a.name")) == "hi");
+  BOOST_TEST(c.get_int(key("a.n")) == 7);  // the spec's default
+  BOOST_TEST(c.get_int(key("a.n"), 9) == 9);  // a derived default wins over the spec's
+  BOOST_TEST((c.get_int_list(key("a.list")) == std::vector<std::int64_t>{1, 2}));
+  BOOST_TEST(c.get_double(key("opt.eps")) == 1e-8);
+  Config adam = Config::from_string("[opt]\nname = \"adam\"\n");
+  BOOST_TEST(adam.get_double(key("opt.eps")) == 1e-6);  // the variant's default
+  BOOST_CHECK_THROW(c.get_int(key("a.x")), std::logic_error);  // a getter of the wrong type
+  BOOST_CHECK_THROW(Schema::in(test_keys(), "a.undeclared"), std::logic_error);
 }
 
 BOOST_AUTO_TEST_CASE(config_set_overrides_and_bare_strings) {
   Config c = Config::from_string("[model]\nspec = \"mlp:784-10\"\n");
   c.set("model.spec=mlp:784-32-10");
-  c.set("train.lr=0.25");
-  BOOST_TEST(c.get_string("model.spec", "") == "mlp:784-32-10");
-  BOOST_TEST(c.get_double("train.lr", 0.0) == 0.25);
+  c.set("a.x=0.25");
+  BOOST_TEST(c.get_string(key("model.spec")) == "mlp:784-32-10");
+  BOOST_TEST(c.get_double(key("a.x")) == 0.25);
   BOOST_CHECK_THROW(c.set("novalue"), ConfigError);
 }
 
-BOOST_AUTO_TEST_CASE(config_wrong_type_is_a_config_error_naming_the_key) {
-  Config c = Config::from_string("[a]\nx = \"fast\"\n");
-  try {
-    c.get_double("a.x", 0.0);
-    BOOST_FAIL("expected ConfigError");
-  } catch (const ConfigError& e) {
-    BOOST_TEST(std::string(e.what()).find("a.x must be a number") != std::string::npos);
-  }
+BOOST_AUTO_TEST_CASE(validation_names_wrong_types_values_and_unknown_keys) {
+  Config type = Config::from_string("[a]\nx = \"fast\"\n", "t.toml");
+  BOOST_TEST(error_of(type).find("t.toml: a.x must be a number, got \"fast\"") != std::string::npos);
+  Config value = Config::from_string("[opt]\nname = \"adma\"\n");
+  BOOST_TEST(error_of(value).find("did you mean 'adam'") != std::string::npos);
+  Config unknown = Config::from_string("[opt]\nlearning_rat = 0.1\n");
+  const std::string e = error_of(unknown);
+  BOOST_TEST(e.find("unknown config key 'opt.learning_rat'") != std::string::npos);
+  BOOST_TEST(e.find("did you mean 'opt.learning_rate'") != std::string::npos);
+  Config retired = Config::from_string("[opt]\nlr_rule = \"sqrt\"\n");
+  BOOST_TEST(error_of(retired).find("use opt.learning_rate") != std::string::npos);
 }
 
-BOOST_AUTO_TEST_CASE(config_unknown_key_suggests_the_nearest) {
-  Config c = Config::from_string("[optimizer]\nlearning_rat = 0.1\n");
-  c.get_double("optimizer.learning_rate", 0.1);
-  c.get_double("optimizer.momentum", 0.9);
-  try {
-    c.check_no_unknown_keys();
-    BOOST_FAIL("expected ConfigError");
-  } catch (const ConfigError& e) {
-    BOOST_TEST(std::string(e.what()).find("optimizer.learning_rat") != std::string::npos);
-    BOOST_TEST(e.hint().find("optimizer.learning_rate") != std::string::npos);
-  }
+BOOST_AUTO_TEST_CASE(a_key_of_another_variant_is_an_error_unless_set_switched_the_variant) {
+  // In the file itself, a key the chosen variant does not use is a conflict: an error.
+  Config file = Config::from_string("[opt]\nname = \"adam\"\nmomentum = 0.5\n");
+  const std::string e = error_of(file);
+  BOOST_TEST(e.find("opt.momentum is not used with opt.name = \"adam\"") != std::string::npos);
+  BOOST_TEST(e.find("applies to opt.name = sgd") != std::string::npos);
+  // --set opt.name=adam on an sgd file: the file's sgd keys are dropped, and a note says so.
+  Config switched = Config::from_string("[opt]\nname = \"sgd\"\nmomentum = 0.5\n");
+  switched.set("opt.name=adam");
+  const auto notes = switched.validate(test_schema());
+  BOOST_TEST_REQUIRE(notes.size() == 1u);
+  BOOST_TEST(notes[0].find("dropped opt.momentum = 0.5") != std::string::npos);
+  BOOST_TEST(!switched.has("opt.momentum"));
+  // ... but a key the user also --set for the old variant is still an error.
+  Config both = Config::from_string("[opt]\nname = \"sgd\"\n");
+  both.set("opt.name=adam");
+  both.set("opt.momentum=0.5");
+  BOOST_TEST(!error_of(both).empty());
 }
 
 BOOST_AUTO_TEST_CASE(config_invalid_toml_names_file_and_line) {
@@ -68,27 +126,20 @@ BOOST_AUTO_TEST_CASE(config_invalid_toml_names_file_and_line) {
   }
 }
 
-BOOST_AUTO_TEST_CASE(resolved_config_round_trips) {
+BOOST_AUTO_TEST_CASE(resolved_config_round_trips_and_help_lists_every_key) {
   Config c;
-  c.get_double("optimizer.lr", 0.05);
-  c.get_string("model.spec", "mlp:784-10");
+  c.get_double(key("opt.learning_rate"));
+  c.get_string(key("model.spec"));
   Config back = Config::from_string(c.resolved_toml());
-  BOOST_TEST(back.get_double("optimizer.lr", 0.0) == 0.05);
-  BOOST_TEST(back.get_string("model.spec", "") == "mlp:784-10");
-}
-
-BOOST_AUTO_TEST_CASE(a_resolved_config_sets_every_key_but_only_chosen_ones_differ_from_default) {
-  Config c = Config::from_string("[schedule]\ngamma = 0.5\nwarmup = 0.0\n");
-  c.get_double("schedule.gamma", 0.1);
-  c.get_double("schedule.warmup", 0.0);
-  c.get_double("schedule.power", 1.0);
-  BOOST_TEST(c.differs_from_default("schedule.gamma"));
-  BOOST_TEST(!c.differs_from_default("schedule.warmup"));  // set, but to the default
-  BOOST_TEST(!c.differs_from_default("schedule.power"));   // not set
-  Config back = Config::from_string(c.resolved_toml());    // what --resume reads
-  back.get_double("schedule.power", 1.0);
-  BOOST_TEST(back.has("schedule.power"));
-  BOOST_TEST(!back.differs_from_default("schedule.power"));
+  BOOST_TEST(back.validate(test_schema()).empty());
+  BOOST_TEST(back.get_double(key("opt.learning_rate")) == 0.1);
+  BOOST_TEST(back.get_string(key("model.spec")) == "mlp:784-10");
+  const std::string help = test_schema().help();
+  for (const KeySpec& spec : test_keys()) {
+    BOOST_TEST(help.find(spec.key.substr(spec.key.rfind('.') + 1) + " = ") != std::string::npos);
+  }
+  BOOST_TEST(help.find("eps = 1e-08 (adam: 1e-06)") != std::string::npos);
+  BOOST_TEST(help.find("(only: opt.name = adam)") != std::string::npos);
 }
 
 BOOST_AUTO_TEST_CASE(parameter_store_aligns_segments_and_excludes_biases) {

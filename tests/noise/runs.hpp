@@ -3,6 +3,7 @@
 #pragma once
 #include <filesystem>
 #include <fstream>
+#include <iostream>
 #include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -18,8 +19,7 @@
 #include "trainer/data/synthetic.hpp"
 #include "trainer/loop.hpp"
 #include "trainer/nn/model.hpp"
-#include "trainer/schedule_config.hpp"
-#include "trainer/train_config.hpp"
+#include "trainer/run_config.hpp"
 
 namespace lbt::test {
 
@@ -39,19 +39,19 @@ inline std::map<std::string, std::vector<nlohmann::json>> read_noise(const std::
 inline void train_config(const std::string& toml, comm::Communicator& comm,
                          const std::filesystem::path& dir) {
   Config config = Config::from_string(toml);
-  trainer::TrainConfig cfg = trainer::read_train_config(config, comm.size());
-  const double base_lr = optim::base_learning_rate(config);
+  if (!config.has("noise.enabled")) config.set("noise.enabled=true");
+  config.validate(trainer::run_schema());
+  const trainer::RunConfig run = trainer::resolve_run_config(config, comm.size());
+  const trainer::TrainConfig& cfg = run.train;
   auto model = nn::Model::from_spec(cfg.model_spec, cfg.init);
   data::Splits splits = data::load_splits(cfg.data, cfg.seed);
   data::ShardedSampler sampler(splits.train.n, cfg.seed, comm.size(), comm.rank(), cfg.micro_batch,
                                cfg.accum_steps);
   auto rng = make_rng(cfg.seed, RngStream::kInit);
   model->build(rng);
-  auto optimizer = optim::make_optimizer(config, model->store().num_params());
-  schedules::Schedule schedule =
-      trainer::make_schedule(config, {base_lr, cfg.global_batch, sampler.steps_per_epoch(), cfg.steps});
-  const noise::OnlineOptions noise_options = noise::read_online_options(config, true);
-  config.check_no_unknown_keys();
+  auto optimizer = optim::make_optimizer(run.optimizer, model->store().num_params());
+  schedules::Schedule schedule = trainer::run_schedule(run, {sampler.steps_per_epoch(), cfg.steps}, &std::cerr);
+  const noise::OnlineOptions& noise_options = run.noise;
   std::unique_ptr<trainer::RunDirectory> run_dir;
   if (comm.rank() == 0) run_dir = std::make_unique<trainer::RunDirectory>(dir, true);
   trainer::TrainContext ctx{cfg, *model, *optimizer, schedule, comm, splits, sampler,

@@ -7,6 +7,8 @@
 
 #include "core/config.hpp"
 #include "optim/optimizer.hpp"
+#include "optim/optimizer_keys.hpp"
+#include "optim/optimizer_options.hpp"
 #include "optim/reference/reference.hpp"
 
 namespace lbt::test {
@@ -20,16 +22,21 @@ struct SmallProblem {
   std::vector<float> g = {0.1f, 0.2f, -0.3f, 0.4f, 0.05f, -0.01f, -0.2f, 0.3f, 0.1f};
 };
 
-inline std::unique_ptr<optim::Optimizer> build(const std::string& toml, std::size_t n) {
+// The optimizer options of TOML text, validated against the optimizer keys as a command does.
+inline optim::OptimizerOptions options_of(const std::string& toml) {
   Config c = Config::from_string(toml);
-  auto opt = optim::make_optimizer(c, n);
-  c.check_no_unknown_keys();
-  return opt;
+  Schema schema;
+  schema.add(optim::optimizer_keys());
+  c.validate(schema);
+  return optim::read_optimizer_options(c);
+}
+
+inline std::unique_ptr<optim::Optimizer> build(const std::string& toml, std::size_t n) {
+  return optim::make_optimizer(options_of(toml), n);
 }
 
 inline std::unique_ptr<optim::Optimizer> build_reference(const std::string& toml, std::size_t n) {
-  Config c = Config::from_string(toml);
-  return optim::reference::make_reference_optimizer(c, n);
+  return optim::reference::make_reference_optimizer(options_of(toml), n);
 }
 
 inline void do_step(optim::Optimizer& opt, std::vector<float>& w, const std::vector<float>& g,

@@ -81,17 +81,49 @@ BOOST_AUTO_TEST_CASE(config_errors_name_the_key_and_the_valid_values) {
   BOOST_TEST(error_of("[optimizer]\nname='larc'\n[optimizer.larc]\nbase='lamb'\n").find("sgd, momentum, nesterov, adam, adamw") != std::string::npos);
   BOOST_TEST(error_of("[optimizer]\nname='lars'\n[optimizer.lars]\ndenominator='exactly'\n").find("paper, exact") != std::string::npos);
   BOOST_TEST(error_of("[optimizer]\nname='nesterov'\nmomentum=0.0\n").find("optimizer.nesterov") != std::string::npos);
-  // A key for another optimizer is unknown to the chosen one.
-  BOOST_TEST(error_of("[optimizer]\nname='sgd'\nbeta1=0.9\n").find("optimizer.beta1") != std::string::npos);
+  // A key of another optimizer is named as such, with the optimizers that use it.
+  BOOST_TEST(error_of("[optimizer]\nname='sgd'\nbeta1=0.9\n").find(
+                 "optimizer.beta1 is not used with optimizer.name = \"sgd\" (it applies to "
+                 "optimizer.name = adam | adamw | lamb)") != std::string::npos);
+  // Under LARC, the wrapped optimizer's keys apply, and LARC's own decay.
+  BOOST_TEST(error_of("[optimizer]\nname='larc'\nbeta1=0.8\nweight_decay=0.1\n[optimizer.larc]\n"
+                      "base='adam'\n") == "no error");
+}
+
+// The schema's defaults are the option structs' defaults: the two ways to build an optimizer
+// (C++ aggregates, TOML) agree.
+BOOST_AUTO_TEST_CASE(schema_defaults_equal_the_option_structs) {
+  const auto o = [](const char* name) {
+    return test::options_of(std::string("[optimizer]\nname='") + name + "'\n");
+  };
+  BOOST_TEST(o("sgd").sgd.momentum == optim::SgdOptions{}.momentum);
+  BOOST_TEST(o("sgd").sgd.weight_decay == optim::SgdOptions{}.weight_decay);
+  BOOST_TEST(o("adam").adam.eps == optim::AdamOptions{}.eps);
+  BOOST_TEST(o("adam").adam.beta2 == optim::AdamOptions{}.beta2);
+  BOOST_TEST(o("adamw").adam.weight_decay == 0.01);  // AdamW's published default
+  BOOST_TEST(o("lars").lars.weight_decay == optim::LarsOptions{}.weight_decay);
+  BOOST_TEST(o("lars").lars.trust_coefficient == optim::LarsOptions{}.trust_coefficient);
+  BOOST_TEST(o("lamb").lamb.eps == optim::LambOptions{}.eps);
+  BOOST_TEST(o("lamb").lamb.weight_decay == optim::LambOptions{}.weight_decay);
+  BOOST_TEST(o("larc").larc.trust_coefficient == optim::LarcOptions{}.trust_coefficient);
+  BOOST_TEST(o("larc").larc.eps == optim::LarcOptions{}.eps);
+  BOOST_TEST(o("larc").larc.weight_decay == optim::LarcOptions{}.weight_decay);
+  BOOST_TEST(o("lars").lars.phi.clamp_max == optim::PhiOptions{}.clamp_max);
 }
 
 BOOST_AUTO_TEST_CASE(every_switch_is_reachable_from_set_overrides) {
-  Config c = Config::from_string("[optimizer]\nname='sgd'\n");
+  Config c = Config::from_string("[optimizer]\nname='sgd'\nmomentum = 0.8\ndampening = 0.1\n");
   c.set("optimizer.name=lars");
   c.set("optimizer.lars.denominator=exact");
   c.set("optimizer.lars.phi=clamp");
   c.set("optimizer.lars.clamp_max=3.5");
-  auto opt = optim::make_optimizer(c, 4);
+  Schema schema;
+  schema.add(optim::optimizer_keys());
+  const auto notes = c.validate(schema);  // sgd's dampening is dropped, momentum kept (LARS has one)
+  BOOST_TEST_REQUIRE(notes.size() == 1u);
+  BOOST_TEST(notes[0].find("dropped optimizer.dampening = 0.1") != std::string::npos);
+  auto opt = optim::make_optimizer(optim::read_optimizer_options(c), 4);
+  BOOST_TEST(opt->describe().find("m=0.8") != std::string::npos, opt->describe());
   BOOST_TEST(opt->describe().find("denominator=exact") != std::string::npos);
   BOOST_TEST(opt->describe().find("3.5") != std::string::npos);
 }
@@ -113,8 +145,8 @@ BOOST_AUTO_TEST_CASE(exclusions_switch_off_decay_and_trust_ratio_by_name) {
                                    make_segment("fc1.bias", 4, 2, ParamKind::kBias),
                                    make_segment("bn1.weight", 6, 2, ParamKind::kWeight),
                                    make_segment("out.weight", 8, 3, ParamKind::kWeight)};
-  Config c = Config::from_string("[optimizer]\nno_decay = ['bn*']\nno_trust_ratio = ['out.*']\n");
-  optim::apply_exclusions(c, segments);
+  optim::apply_exclusions(test::options_of("[optimizer]\nno_decay = ['bn*']\nno_trust_ratio = ['out.*']\n"),
+                          segments);
   BOOST_TEST(segments[0].weight_decay);
   BOOST_TEST(segments[0].trust_ratio);
   BOOST_TEST(!segments[1].weight_decay);  // default for biases stays
@@ -122,7 +154,7 @@ BOOST_AUTO_TEST_CASE(exclusions_switch_off_decay_and_trust_ratio_by_name) {
   BOOST_TEST(segments[2].trust_ratio);
   BOOST_TEST(segments[3].weight_decay);
   BOOST_TEST(!segments[3].trust_ratio);
-  Config typo = Config::from_string("[optimizer]\nno_decay = ['*.bais']\n");
+  const auto typo = test::options_of("[optimizer]\nno_decay = ['*.bais']\n");
   BOOST_CHECK_EXCEPTION(optim::apply_exclusions(typo, segments), ConfigError, [](const ConfigError& e) {
     return std::string(e.what()).find("'*.bais' matches none") != std::string::npos &&
            e.hint().find("fc1.bias") != std::string::npos;

@@ -10,6 +10,7 @@
 #include "core/config.hpp"
 #include "core/error.hpp"
 #include "support/tolerance.hpp"
+#include "trainer/run_config.hpp"
 #include "trainer/schedule_config.hpp"
 
 using lbt::Config;
@@ -24,20 +25,23 @@ struct Built {
   lbt::schedules::Schedule lr;
   std::string warnings;
 };
-Built build(const std::string& toml, ScheduleContext context) {
+// The schedule options of TOML text, validated as every command validates a config.
+lbt::trainer::ScheduleOptions options_of(const std::string& toml) {
   Config config = Config::from_string(toml, "test.toml");
+  config.validate(lbt::trainer::run_schema());
+  return lbt::trainer::read_schedule_options(config);
+}
+Built build(const std::string& toml, ScheduleContext context) {
   std::ostringstream warnings;
   context.warnings = &warnings;
-  Built b{make_schedule(config, context), ""};
-  config.check_no_unknown_keys();
+  Built b{make_schedule(options_of(toml), context), ""};
   b.warnings = warnings.str();
   return b;
 }
 ConfigError error_of(const std::string& toml, ScheduleContext context) {
-  Config config = Config::from_string(toml, "test.toml");
   context.warnings = nullptr;
   try {
-    make_schedule(config, context);
+    make_schedule(options_of(toml), context);
   } catch (const ConfigError& e) {
     return e;
   }
@@ -50,10 +54,11 @@ bool contains(const std::string& text, const std::string& part) {
 }  // namespace
 
 BOOST_AUTO_TEST_CASE(no_schedule_section_is_constant_base_lr_without_scaling) {
-  Config config = Config::from_string("", "empty.toml");
-  auto lr = make_schedule(config, {0.05, 512, 100, 1000});
+  Config config = Config::from_string("[train]\nglobal_batch = 256\n", "empty.toml");
+  auto lr = make_schedule(lbt::trainer::read_schedule_options(config), {0.05, 512, 100, 1000});
   for (std::int64_t step : {0, 1, 999, 1000, 100000}) BOOST_TEST(lr(step) == 0.05);
-  BOOST_TEST(contains(config.resolved_toml(), "reference_batch = 512"));
+  // The reference batch is the config's own global batch, not the run's (here 512).
+  BOOST_TEST(contains(config.resolved_toml(), "reference_batch = 256"));
 }
 
 BOOST_AUTO_TEST_CASE(linear_and_sqrt_scaling_set_the_peak) {
@@ -284,9 +289,10 @@ BOOST_AUTO_TEST_CASE(decay_longer_than_the_run_is_allowed_with_a_warning) {
   BOOST_TEST(contains(b.warnings, "warning: the decay ends at step 200, after the run's 100 steps"));
 }
 
-BOOST_AUTO_TEST_CASE(keys_the_chosen_decay_ignores_are_warned_about) {
-  const auto b = build("[schedule]\ndecay = \"cosine\"\ngamma = 0.5\n", {1.0, 64, 10, 100});
-  BOOST_TEST(contains(b.warnings, "schedule.gamma is set but schedule.decay = \"cosine\" does not use it"));
+BOOST_AUTO_TEST_CASE(keys_the_chosen_decay_ignores_are_an_error) {
+  const auto e = error_of("[schedule]\ndecay = \"cosine\"\ngamma = 0.5\n", {1.0, 64, 10, 100});
+  BOOST_TEST(contains(e.what(), "schedule.gamma is not used with schedule.decay = \"cosine\""));
+  BOOST_TEST(contains(e.what(), "step | multistep | exponential"));
 }
 
 BOOST_AUTO_TEST_CASE(min_lr_clamps_from_below) {
@@ -297,12 +303,6 @@ BOOST_AUTO_TEST_CASE(min_lr_clamps_from_below) {
 }
 
 BOOST_AUTO_TEST_CASE(a_misspelt_schedule_key_is_unknown) {
-  Config config = Config::from_string("[schedule]\nwarmpu = 5\n", "test.toml");
-  make_schedule(config, {0.1, 64, 10, 100});
-  try {
-    config.check_no_unknown_keys();
-    BOOST_FAIL("expected ConfigError");
-  } catch (const ConfigError& e) {
-    BOOST_TEST(contains(e.hint(), "schedule.warmup"));
-  }
+  const auto e = error_of("[schedule]\nwarmpu = 5\n", {0.1, 64, 10, 100});
+  BOOST_TEST(contains(e.hint(), "schedule.warmup"));
 }

@@ -1,0 +1,148 @@
+// The config schema: key specs, conditions and --help text; see config_schema.hpp.
+#include "core/config_schema.hpp"
+
+#include <algorithm>
+#include <sstream>
+#include <stdexcept>
+
+#include "core/config.hpp"
+
+namespace lbt {
+
+const char* key_type_name(KeyType type) {
+  switch (type) {
+    case KeyType::kBool:
+      return "true or false";
+    case KeyType::kInt:
+      return "an integer";
+    case KeyType::kNumber:
+      return "a number";
+    case KeyType::kString:
+      return "a string";
+    case KeyType::kIntList:
+      return "an array of integers";
+    case KeyType::kNumberList:
+      return "an array of numbers";
+    case KeyType::kStringList:
+      return "an array of strings";
+  }
+  return "?";
+}
+
+std::string KeySpec::default_for(const Config& config) const {
+  if (condition && !defaults.empty()) {
+    for (const auto& variant : condition->variants(config)) {
+      for (const auto& [name, value] : defaults) {
+        if (name == variant) return value;
+      }
+    }
+  }
+  return default_value;
+}
+
+bool KeySpec::applies(const Config& config) const {
+  if (!condition || applies_to.empty()) return true;
+  for (const auto& variant : condition->variants(config)) {
+    if (std::find(applies_to.begin(), applies_to.end(), variant) != applies_to.end()) return true;
+  }
+  return false;
+}
+
+std::string KeySpec::applies_text() const {
+  std::string out;
+  if (!condition || applies_to.empty()) return out;
+  out = std::string(condition->decided_by.front()) + " = ";
+  for (std::size_t i = 0; i < applies_to.size(); ++i) out += (i ? " | " : "") + applies_to[i];
+  return out;
+}
+
+Schema& Schema::add(const std::vector<KeySpec>& keys) {
+  for (const KeySpec& spec : keys) {
+    if (find(spec.key)) throw std::logic_error("lbt bug: config key declared twice: " + spec.key);
+    keys_.push_back(&spec);
+  }
+  return *this;
+}
+
+const KeySpec& Schema::in(const std::vector<KeySpec>& keys, std::string_view key) {
+  for (const KeySpec& spec : keys) {
+    if (spec.key == key) return spec;
+  }
+  throw std::logic_error("lbt bug: config key " + std::string(key) + " is read but not declared");
+}
+
+const KeySpec* Schema::find(std::string_view key) const {
+  for (const KeySpec* spec : keys_) {
+    if (spec->key == key) return spec;
+  }
+  return nullptr;
+}
+
+std::vector<std::string> Schema::names() const {
+  std::vector<std::string> out;
+  for (const KeySpec* spec : keys_) out.push_back(spec->key);
+  return out;
+}
+
+Schema& Schema::retire(std::string key, std::string replacement) {
+  retired_.emplace_back(std::move(key), std::move(replacement));
+  return *this;
+}
+
+std::string Schema::retired(std::string_view key) const {
+  for (const auto& [old_key, replacement] : retired_) {
+    if (old_key == key) return replacement;
+  }
+  return {};
+}
+
+namespace {
+
+// "eps = 1e-08 (lamb: 1e-06)": the default, and where it differs by variant.
+std::string default_text(const KeySpec& spec) {
+  std::string text = spec.key.substr(spec.key.rfind('.') + 1) + " = " + spec.default_value;
+  for (const auto& [variant, value] : spec.defaults) {
+    if (value != spec.default_value) text += " (" + variant + ": " + value + ")";
+  }
+  return text;
+}
+
+}  // namespace
+
+std::string Schema::help() const {
+  std::vector<std::string> sections;
+  for (const KeySpec* spec : keys_) {
+    if (std::find(sections.begin(), sections.end(), spec->section()) == sections.end()) {
+      sections.push_back(spec->section());
+    }
+  }
+  std::ostringstream ss;
+  ss << "Config keys, by TOML section (or --set section.key=value), with their defaults.\n"
+        "'only:' names the setting a key belongs to; keys of another setting are an error.\n";
+  for (const auto& section : sections) {
+    ss << "\n[" << section << "]\n";
+    for (const KeySpec* spec : keys_) {
+      if (spec->section() != section) continue;
+      std::string left = default_text(*spec);
+      std::string doc = spec->doc;
+      if (!spec->allowed.empty()) {
+        std::string list;
+        for (const auto& a : spec->allowed) list += (list.empty() ? "" : " | ") + a;
+        doc = list + ": " + doc;
+      }
+      if (!spec->unit.empty()) doc += " [" + spec->unit + "]";
+      if (!spec->applies_to.empty()) doc += " (only: " + spec->applies_text() + ")";
+      constexpr std::size_t kWidth = 34;
+      ss << "  " << left;
+      if (left.size() < kWidth) {
+        ss << std::string(kWidth - left.size(), ' ');
+      } else {
+        ss << "\n  " << std::string(kWidth, ' ');
+      }
+      ss << "  " << doc << "\n";
+    }
+  }
+  return ss.str();
+}
+
+}  // namespace lbt

@@ -1,0 +1,51 @@
+// Resolving a run's config; see run_config.hpp.
+#include "trainer/run_config.hpp"
+
+#include <cmath>
+
+#include "noise/noise_keys.hpp"
+#include "optim/optimizer_keys.hpp"
+#include "trainer/data/sampler.hpp"
+#include "trainer/schedule_keys.hpp"
+#include "trainer/train_keys.hpp"
+
+namespace lbt::trainer {
+
+const Schema& run_schema() {
+  static const Schema schema = [] {
+    Schema s;
+    s.add(train_keys()).add(optim::optimizer_keys()).add(schedule_keys()).add(noise::noise_keys());
+    return s;
+  }();
+  return schema;
+}
+
+RunConfig resolve_run_config(Config& config, int world_size) {
+  RunConfig run;
+  run.train = read_train_config(config, world_size);
+  run.optimizer = optim::read_optimizer_options(config);
+  run.schedule = read_schedule_options(config);
+  run.noise = noise::read_online_options(config);
+  return run;
+}
+
+StepBudget step_budget(const TrainConfig& train, std::int64_t train_examples, int world_size) {
+  // The sampler's own count (it throws when the data hold less than one global batch).
+  const data::ShardedSampler sampler(train_examples, 0, world_size, 0, train.micro_batch,
+                                     train.accum_steps);
+  StepBudget budget;
+  budget.steps_per_epoch = sampler.steps_per_epoch();
+  budget.total_steps =
+      train.steps > 0 ? train.steps
+                      : static_cast<std::int64_t>(std::ceil(train.epochs * budget.steps_per_epoch));
+  return budget;
+}
+
+schedules::Schedule run_schedule(const RunConfig& run, const StepBudget& budget,
+                                 std::ostream* warnings) {
+  ScheduleContext context{run.optimizer.lr, run.train.global_batch, budget.steps_per_epoch,
+                          budget.total_steps, warnings};
+  return make_schedule(run.schedule, context);
+}
+
+}  // namespace lbt::trainer

@@ -1,0 +1,208 @@
+// The model/data/train/comm key table; see train_keys.hpp.
+#include "trainer/train_keys.hpp"
+
+#include "core/config.hpp"
+
+namespace lbt::trainer {
+
+std::string data_format_of(const Config& config) {
+  const std::string format = config.peek_string("data.format", "");
+  if (!format.empty()) return format;
+  const std::string dataset = config.peek_string("data.dataset", "fashion-mnist");
+  if (dataset == "fashion-mnist" || dataset == "mnist") return "idx";
+  if (dataset == "cifar10") return "cifar10";
+  if (dataset == "synthetic-regression") return "synthetic";
+  return "";
+}
+
+namespace {
+
+std::vector<std::string> data_format(const Config& config) {
+  return {data_format_of(config)};
+}
+const KeyCondition kByFormat{{"data.format", "data.dataset"}, data_format};
+
+std::vector<std::string> divergence_mode(const Config& config) {
+  return {config.peek_string("train.on_divergence", "stop")};
+}
+const KeyCondition kByDivergence{{"train.on_divergence"}, divergence_mode};
+
+}  // namespace
+
+const std::vector<KeySpec>& train_keys() {
+  using enum KeyType;
+  const KeyCondition* format = &kByFormat;
+  static const std::vector<KeySpec> keys = {
+      {"model.spec", kString, "\"mlp:784-512-512-10\"",
+       "mlp:IN-H1-...-OUT | linear:IN-OUT | cnn:simple | resnet:N (see README)"},
+      {"model.init", kString, "\"he\"", "weight init", {"he", "glorot", "zero"}},
+      {"data.dataset", kString, "\"fashion-mnist\"",
+       "fashion-mnist | mnist | cifar10 | synthetic-regression, or a name for npy/csv data "
+       "(with data.format)"},
+      {"data.format",
+       kString,
+       "\"\"",
+       "idx | cifar10 | npy | csv (empty: from data.dataset)",
+       {"", "idx", "cifar10", "npy", "csv"}},
+      {"data.path",
+       kString,
+       "\"/usr/share/datasets/fashion-mnist\"",
+       "directory with train-images-idx3-ubyte[.gz] and friends (idx), or the extracted "
+       "cifar-10-batches-bin (cifar10; lbt never downloads)",
+       {},
+       "",
+       format,
+       {"idx", "cifar10"},
+       {{"cifar10", "\"cifar-10-batches-bin\""}}},
+      {"data.validation_size",
+       kInt,
+       "10000",
+       "examples held out of the training set for validation",
+       {},
+       "examples"},
+      {"data.train_limit",
+       kInt,
+       "0",
+       "use only the first N training examples before the split (0: all)",
+       {},
+       "examples"},
+      {"data.normalize", kBool, "true",
+       "standardise inputs with train-split mean/std (per channel for images)"},
+      {"data.augment.crop_padding",
+       kInt,
+       "0",
+       "images: random crop after zero-padding by N pixels (0: off)",
+       {},
+       "pixels"},
+      {"data.augment.flip", kBool, "false", "images: random horizontal flip"},
+      {"data.train_features",
+       kString,
+       "\"\"",
+       "npy: features [n, ...]; csv: the training CSV file",
+       {},
+       "",
+       format,
+       {"npy", "csv"}},
+      {"data.test_features",
+       kString,
+       "\"\"",
+       "npy: test features; csv: test CSV file (optional)",
+       {},
+       "",
+       format,
+       {"npy", "csv"}},
+      {"data.train_labels", kString, "\"\"", "npy: integer labels [n]", {}, "", format, {"npy"}},
+      {"data.test_labels",
+       kString,
+       "\"\"",
+       "npy: test labels (with data.test_features)",
+       {},
+       "",
+       format,
+       {"npy"}},
+      {"data.label_column",
+       kString,
+       "\"label\"",
+       "csv: label column, header name or 0-based index",
+       {},
+       "",
+       format,
+       {"csv"}},
+      {"data.csv_header",
+       kString,
+       "\"auto\"",
+       "csv: whether the first row is a header",
+       {"auto", "true", "false"},
+       "",
+       format,
+       {"csv"}},
+      {"data.num_classes",
+       kInt,
+       "0",
+       "npy/csv: number of classes (0: max label + 1)",
+       {},
+       "",
+       format,
+       {"npy", "csv"}},
+      {"data.image_shape",
+       kString,
+       "\"\"",
+       "npy/csv: per-example shape C,H,W for image models (empty: as stored)",
+       {},
+       "",
+       format,
+       {"npy", "csv"}},
+      {"data.synthetic.examples",
+       kInt,
+       "65536",
+       "examples to draw",
+       {},
+       "examples",
+       format,
+       {"synthetic"}},
+      {"data.synthetic.dim", kInt, "32", "input dimension d", {}, "", format, {"synthetic"}},
+      {"data.synthetic.noise",
+       kNumber,
+       "0.5",
+       "label noise standard deviation s",
+       {},
+       "",
+       format,
+       {"synthetic"}},
+      {"train.global_batch",
+       kInt,
+       "128",
+       "examples per optimizer step, summed over ranks and accumulation",
+       {},
+       "examples"},
+      {"train.micro_batch",
+       kInt,
+       "0",
+       "examples per forward/backward on one rank (0: derived)",
+       {},
+       "examples"},
+      {"train.accum_steps", kInt, "0",
+       "gradient accumulation steps per optimizer step (0: derived)"},
+      {"train.steps", kInt, "0", "step budget (0: use train.epochs)", {}, "steps"},
+      {"train.epochs", kNumber, "10.0", "epoch budget when train.steps = 0", {}, "epochs"},
+      {"train.eval_every", kInt, "500", "evaluate on validation every N steps", {}, "steps"},
+      {"train.log_every", kInt, "50", "append to metrics.jsonl every N steps", {}, "steps"},
+      {"train.eval_batch", kInt, "2000", "examples per evaluation forward pass", {}, "examples"},
+      {"train.seed", kInt, "0", "seed for init, split and sampling"},
+      {"train.threads", kInt, "0", "compute threads per rank (0: cores / ranks)"},
+      {"train.target", kString, "\"\"",
+       "METRIC>=VALUE or METRIC<=VALUE, e.g. val_accuracy>=0.88: records steps to reach it"},
+      {"train.stop_at_target", kBool, "false", "end the run when the target is met"},
+      {"train.divergence_factor", kNumber, "20.0",
+       "a spike: loss > factor x first loss (or NaN/Inf)"},
+      {"train.on_divergence",
+       kString,
+       "\"stop\"",
+       "stop: a spike ends the run as diverged | skip: drop its update",
+       {"stop", "skip"}},
+      {"train.skip_limit",
+       kInt,
+       "5",
+       "spikes in a row before the run counts as diverged",
+       {},
+       "",
+       &kByDivergence,
+       {"skip"}},
+      {"train.checkpoint_every",
+       kInt,
+       "0",
+       "write RUN/checkpoints/step_N.ckpt every N steps (0: never)",
+       {},
+       "steps"},
+      {"train.checkpoint_keep", kInt, "2", "checkpoints kept"},
+      {"train.checkpoint_final", kBool, "true", "write a checkpoint when the run ends"},
+      {"comm.backend",
+       kString,
+       "\"auto\"",
+       "auto: MPI when launched by mpirun/srun",
+       {"auto", "local", "mpi"}},
+  };
+  return keys;
+}
+
+}  // namespace lbt::trainer

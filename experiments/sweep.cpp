@@ -33,6 +33,27 @@ using Clock = std::chrono::steady_clock;
 
 bool is_sweep_key(const std::string& assignment) { return assignment.rfind("sweep.", 0) == 0; }
 
+// Keys the sweep sets for every trial: a --set of one would be overridden, so it is refused.
+void refuse_trial_keys(const std::vector<std::string>& sets) {
+  const std::pair<const char*, const char*> owned[] = {
+      {"train.global_batch", "--batch-sizes or sweep.batch_sizes"},
+      {"train.steps", "sweep.max_steps or sweep.max_examples"},
+      {"train.epochs", "sweep.max_examples"},
+      {"train.eval_every", "sweep.eval_every_examples or sweep.evals_per_trial"},
+      {"train.stop_at_target", "nothing: a sweep's trials stop at the target"},
+  };
+  for (const auto& s : sets) {
+    const std::string key = s.substr(0, s.find('='));
+    for (const auto& [owned_key, instead] : owned) {
+      if (key == owned_key) {
+        throw ConfigError("lbt sweep sets " + key + " for each trial; --set " + s +
+                              " would be overridden",
+                          "drop it; use " + std::string(instead));
+      }
+    }
+  }
+}
+
 int available_cores() {
   if (const char* s = std::getenv("SLURM_CPUS_PER_TASK"); s && std::atoi(s) > 0) return std::atoi(s);
   return static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
@@ -77,7 +98,7 @@ nlohmann::json plan_json(const std::vector<Trial>& plan) {
   nlohmann::json trials = nlohmann::json::array();
   for (const auto& t : plan) {
     trials.push_back({{"name", t.name}, {"index", t.index}, {"batch_size", t.batch_size},
-                      {"lr", t.lr}, {"momentum", t.momentum}, {"steps", t.steps},
+                      {"lr", t.lr}, {"lr_multiplier", t.multiplier}, {"momentum", t.momentum}, {"steps", t.steps},
                       {"eval_every", t.eval_every}, {"overrides", t.overrides}});
   }
   return trials;
@@ -180,6 +201,7 @@ class SweepRunner {
       throw ConfigError("--launcher '" + options_.launcher + "' is not local or slurm", "use --launcher local");
     }
     if (options_.jobs < 1) throw ConfigError("--jobs must be >= 1", "e.g. --jobs 2");
+    refuse_trial_keys(options_.sets);
     config_ = load_config(options_.config_path, options_.sets, &std::cerr);
     settings_ = read_sweep_settings(config_, options_.batch_sizes, options_.lr_trials, options_.target);
     plan_ = make_plan(settings_);
@@ -200,7 +222,7 @@ class SweepRunner {
     nlohmann::json m = {{"config", fs::absolute(options_.config_path).string()},
                         {"batch_sizes", settings_.batch_sizes},
                         {"target", settings_.target},
-                        {"lr_rule", settings_.lr_rule},
+                        {"scaling", settings_.scaling},
                         {"reference_batch", settings_.reference_batch},
                         {"base_lr", settings_.base_lr},
                         {"lr_search", settings_.lr_search},

@@ -2,12 +2,15 @@
 #include "experiments/sweep_plan.hpp"
 
 #include <algorithm>
+#include <charconv>
 #include <cmath>
 #include <cstdio>
 
 #include "core/error.hpp"
 #include "experiments/sweep_keys.hpp"
 #include "optim/optimizer_keys.hpp"
+#include "schedules/scaling.hpp"
+#include "trainer/schedule_config.hpp"
 #include "trainer/train_keys.hpp"
 #include "trainer/train_config.hpp"
 
@@ -15,6 +18,12 @@ namespace lbt::experiments {
 namespace {
 
 const KeySpec& key(std::string_view name) { return Schema::in(sweep_keys(), name); }
+
+// The shortest text that reads back as the same double (a trial's LR must be the plan's).
+std::string exact(double v) {
+  char buf[32];
+  return std::string(buf, std::to_chars(buf, buf + sizeof buf, v).ptr);
+}
 
 std::string number(double v) {
   char buf[32];
@@ -29,8 +38,6 @@ SweepSettings read_sweep_settings(Config& c, const std::vector<std::int64_t>& ba
   SweepSettings s;
   s.batch_sizes = c.get_int_list(key("sweep.batch_sizes"));
   if (!batch_sizes.empty()) s.batch_sizes = batch_sizes;
-  s.lr_rule = c.get_string(key("sweep.lr_rule"));
-  s.reference_batch = c.get_int(key("sweep.reference_batch"));
   s.lr_search = c.get_string(key("sweep.lr_search"));
   s.lr_multipliers = c.get_double_list(key("sweep.lr_multipliers"));
   s.lr_trials = static_cast<int>(c.get_int(key("sweep.lr_trials")));
@@ -50,6 +57,9 @@ SweepSettings read_sweep_settings(Config& c, const std::vector<std::int64_t>& ba
   s.target = target.empty() ? c.get_string(Schema::in(trainer::train_keys(), "train.target"))
                             : target;
   s.base_lr = c.get_double(Schema::in(optim::optimizer_keys(), "optimizer.lr"));
+  const trainer::ScheduleOptions schedule = trainer::read_schedule_options(c);
+  s.scaling = schedule.scaling;
+  s.reference_batch = schedule.reference_batch;
 
   if (s.batch_sizes.empty()) {
     throw ConfigError("a sweep needs batch sizes", "pass --batch-sizes 16,32,...,4096 or set sweep.batch_sizes");
@@ -59,13 +69,9 @@ SweepSettings read_sweep_settings(Config& c, const std::vector<std::int64_t>& ba
   }
   std::sort(s.batch_sizes.begin(), s.batch_sizes.end());
   s.batch_sizes.erase(std::unique(s.batch_sizes.begin(), s.batch_sizes.end()), s.batch_sizes.end());
-  if (s.lr_rule != "linear" && s.lr_rule != "sqrt" && s.lr_rule != "none") {
-    c.fail("sweep.lr_rule", "one of: linear, sqrt, none", "'" + s.lr_rule + "'");
-  }
   if (s.lr_search != "grid" && s.lr_search != "log_uniform") {
     c.fail("sweep.lr_search", "one of: grid, log_uniform", "'" + s.lr_search + "'");
   }
-  if (s.reference_batch <= 0) c.fail("sweep.reference_batch", "> 0", std::to_string(s.reference_batch));
   if (s.lr_search == "grid" && !s.lr_multipliers.empty()) {
     for (double m : s.lr_multipliers) {
       if (!(m > 0)) c.fail("sweep.lr_multipliers", "all > 0", number(m));
@@ -111,10 +117,8 @@ double halton(std::uint64_t index, std::uint64_t base) {
 }
 
 double lr_prior(const SweepSettings& s, std::int64_t batch_size) {
-  const double ratio = static_cast<double>(batch_size) / static_cast<double>(s.reference_batch);
-  if (s.lr_rule == "linear") return s.base_lr * ratio;
-  if (s.lr_rule == "sqrt") return s.base_lr * std::sqrt(ratio);
-  return s.base_lr;
+  return s.base_lr * schedules::scaling_factor(schedules::scaling_rule(s.scaling), batch_size,
+                                               s.reference_batch);
 }
 
 std::vector<Trial> make_plan(const SweepSettings& s) {
@@ -155,20 +159,21 @@ std::vector<Trial> make_plan(const SweepSettings& s) {
       t.name = std::to_string(B) + "_" + std::to_string(k);
       t.batch_size = B;
       t.k = k;
+      t.multiplier = factors[k];
       t.lr = lr_prior(s, B) * factors[k];
       t.momentum = momenta[k];
       t.steps = steps;
       t.eval_every = eval_every;
+      // The trial is the base run at batch B: its schedule scales the LR by the same rule
+      // from the same reference batch (pinned, since B is now its train.global_batch).
       t.overrides = {"train.global_batch=" + std::to_string(B),
-                     "optimizer.lr=" + number(t.lr),
+                     "optimizer.lr=" + exact(s.base_lr * t.multiplier),
+                     "schedule.reference_batch=" + std::to_string(s.reference_batch),
                      "train.steps=" + std::to_string(steps),
                      "train.eval_every=" + std::to_string(eval_every),
                      "train.target=" + s.target,
-                     "train.stop_at_target=true",
-                     // The sweep already scaled the LR to batch B (sweep.lr_rule): the
-                     // schedule must not scale it again, so its reference batch is B itself.
-                     "schedule.scaling=\"none\""};
-      if (t.momentum >= 0) t.overrides.push_back("optimizer.momentum=" + number(t.momentum));
+                     "train.stop_at_target=true"};
+      if (t.momentum >= 0) t.overrides.push_back("optimizer.momentum=" + exact(t.momentum));
       plan.push_back(std::move(t));
     }
   }

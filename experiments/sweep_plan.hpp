@@ -1,5 +1,7 @@
 // The plan of a batch-size sweep (Shallue et al. 2018, arXiv:1811.03600, sec. 3): for each
-// global batch B, an LR search around a prior lr(B) = optimizer.lr * rule(B / reference_batch),
+// global batch B, an LR search around the prior lr(B) = optimizer.lr * rule(B / reference_batch)
+// of schedule.scaling and schedule.reference_batch (the trainer's own rule, so a trial's peak LR
+// is the schedule's: the trial keeps the rule and gets optimizer.lr = prior multiplier x base),
 // on a grid of multipliers or quasi-random (Halton) log-uniform draws, each trial a trainer
 // run with --set overrides and a step budget derived from sweep.max_examples / max_steps.
 #pragma once
@@ -14,8 +16,8 @@ namespace lbt::experiments {
 // The [sweep] section of a config (keys registered with defaults and docs, like the trainer's).
 struct SweepSettings {
   std::vector<std::int64_t> batch_sizes;  // global batch sizes B
-  std::string lr_rule = "linear";         // linear | sqrt | none
-  std::int64_t reference_batch = 128;     // B at which optimizer.lr is the prior
+  std::string scaling = "none";           // schedule.scaling: none | linear | sqrt
+  std::int64_t reference_batch = 128;     // schedule.reference_batch, resolved
   std::string lr_search = "grid";         // grid | log_uniform
   std::vector<double> lr_multipliers;     // grid: multipliers of the prior (empty: derived)
   int lr_trials = 3;                      // trials per batch size
@@ -32,7 +34,8 @@ struct SweepSettings {
   double base_lr = 0.1;                  // optimizer.lr
 };
 
-// Reads sweep.* (plus optimizer.lr and train.target) from `config` and validates them.
+// Reads sweep.* (plus optimizer.lr, train.target, schedule.scaling and reference_batch) from
+// `config` and validates them.
 // `batch_sizes` and `lr_trials` from the command line win over the config when set (> 0).
 SweepSettings read_sweep_settings(Config& config, const std::vector<std::int64_t>& batch_sizes,
                                   int lr_trials, const std::string& target);
@@ -42,7 +45,8 @@ struct Trial {
   std::string name;             // "<B>_<k>": the directory under trials/
   std::int64_t batch_size = 0;
   int k = 0;                    // trial number within this batch size
-  double lr = 0.0;
+  double lr = 0.0;               // the peak LR at B: base_lr x multiplier x rule(B / reference)
+  double multiplier = 1.0;      // of the prior: the trial's optimizer.lr is base_lr x multiplier
   double momentum = -1.0;       // < 0: not searched (the config's value is used)
   std::int64_t steps = 0;       // train.steps
   std::int64_t eval_every = 0;  // train.eval_every

@@ -5,35 +5,27 @@ namespace lbt::noise {
 
 const std::vector<KeySpec>& noise_keys() {
   using enum KeyType;
+  // clang-format off
   static const std::vector<KeySpec> keys = {
       {"noise.enabled", kBool, "false",
        "measure the gradient noise scale B_simple during training (noise.jsonl; lbt noise: on)"},
       {"noise.every", kInt, "10", "measure on every N-th optimizer step", {}, "steps"},
-      {"noise.estimator",
-       kString,
-       "\"both\"",
-       "which estimators run",
+      {"noise.estimator", kString, "\"both\"", "which estimators run",
        {"two_batch", "per_example", "both"}},
       {"noise.ema", kNumber, "0.95",
        "EMA decay of |G|^2 and tr(Sigma) (bias-corrected; 0.95 ~ last 39 estimates)"},
       {"noise.per_segment", kBool, "false", "also report B_simple per parameter tensor"},
-      {"noise.small_batches",
-       kString,
-       "\"all\"",
-       "one process with accum_steps >= 2: two_batch uses every micro-batch (all) or micro-batch "
-       "0 only (first: no copy of the gradient, one sample a step)",
+      {"noise.small_batches", kString, "\"all\"",
+       "one process with accum_steps >= 2: two_batch uses every micro-batch (all) or micro-batch 0 only (first: no copy of the gradient, one sample a step)",
        {"all", "first"}},
       {"noise.hessian.enabled", kBool, "true",
        "lbt noise: measure the Hessian-weighted B_noise at --at-steps"},
       {"noise.hessian.small_batches", kInt, "16",
        "lbt noise: small-batch gradients K behind tr(H Sigma) at --at-steps"},
-      {"noise.hessian.examples",
-       kInt,
-       "2048",
-       "lbt noise: examples per gradient in the Hessian-vector products",
-       {},
-       "examples"},
+      {"noise.hessian.examples", kInt, "2048",
+       "lbt noise: examples per gradient in the Hessian-vector products", {}, "examples"},
   };
+  // clang-format on
   return keys;
 }
 

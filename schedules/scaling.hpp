@@ -6,10 +6,21 @@
 #pragma once
 #include <cmath>
 #include <cstdint>
+#include <stdexcept>
+#include <string>
+#include <string_view>
 
 namespace lbt::schedules {
 
 enum class ScalingRule { kNone, kLinear, kSqrt };
+
+/// "none" | "linear" | "sqrt" (the names of schedule.scaling); throws std::invalid_argument.
+inline ScalingRule scaling_rule(std::string_view name) {
+  if (name == "none") return ScalingRule::kNone;
+  if (name == "linear") return ScalingRule::kLinear;
+  if (name == "sqrt") return ScalingRule::kSqrt;
+  throw std::invalid_argument("unknown LR scaling rule '" + std::string(name) + "'");
+}
 
 /// k = B / B0; both must be positive (checked by the caller's config layer).
 inline double batch_ratio(std::int64_t B, std::int64_t B0) { return double(B) / double(B0); }

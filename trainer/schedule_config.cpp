@@ -45,16 +45,6 @@ std::string num(double x) {
 
 // ---- registries ------------------------------------------------------------------------
 
-struct ScalingKind {
-  const char* name;
-  s::ScalingRule rule;
-};
-constexpr ScalingKind kScalings[] = {
-    {"none", s::ScalingRule::kNone},
-    {"linear", s::ScalingRule::kLinear},  // Goyal et al. 2017
-    {"sqrt", s::ScalingRule::kSqrt},      // Krizhevsky 2014, Hoffer et al. 2017
-};
-
 enum class Unit { kSteps, kEpochs, kSamples };
 struct UnitKind {
   const char* name;
@@ -295,7 +285,7 @@ schedules::Schedule make_schedule(const ScheduleOptions& options, const Schedule
   const double min_lr = options.min_lr;
 
   // ---- validate ----
-  const auto& scaling = lookup(config, "schedule.scaling", scaling_name, kScalings);
+  const s::ScalingRule rule = s::scaling_rule(scaling_name);  // the schema checked the name
   const Unit w_unit = lookup(config, "schedule.warmup_unit", warmup_unit, kUnits).unit;
   const auto& warmup = lookup(config, "schedule.warmup_kind", warmup_kind, kWarmups);
   const auto& decay = lookup(config, "schedule.decay", decay_name, decay_kinds());
@@ -333,7 +323,7 @@ schedules::Schedule make_schedule(const ScheduleOptions& options, const Schedule
 
   // ---- scaling rule ----
   double factor = 1.0;
-  if (scaling.rule != s::ScalingRule::kNone || legw) {
+  if (rule != s::ScalingRule::kNone || legw) {
     if (context.global_batch <= 0) {
       config.fail("train.global_batch", "> 0 to apply schedule.scaling or warmup_legw",
                   std::to_string(context.global_batch));
@@ -342,7 +332,7 @@ schedules::Schedule make_schedule(const ScheduleOptions& options, const Schedule
       config.fail("schedule.reference_batch", "> 0", std::to_string(reference_batch),
                   "set it to the global batch at which optimizer.lr was tuned");
     }
-    factor = s::scaling_factor(scaling.rule, context.global_batch, reference_batch);
+    factor = s::scaling_factor(rule, context.global_batch, reference_batch);
   }
   const double peak = context.base_lr * factor;
   // The schedule is built at unit peak, so an absolute start becomes a fraction of the peak.

@@ -8,7 +8,9 @@
 
 #include "core/error.hpp"
 #include "experiments/critical_batch.hpp"
+#include "experiments/lbt_schema.hpp"
 #include "experiments/sweep_plan.hpp"
+#include "trainer/run_config.hpp"
 
 using namespace lbt::experiments;
 
@@ -102,10 +104,11 @@ BOOST_AUTO_TEST_CASE(plan_scales_the_lr_prior_and_turns_the_example_budget_into_
 lr = 0.1
 [train]
 target = "val_loss<=0.5"
+[schedule]
+scaling = "sqrt"
+reference_batch = 64
 [sweep]
 batch_sizes = [256, 64]
-lr_rule = "sqrt"
-reference_batch = 64
 lr_multipliers = [0.5, 2.0]
 max_examples = 6400
 max_steps = 50
@@ -124,6 +127,25 @@ eval_every_examples = 640
   bool has_target = false;
   for (const auto& o : plan[0].overrides) has_target |= o == "train.target=val_loss<=0.5";
   BOOST_TEST(has_target);
+  // Each trial is the base run at batch B with the same rule from the same reference batch:
+  // the LR its schedule gives is the plan's, to rounding (no second scaling, no silent override).
+  for (const auto& trial : plan) {
+    BOOST_TEST_CONTEXT(trial.name) {
+      lbt::Config t = c;
+      for (const auto& o : trial.overrides) t.set(o);
+      t.validate(lbt::experiments::lbt_schema());
+      const auto run = lbt::trainer::resolve_run_config(t, 1);
+      BOOST_TEST(run.schedule.reference_batch == 64);
+      const double peak = lbt::trainer::run_schedule(run, {10, trial.steps}, nullptr)(0);
+      BOOST_TEST(std::abs(peak - trial.lr) <= 4e-16 * trial.lr, peak << " vs " << trial.lr);
+    }
+  }
+  // The sweep's own scaling rule is gone: a config that still has it is told what replaced it.
+  lbt::Config old = lbt::Config::from_string("[sweep]\nlr_rule = \"sqrt\"\n");
+  BOOST_CHECK_EXCEPTION(old.validate(lbt::experiments::lbt_schema()), lbt::ConfigError,
+                        [](const lbt::ConfigError& e) {
+                          return e.hint().find("schedule.scaling") != std::string::npos;
+                        });
 
   lbt::Config log_uniform = lbt::Config::from_string(R"(
 [sweep]

@@ -38,8 +38,9 @@ fs::path write_config(const std::string& name, const std::string& target, int ma
                    << "[data.synthetic]\nexamples = 4096\ndim = 16\nnoise = 0.5\n"
                    << "[train]\ntarget = \"" << target << "\"\nlog_every = 50\n"
                    << "[optimizer]\nname = \"sgd\"\nlr = 0.05\nmomentum = 0.0\n"
-                   << "[sweep]\nbatch_sizes = [8, 32, 128, 512]\nlr_rule = \"sqrt\"\n"
-                   << "reference_batch = 32\nlr_multipliers = [0.5, 2.0]\nmax_steps = " << max_steps
+                   << "[schedule]\nscaling = \"sqrt\"\nreference_batch = 32\n"
+                   << "[sweep]\nbatch_sizes = [8, 32, 128, 512]\n"
+                   << "lr_multipliers = [0.5, 2.0]\nmax_steps = " << max_steps
                    << "\neval_every_examples = 64\nevals_per_trial = 200\n";
   return p;
 }

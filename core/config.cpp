@@ -18,6 +18,7 @@ struct Config::Impl {
   toml::table resolved;   // every key read, with its effective value
   std::string source = "<defaults>";
   std::set<std::string, std::less<>> overridden;  // keys given by set() (--set)
+  std::set<std::string, std::less<>> defaulted;   // keys given by set_default() (a recipe)
 
   template <class T, class Extract>
   T read(const Config& config, const KeySpec& spec, KeyType type, Extract extract,
@@ -163,6 +164,15 @@ void Config::set(std::string_view assignment) {
     insert_at(impl_->root, key, value);  // a bare string such as mlp:784-10
   }
   impl_->overridden.insert(key);
+}
+
+void Config::set_default(std::string_view assignment) {
+  const std::string key(assignment.substr(0, assignment.find('=')));
+  if (has(key)) return;
+  const auto overridden = impl_->overridden;
+  set(assignment);
+  impl_->overridden = overridden;
+  impl_->defaulted.insert(key);
 }
 
 namespace {
@@ -364,10 +374,11 @@ std::vector<std::string> Config::validate(const Schema& schema) {
       decided_by_override = decided_by_override || impl_->overridden.contains(key);
     }
     if (setting.empty()) setting = "the default " + std::string(spec.condition->decided_by.front());
-    if (decided_by_override && !impl_->overridden.contains(leaf)) {
-      notes.push_back("dropped " + leaf + " = " + node_text(*find_node(impl_->root, leaf)) +
-                      ": not used with " + setting + " (it applies to " + spec.applies_text() +
-                      ")");
+    const bool from_recipe = impl_->defaulted.contains(leaf);
+    if ((decided_by_override && !impl_->overridden.contains(leaf)) || from_recipe) {
+      notes.push_back("dropped " + std::string(from_recipe ? "the recipe's " : "") + leaf + " = " +
+                      node_text(*find_node(impl_->root, leaf)) + ": not used with " + setting +
+                      " (it applies to " + spec.applies_text() + ")");
       erase_at(impl_->root, leaf);
       continue;
     }

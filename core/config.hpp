@@ -29,6 +29,9 @@ class Config {
   // Applies "section.key=value"; value is parsed as TOML (so 0.1, true, [1,2], "s"), and taken
   // as a plain string when it does not parse (so model.spec=mlp:784-10 needs no quotes).
   void set(std::string_view assignment);
+  // Sets `assignment` only where the key is not set (a named recipe's values). Such a key that
+  // the settings do not use is dropped by validate() with a note, not an error.
+  void set_default(std::string_view assignment);
 
   // Checks the whole config against `schema` before anything reads it: every key known (else
   // "did you mean"), of its type, one of its allowed values, and used by the chosen settings.

@@ -5,6 +5,7 @@
 
 #include "experiments/sweep_keys.hpp"
 #include "trainer/run_config.hpp"
+#include "trainer/schedule_recipes.hpp"
 
 namespace lbt::experiments {
 
@@ -27,6 +28,7 @@ Config load_config(const std::filesystem::path& path, const std::vector<std::str
                    std::ostream* notes) {
   Config config = Config::from_file(path);
   for (const auto& s : sets) config.set(s);
+  trainer::apply_schedule_recipe(config);
   for (const auto& note : config.validate(lbt_schema())) {
     if (notes) *notes << "note: " << note << "\n";
   }

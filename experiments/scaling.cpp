@@ -299,7 +299,10 @@ std::vector<ScalingSummary> run_scaling(const ScalingOptions& o) {
       sets.insert(sets.end(),
                   {"train.threads=1", "train.steps=" + std::to_string(o.steps),
                    "train.eval_every=" + std::to_string(o.steps),
-                   "train.log_every=" + std::to_string(log_every), "train.stop_at_target=false"});
+                   "train.log_every=" + std::to_string(log_every), "train.stop_at_target=false",
+                   // A throughput window of a few steps: no warmup (its LR does not change a
+                   // step's cost, and a preset's warmup in epochs may outlast the window).
+                   "schedule.warmup=0"});
       if (o.weak) sets.push_back("train.global_batch=" + std::to_string(base_batch * k));
       for (const auto& s : sets) args.insert(args.end(), {"--set", s});
       std::printf("%s: %s\n", tag.c_str(), join_command(args).c_str());

@@ -19,6 +19,7 @@
 #include "experiments/sweep_plan.hpp"
 #include "experiments/sweep_results.hpp"
 #include "experiments/lbt_schema.hpp"
+#include "trainer/data/load.hpp"
 #include "trainer/run_config.hpp"
 
 #ifndef LBT_SOURCE_DIR
@@ -85,13 +86,28 @@ std::string trial_base_config(const fs::path& config_path) {
   return ss.str();
 }
 
-// Reads every trial key the way `lbt train` will, so a bad key fails now, not in N children.
-void validate_trial_config(const Config& sweep_config, const Trial& trial) {
-  Config c = sweep_config;
-  for (const auto& s : trial.overrides) c.set(s);
-  c.validate(lbt_schema());
-  const trainer::RunConfig run = trainer::resolve_run_config(c, 1);
-  trainer::run_schedule(run, {100, run.train.steps}, &std::cerr);
+// Resolves every trial's config the way `lbt train` will, and builds its schedule with the
+// data's real steps per epoch, so that a bad key or a warmup longer than a trial's budget fails
+// now, not in N children.
+void validate_trial_configs(const Config& sweep_config, const std::vector<Trial>& plan) {
+  std::int64_t train_examples = 0;
+  for (const Trial& trial : plan) {
+    Config c = sweep_config;
+    for (const auto& s : trial.overrides) c.set(s);
+    c.validate(lbt_schema());
+    const trainer::RunConfig run = trainer::resolve_run_config(c, 1);
+    if (train_examples == 0) {
+      train_examples = data::load_splits(run.train.data, run.train.seed).train.n;
+    }
+    try {
+      trainer::run_schedule(run, trainer::step_budget(run.train, train_examples, 1),
+                            &trial == &plan.front() ? &std::cerr : nullptr);
+    } catch (const ConfigError& e) {
+      throw ConfigError("trial " + trial.name + " (B=" + std::to_string(trial.batch_size) +
+                            ", " + std::to_string(trial.steps) + " steps): " + e.what(),
+                        e.hint());
+    }
+  }
 }
 
 nlohmann::json plan_json(const std::vector<Trial>& plan) {
@@ -205,7 +221,7 @@ class SweepRunner {
     config_ = load_config(options_.config_path, options_.sets, &std::cerr);
     settings_ = read_sweep_settings(config_, options_.batch_sizes, options_.lr_trials, options_.target);
     plan_ = make_plan(settings_);
-    validate_trial_config(config_, plan_.front());
+    validate_trial_configs(config_, plan_);
 
     dir_ = options_.out.empty() ? fs::path("runs") / ("sweep-" + options_.config_path.stem().string())
                                 : options_.out;

@@ -225,6 +225,7 @@ ScheduleOptions read_schedule_options(Config& config) {
   const auto applies = [&](std::string_view name) { return key(name).applies(config); };
   ScheduleOptions o;
   o.source = config.source();
+  o.recipe = config.get_string(key("schedule.recipe"));
   o.scaling = config.get_string(key("schedule.scaling"));
   const std::int64_t configured_batch =
       config.get_int(Schema::in(train_keys(), "train.global_batch"));
@@ -237,9 +238,12 @@ ScheduleOptions read_schedule_options(Config& config) {
   o.warmup = config.get_double(key("schedule.warmup"));
   o.warmup_unit = config.get_string(key("schedule.warmup_unit"));
   o.warmup_kind = config.get_string(key("schedule.warmup_kind"));
-  o.warmup_start_given = config.has("schedule.warmup_start");
   o.warmup_start = config.get_double(key("schedule.warmup_start"));
+  // "Given" means a start other than the default: a run's resolved config.toml, which --resume
+  // reads, holds every key, so presence alone would make its own values conflict.
+  o.warmup_start_given = o.warmup_start != 0.0;
   o.warmup_start_lr = config.get_double(key("schedule.warmup_start_lr"));
+  o.warmup_from_base_lr = config.get_bool(key("schedule.warmup_from_base_lr"));
   o.warmup_legw = config.get_bool(key("schedule.warmup_legw"));
   o.decay = config.get_string(key("schedule.decay"));
   o.decay_unit = config.get_string(key("schedule.decay_unit"));
@@ -336,7 +340,12 @@ schedules::Schedule make_schedule(const ScheduleOptions& options, const Schedule
   }
   const double peak = context.base_lr * factor;
   // The schedule is built at unit peak, so an absolute start becomes a fraction of the peak.
-  const double start = warmup_start_lr == -1.0 ? warmup_start
+  if (options.warmup_from_base_lr && (options.warmup_start_given || warmup_start_lr != -1.0)) {
+    config.fail("schedule.warmup_from_base_lr", "false when warmup_start or warmup_start_lr is set",
+                "true", "give the warmup's start one way");
+  }
+  const double start = options.warmup_from_base_lr ? (peak != 0.0 ? context.base_lr / peak : 0.0)
+                       : warmup_start_lr == -1.0   ? warmup_start
                        : peak != 0.0          ? warmup_start_lr / peak
                                               : 0.0;
 
@@ -380,11 +389,13 @@ schedules::Schedule make_schedule(const ScheduleOptions& options, const Schedule
     }
   }
 
-  // ---- warnings: past the end of the run ----
+  // ---- past the end of the run: a warmup that never ends is an error, a decay a warning ----
   if (context.total_steps > 0) {
     if (W > context.total_steps) {
-      warn(context, "the warmup (" + std::to_string(W) + " steps) is longer than the run (" +
-                        std::to_string(context.total_steps) + " steps)");
+      config.fail("schedule.warmup",
+                  "at most the run's " + std::to_string(context.total_steps) + " steps",
+                  std::to_string(W) + " steps (" + num(warmup_value) + " " + warmup_unit + ")",
+                  "shorten schedule.warmup, or lengthen train.steps / train.epochs");
     }
     if (length_given && S + D > context.total_steps) {
       warn(context, "the decay ends at step " + std::to_string(S + D) + ", after the run's " +

@@ -21,6 +21,7 @@ namespace lbt::trainer {
 // their units): what make_schedule receives, never the config.
 struct ScheduleOptions {
   std::string source = "<schedule>";  // the config file, for error messages
+  std::string recipe = "none";        // as given; its values are already in the fields below
   std::string scaling = "none";       // none | linear | sqrt
   std::int64_t reference_batch = 0;   // resolved: never 0 after read_schedule_options
   std::int64_t steps_per_epoch = 0;   // for tools that load no data (0: unknown)
@@ -28,7 +29,8 @@ struct ScheduleOptions {
   std::string warmup_unit = "steps", warmup_kind = "linear";
   double warmup_start = 0.0;
   double warmup_start_lr = -1.0;  // -1: use warmup_start
-  bool warmup_start_given = false;
+  bool warmup_start_given = false;  // warmup_start != 0
+  bool warmup_from_base_lr = false;  // start at optimizer.lr, unscaled (Goyal et al.)
   bool warmup_legw = false;
   std::string decay = "constant", decay_unit = "steps";
   double decay_start = -1.0, decay_length = 0.0, decay_every = 0.0;

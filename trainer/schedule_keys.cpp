@@ -19,6 +19,9 @@ const std::vector<KeySpec>& schedule_keys() {
   const std::vector<std::string> units = {"steps", "epochs", "samples"};
   // clang-format off
   static const std::vector<KeySpec> keys = {
+      {"schedule.recipe", kString, "\"none\"",
+       "a published schedule filling the schedule keys left unset (README: Schedule recipes)",
+       {"none", "goyal", "lars", "legw", "cosine", "wsd"}},
       {"schedule.scaling", kString, "\"none\"",
        "LR scaling rule, the only one in lbt: peak LR = optimizer.lr x rule(global_batch / reference_batch); the sweep's LR prior uses it too",
        {"none", "linear", "sqrt"}},
@@ -38,6 +41,8 @@ const std::vector<KeySpec>& schedule_keys() {
        "LR at step 0 as a fraction of the peak (exponential needs > 0; Goyal et al.: 1 / k)"},
       {"schedule.warmup_start_lr", kNumber, "-1.0",
        "LR at step 0, absolute (-1: use warmup_start); Goyal et al.: = optimizer.lr"},
+      {"schedule.warmup_from_base_lr", kBool, "false",
+       "start the warmup at optimizer.lr, unscaled (Goyal et al.'s gradual warmup from eta to k eta)"},
       {"schedule.warmup_legw", kBool, "false",
        "LEGW (You et al. 2019): warmup length x global_batch / reference_batch (epochs or samples)"},
       {"schedule.decay", kString, "\"constant\"", "the decay after the warmup",

@@ -8,6 +8,8 @@
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <algorithm>
+#include <cstdlib>
 #include <map>
 #include <sstream>
 #include <string>
@@ -185,33 +187,81 @@ BOOST_AUTO_TEST_CASE(help_lists_every_option_and_config_key_with_defaults) {
   }
 }
 
-BOOST_AUTO_TEST_CASE(lbt_schedule_prints_the_lr_the_trainer_used) {
-  // metrics.jsonl's step N is the count of updates done; its lr is that of update N, which is
-  // schedule(N - 1) under the 0-based convention. `lbt schedule` prints schedule(step).
-  const std::string sched = " --set schedule.warmup=20 --set schedule.decay=cosine"
-                            " --set schedule.final_frac=0.1 --set schedule.scaling=linear"
-                            " --set schedule.reference_batch=64";
-  const fs::path run = scratch() / "scheduled";
-  Result train = run_lbt("train --config " + kConfig + kSmall + sched + " --out " + run.string());
-  BOOST_REQUIRE_EQUAL(train.code, 0);
-  const std::string slice = kSmall.substr(0, kSmall.find(" --quiet"));
-  Result curve = run_lbt("schedule --config " + kConfig + slice + sched + " --steps 120");
-  BOOST_REQUIRE_EQUAL(curve.code, 0);
-  std::map<int, double> lr_at;
-  std::istringstream csv(curve.out);
+// lbt schedule's CSV as {step -> lr} per column, parsed with strtod (the shortest round-trip
+// text reads back as the very double).
+std::vector<std::map<std::int64_t, double>> read_schedule_csv(const std::string& csv) {
+  std::vector<std::map<std::int64_t, double>> columns;
+  std::istringstream in(csv);
   std::string line;
-  std::getline(csv, line);  // header
-  while (std::getline(csv, line)) {
-    const auto comma = line.find(',');
-    lr_at[std::stoi(line.substr(0, comma))] = std::stod(line.substr(comma + 1));
-  }
-  BOOST_REQUIRE_EQUAL(lr_at.size(), 120u);
-  BOOST_TEST(lr_at[0] == 0.0);
-  BOOST_TEST(lr_at[20] == 0.05 * 128 / 64, boost::test_tools::tolerance(1e-9));  // peak
-  for (const auto& m : read_jsonl(run / "metrics.jsonl")) {
-    const int step = m["step"];
-    BOOST_TEST_CONTEXT("step " << step) {
-      BOOST_TEST(m["lr"].get<double>() == lr_at[step - 1], boost::test_tools::tolerance(1e-6));
+  std::getline(in, line);
+  columns.resize(static_cast<std::size_t>(std::count(line.begin(), line.end(), ',')));
+  while (std::getline(in, line)) {
+    std::istringstream fields(line);
+    std::string step, value;
+    std::getline(fields, step, ',');
+    for (auto& column : columns) {
+      std::getline(fields, value, ',');
+      if (!value.empty()) column[std::stoll(step)] = std::strtod(value.c_str(), nullptr);
     }
   }
+  return columns;
+}
+
+BOOST_AUTO_TEST_CASE(lbt_schedule_equals_the_lr_the_trainer_logged_bit_for_bit_for_every_preset) {
+  // Each preset at two batch sizes, on a small slice of its data so that epochs are a few
+  // steps: the run length and steps per epoch come from train.epochs / train.steps and the
+  // data on both sides. metrics.jsonl's step N logs the LR of update N, schedule(N - 1).
+  const std::string slice = " --set data.train_limit=2000 --set data.validation_size=1000";
+  const std::string quiet = " --set train.eval_every=100000 --set train.log_every=1"
+                            " --set train.stop_at_target=false --set train.checkpoint_final=false"
+                            " --set train.divergence_factor=1e30 --quiet";
+  int presets = 0;
+  for (const auto& entry : fs::directory_iterator(std::string(LBT_SOURCE_DIR) + "/experiments/configs")) {
+    if (entry.path().extension() != ".toml") continue;
+    const std::string config = entry.path().string();
+    if (slurp(entry.path()).find("cifar10") != std::string::npos && !fs::exists("cifar-10-batches-bin")) {
+      BOOST_TEST_MESSAGE("skipped " << config << ": no CIFAR-10 data here");
+      continue;
+    }
+    ++presets;
+    for (int batch : {64, 256}) {
+      BOOST_TEST_CONTEXT(entry.path().filename().string() << " at B=" << batch) {
+        const std::string sets = slice + " --set train.global_batch=" + std::to_string(batch);
+        const fs::path run = scratch() / ("preset_" + entry.path().stem().string());
+        fs::remove_all(run);
+        Result train = run_lbt("train --config " + config + sets + quiet + " --out " + run.string());
+        BOOST_REQUIRE_MESSAGE(train.code == 0, train.err);
+        Result curve = run_lbt("schedule --config " + config + sets);
+        BOOST_REQUIRE_MESSAGE(curve.code == 0, curve.err);
+        const auto lr_at = read_schedule_csv(curve.out).at(0);
+        const auto metrics = read_jsonl(run / "metrics.jsonl");
+        const auto summary = nlohmann::json::parse(slurp(run / "summary.json"));
+        BOOST_TEST(lr_at.size() == summary["total_steps"].get<std::size_t>());
+        BOOST_TEST(metrics.size() == summary["steps"].get<std::size_t>());
+        std::size_t differ = 0;
+        for (const auto& m : metrics) {
+          const std::int64_t step = m["step"];
+          differ += m["lr"].get<double>() != lr_at.at(step - 1);
+        }
+        BOOST_TEST(differ == 0u);
+      }
+    }
+  }
+  BOOST_TEST(presets >= 11);
+}
+
+BOOST_AUTO_TEST_CASE(schedule_columns_differ_by_the_scaling_rule_from_the_config_batch) {
+  // fmnist_mlp.toml: global batch 128, Goyal's linear rule from reference batch 128.
+  Result r = run_lbt("schedule --config " + kConfig +
+                     " --set schedule.recipe=none --set schedule.warmup=0 --set schedule.decay=constant"
+                     " --set schedule.scaling=linear -b 128,1024 --steps-per-epoch 10");
+  BOOST_REQUIRE_MESSAGE(r.code == 0, r.err);
+  const auto columns = read_schedule_csv(r.out);
+  BOOST_REQUIRE_EQUAL(columns.size(), 2u);
+  for (const auto& [step, lr] : columns[0]) BOOST_TEST(columns[1].at(step) == 8 * lr);
+  Result sqrt = run_lbt("schedule --config " + kConfig +
+                        " --set schedule.recipe=none --set schedule.warmup=0 --set schedule.decay=constant"
+                        " --set schedule.scaling=sqrt -b 32,128 --steps-per-epoch 10");
+  const auto halves = read_schedule_csv(sqrt.out);
+  BOOST_TEST(halves[0].at(0) * 2 == halves[1].at(0));
 }

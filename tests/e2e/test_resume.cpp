@@ -164,7 +164,7 @@ BOOST_AUTO_TEST_CASE(batch_norm_statistics_and_the_noise_estimate_resume_bit_for
 
 BOOST_AUTO_TEST_CASE(resume_refuses_a_changed_config_naming_the_key) {
   const fs::path run = scratch() / "changed";
-  BOOST_REQUIRE(finish(start(kTrain + " --set train.steps=30 --out " + run.string())));
+  BOOST_REQUIRE(finish(start(kTrain + " --set train.steps=60 --out " + run.string())));
   auto r = lbt::test::run_lbt("train --resume " + run.string() + " --set optimizer.lr=0.5 --quiet");
   BOOST_TEST(r.code != 0);
   BOOST_TEST(r.err.find("optimizer.lr") != std::string::npos, r.err);

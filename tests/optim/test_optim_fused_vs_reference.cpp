@@ -193,7 +193,7 @@ BOOST_AUTO_TEST_CASE(lars_placements_and_denominators_accumulate_the_reference_u
 BOOST_AUTO_TEST_CASE(larc_clip_and_scale_over_its_bases_accumulate_the_reference_update) {
   std::vector<Case> cases;
   for (std::string mode : {"clip", "scale"}) {
-    for (std::string base : {"sgd", "nesterov", "adam", "adamw"}) {
+    for (std::string base : {"sgd", "momentum", "nesterov", "adam", "adamw"}) {
       const bool adam = base.rfind("adam", 0) == 0;
       const std::string extra = base == "sgd" ? "momentum=0.0\n" : "";
       cases.push_back({"name='larc'\n" + extra + "weight_decay=0.001\n[optimizer.larc]\nmode='" +

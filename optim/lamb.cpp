@@ -48,8 +48,9 @@ Lamb::Lamb(LambOptions options, std::size_t num_params) : options_(options) {
 }
 
 void Lamb::step(const StepInput& in) {
-  const float beta1 = static_cast<float>(options_.beta1),
-              beta2 = static_cast<float>(options_.beta2);
+  // beta m as m - (1 - beta) m, 1 - beta rounded once from double: see adam.cpp.
+  const float one_minus_beta1 = static_cast<float>(1.0 - options_.beta1),
+              one_minus_beta2 = static_cast<float>(1.0 - options_.beta2);
   const float eps = static_cast<float>(options_.eps);
   const float inv_bc1 = options_.bias_correction
                             ? static_cast<float>(1.0 / bias_correction(options_.beta1, in.step))
@@ -78,8 +79,8 @@ void Lamb::step(const StepInput& in) {
     if (!trusted[c.segment]) {  // AdamW step in one pass
 #pragma omp simd
       for (std::size_t i = c.begin; i < c.end; ++i) {
-        const float m_i = beta1 * mp[i] + (1.0f - beta1) * gp[i];
-        const float v_i = beta2 * vp[i] + (1.0f - beta2) * gp[i] * gp[i];
+        const float m_i = mp[i] - one_minus_beta1 * mp[i] + one_minus_beta1 * gp[i];
+        const float v_i = vp[i] - one_minus_beta2 * vp[i] + one_minus_beta2 * gp[i] * gp[i];
         mp[i] = m_i;
         vp[i] = v_i;
         wp[i] -= lr * ((m_i * inv_bc1) / (std::sqrt(v_i * inv_bc2) + eps) + lambda * wp[i]);
@@ -89,8 +90,8 @@ void Lamb::step(const StepInput& in) {
     double ww = 0, uu = 0;
 #pragma omp simd reduction(+ : ww, uu)
     for (std::size_t i = c.begin; i < c.end; ++i) {
-      const float m_i = beta1 * mp[i] + (1.0f - beta1) * gp[i];
-      const float v_i = beta2 * vp[i] + (1.0f - beta2) * gp[i] * gp[i];
+      const float m_i = mp[i] - one_minus_beta1 * mp[i] + one_minus_beta1 * gp[i];
+      const float v_i = vp[i] - one_minus_beta2 * vp[i] + one_minus_beta2 * gp[i] * gp[i];
       mp[i] = m_i;
       vp[i] = v_i;
       const float u = (m_i * inv_bc1) / (std::sqrt(v_i * inv_bc2) + eps) + lambda * wp[i];

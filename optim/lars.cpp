@@ -50,22 +50,23 @@ Lars::Lars(LarsOptions options, std::size_t num_params) : options_(options) {
 }
 
 void Lars::step(const StepInput& in) {
-  const float mu = static_cast<float>(options_.momentum);
-  const float wd = static_cast<float>(options_.weight_decay);
+  // v decays as v - (1 - mu) v with 1 - mu rounded once from double (see sgd.cpp).
+  const float one_minus_mu = static_cast<float>(1.0 - options_.momentum);
+  const double wd = options_.weight_decay;
   float* momentum = options_.momentum > 0.0 ? state_.get("momentum").data() : nullptr;
   const bool before = options_.lr_placement == LarsLrPlacement::kBeforeMomentum;
   // Pass 1: |w|^2, |g|^2, |g + beta w|^2 in double, for the trust-ratio segments.
   auto norms = [&in, wd](const detail::Chunk& c) {
     const Segment& seg = in.segments[c.segment];
     if (!seg.trust_ratio) return std::array<double, 3>{};
-    const float beta = seg.weight_decay ? wd : 0.0f;
+    const double beta = seg.weight_decay ? wd : 0.0;
     // Local restrict pointers: otherwise each store may alias the closure and GCC gathers.
     const float* __restrict wp = in.params.data() + seg.offset;
     const float* __restrict gp = in.grads.data() + seg.offset;
     double ww = 0, gg = 0, uu = 0;
 #pragma omp simd reduction(+ : ww, gg, uu)
     for (std::size_t i = c.begin; i < c.end; ++i) {
-      const double wi = wp[i], gi = gp[i], ui = gp[i] + beta * wp[i];
+      const double wi = wp[i], gi = gp[i], ui = gi + beta * wi;
       ww += wi * wi;
       gg += gi * gi;
       uu += ui * ui;
@@ -74,14 +75,15 @@ void Lars::step(const StepInput& in) {
   };
   // Pass 2: v = m v + a (g + beta w); w -= c v, with (a, c) = (lr*local_lr, 1) or
   // (local_lr, lr).
-  auto update = [this, &in, before, momentum, mu, wd](const detail::Chunk& chunk,
-                                                      const std::array<double, 3>& sums) {
+  auto update = [this, &in, before, momentum, one_minus_mu, wd](const detail::Chunk& chunk,
+                                                                const std::array<double, 3>& sums) {
     const Segment& seg = in.segments[chunk.segment];
-    const float beta = seg.weight_decay ? wd : 0.0f;
+    const double decay = seg.weight_decay ? wd : 0.0;  // the trust ratio sees beta in double
     const double local_lr = seg.trust_ratio
                                 ? lars_local_lr(options_, std::sqrt(sums[0]), std::sqrt(sums[1]),
-                                                std::sqrt(sums[2]), beta)
+                                                std::sqrt(sums[2]), decay)
                                 : 1.0;
+    const float beta = static_cast<float>(decay);
     const float a = static_cast<float>(before ? in.lr * local_lr : local_lr);
     const float c = static_cast<float>(before ? 1.0 : in.lr);
     // Local restrict pointers: otherwise each store may alias the closure and GCC gathers.
@@ -96,7 +98,7 @@ void Lars::step(const StepInput& in) {
     }
 #pragma omp simd
     for (std::size_t k = chunk.begin; k < chunk.end; ++k) {
-      const float v_k = mu * vp[k] + a * (gp[k] + beta * wp[k]);
+      const float v_k = vp[k] - one_minus_mu * vp[k] + a * (gp[k] + beta * wp[k]);  // v = m v + a d
       vp[k] = v_k;
       wp[k] -= c * v_k;
     }

@@ -5,6 +5,7 @@
 // Steps per epoch and the run's length come from the data and train.epochs / train.steps
 // exactly as the trainer counts them, unless --steps-per-epoch or --train-size give them.
 #include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
 
 #include <algorithm>
 #include <charconv>
@@ -92,6 +93,7 @@ void run_schedule(const ScheduleArgs& args) {
 
   std::vector<schedules::Schedule> curves;
   std::vector<std::int64_t> lengths;
+  nlohmann::json marks = nlohmann::json::object();  // column -> [[name, step], ...] for --plot
   for (std::int64_t B : batches) {
     if (B <= 0 || B % args.workers != 0) {
       throw ConfigError("--global-batch must be a positive multiple of --workers, got " +
@@ -105,8 +107,11 @@ void run_schedule(const ScheduleArgs& args) {
     run.train.micro_batch = B / args.workers;
     run.train.accum_steps = 1;
     const trainer::StepBudget budget = budget_at(args, run.train, train_examples, steps_per_epoch);
-    curves.push_back(trainer::run_schedule(run, budget, curves.empty() ? &std::cerr : nullptr));
+    std::vector<std::pair<std::string, std::int64_t>> boundaries;
+    curves.push_back(
+        trainer::run_schedule(run, budget, curves.empty() ? &std::cerr : nullptr, &boundaries));
     lengths.push_back(budget.total_steps);
+    marks[batches.size() == 1 ? "lr" : "lr_B" + std::to_string(B)] = boundaries;
   }
   const std::int64_t total_steps = *std::max_element(lengths.begin(), lengths.end());
 
@@ -137,6 +142,7 @@ void run_schedule(const ScheduleArgs& args) {
     const std::string script = lbt_source_dir() + "/notebooks/lbt_plot.py";
     const std::string command = "/usr/bin/python3 " + shell_quote(script) + " schedule " +
                                 shell_quote(csv_path.string()) + " " + shell_quote(args.plot) +
+                                " --marks " + shell_quote(marks.dump()) +
                                 (args.log_y ? " --log-y" : "");
     if (std::system(command.c_str()) != 0) {
       throw Error("plotting failed: " + command,

@@ -8,6 +8,7 @@
 code imports it (`from lbt_plot import style`).
 """
 import argparse
+import json
 import csv
 import sys
 
@@ -42,19 +43,29 @@ def read_columns(path):
     if not rows:
         raise SystemExit(f"error: {path} is empty")
     header, body = rows[0], rows[1:]
-    columns = [[float(r[i]) for r in body] for i in range(len(header))]
+    # A column ends where its run ends (an empty field): several batches, several lengths.
+    columns = [[float(r[i]) for r in body if i < len(r) and r[i] != ""] for i in range(len(header))]
     return header, columns
 
 
-def plot_schedule(csv_path, out_path, log_y=False, title=None):
+def plot_schedule(csv_path, out_path, log_y=False, title=None, marks=None):
     style()
     header, columns = read_columns(csv_path)
     if header[0] != "step" or len(header) < 2:
         raise SystemExit(f"error: {csv_path}: expected a header 'step,lr...', got {header}")
     fig, ax = plt.subplots()
+    styles = {"warmup end": ":", "decay start": "--", "decay end": "-."}
     for name, values in zip(header[1:], columns[1:]):
         label = name[3:].replace("B", "B = ") if name.startswith("lr_") else name
-        ax.plot(columns[0], values, label=label)
+        steps = columns[0][: len(values)]
+        (line,) = ax.plot(steps, values, label=label)
+        # The schedule's boundaries, in the column's colour (from `lbt schedule --plot`).
+        for boundary, step in (marks or {}).get(name, []):
+            ax.axvline(step, color=line.get_color(), linestyle=styles.get(boundary, ":"),
+                       linewidth=0.8, alpha=0.8)
+    if marks and any(marks.values()):
+        ax.text(0.99, 0.99, "dotted: warmup end, dashed: decay start, dash-dot: decay end",
+                transform=ax.transAxes, ha="right", va="top", fontsize="x-small")
     ax.set_xlabel("step")
     ax.set_ylabel("learning rate")
     if log_y:
@@ -74,9 +85,11 @@ def main(argv=None):
     p.add_argument("out")
     p.add_argument("--log-y", action="store_true", help="logarithmic lr axis")
     p.add_argument("--title")
+    p.add_argument("--marks", help="JSON {column: [[boundary, step], ...]} to draw as lines")
     args = parser.parse_args(argv)
     if args.command == "schedule":
-        plot_schedule(args.csv, args.out, args.log_y, args.title)
+        marks = json.loads(args.marks) if args.marks else None
+        plot_schedule(args.csv, args.out, args.log_y, args.title, marks)
     return 0
 
 

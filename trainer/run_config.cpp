@@ -42,9 +42,10 @@ StepBudget step_budget(const TrainConfig& train, std::int64_t train_examples, in
 }
 
 schedules::Schedule run_schedule(const RunConfig& run, const StepBudget& budget,
-                                 std::ostream* warnings) {
+                                 std::ostream* warnings,
+                                 std::vector<std::pair<std::string, std::int64_t>>* boundaries) {
   ScheduleContext context{run.optimizer.lr, run.train.global_batch, budget.steps_per_epoch,
-                          budget.total_steps, warnings};
+                          budget.total_steps, warnings, boundaries};
   return make_schedule(run.schedule, context);
 }
 

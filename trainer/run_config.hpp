@@ -37,7 +37,8 @@ struct StepBudget {
 StepBudget step_budget(const TrainConfig& train, std::int64_t train_examples, int world_size);
 
 // The schedule the trainer builds for `run` with `budget` (warnings on `warnings`, or none).
-schedules::Schedule run_schedule(const RunConfig& run, const StepBudget& budget,
-                                 std::ostream* warnings);
+schedules::Schedule run_schedule(
+    const RunConfig& run, const StepBudget& budget, std::ostream* warnings,
+    std::vector<std::pair<std::string, std::int64_t>>* boundaries = nullptr);
 
 }  // namespace lbt::trainer

@@ -404,6 +404,15 @@ schedules::Schedule make_schedule(const ScheduleOptions& options, const Schedule
     }
   }
 
+  if (context.boundaries) {
+    auto& marks = *context.boundaries;
+    if (W > 0) marks.emplace_back("warmup end", W);
+    if (S != W && decay.name != std::string_view("constant")) marks.emplace_back("decay start", S);
+    if (D > 0 && decay.name != std::string_view("constant") && S + D <= context.total_steps) {
+      marks.emplace_back("decay end", S + D);
+    }
+  }
+
   // ---- compose: join(warmup, [hold at peak], decay) at unit peak, then scale and clamp ----
   try {
     s::Schedule decay_part = decay.build(in);

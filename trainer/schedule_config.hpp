@@ -10,6 +10,7 @@
 #include <iostream>
 #include <ostream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/config.hpp"
@@ -51,6 +52,9 @@ struct ScheduleContext {
   std::int64_t steps_per_epoch = 0;    // at this global batch (0: unknown, use the config key)
   std::int64_t total_steps = 0;        // the run's step budget
   std::ostream* warnings = &std::cerr; // non-fatal notes (decay past the run); nullptr: silent
+  // When set, receives the schedule's boundaries ("warmup end", "decay start", "decay end")
+  // in steps, for plots that mark them.
+  std::vector<std::pair<std::string, std::int64_t>>* boundaries = nullptr;
 };
 
 // Validates the options against the run (units need steps per epoch or a batch) and builds

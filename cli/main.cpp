@@ -54,6 +54,7 @@ int main(int argc, char** argv) {
   lbt::cli::add_fit_command(app);
   lbt::cli::add_scaling_command(app);
   lbt::cli::add_noise_command(app);
+  lbt::cli::add_plan_command(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

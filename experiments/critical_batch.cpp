@@ -81,14 +81,6 @@ Line gauss_newton_log(const std::vector<ScalingPoint>& p, Line l) {
   return l;
 }
 
-double quantile(std::vector<double> v, double q) {
-  std::sort(v.begin(), v.end());
-  const double pos = q * static_cast<double>(v.size() - 1);
-  const auto i = static_cast<std::size_t>(std::floor(pos));
-  const double frac = pos - static_cast<double>(i);
-  return i + 1 < v.size() ? v[i] * (1 - frac) + v[i + 1] * frac : v[i];
-}
-
 CriticalBatchFit fit_unchecked(const std::vector<ScalingPoint>& points) {
   Line l = gauss_newton_log(points, relative_weight_line(points));
   CriticalBatchFit fit;
@@ -126,17 +118,33 @@ CriticalBatchFit fit_critical_batch(const std::vector<ScalingPoint>& points) {
   return fit_unchecked(points);
 }
 
-BootstrapIntervals bootstrap_critical_batch(const std::vector<ScalingPoint>& points,
-                                            int resamples, double level, std::uint64_t seed) {
+std::vector<CriticalBatchFit> bootstrap_fits(const std::vector<ScalingPoint>& points,
+                                             int resamples, std::uint64_t seed) {
   fit_critical_batch(points);  // validates
   auto rng = make_rng(seed, RngStream::kSweep, 0xF17);
   std::uniform_int_distribution<std::size_t> pick(0, points.size() - 1);
-  std::vector<double> s_min, b_noise, e_min, b_crit;
+  std::vector<CriticalBatchFit> fits;
   std::vector<ScalingPoint> sample(points.size());
   for (int r = 0; r < resamples; ++r) {
     for (auto& q : sample) q = points[pick(rng)];
     if (distinct_batches(sample) < 2) continue;  // the line through one point is undetermined
-    const CriticalBatchFit f = fit_unchecked(sample);
+    fits.push_back(fit_unchecked(sample));
+  }
+  return fits;
+}
+
+double quantile(std::vector<double> v, double q) {
+  std::sort(v.begin(), v.end());
+  const double pos = q * static_cast<double>(v.size() - 1);
+  const auto i = static_cast<std::size_t>(std::floor(pos));
+  const double frac = pos - static_cast<double>(i);
+  return i + 1 < v.size() ? v[i] * (1 - frac) + v[i + 1] * frac : v[i];
+}
+
+BootstrapIntervals bootstrap_critical_batch(const std::vector<ScalingPoint>& points,
+                                            int resamples, double level, std::uint64_t seed) {
+  std::vector<double> s_min, b_noise, e_min, b_crit;
+  for (const CriticalBatchFit& f : bootstrap_fits(points, resamples, seed)) {
     s_min.push_back(f.S_min);
     b_noise.push_back(f.B_noise);
     e_min.push_back(f.E_min);

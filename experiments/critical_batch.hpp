@@ -37,6 +37,14 @@ struct BootstrapIntervals {
   int resamples = 0;  // resamples that gave a fit (those with < 2 distinct batch sizes skipped)
 };
 
+// The fits of `resamples` bootstrap resamples of `points` (batch sizes drawn with replacement;
+// resamples with fewer than 2 distinct batch sizes skipped), for intervals of any function of
+// the fit, such as the steps predicted at a batch size.
+std::vector<CriticalBatchFit> bootstrap_fits(const std::vector<ScalingPoint>& points,
+                                             int resamples, std::uint64_t seed);
+// The q-quantile of `values` (linear interpolation between order statistics).
+double quantile(std::vector<double> values, double q);
+
 // Percentile bootstrap over batch sizes: draw n points with replacement, refit, take the
 // (1-level)/2 and (1+level)/2 quantiles of each quantity.
 BootstrapIntervals bootstrap_critical_batch(const std::vector<ScalingPoint>& points,

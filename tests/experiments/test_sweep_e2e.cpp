@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -104,6 +105,33 @@ BOOST_AUTO_TEST_CASE(tiny_synthetic_sweep_writes_statuses_csvs_fit_and_plots_and
   BOOST_REQUIRE_EQUAL(r.code, 0);
   BOOST_TEST(r.out.find("B_crit = ") != std::string::npos);
   BOOST_TEST(nlohmann::json::parse(slurp(dir / "fit.json"))["S_min"] == fit["S_min"]);
+
+  // lbt plan: an example budget of twice E_min picks B = B_crit on the fitted curve; the
+  // config it writes runs as is, and the run reaches the target within the predicted interval
+  // (to the plan's evaluation resolution).
+  const auto budget = static_cast<long>(std::ceil(2 * fit["E_min"].get<double>()));
+  r = run_lbt("plan --from " + dir.string() + " --max-examples " + std::to_string(budget));
+  BOOST_TEST_INFO("stderr: " << r.err);
+  BOOST_REQUIRE_EQUAL(r.code, 0);
+  const auto plan = nlohmann::json::parse(slurp(dir / "plan.json"));
+  const double lo = plan["steps_to_target_interval"][0], hi = plan["steps_to_target_interval"][1];
+  BOOST_TEST(0 < lo);
+  BOOST_TEST(lo <= plan["steps_to_target"].get<double>());
+  BOOST_TEST(plan["steps_to_target"].get<double>() <= hi);
+  Result run = run_lbt("train --config " + (dir / "plan.toml").string() + " --quiet --out " +
+                       (scratch() / "planned").string());
+  BOOST_REQUIRE_MESSAGE(run.code == 0, run.err);
+  const auto summary = nlohmann::json::parse(slurp(scratch() / "planned" / "summary.json"));
+  BOOST_REQUIRE_EQUAL(summary["status"].get<std::string>(), "reached_target");
+  BOOST_TEST(summary["global_batch"] == plan["global_batch"]);
+  const double steps = summary["steps_to_target"].get<double>();
+  BOOST_TEST(steps >= std::floor(lo), steps << " steps; predicted [" << lo << ", " << hi << "]");
+  BOOST_TEST(steps <= std::ceil(hi) + plan["eval_every"].get<double>(),
+             steps << " steps; predicted [" << lo << ", " << hi << "]");
+  // A budget no batch size can meet is a one-line error naming the smallest that can.
+  r = run_lbt("plan --from " + dir.string() + " --max-steps 1");
+  BOOST_TEST(r.code == 2);
+  BOOST_TEST(r.err.find("cannot reach the target") != std::string::npos, r.err);
 }
 
 BOOST_AUTO_TEST_CASE(sweep_killed_mid_way_then_rerun_finishes_every_trial_exactly_once) {

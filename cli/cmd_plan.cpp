@@ -1,0 +1,45 @@
+// `lbt plan --from SWEEP_DIR (--workers N --micro-batch M | --max-steps S | --max-examples E)
+//  [--out FILE]`: the global batch, LR and schedule to run at scale, with predicted steps and
+// examples to the target; writes a config `lbt train` runs as is.
+#include <cstdio>
+#include <memory>
+#include <string>
+
+#include "cli/commands.hpp"
+#include "experiments/scale_plan.hpp"
+
+namespace lbt::cli {
+
+void add_plan_command(CLI::App& app) {
+  auto o = std::make_shared<experiments::ScalePlanOptions>();
+  auto from = std::make_shared<std::string>();
+  auto out = std::make_shared<std::string>();
+  CLI::App* cmd = app.add_subcommand(
+      "plan",
+      "What to run at scale, from a sweep: global batch, LR, schedule, predicted steps "
+      "and examples to the target, regime; writes a config for lbt train");
+  cmd->add_option("--from", *from, "sweep directory (written by lbt sweep)")
+      ->required()
+      ->check(CLI::ExistingDirectory);
+  cmd->add_option("--workers", o->workers, "budget: this many data-parallel workers ...")
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--micro-batch", o->micro_batch, "... each taking this many examples a step")
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--max-steps", o->max_steps,
+                  "budget: at most this many steps (the smallest batch that fits, fewest examples)")
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--max-examples", o->max_examples,
+                  "budget: at most this many examples (the largest batch that fits, fewest steps)")
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--out,-o", *out, "the config to write (default: SWEEP_DIR/plan.toml)");
+  cmd->add_option("--resamples", o->resamples, "bootstrap resamples for the intervals")
+      ->check(CLI::PositiveNumber);
+  cmd->callback([o, from, out] {
+    o->sweep_dir = *from;
+    o->out = *out;
+    const auto plan = experiments::plan_at_scale(*o);
+    std::printf("%s", experiments::format_scale_plan(plan).c_str());
+  });
+}
+
+}  // namespace lbt::cli

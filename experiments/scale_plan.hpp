@@ -1,0 +1,35 @@
+// `lbt plan`: what to run at scale, from a sweep's measurements. Given a budget (workers x
+// micro-batch, or a step budget, or an example budget) it picks the global batch on the fitted
+// curve S(B) = S_min (1 + B_noise / B) (McCandlish et al. 2018, eq. 2.11), the LR from the
+// sweep's fitted LR-vs-batch law (else the scaling rule), predicts steps and examples to the
+// target with bootstrap intervals, names the regime (Shallue et al. 2018, sec. 4), and writes
+// a config that `lbt train` runs as is.
+#pragma once
+#include <cstdint>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+#include <string>
+
+namespace lbt::experiments {
+
+struct ScalePlanOptions {
+  std::filesystem::path sweep_dir;
+  // Exactly one budget: workers with their micro-batch, or max steps, or max examples.
+  int workers = 0;
+  std::int64_t micro_batch = 0;
+  std::int64_t max_steps = 0;
+  std::int64_t max_examples = 0;
+  std::filesystem::path out;  // the config to write (default: SWEEP_DIR/plan.toml)
+  int resamples = 2000;
+  double level = 0.95;
+  double regime_tolerance = 0.2;  // as lbt fit's
+};
+
+// Plans, writes the config and SWEEP_DIR/plan.json, and returns plan.json's content. Throws
+// ConfigError for a budget that cannot reach the target (naming the smallest that can).
+nlohmann::json plan_at_scale(const ScalePlanOptions& options);
+
+// The plan as lines for a terminal.
+std::string format_scale_plan(const nlohmann::json& plan);
+
+}  // namespace lbt::experiments

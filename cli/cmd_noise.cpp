@@ -19,7 +19,7 @@ struct NoiseArgs {
   std::vector<std::string> sets;
   std::int64_t steps = 0;
   std::vector<std::int64_t> at_steps;
-  bool overwrite = false, quiet = false, no_plot = false;
+  bool overwrite = false, quiet = false, no_plot = false, check = false;
 };
 }  // namespace
 
@@ -38,9 +38,16 @@ void add_noise_command(CLI::App& app) {
   cmd->add_flag("--overwrite", args->overwrite, "Replace an existing run directory");
   cmd->add_flag("--quiet,-q", args->quiet, "No progress line");
   cmd->add_flag("--no-plot", args->no_plot, "Skip noise.png");
+  cmd->add_flag("--check", args->check,
+                "Validate and resolve the config, print the resolved config.toml; run nothing");
   cmd->footer(config_keys_footer());
   cmd->callback([args] {
     Config config = experiments::load_config(args->config_path, args->sets, notes_stream());
+    if (args->check) {
+      experiments::check_noise_config(config);
+      std::printf("%s", config.resolved_toml().c_str());
+      return;
+    }
     experiments::NoiseRunOptions options;
     options.run = {args->out, args->overwrite, !args->quiet};
     options.steps = args->steps;

@@ -19,6 +19,7 @@ struct SweepArgs {
   std::vector<std::string> sets;
   int lr_trials = 0, jobs = 1, trial_index = -1;
   bool submit = false, retry_failed = false, collect = false, no_plots = false, quiet = false;
+  bool check = false;
 };
 }  // namespace
 
@@ -48,6 +49,8 @@ void add_sweep_command(CLI::App& app) {
   cmd->add_flag("--collect", a->collect, "run nothing: rebuild the CSVs, fit.json and plots");
   cmd->add_flag("--no-plots", a->no_plots, "skip notebooks/lbt_sweep_plots.py");
   cmd->add_flag("--quiet,-q", a->quiet, "no progress lines");
+  cmd->add_flag("--check", a->check,
+                "validate the config and every trial's (schedule against its budget); run nothing");
   cmd->footer(config_keys_footer());
   cmd->callback([a] {
     experiments::SweepOptions o;
@@ -65,7 +68,13 @@ void add_sweep_command(CLI::App& app) {
     o.collect_only = a->collect;
     o.plots = !a->no_plots;
     o.progress = !a->quiet;
+    o.check_only = a->check;
     const auto r = experiments::run_sweep(o);
+    if (a->check) {
+      std::printf("sweep config valid: %d trials, each trial's config and schedule checked\n",
+                  r.trials);
+      return;
+    }
     if (a->launcher == "slurm" && a->trial_index < 0 && !a->collect) return;
     std::printf("sweep: %d trials (%d run now, %d kept), %d reached the target, %d failed\n",
                 r.trials, r.ran, r.skipped, r.reached, r.failed);

@@ -9,6 +9,7 @@
 #include "core/error.hpp"
 #include "experiments/lbt_schema.hpp"
 #include "experiments/train_run.hpp"
+#include "trainer/run_config.hpp"
 #include "trainer/comm/communicator.hpp"
 
 namespace lbt::cli {
@@ -21,6 +22,7 @@ struct TrainArgs {
   bool overwrite = false;
   bool quiet = false;
   std::string resume;
+  bool check = false;
 };
 }  // namespace
 
@@ -35,6 +37,9 @@ void add_train_command(CLI::App& app) {
   cmd->add_option("--out,-o", args->out, "Run directory (default: runs/<config>-<timestamp>)");
   cmd->add_flag("--overwrite", args->overwrite, "Replace an existing run directory");
   cmd->add_flag("--quiet,-q", args->quiet, "No progress line");
+  cmd->add_flag("--check", args->check,
+                "Validate and resolve the config, print the resolved config.toml; train nothing "
+                "(the data are not loaded)");
   cmd->add_option("--resume", args->resume,
                   "RUN_DIR: continue that run from its newest intact checkpoint (bit for bit); "
                   "auto: continue --out's run if it has a checkpoint, else start it");
@@ -61,6 +66,11 @@ void add_train_command(CLI::App& app) {
                         "presets live in experiments/configs/, e.g. fmnist_mlp.toml");
     }
     Config config = experiments::load_config(args->config_path, args->sets, notes_stream());
+    if (args->check) {
+      trainer::resolve_run_config(config, 1);
+      std::printf("%s", config.resolved_toml().c_str());
+      return;
+    }
     auto result = experiments::run_training(config, options);
     const auto& o = result.outcome;
     // Only rank 0 reports (the others' run_dir is not written).

@@ -253,6 +253,10 @@ bool has_type(const toml::node& node, KeyType type) {
 [[noreturn]] void fail_type(const Config& config, const KeySpec& spec, const toml::node& node) {
   std::string hint;
   if (spec.type == KeyType::kString) hint = "quote it: " + spec.key + " = \"...\"";
+  if (spec.unit.find('.') != std::string::npos) {  // the unit is a key of its own
+    hint = "give the number here and the unit in " + spec.unit + ", e.g. " + spec.key +
+           " = 5 with " + spec.unit + " = \"epochs\"";
+  }
   config.fail(spec.key, key_type_name(spec.type), node_text(node) + " (" + type_name(node) + ")",
               hint);
 }

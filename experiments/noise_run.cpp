@@ -12,6 +12,7 @@
 #include "core/rng.hpp"
 #include "noise/hessian_noise.hpp"
 #include "noise/noise_keys.hpp"
+#include "trainer/run_config.hpp"
 #include "trainer/nn/loss.hpp"
 
 namespace lbt::experiments {
@@ -89,16 +90,33 @@ void probe_b_noise(std::int64_t step, ProbeContext& ctx, const HessianOptions& h
 
 }  // namespace
 
-NoiseRunResult run_noise(Config& config, const NoiseRunOptions& options) {
+namespace {
+
+// lbt noise's own keys (noise.hessian.*), after turning the estimator on unless it is set.
+HessianOptions read_hessian_options(Config& config, bool& hessian) {
   if (!config.has("noise.enabled")) config.set("noise.enabled=true");
-  if (options.steps > 0) config.set("train.steps=" + std::to_string(options.steps));
   HessianOptions h;
   const auto& keys = noise::noise_keys();
   h.small_batches = config.get_int(Schema::in(keys, "noise.hessian.small_batches"));
   h.examples = config.get_int(Schema::in(keys, "noise.hessian.examples"));
-  const bool hessian = config.get_bool(Schema::in(keys, "noise.hessian.enabled"));
+  hessian = config.get_bool(Schema::in(keys, "noise.hessian.enabled"));
   if (h.small_batches < 2) config.fail("noise.hessian.small_batches", ">= 2", std::to_string(h.small_batches));
   if (h.examples < 1) config.fail("noise.hessian.examples", ">= 1", std::to_string(h.examples));
+  return h;
+}
+
+}  // namespace
+
+void check_noise_config(Config& config) {
+  bool hessian = false;
+  read_hessian_options(config, hessian);
+  trainer::resolve_run_config(config, 1);
+}
+
+NoiseRunResult run_noise(Config& config, const NoiseRunOptions& options) {
+  if (options.steps > 0) config.set("train.steps=" + std::to_string(options.steps));
+  bool hessian = false;
+  const HessianOptions h = read_hessian_options(config, hessian);
 
   NoiseRunOptions o = options;
   std::vector<std::int64_t> at = o.at_steps;

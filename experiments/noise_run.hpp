@@ -33,6 +33,8 @@ struct NoiseRunResult {
 };
 
 NoiseRunResult run_noise(Config& config, const NoiseRunOptions& options);
+// Reads every key run_noise reads (noise on unless set), for `lbt noise --check`.
+void check_noise_config(Config& config);
 
 // The table printed by `lbt noise` (rows, then the recommendation).
 std::string format_noise_report(const NoiseRunResult& result);

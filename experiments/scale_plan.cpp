@@ -219,6 +219,12 @@ nlohmann::json plan_at_scale(const ScalePlanOptions& o) {
         {"decay", run.schedule.decay}}},
       {"train_steps", budget},
   };
+  // The trials' measured noise scale, beside B_crit (lbt fit writes it when noise.jsonl exist).
+  const auto noise = median_b_simple(dir);
+  if (noise.second > 0) {
+    plan["measured_b_simple"] = {{"median", noise.first}, {"trials", noise.second},
+                                 {"b_crit_over_b_simple", fit.B_crit / noise.first}};
+  }
   if (o.max_steps > 0 && steps_hi > static_cast<double>(o.max_steps)) {
     plan["warning"] = "the interval's upper end (" + num(steps_hi) + " steps) exceeds --max-steps";
   }
@@ -257,6 +263,12 @@ std::string format_scale_plan(const nlohmann::json& p) {
      << p["schedule"]["warmup_unit"].get<std::string>() << ", decay "
      << p["schedule"]["decay"].get<std::string>() << "), budget "
      << p["train_steps"].get<std::int64_t>() << " steps\n";
+  if (p.contains("measured_b_simple")) {
+    const auto& n = p["measured_b_simple"];
+    ss << "  measured B_simple (median over " << n["trials"].get<int>() << " trials): "
+       << num(n["median"].get<double>()) << ", B_crit / B_simple = "
+       << num(n["b_crit_over_b_simple"].get<double>()) << "\n";
+  }
   if (p.contains("warning")) ss << "  warning: " << p["warning"].get<std::string>() << "\n";
   ss << "  config: " << p["config"].get<std::string>() << " (lbt train --config it as is)\n";
   return ss.str();

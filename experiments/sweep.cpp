@@ -161,6 +161,11 @@ class SweepRunner {
 
   SweepOutcome run() {
     prepare();
+    if (options_.check_only) {
+      SweepOutcome checked;
+      checked.trials = static_cast<int>(plan_.size());
+      return checked;
+    }
     SweepOutcome out;
     out.dir = dir_;
     out.trials = static_cast<int>(plan_.size());
@@ -222,6 +227,7 @@ class SweepRunner {
     settings_ = read_sweep_settings(config_, options_.batch_sizes, options_.lr_trials, options_.target);
     plan_ = make_plan(settings_);
     validate_trial_configs(config_, plan_);
+    if (options_.check_only) return;  // nothing is written
 
     dir_ = options_.out.empty() ? fs::path("runs") / ("sweep-" + options_.config_path.stem().string())
                                 : options_.out;

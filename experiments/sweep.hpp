@@ -25,6 +25,7 @@ struct SweepOptions {
   bool collect_only = false;              // only rebuild the CSVs, fit.json and plots
   bool plots = true;                      // run notebooks/lbt_sweep_plots.py at the end
   bool progress = true;                   // a progress line per finished trial on stderr
+  bool check_only = false;                // validate the config and every trial's; run nothing
   std::filesystem::path lbt_binary;       // the `lbt` executable (empty: this process's)
 };
 

@@ -14,6 +14,8 @@
 #include <sstream>
 #include <string>
 
+#include <toml++/toml.h>
+
 #include "support/cli_runner.hpp"
 
 namespace fs = std::filesystem;
@@ -147,6 +149,10 @@ BOOST_AUTO_TEST_CASE(bad_inputs_fail_with_one_clear_message_and_no_complete_look
       {"--set train.epocs=3", "did you mean 'train.epochs'"},
       {"--set model.spec=mlp:100-10", "takes 100 inputs"},
       {"--set train.target=accuracy", "train.target"},
+      {"--set 'schedule.warmup=\"5 epoch\"'", "the unit in schedule.warmup_unit"},
+      {"--set schedule.warmup_unit=epoch", "did you mean 'epochs'"},
+      {"--set schedule.warmup=1000", "schedule.warmup must be at most the run's 120 steps"},
+      {"--set optimizer.beta1=0.8", "optimizer.beta1 is not used with optimizer.name = \"sgd\""},
   };
   for (const auto& c : cases) {
     const fs::path run = scratch() / "bad";
@@ -264,4 +270,84 @@ BOOST_AUTO_TEST_CASE(schedule_columns_differ_by_the_scaling_rule_from_the_config
                         " --set schedule.scaling=sqrt -b 32,128 --steps-per-epoch 10");
   const auto halves = read_schedule_csv(sqrt.out);
   BOOST_TEST(halves[0].at(0) * 2 == halves[1].at(0));
+}
+
+namespace {
+
+// "section.key" -> its value as TOML text, for every leaf of a preset.
+void preset_leaves(const toml::table& table, const std::string& prefix,
+                   std::vector<std::pair<std::string, std::string>>& out) {
+  for (auto&& [k, v] : table) {
+    const std::string key = prefix.empty() ? std::string(k.str()) : prefix + "." + std::string(k.str());
+    if (const toml::table* sub = v.as_table()) {
+      preset_leaves(*sub, key, out);
+      continue;
+    }
+    std::ostringstream text;
+    if (auto s = v.value_exact<std::string>()) {
+      text << '"' << *s << '"';
+    } else {
+      v.visit([&](auto&& value) { text << value; });
+    }
+    out.emplace_back(key, text.str());
+  }
+}
+
+// The section block of `help` that lists `section`'s keys.
+std::string help_block(const std::string& help, const std::string& section) {
+  const auto start = help.find("\n[" + section + "]\n");
+  if (start == std::string::npos) return "";
+  const auto end = help.find("\n\n", start + 1);
+  return help.substr(start, end == std::string::npos ? std::string::npos : end - start);
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(every_preset_key_is_in_help_and_accepted_by_set_in_every_command) {
+  const std::string help = run_lbt("train --help").out;
+  int checked = 0;
+  for (const auto& entry : fs::directory_iterator(std::string(LBT_SOURCE_DIR) + "/experiments/configs")) {
+    if (entry.path().extension() != ".toml") continue;
+    const std::string config = entry.path().string();
+    std::vector<std::pair<std::string, std::string>> leaves;
+    preset_leaves(toml::parse_file(config), "", leaves);
+    // The keys a sweep sets for each trial are refused by `lbt sweep --set` (a conflict, not a
+    // silent override: checked below); every other key goes to all four commands.
+    const std::vector<std::string> sweep_owned = {"train.global_batch", "train.steps",
+                                                  "train.epochs", "train.eval_every",
+                                                  "train.stop_at_target"};
+    std::string sets, sweep_sets;
+    for (const auto& [key, value] : leaves) {
+      const std::string section = key.substr(0, key.rfind('.'));
+      const std::string leaf = key.substr(key.rfind('.') + 1);
+      BOOST_TEST(help_block(help, section).find("\n  " + leaf + " = ") != std::string::npos,
+                 key << " (from " << entry.path().filename().string() << ") in lbt train --help");
+      // Single shell quotes around the TOML value (targets hold '>' and '<').
+      sets += " --set '" + key + "=" + value + "'";
+      if (std::find(sweep_owned.begin(), sweep_owned.end(), key) == sweep_owned.end()) {
+        sweep_sets += " --set '" + key + "=" + value + "'";
+      }
+      ++checked;
+    }
+    BOOST_TEST_CONTEXT(entry.path().filename().string()) {
+      const bool cifar = config.find("cifar10") != std::string::npos;  // no CIFAR data here
+      const std::string base = " --config " + config + sets;
+      Result train = run_lbt("train" + base + " --check");
+      BOOST_TEST(train.code == 0, train.err);
+      Result noise = run_lbt("noise" + base + " --check");
+      BOOST_TEST(noise.code == 0, noise.err);
+      Result schedule = run_lbt("schedule" + base + " --steps-per-epoch 1000");
+      BOOST_TEST(schedule.code == 0, schedule.err);
+      if (!cifar) {
+        const std::string sweep_args = " --batch-sizes 64 --target 'val_loss<=1' --check"
+                                       " --set sweep.max_steps=3000";
+        Result sweep = run_lbt("sweep --config " + config + sweep_sets + sweep_args);
+        BOOST_TEST(sweep.code == 0, sweep.err);
+        Result owned = run_lbt("sweep --config " + config + " --set train.global_batch=64" + sweep_args);
+        BOOST_TEST(owned.code == 2);
+        BOOST_TEST(owned.err.find("--batch-sizes") != std::string::npos, owned.err);
+      }
+    }
+  }
+  BOOST_TEST(checked > 100);
 }

@@ -153,11 +153,15 @@ NoiseRunResult run_noise(Config& config, const NoiseRunOptions& options) {
         row.b_simple = num((*best)["b_simple"]);
         row.ci_low = num((*best)["b_simple_ci95"][0]);
         row.ci_high = num((*best)["b_simple_ci95"][1]);
+        row.b_simple_ema = num((*best)["b_simple_ema"]);
+        row.ema_low = num((*best)["b_simple_ema_ci95"][0]);
+        row.ema_high = num((*best)["b_simple_ema_ci95"][1]);
+        result.window_steps = (*best).value("window_steps", std::int64_t{0});
       }
       result.rows.push_back(row);
     }
   }
-  // headline: the last smoothed two_batch line, else per_example
+  // headline: the last two_batch line's "now" value, else per_example's
   for (const char* name : {"per_example", "two_batch"}) {
     for (const auto& j : lines) {
       if (j["estimator"] == name) {
@@ -167,31 +171,69 @@ NoiseRunResult run_noise(Config& config, const NoiseRunOptions& options) {
       }
     }
   }
-  char buf[512];
-  std::snprintf(buf, sizeof buf,
-                "Recommendation: the critical batch size is about B_noise (McCandlish et al. 2018), "
-                "and B_simple ~ %.0f [%.0f, %.0f] at the end of this run is its proxy, so global "
-                "batches up to about %.0f should cut steps almost in proportion, while larger ones "
-                "mostly spend more examples for little gain (B_simple grows as the loss falls, so "
-                "re-measure later in training).",
-                result.final_b_simple, result.final_low, result.final_high, result.final_b_simple);
+  char buf[640];
+  if (std::isfinite(result.final_b_simple) && std::isfinite(result.final_high)) {
+    std::snprintf(buf, sizeof buf,
+                  "Recommendation: the critical batch size is about B_noise (McCandlish et al. "
+                  "2018), and B_simple now (over the last %lld steps) ~ %.0f [%.0f, %.0f] at the "
+                  "end of this run is its proxy, so global batches up to about %.0f should cut "
+                  "steps almost in proportion, while larger ones mostly spend more examples for "
+                  "little gain (B_simple grows as the loss falls, so re-measure later in training).",
+                  static_cast<long long>(result.window_steps), result.final_b_simple,
+                  result.final_low, result.final_high, result.final_b_simple);
+  } else {
+    std::snprintf(buf, sizeof buf,
+                  "Recommendation: none yet. B_simple is not resolved at the end of this run: "
+                  "|G|^2 is within noise of 0 over the last %lld steps, so the noise scale is at "
+                  "least %.0f and unbounded above. Run longer, measure more often (noise.every), "
+                  "widen noise.window_steps, or raise the large batch.",
+                  static_cast<long long>(result.window_steps),
+                  std::isfinite(result.final_low) ? result.final_low : 0.0);
+  }
   result.recommendation = buf;
   return result;
 }
 
+namespace {
+
+// "12.3 [10.1, 15.2]", "not resolved (>= 40)", or "-" before two measurements.
+std::string estimate_text(double value, double low, double high) {
+  char buf[96];
+  if (std::isfinite(value) && std::isfinite(high)) {
+    std::snprintf(buf, sizeof buf, "%.4g [%.4g, %.4g]", value, low, high);
+  } else if (std::isfinite(low)) {
+    std::snprintf(buf, sizeof buf, "not resolved (>= %.4g)", low);
+  } else {
+    return "-";
+  }
+  return buf;
+}
+
+}  // namespace
+
 std::string format_noise_report(const NoiseRunResult& r) {
   std::ostringstream ss;
   char buf[256];
-  std::snprintf(buf, sizeof buf, "%10s %10s  %-12s %12s  %-24s %10s\n", "at_step", "measured",
-                "estimator", "B_simple", "95% interval", "B_noise");
+  ss << "B_simple now: over the measurements of the last " << r.window_steps
+     << " steps (noise.window_steps); averaged: the EMA over training (noise.ema), which lags a "
+        "growing B_simple. 95% Fieller intervals.\n";
+  std::snprintf(buf, sizeof buf, "%8s %8s  %-12s %-32s %-32s %10s\n", "at_step", "measured",
+                "estimator", "B_simple now [95%]", "B_simple averaged [95%]", "B_noise");
   ss << buf;
   for (const auto& row : r.rows) {
-    char interval[64] = "-", bn[32] = "-";
-    if (std::isfinite(row.ci_low)) std::snprintf(interval, sizeof interval, "[%.4g, %.4g]", row.ci_low, row.ci_high);
-    if (row.estimator == "hessian") std::snprintf(bn, sizeof bn, "%.4g", row.b_noise);
-    std::snprintf(buf, sizeof buf, "%10lld %10lld  %-12s %12.4g  %-24s %10s\n",
+    char bn[32] = "-";
+    std::string now = estimate_text(row.b_simple, row.ci_low, row.ci_high), avg = "-";
+    if (row.estimator == "hessian") {
+      std::snprintf(bn, sizeof bn, "%.4g", row.b_noise);
+      char same[48];
+      std::snprintf(same, sizeof same, "%.4g (same batches)", row.b_simple);
+      now = same;
+    } else {
+      avg = estimate_text(row.b_simple_ema, row.ema_low, row.ema_high);
+    }
+    std::snprintf(buf, sizeof buf, "%8lld %8lld  %-12s %-32s %-32s %10s\n",
                   static_cast<long long>(row.requested), static_cast<long long>(row.measured),
-                  row.estimator.c_str(), row.b_simple, interval, bn);
+                  row.estimator.c_str(), now.c_str(), avg.c_str(), bn);
     ss << buf;
   }
   ss << r.recommendation << "\n";

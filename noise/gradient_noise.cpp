@@ -1,6 +1,7 @@
 // Two-batch estimator, EMA and the B_simple interval; see gradient_noise.hpp.
 #include "noise/gradient_noise.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -25,20 +26,50 @@ double Ema::value() const {
   return weight_ > 0.0 ? m_ / weight_ : 0.0;
 }
 
-NoiseScaleTracker::NoiseScaleTracker(double beta) : beta_(beta) {}
+RatioInterval fieller_interval(double T, double G, double var_T, double var_G, double cov,
+                               double dof) {
+  constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+  constexpr double kInf = std::numeric_limits<double>::infinity();
+  if (!(dof > 0.0)) return {kNaN, kNaN, false};
+  const double q2 = std::pow(t_quantile_975(dof), 2);
+  // (T - R G)^2 <= q^2 (var_T - 2 R cov + R^2 var_G), i.e. a R^2 - 2 b R + c <= 0 with
+  const double a = G * G - q2 * var_G;
+  const double b = T * G - q2 * cov;
+  const double c = T * T - q2 * var_T;
+  if (!(a > 0.0)) {
+    // G not resolved from 0: the set is unbounded. Below, a conservative bound from the two
+    // means' own intervals: T no smaller than its lower end, G no larger than its upper end.
+    const double T_lo = T - std::sqrt(q2 * std::max(0.0, var_T));
+    const double G_hi = G + std::sqrt(q2 * std::max(0.0, var_G));
+    return {G_hi > 0.0 ? std::max(0.0, T_lo / G_hi) : 0.0, kInf, false};
+  }
+  const double root = std::sqrt(std::max(0.0, b * b - a * c));
+  return {std::max(0.0, (b - root) / a), (b + root) / a, true};
+}
+
+NoiseScaleTracker::NoiseScaleTracker(double beta, std::size_t window)
+    : beta_(beta), window_(std::max<std::size_t>(window, 1)) {}
 
 void NoiseScaleTracker::reset() {
-  *this = NoiseScaleTracker(beta_);
+  *this = NoiseScaleTracker(beta_, window_.size());
 }
 
-void NoiseScaleTracker::save_state(std::span<double, kStateSize> out) const {
+void NoiseScaleTracker::save_state(std::span<double> out) const {
   out[0] = sw_, out[1] = sw2_, out[2] = sG_, out[3] = sT_, out[4] = sGG_, out[5] = sTT_;
   out[6] = sGT_, out[7] = static_cast<double>(count_);
+  out[8] = static_cast<double>(window_.size());
+  for (std::size_t i = 0; i < window_.size(); ++i) {
+    out[9 + 2 * i] = window_[i].G_sq;
+    out[10 + 2 * i] = window_[i].trace_sigma;
+  }
 }
 
-void NoiseScaleTracker::load_state(std::span<const double, kStateSize> in) {
+void NoiseScaleTracker::load_state(std::span<const double> in) {
   sw_ = in[0], sw2_ = in[1], sG_ = in[2], sT_ = in[3], sGG_ = in[4], sTT_ = in[5], sGT_ = in[6];
   count_ = static_cast<std::int64_t>(in[7]);
+  for (std::size_t i = 0; i < window_.size(); ++i) {
+    window_[i] = {in[9 + 2 * i], in[10 + 2 * i]};
+  }
 }
 
 void NoiseScaleTracker::add(const NoiseEstimate& e) {
@@ -50,35 +81,90 @@ void NoiseScaleTracker::add(const NoiseEstimate& e) {
   sGG_ = beta_ * sGG_ + e.G_sq * e.G_sq;
   sTT_ = beta_ * sTT_ + e.trace_sigma * e.trace_sigma;
   sGT_ = beta_ * sGT_ + e.G_sq * e.trace_sigma;
+  window_[static_cast<std::size_t>(count_) % window_.size()] = e;
   ++count_;
 }
 
-NoiseScale NoiseScaleTracker::current() const {
+namespace {
+
+// B_simple and its Fieller interval from weighted sums: sw = sum w, sw2 = sum w^2, and the
+// weighted sums of G, T, G^2, T^2, G T.
+NoiseScale ratio_of_means(double sw, double sw2, double sG, double sT, double sGG, double sTT,
+                          double sGT, std::int64_t samples) {
   constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
   NoiseScale s;
-  s.samples = count_;
+  s.samples = samples;
   s.b_simple = s.ci_low = s.ci_high = kNaN;
-  if (count_ == 0) return s;
-  // bias-corrected EMAs: weighted means sum w x / sum w
-  s.G_sq = sG_ / sw_;
-  s.trace_sigma = sT_ / sw_;
-  s.effective_samples = sw_ * sw_ / sw2_;
-  if (s.G_sq > 0.0) s.b_simple = s.trace_sigma / s.G_sq;
-  if (count_ < 3 || !(s.G_sq > 0.0)) return s;
-  // weighted (reliability-weights) variances and covariance of the per-step estimates
-  const double denom = sw_ - sw2_ / sw_;
-  const double var_G = std::max(0.0, (sGG_ - sw_ * s.G_sq * s.G_sq) / denom);
-  const double var_T = std::max(0.0, (sTT_ - sw_ * s.trace_sigma * s.trace_sigma) / denom);
-  const double cov_GT = (sGT_ - sw_ * s.G_sq * s.trace_sigma) / denom;
-  // variance of the weighted means: s^2 * sum w^2 / (sum w)^2 = s^2 / n_eff
+  if (samples == 0) return s;
+  s.G_sq = sG / sw;
+  s.trace_sigma = sT / sw;
+  s.effective_samples = sw * sw / sw2;
+  if (samples < 2) return s;  // one measurement: no interval, so not resolved either
+  // weighted (reliability-weights) variances and covariance of the per-step estimates, then
+  // of their means: s^2 * sum w^2 / (sum w)^2 = s^2 / n_eff
+  const double denom = sw - sw2 / sw;
   const double inv_n = 1.0 / s.effective_samples;
-  const double R = s.b_simple;
-  // delta method for R = T / G
-  const double var_R =
-      std::max(0.0, (var_T - 2.0 * R * cov_GT + R * R * var_G) * inv_n / (s.G_sq * s.G_sq));
-  const double half = t_quantile_975(s.effective_samples - 1.0) * std::sqrt(var_R);
-  s.ci_low = R - half;
-  s.ci_high = R + half;
+  const double var_G = std::max(0.0, (sGG - sw * s.G_sq * s.G_sq) / denom) * inv_n;
+  const double var_T = std::max(0.0, (sTT - sw * s.trace_sigma * s.trace_sigma) / denom) * inv_n;
+  const double cov = (sGT - sw * s.G_sq * s.trace_sigma) / denom * inv_n;
+  const RatioInterval ci =
+      fieller_interval(s.trace_sigma, s.G_sq, var_T, var_G, cov, s.effective_samples - 1.0);
+  s.ci_low = ci.lo;
+  s.ci_high = ci.hi;
+  s.resolved = ci.resolved && s.G_sq > 0.0;
+  // A ratio over a |G|^2 within noise of 0 is no estimate: reported as not resolved.
+  if (s.resolved) s.b_simple = s.trace_sigma / s.G_sq;
+  return s;
+}
+
+}  // namespace
+
+NoiseScale NoiseScaleTracker::averaged() const {
+  return ratio_of_means(sw_, sw2_, sG_, sT_, sGG_, sTT_, sGT_, count_);
+}
+
+NoiseScale NoiseScaleTracker::now() const {
+  // The window's estimates, oldest first, equally spaced (one per measurement).
+  const std::size_t K = window_.size();
+  const std::size_t n = std::min<std::size_t>(static_cast<std::size_t>(count_), K);
+  std::vector<NoiseEstimate> y(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    y[i] = window_[(static_cast<std::size_t>(count_) - n + i) % K];
+  }
+  constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+  NoiseScale s;
+  s.samples = static_cast<std::int64_t>(n);
+  s.b_simple = s.ci_low = s.ci_high = kNaN;
+  s.effective_samples = static_cast<double>(n);
+  if (n < 3) return s;  // a line through fewer than 3 points leaves no residual
+  // Least-squares lines G(u), T(u) over u = i - (n - 1)/2, evaluated at the newest
+  // measurement u_e = (n - 1)/2: the window's value at the current parameters, free of the
+  // first-order lag of a plain mean (which sits at the window's centre).
+  const double u_e = 0.5 * static_cast<double>(n - 1);
+  double mG = 0, mT = 0, Suu = 0, SuG = 0, SuT = 0;
+  for (std::size_t i = 0; i < n; ++i) mG += y[i].G_sq / n, mT += y[i].trace_sigma / n;
+  for (std::size_t i = 0; i < n; ++i) {
+    const double u = static_cast<double>(i) - u_e;
+    Suu += u * u, SuG += u * (y[i].G_sq - mG), SuT += u * (y[i].trace_sigma - mT);
+  }
+  const double bG = SuG / Suu, bT = SuT / Suu;
+  s.G_sq = mG + bG * u_e;
+  s.trace_sigma = mT + bT * u_e;
+  double rGG = 0, rTT = 0, rGT = 0;  // residual sums of squares and cross products
+  for (std::size_t i = 0; i < n; ++i) {
+    const double u = static_cast<double>(i) - u_e;
+    const double eG = y[i].G_sq - mG - bG * u, eT = y[i].trace_sigma - mT - bT * u;
+    rGG += eG * eG, rTT += eT * eT, rGT += eG * eT;
+  }
+  // Var(prediction at u_e) = sigma^2 (1/n + u_e^2 / Suu), with n - 2 degrees of freedom.
+  const double dof = static_cast<double>(n) - 2.0;
+  const double leverage = 1.0 / static_cast<double>(n) + u_e * u_e / Suu;
+  const RatioInterval ci = fieller_interval(s.trace_sigma, s.G_sq, rTT / dof * leverage,
+                                            rGG / dof * leverage, rGT / dof * leverage, dof);
+  s.ci_low = ci.lo;
+  s.ci_high = ci.hi;
+  s.resolved = ci.resolved && s.G_sq > 0.0;
+  if (s.resolved) s.b_simple = s.trace_sigma / s.G_sq;
   return s;
 }
 

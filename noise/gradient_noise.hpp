@@ -6,6 +6,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <span>
+#include <vector>
 
 namespace lbt::noise {
 
@@ -32,7 +33,7 @@ class Ema {
  public:
   explicit Ema(double beta) : beta_(beta) {}
   void add(double x);
-  double value() const;                       // bias-corrected; 0 before the first add
+  double value() const;  // bias-corrected; 0 before the first add
   std::int64_t count() const { return count_; }
 
  private:
@@ -40,42 +41,68 @@ class Ema {
   std::int64_t count_ = 0;
 };
 
-// B_simple with its interval, from the smoothed estimates.
+// A 95% interval for a ratio of means R = T / G (Fieller 1954): the set of R for which
+// T - R G is within t_{0.975, dof} standard errors of 0. It respects what a ratio of two noisy
+// means can say: when G is not resolved from 0 (G^2 / Var G < t^2) the set is unbounded above
+// (hi = +inf: "not resolved"), and, since B_simple >= 0, lo is clamped at 0. Unlike the delta
+// method it never gives a negative lower end for a positive quantity.
+// @param T, G         the two means (tr(Sigma) and |G|^2)
+// @param var_T, var_G variances of the means; cov their covariance
+// @param dof          degrees of freedom of those variances (NaN interval when <= 0)
+struct RatioInterval {
+  double lo = 0.0, hi = 0.0;  // hi = +inf when G is not resolved from 0
+  bool resolved = false;      // G resolved from 0 at 95%
+};
+RatioInterval fieller_interval(double T, double G, double var_T, double var_G, double cov,
+                               double dof);
+
+// B_simple with its interval, from several steps' estimates (an EMA or a window of them).
 struct NoiseScale {
-  double G_sq = 0.0, trace_sigma = 0.0;  // bias-corrected EMAs
+  double G_sq = 0.0, trace_sigma = 0.0;  // means (bias-corrected EMAs, or window means)
   double b_simple = 0.0;                 // trace_sigma / G_sq (NaN while G_sq <= 0)
-  double ci_low = 0.0, ci_high = 0.0;    // 95% interval (NaN until 3 samples)
-  double effective_samples = 0.0;        // (sum w)^2 / sum w^2 of the EMA weights
+  double ci_low = 0.0, ci_high = 0.0;    // 95% interval (NaN until 2 samples; high +inf
+                                         // while |G|^2 is not resolved from 0)
+  bool resolved = false;                 // |G|^2 resolved from 0: a bounded interval
+  double effective_samples = 0.0;        // (sum w)^2 / sum w^2 of the weights
   std::int64_t samples = 0;
 };
 
-// Smooths per-step (|G|^2, tr(Sigma)) estimates and gives B_simple as the ratio of the two
-// EMAs (McCandlish §A.1: "we use exponential moving averages of each before taking the ratio").
-// Interval: the EMA is a weighted mean with weights w_i = beta^(t-i). The tracker keeps the
-// weighted second moments, so Var(mean) = s^2 * sum w^2 / (sum w)^2 for each estimate and their
-// covariance; the delta method for R = T/G gives Var(R) = (Var T - 2R Cov(T,G) + R^2 Var G)/G^2,
-// and the interval is R +- t_{0.975, n_eff-1} sd(R), with n_eff = (sum w)^2 / sum w^2.
-// It treats steps as independent draws around a slowly moving mean (fresh batches each step);
-// it does not cover the drift of the true B_simple within the EMA window.
+// Smooths per-step (|G|^2, tr(Sigma)) estimates two ways and gives B_simple as a ratio of
+// means (McCandlish §A.1: average each before taking the ratio):
+//   averaged(): bias-corrected EMAs, weights w_i = beta^(t-i): smooth, but it lags a B_simple
+//               that grows during training (an effective window of (1+beta)/(1-beta) steps);
+//   now():      least-squares lines of |G|^2 and tr(Sigma) over the last `window` estimates,
+//               evaluated at the newest: B_simple at the current parameters (a plain window
+//               mean would sit at the window's centre; while training shrinks |G|^2
+//               exponentially that lag is first order). Its variance is about 4x a mean's.
+// Intervals: averaged(): Var(mean) = s^2 * sum w^2 / (sum w)^2 for each estimate and their
+// covariance, n_eff - 1 degrees of freedom, n_eff = (sum w)^2 / sum w^2; now(): the lines'
+// prediction variances at the newest point, n - 2 degrees of freedom. Then Fieller's interval
+// for the ratio (fieller_interval). Steps are treated as independent draws (fresh batches each
+// step); averaged() does not cover the drift of B_simple within the EMA's window, now() only
+// its curvature within its own.
 class NoiseScaleTracker {
  public:
-  explicit NoiseScaleTracker(double beta = kDefaultBeta);
+  explicit NoiseScaleTracker(double beta = kDefaultBeta, std::size_t window = kDefaultWindow);
   void add(const NoiseEstimate& e);
-  NoiseScale current() const;
+  NoiseScale averaged() const;
+  NoiseScale now() const;
   void reset();
-  // The running sums, for checkpoints: restoring them continues the EMA exactly.
-  static constexpr std::size_t kStateSize = 8;
-  void save_state(std::span<double, kStateSize> out) const;
-  void load_state(std::span<const double, kStateSize> in);
+  // The running sums and the window, for checkpoints: restoring them continues exactly.
+  std::size_t state_size() const { return 8 + 1 + 2 * window_.size(); }
+  void save_state(std::span<double> out) const;
+  void load_state(std::span<const double> in);
 
   // Default EMA decay: an effective window of about 2/(1-beta) - 1 = 39 estimates.
   static constexpr double kDefaultBeta = 0.95;
+  static constexpr std::size_t kDefaultWindow = 10;
 
  private:
   double beta_;
   double sw_ = 0.0, sw2_ = 0.0;  // sum of weights, sum of squared weights (both decayed)
   double sG_ = 0.0, sT_ = 0.0, sGG_ = 0.0, sTT_ = 0.0, sGT_ = 0.0;  // weighted sums
   std::int64_t count_ = 0;
+  std::vector<NoiseEstimate> window_;  // ring of the last window_.size() estimates
 };
 
 // Two-sided 95% Student-t quantile for `dof` degrees of freedom (dof may be fractional;

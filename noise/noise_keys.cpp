@@ -14,6 +14,9 @@ const std::vector<KeySpec>& noise_keys() {
        {"two_batch", "per_example", "both"}},
       {"noise.ema", kNumber, "0.95",
        "EMA decay of |G|^2 and tr(Sigma) (bias-corrected; 0.95 ~ last 39 estimates)"},
+      {"noise.window_steps", kInt, "100",
+       "b_simple (\"now\") is over the measurements of the last N steps; b_simple_ema averages "
+       "over training", {}, "steps"},
       {"noise.per_segment", kBool, "false", "also report B_simple per parameter tensor"},
       {"noise.small_batches", kString, "\"all\"",
        "one process with accum_steps >= 2: two_batch uses every micro-batch (all) or micro-batch 0 only (first: no copy of the gradient, one sample a step)",

@@ -51,6 +51,10 @@ double sum_over(std::size_t n, Term&& term) {
 
 }  // namespace
 
+std::size_t OnlineOptions::window() const {
+  return static_cast<std::size_t>(std::max<std::int64_t>(1, window_steps / every));
+}
+
 std::string OnlineOptions::estimator_name() const {
   return two_batch && per_example ? "both" : two_batch ? "two_batch" : "per_example";
 }
@@ -65,10 +69,11 @@ OnlineOptions read_online_options(Config& c) {
   const std::string est = c.get_string(key("noise.estimator"));
   o.ema = c.get_double(key("noise.ema"));
   o.per_segment = c.get_bool(key("noise.per_segment"));
+  o.window_steps = c.get_int(key("noise.window_steps"));
   const std::string small = c.get_string(key("noise.small_batches"));
-  if (small == "all")
-    o.all_micro_batches = true;
-  else if (small != "first")
+  // (Before, "first" left the default "all" in place: accepted and silently ignored.)
+  o.all_micro_batches = small == "all";
+  if (small != "all" && small != "first")
     c.fail("noise.small_batches", "one of: first, all", "'" + small + "'");
   if (est == "two_batch")
     o.per_example = false;
@@ -77,6 +82,11 @@ OnlineOptions read_online_options(Config& c) {
   else if (est != "both")
     c.fail("noise.estimator", "one of: two_batch, per_example, both", "'" + est + "'");
   if (o.every <= 0) c.fail("noise.every", "> 0", std::to_string(o.every), "e.g. noise.every = 10");
+  if (o.window_steps < 2 * o.every) {
+    c.fail("noise.window_steps", "at least 2 x noise.every = " + std::to_string(2 * o.every) +
+                                     " (two measurements make an interval)",
+           std::to_string(o.window_steps), "e.g. noise.window_steps = 10 x noise.every");
+  }
   if (!(o.ema >= 0.0 && o.ema < 1.0)) {
     c.fail("noise.ema", "in [0, 1)", std::to_string(o.ema), "e.g. 0.95; 0 disables smoothing");
   }
@@ -128,9 +138,9 @@ OnlineEstimator::OnlineEstimator(const OnlineOptions& options, int world_size,
     r.B_big = B_big_;
     if (options_.per_segment) r.segments.resize(num_segments_);
     report_.estimators.push_back(std::move(r));
-    trackers_.emplace_back(options_.ema);
+    trackers_.emplace_back(options_.ema, options_.window());
     seg_trackers_.emplace_back(options_.per_segment ? num_segments_ : 0,
-                               NoiseScaleTracker(options_.ema));
+                               NoiseScaleTracker(options_.ema, options_.window()));
     return static_cast<int>(report_.estimators.size()) - 1;
   };
   if (small_ != SmallBatch::kNone) two_batch_index_ = add("two_batch", b_small_);
@@ -240,13 +250,14 @@ void OnlineEstimator::update(EstimatorReport& r, std::vector<NoiseScaleTracker>&
                              std::span<const double> seg_small, double count, bool per_example) {
   r.step = total;
   tracker.add(total);
-  r.smoothed = tracker.current();
+  r.now = tracker.now();
+  r.smoothed = tracker.averaged();
   if (!options_.per_segment) return;
   for (std::size_t s = 0; s < num_segments_; ++s) {
     const double small = seg_small[s] / count;
     seg_trackers[s].add(per_example ? per_example_estimate(count, small, big_sq_[s])
                                     : two_batch_estimate(b_small_, small, B_big_, big_sq_[s]));
-    r.segments[s] = seg_trackers[s].current();
+    r.segments[s] = seg_trackers[s].averaged();
   }
 }
 
@@ -281,11 +292,10 @@ void OnlineEstimator::discard_step() {
 }
 
 std::vector<double> OnlineEstimator::save_state() const {
-  constexpr std::size_t k = NoiseScaleTracker::kStateSize;
   std::vector<double> out;
   auto append = [&](const NoiseScaleTracker& t) {
-    out.resize(out.size() + k);
-    t.save_state(std::span<double, k>(out.data() + out.size() - k, k));
+    out.resize(out.size() + t.state_size());
+    t.save_state(std::span<double>(out.data() + out.size() - t.state_size(), t.state_size()));
   };
   for (std::size_t e = 0; e < trackers_.size(); ++e) {
     append(trackers_[e]);
@@ -295,18 +305,20 @@ std::vector<double> OnlineEstimator::save_state() const {
 }
 
 void OnlineEstimator::load_state(std::span<const double> state) {
-  constexpr std::size_t k = NoiseScaleTracker::kStateSize;
-  std::size_t trackers = 0;
-  for (std::size_t e = 0; e < trackers_.size(); ++e) trackers += 1 + seg_trackers_[e].size();
-  if (state.size() != trackers * k) {
+  std::size_t size = 0;
+  for (std::size_t e = 0; e < trackers_.size(); ++e) {
+    size += trackers_[e].state_size();
+    for (const auto& t : seg_trackers_[e]) size += t.state_size();
+  }
+  if (state.size() != size) {
     throw DataError("the checkpoint's noise-estimator state holds " + std::to_string(state.size()) +
-                        " values; this run's estimators need " + std::to_string(trackers * k),
+                        " values; this run's estimators need " + std::to_string(size),
                     "resume with the run's own noise.* settings");
   }
   std::size_t at = 0;
   auto take = [&](NoiseScaleTracker& t) {
-    t.load_state(std::span<const double, k>(state.data() + at, k));
-    at += k;
+    t.load_state(state.subspan(at, t.state_size()));
+    at += t.state_size();
   };
   for (std::size_t e = 0; e < trackers_.size(); ++e) {
     take(trackers_[e]);
@@ -316,7 +328,7 @@ void OnlineEstimator::load_state(std::span<const double> state) {
 
 const NoiseScale* OnlineEstimator::headline() const {
   if (report_.estimators.empty()) return nullptr;
-  return &report_.estimators.front().smoothed;
+  return &report_.estimators.front().now;
 }
 
 }  // namespace lbt::noise

@@ -30,8 +30,10 @@ struct OnlineOptions {
   // must make up for it).
   bool all_micro_batches = true;
   double ema = NoiseScaleTracker::kDefaultBeta;
+  std::int64_t window_steps = 100;  // the "now" estimate: measurements of the last N steps
   bool per_segment = false;      // also report B_simple per parameter tensor
   std::string estimator_name() const;
+  std::size_t window() const;  // measurements in the "now" window: window_steps / every
 };
 
 // Reads and validates the `noise.*` keys.
@@ -42,7 +44,8 @@ struct EstimatorReport {
   std::string name;                  // "two_batch" | "per_example"
   double b_small = 0.0, B_big = 0.0;  // batch sizes (per_example: b_small = 1)
   NoiseEstimate step;                 // this step's unbiased estimates
-  NoiseScale smoothed;                // EMAs, B_simple and its interval
+  NoiseScale now;                     // B_simple over the last noise.window_steps steps
+  NoiseScale smoothed;                // EMAs (averaged over training), B_simple, interval
   std::vector<NoiseScale> segments;   // per segment when per_segment is on
 };
 
@@ -88,7 +91,7 @@ class OnlineEstimator {
   std::vector<double> save_state() const;
   void load_state(std::span<const double> state);
 
-  // The headline B_simple (two_batch if available, else per_example); NaN before any.
+  // The headline B_simple "now" (two_batch if available, else per_example); NaN before any.
   const NoiseScale* headline() const;
 
  private:

@@ -1,5 +1,6 @@
 #!/usr/bin/python3
-"""Plot B_simple (with its 95% interval) over training from a run directory's noise.jsonl.
+"""Plot B_simple over training from a run directory's noise.jsonl: "now" (the window's trend at
+each step, with its 95% interval) and "averaged" (the EMA, dashed), per estimator.
 
 Usage: /usr/bin/python3 notebooks/lbt_plot_noise.py RUN_DIR [OUT.png]
 Reads only noise.jsonl (keeping the last line per step and estimator, as runs may be restarted)
@@ -42,14 +43,20 @@ def main():
         if not rows:
             continue
         steps = [r["step"] for r in rows]
-        ax.plot(steps, [r["b_simple"] for r in rows], color=color, label=f"B_simple ({name})")
-        # the delta-method interval can reach below 0 when |G|^2 is barely resolved; a log axis
-        # cannot show that, so the band is clipped at B_simple / 100
+        window = rows[-1].get("window_steps")
+        ax.plot(steps, [r["b_simple"] for r in rows], color=color,
+                label=f"B_simple now ({name}, window {window} steps)")
+        # Fieller intervals: lower end >= 0, upper end null (unbounded) while |G|^2 is not
+        # resolved; a log axis shows the lower end from B_simple / 100 up
         band = [(r["step"], max(r["b_simple_ci95"][0], r["b_simple"] / 100), r["b_simple_ci95"][1])
                 for r in rows if finite(r["b_simple_ci95"][0]) and finite(r["b_simple_ci95"][1])]
         if band:
             s, lo, hi = zip(*band)
             ax.fill_between(s, lo, hi, color=color, alpha=0.2, label=f"95% interval ({name})")
+        ema = [(r["step"], r["b_simple_ema"]) for r in data.get(name, []) if finite(r.get("b_simple_ema"))]
+        if ema:
+            s, v = zip(*ema)
+            ax.plot(s, v, color=color, linestyle="--", label=f"B_simple averaged ({name}, EMA)")
     hess = data.get("hessian", [])
     if hess:
         ax.plot([r["step"] for r in hess], [r["b_noise"] for r in hess], "k^", label="B_noise (Hessian)")

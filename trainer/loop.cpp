@@ -148,7 +148,7 @@ TrainOutcome train(TrainContext& ctx) {
       noise.discard_step();
     } else if (const auto* report =
                    noise.after_allreduce(step, store.grads(), grad_norm, noise_sums)) {
-      log_noise(*report, ctx.run_dir);
+      log_noise(*report, ctx.noise.window_steps, ctx.run_dir);
       if (const auto* h = noise.headline())
         progress.set_noise_scale(h->b_simple, h->ci_low, h->ci_high);
     }

@@ -24,20 +24,31 @@ std::span<const noise::LinearTap> linear_taps(const nn::Model& model, const floa
   return taps;
 }
 
-nlohmann::json noise_json(const noise::NoiseReport& report, const noise::EstimatorReport& e) {
-  const noise::NoiseScale& s = e.smoothed;
+nlohmann::json noise_json(const noise::NoiseReport& report, const noise::EstimatorReport& e,
+                          std::int64_t window_steps) {
+  // "now": the window's means; "ema": averaged over training. A value not resolved (|G|^2
+  // within noise of 0, or fewer than 2 measurements) is null, an unbounded end too.
+  const noise::NoiseScale& now = e.now;
+  const noise::NoiseScale& ema = e.smoothed;
   nlohmann::json j = {{"step", report.step},
                       {"estimator", e.name},
                       {"b_small", e.b_small},
                       {"B_big", e.B_big},
-                      {"G_sq", number(s.G_sq)},
-                      {"trace_sigma", number(s.trace_sigma)},
+                      {"window_steps", window_steps},
+                      {"b_simple", number(now.b_simple)},
+                      {"b_simple_ci95", {number(now.ci_low), number(now.ci_high)}},
+                      {"resolved", now.resolved},
+                      {"G_sq", number(now.G_sq)},
+                      {"trace_sigma", number(now.trace_sigma)},
+                      {"window_samples", now.samples},
+                      {"b_simple_ema", number(ema.b_simple)},
+                      {"b_simple_ema_ci95", {number(ema.ci_low), number(ema.ci_high)}},
+                      {"G_sq_ema", number(ema.G_sq)},
+                      {"trace_sigma_ema", number(ema.trace_sigma)},
+                      {"n_eff_ema", ema.effective_samples},
                       {"G_sq_step", number(e.step.G_sq)},
                       {"trace_sigma_step", number(e.step.trace_sigma)},
-                      {"b_simple", number(s.b_simple)},
-                      {"b_simple_ci95", {number(s.ci_low), number(s.ci_high)}},
-                      {"n_eff", s.effective_samples},
-                      {"samples", s.samples}};
+                      {"samples", ema.samples}};
   if (!e.segments.empty()) {
     nlohmann::json segs = nlohmann::json::object();
     for (std::size_t i = 0; i < e.segments.size(); ++i) {
@@ -58,10 +69,10 @@ void log_noise_note(const noise::OnlineEstimator& estimator, RunDirectory* run_d
   if (run_dir) run_dir->append_noise({{"note", estimator.note()}});
 }
 
-void log_noise(const noise::NoiseReport& report, RunDirectory* run_dir) {
+void log_noise(const noise::NoiseReport& report, std::int64_t window_steps, RunDirectory* run_dir) {
   if (!run_dir) return;
   for (const auto& e : report.estimators) {
-    if (e.smoothed.samples > 0) run_dir->append_noise(noise_json(report, e));
+    if (e.smoothed.samples > 0) run_dir->append_noise(noise_json(report, e, window_steps));
   }
 }
 

@@ -20,12 +20,13 @@ std::span<const noise::LinearTap> linear_taps(const nn::Model& model, const floa
 //   {"step", "estimator", "b_small", "B_big", "G_sq", "trace_sigma", "G_sq_step",
 //    "trace_sigma_step", "b_simple", "b_simple_ci95": [low, high], "n_eff", "samples",
 //    "segments": {name: {"b_simple", "ci95"}} (when noise.per_segment)}
-nlohmann::json noise_json(const noise::NoiseReport& report, const noise::EstimatorReport& e);
+nlohmann::json noise_json(const noise::NoiseReport& report, const noise::EstimatorReport& e,
+                          std::int64_t window_steps);
 
 // Says once (stderr on rank 0 and a {"note": ...} line in noise.jsonl) what cannot be measured.
 void log_noise_note(const noise::OnlineEstimator& estimator, RunDirectory* run_dir, bool rank0);
 
 // Appends the report's lines to noise.jsonl (when run_dir is set).
-void log_noise(const noise::NoiseReport& report, RunDirectory* run_dir);
+void log_noise(const noise::NoiseReport& report, std::int64_t window_steps, RunDirectory* run_dir);
 
 }  // namespace lbt::trainer

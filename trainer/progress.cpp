@@ -20,9 +20,12 @@ void Progress::update(std::int64_t step, double loss, double val_accuracy, doubl
   const double eta = step > 0 ? elapsed / step * (total_ - step) : 0.0;
   char val[32] = "  -   ";
   if (val_accuracy >= 0) std::snprintf(val, sizeof val, "%.4f", val_accuracy);
-  char noise[64] = "";
+  char noise[80] = "";
   if (b_simple_ >= 0) {
-    std::snprintf(noise, sizeof noise, " | B_simple %.3g [%.3g, %.3g]", b_simple_, b_low_, b_high_);
+    std::snprintf(noise, sizeof noise, " | B_simple now %.3g [%.3g, %.3g]", b_simple_, b_low_,
+                  b_high_);
+  } else if (noise_seen_) {
+    std::snprintf(noise, sizeof noise, " | B_simple now: not resolved");
   }
   std::fprintf(stderr, "\rstep %lld/%lld | loss %.4f | val_acc %s%s | %.0f samples/s | ETA %d:%02d   ",
                static_cast<long long>(step), static_cast<long long>(total_), loss, val, noise,
@@ -32,7 +35,9 @@ void Progress::update(std::int64_t step, double loss, double val_accuracy, doubl
 }
 
 void Progress::set_noise_scale(double b_simple, double low, double high) {
-  b_simple_ = std::isfinite(b_simple) ? b_simple : -1.0;
+  noise_seen_ = true;
+  // Shown only when bounded: an unresolved |G|^2 says so instead of printing inf or nan.
+  b_simple_ = std::isfinite(b_simple) && std::isfinite(high) ? b_simple : -1.0;
   b_low_ = low;
   b_high_ = high;
 }

@@ -22,6 +22,7 @@ class Progress {
   std::chrono::steady_clock::time_point start_;
   bool printed_ = false;
   double b_simple_ = -1.0, b_low_ = 0.0, b_high_ = 0.0;
+  bool noise_seen_ = false;  // a noise report arrived (so "not resolved" can be said)
 };
 
 }  // namespace lbt::trainer

@@ -26,6 +26,16 @@ RunConfig resolve_run_config(Config& config, int world_size) {
   run.optimizer = optim::read_optimizer_options(config);
   run.schedule = read_schedule_options(config);
   run.noise = noise::read_online_options(config);
+  // noise.small_batches chooses among micro-batches; on several ranks or without accumulation
+  // there are none to choose from, so "first" would be ignored: refused instead.
+  if (run.noise.enabled && !run.noise.all_micro_batches &&
+      (world_size > 1 || run.train.accum_steps < 2)) {
+    config.fail("noise.small_batches", "\"all\" here (\"first\" picks among micro-batches of "
+                                       "one process with train.accum_steps >= 2)",
+                "\"first\" with " + std::to_string(world_size) + " rank(s) and accum_steps " +
+                    std::to_string(run.train.accum_steps),
+                "remove noise.small_batches, or set train.accum_steps >= 2 on one process");
+  }
   return run;
 }
 

@@ -2,6 +2,8 @@
 // communicator) and read noise.jsonl back; closed forms for synthetic linear regression.
 #pragma once
 #include <filesystem>
+#include <iomanip>
+#include <sstream>
 #include <fstream>
 #include <iostream>
 #include <map>
@@ -36,8 +38,10 @@ inline std::map<std::string, std::vector<nlohmann::json>> read_noise(const std::
 }
 
 // Trains `toml` on `comm` (rank 0 writes `dir`) exactly as run_training does, minus the CLI.
-inline void train_config(const std::string& toml, comm::Communicator& comm,
-                         const std::filesystem::path& dir) {
+// Returns the final parameters, one vector per segment (weight, then bias).
+inline std::vector<std::vector<float>> train_config(const std::string& toml,
+                                                    comm::Communicator& comm,
+                                                    const std::filesystem::path& dir) {
   Config config = Config::from_string(toml);
   if (!config.has("noise.enabled")) config.set("noise.enabled=true");
   config.validate(trainer::run_schema());
@@ -57,6 +61,35 @@ inline void train_config(const std::string& toml, comm::Communicator& comm,
   trainer::TrainContext ctx{cfg, *model, *optimizer, schedule, comm, splits, sampler,
                             cfg.steps, run_dir.get(), false, noise_options};
   trainer::train(ctx);
+  std::vector<std::vector<float>> params;
+  const auto flat = model->store().params();
+  for (const Segment& seg : model->store().segments()) {
+    params.emplace_back(flat.begin() + seg.offset, flat.begin() + seg.offset + seg.size);
+  }
+  return params;
+}
+
+// The exact B_simple of the finite dataset for `linear:d-1` at weights w and bias c, with the
+// loss r^2 / 2, r = x.w + c - y: per-example gradients g_n = (x_n, 1) r_n, so
+// tr(Sigma) = mean |g_n|^2 - |G|^2 = mean (|x_n|^2 + 1) r_n^2 - |G|^2.
+inline double dataset_b_simple_at(const data::Dataset& d, const std::vector<float>& w, double c) {
+  std::vector<double> G(static_cast<std::size_t>(d.dim + 1), 0.0);
+  double mean_sq = 0.0;
+  for (std::int64_t n = 0; n < d.n; ++n) {
+    double r = c - d.targets[n], x_sq = 0.0;
+    for (std::int64_t j = 0; j < d.dim; ++j) r += double(d.x[n * d.dim + j]) * w[j];
+    for (std::int64_t j = 0; j < d.dim; ++j) {
+      const double x = d.x[n * d.dim + j];
+      G[j] += x * r;
+      x_sq += x * x;
+    }
+    G[d.dim] += r;
+    mean_sq += (x_sq + 1.0) * r * r;
+  }
+  double G_sq = 0.0;
+  for (double& g : G) G_sq += (g / d.n) * (g / d.n);
+  mean_sq /= d.n;
+  return (mean_sq - G_sq) / G_sq;
 }
 
 // Synthetic regression with the `linear:d-1` model (weights and bias) at w = 0, c = 0.
@@ -95,15 +128,22 @@ inline double dataset_b_simple_at_zero(const data::Dataset& d) {
 }
 
 inline std::string synthetic_toml(int seed, std::int64_t global_batch, std::int64_t micro_batch,
-                                  std::int64_t steps, double ema) {
+                                  std::int64_t steps, double ema, double lr = 1e-30,
+                                  std::int64_t every = 1, std::int64_t window_steps = 100) {
   return "[model]\nspec = \"linear:32-1\"\ninit = \"zero\"\n"
          "[data]\ndataset = \"synthetic-regression\"\nvalidation_size = 0\n"
          "synthetic.examples = 65536\nsynthetic.dim = 32\nsynthetic.noise = 2.0\n"
          "[train]\nglobal_batch = " + std::to_string(global_batch) +
          "\nmicro_batch = " + std::to_string(micro_batch) + "\nsteps = " + std::to_string(steps) +
          "\neval_every = 100000\nlog_every = 100000\nthreads = 1\nseed = " + std::to_string(seed) +
-         "\n[optimizer]\nname = \"sgd\"\nlr = 1e-30\nmomentum = 0.0\n"
-         "[noise]\nenabled = true\nevery = 1\nestimator = \"both\"\nema = " + std::to_string(ema) + "\n";
+         "\n[optimizer]\nname = \"sgd\"\nlr = " + [lr] {
+           std::ostringstream text;
+           text << std::setprecision(17) << lr;
+           return text.str();
+         }() + "\nmomentum = 0.0\n"
+         "[noise]\nenabled = true\nevery = " + std::to_string(every) +
+         "\nwindow_steps = " + std::to_string(window_steps) +
+         "\nestimator = \"both\"\nema = " + std::to_string(ema) + "\n";
 }
 
 }  // namespace lbt::test

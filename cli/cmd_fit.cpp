@@ -35,10 +35,14 @@ void add_fit_command(CLI::App& app) {
                                               : r["from"].dump() + " .. " + r["to"].dump();
       std::printf("  %-25s B %s\n", name, range.c_str());
     }
-    if (!fit["noise"].is_null()) {
-      std::printf("  median measured B_simple = %.4g over %d trials (B_crit / B_simple = %.3g)\n",
-                  fit["noise"]["median_b_simple"].get<double>(), fit["noise"]["trials"].get<int>(),
-                  fit["noise"]["b_crit_over_b_simple"].get<double>());
+    if (!fit["B_simple"].is_null()) {
+      const auto& ci = fit["intervals"]["B_simple"];
+      std::printf("  measured B_simple (averaged over training, median of %d best trials) = %.4g%s"
+                  " (B_crit / B_simple = %.3g)\n",
+                  fit["B_simple_trials"].get<int>(), fit["B_simple"].get<double>(),
+                  ci.is_null() ? "" : (" [" + std::to_string(ci[0].get<double>()) + ", " +
+                                       std::to_string(ci[1].get<double>()) + "]").c_str(),
+                  fit["b_crit_over_b_simple"].get<double>());
     }
     if (!a->no_plots) {
       const std::string warning = experiments::make_sweep_plots(a->dir);

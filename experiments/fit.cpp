@@ -5,9 +5,11 @@
 #include <cmath>
 #include <fstream>
 #include <map>
+#include <random>
 
 #include "core/error.hpp"
 #include "core/io.hpp"
+#include "core/rng.hpp"
 #include "experiments/sweep_results.hpp"
 
 namespace lbt::experiments {
@@ -54,35 +56,17 @@ std::vector<ScalingPoint> read_best_points(const fs::path& best_csv) {
   return pts;
 }
 
-std::pair<double, int> median_b_simple(const fs::path& sweep_dir) {
-  std::vector<double> per_trial;
-  const fs::path trials = sweep_dir / "trials";
-  if (!fs::exists(trials)) return {std::nan(""), 0};
-  for (const auto& entry : fs::directory_iterator(trials)) {
-    const fs::path file = entry.path() / "noise.jsonl";
-    if (!fs::exists(file)) continue;
-    std::map<std::int64_t, double> by_step;  // a restarted run re-logs steps: keep the last
-    std::ifstream in(file);
-    std::string line;
-    std::int64_t order = 0;
-    while (std::getline(in, line)) {
-      try {
-        auto j = nlohmann::json::parse(line);
-        if (!j.contains("b_simple") || !j["b_simple"].is_number()) continue;
-        const double b = j["b_simple"].get<double>();
-        if (!std::isfinite(b) || b <= 0) continue;
-        by_step[j.contains("step") ? j["step"].get<std::int64_t>() : order++] = b;
-      } catch (const std::exception&) {
-        continue;
-      }
+std::vector<double> best_trials_b_simple(const fs::path& best_csv, const char* column) {
+  std::vector<double> values;
+  if (!fs::exists(best_csv)) return values;
+  const CsvTable best = read_csv(best_csv);
+  const int c = best.column(column), cs = best.column("status");
+  for (const auto& row : best.rows) {
+    if (c >= 0 && cs >= 0 && row[cs] == "reached_target" && !row[c].empty()) {
+      values.push_back(std::stod(row[c]));
     }
-    if (by_step.empty()) continue;
-    std::vector<double> v;
-    for (const auto& [step, b] : by_step) v.push_back(b);
-    per_trial.push_back(median(v));
   }
-  if (per_trial.empty()) return {std::nan(""), 0};
-  return {median(per_trial), static_cast<int>(per_trial.size())};
+  return values;
 }
 
 nlohmann::json fit_sweep(const fs::path& sweep_dir, const FitOptions& options) {
@@ -124,14 +108,14 @@ nlohmann::json fit_sweep(const fs::path& sweep_dir, const FitOptions& options) {
   regimes["maximal_data_parallelism"]["model_min_batch"] = parallel_min;
 
   nlohmann::json fit = {
-      {"model", "S = S_min * (1 + B_noise / B);  E = S * B;  B_crit = E_min / S_min"},
+      {"model", "S = S_min * (1 + B_crit / B);  E = S * B;  B_crit = E_min / S_min"},
       {"method", "least squares in log S (Gauss-Newton from the 1/S^2-weighted line S = a + b/B); "
                  "percentile bootstrap over batch sizes"},
-      {"S_min", f.S_min}, {"B_noise", f.B_noise}, {"E_min", f.E_min}, {"B_crit", f.B_crit},
+      {"S_min", f.S_min}, {"E_min", f.E_min}, {"B_crit", f.B_crit},
       {"rms_log_residual", f.rms_log_residual},
       {"intervals", {{"level", options.level}, {"resamples", ci.resamples},
-                     {"S_min", interval(ci.S_min)}, {"B_noise", interval(ci.B_noise)},
-                     {"E_min", interval(ci.E_min)}, {"B_crit", interval(ci.B_crit)}}},
+                     {"S_min", interval(ci.S_min)}, {"E_min", interval(ci.E_min)},
+                     {"B_crit", interval(ci.B_crit)}}},
       {"points", points},
       {"local_slopes", slopes},
       {"regimes", regimes},
@@ -142,12 +126,30 @@ nlohmann::json fit_sweep(const fs::path& sweep_dir, const FitOptions& options) {
     if (row[best.column("status")] != "reached_target") unreached.push_back(std::stod(row[best.column("batch_size")]));
   }
   fit["batch_sizes_unreached"] = unreached;
-  const auto [b_simple, runs] = median_b_simple(sweep_dir);
-  if (runs > 0) {
-    fit["noise"] = {{"median_b_simple", b_simple}, {"trials", runs},
-                    {"b_crit_over_b_simple", f.B_crit / b_simple}};
-  } else {
-    fit["noise"] = nullptr;
+  // The measured noise scale of the best trials beside the fitted B_crit (McCandlish et al.
+  // predict B_crit ~ B_noise, with B_simple its proxy): the median of their averaged B_simple,
+  // with a percentile-bootstrap interval over those trials; null where none measured it.
+  const std::vector<double> averaged = best_trials_b_simple(sweep_dir / "best.csv", "b_simple_avg");
+  const std::vector<double> starts = best_trials_b_simple(sweep_dir / "best.csv", "b_simple_start");
+  fit["B_simple"] = nullptr;
+  fit["B_simple_start"] = starts.empty() ? nlohmann::json() : nlohmann::json(median(starts));
+  fit["B_simple_trials"] = averaged.size();
+  fit["intervals"]["B_simple"] = nullptr;
+  if (!averaged.empty()) {
+    const double b_simple = median(averaged);
+    fit["B_simple"] = b_simple;
+    fit["b_crit_over_b_simple"] = f.B_crit / b_simple;
+    if (averaged.size() >= 2) {
+      auto rng = make_rng(options.seed, RngStream::kSweep, 0xB51);
+      std::uniform_int_distribution<std::size_t> pick(0, averaged.size() - 1);
+      std::vector<double> medians, sample(averaged.size());
+      for (int r = 0; r < options.resamples; ++r) {
+        for (auto& v : sample) v = averaged[pick(rng)];
+        medians.push_back(median(sample));
+      }
+      fit["intervals"]["B_simple"] = interval({quantile(medians, (1 - options.level) / 2),
+                                               quantile(medians, (1 + options.level) / 2)});
+    }
   }
   io::atomic_write(sweep_dir / "fit.json", fit.dump(2) + "\n");
   return fit;

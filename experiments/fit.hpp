@@ -26,10 +26,9 @@ struct FitOptions {
 // Batch sizes whose best trial reached the target, from best.csv (status reached_target).
 std::vector<ScalingPoint> read_best_points(const std::filesystem::path& best_csv);
 
-// The median b_simple over the trials' noise.jsonl files (per trial: the median of its
-// records, deduplicated keeping the last record per step; then the median over trials).
-// Returns {median, number of trials with records}; {NaN, 0} when none.
-std::pair<double, int> median_b_simple(const std::filesystem::path& sweep_dir);
+// The measured B_simple of the best trials that reached the target, from best.csv's `column`
+// (b_simple_avg, b_simple_start or b_simple_at_target); trials that measured none are left out.
+std::vector<double> best_trials_b_simple(const std::filesystem::path& best_csv, const char* column);
 
 // Fits, writes fit.json and returns it. Throws lbt::Error (with a hint) when fewer than 3
 // batch sizes reached the target.

@@ -220,10 +220,10 @@ nlohmann::json plan_at_scale(const ScalePlanOptions& o) {
       {"train_steps", budget},
   };
   // The trials' measured noise scale, beside B_crit (lbt fit writes it when noise.jsonl exist).
-  const auto noise = median_b_simple(dir);
-  if (noise.second > 0) {
-    plan["measured_b_simple"] = {{"median", noise.first}, {"trials", noise.second},
-                                 {"b_crit_over_b_simple", fit.B_crit / noise.first}};
+  if (auto measured = best_trials_b_simple(dir / "best.csv", "b_simple_avg"); !measured.empty()) {
+    const double m = quantile(measured, 0.5);
+    plan["measured_b_simple"] = {{"median", m}, {"trials", measured.size()},
+                                 {"b_crit_over_b_simple", fit.B_crit / m}};
   }
   if (o.max_steps > 0 && steps_hi > static_cast<double>(o.max_steps)) {
     plan["warning"] = "the interval's upper end (" + num(steps_hi) + " steps) exceeds --max-steps";
@@ -265,7 +265,8 @@ std::string format_scale_plan(const nlohmann::json& p) {
      << p["train_steps"].get<std::int64_t>() << " steps\n";
   if (p.contains("measured_b_simple")) {
     const auto& n = p["measured_b_simple"];
-    ss << "  measured B_simple (median over " << n["trials"].get<int>() << " trials): "
+    ss << "  measured B_simple (averaged over training, median over " << n["trials"].get<int>()
+       << " best trials): "
        << num(n["median"].get<double>()) << ", B_crit / B_simple = "
        << num(n["b_crit_over_b_simple"].get<double>()) << "\n";
   }

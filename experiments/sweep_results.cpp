@@ -32,6 +32,7 @@ std::string num(double v) {
 }
 
 std::string opt_int(std::int64_t v) { return v >= 0 ? std::to_string(v) : ""; }
+std::string opt_num(double v) { return std::isfinite(v) ? num(v) : ""; }  // empty: not measured
 
 std::string trial_columns(const TrialResult& r, const fs::path& sweep_dir) {
   const Trial& t = r.trial;
@@ -40,12 +41,13 @@ std::string trial_columns(const TrialResult& r, const fs::path& sweep_dir) {
          momentum + "," + r.status + "," + opt_int(r.steps_to_target) + "," +
          opt_int(r.examples_to_target) + "," + std::to_string(r.steps) + "," +
          num(r.wall_time_s) + "," + num(r.best_val_accuracy) + "," + num(r.best_val_loss) + "," +
-         csv_field((fs::path("trials") / t.name).string());
+         csv_field((fs::path("trials") / t.name).string()) + "," + opt_num(r.noise.start) + "," +
+         opt_num(r.noise.at_target) + "," + opt_num(r.noise.averaged);
 }
 
 const char* kTrialHeader =
     "trial,batch_size,lr,momentum,status,steps_to_target,examples_to_target,steps,wall_time_s,"
-    "best_val_accuracy,best_val_loss,run_dir";
+    "best_val_accuracy,best_val_loss,run_dir,b_simple_start,b_simple_at_target,b_simple_avg";
 
 }  // namespace
 
@@ -88,6 +90,7 @@ TrialResult read_trial_result(const Trial& trial, const fs::path& run_dir) {
                                                   trainer::parse_target(s.value("target", std::string())));
     if (r.steps_to_target >= 0) r.examples_to_target = r.steps_to_target * trial.batch_size;
   }
+  if (is_final_status(r.status)) r.noise = read_trial_noise(run_dir, r.steps_to_target);
   return r;
 }
 
@@ -154,7 +157,7 @@ void write_best_csv(const fs::path& path, const std::vector<TrialResult>& result
     } else {
       out += ',';
       out += std::to_string(row.batch_size);
-      out += ",,,unreached,,,,,,,";
+      out += ",,,unreached,,,,,,,,,,";
     }
     out += ',';
     out += std::to_string(row.trials);

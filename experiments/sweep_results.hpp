@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "experiments/sweep_plan.hpp"
+#include "experiments/trial_noise.hpp"
 #include "trainer/train_config.hpp"
 
 namespace lbt::experiments {
@@ -23,6 +24,7 @@ struct TrialResult {
   std::int64_t steps_to_target = -1, examples_to_target = -1;
   double wall_time_s = 0.0, best_val_accuracy = 0.0, best_val_loss = 0.0;
   std::string message;  // failed: the error; diverged: the reason
+  TrialNoise noise;     // B_simple at start, at target, averaged (NaN: none measured)
 };
 
 // Reads `run_dir/summary.json` (missing: "pending"; unreadable: "running", i.e. unfinished).

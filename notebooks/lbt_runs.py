@@ -130,9 +130,10 @@ def load_sweep(path: str | os.PathLike) -> Sweep:
 
 
 def fitted_steps(fit: dict, batch_sizes) -> np.ndarray:
-    """S(B) = S_min (1 + B_noise / B) with the fitted parameters."""
+    """S(B) = S_min (1 + B_crit / B) with the fitted parameters (the fit's B_noise is B_crit;
+    fit.json written before it stopped repeating it under that name may hold only B_noise)."""
     b = np.asarray(batch_sizes, dtype=float)
-    return fit["S_min"] * (1.0 + fit["B_noise"] / b)
+    return fit["S_min"] * (1.0 + fit.get("B_crit", fit.get("B_noise")) / b)
 
 
 def noise_b_simple(sweep: Sweep) -> pd.DataFrame:

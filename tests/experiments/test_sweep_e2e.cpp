@@ -9,6 +9,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <filesystem>
@@ -19,6 +20,7 @@
 #include <thread>
 
 #include "experiments/sweep_results.hpp"
+#include "trainer/data/synthetic.hpp"
 #include "support/cli_runner.hpp"
 
 namespace fs = std::filesystem;
@@ -230,4 +232,37 @@ BOOST_AUTO_TEST_CASE(slurm_launcher_writes_an_array_script_whose_task_runs_one_t
   for (const auto& row : t.rows) final_count += lbt::experiments::is_final_status(row[t.column("status")]);
   BOOST_TEST(final_count == 1);
   BOOST_TEST(lbt::experiments::is_final_status(status_of(dir / "trials" / "128_1")));
+}
+
+BOOST_AUTO_TEST_CASE(a_sweep_measures_the_noise_scale_per_trial_and_the_fit_reports_it) {
+  // noise.enabled is accepted by lbt sweep like any training key; every trial then records
+  // B_simple at its start, at the target step and averaged (empty cells where never resolved),
+  // and fit.json the median of the best trials' averages with an interval that stays positive.
+  const fs::path cfg = write_config("noisy.toml", "val_loss<=0.14", 600);
+  const fs::path dir = scratch() / "noisy";
+  Result r = run_lbt("sweep --config " + cfg.string() + " --jobs 2 --no-plots --out " +
+                     dir.string() +
+                     " --set noise.enabled=true --set noise.every=1 --set noise.window_steps=6");
+  BOOST_TEST_INFO("stderr: " << r.err);
+  BOOST_REQUIRE_EQUAL(r.code, 0);
+  const auto sweep = read_csv(dir / "sweep.csv");
+  const int c_start = sweep.column("b_simple_start"), c_avg = sweep.column("b_simple_avg");
+  BOOST_REQUIRE(c_start >= 0 && c_avg >= 0 && sweep.column("b_simple_at_target") >= 0);
+  int measured = 0;
+  for (const auto& row : sweep.rows) {
+    if (row[c_avg].empty()) continue;
+    ++measured;
+    BOOST_TEST(std::stod(row[c_start]) > 0.0);
+    BOOST_TEST(std::stod(row[c_avg]) > 0.0);
+  }
+  BOOST_TEST_MESSAGE(measured << " of " << sweep.rows.size() << " trials resolved B_simple");
+  BOOST_TEST(measured >= 2);
+  const auto fit = nlohmann::json::parse(slurp(dir / "fit.json"));
+  BOOST_TEST(!fit.contains("B_noise"));  // the fitted parameter is B_crit, said once
+  BOOST_REQUIRE(fit["B_simple"].is_number());
+  BOOST_REQUIRE(fit["intervals"]["B_simple"].is_array());
+  const double b = fit["B_simple"], lo = fit["intervals"]["B_simple"][0], hi = fit["intervals"]["B_simple"][1];
+  BOOST_TEST(0.0 <= lo);
+  BOOST_TEST(lo <= b);
+  BOOST_TEST(b <= hi);
 }

@@ -1,0 +1,24 @@
+// A trial's gradient noise scale from its noise.jsonl, as McCandlish et al. 2018 (Table 1)
+// report it: at the start of training, at the step the target was reached, and averaged over
+// training. Values are the "now" B_simple of each record (noise/gradient_noise.hpp); records
+// where it is not resolved are skipped, and a quantity with no resolved record is NaN.
+#pragma once
+#include <cstdint>
+#include <filesystem>
+#include <limits>
+
+namespace lbt::experiments {
+
+struct TrialNoise {
+  static constexpr double kNone = std::numeric_limits<double>::quiet_NaN();
+  double start = kNone;      // the earliest resolved value
+  double at_target = kNone;  // the last resolved value at or before the target step
+  double averaged = kNone;   // the median over the trial's resolved values
+  int records = 0;           // resolved records read
+};
+
+// Reads run_dir/noise.jsonl (the two_batch estimator when present, else per_example; the last
+// record per step wins). `steps_to_target` < 0: at_target is NaN.
+TrialNoise read_trial_noise(const std::filesystem::path& run_dir, std::int64_t steps_to_target);
+
+}  // namespace lbt::experiments

@@ -7,6 +7,7 @@
 
 #include "cli/commands.hpp"
 #include "core/config.hpp"
+#include "core/error.hpp"
 #include "experiments/sweep.hpp"
 #include "experiments/sweep_plan.hpp"
 
@@ -18,7 +19,7 @@ struct SweepArgs {
   std::vector<std::int64_t> batch_sizes;
   std::vector<std::string> sets;
   int lr_trials = 0, jobs = 1, trial_index = -1;
-  bool submit = false, retry_failed = false, collect = false, no_plots = false, quiet = false;
+  bool submit = false, retry_failed = false, extend = false, collect = false, no_plots = false, quiet = false;
   bool check = false;
 };
 }  // namespace
@@ -46,6 +47,9 @@ void add_sweep_command(CLI::App& app) {
   cmd->add_flag("--submit", a->submit, "slurm: sbatch the written script");
   cmd->add_option("--trial-index", a->trial_index, "run only trial I of the plan (a SLURM array task)");
   cmd->add_flag("--retry-failed", a->retry_failed, "rerun trials whose status is failed");
+  cmd->add_flag("--extend", a->extend,
+                "rerun of a sweep directory: add the trials of new batch sizes (a rerun whose "
+                "settings changed otherwise is refused, naming what differs)");
   cmd->add_flag("--collect", a->collect, "run nothing: rebuild the CSVs, fit.json and plots");
   cmd->add_flag("--no-plots", a->no_plots, "skip notebooks/lbt_sweep_plots.py");
   cmd->add_flag("--quiet,-q", a->quiet, "no progress lines");
@@ -65,6 +69,7 @@ void add_sweep_command(CLI::App& app) {
     o.submit = a->submit;
     o.trial_index = a->trial_index;
     o.retry_failed = a->retry_failed;
+    o.extend = a->extend;
     o.collect_only = a->collect;
     o.plots = !a->no_plots;
     o.progress = !a->quiet;
@@ -80,6 +85,16 @@ void add_sweep_command(CLI::App& app) {
                 r.trials, r.ran, r.skipped, r.reached, r.failed);
     if (!r.fit_note.empty()) std::printf("fit: %s\n", r.fit_note.c_str());
     std::printf("sweep directory: %s\n", r.dir.c_str());
+    if (!r.failed_trials.empty()) {
+      // Diverged and unreached trials are outcomes; a crashed trial is not, and a script that
+      // checks the exit code must not take the sweep for complete.
+      std::string list;
+      for (const auto& f : r.failed_trials) list += "\n  " + f;
+      throw PartialFailure(std::to_string(r.failed_trials.size()) + " of " +
+                               std::to_string(r.trials) + " trials failed (crashed):" + list,
+                           "see each trial's train.log; fix the cause and rerun with "
+                           "--retry-failed (finished trials are kept)");
+    }
   });
 }
 

@@ -1,4 +1,5 @@
 // `lbt train --config FILE [--set key=value ...] [--out DIR]`
+#include <cmath>
 #include <cstdio>
 #include <memory>
 #include <string>
@@ -9,6 +10,7 @@
 #include "core/error.hpp"
 #include "experiments/lbt_schema.hpp"
 #include "experiments/train_run.hpp"
+#include "trainer/interrupt.hpp"
 #include "trainer/run_config.hpp"
 #include "trainer/comm/communicator.hpp"
 
@@ -71,14 +73,31 @@ void add_train_command(CLI::App& app) {
       std::printf("%s", config.resolved_toml().c_str());
       return;
     }
+    trainer::install_interrupt_handlers();
     auto result = experiments::run_training(config, options);
     const auto& o = result.outcome;
+    if (o.status == "interrupted") {
+      // Every rank stopped after the same step; each ends with 130 or 143, rank 0 explains.
+      throw Interrupted(o.interrupt_signal,
+                        std::string("interrupted by ") + trainer::signal_name(o.interrupt_signal) +
+                            " after step " + std::to_string(o.steps) +
+                            "; its checkpoint and summary.json (status interrupted) are in " +
+                            result.run_dir.string(),
+                        "continue it bit for bit with: lbt train --resume " + result.run_dir.string());
+    }
     // Only rank 0 reports (the others' run_dir is not written).
     if (const auto* comm = comm::active_communicator(); comm && comm->rank() != 0) return;
-    std::printf("status: %s  steps: %lld  best val_accuracy: %.4f  final val_loss: %.4f  "
+    // "-": never measured (no evaluation ran).
+    auto metric = [](double v) {
+      char buf[32];
+      std::snprintf(buf, sizeof buf, "%.4f", v);
+      return std::isnan(v) ? std::string("-") : std::string(buf);
+    };
+    std::printf("status: %s  steps: %lld  best val_accuracy: %s  final val_loss: %s  "
                 "wall: %.1fs  (%.0f samples/s)\n",
-                o.status.c_str(), static_cast<long long>(o.steps), o.best_val_accuracy,
-                o.final_val_loss, o.wall_time_s, o.samples_per_s);
+                o.status.c_str(), static_cast<long long>(o.steps),
+                metric(o.best_val_accuracy).c_str(), metric(o.final_val_loss).c_str(),
+                o.wall_time_s, o.samples_per_s);
     if (o.steps_to_target >= 0) {
       std::printf("target reached at step %lld (%lld examples)\n",
                   static_cast<long long>(o.steps_to_target),

@@ -2,11 +2,14 @@
 // catches lbt::Error: prints "error: ..." and "hint: ...", exits non-zero. Under MPI with more
 // than one rank it names the rank and aborts the whole job, so no other rank waits forever in
 // a collective for the one that failed.
+#include <chrono>
+#include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <exception>
 #include <iostream>
 #include <string>
+#include <thread>
 
 #include "cli/commands.hpp"
 #include "core/error.hpp"
@@ -46,6 +49,20 @@ int main(int argc, char** argv) {
       "lbt: large-batch training research toolkit.\n"
       "Batch-size sweeps, gradient noise scale, LR schedules and large-batch optimizers."};
   app.set_version_flag("--version", "lbt 0.1.0");
+  app.footer(
+      "Exit codes:\n"
+      "  0    done; for lbt sweep: every trial ended as reached_target, budget_exhausted,\n"
+      "       diverged or completed (diverging is an outcome, not an error)\n"
+      "  1    other error\n"
+      "  2    bad config or option; a directory in use (a sweep directory locked by another\n"
+      "       lbt sweep) or holding something else (--overwrite, --resume)\n"
+      "  3    bad or missing data file\n"
+      "  4    device error\n"
+      "  5    communication error (MPI)\n"
+      "  6    lbt sweep ran to its end but some trials failed (crashed); they are listed\n"
+      "  130  interrupted by SIGINT (Ctrl-C), 143 by SIGTERM: lbt train finished its step,\n"
+      "       wrote a checkpoint and summary status \"interrupted\" (--resume continues it);\n"
+      "       a second signal exits at once");
   app.require_subcommand(1);
   app.fallthrough();
   lbt::cli::add_train_command(app);
@@ -59,6 +76,22 @@ int main(int argc, char** argv) {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     return app.exit(e);
+  } catch (const lbt::ReportedByRankZero& e) {
+    // Rank 0 prints the message and aborts the job; wait for that rather than racing it.
+    lbt::comm::Communicator* comm = lbt::comm::active_communicator();
+    if (!comm || comm->size() == 1) return report_failure(e.exit_code(), e.what(), e.hint());
+    std::signal(SIGINT, SIG_DFL);  // mpirun's SIGTERM as it ends the job is no interrupt
+    std::signal(SIGTERM, SIG_DFL);
+    std::this_thread::sleep_for(std::chrono::seconds(10));
+    comm->abort(e.exit_code(), "rank 0 did not end the job");
+  } catch (const lbt::Interrupted& e) {
+    // Not a failure of one rank: every rank stopped after the same step and saved it, so no
+    // abort; rank 0 speaks for all.
+    const lbt::comm::Communicator* comm = lbt::comm::active_communicator();
+    if (!comm || comm->rank() == 0) {
+      std::fprintf(stderr, "%s\nhint: %s\n", e.what(), e.hint().c_str());
+    }
+    return e.exit_code();
   } catch (const lbt::Error& e) {
     return report_failure(e.exit_code(), e.what(), e.hint());
   } catch (const std::exception& e) {

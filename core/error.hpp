@@ -44,4 +44,32 @@ class CommError : public Error {
   int exit_code() const override { return 5; }
 };
 
+// Raised on ranks other than 0 when rank 0 raises the same failure with the full message (e.g.
+// ranks started with different configs): cli/main.cpp prints nothing for it and leaves ending
+// the job to rank 0's abort, so the message appears once.
+class ReportedByRankZero : public Error {
+ public:
+  using Error::Error;
+  int exit_code() const override { return 2; }
+};
+
+// Work that ran to its end with part of it failed (a sweep whose trials crashed): exit 6.
+class PartialFailure : public Error {
+ public:
+  using Error::Error;
+  int exit_code() const override { return 6; }
+};
+
+// Stopped by SIGINT or SIGTERM after saving its state: exit 128 + the signal (130, 143), as
+// a shell reports a process that a signal ended.
+class Interrupted : public Error {
+ public:
+  Interrupted(int signal, std::string what, std::string hint = {})
+      : Error(std::move(what), std::move(hint)), signal_(signal) {}
+  int exit_code() const override { return 128 + signal_; }
+
+ private:
+  int signal_;
+};
+
 }  // namespace lbt

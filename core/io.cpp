@@ -2,6 +2,7 @@
 #include "core/io.hpp"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -96,7 +97,22 @@ void LineAppender::append(std::string_view line) {
   buf.reserve(line.size() + 1);
   buf.append(line);
   buf.push_back('\n');
-  write_all(fd_, buf, path_);
+  // Whole line or nothing: one write(2) of the line; if the disk fills (or a size limit hits)
+  // part-way, the part written is cut off again, so readers never meet a torn line.
+  struct stat st {};
+  const off_t before = ::fstat(fd_, &st) == 0 ? st.st_size : -1;
+  ssize_t n;
+  do {
+    n = ::write(fd_, buf.data(), buf.size());
+  } while (n < 0 && errno == EINTR);
+  if (n == static_cast<ssize_t>(buf.size())) return;
+  const int err = n < 0 ? errno : ENOSPC;  // a short write: the next one would fail
+  if (n > 0 && before >= 0) {
+    [[maybe_unused]] const int rc = ::ftruncate(fd_, before);
+  }
+  throw Error("cannot append to " + path_.string() + ": " + std::strerror(err) +
+                  " (the line was not written)",
+              "check free disk space and permissions");
 }
 
 }  // namespace lbt::io

@@ -14,7 +14,9 @@ void atomic_write(const std::filesystem::path& path, std::string_view contents);
 std::string read_file(const std::filesystem::path& path);
 
 // Appends lines to a file opened once; each append is one write(2) of a whole line, so a
-// killed process leaves at most a missing line, never a torn one in the middle of the file.
+// killed process leaves at most a missing line, never a torn one in the middle of the file. A
+// write cut short (disk full, file size limit) is truncated back and throws: whole lines or
+// nothing. (One writer per file: the run's rank 0.)
 class LineAppender {
  public:
   LineAppender() = default;

@@ -24,21 +24,28 @@ nlohmann::json outcome_json(const trainer::TrainOutcome& o) {
           {"wall_time_s", o.wall_time_s}};
 }
 
+// NaN (trainer::kNotMeasured) is written as null.
+double number(const nlohmann::json& v) {
+  return v.is_number() ? v.get<double>() : trainer::kNotMeasured;
+}
+
 void outcome_from_json(const nlohmann::json& j, trainer::TrainOutcome& o) {
   o.steps = j.at("steps");
   o.steps_to_target = j.at("steps_to_target");
   o.examples_to_target = j.at("examples_to_target");
-  o.best_val_accuracy = j.at("best_val_accuracy");
-  o.best_val_loss = j.at("best_val_loss");
-  o.final_val_accuracy = j.at("final_val_accuracy");
-  o.final_val_loss = j.at("final_val_loss");
-  o.last_loss = j.at("last_loss");
-  o.last_finite_loss = j.at("last_finite_loss");
+  o.best_val_accuracy = number(j.at("best_val_accuracy"));
+  o.best_val_loss = number(j.at("best_val_loss"));
+  o.final_val_accuracy = number(j.at("final_val_accuracy"));
+  o.final_val_loss = number(j.at("final_val_loss"));
+  o.last_loss = number(j.at("last_loss"));
+  o.last_finite_loss = number(j.at("last_finite_loss"));
   o.wall_time_s = j.at("wall_time_s");
 }
 
+}  // namespace
+
 // "section.key" -> value text, from toml++'s printed form ([section] headers, key = value).
-std::map<std::string, std::string> flatten_toml(const std::string& text) {
+std::map<std::string, std::string> flatten_config(const std::string& text) {
   std::map<std::string, std::string> out;
   std::istringstream in(text);
   std::string line, section;
@@ -55,11 +62,10 @@ std::map<std::string, std::string> flatten_toml(const std::string& text) {
   return out;
 }
 
-}  // namespace
-
+// Not train.threads: the thread count changes how GEMMs split their sums, so a resume with
+// other threads would not continue bit for bit.
 bool key_may_change_on_resume(const std::string& key) {
-  return key == "train.threads" || key == "train.log_every" || key == "train.checkpoint_every" ||
-         key == "train.checkpoint_keep";
+  return key == "train.log_every" || key.rfind("train.checkpoint_", 0) == 0;
 }
 
 void save_run_checkpoint(const std::filesystem::path& run_dir, const trainer::LoopState& state,
@@ -75,6 +81,7 @@ void save_run_checkpoint(const std::filesystem::path& run_dir, const trainer::Lo
                            {"global_batch", identity.global_batch},
                            {"micro_batch", identity.micro_batch},
                            {"accum_steps", identity.accum_steps},
+                           {"threads", identity.threads},
                            {"config", identity.resolved_config},
                            {"streams", model.stream_states()}};
   std::vector<trainer::CheckpointSection> sections = {
@@ -114,8 +121,17 @@ bool restore_run_checkpoint(const std::filesystem::path& run_dir, trainer::LoopS
                         "resume with the run's own config (RUN_DIR/config.toml)");
     }
   }
-  const auto saved = flatten_toml(h.at("config").get<std::string>());
-  const auto now = flatten_toml(identity.resolved_config);
+  // train.threads = 0 means "cores / ranks": the same text can mean another count elsewhere.
+  if (h.contains("threads") && h.at("threads").get<int>() != identity.threads) {
+    throw ConfigError(where + " was written with " + std::to_string(h.at("threads").get<int>()) +
+                          " compute threads per rank; this run would use " +
+                          std::to_string(identity.threads) +
+                          " (train.threads), and a resume would not continue bit for bit",
+                      "resume with --set train.threads=" +
+                          std::to_string(h.at("threads").get<int>()));
+  }
+  const auto saved = flatten_config(h.at("config").get<std::string>());
+  const auto now = flatten_config(identity.resolved_config);
   std::string differs;
   for (const auto& [key, value] : now) {
     auto it = saved.find(key);
@@ -126,7 +142,7 @@ bool restore_run_checkpoint(const std::filesystem::path& run_dir, trainer::LoopS
   }
   if (!differs.empty()) {
     throw ConfigError("cannot resume " + run_dir.string() + ": the config changed (" + differs + ")",
-                      "resume with the run's own config; only train.threads, train.log_every and "
+                      "resume with the run's own config; only train.log_every and "
                       "train.checkpoint_* may change");
   }
   ck.copy_to("params", model.store().params());

@@ -2,6 +2,7 @@
 // layout and resolved config) and the checks made before resuming from one.
 #pragma once
 #include <filesystem>
+#include <map>
 #include <string>
 
 #include "optim/optimizer.hpp"
@@ -13,6 +14,7 @@ namespace lbt::experiments {
 struct RunIdentity {
   int world_size = 1;
   std::int64_t global_batch = 0, micro_batch = 0, accum_steps = 0;
+  int threads = 1;              // compute threads per rank in effect (train.threads or its default)
   std::string resolved_config;  // config.toml text
 };
 
@@ -28,6 +30,9 @@ void save_run_checkpoint(const std::filesystem::path& run_dir, const trainer::Lo
 bool restore_run_checkpoint(const std::filesystem::path& run_dir, trainer::LoopState& state,
                             nn::Model& model, optim::Optimizer& optimizer,
                             const RunIdentity& identity);
+
+// "section.key" -> value text of a resolved config.toml (toml++'s printed form).
+std::map<std::string, std::string> flatten_config(const std::string& resolved_toml);
 
 // Keys that may differ on resume: they do not change any computed value.
 bool key_may_change_on_resume(const std::string& key);

@@ -15,10 +15,12 @@
 #include "core/error.hpp"
 #include "core/io.hpp"
 #include "experiments/child_process.hpp"
+#include "experiments/dir_lock.hpp"
 #include "experiments/fit.hpp"
 #include "experiments/sweep_plan.hpp"
 #include "experiments/sweep_results.hpp"
 #include "experiments/lbt_schema.hpp"
+#include "experiments/run_checkpoint.hpp"
 #include "trainer/data/load.hpp"
 #include "trainer/run_config.hpp"
 
@@ -120,9 +122,12 @@ nlohmann::json plan_json(const std::vector<Trial>& plan) {
   return trials;
 }
 
-// A resumed sweep must mean the same trials: a trial name whose LR or budget changed would
-// mix two experiments in one CSV.
-void check_same_plan(const fs::path& manifest, const std::vector<Trial>& plan) {
+// A resumed sweep must mean the same experiment: trials planned under other settings (another
+// target, seed, model, --set, LR or budget) would be mixed into one CSV as if they belonged to
+// this plan. Names every difference; new trials (more batch sizes) only with `extend`.
+void check_same_plan(const fs::path& dir, const nlohmann::json& now, const std::string& base_config,
+                     bool extend) {
+  const fs::path manifest = dir / "sweep.json";
   if (!fs::exists(manifest)) return;
   nlohmann::json old;
   try {
@@ -130,23 +135,59 @@ void check_same_plan(const fs::path& manifest, const std::vector<Trial>& plan) {
   } catch (const std::exception&) {
     return;  // unreadable manifest: rewritten below
   }
-  std::map<std::string, nlohmann::json> by_name;
-  for (const auto& t : old.value("trials", nlohmann::json::array())) by_name[t.value("name", "")] = t;
-  for (const auto& t : plan) {
-    auto it = by_name.find(t.name);
-    if (it == by_name.end()) continue;
-    const auto& o = it->second;
-    const double old_lr = o.value("lr", 0.0);
-    if (std::abs(old_lr - t.lr) > 1e-9 * std::abs(t.lr) || o.value("steps", 0LL) != t.steps ||
-        o.value("eval_every", 0LL) != t.eval_every ||
-        std::abs(o.value("momentum", -1.0) - t.momentum) > 1e-12) {
-      throw ConfigError("sweep directory " + manifest.parent_path().string() + " holds trial " +
-                            t.name + " with another plan (lr " + std::to_string(old_lr) + ", steps " +
-                            std::to_string(o.value("steps", 0LL)) + ") than this one (lr " +
-                            std::to_string(t.lr) + ", steps " + std::to_string(t.steps) + ")",
-                        "resume with the same config and options, or use a new --out");
+  std::vector<std::string> differs;
+  for (const char* key : {"target", "scaling", "reference_batch", "base_lr", "lr_search", "sets"}) {
+    if (old.contains(key) && old[key] != now[key]) {
+      differs.push_back(std::string(key == std::string("sets") ? "--set options" : key) + ": " +
+                        old[key].dump() + " -> " + now[key].dump());
     }
   }
+  // The trials' config (the sweep's file without [sweep]), key by key.
+  if (fs::exists(dir / "base_config.toml")) {
+    const auto before = flatten_config(io::read_file(dir / "base_config.toml"));
+    const auto after = flatten_config(base_config);
+    for (const auto& [key, value] : after) {
+      auto it = before.find(key);
+      if (it == before.end() || it->second != value) {
+        differs.push_back(key + ": " + (it == before.end() ? "(unset)" : it->second) + " -> " + value);
+      }
+    }
+    for (const auto& [key, value] : before) {
+      if (!after.count(key)) differs.push_back(key + ": " + value + " -> (unset)");
+    }
+  }
+  std::map<std::string, nlohmann::json> old_trials, new_trials;
+  for (const auto& t : old.value("trials", nlohmann::json::array())) old_trials[t.value("name", "")] = t;
+  for (const auto& t : now["trials"]) new_trials[t.value("name", "")] = t;
+  std::string added, dropped;
+  for (const auto& [name, t] : new_trials) {
+    auto it = old_trials.find(name);
+    if (it == old_trials.end()) {
+      added += (added.empty() ? "" : ", ") + name;
+      continue;
+    }
+    const auto& o = it->second;
+    const double lr = t["lr"], old_lr = o.value("lr", 0.0);
+    if (std::abs(old_lr - lr) > 1e-9 * std::abs(lr) || o.value("steps", 0LL) != t["steps"] ||
+        o.value("eval_every", 0LL) != t["eval_every"] ||
+        std::abs(o.value("momentum", -1.0) - t["momentum"].get<double>()) > 1e-12) {
+      differs.push_back("trial " + name + ": lr " + std::to_string(old_lr) + ", steps " +
+                        std::to_string(o.value("steps", 0LL)) + " -> lr " + std::to_string(lr) +
+                        ", steps " + t["steps"].dump());
+    }
+  }
+  for (const auto& [name, t] : old_trials) {
+    if (!new_trials.count(name)) dropped += (dropped.empty() ? "" : ", ") + name;
+  }
+  if (!dropped.empty()) differs.push_back("trials no longer in the plan: " + dropped);
+  if (!added.empty() && !extend) differs.push_back("new trials: " + added + " (pass --extend to add them)");
+  if (differs.empty()) return;
+  std::string list;
+  for (const auto& d : differs) list += "\n  " + d;
+  throw ConfigError("sweep directory " + dir.string() + " holds a sweep planned with other settings:" +
+                        list,
+                    "rerun with the same config and options to resume it; --extend adds trials of "
+                    "new batch sizes to it; for another experiment use a new --out");
 }
 
 std::string shell_quote(const std::string& s) {
@@ -200,6 +241,10 @@ class SweepRunner {
     for (const auto& r : results_) {
       out.reached += r.status == "reached_target";
       out.failed += r.status == "failed";
+      if (r.status == "failed" &&
+          (options_.trial_index < 0 || r.trial.index == options_.trial_index)) {
+        out.failed_trials.push_back(r.trial.name + ": " + r.message);
+      }
     }
     if (options_.trial_index < 0) {
       try {
@@ -233,14 +278,16 @@ class SweepRunner {
                                 : options_.out;
     fs::create_directories(dir_ / "trials");
     dir_ = fs::canonical(dir_);
+    // Before anything in the directory is read or written: a second sweep on it would run the
+    // same trials again and clear the first one's running trials as "unfinished".
+    lock_ = DirLock(dir_ / "sweep.lock", options_.trial_index >= 0 ? DirLock::Mode::kShared
+                                                                   : DirLock::Mode::kExclusive);
     lbt_ = options_.lbt_binary.empty() ? self_executable() : options_.lbt_binary;
     jobs_ = options_.trial_index >= 0 ? 1 : options_.jobs;
     threads_ = std::max(1, available_cores() / jobs_);
 
     const fs::path manifest = dir_ / "sweep.json";
-    check_same_plan(manifest, plan_);
-    if (options_.trial_index >= 0 && fs::exists(dir_ / "base_config.toml")) return;  // array task
-    io::atomic_write(dir_ / "base_config.toml", trial_base_config(options_.config_path));
+    const std::string base_config = trial_base_config(options_.config_path);
     nlohmann::json m = {{"config", fs::absolute(options_.config_path).string()},
                         {"batch_sizes", settings_.batch_sizes},
                         {"target", settings_.target},
@@ -250,14 +297,19 @@ class SweepRunner {
                         {"lr_search", settings_.lr_search},
                         {"sets", options_.sets},
                         {"trials", plan_json(plan_)}};
+    check_same_plan(dir_, m, base_config, options_.extend);
+    if (options_.trial_index >= 0 && fs::exists(dir_ / "base_config.toml")) return;  // array task
+    io::atomic_write(dir_ / "base_config.toml", base_config);
     io::atomic_write(manifest, m.dump(2) + "\n");
   }
 
   fs::path trial_dir(const Trial& t) const { return dir_ / "trials" / t.name; }
 
   std::vector<std::string> child_args(const Trial& t) const {
+    // No --overwrite: run_trials has just emptied the directory but for train.log, which this
+    // process holds open (replacing the directory would send the log into the deleted one).
     std::vector<std::string> a = {"train", "--config", (dir_ / "base_config.toml").string(),
-                                  "--out", trial_dir(t).string(), "--overwrite", "--quiet",
+                                  "--out", trial_dir(t).string(), "--quiet",
                                   "--set", "train.threads=" + std::to_string(threads_)};
     for (const auto& s : options_.sets) {
       if (!is_sweep_key(s)) a.insert(a.end(), {"--set", s});
@@ -307,7 +359,9 @@ class SweepRunner {
   // directory existed): record that as "failed" with the log's last lines, so it is final.
   void finish_trial(const Trial& t, const ChildExit& e) {
     TrialResult r = read_trial_result(t, trial_dir(t));
-    if (!is_final_status(r.status)) {
+    // "interrupted" (the trial saved its state on SIGINT/SIGTERM) is unfinished, not failed:
+    // a rerun redoes it.
+    if (!is_final_status(r.status) && r.status != "interrupted") {
       std::string why = e.signal ? "killed by signal " + std::to_string(e.signal)
                                  : "exited with code " + std::to_string(e.exit_code);
       const std::string log = tail_lines(trial_dir(t) / "train.log", 3);
@@ -373,6 +427,7 @@ class SweepRunner {
   std::vector<Trial> plan_;
   std::vector<TrialResult> results_;
   fs::path dir_, lbt_;
+  DirLock lock_;  // held until the runner ends
   int jobs_ = 1, threads_ = 1;
 };
 

@@ -1,7 +1,9 @@
 // `lbt sweep`: a batch-size sweep to a target (Shallue et al. 2018, arXiv:1811.03600). Each
 // trial of the plan (sweep_plan.hpp) is an `lbt train` child process writing a run directory
 // under SWEEP_DIR/trials/<B>_<k>/; sweep.csv and best.csv are rewritten atomically after each
-// trial; rerunning resumes (final trials are kept, unfinished ones cleared and redone).
+// trial; rerunning resumes (final trials are kept, unfinished ones cleared and redone). One
+// sweep at a time owns the directory (dir_lock.hpp); a rerun must have the same plan (sweep.json),
+// or --extend to add batch sizes.
 #pragma once
 #include <cstdint>
 #include <filesystem>
@@ -22,6 +24,7 @@ struct SweepOptions {
   bool submit = false;                    // slurm: run sbatch on the written script
   int trial_index = -1;                   // >= 0: run only this trial (a SLURM array task)
   bool retry_failed = false;              // rerun trials whose status is "failed"
+  bool extend = false;                    // a rerun may add trials (new batch sizes) to the plan
   bool collect_only = false;              // only rebuild the CSVs, fit.json and plots
   bool plots = true;                      // run notebooks/lbt_sweep_plots.py at the end
   bool progress = true;                   // a progress line per finished trial on stderr
@@ -32,6 +35,8 @@ struct SweepOptions {
 struct SweepOutcome {
   std::filesystem::path dir;
   int trials = 0, ran = 0, skipped = 0, reached = 0, failed = 0;
+  // "name: message" of every failed trial (crashed, not diverged); an array task: its own.
+  std::vector<std::string> failed_trials;
   std::string fit_note;  // the fit's one-line result, or why it was skipped
 };
 

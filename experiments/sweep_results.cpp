@@ -25,7 +25,9 @@ std::string csv_field(const std::string& s) {
   return q + "\"";
 }
 
+// An empty cell for a value never measured (NaN), as pandas and lbt's readers expect.
 std::string num(double v) {
+  if (std::isnan(v)) return "";
   char buf[32];
   std::snprintf(buf, sizeof buf, "%.6g", v);
   return buf;
@@ -72,7 +74,8 @@ TrialResult read_trial_result(const Trial& trial, const fs::path& run_dir) {
     return s.contains(k) && s[k].is_number() ? s[k].get<std::int64_t>() : -1;
   };
   auto get_double = [&](const char* k) -> double {
-    return s.contains(k) && s[k].is_number() ? s[k].get<double>() : 0.0;
+    return s.contains(k) && s[k].is_number() ? s[k].get<double>()
+                                              : std::numeric_limits<double>::quiet_NaN();
   };
   r.status = s.value("status", std::string("running"));
   r.steps = std::max<std::int64_t>(0, get_int("steps"));

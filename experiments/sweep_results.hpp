@@ -4,6 +4,7 @@
 #pragma once
 #include <cstdint>
 #include <filesystem>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -22,7 +23,10 @@ struct TrialResult {
   std::string status = "pending";  // pending (no summary.json) | running | a final status
   std::int64_t steps = 0;
   std::int64_t steps_to_target = -1, examples_to_target = -1;
-  double wall_time_s = 0.0, best_val_accuracy = 0.0, best_val_loss = 0.0;
+  // NaN: not measured (null or absent in summary.json), an empty cell in the CSVs.
+  double wall_time_s = std::numeric_limits<double>::quiet_NaN();
+  double best_val_accuracy = std::numeric_limits<double>::quiet_NaN();
+  double best_val_loss = std::numeric_limits<double>::quiet_NaN();
   std::string message;  // failed: the error; diverged: the reason
   TrialNoise noise;     // B_simple at start, at target, averaged (NaN: none measured)
 };

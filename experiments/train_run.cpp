@@ -10,6 +10,7 @@
 #include "core/error.hpp"
 #include "core/gemm.hpp"
 #include "core/rng.hpp"
+#include "experiments/rank_agreement.hpp"
 #include "experiments/run_checkpoint.hpp"
 #include "trainer/comm/communicator.hpp"
 #include "trainer/data/load.hpp"
@@ -27,6 +28,9 @@ int default_threads(int world_size) {
   const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   return std::max(1, cores / std::max(1, local_ranks));
 }
+
+// null for a metric never measured (trainer::kNotMeasured), never a 0 that reads as a value.
+nlohmann::json measured(double v) { return std::isnan(v) ? nlohmann::json() : nlohmann::json(v); }
 
 nlohmann::json summary_json(const trainer::TrainConfig& cfg, const trainer::TrainOutcome& o,
                             const std::string& model, const std::string& optimizer, int world_size,
@@ -46,12 +50,13 @@ nlohmann::json summary_json(const trainer::TrainConfig& cfg, const trainer::Trai
        o.steps_to_target >= 0 ? nlohmann::json(o.steps_to_target) : nlohmann::json()},
       {"examples_to_target",
        o.examples_to_target >= 0 ? nlohmann::json(o.examples_to_target) : nlohmann::json()},
-      {"best_val_accuracy", o.best_val_accuracy},
-      {"best_val_loss", o.best_val_loss},
-      {"final_val_accuracy", o.final_val_accuracy},
-      {"final_val_loss", o.final_val_loss},
-      {"last_loss", std::isfinite(o.last_loss) ? nlohmann::json(o.last_loss)
-                                               : nlohmann::json(std::to_string(o.last_loss))},
+      {"best_val_accuracy", measured(o.best_val_accuracy)},
+      {"best_val_loss", measured(o.best_val_loss)},
+      {"final_val_accuracy", measured(o.final_val_accuracy)},
+      {"final_val_loss", measured(o.final_val_loss)},
+      {"last_loss", o.status == "running" && o.steps == 0 ? nlohmann::json()
+                    : std::isfinite(o.last_loss) ? nlohmann::json(o.last_loss)
+                                                 : nlohmann::json(std::to_string(o.last_loss))},
       {"wall_time_s", o.wall_time_s},
       {"samples_per_s", o.samples_per_s},
       {"model", model},
@@ -60,7 +65,7 @@ nlohmann::json summary_json(const trainer::TrainConfig& cfg, const trainer::Trai
   if (o.skipped_steps > 0) s["skipped_steps"] = o.skipped_steps;
   if (o.status == "diverged") {
     s["diverged_step"] = o.diverged_step;
-    s["last_finite_loss"] = o.last_finite_loss;
+    s["last_finite_loss"] = measured(o.last_finite_loss);
     s["divergence_reason"] = o.divergence_reason;
   }
   return s;
@@ -77,7 +82,11 @@ RunResult run_training(Config& config, const RunOptions& options, comm::Communic
   // ---- read and validate every key before any collective or any file is written ----
   const trainer::RunConfig run = trainer::resolve_run_config(config, comm.size());
   const trainer::TrainConfig& cfg = run.train;
-  set_num_threads(cfg.threads > 0 ? cfg.threads : default_threads(comm.size()));
+  // Before any other collective: ranks started with different configs stop here, all of them.
+  check_ranks_agree(comm, config.resolved_toml(),
+                    {cfg.global_batch, cfg.micro_batch, cfg.accum_steps});
+  const int threads = cfg.threads > 0 ? cfg.threads : default_threads(comm.size());
+  set_num_threads(threads);
   data::Splits splits = data::load_splits(cfg.data, cfg.seed);
   // Image models take the examples' [C, H, W] shape; a shape they cannot take is a ConfigError.
   auto model = nn::Model::from_spec(cfg.model_spec, cfg.init, splits.train.shape);
@@ -123,7 +132,7 @@ RunResult run_training(Config& config, const RunOptions& options, comm::Communic
   RunResult result;
   result.run_dir = options.out.empty() ? trainer::default_run_path(config.source()) : options.out;
   const RunIdentity identity{comm.size(), cfg.global_batch, cfg.micro_batch, cfg.accum_steps,
-                             config.resolved_toml()};
+                             threads, config.resolved_toml()};
   trainer::LoopState resume_from;
   bool resumed = false;
   if (options.resume != Resume::kNo) {
@@ -172,13 +181,15 @@ RunResult run_training(Config& config, const RunOptions& options, comm::Communic
   ProbeContext probe_context{*model, splits, cfg, run_dir.get()};
   if (options.probe) ctx.probe = [&](std::int64_t step) { options.probe(step, probe_context); };
   ctx.checkpoint_every = cfg.checkpoint_every;
+  ctx.checkpoint_every_seconds = cfg.checkpoint_every_seconds;
   ctx.shared_params = shared_params;
   if (shared_params)
     ctx.update_segments = trainer::clip_segments(model->store().segments(), my_range);
-  if (cfg.checkpoint_every > 0 || cfg.checkpoint_final) {
+  {
     ctx.checkpoint = [&](const trainer::LoopState& state) {
       const bool final_state = state.step >= total_steps || state.outcome.status != "running";
-      if (final_state && !cfg.checkpoint_final) return;
+      // An interrupted run always saves its state: that is what --resume continues from.
+      if (final_state && !cfg.checkpoint_final && state.outcome.status != "interrupted") return;
       // Each rank's optimizer state is current on its own range only.
       if (shared_params) trainer::gather_sharded_state(*optimizer, comm, num_params, my_range);
       if (comm.rank() != 0) return;

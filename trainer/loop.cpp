@@ -7,7 +7,10 @@
 #include <cstdio>
 #include <vector>
 
+#include <csignal>
+
 #include "trainer/data/prefetch.hpp"
+#include "trainer/interrupt.hpp"
 #include "trainer/nn/loss.hpp"
 #include "trainer/noise_log.hpp"
 #include "trainer/progress.hpp"
@@ -91,13 +94,18 @@ TrainOutcome train(TrainContext& ctx) {
   log_noise_note(noise, ctx.run_dir, ctx.comm.rank() == 0);
   if (state.step > 0) noise.load_state(state.noise_state);  // resumed: continue the EMAs
   std::vector<noise::LinearTap> taps;
-  // loss, correct, examples on this rank; then the noise estimator's sums
-  std::vector<double> sums(3 + noise.num_slots());
-  const std::span<double> noise_sums = std::span<double>(sums).subspan(3);
+  // loss, correct, examples on this rank; then the noise estimator's sums; then two votes
+  // that ride on the same allreduce, so every rank acts on them after the same step: stop (a
+  // signal reached a rank) and checkpoint now (rank 0's wall-time interval has passed)
+  std::vector<double> sums(3 + noise.num_slots() + 2);
+  const std::span<double> noise_sums = std::span<double>(sums).subspan(3, noise.num_slots());
+  double& stop_vote = sums[sums.size() - 2];
+  double& checkpoint_vote = sums[sums.size() - 1];
 
   const auto t_start = Clock::now();
   const double wall_before = out.wall_time_s;  // time spent before a resume
   auto t_window = t_start;
+  auto t_checkpoint = t_start;
   std::int64_t window_steps = 0;
   double& last_val_accuracy = state.last_val_accuracy;
   auto checkpoint = [&] {
@@ -123,10 +131,14 @@ TrainOutcome train(TrainContext& ctx) {
     }
     // ---- one fused allreduce of the flat gradient buffer: the global-batch mean gradient ----
     noise.before_allreduce(step, store.grads(), noise_sums);  // |g_local|^2: the small batch
+    stop_vote = interrupt_signal();
+    checkpoint_vote = ctx.comm.rank() == 0 && ctx.checkpoint_every_seconds > 0 &&
+                      seconds_since(t_checkpoint) >= ctx.checkpoint_every_seconds;
     const double grad_norm =
         std::sqrt(ctx.comm.allreduce_sq_norm(store.grads(), comm::ReduceOp::kAvg));
     ctx.comm.allreduce(std::span<double>(sums), comm::ReduceOp::kSum);
     const double loss = sums[0] / sums[2];
+    const bool stop = stop_vote > 0, checkpoint_due = checkpoint_vote > 0;
     // ---- divergence: judged on the allreduced numbers (every rank agrees), before the
     //      update can spoil the parameters ----
     std::string reason;
@@ -201,8 +213,11 @@ TrainOutcome train(TrainContext& ctx) {
       const Evaluation e = evaluate(model, ctx.data.validation, ctx.comm, cfg.eval_batch);
       out.final_val_accuracy = last_val_accuracy = e.accuracy;
       out.final_val_loss = e.loss;
-      out.best_val_accuracy = std::max(out.best_val_accuracy, e.accuracy);
-      out.best_val_loss = out.best_val_loss == 0.0 ? e.loss : std::min(out.best_val_loss, e.loss);
+      out.best_val_accuracy = std::isnan(out.best_val_accuracy)
+                                  ? e.accuracy
+                                  : std::max(out.best_val_accuracy, e.accuracy);
+      out.best_val_loss =
+          std::isnan(out.best_val_loss) ? e.loss : std::min(out.best_val_loss, e.loss);
       const bool met = cfg.target.enabled() && e.count > 0 && cfg.target.met(e.accuracy, e.loss);
       if (met && out.steps_to_target < 0) {
         out.steps_to_target = out.steps;
@@ -220,12 +235,18 @@ TrainOutcome train(TrainContext& ctx) {
       // Every rank computed the same allreduced metrics, so all stop together.
       if (met && cfg.stop_at_target) break;
     }
+    if (stop) {  // the step is done and logged; the final checkpoint below saves it
+      out.status = "interrupted";
+      out.interrupt_signal = interrupt_signal() != 0 ? interrupt_signal() : SIGTERM;
+      break;
+    }
 
     // ---- checkpoint (every rank calls: state may need collectives; rank 0 writes) ----
-    if (ctx.checkpoint && ctx.checkpoint_every > 0 && out.steps % ctx.checkpoint_every == 0 &&
-        out.steps < ctx.total_steps) {
+    const bool by_steps = ctx.checkpoint_every > 0 && out.steps % ctx.checkpoint_every == 0;
+    if (ctx.checkpoint && (by_steps || checkpoint_due) && out.steps < ctx.total_steps) {
       out.wall_time_s = wall_before + seconds_since(t_start);
       checkpoint();
+      t_checkpoint = Clock::now();
     }
   }
   progress.finish();

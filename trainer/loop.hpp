@@ -2,6 +2,7 @@
 #pragma once
 #include <cstdint>
 #include <functional>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -27,15 +28,21 @@ struct Evaluation {
 Evaluation evaluate(nn::Model& model, const data::Dataset& data, comm::Communicator& comm,
                     std::int64_t eval_batch);
 
+// A metric never measured (no evaluation before the run ended, no finite loss before it
+// diverged) is NaN here and null in summary.json: never 0, which reads as a measured value.
+inline constexpr double kNotMeasured = std::numeric_limits<double>::quiet_NaN();
+
 struct TrainOutcome {
-  std::string status = "running";  // reached_target | budget_exhausted | completed | diverged
+  // reached_target | budget_exhausted | completed | diverged | interrupted (SIGINT/SIGTERM)
+  std::string status = "running";
   std::int64_t steps = 0, total_steps = 0;
   std::int64_t steps_to_target = -1, examples_to_target = -1;
-  double best_val_accuracy = 0.0, best_val_loss = 0.0;
-  double final_val_accuracy = 0.0, final_val_loss = 0.0, last_loss = 0.0;
+  double best_val_accuracy = kNotMeasured, best_val_loss = kNotMeasured;
+  double final_val_accuracy = kNotMeasured, final_val_loss = kNotMeasured, last_loss = kNotMeasured;
   std::int64_t diverged_step = -1, skipped_steps = 0;
-  double last_finite_loss = 0.0;
+  double last_finite_loss = kNotMeasured;
   std::string divergence_reason;
+  int interrupt_signal = 0;  // interrupted: SIGINT or SIGTERM
   double wall_time_s = 0.0, samples_per_s = 0.0;
 };
 
@@ -65,9 +72,12 @@ struct TrainContext {
   // e.g. the Hessian-weighted B_noise probe of `lbt noise`. Empty: nothing.
   std::function<void(std::int64_t step)> probe;
   LoopState resume_from;  // step 0 for a fresh run
-  // Called on every rank after step `state.step` when it is a multiple of checkpoint_every,
-  // and after the last step; writes a checkpoint (rank 0) from the model/optimizer state.
+  // Called on every rank after step `state.step` when it is a multiple of checkpoint_every
+  // or checkpoint_every_seconds have passed, and after the last step (also when interrupted); writes a checkpoint (rank 0) from the model/optimizer state.
   std::int64_t checkpoint_every = 0;
+  // Also after the first step ending this many seconds (rank 0's clock) after the previous
+  // checkpoint or the start; 0: off.
+  double checkpoint_every_seconds = 0.0;
   std::function<void(const LoopState& state)> checkpoint;
   // Sharded step (sharded_step.hpp): the parameters are one copy shared by the node's ranks,
   // this rank updates the segments in update_segments (its range) and a barrier ends the step.

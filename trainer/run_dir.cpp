@@ -1,7 +1,10 @@
 // Run directory writer; see run_dir.hpp.
 #include "trainer/run_dir.hpp"
 
+#include <unistd.h>
+
 #include <chrono>
+#include <cstdio>
 #include <ctime>
 #include <sstream>
 
@@ -9,10 +12,63 @@
 
 namespace lbt::trainer {
 
+namespace {
+
+// What a run writes into its directory (and what `lbt sweep` adds beside it): only a directory
+// holding nothing else is replaced whole by --overwrite, so a mistyped --out never deletes a
+// directory of other files.
+bool is_run_file(const std::string& name) {
+  static const char* const kRunFiles[] = {"config.toml", "summary.json", "metrics.jsonl",
+                                          "eval.jsonl",  "noise.jsonl",  "noise.png",
+                                          "checkpoints", "train.log"};
+  for (const char* f : kRunFiles) {
+    if (name == f) return true;
+  }
+  return name.find(".tmp.") != std::string::npos;  // a killed atomic write's leftover
+}
+
+bool holds_run(const std::filesystem::path& path) {
+  return std::filesystem::exists(path / "summary.json") ||
+         std::filesystem::exists(path / "checkpoints") ||
+         std::filesystem::exists(path / "config.toml");
+}
+
+// Replaces `path` as a whole: renamed aside in one step (so no reader ever sees the old run's
+// checkpoints beside the new run's files, and a later --resume cannot pick them up), then
+// deleted.
+void replace_run_directory(const std::filesystem::path& path) {
+  for (const auto& entry : std::filesystem::directory_iterator(path)) {
+    const std::string name = entry.path().filename().string();
+    if (!is_run_file(name)) {
+      throw ConfigError("--overwrite would delete " + entry.path().string() +
+                            ", which is not part of a run",
+                        "move it out of " + path.string() + ", or choose another --out");
+    }
+  }
+  std::filesystem::path aside = path;
+  aside += ".replaced." + std::to_string(::getpid());
+  std::error_code ec;
+  std::filesystem::rename(path, aside, ec);
+  if (ec) {
+    throw Error("cannot move the old run " + path.string() + " aside: " + ec.message(),
+                "check that its parent directory is writable");
+  }
+  std::filesystem::remove_all(aside, ec);
+  if (ec) {
+    std::fprintf(stderr, "warning: the replaced run was moved to %s but not deleted: %s\n",
+                 aside.c_str(), ec.message().c_str());
+  }
+}
+
+}  // namespace
+
 RunDirectory::RunDirectory(const std::filesystem::path& path, bool overwrite) : path_(path) {
-  if (std::filesystem::exists(path / "summary.json") && !overwrite) {
-    throw ConfigError("run directory " + path.string() + " already holds a run",
-                      "choose another --out, or pass --overwrite to replace it");
+  if (holds_run(path)) {
+    if (!overwrite) {
+      throw ConfigError("run directory " + path.string() + " already holds a run",
+                        "choose another --out, or pass --overwrite to replace it");
+    }
+    replace_run_directory(path);
   }
   std::error_code ec;
   std::filesystem::create_directories(path, ec);
@@ -34,11 +90,21 @@ void truncate_jsonl(const std::filesystem::path& file, std::int64_t step) {
   if (!std::filesystem::exists(file)) return;
   std::istringstream in(io::read_file(file));
   std::string kept, line;
+  int torn = 0;
   while (std::getline(in, line)) {
-    if (in.eof()) break;  // no trailing newline: a line torn by a kill
+    const bool unterminated = in.eof();  // no trailing newline: a line torn by a kill or a full disk
     auto j = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
-    if (j.is_discarded() || !j.contains("step") || j["step"].get<std::int64_t>() > step) continue;
+    if (unterminated || j.is_discarded() || !j.is_object() || !j.contains("step") ||
+        !j["step"].is_number_integer()) {
+      ++torn;
+      continue;
+    }
+    if (j["step"].get<std::int64_t>() > step) continue;  // logged after the checkpoint
     kept += line + "\n";
+  }
+  if (torn > 0) {
+    std::fprintf(stderr, "note: %s: dropped %d torn or unreadable line%s on resume\n",
+                 file.c_str(), torn, torn > 1 ? "s" : "");
   }
   io::atomic_write(file, kept);
 }

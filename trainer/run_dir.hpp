@@ -13,8 +13,11 @@ namespace lbt::trainer {
 
 class RunDirectory {
  public:
-  // Creates `path`; refuses a directory that already holds a run (summary.json) unless
-  // `overwrite` is set, so an earlier result is never clobbered by accident.
+  // Creates `path`; refuses a directory that already holds a run (summary.json, config.toml or
+  // checkpoints/) unless `overwrite` is set, so an earlier result is never clobbered by
+  // accident. With `overwrite` the old run is replaced as a whole (renamed aside atomically,
+  // then deleted: its checkpoints cannot be resumed into the new run); a directory that also
+  // holds files a run does not write is refused instead, naming one.
   RunDirectory(const std::filesystem::path& path, bool overwrite);
   // Reopens an existing run to continue it from `step`: metrics lines past `step` (written
   // after the checkpoint by the run that was killed) and any torn last line are dropped, so no

@@ -139,9 +139,12 @@ TrainConfig read_train_config(Config& c, int world_size) {
   if (t.divergence.skip_spikes) t.divergence.skip_limit = c.get_int(key("train.skip_limit"));
   t.comm_backend = c.get_string(key("comm.backend"));
   t.checkpoint_every = c.get_int(key("train.checkpoint_every"));
+  t.checkpoint_every_seconds = c.get_double(key("train.checkpoint_every_seconds"));
   t.checkpoint_keep = static_cast<int>(c.get_int(key("train.checkpoint_keep")));
   t.checkpoint_final = c.get_bool(key("train.checkpoint_final"));
   if (t.checkpoint_every < 0) c.fail("train.checkpoint_every", ">= 0", std::to_string(t.checkpoint_every));
+  if (!(t.checkpoint_every_seconds >= 0))
+    c.fail("train.checkpoint_every_seconds", ">= 0", std::to_string(t.checkpoint_every_seconds));
   if (t.checkpoint_keep < 1) c.fail("train.checkpoint_keep", ">= 1", std::to_string(t.checkpoint_keep));
 
   if (seed < 0) c.fail("train.seed", ">= 0", std::to_string(seed));

@@ -57,6 +57,7 @@ struct TrainConfig {
   DivergenceOptions divergence;  // when a step is a spike, and whether spikes are skipped
   std::string comm_backend;
   std::int64_t checkpoint_every = 0;  // steps between checkpoints (0: none but the final one)
+  double checkpoint_every_seconds = 300.0;  // wall time between checkpoints (0: off)
   int checkpoint_keep = 2;
   bool checkpoint_final = true;
 };

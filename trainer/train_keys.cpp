@@ -98,6 +98,9 @@ const std::vector<KeySpec>& train_keys() {
        &kByDivergence, {"skip"}},
       {"train.checkpoint_every", kInt, "0",
        "write RUN/checkpoints/step_N.ckpt every N steps (0: never)", {}, "steps"},
+      {"train.checkpoint_every_seconds", kNumber, "300.0",
+       "also write a checkpoint after the first step ending this long after the last one, so a "
+       "crash loses at most this much work (0: off)", {}, "seconds"},
       {"train.checkpoint_keep", kInt, "2", "checkpoints kept"},
       {"train.checkpoint_final", kBool, "true", "write a checkpoint when the run ends"},
       {"comm.backend", kString, "\"auto\"", "auto: MPI when launched by mpirun/srun",

@@ -1,7 +1,7 @@
 #!/bin/sh
 # Whole-job failure through `mpirun -np 2 lbt train` (CTest, label mpi):
-#   rank_failure: rank 1 alone gets a missing data path while rank 0 waits in the parameter
-#                 broadcast; the job must exit non-zero (DataError's code 3) within seconds, with
+#   rank_failure: rank 1 alone misses the data (a relative data.path that exists only in rank
+#                 0's working directory) while rank 0 waits in the parameter broadcast; the job must exit non-zero (DataError's code 3) within seconds, with
 #                 rank 1's message.
 #   bad_batch:    a global batch not divisible by 2 ranks; every rank rejects it (ConfigError, 2).
 # usage: cli_failures.sh CASE MPIEXEC LBT CONFIG
@@ -15,11 +15,14 @@ common="train --config $config --quiet --out $out/run --overwrite --set model.sp
 start=$(date +%s)
 case $case_name in
   rank_failure)
-    # The rank decides inside the job, so only rank 1's config is bad.
+    # Every rank has the same config (ranks with different configs stop earlier, at the
+    # config check), but the relative data.path exists only in rank 0's working directory.
+    ln -s /usr/share/datasets/fashion-mnist "$out/fmnist"
+    mkdir "$out/elsewhere"
     timeout 50 "$mpiexec" --oversubscribe -np 2 sh -c \
-      'if [ "$OMPI_COMM_WORLD_RANK" = 1 ]; then exec "$@" --set data.path=/nonexistent/fmnist; else exec "$@"; fi' \
-      sh "$lbt" $common >"$out/log" 2>&1
-    rc=$? want_rc=3 want_msg="error: rank 1 of 2: data file not found: /nonexistent/fmnist" ;;
+      'if [ "$OMPI_COMM_WORLD_RANK" = 1 ]; then cd "$0/elsewhere"; else cd "$0"; fi; exec "$@"' \
+      "$out" "$lbt" $common --set data.path=fmnist >"$out/log" 2>&1
+    rc=$? want_rc=3 want_msg="error: rank 1 of 2: data file not found: fmnist/" ;;
   bad_batch)
     timeout 50 "$mpiexec" --oversubscribe -np 2 "$lbt" $common --set train.global_batch=127 >"$out/log" 2>&1
     rc=$? want_rc=2 want_msg="train.global_batch must be divisible by the number of ranks (2), got 127" ;;

@@ -2,6 +2,10 @@
 #define BOOST_TEST_MODULE core
 #include <boost/test/unit_test.hpp>
 
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include <csignal>
 #include <filesystem>
 #include <fstream>
 #include <stdexcept>
@@ -222,4 +226,35 @@ BOOST_AUTO_TEST_CASE(sgemm_matches_hand_computed_products) {
   sgemm(false, true, 2, 2, 3, 1.0f, a, 3, a, 3, 0.0f, e, 2);
   BOOST_TEST(e[1] == 32.0f);
   BOOST_TEST(e[3] == 77.0f);
+}
+
+// Issue 27, item 10: a disk that fills in the middle of a metrics line must not leave a torn
+// line. A file size limit (RLIMIT_FSIZE) stands in for the full disk: the kernel writes up to
+// the limit and returns a short count, as it does on ENOSPC.
+BOOST_AUTO_TEST_CASE(an_append_cut_short_by_a_full_disk_leaves_whole_lines_only) {
+  const auto path = std::filesystem::temp_directory_path() /
+                    ("lbt_full_disk_" + std::to_string(::getpid()) + ".jsonl");
+  std::filesystem::remove(path);
+  lbt::io::LineAppender out(path);
+  out.append(R"({"step": 1, "loss": 0.5})");
+  const auto whole = std::filesystem::file_size(path);
+  struct rlimit old_limit {};
+  BOOST_REQUIRE(::getrlimit(RLIMIT_FSIZE, &old_limit) == 0);
+  auto old_handler = std::signal(SIGXFSZ, SIG_IGN);  // EFBIG instead of a signal
+  struct rlimit small = old_limit;
+  small.rlim_cur = whole + 10;  // room for 10 bytes of the next line
+  BOOST_REQUIRE(::setrlimit(RLIMIT_FSIZE, &small) == 0);
+  bool threw = false;
+  try {
+    out.append(R"({"step": 2, "loss": 0.25, "grad_norm": 1.5})");
+  } catch (const lbt::Error&) {
+    threw = true;
+  }
+  ::setrlimit(RLIMIT_FSIZE, &old_limit);
+  std::signal(SIGXFSZ, old_handler);
+  BOOST_TEST(threw);
+  BOOST_TEST(std::filesystem::file_size(path) == whole);  // the first line, whole; no torn tail
+  out.append(R"({"step": 3})");  // the disk has room again: appends go on
+  BOOST_TEST(lbt::io::read_file(path) == "{\"step\": 1, \"loss\": 0.5}\n{\"step\": 3}\n");
+  std::filesystem::remove(path);
 }

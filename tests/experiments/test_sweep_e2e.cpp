@@ -266,3 +266,102 @@ BOOST_AUTO_TEST_CASE(a_sweep_measures_the_noise_scale_per_trial_and_the_fit_repo
   BOOST_TEST(lo <= b);
   BOOST_TEST(b <= hi);
 }
+
+namespace {
+
+pid_t start_sweep(const fs::path& cfg, const fs::path& dir, const std::string& log) {
+  const pid_t pid = fork();
+  if (pid == 0) {
+    setpgid(0, 0);
+    const int fd = open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    dup2(fd, 1), dup2(fd, 2);
+    execl(LBT_BINARY, LBT_BINARY, "sweep", "--config", cfg.c_str(), "--jobs", "1", "--out",
+          dir.c_str(), "--no-plots", static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  setpgid(pid, pid);
+  return pid;
+}
+
+}  // namespace
+
+// Issue 27, item 2: two sweeps on one directory used to run the same trials twice and clear
+// each other's running trials. The second now exits 2 at once, naming the first.
+BOOST_AUTO_TEST_CASE(a_second_sweep_on_a_busy_directory_exits_2_naming_the_owner) {
+  const fs::path cfg = write_config("busy.toml", "val_loss<=0.1", 6000);
+  const fs::path dir = scratch() / "busy";
+  const std::string log = (scratch() / "busy.log").string();
+  const pid_t first = start_sweep(cfg, dir, log);
+  // Wait for its first trial to start.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (!fs::exists(dir / "trials" / "8_0" / "summary.json") && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  const auto t0 = std::chrono::steady_clock::now();
+  // `timeout`: without the lock (main 38e797a) this second sweep ran the whole plan again.
+  const fs::path err = scratch() / "busy_second.err";
+  const int raw = std::system(("timeout 30 " + std::string(LBT_BINARY) + " sweep --config " +
+                               cfg.string() + " --jobs 1 --out " + dir.string() +
+                               " --no-plots >/dev/null 2>" + err.string()).c_str());
+  Result r{WIFEXITED(raw) ? WEXITSTATUS(raw) : -1, "", slurp(err)};
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  BOOST_TEST(r.code == 2, "stderr: " << r.err);
+  BOOST_TEST(seconds < 10.0);
+  BOOST_TEST(r.err.find("pid " + std::to_string(first)) != std::string::npos, r.err);
+  BOOST_TEST(r.err.find("in use") != std::string::npos, r.err);
+  // The owner's trial was not disturbed: it is still running.
+  BOOST_TEST(status_of(dir / "trials" / "8_0") == "running");
+  // The kernel releases the lock when the owner dies, however it dies.
+  kill(-first, SIGKILL);
+  int status = 0;
+  waitpid(first, &status, 0);
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  r = run_lbt("sweep --config " + cfg.string() + " --out " + dir.string() + " --collect --no-plots");
+  BOOST_TEST(r.code == 0, "stderr: " << r.err);
+}
+
+// Issue 27, item 6: a sweep whose trials crashed (not diverged) used to exit 0. Here every
+// trial's model takes 15 inputs while the data have 16, which only the trial itself finds.
+BOOST_AUTO_TEST_CASE(a_sweep_with_failed_trials_exits_6_listing_them) {
+  const fs::path cfg = write_config("crash.toml", "val_loss<=0.14", 20);
+  const fs::path dir = scratch() / "crash";
+  Result r = run_lbt("sweep --config " + cfg.string() + " --jobs 2 --out " + dir.string() +
+                     " --no-plots --set model.spec=linear:15-1");
+  BOOST_TEST(r.code == 6, "stderr: " << r.err);
+  BOOST_TEST(r.err.find("8 of 8 trials failed") != std::string::npos, r.err);
+  BOOST_TEST(r.err.find("512_1") != std::string::npos, r.err);
+  BOOST_TEST(r.err.find("--retry-failed") != std::string::npos, r.err);
+  // Diverged trials are an outcome: exit 0 (see fit_refuses... for budget_exhausted).
+  const fs::path diverged = scratch() / "diverged";
+  r = run_lbt("sweep --config " + cfg.string() + " --jobs 2 --out " + diverged.string() +
+              " --no-plots --set sweep.lr_multipliers=[1e7]");
+  BOOST_TEST(r.code == 0, "stderr: " << r.err);
+  const auto t = read_csv(diverged / "sweep.csv");
+  for (const auto& row : t.rows) BOOST_TEST(row[t.column("status")] == "diverged");
+}
+
+// Issue 27, item 3: a rerun with changed settings used to keep the old trials as if they
+// belonged to the new plan. It is now refused naming what differs; --extend adds new batch
+// sizes only.
+BOOST_AUTO_TEST_CASE(a_rerun_with_other_settings_is_refused_and_extend_adds_only_new_trials) {
+  const fs::path cfg = write_config("plan.toml", "val_loss<=0.14", 20);
+  const fs::path dir = scratch() / "plan";
+  const std::string base = "sweep --config " + cfg.string() + " --jobs 2 --no-plots --out " + dir.string();
+  Result r = run_lbt(base);
+  BOOST_REQUIRE_MESSAGE(r.code == 0, r.err);
+  r = run_lbt(base + " --target 'val_loss<=0.2'");
+  BOOST_TEST(r.code == 2);
+  BOOST_TEST(r.err.find("target") != std::string::npos, r.err);
+  r = run_lbt(base + " --set train.seed=7");
+  BOOST_TEST(r.code == 2);
+  BOOST_TEST(r.err.find("train.seed=7") != std::string::npos, r.err);
+  r = run_lbt(base + " --batch-sizes 8,32,128,512,1024");
+  BOOST_TEST(r.code == 2);
+  BOOST_TEST(r.err.find("--extend") != std::string::npos, r.err);
+  r = run_lbt(base + " --batch-sizes 8,32,128,512,1024 --extend");
+  BOOST_REQUIRE_MESSAGE(r.code == 0, r.err);
+  BOOST_TEST(r.out.find("sweep: 10 trials (2 run now, 8 kept)") != std::string::npos, r.out);
+  // The extended plan is the directory's plan now: a plain rerun of it resumes.
+  r = run_lbt(base + " --batch-sizes 8,32,128,512,1024");
+  BOOST_TEST(r.code == 0, r.err);
+}

@@ -4,6 +4,7 @@
 
 #include <unistd.h>
 
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 
@@ -102,4 +103,29 @@ BOOST_AUTO_TEST_CASE(best_csv_keeps_the_fewest_steps_per_batch_and_round_trips_t
   BOOST_TEST(b.rows[0][b.column("trial")] == "64_1");
   BOOST_TEST(b.rows[1][b.column("status")] == "unreached");
   BOOST_TEST(b.rows[1][b.column("batch_size")] == "128");
+}
+
+// Issue 27, item 5: a trial that diverged before its first evaluation measured no validation
+// metric; sweep.csv used to say 0 (a value), now the cell is empty (pandas reads NaN).
+BOOST_AUTO_TEST_CASE(metrics_never_measured_are_empty_cells_not_zeros) {
+  const fs::path dir = scratch("diverged_early");
+  std::ofstream(dir / "summary.json")
+      << R"({"status":"diverged","steps":0,"steps_to_target":null,"best_val_accuracy":null,
+            "best_val_loss":null,"wall_time_s":0.02,"divergence_reason":"loss is NaN"})";
+  std::vector<TrialResult> results = {read_trial_result(trial("8_0", 8, 10.0), dir)};
+  BOOST_TEST(std::isnan(results[0].best_val_accuracy));
+  BOOST_TEST(std::isnan(results[0].best_val_loss));
+  write_sweep_csv(dir / "sweep.csv", results, dir);
+  const CsvTable t = read_csv(dir / "sweep.csv");
+  BOOST_REQUIRE_EQUAL(t.rows.size(), 1u);
+  BOOST_TEST(t.rows[0][t.column("best_val_accuracy")] == "");
+  BOOST_TEST(t.rows[0][t.column("best_val_loss")] == "");
+  BOOST_TEST(t.rows[0][t.column("steps_to_target")] == "");
+  BOOST_TEST(t.rows[0][t.column("wall_time_s")] == "0.02");
+  // A failed trial's summary written by lbt sweep has no wall time: empty, not 0.
+  std::ofstream(dir / "summary.json") << R"({"status":"failed","error":"exited with code 2"})";
+  results = {read_trial_result(trial("8_0", 8, 10.0), dir)};
+  write_sweep_csv(dir / "sweep.csv", results, dir);
+  const CsvTable f = read_csv(dir / "sweep.csv");
+  BOOST_TEST(f.rows[0][f.column("wall_time_s")] == "");
 }

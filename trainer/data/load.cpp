@@ -14,9 +14,23 @@
 namespace lbt::data {
 namespace {
 
+// A directory where a data file is expected would surface as a raw system error ("Is a
+// directory") from the reader: say which key names it and what it should name instead.
+void require_file(const std::filesystem::path& path, const std::string& key) {
+  if (!path.empty() && std::filesystem::is_directory(path)) {
+    throw DataError(key + " = " + path.string() + " is a directory, not a data file",
+                    "set " + key + " to the file itself (e.g. " + (path / "x_train.npy").string() +
+                        "); only data.path names a directory");
+  }
+}
+
 std::filesystem::path find_idx(const std::filesystem::path& dir, const std::string& stem) {
   for (const char* suffix : {".gz", ""}) {
     auto p = dir / (stem + suffix);
+    if (std::filesystem::is_directory(p)) {
+      throw DataError(p.string() + " is a directory, not the IDX file " + stem + suffix,
+                      "set data.path to the directory holding the IDX files themselves");
+    }
     if (std::filesystem::exists(p)) return p;
   }
   throw DataError("data file not found: " + (dir / (stem + "[.gz]")).string(),
@@ -36,6 +50,12 @@ Dataset truncate(const Dataset& d, std::int64_t limit) {
 Splits load_splits(const trainer::DataConfig& config, std::uint64_t seed) {
   Splits s;
   Dataset full;
+  if (config.dataset != "synthetic-regression" && (config.format == "npy" || config.format == "csv")) {
+    require_file(config.train_features, "data.train_features");
+    require_file(config.train_labels, "data.train_labels");
+    require_file(config.test_features, "data.test_features");
+    require_file(config.test_labels, "data.test_labels");
+  }
   if (config.dataset == "synthetic-regression") {
     full = make_linear_regression(config.synthetic_examples, config.synthetic_dim,
                                   config.synthetic_noise, seed).data;

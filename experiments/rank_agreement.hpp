@@ -1,0 +1,24 @@
+// Ranks agree or stop: before any other collective of a run, every rank compares its resolved
+// config (every key but train.threads) and world layout with rank 0's. Ranks started with
+// different configs (an MPMD launch, a --set on one host) would otherwise deadlock (another
+// train.steps: one rank waits forever in an allreduce) or train silently wrong (another LR).
+#pragma once
+#include <cstdint>
+#include <string>
+
+#include "trainer/comm/communicator.hpp"
+
+namespace lbt::experiments {
+
+struct WorldLayout {
+  std::int64_t global_batch = 0, micro_batch = 0, accum_steps = 0;
+};
+
+// One allgather of a 64-bit hash when all agree. On a mismatch the texts of the differing
+// ranks travel to every rank; rank 0 throws ConfigError naming each differing key with both
+// values and the ranks that hold them, the others throw ReportedByRankZero (cli/main.cpp prints
+// rank 0's message only, and rank 0's abort ends the job).
+void check_ranks_agree(comm::Communicator& comm, const std::string& resolved_toml,
+                       const WorldLayout& layout);
+
+}  // namespace lbt::experiments

@@ -1,0 +1,267 @@
+// Misuse a new user would try (issue 27), through the real `lbt` binary: each case failed on
+// main 38e797a (mixed runs, silent changes, hangs) and must now end with a clear outcome.
+#define BOOST_TEST_MODULE misuse
+#include <boost/test/unit_test.hpp>
+
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <thread>
+
+#include "support/cli_runner.hpp"
+#include "trainer/checkpoint.hpp"
+
+namespace fs = std::filesystem;
+using lbt::test::run_lbt;
+using lbt::test::scratch;
+using lbt::test::slurp;
+
+namespace {
+
+// A run of a few hundred milliseconds: linear regression on 4096 synthetic examples.
+fs::path tiny_config() {
+  const fs::path p = scratch() / "tiny.toml";
+  if (!fs::exists(p)) {
+    std::ofstream(p) << "[model]\nspec = \"linear:16-1\"\ninit = \"zero\"\n"
+                     << "[data]\ndataset = \"synthetic-regression\"\nvalidation_size = 512\n"
+                     << "[data.synthetic]\nexamples = 4096\ndim = 16\nnoise = 0.5\n"
+                     << "[train]\nglobal_batch = 32\nsteps = 40\neval_every = 10\nlog_every = 5\n"
+                     << "threads = 1\n"
+                     << "[optimizer]\nname = \"sgd\"\nlr = 0.05\nmomentum = 0.9\n";
+  }
+  return p;
+}
+
+std::string train(const std::string& extra) {
+  return "train --config " + tiny_config().string() + " --quiet " + extra;
+}
+
+std::set<std::string> checkpoint_names(const fs::path& run) {
+  std::set<std::string> names;
+  for (const auto& p : lbt::trainer::list_checkpoints(run / "checkpoints")) names.insert(p.filename());
+  return names;
+}
+
+nlohmann::json summary(const fs::path& run) { return nlohmann::json::parse(slurp(run / "summary.json")); }
+
+}  // namespace
+
+// 1. --overwrite used to keep the old run's checkpoints (a later --resume continued the old
+//    state): the old run is now replaced as a whole.
+BOOST_AUTO_TEST_CASE(overwrite_replaces_the_old_run_with_its_checkpoints) {
+  const fs::path run = scratch() / "overwritten";
+  auto r = run_lbt(train("--set train.checkpoint_every=10 --set train.checkpoint_keep=10 --out " +
+                         run.string()));
+  BOOST_REQUIRE_MESSAGE(r.code == 0, r.err);
+  BOOST_REQUIRE_EQUAL(checkpoint_names(run).size(), 4u);  // steps 10, 20, 30, 40
+  r = run_lbt(train("--set train.checkpoint_every=25 --set train.checkpoint_keep=10 --out " +
+                    run.string()));
+  BOOST_TEST(r.code == 2);  // no --overwrite: refused
+  r = run_lbt(train("--set train.checkpoint_every=25 --set train.checkpoint_keep=10 --overwrite "
+                    "--out " + run.string()));
+  BOOST_REQUIRE_MESSAGE(r.code == 0, r.err);
+  // Only the new run's checkpoints (step 25 and the final one), each with the new config.
+  const std::set<std::string> want = {lbt::trainer::checkpoint_path("", 25).filename(),
+                                      lbt::trainer::checkpoint_path("", 40).filename()};
+  BOOST_TEST((checkpoint_names(run) == want));
+  for (const auto& p : lbt::trainer::list_checkpoints(run / "checkpoints")) {
+    const auto header = lbt::trainer::read_checkpoint(p).header;
+    BOOST_TEST(header.at("config").get<std::string>().find("checkpoint_every = 25") != std::string::npos);
+  }
+  // Nothing of the old run is left beside the directory either.
+  for (const auto& e : fs::directory_iterator(scratch())) {
+    BOOST_TEST(e.path().filename().string().find("overwritten.replaced") == std::string::npos);
+  }
+  // A directory that holds other files is not deleted by --overwrite.
+  std::ofstream(run / "notes.txt") << "mine\n";
+  r = run_lbt(train("--overwrite --out " + run.string()));
+  BOOST_TEST(r.code == 2);
+  BOOST_TEST(r.err.find("notes.txt") != std::string::npos, r.err);
+  BOOST_TEST(fs::exists(run / "notes.txt"));
+}
+
+namespace {
+
+// Starts `lbt args` in the background with output to `log`; returns its pid.
+pid_t start_lbt(const std::string& args, const fs::path& log) {
+  const pid_t pid = fork();
+  if (pid == 0) {
+    setpgid(0, 0);
+    const std::string cmd = "exec " + std::string(LBT_BINARY) + " " + args + " >" + log.string() + " 2>&1";
+    execl("/bin/sh", "sh", "-c", cmd.c_str(), static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  setpgid(pid, pid);
+  return pid;
+}
+
+// Waits up to `seconds` for the process; returns its wait status, or -1 after killing it.
+int wait_for(pid_t pid, double seconds) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
+  int status = 0;
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (waitpid(pid, &status, WNOHANG) == pid) return status;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  kill(-pid, SIGKILL);
+  waitpid(pid, &status, 0);
+  return -1;
+}
+
+std::size_t line_count(const fs::path& file) {
+  std::ifstream in(file);
+  std::size_t n = 0;
+  std::string line;
+  while (std::getline(in, line)) ++n;
+  return n;
+}
+
+// A run of some seconds, so a signal lands mid-way.
+const std::string kLong =
+    "--set train.steps=20000 --set train.eval_every=2500 --set train.log_every=1 "
+    "--set data.synthetic.examples=16384 --set model.spec=linear:16-1";
+
+void interrupt_then_resume_matches_uninterrupted(int signal, int want_code) {
+  const std::string tag = std::to_string(signal);
+  const fs::path reference = scratch() / ("sig_reference_" + tag);
+  const fs::path run = scratch() / ("sig_run_" + tag);
+  auto r = run_lbt(train(kLong + " --out " + reference.string()));
+  BOOST_REQUIRE_MESSAGE(r.code == 0, r.err);
+
+  const fs::path log = scratch() / ("sig_" + tag + ".log");
+  const pid_t pid = start_lbt(train(kLong + " --out " + run.string()), log);
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (line_count(run / "metrics.jsonl") < 20 && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
+  kill(pid, signal);
+  const int status = wait_for(pid, 30);
+  BOOST_TEST_INFO("log: " << slurp(log));
+  BOOST_REQUIRE(status != -1);
+  BOOST_REQUIRE(WIFEXITED(status));
+  BOOST_TEST(WEXITSTATUS(status) == want_code);
+  const auto s = summary(run);
+  BOOST_TEST(s["status"].get<std::string>() == "interrupted");
+  const std::int64_t stopped = s["steps"].get<std::int64_t>();
+  BOOST_TEST(stopped < 20000);
+  BOOST_TEST(fs::exists(lbt::trainer::checkpoint_path(run / "checkpoints", stopped)));
+  BOOST_TEST(slurp(log).find("--resume " + run.string()) != std::string::npos);
+
+  r = run_lbt("train --resume " + run.string() + " --quiet");
+  BOOST_REQUIRE_MESSAGE(r.code == 0, r.err);
+  BOOST_TEST(summary(run)["status"].get<std::string>() == "completed");
+  const auto want = lbt::trainer::read_checkpoint(lbt::trainer::checkpoint_path(reference / "checkpoints", 20000));
+  const auto got = lbt::trainer::read_checkpoint(lbt::trainer::checkpoint_path(run / "checkpoints", 20000));
+  BOOST_TEST(want.sections.size() == got.sections.size());
+  for (const auto& [name, bytes] : want.sections) {
+    BOOST_TEST_CONTEXT("section " << name) {
+      BOOST_REQUIRE(got.sections.count(name) == 1u);
+      BOOST_TEST((bytes == got.sections.at(name)));
+    }
+  }
+}
+
+}  // namespace
+
+// 8. Ctrl-C used to kill the run with summary.json saying "running" and no checkpoint.
+BOOST_AUTO_TEST_CASE(sigint_finishes_the_step_checkpoints_exits_130_and_resumes_bit_for_bit) {
+  interrupt_then_resume_matches_uninterrupted(SIGINT, 130);
+}
+
+BOOST_AUTO_TEST_CASE(sigterm_does_the_same_and_exits_143) {
+  interrupt_then_resume_matches_uninterrupted(SIGTERM, 143);
+}
+
+// 5. A run that diverged before its first evaluation has no validation metrics: null, not 0.
+BOOST_AUTO_TEST_CASE(metrics_never_measured_are_null_in_summary_json) {
+  const fs::path run = scratch() / "diverged_early";
+  auto r = run_lbt(train("--set optimizer.lr=1e6 --set train.eval_every=1000 --out " + run.string()));
+  BOOST_REQUIRE_MESSAGE(r.code == 0, r.err);
+  const auto s = summary(run);
+  BOOST_REQUIRE_EQUAL(s["status"].get<std::string>(), "diverged");
+  for (const char* key : {"best_val_accuracy", "best_val_loss", "final_val_accuracy", "final_val_loss"}) {
+    BOOST_TEST(s[key].is_null(), key << " = " << s[key].dump());
+  }
+  BOOST_TEST(r.out.find("best val_accuracy: -") != std::string::npos, r.out);
+}
+
+// 9. Resuming with other train.threads was accepted though not bit-exact: now refused.
+BOOST_AUTO_TEST_CASE(resume_with_other_threads_is_refused_naming_the_key) {
+  const fs::path run = scratch() / "threads";
+  auto r = run_lbt(train("--out " + run.string()));
+  BOOST_REQUIRE_MESSAGE(r.code == 0, r.err);
+  r = run_lbt("train --resume " + run.string() + " --set train.threads=2 --quiet");
+  BOOST_TEST(r.code == 2);
+  BOOST_TEST(r.err.find("train.threads") != std::string::npos, r.err);
+  r = run_lbt("train --resume " + run.string() + " --set train.log_every=7 --quiet");
+  BOOST_TEST(r.code == 0, r.err);  // a key that changes no value may still change
+}
+
+// 11. By default a run wrote no checkpoint until it ended; now one every
+//     train.checkpoint_every_seconds (default 300) as well.
+BOOST_AUTO_TEST_CASE(checkpoints_are_written_by_wall_time_by_default) {
+  const auto help = run_lbt("train --help");
+  BOOST_TEST(help.out.find("checkpoint_every_seconds = 300.0") != std::string::npos, help.out);
+  const fs::path run = scratch() / "timed";
+  auto r = run_lbt(train(kLong + " --set train.checkpoint_every_seconds=0.02"
+                                 " --set train.checkpoint_keep=1000 --out " + run.string()));
+  BOOST_REQUIRE_MESSAGE(r.code == 0, r.err);
+  const auto names = checkpoint_names(run);
+  BOOST_TEST(names.size() >= 3u, names.size() << " checkpoints");  // some by time, and the final one
+  BOOST_TEST(names.count(lbt::trainer::checkpoint_path("", 20000).filename()) == 1u);
+}
+
+// 4. Ranks started with different configs: another train.steps used to deadlock forever and
+//    another LR to train silently. Now every rank stops within seconds, naming the key.
+BOOST_AUTO_TEST_CASE(ranks_with_different_configs_stop_naming_the_key_and_never_hang) {
+  const std::string mpirun = std::string(MPIEXEC) + " --oversubscribe ";
+  const std::string base = std::string(LBT_BINARY) + " " + train("--set train.steps=40");
+  for (const std::string key : {"train.steps=20", "optimizer.lr=0.2"}) {
+    BOOST_TEST_CONTEXT(key) {
+      const fs::path out = scratch() / ("mpmd_" + key.substr(0, key.find('=')));
+      const fs::path log = scratch() / "mpmd.log";
+      const std::string cmd = mpirun + "-np 1 " + base + " --out " + out.string() + " : -np 1 " +
+                              base + " --out " + out.string() + " --set " + key;
+      const pid_t pid = fork();
+      if (pid == 0) {
+        setpgid(0, 0);
+        execl("/bin/sh", "sh", "-c", ("exec " + cmd + " >" + log.string() + " 2>&1").c_str(),
+              static_cast<char*>(nullptr));
+        _exit(127);
+      }
+      setpgid(pid, pid);
+      const auto t0 = std::chrono::steady_clock::now();
+      const int status = wait_for(pid, 60);
+      const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      const std::string text = slurp(log);
+      BOOST_TEST_INFO("log: " << text);
+      BOOST_REQUIRE_MESSAGE(status != -1, "the job hung (killed after 60 s)");
+      BOOST_TEST(!(WIFEXITED(status) && WEXITSTATUS(status) == 0));
+      BOOST_TEST(seconds < 30.0);
+      BOOST_TEST(text.find(key.substr(0, key.find('='))) != std::string::npos);
+      BOOST_TEST(text.find("different configs") != std::string::npos);
+    }
+  }
+}
+
+// 7. A directory given as a data file used to surface as a raw system error ("filesystem
+//    error: cannot get file size: Is a directory").
+BOOST_AUTO_TEST_CASE(a_directory_given_as_a_data_file_is_a_one_line_error_naming_the_key) {
+  const fs::path dir = scratch() / "a_directory";
+  fs::create_directories(dir);
+  const fs::path cfg = scratch() / "npy_dir.toml";
+  std::ofstream(cfg) << "[model]\nspec = \"linear:4-2\"\n[data]\nformat = \"npy\"\n"
+                     << "train_features = \"" << dir.string() << "\"\ntrain_labels = \""
+                     << dir.string() << "\"\nvalidation_size = 2\n[train]\nglobal_batch = 2\nsteps = 1\n";
+  auto r = run_lbt("train --config " + cfg.string() + " --quiet --out " + (scratch() / "npy_dir").string());
+  BOOST_TEST(r.code == 3, r.err);
+  BOOST_TEST(r.err.find("error: data.train_features = " + dir.string() + " is a directory") == 0u, r.err);
+  BOOST_TEST(r.err.find("hint: set data.train_features to the file itself") != std::string::npos, r.err);
+  BOOST_TEST(r.err.find("filesystem error") == std::string::npos, r.err);
+}

@@ -76,9 +76,9 @@ constexpr CooldownKind kCooldowns[] = {{"linear", s::CooldownShape::kLinear},
 struct DecayInputs {
   const Failer& config;
   std::int64_t warmup_steps;
-  std::int64_t length;          // decay_length in steps (0: not given and the run has no room)
+  std::int64_t length;  // decay_length in steps (0: not given and the run has no room)
   bool length_given;
-  std::int64_t every;           // decay_every in steps (0: not given)
+  std::int64_t every;  // decay_every in steps (0: not given)
   std::vector<std::int64_t> milestones;
   double gamma, power, rate, final_frac, cooldown_frac;
   bool staircase;
@@ -108,8 +108,9 @@ const std::vector<DecayKind>& decay_kinds() {
       {"step",
        [](const DecayInputs& in) {
          if (in.every <= 0) {
-           in.config.fail("schedule.decay_every", "> 0 for decay = \"step\"", "0",
-                          "set the period, e.g. schedule.decay_every = 30 with decay_unit = \"epochs\"");
+           in.config.fail(
+               "schedule.decay_every", "> 0 for decay = \"step\"", "0",
+               "set the period, e.g. schedule.decay_every = 30 with decay_unit = \"epochs\"");
          }
          return s::step_decay(1.0, in.gamma, in.every);
        }},
@@ -123,11 +124,13 @@ const std::vector<DecayKind>& decay_kinds() {
        }},
       {"exponential",
        [](const DecayInputs& in) {
-         return s::exponential_decay(1.0, in.gamma, every_or_length(in, "exponential"), in.staircase);
+         return s::exponential_decay(1.0, in.gamma, every_or_length(in, "exponential"),
+                                     in.staircase);
        }},
       {"inverse_time",
        [](const DecayInputs& in) {
-         return s::inverse_time_decay(1.0, in.rate, every_or_length(in, "inverse_time"), in.staircase);
+         return s::inverse_time_decay(1.0, in.rate, every_or_length(in, "inverse_time"),
+                                      in.staircase);
        }},
       {"polynomial",
        [](const DecayInputs& in) {
@@ -143,13 +146,15 @@ const std::vector<DecayKind>& decay_kinds() {
        }},
       {"inverse_sqrt",
        [](const DecayInputs& in) {
-         const std::int64_t tau = in.every > 0 ? in.every : std::max<std::int64_t>(in.warmup_steps, 1);
+         const std::int64_t tau =
+             in.every > 0 ? in.every : std::max<std::int64_t>(in.warmup_steps, 1);
          return s::inverse_sqrt_decay(1.0, double(tau));
        }},
       {"wsd",
        [](const DecayInputs& in) {
          const std::int64_t length = need_length(in, "wsd");
-         auto cooldown = static_cast<std::int64_t>(std::ceil(in.cooldown_frac * double(length) - 1e-9));
+         auto cooldown =
+             static_cast<std::int64_t>(std::ceil(in.cooldown_frac * double(length) - 1e-9));
          cooldown = std::clamp<std::int64_t>(cooldown, 1, length);
          return s::wsd(1.0, length - cooldown, cooldown, in.final_frac, in.cooldown_shape);
        }},
@@ -166,7 +171,8 @@ std::string names_of(const Range& kinds) {
 
 // Looks `value` up by name; an unknown one lists the valid names and the nearest.
 template <class Range>
-const auto& lookup(const Failer& config, const char* key, const std::string& value, const Range& kinds) {
+const auto& lookup(const Failer& config, const char* key, const std::string& value,
+                   const Range& kinds) {
   for (const auto& k : kinds) {
     if (value == k.name) return k;
   }
@@ -249,9 +255,12 @@ ScheduleOptions read_schedule_options(Config& config) {
   o.decay_unit = config.get_string(key("schedule.decay_unit"));
   o.decay_start = config.get_double(key("schedule.decay_start"));
   // The chosen decay's own keys only: the others are not part of this run's config.
-  if (applies("schedule.decay_length")) o.decay_length = config.get_double(key("schedule.decay_length"));
-  if (applies("schedule.decay_every")) o.decay_every = config.get_double(key("schedule.decay_every"));
-  if (applies("schedule.milestones")) o.milestones = config.get_double_list(key("schedule.milestones"));
+  if (applies("schedule.decay_length"))
+    o.decay_length = config.get_double(key("schedule.decay_length"));
+  if (applies("schedule.decay_every"))
+    o.decay_every = config.get_double(key("schedule.decay_every"));
+  if (applies("schedule.milestones"))
+    o.milestones = config.get_double_list(key("schedule.milestones"));
   if (applies("schedule.gamma")) o.gamma = config.get_double(key("schedule.gamma"));
   if (applies("schedule.staircase")) o.staircase = config.get_bool(key("schedule.staircase"));
   if (applies("schedule.power")) o.power = config.get_double(key("schedule.power"));
@@ -267,119 +276,114 @@ ScheduleOptions read_schedule_options(Config& config) {
 
 schedules::Schedule make_schedule(const ScheduleOptions& options, const ScheduleContext& context) {
   const Failer config{options.source};
-  const std::string& scaling_name = options.scaling;
-  const std::int64_t reference_batch = options.reference_batch;
-  const std::int64_t spe_key = options.steps_per_epoch;
-  const double warmup_value = options.warmup;
-  const std::string& warmup_unit = options.warmup_unit;
-  const std::string& warmup_kind = options.warmup_kind;
-  const double warmup_start = options.warmup_start;
-  const double warmup_start_lr = options.warmup_start_lr;
-  const bool legw = options.warmup_legw;
-  const std::string& decay_name = options.decay;
-  const std::string& decay_unit = options.decay_unit;
-  const double decay_length_value = options.decay_length;
-  const double decay_start_value = options.decay_start;
-  const double decay_every_value = options.decay_every;
-  const std::vector<double>& milestone_values = options.milestones;
-  const double gamma = options.gamma, power = options.power, rate = options.rate;
-  const bool staircase = options.staircase;
-  const double final_frac = options.final_frac, cooldown_frac = options.cooldown_frac;
-  const std::string& cooldown_shape = options.cooldown_shape;
-  const double min_lr = options.min_lr;
+  const ScheduleOptions& o = options;
 
   // ---- validate ----
-  const s::ScalingRule rule = s::scaling_rule(scaling_name);  // the schema checked the name
-  const Unit w_unit = lookup(config, "schedule.warmup_unit", warmup_unit, kUnits).unit;
-  const auto& warmup = lookup(config, "schedule.warmup_kind", warmup_kind, kWarmups);
-  const auto& decay = lookup(config, "schedule.decay", decay_name, decay_kinds());
-  const Unit d_unit = lookup(config, "schedule.decay_unit", decay_unit, kUnits).unit;
-  const auto& cooldown = lookup(config, "schedule.cooldown_shape", cooldown_shape, kCooldowns);
+  const s::ScalingRule rule = s::scaling_rule(o.scaling);  // the schema checked the name
+  const Unit w_unit = lookup(config, "schedule.warmup_unit", o.warmup_unit, kUnits).unit;
+  const auto& warmup = lookup(config, "schedule.warmup_kind", o.warmup_kind, kWarmups);
+  const auto& decay = lookup(config, "schedule.decay", o.decay, decay_kinds());
+  const Unit d_unit = lookup(config, "schedule.decay_unit", o.decay_unit, kUnits).unit;
+  const auto& cooldown = lookup(config, "schedule.cooldown_shape", o.cooldown_shape, kCooldowns);
   if (!std::isfinite(context.base_lr)) {
     config.fail("optimizer.lr", "finite", num(context.base_lr));
   }
-  require(config, std::isfinite(warmup_start) && warmup_start >= 0, "schedule.warmup_start",
-          "a finite number >= 0", warmup_start);
-  require(config, std::isfinite(gamma) && gamma > 0, "schedule.gamma", "> 0", gamma);
-  require(config, std::isfinite(power) && power > 0, "schedule.power", "> 0", power);
-  require(config, std::isfinite(rate) && rate >= 0, "schedule.rate", ">= 0", rate);
-  require(config, std::isfinite(final_frac) && final_frac >= 0, "schedule.final_frac", ">= 0",
-          final_frac);
-  require(config, cooldown_frac > 0 && cooldown_frac <= 1, "schedule.cooldown_frac", "in (0, 1]",
-          cooldown_frac);
-  require(config, std::isfinite(min_lr) && min_lr >= 0, "schedule.min_lr", ">= 0", min_lr);
-  require(config, decay_start_value == -1.0 || decay_start_value >= 0, "schedule.decay_start",
-          ">= 0, or -1 for 'where the warmup ends'", decay_start_value);
+  require(config, std::isfinite(o.warmup_start) && o.warmup_start >= 0, "schedule.warmup_start",
+          "a finite number >= 0", o.warmup_start);
+  require(config, std::isfinite(o.gamma) && o.gamma > 0, "schedule.gamma", "> 0", o.gamma);
+  require(config, std::isfinite(o.power) && o.power > 0, "schedule.power", "> 0", o.power);
+  require(config, std::isfinite(o.rate) && o.rate >= 0, "schedule.rate", ">= 0", o.rate);
+  require(config, std::isfinite(o.final_frac) && o.final_frac >= 0, "schedule.final_frac", ">= 0",
+          o.final_frac);
+  require(config, o.cooldown_frac > 0 && o.cooldown_frac <= 1, "schedule.cooldown_frac",
+          "in (0, 1]", o.cooldown_frac);
+  require(config, std::isfinite(o.min_lr) && o.min_lr >= 0, "schedule.min_lr", ">= 0", o.min_lr);
+  require(config, o.decay_start == -1.0 || o.decay_start >= 0, "schedule.decay_start",
+          ">= 0, or -1 for 'where the warmup ends'", o.decay_start);
 
-  if (warmup_start_lr != -1.0) {
-    require(config, std::isfinite(warmup_start_lr) && warmup_start_lr >= 0,
-            "schedule.warmup_start_lr", ">= 0, or -1 to use schedule.warmup_start", warmup_start_lr);
+  if (o.warmup_start_lr != -1.0) {
+    require(config, std::isfinite(o.warmup_start_lr) && o.warmup_start_lr >= 0,
+            "schedule.warmup_start_lr", ">= 0, or -1 to use schedule.warmup_start",
+            o.warmup_start_lr);
     if (options.warmup_start_given) {
       config.fail("schedule.warmup_start_lr", "unset when schedule.warmup_start is set",
-                  num(warmup_start_lr), "give the start as a fraction or as an LR, not both");
+                  num(o.warmup_start_lr), "give the start as a fraction or as an LR, not both");
     }
   }
-  if (warmup.build == &s::warmup_exponential && warmup_value > 0 && !(warmup_start > 0) &&
-      !(warmup_start_lr > 0)) {
-    config.fail("schedule.warmup_start", "> 0 for warmup_kind = \"exponential\"", num(warmup_start),
+  if (warmup.build == &s::warmup_exponential && o.warmup > 0 && !(o.warmup_start > 0) &&
+      !(o.warmup_start_lr > 0)) {
+    config.fail("schedule.warmup_start", "> 0 for warmup_kind = \"exponential\"",
+                num(o.warmup_start),
                 "start the geometric rise somewhere, e.g. schedule.warmup_start = 0.01");
   }
 
   // ---- scaling rule ----
   double factor = 1.0;
-  if (rule != s::ScalingRule::kNone || legw) {
+  if (rule != s::ScalingRule::kNone || o.warmup_legw) {
     if (context.global_batch <= 0) {
       config.fail("train.global_batch", "> 0 to apply schedule.scaling or warmup_legw",
                   std::to_string(context.global_batch));
     }
-    if (reference_batch <= 0) {
-      config.fail("schedule.reference_batch", "> 0", std::to_string(reference_batch),
+    if (o.reference_batch <= 0) {
+      config.fail("schedule.reference_batch", "> 0", std::to_string(o.reference_batch),
                   "set it to the global batch at which optimizer.lr was tuned");
     }
-    factor = s::scaling_factor(rule, context.global_batch, reference_batch);
+    factor = s::scaling_factor(rule, context.global_batch, o.reference_batch);
   }
   const double peak = context.base_lr * factor;
   // The schedule is built at unit peak, so an absolute start becomes a fraction of the peak.
-  if (options.warmup_from_base_lr && (options.warmup_start_given || warmup_start_lr != -1.0)) {
+  if (options.warmup_from_base_lr && (options.warmup_start_given || o.warmup_start_lr != -1.0)) {
     config.fail("schedule.warmup_from_base_lr", "false when warmup_start or warmup_start_lr is set",
                 "true", "give the warmup's start one way");
   }
   const double start = options.warmup_from_base_lr ? (peak != 0.0 ? context.base_lr / peak : 0.0)
-                       : warmup_start_lr == -1.0   ? warmup_start
-                       : peak != 0.0          ? warmup_start_lr / peak
-                                              : 0.0;
+                       : o.warmup_start_lr == -1.0 ? o.warmup_start
+                       : peak != 0.0               ? o.warmup_start_lr / peak
+                                                   : 0.0;
 
   // ---- lengths ----
-  std::int64_t spe = context.steps_per_epoch > 0 ? context.steps_per_epoch : spe_key;
-  if (context.steps_per_epoch > 0 && spe_key > 0 && spe_key != context.steps_per_epoch) {
-    warn(context, "schedule.steps_per_epoch = " + std::to_string(spe_key) + " ignored: the run has " +
-                      std::to_string(context.steps_per_epoch) + " steps per epoch");
+  std::int64_t spe = context.steps_per_epoch > 0 ? context.steps_per_epoch : o.steps_per_epoch;
+  if (context.steps_per_epoch > 0 && o.steps_per_epoch > 0 &&
+      o.steps_per_epoch != context.steps_per_epoch) {
+    warn(context, "schedule.steps_per_epoch = " + std::to_string(o.steps_per_epoch) +
+                      " ignored: the run has " + std::to_string(context.steps_per_epoch) +
+                      " steps per epoch");
   }
   const Converter convert{config, spe, context.global_batch};
-  double warmup_amount = warmup_value;
-  if (legw) {
+  double warmup_amount = o.warmup;
+  if (o.warmup_legw) {
     if (w_unit == Unit::kSteps) {
       config.fail("schedule.warmup_unit", "\"epochs\" or \"samples\" with warmup_legw = true",
                   "\"steps\"", "LEGW grows the warmup's epochs with the batch; give it in epochs");
     }
-    warmup_amount = s::legw_warmup_epochs(warmup_value, context.global_batch, reference_batch);
+    warmup_amount = s::legw_warmup_epochs(o.warmup, context.global_batch, o.reference_batch);
   }
-  const std::int64_t W = convert.to_steps("schedule.warmup", warmup_amount, w_unit,
-                                          "schedule.warmup_unit");
-  const std::int64_t S = decay_start_value < 0
-                             ? W
-                             : convert.to_steps("schedule.decay_start", decay_start_value, d_unit,
-                                                "schedule.decay_unit");
-  const bool length_given = decay_length_value > 0;
-  std::int64_t D = length_given ? convert.to_steps("schedule.decay_length", decay_length_value,
-                                                   d_unit, "schedule.decay_unit")
+  const std::int64_t W =
+      convert.to_steps("schedule.warmup", warmup_amount, w_unit, "schedule.warmup_unit");
+  const std::int64_t S = o.decay_start < 0 ? W
+                                           : convert.to_steps("schedule.decay_start", o.decay_start,
+                                                              d_unit, "schedule.decay_unit");
+  const bool length_given = o.decay_length > 0;
+  std::int64_t D = length_given ? convert.to_steps("schedule.decay_length", o.decay_length, d_unit,
+                                                   "schedule.decay_unit")
                                 : std::max<std::int64_t>(context.total_steps - S, 0);
-  DecayInputs in{config, W, D, length_given,
-                 convert.to_steps("schedule.decay_every", decay_every_value, d_unit,
-                                  "schedule.decay_unit"),
-                 {}, gamma, power, rate, final_frac, cooldown_frac, staircase, cooldown.shape};
-  for (double m : milestone_values) {
-    in.milestones.push_back(convert.to_steps("schedule.milestones", m, d_unit, "schedule.decay_unit"));
+  DecayInputs in{
+      config,
+      W,
+      D,
+      length_given,
+      convert.to_steps("schedule.decay_every", o.decay_every, d_unit, "schedule.decay_unit"),
+      {},
+      o.gamma,
+      o.power,
+      o.rate,
+      o.final_frac,
+      o.cooldown_frac,
+      o.staircase,
+      cooldown.shape};
+  for (double m : o.milestones) {
+    in.milestones.push_back(
+        convert.to_steps("schedule.milestones", m, d_unit, "schedule.decay_unit"));
   }
   for (std::size_t i = 0; i < in.milestones.size(); ++i) {
     if (in.milestones[i] <= (i == 0 ? 0 : in.milestones[i - 1])) {
@@ -394,7 +398,7 @@ schedules::Schedule make_schedule(const ScheduleOptions& options, const Schedule
     if (W > context.total_steps) {
       config.fail("schedule.warmup",
                   "at most the run's " + std::to_string(context.total_steps) + " steps",
-                  std::to_string(W) + " steps (" + num(warmup_value) + " " + warmup_unit + ")",
+                  std::to_string(W) + " steps (" + num(o.warmup) + " " + o.warmup_unit + ")",
                   "shorten schedule.warmup, or lengthen train.steps / train.epochs");
     }
     if (length_given && S + D > context.total_steps) {
@@ -428,7 +432,8 @@ schedules::Schedule make_schedule(const ScheduleOptions& options, const Schedule
     if (!parts.empty()) boundaries.push_back(std::max(S, W));
     parts.push_back(std::move(decay_part));
     s::Schedule schedule = s::scaled(s::join(std::move(parts), std::move(boundaries)), peak);
-    if (min_lr > 0) schedule = s::clamp(std::move(schedule), min_lr, std::numeric_limits<double>::infinity());
+    if (o.min_lr > 0)
+      schedule = s::clamp(std::move(schedule), o.min_lr, std::numeric_limits<double>::infinity());
     return schedule;
   } catch (const std::invalid_argument& e) {
     const std::string what = e.what();

@@ -56,6 +56,22 @@ std::map<std::string, fs::file_time_type> summary_times(const fs::path& sweep) {
   return t;
 }
 
+// `lbt sweep --jobs 1 --no-plots` in its own process group (which holds the trials too), its
+// output in `log`.
+pid_t start_sweep(const fs::path& cfg, const fs::path& dir, const std::string& log) {
+  const pid_t pid = fork();
+  if (pid == 0) {
+    setpgid(0, 0);
+    const int fd = open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    dup2(fd, 1), dup2(fd, 2);
+    execl(LBT_BINARY, LBT_BINARY, "sweep", "--config", cfg.c_str(), "--jobs", "1", "--out",
+          dir.c_str(), "--no-plots", static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  setpgid(pid, pid);
+  return pid;
+}
+
 std::string status_of(const fs::path& run) {
   return nlohmann::json::parse(slurp(run / "summary.json")).value("status", "");
 }
@@ -141,16 +157,7 @@ BOOST_AUTO_TEST_CASE(sweep_killed_mid_way_then_rerun_finishes_every_trial_exactl
   const fs::path cfg = write_config("slow.toml", "val_loss<=0.1", 6000);
   const fs::path dir = scratch() / "killed";
   const std::string log = (scratch() / "killed.log").string();
-  const pid_t pid = fork();
-  if (pid == 0) {
-    setpgid(0, 0);  // its own process group, which holds the trials too
-    const int fd = open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    dup2(fd, 1), dup2(fd, 2);
-    execl(LBT_BINARY, LBT_BINARY, "sweep", "--config", cfg.c_str(), "--jobs", "1", "--out",
-          dir.c_str(), "--no-plots", static_cast<char*>(nullptr));
-    _exit(127);
-  }
-  setpgid(pid, pid);
+  const pid_t pid = start_sweep(cfg, dir, log);
   // Wait for the first finished trial in sweep.csv, then SIGKILL the whole group.
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
   int finished = 0;
@@ -266,24 +273,6 @@ BOOST_AUTO_TEST_CASE(a_sweep_measures_the_noise_scale_per_trial_and_the_fit_repo
   BOOST_TEST(lo <= b);
   BOOST_TEST(b <= hi);
 }
-
-namespace {
-
-pid_t start_sweep(const fs::path& cfg, const fs::path& dir, const std::string& log) {
-  const pid_t pid = fork();
-  if (pid == 0) {
-    setpgid(0, 0);
-    const int fd = open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    dup2(fd, 1), dup2(fd, 2);
-    execl(LBT_BINARY, LBT_BINARY, "sweep", "--config", cfg.c_str(), "--jobs", "1", "--out",
-          dir.c_str(), "--no-plots", static_cast<char*>(nullptr));
-    _exit(127);
-  }
-  setpgid(pid, pid);
-  return pid;
-}
-
-}  // namespace
 
 // Issue 27, item 2: two sweeps on one directory used to run the same trials twice and clear
 // each other's running trials. The second now exits 2 at once, naming the first.

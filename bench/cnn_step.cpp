@@ -37,11 +37,16 @@ int main(int argc, char** argv) {
   int threads = 2;
   double seconds = 3.0;
   for (int i = 1; i + 1 < argc; i += 2) {
-    if (!std::strcmp(argv[i], "--spec")) spec = argv[i + 1];
-    else if (!std::strcmp(argv[i], "--shape")) shape_arg = argv[i + 1];
-    else if (!std::strcmp(argv[i], "--batches")) batches_arg = argv[i + 1];
-    else if (!std::strcmp(argv[i], "--threads")) threads = std::atoi(argv[i + 1]);
-    else if (!std::strcmp(argv[i], "--seconds")) seconds = std::atof(argv[i + 1]);
+    if (!std::strcmp(argv[i], "--spec"))
+      spec = argv[i + 1];
+    else if (!std::strcmp(argv[i], "--shape"))
+      shape_arg = argv[i + 1];
+    else if (!std::strcmp(argv[i], "--batches"))
+      batches_arg = argv[i + 1];
+    else if (!std::strcmp(argv[i], "--threads"))
+      threads = std::atoi(argv[i + 1]);
+    else if (!std::strcmp(argv[i], "--seconds"))
+      seconds = std::atof(argv[i + 1]);
   }
   set_num_threads(threads);
   const auto shape = parse_list(shape_arg);

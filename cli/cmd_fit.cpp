@@ -20,8 +20,11 @@ struct FitArgs {
 void add_fit_command(CLI::App& app) {
   auto a = std::make_shared<FitArgs>();
   CLI::App* cmd = app.add_subcommand(
-      "fit", "Fit S = S_min (1 + B_noise/B) to a sweep's best steps: S_min, E_min, B_crit, regimes");
-  cmd->add_option("sweep_dir", a->dir, "directory written by lbt sweep")->required()->check(CLI::ExistingDirectory);
+      "fit",
+      "Fit S = S_min (1 + B_noise/B) to a sweep's best steps: S_min, E_min, B_crit, regimes");
+  cmd->add_option("sweep_dir", a->dir, "directory written by lbt sweep")
+      ->required()
+      ->check(CLI::ExistingDirectory);
   cmd->add_option("--resamples", a->resamples, "bootstrap resamples")->check(CLI::PositiveNumber);
   cmd->add_flag("--no-plots", a->no_plots, "skip notebooks/lbt_sweep_plots.py");
   cmd->callback([a] {
@@ -29,7 +32,8 @@ void add_fit_command(CLI::App& app) {
     o.resamples = a->resamples;
     const auto fit = experiments::fit_sweep(a->dir, o);
     std::printf("%s\n", experiments::format_fit_line(fit).c_str());
-    for (const char* name : {"perfect_scaling", "diminishing_returns", "maximal_data_parallelism"}) {
+    for (const char* name :
+         {"perfect_scaling", "diminishing_returns", "maximal_data_parallelism"}) {
       const auto& r = fit["regimes"][name];
       std::string range = r["from"].is_null() ? "(no swept batch size)"
                                               : r["from"].dump() + " .. " + r["to"].dump();
@@ -37,12 +41,15 @@ void add_fit_command(CLI::App& app) {
     }
     if (!fit["B_simple"].is_null()) {
       const auto& ci = fit["intervals"]["B_simple"];
-      std::printf("  measured B_simple (averaged over training, median of %d best trials) = %.4g%s"
-                  " (B_crit / B_simple = %.3g)\n",
-                  fit["B_simple_trials"].get<int>(), fit["B_simple"].get<double>(),
-                  ci.is_null() ? "" : (" [" + std::to_string(ci[0].get<double>()) + ", " +
-                                       std::to_string(ci[1].get<double>()) + "]").c_str(),
-                  fit["b_crit_over_b_simple"].get<double>());
+      std::printf(
+          "  measured B_simple (averaged over training, median of %d best trials) = %.4g%s"
+          " (B_crit / B_simple = %.3g)\n",
+          fit["B_simple_trials"].get<int>(), fit["B_simple"].get<double>(),
+          ci.is_null() ? ""
+                       : (" [" + std::to_string(ci[0].get<double>()) + ", " +
+                          std::to_string(ci[1].get<double>()) + "]")
+                             .c_str(),
+          fit["b_crit_over_b_simple"].get<double>());
     }
     if (!a->no_plots) {
       const std::string warning = experiments::make_sweep_plots(a->dir);

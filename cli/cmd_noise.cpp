@@ -1,5 +1,6 @@
 // `lbt noise --config FILE [--steps N] [--at-steps 0,500,2000] [--out DIR]`: the gradient noise
-// scale during training with 95% intervals, both estimators, B_noise at the requested steps, a plot.
+// scale during training with 95% intervals, both estimators, B_noise at the requested steps, a
+// plot.
 #include <cstdio>
 #include <cstdlib>
 #include <memory>
@@ -26,12 +27,15 @@ struct NoiseArgs {
 void add_noise_command(CLI::App& app) {
   auto args = std::make_shared<NoiseArgs>();
   CLI::App* cmd = app.add_subcommand(
-      "noise", "Gradient noise scale B_simple during training (McCandlish et al. 2018), with 95% intervals");
-  cmd->add_option("--config,-c", args->config_path, "TOML config (e.g. experiments/configs/synthetic_regression.toml)")
+      "noise",
+      "Gradient noise scale B_simple during training (McCandlish et al. 2018), with 95% intervals");
+  cmd->add_option("--config,-c", args->config_path,
+                  "TOML config (e.g. experiments/configs/synthetic_regression.toml)")
       ->required()
       ->check(CLI::ExistingFile);
   cmd->add_option("--steps", args->steps, "Train this many steps (default: the config's budget)");
-  cmd->add_option("--at-steps", args->at_steps, "Report B_simple and measure B_noise at these steps: 0,500,2000")
+  cmd->add_option("--at-steps", args->at_steps,
+                  "Report B_simple and measure B_noise at these steps: 0,500,2000")
       ->delimiter(',');
   cmd->add_option("--set,-s", args->sets, "Override a config key (repeatable), e.g. noise.every=5");
   cmd->add_option("--out,-o", args->out, "Run directory (default: runs/<config>-<timestamp>)");
@@ -59,10 +63,12 @@ void add_noise_command(CLI::App& app) {
     std::fflush(stdout);
     if (!args->no_plot) {
       // Debian's matplotlib belongs to /usr/bin/python3 (another python3 may come first on PATH)
-      const std::string cmdline = "/usr/bin/python3 '" LBT_SOURCE_DIR "/notebooks/lbt_plot_noise.py' '" +
+      const std::string cmdline = "/usr/bin/python3 '" LBT_SOURCE_DIR
+                                  "/notebooks/lbt_plot_noise.py' '" +
                                   result.run.run_dir.string() + "'";
       if (std::system(cmdline.c_str()) != 0) {
-        std::fprintf(stderr, "warning: plot failed (%s); noise.jsonl is complete\n", cmdline.c_str());
+        std::fprintf(stderr, "warning: plot failed (%s); noise.jsonl is complete\n",
+                     cmdline.c_str());
       }
     }
   });

@@ -69,9 +69,9 @@ trainer::StepBudget budget_at(const ScheduleArgs& args, const trainer::TrainConf
     budget = trainer::step_budget(train, train_examples, args.workers);
   } else {
     budget.steps_per_epoch = steps_per_epoch;
-    budget.total_steps = train.steps > 0 ? train.steps
-                                         : static_cast<std::int64_t>(
-                                               std::ceil(train.epochs * steps_per_epoch));
+    budget.total_steps = train.steps > 0
+                             ? train.steps
+                             : static_cast<std::int64_t>(std::ceil(train.epochs * steps_per_epoch));
   }
   return budget;
 }
@@ -96,9 +96,9 @@ void run_schedule(const ScheduleArgs& args) {
   nlohmann::json marks = nlohmann::json::object();  // column -> [[name, step], ...] for --plot
   for (std::int64_t B : batches) {
     if (B <= 0 || B % args.workers != 0) {
-      throw ConfigError("--global-batch must be a positive multiple of --workers, got " +
-                            std::to_string(B),
-                        "for example --global-batch 256,1024,4096");
+      throw ConfigError(
+          "--global-batch must be a positive multiple of --workers, got " + std::to_string(B),
+          "for example --global-batch 256,1024,4096");
     }
     // The same run at batch B: only the batch layout changes; the reference batch stays the
     // config's, so the scaling rule shows.
@@ -130,7 +130,8 @@ void run_schedule(const ScheduleArgs& args) {
     for (std::size_t c = 0; c < curves.size(); ++c) {
       csv << ",";
       if (step >= lengths[c]) continue;  // that batch's run has ended
-      csv << std::string_view(value, std::to_chars(value, value + sizeof value, curves[c](step)).ptr - value);
+      csv << std::string_view(
+          value, std::to_chars(value, value + sizeof value, curves[c](step)).ptr - value);
     }
     csv << "\n";
   }
@@ -160,8 +161,11 @@ void add_schedule_command(CLI::App& app) {
   auto args = std::make_shared<ScheduleArgs>();
   CLI::App* cmd = app.add_subcommand(
       "schedule", "Print the LR curve a config yields, as CSV (step,lr), optionally plotted");
-  cmd->add_option("--config,-c", args->config_path, "TOML config")->required()->check(CLI::ExistingFile);
-  cmd->add_option("--set,-s", args->sets, "Override a config key: --set schedule.decay=cosine (repeatable)");
+  cmd->add_option("--config,-c", args->config_path, "TOML config")
+      ->required()
+      ->check(CLI::ExistingFile);
+  cmd->add_option("--set,-s", args->sets,
+                  "Override a config key: --set schedule.decay=cosine (repeatable)");
   cmd->add_option("--global-batch,-b", args->global_batches,
                   "Global batch(es); several give one column each (default: train.global_batch)")
       ->delimiter(',');
@@ -177,7 +181,8 @@ void add_schedule_command(CLI::App& app) {
       ->excludes(spe);
   cmd->add_option("--workers", args->workers, "Ranks the run will use (default 1)")
       ->check(CLI::PositiveNumber);
-  cmd->add_option("--plot", args->plot, "Also draw the curve to this image (writes the CSV beside it)");
+  cmd->add_option("--plot", args->plot,
+                  "Also draw the curve to this image (writes the CSV beside it)");
   cmd->add_flag("--log-y", args->log_y, "Logarithmic LR axis in the plot");
   cmd->footer(config_keys_footer());
   cmd->callback([args] { run_schedule(*args); });

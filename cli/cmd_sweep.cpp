@@ -19,7 +19,8 @@ struct SweepArgs {
   std::vector<std::int64_t> batch_sizes;
   std::vector<std::string> sets;
   int lr_trials = 0, jobs = 1, trial_index = -1;
-  bool submit = false, retry_failed = false, extend = false, collect = false, no_plots = false, quiet = false;
+  bool submit = false, retry_failed = false, extend = false, collect = false, no_plots = false,
+       quiet = false;
   bool check = false;
 };
 }  // namespace
@@ -27,25 +28,34 @@ struct SweepArgs {
 void add_sweep_command(CLI::App& app) {
   auto a = std::make_shared<SweepArgs>();
   CLI::App* cmd = app.add_subcommand(
-      "sweep", "Batch-size sweep to a target: per batch size an LR search, steps-to-result, "
-               "sweep.csv / best.csv / fit.json / plots (resumable)");
-  cmd->add_option("--config,-c", a->config_path, "TOML config with a [sweep] section "
-                                                  "(presets: experiments/configs/*_sweep.toml)")
+      "sweep",
+      "Batch-size sweep to a target: per batch size an LR search, steps-to-result, "
+      "sweep.csv / best.csv / fit.json / plots (resumable)");
+  cmd->add_option("--config,-c", a->config_path,
+                  "TOML config with a [sweep] section "
+                  "(presets: experiments/configs/*_sweep.toml)")
       ->required()
       ->check(CLI::ExistingFile);
-  cmd->add_option("--batch-sizes,-b", a->batch_sizes, "global batch sizes, e.g. 16,32,64 (default: sweep.batch_sizes)")
+  cmd->add_option("--batch-sizes,-b", a->batch_sizes,
+                  "global batch sizes, e.g. 16,32,64 (default: sweep.batch_sizes)")
       ->delimiter(',');
-  cmd->add_option("--target,-t", a->target, "e.g. \"val_accuracy>=0.85\" (default: the config's train.target)");
-  cmd->add_option("--lr-trials", a->lr_trials, "LR trials per batch size (default: sweep.lr_trials)");
+  cmd->add_option("--target,-t", a->target,
+                  "e.g. \"val_accuracy>=0.85\" (default: the config's train.target)");
+  cmd->add_option("--lr-trials", a->lr_trials,
+                  "LR trials per batch size (default: sweep.lr_trials)");
   cmd->add_option("--jobs,-j", a->jobs, "concurrent trials; each gets max(1, cores / jobs) threads")
       ->check(CLI::PositiveNumber);
-  cmd->add_option("--out,-o", a->out, "sweep directory (default: runs/sweep-<config stem>); "
-                                      "rerunning with the same one resumes");
-  cmd->add_option("--set,-s", a->sets, "override a key: sweep.* for the sweep, others for every trial");
-  cmd->add_option("--launcher", a->launcher, "local (child processes) | slurm (writes sweep.sbatch)")
+  cmd->add_option("--out,-o", a->out,
+                  "sweep directory (default: runs/sweep-<config stem>); "
+                  "rerunning with the same one resumes");
+  cmd->add_option("--set,-s", a->sets,
+                  "override a key: sweep.* for the sweep, others for every trial");
+  cmd->add_option("--launcher", a->launcher,
+                  "local (child processes) | slurm (writes sweep.sbatch)")
       ->check(CLI::IsMember({"local", "slurm"}));
   cmd->add_flag("--submit", a->submit, "slurm: sbatch the written script");
-  cmd->add_option("--trial-index", a->trial_index, "run only trial I of the plan (a SLURM array task)");
+  cmd->add_option("--trial-index", a->trial_index,
+                  "run only trial I of the plan (a SLURM array task)");
   cmd->add_flag("--retry-failed", a->retry_failed, "rerun trials whose status is failed");
   cmd->add_flag("--extend", a->extend,
                 "rerun of a sweep directory: add the trials of new batch sizes (a rerun whose "

@@ -10,9 +10,9 @@
 #include "core/error.hpp"
 #include "experiments/lbt_schema.hpp"
 #include "experiments/train_run.hpp"
+#include "trainer/comm/communicator.hpp"
 #include "trainer/interrupt.hpp"
 #include "trainer/run_config.hpp"
-#include "trainer/comm/communicator.hpp"
 
 namespace lbt::cli {
 
@@ -30,12 +30,14 @@ struct TrainArgs {
 
 void add_train_command(CLI::App& app) {
   auto args = std::make_shared<TrainArgs>();
-  CLI::App* cmd = app.add_subcommand("train", "Train one model from a config; writes a run directory");
+  CLI::App* cmd =
+      app.add_subcommand("train", "Train one model from a config; writes a run directory");
   cmd->add_option("--config,-c", args->config_path,
                   "TOML config (presets: experiments/configs/); with --resume RUN_DIR, defaults "
                   "to RUN_DIR/config.toml")
       ->check(CLI::ExistingFile);
-  cmd->add_option("--set,-s", args->sets, "Override a config key: --set optimizer.lr=0.1 (repeatable)");
+  cmd->add_option("--set,-s", args->sets,
+                  "Override a config key: --set optimizer.lr=0.1 (repeatable)");
   cmd->add_option("--out,-o", args->out, "Run directory (default: runs/<config>-<timestamp>)");
   cmd->add_flag("--overwrite", args->overwrite, "Replace an existing run directory");
   cmd->add_flag("--quiet,-q", args->quiet, "No progress line");
@@ -57,7 +59,8 @@ void add_train_command(CLI::App& app) {
     } else if (!args->resume.empty()) {
       if (!args->out.empty() && args->out != args->resume) {
         throw ConfigError("--resume " + args->resume + " continues that run in place; --out " +
-                              args->out + " differs", "drop --out");
+                              args->out + " differs",
+                          "drop --out");
       }
       options.out = args->resume;
       options.resume = experiments::Resume::kRequired;
@@ -78,12 +81,13 @@ void add_train_command(CLI::App& app) {
     const auto& o = result.outcome;
     if (o.status == "interrupted") {
       // Every rank stopped after the same step; each ends with 130 or 143, rank 0 explains.
-      throw Interrupted(o.interrupt_signal,
-                        std::string("interrupted by ") + trainer::signal_name(o.interrupt_signal) +
-                            " after step " + std::to_string(o.steps) +
-                            "; its checkpoint and summary.json (status interrupted) are in " +
-                            result.run_dir.string(),
-                        "continue it bit for bit with: lbt train --resume " + result.run_dir.string());
+      throw Interrupted(
+          o.interrupt_signal,
+          std::string("interrupted by ") + trainer::signal_name(o.interrupt_signal) +
+              " after step " + std::to_string(o.steps) +
+              "; its checkpoint and summary.json (status interrupted) are in " +
+              result.run_dir.string(),
+          "continue it bit for bit with: lbt train --resume " + result.run_dir.string());
     }
     // Only rank 0 reports (the others' run_dir is not written).
     if (const auto* comm = comm::active_communicator(); comm && comm->rank() != 0) return;
@@ -93,11 +97,11 @@ void add_train_command(CLI::App& app) {
       std::snprintf(buf, sizeof buf, "%.4f", v);
       return std::isnan(v) ? std::string("-") : std::string(buf);
     };
-    std::printf("status: %s  steps: %lld  best val_accuracy: %s  final val_loss: %s  "
-                "wall: %.1fs  (%.0f samples/s)\n",
-                o.status.c_str(), static_cast<long long>(o.steps),
-                metric(o.best_val_accuracy).c_str(), metric(o.final_val_loss).c_str(),
-                o.wall_time_s, o.samples_per_s);
+    std::printf(
+        "status: %s  steps: %lld  best val_accuracy: %s  final val_loss: %s  "
+        "wall: %.1fs  (%.0f samples/s)\n",
+        o.status.c_str(), static_cast<long long>(o.steps), metric(o.best_val_accuracy).c_str(),
+        metric(o.final_val_loss).c_str(), o.wall_time_s, o.samples_per_s);
     if (o.steps_to_target >= 0) {
       std::printf("target reached at step %lld (%lld examples)\n",
                   static_cast<long long>(o.steps_to_target),

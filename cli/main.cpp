@@ -25,7 +25,9 @@ std::ostream* notes_stream() {
   return &std::cerr;
 }
 
-std::string config_keys_footer() { return experiments::lbt_schema().help(); }
+std::string config_keys_footer() {
+  return experiments::lbt_schema().help();
+}
 
 }  // namespace lbt::cli
 
@@ -34,8 +36,9 @@ namespace {
 int report_failure(int code, const std::string& what, const std::string& hint) {
   lbt::comm::Communicator* comm = lbt::comm::active_communicator();
   const bool many_ranks = comm && comm->size() > 1;
-  const std::string where =
-      many_ranks ? "rank " + std::to_string(comm->rank()) + " of " + std::to_string(comm->size()) + ": " : "";
+  const std::string where = many_ranks ? "rank " + std::to_string(comm->rank()) + " of " +
+                                             std::to_string(comm->size()) + ": "
+                                       : "";
   std::fprintf(stderr, "error: %s%s\n", where.c_str(), what.c_str());
   if (!hint.empty()) std::fprintf(stderr, "hint: %s\n", hint.c_str());
   if (many_ranks) comm->abort(code, "stopping all ranks after the error above");

@@ -1,21 +1,21 @@
 // Config over toml++; see config.hpp.
 #include "core/config.hpp"
 
+#include <toml++/toml.h>
 #include <algorithm>
 #include <charconv>
-#include <optional>
-#include <stdexcept>
 #include <fstream>
+#include <optional>
 #include <sstream>
-#include <toml++/toml.h>
+#include <stdexcept>
 
 #include "core/error.hpp"
 
 namespace lbt {
 
 struct Config::Impl {
-  toml::table root;       // as given: file + overrides
-  toml::table resolved;   // every key read, with its effective value
+  toml::table root;      // as given: file + overrides
+  toml::table resolved;  // every key read, with its effective value
   std::string source = "<defaults>";
   std::set<std::string, std::less<>> overridden;  // keys given by set() (--set)
   std::set<std::string, std::less<>> defaulted;   // keys given by set_default() (a recipe)
@@ -111,13 +111,20 @@ std::string node_text(const toml::node& node) {
 
 const char* type_name(const toml::node& node) {
   switch (node.type()) {
-    case toml::node_type::string: return "a string";
-    case toml::node_type::integer: return "an integer";
-    case toml::node_type::floating_point: return "a number";
-    case toml::node_type::boolean: return "a boolean";
-    case toml::node_type::array: return "an array";
-    case toml::node_type::table: return "a table";
-    default: return "a date/time";
+    case toml::node_type::string:
+      return "a string";
+    case toml::node_type::integer:
+      return "an integer";
+    case toml::node_type::floating_point:
+      return "a number";
+    case toml::node_type::boolean:
+      return "a boolean";
+    case toml::node_type::array:
+      return "an array";
+    case toml::node_type::table:
+      return "a table";
+    default:
+      return "a date/time";
   }
 }
 
@@ -214,8 +221,10 @@ std::optional<double> as_number(const toml::node& node) {
 
 template <class T>
 std::optional<T> as_item(const toml::node& node) {
-  if constexpr (std::is_same_v<T, double>) return as_number(node);
-  else if (auto v = node.value_exact<T>()) return *v;
+  if constexpr (std::is_same_v<T, double>)
+    return as_number(node);
+  else if (auto v = node.value_exact<T>())
+    return *v;
   return std::nullopt;
 }
 
@@ -239,13 +248,20 @@ std::optional<std::vector<T>> as_list(const toml::node& node) {
 // True when `node` holds a value of `type` (the check validate() makes before any getter).
 bool has_type(const toml::node& node, KeyType type) {
   switch (type) {
-    case KeyType::kBool: return node.value_exact<bool>().has_value();
-    case KeyType::kInt: return node.value_exact<std::int64_t>().has_value();
-    case KeyType::kNumber: return as_number(node).has_value();
-    case KeyType::kString: return node.value_exact<std::string>().has_value();
-    case KeyType::kIntList: return as_list<std::int64_t>(node).has_value();
-    case KeyType::kNumberList: return as_list<double>(node).has_value();
-    case KeyType::kStringList: return as_list<std::string>(node).has_value();
+    case KeyType::kBool:
+      return node.value_exact<bool>().has_value();
+    case KeyType::kInt:
+      return node.value_exact<std::int64_t>().has_value();
+    case KeyType::kNumber:
+      return as_number(node).has_value();
+    case KeyType::kString:
+      return node.value_exact<std::string>().has_value();
+    case KeyType::kIntList:
+      return as_list<std::int64_t>(node).has_value();
+    case KeyType::kNumberList:
+      return as_list<double>(node).has_value();
+    case KeyType::kStringList:
+      return as_list<std::string>(node).has_value();
   }
   return false;
 }
@@ -299,14 +315,14 @@ std::int64_t Config::get_int(const KeySpec& spec, std::optional<std::int64_t> de
 }
 
 bool Config::get_bool(const KeySpec& spec) {
-  return impl_->read<bool>(
-      *this, spec, KeyType::kBool, [](const toml::node& n) { return n.value_exact<bool>(); }, {});
+  return impl_->read<bool>(*this, spec, KeyType::kBool,
+                           [](const toml::node& n) { return n.value_exact<bool>(); }, {});
 }
 
 std::string Config::get_string(const KeySpec& spec) {
-  return impl_->read<std::string>(
-      *this, spec, KeyType::kString,
-      [](const toml::node& n) { return n.value_exact<std::string>(); }, {});
+  return impl_->read<std::string>(*this, spec, KeyType::kString,
+                                  [](const toml::node& n) { return n.value_exact<std::string>(); },
+                                  {});
 }
 
 std::vector<std::int64_t> Config::get_int_list(const KeySpec& spec) {
@@ -323,7 +339,9 @@ std::vector<std::string> Config::get_string_list(const KeySpec& spec) {
                                                as_list<std::string>, {});
 }
 
-bool Config::has(std::string_view key) const { return find_node(impl_->root, key) != nullptr; }
+bool Config::has(std::string_view key) const {
+  return find_node(impl_->root, key) != nullptr;
+}
 
 std::string Config::peek_string(std::string_view key, std::string_view fallback) const {
   if (const toml::node* node = find_node(impl_->root, key)) {
@@ -332,7 +350,9 @@ std::string Config::peek_string(std::string_view key, std::string_view fallback)
   return std::string(fallback);
 }
 
-const std::string& Config::source() const { return impl_->source; }
+const std::string& Config::source() const {
+  return impl_->source;
+}
 
 std::vector<std::string> Config::validate(const Schema& schema) {
   std::vector<std::string> leaves;
@@ -404,9 +424,8 @@ void Config::fail(std::string_view key, std::string_view constraint, std::string
   throw_config_error(impl_->source, key, constraint, got, hint);
 }
 
-void throw_config_error(std::string_view source, std::string_view key,
-                        std::string_view constraint, std::string_view got,
-                        std::string_view hint) {
+void throw_config_error(std::string_view source, std::string_view key, std::string_view constraint,
+                        std::string_view got, std::string_view hint) {
   std::string message = std::string(source) + ": " + std::string(key) + " must be " +
                         std::string(constraint) + ", got " + std::string(got);
   std::string h = hint.empty() ? "set " + std::string(key) + " in the config or with --set " +

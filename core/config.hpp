@@ -62,8 +62,8 @@ class Config {
   std::string resolved_toml() const;
 
   // Throws a ConfigError "KEY must be ..., got VALUE" with a hint; for validators.
-  [[noreturn]] void fail(std::string_view key, std::string_view constraint,
-                         std::string_view got, std::string_view hint = {}) const;
+  [[noreturn]] void fail(std::string_view key, std::string_view constraint, std::string_view got,
+                         std::string_view hint = {}) const;
 
   struct Impl;  // public only so file-local helpers in config.cpp can name it
 

@@ -30,7 +30,11 @@ Line relative_weight_line(const std::vector<ScalingPoint>& p) {
   double sw = 0, sx = 0, sy = 0, sxx = 0, sxy = 0;
   for (const auto& q : p) {
     const double w = 1.0 / (q.steps * q.steps), x = 1.0 / q.batch_size, y = q.steps;
-    sw += w; sx += w * x; sy += w * y; sxx += w * x * x; sxy += w * x * y;
+    sw += w;
+    sx += w * x;
+    sy += w * y;
+    sxx += w * x * x;
+    sxy += w * x * y;
   }
   const double det = sw * sxx - sx * sx;
   Line l;
@@ -54,8 +58,11 @@ Line gauss_newton_log(const std::vector<ScalingPoint>& p, Line l) {
     for (const auto& q : p) {
       const double x = 1.0 / q.batch_size, f = l.a + l.b * x;
       const double r = std::log(q.steps) - std::log(f), j0 = 1.0 / f, j1 = x / f;
-      jtj00 += j0 * j0; jtj01 += j0 * j1; jtj11 += j1 * j1;
-      jtr0 += j0 * r; jtr1 += j1 * r;
+      jtj00 += j0 * j0;
+      jtj01 += j0 * j1;
+      jtj11 += j1 * j1;
+      jtr0 += j0 * r;
+      jtr1 += j1 * r;
     }
     // Levenberg-damped normal equations, solved in closed form (2x2).
     const double damp = 1e-12 * (jtj00 + jtj11);
@@ -86,7 +93,7 @@ CriticalBatchFit fit_unchecked(const std::vector<ScalingPoint>& points) {
   CriticalBatchFit fit;
   fit.S_min = l.a;
   fit.B_noise = l.b / l.a;
-  fit.E_min = l.b;                 // S_min * B_noise
+  fit.E_min = l.b;  // S_min * B_noise
   fit.B_crit = fit.E_min / fit.S_min;
   fit.rms_log_residual = std::sqrt(log_loss(points, l) / static_cast<double>(points.size()));
   return fit;
@@ -118,8 +125,8 @@ CriticalBatchFit fit_critical_batch(const std::vector<ScalingPoint>& points) {
   return fit_unchecked(points);
 }
 
-std::vector<CriticalBatchFit> bootstrap_fits(const std::vector<ScalingPoint>& points,
-                                             int resamples, std::uint64_t seed) {
+std::vector<CriticalBatchFit> bootstrap_fits(const std::vector<ScalingPoint>& points, int resamples,
+                                             std::uint64_t seed) {
   fit_critical_batch(points);  // validates
   auto rng = make_rng(seed, RngStream::kSweep, 0xF17);
   std::uniform_int_distribution<std::size_t> pick(0, points.size() - 1);
@@ -141,8 +148,8 @@ double quantile(std::vector<double> v, double q) {
   return i + 1 < v.size() ? v[i] * (1 - frac) + v[i + 1] * frac : v[i];
 }
 
-BootstrapIntervals bootstrap_critical_batch(const std::vector<ScalingPoint>& points,
-                                            int resamples, double level, std::uint64_t seed) {
+BootstrapIntervals bootstrap_critical_batch(const std::vector<ScalingPoint>& points, int resamples,
+                                            double level, std::uint64_t seed) {
   std::vector<double> s_min, b_noise, e_min, b_crit;
   for (const CriticalBatchFit& f : bootstrap_fits(points, resamples, seed)) {
     s_min.push_back(f.S_min);

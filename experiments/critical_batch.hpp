@@ -40,8 +40,8 @@ struct BootstrapIntervals {
 // The fits of `resamples` bootstrap resamples of `points` (batch sizes drawn with replacement;
 // resamples with fewer than 2 distinct batch sizes skipped), for intervals of any function of
 // the fit, such as the steps predicted at a batch size.
-std::vector<CriticalBatchFit> bootstrap_fits(const std::vector<ScalingPoint>& points,
-                                             int resamples, std::uint64_t seed);
+std::vector<CriticalBatchFit> bootstrap_fits(const std::vector<ScalingPoint>& points, int resamples,
+                                             std::uint64_t seed);
 // The q-quantile of `values` (linear interpolation between order statistics).
 double quantile(std::vector<double> values, double q);
 

@@ -49,7 +49,9 @@ DirLock::DirLock(const std::filesystem::path& lock_file, Mode mode) {
   }
 }
 
-DirLock::DirLock(DirLock&& other) noexcept : fd_(other.fd_) { other.fd_ = -1; }
+DirLock::DirLock(DirLock&& other) noexcept : fd_(other.fd_) {
+  other.fd_ = -1;
+}
 
 DirLock& DirLock::operator=(DirLock&& other) noexcept {
   if (this != &other) {

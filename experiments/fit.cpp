@@ -22,7 +22,9 @@ double median(std::vector<double> v) {
   return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
-nlohmann::json interval(Interval i) { return nlohmann::json::array({i.lo, i.hi}); }
+nlohmann::json interval(Interval i) {
+  return nlohmann::json::array({i.lo, i.hi});
+}
 
 nlohmann::json regime(const std::vector<ScalingPoint>& pts, double lo, double hi) {
   nlohmann::json sizes = nlohmann::json::array();
@@ -79,11 +81,13 @@ nlohmann::json fit_sweep(const fs::path& sweep_dir, const FitOptions& options) {
                 "search, or loosen --target; see best.csv for the unreached ones");
   }
   const CriticalBatchFit f = fit_critical_batch(pts);
-  const BootstrapIntervals ci = bootstrap_critical_batch(pts, options.resamples, options.level, options.seed);
+  const BootstrapIntervals ci =
+      bootstrap_critical_batch(pts, options.resamples, options.level, options.seed);
 
   nlohmann::json points = nlohmann::json::array();
   for (const auto& p : pts) {
-    points.push_back({{"batch_size", p.batch_size}, {"steps", p.steps},
+    points.push_back({{"batch_size", p.batch_size},
+                      {"steps", p.steps},
                       {"examples", p.steps * p.batch_size},
                       {"fitted_steps", f.S_min * (1 + f.B_noise / p.batch_size)}});
   }
@@ -100,8 +104,8 @@ nlohmann::json fit_sweep(const fs::path& sweep_dir, const FitOptions& options) {
   nlohmann::json regimes = {
       {"tolerance", tol},
       {"perfect_scaling", regime(pts, 0, perfect_max)},
-      {"diminishing_returns", regime(pts, std::nextafter(perfect_max, INFINITY),
-                                     std::nextafter(parallel_min, 0.0))},
+      {"diminishing_returns",
+       regime(pts, std::nextafter(perfect_max, INFINITY), std::nextafter(parallel_min, 0.0))},
       {"maximal_data_parallelism", regime(pts, parallel_min, INFINITY)},
   };
   regimes["perfect_scaling"]["model_max_batch"] = perfect_max;
@@ -109,13 +113,19 @@ nlohmann::json fit_sweep(const fs::path& sweep_dir, const FitOptions& options) {
 
   nlohmann::json fit = {
       {"model", "S = S_min * (1 + B_crit / B);  E = S * B;  B_crit = E_min / S_min"},
-      {"method", "least squares in log S (Gauss-Newton from the 1/S^2-weighted line S = a + b/B); "
-                 "percentile bootstrap over batch sizes"},
-      {"S_min", f.S_min}, {"E_min", f.E_min}, {"B_crit", f.B_crit},
+      {"method",
+       "least squares in log S (Gauss-Newton from the 1/S^2-weighted line S = a + b/B); "
+       "percentile bootstrap over batch sizes"},
+      {"S_min", f.S_min},
+      {"E_min", f.E_min},
+      {"B_crit", f.B_crit},
       {"rms_log_residual", f.rms_log_residual},
-      {"intervals", {{"level", options.level}, {"resamples", ci.resamples},
-                     {"S_min", interval(ci.S_min)}, {"E_min", interval(ci.E_min)},
-                     {"B_crit", interval(ci.B_crit)}}},
+      {"intervals",
+       {{"level", options.level},
+        {"resamples", ci.resamples},
+        {"S_min", interval(ci.S_min)},
+        {"E_min", interval(ci.E_min)},
+        {"B_crit", interval(ci.B_crit)}}},
       {"points", points},
       {"local_slopes", slopes},
       {"regimes", regimes},
@@ -123,7 +133,8 @@ nlohmann::json fit_sweep(const fs::path& sweep_dir, const FitOptions& options) {
   nlohmann::json unreached = nlohmann::json::array();
   const CsvTable best = read_csv(sweep_dir / "best.csv");
   for (const auto& row : best.rows) {
-    if (row[best.column("status")] != "reached_target") unreached.push_back(std::stod(row[best.column("batch_size")]));
+    if (row[best.column("status")] != "reached_target")
+      unreached.push_back(std::stod(row[best.column("batch_size")]));
   }
   fit["batch_sizes_unreached"] = unreached;
   // The measured noise scale of the best trials beside the fitted B_crit (McCandlish et al.
@@ -147,8 +158,8 @@ nlohmann::json fit_sweep(const fs::path& sweep_dir, const FitOptions& options) {
         for (auto& v : sample) v = averaged[pick(rng)];
         medians.push_back(median(sample));
       }
-      fit["intervals"]["B_simple"] = interval({quantile(medians, (1 - options.level) / 2),
-                                               quantile(medians, (1 + options.level) / 2)});
+      fit["intervals"]["B_simple"] = interval(
+          {quantile(medians, (1 - options.level) / 2), quantile(medians, (1 + options.level) / 2)});
     }
   }
   io::atomic_write(sweep_dir / "fit.json", fit.dump(2) + "\n");

@@ -14,11 +14,13 @@ const Schema& lbt_schema() {
     Schema s = trainer::run_schema();
     s.add(sweep_keys());
     // One LR-scaling concept: the sweep's prior is the schedule's rule, not a rule of its own.
-    s.retire("sweep.lr_rule",
-             "the sweep's LR prior is optimizer.lr x schedule.scaling(B / schedule.reference_batch): "
-             "set schedule.scaling instead");
-    s.retire("sweep.reference_batch", "set schedule.reference_batch instead (the batch at which "
-                                      "optimizer.lr was tuned; default: train.global_batch)");
+    s.retire(
+        "sweep.lr_rule",
+        "the sweep's LR prior is optimizer.lr x schedule.scaling(B / schedule.reference_batch): "
+        "set schedule.scaling instead");
+    s.retire("sweep.reference_batch",
+             "set schedule.reference_batch instead (the batch at which "
+             "optimizer.lr was tuned; default: train.global_batch)");
     return s;
   }();
   return schema;

@@ -12,8 +12,8 @@
 #include "core/rng.hpp"
 #include "noise/hessian_noise.hpp"
 #include "noise/noise_keys.hpp"
-#include "trainer/run_config.hpp"
 #include "trainer/nn/loss.hpp"
+#include "trainer/run_config.hpp"
 
 namespace lbt::experiments {
 namespace {
@@ -24,8 +24,9 @@ struct HessianOptions {
 };
 
 // Mean gradient over rows `rows` of `data` into `out`, in chunks of `chunk` examples.
-void mean_gradient(nn::Model& model, const data::Dataset& data, const std::vector<std::int64_t>& rows,
-                   std::int64_t chunk, std::span<float> out) {
+void mean_gradient(nn::Model& model, const data::Dataset& data,
+                   const std::vector<std::int64_t>& rows, std::int64_t chunk,
+                   std::span<float> out) {
   ParameterStore& store = model.store();
   std::vector<float> x(static_cast<std::size_t>(chunk * data.dim)), targets;
   std::vector<std::int32_t> labels(static_cast<std::size_t>(chunk));
@@ -38,9 +39,11 @@ void mean_gradient(nn::Model& model, const data::Dataset& data, const std::vecto
     }
     const float* out_act = model.forward(x.data(), b, true);
     if (data.is_classification()) {
-      nn::softmax_cross_entropy(out_act, labels.data(), b, model.output_dim(), model.output_grad(), scale, nullptr);
+      nn::softmax_cross_entropy(out_act, labels.data(), b, model.output_dim(), model.output_grad(),
+                                scale, nullptr);
     } else {
-      nn::half_squared_error(out_act, targets.data(), b, model.output_dim(), model.output_grad(), scale);
+      nn::half_squared_error(out_act, targets.data(), b, model.output_dim(), model.output_grad(),
+                             scale);
     }
     model.backward(x.data(), b, /*accumulate=*/start > 0);
   }
@@ -61,7 +64,8 @@ void probe_b_noise(std::int64_t step, ProbeContext& ctx, const HessianOptions& h
     for (auto& r : rows) r = pick(rng);
     return rows;
   };
-  std::vector<std::vector<float>> small(static_cast<std::size_t>(h.small_batches), std::vector<float>(n));
+  std::vector<std::vector<float>> small(static_cast<std::size_t>(h.small_batches),
+                                        std::vector<float>(n));
   for (auto& g : small) mean_gradient(model, data, draw(b), b, g);
   const std::vector<float> theta(model.store().params().begin(), model.store().params().end());
   const std::vector<std::int64_t> big_rows = draw(std::min(h.examples, data.n));
@@ -69,22 +73,30 @@ void probe_b_noise(std::int64_t step, ProbeContext& ctx, const HessianOptions& h
     std::copy(params.begin(), params.end(), model.store().params().begin());
     mean_gradient(model, data, big_rows, std::max<std::int64_t>(b, 256), out);
   };
-  const noise::HessianNoise r = noise::hessian_noise_scale(grad, theta, small, static_cast<double>(b));
+  const noise::HessianNoise r =
+      noise::hessian_noise_scale(grad, theta, small, static_cast<double>(b));
   std::copy(theta.begin(), theta.end(), model.store().params().begin());
   model.store().zero_grads();
   // B_simple from the same small batches, for comparison: tr(Sigma) and |G|^2 as in hessian_noise
   std::vector<double> mean(n, 0.0);
-  for (const auto& g : small) for (std::size_t i = 0; i < n; ++i) mean[i] += g[i] / small.size();
+  for (const auto& g : small)
+    for (std::size_t i = 0; i < n; ++i) mean[i] += g[i] / small.size();
   double spread = 0.0, mean_sq = 0.0;
-  for (const auto& g : small) for (std::size_t i = 0; i < n; ++i) spread += (g[i] - mean[i]) * (g[i] - mean[i]);
+  for (const auto& g : small)
+    for (std::size_t i = 0; i < n; ++i) spread += (g[i] - mean[i]) * (g[i] - mean[i]);
   for (double m : mean) mean_sq += m * m;
   const double tr = b * spread / (small.size() - 1.0);
   const double G_sq = mean_sq - tr / (small.size() * static_cast<double>(b));
   if (ctx.run_dir) {
-    ctx.run_dir->append_noise({{"step", step}, {"estimator", "hessian"}, {"b_noise", r.b_noise},
-                               {"tr_H_sigma", r.tr_H_sigma}, {"gHg", r.gHg},
-                               {"b_simple_same_batches", tr / G_sq}, {"small_batches", small.size()},
-                               {"b_small", b}, {"hvp_examples", big_rows.size()}});
+    ctx.run_dir->append_noise({{"step", step},
+                               {"estimator", "hessian"},
+                               {"b_noise", r.b_noise},
+                               {"tr_H_sigma", r.tr_H_sigma},
+                               {"gHg", r.gHg},
+                               {"b_simple_same_batches", tr / G_sq},
+                               {"small_batches", small.size()},
+                               {"b_small", b},
+                               {"hvp_examples", big_rows.size()}});
   }
 }
 
@@ -100,7 +112,8 @@ HessianOptions read_hessian_options(Config& config, bool& hessian) {
   h.small_batches = config.get_int(Schema::in(keys, "noise.hessian.small_batches"));
   h.examples = config.get_int(Schema::in(keys, "noise.hessian.examples"));
   hessian = config.get_bool(Schema::in(keys, "noise.hessian.enabled"));
-  if (h.small_batches < 2) config.fail("noise.hessian.small_batches", ">= 2", std::to_string(h.small_batches));
+  if (h.small_batches < 2)
+    config.fail("noise.hessian.small_batches", ">= 2", std::to_string(h.small_batches));
   if (h.examples < 1) config.fail("noise.hessian.examples", ">= 1", std::to_string(h.examples));
   return h;
 }
@@ -173,14 +186,15 @@ NoiseRunResult run_noise(Config& config, const NoiseRunOptions& options) {
   }
   char buf[640];
   if (std::isfinite(result.final_b_simple) && std::isfinite(result.final_high)) {
-    std::snprintf(buf, sizeof buf,
-                  "Recommendation: the critical batch size is about B_noise (McCandlish et al. "
-                  "2018), and B_simple now (over the last %lld steps) ~ %.0f [%.0f, %.0f] at the "
-                  "end of this run is its proxy, so global batches up to about %.0f should cut "
-                  "steps almost in proportion, while larger ones mostly spend more examples for "
-                  "little gain (B_simple grows as the loss falls, so re-measure later in training).",
-                  static_cast<long long>(result.window_steps), result.final_b_simple,
-                  result.final_low, result.final_high, result.final_b_simple);
+    std::snprintf(
+        buf, sizeof buf,
+        "Recommendation: the critical batch size is about B_noise (McCandlish et al. "
+        "2018), and B_simple now (over the last %lld steps) ~ %.0f [%.0f, %.0f] at the "
+        "end of this run is its proxy, so global batches up to about %.0f should cut "
+        "steps almost in proportion, while larger ones mostly spend more examples for "
+        "little gain (B_simple grows as the loss falls, so re-measure later in training).",
+        static_cast<long long>(result.window_steps), result.final_b_simple, result.final_low,
+        result.final_high, result.final_b_simple);
   } else {
     std::snprintf(buf, sizeof buf,
                   "Recommendation: none yet. B_simple is not resolved at the end of this run: "

@@ -20,12 +20,12 @@ struct NoiseRunOptions {
 
 struct NoiseAtStep {
   std::int64_t requested = 0, measured = -1;  // measured: last noise.jsonl step <= requested
-  std::string estimator;                       // two_batch | per_example | hessian
+  std::string estimator;                      // two_batch | per_example | hessian
   // "now": over the last noise.window_steps steps; "ema": averaged over training. NaN where
   // not resolved (|G|^2 within noise of 0): a NaN ci_high with a finite ci_low is unbounded.
   double b_simple = 0.0, ci_low = 0.0, ci_high = 0.0;
   double b_simple_ema = 0.0, ema_low = 0.0, ema_high = 0.0;
-  double b_noise = 0.0;                        // hessian rows only
+  double b_noise = 0.0;  // hessian rows only
 };
 
 struct NoiseRunResult {

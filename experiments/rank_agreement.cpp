@@ -87,7 +87,8 @@ void check_ranks_agree(comm::Communicator& comm, const std::string& resolved_tom
     ranks.push_back(r);
   }
   std::map<std::uint64_t, std::string> text_of;
-  for (std::uint64_t hash : order) text_of[hash] = broadcast_text(comm, mine, ranks_by_hash[hash].front());
+  for (std::uint64_t hash : order)
+    text_of[hash] = broadcast_text(comm, mine, ranks_by_hash[hash].front());
   const auto reference = parse_lines(text_of[hash_of(0)]);
   std::string message = "the ranks were started with different configs:";
   for (std::uint64_t hash : order) {

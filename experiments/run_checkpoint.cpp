@@ -57,7 +57,8 @@ std::map<std::string, std::string> flatten_config(const std::string& text) {
     }
     const auto eq = line.find(" = ");
     if (eq == std::string::npos) continue;
-    out[section.empty() ? line.substr(0, eq) : section + "." + line.substr(0, eq)] = line.substr(eq + 3);
+    out[section.empty() ? line.substr(0, eq) : section + "." + line.substr(0, eq)] =
+        line.substr(eq + 3);
   }
   return out;
 }
@@ -113,9 +114,10 @@ bool restore_run_checkpoint(const std::filesystem::path& run_dir, trainer::LoopS
                           std::to_string(h.at("world_size").get<int>()) + ")");
   }
   for (const char* key : {"global_batch", "micro_batch", "accum_steps"}) {
-    if (h.at(key).get<std::int64_t>() !=
-        (std::string(key) == "global_batch" ? identity.global_batch
-         : std::string(key) == "micro_batch" ? identity.micro_batch : identity.accum_steps)) {
+    if (h.at(key).get<std::int64_t>() != (std::string(key) == "global_batch" ? identity.global_batch
+                                          : std::string(key) == "micro_batch"
+                                              ? identity.micro_batch
+                                              : identity.accum_steps)) {
       throw ConfigError(where + ": train." + key + " differs from the checkpoint's " +
                             std::to_string(h.at(key).get<std::int64_t>()),
                         "resume with the run's own config (RUN_DIR/config.toml)");
@@ -123,12 +125,11 @@ bool restore_run_checkpoint(const std::filesystem::path& run_dir, trainer::LoopS
   }
   // train.threads = 0 means "cores / ranks": the same text can mean another count elsewhere.
   if (h.contains("threads") && h.at("threads").get<int>() != identity.threads) {
-    throw ConfigError(where + " was written with " + std::to_string(h.at("threads").get<int>()) +
-                          " compute threads per rank; this run would use " +
-                          std::to_string(identity.threads) +
-                          " (train.threads), and a resume would not continue bit for bit",
-                      "resume with --set train.threads=" +
-                          std::to_string(h.at("threads").get<int>()));
+    throw ConfigError(
+        where + " was written with " + std::to_string(h.at("threads").get<int>()) +
+            " compute threads per rank; this run would use " + std::to_string(identity.threads) +
+            " (train.threads), and a resume would not continue bit for bit",
+        "resume with --set train.threads=" + std::to_string(h.at("threads").get<int>()));
   }
   const auto saved = flatten_config(h.at("config").get<std::string>());
   const auto now = flatten_config(identity.resolved_config);
@@ -141,12 +142,14 @@ bool restore_run_checkpoint(const std::filesystem::path& run_dir, trainer::LoopS
     }
   }
   if (!differs.empty()) {
-    throw ConfigError("cannot resume " + run_dir.string() + ": the config changed (" + differs + ")",
-                      "resume with the run's own config; only train.log_every and "
-                      "train.checkpoint_* may change");
+    throw ConfigError(
+        "cannot resume " + run_dir.string() + ": the config changed (" + differs + ")",
+        "resume with the run's own config; only train.log_every and "
+        "train.checkpoint_* may change");
   }
   ck.copy_to("params", model.store().params());
-  for (auto& [name, buffer] : optimizer.state().buffers()) ck.copy_to("optim/" + name, buffer.span());
+  for (auto& [name, buffer] : optimizer.state().buffers())
+    ck.copy_to("optim/" + name, buffer.span());
   const auto buffers = model.buffers();
   for (std::size_t i = 0; i < buffers.size(); ++i) {
     ck.copy_to("layer_buffer/" + std::to_string(i), buffers[i]);

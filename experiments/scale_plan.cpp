@@ -222,8 +222,8 @@ nlohmann::json plan_at_scale(const ScalePlanOptions& o) {
   // The trials' measured noise scale, beside B_crit (lbt fit writes it when noise.jsonl exist).
   if (auto measured = best_trials_b_simple(dir / "best.csv", "b_simple_avg"); !measured.empty()) {
     const double m = quantile(measured, 0.5);
-    plan["measured_b_simple"] = {{"median", m}, {"trials", measured.size()},
-                                 {"b_crit_over_b_simple", fit.B_crit / m}};
+    plan["measured_b_simple"] = {
+        {"median", m}, {"trials", measured.size()}, {"b_crit_over_b_simple", fit.B_crit / m}};
   }
   if (o.max_steps > 0 && steps_hi > static_cast<double>(o.max_steps)) {
     plan["warning"] = "the interval's upper end (" + num(steps_hi) + " steps) exceeds --max-steps";
@@ -266,9 +266,8 @@ std::string format_scale_plan(const nlohmann::json& p) {
   if (p.contains("measured_b_simple")) {
     const auto& n = p["measured_b_simple"];
     ss << "  measured B_simple (averaged over training, median over " << n["trials"].get<int>()
-       << " best trials): "
-       << num(n["median"].get<double>()) << ", B_crit / B_simple = "
-       << num(n["b_crit_over_b_simple"].get<double>()) << "\n";
+       << " best trials): " << num(n["median"].get<double>())
+       << ", B_crit / B_simple = " << num(n["b_crit_over_b_simple"].get<double>()) << "\n";
   }
   if (p.contains("warning")) ss << "  warning: " << p["warning"].get<std::string>() << "\n";
   ss << "  config: " << p["config"].get<std::string>() << " (lbt train --config it as is)\n";

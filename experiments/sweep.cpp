@@ -1,6 +1,7 @@
 // Batch-size sweep runner; see sweep.hpp.
 #include "experiments/sweep.hpp"
 
+#include <toml++/toml.h>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -10,17 +11,16 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <thread>
-#include <toml++/toml.h>
 
 #include "core/error.hpp"
 #include "core/io.hpp"
 #include "experiments/child_process.hpp"
 #include "experiments/dir_lock.hpp"
 #include "experiments/fit.hpp"
-#include "experiments/sweep_plan.hpp"
-#include "experiments/sweep_results.hpp"
 #include "experiments/lbt_schema.hpp"
 #include "experiments/run_checkpoint.hpp"
+#include "experiments/sweep_plan.hpp"
+#include "experiments/sweep_results.hpp"
 #include "trainer/data/load.hpp"
 #include "trainer/run_config.hpp"
 
@@ -34,7 +34,9 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-bool is_sweep_key(const std::string& assignment) { return assignment.rfind("sweep.", 0) == 0; }
+bool is_sweep_key(const std::string& assignment) {
+  return assignment.rfind("sweep.", 0) == 0;
+}
 
 // Keys the sweep sets for every trial: a --set of one would be overridden, so it is refused.
 void refuse_trial_keys(const std::vector<std::string>& sets) {
@@ -49,25 +51,29 @@ void refuse_trial_keys(const std::vector<std::string>& sets) {
     const std::string key = s.substr(0, s.find('='));
     for (const auto& [owned_key, instead] : owned) {
       if (key == owned_key) {
-        throw ConfigError("lbt sweep sets " + key + " for each trial; --set " + s +
-                              " would be overridden",
-                          "drop it; use " + std::string(instead));
+        throw ConfigError(
+            "lbt sweep sets " + key + " for each trial; --set " + s + " would be overridden",
+            "drop it; use " + std::string(instead));
       }
     }
   }
 }
 
 int available_cores() {
-  if (const char* s = std::getenv("SLURM_CPUS_PER_TASK"); s && std::atoi(s) > 0) return std::atoi(s);
+  if (const char* s = std::getenv("SLURM_CPUS_PER_TASK"); s && std::atoi(s) > 0)
+    return std::atoi(s);
   return static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
 }
 
 std::string duration(double seconds) {
   const long s = std::lround(std::max(0.0, seconds));
   char buf[32];
-  if (s >= 3600) std::snprintf(buf, sizeof buf, "%ldh%02ldm", s / 3600, s / 60 % 60);
-  else if (s >= 60) std::snprintf(buf, sizeof buf, "%ldm%02lds", s / 60, s % 60);
-  else std::snprintf(buf, sizeof buf, "%lds", s);
+  if (s >= 3600)
+    std::snprintf(buf, sizeof buf, "%ldh%02ldm", s / 3600, s / 60 % 60);
+  else if (s >= 60)
+    std::snprintf(buf, sizeof buf, "%ldm%02lds", s / 60, s % 60);
+  else
+    std::snprintf(buf, sizeof buf, "%lds", s);
   return buf;
 }
 
@@ -105,8 +111,8 @@ void validate_trial_configs(const Config& sweep_config, const std::vector<Trial>
       trainer::run_schedule(run, trainer::step_budget(run.train, train_examples, 1),
                             &trial == &plan.front() ? &std::cerr : nullptr);
     } catch (const ConfigError& e) {
-      throw ConfigError("trial " + trial.name + " (B=" + std::to_string(trial.batch_size) +
-                            ", " + std::to_string(trial.steps) + " steps): " + e.what(),
+      throw ConfigError("trial " + trial.name + " (B=" + std::to_string(trial.batch_size) + ", " +
+                            std::to_string(trial.steps) + " steps): " + e.what(),
                         e.hint());
     }
   }
@@ -115,9 +121,15 @@ void validate_trial_configs(const Config& sweep_config, const std::vector<Trial>
 nlohmann::json plan_json(const std::vector<Trial>& plan) {
   nlohmann::json trials = nlohmann::json::array();
   for (const auto& t : plan) {
-    trials.push_back({{"name", t.name}, {"index", t.index}, {"batch_size", t.batch_size},
-                      {"lr", t.lr}, {"lr_multiplier", t.multiplier}, {"momentum", t.momentum}, {"steps", t.steps},
-                      {"eval_every", t.eval_every}, {"overrides", t.overrides}});
+    trials.push_back({{"name", t.name},
+                      {"index", t.index},
+                      {"batch_size", t.batch_size},
+                      {"lr", t.lr},
+                      {"lr_multiplier", t.multiplier},
+                      {"momentum", t.momentum},
+                      {"steps", t.steps},
+                      {"eval_every", t.eval_every},
+                      {"overrides", t.overrides}});
   }
   return trials;
 }
@@ -149,7 +161,8 @@ void check_same_plan(const fs::path& dir, const nlohmann::json& now, const std::
     for (const auto& [key, value] : after) {
       auto it = before.find(key);
       if (it == before.end() || it->second != value) {
-        differs.push_back(key + ": " + (it == before.end() ? "(unset)" : it->second) + " -> " + value);
+        differs.push_back(key + ": " + (it == before.end() ? "(unset)" : it->second) + " -> " +
+                          value);
       }
     }
     for (const auto& [key, value] : before) {
@@ -157,7 +170,8 @@ void check_same_plan(const fs::path& dir, const nlohmann::json& now, const std::
     }
   }
   std::map<std::string, nlohmann::json> old_trials, new_trials;
-  for (const auto& t : old.value("trials", nlohmann::json::array())) old_trials[t.value("name", "")] = t;
+  for (const auto& t : old.value("trials", nlohmann::json::array()))
+    old_trials[t.value("name", "")] = t;
   for (const auto& t : now["trials"]) new_trials[t.value("name", "")] = t;
   std::string added, dropped;
   for (const auto& [name, t] : new_trials) {
@@ -180,14 +194,15 @@ void check_same_plan(const fs::path& dir, const nlohmann::json& now, const std::
     if (!new_trials.count(name)) dropped += (dropped.empty() ? "" : ", ") + name;
   }
   if (!dropped.empty()) differs.push_back("trials no longer in the plan: " + dropped);
-  if (!added.empty() && !extend) differs.push_back("new trials: " + added + " (pass --extend to add them)");
+  if (!added.empty() && !extend)
+    differs.push_back("new trials: " + added + " (pass --extend to add them)");
   if (differs.empty()) return;
   std::string list;
   for (const auto& d : differs) list += "\n  " + d;
-  throw ConfigError("sweep directory " + dir.string() + " holds a sweep planned with other settings:" +
-                        list,
-                    "rerun with the same config and options to resume it; --extend adds trials of "
-                    "new batch sizes to it; for another experiment use a new --out");
+  throw ConfigError(
+      "sweep directory " + dir.string() + " holds a sweep planned with other settings:" + list,
+      "rerun with the same config and options to resume it; --extend adds trials of "
+      "new batch sizes to it; for another experiment use a new --out");
 }
 
 std::string shell_quote(const std::string& s) {
@@ -227,13 +242,14 @@ class SweepRunner {
       todo.push_back(t.index);
     }
     if (options_.trial_index >= (int)plan_.size()) {
-      throw ConfigError("--trial-index " + std::to_string(options_.trial_index) + " is past the plan's " +
-                            std::to_string(plan_.size()) + " trials",
+      throw ConfigError("--trial-index " + std::to_string(options_.trial_index) +
+                            " is past the plan's " + std::to_string(plan_.size()) + " trials",
                         "array indices run from 0 to " + std::to_string(plan_.size() - 1));
     }
     if (options_.progress && !options_.collect_only) {
-      std::fprintf(stderr, "[sweep] %s: %zu trials, %zu to run (%d finished before), %d jobs x %d threads\n",
-                   dir_.c_str(), plan_.size(), todo.size(), out.skipped, jobs_, threads_);
+      std::fprintf(
+          stderr, "[sweep] %s: %zu trials, %zu to run (%d finished before), %d jobs x %d threads\n",
+          dir_.c_str(), plan_.size(), todo.size(), out.skipped, jobs_, threads_);
     }
     run_trials(todo);
     out.ran = static_cast<int>(todo.size());
@@ -264,24 +280,27 @@ class SweepRunner {
  private:
   void prepare() {
     if (options_.launcher != "local" && options_.launcher != "slurm") {
-      throw ConfigError("--launcher '" + options_.launcher + "' is not local or slurm", "use --launcher local");
+      throw ConfigError("--launcher '" + options_.launcher + "' is not local or slurm",
+                        "use --launcher local");
     }
     if (options_.jobs < 1) throw ConfigError("--jobs must be >= 1", "e.g. --jobs 2");
     refuse_trial_keys(options_.sets);
     config_ = load_config(options_.config_path, options_.sets, &std::cerr);
-    settings_ = read_sweep_settings(config_, options_.batch_sizes, options_.lr_trials, options_.target);
+    settings_ =
+        read_sweep_settings(config_, options_.batch_sizes, options_.lr_trials, options_.target);
     plan_ = make_plan(settings_);
     validate_trial_configs(config_, plan_);
     if (options_.check_only) return;  // nothing is written
 
-    dir_ = options_.out.empty() ? fs::path("runs") / ("sweep-" + options_.config_path.stem().string())
-                                : options_.out;
+    dir_ = options_.out.empty()
+               ? fs::path("runs") / ("sweep-" + options_.config_path.stem().string())
+               : options_.out;
     fs::create_directories(dir_ / "trials");
     dir_ = fs::canonical(dir_);
     // Before anything in the directory is read or written: a second sweep on it would run the
     // same trials again and clear the first one's running trials as "unfinished".
-    lock_ = DirLock(dir_ / "sweep.lock", options_.trial_index >= 0 ? DirLock::Mode::kShared
-                                                                   : DirLock::Mode::kExclusive);
+    lock_ = DirLock(dir_ / "sweep.lock",
+                    options_.trial_index >= 0 ? DirLock::Mode::kShared : DirLock::Mode::kExclusive);
     lbt_ = options_.lbt_binary.empty() ? self_executable() : options_.lbt_binary;
     jobs_ = options_.trial_index >= 0 ? 1 : options_.jobs;
     threads_ = std::max(1, available_cores() / jobs_);
@@ -308,9 +327,14 @@ class SweepRunner {
   std::vector<std::string> child_args(const Trial& t) const {
     // No --overwrite: run_trials has just emptied the directory but for train.log, which this
     // process holds open (replacing the directory would send the log into the deleted one).
-    std::vector<std::string> a = {"train", "--config", (dir_ / "base_config.toml").string(),
-                                  "--out", trial_dir(t).string(), "--quiet",
-                                  "--set", "train.threads=" + std::to_string(threads_)};
+    std::vector<std::string> a = {"train",
+                                  "--config",
+                                  (dir_ / "base_config.toml").string(),
+                                  "--out",
+                                  trial_dir(t).string(),
+                                  "--quiet",
+                                  "--set",
+                                  "train.threads=" + std::to_string(threads_)};
     for (const auto& s : options_.sets) {
       if (!is_sweep_key(s)) a.insert(a.end(), {"--set", s});
     }
@@ -343,13 +367,14 @@ class SweepRunner {
       if (options_.progress) {
         const double elapsed = std::chrono::duration<double>(Clock::now() - start).count();
         const std::size_t left = todo.size() - next;
-        const double eta = elapsed / done * (left + running.size() * 0.5) ;
+        const double eta = elapsed / done * (left + running.size() * 0.5);
         const TrialResult& r = results_[t.index];
-        std::fprintf(stderr, "[sweep] %-10s B=%-6lld lr=%-9.4g %-16s steps_to_target=%-7s | done %d/%zu, "
+        std::fprintf(stderr,
+                     "[sweep] %-10s B=%-6lld lr=%-9.4g %-16s steps_to_target=%-7s | done %d/%zu, "
                      "running %zu, left %zu | elapsed %s, ETA %s\n",
                      t.name.c_str(), static_cast<long long>(t.batch_size), t.lr, r.status.c_str(),
-                     r.steps_to_target >= 0 ? std::to_string(r.steps_to_target).c_str() : "-",
-                     done, todo.size(), running.size(), left, duration(elapsed).c_str(),
+                     r.steps_to_target >= 0 ? std::to_string(r.steps_to_target).c_str() : "-", done,
+                     todo.size(), running.size(), left, duration(elapsed).c_str(),
                      duration(eta).c_str());
       }
     }
@@ -365,8 +390,10 @@ class SweepRunner {
       std::string why = e.signal ? "killed by signal " + std::to_string(e.signal)
                                  : "exited with code " + std::to_string(e.exit_code);
       const std::string log = tail_lines(trial_dir(t) / "train.log", 3);
-      nlohmann::json s = {{"status", "failed"}, {"error", why + (log.empty() ? "" : ": " + log)},
-                          {"global_batch", t.batch_size}, {"written_by", "lbt sweep"}};
+      nlohmann::json s = {{"status", "failed"},
+                          {"error", why + (log.empty() ? "" : ": " + log)},
+                          {"global_batch", t.batch_size},
+                          {"written_by", "lbt sweep"}};
       io::atomic_write(trial_dir(t) / "summary.json", s.dump(2) + "\n");
       r = read_trial_result(t, trial_dir(t));
     }
@@ -402,7 +429,8 @@ class SweepRunner {
                          std::to_string(plan_.size()) + " trials). Collect afterwards with\n#   " +
                          cmd.substr(0, cmd.find(" --no-plots")) + " --collect\n";
     script += "#SBATCH --job-name=lbt-sweep\n";
-    script += "#SBATCH --array=0-" + std::to_string(plan_.size() - 1) + "%" + std::to_string(options_.jobs) + "\n";
+    script += "#SBATCH --array=0-" + std::to_string(plan_.size() - 1) + "%" +
+              std::to_string(options_.jobs) + "\n";
     script += "#SBATCH --cpus-per-task=" + std::to_string(cpus) + "\n";
     script += "#SBATCH --time=" + time + "\n";
     script += "#SBATCH --output=" + (dir_ / "slurm" / "%A_%a.out").string() + "\n";
@@ -433,12 +461,15 @@ class SweepRunner {
 
 }  // namespace
 
-SweepOutcome run_sweep(const SweepOptions& options) { return SweepRunner(options).run(); }
+SweepOutcome run_sweep(const SweepOptions& options) {
+  return SweepRunner(options).run();
+}
 
 std::string make_sweep_plots(const fs::path& sweep_dir) {
   const char* env = std::getenv("LBT_NOTEBOOKS_DIR");
   const fs::path script = fs::path(env ? env : LBT_SOURCE_DIR "/notebooks") / "lbt_sweep_plots.py";
-  if (!fs::exists(script)) return "plot script " + script.string() + " not found (set LBT_NOTEBOOKS_DIR)";
+  if (!fs::exists(script))
+    return "plot script " + script.string() + " not found (set LBT_NOTEBOOKS_DIR)";
   if (!fs::exists("/usr/bin/python3")) return "/usr/bin/python3 not found: no plots";
   const std::string cmd = "/usr/bin/python3 " + shell_quote(script.string()) + " " +
                           shell_quote(sweep_dir.string()) + " >" +

@@ -11,13 +11,15 @@
 #include "optim/optimizer_keys.hpp"
 #include "schedules/scaling.hpp"
 #include "trainer/schedule_config.hpp"
-#include "trainer/train_keys.hpp"
 #include "trainer/train_config.hpp"
+#include "trainer/train_keys.hpp"
 
 namespace lbt::experiments {
 namespace {
 
-const KeySpec& key(std::string_view name) { return Schema::in(sweep_keys(), name); }
+const KeySpec& key(std::string_view name) {
+  return Schema::in(sweep_keys(), name);
+}
 
 // The shortest text that reads back as the same double (a trial's LR must be the plan's).
 std::string exact(double v) {
@@ -54,15 +56,16 @@ SweepSettings read_sweep_settings(Config& c, const std::vector<std::int64_t>& ba
   s.slurm_time = c.get_string(key("sweep.slurm_time"));
   s.slurm_cpus_per_task = c.get_int(key("sweep.slurm_cpus_per_task"));
   s.slurm_options = c.get_string_list(key("sweep.slurm_options"));
-  s.target = target.empty() ? c.get_string(Schema::in(trainer::train_keys(), "train.target"))
-                            : target;
+  s.target =
+      target.empty() ? c.get_string(Schema::in(trainer::train_keys(), "train.target")) : target;
   s.base_lr = c.get_double(Schema::in(optim::optimizer_keys(), "optimizer.lr"));
   const trainer::ScheduleOptions schedule = trainer::read_schedule_options(c);
   s.scaling = schedule.scaling;
   s.reference_batch = schedule.reference_batch;
 
   if (s.batch_sizes.empty()) {
-    throw ConfigError("a sweep needs batch sizes", "pass --batch-sizes 16,32,...,4096 or set sweep.batch_sizes");
+    throw ConfigError("a sweep needs batch sizes",
+                      "pass --batch-sizes 16,32,...,4096 or set sweep.batch_sizes");
   }
   for (auto b : s.batch_sizes) {
     if (b <= 0) c.fail("sweep.batch_sizes", "positive", std::to_string(b));
@@ -87,7 +90,8 @@ SweepSettings read_sweep_settings(Config& c, const std::vector<std::int64_t>& ba
   if (!(s.lr_min_factor > 0) || !(s.lr_max_factor >= s.lr_min_factor)) {
     c.fail("sweep.lr_min_factor", "> 0 and <= sweep.lr_max_factor", number(s.lr_min_factor));
   }
-  if (s.search_momentum && !(0 <= s.momentum_min && s.momentum_min < s.momentum_max && s.momentum_max < 1)) {
+  if (s.search_momentum &&
+      !(0 <= s.momentum_min && s.momentum_min < s.momentum_max && s.momentum_max < 1)) {
     c.fail("sweep.momentum_min", "0 <= momentum_min < momentum_max < 1", number(s.momentum_min));
   }
   if (s.max_examples < 0) c.fail("sweep.max_examples", ">= 0", std::to_string(s.max_examples));
@@ -96,8 +100,10 @@ SweepSettings read_sweep_settings(Config& c, const std::vector<std::int64_t>& ba
     throw ConfigError("a sweep needs a step budget per trial",
                       "set sweep.max_examples (e.g. 20 epochs' worth) and/or sweep.max_steps");
   }
-  if (s.eval_every_examples < 0) c.fail("sweep.eval_every_examples", ">= 0", std::to_string(s.eval_every_examples));
-  if (s.evals_per_trial < 1) c.fail("sweep.evals_per_trial", ">= 1", std::to_string(s.evals_per_trial));
+  if (s.eval_every_examples < 0)
+    c.fail("sweep.eval_every_examples", ">= 0", std::to_string(s.eval_every_examples));
+  if (s.evals_per_trial < 1)
+    c.fail("sweep.evals_per_trial", ">= 1", std::to_string(s.evals_per_trial));
   trainer::parse_target(s.target);  // validates
   if (s.target.empty() || s.target == "none") {
     throw ConfigError("a sweep needs a target: steps-to-result is measured against it",
@@ -129,8 +135,8 @@ std::vector<Trial> make_plan(const SweepSettings& s) {
     double f;
     if (s.lr_search == "grid") {
       f = !s.lr_multipliers.empty() ? s.lr_multipliers[k]
-          : s.lr_trials == 1         ? std::exp(0.5 * (lo + hi))
-                                     : std::exp(lo + (hi - lo) * k / (s.lr_trials - 1));
+          : s.lr_trials == 1        ? std::exp(0.5 * (lo + hi))
+                                    : std::exp(lo + (hi - lo) * k / (s.lr_trials - 1));
     } else {
       f = std::exp(lo + (hi - lo) * halton(k + 1, 2));  // Halton index from 1 (0 maps to 0)
     }

@@ -22,16 +22,16 @@ struct SweepSettings {
   std::vector<double> lr_multipliers;     // grid: multipliers of the prior (empty: derived)
   int lr_trials = 3;                      // trials per batch size
   double lr_min_factor = 0.25, lr_max_factor = 4.0;  // search range around the prior
-  bool search_momentum = false;           // log_uniform: also draw 1 - momentum log-uniformly
+  bool search_momentum = false;  // log_uniform: also draw 1 - momentum log-uniformly
   double momentum_min = 0.8, momentum_max = 0.99;
   std::int64_t max_examples = 0, max_steps = 0;  // budget per trial: the smaller of the set ones
-  std::int64_t eval_every_examples = 0;  // evaluate every N examples ...
-  int evals_per_trial = 50;              // ... but at most this many times per trial budget
-  std::string slurm_time = "02:00:00";   // --launcher slurm: sbatch --time per array task
+  std::int64_t eval_every_examples = 0;          // evaluate every N examples ...
+  int evals_per_trial = 50;                      // ... but at most this many times per trial budget
+  std::string slurm_time = "02:00:00";           // --launcher slurm: sbatch --time per array task
   std::int64_t slurm_cpus_per_task = 4;
   std::vector<std::string> slurm_options;  // extra #SBATCH lines
-  std::string target;                    // train.target of the trials
-  double base_lr = 0.1;                  // optimizer.lr
+  std::string target;                      // train.target of the trials
+  double base_lr = 0.1;                    // optimizer.lr
 };
 
 // Reads sweep.* (plus optimizer.lr, train.target, schedule.scaling and reference_batch) from
@@ -41,11 +41,11 @@ SweepSettings read_sweep_settings(Config& config, const std::vector<std::int64_t
                                   int lr_trials, const std::string& target);
 
 struct Trial {
-  int index = 0;                // position in the plan (the SLURM array index)
-  std::string name;             // "<B>_<k>": the directory under trials/
+  int index = 0;     // position in the plan (the SLURM array index)
+  std::string name;  // "<B>_<k>": the directory under trials/
   std::int64_t batch_size = 0;
   int k = 0;                    // trial number within this batch size
-  double lr = 0.0;               // the peak LR at B: base_lr x multiplier x rule(B / reference)
+  double lr = 0.0;              // the peak LR at B: base_lr x multiplier x rule(B / reference)
   double multiplier = 1.0;      // of the prior: the trial's optimizer.lr is base_lr x multiplier
   double momentum = -1.0;       // < 0: not searched (the config's value is used)
   std::int64_t steps = 0;       // train.steps

@@ -33,18 +33,22 @@ std::string num(double v) {
   return buf;
 }
 
-std::string opt_int(std::int64_t v) { return v >= 0 ? std::to_string(v) : ""; }
-std::string opt_num(double v) { return std::isfinite(v) ? num(v) : ""; }  // empty: not measured
+std::string opt_int(std::int64_t v) {
+  return v >= 0 ? std::to_string(v) : "";
+}
+std::string opt_num(double v) {
+  return std::isfinite(v) ? num(v) : "";
+}  // empty: not measured
 
 std::string trial_columns(const TrialResult& r, const fs::path& sweep_dir) {
   const Trial& t = r.trial;
   std::string momentum = t.momentum >= 0 ? num(t.momentum) : "";
-  return csv_field(t.name) + "," + std::to_string(t.batch_size) + "," + num(t.lr) + "," +
-         momentum + "," + r.status + "," + opt_int(r.steps_to_target) + "," +
-         opt_int(r.examples_to_target) + "," + std::to_string(r.steps) + "," +
-         num(r.wall_time_s) + "," + num(r.best_val_accuracy) + "," + num(r.best_val_loss) + "," +
-         csv_field((fs::path("trials") / t.name).string()) + "," + opt_num(r.noise.start) + "," +
-         opt_num(r.noise.at_target) + "," + opt_num(r.noise.averaged);
+  return csv_field(t.name) + "," + std::to_string(t.batch_size) + "," + num(t.lr) + "," + momentum +
+         "," + r.status + "," + opt_int(r.steps_to_target) + "," + opt_int(r.examples_to_target) +
+         "," + std::to_string(r.steps) + "," + num(r.wall_time_s) + "," + num(r.best_val_accuracy) +
+         "," + num(r.best_val_loss) + "," + csv_field((fs::path("trials") / t.name).string()) +
+         "," + opt_num(r.noise.start) + "," + opt_num(r.noise.at_target) + "," +
+         opt_num(r.noise.averaged);
 }
 
 const char* kTrialHeader =
@@ -54,8 +58,8 @@ const char* kTrialHeader =
 }  // namespace
 
 bool is_final_status(const std::string& s) {
-  return s == "reached_target" || s == "budget_exhausted" || s == "diverged" ||
-         s == "completed" || s == "failed";
+  return s == "reached_target" || s == "budget_exhausted" || s == "diverged" || s == "completed" ||
+         s == "failed";
 }
 
 TrialResult read_trial_result(const Trial& trial, const fs::path& run_dir) {
@@ -75,7 +79,7 @@ TrialResult read_trial_result(const Trial& trial, const fs::path& run_dir) {
   };
   auto get_double = [&](const char* k) -> double {
     return s.contains(k) && s[k].is_number() ? s[k].get<double>()
-                                              : std::numeric_limits<double>::quiet_NaN();
+                                             : std::numeric_limits<double>::quiet_NaN();
   };
   r.status = s.value("status", std::string("running"));
   r.steps = std::max<std::int64_t>(0, get_int("steps"));
@@ -85,12 +89,13 @@ TrialResult read_trial_result(const Trial& trial, const fs::path& run_dir) {
   r.best_val_accuracy = get_double("best_val_accuracy");
   r.best_val_loss = get_double("best_val_loss");
   if (s.contains("error") && s["error"].is_string()) r.message = s["error"];
-  if (s.contains("divergence_reason") && s["divergence_reason"].is_string()) r.message = s["divergence_reason"];
+  if (s.contains("divergence_reason") && s["divergence_reason"].is_string())
+    r.message = s["divergence_reason"];
   // A summary that says reached_target without a step would break the fit: fall back to the
   // evaluation log, which records every evaluation's metrics.
   if (r.status == "reached_target" && r.steps_to_target < 0) {
-    r.steps_to_target = first_step_meeting_target(run_dir / "eval.jsonl",
-                                                  trainer::parse_target(s.value("target", std::string())));
+    r.steps_to_target = first_step_meeting_target(
+        run_dir / "eval.jsonl", trainer::parse_target(s.value("target", std::string())));
     if (r.steps_to_target >= 0) r.examples_to_target = r.steps_to_target * trial.batch_size;
   }
   if (is_final_status(r.status)) r.noise = read_trial_noise(run_dir, r.steps_to_target);
@@ -133,7 +138,8 @@ std::vector<BestRow> best_per_batch(const std::vector<TrialResult>& results) {
       if (r->status != "reached_target" || r->steps_to_target < 0) continue;
       ++row.reached;
       if (!row.best || r->steps_to_target < row.best->steps_to_target ||
-          (r->steps_to_target == row.best->steps_to_target && r->wall_time_s < row.best->wall_time_s)) {
+          (r->steps_to_target == row.best->steps_to_target &&
+           r->wall_time_s < row.best->wall_time_s)) {
         row.best = r;
       }
     }
@@ -147,7 +153,8 @@ std::vector<BestRow> best_per_batch(const std::vector<TrialResult>& results) {
 void write_sweep_csv(const fs::path& path, const std::vector<TrialResult>& results,
                      const fs::path& sweep_dir) {
   std::string out = std::string(kTrialHeader) + ",message\n";
-  for (const auto& r : results) out += trial_columns(r, sweep_dir) + "," + csv_field(r.message) + "\n";
+  for (const auto& r : results)
+    out += trial_columns(r, sweep_dir) + "," + csv_field(r.message) + "\n";
   io::atomic_write(path, out);
 }
 
@@ -184,9 +191,12 @@ CsvTable read_csv(const fs::path& path) {
   for (std::size_t i = 0; i < text.size(); ++i) {
     const char c = text[i];
     if (quoted) {
-      if (c == '"' && i + 1 < text.size() && text[i + 1] == '"') field += '"', ++i;
-      else if (c == '"') quoted = false;
-      else field += c;
+      if (c == '"' && i + 1 < text.size() && text[i + 1] == '"')
+        field += '"', ++i;
+      else if (c == '"')
+        quoted = false;
+      else
+        field += c;
     } else if (c == '"') {
       quoted = true;
     } else if (c == ',') {

@@ -16,8 +16,8 @@
 #include "trainer/data/load.hpp"
 #include "trainer/nn/model.hpp"
 #include "trainer/run_config.hpp"
-#include "trainer/train_keys.hpp"
 #include "trainer/sharded_step.hpp"
+#include "trainer/train_keys.hpp"
 
 namespace lbt::experiments {
 namespace {
@@ -30,7 +30,9 @@ int default_threads(int world_size) {
 }
 
 // null for a metric never measured (trainer::kNotMeasured), never a 0 that reads as a value.
-nlohmann::json measured(double v) { return std::isnan(v) ? nlohmann::json() : nlohmann::json(v); }
+nlohmann::json measured(double v) {
+  return std::isnan(v) ? nlohmann::json() : nlohmann::json(v);
+}
 
 nlohmann::json summary_json(const trainer::TrainConfig& cfg, const trainer::TrainOutcome& o,
                             const std::string& model, const std::string& optimizer, int world_size,
@@ -55,7 +57,7 @@ nlohmann::json summary_json(const trainer::TrainConfig& cfg, const trainer::Trai
       {"final_val_accuracy", measured(o.final_val_accuracy)},
       {"final_val_loss", measured(o.final_val_loss)},
       {"last_loss", o.status == "running" && o.steps == 0 ? nlohmann::json()
-                    : std::isfinite(o.last_loss) ? nlohmann::json(o.last_loss)
+                    : std::isfinite(o.last_loss)          ? nlohmann::json(o.last_loss)
                                                  : nlohmann::json(std::to_string(o.last_loss))},
       {"wall_time_s", o.wall_time_s},
       {"samples_per_s", o.samples_per_s},
@@ -131,8 +133,8 @@ RunResult run_training(Config& config, const RunOptions& options, comm::Communic
   // ---- resume: every rank loads the same checkpoint (rank 0 wrote it) ----
   RunResult result;
   result.run_dir = options.out.empty() ? trainer::default_run_path(config.source()) : options.out;
-  const RunIdentity identity{comm.size(), cfg.global_batch, cfg.micro_batch, cfg.accum_steps,
-                             threads, config.resolved_toml()};
+  const RunIdentity identity{comm.size(),     cfg.global_batch, cfg.micro_batch,
+                             cfg.accum_steps, threads,          config.resolved_toml()};
   trainer::LoopState resume_from;
   bool resumed = false;
   if (options.resume != Resume::kNo) {

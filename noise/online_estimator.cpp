@@ -83,8 +83,9 @@ OnlineOptions read_online_options(Config& c) {
     c.fail("noise.estimator", "one of: two_batch, per_example, both", "'" + est + "'");
   if (o.every <= 0) c.fail("noise.every", "> 0", std::to_string(o.every), "e.g. noise.every = 10");
   if (o.window_steps < 2 * o.every) {
-    c.fail("noise.window_steps", "at least 2 x noise.every = " + std::to_string(2 * o.every) +
-                                     " (two measurements make an interval)",
+    c.fail("noise.window_steps",
+           "at least 2 x noise.every = " + std::to_string(2 * o.every) +
+               " (two measurements make an interval)",
            std::to_string(o.window_steps), "e.g. noise.window_steps = 10 x noise.every");
   }
   if (!(o.ema >= 0.0 && o.ema < 1.0)) {

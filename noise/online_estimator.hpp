@@ -21,7 +21,7 @@ namespace lbt::noise {
 
 struct OnlineOptions {
   bool enabled = false;
-  std::int64_t every = 10;       // measure on steps with step % every == 0
+  std::int64_t every = 10;  // measure on steps with step % every == 0
   bool two_batch = true, per_example = true;
   // One process with accumulation: the small batches are micro-batches. `all` uses every one
   // (accum samples a step: the within-step sample variance, accum - 1 degrees of freedom);
@@ -31,7 +31,7 @@ struct OnlineOptions {
   bool all_micro_batches = true;
   double ema = NoiseScaleTracker::kDefaultBeta;
   std::int64_t window_steps = 100;  // the "now" estimate: measurements of the last N steps
-  bool per_segment = false;      // also report B_simple per parameter tensor
+  bool per_segment = false;         // also report B_simple per parameter tensor
   std::string estimator_name() const;
   std::size_t window() const;  // measurements in the "now" window: window_steps / every
 };
@@ -41,7 +41,7 @@ OnlineOptions read_online_options(Config& config);
 
 // One estimator's view at a report step.
 struct EstimatorReport {
-  std::string name;                  // "two_batch" | "per_example"
+  std::string name;                   // "two_batch" | "per_example"
   double b_small = 0.0, B_big = 0.0;  // batch sizes (per_example: b_small = 1)
   NoiseEstimate step;                 // this step's unbiased estimates
   NoiseScale now;                     // B_simple over the last noise.window_steps steps
@@ -114,7 +114,8 @@ class OnlineEstimator {
   double small_count_ = 0.0, example_count_ = 0.0;
   std::int64_t micro_seen_ = 0;
   bool taps_checked_ = false;
-  AlignedBuffer previous_;  // all_micro_batches only: [num_params], grads after the last micro-batch
+  AlignedBuffer
+      previous_;  // all_micro_batches only: [num_params], grads after the last micro-batch
   std::vector<double> scratch_sq_;  // [num_segments]
 
   NoiseReport report_;  // estimators in order: two_batch (if run), per_example (if run)

@@ -41,7 +41,8 @@ void apply(const std::vector<std::string>& patterns, const std::string& key,
     }
     if (!matched) {
       std::string names;
-      for (std::size_t i = 0; i < segments.size() && i < 8; ++i) names += (i ? ", " : "") + segments[i].name;
+      for (std::size_t i = 0; i < segments.size() && i < 8; ++i)
+        names += (i ? ", " : "") + segments[i].name;
       if (segments.size() > 8) names += ", ...";
       throw ConfigError(key + " must be a list of patterns that each match a segment, got '" +
                             pattern + "' matches none",

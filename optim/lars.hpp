@@ -11,17 +11,17 @@
 
 namespace lbt::optim {
 
-enum class LarsDenominator { kPaper, kExact };           // |g| + beta|w|  vs  |g + beta w|
+enum class LarsDenominator { kPaper, kExact };                   // |g| + beta|w|  vs  |g + beta w|
 enum class LarsLrPlacement { kBeforeMomentum, kAfterMomentum };  // classic vs popular
 
 struct LarsOptions {
   double momentum = 0.9;
-  double weight_decay = 0.0005;   // beta in the paper
+  double weight_decay = 0.0005;      // beta in the paper
   double trust_coefficient = 0.001;  // eta in the paper
-  double eps = 0.0;               // added to the denominator
+  double eps = 0.0;                  // added to the denominator
   LarsDenominator denominator = LarsDenominator::kPaper;
   LarsLrPlacement lr_placement = LarsLrPlacement::kBeforeMomentum;
-  bool safe_zero_norm = true;     // ratio 1 when |w| or the denominator is 0
+  bool safe_zero_norm = true;  // ratio 1 when |w| or the denominator is 0
   PhiOptions phi{Phi::kIdentity, 0.0, 10.0};
 };
 

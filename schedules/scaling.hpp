@@ -23,17 +23,26 @@ inline ScalingRule scaling_rule(std::string_view name) {
 }
 
 /// k = B / B0; both must be positive (checked by the caller's config layer).
-inline double batch_ratio(std::int64_t B, std::int64_t B0) { return double(B) / double(B0); }
+inline double batch_ratio(std::int64_t B, std::int64_t B0) {
+  return double(B) / double(B0);
+}
 
-inline double linear_scaling(std::int64_t B, std::int64_t B0) { return batch_ratio(B, B0); }
-inline double sqrt_scaling(std::int64_t B, std::int64_t B0) { return std::sqrt(batch_ratio(B, B0)); }
+inline double linear_scaling(std::int64_t B, std::int64_t B0) {
+  return batch_ratio(B, B0);
+}
+inline double sqrt_scaling(std::int64_t B, std::int64_t B0) {
+  return std::sqrt(batch_ratio(B, B0));
+}
 
 /// The LR multiplier of `rule` at global batch B with reference batch B0.
 inline double scaling_factor(ScalingRule rule, std::int64_t B, std::int64_t B0) {
   switch (rule) {
-    case ScalingRule::kLinear: return linear_scaling(B, B0);
-    case ScalingRule::kSqrt: return sqrt_scaling(B, B0);
-    case ScalingRule::kNone: break;
+    case ScalingRule::kLinear:
+      return linear_scaling(B, B0);
+    case ScalingRule::kSqrt:
+      return sqrt_scaling(B, B0);
+    case ScalingRule::kNone:
+      break;
   }
   return 1.0;
 }

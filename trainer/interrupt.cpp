@@ -32,7 +32,9 @@ void install_interrupt_handlers() {
   sigaction(SIGTERM, &sa, nullptr);
 }
 
-int interrupt_signal() { return g_signal; }
+int interrupt_signal() {
+  return g_signal;
+}
 
 const char* signal_name(int signal) {
   if (signal == SIGINT) return "SIGINT";

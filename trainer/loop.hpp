@@ -73,7 +73,8 @@ struct TrainContext {
   std::function<void(std::int64_t step)> probe;
   LoopState resume_from;  // step 0 for a fresh run
   // Called on every rank after step `state.step` when it is a multiple of checkpoint_every
-  // or checkpoint_every_seconds have passed, and after the last step (also when interrupted); writes a checkpoint (rank 0) from the model/optimizer state.
+  // or checkpoint_every_seconds have passed, and after the last step (also when interrupted);
+  // writes a checkpoint (rank 0) from the model/optimizer state.
   std::int64_t checkpoint_every = 0;
   // Also after the first step ending this many seconds (rank 0's clock) after the previous
   // checkpoint or the start; 0: off.

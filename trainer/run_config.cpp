@@ -30,8 +30,9 @@ RunConfig resolve_run_config(Config& config, int world_size) {
   // there are none to choose from, so "first" would be ignored: refused instead.
   if (run.noise.enabled && !run.noise.all_micro_batches &&
       (world_size > 1 || run.train.accum_steps < 2)) {
-    config.fail("noise.small_batches", "\"all\" here (\"first\" picks among micro-batches of "
-                                       "one process with train.accum_steps >= 2)",
+    config.fail("noise.small_batches",
+                "\"all\" here (\"first\" picks among micro-batches of "
+                "one process with train.accum_steps >= 2)",
                 "\"first\" with " + std::to_string(world_size) + " rank(s) and accum_steps " +
                     std::to_string(run.train.accum_steps),
                 "remove noise.small_batches, or set train.accum_steps >= 2 on one process");
@@ -54,8 +55,12 @@ StepBudget step_budget(const TrainConfig& train, std::int64_t train_examples, in
 schedules::Schedule run_schedule(const RunConfig& run, const StepBudget& budget,
                                  std::ostream* warnings,
                                  std::vector<std::pair<std::string, std::int64_t>>* boundaries) {
-  ScheduleContext context{run.optimizer.lr, run.train.global_batch, budget.steps_per_epoch,
-                          budget.total_steps, warnings, boundaries};
+  ScheduleContext context{run.optimizer.lr,
+                          run.train.global_batch,
+                          budget.steps_per_epoch,
+                          budget.total_steps,
+                          warnings,
+                          boundaries};
   return make_schedule(run.schedule, context);
 }
 

@@ -40,9 +40,9 @@ void replace_run_directory(const std::filesystem::path& path) {
   for (const auto& entry : std::filesystem::directory_iterator(path)) {
     const std::string name = entry.path().filename().string();
     if (!is_run_file(name)) {
-      throw ConfigError("--overwrite would delete " + entry.path().string() +
-                            ", which is not part of a run",
-                        "move it out of " + path.string() + ", or choose another --out");
+      throw ConfigError(
+          "--overwrite would delete " + entry.path().string() + ", which is not part of a run",
+          "move it out of " + path.string() + ", or choose another --out");
     }
   }
   std::filesystem::path aside = path;
@@ -92,7 +92,8 @@ void truncate_jsonl(const std::filesystem::path& file, std::int64_t step) {
   std::string kept, line;
   int torn = 0;
   while (std::getline(in, line)) {
-    const bool unterminated = in.eof();  // no trailing newline: a line torn by a kill or a full disk
+    const bool unterminated =
+        in.eof();  // no trailing newline: a line torn by a kill or a full disk
     auto j = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
     if (unterminated || j.is_discarded() || !j.is_object() || !j.contains("step") ||
         !j["step"].is_number_integer()) {
@@ -103,8 +104,8 @@ void truncate_jsonl(const std::filesystem::path& file, std::int64_t step) {
     kept += line + "\n";
   }
   if (torn > 0) {
-    std::fprintf(stderr, "note: %s: dropped %d torn or unreadable line%s on resume\n",
-                 file.c_str(), torn, torn > 1 ? "s" : "");
+    std::fprintf(stderr, "note: %s: dropped %d torn or unreadable line%s on resume\n", file.c_str(),
+                 torn, torn > 1 ? "s" : "");
   }
   io::atomic_write(file, kept);
 }
@@ -155,7 +156,8 @@ std::filesystem::path default_run_path(const std::string& config_path) {
   localtime_r(&now, &tm);
   char stamp[32];
   std::strftime(stamp, sizeof stamp, "%Y%m%d-%H%M%S", &tm);
-  std::string stem = config_path.empty() ? "run" : std::filesystem::path(config_path).stem().string();
+  std::string stem =
+      config_path.empty() ? "run" : std::filesystem::path(config_path).stem().string();
   return std::filesystem::path("runs") / (stem + "-" + stamp);
 }
 

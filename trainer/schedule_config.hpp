@@ -29,8 +29,8 @@ struct ScheduleOptions {
   double warmup = 0.0;
   std::string warmup_unit = "steps", warmup_kind = "linear";
   double warmup_start = 0.0;
-  double warmup_start_lr = -1.0;  // -1: use warmup_start
-  bool warmup_start_given = false;  // warmup_start != 0
+  double warmup_start_lr = -1.0;     // -1: use warmup_start
+  bool warmup_start_given = false;   // warmup_start != 0
   bool warmup_from_base_lr = false;  // start at optimizer.lr, unscaled (Goyal et al.)
   bool warmup_legw = false;
   std::string decay = "constant", decay_unit = "steps";
@@ -47,11 +47,11 @@ struct ScheduleOptions {
 ScheduleOptions read_schedule_options(Config& config);
 
 struct ScheduleContext {
-  double base_lr = 0.0;                // optimizer.lr, at the reference batch
-  std::int64_t global_batch = 0;       // this run's global batch
-  std::int64_t steps_per_epoch = 0;    // at this global batch (0: unknown, use the config key)
-  std::int64_t total_steps = 0;        // the run's step budget
-  std::ostream* warnings = &std::cerr; // non-fatal notes (decay past the run); nullptr: silent
+  double base_lr = 0.0;                 // optimizer.lr, at the reference batch
+  std::int64_t global_batch = 0;        // this run's global batch
+  std::int64_t steps_per_epoch = 0;     // at this global batch (0: unknown, use the config key)
+  std::int64_t total_steps = 0;         // the run's step budget
+  std::ostream* warnings = &std::cerr;  // non-fatal notes (decay past the run); nullptr: silent
   // When set, receives the schedule's boundaries ("warmup end", "decay start", "decay end")
   // in steps, for plots that mark them.
   std::vector<std::pair<std::string, std::int64_t>>* boundaries = nullptr;

@@ -28,8 +28,9 @@ Target parse_target(const std::string& text) {
   const auto ge = text.find(">="), le = text.find("<=");
   const auto op = ge != std::string::npos ? ge : le;
   auto bad = [&]() -> Target {
-    throw ConfigError("train.target '" + text + "' is not METRIC>=VALUE or METRIC<=VALUE",
-                      "e.g. val_accuracy>=0.88 or val_loss<=0.35 (metrics: val_accuracy, val_loss)");
+    throw ConfigError(
+        "train.target '" + text + "' is not METRIC>=VALUE or METRIC<=VALUE",
+        "e.g. val_accuracy>=0.88 or val_loss<=0.35 (metrics: val_accuracy, val_loss)");
   };
   if (op == std::string::npos) return bad();
   t.metric = text.substr(0, op);
@@ -47,7 +48,9 @@ Target parse_target(const std::string& text) {
 
 namespace {
 
-const KeySpec& key(std::string_view name) { return Schema::in(train_keys(), name); }
+const KeySpec& key(std::string_view name) {
+  return Schema::in(train_keys(), name);
+}
 
 void require_positive(const Config& c, const char* key, double value, const char* hint) {
   if (!(value > 0)) c.fail(key, "> 0", std::to_string(value), hint);
@@ -59,10 +62,14 @@ TrainConfig read_train_config(Config& c, int world_size) {
   TrainConfig t;
   t.model_spec = c.get_string(key("model.spec"));
   const std::string init = c.get_string(key("model.init"));
-  if (init == "he") t.init = nn::InitScheme::kHe;
-  else if (init == "glorot") t.init = nn::InitScheme::kGlorot;
-  else if (init == "zero") t.init = nn::InitScheme::kZero;
-  else c.fail("model.init", "one of: he, glorot, zero", "'" + init + "'");
+  if (init == "he")
+    t.init = nn::InitScheme::kHe;
+  else if (init == "glorot")
+    t.init = nn::InitScheme::kGlorot;
+  else if (init == "zero")
+    t.init = nn::InitScheme::kZero;
+  else
+    c.fail("model.init", "one of: he, glorot, zero", "'" + init + "'");
 
   DataConfig& d = t.data;
   d.dataset = c.get_string(key("data.dataset"));
@@ -75,7 +82,8 @@ TrainConfig read_train_config(Config& c, int world_size) {
   d.normalize = c.get_bool(key("data.normalize"));
   d.augment_crop_padding = c.get_int(key("data.augment.crop_padding"));
   d.augment_flip = c.get_bool(key("data.augment.flip"));
-  if (d.augment_crop_padding < 0) c.fail("data.augment.crop_padding", ">= 0", std::to_string(d.augment_crop_padding));
+  if (d.augment_crop_padding < 0)
+    c.fail("data.augment.crop_padding", ">= 0", std::to_string(d.augment_crop_padding));
   if (d.format == "npy" || d.format == "csv") {
     d.train_features = c.get_string(key("data.train_features"));
     d.test_features = c.get_string(key("data.test_features"));
@@ -96,15 +104,19 @@ TrainConfig read_train_config(Config& c, int world_size) {
       try {
         d.image_shape.push_back(std::stoll(item));
       } catch (const std::exception&) {
-        c.fail("data.image_shape", "comma-separated positive sizes such as 1,28,28", "'" + shape + "'");
+        c.fail("data.image_shape", "comma-separated positive sizes such as 1,28,28",
+               "'" + shape + "'");
       }
-      if (d.image_shape.back() <= 0) c.fail("data.image_shape", "positive sizes", "'" + shape + "'");
+      if (d.image_shape.back() <= 0)
+        c.fail("data.image_shape", "positive sizes", "'" + shape + "'");
     }
     if (d.train_features.empty()) {
       c.fail("data.train_features", "a path to a ." + d.format + " file", "nothing",
-             "set data.train_features" + std::string(d.format == "npy" ? " and data.train_labels" : ""));
+             "set data.train_features" +
+                 std::string(d.format == "npy" ? " and data.train_labels" : ""));
     }
-    if (d.format == "npy" && d.train_labels.empty()) c.fail("data.train_labels", "a path to a .npy file", "nothing");
+    if (d.format == "npy" && d.train_labels.empty())
+      c.fail("data.train_labels", "a path to a .npy file", "nothing");
     if (d.num_classes < 0) c.fail("data.num_classes", ">= 0", std::to_string(d.num_classes));
   }
   if (d.dataset == "synthetic-regression") {
@@ -113,12 +125,14 @@ TrainConfig read_train_config(Config& c, int world_size) {
     d.synthetic_noise = c.get_double(key("data.synthetic.noise"));
   } else if (d.format != "idx" && d.format != "cifar10" && d.format != "npy" && d.format != "csv") {
     if (d.format.empty()) {
-      c.fail("data.dataset", "one of: fashion-mnist, mnist, cifar10, synthetic-regression (or set data.format)",
+      c.fail("data.dataset",
+             "one of: fashion-mnist, mnist, cifar10, synthetic-regression (or set data.format)",
              "'" + d.dataset + "'");
     }
     c.fail("data.format", "one of: idx, cifar10, npy, csv", "'" + d.format + "'");
   }
-  if (d.validation_size < 0) c.fail("data.validation_size", ">= 0", std::to_string(d.validation_size));
+  if (d.validation_size < 0)
+    c.fail("data.validation_size", ">= 0", std::to_string(d.validation_size));
   if (d.train_limit < 0) c.fail("data.train_limit", ">= 0", std::to_string(d.train_limit));
 
   t.global_batch = c.get_int(key("train.global_batch"));
@@ -142,17 +156,21 @@ TrainConfig read_train_config(Config& c, int world_size) {
   t.checkpoint_every_seconds = c.get_double(key("train.checkpoint_every_seconds"));
   t.checkpoint_keep = static_cast<int>(c.get_int(key("train.checkpoint_keep")));
   t.checkpoint_final = c.get_bool(key("train.checkpoint_final"));
-  if (t.checkpoint_every < 0) c.fail("train.checkpoint_every", ">= 0", std::to_string(t.checkpoint_every));
+  if (t.checkpoint_every < 0)
+    c.fail("train.checkpoint_every", ">= 0", std::to_string(t.checkpoint_every));
   if (!(t.checkpoint_every_seconds >= 0))
     c.fail("train.checkpoint_every_seconds", ">= 0", std::to_string(t.checkpoint_every_seconds));
-  if (t.checkpoint_keep < 1) c.fail("train.checkpoint_keep", ">= 1", std::to_string(t.checkpoint_keep));
+  if (t.checkpoint_keep < 1)
+    c.fail("train.checkpoint_keep", ">= 1", std::to_string(t.checkpoint_keep));
 
   if (seed < 0) c.fail("train.seed", ">= 0", std::to_string(seed));
   t.seed = static_cast<std::uint64_t>(seed);
   require_positive(c, "train.global_batch", static_cast<double>(t.global_batch),
                    "e.g. --set train.global_batch=128");
-  if (t.micro_batch < 0) c.fail("train.micro_batch", ">= 0 (0: derived)", std::to_string(t.micro_batch));
-  if (t.accum_steps < 0) c.fail("train.accum_steps", ">= 0 (0: derived)", std::to_string(t.accum_steps));
+  if (t.micro_batch < 0)
+    c.fail("train.micro_batch", ">= 0 (0: derived)", std::to_string(t.micro_batch));
+  if (t.accum_steps < 0)
+    c.fail("train.accum_steps", ">= 0 (0: derived)", std::to_string(t.accum_steps));
   if (t.steps < 0) c.fail("train.steps", ">= 0", std::to_string(t.steps));
   if (t.steps == 0) require_positive(c, "train.epochs", t.epochs, "or set train.steps");
   require_positive(c, "train.eval_every", static_cast<double>(t.eval_every), "e.g. 500");
@@ -170,7 +188,8 @@ TrainConfig read_train_config(Config& c, int world_size) {
   // Resolve global = world x micro x accum; any two fix the third.
   const std::int64_t per_rank_fail = t.global_batch % world_size;
   if (per_rank_fail != 0) {
-    c.fail("train.global_batch", "divisible by the number of ranks (" + std::to_string(world_size) + ")",
+    c.fail("train.global_batch",
+           "divisible by the number of ranks (" + std::to_string(world_size) + ")",
            std::to_string(t.global_batch),
            "choose a global batch that is a multiple of the world size, or run with another -np");
   }
@@ -195,7 +214,8 @@ TrainConfig read_train_config(Config& c, int world_size) {
     const std::int64_t accum = per_rank / t.micro_batch;
     if (t.accum_steps != 0 && t.accum_steps != accum) {
       c.fail("train.accum_steps", "global_batch / (ranks x micro_batch) = " + std::to_string(accum),
-             std::to_string(t.accum_steps), "drop one of micro_batch / accum_steps and let lbt derive it");
+             std::to_string(t.accum_steps),
+             "drop one of micro_batch / accum_steps and let lbt derive it");
     }
     t.accum_steps = accum;
   }

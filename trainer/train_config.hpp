@@ -30,7 +30,7 @@ struct DataConfig {
   std::string train_features, train_labels, test_features, test_labels;
   std::string label_column = "label", csv_header = "auto";
   std::vector<std::int64_t> image_shape;  // reshape flat examples, e.g. {1, 28, 28}
-  std::int64_t num_classes = 0;          // npy/csv: 0 = max label + 1
+  std::int64_t num_classes = 0;           // npy/csv: 0 = max label + 1
   // Augmentation of training micro-batches (images [C, H, W]), off by default.
   std::int64_t augment_crop_padding = 0;  // random crop of the image padded by this many pixels
   bool augment_flip = false;              // random horizontal flip
@@ -47,16 +47,16 @@ struct TrainConfig {
   nn::InitScheme init = nn::InitScheme::kHe;
   DataConfig data;
   std::int64_t global_batch = 0, micro_batch = 0, accum_steps = 0;  // resolved
-  std::int64_t steps = 0;    // budget in optimizer steps (0: use epochs)
-  double epochs = 0.0;       // budget in epochs when steps == 0
+  std::int64_t steps = 0;  // budget in optimizer steps (0: use epochs)
+  double epochs = 0.0;     // budget in epochs when steps == 0
   std::int64_t eval_every = 0, log_every = 0, eval_batch = 0;
   std::uint64_t seed = 0;
-  int threads = 0;           // per rank; 0: cores / local ranks
+  int threads = 0;  // per rank; 0: cores / local ranks
   Target target;
   bool stop_at_target = false;
   DivergenceOptions divergence;  // when a step is a spike, and whether spikes are skipped
   std::string comm_backend;
-  std::int64_t checkpoint_every = 0;  // steps between checkpoints (0: none but the final one)
+  std::int64_t checkpoint_every = 0;        // steps between checkpoints (0: none but the final one)
   double checkpoint_every_seconds = 300.0;  // wall time between checkpoints (0: off)
   int checkpoint_keep = 2;
   bool checkpoint_final = true;

@@ -13,7 +13,9 @@ namespace {
 
 using Vec = std::vector<double>;
 
-Vec load(const float* x, std::size_t n) { return Vec(x, x + n); }
+Vec load(const float* x, std::size_t n) {
+  return Vec(x, x + n);
+}
 void store(const Vec& x, float* out) {
   for (std::size_t i = 0; i < x.size(); ++i) out[i] = static_cast<float>(x[i]);
 }
@@ -31,7 +33,8 @@ Sgd::Sgd(SgdOptions o, std::size_t n) : o_(o) {
 
 void Sgd::step(const StepInput& in) {
   for (const Segment& seg : in.segments) {
-    Vec w = load(in.params.data() + seg.offset, seg.size), g = load(in.grads.data() + seg.offset, seg.size);
+    Vec w = load(in.params.data() + seg.offset, seg.size),
+        g = load(in.grads.data() + seg.offset, seg.size);
     const double wd = seg.weight_decay ? o_.weight_decay : 0.0;
     // 1. coupled decay: g = g + wd w
     for (std::size_t i = 0; i < w.size(); ++i) g[i] += wd * w[i];
@@ -42,7 +45,8 @@ void Sgd::step(const StepInput& in) {
       Vec buf = load(buf_f, seg.size);
       for (std::size_t i = 0; i < w.size(); ++i)
         buf[i] = in.step == 0 ? g[i] : o_.momentum * buf[i] + (1 - o_.dampening) * g[i];
-      for (std::size_t i = 0; i < w.size(); ++i) d[i] = o_.nesterov ? g[i] + o_.momentum * buf[i] : buf[i];
+      for (std::size_t i = 0; i < w.size(); ++i)
+        d[i] = o_.nesterov ? g[i] + o_.momentum * buf[i] : buf[i];
       store(buf, buf_f);
     }
     // 3. w = w - lr d
@@ -59,7 +63,8 @@ Adam::Adam(AdamOptions o, std::size_t n) : o_(o) {
 void Adam::step(const StepInput& in) {
   const double t = static_cast<double>(in.step + 1);
   for (const Segment& seg : in.segments) {
-    Vec w = load(in.params.data() + seg.offset, seg.size), g = load(in.grads.data() + seg.offset, seg.size);
+    Vec w = load(in.params.data() + seg.offset, seg.size),
+        g = load(in.grads.data() + seg.offset, seg.size);
     float* m_f = state_.get("m").data() + seg.offset;
     float* v_f = state_.get("v").data() + seg.offset;
     Vec m = load(m_f, seg.size), v = load(v_f, seg.size);
@@ -69,7 +74,8 @@ void Adam::step(const StepInput& in) {
       for (std::size_t i = 0; i < w.size(); ++i) g[i] += wd * w[i];
     // 2. moments
     for (std::size_t i = 0; i < w.size(); ++i) m[i] = o_.beta1 * m[i] + (1 - o_.beta1) * g[i];
-    for (std::size_t i = 0; i < w.size(); ++i) v[i] = o_.beta2 * v[i] + (1 - o_.beta2) * g[i] * g[i];
+    for (std::size_t i = 0; i < w.size(); ++i)
+      v[i] = o_.beta2 * v[i] + (1 - o_.beta2) * g[i] * g[i];
     // 3. bias correction and direction
     Vec r(w.size());
     const double bc1 = 1 - std::pow(o_.beta1, t), bc2 = 1 - std::pow(o_.beta2, t);
@@ -79,7 +85,8 @@ void Adam::step(const StepInput& in) {
     }
     // 4. AdamW: decoupled decay, then the step
     const double decoupled = o_.decoupled ? wd : 0.0;
-    for (std::size_t i = 0; i < w.size(); ++i) w[i] = w[i] - in.lr * decoupled * w[i] - in.lr * r[i];
+    for (std::size_t i = 0; i < w.size(); ++i)
+      w[i] = w[i] - in.lr * decoupled * w[i] - in.lr * r[i];
     store(w, in.params.data() + seg.offset);
     store(m, m_f);
     store(v, v_f);
@@ -92,7 +99,8 @@ Lars::Lars(LarsOptions o, std::size_t n) : o_(o) {
 
 void Lars::step(const StepInput& in) {
   for (const Segment& seg : in.segments) {
-    Vec w = load(in.params.data() + seg.offset, seg.size), g = load(in.grads.data() + seg.offset, seg.size);
+    Vec w = load(in.params.data() + seg.offset, seg.size),
+        g = load(in.grads.data() + seg.offset, seg.size);
     const double beta = seg.weight_decay ? o_.weight_decay : 0.0;
     // 1. decay: d = g + beta w
     Vec d(w.size());
@@ -106,7 +114,8 @@ void Lars::step(const StepInput& in) {
       local_lr = o_.safe_zero_norm && (w_norm == 0 || denominator == 0)
                      ? 1.0
                      : o_.trust_coefficient * w_norm / (denominator + o_.eps);
-      if (o_.phi.phi == Phi::kClamp) local_lr = std::clamp(local_lr, o_.phi.clamp_min, o_.phi.clamp_max);
+      if (o_.phi.phi == Phi::kClamp)
+        local_lr = std::clamp(local_lr, o_.phi.clamp_min, o_.phi.clamp_max);
     }
     // 3. lr: classic puts lr * local_lr inside the momentum, popular only local_lr
     const bool before = o_.lr_placement == LarsLrPlacement::kBeforeMomentum;
@@ -129,7 +138,8 @@ Larc::Larc(LarcOptions o, std::unique_ptr<Optimizer> base, std::size_t n)
 
 void Larc::step(const StepInput& in) {
   for (const Segment& seg : in.segments) {
-    Vec w = load(in.params.data() + seg.offset, seg.size), g = load(in.grads.data() + seg.offset, seg.size);
+    Vec w = load(in.params.data() + seg.offset, seg.size),
+        g = load(in.grads.data() + seg.offset, seg.size);
     const double wd = seg.weight_decay ? o_.weight_decay : 0.0;
     const double w_norm = norm(w), g_norm = norm(g);
     // Apex: only when both norms are nonzero: local_lr, clip/scale, g = (g + wd w) * factor
@@ -159,23 +169,26 @@ Lamb::Lamb(LambOptions o, std::size_t n) : o_(o) {
 void Lamb::step(const StepInput& in) {
   const double t = static_cast<double>(in.step + 1);
   for (const Segment& seg : in.segments) {
-    Vec w = load(in.params.data() + seg.offset, seg.size), g = load(in.grads.data() + seg.offset, seg.size);
+    Vec w = load(in.params.data() + seg.offset, seg.size),
+        g = load(in.grads.data() + seg.offset, seg.size);
     float* m_f = state_.get("m").data() + seg.offset;
     float* v_f = state_.get("v").data() + seg.offset;
     Vec m = load(m_f, seg.size), v = load(v_f, seg.size);
     const double lambda = seg.weight_decay ? o_.weight_decay : 0.0;
     // 1. moments (Alg. 2 lines 6-7), bias correction (line 8)
     for (std::size_t i = 0; i < w.size(); ++i) m[i] = o_.beta1 * m[i] + (1 - o_.beta1) * g[i];
-    for (std::size_t i = 0; i < w.size(); ++i) v[i] = o_.beta2 * v[i] + (1 - o_.beta2) * g[i] * g[i];
+    for (std::size_t i = 0; i < w.size(); ++i)
+      v[i] = o_.beta2 * v[i] + (1 - o_.beta2) * g[i] * g[i];
     const double bc1 = o_.bias_correction ? 1 - std::pow(o_.beta1, t) : 1.0;
     const double bc2 = o_.bias_correction ? 1 - std::pow(o_.beta2, t) : 1.0;
     // 2. Adam direction r (line 9), then decoupled decay u = r + lambda w
     Vec u(w.size());
-    for (std::size_t i = 0; i < w.size(); ++i) u[i] = (m[i] / bc1) / (std::sqrt(v[i] / bc2) + o_.eps);
+    for (std::size_t i = 0; i < w.size(); ++i)
+      u[i] = (m[i] / bc1) / (std::sqrt(v[i] / bc2) + o_.eps);
     for (std::size_t i = 0; i < w.size(); ++i) u[i] += lambda * w[i];
     // 3. trust ratio phi(|w| / |u|), 1 when a norm is 0 (line 10)
-    const bool applies = o_.scope == LambScope::kDecayed ? seg.weight_decay && o_.weight_decay > 0
-                                                         : seg.trust_ratio;
+    const bool applies =
+        o_.scope == LambScope::kDecayed ? seg.weight_decay && o_.weight_decay > 0 : seg.trust_ratio;
     double ratio = 1.0;
     if (applies) {
       const double w_norm = norm(w), u_norm = norm(u);

@@ -25,7 +25,9 @@ using namespace lbt;
 namespace {
 
 // A small schema of the kinds of keys lbt has: plain, listed values, and keys of one variant.
-std::vector<std::string> kind_of(const Config& c) { return {c.peek_string("opt.name", "sgd")}; }
+std::vector<std::string> kind_of(const Config& c) {
+  return {c.peek_string("opt.name", "sgd")};
+}
 const KeyCondition kByKind{{"opt.name"}, kind_of};
 const std::vector<KeySpec>& test_keys() {
   using enum KeyType;
@@ -51,7 +53,9 @@ const Schema& test_schema() {
   }();
   return s;
 }
-const KeySpec& key(std::string_view name) { return Schema::in(test_keys(), name); }
+const KeySpec& key(std::string_view name) {
+  return Schema::in(test_keys(), name);
+}
 
 std::string error_of(Config& c) {
   try {
@@ -69,12 +73,12 @@ BOOST_AUTO_TEST_CASE(config_reads_typed_values_and_defaults) {
   BOOST_TEST(c.validate(test_schema()).empty());
   BOOST_TEST(c.get_double(key("a.x")) == 3.0);  // integers are accepted where numbers are
   BOOST_TEST(c.get_string(key("a.name")) == "hi");
-  BOOST_TEST(c.get_int(key("a.n")) == 7);  // the spec's default
+  BOOST_TEST(c.get_int(key("a.n")) == 7);     // the spec's default
   BOOST_TEST(c.get_int(key("a.n"), 9) == 9);  // a derived default wins over the spec's
   BOOST_TEST((c.get_int_list(key("a.list")) == std::vector<std::int64_t>{1, 2}));
   BOOST_TEST(c.get_double(key("opt.eps")) == 1e-8);
   Config adam = Config::from_string("[opt]\nname = \"adam\"\n");
-  BOOST_TEST(adam.get_double(key("opt.eps")) == 1e-6);  // the variant's default
+  BOOST_TEST(adam.get_double(key("opt.eps")) == 1e-6);         // the variant's default
   BOOST_CHECK_THROW(c.get_int(key("a.x")), std::logic_error);  // a getter of the wrong type
   BOOST_CHECK_THROW(Schema::in(test_keys(), "a.undeclared"), std::logic_error);
 }
@@ -90,7 +94,8 @@ BOOST_AUTO_TEST_CASE(config_set_overrides_and_bare_strings) {
 
 BOOST_AUTO_TEST_CASE(validation_names_wrong_types_values_and_unknown_keys) {
   Config type = Config::from_string("[a]\nx = \"fast\"\n", "t.toml");
-  BOOST_TEST(error_of(type).find("t.toml: a.x must be a number, got \"fast\"") != std::string::npos);
+  BOOST_TEST(error_of(type).find("t.toml: a.x must be a number, got \"fast\"") !=
+             std::string::npos);
   Config value = Config::from_string("[opt]\nname = \"adma\"\n");
   BOOST_TEST(error_of(value).find("did you mean 'adam'") != std::string::npos);
   Config unknown = Config::from_string("[opt]\nlearning_rat = 0.1\n");
@@ -254,7 +259,7 @@ BOOST_AUTO_TEST_CASE(an_append_cut_short_by_a_full_disk_leaves_whole_lines_only)
   std::signal(SIGXFSZ, old_handler);
   BOOST_TEST(threw);
   BOOST_TEST(std::filesystem::file_size(path) == whole);  // the first line, whole; no torn tail
-  out.append(R"({"step": 3})");  // the disk has room again: appends go on
+  out.append(R"({"step": 3})");                           // the disk has room again: appends go on
   BOOST_TEST(lbt::io::read_file(path) == "{\"step\": 1, \"loss\": 0.5}\n{\"step\": 3}\n");
   std::filesystem::remove(path);
 }

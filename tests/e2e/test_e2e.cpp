@@ -5,12 +5,12 @@
 
 #include <sys/wait.h>
 
-#include <filesystem>
-#include <fstream>
-#include <nlohmann/json.hpp>
 #include <algorithm>
 #include <cstdlib>
+#include <filesystem>
+#include <fstream>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
 
@@ -36,9 +36,10 @@ fs::path write_config(const std::string& name, const std::string& text) {
 
 const std::string kConfig = std::string(LBT_SOURCE_DIR) + "/experiments/configs/fmnist_mlp.toml";
 // A small real slice of Fashion-MNIST: seconds, not minutes.
-const std::string kSmall = " --set data.train_limit=6000 --set data.validation_size=1000"
-                           " --set model.spec=mlp:784-64-10 --set train.steps=120"
-                           " --set train.eval_every=40 --set train.log_every=10 --quiet";
+const std::string kSmall =
+    " --set data.train_limit=6000 --set data.validation_size=1000"
+    " --set model.spec=mlp:784-64-10 --set train.steps=120"
+    " --set train.eval_every=40 --set train.log_every=10 --quiet";
 
 std::vector<nlohmann::json> read_jsonl(const fs::path& p) {
   std::vector<nlohmann::json> lines;
@@ -66,7 +67,8 @@ BOOST_AUTO_TEST_CASE(short_fashion_mnist_run_learns_and_writes_a_parseable_run_d
 
   auto metrics = read_jsonl(run / "metrics.jsonl");
   BOOST_REQUIRE_EQUAL(metrics.size(), 12u);
-  for (const char* key : {"step", "epoch", "lr", "loss", "grad_norm", "samples_per_s", "wall_time"}) {
+  for (const char* key :
+       {"step", "epoch", "lr", "loss", "grad_norm", "samples_per_s", "wall_time"}) {
     BOOST_TEST(metrics.front().contains(key), key);
   }
   BOOST_TEST(metrics.back()["loss"].get<double>() < 0.6 * metrics.front()["loss"].get<double>());
@@ -87,7 +89,8 @@ BOOST_AUTO_TEST_CASE(short_fashion_mnist_run_learns_and_writes_a_parseable_run_d
 
 BOOST_AUTO_TEST_CASE(huge_learning_rate_ends_as_diverged_not_as_a_crash) {
   const fs::path run = scratch() / "diverged";
-  Result r = run_lbt("train --config " + kConfig + kSmall + " --set optimizer.lr=1000 --out " + run.string());
+  Result r = run_lbt("train --config " + kConfig + kSmall + " --set optimizer.lr=1000 --out " +
+                     run.string());
   BOOST_REQUIRE_EQUAL(r.code, 0);
   auto summary = nlohmann::json::parse(slurp(run / "summary.json"));
   BOOST_TEST(summary["status"].get<std::string>() == "diverged");
@@ -132,9 +135,11 @@ struct BadInput {
 };
 
 BOOST_AUTO_TEST_CASE(bad_inputs_fail_with_one_clear_message_and_no_complete_looking_run) {
-  const std::string bad_key = write_config("typo.toml", "[optimizer]\nlearnig_rate = 0.1\n").string();
+  const std::string bad_key =
+      write_config("typo.toml", "[optimizer]\nlearnig_rate = 0.1\n").string();
   const std::string bad_toml = write_config("syntax.toml", "[train\nsteps = 3\n").string();
-  const std::string flat_csv = write_config("flat.csv", "label,a,b,c,d\n1,0,0,0,0\n0,1,1,1,1\n1,2,2,2,2\n").string();
+  const std::string flat_csv =
+      write_config("flat.csv", "label,a,b,c,d\n1,0,0,0,0\n0,1,1,1,1\n1,2,2,2,2\n").string();
   const std::vector<BadInput> cases = {
       {"--set data.path=/nonexistent", "dataset-fashion-mnist"},
       {"--set data.dataset=cifar10 --set data.path=/nonexistent", "data_batch_1.bin"},
@@ -154,12 +159,14 @@ BOOST_AUTO_TEST_CASE(bad_inputs_fail_with_one_clear_message_and_no_complete_look
       {"--set schedule.warmup=1000", "schedule.warmup must be at most the run's 120 steps"},
       {"--set optimizer.beta1=0.8", "optimizer.beta1 is not used with optimizer.name = \"sgd\""},
       {"--set noise.enabled=true --set noise.small_batches=first", "noise.small_batches must be"},
-      {"--set noise.enabled=true --set noise.window_steps=0", "noise.window_steps must be at least"},
+      {"--set noise.enabled=true --set noise.window_steps=0",
+       "noise.window_steps must be at least"},
   };
   for (const auto& c : cases) {
     const fs::path run = scratch() / "bad";
     fs::remove_all(run);
-    Result r = run_lbt("train --config " + kConfig + kSmall + " " + c.args + " --out " + run.string());
+    Result r =
+        run_lbt("train --config " + kConfig + kSmall + " " + c.args + " --out " + run.string());
     BOOST_TEST_CONTEXT(c.args) {
       BOOST_TEST(r.code != 0);
       // Notes (a --set switching the data format drops data.path) may come first; then one error.
@@ -189,8 +196,8 @@ BOOST_AUTO_TEST_CASE(help_lists_every_option_and_config_key_with_defaults) {
   Result train = run_lbt("train --help");
   BOOST_TEST(train.code == 0);
   for (const char* s : {"--config", "--set", "--out", "[train]\n  global_batch = 128",
-                        "[optimizer]\n  name = \"sgd\"", "lr = 0.05", "[optimizer.lamb]",
-                        "[noise]", "[sweep]", "train_features = \"\"", "[schedule]"}) {
+                        "[optimizer]\n  name = \"sgd\"", "lr = 0.05", "[optimizer.lamb]", "[noise]",
+                        "[sweep]", "train_features = \"\"", "[schedule]"}) {
     BOOST_TEST(train.out.find(s) != std::string::npos, s);
   }
 }
@@ -220,14 +227,17 @@ BOOST_AUTO_TEST_CASE(lbt_schedule_equals_the_lr_the_trainer_logged_bit_for_bit_f
   // steps: the run length and steps per epoch come from train.epochs / train.steps and the
   // data on both sides. metrics.jsonl's step N logs the LR of update N, schedule(N - 1).
   const std::string slice = " --set data.train_limit=2000 --set data.validation_size=1000";
-  const std::string quiet = " --set train.eval_every=100000 --set train.log_every=1"
-                            " --set train.stop_at_target=false --set train.checkpoint_final=false"
-                            " --set train.divergence_factor=1e30 --quiet";
+  const std::string quiet =
+      " --set train.eval_every=100000 --set train.log_every=1"
+      " --set train.stop_at_target=false --set train.checkpoint_final=false"
+      " --set train.divergence_factor=1e30 --quiet";
   int presets = 0;
-  for (const auto& entry : fs::directory_iterator(std::string(LBT_SOURCE_DIR) + "/experiments/configs")) {
+  for (const auto& entry :
+       fs::directory_iterator(std::string(LBT_SOURCE_DIR) + "/experiments/configs")) {
     if (entry.path().extension() != ".toml") continue;
     const std::string config = entry.path().string();
-    if (slurp(entry.path()).find("cifar10") != std::string::npos && !fs::exists("cifar-10-batches-bin")) {
+    if (slurp(entry.path()).find("cifar10") != std::string::npos &&
+        !fs::exists("cifar-10-batches-bin")) {
       BOOST_TEST_MESSAGE("skipped " << config << ": no CIFAR-10 data here");
       continue;
     }
@@ -237,7 +247,8 @@ BOOST_AUTO_TEST_CASE(lbt_schedule_equals_the_lr_the_trainer_logged_bit_for_bit_f
         const std::string sets = slice + " --set train.global_batch=" + std::to_string(batch);
         const fs::path run = scratch() / ("preset_" + entry.path().stem().string());
         fs::remove_all(run);
-        Result train = run_lbt("train --config " + config + sets + quiet + " --out " + run.string());
+        Result train =
+            run_lbt("train --config " + config + sets + quiet + " --out " + run.string());
         BOOST_REQUIRE_MESSAGE(train.code == 0, train.err);
         Result curve = run_lbt("schedule --config " + config + sets);
         BOOST_REQUIRE_MESSAGE(curve.code == 0, curve.err);
@@ -260,16 +271,18 @@ BOOST_AUTO_TEST_CASE(lbt_schedule_equals_the_lr_the_trainer_logged_bit_for_bit_f
 
 BOOST_AUTO_TEST_CASE(schedule_columns_differ_by_the_scaling_rule_from_the_config_batch) {
   // fmnist_mlp.toml: global batch 128, Goyal's linear rule from reference batch 128.
-  Result r = run_lbt("schedule --config " + kConfig +
-                     " --set schedule.recipe=none --set schedule.warmup=0 --set schedule.decay=constant"
-                     " --set schedule.scaling=linear -b 128,1024 --steps-per-epoch 10");
+  Result r =
+      run_lbt("schedule --config " + kConfig +
+              " --set schedule.recipe=none --set schedule.warmup=0 --set schedule.decay=constant"
+              " --set schedule.scaling=linear -b 128,1024 --steps-per-epoch 10");
   BOOST_REQUIRE_MESSAGE(r.code == 0, r.err);
   const auto columns = read_schedule_csv(r.out);
   BOOST_REQUIRE_EQUAL(columns.size(), 2u);
   for (const auto& [step, lr] : columns[0]) BOOST_TEST(columns[1].at(step) == 8 * lr);
-  Result sqrt = run_lbt("schedule --config " + kConfig +
-                        " --set schedule.recipe=none --set schedule.warmup=0 --set schedule.decay=constant"
-                        " --set schedule.scaling=sqrt -b 32,128 --steps-per-epoch 10");
+  Result sqrt =
+      run_lbt("schedule --config " + kConfig +
+              " --set schedule.recipe=none --set schedule.warmup=0 --set schedule.decay=constant"
+              " --set schedule.scaling=sqrt -b 32,128 --steps-per-epoch 10");
   const auto halves = read_schedule_csv(sqrt.out);
   BOOST_TEST(halves[0].at(0) * 2 == halves[1].at(0));
 }
@@ -280,7 +293,8 @@ namespace {
 void preset_leaves(const toml::table& table, const std::string& prefix,
                    std::vector<std::pair<std::string, std::string>>& out) {
   for (auto&& [k, v] : table) {
-    const std::string key = prefix.empty() ? std::string(k.str()) : prefix + "." + std::string(k.str());
+    const std::string key =
+        prefix.empty() ? std::string(k.str()) : prefix + "." + std::string(k.str());
     if (const toml::table* sub = v.as_table()) {
       preset_leaves(*sub, key, out);
       continue;
@@ -308,7 +322,8 @@ std::string help_block(const std::string& help, const std::string& section) {
 BOOST_AUTO_TEST_CASE(every_preset_key_is_in_help_and_accepted_by_set_in_every_command) {
   const std::string help = run_lbt("train --help").out;
   int checked = 0;
-  for (const auto& entry : fs::directory_iterator(std::string(LBT_SOURCE_DIR) + "/experiments/configs")) {
+  for (const auto& entry :
+       fs::directory_iterator(std::string(LBT_SOURCE_DIR) + "/experiments/configs")) {
     if (entry.path().extension() != ".toml") continue;
     const std::string config = entry.path().string();
     std::vector<std::pair<std::string, std::string>> leaves;
@@ -341,11 +356,13 @@ BOOST_AUTO_TEST_CASE(every_preset_key_is_in_help_and_accepted_by_set_in_every_co
       Result schedule = run_lbt("schedule" + base + " --steps-per-epoch 1000");
       BOOST_TEST(schedule.code == 0, schedule.err);
       if (!cifar) {
-        const std::string sweep_args = " --batch-sizes 64 --target 'val_loss<=1' --check"
-                                       " --set sweep.max_steps=3000";
+        const std::string sweep_args =
+            " --batch-sizes 64 --target 'val_loss<=1' --check"
+            " --set sweep.max_steps=3000";
         Result sweep = run_lbt("sweep --config " + config + sweep_sets + sweep_args);
         BOOST_TEST(sweep.code == 0, sweep.err);
-        Result owned = run_lbt("sweep --config " + config + " --set train.global_batch=64" + sweep_args);
+        Result owned =
+            run_lbt("sweep --config " + config + " --set train.global_batch=64" + sweep_args);
         BOOST_TEST(owned.code == 2);
         BOOST_TEST(owned.err.find("--batch-sizes") != std::string::npos, owned.err);
       }

@@ -44,11 +44,14 @@ std::string train(const std::string& extra) {
 
 std::set<std::string> checkpoint_names(const fs::path& run) {
   std::set<std::string> names;
-  for (const auto& p : lbt::trainer::list_checkpoints(run / "checkpoints")) names.insert(p.filename());
+  for (const auto& p : lbt::trainer::list_checkpoints(run / "checkpoints"))
+    names.insert(p.filename());
   return names;
 }
 
-nlohmann::json summary(const fs::path& run) { return nlohmann::json::parse(slurp(run / "summary.json")); }
+nlohmann::json summary(const fs::path& run) {
+  return nlohmann::json::parse(slurp(run / "summary.json"));
+}
 
 }  // namespace
 
@@ -63,8 +66,10 @@ BOOST_AUTO_TEST_CASE(overwrite_replaces_the_old_run_with_its_checkpoints) {
   r = run_lbt(train("--set train.checkpoint_every=25 --set train.checkpoint_keep=10 --out " +
                     run.string()));
   BOOST_TEST(r.code == 2);  // no --overwrite: refused
-  r = run_lbt(train("--set train.checkpoint_every=25 --set train.checkpoint_keep=10 --overwrite "
-                    "--out " + run.string()));
+  r =
+      run_lbt(train("--set train.checkpoint_every=25 --set train.checkpoint_keep=10 --overwrite "
+                    "--out " +
+                    run.string()));
   BOOST_REQUIRE_MESSAGE(r.code == 0, r.err);
   // Only the new run's checkpoints (step 25 and the final one), each with the new config.
   const std::set<std::string> want = {lbt::trainer::checkpoint_path("", 25).filename(),
@@ -72,7 +77,8 @@ BOOST_AUTO_TEST_CASE(overwrite_replaces_the_old_run_with_its_checkpoints) {
   BOOST_TEST((checkpoint_names(run) == want));
   for (const auto& p : lbt::trainer::list_checkpoints(run / "checkpoints")) {
     const auto header = lbt::trainer::read_checkpoint(p).header;
-    BOOST_TEST(header.at("config").get<std::string>().find("checkpoint_every = 25") != std::string::npos);
+    BOOST_TEST(header.at("config").get<std::string>().find("checkpoint_every = 25") !=
+               std::string::npos);
   }
   // Nothing of the old run is left beside the directory either.
   for (const auto& e : fs::directory_iterator(scratch())) {
@@ -93,7 +99,8 @@ pid_t start_lbt(const std::string& args, const fs::path& log) {
   const pid_t pid = fork();
   if (pid == 0) {
     setpgid(0, 0);
-    const std::string cmd = "exec " + std::string(LBT_BINARY) + " " + args + " >" + log.string() + " 2>&1";
+    const std::string cmd =
+        "exec " + std::string(LBT_BINARY) + " " + args + " >" + log.string() + " 2>&1";
     execl("/bin/sh", "sh", "-c", cmd.c_str(), static_cast<char*>(nullptr));
     _exit(127);
   }
@@ -156,8 +163,10 @@ void interrupt_then_resume_matches_uninterrupted(int signal, int want_code) {
   r = run_lbt("train --resume " + run.string() + " --quiet");
   BOOST_REQUIRE_MESSAGE(r.code == 0, r.err);
   BOOST_TEST(summary(run)["status"].get<std::string>() == "completed");
-  const auto want = lbt::trainer::read_checkpoint(lbt::trainer::checkpoint_path(reference / "checkpoints", 20000));
-  const auto got = lbt::trainer::read_checkpoint(lbt::trainer::checkpoint_path(run / "checkpoints", 20000));
+  const auto want = lbt::trainer::read_checkpoint(
+      lbt::trainer::checkpoint_path(reference / "checkpoints", 20000));
+  const auto got =
+      lbt::trainer::read_checkpoint(lbt::trainer::checkpoint_path(run / "checkpoints", 20000));
   BOOST_TEST(want.sections.size() == got.sections.size());
   for (const auto& [name, bytes] : want.sections) {
     BOOST_TEST_CONTEXT("section " << name) {
@@ -181,11 +190,13 @@ BOOST_AUTO_TEST_CASE(sigterm_does_the_same_and_exits_143) {
 // 5. A run that diverged before its first evaluation has no validation metrics: null, not 0.
 BOOST_AUTO_TEST_CASE(metrics_never_measured_are_null_in_summary_json) {
   const fs::path run = scratch() / "diverged_early";
-  auto r = run_lbt(train("--set optimizer.lr=1e6 --set train.eval_every=1000 --out " + run.string()));
+  auto r =
+      run_lbt(train("--set optimizer.lr=1e6 --set train.eval_every=1000 --out " + run.string()));
   BOOST_REQUIRE_MESSAGE(r.code == 0, r.err);
   const auto s = summary(run);
   BOOST_REQUIRE_EQUAL(s["status"].get<std::string>(), "diverged");
-  for (const char* key : {"best_val_accuracy", "best_val_loss", "final_val_accuracy", "final_val_loss"}) {
+  for (const char* key :
+       {"best_val_accuracy", "best_val_loss", "final_val_accuracy", "final_val_loss"}) {
     BOOST_TEST(s[key].is_null(), key << " = " << s[key].dump());
   }
   BOOST_TEST(r.out.find("best val_accuracy: -") != std::string::npos, r.out);
@@ -209,11 +220,14 @@ BOOST_AUTO_TEST_CASE(checkpoints_are_written_by_wall_time_by_default) {
   const auto help = run_lbt("train --help");
   BOOST_TEST(help.out.find("checkpoint_every_seconds = 300.0") != std::string::npos, help.out);
   const fs::path run = scratch() / "timed";
-  auto r = run_lbt(train(kLong + " --set train.checkpoint_every_seconds=0.02"
-                                 " --set train.checkpoint_keep=1000 --out " + run.string()));
+  auto r = run_lbt(train(kLong +
+                         " --set train.checkpoint_every_seconds=0.02"
+                         " --set train.checkpoint_keep=1000 --out " +
+                         run.string()));
   BOOST_REQUIRE_MESSAGE(r.code == 0, r.err);
   const auto names = checkpoint_names(run);
-  BOOST_TEST(names.size() >= 3u, names.size() << " checkpoints");  // some by time, and the final one
+  BOOST_TEST(names.size() >= 3u, names.size()
+                                     << " checkpoints");  // some by time, and the final one
   BOOST_TEST(names.count(lbt::trainer::checkpoint_path("", 20000).filename()) == 1u);
 }
 
@@ -238,7 +252,8 @@ BOOST_AUTO_TEST_CASE(ranks_with_different_configs_stop_naming_the_key_and_never_
       setpgid(pid, pid);
       const auto t0 = std::chrono::steady_clock::now();
       const int status = wait_for(pid, 60);
-      const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      const double seconds =
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
       const std::string text = slurp(log);
       BOOST_TEST_INFO("log: " << text);
       BOOST_REQUIRE_MESSAGE(status != -1, "the job hung (killed after 60 s)");
@@ -258,10 +273,14 @@ BOOST_AUTO_TEST_CASE(a_directory_given_as_a_data_file_is_a_one_line_error_naming
   const fs::path cfg = scratch() / "npy_dir.toml";
   std::ofstream(cfg) << "[model]\nspec = \"linear:4-2\"\n[data]\nformat = \"npy\"\n"
                      << "train_features = \"" << dir.string() << "\"\ntrain_labels = \""
-                     << dir.string() << "\"\nvalidation_size = 2\n[train]\nglobal_batch = 2\nsteps = 1\n";
-  auto r = run_lbt("train --config " + cfg.string() + " --quiet --out " + (scratch() / "npy_dir").string());
+                     << dir.string()
+                     << "\"\nvalidation_size = 2\n[train]\nglobal_batch = 2\nsteps = 1\n";
+  auto r = run_lbt("train --config " + cfg.string() + " --quiet --out " +
+                   (scratch() / "npy_dir").string());
   BOOST_TEST(r.code == 3, r.err);
-  BOOST_TEST(r.err.find("error: data.train_features = " + dir.string() + " is a directory") == 0u, r.err);
-  BOOST_TEST(r.err.find("hint: set data.train_features to the file itself") != std::string::npos, r.err);
+  BOOST_TEST(r.err.find("error: data.train_features = " + dir.string() + " is a directory") == 0u,
+             r.err);
+  BOOST_TEST(r.err.find("hint: set data.train_features to the file itself") != std::string::npos,
+             r.err);
   BOOST_TEST(r.err.find("filesystem error") == std::string::npos, r.err);
 }

@@ -97,13 +97,15 @@ void kill_and_resume_matches_uninterrupted(int ranks, int kills, std::uint64_t s
            std::chrono::steady_clock::now() < deadline) {
       std::this_thread::sleep_for(std::chrono::milliseconds(5));
     }
-    std::this_thread::sleep_for(std::chrono::milliseconds(std::uniform_int_distribution<int>(0, 400)(rng)));
+    std::this_thread::sleep_for(
+        std::chrono::milliseconds(std::uniform_int_distribution<int>(0, 400)(rng)));
     if (kill(-job, SIGKILL) == 0) ++actual_kills;
     int status;
     waitpid(job, &status, 0);
   }
   BOOST_TEST(actual_kills > 0);
-  BOOST_REQUIRE(finish(start(launcher(ranks) + kTrain + " --out " + killed.string() + " --resume auto")));
+  BOOST_REQUIRE(
+      finish(start(launcher(ranks) + kTrain + " --out " + killed.string() + " --resume auto")));
 
   const auto final_ref = lbt::trainer::checkpoint_path(reference / "checkpoints", scenario.steps);
   const auto final_killed = lbt::trainer::checkpoint_path(killed / "checkpoints", scenario.steps);

@@ -16,15 +16,19 @@ using namespace lbt::experiments;
 
 namespace {
 
-std::vector<ScalingPoint> formula_points(double S_min, double B_noise, double sigma, unsigned seed) {
+std::vector<ScalingPoint> formula_points(double S_min, double B_noise, double sigma,
+                                         unsigned seed) {
   std::mt19937_64 rng(seed);
   std::normal_distribution<double> eps(0.0, sigma);
   std::vector<ScalingPoint> pts;
-  for (double B = 16; B <= 65536; B *= 2) pts.push_back({B, S_min * (1 + B_noise / B) * std::exp(eps(rng))});
+  for (double B = 16; B <= 65536; B *= 2)
+    pts.push_back({B, S_min * (1 + B_noise / B) * std::exp(eps(rng))});
   return pts;
 }
 
-bool within(double got, double want, double rtol) { return std::abs(got - want) <= rtol * std::abs(want); }
+bool within(double got, double want, double rtol) {
+  return std::abs(got - want) <= rtol * std::abs(want);
+}
 
 }  // namespace
 
@@ -44,7 +48,8 @@ BOOST_AUTO_TEST_CASE(fit_recovers_S_min_and_B_noise_within_5_percent_under_multi
       const auto pts = formula_points(S_min, B_noise, 0.03, seed);
       const auto f = fit_critical_batch(pts);
       BOOST_CHECK_MESSAGE(within(f.S_min, S_min, 0.05), "S_min " << f.S_min << " vs " << S_min);
-      BOOST_CHECK_MESSAGE(within(f.B_noise, B_noise, 0.05), "B_noise " << f.B_noise << " vs " << B_noise);
+      BOOST_CHECK_MESSAGE(within(f.B_noise, B_noise, 0.05),
+                          "B_noise " << f.B_noise << " vs " << B_noise);
       BOOST_CHECK_MESSAGE(within(f.E_min, S_min * B_noise, 0.05), "E_min " << f.E_min);
       // Sensible intervals: they hold the point estimate and are not absurdly wide.
       const auto ci = bootstrap_critical_batch(pts, 1000, 0.95, seed);
@@ -67,13 +72,15 @@ BOOST_AUTO_TEST_CASE(bootstrap_intervals_contain_the_truth_in_most_noise_draws) 
   const int draws = 40;
   int s_hits = 0, b_hits = 0, e_hits = 0;
   for (int seed = 100; seed < 100 + draws; ++seed) {
-    const auto ci = bootstrap_critical_batch(formula_points(S_min, B_noise, 0.03, seed), 400, 0.95, seed);
+    const auto ci =
+        bootstrap_critical_batch(formula_points(S_min, B_noise, 0.03, seed), 400, 0.95, seed);
     s_hits += ci.S_min.lo <= S_min && S_min <= ci.S_min.hi;
     b_hits += ci.B_crit.lo <= B_noise && B_noise <= ci.B_crit.hi;
     e_hits += ci.E_min.lo <= S_min * B_noise && S_min * B_noise <= ci.E_min.hi;
   }
   BOOST_TEST_MESSAGE("coverage of 95% intervals over " << draws << " draws: S_min " << s_hits
-                     << ", B_crit " << b_hits << ", E_min " << e_hits);
+                                                       << ", B_crit " << b_hits << ", E_min "
+                                                       << e_hits);
   BOOST_TEST(s_hits >= 0.8 * draws);
   BOOST_TEST(b_hits >= 0.8 * draws);
   BOOST_TEST(e_hits >= 0.8 * draws);

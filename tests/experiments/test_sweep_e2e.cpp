@@ -20,8 +20,8 @@
 #include <thread>
 
 #include "experiments/sweep_results.hpp"
-#include "trainer/data/synthetic.hpp"
 #include "support/cli_runner.hpp"
+#include "trainer/data/synthetic.hpp"
 
 namespace fs = std::filesystem;
 using lbt::experiments::read_csv;
@@ -31,7 +31,6 @@ using lbt::test::scratch;
 using lbt::test::slurp;
 
 namespace {
-
 
 // Seconds per trial: 4096 examples of d = 16; the budget in steps sets the trial's length.
 fs::path write_config(const std::string& name, const std::string& target, int max_steps) {
@@ -51,7 +50,8 @@ fs::path write_config(const std::string& name, const std::string& target, int ma
 std::map<std::string, fs::file_time_type> summary_times(const fs::path& sweep) {
   std::map<std::string, fs::file_time_type> t;
   for (const auto& e : fs::directory_iterator(sweep / "trials")) {
-    if (fs::exists(e.path() / "summary.json")) t[e.path().filename()] = fs::last_write_time(e.path() / "summary.json");
+    if (fs::exists(e.path() / "summary.json"))
+      t[e.path().filename()] = fs::last_write_time(e.path() / "summary.json");
   }
   return t;
 }
@@ -78,7 +78,8 @@ std::string status_of(const fs::path& run) {
 
 }  // namespace
 
-BOOST_AUTO_TEST_CASE(tiny_synthetic_sweep_writes_statuses_csvs_fit_and_plots_and_resumes_without_redoing) {
+BOOST_AUTO_TEST_CASE(
+    tiny_synthetic_sweep_writes_statuses_csvs_fit_and_plots_and_resumes_without_redoing) {
   const fs::path cfg = write_config("tiny.toml", "val_loss<=0.14", 600);
   const fs::path dir = scratch() / "sweep";
   Result r = run_lbt("sweep --config " + cfg.string() + " --jobs 2 --out " + dir.string());
@@ -97,7 +98,8 @@ BOOST_AUTO_TEST_CASE(tiny_synthetic_sweep_writes_statuses_csvs_fit_and_plots_and
     if (st == "reached_target") {
       ++reached;
       BOOST_TEST(std::stoll(row[sweep.column("examples_to_target")]) ==
-                 std::stoll(row[sweep.column("steps_to_target")]) * std::stoll(row[sweep.column("batch_size")]));
+                 std::stoll(row[sweep.column("steps_to_target")]) *
+                     std::stoll(row[sweep.column("batch_size")]));
     }
   }
   BOOST_TEST(reached >= 4);
@@ -165,7 +167,8 @@ BOOST_AUTO_TEST_CASE(sweep_killed_mid_way_then_rerun_finishes_every_trial_exactl
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
     if (!fs::exists(dir / "sweep.csv")) continue;
     const auto t = read_csv(dir / "sweep.csv");  // atomic writes: always parses
-    for (const auto& row : t.rows) finished += lbt::experiments::is_final_status(row[t.column("status")]);
+    for (const auto& row : t.rows)
+      finished += lbt::experiments::is_final_status(row[t.column("status")]);
   }
   BOOST_REQUIRE_MESSAGE(finished > 0, "no trial finished in 30 s; log: " << slurp(log));
   kill(-pid, SIGKILL);
@@ -176,12 +179,14 @@ BOOST_AUTO_TEST_CASE(sweep_killed_mid_way_then_rerun_finishes_every_trial_exactl
 
   std::map<std::string, fs::file_time_type> final_before;
   for (const auto& [name, time] : summary_times(dir)) {
-    if (lbt::experiments::is_final_status(status_of(dir / "trials" / name))) final_before[name] = time;
+    if (lbt::experiments::is_final_status(status_of(dir / "trials" / name)))
+      final_before[name] = time;
   }
   BOOST_TEST(final_before.size() >= 1u);
   BOOST_TEST(final_before.size() < 8u);
 
-  Result r = run_lbt("sweep --config " + cfg.string() + " --jobs 2 --out " + dir.string() + " --no-plots");
+  Result r =
+      run_lbt("sweep --config " + cfg.string() + " --jobs 2 --out " + dir.string() + " --no-plots");
   BOOST_TEST_INFO("stderr: " << r.err);
   BOOST_REQUIRE_EQUAL(r.code, 0);
   const std::string ran = "(" + std::to_string(8 - final_before.size()) + " run now, " +
@@ -215,7 +220,8 @@ BOOST_AUTO_TEST_CASE(sweep_killed_mid_way_then_rerun_finishes_every_trial_exactl
 BOOST_AUTO_TEST_CASE(fit_refuses_a_sweep_with_fewer_than_three_reached_batch_sizes) {
   const fs::path cfg = write_config("never.toml", "val_loss<=0.01", 20);
   const fs::path dir = scratch() / "never";
-  Result r = run_lbt("sweep --config " + cfg.string() + " --jobs 2 --out " + dir.string() + " --no-plots");
+  Result r =
+      run_lbt("sweep --config " + cfg.string() + " --jobs 2 --out " + dir.string() + " --no-plots");
   BOOST_REQUIRE_EQUAL(r.code, 0);
   BOOST_TEST(r.out.find("fit: skipped") != std::string::npos);
   r = run_lbt("fit " + dir.string());
@@ -227,7 +233,8 @@ BOOST_AUTO_TEST_CASE(fit_refuses_a_sweep_with_fewer_than_three_reached_batch_siz
 BOOST_AUTO_TEST_CASE(slurm_launcher_writes_an_array_script_whose_task_runs_one_trial) {
   const fs::path cfg = write_config("slurm.toml", "val_loss<=0.14", 200);
   const fs::path dir = scratch() / "slurm";
-  Result r = run_lbt("sweep --config " + cfg.string() + " --launcher slurm --jobs 3 --out " + dir.string());
+  Result r = run_lbt("sweep --config " + cfg.string() + " --launcher slurm --jobs 3 --out " +
+                     dir.string());
   BOOST_REQUIRE_EQUAL(r.code, 0);
   const std::string script = slurp(dir / "sweep.sbatch");
   BOOST_TEST(script.find("#SBATCH --array=0-7%3") != std::string::npos, script);
@@ -236,7 +243,8 @@ BOOST_AUTO_TEST_CASE(slurm_launcher_writes_an_array_script_whose_task_runs_one_t
   BOOST_REQUIRE_EQUAL(r.code, 0);
   const auto t = read_csv(dir / "sweep.csv");
   int final_count = 0;
-  for (const auto& row : t.rows) final_count += lbt::experiments::is_final_status(row[t.column("status")]);
+  for (const auto& row : t.rows)
+    final_count += lbt::experiments::is_final_status(row[t.column("status")]);
   BOOST_TEST(final_count == 1);
   BOOST_TEST(lbt::experiments::is_final_status(status_of(dir / "trials" / "128_1")));
 }
@@ -247,9 +255,9 @@ BOOST_AUTO_TEST_CASE(a_sweep_measures_the_noise_scale_per_trial_and_the_fit_repo
   // and fit.json the median of the best trials' averages with an interval that stays positive.
   const fs::path cfg = write_config("noisy.toml", "val_loss<=0.14", 600);
   const fs::path dir = scratch() / "noisy";
-  Result r = run_lbt("sweep --config " + cfg.string() + " --jobs 2 --no-plots --out " +
-                     dir.string() +
-                     " --set noise.enabled=true --set noise.every=1 --set noise.window_steps=6");
+  Result r =
+      run_lbt("sweep --config " + cfg.string() + " --jobs 2 --no-plots --out " + dir.string() +
+              " --set noise.enabled=true --set noise.every=1 --set noise.window_steps=6");
   BOOST_TEST_INFO("stderr: " << r.err);
   BOOST_REQUIRE_EQUAL(r.code, 0);
   const auto sweep = read_csv(dir / "sweep.csv");
@@ -268,7 +276,8 @@ BOOST_AUTO_TEST_CASE(a_sweep_measures_the_noise_scale_per_trial_and_the_fit_repo
   BOOST_TEST(!fit.contains("B_noise"));  // the fitted parameter is B_crit, said once
   BOOST_REQUIRE(fit["B_simple"].is_number());
   BOOST_REQUIRE(fit["intervals"]["B_simple"].is_array());
-  const double b = fit["B_simple"], lo = fit["intervals"]["B_simple"][0], hi = fit["intervals"]["B_simple"][1];
+  const double b = fit["B_simple"], lo = fit["intervals"]["B_simple"][0],
+               hi = fit["intervals"]["B_simple"][1];
   BOOST_TEST(0.0 <= lo);
   BOOST_TEST(lo <= b);
   BOOST_TEST(b <= hi);
@@ -283,17 +292,20 @@ BOOST_AUTO_TEST_CASE(a_second_sweep_on_a_busy_directory_exits_2_naming_the_owner
   const pid_t first = start_sweep(cfg, dir, log);
   // Wait for its first trial to start.
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
-  while (!fs::exists(dir / "trials" / "8_0" / "summary.json") && std::chrono::steady_clock::now() < deadline) {
+  while (!fs::exists(dir / "trials" / "8_0" / "summary.json") &&
+         std::chrono::steady_clock::now() < deadline) {
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
   const auto t0 = std::chrono::steady_clock::now();
   // `timeout`: without the lock (main 38e797a) this second sweep ran the whole plan again.
   const fs::path err = scratch() / "busy_second.err";
-  const int raw = std::system(("timeout 30 " + std::string(LBT_BINARY) + " sweep --config " +
-                               cfg.string() + " --jobs 1 --out " + dir.string() +
-                               " --no-plots >/dev/null 2>" + err.string()).c_str());
+  const int raw =
+      std::system(("timeout 30 " + std::string(LBT_BINARY) + " sweep --config " + cfg.string() +
+                   " --jobs 1 --out " + dir.string() + " --no-plots >/dev/null 2>" + err.string())
+                      .c_str());
   Result r{WIFEXITED(raw) ? WEXITSTATUS(raw) : -1, "", slurp(err)};
-  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   BOOST_TEST(r.code == 2, "stderr: " << r.err);
   BOOST_TEST(seconds < 10.0);
   BOOST_TEST(r.err.find("pid " + std::to_string(first)) != std::string::npos, r.err);
@@ -305,7 +317,8 @@ BOOST_AUTO_TEST_CASE(a_second_sweep_on_a_busy_directory_exits_2_naming_the_owner
   int status = 0;
   waitpid(first, &status, 0);
   std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  r = run_lbt("sweep --config " + cfg.string() + " --out " + dir.string() + " --collect --no-plots");
+  r = run_lbt("sweep --config " + cfg.string() + " --out " + dir.string() +
+              " --collect --no-plots");
   BOOST_TEST(r.code == 0, "stderr: " << r.err);
 }
 
@@ -335,7 +348,8 @@ BOOST_AUTO_TEST_CASE(a_sweep_with_failed_trials_exits_6_listing_them) {
 BOOST_AUTO_TEST_CASE(a_rerun_with_other_settings_is_refused_and_extend_adds_only_new_trials) {
   const fs::path cfg = write_config("plan.toml", "val_loss<=0.14", 20);
   const fs::path dir = scratch() / "plan";
-  const std::string base = "sweep --config " + cfg.string() + " --jobs 2 --no-plots --out " + dir.string();
+  const std::string base =
+      "sweep --config " + cfg.string() + " --jobs 2 --no-plots --out " + dir.string();
   Result r = run_lbt(base);
   BOOST_REQUIRE_MESSAGE(r.code == 0, r.err);
   r = run_lbt(base + " --target 'val_loss<=0.2'");

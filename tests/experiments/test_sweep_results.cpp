@@ -16,7 +16,8 @@ namespace fs = std::filesystem;
 namespace {
 
 fs::path scratch(const std::string& name) {
-  fs::path p = fs::temp_directory_path() / ("lbt_sweep_results_" + std::to_string(::getpid())) / name;
+  fs::path p =
+      fs::temp_directory_path() / ("lbt_sweep_results_" + std::to_string(::getpid())) / name;
   fs::remove_all(p);
   fs::create_directories(p);
   return p;
@@ -34,10 +35,14 @@ Trial trial(const std::string& name, std::int64_t B, double lr) {
 void write_run(const fs::path& dir, const std::string& summary) {
   std::ofstream(dir / "summary.json") << summary;
   std::ofstream(dir / "eval.jsonl")
-      << R"({"step":100,"val_loss":0.60,"val_accuracy":0.80,"target_met":false})" "\n"
-      << R"({"step":200,"val_loss":0.45,"val_accuracy":0.84,"target_met":false})" "\n"
-      << R"({"step":300,"val_loss":0.41,"val_accuracy":0.86,"target_met":true})" "\n"
-      << R"({"step":400,"val_loss":0.40,"val_accuracy":0.87,"target_met":true})" "\n"
+      << R"({"step":100,"val_loss":0.60,"val_accuracy":0.80,"target_met":false})"
+         "\n"
+      << R"({"step":200,"val_loss":0.45,"val_accuracy":0.84,"target_met":false})"
+         "\n"
+      << R"({"step":300,"val_loss":0.41,"val_accuracy":0.86,"target_met":true})"
+         "\n"
+      << R"({"step":400,"val_loss":0.40,"val_accuracy":0.87,"target_met":true})"
+         "\n"
       << R"({"step":5)";  // torn last line, as after a kill
 }
 
@@ -52,9 +57,12 @@ BOOST_AUTO_TEST_CASE(steps_to_result_from_summary_agrees_with_the_hand_made_eval
   BOOST_TEST(r.status == "reached_target");
   BOOST_TEST(r.steps_to_target == 300);
   BOOST_TEST(r.examples_to_target == 300 * 64);
-  BOOST_TEST(first_step_meeting_target(dir / "eval.jsonl", lbt::trainer::parse_target("val_accuracy>=0.85")) == 300);
-  BOOST_TEST(first_step_meeting_target(dir / "eval.jsonl", lbt::trainer::parse_target("val_loss<=0.45")) == 200);
-  BOOST_TEST(first_step_meeting_target(dir / "eval.jsonl", lbt::trainer::parse_target("val_accuracy>=0.9")) == -1);
+  BOOST_TEST(first_step_meeting_target(dir / "eval.jsonl",
+                                       lbt::trainer::parse_target("val_accuracy>=0.85")) == 300);
+  BOOST_TEST(first_step_meeting_target(dir / "eval.jsonl",
+                                       lbt::trainer::parse_target("val_loss<=0.45")) == 200);
+  BOOST_TEST(first_step_meeting_target(dir / "eval.jsonl",
+                                       lbt::trainer::parse_target("val_accuracy>=0.9")) == -1);
 }
 
 BOOST_AUTO_TEST_CASE(a_summary_without_steps_to_target_falls_back_to_the_eval_log) {
@@ -79,11 +87,15 @@ BOOST_AUTO_TEST_CASE(missing_running_and_torn_summaries_are_unfinished) {
 
 BOOST_AUTO_TEST_CASE(best_csv_keeps_the_fewest_steps_per_batch_and_round_trips_through_the_reader) {
   std::vector<TrialResult> results(5);
-  results[0].trial = trial("64_0", 64, 0.05), results[0].status = "reached_target", results[0].steps_to_target = 500;
-  results[1].trial = trial("64_1", 64, 0.1), results[1].status = "reached_target", results[1].steps_to_target = 300;
-  results[2].trial = trial("64_2", 64, 0.2), results[2].status = "diverged", results[2].message = "loss NaN, at step 3";
+  results[0].trial = trial("64_0", 64, 0.05), results[0].status = "reached_target",
+  results[0].steps_to_target = 500;
+  results[1].trial = trial("64_1", 64, 0.1), results[1].status = "reached_target",
+  results[1].steps_to_target = 300;
+  results[2].trial = trial("64_2", 64, 0.2), results[2].status = "diverged",
+  results[2].message = "loss NaN, at step 3";
   results[3].trial = trial("128_0", 128, 0.1), results[3].status = "budget_exhausted";
-  results[4].trial = trial("128_1", 128, 0.2), results[4].status = "failed", results[4].message = "said \"no\"";
+  results[4].trial = trial("128_1", 128, 0.2), results[4].status = "failed",
+  results[4].message = "said \"no\"";
   const auto best = best_per_batch(results);
   BOOST_REQUIRE_EQUAL(best.size(), 2u);
   BOOST_TEST(best[0].best->trial.name == "64_1");

@@ -2,13 +2,13 @@
 // communicator) and read noise.jsonl back; closed forms for synthetic linear regression.
 #pragma once
 #include <filesystem>
-#include <iomanip>
-#include <sstream>
 #include <fstream>
+#include <iomanip>
 #include <iostream>
 #include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -26,7 +26,8 @@
 namespace lbt::test {
 
 // noise.jsonl lines keyed by estimator name, in file order.
-inline std::map<std::string, std::vector<nlohmann::json>> read_noise(const std::filesystem::path& dir) {
+inline std::map<std::string, std::vector<nlohmann::json>> read_noise(
+    const std::filesystem::path& dir) {
   std::map<std::string, std::vector<nlohmann::json>> out;
   std::ifstream in(dir / "noise.jsonl");
   std::string line;
@@ -54,12 +55,13 @@ inline std::vector<std::vector<float>> train_config(const std::string& toml,
   auto rng = make_rng(cfg.seed, RngStream::kInit);
   model->build(rng);
   auto optimizer = optim::make_optimizer(run.optimizer, model->store().num_params());
-  schedules::Schedule schedule = trainer::run_schedule(run, {sampler.steps_per_epoch(), cfg.steps}, &std::cerr);
+  schedules::Schedule schedule =
+      trainer::run_schedule(run, {sampler.steps_per_epoch(), cfg.steps}, &std::cerr);
   const noise::OnlineOptions& noise_options = run.noise;
   std::unique_ptr<trainer::RunDirectory> run_dir;
   if (comm.rank() == 0) run_dir = std::make_unique<trainer::RunDirectory>(dir, true);
-  trainer::TrainContext ctx{cfg, *model, *optimizer, schedule, comm, splits, sampler,
-                            cfg.steps, run_dir.get(), false, noise_options};
+  trainer::TrainContext ctx{cfg,     *model,    *optimizer,    schedule, comm,         splits,
+                            sampler, cfg.steps, run_dir.get(), false,    noise_options};
   trainer::train(ctx);
   std::vector<std::vector<float>> params;
   const auto flat = model->store().params();
@@ -133,16 +135,19 @@ inline std::string synthetic_toml(int seed, std::int64_t global_batch, std::int6
   return "[model]\nspec = \"linear:32-1\"\ninit = \"zero\"\n"
          "[data]\ndataset = \"synthetic-regression\"\nvalidation_size = 0\n"
          "synthetic.examples = 65536\nsynthetic.dim = 32\nsynthetic.noise = 2.0\n"
-         "[train]\nglobal_batch = " + std::to_string(global_batch) +
-         "\nmicro_batch = " + std::to_string(micro_batch) + "\nsteps = " + std::to_string(steps) +
+         "[train]\nglobal_batch = " +
+         std::to_string(global_batch) + "\nmicro_batch = " + std::to_string(micro_batch) +
+         "\nsteps = " + std::to_string(steps) +
          "\neval_every = 100000\nlog_every = 100000\nthreads = 1\nseed = " + std::to_string(seed) +
-         "\n[optimizer]\nname = \"sgd\"\nlr = " + [lr] {
+         "\n[optimizer]\nname = \"sgd\"\nlr = " +
+         [lr] {
            std::ostringstream text;
            text << std::setprecision(17) << lr;
            return text.str();
-         }() + "\nmomentum = 0.0\n"
-         "[noise]\nenabled = true\nevery = " + std::to_string(every) +
-         "\nwindow_steps = " + std::to_string(window_steps) +
+         }() +
+         "\nmomentum = 0.0\n"
+         "[noise]\nenabled = true\nevery = " +
+         std::to_string(every) + "\nwindow_steps = " + std::to_string(window_steps) +
          "\nestimator = \"both\"\nema = " + std::to_string(ema) + "\n";
 }
 

@@ -52,7 +52,10 @@ BOOST_AUTO_TEST_CASE(micro_batch_two_batch_form_uses_every_or_the_first_micro_ba
   const std::vector<Segment> segments = {make_segment("w", 0, 2, ParamKind::kWeight),
                                          make_segment("b", 2, 1, ParamKind::kBias)};
   const float m[3][3] = {{1, 2, 2}, {3, 0, 4}, {2, 1, 2}};
-  struct Case { bool all; double G_sq, trace; };
+  struct Case {
+    bool all;
+    double G_sq, trace;
+  };
   for (const Case c : {Case{true, 11.0, 40.0 / 3}, Case{false, 41.0 / 3, -56.0 / 3}}) {
     BOOST_TEST_CONTEXT((c.all ? "all" : "first")) {
       noise::OnlineOptions options;
@@ -88,7 +91,8 @@ BOOST_AUTO_TEST_CASE(per_example_estimate_is_the_sample_covariance_trace) {
     for (int j = 0; j < 3; ++j) mean[j] += row[j] / 5.0, mean_sq += row[j] * row[j] / 5.0;
   }
   double ss = 0, G_sq = 0;
-  for (auto& row : g) for (int j = 0; j < 3; ++j) ss += (row[j] - mean[j]) * (row[j] - mean[j]);
+  for (auto& row : g)
+    for (int j = 0; j < 3; ++j) ss += (row[j] - mean[j]) * (row[j] - mean[j]);
   for (double m : mean) G_sq += m * m;
   const auto e = noise::per_example_estimate(5, mean_sq, G_sq);
   BOOST_TEST(close(e.trace_sigma, ss / 4.0, 1e-12, 1e-12));
@@ -123,7 +127,7 @@ BOOST_AUTO_TEST_CASE(per_example_norms_match_explicit_outer_products) {
 BOOST_AUTO_TEST_CASE(tracker_is_bias_corrected_and_its_interval_shrinks_to_the_constant) {
   noise::NoiseScaleTracker t(0.9);
   t.add({2.0, 100.0});
-  BOOST_TEST(t.averaged().G_sq == 2.0);  // no pull toward 0 after one sample
+  BOOST_TEST(t.averaged().G_sq == 2.0);           // no pull toward 0 after one sample
   BOOST_TEST(std::isnan(t.averaged().b_simple));  // one measurement: no interval, not resolved
   for (int i = 0; i < 50; ++i) t.add({2.0, 100.0});
   const auto s = t.averaged();
@@ -155,9 +159,15 @@ BOOST_AUTO_TEST_CASE(tracker_state_round_trip_continues_the_same_ema) {
 }
 
 BOOST_AUTO_TEST_CASE(t_quantile_matches_tables) {
-  for (auto [dof, want] : {std::pair{2.0, 4.303}, {3.0, 3.182}, {5.0, 2.571}, {10.0, 2.228},
-                           {30.0, 2.042}, {1000.0, 1.962}}) {
-    BOOST_TEST_CONTEXT("dof " << dof) { BOOST_TEST(close(noise::t_quantile_975(dof), want, 0, 0.01)); }
+  for (auto [dof, want] : {std::pair{2.0, 4.303},
+                           {3.0, 3.182},
+                           {5.0, 2.571},
+                           {10.0, 2.228},
+                           {30.0, 2.042},
+                           {1000.0, 1.962}}) {
+    BOOST_TEST_CONTEXT("dof " << dof) {
+      BOOST_TEST(close(noise::t_quantile_975(dof), want, 0, 0.01));
+    }
   }
 }
 
@@ -198,8 +208,9 @@ BOOST_AUTO_TEST_CASE(interval_covers_the_truth_in_most_of_20_seeded_repeats) {
       }
     }
   }
-  BOOST_TEST_MESSAGE("coverage of 20 (now, ema): two_batch " << covered[0] << ", " << covered[1]
-                     << "; per_example " << covered[2] << ", " << covered[3]);
+  BOOST_TEST_MESSAGE("coverage of 20 (now, ema): two_batch "
+                     << covered[0] << ", " << covered[1] << "; per_example " << covered[2] << ", "
+                     << covered[3]);
   // 95% nominal: 17 or more of 20 happens with probability ~0.98 for a calibrated interval
   for (int c : covered) BOOST_TEST(c >= 16);
 }
@@ -244,7 +255,8 @@ BOOST_AUTO_TEST_CASE(b_noise_on_a_quadratic_matches_the_closed_form) {
   const double b = 16;
   std::vector<double> H(n * n, 0.0), Lf(n * n, 0.0);
   for (int i = 0; i < n; ++i) {
-    for (int j = 0; j < n; ++j) H[i * n + j] = (i == j ? i + 1.0 : 0.0) + 0.3 * (i + 1) * (j + 1) / n;
+    for (int j = 0; j < n; ++j)
+      H[i * n + j] = (i == j ? i + 1.0 : 0.0) + 0.3 * (i + 1) * (j + 1) / n;
     for (int j = 0; j <= i; ++j) Lf[i * n + j] = (i == j ? 2.0 + i : 0.5 * (i - j));
   }
   std::vector<float> theta = {0.5f, -1.0f, 0.25f, 2.0f, -0.75f, 1.0f}, theta_star(n, 0.0f);

@@ -20,16 +20,28 @@ namespace {
 
 class TestMpiCommunicator final : public comm::Communicator {
  public:
-  int rank() const override { int r; MPI_Comm_rank(MPI_COMM_WORLD, &r); return r; }
-  int size() const override { int s; MPI_Comm_size(MPI_COMM_WORLD, &s); return s; }
+  int rank() const override {
+    int r;
+    MPI_Comm_rank(MPI_COMM_WORLD, &r);
+    return r;
+  }
+  int size() const override {
+    int s;
+    MPI_Comm_size(MPI_COMM_WORLD, &s);
+    return s;
+  }
   const char* backend() const override { return "mpi-test"; }
   void allreduce(std::span<float> buf, comm::ReduceOp op) override {
-    MPI_Allreduce(MPI_IN_PLACE, buf.data(), static_cast<int>(buf.size()), MPI_FLOAT, mpi_op(op), MPI_COMM_WORLD);
-    if (op == comm::ReduceOp::kAvg) for (auto& v : buf) v /= static_cast<float>(size());
+    MPI_Allreduce(MPI_IN_PLACE, buf.data(), static_cast<int>(buf.size()), MPI_FLOAT, mpi_op(op),
+                  MPI_COMM_WORLD);
+    if (op == comm::ReduceOp::kAvg)
+      for (auto& v : buf) v /= static_cast<float>(size());
   }
   void allreduce(std::span<double> buf, comm::ReduceOp op) override {
-    MPI_Allreduce(MPI_IN_PLACE, buf.data(), static_cast<int>(buf.size()), MPI_DOUBLE, mpi_op(op), MPI_COMM_WORLD);
-    if (op == comm::ReduceOp::kAvg) for (auto& v : buf) v /= size();
+    MPI_Allreduce(MPI_IN_PLACE, buf.data(), static_cast<int>(buf.size()), MPI_DOUBLE, mpi_op(op),
+                  MPI_COMM_WORLD);
+    if (op == comm::ReduceOp::kAvg)
+      for (auto& v : buf) v /= size();
   }
   void broadcast(std::span<std::byte> buf, int root) override {
     MPI_Bcast(buf.data(), static_cast<int>(buf.size()), MPI_BYTE, root, MPI_COMM_WORLD);
@@ -85,17 +97,22 @@ BOOST_AUTO_TEST_CASE(two_ranks_match_one_process_with_two_micro_batches) {
         for (std::size_t i = 0; i < dp.at(name).size(); i += 25) {
           const auto &a = dp.at(name)[i], &b = one.at(name)[i];
           const double B = a["B_big"].get<double>();
-          const double big_a = a["G_sq_step"].get<double>() + a["trace_sigma_step"].get<double>() / B;
-          const double big_b = b["G_sq_step"].get<double>() + b["trace_sigma_step"].get<double>() / B;
+          const double big_a =
+              a["G_sq_step"].get<double>() + a["trace_sigma_step"].get<double>() / B;
+          const double big_b =
+              b["G_sq_step"].get<double>() + b["trace_sigma_step"].get<double>() / B;
           BOOST_TEST_CONTEXT("line " << i) {
             BOOST_TEST(a["b_small"] == b["b_small"]);
-            BOOST_TEST(test::close(big_a, big_b, 1e-6, 1e-4), "|G_B|^2 " << big_a << " vs " << big_b);
+            BOOST_TEST(test::close(big_a, big_b, 1e-6, 1e-4),
+                       "|G_B|^2 " << big_a << " vs " << big_b);
             if (exact) {
-              BOOST_TEST(test::close(a["trace_sigma_step"].get<double>(), b["trace_sigma_step"].get<double>(), 1e-6, 1e-3));
+              BOOST_TEST(test::close(a["trace_sigma_step"].get<double>(),
+                                     b["trace_sigma_step"].get<double>(), 1e-6, 1e-3));
               // null (not resolved, e.g. one measurement at line 0) on both or numbers on both
               BOOST_CHECK_EQUAL(a["b_simple_ema"].is_null(), b["b_simple_ema"].is_null());
               if (a["b_simple_ema"].is_number() && b["b_simple_ema"].is_number()) {
-                BOOST_TEST(test::close(a["b_simple_ema"].get<double>(), b["b_simple_ema"].get<double>(), 1e-6, 1e-3));
+                BOOST_TEST(test::close(a["b_simple_ema"].get<double>(),
+                                       b["b_simple_ema"].get<double>(), 1e-6, 1e-3));
               }
             }
           }
@@ -103,8 +120,10 @@ BOOST_AUTO_TEST_CASE(two_ranks_match_one_process_with_two_micro_batches) {
         const auto &a = dp.at(name).back(), &b = one.at(name).back();
         // The averaged (EMA) values: 400 steps of 1-dof two_batch measurements resolve them.
         const double ra = a["b_simple_ema"].get<double>(), rb = b["b_simple_ema"].get<double>();
-        const double half = (a["b_simple_ema_ci95"][1].get<double>() - a["b_simple_ema_ci95"][0].get<double>()) / 2 +
-                            (b["b_simple_ema_ci95"][1].get<double>() - b["b_simple_ema_ci95"][0].get<double>()) / 2;
+        const double half =
+            (a["b_simple_ema_ci95"][1].get<double>() - a["b_simple_ema_ci95"][0].get<double>()) /
+                2 +
+            (b["b_simple_ema_ci95"][1].get<double>() - b["b_simple_ema_ci95"][0].get<double>()) / 2;
         BOOST_TEST_MESSAGE(name << ": 2 ranks " << ra << ", 1 process x 2 micro-batches " << rb);
         BOOST_TEST(std::abs(ra - rb) <= half);
       }

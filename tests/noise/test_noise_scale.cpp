@@ -34,7 +34,8 @@ BOOST_AUTO_TEST_CASE(now_is_the_windows_linear_trend_at_its_newest_measurement) 
   BOOST_TEST(t.averaged().b_simple < now.b_simple);
 }
 
-BOOST_AUTO_TEST_CASE(fieller_interval_is_positive_bounded_only_when_resolved_and_agrees_with_delta) {
+BOOST_AUTO_TEST_CASE(
+    fieller_interval_is_positive_bounded_only_when_resolved_and_agrees_with_delta) {
   // Resolved, with plenty of data: close to the delta method's R +- t sd(R).
   const double T = 100.0, G = 2.0, var_T = 4.0, var_G = 0.0025, cov = 0.01, dof = 200.0;
   const auto ci = noise::fieller_interval(T, G, var_T, var_G, cov, dof);
@@ -76,7 +77,8 @@ BOOST_AUTO_TEST_CASE(fieller_interval_covers_a_known_ratio_95_percent_of_the_tim
     }
     double vg = 0, vt = 0, c = 0;
     for (int i = 0; i < n; ++i) {
-      vg += (g[i] - mg) * (g[i] - mg), vt += (t[i] - mt) * (t[i] - mt), c += (g[i] - mg) * (t[i] - mt);
+      vg += (g[i] - mg) * (g[i] - mg), vt += (t[i] - mt) * (t[i] - mt),
+          c += (g[i] - mg) * (t[i] - mt);
     }
     const double k = 1.0 / ((n - 1.0) * n);  // sample (co)variance / n: of the means
     const auto ci = noise::fieller_interval(mt, mg, vt * k, vg * k, c * k, n - 1.0);
@@ -84,7 +86,8 @@ BOOST_AUTO_TEST_CASE(fieller_interval_covers_a_known_ratio_95_percent_of_the_tim
     covered += ci.lo <= T_true / G_true && T_true / G_true <= ci.hi;
     unbounded += std::isinf(ci.hi);
   }
-  BOOST_TEST_MESSAGE("Fieller coverage " << covered << " of " << reps << ", unbounded " << unbounded);
+  BOOST_TEST_MESSAGE("Fieller coverage " << covered << " of " << reps << ", unbounded "
+                                         << unbounded);
   // At least nominal; above it where |G|^2 is unresolved and the interval is [lo, inf), which
   // is wider than Fieller's exact (two-piece) set: conservative, never anti-conservative.
   BOOST_TEST(covered >= 0.935 * reps);
@@ -112,7 +115,8 @@ BOOST_AUTO_TEST_CASE(now_follows_the_true_b_simple_while_training_moves_it_and_t
     for (const auto& line : lines.at("two_batch")) {
       if (line["step"].get<std::int64_t>() != step) continue;
       BOOST_TEST_CONTEXT("step " << step << ", truth " << truth << ", now " << line["b_simple"]
-                                 << " " << line["b_simple_ci95"] << ", ema " << line["b_simple_ema"]) {
+                                 << " " << line["b_simple_ci95"] << ", ema "
+                                 << line["b_simple_ema"]) {
         BOOST_TEST(line["window_steps"].get<int>() == 100);
         if (line["resolved"].get<bool>()) {
           ++resolved;
@@ -123,7 +127,8 @@ BOOST_AUTO_TEST_CASE(now_follows_the_true_b_simple_while_training_moves_it_and_t
           BOOST_TEST(truth <= line["b_simple_ci95"][1].get<double>());
           if (step <= 300) BOOST_TEST(close(now, truth, 0, 0.10));
           if (step >= 300) {
-            BOOST_TEST(std::abs(now - truth) < std::abs(line["b_simple_ema"].get<double>() - truth));
+            BOOST_TEST(std::abs(now - truth) <
+                       std::abs(line["b_simple_ema"].get<double>() - truth));
           }
         } else {
           BOOST_TEST(line["b_simple"].is_null());

@@ -45,7 +45,8 @@ BOOST_AUTO_TEST_CASE(save_reload_continue_is_bitwise_equal_to_uninterrupted) {
       }
       auto resumed = test::build(toml, 9);
       optim::load_state(resumed->state(), checkpoint, "checkpoint");
-      for (int t = 10; t < 20; ++t) test::do_step(*resumed, w_resumed, grads_at(t, 9), p.segments, 0.05, t);
+      for (int t = 10; t < 20; ++t)
+        test::do_step(*resumed, w_resumed, grads_at(t, 9), p.segments, 0.05, t);
       BOOST_TEST(std::memcmp(w_full.data(), w_resumed.data(), 9 * sizeof(float)) == 0);
       BOOST_TEST(!full->state().buffers().empty());
     }
@@ -57,9 +58,9 @@ BOOST_AUTO_TEST_CASE(load_state_rejects_another_optimizers_state_naming_the_buff
   auto sgd = test::build("[optimizer]\nname='sgd'\n", 9);
   std::stringstream s;
   optim::save_state(sgd->state(), s);
-  BOOST_CHECK_EXCEPTION(optim::load_state(adam->state(), s, "ck.bin"), DataError, [](const DataError& e) {
-    return std::string(e.what()).find("ck.bin") != std::string::npos;
-  });
+  BOOST_CHECK_EXCEPTION(
+      optim::load_state(adam->state(), s, "ck.bin"), DataError,
+      [](const DataError& e) { return std::string(e.what()).find("ck.bin") != std::string::npos; });
   auto small = test::build("[optimizer]\nname='sgd'\n", 5);
   std::stringstream s2;
   optim::save_state(small->state(), s2);
@@ -71,20 +72,31 @@ BOOST_AUTO_TEST_CASE(load_state_rejects_another_optimizers_state_naming_the_buff
 }
 
 BOOST_AUTO_TEST_CASE(config_errors_name_the_key_and_the_valid_values) {
-  BOOST_TEST(error_of("[optimizer]\nname='adam'\nbeta1=1.0\n").find("optimizer.beta1 must be in [0, 1)") != std::string::npos);
-  BOOST_TEST(error_of("[optimizer]\nname='lamb'\nbeta1=-0.1\n").find("optimizer.beta1") != std::string::npos);
-  BOOST_TEST(error_of("[optimizer]\nname='adamw'\nweight_decay=-0.1\n").find("optimizer.weight_decay must be >= 0") != std::string::npos);
-  BOOST_TEST(error_of("[optimizer]\nname='sgd'\nweight_decay=-1\n").find("optimizer.weight_decay") != std::string::npos);
+  BOOST_TEST(
+      error_of("[optimizer]\nname='adam'\nbeta1=1.0\n").find("optimizer.beta1 must be in [0, 1)") !=
+      std::string::npos);
+  BOOST_TEST(error_of("[optimizer]\nname='lamb'\nbeta1=-0.1\n").find("optimizer.beta1") !=
+             std::string::npos);
+  BOOST_TEST(error_of("[optimizer]\nname='adamw'\nweight_decay=-0.1\n")
+                 .find("optimizer.weight_decay must be >= 0") != std::string::npos);
+  BOOST_TEST(
+      error_of("[optimizer]\nname='sgd'\nweight_decay=-1\n").find("optimizer.weight_decay") !=
+      std::string::npos);
   const std::string unknown = error_of("[optimizer]\nname='adamax'\n");
   BOOST_TEST(unknown.find("optimizer.name") != std::string::npos);
-  BOOST_TEST(unknown.find("sgd, momentum, nesterov, adam, adamw, lars, larc, lamb") != std::string::npos, unknown);
-  BOOST_TEST(error_of("[optimizer]\nname='larc'\n[optimizer.larc]\nbase='lamb'\n").find("sgd, momentum, nesterov, adam, adamw") != std::string::npos);
-  BOOST_TEST(error_of("[optimizer]\nname='lars'\n[optimizer.lars]\ndenominator='exactly'\n").find("paper, exact") != std::string::npos);
-  BOOST_TEST(error_of("[optimizer]\nname='nesterov'\nmomentum=0.0\n").find("optimizer.nesterov") != std::string::npos);
+  BOOST_TEST(
+      unknown.find("sgd, momentum, nesterov, adam, adamw, lars, larc, lamb") != std::string::npos,
+      unknown);
+  BOOST_TEST(error_of("[optimizer]\nname='larc'\n[optimizer.larc]\nbase='lamb'\n")
+                 .find("sgd, momentum, nesterov, adam, adamw") != std::string::npos);
+  BOOST_TEST(error_of("[optimizer]\nname='lars'\n[optimizer.lars]\ndenominator='exactly'\n")
+                 .find("paper, exact") != std::string::npos);
+  BOOST_TEST(error_of("[optimizer]\nname='nesterov'\nmomentum=0.0\n").find("optimizer.nesterov") !=
+             std::string::npos);
   // A key of another optimizer is named as such, with the optimizers that use it.
-  BOOST_TEST(error_of("[optimizer]\nname='sgd'\nbeta1=0.9\n").find(
-                 "optimizer.beta1 is not used with optimizer.name = \"sgd\" (it applies to "
-                 "optimizer.name = adam | adamw | lamb)") != std::string::npos);
+  BOOST_TEST(error_of("[optimizer]\nname='sgd'\nbeta1=0.9\n")
+                 .find("optimizer.beta1 is not used with optimizer.name = \"sgd\" (it applies to "
+                       "optimizer.name = adam | adamw | lamb)") != std::string::npos);
   // Under LARC, the wrapped optimizer's keys apply, and LARC's own decay.
   BOOST_TEST(error_of("[optimizer]\nname='larc'\nbeta1=0.8\nweight_decay=0.1\n[optimizer.larc]\n"
                       "base='adam'\n") == "no error");
@@ -119,7 +131,8 @@ BOOST_AUTO_TEST_CASE(every_switch_is_reachable_from_set_overrides) {
   c.set("optimizer.lars.clamp_max=3.5");
   Schema schema;
   schema.add(optim::optimizer_keys());
-  const auto notes = c.validate(schema);  // sgd's dampening is dropped, momentum kept (LARS has one)
+  const auto notes =
+      c.validate(schema);  // sgd's dampening is dropped, momentum kept (LARS has one)
   BOOST_TEST_REQUIRE(notes.size() == 1u);
   BOOST_TEST(notes[0].find("dropped optimizer.dampening = 0.1") != std::string::npos);
   auto opt = optim::make_optimizer(optim::read_optimizer_options(c), 4);
@@ -145,8 +158,8 @@ BOOST_AUTO_TEST_CASE(exclusions_switch_off_decay_and_trust_ratio_by_name) {
                                    make_segment("fc1.bias", 4, 2, ParamKind::kBias),
                                    make_segment("bn1.weight", 6, 2, ParamKind::kWeight),
                                    make_segment("out.weight", 8, 3, ParamKind::kWeight)};
-  optim::apply_exclusions(test::options_of("[optimizer]\nno_decay = ['bn*']\nno_trust_ratio = ['out.*']\n"),
-                          segments);
+  optim::apply_exclusions(
+      test::options_of("[optimizer]\nno_decay = ['bn*']\nno_trust_ratio = ['out.*']\n"), segments);
   BOOST_TEST(segments[0].weight_decay);
   BOOST_TEST(segments[0].trust_ratio);
   BOOST_TEST(!segments[1].weight_decay);  // default for biases stays
@@ -155,8 +168,9 @@ BOOST_AUTO_TEST_CASE(exclusions_switch_off_decay_and_trust_ratio_by_name) {
   BOOST_TEST(segments[3].weight_decay);
   BOOST_TEST(!segments[3].trust_ratio);
   const auto typo = test::options_of("[optimizer]\nno_decay = ['*.bais']\n");
-  BOOST_CHECK_EXCEPTION(optim::apply_exclusions(typo, segments), ConfigError, [](const ConfigError& e) {
-    return std::string(e.what()).find("'*.bais' matches none") != std::string::npos &&
-           e.hint().find("fc1.bias") != std::string::npos;
-  });
+  BOOST_CHECK_EXCEPTION(
+      optim::apply_exclusions(typo, segments), ConfigError, [](const ConfigError& e) {
+        return std::string(e.what()).find("'*.bais' matches none") != std::string::npos &&
+               e.hint().find("fc1.bias") != std::string::npos;
+      });
 }

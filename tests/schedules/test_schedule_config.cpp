@@ -19,7 +19,9 @@ using lbt::trainer::make_schedule;
 using lbt::trainer::ScheduleContext;
 
 namespace {
-bool near(double got, double want) { return lbt::test::close(got, want, 1e-15, 1e-12); }
+bool near(double got, double want) {
+  return lbt::test::close(got, want, 1e-15, 1e-12);
+}
 
 struct Built {
   lbt::schedules::Schedule lr;
@@ -82,7 +84,8 @@ reference_batch = 128
 warmup = 5
 warmup_unit = "epochs"
 decay = "cosine"
-)", {0.1, 512, 100, 1000});
+)",
+                       {0.1, 512, 100, 1000});
   const double peak = 0.4;
   BOOST_TEST(b.lr(0) == 0.0);
   BOOST_TEST(near(b.lr(499), peak * 499.0 / 500.0));
@@ -125,7 +128,9 @@ decay_unit = "epochs"
 decay_start = 0
 milestones = [30, 60, 80]
 gamma = 0.1
-)", {0.1, 2048, 10, 900}).lr;
+)",
+                        {0.1, 2048, 10, 900})
+                      .lr;
   const double peak = 0.8;  // 0.1 * 2048 / 256; warmup_start 1/k = base lr
   BOOST_TEST(near(lr(0), 0.1));
   BOOST_TEST(near(lr(49), 0.1 + (peak - 0.1) * 49.0 / 50.0));
@@ -167,7 +172,9 @@ decay = "linear"
 decay_start = 50
 decay_length = 50
 final_frac = 0.1
-)", {2.0, 64, 10, 100}).lr;
+)",
+                        {2.0, 64, 10, 100})
+                      .lr;
   BOOST_TEST(near(lr(9), 2.0 * 0.9));
   BOOST_TEST(lr(10) == 2.0);
   BOOST_TEST(lr(49) == 2.0);
@@ -184,7 +191,9 @@ BOOST_AUTO_TEST_CASE(wsd_from_config_cools_down_over_the_last_fraction) {
 warmup = 100
 decay = "wsd"
 cooldown_frac = 0.2
-)", {1.0, 64, 10, 1000}).lr;
+)",
+                        {1.0, 64, 10, 1000})
+                      .lr;
   BOOST_TEST(lr(100) == 1.0);
   BOOST_TEST(lr(819) == 1.0);
   BOOST_TEST(lr(820) == 1.0);
@@ -194,7 +203,7 @@ cooldown_frac = 0.2
 }
 
 BOOST_AUTO_TEST_CASE(every_decay_kind_builds_from_config_with_peak_at_the_boundary) {
-  const char* kinds[] = {"constant",   "step",   "multistep", "exponential", "inverse_time",
+  const char* kinds[] = {"constant",   "step",   "multistep", "exponential",  "inverse_time",
                          "polynomial", "cosine", "linear",    "inverse_sqrt", "wsd"};
   for (const char* kind : kinds) {
     BOOST_TEST_CONTEXT("decay = " << kind) {
@@ -228,7 +237,8 @@ warmup_legw = true
 [schedule]
 warmup = 100
 warmup_legw = true
-)", {0.1, 1024, 50, 1000});
+)",
+                          {0.1, 1024, 50, 1000});
   BOOST_TEST(contains(e.what(), "schedule.warmup_unit"));
 }
 
@@ -244,8 +254,8 @@ BOOST_AUTO_TEST_CASE(unknown_kind_lists_the_valid_ones_and_the_nearest) {
 }
 
 BOOST_AUTO_TEST_CASE(non_increasing_milestones_are_rejected_naming_the_key) {
-  const auto e = error_of("[schedule]\ndecay = \"multistep\"\nmilestones = [30, 20]\n",
-                          {0.1, 64, 10, 100});
+  const auto e =
+      error_of("[schedule]\ndecay = \"multistep\"\nmilestones = [30, 20]\n", {0.1, 64, 10, 100});
   BOOST_TEST(contains(e.what(), "schedule.milestones must be > 0 and strictly increasing"));
   // Distinct in epochs, equal once converted: 0.1 and 0.2 epochs at 5 steps/epoch are both 1 step.
   const auto c = error_of(
@@ -256,14 +266,19 @@ BOOST_AUTO_TEST_CASE(non_increasing_milestones_are_rejected_naming_the_key) {
 
 BOOST_AUTO_TEST_CASE(bad_values_are_config_errors_naming_the_key) {
   const ScheduleContext ctx{0.1, 64, 10, 100};
-  BOOST_TEST(contains(error_of("[schedule]\ngamma = 0\ndecay = \"step\"\ndecay_every = 5\n", ctx).what(),
-                      "schedule.gamma must be > 0"));
-  BOOST_TEST(contains(error_of("[schedule]\nwarmup = -3\n", ctx).what(), "schedule.warmup must be"));
-  BOOST_TEST(contains(error_of("[schedule]\ndecay = \"step\"\n", ctx).what(), "schedule.decay_every"));
-  BOOST_TEST(contains(error_of("[schedule]\nwarmup = 5\nwarmup_kind = \"exponential\"\n", ctx).what(),
-                      "schedule.warmup_start"));
-  BOOST_TEST(contains(error_of("[schedule]\nscaling = \"linear\"\nreference_batch = 0\n", ctx).what(),
-                      "schedule.reference_batch"));
+  BOOST_TEST(
+      contains(error_of("[schedule]\ngamma = 0\ndecay = \"step\"\ndecay_every = 5\n", ctx).what(),
+               "schedule.gamma must be > 0"));
+  BOOST_TEST(
+      contains(error_of("[schedule]\nwarmup = -3\n", ctx).what(), "schedule.warmup must be"));
+  BOOST_TEST(
+      contains(error_of("[schedule]\ndecay = \"step\"\n", ctx).what(), "schedule.decay_every"));
+  BOOST_TEST(
+      contains(error_of("[schedule]\nwarmup = 5\nwarmup_kind = \"exponential\"\n", ctx).what(),
+               "schedule.warmup_start"));
+  BOOST_TEST(
+      contains(error_of("[schedule]\nscaling = \"linear\"\nreference_batch = 0\n", ctx).what(),
+               "schedule.reference_batch"));
   // Warmup fills the whole run and the cosine has no room: says which key to set.
   const auto e = error_of("[schedule]\nwarmup = 100\ndecay = \"cosine\"\n", ctx);
   BOOST_TEST(contains(e.what(), "schedule.decay_length"));
@@ -286,7 +301,8 @@ BOOST_AUTO_TEST_CASE(epochs_need_steps_per_epoch_from_the_run_or_the_config_key)
 BOOST_AUTO_TEST_CASE(decay_longer_than_the_run_is_allowed_with_a_warning) {
   const auto b = build("[schedule]\ndecay = \"linear\"\ndecay_length = 200\n", {1.0, 64, 10, 100});
   BOOST_TEST(near(b.lr(100), 0.5));
-  BOOST_TEST(contains(b.warnings, "warning: the decay ends at step 200, after the run's 100 steps"));
+  BOOST_TEST(
+      contains(b.warnings, "warning: the decay ends at step 200, after the run's 100 steps"));
 }
 
 BOOST_AUTO_TEST_CASE(keys_the_chosen_decay_ignores_are_an_error) {

@@ -35,7 +35,8 @@ std::filesystem::path find_idx(const std::filesystem::path& dir, const std::stri
   }
   throw DataError("data file not found: " + (dir / (stem + "[.gz]")).string(),
                   "install Debian's dataset-fashion-mnist (bash scripts/setup.sh does it) or set "
-                  "data.path to a directory holding " + stem + "[.gz]");
+                  "data.path to a directory holding " +
+                      stem + "[.gz]");
 }
 
 Dataset truncate(const Dataset& d, std::int64_t limit) {
@@ -50,7 +51,8 @@ Dataset truncate(const Dataset& d, std::int64_t limit) {
 Splits load_splits(const trainer::DataConfig& config, std::uint64_t seed) {
   Splits s;
   Dataset full;
-  if (config.dataset != "synthetic-regression" && (config.format == "npy" || config.format == "csv")) {
+  if (config.dataset != "synthetic-regression" &&
+      (config.format == "npy" || config.format == "csv")) {
     require_file(config.train_features, "data.train_features");
     require_file(config.train_labels, "data.train_labels");
     require_file(config.test_features, "data.test_features");
@@ -58,7 +60,8 @@ Splits load_splits(const trainer::DataConfig& config, std::uint64_t seed) {
   }
   if (config.dataset == "synthetic-regression") {
     full = make_linear_regression(config.synthetic_examples, config.synthetic_dim,
-                                  config.synthetic_noise, seed).data;
+                                  config.synthetic_noise, seed)
+               .data;
   } else if (config.format == "cifar10") {
     full = load_cifar10(config.path, false, config.dataset);
     s.test = load_cifar10(config.path, true, config.dataset + "-test");
@@ -70,7 +73,8 @@ Splits load_splits(const trainer::DataConfig& config, std::uint64_t seed) {
                              full.num_classes, config.dataset + "-test");
     }
   } else if (config.format == "csv") {
-    CsvOptions options{config.label_column, config.csv_header, config.image_shape, config.num_classes};
+    CsvOptions options{config.label_column, config.csv_header, config.image_shape,
+                       config.num_classes};
     full = load_csv(config.train_features, options, config.dataset);
     if (!config.test_features.empty()) {
       options.num_classes = full.num_classes;

@@ -10,8 +10,11 @@
 #include <stdexcept>
 
 #include "core/error.hpp"
+#include "core/toml_values.hpp"
 
 namespace lbt {
+
+using namespace toml_values;  // config.cpp is the one user of these helpers
 
 struct Config::Impl {
   toml::table root;      // as given: file + overrides
@@ -30,105 +33,6 @@ Config::~Config() = default;
 Config::Config(Config&&) noexcept = default;
 Config& Config::operator=(Config&&) noexcept = default;
 Config::Config(const Config& other) : impl_(std::make_unique<Impl>(*other.impl_)) {}
-
-namespace {
-
-std::vector<std::string> split_key(std::string_view key) {
-  std::vector<std::string> parts;
-  std::size_t start = 0;
-  while (true) {
-    auto dot = key.find('.', start);
-    parts.emplace_back(key.substr(start, dot - start));
-    if (dot == std::string_view::npos) break;
-    start = dot + 1;
-  }
-  return parts;
-}
-
-const toml::node* find_node(const toml::table& root, std::string_view key) {
-  const toml::table* table = &root;
-  auto parts = split_key(key);
-  for (std::size_t i = 0; i < parts.size(); ++i) {
-    const toml::node* node = table->get(parts[i]);
-    if (!node) return nullptr;
-    if (i + 1 == parts.size()) return node;
-    table = node->as_table();
-    if (!table) return nullptr;
-  }
-  return nullptr;
-}
-
-// Inserts (or replaces) `value` at dotted `key`, creating intermediate tables.
-template <class V>
-void insert_at(toml::table& root, std::string_view key, V&& value) {
-  toml::table* table = &root;
-  auto parts = split_key(key);
-  for (std::size_t i = 0; i + 1 < parts.size(); ++i) {
-    toml::node* node = table->get(parts[i]);
-    if (!node || !node->is_table()) {
-      table->insert_or_assign(parts[i], toml::table{});
-      node = table->get(parts[i]);
-    }
-    table = node->as_table();
-  }
-  table->insert_or_assign(parts.back(), std::forward<V>(value));
-}
-
-void erase_at(toml::table& root, std::string_view key) {
-  auto parts = split_key(key);
-  toml::table* table = &root;
-  for (std::size_t i = 0; i + 1 < parts.size(); ++i) {
-    table = table->get(parts[i]) ? table->get(parts[i])->as_table() : nullptr;
-    if (!table) return;
-  }
-  table->erase(parts.back());
-}
-
-void collect_leaves(const toml::table& table, const std::string& prefix,
-                    std::vector<std::string>& out) {
-  for (auto&& [k, v] : table) {
-    std::string key = prefix.empty() ? std::string(k.str()) : prefix + "." + std::string(k.str());
-    if (const toml::table* sub = v.as_table()) {
-      collect_leaves(*sub, key, out);
-    } else {
-      out.push_back(key);
-    }
-  }
-}
-
-// A value as a user would write it: numbers in their shortest form (0.9, not toml++'s
-// 0.90000000000000002), strings in double quotes.
-std::string node_text(const toml::node& node) {
-  if (auto d = node.value_exact<double>()) {
-    char buf[32];
-    return std::string(buf, std::to_chars(buf, buf + sizeof buf, *d).ptr);
-  }
-  if (auto s = node.value_exact<std::string>()) return "\"" + *s + "\"";
-  std::ostringstream ss;
-  node.visit([&](auto&& v) { ss << v; });
-  return ss.str();
-}
-
-const char* type_name(const toml::node& node) {
-  switch (node.type()) {
-    case toml::node_type::string:
-      return "a string";
-    case toml::node_type::integer:
-      return "an integer";
-    case toml::node_type::floating_point:
-      return "a number";
-    case toml::node_type::boolean:
-      return "a boolean";
-    case toml::node_type::array:
-      return "an array";
-    case toml::node_type::table:
-      return "a table";
-    default:
-      return "a date/time";
-  }
-}
-
-}  // namespace
 
 Config Config::from_string(std::string_view text, std::string source) {
   Config config;
@@ -203,67 +107,6 @@ void expect_type(const KeySpec& spec, KeyType type) {
     throw std::logic_error("lbt bug: " + spec.key + " is declared " + key_type_name(spec.type) +
                            " but read as " + key_type_name(type));
   }
-}
-
-template <class T>
-toml::array to_array(const std::vector<T>& values) {
-  toml::array arr;
-  for (const auto& v : values) arr.push_back(v);
-  return arr;
-}
-
-// A number (an integer is accepted), or nullopt.
-std::optional<double> as_number(const toml::node& node) {
-  if (auto d = node.value_exact<double>()) return *d;
-  if (auto i = node.value_exact<std::int64_t>()) return static_cast<double>(*i);
-  return std::nullopt;
-}
-
-template <class T>
-std::optional<T> as_item(const toml::node& node) {
-  if constexpr (std::is_same_v<T, double>)
-    return as_number(node);
-  else if (auto v = node.value_exact<T>())
-    return *v;
-  return std::nullopt;
-}
-
-// A list of T; a single value is a list of one.
-template <class T>
-std::optional<std::vector<T>> as_list(const toml::node& node) {
-  const toml::array* arr = node.as_array();
-  if (!arr) {
-    if (auto v = as_item<T>(node)) return std::vector<T>{*v};
-    return std::nullopt;
-  }
-  std::vector<T> out;
-  for (const toml::node& item : *arr) {
-    auto v = as_item<T>(item);
-    if (!v) return std::nullopt;
-    out.push_back(*v);
-  }
-  return out;
-}
-
-// True when `node` holds a value of `type` (the check validate() makes before any getter).
-bool has_type(const toml::node& node, KeyType type) {
-  switch (type) {
-    case KeyType::kBool:
-      return node.value_exact<bool>().has_value();
-    case KeyType::kInt:
-      return node.value_exact<std::int64_t>().has_value();
-    case KeyType::kNumber:
-      return as_number(node).has_value();
-    case KeyType::kString:
-      return node.value_exact<std::string>().has_value();
-    case KeyType::kIntList:
-      return as_list<std::int64_t>(node).has_value();
-    case KeyType::kNumberList:
-      return as_list<double>(node).has_value();
-    case KeyType::kStringList:
-      return as_list<std::string>(node).has_value();
-  }
-  return false;
 }
 
 [[noreturn]] void fail_type(const Config& config, const KeySpec& spec, const toml::node& node) {

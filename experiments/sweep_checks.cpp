@@ -1,0 +1,169 @@
+// What a sweep checks before it runs anything; see sweep_checks.hpp.
+#include "experiments/sweep_checks.hpp"
+
+#include <toml++/toml.h>
+
+#include <iostream>
+#include <map>
+#include <sstream>
+
+#include "core/error.hpp"
+#include "core/io.hpp"
+#include "experiments/lbt_schema.hpp"
+#include "experiments/run_checkpoint.hpp"
+#include "trainer/data/load.hpp"
+#include "trainer/run_config.hpp"
+
+namespace lbt::experiments {
+namespace fs = std::filesystem;
+
+// Keys the sweep sets for every trial: a --set of one would be overridden, so it is refused.
+void refuse_trial_keys(const std::vector<std::string>& sets) {
+  const std::pair<const char*, const char*> owned[] = {
+      {"train.global_batch", "--batch-sizes or sweep.batch_sizes"},
+      {"train.steps", "sweep.max_steps or sweep.max_examples"},
+      {"train.epochs", "sweep.max_examples"},
+      {"train.eval_every", "sweep.eval_every_examples or sweep.evals_per_trial"},
+      {"train.stop_at_target", "nothing: a sweep's trials stop at the target"},
+  };
+  for (const auto& s : sets) {
+    const std::string key = s.substr(0, s.find('='));
+    for (const auto& [owned_key, instead] : owned) {
+      if (key == owned_key) {
+        throw ConfigError(
+            "lbt sweep sets " + key + " for each trial; --set " + s + " would be overridden",
+            "drop it; use " + std::string(instead));
+      }
+    }
+  }
+}
+
+// The trials' config: the sweep's file without its [sweep] table (the trainer rejects
+// keys it does not read), kept in the sweep directory so every trial and array task uses it.
+std::string trial_base_config(const fs::path& config_path) {
+  toml::table table;
+  try {
+    table = toml::parse_file(config_path.string());
+  } catch (const toml::parse_error& e) {
+    throw ConfigError(config_path.string() + ": " + std::string(e.description()),
+                      "fix the TOML syntax at the reported line");
+  }
+  table.erase("sweep");
+  std::ostringstream ss;
+  ss << "# Written by lbt sweep from " << config_path.string() << " without its [sweep] table.\n"
+     << table << "\n";
+  return ss.str();
+}
+
+// Resolves every trial's config the way `lbt train` will, and builds its schedule with the
+// data's real steps per epoch, so that a bad key or a warmup longer than a trial's budget fails
+// now, not in N children.
+void validate_trial_configs(const Config& sweep_config, const std::vector<Trial>& plan) {
+  std::int64_t train_examples = 0;
+  for (const Trial& trial : plan) {
+    Config c = sweep_config;
+    for (const auto& s : trial.overrides) c.set(s);
+    c.validate(lbt_schema());
+    const trainer::RunConfig run = trainer::resolve_run_config(c, 1);
+    if (train_examples == 0) {
+      train_examples = data::load_splits(run.train.data, run.train.seed).train.n;
+    }
+    try {
+      trainer::run_schedule(run, trainer::step_budget(run.train, train_examples, 1),
+                            &trial == &plan.front() ? &std::cerr : nullptr);
+    } catch (const ConfigError& e) {
+      throw ConfigError("trial " + trial.name + " (B=" + std::to_string(trial.batch_size) + ", " +
+                            std::to_string(trial.steps) + " steps): " + e.what(),
+                        e.hint());
+    }
+  }
+}
+
+nlohmann::json plan_json(const std::vector<Trial>& plan) {
+  nlohmann::json trials = nlohmann::json::array();
+  for (const auto& t : plan) {
+    trials.push_back({{"name", t.name},
+                      {"index", t.index},
+                      {"batch_size", t.batch_size},
+                      {"lr", t.lr},
+                      {"lr_multiplier", t.multiplier},
+                      {"momentum", t.momentum},
+                      {"steps", t.steps},
+                      {"eval_every", t.eval_every},
+                      {"overrides", t.overrides}});
+  }
+  return trials;
+}
+
+// A resumed sweep must mean the same experiment: trials planned under other settings (another
+// target, seed, model, --set, LR or budget) would be mixed into one CSV as if they belonged to
+// this plan. Names every difference; new trials (more batch sizes) only with `extend`.
+void check_same_plan(const fs::path& dir, const nlohmann::json& now, const std::string& base_config,
+                     bool extend) {
+  const fs::path manifest = dir / "sweep.json";
+  if (!fs::exists(manifest)) return;
+  nlohmann::json old;
+  try {
+    old = nlohmann::json::parse(io::read_file(manifest));
+  } catch (const std::exception&) {
+    return;  // unreadable manifest: rewritten below
+  }
+  std::vector<std::string> differs;
+  for (const char* key : {"target", "scaling", "reference_batch", "base_lr", "lr_search", "sets"}) {
+    if (old.contains(key) && old[key] != now[key]) {
+      differs.push_back(std::string(key == std::string("sets") ? "--set options" : key) + ": " +
+                        old[key].dump() + " -> " + now[key].dump());
+    }
+  }
+  // The trials' config (the sweep's file without [sweep]), key by key.
+  if (fs::exists(dir / "base_config.toml")) {
+    const auto before = flatten_config(io::read_file(dir / "base_config.toml"));
+    const auto after = flatten_config(base_config);
+    for (const auto& [key, value] : after) {
+      auto it = before.find(key);
+      if (it == before.end() || it->second != value) {
+        differs.push_back(key + ": " + (it == before.end() ? "(unset)" : it->second) + " -> " +
+                          value);
+      }
+    }
+    for (const auto& [key, value] : before) {
+      if (!after.count(key)) differs.push_back(key + ": " + value + " -> (unset)");
+    }
+  }
+  std::map<std::string, nlohmann::json> old_trials, new_trials;
+  for (const auto& t : old.value("trials", nlohmann::json::array()))
+    old_trials[t.value("name", "")] = t;
+  for (const auto& t : now["trials"]) new_trials[t.value("name", "")] = t;
+  std::string added, dropped;
+  for (const auto& [name, t] : new_trials) {
+    auto it = old_trials.find(name);
+    if (it == old_trials.end()) {
+      added += (added.empty() ? "" : ", ") + name;
+      continue;
+    }
+    const auto& o = it->second;
+    const double lr = t["lr"], old_lr = o.value("lr", 0.0);
+    if (std::abs(old_lr - lr) > 1e-9 * std::abs(lr) || o.value("steps", 0LL) != t["steps"] ||
+        o.value("eval_every", 0LL) != t["eval_every"] ||
+        std::abs(o.value("momentum", -1.0) - t["momentum"].get<double>()) > 1e-12) {
+      differs.push_back("trial " + name + ": lr " + std::to_string(old_lr) + ", steps " +
+                        std::to_string(o.value("steps", 0LL)) + " -> lr " + std::to_string(lr) +
+                        ", steps " + t["steps"].dump());
+    }
+  }
+  for (const auto& [name, t] : old_trials) {
+    if (!new_trials.count(name)) dropped += (dropped.empty() ? "" : ", ") + name;
+  }
+  if (!dropped.empty()) differs.push_back("trials no longer in the plan: " + dropped);
+  if (!added.empty() && !extend)
+    differs.push_back("new trials: " + added + " (pass --extend to add them)");
+  if (differs.empty()) return;
+  std::string list;
+  for (const auto& d : differs) list += "\n  " + d;
+  throw ConfigError(
+      "sweep directory " + dir.string() + " holds a sweep planned with other settings:" + list,
+      "rerun with the same config and options to resume it; --extend adds trials of "
+      "new batch sizes to it; for another experiment use a new --out");
+}
+
+}  // namespace lbt::experiments

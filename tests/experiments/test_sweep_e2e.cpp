@@ -43,7 +43,7 @@ fs::path write_config(const std::string& name, const std::string& target, int ma
                    << "[schedule]\nscaling = \"sqrt\"\nreference_batch = 32\n"
                    << "[sweep]\nbatch_sizes = [8, 32, 128, 512]\n"
                    << "lr_multipliers = [0.5, 2.0]\nmax_steps = " << max_steps
-                   << "\neval_every_examples = 64\nevals_per_trial = 200\n";
+                   << "\neval_every_examples = 64\nlr_search = \"grid\"\n";
   return p;
 }
 

@@ -94,7 +94,8 @@ void add_sweep_command(CLI::App& app) {
                   r.trials);
       return;
     }
-    if (a->launcher == "slurm" && a->trial_index < 0 && a->trial_name.empty() && !a->collect) return;
+    if (a->launcher == "slurm" && a->trial_index < 0 && a->trial_name.empty() && !a->collect)
+      return;
     std::printf("sweep: %d trials (%d run now, %d kept), %d reached the target, %d failed\n",
                 r.trials, r.ran, r.skipped, r.reached, r.failed);
     if (!r.fit_note.empty()) std::printf("fit: %s\n", r.fit_note.c_str());

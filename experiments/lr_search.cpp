@@ -77,7 +77,8 @@ SearchStep next_lr_trials(const std::vector<SearchPoint>& finished, const LrSear
         next.multipliers.push_back(std::sqrt(p[b - 1].multiplier * best));
       if (p[b + 1].multiplier / best > o.refine_ratio)
         next.multipliers.push_back(std::sqrt(best * p[b + 1].multiplier));
-      if (next.multipliers.empty()) next.why = "done: the best LR's neighbours are within the ratio";
+      if (next.multipliers.empty())
+        next.why = "done: the best LR's neighbours are within the ratio";
     }
     if (o.prune) next.prune_at_step = p[b].steps_to_target;
   }

@@ -14,8 +14,8 @@ namespace lbt::experiments {
 
 // What one finished trial says to the search.
 struct SearchPoint {
-  double multiplier = 1.0;         // of the LR prior at this batch size
-  std::string status;              // reached_target | budget_exhausted | diverged | pruned | ...
+  double multiplier = 1.0;            // of the LR prior at this batch size
+  std::string status;                 // reached_target | budget_exhausted | diverged | pruned | ...
   std::int64_t steps_to_target = -1;  // reached: the first evaluated step meeting the target
 };
 

@@ -188,8 +188,9 @@ class SweepRunner {
   // the indices of those still to run. Not in an array task: it runs its own trial only.
   std::vector<int> grow() {
     const std::size_t before = plan_.size();
-    grow_plan(settings_, plan_, results_,
-              [&](const Trial& t) { return read_trial_result(t, trial_dir(t)); }, decisions_);
+    grow_plan(
+        settings_, plan_, results_,
+        [&](const Trial& t) { return read_trial_result(t, trial_dir(t)); }, decisions_);
     std::vector<int> added;
     for (std::size_t i = before; i < plan_.size(); ++i) {
       if (!is_final_status(results_[i].status)) added.push_back(static_cast<int>(i));

@@ -87,7 +87,8 @@ SweepSettings read_sweep_settings(Config& c, const std::vector<std::int64_t>& ba
            "e.g. 1.4142 (neighbouring LRs at most 2^(1/2) apart)");
   }
   if (s.seeds < 1) c.fail("sweep.seeds", ">= 1", std::to_string(s.seeds), "e.g. 3");
-  if (!(s.eval_growth >= 1.0)) c.fail("sweep.eval_growth", ">= 1", number(s.eval_growth), "e.g. 1.5");
+  if (!(s.eval_growth >= 1.0))
+    c.fail("sweep.eval_growth", ">= 1", number(s.eval_growth), "e.g. 1.5");
   if (s.lr_search != "log_uniform" && !s.lr_multipliers.empty()) {
     for (double m : s.lr_multipliers) {
       if (!(m > 0)) c.fail("sweep.lr_multipliers", "all > 0", number(m));
@@ -100,7 +101,8 @@ SweepSettings read_sweep_settings(Config& c, const std::vector<std::int64_t>& ba
     s.lr_trials = static_cast<int>(s.lr_multipliers.size());
   }
   if (s.search.max_trials < s.lr_trials) {
-    c.fail("sweep.lr_max_trials", ">= the starting grid's " + std::to_string(s.lr_trials) + " trials",
+    c.fail("sweep.lr_max_trials",
+           ">= the starting grid's " + std::to_string(s.lr_trials) + " trials",
            std::to_string(s.search.max_trials));
   }
   if (s.lr_trials < 1) c.fail("sweep.lr_trials", ">= 1", std::to_string(s.lr_trials));
@@ -142,8 +144,8 @@ double lr_prior(const SweepSettings& s, std::int64_t batch_size) {
                                                s.reference_batch);
 }
 
-Trial make_trial(const SweepSettings& s, std::int64_t B, int k, double multiplier,
-                 double momentum, int seed, std::int64_t prune_at_step) {
+Trial make_trial(const SweepSettings& s, std::int64_t B, int k, double multiplier, double momentum,
+                 int seed, std::int64_t prune_at_step) {
   std::int64_t steps = 0;
   if (s.max_examples > 0) steps = (s.max_examples + B - 1) / B;
   if (s.max_steps > 0) steps = steps > 0 ? std::min(steps, s.max_steps) : s.max_steps;

@@ -46,11 +46,11 @@ std::string trial_columns(const TrialResult& r, const fs::path& sweep_dir) {
   std::string momentum = t.momentum >= 0 ? num(t.momentum) : "";
   return csv_field(t.name) + "," + std::to_string(t.batch_size) + "," + num(t.lr) + "," + momentum +
          "," + std::to_string(t.seed) + "," + r.status + "," + opt_int(r.steps_to_target) + "," +
-         opt_int(r.examples_to_target) + "," + opt_int(r.steps_lo) + "," + opt_int(r.steps_to_target) +
-         "," + std::to_string(r.steps) + "," + num(r.wall_time_s) + "," + num(r.best_val_accuracy) +
-         "," + num(r.best_val_loss) + "," + csv_field((fs::path("trials") / t.name).string()) +
-         "," + opt_num(r.noise.start) + "," + opt_num(r.noise.at_target) + "," +
-         opt_num(r.noise.averaged);
+         opt_int(r.examples_to_target) + "," + opt_int(r.steps_lo) + "," +
+         opt_int(r.steps_to_target) + "," + std::to_string(r.steps) + "," + num(r.wall_time_s) +
+         "," + num(r.best_val_accuracy) + "," + num(r.best_val_loss) + "," +
+         csv_field((fs::path("trials") / t.name).string()) + "," + opt_num(r.noise.start) + "," +
+         opt_num(r.noise.at_target) + "," + opt_num(r.noise.averaged);
 }
 
 const char* kTrialHeader =
@@ -150,7 +150,8 @@ std::vector<BestRow> best_per_batch(const std::vector<TrialResult>& results) {
     if (best >= 0) {
       row.best = searched[best];
       for (const TrialResult* r : trials) {
-        if (r == row.best || (r->trial.seed > 0 && r->trial.multiplier == row.best->trial.multiplier))
+        if (r == row.best ||
+            (r->trial.seed > 0 && r->trial.multiplier == row.best->trial.multiplier))
           row.seeds.push_back(r);
       }
       std::vector<double> steps;
@@ -175,7 +176,8 @@ std::vector<BestRow> best_per_batch(const std::vector<TrialResult>& results) {
 void write_sweep_csv(const fs::path& path, const std::vector<TrialResult>& results,
                      const fs::path& sweep_dir) {
   std::set<const TrialResult*> chosen;
-  for (const BestRow& row : best_per_batch(results)) chosen.insert(row.seeds.begin(), row.seeds.end());
+  for (const BestRow& row : best_per_batch(results))
+    chosen.insert(row.seeds.begin(), row.seeds.end());
   std::string out = std::string(kTrialHeader) + ",best,message\n";
   for (const auto& r : results) {
     out += trial_columns(r, sweep_dir) + (chosen.count(&r) ? ",true," : ",false,") +
@@ -185,7 +187,8 @@ void write_sweep_csv(const fs::path& path, const std::vector<TrialResult>& resul
 }
 
 void write_best_csv(const fs::path& path, const std::vector<TrialResult>& results,
-                    const fs::path& sweep_dir, const std::map<std::int64_t, std::string>& decisions) {
+                    const fs::path& sweep_dir,
+                    const std::map<std::int64_t, std::string>& decisions) {
   std::string out = std::string(kTrialHeader) +
                     ",trials,reached,lr_at_edge,seeds,seeds_reached,steps_median,steps_min,"
                     "steps_max,search\n";

@@ -54,7 +54,8 @@ void grow_plan(const SweepSettings& s, std::vector<Trial>& plan, std::vector<Tri
                std::map<std::int64_t, std::string>& decisions) {
   for (bool grew = true; grew;) {
     grew = false;
-    for (std::int64_t B : s.batch_sizes) grew |= grow_batch(s, B, plan, results, read, decisions[B]);
+    for (std::int64_t B : s.batch_sizes)
+      grew |= grow_batch(s, B, plan, results, read, decisions[B]);
   }
 }
 

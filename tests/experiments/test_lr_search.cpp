@@ -54,7 +54,8 @@ const std::vector<double> kGrid = {0.1, 0.3, 1.0, 3.0};
 
 }  // namespace
 
-BOOST_AUTO_TEST_CASE(search_ends_within_the_refinement_ratio_of_the_optimum_inside_and_outside_the_grid) {
+BOOST_AUTO_TEST_CASE(
+    search_ends_within_the_refinement_ratio_of_the_optimum_inside_and_outside_the_grid) {
   for (double lr_star : {0.5, 1.7, 0.013, 40.0}) {
     LrSearchOptions o;
     o.max_trials = 30;

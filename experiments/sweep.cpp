@@ -172,7 +172,7 @@ class SweepRunner {
                           {"prune", settings_.search.prune},
                           {"eval_growth", settings_.eval_growth}}},
                         {"seeds", settings_.seeds},
-                        {"sets", options_.sets},
+                        {"sets", trial_sets()},
                         {"trials", plan_json(plan_)}};
     check_same_plan(dir_, m, base_config, options_.extend);
     if (array_task() && fs::exists(dir_ / "base_config.toml")) return;
@@ -181,6 +181,16 @@ class SweepRunner {
   }
 
   fs::path trial_dir(const Trial& t) const { return dir_ / "trials" / t.name; }
+
+  // The --set options the trials get: sweep.* ones shape the plan, compared as such (batch
+  // sizes, trials, search, seeds), so --extend can add seeds given by --set.
+  std::vector<std::string> trial_sets() const {
+    std::vector<std::string> sets;
+    for (const auto& s : options_.sets) {
+      if (!is_sweep_key(s)) sets.push_back(s);
+    }
+    return sets;
+  }
 
   bool array_task() const { return options_.trial_index >= 0 || !options_.trial_name.empty(); }
 

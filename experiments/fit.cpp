@@ -10,8 +10,6 @@
 #include "core/error.hpp"
 #include "core/io.hpp"
 #include "core/rng.hpp"
-#include "experiments/lr_law.hpp"
-#include "experiments/measured_fit.hpp"
 #include "experiments/sweep_results.hpp"
 
 namespace lbt::experiments {

@@ -10,6 +10,8 @@
 #include <vector>
 
 #include "experiments/critical_batch.hpp"
+#include "experiments/lr_law.hpp"
+#include "experiments/measured_fit.hpp"
 
 namespace lbt::experiments {
 
@@ -25,6 +27,14 @@ struct FitOptions {
 
 // Batch sizes whose best trial reached the target, from best.csv (status reached_target).
 std::vector<ScalingPoint> read_best_points(const std::filesystem::path& best_csv);
+
+// Per batch size, the seeds of the best (B, LR) that reached the target, each with its bracket
+// (sweep.csv's rows marked best); a sweep written before brackets and seeds: best.csv's step.
+std::vector<MeasuredPoint> read_measured_points(const std::filesystem::path& sweep_dir);
+
+// Per batch size that reached the target, the best LR and its bracket: the geometric midpoints
+// to the nearest LRs the search tried on each side (the LR itself where none was tried).
+std::vector<LrPoint> read_lr_points(const std::filesystem::path& sweep_dir);
 
 // The measured B_simple of the best trials that reached the target, from best.csv's `column`
 // (b_simple_avg, b_simple_start or b_simple_at_target); trials that measured none are left out.

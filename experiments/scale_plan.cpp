@@ -66,41 +66,6 @@ std::int64_t choose_batch(const ScalePlanOptions& o, const CriticalBatchFit& f) 
   return std::max<std::int64_t>(1, static_cast<std::int64_t>(std::floor(B + 1e-9)));
 }
 
-// log lr = a + alpha log B over the best trials' LRs (lbt sweep's best.csv), when >= 3.
-struct LrLaw {
-  bool fitted = false;
-  double a = 0.0, alpha = 0.0;
-  double min_batch = 0.0, max_batch = 0.0;
-  int points = 0;
-};
-
-LrLaw fit_lr_law(const fs::path& best_csv) {
-  const CsvTable t = read_csv(best_csv);
-  const int cb = t.column("batch_size"), cl = t.column("lr"), cs = t.column("status");
-  std::vector<double> x, y;
-  for (const auto& row : t.rows) {
-    if (cb < 0 || cl < 0 || cs < 0 || row[cs] != "reached_target" || row[cl].empty()) continue;
-    x.push_back(std::log(std::stod(row[cb])));
-    y.push_back(std::log(std::stod(row[cl])));
-  }
-  LrLaw law;
-  law.points = static_cast<int>(x.size());
-  if (x.size() < 3) return law;
-  const double n = static_cast<double>(x.size());
-  double mx = 0, my = 0;
-  for (std::size_t i = 0; i < x.size(); ++i) mx += x[i] / n, my += y[i] / n;
-  double sxx = 0, sxy = 0;
-  for (std::size_t i = 0; i < x.size(); ++i)
-    sxx += (x[i] - mx) * (x[i] - mx), sxy += (x[i] - mx) * (y[i] - my);
-  if (sxx <= 0) return law;
-  law.fitted = true;
-  law.alpha = sxy / sxx;
-  law.a = my - law.alpha * mx;
-  law.min_batch = std::exp(*std::min_element(x.begin(), x.end()));
-  law.max_batch = std::exp(*std::max_element(x.begin(), x.end()));
-  return law;
-}
-
 nlohmann::json interval(double lo, double hi) {
   return nlohmann::json::array({lo, hi});
 }
@@ -109,7 +74,9 @@ nlohmann::json interval(double lo, double hi) {
 
 nlohmann::json plan_at_scale(const ScalePlanOptions& o) {
   const fs::path dir = o.sweep_dir;
-  const std::vector<ScalingPoint> points = read_best_points(dir / "best.csv");
+  // The fit's own points (the median over seeds), so plan and fit.json agree.
+  const std::vector<MeasuredPoint> measured = read_measured_points(dir);
+  const std::vector<ScalingPoint> points = point_estimates(measured);
   if (points.size() < 3) {
     throw Error("lbt plan needs at least 3 batch sizes whose best trial reached the target; " +
                     (dir / "best.csv").string() + " has " + std::to_string(points.size()),
@@ -121,7 +88,8 @@ nlohmann::json plan_at_scale(const ScalePlanOptions& o) {
 
   // Predictions at B, with percentile intervals over bootstrap refits.
   std::vector<double> steps, examples;
-  for (const auto& f : bootstrap_fits(points, o.resamples, 0)) {
+  // The bootstrap of lbt fit: batch sizes, seeds and each seed's bracket.
+  for (const auto& f : measurement_bootstrap_fits(measured, {}, o.resamples, 0)) {
     steps.push_back(f.S_min * (1.0 + f.B_noise / Bd));
     examples.push_back(steps.back() * Bd);
   }
@@ -153,18 +121,23 @@ nlohmann::json plan_at_scale(const ScalePlanOptions& o) {
   const trainer::RunConfig base = trainer::resolve_run_config(config, 1);
   const double rule = schedules::scaling_factor(schedules::scaling_rule(base.schedule.scaling), B,
                                                 base.schedule.reference_batch);
-  const LrLaw law = fit_lr_law(dir / "best.csv");
+  // The LR law of lbt fit (lr_law.hpp) over the batch sizes that reached the target.
+  const std::vector<LrPoint> lr_points = read_lr_points(dir);
   double lr = base.optimizer.lr * rule;
   std::string lr_source = "the scaling rule " + base.schedule.scaling + " from batch " +
                           std::to_string(base.schedule.reference_batch) +
                           " (fewer than 3 reached batch sizes for an LR law)";
-  if (law.fitted) {
-    lr = std::exp(law.a + law.alpha * std::log(Bd));
-    lr_source = "the sweep's LR law lr = " + num(std::exp(law.a)) + " x B^" + num(law.alpha) +
-                " over " + std::to_string(law.points) + " batch sizes" +
-                (Bd < law.min_batch || Bd > law.max_batch
-                     ? " (extrapolated: B is outside the swept " + num(law.min_batch) + ".." +
-                           num(law.max_batch) + ")"
+  if (lr_points.size() >= 3) {
+    const PowerLaw law = fit_power_law(lr_points);
+    const auto [lo, hi] = std::minmax_element(
+        lr_points.begin(), lr_points.end(),
+        [](const LrPoint& a, const LrPoint& b) { return a.batch_size < b.batch_size; });
+    lr = law.c * std::pow(Bd, law.alpha);
+    lr_source = "the sweep's LR law lr = " + num(law.c) + " x B^" + num(law.alpha) + " over " +
+                std::to_string(lr_points.size()) + " batch sizes" +
+                (Bd < lo->batch_size || Bd > hi->batch_size
+                     ? " (extrapolated: B is outside the swept " + num(lo->batch_size) + ".." +
+                           num(hi->batch_size) + ")"
                      : "");
   }
   // Resolution of steps-to-target: about 2% of the predicted steps.

@@ -19,7 +19,7 @@ struct SweepArgs {
   std::vector<std::int64_t> batch_sizes;
   std::vector<std::string> sets;
   int lr_trials = 0, jobs = 1, trial_index = -1;
-  std::string trial_name;
+  std::string trial_name, exec_command;
   bool submit = false, retry_failed = false, extend = false, collect = false, no_plots = false,
        quiet = false;
   bool check = false;
@@ -57,6 +57,11 @@ void add_sweep_command(CLI::App& app) {
   cmd->add_flag("--submit", a->submit, "slurm: sbatch the written script");
   cmd->add_option("--trial-index", a->trial_index,
                   "run only trial I of the plan as it stands (sweep.csv's order)");
+  cmd->add_option("--exec", a->exec_command,
+                  "run this program as each trial instead of lbt train: placeholders {batch_size} "
+                  "{lr} {seed} {run_dir} {max_steps} {eval_every} {section.key}; it appends "
+                  "{\"step\": S, \"val_loss\": V} lines to {run_dir}/eval.jsonl (README, "
+                  "\"Sweeping any program\")");
   cmd->add_option("--trial", a->trial_name,
                   "run only the trial of this name, e.g. 128_3 (a SLURM array task)");
   cmd->add_flag("--retry-failed", a->retry_failed, "rerun trials whose status is failed");
@@ -82,6 +87,7 @@ void add_sweep_command(CLI::App& app) {
     o.submit = a->submit;
     o.trial_index = a->trial_index;
     o.trial_name = a->trial_name;
+    o.exec_command = a->exec_command;
     o.retry_failed = a->retry_failed;
     o.extend = a->extend;
     o.collect_only = a->collect;

@@ -57,6 +57,11 @@ int best_point(const std::vector<SearchPoint>& points) {
 
 SearchStep next_lr_trials(const std::vector<SearchPoint>& finished, const LrSearchOptions& o) {
   if (finished.empty()) return {{}, 0, "done: no trials"};
+  // A crashed trial says nothing about its LR: searching on would only crash again.
+  for (const SearchPoint& p : finished) {
+    if (p.status == "failed")
+      return {{}, 0, "stopped: a trial failed (its message is in sweep.csv; --retry-failed)"};
+  }
   std::vector<SearchPoint> p = finished;
   std::sort(p.begin(), p.end(),
             [](const SearchPoint& a, const SearchPoint& b) { return a.multiplier < b.multiplier; });

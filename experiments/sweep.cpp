@@ -14,6 +14,7 @@
 #include "core/io.hpp"
 #include "experiments/child_process.hpp"
 #include "experiments/dir_lock.hpp"
+#include "experiments/exec_trial.hpp"
 #include "experiments/fit.hpp"
 #include "experiments/lbt_schema.hpp"
 #include "experiments/run_checkpoint.hpp"
@@ -141,7 +142,14 @@ class SweepRunner {
     settings_ =
         read_sweep_settings(config_, options_.batch_sizes, options_.lr_trials, options_.target);
     plan_ = make_plan(settings_);
-    validate_trial_configs(config_, plan_);
+    if (options_.exec_command.empty()) {
+      validate_trial_configs(config_, plan_);
+    } else {
+      // A program's trials get no prune step (the protocol has none); an unknown placeholder
+      // fails now, not in N trials.
+      settings_.search.prune = false;
+      expand_placeholders(options_.exec_command, plan_.front(), settings_.base_seed, "RUN_DIR");
+    }
     if (options_.check_only) return;  // nothing is written
 
     dir_ = options_.out.empty()
@@ -172,6 +180,7 @@ class SweepRunner {
                           {"prune", settings_.search.prune},
                           {"eval_growth", settings_.eval_growth}}},
                         {"seeds", settings_.seeds},
+                        {"exec", options_.exec_command},
                         {"sets", trial_sets()},
                         {"trials", plan_json(plan_)}};
     check_same_plan(dir_, m, base_config, options_.extend);
@@ -250,7 +259,7 @@ class SweepRunner {
         // An unfinished trial may hold a torn run from a killed sweep: start it clean.
         fs::remove_all(trial_dir(t));
         fs::create_directories(trial_dir(t));
-        running[spawn_logged(lbt_, child_args(t), trial_dir(t) / "train.log")] = t.index;
+        running[spawn_trial(t)] = t.index;
         results_[t.index].status = "running";
       }
       const ChildExit e = wait_any_child();
@@ -269,20 +278,38 @@ class SweepRunner {
         const std::size_t left = todo.size() - next;
         const double eta = elapsed / done * (left + running.size() * 0.5);
         const TrialResult& r = results_[t.index];
+        // Steps to the target with its bracket: not met at steps_lo, met at steps_to_target.
+        const std::string steps = r.steps_to_target < 0
+                                      ? "-"
+                                      : std::to_string(r.steps_to_target) + " (" +
+                                            std::to_string(r.steps_lo) + ", " +
+                                            std::to_string(r.steps_to_target) + "]";
         std::fprintf(stderr,
-                     "[sweep] %-10s B=%-6lld lr=%-9.4g %-16s steps_to_target=%-7s | done %d/%zu, "
+                     "[sweep] %-10s B=%-6lld lr=%-9.4g %-16s steps_to_target=%-16s | done %d/%zu, "
                      "running %zu, left %zu | elapsed %s, ETA %s\n",
                      t.name.c_str(), static_cast<long long>(t.batch_size), t.lr, r.status.c_str(),
-                     r.steps_to_target >= 0 ? std::to_string(r.steps_to_target).c_str() : "-", done,
-                     todo.size(), running.size(), left, duration(elapsed).c_str(),
-                     duration(eta).c_str());
+                     steps.c_str(), done, todo.size(), running.size(), left,
+                     duration(elapsed).c_str(), duration(eta).c_str());
       }
     }
   }
 
   // A child that ended without a final summary crashed (or its config failed before the run
   // directory existed): record that as "failed" with the log's last lines, so it is final.
+  pid_t spawn_trial(const Trial& t) {
+    if (options_.exec_command.empty())
+      return spawn_logged(lbt_, child_args(t), trial_dir(t) / "train.log");
+    const std::string command =
+        expand_placeholders(options_.exec_command, t, settings_.base_seed, trial_dir(t));
+    io::atomic_write(trial_dir(t) / "command.sh", command + "\n");
+    return spawn_logged("/bin/sh", {"-c", command}, trial_dir(t) / "program.log");
+  }
+
   void finish_trial(const Trial& t, const ChildExit& e) {
+    if (!options_.exec_command.empty()) {
+      write_exec_summary(t, trial_dir(t), trainer::parse_target(settings_.target), e,
+                         trial_dir(t) / "program.log");
+    }
     TrialResult r = read_trial_result(t, trial_dir(t));
     // "interrupted" (the trial saved its state on SIGINT/SIGTERM) is unfinished, not failed:
     // a rerun redoes it.
@@ -324,6 +351,7 @@ class SweepRunner {
     cmd += " --batch-sizes " + sizes + " --target " + shell_quote(settings_.target);
     if (options_.lr_trials > 0) cmd += " --lr-trials " + std::to_string(options_.lr_trials);
     for (const auto& s : options_.sets) cmd += " --set " + shell_quote(s);
+    if (!options_.exec_command.empty()) cmd += " --exec " + shell_quote(options_.exec_command);
     // The trials decided so far and not yet finished, by name: the adaptive search adds the
     // next round once these end, so rerun this command after the array to submit it.
     std::string names;

@@ -21,6 +21,7 @@ struct SweepOptions {
   std::filesystem::path out;              // empty: runs/sweep-<config stem>
   std::vector<std::string> sets;          // --set: sweep.* keys go to the sweep, the rest to trials
   std::string launcher = "local";         // local | slurm
+  std::string exec_command;               // non-empty: trials run this program (exec_trial.hpp)
   bool submit = false;                    // slurm: run sbatch on the written script
   int trial_index = -1;                   // >= 0: run only this trial (a SLURM array task)
   std::string trial_name;                 // non-empty: run only the trial of this name

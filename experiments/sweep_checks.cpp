@@ -114,7 +114,7 @@ void check_same_plan(const fs::path& dir, const nlohmann::json& now, const std::
   }
   std::vector<std::string> differs;
   for (const char* key :
-       {"target", "scaling", "reference_batch", "base_lr", "lr_search", "search", "sets"}) {
+       {"target", "scaling", "reference_batch", "base_lr", "lr_search", "search", "exec", "sets"}) {
     if (old.contains(key) && old[key] != now[key]) {
       differs.push_back(std::string(key == std::string("sets") ? "--set options" : key) + ": " +
                         old[key].dump() + " -> " + now[key].dump());

@@ -11,6 +11,7 @@
 
 #include "core/error.hpp"
 #include "core/io.hpp"
+#include "experiments/exec_trial.hpp"
 
 namespace lbt::experiments {
 namespace fs = std::filesystem;
@@ -102,7 +103,12 @@ TrialResult read_trial_result(const Trial& trial, const fs::path& run_dir) {
         run_dir / "eval.jsonl", trainer::parse_target(s.value("target", std::string())));
     if (r.steps_to_target >= 0) r.examples_to_target = r.steps_to_target * trial.batch_size;
   }
-  if (is_final_status(r.status)) r.noise = read_trial_noise(run_dir, r.steps_to_target);
+  // A program's noise.jsonl holds raw squared norms (exec_trial.hpp), lbt's its estimates.
+  if (is_final_status(r.status)) {
+    r.noise = s.value("written_by", std::string()) == "lbt sweep --exec"
+                  ? read_exec_noise(run_dir, r.steps_to_target)
+                  : read_trial_noise(run_dir, r.steps_to_target);
+  }
   return r;
 }
 
@@ -143,7 +149,7 @@ std::vector<BestRow> best_per_batch(const std::vector<TrialResult>& results) {
       if (r->trial.seed != 0) continue;
       lr_lo = std::min(lr_lo, r->trial.lr);
       lr_hi = std::max(lr_hi, r->trial.lr);
-      points.push_back({r->trial.multiplier, r->status, r->steps_to_target});
+      points.push_back({r->trial.lr, r->status, r->steps_to_target});  // LR orders as multiplier
       searched.push_back(r);
     }
     const int best = best_point(points);

@@ -115,6 +115,8 @@ BOOST_AUTO_TEST_CASE(no_trial_reached_steps_toward_where_one_might) {
   next = next_lr_trials({{1.0, "budget_exhausted", -1}, {4.0, "diverged", -1}}, o);
   BOOST_TEST_REQUIRE(next.multipliers.size() == 1u);
   BOOST_TEST(next.multipliers[0] == 2.0, boost::test_tools::tolerance(1e-12));
+  next = next_lr_trials({{1.0, "failed", -1}, {4.0, "reached_target", 10}}, o);
+  BOOST_TEST(next.multipliers.empty());  // a crash is not a finding about the LR
   o.max_trials = 2;
   next = next_lr_trials({{1.0, "budget_exhausted", -1}, {4.0, "diverged", -1}}, o);
   BOOST_TEST(next.multipliers.empty());

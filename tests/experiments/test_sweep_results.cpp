@@ -117,6 +117,22 @@ BOOST_AUTO_TEST_CASE(best_csv_keeps_the_fewest_steps_per_batch_and_round_trips_t
   BOOST_TEST(b.rows[1][b.column("batch_size")] == "128");
 }
 
+BOOST_AUTO_TEST_CASE(equal_steps_pick_the_same_winner_whatever_the_wall_times) {
+  // Issue 23: ties went to less wall time, so the winner depended on machine load.
+  for (double slow_first : {true, false}) {
+    std::vector<TrialResult> results(3);
+    results[0].trial = trial("64_0", 64, 0.2), results[0].status = "reached_target";
+    results[1].trial = trial("64_1", 64, 0.1), results[1].status = "reached_target";
+    results[2].trial = trial("64_2", 64, 0.4), results[2].status = "reached_target";
+    for (auto& r : results) r.steps_to_target = 300;
+    results[2].steps_to_target = 400;
+    results[0].wall_time_s = slow_first ? 9.0 : 1.0;
+    results[1].wall_time_s = slow_first ? 1.0 : 9.0;
+    const auto best = best_per_batch(results);
+    BOOST_TEST(best[0].best->trial.name == "64_1");  // equal steps: the smaller LR
+  }
+}
+
 // Issue 27, item 5: a trial that diverged before its first evaluation measured no validation
 // metric; sweep.csv used to say 0 (a value), now the cell is empty (pandas reads NaN).
 BOOST_AUTO_TEST_CASE(metrics_never_measured_are_empty_cells_not_zeros) {

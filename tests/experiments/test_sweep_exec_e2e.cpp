@@ -1,0 +1,105 @@
+// `lbt sweep --exec` (issue 26) through the real binary and a real Python program
+// (tests/experiments/exec/steps_model.py, numpy only) whose steps-to-target follow
+// S(B) = S_min (1 + B_crit / B) with an LR optimum: the search, the fit, a failing program,
+// malformed output, an unknown placeholder, and a killed sweep rerun.
+#include <boost/test/unit_test.hpp>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "experiments/sweep_results.hpp"
+#include "support/cli_runner.hpp"
+
+namespace fs = std::filesystem;
+using lbt::experiments::read_csv;
+using lbt::test::run_lbt;
+using lbt::test::scratch;
+using lbt::test::slurp;
+
+BOOST_AUTO_TEST_SUITE(sweep_exec)
+
+namespace {
+
+const std::string kProgram =
+    "/usr/bin/python3 " + std::string(LBT_SOURCE_DIR) + "/tests/experiments/exec/steps_model.py";
+const std::string kExec =
+    "'" + kProgram + " {batch_size} {lr} {seed} {run_dir} {max_steps} {eval_every}'";
+
+fs::path config() {
+  const fs::path p = scratch() / "exec.toml";
+  std::ofstream(p) << "[train]\ntarget = \"val_loss<=0.14\"\n"
+                   << "[optimizer]\nlr = 0.2\n"  // the prior at 128 is 0.2: lr*(128) = 0.38
+                   << "[schedule]\nscaling = \"linear\"\nreference_batch = 128\n"
+                   << "[sweep]\nbatch_sizes = [16, 64, 256, 1024, 4096]\n"
+                   << "lr_multipliers = [0.5, 2.0]\nseeds = 2\nmax_steps = 3000\n";
+  return p;
+}
+
+std::string sweep(const fs::path& dir, const std::string& exec = kExec) {
+  return "sweep --config " + config().string() + " --jobs 2 --no-plots --out " + dir.string() +
+         " --exec " + exec;
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(exec_sweep_searches_fits_and_keeps_going_past_a_failing_program) {
+  const fs::path dir = scratch() / "exec";
+  auto r = run_lbt(sweep(dir));
+  BOOST_REQUIRE_MESSAGE(r.code == 0, r.err);
+  const auto fit = nlohmann::json::parse(slurp(dir / "fit.json"));
+  const auto ci = fit["intervals"]["B_crit"];
+  BOOST_TEST_MESSAGE("exec sweep: B_crit " << fit["B_crit"] << " " << ci << ", lr alpha "
+                                           << fit["lr_law"]["alpha"]);
+  BOOST_TEST(ci[0].get<double>() <= 600.0);  // the program's B_crit
+  BOOST_TEST(600.0 <= ci[1].get<double>());
+  BOOST_TEST(std::abs(fit["lr_law"]["alpha"].get<double>() - 0.75) < 0.15);
+  // B_simple from the program's raw squared norms: 200 exactly.
+  BOOST_TEST(fit["B_simple"].get<double>() == 200.0, boost::test_tools::tolerance(1e-9));
+  const auto best = read_csv(dir / "best.csv");
+  for (const auto& row : best.rows) BOOST_TEST(row[best.column("status")] == "reached_target");
+  BOOST_TEST(slurp(dir / "trials" / "16_0" / "command.sh").find("steps_model.py 16 ") !=
+             std::string::npos);
+
+  // A program that fails at one batch size: that batch size's trials are failed (with the
+  // program's last words), the sweep runs the others and exits 6.
+  const fs::path failing = scratch() / "failing";
+  ::setenv("FAIL_BATCH", "64", 1);  // read by the program, through lbt's environment
+  r = run_lbt(sweep(failing));
+  ::unsetenv("FAIL_BATCH");
+  BOOST_TEST(r.code == 6, r.err);
+  const auto trials = read_csv(failing / "sweep.csv");
+  int failed = 0, reached = 0;
+  for (const auto& row : trials.rows) {
+    failed += row[trials.column("status")] == "failed";
+    reached += row[trials.column("status")] == "reached_target";
+    if (row[trials.column("status")] == "failed")
+      BOOST_TEST(row[trials.column("message")].find("asked to fail") != std::string::npos);
+  }
+  BOOST_TEST(failed == 2);  // the starting grid at B = 64; the search stops there
+  BOOST_TEST(reached > 8);
+}
+
+BOOST_AUTO_TEST_CASE(bad_programs_and_placeholders_are_one_line_errors) {
+  auto r = run_lbt(sweep(scratch() / "placeholder", "'echo {batch} {run_dir}'"));
+  BOOST_TEST(r.code == 2);
+  BOOST_TEST(r.err.find("unknown placeholder {batch}") != std::string::npos, r.err);
+  // Malformed JSON: each trial failed naming the file and line; no eval.jsonl: failed too.
+  const fs::path bad = scratch() / "malformed";
+  r = run_lbt(sweep(bad, "'echo \"{{step: 1}}\" > {run_dir}/eval.jsonl'"));
+  BOOST_TEST(r.code == 2);  // {{ is not a placeholder lbt knows
+  r = run_lbt(sweep(bad, "'echo not-json > {run_dir}/eval.jsonl'"));
+  BOOST_TEST(r.code == 6);
+  auto trials = read_csv(bad / "sweep.csv");
+  BOOST_TEST(trials.rows[0][trials.column("message")].find("eval.jsonl line 1 is not a JSON") !=
+             std::string::npos);
+  const fs::path silent = scratch() / "silent";
+  r = run_lbt(sweep(silent, "'true {run_dir}'"));
+  BOOST_TEST(r.code == 6);
+  trials = read_csv(silent / "sweep.csv");
+  BOOST_TEST(trials.rows[0][trials.column("message")].find("wrote no") != std::string::npos);
+}
+
+BOOST_AUTO_TEST_SUITE_END()

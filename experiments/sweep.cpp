@@ -18,6 +18,7 @@
 #include "experiments/lbt_schema.hpp"
 #include "experiments/run_checkpoint.hpp"
 #include "experiments/sweep_checks.hpp"
+#include "experiments/sweep_interrupt.hpp"
 #include "experiments/sweep_plan.hpp"
 #include "experiments/sweep_results.hpp"
 
@@ -102,6 +103,7 @@ class SweepRunner {
     run_trials(todo);
     out.ran = static_cast<int>(todo.size());
     write_tables();
+    if ((out.interrupt_signal = sweep_interrupt_signal())) return out;  // no fit, no plots
     for (const auto& r : results_) {
       out.reached += r.status == "reached_target";
       out.failed += r.status == "failed";
@@ -172,7 +174,7 @@ class SweepRunner {
 
   fs::path trial_dir(const Trial& t) const { return dir_ / "trials" / t.name; }
 
-  std::vector<std::string> child_args(const Trial& t) const {
+  std::vector<std::string> child_args(const Trial& t, bool resume) const {
     // No --overwrite: run_trials has just emptied the directory but for train.log, which this
     // process holds open (replacing the directory would send the log into the deleted one).
     std::vector<std::string> a = {"train",
@@ -187,6 +189,7 @@ class SweepRunner {
       if (!is_sweep_key(s)) a.insert(a.end(), {"--set", s});
     }
     for (const auto& s : t.overrides) a.insert(a.end(), {"--set", s});
+    if (resume) a.insert(a.end(), {"--resume", trial_dir(t).string()});
     return a;
   }
 
@@ -195,13 +198,14 @@ class SweepRunner {
     std::size_t next = 0;
     int done = 0;
     const auto start = Clock::now();
-    while (next < todo.size() || !running.empty()) {
-      while (next < todo.size() && static_cast<int>(running.size()) < jobs_) {
+    // After SIGINT/SIGTERM no trial starts; the running ones save their state and end.
+    auto more = [&] { return next < todo.size() && !sweep_interrupted(); };
+    while (more() || !running.empty()) {
+      while (more() && static_cast<int>(running.size()) < jobs_) {
         const Trial& t = plan_[todo[next++]];
-        // An unfinished trial may hold a torn run from a killed sweep: start it clean.
-        fs::remove_all(trial_dir(t));
-        fs::create_directories(trial_dir(t));
-        running[spawn_logged(lbt_, child_args(t), trial_dir(t) / "train.log")] = t.index;
+        // An unfinished trial continues from its checkpoint, or starts clean (sweep_interrupt).
+        const bool resume = prepare_trial_dir(trial_dir(t), threads_);
+        running[spawn_logged(lbt_, child_args(t, resume), trial_dir(t) / "train.log")] = t.index;
         results_[t.index].status = "running";
       }
       const ChildExit e = wait_any_child();
@@ -232,9 +236,9 @@ class SweepRunner {
   // directory existed): record that as "failed" with the log's last lines, so it is final.
   void finish_trial(const Trial& t, const ChildExit& e) {
     TrialResult r = read_trial_result(t, trial_dir(t));
-    // "interrupted" (the trial saved its state on SIGINT/SIGTERM) is unfinished, not failed:
-    // a rerun redoes it.
-    if (!is_final_status(r.status) && r.status != "interrupted") {
+    // "interrupted" (the trial saved its state on SIGINT/SIGTERM, or the sweep's forwarded
+    // signal ended it) is unfinished, not failed: a rerun continues it.
+    if (!is_final_status(r.status) && r.status != "interrupted" && !stopped_by_interrupt(e)) {
       std::string why = e.signal ? "killed by signal " + std::to_string(e.signal)
                                  : "exited with code " + std::to_string(e.exit_code);
       const std::string log = tail_lines(trial_dir(t) / "train.log", 3);
@@ -245,6 +249,7 @@ class SweepRunner {
       io::atomic_write(trial_dir(t) / "summary.json", s.dump(2) + "\n");
       r = read_trial_result(t, trial_dir(t));
     }
+    if (stopped_by_interrupt(e) && !is_final_status(r.status)) r.status = "interrupted";
     results_[t.index] = r;
   }
 

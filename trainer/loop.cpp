@@ -113,7 +113,8 @@ TrainOutcome train(TrainContext& ctx) {
     ctx.checkpoint(state);
   };
 
-  for (std::int64_t step = state.step; step < ctx.total_steps; ++step) {
+  // A resume from a run's final checkpoint (status no longer "running") trains no more steps.
+  for (std::int64_t step = state.step; step < ctx.total_steps && out.status == "running"; ++step) {
     if (ctx.probe) ctx.probe(step);
     // ---- forward / backward over accum micro-batches: the first writes grads_flat, the
     //      rest add to it (no zeroing pass) ----

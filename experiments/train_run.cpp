@@ -87,6 +87,7 @@ RunResult run_training(Config& config, const RunOptions& options, comm::Communic
   // Before any other collective: ranks started with different configs stop here, all of them.
   check_ranks_agree(comm, config.resolved_toml(),
                     {cfg.global_batch, cfg.micro_batch, cfg.accum_steps});
+  check_data_agrees(comm, data::data_files(cfg.data));
   const int threads = cfg.threads > 0 ? cfg.threads : default_threads(comm.size());
   set_num_threads(threads);
   data::Splits splits = data::load_splits(cfg.data, cfg.seed);

@@ -2,6 +2,7 @@
 #include "experiments/train_run.hpp"
 
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <iostream>
 #include <nlohmann/json.hpp>
@@ -140,6 +141,10 @@ RunResult run_training(Config& config, const RunOptions& options, comm::Communic
   bool resumed = false;
   if (options.resume != Resume::kNo) {
     resumed = restore_run_checkpoint(result.run_dir, resume_from, *model, *optimizer, identity);
+    if (resumed && comm.rank() == 0) {
+      std::fprintf(stderr, "note: resuming %s from its checkpoint of step %lld\n",
+                   result.run_dir.c_str(), static_cast<long long>(resume_from.step));
+    }
     if (!resumed && options.resume == Resume::kRequired) {
       throw ConfigError("nothing to resume: " + (result.run_dir / "checkpoints").string() +
                             " holds no intact checkpoint",

@@ -59,7 +59,7 @@ int main(int argc, char** argv) {
       "  1    other error\n"
       "  2    bad config or option; a directory in use (a sweep directory locked by another\n"
       "       lbt sweep) or holding something else (--overwrite, --resume)\n"
-      "  3    bad or missing data file\n"
+      "  3    bad or missing data file; MPI ranks whose data files differ in content\n"
       "  4    device error\n"
       "  5    communication error (MPI)\n"
       "  6    lbt sweep ran to its end but some trials failed (crashed); they are listed\n"

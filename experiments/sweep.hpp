@@ -1,7 +1,8 @@
 // `lbt sweep`: a batch-size sweep to a target (Shallue et al. 2018, arXiv:1811.03600). Each
 // trial of the plan (sweep_plan.hpp) is an `lbt train` child process writing a run directory
 // under SWEEP_DIR/trials/<B>_<k>/; sweep.csv and best.csv are rewritten atomically after each
-// trial; rerunning resumes (final trials are kept, unfinished ones cleared and redone). One
+// trial; rerunning resumes (final trials are kept, unfinished ones continue from their
+// checkpoints or are redone: sweep_interrupt.hpp, which also handles Ctrl-C). One
 // sweep at a time owns the directory (dir_lock.hpp); a rerun must have the same plan (sweep.json),
 // or --extend to add batch sizes.
 #pragma once

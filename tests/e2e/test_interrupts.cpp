@@ -118,8 +118,11 @@ void interrupt_a_sweep(int signal, int want_code) {
     BOOST_TEST(fs::exists(lbt::trainer::checkpoint_path(run / "checkpoints", steps)));
   }
   BOOST_TEST(interrupted >= 1);
-  // The rerun continues them and ends where an undisturbed sweep ends.
-  const auto r = run_lbt(sweep_args(dir));
+  // The command it printed continues them and ends where an undisturbed sweep ends.
+  const std::string hint = "continue it with: lbt ", until = " (finished trials are kept";
+  const auto from = text.find(hint) + hint.size();
+  BOOST_REQUIRE(text.find(until, from) != std::string::npos);
+  const auto r = run_lbt(text.substr(from, text.find(until, from) - from));
   BOOST_REQUIRE_MESSAGE(r.code == 0, r.err);
   check_equals_reference(dir);
 }

@@ -21,6 +21,7 @@ struct SweepArgs {
   std::vector<std::int64_t> batch_sizes;
   std::vector<std::string> sets;
   int lr_trials = 0, jobs = 1, trial_index = -1;
+  std::string trial_name;
   bool submit = false, retry_failed = false, extend = false, collect = false, no_plots = false,
        quiet = false;
   bool check = false;
@@ -57,7 +58,9 @@ void add_sweep_command(CLI::App& app) {
       ->check(CLI::IsMember({"local", "slurm"}));
   cmd->add_flag("--submit", a->submit, "slurm: sbatch the written script");
   cmd->add_option("--trial-index", a->trial_index,
-                  "run only trial I of the plan (a SLURM array task)");
+                  "run only trial I of the plan as it stands (sweep.csv's order)");
+  cmd->add_option("--trial", a->trial_name,
+                  "run only the trial of this name, e.g. 128_3 (a SLURM array task)");
   cmd->add_flag("--retry-failed", a->retry_failed, "rerun trials whose status is failed");
   cmd->add_flag("--extend", a->extend,
                 "rerun of a sweep directory: add the trials of new batch sizes (a rerun whose "
@@ -80,6 +83,7 @@ void add_sweep_command(CLI::App& app) {
     o.launcher = a->launcher;
     o.submit = a->submit;
     o.trial_index = a->trial_index;
+    o.trial_name = a->trial_name;
     o.retry_failed = a->retry_failed;
     o.extend = a->extend;
     o.collect_only = a->collect;
@@ -103,7 +107,8 @@ void add_sweep_command(CLI::App& app) {
                   r.trials);
       return;
     }
-    if (a->launcher == "slurm" && a->trial_index < 0 && !a->collect) return;
+    if (a->launcher == "slurm" && a->trial_index < 0 && a->trial_name.empty() && !a->collect)
+      return;
     std::printf("sweep: %d trials (%d run now, %d kept), %d reached the target, %d failed\n",
                 r.trials, r.ran, r.skipped, r.reached, r.failed);
     if (!r.fit_note.empty()) std::printf("fit: %s\n", r.fit_note.c_str());

@@ -103,9 +103,10 @@ void add_train_command(CLI::App& app) {
         o.status.c_str(), static_cast<long long>(o.steps), metric(o.best_val_accuracy).c_str(),
         metric(o.final_val_loss).c_str(), o.wall_time_s, o.samples_per_s);
     if (o.steps_to_target >= 0) {
-      std::printf("target reached at step %lld (%lld examples)\n",
+      // Shallue's steps-to-result with its bracket: not met at steps_lo, met at steps_to_target.
+      std::printf("target reached at step %lld (%lld examples); not met at step %lld\n",
                   static_cast<long long>(o.steps_to_target),
-                  static_cast<long long>(o.examples_to_target));
+                  static_cast<long long>(o.examples_to_target), static_cast<long long>(o.steps_lo));
     }
     std::printf("run directory: %s\n", result.run_dir.c_str());
   });

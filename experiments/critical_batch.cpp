@@ -8,6 +8,7 @@
 
 #include "core/error.hpp"
 #include "core/rng.hpp"
+#include "experiments/measured_fit.hpp"
 
 namespace lbt::experiments {
 namespace {
@@ -150,22 +151,7 @@ double quantile(std::vector<double> v, double q) {
 
 BootstrapIntervals bootstrap_critical_batch(const std::vector<ScalingPoint>& points, int resamples,
                                             double level, std::uint64_t seed) {
-  std::vector<double> s_min, b_noise, e_min, b_crit;
-  for (const CriticalBatchFit& f : bootstrap_fits(points, resamples, seed)) {
-    s_min.push_back(f.S_min);
-    b_noise.push_back(f.B_noise);
-    e_min.push_back(f.E_min);
-    b_crit.push_back(f.B_crit);
-  }
-  BootstrapIntervals out;
-  out.resamples = static_cast<int>(s_min.size());
-  if (s_min.empty()) return out;
-  const double lo = (1 - level) / 2, hi = (1 + level) / 2;
-  out.S_min = {quantile(s_min, lo), quantile(s_min, hi)};
-  out.B_noise = {quantile(b_noise, lo), quantile(b_noise, hi)};
-  out.E_min = {quantile(e_min, lo), quantile(e_min, hi)};
-  out.B_crit = {quantile(b_crit, lo), quantile(b_crit, hi)};
-  return out;
+  return intervals_of(bootstrap_fits(points, resamples, seed), level);
 }
 
 }  // namespace lbt::experiments

@@ -10,6 +10,8 @@
 #include "core/error.hpp"
 #include "core/io.hpp"
 #include "core/rng.hpp"
+#include "experiments/lr_law.hpp"
+#include "experiments/measured_fit.hpp"
 #include "experiments/sweep_results.hpp"
 
 namespace lbt::experiments {
@@ -37,6 +39,49 @@ nlohmann::json regime(const std::vector<ScalingPoint>& pts, double lo, double hi
   return r;
 }
 
+// fit.json's lr_law (lr_law.hpp) and intervals.lr_law; null with a reason below 3 batch sizes.
+void add_lr_law(nlohmann::json& fit, const std::vector<LrPoint>& points, const FitOptions& o) {
+  fit["intervals"]["lr_law"] = nullptr;
+  if (points.size() < 3) {
+    fit["lr_law"] = {{"fitted", false}, {"why", "fewer than 3 batch sizes reached the target"}};
+    return;
+  }
+  const LrLawFit law = fit_lr_law(points, o.resamples, o.level, o.seed);
+  const auto inside = [&](double a) { return law.alpha.lo <= a && a <= law.alpha.hi; };
+  nlohmann::json pts = nlohmann::json::array();
+  for (const auto& p : points) {
+    pts.push_back({{"batch_size", p.batch_size},
+                   {"lr", p.lr},
+                   {"lr_bracket", {p.lr_lo, p.lr_hi}},
+                   {"power_law_lr", law.power.c * std::pow(p.batch_size, law.power.alpha)},
+                   {"eps_opt", law.noise.eps_max / (1 + law.noise.B_noise / p.batch_size)}});
+  }
+  fit["lr_law"] = {
+      {"fitted", true},
+      {"model",
+       "best lr = c B^alpha; and eps_opt(B) = eps_max / (1 + B_noise / B) (McCandlish et al. "
+       "2018, eq. 2.6); least squares in log lr"},
+      {"alpha", law.power.alpha},
+      {"c", law.power.c},
+      {"linear_rule_alpha_1", inside(1.0) ? "inside the interval" : "outside the interval"},
+      {"sqrt_rule_alpha_0.5", inside(0.5) ? "inside the interval" : "outside the interval"},
+      {"eps_max", law.noise.eps_max},
+      // At the edge of the search range the data shows no flattening (or only flat): not a
+      // measurement of B_noise.
+      {"B_noise", law.noise.resolved ? nlohmann::json(law.noise.B_noise) : nlohmann::json()},
+      {"B_noise_resolved", law.noise.resolved},
+      {"points", pts}};
+  if (law.resamples > 0) {
+    fit["intervals"]["lr_law"] = {
+        {"resamples", law.resamples},
+        {"alpha", interval(law.alpha)},
+        {"eps_max", interval(law.eps_max)},
+        {"B_noise",
+         {law.B_noise->lo,
+          law.B_noise_upper_open ? nlohmann::json() : nlohmann::json(law.B_noise->hi)}}};
+  }
+}
+
 }  // namespace
 
 std::vector<ScalingPoint> read_best_points(const fs::path& best_csv) {
@@ -58,6 +103,54 @@ std::vector<ScalingPoint> read_best_points(const fs::path& best_csv) {
   return pts;
 }
 
+std::vector<MeasuredPoint> read_measured_points(const fs::path& sweep_dir) {
+  const fs::path sweep_csv = sweep_dir / "sweep.csv";
+  const CsvTable t = fs::exists(sweep_csv) ? read_csv(sweep_csv) : CsvTable{};
+  const int cb = t.column("batch_size"), cst = t.column("status"), cbest = t.column("best"),
+            clo = t.column("steps_lo"), chi = t.column("steps_hi");
+  std::vector<MeasuredPoint> points;
+  if (cb < 0 || cst < 0 || cbest < 0 || clo < 0 || chi < 0) {
+    // A sweep written before brackets and seeds: best.csv's step, known to one step.
+    for (const ScalingPoint& p : read_best_points(sweep_dir / "best.csv"))
+      points.push_back({p.batch_size, {{p.steps - 1, p.steps}}});
+    return points;
+  }
+  std::map<double, MeasuredPoint> by_batch;
+  for (const auto& row : t.rows) {
+    if (row[cbest] != "true" || row[cst] != "reached_target" || row[chi].empty()) continue;
+    const double B = std::stod(row[cb]), hi = std::stod(row[chi]);
+    by_batch[B].batch_size = B;
+    by_batch[B].seeds.push_back({row[clo].empty() ? hi - 1 : std::stod(row[clo]), hi});
+  }
+  for (auto& [B, p] : by_batch) points.push_back(p);
+  return points;
+}
+
+std::vector<LrPoint> read_lr_points(const fs::path& sweep_dir) {
+  const CsvTable t = read_csv(sweep_dir / "sweep.csv");
+  const CsvTable best = read_csv(sweep_dir / "best.csv");
+  const int cb = t.column("batch_size"), clr = t.column("lr"), cseed = t.column("seed");
+  std::map<double, std::vector<double>> tried;
+  for (const auto& row : t.rows) {
+    if (cseed >= 0 && row[cseed] != "0") continue;  // the search's own trials
+    if (!row[clr].empty()) tried[std::stod(row[cb])].push_back(std::stod(row[clr]));
+  }
+  std::vector<LrPoint> points;
+  for (const auto& row : best.rows) {
+    if (row[best.column("status")] != "reached_target") continue;
+    LrPoint p;
+    p.batch_size = std::stod(row[best.column("batch_size")]);
+    p.lr = p.lr_lo = p.lr_hi = std::stod(row[best.column("lr")]);
+    for (double lr : tried[p.batch_size]) {
+      const double mid = std::sqrt(lr * p.lr);  // the optimum is nearer the best than lr
+      if (lr < p.lr && (p.lr_lo == p.lr || mid > p.lr_lo)) p.lr_lo = mid;
+      if (lr > p.lr && (p.lr_hi == p.lr || mid < p.lr_hi)) p.lr_hi = mid;
+    }
+    points.push_back(p);
+  }
+  return points;
+}
+
 std::vector<double> best_trials_b_simple(const fs::path& best_csv, const char* column) {
   std::vector<double> values;
   if (!fs::exists(best_csv)) return values;
@@ -72,8 +165,8 @@ std::vector<double> best_trials_b_simple(const fs::path& best_csv, const char* c
 }
 
 nlohmann::json fit_sweep(const fs::path& sweep_dir, const FitOptions& options) {
-  std::vector<ScalingPoint> pts = read_best_points(sweep_dir / "best.csv");
-  std::sort(pts.begin(), pts.end(), [](auto& a, auto& b) { return a.batch_size < b.batch_size; });
+  const std::vector<MeasuredPoint> measured = read_measured_points(sweep_dir);
+  std::vector<ScalingPoint> pts = point_estimates(measured);
   if (pts.size() < 3) {
     throw Error("lbt fit needs at least 3 batch sizes whose best trial reached the target; " +
                     (sweep_dir / "best.csv").string() + " has " + std::to_string(pts.size()),
@@ -81,14 +174,26 @@ nlohmann::json fit_sweep(const fs::path& sweep_dir, const FitOptions& options) {
                 "search, or loosen --target; see best.csv for the unreached ones");
   }
   const CriticalBatchFit f = fit_critical_batch(pts);
-  const BootstrapIntervals ci =
-      bootstrap_critical_batch(pts, options.resamples, options.level, options.seed);
+  const auto intervals = [&](BootstrapSources sources) {
+    return intervals_of(
+        measurement_bootstrap_fits(measured, sources, options.resamples, options.seed),
+        options.level);
+  };
+  const BootstrapIntervals ci = intervals({true, true, true});
+  const BootstrapIntervals by_seeds = intervals({false, true, false});
+  const BootstrapIntervals by_resolution = intervals({false, false, true});
+  const BootstrapIntervals by_batch_sizes = intervals({true, false, false});
 
   nlohmann::json points = nlohmann::json::array();
-  for (const auto& p : pts) {
+  for (std::size_t i = 0; i < pts.size(); ++i) {
+    const ScalingPoint& p = pts[i];
+    nlohmann::json brackets = nlohmann::json::array();
+    for (const auto& b : measured[i].seeds) brackets.push_back({b.lo, b.hi});
     points.push_back({{"batch_size", p.batch_size},
                       {"steps", p.steps},
                       {"examples", p.steps * p.batch_size},
+                      {"seeds", measured[i].seeds.size()},
+                      {"steps_brackets", brackets},
                       {"fitted_steps", f.S_min * (1 + f.B_noise / p.batch_size)}});
   }
   // Local scaling exponent d log S / d log B between neighbours: -1 is perfect scaling, 0 is
@@ -114,8 +219,9 @@ nlohmann::json fit_sweep(const fs::path& sweep_dir, const FitOptions& options) {
   nlohmann::json fit = {
       {"model", "S = S_min * (1 + B_crit / B);  E = S * B;  B_crit = E_min / S_min"},
       {"method",
-       "least squares in log S (Gauss-Newton from the 1/S^2-weighted line S = a + b/B); "
-       "percentile bootstrap over batch sizes"},
+       "least squares in log S (Gauss-Newton from the 1/S^2-weighted line S = a + b/B) of the "
+       "median over seeds of steps_hi; percentile bootstrap resampling batch sizes, seeds within "
+       "each, and drawing each seed's step within its bracket (steps_lo, steps_hi]"},
       {"S_min", f.S_min},
       {"E_min", f.E_min},
       {"B_crit", f.B_crit},
@@ -125,7 +231,16 @@ nlohmann::json fit_sweep(const fs::path& sweep_dir, const FitOptions& options) {
         {"resamples", ci.resamples},
         {"S_min", interval(ci.S_min)},
         {"E_min", interval(ci.E_min)},
-        {"B_crit", interval(ci.B_crit)}}},
+        {"B_crit", interval(ci.B_crit)},
+        // Each source alone: how much of the interval seed noise, evaluation resolution and
+        // the scatter of batch sizes about the model make.
+        {"components",
+         {{"seeds", {{"S_min", interval(by_seeds.S_min)}, {"B_crit", interval(by_seeds.B_crit)}}},
+          {"resolution",
+           {{"S_min", interval(by_resolution.S_min)}, {"B_crit", interval(by_resolution.B_crit)}}},
+          {"batch_sizes",
+           {{"S_min", interval(by_batch_sizes.S_min)},
+            {"B_crit", interval(by_batch_sizes.B_crit)}}}}}}},
       {"points", points},
       {"local_slopes", slopes},
       {"regimes", regimes},
@@ -137,6 +252,7 @@ nlohmann::json fit_sweep(const fs::path& sweep_dir, const FitOptions& options) {
       unreached.push_back(std::stod(row[best.column("batch_size")]));
   }
   fit["batch_sizes_unreached"] = unreached;
+  add_lr_law(fit, read_lr_points(sweep_dir), options);
   // The measured noise scale of the best trials beside the fitted B_crit (McCandlish et al.
   // predict B_crit ~ B_noise, with B_simple its proxy): the median of their averaged B_simple,
   // with a percentile-bootstrap interval over those trials; null where none measured it.
@@ -174,7 +290,19 @@ std::string format_fit_line(const nlohmann::json& fit) {
                   i[0].get<double>(), i[1].get<double>());
     return std::string(buf);
   };
-  return q("S_min") + ", " + q("E_min") + ", " + q("B_crit") + " (95% bootstrap)";
+  std::string line = q("S_min") + ", " + q("E_min") + ", " + q("B_crit") + " (95% bootstrap)";
+  if (fit.contains("lr_law") && fit["lr_law"].value("fitted", false) &&
+      fit["intervals"]["lr_law"].is_object()) {
+    char buf[96];
+    const auto& a = fit["intervals"]["lr_law"]["alpha"];
+    std::snprintf(buf, sizeof buf, "; best lr ~ B^%.3g [%.3g, %.3g]",
+                  fit["lr_law"]["alpha"].get<double>(), a[0].get<double>(), a[1].get<double>());
+    line += buf;
+  }
+  if (!fit.value("batch_sizes_unreached", nlohmann::json::array()).empty()) {
+    line += "; left out, no trial reached the target: B = " + fit["batch_sizes_unreached"].dump();
+  }
+  return line;
 }
 
 }  // namespace lbt::experiments

@@ -21,6 +21,9 @@ const Schema& lbt_schema() {
     s.retire("sweep.reference_batch",
              "set schedule.reference_batch instead (the batch at which "
              "optimizer.lr was tuned; default: train.global_batch)");
+    s.retire("sweep.evals_per_trial",
+             "trial evaluations are spaced geometrically (sweep.eval_growth) and the crossing is "
+             "refined to train.target_resolution: drop the key");
     return s;
   }();
   return schema;

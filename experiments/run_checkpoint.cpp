@@ -16,6 +16,8 @@ nlohmann::json outcome_json(const trainer::TrainOutcome& o) {
           {"steps", o.steps},
           {"steps_to_target", o.steps_to_target},
           {"examples_to_target", o.examples_to_target},
+          {"steps_lo", o.steps_lo},
+          {"refinement_evals", o.refinement_evals},
           {"best_val_accuracy", o.best_val_accuracy},
           {"best_val_loss", o.best_val_loss},
           {"final_val_accuracy", o.final_val_accuracy},
@@ -38,6 +40,8 @@ void outcome_from_json(const nlohmann::json& j, trainer::TrainOutcome& o) {
   o.steps = j.at("steps");
   o.steps_to_target = j.at("steps_to_target");
   o.examples_to_target = j.at("examples_to_target");
+  o.steps_lo = j.at("steps_lo");
+  o.refinement_evals = j.at("refinement_evals");
   o.best_val_accuracy = number(j.at("best_val_accuracy"));
   o.best_val_loss = number(j.at("best_val_loss"));
   o.final_val_accuracy = number(j.at("final_val_accuracy"));

@@ -21,6 +21,7 @@
 #include "experiments/sweep_interrupt.hpp"
 #include "experiments/sweep_plan.hpp"
 #include "experiments/sweep_results.hpp"
+#include "experiments/sweep_search.hpp"
 
 #ifndef LBT_SOURCE_DIR
 #define LBT_SOURCE_DIR "."
@@ -74,11 +75,13 @@ class SweepRunner {
     SweepOutcome out;
     out.dir = dir_;
     out.trials = static_cast<int>(plan_.size());
-    if (options_.launcher == "slurm" && options_.trial_index < 0 && !options_.collect_only) {
+    for (const auto& t : plan_) results_.push_back(read_trial_result(t, trial_dir(t)));
+    grow();
+    resolve_trial_name();
+    if (options_.launcher == "slurm" && !array_task() && !options_.collect_only) {
       write_slurm_script();
       return out;
     }
-    for (const auto& t : plan_) results_.push_back(read_trial_result(t, trial_dir(t)));
     std::vector<int> todo;
     for (const auto& t : plan_) {
       if (options_.collect_only) break;
@@ -90,7 +93,7 @@ class SweepRunner {
       }
       todo.push_back(t.index);
     }
-    if (options_.trial_index >= (int)plan_.size()) {
+    if (options_.trial_index >= static_cast<int>(plan_.size())) {
       throw ConfigError("--trial-index " + std::to_string(options_.trial_index) +
                             " is past the plan's " + std::to_string(plan_.size()) + " trials",
                         "array indices run from 0 to " + std::to_string(plan_.size() - 1));
@@ -102,6 +105,7 @@ class SweepRunner {
     }
     run_trials(todo);
     out.ran = static_cast<int>(todo.size());
+    out.trials = static_cast<int>(plan_.size());  // the search and the seeds added trials
     write_tables();
     if ((out.interrupt_signal = sweep_interrupt_signal())) return out;  // no fit, no plots
     for (const auto& r : results_) {
@@ -150,9 +154,9 @@ class SweepRunner {
     // Before anything in the directory is read or written: a second sweep on it would run the
     // same trials again and clear the first one's running trials as "unfinished".
     lock_ = DirLock(dir_ / "sweep.lock",
-                    options_.trial_index >= 0 ? DirLock::Mode::kShared : DirLock::Mode::kExclusive);
+                    array_task() ? DirLock::Mode::kShared : DirLock::Mode::kExclusive);
     lbt_ = options_.lbt_binary.empty() ? self_executable() : options_.lbt_binary;
-    jobs_ = options_.trial_index >= 0 ? 1 : options_.jobs;
+    jobs_ = array_task() ? 1 : options_.jobs;
     threads_ = std::max(1, available_cores() / jobs_);
 
     const fs::path manifest = dir_ / "sweep.json";
@@ -164,15 +168,60 @@ class SweepRunner {
                         {"reference_batch", settings_.reference_batch},
                         {"base_lr", settings_.base_lr},
                         {"lr_search", settings_.lr_search},
-                        {"sets", options_.sets},
+                        {"search",
+                         {{"refine_ratio", settings_.search.refine_ratio},
+                          {"max_trials", settings_.search.max_trials},
+                          {"prune", settings_.search.prune},
+                          {"eval_growth", settings_.eval_growth}}},
+                        {"seeds", settings_.seeds},
+                        {"sets", trial_sets()},
                         {"trials", plan_json(plan_)}};
     check_same_plan(dir_, m, base_config, options_.extend);
-    if (options_.trial_index >= 0 && fs::exists(dir_ / "base_config.toml")) return;  // array task
+    if (array_task() && fs::exists(dir_ / "base_config.toml")) return;
     io::atomic_write(dir_ / "base_config.toml", base_config);
     io::atomic_write(manifest, m.dump(2) + "\n");
   }
 
   fs::path trial_dir(const Trial& t) const { return dir_ / "trials" / t.name; }
+
+  // The --set options the trials get: sweep.* ones shape the plan, compared as such (batch
+  // sizes, trials, search, seeds), so --extend can add seeds given by --set.
+  std::vector<std::string> trial_sets() const {
+    std::vector<std::string> sets;
+    for (const auto& s : options_.sets) {
+      if (!is_sweep_key(s)) sets.push_back(s);
+    }
+    return sets;
+  }
+
+  bool array_task() const { return options_.trial_index >= 0 || !options_.trial_name.empty(); }
+
+  // Adds the trials the finished ones decide (the LR search's next round, the seeds); returns
+  // the indices of those still to run. Not in an array task: it runs its own trial only.
+  std::vector<int> grow() {
+    const std::size_t before = plan_.size();
+    grow_plan(
+        settings_, plan_, results_,
+        [&](const Trial& t) { return read_trial_result(t, trial_dir(t)); }, decisions_);
+    std::vector<int> added;
+    for (std::size_t i = before; i < plan_.size(); ++i) {
+      if (!is_final_status(results_[i].status)) added.push_back(static_cast<int>(i));
+    }
+    return added;
+  }
+
+  // --trial NAME (the SLURM array's way to name its trial: indices of a growing plan may move).
+  void resolve_trial_name() {
+    if (options_.trial_name.empty()) return;
+    for (const Trial& t : plan_) {
+      if (t.name == options_.trial_name) {
+        options_.trial_index = t.index;
+        return;
+      }
+    }
+    throw ConfigError("--trial " + options_.trial_name + " is not in the sweep's plan",
+                      "run the sbatch script that `lbt sweep --launcher slurm` wrote last");
+  }
 
   std::vector<std::string> child_args(const Trial& t, bool resume) const {
     // No --overwrite: run_trials has just emptied the directory but for train.log, which this
@@ -193,7 +242,7 @@ class SweepRunner {
     return a;
   }
 
-  void run_trials(const std::vector<int>& todo) {
+  void run_trials(std::vector<int>& todo) {
     std::map<pid_t, int> running;  // pid -> trial index
     std::size_t next = 0;
     int done = 0;
@@ -202,7 +251,7 @@ class SweepRunner {
     auto more = [&] { return next < todo.size() && !sweep_interrupted(); };
     while (more() || !running.empty()) {
       while (more() && static_cast<int>(running.size()) < jobs_) {
-        const Trial& t = plan_[todo[next++]];
+        const Trial t = plan_[todo[next++]];
         // An unfinished trial continues from its checkpoint, or starts clean (sweep_interrupt).
         const bool resume = prepare_trial_dir(trial_dir(t), threads_);
         running[spawn_logged(lbt_, child_args(t, resume), trial_dir(t) / "train.log")] = t.index;
@@ -211,10 +260,13 @@ class SweepRunner {
       const ChildExit e = wait_any_child();
       auto it = running.find(e.pid);
       if (it == running.end()) continue;
-      const Trial& t = plan_[it->second];
+      const Trial t = plan_[it->second];  // a copy: grow() may reallocate the plan
       running.erase(it);
       finish_trial(t, e);
       ++done;
+      if (!array_task()) {
+        for (int i : grow()) todo.push_back(i);
+      }
       write_tables();
       if (options_.progress) {
         const double elapsed = std::chrono::duration<double>(Clock::now() - start).count();
@@ -261,7 +313,7 @@ class SweepRunner {
       }
     }
     write_sweep_csv(dir_ / "sweep.csv", results_, dir_);
-    write_best_csv(dir_ / "best.csv", results_, dir_);
+    write_best_csv(dir_ / "best.csv", results_, dir_, decisions_);
   }
 
   void write_slurm_script() {
@@ -277,22 +329,40 @@ class SweepRunner {
     cmd += " --batch-sizes " + sizes + " --target " + shell_quote(settings_.target);
     if (options_.lr_trials > 0) cmd += " --lr-trials " + std::to_string(options_.lr_trials);
     for (const auto& s : options_.sets) cmd += " --set " + shell_quote(s);
-    cmd += " --no-plots --trial-index \"$SLURM_ARRAY_TASK_ID\"";
+    // The trials decided so far and not yet finished, by name: the adaptive search adds the
+    // next round once these end, so rerun this command after the array to submit it.
+    std::string names;
+    std::size_t pending = 0;
+    for (const TrialResult& r : results_) {
+      if (is_final_status(r.status)) continue;
+      names += (names.empty() ? "" : " ") + r.trial.name;
+      ++pending;
+    }
+    const std::string collect = cmd + " --collect";
+    if (pending == 0) {
+      std::fprintf(stderr, "[sweep] every trial of the plan has ended; collect with\n  %s\n",
+                   collect.c_str());
+      return;
+    }
+    cmd += " --no-plots --trial \"${trials[$SLURM_ARRAY_TASK_ID]}\"";
     std::string script = "#!/bin/bash\n# Written by lbt sweep: one array task per trial (" +
-                         std::to_string(plan_.size()) + " trials). Collect afterwards with\n#   " +
-                         cmd.substr(0, cmd.find(" --no-plots")) + " --collect\n";
+                         std::to_string(pending) + " of the " + std::to_string(plan_.size()) +
+                         " planned so far). When the array has ended, rerun\n#   lbt sweep ... "
+                         "--launcher slurm\n# for the LR search's next round and the seeds, "
+                         "until it says every trial has ended; then\n#   " +
+                         collect + "\n";
     script += "#SBATCH --job-name=lbt-sweep\n";
-    script += "#SBATCH --array=0-" + std::to_string(plan_.size() - 1) + "%" +
+    script += "#SBATCH --array=0-" + std::to_string(pending - 1) + "%" +
               std::to_string(options_.jobs) + "\n";
     script += "#SBATCH --cpus-per-task=" + std::to_string(cpus) + "\n";
     script += "#SBATCH --time=" + time + "\n";
     script += "#SBATCH --output=" + (dir_ / "slurm" / "%A_%a.out").string() + "\n";
     for (const auto& line : extra) script += "#SBATCH " + line + "\n";
-    script += "set -euo pipefail\nexec " + cmd + "\n";
+    script += "set -euo pipefail\ntrials=(" + names + ")\nexec " + cmd + "\n";
     const fs::path file = dir_ / "sweep.sbatch";
     io::atomic_write(file, script);
     fs::permissions(file, fs::perms::owner_exec, fs::perm_options::add);
-    std::fprintf(stderr, "[sweep] wrote %s (%zu array tasks)\n", file.c_str(), plan_.size());
+    std::fprintf(stderr, "[sweep] wrote %s (%zu array tasks)\n", file.c_str(), pending);
     if (options_.submit) {
       const int rc = std::system(("sbatch " + shell_quote(file.string())).c_str());
       if (rc != 0) {
@@ -307,6 +377,7 @@ class SweepRunner {
   SweepSettings settings_;
   std::vector<Trial> plan_;
   std::vector<TrialResult> results_;
+  std::map<std::int64_t, std::string> decisions_;  // the LR search's last word per batch size
   fs::path dir_, lbt_;
   DirLock lock_;  // held until the runner ends
   int jobs_ = 1, threads_ = 1;

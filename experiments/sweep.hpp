@@ -24,6 +24,7 @@ struct SweepOptions {
   std::string launcher = "local";         // local | slurm
   bool submit = false;                    // slurm: run sbatch on the written script
   int trial_index = -1;                   // >= 0: run only this trial (a SLURM array task)
+  std::string trial_name;                 // non-empty: run only the trial of this name
   bool retry_failed = false;              // rerun trials whose status is "failed"
   bool extend = false;                    // a rerun may add trials (new batch sizes) to the plan
   bool collect_only = false;              // only rebuild the CSVs, fit.json and plots

@@ -23,7 +23,9 @@ void refuse_trial_keys(const std::vector<std::string>& sets) {
       {"train.global_batch", "--batch-sizes or sweep.batch_sizes"},
       {"train.steps", "sweep.max_steps or sweep.max_examples"},
       {"train.epochs", "sweep.max_examples"},
-      {"train.eval_every", "sweep.eval_every_examples or sweep.evals_per_trial"},
+      {"train.eval_every", "sweep.eval_every_examples"},
+      {"train.eval_growth", "sweep.eval_growth"},
+      {"train.prune_at_step", "sweep.prune"},
       {"train.stop_at_target", "nothing: a sweep's trials stop at the target"},
   };
   for (const auto& s : sets) {
@@ -88,6 +90,8 @@ nlohmann::json plan_json(const std::vector<Trial>& plan) {
                       {"lr", t.lr},
                       {"lr_multiplier", t.multiplier},
                       {"momentum", t.momentum},
+                      {"seed", t.seed},
+                      {"prune_at_step", t.prune_at_step},
                       {"steps", t.steps},
                       {"eval_every", t.eval_every},
                       {"overrides", t.overrides}});
@@ -109,7 +113,8 @@ void check_same_plan(const fs::path& dir, const nlohmann::json& now, const std::
     return;  // unreadable manifest: rewritten below
   }
   std::vector<std::string> differs;
-  for (const char* key : {"target", "scaling", "reference_batch", "base_lr", "lr_search", "sets"}) {
+  for (const char* key :
+       {"target", "scaling", "reference_batch", "base_lr", "lr_search", "search", "sets"}) {
     if (old.contains(key) && old[key] != now[key]) {
       differs.push_back(std::string(key == std::string("sets") ? "--set options" : key) + ": " +
                         old[key].dump() + " -> " + now[key].dump());
@@ -155,6 +160,13 @@ void check_same_plan(const fs::path& dir, const nlohmann::json& now, const std::
     if (!new_trials.count(name)) dropped += (dropped.empty() ? "" : ", ") + name;
   }
   if (!dropped.empty()) differs.push_back("trials no longer in the plan: " + dropped);
+  // More seeds extend the plan (the search's trials stay); fewer would drop finished trials.
+  const int old_seeds = old.value("seeds", 1), new_seeds = now.value("seeds", 1);
+  if (new_seeds < old_seeds || (new_seeds > old_seeds && !extend)) {
+    differs.push_back("sweep.seeds: " + std::to_string(old_seeds) + " -> " +
+                      std::to_string(new_seeds) +
+                      (new_seeds > old_seeds ? " (pass --extend to add the seeds)" : ""));
+  }
   if (!added.empty() && !extend)
     differs.push_back("new trials: " + added + " (pass --extend to add them)");
   if (differs.empty()) return;

@@ -104,6 +104,7 @@ std::string sweep_resume_command(const SweepOptions& o, const fs::path& dir) {
   if (o.jobs != 1) cmd += " --jobs " + std::to_string(o.jobs);
   for (const auto& s : o.sets) cmd += " --set " + shell_word(s);
   if (o.trial_index >= 0) cmd += " --trial-index " + std::to_string(o.trial_index);
+  if (!o.trial_name.empty()) cmd += " --trial " + shell_word(o.trial_name);
   if (o.retry_failed) cmd += " --retry-failed";
   if (!o.plots) cmd += " --no-plots";
   return cmd;

@@ -7,7 +7,7 @@ namespace lbt::experiments {
 namespace {
 
 std::vector<std::string> lr_search(const Config& config) {
-  return {config.peek_string("sweep.lr_search", "grid")};
+  return {config.peek_string("sweep.lr_search", "adaptive")};
 }
 const KeyCondition kBySearch{{"sweep.lr_search"}, lr_search};
 
@@ -19,11 +19,23 @@ const std::vector<KeySpec>& sweep_keys() {
   static const std::vector<KeySpec> keys = {
       {"sweep.batch_sizes", kIntList, "[]", "global batch sizes (--batch-sizes wins)", {},
        "examples"},
-      {"sweep.lr_search", kString, "\"grid\"", "grid, or log_uniform (Halton draws)",
-       {"grid", "log_uniform"}},
+      {"sweep.lr_search", kString, "\"adaptive\"",
+       "adaptive: from the grid, extend past an edge while the best LR sits on it, then refine around the best | grid: the grid only | log_uniform: Halton draws",
+       {"adaptive", "grid", "log_uniform"}},
       {"sweep.lr_multipliers", kNumberList, "[]",
-       "grid: multipliers of the prior (empty: lr_trials points log-spaced over [lr_min_factor, lr_max_factor])",
-       {}, "", &kBySearch, {"grid"}},
+       "adaptive, grid: the starting multipliers of the prior (empty: lr_trials points log-spaced over [lr_min_factor, lr_max_factor])",
+       {}, "", &kBySearch, {"adaptive", "grid"}},
+      {"sweep.lr_refine_ratio", kNumber, "1.4142135623730951",
+       "adaptive: refine until the best LR's neighbours are at most this ratio away (> 1)", {}, "",
+       &kBySearch, {"adaptive"}},
+      {"sweep.lr_max_trials", kInt, "12",
+       "adaptive: at most this many LRs per batch size, the starting grid included", {}, "",
+       &kBySearch, {"adaptive"}},
+      {"sweep.prune", kBool, "true",
+       "adaptive: later trials stop ('pruned') at the best steps-to-target of their batch size, which they can no longer beat",
+       {}, "", &kBySearch, {"adaptive"}},
+      {"sweep.seeds", kInt, "1",
+       "run each batch size's best (B, LR) with this many seeds (train.seed + 0..N-1): best.csv gives the median and range"},
       {"sweep.lr_trials", kInt, "3", "trials per batch size (--lr-trials wins)"},
       {"sweep.lr_min_factor", kNumber, "0.25", "search range: lowest multiple of the prior"},
       {"sweep.lr_max_factor", kNumber, "4.0", "search range: highest multiple of the prior"},
@@ -37,8 +49,9 @@ const std::vector<KeySpec>& sweep_keys() {
       {"sweep.max_steps", kInt, "0",
        "budget per trial in steps (0: unset); the smaller budget wins", {}, "steps"},
       {"sweep.eval_every_examples", kInt, "0",
-       "evaluate every N examples (0: only evals_per_trial counts)", {}, "examples"},
-      {"sweep.evals_per_trial", kInt, "50", "at most this many evaluations per trial budget"},
+       "trial evaluations at least N examples apart (0: 1 step)", {}, "examples"},
+      {"sweep.eval_growth", kNumber, "1.5",
+       "trial evaluations spaced geometrically (train.eval_growth); the crossing is then refined to train.target_resolution"},
       {"sweep.slurm_time", kString, "\"02:00:00\"", "--launcher slurm: sbatch --time per trial"},
       {"sweep.slurm_cpus_per_task", kInt, "4", "--launcher slurm: sbatch --cpus-per-task"},
       {"sweep.slurm_options", kStringList, "[]",

@@ -52,7 +52,14 @@ SweepSettings read_sweep_settings(Config& c, const std::vector<std::int64_t>& ba
   s.max_examples = c.get_int(key("sweep.max_examples"));
   s.max_steps = c.get_int(key("sweep.max_steps"));
   s.eval_every_examples = c.get_int(key("sweep.eval_every_examples"));
-  s.evals_per_trial = static_cast<int>(c.get_int(key("sweep.evals_per_trial")));
+  s.eval_growth = c.get_double(key("sweep.eval_growth"));
+  s.seeds = static_cast<int>(c.get_int(key("sweep.seeds")));
+  s.base_seed = c.get_int(Schema::in(trainer::train_keys(), "train.seed"));
+  if (s.lr_search == "adaptive") {
+    s.search.refine_ratio = c.get_double(key("sweep.lr_refine_ratio"));
+    s.search.max_trials = static_cast<int>(c.get_int(key("sweep.lr_max_trials")));
+    s.search.prune = c.get_bool(key("sweep.prune"));
+  }
   s.slurm_time = c.get_string(key("sweep.slurm_time"));
   s.slurm_cpus_per_task = c.get_int(key("sweep.slurm_cpus_per_task"));
   s.slurm_options = c.get_string_list(key("sweep.slurm_options"));
@@ -72,10 +79,17 @@ SweepSettings read_sweep_settings(Config& c, const std::vector<std::int64_t>& ba
   }
   std::sort(s.batch_sizes.begin(), s.batch_sizes.end());
   s.batch_sizes.erase(std::unique(s.batch_sizes.begin(), s.batch_sizes.end()), s.batch_sizes.end());
-  if (s.lr_search != "grid" && s.lr_search != "log_uniform") {
-    c.fail("sweep.lr_search", "one of: grid, log_uniform", "'" + s.lr_search + "'");
+  if (s.lr_search != "adaptive" && s.lr_search != "grid" && s.lr_search != "log_uniform") {
+    c.fail("sweep.lr_search", "one of: adaptive, grid, log_uniform", "'" + s.lr_search + "'");
   }
-  if (s.lr_search == "grid" && !s.lr_multipliers.empty()) {
+  if (!(s.search.refine_ratio > 1.0) || !std::isfinite(s.search.refine_ratio)) {
+    c.fail("sweep.lr_refine_ratio", "> 1", number(s.search.refine_ratio),
+           "e.g. 1.4142 (neighbouring LRs at most 2^(1/2) apart)");
+  }
+  if (s.seeds < 1) c.fail("sweep.seeds", ">= 1", std::to_string(s.seeds), "e.g. 3");
+  if (!(s.eval_growth >= 1.0))
+    c.fail("sweep.eval_growth", ">= 1", number(s.eval_growth), "e.g. 1.5");
+  if (s.lr_search != "log_uniform" && !s.lr_multipliers.empty()) {
     for (double m : s.lr_multipliers) {
       if (!(m > 0)) c.fail("sweep.lr_multipliers", "all > 0", number(m));
     }
@@ -85,6 +99,11 @@ SweepSettings read_sweep_settings(Config& c, const std::vector<std::int64_t>& ba
                         "drop --lr-trials, or --set sweep.lr_multipliers=[] to derive a grid");
     }
     s.lr_trials = static_cast<int>(s.lr_multipliers.size());
+  }
+  if (s.search.max_trials < s.lr_trials) {
+    c.fail("sweep.lr_max_trials",
+           ">= the starting grid's " + std::to_string(s.lr_trials) + " trials",
+           std::to_string(s.search.max_trials));
   }
   if (s.lr_trials < 1) c.fail("sweep.lr_trials", ">= 1", std::to_string(s.lr_trials));
   if (!(s.lr_min_factor > 0) || !(s.lr_max_factor >= s.lr_min_factor)) {
@@ -102,8 +121,6 @@ SweepSettings read_sweep_settings(Config& c, const std::vector<std::int64_t>& ba
   }
   if (s.eval_every_examples < 0)
     c.fail("sweep.eval_every_examples", ">= 0", std::to_string(s.eval_every_examples));
-  if (s.evals_per_trial < 1)
-    c.fail("sweep.evals_per_trial", ">= 1", std::to_string(s.evals_per_trial));
   trainer::parse_target(s.target);  // validates
   if (s.target.empty() || s.target == "none") {
     throw ConfigError("a sweep needs a target: steps-to-result is measured against it",
@@ -127,13 +144,50 @@ double lr_prior(const SweepSettings& s, std::int64_t batch_size) {
                                                s.reference_batch);
 }
 
+Trial make_trial(const SweepSettings& s, std::int64_t B, int k, double multiplier, double momentum,
+                 int seed, std::int64_t prune_at_step) {
+  std::int64_t steps = 0;
+  if (s.max_examples > 0) steps = (s.max_examples + B - 1) / B;
+  if (s.max_steps > 0) steps = steps > 0 ? std::min(steps, s.max_steps) : s.max_steps;
+  steps = std::max<std::int64_t>(steps, 1);
+  Trial t;
+  t.name = std::to_string(B) + "_" + std::to_string(k);
+  t.batch_size = B;
+  t.k = k;
+  t.multiplier = multiplier;
+  t.lr = lr_prior(s, B) * multiplier;
+  t.momentum = momentum;
+  t.seed = seed;
+  t.prune_at_step = prune_at_step;
+  t.steps = steps;
+  // Evaluations at least eval_every_examples apart (the same resolution in examples at every
+  // B), spaced geometrically after that; the trainer refines the crossing's bracket to
+  // train.target_resolution of the steps.
+  t.eval_every = std::max<std::int64_t>(1, s.eval_every_examples / B);
+  // The trial is the base run at batch B: its schedule scales the LR by the same rule from the
+  // same reference batch (pinned, since B is now its train.global_batch).
+  t.overrides = {"train.global_batch=" + std::to_string(B),
+                 "optimizer.lr=" + exact(s.base_lr * multiplier),
+                 "schedule.reference_batch=" + std::to_string(s.reference_batch),
+                 "train.steps=" + std::to_string(steps),
+                 "train.eval_every=" + std::to_string(t.eval_every),
+                 "train.eval_growth=" + exact(s.eval_growth),
+                 "train.target=" + s.target,
+                 "train.stop_at_target=true"};
+  if (momentum >= 0) t.overrides.push_back("optimizer.momentum=" + exact(momentum));
+  if (seed > 0) t.overrides.push_back("train.seed=" + std::to_string(s.base_seed + seed));
+  if (prune_at_step > 0)
+    t.overrides.push_back("train.prune_at_step=" + std::to_string(prune_at_step));
+  return t;
+}
+
 std::vector<Trial> make_plan(const SweepSettings& s) {
   // Multipliers of the prior, shared by every batch size so trials are comparable across B.
   std::vector<double> factors, momenta;
   const double lo = std::log(s.lr_min_factor), hi = std::log(s.lr_max_factor);
   for (int k = 0; k < s.lr_trials; ++k) {
     double f;
-    if (s.lr_search == "grid") {
+    if (s.lr_search != "log_uniform") {
       f = !s.lr_multipliers.empty() ? s.lr_multipliers[k]
           : s.lr_trials == 1        ? std::exp(0.5 * (lo + hi))
                                     : std::exp(lo + (hi - lo) * k / (s.lr_trials - 1));
@@ -148,39 +202,11 @@ std::vector<Trial> make_plan(const SweepSettings& s) {
     }
     momenta.push_back(m);
   }
-
   std::vector<Trial> plan;
   for (std::int64_t B : s.batch_sizes) {
-    std::int64_t steps = 0;
-    if (s.max_examples > 0) steps = (s.max_examples + B - 1) / B;
-    if (s.max_steps > 0) steps = steps > 0 ? std::min(steps, s.max_steps) : s.max_steps;
-    steps = std::max<std::int64_t>(steps, 1);
-    // Evaluate every eval_every_examples (the same relative resolution of examples-to-target
-    // at every B), but at most evals_per_trial times per budget (evaluation is not free).
-    const std::int64_t eval_every = std::max<std::int64_t>(
-        {1, s.eval_every_examples / B, (steps + s.evals_per_trial - 1) / s.evals_per_trial});
     for (int k = 0; k < s.lr_trials; ++k) {
-      Trial t;
-      t.index = static_cast<int>(plan.size());
-      t.name = std::to_string(B) + "_" + std::to_string(k);
-      t.batch_size = B;
-      t.k = k;
-      t.multiplier = factors[k];
-      t.lr = lr_prior(s, B) * factors[k];
-      t.momentum = momenta[k];
-      t.steps = steps;
-      t.eval_every = eval_every;
-      // The trial is the base run at batch B: its schedule scales the LR by the same rule
-      // from the same reference batch (pinned, since B is now its train.global_batch).
-      t.overrides = {"train.global_batch=" + std::to_string(B),
-                     "optimizer.lr=" + exact(s.base_lr * t.multiplier),
-                     "schedule.reference_batch=" + std::to_string(s.reference_batch),
-                     "train.steps=" + std::to_string(steps),
-                     "train.eval_every=" + std::to_string(eval_every),
-                     "train.target=" + s.target,
-                     "train.stop_at_target=true"};
-      if (t.momentum >= 0) t.overrides.push_back("optimizer.momentum=" + exact(t.momentum));
-      plan.push_back(std::move(t));
+      plan.push_back(make_trial(s, B, k, factors[k], momenta[k]));
+      plan.back().index = static_cast<int>(plan.size()) - 1;
     }
   }
   return plan;

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "core/config.hpp"
+#include "experiments/lr_search.hpp"
 
 namespace lbt::experiments {
 
@@ -18,15 +19,18 @@ struct SweepSettings {
   std::vector<std::int64_t> batch_sizes;  // global batch sizes B
   std::string scaling = "none";           // schedule.scaling: none | linear | sqrt
   std::int64_t reference_batch = 128;     // schedule.reference_batch, resolved
-  std::string lr_search = "grid";         // grid | log_uniform
-  std::vector<double> lr_multipliers;     // grid: multipliers of the prior (empty: derived)
+  std::string lr_search = "adaptive";     // adaptive (lr_search.hpp) | grid | log_uniform
+  std::vector<double> lr_multipliers;     // adaptive, grid: the starting multipliers of the prior
+  LrSearchOptions search;                 // adaptive: refinement ratio, trials cap, pruning
+  int seeds = 1;                          // each batch size's best (B, LR) with this many seeds
+  std::int64_t base_seed = 0;             // train.seed: seed k of a trial is base_seed + k
   int lr_trials = 3;                      // trials per batch size
   double lr_min_factor = 0.25, lr_max_factor = 4.0;  // search range around the prior
   bool search_momentum = false;  // log_uniform: also draw 1 - momentum log-uniformly
   double momentum_min = 0.8, momentum_max = 0.99;
   std::int64_t max_examples = 0, max_steps = 0;  // budget per trial: the smaller of the set ones
-  std::int64_t eval_every_examples = 0;          // evaluate every N examples ...
-  int evals_per_trial = 50;                      // ... but at most this many times per trial budget
+  std::int64_t eval_every_examples = 0;  // evaluations at least N examples apart ...
+  double eval_growth = 1.5;              // ... and spaced geometrically (train.eval_growth)
   std::string slurm_time = "02:00:00";           // --launcher slurm: sbatch --time per array task
   std::int64_t slurm_cpus_per_task = 4;
   std::vector<std::string> slurm_options;  // extra #SBATCH lines
@@ -48,6 +52,8 @@ struct Trial {
   double lr = 0.0;              // the peak LR at B: base_lr x multiplier x rule(B / reference)
   double multiplier = 1.0;      // of the prior: the trial's optimizer.lr is base_lr x multiplier
   double momentum = -1.0;       // < 0: not searched (the config's value is used)
+  int seed = 0;                 // 0: the LR search's trial; k > 0: train.seed = base_seed + k
+  std::int64_t prune_at_step = 0;  // > 0: stops as "pruned" when not at the target by then
   std::int64_t steps = 0;       // train.steps
   std::int64_t eval_every = 0;  // train.eval_every
   std::vector<std::string> overrides;  // --set assignments that make this trial
@@ -59,6 +65,13 @@ double halton(std::uint64_t index, std::uint64_t base);
 // The LR prior at batch B.
 double lr_prior(const SweepSettings& s, std::int64_t batch_size);
 
+// The trial at batch B with LR multiplier `multiplier` of the prior (the plan's index is set by
+// the caller).
+Trial make_trial(const SweepSettings& s, std::int64_t batch_size, int k, double multiplier,
+                 double momentum = -1.0, int seed = 0, std::int64_t prune_at_step = 0);
+
+// The starting plan: every batch size's grid (or Halton draws). The adaptive search and the
+// seeds add trials as results come in (sweep_search.hpp).
 std::vector<Trial> make_plan(const SweepSettings& s);
 
 }  // namespace lbt::experiments

@@ -6,6 +6,7 @@
 #include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <sstream>
 
 #include "core/error.hpp"
@@ -44,22 +45,24 @@ std::string trial_columns(const TrialResult& r, const fs::path& sweep_dir) {
   const Trial& t = r.trial;
   std::string momentum = t.momentum >= 0 ? num(t.momentum) : "";
   return csv_field(t.name) + "," + std::to_string(t.batch_size) + "," + num(t.lr) + "," + momentum +
-         "," + r.status + "," + opt_int(r.steps_to_target) + "," + opt_int(r.examples_to_target) +
-         "," + std::to_string(r.steps) + "," + num(r.wall_time_s) + "," + num(r.best_val_accuracy) +
-         "," + num(r.best_val_loss) + "," + csv_field((fs::path("trials") / t.name).string()) +
-         "," + opt_num(r.noise.start) + "," + opt_num(r.noise.at_target) + "," +
-         opt_num(r.noise.averaged);
+         "," + std::to_string(t.seed) + "," + r.status + "," + opt_int(r.steps_to_target) + "," +
+         opt_int(r.examples_to_target) + "," + opt_int(r.steps_lo) + "," +
+         opt_int(r.steps_to_target) + "," + std::to_string(r.steps) + "," + num(r.wall_time_s) +
+         "," + num(r.best_val_accuracy) + "," + num(r.best_val_loss) + "," +
+         csv_field((fs::path("trials") / t.name).string()) + "," + opt_num(r.noise.start) + "," +
+         opt_num(r.noise.at_target) + "," + opt_num(r.noise.averaged);
 }
 
 const char* kTrialHeader =
-    "trial,batch_size,lr,momentum,status,steps_to_target,examples_to_target,steps,wall_time_s,"
+    "trial,batch_size,lr,momentum,seed,status,steps_to_target,examples_to_target,steps_lo,steps_hi,"
+    "steps,wall_time_s,"
     "best_val_accuracy,best_val_loss,run_dir,b_simple_start,b_simple_at_target,b_simple_avg";
 
 }  // namespace
 
 bool is_final_status(const std::string& s) {
   return s == "reached_target" || s == "budget_exhausted" || s == "diverged" || s == "completed" ||
-         s == "failed";
+         s == "pruned" || s == "failed";
 }
 
 TrialResult read_trial_result(const Trial& trial, const fs::path& run_dir) {
@@ -85,6 +88,7 @@ TrialResult read_trial_result(const Trial& trial, const fs::path& run_dir) {
   r.steps = std::max<std::int64_t>(0, get_int("steps"));
   r.steps_to_target = get_int("steps_to_target");
   r.examples_to_target = get_int("examples_to_target");
+  r.steps_lo = get_int("steps_lo");
   r.wall_time_s = get_double("wall_time_s");
   r.best_val_accuracy = get_double("best_val_accuracy");
   r.best_val_loss = get_double("best_val_loss");
@@ -131,19 +135,38 @@ std::vector<BestRow> best_per_batch(const std::vector<TrialResult>& results) {
     BestRow row;
     row.batch_size = B;
     row.trials = static_cast<int>(trials.size());
+    std::vector<SearchPoint> points;
+    std::vector<const TrialResult*> searched;
     double lr_lo = trials.front()->trial.lr, lr_hi = lr_lo;
     for (const TrialResult* r : trials) {
+      row.reached += r->status == "reached_target" && r->steps_to_target >= 0;
+      if (r->trial.seed != 0) continue;
       lr_lo = std::min(lr_lo, r->trial.lr);
       lr_hi = std::max(lr_hi, r->trial.lr);
-      if (r->status != "reached_target" || r->steps_to_target < 0) continue;
-      ++row.reached;
-      if (!row.best || r->steps_to_target < row.best->steps_to_target ||
-          (r->steps_to_target == row.best->steps_to_target &&
-           r->wall_time_s < row.best->wall_time_s)) {
-        row.best = r;
-      }
+      points.push_back({r->trial.multiplier, r->status, r->steps_to_target});
+      searched.push_back(r);
     }
-    row.lr_at_edge = row.best && trials.size() > 1 &&
+    const int best = best_point(points);
+    if (best >= 0) {
+      row.best = searched[best];
+      for (const TrialResult* r : trials) {
+        if (r == row.best ||
+            (r->trial.seed > 0 && r->trial.multiplier == row.best->trial.multiplier))
+          row.seeds.push_back(r);
+      }
+      std::vector<double> steps;
+      for (const TrialResult* r : row.seeds) {
+        if (r->status == "reached_target" && r->steps_to_target >= 0)
+          steps.push_back(static_cast<double>(r->steps_to_target));
+      }
+      std::sort(steps.begin(), steps.end());
+      row.seeds_reached = static_cast<int>(steps.size());
+      const std::size_t n = steps.size();
+      row.steps_median = n % 2 ? steps[n / 2] : 0.5 * (steps[n / 2 - 1] + steps[n / 2]);
+      row.steps_min = static_cast<std::int64_t>(steps.front());
+      row.steps_max = static_cast<std::int64_t>(steps.back());
+    }
+    row.lr_at_edge = row.best && points.size() > 1 &&
                      (row.best->trial.lr == lr_lo || row.best->trial.lr == lr_hi);
     rows.push_back(row);
   }
@@ -152,28 +175,35 @@ std::vector<BestRow> best_per_batch(const std::vector<TrialResult>& results) {
 
 void write_sweep_csv(const fs::path& path, const std::vector<TrialResult>& results,
                      const fs::path& sweep_dir) {
-  std::string out = std::string(kTrialHeader) + ",message\n";
-  for (const auto& r : results)
-    out += trial_columns(r, sweep_dir) + "," + csv_field(r.message) + "\n";
+  std::set<const TrialResult*> chosen;
+  for (const BestRow& row : best_per_batch(results))
+    chosen.insert(row.seeds.begin(), row.seeds.end());
+  std::string out = std::string(kTrialHeader) + ",best,message\n";
+  for (const auto& r : results) {
+    out += trial_columns(r, sweep_dir) + (chosen.count(&r) ? ",true," : ",false,") +
+           csv_field(r.message) + "\n";
+  }
   io::atomic_write(path, out);
 }
 
 void write_best_csv(const fs::path& path, const std::vector<TrialResult>& results,
-                    const fs::path& sweep_dir) {
-  std::string out = std::string(kTrialHeader) + ",trials,reached,lr_at_edge\n";
+                    const fs::path& sweep_dir,
+                    const std::map<std::int64_t, std::string>& decisions) {
+  std::string out = std::string(kTrialHeader) +
+                    ",trials,reached,lr_at_edge,seeds,seeds_reached,steps_median,steps_min,"
+                    "steps_max,search\n";
   for (const BestRow& row : best_per_batch(results)) {
     if (row.best) {
       out += trial_columns(*row.best, sweep_dir);
     } else {
-      out += ',';
-      out += std::to_string(row.batch_size);
-      out += ",,,unreached,,,,,,,,,,";
+      out += ',' + std::to_string(row.batch_size) + ",,,,unreached,,,,,,,,,,,,";
     }
-    out += ',';
-    out += std::to_string(row.trials);
-    out += ',';
-    out += std::to_string(row.reached);
-    out += row.lr_at_edge ? ",true\n" : ",false\n";
+    const auto decision = decisions.find(row.batch_size);
+    out += ',' + std::to_string(row.trials) + ',' + std::to_string(row.reached) +
+           (row.lr_at_edge ? ",true," : ",false,") + std::to_string(row.seeds.size()) + ',' +
+           std::to_string(row.seeds_reached) + ',' + num(row.steps_median) + ',' +
+           opt_int(row.steps_min) + ',' + opt_int(row.steps_max) + ',' +
+           csv_field(decision == decisions.end() ? "" : decision->second) + '\n';
   }
   io::atomic_write(path, out);
 }

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <limits>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -23,6 +24,7 @@ struct TrialResult {
   std::string status = "pending";  // pending (no summary.json) | running | a final status
   std::int64_t steps = 0;
   std::int64_t steps_to_target = -1, examples_to_target = -1;
+  std::int64_t steps_lo = -1;  // reached: the target was not met at this evaluated step
   // NaN: not measured (null or absent in summary.json), an empty cell in the CSVs.
   double wall_time_s = std::numeric_limits<double>::quiet_NaN();
   double best_val_accuracy = std::numeric_limits<double>::quiet_NaN();
@@ -39,12 +41,18 @@ TrialResult read_trial_result(const Trial& trial, const std::filesystem::path& r
 std::int64_t first_step_meeting_target(const std::filesystem::path& eval_jsonl,
                                        const trainer::Target& target);
 
-// Rows for best.csv: per batch size, the reached trial with the fewest steps (ties: less
-// wall time); batch sizes with none reached get status "unreached".
+// Rows for best.csv: per batch size, the LR search's trial with the fewest steps (ties: the
+// smaller LR, never wall time: see lr_search.hpp) and the other seeds of its (B, LR); batch
+// sizes with none reached get status "unreached".
 struct BestRow {
   std::int64_t batch_size = 0;
   const TrialResult* best = nullptr;  // null when no trial reached the target
+  std::vector<const TrialResult*> seeds;  // best first, then its (B, LR) with other seeds
   int trials = 0, reached = 0;
+  int seeds_reached = 0;
+  // Over the seeds that reached the target: steps_to_target's median, min and max.
+  double steps_median = std::numeric_limits<double>::quiet_NaN();
+  std::int64_t steps_min = -1, steps_max = -1;
   bool lr_at_edge = false;  // best LR is the smallest or largest tried: widen the search
 };
 std::vector<BestRow> best_per_batch(const std::vector<TrialResult>& results);
@@ -52,8 +60,10 @@ std::vector<BestRow> best_per_batch(const std::vector<TrialResult>& results);
 // Both files are rewritten atomically (temp + rename), so a kill never leaves half a CSV.
 void write_sweep_csv(const std::filesystem::path& path, const std::vector<TrialResult>& results,
                      const std::filesystem::path& sweep_dir);
+// `decisions`: the LR search's last word per batch size (the `search` column).
 void write_best_csv(const std::filesystem::path& path, const std::vector<TrialResult>& results,
-                    const std::filesystem::path& sweep_dir);
+                    const std::filesystem::path& sweep_dir,
+                    const std::map<std::int64_t, std::string>& decisions = {});
 
 // A small RFC 4180 reader: header row -> column names; quoted fields may hold commas/quotes.
 struct CsvTable {

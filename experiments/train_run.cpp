@@ -53,6 +53,12 @@ nlohmann::json summary_json(const trainer::TrainConfig& cfg, const trainer::Trai
        o.steps_to_target >= 0 ? nlohmann::json(o.steps_to_target) : nlohmann::json()},
       {"examples_to_target",
        o.examples_to_target >= 0 ? nlohmann::json(o.examples_to_target) : nlohmann::json()},
+      // The bracket of steps_to_target: not met at steps_lo (an evaluated step, 0: the start),
+      // met at steps_hi = steps_to_target; null until the target is met.
+      {"steps_lo", o.steps_to_target >= 0 ? nlohmann::json(o.steps_lo) : nlohmann::json()},
+      {"steps_hi", o.steps_to_target >= 0 ? nlohmann::json(o.steps_to_target) : nlohmann::json()},
+      {"target_resolution", cfg.target_resolution},
+      {"refinement_evals", o.refinement_evals},
       {"best_val_accuracy", measured(o.best_val_accuracy)},
       {"best_val_loss", measured(o.best_val_loss)},
       {"final_val_accuracy", measured(o.final_val_accuracy)},

@@ -24,7 +24,8 @@ import pandas as pd  # noqa: E402
 # ---- shared plot style ----
 COLORS = {"data": "#1f77b4", "fit": "#d62728", "perfect": "#7f7f7f", "linear": "#2ca02c",
           "sqrt": "#ff7f0e", "failed": "#9467bd"}
-STATUS_MARKERS = {"reached_target": "o", "budget_exhausted": "x", "diverged": "v", "failed": "s"}
+STATUS_MARKERS = {"reached_target": "o", "budget_exhausted": "x", "diverged": "v", "failed": "s",
+                  "pruned": "|"}
 
 
 def style() -> None:
@@ -134,6 +135,14 @@ def fitted_steps(fit: dict, batch_sizes) -> np.ndarray:
     fit.json written before it stopped repeating it under that name may hold only B_noise)."""
     b = np.asarray(batch_sizes, dtype=float)
     return fit["S_min"] * (1.0 + fit.get("B_crit", fit.get("B_noise")) / b)
+
+
+def best_steps(best: pd.DataFrame) -> pd.Series:
+    """Steps to target per batch size: the median over seeds (best.csv's steps_median), or the
+    best trial's steps where the sweep predates seeds."""
+    if "steps_median" in best:
+        return best["steps_median"].astype(float).reset_index(drop=True).set_axis(best.index)
+    return best["steps_to_target"].astype(float)
 
 
 def noise_b_simple(sweep: Sweep) -> pd.DataFrame:

@@ -1,9 +1,12 @@
 """Plots of an lbt sweep directory, written to SWEEP_DIR/plots/ (run by `lbt sweep` / `lbt fit`).
 
-  steps_vs_batch.png     steps to target vs batch size (log-log), perfect-scaling line,
-                         fitted S = S_min (1 + B_noise/B) and the regimes (Shallue et al. 2018)
+  steps_vs_batch.png     steps to target vs batch size (log-log): the median over seeds with
+                         their range, unreached and pruned trials where they stopped, the
+                         perfect-scaling line, fitted S = S_min (1 + B_crit/B) and the regimes
+                         (Shallue et al. 2018)
   examples_vs_batch.png  examples to target vs batch size, E_min and the fit
-  lr_vs_batch.png        best LR vs batch size against the linear and sqrt scaling rules
+  lr_vs_batch.png        best LR vs batch size (bars: the search's bracket) with the fitted
+                         law lr ~ B^alpha, McCandlish's eps_opt(B) and the linear/sqrt rules
 
 usage: /usr/bin/python3 notebooks/lbt_sweep_plots.py SWEEP_DIR
 """
@@ -19,21 +22,27 @@ from lbt_runs import COLORS, plt, np  # noqa: E402
 
 def steps_vs_batch(sweep: lbt_runs.Sweep, ax) -> None:
     t = sweep.trials
-    for status, marker in lbt_runs.STATUS_MARKERS.items():
-        if status != "budget_exhausted":  # diverged/failed trials stopped early: no steps to show
-            continue
+    # Where unreached trials stopped, for context (diverged/failed ones stopped early: no steps
+    # to show): budget_exhausted ran its budget, pruned stopped at the best trial's steps.
+    for status, marker, shade in [("budget_exhausted", "x", "0.6"), ("pruned", "|", "0.75")]:
         sub = t[t["status"] == status]
-        if len(sub):  # where unreached trials stopped, for context
-            ax.scatter(sub["batch_size"], sub["steps"], marker=marker, color="0.7", s=18,
+        if len(sub):
+            ax.scatter(sub["batch_size"], sub["steps"], marker=marker, color=shade, s=18,
                        label=f"{status} (steps run)")
     reached = t[t["status"] == "reached_target"]
     ax.scatter(reached["batch_size"], reached["steps_to_target"], color=COLORS["data"], alpha=0.35,
                s=16, label="trials that reached the target")
     best = sweep.reached
-    ax.plot(best["batch_size"], best["steps_to_target"], "o-", color=COLORS["data"],
-            label="best trial per batch size")
+    steps = lbt_runs.best_steps(best)
+    if "steps_min" in best and best["seeds"].max() > 1:
+        ax.errorbar(best["batch_size"], steps, yerr=[steps - best["steps_min"],
+                    best["steps_max"] - steps], fmt="o-", color=COLORS["data"], capsize=3,
+                    label=f"best (B, LR): median of {int(best['seeds'].max())} seeds, range")
+    else:
+        ax.plot(best["batch_size"], steps, "o-", color=COLORS["data"],
+                label="best trial per batch size")
     if len(best):
-        b0, s0 = best["batch_size"].iloc[0], best["steps_to_target"].iloc[0]
+        b0, s0 = best["batch_size"].iloc[0], steps.iloc[0]
         b = np.geomspace(best["batch_size"].min(), best["batch_size"].max(), 100)
         ax.plot(b, s0 * b0 / b, "--", color=COLORS["perfect"], label="perfect scaling (S ∝ 1/B)")
     fit = sweep.fit
@@ -59,8 +68,8 @@ def steps_vs_batch(sweep: lbt_runs.Sweep, ax) -> None:
 
 def examples_vs_batch(sweep: lbt_runs.Sweep, ax) -> None:
     best = sweep.reached
-    ax.plot(best["batch_size"], best["examples_to_target"], "o-", color=COLORS["data"],
-            label="best trial per batch size")
+    ax.plot(best["batch_size"], lbt_runs.best_steps(best) * best["batch_size"], "o-",
+            color=COLORS["data"], label="best (B, LR) per batch size")
     fit = sweep.fit
     if fit and len(best):
         b = np.geomspace(best["batch_size"].min() / 1.5, best["batch_size"].max() * 1.5, 200)
@@ -79,7 +88,24 @@ def lr_vs_batch(sweep: lbt_runs.Sweep, ax) -> None:
     t = sweep.trials
     ax.scatter(t["batch_size"], t["lr"], color="0.75", s=14, label="LRs tried")
     best = sweep.reached
-    ax.plot(best["batch_size"], best["lr"], "o-", color=COLORS["data"], label="best LR")
+    law = (sweep.fit or {}).get("lr_law") or {}
+    if law.get("fitted"):
+        pts = law["points"]
+        lr = np.array([p["lr"] for p in pts])
+        lo = np.array([p["lr_bracket"][0] for p in pts])
+        hi = np.array([p["lr_bracket"][1] for p in pts])
+        ax.errorbar([p["batch_size"] for p in pts], lr, yerr=[lr - lo, hi - lr], fmt="o",
+                    color=COLORS["data"], capsize=3, label="best LR (bar: search bracket)")
+        b = np.geomspace(t["batch_size"].min(), t["batch_size"].max(), 100)
+        ci = sweep.fit["intervals"].get("lr_law") or {}
+        a_lo, a_hi = ci.get("alpha", [np.nan, np.nan])
+        ax.plot(b, law["c"] * b ** law["alpha"], color=COLORS["fit"],
+                label=f"fit: lr ∝ B^{law['alpha']:.2f} [{a_lo:.2f}, {a_hi:.2f}]")
+        if law.get("B_noise_resolved"):
+            ax.plot(b, law["eps_max"] / (1 + law["B_noise"] / b), ":", color=COLORS["fit"],
+                    label=f"eps_max/(1+B_noise/B): B_noise={law['B_noise']:.3g}")
+    else:
+        ax.plot(best["batch_size"], best["lr"], "o-", color=COLORS["data"], label="best LR")
     if len(best):
         ref = sweep.manifest.get("reference_batch", best["batch_size"].iloc[0])
         # Anchor both rules at the best LR nearest the reference batch.

@@ -4,16 +4,18 @@
 
 #include <chrono>
 #include <cmath>
-#include <cstdio>
-#include <vector>
-
 #include <csignal>
+#include <cstdio>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <vector>
 
 #include "trainer/data/prefetch.hpp"
 #include "trainer/interrupt.hpp"
 #include "trainer/nn/loss.hpp"
 #include "trainer/noise_log.hpp"
 #include "trainer/progress.hpp"
+#include "trainer/snapshot.hpp"
 
 namespace lbt::trainer {
 namespace {
@@ -72,197 +74,338 @@ Evaluation evaluate(nn::Model& model, const data::Dataset& data, comm::Communica
   return e;
 }
 
-TrainOutcome train(TrainContext& ctx) {
-  const TrainConfig& cfg = ctx.config;
-  nn::Model& model = ctx.model;
-  ParameterStore& store = model.store();
-  const data::Dataset& train_data = ctx.data.train;
-  const std::int64_t b = cfg.micro_batch, accum = cfg.accum_steps;
-  const std::int64_t steps_per_epoch = ctx.sampler.steps_per_epoch();
-  const float grad_scale = 1.0f / static_cast<float>(b * accum);  // mean over this rank's examples
+namespace {
 
-  model.reserve(b);
-  LoopState state = ctx.resume_from;
-  TrainOutcome& out = state.outcome;
-  out.total_steps = ctx.total_steps;
-  const data::AugmentOptions augment{cfg.data.augment_crop_padding, cfg.data.augment_flip, cfg.seed,
-                                     static_cast<std::uint64_t>(ctx.comm.rank())};
-  data::Prefetcher prefetch(train_data, ctx.sampler, b, accum, /*first_step=*/state.step,
-                            /*depth=*/3, augment);
-  Progress progress(ctx.progress && ctx.comm.rank() == 0, ctx.total_steps);
-  noise::OnlineEstimator noise(ctx.noise, ctx.comm.size(), b, accum, store.segments());
-  log_noise_note(noise, ctx.run_dir, ctx.comm.rank() == 0);
-  if (state.step > 0) noise.load_state(state.noise_state);  // resumed: continue the EMAs
-  std::vector<noise::LinearTap> taps;
-  // loss, correct, examples on this rank; then the noise estimator's sums; then two votes
-  // that ride on the same allreduce, so every rank acts on them after the same step: stop (a
-  // signal reached a rank) and checkpoint now (rank 0's wall-time interval has passed)
-  std::vector<double> sums(3 + noise.num_slots() + 2);
-  const std::span<double> noise_sums = std::span<double>(sums).subspan(3, noise.num_slots());
-  double& stop_vote = sums[sums.size() - 2];
-  double& checkpoint_vote = sums[sums.size() - 1];
+// The evaluation steps: every `every` steps, or with growth g > 1 geometrically, the next one
+// after step s at s + max(every, ceil((g - 1) s)): O(log S) evaluations for S steps, each
+// coarse bracket at most (g - 1) / g of its upper end (the refinement narrows the crossing's).
+std::int64_t next_eval_after(std::int64_t step, std::int64_t every, double growth) {
+  if (growth <= 1.0) return (step / every + 1) * every;
+  std::int64_t s = 0;
+  while (s <= step) {
+    const double grown = std::ceil((growth - 1.0) * static_cast<double>(s) - 1e-9);
+    s += std::max<std::int64_t>(every, static_cast<std::int64_t>(grown));
+  }
+  return s;
+}
 
-  const auto t_start = Clock::now();
-  const double wall_before = out.wall_time_s;  // time spent before a resume
-  auto t_window = t_start;
-  auto t_checkpoint = t_start;
-  std::int64_t window_steps = 0;
-  double& last_val_accuracy = state.last_val_accuracy;
-  auto checkpoint = [&] {
-    state.noise_state = noise.save_state();
-    ctx.checkpoint(state);
+// One run of the loop: the state a step reads and writes besides the model and optimizer.
+class TrainLoop {
+ public:
+  explicit TrainLoop(TrainContext& ctx)
+      : ctx_(ctx),
+        cfg_(ctx.config),
+        model_(ctx.model),
+        store_(model_.store()),
+        state_(ctx.resume_from),
+        out_(state_.outcome),
+        grad_scale_(1.0f / static_cast<float>(cfg_.micro_batch * cfg_.accum_steps)),
+        augment_{cfg_.data.augment_crop_padding, cfg_.data.augment_flip, cfg_.seed,
+                 static_cast<std::uint64_t>(ctx.comm.rank())},
+        progress_(ctx.progress && ctx.comm.rank() == 0, ctx.total_steps),
+        noise_(ctx.noise, ctx.comm.size(), cfg_.micro_batch, cfg_.accum_steps, store_.segments()),
+        sums_(3 + noise_.num_slots() + 2) {
+    model_.reserve(cfg_.micro_batch);
+    out_.total_steps = ctx.total_steps;
+    log_noise_note(noise_, ctx.run_dir, ctx.comm.rank() == 0);
+    if (state_.step > 0) noise_.load_state(state_.noise_state);  // resumed: continue the EMAs
+    start_data_at(state_.step);
+  }
+
+  TrainOutcome run();
+
+ private:
+  struct StepResult {
+    StepVerdict verdict;
+    double loss, grad_norm, lr;
+    bool stop, checkpoint_due;
   };
 
-  // A resume from a run's final checkpoint (status no longer "running") trains no more steps.
-  for (std::int64_t step = state.step; step < ctx.total_steps && out.status == "running"; ++step) {
-    if (ctx.probe) ctx.probe(step);
-    // ---- forward / backward over accum micro-batches: the first writes grads_flat, the
-    //      rest add to it (no zeroing pass) ----
-    std::fill(sums.begin(), sums.begin() + 3, 0.0);
-    for (std::int64_t micro = 0; micro < accum; ++micro) {
-      const data::Batch& batch = prefetch.next();
-      const float* logits = model.forward(batch.x.data(), b, true);
-      std::int64_t correct = 0;
-      sums[0] += batch_loss(model, logits, train_data, batch.labels.data(), batch.targets.data(), b,
-                            grad_scale, true, &correct);
-      sums[1] += static_cast<double>(correct);
-      sums[2] += static_cast<double>(b);
-      model.backward(batch.x.data(), b, /*accumulate=*/micro > 0);
-      noise.after_micro_batch(step, store.grads(), linear_taps(model, batch.x.data(), taps));
+  void start_data_at(std::int64_t step) {
+    prefetch_.reset();  // one prefetch thread at a time
+    prefetch_ = std::make_unique<data::Prefetcher>(ctx_.data.train, ctx_.sampler, cfg_.micro_batch,
+                                                   cfg_.accum_steps, step, /*depth=*/3, augment_);
+  }
+  StepResult step(std::int64_t step, bool replay);
+  void log_step(const StepResult& r);
+  bool evaluate_now(bool refinement);  // true: the target is met
+  void refine_crossing();
+  void take_lo_snapshot() {
+    lo_snapshot_ = take_snapshot(model_, ctx_.optimizer);
+    lo_state_ = state_;
+  }
+  void restore(const ModelSnapshot& snapshot, const LoopState& state) {
+    // Shared parameters (one copy per node): rank 0 writes them, no rank reads before it has.
+    restore_snapshot(snapshot, model_, ctx_.optimizer,
+                     !ctx_.shared_params || ctx_.comm.rank() == 0);
+    if (ctx_.shared_params) ctx_.comm.barrier();
+    state_ = state;
+    start_data_at(state_.step);
+  }
+  void checkpoint() {
+    state_.noise_state = noise_.save_state();
+    ctx_.checkpoint(state_);
+  }
+
+  TrainContext& ctx_;
+  const TrainConfig& cfg_;
+  nn::Model& model_;
+  ParameterStore& store_;
+  LoopState state_;
+  TrainOutcome& out_;
+  const float grad_scale_;  // mean over this rank's examples
+  const data::AugmentOptions augment_;
+  std::unique_ptr<data::Prefetcher> prefetch_;
+  Progress progress_;
+  noise::OnlineEstimator noise_;
+  std::vector<noise::LinearTap> taps_;
+  // loss, correct, examples on this rank; then the noise estimator's sums; then two votes that
+  // ride on the same allreduce, so every rank acts on them after the same step: stop (a signal
+  // reached a rank) and checkpoint now (rank 0's wall-time interval has passed)
+  std::vector<double> sums_;
+  Clock::time_point t_start_ = Clock::now(), t_window_ = t_start_, t_checkpoint_ = t_start_;
+  std::int64_t window_steps_ = 0;
+  // The state at the last evaluation below the target (or the start): where the refinement
+  // replays from.
+  ModelSnapshot lo_snapshot_;
+  LoopState lo_state_;
+};
+
+// Forward/backward over the micro-batches, allreduce, divergence check, update. A replayed
+// step (the target refinement) computes the same numbers bit for bit but feeds no noise
+// estimate (its gradient was counted the first time) and takes no probe.
+TrainLoop::StepResult TrainLoop::step(std::int64_t step, bool replay) {
+  if (ctx_.probe && !replay) ctx_.probe(step);
+  const std::int64_t b = cfg_.micro_batch;
+  const data::Dataset& train_data = ctx_.data.train;
+  // ---- forward / backward over accum micro-batches: the first writes grads_flat, the rest
+  //      add to it (no zeroing pass) ----
+  std::fill(sums_.begin(), sums_.begin() + 3, 0.0);
+  for (std::int64_t micro = 0; micro < cfg_.accum_steps; ++micro) {
+    const data::Batch& batch = prefetch_->next();
+    const float* logits = model_.forward(batch.x.data(), b, true);
+    std::int64_t correct = 0;
+    sums_[0] += batch_loss(model_, logits, train_data, batch.labels.data(), batch.targets.data(), b,
+                           grad_scale_, true, &correct);
+    sums_[1] += static_cast<double>(correct);
+    sums_[2] += static_cast<double>(b);
+    model_.backward(batch.x.data(), b, /*accumulate=*/micro > 0);
+    if (!replay)
+      noise_.after_micro_batch(step, store_.grads(), linear_taps(model_, batch.x.data(), taps_));
+  }
+  // ---- one fused allreduce of the flat gradient buffer: the global-batch mean gradient ----
+  const std::span<double> noise_sums = std::span<double>(sums_).subspan(3, noise_.num_slots());
+  if (!replay) noise_.before_allreduce(step, store_.grads(), noise_sums);  // the small batch
+  double& stop_vote = sums_[sums_.size() - 2];
+  double& checkpoint_vote = sums_[sums_.size() - 1];
+  stop_vote = replay ? 0 : interrupt_signal();
+  checkpoint_vote = !replay && ctx_.comm.rank() == 0 && ctx_.checkpoint_every_seconds > 0 &&
+                    seconds_since(t_checkpoint_) >= ctx_.checkpoint_every_seconds;
+  StepResult r{};
+  r.grad_norm = std::sqrt(ctx_.comm.allreduce_sq_norm(store_.grads(), comm::ReduceOp::kAvg));
+  ctx_.comm.allreduce(std::span<double>(sums_), comm::ReduceOp::kSum);
+  r.loss = sums_[0] / sums_[2];
+  r.stop = stop_vote > 0;
+  r.checkpoint_due = checkpoint_vote > 0;
+  // ---- divergence: judged on the allreduced numbers (every rank agrees), before the update
+  //      can spoil the parameters ----
+  std::string reason;
+  r.verdict = judge_step(cfg_.divergence, state_.divergence, r.loss, r.grad_norm, reason);
+  out_.skipped_steps = state_.divergence.skipped_steps;
+  out_.last_loss = r.loss;
+  if (r.verdict == StepVerdict::kDiverged) {
+    out_.status = "diverged";
+    out_.diverged_step = step;
+    out_.divergence_reason = reason;
+    return r;
+  }
+  if (r.verdict == StepVerdict::kUpdate) out_.last_finite_loss = r.loss;
+
+  // ---- noise scale: |g_global|^2 is the big batch; a noise.jsonl line every noise.every (a
+  //      skipped spike's gradient is not a sample of the gradient noise) ----
+  if (replay) {
+  } else if (r.verdict == StepVerdict::kSkip) {
+    noise_.discard_step();
+  } else if (const auto* report =
+                 noise_.after_allreduce(step, store_.grads(), r.grad_norm, noise_sums)) {
+    log_noise(*report, ctx_.noise.window_steps, ctx_.run_dir);
+    if (const auto* h = noise_.headline())
+      progress_.set_noise_scale(h->b_simple, h->ci_low, h->ci_high);
+  }
+
+  // ---- update (a skipped spike drops this batch; the step still counts, so the schedule and
+  //      the sampler stay where an uninterrupted run would be) ----
+  r.lr = ctx_.schedule(step);
+  if (r.verdict == StepVerdict::kUpdate) {
+    const std::span<const Segment> segments = ctx_.shared_params
+                                                  ? std::span<const Segment>(ctx_.update_segments)
+                                                  : std::span<const Segment>(store_.segments());
+    ctx_.optimizer.step({store_.params(), store_.grads(), segments, r.lr, step});
+  } else if (ctx_.comm.rank() == 0 && !replay) {
+    std::fprintf(stderr, "warning: step %lld skipped: %s (loss %g)\n",
+                 static_cast<long long>(step + 1), reason.c_str(), r.loss);
+  }
+  // Shared parameters: no rank reads them for the next forward before every range is updated.
+  if (ctx_.shared_params) ctx_.comm.barrier();
+  out_.steps = state_.step = step + 1;
+  return r;
+}
+
+// metrics.jsonl (a skipped step is always logged, marked "skipped") and the progress line.
+void TrainLoop::log_step(const StepResult& r) {
+  ++window_steps_;
+  const double epoch = static_cast<double>(out_.steps) / ctx_.sampler.steps_per_epoch();
+  if (r.verdict == StepVerdict::kSkip && ctx_.run_dir) {
+    ctx_.run_dir->append_metrics({{"step", out_.steps},
+                                  {"epoch", epoch},
+                                  {"lr", r.lr},
+                                  {"loss", r.loss},
+                                  {"grad_norm", r.grad_norm},
+                                  {"skipped", true}});
+  } else if (out_.steps % cfg_.log_every == 0 || out_.steps == ctx_.total_steps) {
+    const double window_s = seconds_since(t_window_);
+    const double samples_per_s = window_steps_ * cfg_.global_batch / std::max(window_s, 1e-9);
+    if (ctx_.run_dir) {
+      ctx_.run_dir->append_metrics({{"step", out_.steps},
+                                    {"epoch", epoch},
+                                    {"lr", r.lr},
+                                    {"loss", r.loss},
+                                    {"accuracy", sums_[1] / sums_[2]},
+                                    {"grad_norm", r.grad_norm},
+                                    {"samples_per_s", samples_per_s},
+                                    {"wall_time", seconds_since(t_start_)}});
     }
-    // ---- one fused allreduce of the flat gradient buffer: the global-batch mean gradient ----
-    noise.before_allreduce(step, store.grads(), noise_sums);  // |g_local|^2: the small batch
-    stop_vote = interrupt_signal();
-    checkpoint_vote = ctx.comm.rank() == 0 && ctx.checkpoint_every_seconds > 0 &&
-                      seconds_since(t_checkpoint) >= ctx.checkpoint_every_seconds;
-    const double grad_norm =
-        std::sqrt(ctx.comm.allreduce_sq_norm(store.grads(), comm::ReduceOp::kAvg));
-    ctx.comm.allreduce(std::span<double>(sums), comm::ReduceOp::kSum);
-    const double loss = sums[0] / sums[2];
-    const bool stop = stop_vote > 0, checkpoint_due = checkpoint_vote > 0;
-    // ---- divergence: judged on the allreduced numbers (every rank agrees), before the
-    //      update can spoil the parameters ----
-    std::string reason;
-    const StepVerdict verdict =
-        judge_step(cfg.divergence, state.divergence, loss, grad_norm, reason);
-    out.skipped_steps = state.divergence.skipped_steps;
-    out.last_loss = loss;
-    if (verdict == StepVerdict::kDiverged) {
-      out.status = "diverged";
-      out.diverged_step = step;
-      out.divergence_reason = reason;
+    progress_.update(out_.steps, r.loss, state_.last_val_accuracy, samples_per_s);
+    t_window_ = Clock::now();
+    window_steps_ = 0;
+  }
+}
+
+// Evaluates at the current step, logs it to eval.jsonl (refinement evaluations marked) and
+// keeps the best/final metrics; every rank computes the same allreduced metrics.
+bool TrainLoop::evaluate_now(bool refinement) {
+  const Evaluation e = evaluate(model_, ctx_.data.validation, ctx_.comm, cfg_.eval_batch);
+  const bool met = cfg_.target.enabled() && e.count > 0 && cfg_.target.met(e.accuracy, e.loss);
+  if (ctx_.run_dir) {
+    nlohmann::json line = {
+        {"step", out_.steps},
+        {"epoch", static_cast<double>(out_.steps) / ctx_.sampler.steps_per_epoch()},
+        {"val_loss", e.loss},
+        {"val_accuracy", e.accuracy},
+        {"target_met", met},
+        {"wall_time", seconds_since(t_start_)}};
+    if (refinement) line["refinement"] = true;
+    ctx_.run_dir->append_eval(line);
+  }
+  if (refinement) return met;  // the run's own metrics are those of its own steps
+  out_.final_val_accuracy = state_.last_val_accuracy = e.accuracy;
+  out_.final_val_loss = e.loss;
+  out_.best_val_accuracy = std::isnan(out_.best_val_accuracy)
+                               ? e.accuracy
+                               : std::max(out_.best_val_accuracy, e.accuracy);
+  out_.best_val_loss =
+      std::isnan(out_.best_val_loss) ? e.loss : std::min(out_.best_val_loss, e.loss);
+  progress_.update(out_.steps, out_.last_loss, state_.last_val_accuracy, -1.0);
+  return met;
+}
+
+// Narrows the crossing (steps_lo, steps_to_target] to at most train.target_resolution x
+// steps_to_target (0: one step): replays from the snapshot at the lower end, evaluating every
+// delta = max(1, floor(resolution x (steps_lo + 1))) steps, and stops at the first evaluation
+// meeting the target. Walking forward (not bisecting) keeps Shallue's definition when the
+// metric hovers around the target: the result is the first step of that grid meeting it, so
+// with resolution 0 it is the step that evaluating after every step from steps_lo finds.
+// Training is deterministic given the snapshot, so the replayed steps are the run's own; the
+// run then continues from its state at the coarse crossing, untouched.
+void TrainLoop::refine_crossing() {
+  std::int64_t lo = out_.steps_lo, hi = out_.steps_to_target;
+  const auto delta = std::max<std::int64_t>(
+      1, static_cast<std::int64_t>(cfg_.target_resolution * static_cast<double>(lo + 1)));
+  if (hi - lo <= delta) return;
+  const ModelSnapshot at_crossing = take_snapshot(model_, ctx_.optimizer);
+  const LoopState crossing_state = state_;
+  int evals = 0;
+  // Resumed between lo and hi: the state at lo is gone; walk from the resumed step.
+  restore(lo_snapshot_, lo_state_);
+  for (std::int64_t at = state_.step == lo ? lo + delta : state_.step; at < hi;
+       at = std::min(hi, at + delta)) {
+    while (state_.step < at) step(state_.step, /*replay=*/true);
+    ++evals;
+    if (evaluate_now(true)) {
+      hi = at;
       break;
     }
-    if (verdict == StepVerdict::kUpdate) out.last_finite_loss = loss;
+    lo = at;
+  }
+  restore(at_crossing, crossing_state);
+  out_.steps_lo = lo;
+  out_.steps_to_target = hi;
+  out_.examples_to_target = hi * cfg_.global_batch;
+  out_.refinement_evals = evals;
+}
 
-    // ---- noise scale: |g_global|^2 is the big batch; a noise.jsonl line every noise.every
-    //      (a skipped spike's gradient is not a sample of the gradient noise) ----
-    if (verdict == StepVerdict::kSkip) {
-      noise.discard_step();
-    } else if (const auto* report =
-                   noise.after_allreduce(step, store.grads(), grad_norm, noise_sums)) {
-      log_noise(*report, ctx.noise.window_steps, ctx.run_dir);
-      if (const auto* h = noise.headline())
-        progress.set_noise_scale(h->b_simple, h->ci_low, h->ci_high);
-    }
+TrainOutcome TrainLoop::run() {
+  const double wall_before = out_.wall_time_s;  // time spent before a resume
+  std::int64_t next_eval = next_eval_after(state_.step, cfg_.eval_every, cfg_.eval_growth);
+  if (out_.steps_to_target < 0) take_lo_snapshot();
+  // A resume from a run's final checkpoint (status no longer "running") trains no more steps.
+  for (std::int64_t s = state_.step; s < ctx_.total_steps && out_.status == "running"; ++s) {
+    const StepResult r = step(s, /*replay=*/false);
+    if (r.verdict == StepVerdict::kDiverged) break;
+    log_step(r);
 
-    // ---- update (a skipped spike drops this batch; the step still counts, so the schedule
-    //      and the sampler stay where an uninterrupted run would be) ----
-    const double lr = ctx.schedule(step);
-    if (verdict == StepVerdict::kUpdate) {
-      const std::span<const Segment> segments = ctx.shared_params
-                                                    ? std::span<const Segment>(ctx.update_segments)
-                                                    : std::span<const Segment>(store.segments());
-      ctx.optimizer.step({store.params(), store.grads(), segments, lr, step});
-    } else if (ctx.comm.rank() == 0) {
-      std::fprintf(stderr, "warning: step %lld skipped: %s (loss %g)\n",
-                   static_cast<long long>(step + 1), reason.c_str(), loss);
-    }
-    // Shared parameters: no rank reads them for the next forward before every range is updated.
-    if (ctx.shared_params) ctx.comm.barrier();
-    out.steps = state.step = step + 1;
-    ++window_steps;
-
-    // ---- log (a skipped step is always logged, marked "skipped") ----
-    if (verdict == StepVerdict::kSkip && ctx.run_dir) {
-      ctx.run_dir->append_metrics({{"step", out.steps},
-                                   {"epoch", static_cast<double>(out.steps) / steps_per_epoch},
-                                   {"lr", lr},
-                                   {"loss", loss},
-                                   {"grad_norm", grad_norm},
-                                   {"skipped", true}});
-    } else if (out.steps % cfg.log_every == 0 || out.steps == ctx.total_steps) {
-      const double window_s = seconds_since(t_window);
-      const double samples_per_s = window_steps * cfg.global_batch / std::max(window_s, 1e-9);
-      if (ctx.run_dir) {
-        ctx.run_dir->append_metrics({{"step", out.steps},
-                                     {"epoch", static_cast<double>(out.steps) / steps_per_epoch},
-                                     {"lr", lr},
-                                     {"loss", loss},
-                                     {"accuracy", sums[1] / sums[2]},
-                                     {"grad_norm", grad_norm},
-                                     {"samples_per_s", samples_per_s},
-                                     {"wall_time", seconds_since(t_start)}});
+    // ---- evaluate; steps-to-result is the first evaluated step meeting the target ----
+    const bool prune_step = cfg_.prune_at_step > 0 && out_.steps == cfg_.prune_at_step;
+    if (out_.steps == next_eval || out_.steps == ctx_.total_steps || prune_step) {
+      next_eval = next_eval_after(out_.steps, cfg_.eval_every, cfg_.eval_growth);
+      const bool met = evaluate_now(false);
+      if (met && out_.steps_to_target < 0) {
+        out_.steps_to_target = out_.steps;
+        out_.examples_to_target = out_.steps * cfg_.global_batch;
+        refine_crossing();
+      } else if (out_.steps_to_target < 0) {
+        out_.steps_lo = out_.steps;
+        take_lo_snapshot();
       }
-      progress.update(out.steps, loss, last_val_accuracy, samples_per_s);
-      t_window = Clock::now();
-      window_steps = 0;
-    }
-
-    // ---- evaluate; steps-to-result is the first evaluation step that meets the target ----
-    if (out.steps % cfg.eval_every == 0 || out.steps == ctx.total_steps) {
-      const Evaluation e = evaluate(model, ctx.data.validation, ctx.comm, cfg.eval_batch);
-      out.final_val_accuracy = last_val_accuracy = e.accuracy;
-      out.final_val_loss = e.loss;
-      out.best_val_accuracy = std::isnan(out.best_val_accuracy)
-                                  ? e.accuracy
-                                  : std::max(out.best_val_accuracy, e.accuracy);
-      out.best_val_loss =
-          std::isnan(out.best_val_loss) ? e.loss : std::min(out.best_val_loss, e.loss);
-      const bool met = cfg.target.enabled() && e.count > 0 && cfg.target.met(e.accuracy, e.loss);
-      if (met && out.steps_to_target < 0) {
-        out.steps_to_target = out.steps;
-        out.examples_to_target = out.steps * cfg.global_batch;
+      if (met && cfg_.stop_at_target) break;
+      if (prune_step && out_.steps_to_target < 0) {
+        out_.status = "pruned";  // cannot beat the best trial at its batch size
+        break;
       }
-      if (ctx.run_dir) {
-        ctx.run_dir->append_eval({{"step", out.steps},
-                                  {"epoch", static_cast<double>(out.steps) / steps_per_epoch},
-                                  {"val_loss", e.loss},
-                                  {"val_accuracy", e.accuracy},
-                                  {"target_met", met},
-                                  {"wall_time", seconds_since(t_start)}});
-      }
-      progress.update(out.steps, loss, last_val_accuracy, -1.0);
-      // Every rank computed the same allreduced metrics, so all stop together.
-      if (met && cfg.stop_at_target) break;
     }
-    if (stop) {  // the step is done and logged; the final checkpoint below saves it
-      out.status = "interrupted";
-      out.interrupt_signal = interrupt_signal() != 0 ? interrupt_signal() : SIGTERM;
+    if (r.stop) {  // the step is done and logged; the final checkpoint below saves it
+      out_.status = "interrupted";
+      out_.interrupt_signal = interrupt_signal() != 0 ? interrupt_signal() : SIGTERM;
       break;
     }
 
     // ---- checkpoint (every rank calls: state may need collectives; rank 0 writes) ----
-    const bool by_steps = ctx.checkpoint_every > 0 && out.steps % ctx.checkpoint_every == 0;
-    if (ctx.checkpoint && (by_steps || checkpoint_due) && out.steps < ctx.total_steps) {
-      out.wall_time_s = wall_before + seconds_since(t_start);
+    const bool by_steps = ctx_.checkpoint_every > 0 && out_.steps % ctx_.checkpoint_every == 0;
+    if (ctx_.checkpoint && (by_steps || r.checkpoint_due) && out_.steps < ctx_.total_steps) {
+      out_.wall_time_s = wall_before + seconds_since(t_start_);
       checkpoint();
-      t_checkpoint = Clock::now();
+      t_checkpoint_ = Clock::now();
     }
   }
-  progress.finish();
-  out.wall_time_s = wall_before + seconds_since(t_start);
-  out.samples_per_s = out.steps * cfg.global_batch / std::max(out.wall_time_s, 1e-9);
-  if (out.status == "running") {
-    if (out.steps_to_target >= 0)
-      out.status = "reached_target";
-    else if (cfg.target.enabled())
-      out.status = "budget_exhausted";
+  progress_.finish();
+  out_.wall_time_s = wall_before + seconds_since(t_start_);
+  out_.samples_per_s = out_.steps * cfg_.global_batch / std::max(out_.wall_time_s, 1e-9);
+  if (out_.status == "running") {
+    if (out_.steps_to_target >= 0)
+      out_.status = "reached_target";
+    else if (cfg_.target.enabled())
+      out_.status = "budget_exhausted";
     else
-      out.status = "completed";
+      out_.status = "completed";
   }
-  if (ctx.checkpoint) checkpoint();  // the final state, whatever the status
-  return out;
+  if (ctx_.checkpoint) checkpoint();  // the final state, whatever the status
+  return out_;
+}
+
+}  // namespace
+
+TrainOutcome train(TrainContext& ctx) {
+  return TrainLoop(ctx).run();
 }
 
 }  // namespace lbt::trainer

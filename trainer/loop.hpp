@@ -33,10 +33,15 @@ Evaluation evaluate(nn::Model& model, const data::Dataset& data, comm::Communica
 inline constexpr double kNotMeasured = std::numeric_limits<double>::quiet_NaN();
 
 struct TrainOutcome {
-  // reached_target | budget_exhausted | completed | diverged | interrupted (SIGINT/SIGTERM)
+  // reached_target | budget_exhausted | completed | diverged | pruned (train.prune_at_step)
+  // | interrupted (SIGINT/SIGTERM)
   std::string status = "running";
   std::int64_t steps = 0, total_steps = 0;
-  std::int64_t steps_to_target = -1, examples_to_target = -1;
+  // Shallue et al.'s steps-to-result: the first evaluated step meeting the target (steps_hi);
+  // steps_lo is the last evaluated step below it (0: none), so the true first step lies in
+  // (steps_lo, steps_to_target]. Before the crossing steps_lo tracks the last evaluation.
+  std::int64_t steps_to_target = -1, examples_to_target = -1, steps_lo = 0;
+  int refinement_evals = 0;  // evaluations the bracket's refinement added
   double best_val_accuracy = kNotMeasured, best_val_loss = kNotMeasured;
   double final_val_accuracy = kNotMeasured, final_val_loss = kNotMeasured, last_loss = kNotMeasured;
   std::int64_t diverged_step = -1, skipped_steps = 0;

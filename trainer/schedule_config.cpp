@@ -284,7 +284,10 @@ schedules::Schedule make_schedule(const ScheduleOptions& options, const Schedule
     config.fail("schedule.warmup_from_base_lr", "false when warmup_start or warmup_start_lr is set",
                 "true", "give the warmup's start one way");
   }
-  const double start = options.warmup_from_base_lr ? (peak != 0.0 ? context.base_lr / peak : 0.0)
+  // Goyal et al.'s warmup climbs from eta to k eta; at or below the reference batch (k <= 1)
+  // there is nothing to climb, so the LR is flat at the peak rather than falling to it.
+  const double start = options.warmup_from_base_lr
+                           ? (peak != 0.0 ? std::min(1.0, context.base_lr / peak) : 0.0)
                        : o.warmup_start_lr == -1.0 ? o.warmup_start
                        : peak != 0.0               ? o.warmup_start_lr / peak
                                                    : 0.0;

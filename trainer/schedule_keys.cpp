@@ -42,7 +42,7 @@ const std::vector<KeySpec>& schedule_keys() {
       {"schedule.warmup_start_lr", kNumber, "-1.0",
        "LR at step 0, absolute (-1: use warmup_start); Goyal et al.: = optimizer.lr"},
       {"schedule.warmup_from_base_lr", kBool, "false",
-       "start the warmup at optimizer.lr, unscaled (Goyal et al.'s gradual warmup from eta to k eta)"},
+       "start the warmup at optimizer.lr, unscaled (Goyal et al.'s gradual warmup from eta to k eta; flat where k <= 1)"},
       {"schedule.warmup_legw", kBool, "false",
        "LEGW (You et al. 2019): warmup length x global_batch / reference_batch (epochs or samples)"},
       {"schedule.decay", kString, "\"constant\"", "the decay after the warmup",

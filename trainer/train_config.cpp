@@ -9,7 +9,6 @@
 #include "trainer/train_keys.hpp"
 
 namespace lbt::trainer {
-
 bool Target::met(double accuracy, double loss) const {
   const double v = metric == "val_accuracy" ? accuracy : loss;
   return at_least ? v >= value : v <= value;
@@ -50,6 +49,12 @@ namespace {
 
 const KeySpec& key(std::string_view name) {
   return Schema::in(train_keys(), name);
+}
+
+std::string num(double x) {
+  std::ostringstream out;
+  out << x;
+  return out.str();
 }
 
 void require_positive(const Config& c, const char* key, double value, const char* hint) {
@@ -147,6 +152,20 @@ TrainConfig read_train_config(Config& c, int world_size) {
   t.threads = static_cast<int>(c.get_int(key("train.threads")));
   t.target = parse_target(c.get_string(key("train.target")));
   t.stop_at_target = c.get_bool(key("train.stop_at_target"));
+  t.eval_growth = c.get_double(key("train.eval_growth"));
+  t.target_resolution = c.get_double(key("train.target_resolution"));
+  t.prune_at_step = c.get_int(key("train.prune_at_step"));
+  if (!(t.eval_growth >= 1.0 && std::isfinite(t.eval_growth)))
+    c.fail("train.eval_growth", ">= 1 (1: every eval_every steps)", num(t.eval_growth), "e.g. 1.5");
+  if (!(t.target_resolution >= 0.0 && t.target_resolution <= 1.0)) {
+    c.fail("train.target_resolution", "in [0, 1] (0: the exact step, 1: no refinement)",
+           num(t.target_resolution), "e.g. 0.05 for a bracket within 5% of steps-to-target");
+  }
+  if (t.prune_at_step < 0) c.fail("train.prune_at_step", ">= 0", std::to_string(t.prune_at_step));
+  if (t.prune_at_step > 0 && !t.target.enabled()) {
+    c.fail("train.prune_at_step", "0 without train.target", std::to_string(t.prune_at_step),
+           "set train.target, or leave prune_at_step at 0");
+  }
   t.divergence.factor = c.get_double(key("train.divergence_factor"));
   const std::string on_divergence = c.get_string(key("train.on_divergence"));
   t.divergence.skip_spikes = on_divergence == "skip";

@@ -35,8 +35,9 @@ using lbt::test::slurp;
 
 namespace {
 
-// 16 trials of up to about half a second (4 batch sizes x 4 LRs), 2 at a time, each saving a
-// checkpoint every 20 steps so a killed trial has something to continue from.
+// 4 batch sizes from a 4-LR grid (and the adaptive search's further trials: 25 here), each up to
+// about half a second, 2 at a time, each saving a checkpoint every 20 steps so that a killed
+// trial has something to continue from.
 std::string sweep_args(const fs::path& dir) {
   return "sweep --config " LBT_SOURCE_DIR
          "/experiments/configs/synthetic_sweep.toml "

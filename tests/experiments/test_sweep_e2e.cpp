@@ -43,7 +43,7 @@ fs::path write_config(const std::string& name, const std::string& target, int ma
                    << "[schedule]\nscaling = \"sqrt\"\nreference_batch = 32\n"
                    << "[sweep]\nbatch_sizes = [8, 32, 128, 512]\n"
                    << "lr_multipliers = [0.5, 2.0]\nmax_steps = " << max_steps
-                   << "\neval_every_examples = 64\nevals_per_trial = 200\n";
+                   << "\neval_every_examples = 64\nlr_search = \"grid\"\n";
   return p;
 }
 
@@ -238,8 +238,11 @@ BOOST_AUTO_TEST_CASE(slurm_launcher_writes_an_array_script_whose_task_runs_one_t
   BOOST_REQUIRE_EQUAL(r.code, 0);
   const std::string script = slurp(dir / "sweep.sbatch");
   BOOST_TEST(script.find("#SBATCH --array=0-7%3") != std::string::npos, script);
-  BOOST_TEST(script.find("--trial-index \"$SLURM_ARRAY_TASK_ID\"") != std::string::npos);
-  r = run_lbt("sweep --config " + cfg.string() + " --out " + dir.string() + " --trial-index 5");
+  // Trials by name: the adaptive search's later rounds append to the plan.
+  BOOST_TEST(script.find("--trial \"${trials[$SLURM_ARRAY_TASK_ID]}\"") != std::string::npos);
+  BOOST_TEST(script.find("trials=(8_0 8_1 32_0 32_1 128_0 128_1 512_0 512_1)") != std::string::npos,
+             script);
+  r = run_lbt("sweep --config " + cfg.string() + " --out " + dir.string() + " --trial 128_1");
   BOOST_REQUIRE_EQUAL(r.code, 0);
   const auto t = read_csv(dir / "sweep.csv");
   int final_count = 0;

@@ -1,0 +1,125 @@
+// The LR-vs-batch law; see lr_law.hpp.
+#include "experiments/lr_law.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <random>
+#include <set>
+
+#include "core/error.hpp"
+#include "core/rng.hpp"
+
+namespace lbt::experiments {
+namespace {
+
+// The B_noise search range, in multiples of the batch sizes swept: beyond it the data cannot
+// tell eps_max / (1 + B_noise / B) from a straight line (or a constant).
+constexpr double kRangeFactor = 100.0;
+
+// Sum of squared log residuals at B_noise = bn, with eps_max at its closed-form optimum.
+double noise_law_loss(const std::vector<LrPoint>& p, double bn, double* log_eps_max) {
+  double mean = 0.0;
+  for (const auto& q : p) mean += std::log(q.lr) + std::log1p(bn / q.batch_size);
+  mean /= static_cast<double>(p.size());
+  double sse = 0.0;
+  for (const auto& q : p) {
+    const double r = std::log(q.lr) - (mean - std::log1p(bn / q.batch_size));
+    sse += r * r;
+  }
+  if (log_eps_max) *log_eps_max = mean;
+  return sse;
+}
+
+std::size_t distinct(const std::vector<LrPoint>& p) {
+  std::set<double> b;
+  for (const auto& q : p) b.insert(q.batch_size);
+  return b.size();
+}
+
+}  // namespace
+
+PowerLaw fit_power_law(const std::vector<LrPoint>& p) {
+  if (distinct(p) < 2)
+    throw Error("the LR law needs best LRs at >= 2 batch sizes", "sweep more batch sizes");
+  double mx = 0, my = 0;
+  for (const auto& q : p) mx += std::log(q.batch_size), my += std::log(q.lr);
+  mx /= static_cast<double>(p.size());
+  my /= static_cast<double>(p.size());
+  double sxy = 0, sxx = 0;
+  for (const auto& q : p) {
+    const double dx = std::log(q.batch_size) - mx;
+    sxy += dx * (std::log(q.lr) - my);
+    sxx += dx * dx;
+  }
+  const double alpha = sxy / sxx;
+  return {alpha, std::exp(my - alpha * mx)};
+}
+
+NoiseLaw fit_noise_law(const std::vector<LrPoint>& p) {
+  double b_min = INFINITY, b_max = 0;
+  for (const auto& q : p)
+    b_min = std::min(b_min, q.batch_size), b_max = std::max(b_max, q.batch_size);
+  const double lo = std::log(b_min / kRangeFactor), hi = std::log(b_max * kRangeFactor);
+  constexpr int kGrid = 200;
+  int best = 0;
+  double best_loss = INFINITY;
+  for (int i = 0; i <= kGrid; ++i) {
+    const double loss = noise_law_loss(p, std::exp(lo + (hi - lo) * i / kGrid), nullptr);
+    if (loss < best_loss) best_loss = loss, best = i;
+  }
+  // Golden section on the grid cell pair around the best point.
+  double a = lo + (hi - lo) * std::max(0, best - 1) / kGrid;
+  double b = lo + (hi - lo) * std::min(kGrid, best + 1) / kGrid;
+  const double g = 0.5 * (std::sqrt(5.0) - 1.0);
+  for (int it = 0; it < 60; ++it) {
+    const double c = b - g * (b - a), d = a + g * (b - a);
+    if (noise_law_loss(p, std::exp(c), nullptr) < noise_law_loss(p, std::exp(d), nullptr))
+      b = d;
+    else
+      a = c;
+  }
+  NoiseLaw law;
+  law.B_noise = std::exp(0.5 * (a + b));
+  double log_eps_max = 0.0;
+  noise_law_loss(p, law.B_noise, &log_eps_max);
+  law.eps_max = std::exp(log_eps_max);
+  law.resolved = best > 0 && best < kGrid;
+  law.unbounded = best == kGrid;
+  return law;
+}
+
+LrLawFit fit_lr_law(const std::vector<LrPoint>& points, int resamples, double level,
+                    std::uint64_t seed) {
+  LrLawFit fit;
+  fit.power = fit_power_law(points);
+  fit.noise = fit_noise_law(points);
+  auto rng = make_rng(seed, RngStream::kSweep, 0x1A7);
+  std::uniform_int_distribution<std::size_t> pick(0, points.size() - 1);
+  std::uniform_real_distribution<double> unit(0.0, 1.0);
+  std::vector<double> alpha, eps_max, b_noise;
+  int open = 0;
+  std::vector<LrPoint> sample(points.size());
+  for (int r = 0; r < resamples; ++r) {
+    for (auto& q : sample) {
+      q = points[pick(rng)];
+      q.lr = std::exp(std::log(q.lr_lo) + unit(rng) * std::log(q.lr_hi / q.lr_lo));
+    }
+    if (distinct(sample) < 3) continue;
+    alpha.push_back(fit_power_law(sample).alpha);
+    const NoiseLaw n = fit_noise_law(sample);
+    eps_max.push_back(n.eps_max);
+    b_noise.push_back(n.B_noise);
+    open += n.unbounded;
+  }
+  fit.resamples = static_cast<int>(alpha.size());
+  if (alpha.empty()) return fit;
+  const double lo = (1 - level) / 2, hi = (1 + level) / 2;
+  fit.alpha = {quantile(alpha, lo), quantile(alpha, hi)};
+  fit.eps_max = {quantile(eps_max, lo), quantile(eps_max, hi)};
+  fit.B_noise = Interval{quantile(b_noise, lo), quantile(b_noise, hi)};
+  // More than the tail's share of resamples ran off the search range: no finite upper end.
+  fit.B_noise_upper_open = open > (1 - hi) * static_cast<double>(fit.resamples);
+  return fit;
+}
+
+}  // namespace lbt::experiments

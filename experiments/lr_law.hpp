@@ -1,0 +1,48 @@
+// The LR-vs-batch law of a sweep's best LRs (issue 23): a power law lr = c B^alpha, to compare
+// with the linear (alpha = 1, Goyal et al. 2017) and square-root (alpha = 1/2) rules, and
+// McCandlish et al.'s eps_opt(B) = eps_max / (1 + B_noise / B) (arXiv:1812.06162, eq. 2.6),
+// which flattens at B >> B_noise. Both fitted in log lr, with percentile-bootstrap intervals
+// that resample batch sizes and draw each best LR log-uniformly within its bracket (the LR
+// search knows the optimum only between the best's neighbours).
+#pragma once
+#include <cstdint>
+#include <optional>
+#include <vector>
+
+#include "experiments/critical_batch.hpp"
+
+namespace lbt::experiments {
+
+struct LrPoint {
+  double batch_size = 0.0;
+  double lr = 0.0;                  // the best LR found at this batch size
+  double lr_lo = 0.0, lr_hi = 0.0;  // its bracket (lr itself at both ends when unknown)
+};
+
+struct PowerLaw {
+  double alpha = 0.0, c = 0.0;  // lr = c B^alpha
+};
+// Least squares of log lr on log B. Needs >= 2 distinct batch sizes.
+PowerLaw fit_power_law(const std::vector<LrPoint>& points);
+
+struct NoiseLaw {
+  double eps_max = 0.0, B_noise = 0.0;
+  bool resolved = false;   // false: the best B_noise is at an edge of the search range
+  bool unbounded = false;  // at the upper edge: no flattening seen (lr still grows like B)
+};
+// Least squares in log lr over B_noise (1-D search on a log grid, then golden section), eps_max
+// in closed form for each B_noise.
+NoiseLaw fit_noise_law(const std::vector<LrPoint>& points);
+
+struct LrLawFit {
+  PowerLaw power;
+  NoiseLaw noise;
+  Interval alpha, eps_max;
+  std::optional<Interval> B_noise;  // empty upper end when resamples ran off the edge
+  bool B_noise_upper_open = false;
+  int resamples = 0;
+};
+LrLawFit fit_lr_law(const std::vector<LrPoint>& points, int resamples, double level,
+                    std::uint64_t seed);
+
+}  // namespace lbt::experiments

@@ -1,0 +1,94 @@
+// The measurement bootstrap; see measured_fit.hpp.
+#include "experiments/measured_fit.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <random>
+#include <set>
+
+#include "core/rng.hpp"
+
+namespace lbt::experiments {
+namespace {
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const std::size_t n = v.size();
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+// One seed's steps-to-target drawn uniformly from the whole steps in its bracket (lo, hi].
+double draw_in_bracket(const BracketedSteps& b, std::mt19937_64& rng) {
+  const auto width = static_cast<std::int64_t>(std::llround(b.hi - b.lo));
+  if (width <= 1) return b.hi;
+  return b.lo + 1.0 +
+         static_cast<double>(std::uniform_int_distribution<std::int64_t>(0, width - 1)(rng));
+}
+
+// One batch size's steps in a resample: its seeds (resampled or not), each at steps_hi or a
+// draw from its bracket, then their median.
+double resampled_steps(const MeasuredPoint& p, BootstrapSources sources, std::mt19937_64& rng) {
+  std::vector<double> steps(p.seeds.size());
+  std::uniform_int_distribution<std::size_t> pick(0, p.seeds.size() - 1);
+  for (std::size_t i = 0; i < steps.size(); ++i) {
+    const BracketedSteps& b = p.seeds[sources.seeds ? pick(rng) : i];
+    steps[i] = sources.resolution ? draw_in_bracket(b, rng) : b.hi;
+  }
+  return median(steps);
+}
+
+}  // namespace
+
+double median_steps(const MeasuredPoint& point) {
+  std::vector<double> hi;
+  for (const auto& b : point.seeds) hi.push_back(b.hi);
+  return median(hi);
+}
+
+std::vector<ScalingPoint> point_estimates(const std::vector<MeasuredPoint>& points) {
+  std::vector<ScalingPoint> out;
+  for (const auto& p : points) out.push_back({p.batch_size, median_steps(p)});
+  return out;
+}
+
+std::vector<CriticalBatchFit> measurement_bootstrap_fits(const std::vector<MeasuredPoint>& points,
+                                                         BootstrapSources sources, int resamples,
+                                                         std::uint64_t seed) {
+  fit_critical_batch(point_estimates(points));  // validates: >= 3 batch sizes, positive steps
+  auto rng = make_rng(seed, RngStream::kSweep, 0xB007);
+  std::uniform_int_distribution<std::size_t> pick(0, points.size() - 1);
+  std::vector<CriticalBatchFit> fits;
+  std::vector<ScalingPoint> sample(points.size());
+  for (int r = 0; r < resamples; ++r) {
+    std::set<double> batches;
+    for (std::size_t i = 0; i < sample.size(); ++i) {
+      const MeasuredPoint& p = points[sources.batch_sizes ? pick(rng) : i];
+      sample[i] = {p.batch_size, resampled_steps(p, sources, rng)};
+      batches.insert(p.batch_size);
+    }
+    if (batches.size() < 3) continue;  // too few distinct batch sizes to fit two parameters
+    fits.push_back(fit_critical_batch(sample));
+  }
+  return fits;
+}
+
+BootstrapIntervals intervals_of(const std::vector<CriticalBatchFit>& fits, double level) {
+  std::vector<double> s_min, b_noise, e_min, b_crit;
+  for (const CriticalBatchFit& f : fits) {
+    s_min.push_back(f.S_min);
+    b_noise.push_back(f.B_noise);
+    e_min.push_back(f.E_min);
+    b_crit.push_back(f.B_crit);
+  }
+  BootstrapIntervals out;
+  out.resamples = static_cast<int>(s_min.size());
+  if (s_min.empty()) return out;
+  const double lo = (1 - level) / 2, hi = (1 + level) / 2;
+  out.S_min = {quantile(s_min, lo), quantile(s_min, hi)};
+  out.B_noise = {quantile(b_noise, lo), quantile(b_noise, hi)};
+  out.E_min = {quantile(e_min, lo), quantile(e_min, hi)};
+  out.B_crit = {quantile(b_crit, lo), quantile(b_crit, hi)};
+  return out;
+}
+
+}  // namespace lbt::experiments

@@ -1,0 +1,39 @@
+// The critical-batch fit's uncertainty from what was measured (issue 23): each batch size has
+// several seeds, and each seed's steps-to-target is known only within its bracket
+// (steps_lo, steps_hi]. A percentile bootstrap that can switch three sources on and off:
+// batch sizes (resampled, as bootstrap_fits does: the scatter about the model), seeds
+// (resampled within each batch size) and resolution (each seed's step drawn uniformly from its
+// bracket). All three together give the reported interval; each alone its component.
+#pragma once
+#include <cstdint>
+#include <vector>
+
+#include "experiments/critical_batch.hpp"
+
+namespace lbt::experiments {
+
+struct BracketedSteps {
+  double lo = 0.0, hi = 0.0;  // the target was not met at step lo and met at step hi
+};
+
+struct MeasuredPoint {
+  double batch_size = 0.0;
+  std::vector<BracketedSteps> seeds;  // one per seed that reached the target
+};
+
+// The median over seeds of steps_hi (Shallue et al.'s steps-to-result, seed by seed).
+double median_steps(const MeasuredPoint& point);
+std::vector<ScalingPoint> point_estimates(const std::vector<MeasuredPoint>& points);
+
+struct BootstrapSources {
+  bool batch_sizes = true, seeds = true, resolution = true;
+};
+
+std::vector<CriticalBatchFit> measurement_bootstrap_fits(const std::vector<MeasuredPoint>& points,
+                                                         BootstrapSources sources, int resamples,
+                                                         std::uint64_t seed);
+
+// The (1 - level) / 2 and (1 + level) / 2 quantiles of each fitted quantity.
+BootstrapIntervals intervals_of(const std::vector<CriticalBatchFit>& fits, double level);
+
+}  // namespace lbt::experiments

@@ -1,0 +1,96 @@
+// Steps-to-target with a stated resolution (issue 23): the loop evaluates on a geometric grid,
+// then replays from the last evaluation below the target and bisects the crossing. Checked
+// against the same trial evaluated after every step (the definition itself: the first step
+// meeting the target), through the real binary, with one process and with 2 MPI ranks (whose
+// parameters live in shared memory: the replay must restore them too).
+#define BOOST_TEST_MODULE target_bracket
+#include <boost/test/unit_test.hpp>
+
+#include <cstdint>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "support/cli_runner.hpp"
+
+namespace fs = std::filesystem;
+
+namespace {
+
+using lbt::test::run_lbt;
+using lbt::test::scratch;
+using lbt::test::slurp;
+
+const std::string kSynthetic =
+    std::string(LBT_SOURCE_DIR) + "/experiments/configs/synthetic_sweep.toml";
+
+struct Bracket {
+  std::int64_t lo = -1, hi = -1, steps = -1;
+  int refinement_evals = 0;
+};
+
+// One trial to the target; `launcher` is "" or "MPIEXEC -np 2 ".
+Bracket run_trial(const std::string& launcher, std::int64_t batch, double lr,
+                  const std::string& evaluation) {
+  static int run = 0;
+  const fs::path out = scratch() / ("run" + std::to_string(run++));
+  const std::string cmd =
+      "train --config " + kSynthetic + " --out " + out.string() +
+      " --quiet --set train.threads=1 --set train.stop_at_target=true" +
+      " --set train.steps=3000 --set train.global_batch=" + std::to_string(batch) +
+      " --set optimizer.lr=" + std::to_string(lr) + " " + evaluation;
+  const auto r =
+      launcher.empty()
+          ? run_lbt(cmd)
+          : lbt::test::CliResult{
+                std::system((launcher + LBT_BINARY + " " + cmd + " >/dev/null 2>&1").c_str()), "",
+                ""};
+  BOOST_TEST_REQUIRE(r.code == 0, cmd << "\n" << r.err);
+  const auto s = nlohmann::json::parse(slurp(out / "summary.json"));
+  BOOST_TEST_REQUIRE(s.at("status") == "reached_target", cmd);
+  return {s.at("steps_lo"), s.at("steps_hi"), s.at("steps"), s.at("refinement_evals")};
+}
+
+const std::string kEveryStep = "--set train.eval_every=1 --set train.target_resolution=1";
+const std::string kGeometric = "--set train.eval_every=4 --set train.eval_growth=1.5";
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(five_percent_bracket_holds_the_step_found_by_evaluating_every_step) {
+  for (std::int64_t batch : {4, 16, 64, 256}) {
+    for (double lr : {0.03, 0.1}) {
+      const Bracket exact = run_trial("", batch, lr, kEveryStep);
+      BOOST_TEST(exact.hi - exact.lo == 1);  // every step evaluated: the bracket is one step
+      const Bracket coarse = run_trial("", batch, lr, kGeometric);
+      BOOST_TEST_CONTEXT("B=" << batch << " lr=" << lr << " exact " << exact.hi << ", bracket ("
+                              << coarse.lo << ", " << coarse.hi << "]") {
+        BOOST_TEST(coarse.lo < exact.hi);
+        BOOST_TEST(exact.hi <= coarse.hi);
+        BOOST_TEST(coarse.hi - coarse.lo <= std::max<double>(1.0, 0.05 * coarse.hi));
+      }
+      // Refined to the single step, the replay finds exactly the every-step answer.
+      const Bracket refined =
+          run_trial("", batch, lr, kGeometric + " --set train.target_resolution=0");
+      BOOST_TEST(refined.hi == exact.hi, "B=" << batch << " lr=" << lr);
+      BOOST_TEST(refined.lo == exact.hi - 1);
+    }
+  }
+}
+
+BOOST_AUTO_TEST_CASE(refinement_is_the_same_with_two_ranks_sharing_their_parameters) {
+  const std::string mpi = std::string(MPIEXEC) + " -np 2 --oversubscribe ";
+  const Bracket exact = run_trial(mpi, 64, 0.1, kEveryStep);
+  const Bracket refined = run_trial(mpi, 64, 0.1, kGeometric + " --set train.target_resolution=0");
+  BOOST_TEST(refined.refinement_evals > 0);
+  BOOST_TEST(refined.hi == exact.hi);
+  BOOST_TEST(refined.lo == exact.hi - 1);
+}
+
+BOOST_AUTO_TEST_CASE(bad_eval_growth_and_resolution_are_one_line_errors) {
+  for (const std::string bad :
+       {"train.eval_growth=0.5", "train.target_resolution=1.5", "train.target_resolution=-0.1"}) {
+    const auto r = run_lbt("train --config " + kSynthetic + " --check --set " + bad);
+    BOOST_TEST(r.code == 2, bad);
+    BOOST_TEST(r.err.find(bad.substr(0, bad.find('='))) != std::string::npos, r.err);
+  }
+}

@@ -1,0 +1,113 @@
+// The fit's uncertainty from what a sweep measures (experiments/measured_fit.hpp, lr_law.hpp),
+// checked on synthetic sweeps whose truth is known: S(B) = S_min (1 + B_crit / B) with
+// multiplicative seed noise, each seed's step seen only within a 5% bracket as the trainer
+// reports it; and best LRs on an exact power law, known only within the search's ratio.
+#include <boost/test/unit_test.hpp>
+
+#include <cmath>
+#include <random>
+#include <vector>
+
+#include "experiments/lr_law.hpp"
+#include "experiments/measured_fit.hpp"
+
+using namespace lbt::experiments;
+
+BOOST_AUTO_TEST_SUITE(measured_fit)
+
+namespace {
+
+const std::vector<double> kBatches = {16, 32, 64, 128, 256, 512, 1024, 2048, 4096};
+
+// One synthetic sweep: per batch size `seeds` seeds, each first meeting the target at
+// T = S(B) exp(sigma z), reported as the trainer does: steps_hi somewhere in [T, 1.05 T] (the
+// refinement's grid), steps_lo = steps_hi - floor(0.05 steps_hi).
+std::vector<MeasuredPoint> synthetic_sweep(double s_min, double b_crit, int seeds, double sigma,
+                                           std::mt19937_64& rng) {
+  std::normal_distribution<double> z;
+  std::uniform_real_distribution<double> u(0.0, 1.0);
+  std::vector<MeasuredPoint> points;
+  for (double B : kBatches) {
+    MeasuredPoint p{B, {}};
+    for (int k = 0; k < seeds; ++k) {
+      const double T = std::ceil(s_min * (1 + b_crit / B) * std::exp(sigma * z(rng)));
+      const double hi = T + std::floor(u(rng) * 0.05 * T);
+      p.seeds.push_back({hi - std::max(1.0, std::floor(0.05 * hi)), hi});
+    }
+    points.push_back(p);
+  }
+  return points;
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(interval_covers_the_true_critical_batch_in_at_least_93_of_100_sweeps) {
+  const double s_min = 40.0, b_crit = 600.0;
+  std::mt19937_64 rng(20261125);
+  int covered = 0;
+  double width = 0.0;
+  for (int rep = 0; rep < 100; ++rep) {
+    const auto points = synthetic_sweep(s_min, b_crit, 3, 0.15, rng);
+    const auto ci = intervals_of(measurement_bootstrap_fits(points, {}, 1000, rep), 0.95);
+    covered += ci.B_crit.lo <= b_crit && b_crit <= ci.B_crit.hi;
+    width += std::log(ci.B_crit.hi / ci.B_crit.lo) / 100;
+  }
+  BOOST_TEST_MESSAGE("B_crit interval covered the truth in "
+                     << covered << " of 100 sweeps; mean log width " << width);
+  BOOST_TEST(covered >= 93);
+}
+
+BOOST_AUTO_TEST_CASE(
+    each_source_alone_is_narrower_than_all_together_and_resolution_alone_is_small) {
+  std::mt19937_64 rng(7);
+  const auto points = synthetic_sweep(40.0, 600.0, 3, 0.15, rng);
+  const auto all =
+      intervals_of(measurement_bootstrap_fits(points, {true, true, true}, 2000, 1), 0.95);
+  const auto seeds =
+      intervals_of(measurement_bootstrap_fits(points, {false, true, false}, 2000, 1), 0.95);
+  const auto resolution =
+      intervals_of(measurement_bootstrap_fits(points, {false, false, true}, 2000, 1), 0.95);
+  const auto w = [](Interval i) { return std::log(i.hi / i.lo); };
+  BOOST_TEST(w(seeds.B_crit) < w(all.B_crit));
+  BOOST_TEST(w(resolution.B_crit) < w(seeds.B_crit));
+  // A 5% bracket moves each median by at most 5%: B_crit = E_min / S_min by much less.
+  BOOST_TEST(w(resolution.B_crit) < 0.1);
+}
+
+BOOST_AUTO_TEST_CASE(power_law_alpha_is_recovered_within_0_05) {
+  std::mt19937_64 rng(3);
+  std::uniform_real_distribution<double> u(-0.5, 0.5);
+  for (double alpha : {0.5, 0.75, 1.0}) {
+    std::vector<LrPoint> points;
+    const double ratio = std::sqrt(2.0);  // the search's refinement ratio
+    for (double B : kBatches) {
+      // The best LR the search found: the true optimum moved by up to half the ratio (in log).
+      const double truth = 0.01 * std::pow(B, alpha);
+      const double found = truth * std::pow(ratio, u(rng));
+      points.push_back({B, found, found / std::sqrt(ratio), found * std::sqrt(ratio)});
+    }
+    const LrLawFit law = fit_lr_law(points, 1000, 0.95, 1);
+    BOOST_TEST(std::abs(law.power.alpha - alpha) <= 0.05,
+               "alpha " << alpha << " fitted " << law.power.alpha);
+    BOOST_TEST(law.alpha.lo <= alpha);
+    BOOST_TEST(alpha <= law.alpha.hi);
+  }
+}
+
+BOOST_AUTO_TEST_CASE(mccandlish_eps_opt_recovers_b_noise_and_says_when_it_cannot) {
+  std::vector<LrPoint> points;
+  for (double B : kBatches) {
+    const double lr = 0.5 / (1 + 300.0 / B);  // eq. 2.6 with eps_max 0.5, B_noise 300
+    points.push_back({B, lr, lr, lr});
+  }
+  const NoiseLaw law = fit_noise_law(points);
+  BOOST_TEST(law.resolved);
+  BOOST_TEST(law.B_noise == 300.0, boost::test_tools::tolerance(1e-3));
+  BOOST_TEST(law.eps_max == 0.5, boost::test_tools::tolerance(1e-3));
+  for (auto& p : points) p.lr = p.lr_lo = p.lr_hi = 1e-4 * p.batch_size;  // linear: no flattening
+  const NoiseLaw linear = fit_noise_law(points);
+  BOOST_TEST(!linear.resolved);
+  BOOST_TEST(linear.unbounded);
+}
+
+BOOST_AUTO_TEST_SUITE_END()

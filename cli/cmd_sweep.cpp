@@ -1,5 +1,6 @@
 // `lbt sweep --config FILE --batch-sizes 16,32,... [--target ...] [--lr-trials N] [--jobs J]
 //  [--out DIR] [--set k=v ...] [--launcher local|slurm] [--submit] [--trial-index I]`
+#include <csignal>
 #include <cstdio>
 #include <memory>
 #include <string>
@@ -9,6 +10,7 @@
 #include "core/config.hpp"
 #include "core/error.hpp"
 #include "experiments/sweep.hpp"
+#include "experiments/sweep_interrupt.hpp"
 #include "experiments/sweep_plan.hpp"
 
 namespace lbt::cli {
@@ -94,7 +96,18 @@ void add_sweep_command(CLI::App& app) {
     o.plots = !a->no_plots;
     o.progress = !a->quiet;
     o.check_only = a->check;
+    experiments::install_sweep_interrupt_handlers();
     const auto r = experiments::run_sweep(o);
+    if (r.interrupt_signal != 0) {
+      throw Interrupted(r.interrupt_signal,
+                        std::string("sweep interrupted by ") +
+                            (r.interrupt_signal == SIGINT ? "SIGINT" : "SIGTERM") +
+                            ": its running trials saved a checkpoint (status interrupted); "
+                            "sweep.csv and best.csv in " +
+                            r.dir.string() + " hold the trials finished so far",
+                        "continue it with: " + experiments::sweep_resume_command(o, r.dir) +
+                            " (finished trials are kept, interrupted ones continue bit for bit)");
+    }
     if (a->check) {
       std::printf("sweep config valid: %d trials, each trial's config and schedule checked\n",
                   r.trials);

@@ -59,13 +59,15 @@ int main(int argc, char** argv) {
       "  1    other error\n"
       "  2    bad config or option; a directory in use (a sweep directory locked by another\n"
       "       lbt sweep) or holding something else (--overwrite, --resume)\n"
-      "  3    bad or missing data file\n"
+      "  3    bad or missing data file; MPI ranks whose data files differ in content\n"
       "  4    device error\n"
       "  5    communication error (MPI)\n"
       "  6    lbt sweep ran to its end but some trials failed (crashed); they are listed\n"
       "  130  interrupted by SIGINT (Ctrl-C), 143 by SIGTERM: lbt train finished its step,\n"
       "       wrote a checkpoint and summary status \"interrupted\" (--resume continues it);\n"
-      "       a second signal exits at once");
+      "       lbt sweep passed the signal to its running trials (each saves itself so),\n"
+      "       waited for them and wrote sweep.csv/best.csv (rerunning continues it);\n"
+      "       a second signal exits at once, keeping the last complete checkpoints");
   app.require_subcommand(1);
   app.fallthrough();
   lbt::cli::add_train_command(app);

@@ -1,15 +1,19 @@
 // Child processes for sweep trials: fork + exec with stdout/stderr to a log file. The child
 // asks the kernel for SIGKILL when its parent dies (PR_SET_PDEATHSIG), so killing a sweep never
-// leaves orphaned trials writing into directories that a rerun is about to clear.
+// leaves orphaned trials writing into directories that a rerun is about to clear. Each child
+// runs in its own process group, so a terminal's Ctrl-C reaches only the sweep, which forwards
+// it once (forward_signal_to_children): a trial seeing the key press twice would exit at once
+// instead of saving its state.
 #pragma once
+#include <sys/types.h>
 #include <filesystem>
 #include <string>
-#include <sys/types.h>
 #include <vector>
 
 namespace lbt::experiments {
 
-// Starts `program args...`; returns its pid. Throws lbt::Error when fork fails.
+// Starts `program args...`; returns its pid. The log is appended to (a resumed trial keeps the
+// log of its first part). Throws lbt::Error when fork fails.
 pid_t spawn_logged(const std::filesystem::path& program, const std::vector<std::string>& args,
                    const std::filesystem::path& log_file);
 
@@ -21,6 +25,10 @@ struct ChildExit {
 
 // Blocks until one of this process's children ends.
 ChildExit wait_any_child();
+
+// Sends `signal` once to every child started by spawn_logged that has not ended, and to any
+// started later. Async-signal-safe (lock-free atomics and kill only): a signal handler calls it.
+void forward_signal_to_children(int signal);
 
 // The last `max_lines` non-empty lines of a text file (for failure messages).
 std::string tail_lines(const std::filesystem::path& path, int max_lines);

@@ -1,7 +1,10 @@
 // check_ranks_agree; see rank_agreement.hpp.
 #include "experiments/rank_agreement.hpp"
 
+#include <algorithm>
+#include <fstream>
 #include <map>
+#include <sstream>
 #include <vector>
 
 #include "core/error.hpp"
@@ -11,10 +14,14 @@ namespace lbt::experiments {
 namespace {
 
 // What must agree, one "key = value" line per key, sorted: the config less train.threads (a
-// rank's own affair: it changes no value across ranks) plus the layout.
+// rank's own affair: it changes no value across ranks) and the data paths (each host may read
+// its own copy; check_data_agrees compares the contents) plus the layout.
 std::string agreement_text(const std::string& resolved_toml, const WorldLayout& layout, int world) {
   auto keys = flatten_config(resolved_toml);
-  keys.erase("train.threads");
+  for (const char* key : {"train.threads", "data.path", "data.train_features", "data.train_labels",
+                          "data.test_features", "data.test_labels"}) {
+    keys.erase(key);
+  }
   keys["world.size"] = std::to_string(world);
   keys["world.micro_batch"] = std::to_string(layout.micro_batch);
   keys["world.accum_steps"] = std::to_string(layout.accum_steps);
@@ -55,15 +62,18 @@ std::string broadcast_text(comm::Communicator& comm, const std::string& mine, in
   return text;
 }
 
-}  // namespace
+// The ranks' texts where they differ: one group per distinct hash of `compared` (rank 0's
+// first), each with its ranks and the `shown` text of its first rank. Empty when all agree.
+struct Group {
+  std::vector<int> ranks;
+  std::string shown;
+};
 
-void check_ranks_agree(comm::Communicator& comm, const std::string& resolved_toml,
-                       const WorldLayout& layout) {
+std::vector<Group> differing_groups(comm::Communicator& comm, const std::string& compared,
+                                    const std::string& shown) {
   const int world = comm.size();
-  if (world == 1) return;
-  const std::string mine = agreement_text(resolved_toml, layout, world);
   // The hash as four 16-bit pieces: exact in a float, the type allgather carries.
-  const std::uint64_t h = fnv1a(mine);
+  const std::uint64_t h = fnv1a(compared);
   float parts[4];
   for (int i = 0; i < 4; ++i) parts[i] = static_cast<float>((h >> (16 * i)) & 0xffffu);
   std::vector<float> all(4 * static_cast<std::size_t>(world));
@@ -75,28 +85,58 @@ void check_ranks_agree(comm::Communicator& comm, const std::string& resolved_tom
   };
   bool agree = true;
   for (int r = 1; r < world; ++r) agree = agree && hash_of(r) == hash_of(0);
-  if (agree) return;
-
-  // Rare path: each distinct config travels once, from the first rank holding it, so every
-  // rank can name the differences.
-  std::map<std::uint64_t, std::vector<int>> ranks_by_hash;
-  std::vector<std::uint64_t> order;  // distinct hashes by first rank
+  if (agree) return {};
+  // Rare path: each distinct text travels once, from the first rank holding it, so every rank
+  // can name the differences.
+  std::map<std::uint64_t, std::size_t> group_of;
+  std::vector<Group> groups;
   for (int r = 0; r < world; ++r) {
-    auto& ranks = ranks_by_hash[hash_of(r)];
-    if (ranks.empty()) order.push_back(hash_of(r));
-    ranks.push_back(r);
+    auto [it, added] = group_of.emplace(hash_of(r), groups.size());
+    if (added) groups.push_back({});
+    groups[it->second].ranks.push_back(r);
   }
-  std::map<std::uint64_t, std::string> text_of;
-  for (std::uint64_t hash : order)
-    text_of[hash] = broadcast_text(comm, mine, ranks_by_hash[hash].front());
-  const auto reference = parse_lines(text_of[hash_of(0)]);
+  for (auto& g : groups) g.shown = broadcast_text(comm, shown, g.ranks.front());
+  return groups;
+}
+
+std::string rank_list(const std::vector<int>& ranks) {
+  std::string who;
+  for (int r : ranks) who += (who.empty() ? "" : ",") + std::to_string(r);
+  return "rank" + std::string(ranks.size() > 1 ? "s " : " ") + who;
+}
+
+// FNV-1a of the first and the last MiB and the size: cheap on any dataset, and a copy that
+// was cut short, regenerated or edited differs in one of them (mtimes differ between honest
+// copies, so they are not compared).
+std::uint64_t file_fingerprint(const std::filesystem::path& path, std::uintmax_t size) {
+  constexpr std::uintmax_t kMiB = 1 << 20;
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw DataError("cannot read data file " + path.string(), "check its permissions");
+  auto read_at = [&](std::uintmax_t offset, std::uintmax_t n) {
+    std::string bytes(n, '\0');
+    in.seekg(static_cast<std::streamoff>(offset));
+    in.read(bytes.data(), static_cast<std::streamsize>(n));
+    return bytes;
+  };
+  const std::uintmax_t head = std::min(size, kMiB);
+  std::string sample = read_at(0, head);
+  if (size > kMiB)
+    sample += read_at(size - std::min(size - head, kMiB), std::min(size - head, kMiB));
+  return fnv1a(sample + "/" + std::to_string(size));
+}
+
+}  // namespace
+
+void check_ranks_agree(comm::Communicator& comm, const std::string& resolved_toml,
+                       const WorldLayout& layout) {
+  if (comm.size() == 1) return;
+  const std::string mine = agreement_text(resolved_toml, layout, comm.size());
+  const std::vector<Group> groups = differing_groups(comm, mine, mine);
+  if (groups.empty()) return;
+  const auto reference = parse_lines(groups.front().shown);
   std::string message = "the ranks were started with different configs:";
-  for (std::uint64_t hash : order) {
-    if (hash == hash_of(0)) continue;
-    const auto& ranks = ranks_by_hash[hash];
-    std::string who;
-    for (int r : ranks) who += (who.empty() ? "" : ",") + std::to_string(r);
-    const auto other = parse_lines(text_of[hash]);
+  for (std::size_t g = 1; g < groups.size(); ++g) {
+    const auto other = parse_lines(groups[g].shown);
     std::string diffs;
     auto add = [&](const std::string& key, const std::string& a, const std::string& b) {
       diffs += (diffs.empty() ? "" : ", ") + key + " = " + a + " on rank 0 but " + b;
@@ -109,13 +149,66 @@ void check_ranks_agree(comm::Communicator& comm, const std::string& resolved_tom
     for (const auto& [key, value] : other) {
       if (!reference.count(key)) add(key, "(unset)", value);
     }
-    message += " rank" + std::string(ranks.size() > 1 ? "s " : " ") + who + ": " + diffs + ";";
+    message += " " + rank_list(groups[g].ranks) + ": " + diffs + ";";
   }
   message.pop_back();
   const std::string hint =
       "start every rank with the same --config and --set options (in an MPMD launch, the same "
-      "arguments after each ':'); only train.threads may differ";
+      "arguments after each ':'); only train.threads and the data paths may differ";
   if (comm.rank() == 0) throw ConfigError(message, hint);
+  throw ReportedByRankZero(message);
+}
+
+void check_data_agrees(comm::Communicator& comm, const std::vector<data::DataFile>& files) {
+  if (comm.size() == 1) return;
+  // Per file, one line "key size fingerprint" to compare and the same plus the path to show.
+  std::string compared, shown;
+  for (const auto& f : files) {
+    std::error_code ec;
+    const std::uintmax_t size = std::filesystem::file_size(f.path, ec);
+    if (ec) throw DataError("data file not found: " + f.path.string(), "check " + f.key);
+    const std::string line =
+        f.key + " " + std::to_string(size) + " " + std::to_string(file_fingerprint(f.path, size));
+    compared += line + "\n";
+    shown += line + " " + f.path.string() + "\n";
+  }
+  const std::vector<Group> groups = differing_groups(comm, compared, shown);
+  if (groups.empty()) return;
+  auto lines = [](const std::string& text) {
+    std::vector<std::string> out;
+    for (std::size_t pos = 0, end; pos < text.size(); pos = end + 1) {
+      end = text.find('\n', pos);
+      out.push_back(text.substr(pos, end - pos));
+    }
+    return out;
+  };
+  // "key size fingerprint path" -> "path (size bytes)"
+  auto describe = [](const std::string& line) {
+    std::istringstream in(line);
+    std::string key, size, print, path;
+    in >> key >> size >> print;
+    std::getline(in >> std::ws, path);
+    return path + " (" + size + " bytes)";
+  };
+  const auto reference = lines(groups.front().shown);
+  std::string message = "the ranks would train on different data:";
+  for (std::size_t g = 1; g < groups.size(); ++g) {
+    const auto other = lines(groups[g].shown);
+    for (std::size_t i = 0; i < std::max(reference.size(), other.size()); ++i) {
+      const std::string a = i < reference.size() ? reference[i] : "",
+                        b = i < other.size() ? other[i] : "";
+      if (a.substr(0, a.rfind(' ')) == b.substr(0, b.rfind(' '))) continue;  // same contents
+      message += " rank 0 reads " + (a.empty() ? "no file" : describe(a)) + " but " +
+                 rank_list(groups[g].ranks) + " reads " + (b.empty() ? "no file" : describe(b)) +
+                 ", whose contents differ;";
+      break;
+    }
+  }
+  message.pop_back();
+  const std::string hint =
+      "give every rank the same data files (copy them again, e.g. rsync -c); only their paths "
+      "may differ";
+  if (comm.rank() == 0) throw DataError(message, hint);
   throw ReportedByRankZero(message);
 }
 

@@ -1,12 +1,16 @@
 // Ranks agree or stop: before any other collective of a run, every rank compares its resolved
-// config (every key but train.threads) and world layout with rank 0's. Ranks started with
-// different configs (an MPMD launch, a --set on one host) would otherwise deadlock (another
-// train.steps: one rank waits forever in an allreduce) or train silently wrong (another LR).
+// config (every key but train.threads and the data paths) and world layout with rank 0's, then
+// the contents of its data files. Ranks started with different configs (an MPMD launch, a --set
+// on one host) would otherwise deadlock (another train.steps: one rank waits forever in an
+// allreduce) or train silently wrong (another LR, a stale copy of the data on one host).
 #pragma once
 #include <cstdint>
 #include <string>
 
+#include <vector>
+
 #include "trainer/comm/communicator.hpp"
+#include "trainer/data/load.hpp"
 
 namespace lbt::experiments {
 
@@ -20,5 +24,11 @@ struct WorldLayout {
 // rank 0's message only, and rank 0's abort ends the job).
 void check_ranks_agree(comm::Communicator& comm, const std::string& resolved_toml,
                        const WorldLayout& layout);
+
+// Every rank fingerprints its data files (size and the first and last MiB; the paths may
+// differ) and compares with rank 0's: one allgather when all agree. On a mismatch rank 0 throws
+// DataError naming the first differing file with each rank's path and size, the others
+// ReportedByRankZero, as above.
+void check_data_agrees(comm::Communicator& comm, const std::vector<data::DataFile>& files);
 
 }  // namespace lbt::experiments

@@ -12,7 +12,8 @@ namespace lbt::experiments {
 namespace {
 
 nlohmann::json outcome_json(const trainer::TrainOutcome& o) {
-  return {{"steps", o.steps},
+  return {{"status", o.status},
+          {"steps", o.steps},
           {"steps_to_target", o.steps_to_target},
           {"examples_to_target", o.examples_to_target},
           {"steps_lo", o.steps_lo},
@@ -32,6 +33,10 @@ double number(const nlohmann::json& v) {
 }
 
 void outcome_from_json(const nlohmann::json& j, trainer::TrainOutcome& o) {
+  // A run's final checkpoint says how it ended (reached_target, diverged, ...): resuming from it
+  // must not train on past a stop at the target. An interrupted run goes on.
+  o.status = j.value("status", "running");
+  if (o.status == "interrupted") o.status = "running";
   o.steps = j.at("steps");
   o.steps_to_target = j.at("steps_to_target");
   o.examples_to_target = j.at("examples_to_target");

@@ -19,6 +19,7 @@
 #include "experiments/lbt_schema.hpp"
 #include "experiments/run_checkpoint.hpp"
 #include "experiments/sweep_checks.hpp"
+#include "experiments/sweep_interrupt.hpp"
 #include "experiments/sweep_plan.hpp"
 #include "experiments/sweep_results.hpp"
 #include "experiments/sweep_search.hpp"
@@ -107,6 +108,7 @@ class SweepRunner {
     out.ran = static_cast<int>(todo.size());
     out.trials = static_cast<int>(plan_.size());  // the search and the seeds added trials
     write_tables();
+    if ((out.interrupt_signal = sweep_interrupt_signal())) return out;  // no fit, no plots
     for (const auto& r : results_) {
       out.reached += r.status == "reached_target";
       out.failed += r.status == "failed";
@@ -230,7 +232,7 @@ class SweepRunner {
                       "run the sbatch script that `lbt sweep --launcher slurm` wrote last");
   }
 
-  std::vector<std::string> child_args(const Trial& t) const {
+  std::vector<std::string> child_args(const Trial& t, bool resume) const {
     // No --overwrite: run_trials has just emptied the directory but for train.log, which this
     // process holds open (replacing the directory would send the log into the deleted one).
     std::vector<std::string> a = {"train",
@@ -245,6 +247,7 @@ class SweepRunner {
       if (!is_sweep_key(s)) a.insert(a.end(), {"--set", s});
     }
     for (const auto& s : t.overrides) a.insert(a.end(), {"--set", s});
+    if (resume) a.insert(a.end(), {"--resume", trial_dir(t).string()});
     return a;
   }
 
@@ -253,13 +256,21 @@ class SweepRunner {
     std::size_t next = 0;
     int done = 0;
     const auto start = Clock::now();
-    while (next < todo.size() || !running.empty()) {
-      while (next < todo.size() && static_cast<int>(running.size()) < jobs_) {
+    // After SIGINT/SIGTERM no trial starts; the running ones save their state and end.
+    auto more = [&] { return next < todo.size() && !sweep_interrupted(); };
+    while (more() || !running.empty()) {
+      while (more() && static_cast<int>(running.size()) < jobs_) {
         const Trial t = plan_[todo[next++]];
-        // An unfinished trial may hold a torn run from a killed sweep: start it clean.
-        fs::remove_all(trial_dir(t));
-        fs::create_directories(trial_dir(t));
-        running[spawn_trial(t)] = t.index;
+        // An unfinished trial continues from its checkpoint, or starts clean (sweep_interrupt);
+        // a program (--exec) starts clean: the protocol has no resume.
+        bool resume = false;
+        if (options_.exec_command.empty()) {
+          resume = prepare_trial_dir(trial_dir(t), threads_);
+        } else {
+          fs::remove_all(trial_dir(t));
+          fs::create_directories(trial_dir(t));
+        }
+        running[spawn_trial(t, resume)] = t.index;
         results_[t.index].status = "running";
       }
       const ChildExit e = wait_any_child();
@@ -296,9 +307,9 @@ class SweepRunner {
 
   // A child that ended without a final summary crashed (or its config failed before the run
   // directory existed): record that as "failed" with the log's last lines, so it is final.
-  pid_t spawn_trial(const Trial& t) {
+  pid_t spawn_trial(const Trial& t, bool resume) {
     if (options_.exec_command.empty())
-      return spawn_logged(lbt_, child_args(t), trial_dir(t) / "train.log");
+      return spawn_logged(lbt_, child_args(t, resume), trial_dir(t) / "train.log");
     const std::string command =
         expand_placeholders(options_.exec_command, t, settings_.base_seed, trial_dir(t));
     io::atomic_write(trial_dir(t) / "command.sh", command + "\n");
@@ -306,14 +317,15 @@ class SweepRunner {
   }
 
   void finish_trial(const Trial& t, const ChildExit& e) {
-    if (!options_.exec_command.empty()) {
+    // A program stopped by the sweep's forwarded signal is unfinished: a rerun redoes it.
+    if (!options_.exec_command.empty() && !stopped_by_interrupt(e)) {
       write_exec_summary(t, trial_dir(t), trainer::parse_target(settings_.target), e,
                          trial_dir(t) / "program.log");
     }
     TrialResult r = read_trial_result(t, trial_dir(t));
-    // "interrupted" (the trial saved its state on SIGINT/SIGTERM) is unfinished, not failed:
-    // a rerun redoes it.
-    if (!is_final_status(r.status) && r.status != "interrupted") {
+    // "interrupted" (the trial saved its state on SIGINT/SIGTERM, or the sweep's forwarded
+    // signal ended it) is unfinished, not failed: a rerun continues it.
+    if (!is_final_status(r.status) && r.status != "interrupted" && !stopped_by_interrupt(e)) {
       std::string why = e.signal ? "killed by signal " + std::to_string(e.signal)
                                  : "exited with code " + std::to_string(e.exit_code);
       const std::string log = tail_lines(trial_dir(t) / "train.log", 3);
@@ -324,6 +336,7 @@ class SweepRunner {
       io::atomic_write(trial_dir(t) / "summary.json", s.dump(2) + "\n");
       r = read_trial_result(t, trial_dir(t));
     }
+    if (stopped_by_interrupt(e) && !is_final_status(r.status)) r.status = "interrupted";
     results_[t.index] = r;
   }
 

@@ -1,7 +1,8 @@
 // `lbt sweep`: a batch-size sweep to a target (Shallue et al. 2018, arXiv:1811.03600). Each
 // trial of the plan (sweep_plan.hpp) is an `lbt train` child process writing a run directory
 // under SWEEP_DIR/trials/<B>_<k>/; sweep.csv and best.csv are rewritten atomically after each
-// trial; rerunning resumes (final trials are kept, unfinished ones cleared and redone). One
+// trial; rerunning resumes (final trials are kept, unfinished ones continue from their
+// checkpoints or are redone: sweep_interrupt.hpp, which also handles Ctrl-C). One
 // sweep at a time owns the directory (dir_lock.hpp); a rerun must have the same plan (sweep.json),
 // or --extend to add batch sizes.
 #pragma once
@@ -39,7 +40,8 @@ struct SweepOutcome {
   int trials = 0, ran = 0, skipped = 0, reached = 0, failed = 0;
   // "name: message" of every failed trial (crashed, not diverged); an array task: its own.
   std::vector<std::string> failed_trials;
-  std::string fit_note;  // the fit's one-line result, or why it was skipped
+  std::string fit_note;      // the fit's one-line result, or why it was skipped
+  int interrupt_signal = 0;  // SIGINT/SIGTERM stopped it (sweep_interrupt.hpp); no fit then
 };
 
 // Runs (or resumes) the sweep. Throws lbt::Error for a bad config before any trial starts.

@@ -2,6 +2,7 @@
 #include "experiments/train_run.hpp"
 
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <iostream>
 #include <nlohmann/json.hpp>
@@ -93,6 +94,7 @@ RunResult run_training(Config& config, const RunOptions& options, comm::Communic
   // Before any other collective: ranks started with different configs stop here, all of them.
   check_ranks_agree(comm, config.resolved_toml(),
                     {cfg.global_batch, cfg.micro_batch, cfg.accum_steps});
+  check_data_agrees(comm, data::data_files(cfg.data));
   const int threads = cfg.threads > 0 ? cfg.threads : default_threads(comm.size());
   set_num_threads(threads);
   data::Splits splits = data::load_splits(cfg.data, cfg.seed);
@@ -145,6 +147,10 @@ RunResult run_training(Config& config, const RunOptions& options, comm::Communic
   bool resumed = false;
   if (options.resume != Resume::kNo) {
     resumed = restore_run_checkpoint(result.run_dir, resume_from, *model, *optimizer, identity);
+    if (resumed && comm.rank() == 0) {
+      std::fprintf(stderr, "note: resuming %s from its checkpoint of step %lld\n",
+                   result.run_dir.c_str(), static_cast<long long>(resume_from.step));
+    }
     if (!resumed && options.resume == Resume::kRequired) {
       throw ConfigError("nothing to resume: " + (result.run_dir / "checkpoints").string() +
                             " holds no intact checkpoint",

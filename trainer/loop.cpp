@@ -348,7 +348,8 @@ TrainOutcome TrainLoop::run() {
   const double wall_before = out_.wall_time_s;  // time spent before a resume
   std::int64_t next_eval = next_eval_after(state_.step, cfg_.eval_every, cfg_.eval_growth);
   if (out_.steps_to_target < 0) take_lo_snapshot();
-  for (std::int64_t s = state_.step; s < ctx_.total_steps; ++s) {
+  // A resume from a run's final checkpoint (status no longer "running") trains no more steps.
+  for (std::int64_t s = state_.step; s < ctx_.total_steps && out_.status == "running"; ++s) {
     const StepResult r = step(s, /*replay=*/false);
     if (r.verdict == StepVerdict::kDiverged) break;
     log_step(r);

@@ -15,12 +15,15 @@
 #include <thread>
 
 #include "support/cli_runner.hpp"
+#include "support/processes.hpp"
 #include "trainer/checkpoint.hpp"
 
 namespace fs = std::filesystem;
 using lbt::test::run_lbt;
 using lbt::test::scratch;
 using lbt::test::slurp;
+using lbt::test::start_lbt;
+using lbt::test::wait_for;
 
 namespace {
 
@@ -93,33 +96,6 @@ BOOST_AUTO_TEST_CASE(overwrite_replaces_the_old_run_with_its_checkpoints) {
 }
 
 namespace {
-
-// Starts `lbt args` in the background with output to `log`; returns its pid.
-pid_t start_lbt(const std::string& args, const fs::path& log) {
-  const pid_t pid = fork();
-  if (pid == 0) {
-    setpgid(0, 0);
-    const std::string cmd =
-        "exec " + std::string(LBT_BINARY) + " " + args + " >" + log.string() + " 2>&1";
-    execl("/bin/sh", "sh", "-c", cmd.c_str(), static_cast<char*>(nullptr));
-    _exit(127);
-  }
-  setpgid(pid, pid);
-  return pid;
-}
-
-// Waits up to `seconds` for the process; returns its wait status, or -1 after killing it.
-int wait_for(pid_t pid, double seconds) {
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
-  int status = 0;
-  while (std::chrono::steady_clock::now() < deadline) {
-    if (waitpid(pid, &status, WNOHANG) == pid) return status;
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
-  kill(-pid, SIGKILL);
-  waitpid(pid, &status, 0);
-  return -1;
-}
 
 std::size_t line_count(const fs::path& file) {
   std::ifstream in(file);
@@ -283,4 +259,89 @@ BOOST_AUTO_TEST_CASE(a_directory_given_as_a_data_file_is_a_one_line_error_naming
   BOOST_TEST(r.err.find("hint: set data.train_features to the file itself") != std::string::npos,
              r.err);
   BOOST_TEST(r.err.find("filesystem error") == std::string::npos, r.err);
+}
+
+namespace {
+
+// A tiny IDX dataset (4x4 "images", 10 classes) in `dir`: 256 training and 64 test examples.
+void write_tiny_idx(const fs::path& dir) {
+  fs::create_directories(dir);
+  auto write = [&](const std::string& name, std::uint32_t magic, std::vector<std::uint32_t> dims,
+                   std::size_t n, unsigned seed) {
+    std::ofstream out(dir / name, std::ios::binary);
+    auto be32 = [&](std::uint32_t v) {
+      const char b[4] = {char(v >> 24), char(v >> 16), char(v >> 8), char(v)};
+      out.write(b, 4);
+    };
+    be32(magic);
+    for (auto d : dims) be32(d);
+    for (std::size_t i = 0; i < n; ++i)
+      out.put(char((i * 37 + seed) % (magic == 0x801 ? 10 : 256)));
+  };
+  write("train-images-idx3-ubyte", 0x803, {256, 4, 4}, 256 * 16, 1);
+  write("train-labels-idx1-ubyte", 0x801, {256}, 256, 2);
+  write("t10k-images-idx3-ubyte", 0x803, {64, 4, 4}, 64 * 16, 3);
+  write("t10k-labels-idx1-ubyte", 0x801, {64}, 64, 4);
+}
+
+// `mpirun -np 1 lbt train ... : -np 1 lbt train ... --set data.path=OTHER`; returns the exit
+// status (-1: hung, killed after 60 s), the seconds it took and its output.
+int run_mpmd_with_data(const fs::path& data, const fs::path& other, const fs::path& out,
+                       double& seconds, std::string& text) {
+  const fs::path cfg = scratch() / "tiny_idx.toml";
+  std::ofstream(cfg) << "[model]\nspec = \"logistic:16-10\"\n[data]\ndataset = \"tiny\"\n"
+                     << "format = \"idx\"\npath = \"" << data.string() << "\"\n"
+                     << "validation_size = 64\n[train]\nglobal_batch = 16\nsteps = 20\n"
+                     << "eval_every = 10\nthreads = 1\n";
+  const std::string base = std::string(LBT_BINARY) + " train --quiet --config " + cfg.string() +
+                           " --out " + out.string();
+  const fs::path log = scratch() / "mpmd_data.log";
+  const std::string cmd = std::string(MPIEXEC) + " --oversubscribe -np 1 " + base + " : -np 1 " +
+                          base + " --set data.path=" + other.string();
+  const pid_t pid = fork();
+  if (pid == 0) {
+    setpgid(0, 0);
+    execl("/bin/sh", "sh", "-c", ("exec " + cmd + " >" + log.string() + " 2>&1").c_str(),
+          static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  setpgid(pid, pid);
+  const auto t0 = std::chrono::steady_clock::now();
+  const int status = wait_for(pid, 60);
+  seconds = lbt::test::seconds_since(t0);
+  text = slurp(log);
+  return status;
+}
+
+}  // namespace
+
+// 12. Ranks reading different data (a stale copy on one host) trained silently apart; and an
+//     identical copy at another path was refused as a "different config". Now the contents
+//     are compared, not the paths.
+BOOST_AUTO_TEST_CASE(ranks_compare_their_data_files_contents_not_paths) {
+  const fs::path data = scratch() / "idx_a", copy = scratch() / "idx_b",
+                 stale = scratch() / "idx_c";
+  write_tiny_idx(data);
+  fs::copy(data, copy);
+  fs::copy(data, stale);
+  {  // one label changed in the stale copy, same size
+    std::fstream f(stale / "train-labels-idx1-ubyte",
+                   std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(8 + 100);
+    f.put(char(9));
+  }
+  double seconds = 0;
+  std::string text;
+  int status = run_mpmd_with_data(data, copy, scratch() / "mpmd_copy", seconds, text);
+  BOOST_TEST_INFO("log: " << text);
+  BOOST_TEST((status != -1 && WIFEXITED(status) && WEXITSTATUS(status) == 0));
+
+  status = run_mpmd_with_data(data, stale, scratch() / "mpmd_stale", seconds, text);
+  BOOST_TEST_INFO("log: " << text);
+  BOOST_REQUIRE_MESSAGE(status != -1, "the job hung (killed after 60 s)");
+  BOOST_TEST(!(WIFEXITED(status) && WEXITSTATUS(status) == 0));
+  BOOST_TEST(seconds < 30.0);
+  BOOST_TEST(text.find("different data") != std::string::npos);
+  BOOST_TEST(text.find((stale / "train-labels-idx1-ubyte").string()) != std::string::npos);
+  BOOST_TEST(text.find("hint: give every rank the same data files") != std::string::npos);
 }

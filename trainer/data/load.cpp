@@ -107,4 +107,30 @@ Splits load_splits(const trainer::DataConfig& config, std::uint64_t seed) {
   return s;
 }
 
+std::vector<DataFile> data_files(const trainer::DataConfig& config) {
+  std::vector<DataFile> files;
+  if (config.dataset == "synthetic-regression") return files;
+  if (config.format == "cifar10") {
+    for (int i = 1; i <= 5; ++i)
+      files.push_back({"data.path", std::filesystem::path(config.path) /
+                                        ("data_batch_" + std::to_string(i) + ".bin")});
+    files.push_back({"data.path", std::filesystem::path(config.path) / "test_batch.bin"});
+  } else if (config.format == "npy" || config.format == "csv") {
+    const std::pair<const char*, const std::string*> keys[] = {
+        {"data.train_features", &config.train_features},
+        {"data.train_labels", &config.train_labels},
+        {"data.test_features", &config.test_features},
+        {"data.test_labels", &config.test_labels}};
+    for (const auto& [key, path] : keys) {
+      if (!path->empty()) files.push_back({key, *path});
+    }
+  } else {
+    for (const char* stem : {"train-images-idx3-ubyte", "train-labels-idx1-ubyte",
+                             "t10k-images-idx3-ubyte", "t10k-labels-idx1-ubyte"}) {
+      files.push_back({"data.path", find_idx(config.path, stem)});
+    }
+  }
+  return files;
+}
+
 }  // namespace lbt::data

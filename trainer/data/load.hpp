@@ -1,7 +1,10 @@
 // Loads the configured dataset and splits it into train and validation (and test when the
 // dataset has one), normalised with training-split statistics.
-#include <cstdint>
 #pragma once
+#include <cstdint>
+#include <filesystem>
+#include <string>
+#include <vector>
 
 #include "trainer/data/dataset.hpp"
 #include "trainer/train_config.hpp"
@@ -14,5 +17,16 @@ struct Splits {
 };
 
 Splits load_splits(const trainer::DataConfig& config, std::uint64_t seed);
+
+// One file load_splits reads, with the config key that names it (or its directory).
+struct DataFile {
+  std::string key;  // "data.path", "data.train_features", ...
+  std::filesystem::path path;
+};
+
+// The files load_splits reads for `config`, in a fixed order (none for synthetic data), so
+// ranks can compare what they will train on before loading it. Throws DataError as
+// load_splits does for an IDX file that is missing.
+std::vector<DataFile> data_files(const trainer::DataConfig& config);
 
 }  // namespace lbt::data

@@ -12,8 +12,11 @@
 #include "core/rng.hpp"
 #include "noise/hessian_noise.hpp"
 #include "noise/noise_keys.hpp"
+#include "trainer/comm/communicator.hpp"
 #include "trainer/nn/loss.hpp"
+#include "trainer/noise_log.hpp"
 #include "trainer/run_config.hpp"
+#include "trainer/train_keys.hpp"
 
 namespace lbt::experiments {
 namespace {
@@ -64,6 +67,9 @@ void probe_b_noise(std::int64_t step, ProbeContext& ctx, const HessianOptions& h
     for (auto& r : rows) r = pick(rng);
     return rows;
   };
+  // Train-mode forwards update BatchNorm's running statistics: the probe must leave no trace.
+  std::vector<std::vector<float>> saved_buffers;
+  for (std::span<float> buf : model.buffers()) saved_buffers.emplace_back(buf.begin(), buf.end());
   std::vector<std::vector<float>> small(static_cast<std::size_t>(h.small_batches),
                                         std::vector<float>(n));
   for (auto& g : small) mean_gradient(model, data, draw(b), b, g);
@@ -77,6 +83,9 @@ void probe_b_noise(std::int64_t step, ProbeContext& ctx, const HessianOptions& h
       noise::hessian_noise_scale(grad, theta, small, static_cast<double>(b));
   std::copy(theta.begin(), theta.end(), model.store().params().begin());
   model.store().zero_grads();
+  const auto buffers = model.buffers();
+  for (std::size_t i = 0; i < buffers.size(); ++i)
+    std::copy(saved_buffers[i].begin(), saved_buffers[i].end(), buffers[i].begin());
   // B_simple from the same small batches, for comparison: tr(Sigma) and |G|^2 as in hessian_noise
   std::vector<double> mean(n, 0.0);
   for (const auto& g : small)
@@ -100,10 +109,6 @@ void probe_b_noise(std::int64_t step, ProbeContext& ctx, const HessianOptions& h
   }
 }
 
-}  // namespace
-
-namespace {
-
 // lbt noise's own keys (noise.hessian.*), after turning the estimator on unless it is set.
 HessianOptions read_hessian_options(Config& config, bool& hessian) {
   if (!config.has("noise.enabled")) config.set("noise.enabled=true");
@@ -118,11 +123,40 @@ HessianOptions read_hessian_options(Config& config, bool& hessian) {
   return h;
 }
 
+// One process, a model whose per-example norms are not exact (BatchNorm couples examples) and
+// no layout in the config: the two-batch form needs small batches, so split the global batch
+// into micro-batches (4 of >= 32 examples where it divides, else 2). BatchNorm then normalises
+// over each micro-batch, which the note says. Returns the note ("" when nothing changed).
+std::string choose_noise_layout(Config& config) {
+  if (config.has("train.micro_batch") || config.has("train.accum_steps")) return "";
+  Config probe = config;  // resolving records what it read; the run resolves again
+  const std::string backend = probe.get_string(Schema::in(trainer::train_keys(), "comm.backend"));
+  const int world = comm::process_communicator({backend}).size();
+  const trainer::RunConfig run = trainer::resolve_run_config(probe, world);
+  if (!run.noise.enabled || !run.noise.two_batch || world >= 2) return "";
+  auto model = nn::Model::from_spec(run.train.model_spec, run.train.init);
+  auto rng = make_rng(run.train.seed, RngStream::kInit);
+  model->build(rng);
+  const noise::PerExampleSupport support = trainer::per_example_support(*model);
+  if (support.exact) return "";
+  const std::int64_t B = run.train.global_batch;
+  const std::int64_t accum = B % 4 == 0 && B / 4 >= 32 ? 4 : B % 2 == 0 ? 2 : 0;
+  if (accum == 0) return "";  // choose_method then names the fix
+  config.set("train.accum_steps=" + std::to_string(accum));
+  return "per-example norms are not exact for " + run.train.model_spec + " (" + support.reason +
+         "), so lbt noise splits the global batch of " + std::to_string(B) + " into " +
+         std::to_string(accum) + " micro-batches of " + std::to_string(B / accum) +
+         " (train.accum_steps = " + std::to_string(accum) +
+         ") for the two-batch estimator; BatchNorm normalises over each micro-batch. Set "
+         "train.accum_steps or train.micro_batch to choose another layout.";
+}
+
 }  // namespace
 
 void check_noise_config(Config& config) {
   bool hessian = false;
   read_hessian_options(config, hessian);
+  choose_noise_layout(config);
   trainer::resolve_run_config(config, 1);
 }
 
@@ -132,6 +166,7 @@ NoiseRunResult run_noise(Config& config, const NoiseRunOptions& options) {
   const HessianOptions h = read_hessian_options(config, hessian);
 
   NoiseRunOptions o = options;
+  o.run.noise_layout_note = choose_noise_layout(config);
   std::vector<std::int64_t> at = o.at_steps;
   if (hessian && !at.empty()) {
     o.run.probe = [at, h](std::int64_t step, ProbeContext& ctx) {
@@ -146,7 +181,13 @@ NoiseRunResult run_noise(Config& config, const NoiseRunOptions& options) {
   std::vector<nlohmann::json> lines;
   for (std::string line; std::getline(in, line);) {
     auto j = nlohmann::json::parse(line, nullptr, false);
-    if (!j.is_discarded() && j.contains("estimator")) lines.push_back(std::move(j));
+    if (j.is_discarded()) continue;
+    if (j.contains("method")) {
+      result.method = j["method"].get<std::string>();
+      result.method_reason = j.value("reason", std::string());
+      result.layout_note = j.value("layout", std::string());
+    }
+    if (j.contains("estimator")) lines.push_back(std::move(j));
   }
   auto num = [](const nlohmann::json& v) { return v.is_number() ? v.get<double>() : NAN; };
   if (at.empty() && result.run.outcome.steps > 0) at.push_back(result.run.outcome.steps - 1);
@@ -228,6 +269,8 @@ std::string estimate_text(double value, double low, double high) {
 std::string format_noise_report(const NoiseRunResult& r) {
   std::ostringstream ss;
   char buf[256];
+  if (!r.layout_note.empty()) ss << "Layout: " << r.layout_note << "\n";
+  if (!r.method.empty()) ss << "Method: " << r.method << " (" << r.method_reason << ")\n";
   ss << "B_simple now: over the measurements of the last " << r.window_steps
      << " steps (noise.window_steps); averaged: the EMA over training (noise.ema), which lags a "
         "growing B_simple. 95% Fieller intervals.\n";

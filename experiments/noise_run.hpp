@@ -33,7 +33,9 @@ struct NoiseRunResult {
   std::vector<NoiseAtStep> rows;
   double final_b_simple = 0.0, final_low = 0.0, final_high = 0.0;  // "now", at the end
   std::int64_t window_steps = 0;
-  std::string recommendation;  // one sentence
+  std::string recommendation;         // one sentence
+  std::string method, method_reason;  // noise.jsonl's method line: what ran and why
+  std::string layout_note;            // set when lbt noise chose the micro-batch layout
 };
 
 NoiseRunResult run_noise(Config& config, const NoiseRunOptions& options);

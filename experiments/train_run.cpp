@@ -15,6 +15,7 @@
 #include "trainer/comm/communicator.hpp"
 #include "trainer/data/load.hpp"
 #include "trainer/nn/model.hpp"
+#include "trainer/noise_log.hpp"
 #include "trainer/run_config.hpp"
 #include "trainer/sharded_step.hpp"
 #include "trainer/train_keys.hpp"
@@ -113,6 +114,14 @@ RunResult run_training(Config& config, const RunOptions& options, comm::Communic
 
   auto rng = make_rng(cfg.seed, RngStream::kInit);
   model->build(rng);
+  // The noise estimators this model and layout allow: an impossible request stops here, before
+  // any file is written (choose_method's ConfigError names the fix).
+  noise::OnlineOptions noise_options = run.noise;
+  noise_options.layout_note = options.noise_layout_note;
+  if (noise_options.enabled) {
+    noise::choose_method(noise_options, comm.size(), cfg.micro_batch, cfg.accum_steps,
+                         trainer::per_example_support(*model));
+  }
   // Gradients where this communicator reduces them fastest (one node: shared memory).
   if (comm::LentMemory lent = comm.gradient_memory(model->store().num_params());
       !lent.floats.empty()) {
@@ -123,7 +132,6 @@ RunResult run_training(Config& config, const RunOptions& options, comm::Communic
   // Rank 0 speaks for all.
   schedules::Schedule schedule =
       trainer::run_schedule(run, budget, comm.rank() == 0 ? &std::cerr : nullptr);
-  const noise::OnlineOptions& noise_options = run.noise;
 
   // Every rank starts from rank 0's parameters, whatever its RNG did.
   auto params = model->store().params();

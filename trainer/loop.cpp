@@ -90,10 +90,12 @@ TrainOutcome train(TrainContext& ctx) {
   data::Prefetcher prefetch(train_data, ctx.sampler, b, accum, /*first_step=*/state.step,
                             /*depth=*/3, augment);
   Progress progress(ctx.progress && ctx.comm.rank() == 0, ctx.total_steps);
-  noise::OnlineEstimator noise(ctx.noise, ctx.comm.size(), b, accum, store.segments());
-  log_noise_note(noise, ctx.run_dir, ctx.comm.rank() == 0);
+  noise::OnlineEstimator noise(ctx.noise, ctx.comm.size(), b, accum, store.segments(),
+                               per_example_support(model));
+  // noise.jsonl's method line is written once, by the fresh run (a resumed one keeps it)
+  log_noise_note(noise, state.step == 0 ? ctx.run_dir : nullptr, ctx.comm.rank() == 0);
   if (state.step > 0) noise.load_state(state.noise_state);  // resumed: continue the EMAs
-  std::vector<noise::LinearTap> taps;
+  TapBuffers taps;
   // loss, correct, examples on this rank; then the noise estimator's sums; then two votes
   // that ride on the same allreduce, so every rank acts on them after the same step: stop (a
   // signal reached a rank) and checkpoint now (rank 0's wall-time interval has passed)
@@ -127,7 +129,7 @@ TrainOutcome train(TrainContext& ctx) {
       sums[1] += static_cast<double>(correct);
       sums[2] += static_cast<double>(b);
       model.backward(batch.x.data(), b, /*accumulate=*/micro > 0);
-      noise.after_micro_batch(step, store.grads(), linear_taps(model, batch.x.data(), taps));
+      noise.after_micro_batch(step, store.grads(), example_taps(model, batch.x.data(), taps));
     }
     // ---- one fused allreduce of the flat gradient buffer: the global-batch mean gradient ----
     noise.before_allreduce(step, store.grads(), noise_sums);  // |g_local|^2: the small batch

@@ -26,6 +26,10 @@ struct HessianOptions {
   std::int64_t examples = 2048;     // examples behind each gradient of the HVP oracle
 };
 
+nlohmann::json finite_or_null(double v) {
+  return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json();
+}
+
 // Mean gradient over rows `rows` of `data` into `out`, in chunks of `chunk` examples.
 void mean_gradient(nn::Model& model, const data::Dataset& data,
                    const std::vector<std::int64_t>& rows, std::int64_t chunk,
@@ -97,15 +101,18 @@ void probe_b_noise(std::int64_t step, ProbeContext& ctx, const HessianOptions& h
   const double tr = b * spread / (small.size() - 1.0);
   const double G_sq = mean_sq - tr / (small.size() * static_cast<double>(b));
   if (ctx.run_dir) {
-    ctx.run_dir->append_noise({{"step", step},
-                               {"estimator", "hessian"},
-                               {"b_noise", r.b_noise},
-                               {"tr_H_sigma", r.tr_H_sigma},
-                               {"gHg", r.gHg},
-                               {"b_simple_same_batches", tr / G_sq},
-                               {"small_batches", small.size()},
-                               {"b_small", b},
-                               {"hvp_examples", big_rows.size()}});
+    ctx.run_dir->append_noise(
+        {{"step", step},
+         {"estimator", "hessian"},
+         {"b_noise", finite_or_null(r.b_noise)},
+         {"b_noise_ci95", {finite_or_null(r.ci_low), finite_or_null(r.ci_high)}},
+         {"resolved", r.resolved},
+         {"tr_H_sigma", r.tr_H_sigma},
+         {"gHg", r.gHg},
+         {"b_simple_same_batches", tr / G_sq},
+         {"small_batches", small.size()},
+         {"b_small", b},
+         {"hvp_examples", big_rows.size()}});
   }
 }
 
@@ -117,8 +124,8 @@ HessianOptions read_hessian_options(Config& config, bool& hessian) {
   h.small_batches = config.get_int(Schema::in(keys, "noise.hessian.small_batches"));
   h.examples = config.get_int(Schema::in(keys, "noise.hessian.examples"));
   hessian = config.get_bool(Schema::in(keys, "noise.hessian.enabled"));
-  if (h.small_batches < 2)
-    config.fail("noise.hessian.small_batches", ">= 2", std::to_string(h.small_batches));
+  if (h.small_batches < 3)  // the jackknife interval leaves one out and needs a pair left
+    config.fail("noise.hessian.small_batches", ">= 3", std::to_string(h.small_batches));
   if (h.examples < 1) config.fail("noise.hessian.examples", ">= 1", std::to_string(h.examples));
   return h;
 }
@@ -201,8 +208,9 @@ NoiseRunResult run_noise(Config& config, const NoiseRunOptions& options) {
       NoiseAtStep row{s, (*best)["step"].get<std::int64_t>(), name};
       if (std::string(name) == "hessian") {
         row.b_noise = num((*best)["b_noise"]);
+        row.ci_low = num((*best)["b_noise_ci95"][0]);
+        row.ci_high = num((*best)["b_noise_ci95"][1]);
         row.b_simple = num((*best)["b_simple_same_batches"]);
-        row.ci_low = row.ci_high = NAN;
       } else {
         row.b_simple = num((*best)["b_simple"]);
         row.ci_low = num((*best)["b_simple_ci95"][0]);
@@ -274,23 +282,23 @@ std::string format_noise_report(const NoiseRunResult& r) {
   ss << "B_simple now: over the measurements of the last " << r.window_steps
      << " steps (noise.window_steps); averaged: the EMA over training (noise.ema), which lags a "
         "growing B_simple. 95% Fieller intervals.\n";
-  std::snprintf(buf, sizeof buf, "%8s %8s  %-12s %-32s %-32s %10s\n", "at_step", "measured",
-                "estimator", "B_simple now [95%]", "B_simple averaged [95%]", "B_noise");
+  std::snprintf(buf, sizeof buf, "%8s %8s  %-12s %-32s %-32s %s\n", "at_step", "measured",
+                "estimator", "B_simple now [95%]", "B_simple averaged [95%]", "B_noise [95%]");
   ss << buf;
   for (const auto& row : r.rows) {
-    char bn[32] = "-";
+    std::string bn = "-";
     std::string now = estimate_text(row.b_simple, row.ci_low, row.ci_high), avg = "-";
     if (row.estimator == "hessian") {
-      std::snprintf(bn, sizeof bn, "%.4g", row.b_noise);
+      bn = estimate_text(row.b_noise, row.ci_low, row.ci_high);
       char same[48];
       std::snprintf(same, sizeof same, "%.4g (same batches)", row.b_simple);
       now = same;
     } else {
       avg = estimate_text(row.b_simple_ema, row.ema_low, row.ema_high);
     }
-    std::snprintf(buf, sizeof buf, "%8lld %8lld  %-12s %-32s %-32s %10s\n",
+    std::snprintf(buf, sizeof buf, "%8lld %8lld  %-12s %-32s %-32s %s\n",
                   static_cast<long long>(row.requested), static_cast<long long>(row.measured),
-                  row.estimator.c_str(), now.c_str(), avg.c_str(), bn);
+                  row.estimator.c_str(), now.c_str(), avg.c_str(), bn.c_str());
     ss << buf;
   }
   ss << r.recommendation << "\n";

@@ -248,56 +248,6 @@ BOOST_AUTO_TEST_CASE(fashion_mnist_mlp_estimators_agree_within_a_factor_of_1_5) 
   BOOST_TEST(std::max(two, per) / std::min(two, per) <= 1.5);
 }
 
-BOOST_AUTO_TEST_CASE(b_noise_on_a_quadratic_matches_the_closed_form) {
-  // L(theta) = 1/2 (theta - theta*)^T H (theta - theta*), H = diag(1..6) + a rank-one term;
-  // small-batch gradients g_k = G + L z / sqrt(b), Sigma = L L^T known.
-  const int n = 6, K = 20000;
-  const double b = 16;
-  std::vector<double> H(n * n, 0.0), Lf(n * n, 0.0);
-  for (int i = 0; i < n; ++i) {
-    for (int j = 0; j < n; ++j)
-      H[i * n + j] = (i == j ? i + 1.0 : 0.0) + 0.3 * (i + 1) * (j + 1) / n;
-    for (int j = 0; j <= i; ++j) Lf[i * n + j] = (i == j ? 2.0 + i : 0.5 * (i - j));
-  }
-  std::vector<float> theta = {0.5f, -1.0f, 0.25f, 2.0f, -0.75f, 1.0f}, theta_star(n, 0.0f);
-  noise::GradientFn grad = [&](std::span<const float> t, std::span<float> out) {
-    for (int i = 0; i < n; ++i) {
-      double s = 0.0;
-      for (int j = 0; j < n; ++j) s += H[i * n + j] * (t[j] - theta_star[j]);
-      out[i] = static_cast<float>(s);
-    }
-  };
-  std::vector<float> G(n);
-  grad(theta, G);
-  std::mt19937_64 rng(11);
-  std::normal_distribution<double> normal;
-  std::vector<std::vector<float>> small(K, std::vector<float>(n));
-  for (auto& g : small) {
-    double z[n];
-    for (double& v : z) v = normal(rng);
-    for (int i = 0; i < n; ++i) {
-      double s = 0.0;
-      for (int j = 0; j < n; ++j) s += Lf[i * n + j] * z[j];
-      g[i] = static_cast<float>(G[i] + s / std::sqrt(b));
-    }
-  }
-  // closed form: tr(H L L^T) / G^T H G
-  double tr = 0.0, gHg = 0.0;
-  for (int i = 0; i < n; ++i) {
-    for (int j = 0; j < n; ++j) {
-      double sigma_ij = 0.0;
-      for (int k = 0; k < n; ++k) sigma_ij += Lf[i * n + k] * Lf[j * n + k];
-      tr += H[i * n + j] * sigma_ij;
-      gHg += G[i] * H[i * n + j] * G[j];
-    }
-  }
-  const auto h = noise::hessian_noise_scale(grad, theta, small, b);
-  BOOST_TEST_MESSAGE("B_noise " << h.b_noise << " closed form " << tr / gHg);
-  BOOST_TEST(close(h.tr_H_sigma, tr, 0, 0.05));
-  BOOST_TEST(close(h.gHg, gHg, 0, 0.05));
-  BOOST_TEST(close(h.b_noise, tr / gHg, 0, 0.05));
-}
-
 BOOST_AUTO_TEST_CASE(finite_difference_hvp_is_exact_on_a_quadratic) {
   const std::vector<double> H = {2, 1, 1, 3};
   noise::GradientFn grad = [&](std::span<const float> t, std::span<float> out) {

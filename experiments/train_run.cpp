@@ -10,6 +10,7 @@
 #include "core/error.hpp"
 #include "core/gemm.hpp"
 #include "core/rng.hpp"
+#include "experiments/hessian_probe.hpp"
 #include "experiments/rank_agreement.hpp"
 #include "experiments/run_checkpoint.hpp"
 #include "trainer/comm/communicator.hpp"
@@ -85,6 +86,9 @@ RunResult run_training(Config& config, const RunOptions& options, comm::Communic
   // ---- read and validate every key before any collective or any file is written ----
   const trainer::RunConfig run = trainer::resolve_run_config(config, comm.size());
   const trainer::TrainConfig& cfg = run.train;
+  // B_noise probes every noise.hessian.every steps (sweep trials too), unless the caller probes
+  RunOptions::Probe probe = options.probe;
+  if (run.noise.enabled && !probe) probe = hessian_probe(read_hessian_options(config), {});
   // Before any other collective: ranks started with different configs stop here, all of them.
   check_ranks_agree(comm, config.resolved_toml(),
                     {cfg.global_batch, cfg.micro_batch, cfg.accum_steps});
@@ -160,7 +164,7 @@ RunResult run_training(Config& config, const RunOptions& options, comm::Communic
   const std::size_t num_params = model->store().num_params();
   trainer::ParamRange my_range{0, num_params};
   bool shared_params = false;
-  if (comm.size() > 1 && optimizer->elementwise() && !options.probe) {
+  if (comm.size() > 1 && optimizer->elementwise() && !probe) {
     comm::LentMemory shared = comm.shared_parameter_memory(num_params);
     if (!shared.floats.empty()) {
       model->place_params(shared.floats, std::move(shared.owner), comm.rank() == 0);
@@ -189,7 +193,7 @@ RunResult run_training(Config& config, const RunOptions& options, comm::Communic
                             run_dir.get(), options.progress, noise_options,
                             /*probe=*/{},  resume_from};
   ProbeContext probe_context{*model, splits, cfg, run_dir.get()};
-  if (options.probe) ctx.probe = [&](std::int64_t step) { options.probe(step, probe_context); };
+  if (probe) ctx.probe = [&](std::int64_t step) { probe(step, probe_context); };
   ctx.checkpoint_every = cfg.checkpoint_every;
   ctx.checkpoint_every_seconds = cfg.checkpoint_every_seconds;
   ctx.shared_params = shared_params;

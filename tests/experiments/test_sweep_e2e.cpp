@@ -295,6 +295,12 @@ BOOST_AUTO_TEST_CASE(a_sweep_measures_the_noise_scale_per_trial_and_the_fit_repo
   BOOST_TEST(0.0 <= bn_lo);
   BOOST_TEST(bn_lo <= bn);
   BOOST_TEST(bn <= bn_hi);
+  // The sweep plots mark them beside B_crit and draw B_simple over training per batch size.
+  const std::string plots = "/usr/bin/python3 " LBT_SOURCE_DIR "/notebooks/lbt_sweep_plots.py " +
+                            dir.string() + " >/dev/null";
+  BOOST_TEST(std::system(plots.c_str()) == 0);
+  BOOST_TEST(fs::exists(dir / "plots" / "steps_vs_batch.png"));
+  BOOST_TEST(fs::exists(dir / "plots" / "noise_vs_training.png"));
 }
 
 // Issue 27, item 2: two sweeps on one directory used to run the same trials twice and clear

@@ -117,3 +117,30 @@ BOOST_AUTO_TEST_CASE(per_example_on_a_batch_norm_model_is_refused_before_trainin
   BOOST_TEST(r.err.find("hint:") != std::string::npos, r.err);
   BOOST_TEST(!fs::exists(out / "summary.json"));
 }
+
+BOOST_AUTO_TEST_CASE(layouts_that_cannot_give_two_batch_sizes_are_refused_before_training) {
+  // one process, accum_steps = 1: only the global batch, so no small one for two_batch;
+  // and a BatchNorm model whose per-example norms are not exact, in lbt train (which keeps the
+  // config's layout; lbt noise would split it)
+  struct Case {
+    std::string config, sets, message;
+  };
+  const std::string fmnist =
+      " --set data.dataset=\\\"fashion-mnist\\\"" +
+      std::string(" --set data.path=\\\"/usr/share/datasets/fashion-mnist\\\"");
+  for (const Case& c : {Case{"fmnist_mlp.toml", " --set noise.estimator=\\\"two_batch\\\"",
+                             "needs two batch sizes"},
+                        Case{"cifar10_resnet8.toml", fmnist, "no estimator can run"}}) {
+    BOOST_TEST_CONTEXT(c.config) {
+      const fs::path out = scratch() / ("layout_" + c.config);
+      const auto r = run_lbt("train --config " + kConfigs + c.config + c.sets +
+                             " --set noise.enabled=true --set train.global_batch=64" +
+                             " --set data.train_limit=2000 --set data.validation_size=500" +
+                             " --quiet --out " + out.string());
+      BOOST_TEST(r.code == 2);
+      BOOST_TEST(r.err.find(c.message) != std::string::npos, r.err);
+      BOOST_TEST(r.err.find("train.accum_steps >= 2") != std::string::npos, r.err);
+      BOOST_TEST(!fs::exists(out / "summary.json"));
+    }
+  }
+}

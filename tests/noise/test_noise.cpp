@@ -189,10 +189,11 @@ BOOST_AUTO_TEST_CASE(both_estimators_match_the_closed_form_on_synthetic_regressi
   }
 }
 
-BOOST_AUTO_TEST_CASE(interval_covers_the_truth_in_most_of_20_seeded_repeats) {
+BOOST_AUTO_TEST_CASE(interval_covers_the_truth_in_at_least_93_of_100_seeded_repeats) {
   comm::LocalCommunicator comm;
   int covered[4] = {0, 0, 0, 0};
-  for (int seed = 0; seed < 20; ++seed) {
+  const int runs = 100;
+  for (int seed = 0; seed < runs; ++seed) {
     const auto dir = std::filesystem::temp_directory_path() / "lbt_test_noise_coverage";
     test::train_config(test::synthetic_toml(seed, 256, 32, 120, 0.95), comm, dir);
     const auto problem = data::make_linear_regression(65536, 32, 2.0, seed);
@@ -208,11 +209,13 @@ BOOST_AUTO_TEST_CASE(interval_covers_the_truth_in_most_of_20_seeded_repeats) {
       }
     }
   }
-  BOOST_TEST_MESSAGE("coverage of 20 (now, ema): two_batch "
+  BOOST_TEST_MESSAGE("coverage of " << runs << " (now, ema): two_batch "
                      << covered[0] << ", " << covered[1] << "; per_example " << covered[2] << ", "
                      << covered[3]);
-  // 95% nominal: 17 or more of 20 happens with probability ~0.98 for a calibrated interval
-  for (int c : covered) BOOST_TEST(c >= 16);
+  // 95% nominal: a calibrated interval covers 93 or more of 100 with probability ~0.88
+  // (binomial(100, 0.95)); the issue asks for >= 93. Seeds are fixed, so the result is too
+  // (measured: 96, 97; 97, 98).
+  for (int c : covered) BOOST_TEST(c >= 93);
 }
 
 BOOST_AUTO_TEST_CASE(one_process_without_accumulation_says_two_batch_is_unavailable) {

@@ -11,6 +11,7 @@
 #include "core/io.hpp"
 #include "core/rng.hpp"
 #include "experiments/sweep_results.hpp"
+#include "experiments/trial_noise.hpp"
 
 namespace lbt::experiments {
 namespace fs = std::filesystem;
@@ -24,6 +25,19 @@ double median(std::vector<double> v) {
 
 nlohmann::json interval(Interval i) {
   return nlohmann::json::array({i.lo, i.hi});
+}
+
+// Percentile-bootstrap interval of the median of `values` (>= 2), resampling the values.
+Interval bootstrap_median(const std::vector<double>& values, const FitOptions& options,
+                          std::uint64_t stream) {
+  auto rng = make_rng(options.seed, RngStream::kSweep, stream);
+  std::uniform_int_distribution<std::size_t> pick(0, values.size() - 1);
+  std::vector<double> medians, sample(values.size());
+  for (int r = 0; r < options.resamples; ++r) {
+    for (auto& v : sample) v = values[pick(rng)];
+    medians.push_back(median(sample));
+  }
+  return {quantile(medians, (1 - options.level) / 2), quantile(medians, (1 + options.level) / 2)};
 }
 
 nlohmann::json regime(const std::vector<ScalingPoint>& pts, double lo, double hi) {
@@ -276,6 +290,13 @@ nlohmann::json fit_sweep(const fs::path& sweep_dir, const FitOptions& options) {
           {quantile(medians, (1 - options.level) / 2), quantile(medians, (1 + options.level) / 2)});
     }
   }
+  // B_noise (eq. 2.8) as the best trials' Hessian probes measured it (noise.hessian.every):
+  // the median of their medians, with a bootstrap interval over trials; null where none did.
+  const std::vector<double> b_noise = best_trials_b_noise(sweep_dir);
+  fit["B_noise_measured"] = b_noise.empty() ? nlohmann::json() : nlohmann::json(median(b_noise));
+  fit["B_noise_measured_trials"] = b_noise.size();
+  fit["intervals"]["B_noise_measured"] =
+      b_noise.size() >= 2 ? interval(bootstrap_median(b_noise, options, 0xB40)) : nlohmann::json();
   io::atomic_write(sweep_dir / "fit.json", fit.dump(2) + "\n");
   return fit;
 }

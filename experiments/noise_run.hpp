@@ -25,7 +25,7 @@ struct NoiseAtStep {
   // not resolved (|G|^2 within noise of 0): a NaN ci_high with a finite ci_low is unbounded.
   double b_simple = 0.0, ci_low = 0.0, ci_high = 0.0;
   double b_simple_ema = 0.0, ema_low = 0.0, ema_high = 0.0;
-  double b_noise = 0.0;  // hessian rows only
+  double b_noise = 0.0;  // hessian rows only (their ci_low/ci_high are B_noise's interval)
 };
 
 struct NoiseRunResult {
@@ -33,7 +33,9 @@ struct NoiseRunResult {
   std::vector<NoiseAtStep> rows;
   double final_b_simple = 0.0, final_low = 0.0, final_high = 0.0;  // "now", at the end
   std::int64_t window_steps = 0;
-  std::string recommendation;  // one sentence
+  std::string recommendation;         // one sentence
+  std::string method, method_reason;  // noise.jsonl's method line: what ran and why
+  std::string layout_note;            // set when lbt noise chose the micro-batch layout
 };
 
 NoiseRunResult run_noise(Config& config, const NoiseRunOptions& options);

@@ -11,11 +11,13 @@
 #include "core/error.hpp"
 #include "core/gemm.hpp"
 #include "core/rng.hpp"
+#include "experiments/hessian_probe.hpp"
 #include "experiments/rank_agreement.hpp"
 #include "experiments/run_checkpoint.hpp"
 #include "trainer/comm/communicator.hpp"
 #include "trainer/data/load.hpp"
 #include "trainer/nn/model.hpp"
+#include "trainer/noise_log.hpp"
 #include "trainer/run_config.hpp"
 #include "trainer/sharded_step.hpp"
 #include "trainer/train_keys.hpp"
@@ -91,6 +93,9 @@ RunResult run_training(Config& config, const RunOptions& options, comm::Communic
   // ---- read and validate every key before any collective or any file is written ----
   const trainer::RunConfig run = trainer::resolve_run_config(config, comm.size());
   const trainer::TrainConfig& cfg = run.train;
+  // B_noise probes every noise.hessian.every steps (sweep trials too), unless the caller probes
+  RunOptions::Probe probe = options.probe;
+  if (run.noise.enabled && !probe) probe = hessian_probe(read_hessian_options(config), {});
   // Before any other collective: ranks started with different configs stop here, all of them.
   check_ranks_agree(comm, config.resolved_toml(),
                     {cfg.global_batch, cfg.micro_batch, cfg.accum_steps});
@@ -121,6 +126,14 @@ RunResult run_training(Config& config, const RunOptions& options, comm::Communic
 
   auto rng = make_rng(cfg.seed, RngStream::kInit);
   model->build(rng);
+  // The noise estimators this model and layout allow: an impossible request stops here, before
+  // any file is written (choose_method's ConfigError names the fix).
+  noise::OnlineOptions noise_options = run.noise;
+  noise_options.layout_note = options.noise_layout_note;
+  if (noise_options.enabled) {
+    noise::choose_method(noise_options, comm.size(), cfg.micro_batch, cfg.accum_steps,
+                         trainer::per_example_support(*model));
+  }
   // Gradients where this communicator reduces them fastest (one node: shared memory).
   if (comm::LentMemory lent = comm.gradient_memory(model->store().num_params());
       !lent.floats.empty()) {
@@ -131,7 +144,6 @@ RunResult run_training(Config& config, const RunOptions& options, comm::Communic
   // Rank 0 speaks for all.
   schedules::Schedule schedule =
       trainer::run_schedule(run, budget, comm.rank() == 0 ? &std::cerr : nullptr);
-  const noise::OnlineOptions& noise_options = run.noise;
 
   // Every rank starts from rank 0's parameters, whatever its RNG did.
   auto params = model->store().params();
@@ -164,7 +176,7 @@ RunResult run_training(Config& config, const RunOptions& options, comm::Communic
   const std::size_t num_params = model->store().num_params();
   trainer::ParamRange my_range{0, num_params};
   bool shared_params = false;
-  if (comm.size() > 1 && optimizer->elementwise() && !options.probe) {
+  if (comm.size() > 1 && optimizer->elementwise() && !probe) {
     comm::LentMemory shared = comm.shared_parameter_memory(num_params);
     if (!shared.floats.empty()) {
       model->place_params(shared.floats, std::move(shared.owner), comm.rank() == 0);
@@ -193,7 +205,7 @@ RunResult run_training(Config& config, const RunOptions& options, comm::Communic
                             run_dir.get(), options.progress, noise_options,
                             /*probe=*/{},  resume_from};
   ProbeContext probe_context{*model, splits, cfg, run_dir.get()};
-  if (options.probe) ctx.probe = [&](std::int64_t step) { options.probe(step, probe_context); };
+  if (probe) ctx.probe = [&](std::int64_t step) { probe(step, probe_context); };
   ctx.checkpoint_every = cfg.checkpoint_every;
   ctx.checkpoint_every_seconds = cfg.checkpoint_every_seconds;
   ctx.shared_params = shared_params;

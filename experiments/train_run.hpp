@@ -30,9 +30,11 @@ struct ProbeContext {
 struct RunOptions {
   std::filesystem::path out;  // empty: runs/<config stem>-<timestamp>
   bool overwrite = false;
-  bool progress = true;       // live line on a terminal
+  bool progress = true;  // live line on a terminal
   Resume resume = Resume::kNo;
-  std::function<void(std::int64_t step, ProbeContext& context)> probe;  // empty: none
+  using Probe = std::function<void(std::int64_t step, ProbeContext& context)>;
+  Probe probe;                    // empty: none (noise.hessian.every > 0 adds the B_noise probe)
+  std::string noise_layout_note;  // why the batch layout is what it is (lbt noise chose it)
 };
 
 struct RunResult {

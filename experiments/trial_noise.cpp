@@ -9,6 +9,8 @@
 #include <string>
 #include <vector>
 
+#include "experiments/sweep_results.hpp"
+
 namespace lbt::experiments {
 
 TrialNoise read_trial_noise(const std::filesystem::path& run_dir, std::int64_t steps_to_target) {
@@ -42,6 +44,41 @@ TrialNoise read_trial_noise(const std::filesystem::path& run_dir, std::int64_t s
   const std::size_t m = all.size();
   n.averaged = m % 2 ? all[m / 2] : 0.5 * (all[m / 2 - 1] + all[m / 2]);
   return n;
+}
+
+double read_trial_b_noise(const std::filesystem::path& run_dir) {
+  std::map<std::int64_t, double> by_step;  // the last record per step wins
+  std::ifstream in(run_dir / "noise.jsonl");
+  for (std::string line; std::getline(in, line);) {
+    const auto j = nlohmann::json::parse(line, nullptr, false);
+    if (j.is_discarded() || j.value("estimator", "") != "hessian" || !j.contains("step")) continue;
+    const auto step = j["step"].get<std::int64_t>();
+    if (j.contains("b_noise") && j["b_noise"].is_number())
+      by_step[step] = j["b_noise"].get<double>();
+    else
+      by_step.erase(step);
+  }
+  if (by_step.empty()) return TrialNoise::kNone;
+  std::vector<double> all;
+  for (const auto& [step, b] : by_step) all.push_back(b);
+  std::sort(all.begin(), all.end());
+  const std::size_t m = all.size();
+  return m % 2 ? all[m / 2] : 0.5 * (all[m / 2 - 1] + all[m / 2]);
+}
+
+std::vector<double> best_trials_b_noise(const std::filesystem::path& sweep_dir) {
+  std::vector<double> values;
+  const auto best_csv = sweep_dir / "best.csv";
+  if (!std::filesystem::exists(best_csv)) return values;
+  const CsvTable best = read_csv(best_csv);
+  const int cd = best.column("run_dir"), cs = best.column("status");
+  if (cd < 0 || cs < 0) return values;
+  for (const auto& row : best.rows) {
+    if (row[cs] != "reached_target" || row[cd].empty()) continue;
+    const double b = read_trial_b_noise(sweep_dir / row[cd]);
+    if (std::isfinite(b)) values.push_back(b);
+  }
+  return values;
 }
 
 }  // namespace lbt::experiments

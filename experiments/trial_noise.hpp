@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <limits>
+#include <vector>
 
 namespace lbt::experiments {
 
@@ -20,5 +21,13 @@ struct TrialNoise {
 // Reads run_dir/noise.jsonl (the two_batch estimator when present, else per_example; the last
 // record per step wins). `steps_to_target` < 0: at_target is NaN.
 TrialNoise read_trial_noise(const std::filesystem::path& run_dir, std::int64_t steps_to_target);
+
+// The median of a trial's resolved Hessian-weighted B_noise probes (noise.jsonl lines with
+// estimator "hessian": noise.hessian.every, McCandlish et al. eq. 2.8); NaN where none.
+double read_trial_b_noise(const std::filesystem::path& run_dir);
+
+// read_trial_b_noise of each best trial that reached the target (best.csv's run_dir column,
+// relative to the sweep directory), where it is finite.
+std::vector<double> best_trials_b_noise(const std::filesystem::path& sweep_dir);
 
 }  // namespace lbt::experiments

@@ -1,8 +1,13 @@
 // Hessian-weighted B_noise by finite-difference Hessian-vector products; see hessian_noise.hpp.
 #include "noise/hessian_noise.hpp"
 
+#include <algorithm>
 #include <cfloat>
 #include <cmath>
+#include <limits>
+#include <utility>
+
+#include "noise/gradient_noise.hpp"
 
 namespace lbt::noise {
 namespace {
@@ -27,8 +32,8 @@ void hessian_vector_product(const GradientFn& grad, std::span<const float> theta
     std::fill(Hv.begin(), Hv.end(), 0.0f);
     return;
   }
-  const double eps = std::cbrt(static_cast<double>(FLT_EPSILON)) *
-                     (1.0 + std::sqrt(dot(theta, theta))) / v_norm;
+  const double eps =
+      std::cbrt(static_cast<double>(FLT_EPSILON)) * (1.0 + std::sqrt(dot(theta, theta))) / v_norm;
   for (std::size_t i = 0; i < n; ++i) shifted[i] = static_cast<float>(theta[i] + eps * v[i]);
   grad(shifted, g_plus);
   for (std::size_t i = 0; i < n; ++i) shifted[i] = static_cast<float>(theta[i] - eps * v[i]);
@@ -39,27 +44,75 @@ void hessian_vector_product(const GradientFn& grad, std::span<const float> theta
   }
 }
 
+namespace {
+
+// (tr(H Sigma), G^T H G) from the rows and columns of M in `keep` (all but one, or all).
+std::pair<double, double> trace_and_gHg(std::span<const double> M, std::size_t K, double b,
+                                        std::size_t left_out) {
+  double diag = 0.0, off = 0.0;
+  std::size_t n_diag = 0, n_off = 0;
+  for (std::size_t k = 0; k < K; ++k) {
+    if (k == left_out) continue;
+    for (std::size_t l = 0; l < K; ++l) {
+      if (l == left_out) continue;
+      if (k == l)
+        diag += M[k * K + l], ++n_diag;
+      else
+        off += M[k * K + l], ++n_off;
+    }
+  }
+  const double D = diag / n_diag, O = off / n_off;
+  return {b * (D - O), O};
+}
+
+}  // namespace
+
+HessianNoise hessian_noise_from_products(std::span<const double> M, std::size_t K, double b) {
+  constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+  HessianNoise h;
+  h.small_batches = K;
+  const auto [T, Q] = trace_and_gHg(M, K, b, K);
+  h.tr_H_sigma = T;
+  h.gHg = Q;
+  h.b_noise = h.ci_low = h.ci_high = kNaN;
+  if (K < 3) return h;  // leave-one-out needs an off-diagonal pair in every subset
+  // jackknife: Var = (K-1)/K sum_i (x_(i) - mean)^2 over the leave-one-out estimates
+  std::vector<std::pair<double, double>> loo(K);
+  double mT = 0.0, mQ = 0.0;
+  for (std::size_t i = 0; i < K; ++i) {
+    loo[i] = trace_and_gHg(M, K, b, i);
+    mT += loo[i].first / K, mQ += loo[i].second / K;
+  }
+  double vT = 0.0, vQ = 0.0, cov = 0.0;
+  for (const auto& [t, q] : loo)
+    vT += (t - mT) * (t - mT), vQ += (q - mQ) * (q - mQ), cov += (t - mT) * (q - mQ);
+  const double scale = static_cast<double>(K - 1) / K;
+  const RatioInterval ci =
+      fieller_interval(T, Q, vT * scale, vQ * scale, cov * scale, static_cast<double>(K - 1));
+  h.ci_low = ci.lo;
+  h.ci_high = std::max(ci.hi, 0.0);  // tr(H Sigma) < 0 (H indefinite): no positive ratio
+  h.resolved = ci.resolved && Q > 0.0 && T > 0.0;
+  if (h.resolved) h.b_noise = T / Q;
+  return h;
+}
+
 HessianNoise hessian_noise_scale(const GradientFn& grad, std::span<const float> theta,
                                  const std::vector<std::vector<float>>& small_grads, double b) {
   const std::size_t n = theta.size(), K = small_grads.size();
-  std::vector<float> g_bar(n, 0.0f), diff(n), Hv(n), scratch;
-  // g_bar: [n], mean of the small-batch gradients
-  for (const auto& g : small_grads) {
-    for (std::size_t i = 0; i < n; ++i) g_bar[i] += g[i] / static_cast<float>(K);
+  std::vector<float> Hg(n), scratch;
+  std::vector<double> M(K * K);  // M_kl = g_k^T H g_l
+  for (std::size_t l = 0; l < K; ++l) {
+    hessian_vector_product(grad, theta, small_grads[l], Hg, scratch);
+    for (std::size_t k = 0; k < K; ++k) M[k * K + l] = dot(small_grads[k], Hg);
   }
-  // sum_k (g_k - g_bar)^T H (g_k - g_bar)
-  double quad = 0.0;
-  for (const auto& g : small_grads) {
-    for (std::size_t i = 0; i < n; ++i) diff[i] = g[i] - g_bar[i];
-    hessian_vector_product(grad, theta, diff, Hv, scratch);
-    quad += dot(diff, Hv);
+  // H is symmetric; finite differences make M only nearly so: average the two halves
+  for (std::size_t k = 0; k < K; ++k) {
+    for (std::size_t l = k + 1; l < K; ++l) {
+      const double m = 0.5 * (M[k * K + l] + M[l * K + k]);
+      M[k * K + l] = M[l * K + k] = m;
+    }
   }
-  HessianNoise h;
-  h.tr_H_sigma = b * quad / static_cast<double>(K - 1);
-  hessian_vector_product(grad, theta, g_bar, Hv, scratch);
-  h.gHg = dot(g_bar, Hv) - h.tr_H_sigma / (static_cast<double>(K) * b);
-  h.b_noise = h.tr_H_sigma / h.gHg;
-  return h;
+  return hessian_noise_from_products(M, K, b);
 }
 
 }  // namespace lbt::noise

@@ -1,5 +1,5 @@
 // Hessian-weighted noise scale B_noise = tr(H Sigma) / (G^T H G) (McCandlish et al. 2018,
-// arXiv:1812.06162, eq. 2.7), with Hessian-vector products from central finite differences of
+// arXiv:1812.06162, eq. 2.8), with Hessian-vector products from central finite differences of
 // gradients, so any model with a gradient oracle works (no second-order backprop).
 #pragma once
 #include <cstddef>
@@ -21,16 +21,30 @@ void hessian_vector_product(const GradientFn& grad, std::span<const float> theta
                             std::vector<float>& scratch);
 
 struct HessianNoise {
-  double tr_H_sigma = 0.0;  // tr(H Sigma)
-  double gHg = 0.0;         // G^T H G
-  double b_noise = 0.0;     // tr(H Sigma) / G^T H G
+  double tr_H_sigma = 0.0;             // tr(H Sigma)
+  double gHg = 0.0;                    // G^T H G
+  double b_noise = 0.0;                // tr(H Sigma) / G^T H G; NaN when not resolved
+  double ci_low = 0.0, ci_high = 0.0;  // 95% (Fieller over jackknife variances); high +inf
+                                       // while G^T H G is not resolved from 0
+  bool resolved = false;               // G^T H G resolved from 0 and B_noise > 0
+  std::size_t small_batches = 0;       // K
 };
 
-// From K >= 2 small-batch gradients g_k (batch b each, i.i.d. around G with covariance Sigma/b):
-//   tr(H Sigma) = b/(K-1) sum_k (g_k - g_bar)^T H (g_k - g_bar)          (unbiased)
-//   G^T H G     = g_bar^T H g_bar - tr(H Sigma) / (K b)                 (unbiased)
-// K + 1 Hessian-vector products, i.e. 2(K + 1) calls of `grad`.
+// From K >= 3 small-batch gradients g_k (batch b each, i.i.d. around G with covariance
+// Sigma/b), McCandlish et al. eq. 2.8's B_noise = tr(H Sigma) / (G^T H G). With the K x K matrix
+// M_kl = g_k^T H g_l (K Hessian-vector products H g_l, i.e. 2K calls of `grad`):
+//   E[M_kl] = G^T H G (k != l, independent batches),  E[M_kk] = G^T H G + tr(H Sigma) / b,
+// so with D = mean of the diagonal and O = mean of the off-diagonal entries (a U-statistic)
+//   G^T H G = O,  tr(H Sigma) = b (D - O)            (both unbiased).
+// The K small batches serve as the probe vectors: no Hutchinson draws are needed since Sigma is
+// only known through them. Interval: jackknife (leave one batch out) variances and covariance
+// of (tr(H Sigma), G^T H G), then Fieller's interval for their ratio with K - 1 degrees of
+// freedom (fieller_interval: never below 0, unbounded above while G^T H G is within noise of
+// 0). H is the Hessian of the oracle's own batch; its sampling noise is not in the interval.
 HessianNoise hessian_noise_scale(const GradientFn& grad, std::span<const float> theta,
                                  const std::vector<std::vector<float>>& small_grads, double b);
+
+// The estimate and interval above from M ([K * K], row-major, symmetric) alone.
+HessianNoise hessian_noise_from_products(std::span<const double> M, std::size_t K, double b);
 
 }  // namespace lbt::noise

@@ -23,8 +23,11 @@ const std::vector<KeySpec>& noise_keys() {
        {"all", "first"}},
       {"noise.hessian.enabled", kBool, "true",
        "lbt noise: measure the Hessian-weighted B_noise at --at-steps"},
+      {"noise.hessian.every", kInt, "0",
+       "lbt train / sweep trials with noise.enabled: also measure B_noise every N steps (0: never)",
+       {}, "steps"},
       {"noise.hessian.small_batches", kInt, "16",
-       "lbt noise: small-batch gradients K behind tr(H Sigma) at --at-steps"},
+       "lbt noise: small-batch gradients K (>= 3) behind B_noise and its jackknife interval at --at-steps"},
       {"noise.hessian.examples", kInt, "2048",
        "lbt noise: examples per gradient in the Hessian-vector products", {}, "examples"},
   };

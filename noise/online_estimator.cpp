@@ -96,7 +96,8 @@ OnlineOptions read_online_options(Config& c) {
 
 OnlineEstimator::OnlineEstimator(const OnlineOptions& options, int world_size,
                                  std::int64_t micro_batch, std::int64_t accum,
-                                 std::span<const Segment> segments)
+                                 std::span<const Segment> segments,
+                                 const PerExampleSupport& support)
     : options_(options),
       segments_(segments.begin(), segments.end()),
       num_segments_(segments.size()),
@@ -108,29 +109,27 @@ OnlineEstimator::OnlineEstimator(const OnlineOptions& options, int world_size,
   example_sq_.assign(num_segments_, 0.0);
   big_sq_.assign(num_segments_, 0.0);
   if (!options_.enabled) return;
-  if (options_.two_batch) {
+  method_ = choose_method(options_, world_size, micro_batch, accum, support);
+  options_.per_example = method_.per_example;
+  if (method_.two_batch) {
+    b_small_ = method_.b_small;
     if (world_size >= 2) {
       // each rank's local gradient is a small batch: free, one read of the buffer
       small_ = SmallBatch::kRankLocal;
-      b_small_ = static_cast<double>(micro_batch * accum);
-    } else if (accum >= 2) {
+    } else {
       // one process: each micro-batch is a small batch, read off the accumulation buffer
       small_ = SmallBatch::kMicroBatch;
-      b_small_ = static_cast<double>(micro_batch);
       if (options_.all_micro_batches) {
         std::size_t n = 0;
         for (const Segment& s : segments_) n = std::max(n, s.offset + s.size);
         previous_.resize(n);
       }
-    } else {
-      note_ =
-          "noise: the two_batch estimator needs a small batch and there is none: one process "
-          "with train.accum_steps = 1. Set train.accum_steps >= 2 (micro-batches become the "
-          "small batches) or run on >= 2 ranks.";
-      note_ += options_.per_example ? " The per_example estimator still runs."
-                                    : " Set noise.estimator = \"per_example\" or \"both\" for a "
-                                      "single-batch estimate.";
     }
+  } else if (options_.two_batch) {
+    note_ =
+        "noise: the two_batch estimator needs a small batch and there is none: one process "
+        "with train.accum_steps = 1. Set train.accum_steps >= 2 (micro-batches become the "
+        "small batches) or run on >= 2 ranks. The per_example estimator still runs.";
   }
   auto add = [&](const char* name, double b) {
     EstimatorReport r;
@@ -162,7 +161,7 @@ void OnlineEstimator::segment_sq_norms(std::span<const float> v, std::span<doubl
 }
 
 void OnlineEstimator::after_micro_batch(std::int64_t step, std::span<const float> grads,
-                                        std::span<const LinearTap> taps) {
+                                        ExampleTaps taps) {
   if (!active(step)) return;
   if (small_ == SmallBatch::kMicroBatch) {
     const double scale = static_cast<double>(accum_) * accum_;
@@ -213,17 +212,24 @@ void OnlineEstimator::after_micro_batch(std::int64_t step, std::span<const float
   if (per_example_index_ >= 0) {
     if (!taps_checked_) {
       std::vector<bool> covered(num_segments_, false);
-      for (const LinearTap& t : taps) covered[t.weight_segment] = covered[t.bias_segment] = true;
+      for (const LinearTap& t : taps.linear)
+        covered[t.weight_segment] = covered[t.bias_segment] = true;
+      for (const ConvTap& t : taps.conv) {
+        covered[t.weight_segment] = true;
+        if (t.bias_segment >= 0) covered[static_cast<std::size_t>(t.bias_segment)] = true;
+      }
       for (std::size_t s = 0; s < num_segments_; ++s) {
         if (!covered[s] && segments_[s].size > 0) {
           throw ConfigError("noise.estimator = per_example: parameter '" + segments_[s].name +
-                                "' is not in a Linear layer, so its per-example norms are unknown",
+                                "' is not in a Linear or Conv2d layer, so its per-example norms "
+                                "are unknown",
                             "use noise.estimator = \"two_batch\" for this model");
         }
       }
       taps_checked_ = true;
     }
-    add_per_example_sq_norms(taps, micro_batch_, grad_scale_, example_sq_);
+    add_per_example_sq_norms(taps.linear, micro_batch_, grad_scale_, example_sq_);
+    add_conv_per_example_sq_norms(taps.conv, micro_batch_, grad_scale_, example_sq_);
     example_count_ += static_cast<double>(micro_batch_);
   }
   ++micro_seen_;

@@ -3,8 +3,10 @@
 //   two_batch:   small batch = a rank's local gradient (>= 2 ranks) or micro-batches of
 //                gradient accumulation (one process, accum >= 2: all of them, or the first
 //                with noise.small_batches = "first"); big batch = the global batch.
-//   per_example: per-example gradient norms of Linear layers over the global batch.
-// Both feed NoiseScaleTracker (EMA of |G|^2 and tr(Sigma), B_simple with a 95% interval).
+//   per_example: exact per-example gradient norms of Linear and Conv2d layers over the global
+//                batch, where examples do not interact (no BatchNorm).
+// choose_method picks what runs in a layout and says why; both feed NoiseScaleTracker (EMA of |G|^2
+// and tr(Sigma), B_simple with a 95% interval).
 #pragma once
 #include <cstdint>
 #include <span>
@@ -16,6 +18,7 @@
 #include "core/tensor.hpp"
 #include "noise/gradient_noise.hpp"
 #include "noise/per_example.hpp"
+#include "noise/per_example_conv.hpp"
 
 namespace lbt::noise {
 
@@ -32,12 +35,41 @@ struct OnlineOptions {
   double ema = NoiseScaleTracker::kDefaultBeta;
   std::int64_t window_steps = 100;  // the "now" estimate: measurements of the last N steps
   bool per_segment = false;         // also report B_simple per parameter tensor
+  std::string layout_note;          // set by lbt noise when it chose the batch layout itself
   std::string estimator_name() const;
   std::size_t window() const;  // measurements in the "now" window: window_steps / every
 };
 
 // Reads and validates the `noise.*` keys.
 OnlineOptions read_online_options(Config& config);
+
+// Whether per-example norms are exact for a model: every parameter sits in a Linear or Conv2d
+// layer and no layer mixes the examples of a batch (BatchNorm does). trainer/noise_log.cpp
+// decides it from the model.
+struct PerExampleSupport {
+  bool exact = true;
+  std::string reason;  // why not, naming the layer or parameter ("" when exact)
+};
+
+// The estimators that run in a layout, and why (noise.jsonl's first line, the console).
+struct NoiseMethod {
+  bool two_batch = false, per_example = false;
+  double b_small = 0.0, B_big = 0.0;  // two_batch's batch sizes (examples)
+  std::string name;                   // "two_batch", "per_example" or "two_batch+per_example"
+  std::string reason;                 // one sentence: the small batches, what is off and why
+};
+
+// Chooses from what `options` asks for: two_batch needs a small batch (>= 2 ranks, or one
+// process with accum >= 2); per_example needs support.exact. An estimator asked for by name
+// that cannot run, or none at all, is a ConfigError naming the fix (checked before training).
+NoiseMethod choose_method(const OnlineOptions& options, int world_size, std::int64_t micro_batch,
+                          std::int64_t accum, const PerExampleSupport& support);
+
+// The per-example estimator's view of one micro-batch: the Linear and Conv2d layers.
+struct ExampleTaps {
+  std::span<const LinearTap> linear;
+  std::span<const ConvTap> conv;
+};
 
 // One estimator's view at a report step.
 struct EstimatorReport {
@@ -61,17 +93,18 @@ class OnlineEstimator {
   // @param micro_batch  examples per forward/backward on one rank
   // @param accum        micro-batches per optimizer step
   // @param segments     the model's segment table (per-segment norms, per_example taps)
+  // @param support      whether per-example norms are exact for the model (choose_method)
   OnlineEstimator(const OnlineOptions& options, int world_size, std::int64_t micro_batch,
-                  std::int64_t accum, std::span<const Segment> segments);
+                  std::int64_t accum, std::span<const Segment> segments,
+                  const PerExampleSupport& support = {});
 
   bool active(std::int64_t step) const { return options_.enabled && step % options_.every == 0; }
   // Doubles the trainer adds to its metrics allreduce (kSum); see before_allreduce.
   std::size_t num_slots() const { return 4 + 2 * num_segments_; }
 
   // After each micro-batch's backward: `grads` holds the accumulated gradient so far, `taps`
-  // the Linear layers' inputs and output deltas of this micro-batch.
-  void after_micro_batch(std::int64_t step, std::span<const float> grads,
-                         std::span<const LinearTap> taps);
+  // the Linear and Conv2d layers' inputs and output deltas of this micro-batch.
+  void after_micro_batch(std::int64_t step, std::span<const float> grads, ExampleTaps taps);
   // Before the gradient allreduce: writes this rank's sums into `slots` ([num_slots()]).
   void before_allreduce(std::int64_t step, std::span<const float> grads, std::span<double> slots);
   // After the allreduce (grads = global mean gradient, slots summed over ranks). Returns the
@@ -84,6 +117,8 @@ class OnlineEstimator {
 
   // Non-empty when an estimator that was asked for cannot run in this layout (said once).
   const std::string& note() const { return note_; }
+  // What runs and why (enabled only).
+  const NoiseMethod& method() const { return method_; }
   bool two_batch_available() const { return small_ != SmallBatch::kNone; }
   const OnlineOptions& options() const { return options_; }
   // Every tracker's running sums in a fixed order, for checkpoints; load_state refuses
@@ -108,6 +143,7 @@ class OnlineEstimator {
   SmallBatch small_ = SmallBatch::kNone;
   double b_small_ = 0.0, B_big_ = 0.0, grad_scale_ = 1.0;
   std::string note_;
+  NoiseMethod method_;
 
   // this rank's accumulators for the active step: [num_segments] each
   std::vector<double> small_sq_, example_sq_, big_sq_;

@@ -5,6 +5,11 @@ each step, with its 95% interval) and "averaged" (the EMA, dashed), per estimato
 Usage: /usr/bin/python3 notebooks/lbt_plot_noise.py RUN_DIR [OUT.png]
 Reads only noise.jsonl (keeping the last line per step and estimator, as runs may be restarted)
 and writes RUN_DIR/noise.png. McCandlish et al. 2018, arXiv:1812.06162.
+
+For sweeps (notebooks/lbt_sweep_plots.py calls these): mark_noise_scales() marks the measured
+B_simple (a band from fit.json's intervals.B_simple) and B_noise beside the fitted B_crit, and
+noise_over_training() draws each best trial's B_simple over training, one line per batch size.
+Both draw nothing where noise was not measured.
 """
 import json
 import math
@@ -19,8 +24,14 @@ import matplotlib.pyplot as plt  # noqa: E402
 
 def load(run_dir):
     rows = {}
-    for line in (Path(run_dir) / "noise.jsonl").read_text().splitlines():
-        j = json.loads(line)
+    path = Path(run_dir) / "noise.jsonl"
+    if not path.exists():
+        return {}
+    for line in path.read_text().splitlines():
+        try:
+            j = json.loads(line)
+        except ValueError:  # a torn last line of a killed run
+            continue
         if "estimator" in j:
             rows[(j["estimator"], j["step"])] = j  # last line per (estimator, step) wins
     by_name = {}
@@ -31,6 +42,84 @@ def load(run_dir):
 
 def finite(v):
     return v is not None and math.isfinite(v)
+
+
+def draw_b_noise(ax, hess):
+    """B_noise probes with their 95% intervals (an unbounded upper end: a line to the top)."""
+    rows = [r for r in hess if finite(r.get("b_noise"))]
+    if not rows:
+        return
+    steps = [r["step"] for r in rows]
+    values = [r["b_noise"] for r in rows]
+    ci = [r.get("b_noise_ci95") or [None, None] for r in rows]
+    lo = [v - c[0] if finite(c[0]) else 0 for v, c in zip(values, ci)]
+    hi = [c[1] - v if finite(c[1]) else 0 for v, c in zip(values, ci)]
+    ax.errorbar(steps, values, yerr=[lo, hi], fmt="k^", capsize=3, label="B_noise (Hessian, 95%)")
+
+
+def _interval(fit, key):
+    """fit.json's intervals.KEY as (lo, hi), or None (null, missing, or not finite)."""
+    i = (fit.get("intervals") or {}).get(key)
+    if not i or len(i) != 2 or not all(finite(v) for v in i):
+        return None
+    return tuple(i)
+
+
+def mark_noise_scales(ax, fit):
+    """On a plot whose x axis is the batch size: the measured B_simple as a line with its band,
+    and B_noise (Hessian probes) likewise, beside the fitted B_crit. Nothing when absent."""
+    if not fit:
+        return
+    for key, color, label in (("B_simple", "C2", "B_simple measured"),
+                              ("B_noise_measured", "C4", "B_noise measured (Hessian)")):
+        value = fit.get(key)
+        if not finite(value):
+            continue
+        band = _interval(fit, key)
+        text = f"{label} = {value:.3g}" + (f" [{band[0]:.3g}, {band[1]:.3g}]" if band else "")
+        ax.axvline(value, color=color, lw=1.2, label=text)
+        if band:
+            ax.axvspan(max(band[0], 1e-12), band[1], color=color, alpha=0.12)
+
+
+def noise_over_training(sweep_dir, out_png):
+    """B_simple "now" over training of each best trial (best.csv), against examples seen, one
+    line per batch size. Returns the path written, or None when no trial measured noise."""
+    import csv
+
+    sweep_dir = Path(sweep_dir)
+    best = sweep_dir / "best.csv"
+    if not best.exists():
+        return None
+    with best.open() as f:
+        rows = [r for r in csv.DictReader(f) if r.get("run_dir")]
+    curves = []
+    for r in sorted(rows, key=lambda r: float(r["batch_size"])):
+        data = load(sweep_dir / r["run_dir"])
+        name = "two_batch" if data.get("two_batch") else "per_example"
+        # x: examples seen before the measured gradient (step 0 has none: left off the log axis)
+        points = [(j["step"] * float(r["batch_size"]), j["b_simple"]) for j in data.get(name, [])
+                  if finite(j.get("b_simple")) and j["step"] > 0]
+        if points:
+            curves.append((int(float(r["batch_size"])), name, points))
+    if not curves:
+        return None
+    fig, ax = plt.subplots(figsize=(7, 4))
+    cmap = plt.get_cmap("viridis")
+    for k, (batch, name, points) in enumerate(curves):
+        x, y = zip(*points)
+        ax.plot(x, y, "o-", ms=2.5, color=cmap(k / max(len(curves) - 1, 1)),
+                label=f"B = {batch} ({name})")
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("examples seen (step x B)")
+    ax.set_ylabel("B_simple now (examples)")
+    ax.set_title("Gradient noise scale over training, best trial per batch size")
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(out_png, dpi=120)
+    plt.close(fig)
+    return out_png
 
 
 def main():
@@ -57,9 +146,7 @@ def main():
         if ema:
             s, v = zip(*ema)
             ax.plot(s, v, color=color, linestyle="--", label=f"B_simple averaged ({name}, EMA)")
-    hess = data.get("hessian", [])
-    if hess:
-        ax.plot([r["step"] for r in hess], [r["b_noise"] for r in hess], "k^", label="B_noise (Hessian)")
+    draw_b_noise(ax, data.get("hessian", []))
     ax.set_xlabel("step")
     ax.set_ylabel("noise scale (examples)")
     ax.set_yscale("log")

@@ -7,6 +7,7 @@
   examples_vs_batch.png  examples to target vs batch size, E_min and the fit
   lr_vs_batch.png        best LR vs batch size (bars: the search's bracket) with the fitted
                          law lr ~ B^alpha, McCandlish's eps_opt(B) and the linear/sqrt rules
+  noise_vs_training.png  each best trial's B_simple over training (when noise was measured)
 
 usage: /usr/bin/python3 notebooks/lbt_sweep_plots.py SWEEP_DIR
 """
@@ -17,6 +18,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import lbt_runs  # noqa: E402
+import lbt_plot_noise  # noqa: E402
 from lbt_runs import COLORS, plt, np  # noqa: E402
 
 
@@ -57,6 +59,7 @@ def steps_vs_batch(sweep: lbt_runs.Sweep, ax) -> None:
         if hi < b.max():
             ax.axvspan(hi, b.max(), color=COLORS["fit"], alpha=0.08, label="maximal data parallelism")
         ax.axvline(fit["B_crit"], color=COLORS["fit"], lw=0.8, ls="--")
+        lbt_plot_noise.mark_noise_scales(ax, fit)  # measured B_simple / B_noise beside B_crit
     ax.set_xscale("log", base=2)
     ax.set_yscale("log")
     ax.set_xlabel("global batch size B")
@@ -138,6 +141,8 @@ def main(argv: list[str]) -> int:
         fig.savefig(out / f"{name}.png")
         plt.close(fig)
         print(out / f"{name}.png")
+    if lbt_plot_noise.noise_over_training(sweep.path, out / "noise_vs_training.png"):
+        print(out / "noise_vs_training.png")
     return 0
 
 

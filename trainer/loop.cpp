@@ -103,11 +103,13 @@ class TrainLoop {
         augment_{cfg_.data.augment_crop_padding, cfg_.data.augment_flip, cfg_.seed,
                  static_cast<std::uint64_t>(ctx.comm.rank())},
         progress_(ctx.progress && ctx.comm.rank() == 0, ctx.total_steps),
-        noise_(ctx.noise, ctx.comm.size(), cfg_.micro_batch, cfg_.accum_steps, store_.segments()),
+        noise_(ctx.noise, ctx.comm.size(), cfg_.micro_batch, cfg_.accum_steps, store_.segments(),
+               per_example_support(model_)),
         sums_(3 + noise_.num_slots() + 2) {
     model_.reserve(cfg_.micro_batch);
     out_.total_steps = ctx.total_steps;
-    log_noise_note(noise_, ctx.run_dir, ctx.comm.rank() == 0);
+    // noise.jsonl's method line is written once, by the fresh run (a resumed one keeps it)
+    log_noise_note(noise_, state_.step == 0 ? ctx.run_dir : nullptr, ctx.comm.rank() == 0);
     if (state_.step > 0) noise_.load_state(state_.noise_state);  // resumed: continue the EMAs
     start_data_at(state_.step);
   }
@@ -158,7 +160,7 @@ class TrainLoop {
   std::unique_ptr<data::Prefetcher> prefetch_;
   Progress progress_;
   noise::OnlineEstimator noise_;
-  std::vector<noise::LinearTap> taps_;
+  TapBuffers taps_;
   // loss, correct, examples on this rank; then the noise estimator's sums; then two votes that
   // ride on the same allreduce, so every rank acts on them after the same step: stop (a signal
   // reached a rank) and checkpoint now (rank 0's wall-time interval has passed)
@@ -191,7 +193,7 @@ TrainLoop::StepResult TrainLoop::step(std::int64_t step, bool replay) {
     sums_[2] += static_cast<double>(b);
     model_.backward(batch.x.data(), b, /*accumulate=*/micro > 0);
     if (!replay)
-      noise_.after_micro_batch(step, store_.grads(), linear_taps(model_, batch.x.data(), taps_));
+      noise_.after_micro_batch(step, store_.grads(), example_taps(model_, batch.x.data(), taps_));
   }
   // ---- one fused allreduce of the flat gradient buffer: the global-batch mean gradient ----
   const std::span<double> noise_sums = std::span<double>(sums_).subspan(3, noise_.num_slots());

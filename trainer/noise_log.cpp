@@ -13,17 +13,52 @@ nlohmann::json number(double v) {
 
 }  // namespace
 
-std::span<const noise::LinearTap> linear_taps(const nn::Model& model, const float* x,
-                                              std::vector<noise::LinearTap>& taps) {
-  taps.clear();
+noise::PerExampleSupport per_example_support(const nn::Model& model) {
+  const auto& layers = model.layers();
+  for (const auto& layer : layers) {
+    if (layer->couples_examples()) {
+      return {false,
+              "layer " + layer->describe() + " normalises over the batch (examples are coupled)"};
+    }
+  }
+  // every parameter in a Linear or Conv2d layer (the layers with taps)
+  std::vector<bool> covered(model.store().segments().size(), false);
+  for (const auto& layer : layers) {
+    if (const auto* linear = dynamic_cast<const nn::Linear*>(layer.get())) {
+      covered[linear->weight_segment()] = covered[linear->bias_segment()] = true;
+    } else if (const auto* conv = dynamic_cast<const nn::Conv2d*>(layer.get())) {
+      covered[conv->weight_segment()] = true;
+      if (conv->options().bias) covered[conv->bias_segment()] = true;
+    }
+  }
+  for (std::size_t s = 0; s < covered.size(); ++s) {
+    if (!covered[s]) {
+      return {false, "parameter '" + model.store().segments()[s].name +
+                         "' is not in a Linear or Conv2d layer"};
+    }
+  }
+  return {};
+}
+
+noise::ExampleTaps example_taps(const nn::Model& model, const float* x, TapBuffers& taps) {
+  taps.linear.clear();
+  taps.conv.clear();
   const auto& layers = model.layers();
   for (std::size_t i = 0; i < layers.size(); ++i) {
     if (const auto* linear = dynamic_cast<const nn::Linear*>(layers[i].get())) {
-      taps.push_back({model.layer_input(i, x), model.layer_output_grad(i), linear->in_features(),
-                      linear->out_features(), linear->weight_segment(), linear->bias_segment()});
+      taps.linear.push_back({model.layer_input(i, x), model.layer_output_grad(i),
+                             linear->in_features(), linear->out_features(),
+                             linear->weight_segment(), linear->bias_segment()});
+    } else if (const auto* conv = dynamic_cast<const nn::Conv2d*>(layers[i].get())) {
+      const nn::Shape3 in = conv->in_shape(), out = conv->out_shape();
+      const nn::Conv2dOptions& o = conv->options();
+      taps.conv.push_back({model.layer_input(i, x), model.layer_output_grad(i), in.c, in.h, in.w,
+                           out.c, out.h, out.w, o.kernel, o.stride, o.padding,
+                           conv->weight_segment(),
+                           o.bias ? static_cast<std::ptrdiff_t>(conv->bias_segment()) : -1});
     }
   }
-  return taps;
+  return {taps.linear, taps.conv};
 }
 
 nlohmann::json noise_json(const noise::NoiseReport& report, const noise::EstimatorReport& e,
@@ -66,9 +101,17 @@ nlohmann::json noise_json(const noise::NoiseReport& report, const noise::Estimat
 }
 
 void log_noise_note(const noise::OnlineEstimator& estimator, RunDirectory* run_dir, bool rank0) {
-  if (estimator.note().empty() || !rank0) return;
-  std::fprintf(stderr, "%s\n", estimator.note().c_str());
-  if (run_dir) run_dir->append_noise({{"note", estimator.note()}});
+  if (!estimator.options().enabled || !rank0) return;
+  const noise::NoiseMethod& m = estimator.method();
+  if (!estimator.options().layout_note.empty())
+    std::fprintf(stderr, "noise: %s\n", estimator.options().layout_note.c_str());
+  std::fprintf(stderr, "noise: method %s (%s)\n", m.name.c_str(), m.reason.c_str());
+  if (!estimator.note().empty()) std::fprintf(stderr, "%s\n", estimator.note().c_str());
+  if (!run_dir) return;
+  nlohmann::json line = {{"method", m.name}, {"reason", m.reason}};
+  if (!estimator.options().layout_note.empty()) line["layout"] = estimator.options().layout_note;
+  if (!estimator.note().empty()) line["note"] = estimator.note();
+  run_dir->append_noise(line);
 }
 
 void log_noise(const noise::NoiseReport& report, std::int64_t window_steps, RunDirectory* run_dir) {

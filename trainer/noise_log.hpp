@@ -1,5 +1,6 @@
-// Glue between the model/run directory and noise::OnlineEstimator: the Linear-layer taps the
-// per-example estimator reads, and the noise.jsonl lines (one per estimator per report).
+// Glue between the model/run directory and noise::OnlineEstimator: whether per-example norms are
+// exact for the model, the Linear and Conv2d taps the per-example estimator reads, the method
+// line and the noise.jsonl lines (one per estimator per report).
 #pragma once
 #include <nlohmann/json.hpp>
 #include <span>
@@ -11,10 +12,17 @@
 
 namespace lbt::trainer {
 
-// Fills `taps` with each Linear layer's input and output delta from the last forward/backward
-// on input `x` (no allocation after the first call); returns them as a span.
-std::span<const noise::LinearTap> linear_taps(const nn::Model& model, const float* x,
-                                              std::vector<noise::LinearTap>& taps);
+// Per-example norms are exact when every parameter is in a Linear or Conv2d layer and no
+// layer couples the examples of a batch (Layer::couples_examples: BatchNorm).
+noise::PerExampleSupport per_example_support(const nn::Model& model);
+
+// Each Linear and Conv2d layer's input and output delta from the last forward/backward on
+// input `x` (no allocation after the first call).
+struct TapBuffers {
+  std::vector<noise::LinearTap> linear;
+  std::vector<noise::ConvTap> conv;
+};
+noise::ExampleTaps example_taps(const nn::Model& model, const float* x, TapBuffers& taps);
 
 // noise.jsonl line for one estimator:
 //   {"step", "estimator", "b_small", "B_big", "G_sq", "trace_sigma", "G_sq_step",
@@ -23,7 +31,8 @@ std::span<const noise::LinearTap> linear_taps(const nn::Model& model, const floa
 nlohmann::json noise_json(const noise::NoiseReport& report, const noise::EstimatorReport& e,
                           std::int64_t window_steps);
 
-// Says once (stderr on rank 0 and a {"note": ...} line in noise.jsonl) what cannot be measured.
+// Says once, on rank 0, which estimators run and why (stderr and noise.jsonl's first line,
+// {"method", "reason", "note"}), "note" saying what cannot be measured.
 void log_noise_note(const noise::OnlineEstimator& estimator, RunDirectory* run_dir, bool rank0);
 
 // Appends the report's lines to noise.jsonl (when run_dir is set).

@@ -95,9 +95,13 @@ void truncate_jsonl(const std::filesystem::path& file, std::int64_t step) {
     const bool unterminated =
         in.eof();  // no trailing newline: a line torn by a kill or a full disk
     auto j = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
-    if (unterminated || j.is_discarded() || !j.is_object() || !j.contains("step") ||
-        !j["step"].is_number_integer()) {
+    if (unterminated || j.is_discarded() || !j.is_object() ||
+        (j.contains("step") && !j["step"].is_number_integer())) {
       ++torn;
+      continue;
+    }
+    if (!j.contains("step")) {  // a whole header line (noise.jsonl's method): the run's, kept
+      kept += line + "\n";
       continue;
     }
     if (j["step"].get<std::int64_t>() > step) continue;  // logged after the checkpoint

@@ -260,7 +260,9 @@ BOOST_AUTO_TEST_CASE(a_sweep_measures_the_noise_scale_per_trial_and_the_fit_repo
   const fs::path dir = scratch() / "noisy";
   Result r =
       run_lbt("sweep --config " + cfg.string() + " --jobs 2 --no-plots --out " + dir.string() +
-              " --set noise.enabled=true --set noise.every=1 --set noise.window_steps=6");
+              " --set noise.enabled=true --set noise.every=1 --set noise.window_steps=6" +
+              " --set noise.hessian.every=10 --set noise.hessian.small_batches=8" +
+              " --set noise.hessian.examples=512");
   BOOST_TEST_INFO("stderr: " << r.err);
   BOOST_REQUIRE_EQUAL(r.code, 0);
   const auto sweep = read_csv(dir / "sweep.csv");
@@ -284,6 +286,24 @@ BOOST_AUTO_TEST_CASE(a_sweep_measures_the_noise_scale_per_trial_and_the_fit_repo
   BOOST_TEST(0.0 <= lo);
   BOOST_TEST(lo <= b);
   BOOST_TEST(b <= hi);
+  // B_noise from the trials' Hessian probes (noise.hessian.every): the median over the best
+  // trials of each one's median resolved probe, an interval around it that stays positive.
+  BOOST_TEST(fit["B_noise_measured_trials"].get<int>() >= 2);
+  BOOST_REQUIRE(fit["B_noise_measured"].is_number());
+  BOOST_REQUIRE(fit["intervals"]["B_noise_measured"].is_array());
+  const double bn = fit["B_noise_measured"], bn_lo = fit["intervals"]["B_noise_measured"][0],
+               bn_hi = fit["intervals"]["B_noise_measured"][1];
+  BOOST_TEST_MESSAGE("B_noise_measured " << bn << " [" << bn_lo << ", " << bn_hi << "], B_simple "
+                                         << b << ", B_crit " << fit["B_crit"]);
+  BOOST_TEST(0.0 <= bn_lo);
+  BOOST_TEST(bn_lo <= bn);
+  BOOST_TEST(bn <= bn_hi);
+  // The sweep plots mark them beside B_crit and draw B_simple over training per batch size.
+  const std::string plots = "/usr/bin/python3 " LBT_SOURCE_DIR "/notebooks/lbt_sweep_plots.py " +
+                            dir.string() + " >/dev/null";
+  BOOST_TEST(std::system(plots.c_str()) == 0);
+  BOOST_TEST(fs::exists(dir / "plots" / "steps_vs_batch.png"));
+  BOOST_TEST(fs::exists(dir / "plots" / "noise_vs_training.png"));
 }
 
 // Issue 27, item 2: two sweeps on one directory used to run the same trials twice and clear

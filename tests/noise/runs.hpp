@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "core/config.hpp"
+#include "core/gemm.hpp"
 #include "core/rng.hpp"
 #include "noise/online_estimator.hpp"
 #include "optim/optimizer.hpp"
@@ -48,6 +49,10 @@ inline std::vector<std::vector<float>> train_config(const std::string& toml,
   config.validate(trainer::run_schema());
   const trainer::RunConfig run = trainer::resolve_run_config(config, comm.size());
   const trainer::TrainConfig& cfg = run.train;
+  // as run_training does: the config's thread count (threads = 1 in synthetic_toml), so OpenMP
+  // and OpenBLAS do not fork onto cores a loaded machine cannot give them (an idle partner thread
+  // then waits a scheduler slice at every barrier: 100x slower runs)
+  if (cfg.threads > 0) set_num_threads(cfg.threads);
   auto model = nn::Model::from_spec(cfg.model_spec, cfg.init);
   data::Splits splits = data::load_splits(cfg.data, cfg.seed);
   data::ShardedSampler sampler(splits.train.n, cfg.seed, comm.size(), comm.rank(), cfg.micro_batch,

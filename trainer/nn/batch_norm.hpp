@@ -32,6 +32,7 @@ class BatchNorm final : public Layer {
   std::int64_t in_features() const override { return shape_.size(); }
   std::int64_t out_features() const override { return shape_.size(); }
   const char* param_prefix() const override { return "bn"; }
+  bool couples_examples() const override { return true; }
   void register_params(ParameterStore& store, const std::string& prefix) override;
   void bind(ParameterStore& store) override;
   void init(Rng& rng) override;  // gamma = 1, beta = 0; running mean 0, variance 1

@@ -56,6 +56,9 @@ class Conv2d final : public Layer {
 
   Shape3 in_shape() const { return in_; }
   Shape3 out_shape() const { return out_; }
+  const Conv2dOptions& options() const { return opt_; }
+  std::size_t weight_segment() const { return w_segment_; }
+  std::size_t bias_segment() const { return b_segment_; }  // only when options().bias
 
   // forward() and backward() of this layer applied to affine(x) (channels_last.hpp) instead
   // of x, the map folded into the pass that copies x channels-last: a residual block reads

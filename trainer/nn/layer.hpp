@@ -38,6 +38,10 @@ class Layer {
   // Multiply-adds of one example's forward pass in the GEMM-shaped work (conv, linear), for
   // throughput as a fraction of peak: a training step is about 3 x 2 x this many FLOPs.
   virtual std::int64_t macs_per_example() const { return 0; }
+  // True where one example's output depends on the other examples of the batch (BatchNorm's
+  // batch statistics in train mode): per-example gradients are then not separable, and the
+  // per-example noise estimator is not exact (noise/online_estimator.hpp, choose_method).
+  virtual bool couples_examples() const { return false; }
 
   // x: [batch, in], y: [batch, out]
   virtual void forward(const float* x, float* y, std::int64_t batch, bool train) = 0;

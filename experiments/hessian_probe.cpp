@@ -1,0 +1,132 @@
+// Hessian-weighted B_noise probes; see hessian_probe.hpp.
+#include "experiments/hessian_probe.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <nlohmann/json.hpp>
+#include <random>
+
+#include "noise/hessian_noise.hpp"
+#include "noise/noise_keys.hpp"
+#include "trainer/nn/loss.hpp"
+
+namespace lbt::experiments {
+namespace {
+
+nlohmann::json finite_or_null(double v) {
+  return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json();
+}
+
+// Mean gradient over rows `rows` of `data` into `out`, in chunks of `chunk` examples.
+void mean_gradient(nn::Model& model, const data::Dataset& data,
+                   const std::vector<std::int64_t>& rows, std::int64_t chunk,
+                   std::span<float> out) {
+  ParameterStore& store = model.store();
+  std::vector<float> x(static_cast<std::size_t>(chunk * data.dim)), targets;
+  std::vector<std::int32_t> labels(static_cast<std::size_t>(chunk));
+  targets.resize(static_cast<std::size_t>(chunk * std::max<std::int64_t>(data.target_dim, 1)));
+  const float scale = 1.0f / static_cast<float>(rows.size());
+  for (std::size_t start = 0; start < rows.size(); start += chunk) {
+    const std::int64_t b = std::min<std::int64_t>(chunk, rows.size() - start);
+    for (std::int64_t j = 0; j < b; ++j) {
+      data.copy_example(rows[start + j], j, x.data(), labels.data(), targets.data());
+    }
+    const float* out_act = model.forward(x.data(), b, true);
+    if (data.is_classification()) {
+      nn::softmax_cross_entropy(out_act, labels.data(), b, model.output_dim(), model.output_grad(),
+                                scale, nullptr);
+    } else {
+      nn::half_squared_error(out_act, targets.data(), b, model.output_dim(), model.output_grad(),
+                             scale);
+    }
+    model.backward(x.data(), b, /*accumulate=*/start > 0);
+  }
+  std::copy(store.grads().begin(), store.grads().end(), out.begin());
+}
+
+}  // namespace
+
+HessianOptions read_hessian_options(Config& config) {
+  HessianOptions h;
+  const auto& keys = noise::noise_keys();
+  h.enabled = config.get_bool(Schema::in(keys, "noise.hessian.enabled"));
+  h.every = config.get_int(Schema::in(keys, "noise.hessian.every"));
+  h.small_batches = config.get_int(Schema::in(keys, "noise.hessian.small_batches"));
+  h.examples = config.get_int(Schema::in(keys, "noise.hessian.examples"));
+  if (h.small_batches < 3)  // the jackknife interval leaves one out and needs a pair left
+    config.fail("noise.hessian.small_batches", ">= 3", std::to_string(h.small_batches));
+  if (h.examples < 1) config.fail("noise.hessian.examples", ">= 1", std::to_string(h.examples));
+  if (h.every < 0) config.fail("noise.hessian.every", ">= 0 (0: never)", std::to_string(h.every));
+  return h;
+}
+
+std::function<void(std::int64_t, ProbeContext&)> hessian_probe(
+    const HessianOptions& h, const std::vector<std::int64_t>& at_steps) {
+  const std::vector<std::int64_t> at = h.enabled ? at_steps : std::vector<std::int64_t>{};
+  if (at.empty() && h.every <= 0) return {};
+  return [at, h](std::int64_t step, ProbeContext& ctx) {
+    const bool listed = std::find(at.begin(), at.end(), step) != at.end();
+    if (listed || (h.every > 0 && step % h.every == 0)) probe_b_noise(step, ctx, h);
+  };
+}
+
+// Hessian-weighted B_noise at the current parameters (noise/hessian_noise.hpp), written to
+// noise.jsonl as estimator "hessian". Parameters are restored; gradients are scratch here.
+void probe_b_noise(std::int64_t step, ProbeContext& ctx, const HessianOptions& h) {
+  nn::Model& model = ctx.model;
+  const data::Dataset& data = ctx.data.train;
+  const std::int64_t b = ctx.config.micro_batch;
+  const std::size_t n = model.store().num_params();
+  std::mt19937_64 rng(ctx.config.seed * 1000003 + static_cast<std::uint64_t>(step));
+  std::uniform_int_distribution<std::int64_t> pick(0, data.n - 1);
+  auto draw = [&](std::int64_t count) {
+    std::vector<std::int64_t> rows(static_cast<std::size_t>(count));
+    for (auto& r : rows) r = pick(rng);
+    return rows;
+  };
+  // Train-mode forwards update BatchNorm's running statistics: the probe must leave no trace.
+  std::vector<std::vector<float>> saved_buffers;
+  for (std::span<float> buf : model.buffers()) saved_buffers.emplace_back(buf.begin(), buf.end());
+  std::vector<std::vector<float>> small(static_cast<std::size_t>(h.small_batches),
+                                        std::vector<float>(n));
+  for (auto& g : small) mean_gradient(model, data, draw(b), b, g);
+  const std::vector<float> theta(model.store().params().begin(), model.store().params().end());
+  const std::vector<std::int64_t> big_rows = draw(std::min(h.examples, data.n));
+  noise::GradientFn grad = [&](std::span<const float> params, std::span<float> out) {
+    std::copy(params.begin(), params.end(), model.store().params().begin());
+    mean_gradient(model, data, big_rows, std::max<std::int64_t>(b, 256), out);
+  };
+  const noise::HessianNoise r =
+      noise::hessian_noise_scale(grad, theta, small, static_cast<double>(b));
+  std::copy(theta.begin(), theta.end(), model.store().params().begin());
+  model.store().zero_grads();
+  const auto buffers = model.buffers();
+  for (std::size_t i = 0; i < buffers.size(); ++i)
+    std::copy(saved_buffers[i].begin(), saved_buffers[i].end(), buffers[i].begin());
+  // B_simple from the same small batches, for comparison: tr(Sigma) and |G|^2 as in hessian_noise
+  std::vector<double> mean(n, 0.0);
+  for (const auto& g : small)
+    for (std::size_t i = 0; i < n; ++i) mean[i] += g[i] / small.size();
+  double spread = 0.0, mean_sq = 0.0;
+  for (const auto& g : small)
+    for (std::size_t i = 0; i < n; ++i) spread += (g[i] - mean[i]) * (g[i] - mean[i]);
+  for (double m : mean) mean_sq += m * m;
+  const double tr = b * spread / (small.size() - 1.0);
+  const double G_sq = mean_sq - tr / (small.size() * static_cast<double>(b));
+  if (ctx.run_dir) {
+    ctx.run_dir->append_noise(
+        {{"step", step},
+         {"estimator", "hessian"},
+         {"b_noise", finite_or_null(r.b_noise)},
+         {"b_noise_ci95", {finite_or_null(r.ci_low), finite_or_null(r.ci_high)}},
+         {"resolved", r.resolved},
+         {"tr_H_sigma", r.tr_H_sigma},
+         {"gHg", r.gHg},
+         {"b_simple_same_batches", tr / G_sq},
+         {"small_batches", small.size()},
+         {"b_small", b},
+         {"hvp_examples", big_rows.size()}});
+  }
+}
+
+}  // namespace lbt::experiments

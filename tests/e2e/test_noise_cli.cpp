@@ -1,0 +1,146 @@
+// `lbt noise` end to end on the image presets with their default noise settings: the simple CNN
+// (per-example norms of Conv2d and Linear layers) and ResNet-8 (BatchNorm couples examples, so
+// lbt noise splits the batch into micro-batches for the two-batch form), a few steps each on a
+// slice of Fashion-MNIST (ResNet-8's CIFAR-10 is not shipped; its preset runs on 1x28x28).
+// Checks what the run writes: the method named with its reason, and every B_simple finite with
+// an interval around it, or null with resolved = false; no lower end below 0.
+#define BOOST_TEST_MODULE noise_cli
+#include <boost/test/unit_test.hpp>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "support/cli_runner.hpp"
+
+namespace fs = std::filesystem;
+using lbt::test::run_lbt;
+using lbt::test::scratch;
+
+namespace {
+
+const std::string kConfigs = std::string(LBT_SOURCE_DIR) + "/experiments/configs/";
+// Few steps, measured every other step, on a slice of the data.
+const std::string kShort =
+    " --set data.train_limit=4000 --set data.validation_size=500 --set train.eval_every=1000"
+    " --set train.eval_batch=500 --set noise.every=2 --set noise.window_steps=10"
+    " --quiet --no-plot --overwrite";
+
+std::vector<nlohmann::json> read_jsonl(const fs::path& p) {
+  std::vector<nlohmann::json> lines;
+  std::ifstream in(p);
+  for (std::string line; std::getline(in, line);) lines.push_back(nlohmann::json::parse(line));
+  return lines;
+}
+
+// Every estimator line: B_simple finite inside its interval, or null and not resolved; the lower
+// end (when there is one) >= 0. Returns how many lines had a finite B_simple.
+int check_estimator_lines(const std::vector<nlohmann::json>& lines, const std::string& estimator) {
+  int finite = 0, seen = 0;
+  for (const auto& j : lines) {
+    if (!j.contains("estimator") || j["estimator"] != estimator) continue;
+    ++seen;
+    BOOST_TEST_CONTEXT("step " << j["step"]) {
+      for (const char* key : {"b_simple_ci95", "b_simple_ema_ci95"}) {
+        const auto& lo = j[key][0];
+        if (lo.is_number()) BOOST_TEST(lo.get<double>() >= 0.0);
+      }
+      if (j["b_simple"].is_number()) {
+        const double b = j["b_simple"].get<double>();
+        BOOST_TEST(std::isfinite(b));
+        BOOST_TEST(j["resolved"].get<bool>());
+        BOOST_TEST(j["b_simple_ci95"][0].get<double>() <= b);
+        BOOST_TEST(j["b_simple_ci95"][1].get<double>() >= b);
+        ++finite;
+      } else {
+        BOOST_TEST(j["b_simple"].is_null());
+        BOOST_TEST(!j["resolved"].get<bool>());
+      }
+    }
+  }
+  BOOST_TEST(seen >= 5);
+  return finite;
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(simple_cnn_preset_runs_per_example_on_conv_layers_with_b_noise) {
+  const fs::path out = scratch() / "cnn";
+  const auto r = run_lbt("noise --config " + kConfigs + "fmnist_cnn.toml --steps 20 --at-steps 10" +
+                         " --set noise.hessian.small_batches=4 --set noise.hessian.examples=256" +
+                         kShort + " --out " + out.string());
+  BOOST_REQUIRE_MESSAGE(r.code == 0, r.err);
+  BOOST_TEST(r.out.find("Method: per_example") != std::string::npos, r.out);
+  const auto lines = read_jsonl(out / "noise.jsonl");
+  BOOST_REQUIRE(!lines.empty());
+  BOOST_TEST(lines[0]["method"] == "per_example");
+  BOOST_TEST(lines[0]["reason"].get<std::string>().find("Conv2d") != std::string::npos);
+  const int finite = check_estimator_lines(lines, "per_example");
+  BOOST_TEST_MESSAGE("cnn: " << finite << " per_example lines with a finite B_simple");
+  bool hessian = false;
+  for (const auto& j : lines)
+    hessian = hessian || (j.contains("estimator") && j["estimator"] == "hessian");
+  BOOST_TEST(hessian);
+}
+
+BOOST_AUTO_TEST_CASE(resnet_preset_falls_back_to_two_batch_over_micro_batches_and_says_why) {
+  const fs::path out = scratch() / "resnet";
+  const auto r = run_lbt("noise --config " + kConfigs + "cifar10_resnet8.toml --steps 20" +
+                         " --set data.dataset=\\\"fashion-mnist\\\"" +
+                         " --set data.path=\\\"/usr/share/datasets/fashion-mnist\\\"" +
+                         " --set noise.hessian.enabled=false" + kShort + " --out " + out.string());
+  BOOST_REQUIRE_MESSAGE(r.code == 0, r.err);
+  BOOST_TEST(r.out.find("Method: two_batch") != std::string::npos, r.out);
+  BOOST_TEST(r.err.find("BatchNorm") != std::string::npos, r.err);
+  const auto lines = read_jsonl(out / "noise.jsonl");
+  BOOST_REQUIRE(!lines.empty());
+  BOOST_TEST(lines[0]["method"] == "two_batch");
+  BOOST_TEST(lines[0]["reason"].get<std::string>().find("BatchNorm") != std::string::npos);
+  BOOST_TEST(lines[0]["layout"].get<std::string>().find("4 micro-batches of 32") !=
+             std::string::npos);
+  check_estimator_lines(lines, "two_batch");
+}
+
+BOOST_AUTO_TEST_CASE(per_example_on_a_batch_norm_model_is_refused_before_training) {
+  const fs::path out = scratch() / "refused";
+  const auto r = run_lbt(
+      "train --config " + kConfigs + "cifar10_resnet8.toml" +
+      " --set data.dataset=\\\"fashion-mnist\\\"" +
+      " --set data.path=\\\"/usr/share/datasets/fashion-mnist\\\"" +
+      " --set noise.enabled=true --set noise.estimator=\\\"per_example\\\"" +
+      " --set data.train_limit=2000 --set data.validation_size=500 --quiet --out " + out.string());
+  BOOST_TEST(r.code == 2);
+  BOOST_TEST(r.err.find("noise.estimator = \"per_example\"") != std::string::npos, r.err);
+  BOOST_TEST(r.err.find("hint:") != std::string::npos, r.err);
+  BOOST_TEST(!fs::exists(out / "summary.json"));
+}
+
+BOOST_AUTO_TEST_CASE(layouts_that_cannot_give_two_batch_sizes_are_refused_before_training) {
+  // one process, accum_steps = 1: only the global batch, so no small one for two_batch;
+  // and a BatchNorm model whose per-example norms are not exact, in lbt train (which keeps the
+  // config's layout; lbt noise would split it)
+  struct Case {
+    std::string config, sets, message;
+  };
+  const std::string fmnist =
+      " --set data.dataset=\\\"fashion-mnist\\\"" +
+      std::string(" --set data.path=\\\"/usr/share/datasets/fashion-mnist\\\"");
+  for (const Case& c : {Case{"fmnist_mlp.toml", " --set noise.estimator=\\\"two_batch\\\"",
+                             "needs two batch sizes"},
+                        Case{"cifar10_resnet8.toml", fmnist, "no estimator can run"}}) {
+    BOOST_TEST_CONTEXT(c.config) {
+      const fs::path out = scratch() / ("layout_" + c.config);
+      const auto r = run_lbt("train --config " + kConfigs + c.config + c.sets +
+                             " --set noise.enabled=true --set train.global_batch=64" +
+                             " --set data.train_limit=2000 --set data.validation_size=500" +
+                             " --quiet --out " + out.string());
+      BOOST_TEST(r.code == 2);
+      BOOST_TEST(r.err.find(c.message) != std::string::npos, r.err);
+      BOOST_TEST(r.err.find("train.accum_steps >= 2") != std::string::npos, r.err);
+      BOOST_TEST(!fs::exists(out / "summary.json"));
+    }
+  }
+}

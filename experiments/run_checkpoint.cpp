@@ -2,11 +2,13 @@
 #include "experiments/run_checkpoint.hpp"
 
 #include <map>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
 #include "core/error.hpp"
 #include "trainer/checkpoint.hpp"
+#include "trainer/snapshot.hpp"
 
 namespace lbt::experiments {
 namespace {
@@ -49,6 +51,27 @@ void outcome_from_json(const nlohmann::json& j, trainer::TrainOutcome& o) {
   o.last_loss = number(j.at("last_loss"));
   o.last_finite_loss = number(j.at("last_finite_loss"));
   o.wall_time_s = j.at("wall_time_s");
+}
+
+// The below-target state of a checkpoint, sized like the live model's buffers.
+std::shared_ptr<const trainer::BelowTargetState> read_below_target(
+    const trainer::LoadedCheckpoint& ck, nn::Model& model, const optim::Optimizer& optimizer) {
+  const auto& j = ck.header.at("below_target");
+  auto below = std::make_shared<trainer::BelowTargetState>();
+  below->step = j.at("step");
+  below->divergence.first_loss = j.at("first_loss");
+  below->divergence.skips_in_a_row = j.at("skips_in_a_row");
+  below->divergence.skipped_steps = j.at("skipped_steps");
+  below->model = trainer::take_snapshot(model, optimizer);  // the sizes; values replaced below
+  below->model.streams = j.at("streams").get<std::vector<std::string>>();
+  ck.copy_to("below/params", std::span<float>(below->model.params));
+  for (std::size_t i = 0; i < below->model.optimizer_buffers.size(); ++i)
+    ck.copy_to("below/optim/" + std::to_string(i),
+               std::span<float>(below->model.optimizer_buffers[i]));
+  for (std::size_t i = 0; i < below->model.layer_buffers.size(); ++i)
+    ck.copy_to("below/layer_buffer/" + std::to_string(i),
+               std::span<float>(below->model.layer_buffers[i]));
+  return below;
 }
 
 }  // namespace
@@ -104,6 +127,25 @@ void save_run_checkpoint(const std::filesystem::path& run_dir, const trainer::Lo
     sections.push_back({"layer_buffer/" + std::to_string(i), std::as_bytes(buffers[i])});
   }
   sections.push_back({"noise", std::as_bytes(std::span<const double>(state.noise_state))});
+  // While the target is unmet: the state at the last evaluation below it (loop.hpp), so a
+  // resumed run refines the crossing from the same step as an uninterrupted one.
+  if (const auto& below = state.below_target) {
+    header["below_target"] = {{"step", below->step},
+                              {"first_loss", below->divergence.first_loss},
+                              {"skips_in_a_row", below->divergence.skips_in_a_row},
+                              {"skipped_steps", below->divergence.skipped_steps},
+                              {"streams", below->model.streams}};
+    const auto bytes = [](const std::vector<float>& v) {
+      return std::as_bytes(std::span<const float>(v));
+    };
+    sections.push_back({"below/params", bytes(below->model.params)});
+    for (std::size_t i = 0; i < below->model.optimizer_buffers.size(); ++i)
+      sections.push_back(
+          {"below/optim/" + std::to_string(i), bytes(below->model.optimizer_buffers[i])});
+    for (std::size_t i = 0; i < below->model.layer_buffers.size(); ++i)
+      sections.push_back(
+          {"below/layer_buffer/" + std::to_string(i), bytes(below->model.layer_buffers[i])});
+  }
   const auto dir = run_dir / "checkpoints";
   trainer::write_checkpoint(trainer::checkpoint_path(dir, state.step), header, sections);
   trainer::prune_checkpoints(dir, keep);
@@ -167,6 +209,7 @@ bool restore_run_checkpoint(const std::filesystem::path& run_dir, trainer::LoopS
   const auto noise = ck.sections.find("noise");
   state.noise_state.resize(noise == ck.sections.end() ? 0 : noise->second.size() / sizeof(double));
   ck.copy_to("noise", std::span<double>(state.noise_state));
+  if (h.contains("below_target")) state.below_target = read_below_target(ck, model, optimizer);
   state.step = h.at("step");
   state.divergence.first_loss = h.at("first_loss");
   state.divergence.skips_in_a_row = h.at("skips_in_a_row");

@@ -219,7 +219,11 @@ RunResult run_training(Config& config, const RunOptions& options, comm::Communic
       // Each rank's optimizer state is current on its own range only.
       if (shared_params) trainer::gather_sharded_state(*optimizer, comm, num_params, my_range);
       if (comm.rank() != 0) return;
-      save_run_checkpoint(result.run_dir, state, *model, *optimizer, identity, cfg.checkpoint_keep);
+      // Sharded optimizer state: the below-target copy is current on each rank's own range
+      // only, so it is not kept (a resume refines from the resumed step, see loop.cpp).
+      trainer::LoopState saved = state;
+      if (shared_params) saved.below_target.reset();
+      save_run_checkpoint(result.run_dir, saved, *model, *optimizer, identity, cfg.checkpoint_keep);
     };
   }
   try {

@@ -133,15 +133,27 @@ class TrainLoop {
   bool evaluate_now(bool refinement);  // true: the target is met
   void refine_crossing();
   void take_lo_snapshot() {
-    lo_snapshot_ = take_snapshot(model_, ctx_.optimizer);
-    lo_state_ = state_;
+    state_.below_target = std::make_shared<const BelowTargetState>(
+        BelowTargetState{state_.step, state_.divergence, take_snapshot(model_, ctx_.optimizer)});
   }
-  void restore(const ModelSnapshot& snapshot, const LoopState& state) {
+  void restore_model(const ModelSnapshot& snapshot) {
     // Shared parameters (one copy per node): rank 0 writes them, no rank reads before it has.
     restore_snapshot(snapshot, model_, ctx_.optimizer,
                      !ctx_.shared_params || ctx_.comm.rank() == 0);
     if (ctx_.shared_params) ctx_.comm.barrier();
+  }
+  void restore(const ModelSnapshot& snapshot, const LoopState& state) {
+    restore_model(snapshot);
     state_ = state;
+    start_data_at(state_.step);
+  }
+  // Back to the last evaluation below the target; the replay needs only its step, divergence
+  // state and model (the outcome is restored with the crossing's state afterwards).
+  void restore_below_target() {
+    const auto below = state_.below_target;
+    restore_model(below->model);
+    state_.step = below->step;
+    state_.divergence = below->divergence;
     start_data_at(state_.step);
   }
   void checkpoint() {
@@ -167,10 +179,6 @@ class TrainLoop {
   std::vector<double> sums_;
   Clock::time_point t_start_ = Clock::now(), t_window_ = t_start_, t_checkpoint_ = t_start_;
   std::int64_t window_steps_ = 0;
-  // The state at the last evaluation below the target (or the start): where the refinement
-  // replays from.
-  ModelSnapshot lo_snapshot_;
-  LoopState lo_state_;
 };
 
 // Forward/backward over the micro-batches, allreduce, divergence check, update. A replayed
@@ -327,8 +335,8 @@ void TrainLoop::refine_crossing() {
   const ModelSnapshot at_crossing = take_snapshot(model_, ctx_.optimizer);
   const LoopState crossing_state = state_;
   int evals = 0;
-  // Resumed between lo and hi: the state at lo is gone; walk from the resumed step.
-  restore(lo_snapshot_, lo_state_);
+  // Resumed from a checkpoint without it (another process layout): walk from the resumed step.
+  restore_below_target();
   for (std::int64_t at = state_.step == lo ? lo + delta : state_.step; at < hi;
        at = std::min(hi, at + delta)) {
     while (state_.step < at) step(state_.step, /*replay=*/true);
@@ -349,7 +357,7 @@ void TrainLoop::refine_crossing() {
 TrainOutcome TrainLoop::run() {
   const double wall_before = out_.wall_time_s;  // time spent before a resume
   std::int64_t next_eval = next_eval_after(state_.step, cfg_.eval_every, cfg_.eval_growth);
-  if (out_.steps_to_target < 0) take_lo_snapshot();
+  if (out_.steps_to_target < 0 && !state_.below_target) take_lo_snapshot();
   // A resume from a run's final checkpoint (status no longer "running") trains no more steps.
   for (std::int64_t s = state_.step; s < ctx_.total_steps && out_.status == "running"; ++s) {
     const StepResult r = step(s, /*replay=*/false);
@@ -365,6 +373,7 @@ TrainOutcome TrainLoop::run() {
         out_.steps_to_target = out_.steps;
         out_.examples_to_target = out_.steps * cfg_.global_batch;
         refine_crossing();
+        state_.below_target.reset();  // not needed any more (nor in checkpoints)
       } else if (out_.steps_to_target < 0) {
         out_.steps_lo = out_.steps;
         take_lo_snapshot();

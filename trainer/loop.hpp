@@ -3,6 +3,7 @@
 #include <cstdint>
 #include <functional>
 #include <limits>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -15,6 +16,7 @@
 #include "trainer/divergence.hpp"
 #include "trainer/nn/model.hpp"
 #include "trainer/run_dir.hpp"
+#include "trainer/snapshot.hpp"
 #include "trainer/train_config.hpp"
 
 namespace lbt::trainer {
@@ -53,12 +55,22 @@ struct TrainOutcome {
 
 // What the loop carries from step to step besides parameters and optimizer state; saved in
 // checkpoints so a resumed run continues exactly where it stopped.
+// The state at the last evaluation below the target (outcome.steps_lo): where the target
+// refinement replays from. Kept in checkpoints while the target is unmet, so a run resumed
+// between that evaluation and the crossing refines it as the uninterrupted run does.
+struct BelowTargetState {
+  std::int64_t step = 0;
+  DivergenceState divergence;
+  ModelSnapshot model;
+};
+
 struct LoopState {
   std::int64_t step = 0;       // optimizer steps done
   DivergenceState divergence;  // first loss, spikes skipped
   double last_val_accuracy = -1.0;
   TrainOutcome outcome;             // best/final metrics and steps-to-target so far
   std::vector<double> noise_state;  // OnlineEstimator::save_state() at `step`
+  std::shared_ptr<const BelowTargetState> below_target;  // null: none (reached, or not kept)
 };
 
 struct TrainContext {

@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <nlohmann/json.hpp>
+#include <sstream>
 #include <string>
 
 #include "support/cli_runner.hpp"
@@ -84,6 +85,43 @@ BOOST_AUTO_TEST_CASE(refinement_is_the_same_with_two_ranks_sharing_their_paramet
   BOOST_TEST(refined.refinement_evals > 0);
   BOOST_TEST(refined.hi == exact.hi);
   BOOST_TEST(refined.lo == exact.hi - 1);
+}
+
+BOOST_AUTO_TEST_CASE(a_run_resumed_inside_the_crossing_refines_it_as_the_uninterrupted_run) {
+  // The checkpoint keeps the state at the last evaluation below the target: resumed between
+  // that evaluation and the crossing, the run replays from it, not from the resumed step.
+  const std::string run = "train --config " + std::string(LBT_SOURCE_DIR) +
+                          "/experiments/configs/synthetic_regression.toml --quiet"
+                          " --set noise.enabled=false --set train.steps=4000 --set train.threads=1"
+                          " --set train.eval_every=20 --set train.eval_growth=1.5"
+                          " --set 'train.target=val_loss<=2.3' --set train.stop_at_target=true";
+  const fs::path ref = scratch() / "uninterrupted", cut = scratch() / "resumed";
+  BOOST_TEST_REQUIRE(run_lbt(run + " --out " + ref.string()).code == 0);
+  BOOST_TEST_REQUIRE(run_lbt(run +
+                             " --set train.checkpoint_every=1 --set train.checkpoint_keep=100000"
+                             " --out " +
+                             cut.string())
+                         .code == 0);
+  const auto r = nlohmann::json::parse(slurp(ref / "summary.json"));
+  const std::int64_t lo = r.at("steps_lo"), hi = r.at("steps_hi");
+  // The coarse evaluation that met the target: the last non-refinement line of eval.jsonl.
+  std::int64_t coarse = 0;
+  std::istringstream lines(slurp(ref / "eval.jsonl"));
+  for (std::string line; std::getline(lines, line);) {
+    const auto e = nlohmann::json::parse(line);
+    if (!e.contains("refinement")) coarse = e.at("step");
+  }
+  BOOST_TEST_REQUIRE(coarse > hi + 1);  // a crossing that needed refining
+  const std::int64_t resume_at =
+      (hi + coarse) / 2;  // after the true crossing, before the coarse one
+  for (const auto& f : fs::directory_iterator(cut / "checkpoints")) {
+    const std::string name = f.path().filename().string();
+    if (std::stoll(name.substr(5)) > resume_at) fs::remove(f.path());
+  }
+  BOOST_TEST_REQUIRE(run_lbt("train --quiet --resume " + cut.string()).code == 0);
+  const auto s = nlohmann::json::parse(slurp(cut / "summary.json"));
+  BOOST_TEST(s.at("steps_lo").get<std::int64_t>() == lo);
+  BOOST_TEST(s.at("steps_hi").get<std::int64_t>() == hi);
 }
 
 BOOST_AUTO_TEST_CASE(bad_eval_growth_and_resolution_are_one_line_errors) {

@@ -37,8 +37,7 @@ std::vector<ScalingPoint> scaling_points(py::array_t<double, py::array::forcecas
       bad_argument("fit_critical_batch",
                    "batch sizes and steps must be positive and finite, got "
                    "B=" +
-                       std::to_string(B(i)) + ", S=" + std::to_string(S(i)) + " at index " +
-                       std::to_string(i));
+                       number(B(i)) + ", S=" + number(S(i)) + " at index " + std::to_string(i));
     }
     points.push_back({B(i), S(i)});
   }
@@ -89,7 +88,7 @@ void check_level(const char* function, int resamples, double level) {
   if (resamples < 0)
     bad_argument(function, "resamples must be >= 0, got " + std::to_string(resamples));
   if (!(level > 0.0 && level < 1.0)) {
-    bad_argument(function, "level must be in (0, 1), got " + std::to_string(level));
+    bad_argument(function, "level must be in (0, 1), got " + number(level));
   }
 }
 

@@ -44,7 +44,7 @@ std::string check_estimate_kind(const std::string& function, const std::string& 
 
 void check_finite(const char* function, const char* name, double x) {
   if (!std::isfinite(x))
-    bad_argument(function, std::string(name) + " must be finite, got " + std::to_string(x));
+    bad_argument(function, std::string(name) + " must be finite, got " + number(x));
 }
 
 // Mean of per-example squared gradient norms |g_n|^2: [n], n >= 2.
@@ -60,7 +60,7 @@ std::pair<double, double> mean_of_norms(const char* function,
   for (py::ssize_t i = 0; i < view.shape(0); ++i) {
     if (!(view(i) >= 0.0) || !std::isfinite(view(i))) {
       bad_argument(function, "example_sq_norms must be finite and >= 0 (squared norms), got " +
-                                 std::to_string(view(i)) + " at index " + std::to_string(i));
+                                 number(view(i)) + " at index " + std::to_string(i));
     }
     sum += view(i);
   }
@@ -83,12 +83,11 @@ class GradientNoise {
                    "(update_per_example / add_estimate only)");
     }
     if (b_small && !(*b_small > 0.0 && *b_big > *b_small && std::isfinite(*b_big))) {
-      bad_argument("GradientNoise",
-                   "need 0 < b_small < b_big, got b_small=" + std::to_string(*b_small) +
-                       ", b_big=" + std::to_string(*b_big));
+      bad_argument("GradientNoise", "need 0 < b_small < b_big, got b_small=" + number(*b_small) +
+                                        ", b_big=" + number(*b_big));
     }
     if (!(ema >= 0.0 && ema < 1.0)) {
-      bad_argument("GradientNoise", "ema must be in [0, 1), got " + std::to_string(ema));
+      bad_argument("GradientNoise", "ema must be in [0, 1), got " + number(ema));
     }
     // "now" fits a line through the window: fewer than 3 points leave no residual.
     if (window < 3) {
@@ -176,9 +175,8 @@ void bind_noise(py::module_& m) {
       "two_batch_estimate",
       [](double b_small, double g_small_sq, double b_big, double g_big_sq) {
         if (!(b_small > 0.0 && b_big > b_small)) {
-          bad_argument("two_batch_estimate",
-                       "need 0 < b_small < b_big, got b_small=" + std::to_string(b_small) +
-                           ", b_big=" + std::to_string(b_big));
+          bad_argument("two_batch_estimate", "need 0 < b_small < b_big, got b_small=" +
+                                                 number(b_small) + ", b_big=" + number(b_big));
         }
         return estimate_tuple(noise::two_batch_estimate(b_small, g_small_sq, b_big, g_big_sq));
       },
@@ -254,7 +252,7 @@ GradientNoise(b_small, b_big, ema=0.95, window=10, estimate="averaged")
       .def("__repr__", [](const GradientNoise& self) {
         const auto b = self.b_simple(std::nullopt);
         return "GradientNoise(samples=" + std::to_string(self.samples()) + ", " + self.estimate() +
-               " b_simple=" + (b ? std::to_string(*b) : std::string("None")) + ")";
+               " b_simple=" + (b ? number(*b) : std::string("None")) + ")";
       });
 }
 

@@ -3,6 +3,7 @@
 // bind_fit.cpp); python/lbt/__init__.py re-exports them with the run-directory readers.
 #include <pybind11/pybind11.h>
 
+#include <sstream>
 #include <string>
 
 #include "core/error.hpp"
@@ -34,6 +35,12 @@ void register_errors(py::module_& m) {
 }  // namespace
 
 namespace lbt::python {
+
+std::string number(double x) {
+  std::ostringstream out;
+  out << x;
+  return out.str();
+}
 
 void bad_argument(const std::string& function, const std::string& message) {
   throw py::value_error(function + ": " + message);

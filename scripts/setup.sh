@@ -11,6 +11,7 @@ packages=(
   libopenblas-dev libopenblas0-openmp
   dataset-fashion-mnist
   python3-matplotlib python3-pandas python3-numpy jupyter-nbconvert python3-ipykernel
+  pybind11-dev python3-dev python3-scipy
 )
 missing=()
 for p in "${packages[@]}"; do

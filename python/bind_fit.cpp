@@ -1,0 +1,136 @@
+// lbt.fit_critical_batch and lbt.fit_sweep: S(B) = S_min (1 + B_noise / B) fitted to
+// steps-to-result (McCandlish et al. 2018, arXiv:1812.06162, eq. 2.11) by
+// experiments/critical_batch.hpp, with percentile-bootstrap intervals; and `lbt fit SWEEP_DIR`
+// (experiments/fit.hpp) returning its fit.json.
+#include <pybind11/numpy.h>
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+#include <pybind11/stl/filesystem.h>
+
+#include <cmath>
+#include <cstdint>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "experiments/critical_batch.hpp"
+#include "experiments/fit.hpp"
+#include "python/bindings.hpp"
+
+namespace py = pybind11;
+
+namespace lbt::python {
+namespace {
+
+using experiments::ScalingPoint;
+
+std::vector<ScalingPoint> scaling_points(py::array_t<double, py::array::forcecast> batch_sizes,
+                                         py::array_t<double, py::array::forcecast> steps) {
+  if (batch_sizes.ndim() != 1 || steps.ndim() != 1 || batch_sizes.shape(0) != steps.shape(0)) {
+    bad_argument("fit_critical_batch", "batch_sizes and steps must be 1-D and of the same length");
+  }
+  const auto B = batch_sizes.unchecked<1>();
+  const auto S = steps.unchecked<1>();
+  std::vector<ScalingPoint> points;
+  for (py::ssize_t i = 0; i < B.shape(0); ++i) {
+    if (!(B(i) > 0.0 && std::isfinite(B(i)) && S(i) > 0.0 && std::isfinite(S(i)))) {
+      bad_argument("fit_critical_batch",
+                   "batch sizes and steps must be positive and finite, got "
+                   "B=" +
+                       number(B(i)) + ", S=" + number(S(i)) + " at index " + std::to_string(i));
+    }
+    points.push_back({B(i), S(i)});
+  }
+  return points;
+}
+
+py::tuple interval(const experiments::Interval& i) {
+  return py::make_tuple(i.lo, i.hi);
+}
+
+py::dict fit_dict(const std::vector<ScalingPoint>& points, int resamples, double level,
+                  std::uint64_t seed) {
+  const experiments::CriticalBatchFit f = experiments::fit_critical_batch(points);
+  py::dict d;
+  d["S_min"] = f.S_min;
+  d["E_min"] = f.E_min;
+  d["B_crit"] = f.B_crit;
+  d["B_noise"] = f.B_noise;  // = B_crit in this model; kept under the paper's name too
+  d["rms_log_residual"] = f.rms_log_residual;
+  if (resamples > 0) {
+    const experiments::BootstrapIntervals ci =
+        experiments::bootstrap_critical_batch(points, resamples, level, seed);
+    py::dict intervals;
+    intervals["S_min"] = interval(ci.S_min);
+    intervals["E_min"] = interval(ci.E_min);
+    intervals["B_crit"] = interval(ci.B_crit);
+    intervals["B_noise"] = interval(ci.B_noise);
+    d["intervals"] = intervals;
+    d["resamples"] = ci.resamples;
+    d["level"] = level;
+  }
+  return d;
+}
+
+// fit.json's object as Python's json module reads it (nlohmann writes NaN as null: None).
+py::object to_python(const nlohmann::json& j) {
+  return py::module_::import("json").attr("loads")(j.dump());
+}
+
+[[noreturn]] void no_sweep_dir(const std::filesystem::path& dir) {
+  const std::string message = "fit_sweep: no sweep directory at " + dir.string() +
+                              " (give the --out directory of an `lbt sweep`)";
+  PyErr_SetString(PyExc_FileNotFoundError, message.c_str());
+  throw py::error_already_set();
+}
+
+void check_level(const char* function, int resamples, double level) {
+  if (resamples < 0)
+    bad_argument(function, "resamples must be >= 0, got " + std::to_string(resamples));
+  if (!(level > 0.0 && level < 1.0)) {
+    bad_argument(function, "level must be in (0, 1), got " + number(level));
+  }
+}
+
+}  // namespace
+
+void bind_fit(py::module_& m) {
+  using namespace pybind11::literals;
+  m.def(
+      "fit_critical_batch",
+      [](py::array_t<double, py::array::forcecast> batch_sizes,
+         py::array_t<double, py::array::forcecast> steps, int resamples, double level,
+         std::uint64_t seed) {
+        check_level("fit_critical_batch", resamples, level);
+        return fit_dict(scaling_points(batch_sizes, steps), resamples, level, seed);
+      },
+      "batch_sizes"_a, "steps"_a, py::kw_only(), "resamples"_a = 2000, "level"_a = 0.95,
+      "seed"_a = 0, R"doc(
+Fits S(B) = S_min (1 + B_crit / B) to steps-to-result S at batch sizes B (McCandlish et al.
+2018, eq. 2.11; least squares in log S). Returns {S_min, E_min, B_crit, B_noise,
+rms_log_residual, intervals: {name: (lo, hi)}, resamples, level}: percentile bootstrap over
+batch sizes (resamples=0: no intervals). Needs >= 3 distinct batch sizes.
+)doc");
+  m.def(
+      "fit_sweep",
+      [](const std::filesystem::path& sweep_dir, int resamples, double level, std::uint64_t seed,
+         double regime_tolerance) {
+        check_level("fit_sweep", resamples, level);
+        if (!std::filesystem::is_directory(sweep_dir)) no_sweep_dir(sweep_dir);
+        experiments::FitOptions options;
+        options.resamples = resamples;
+        options.level = level;
+        options.seed = seed;
+        options.regime_tolerance = regime_tolerance;
+        return to_python(experiments::fit_sweep(sweep_dir, options));
+      },
+      "sweep_dir"_a, py::kw_only(), "resamples"_a = experiments::FitOptions{}.resamples,
+      "level"_a = experiments::FitOptions{}.level, "seed"_a = experiments::FitOptions{}.seed,
+      "regime_tolerance"_a = experiments::FitOptions{}.regime_tolerance, R"doc(
+`lbt fit SWEEP_DIR`: the critical-batch fit of a sweep's best.csv with its intervals, regimes,
+LR-vs-batch law and measured B_simple. Writes SWEEP_DIR/fit.json (as `lbt fit` does) and
+returns it as a dict.
+)doc");
+}
+
+}  // namespace lbt::python

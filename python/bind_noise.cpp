@@ -1,0 +1,259 @@
+// lbt.GradientNoise: B_simple = tr(Sigma) / |G|^2 from gradient norms a Python training loop
+// already has, through noise/gradient_noise.hpp's two-batch estimator and NoiseScaleTracker
+// (McCandlish et al. 2018, arXiv:1812.06162, eq. 2.8 and App. A.1) and noise/per_example.hpp.
+#include <pybind11/numpy.h>
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <cmath>
+#include <optional>
+#include <string>
+#include <utility>
+
+#include "noise/gradient_noise.hpp"
+#include "noise/per_example.hpp"
+#include "python/bindings.hpp"
+
+namespace py = pybind11;
+
+namespace lbt::python {
+namespace {
+
+using noise::NoiseEstimate;
+using noise::NoiseScale;
+using noise::NoiseScaleTracker;
+
+// A NaN from the C++ side means "no value yet" (too few samples, |G|^2 not resolved from 0);
+// Python callers test `is None` for that rather than math.isnan.
+std::optional<double> value_or_none(double x) {
+  return std::isnan(x) ? std::nullopt : std::optional<double>(x);
+}
+std::optional<double> finite_or_none(double x) {
+  return std::isfinite(x) ? std::optional<double>(x) : std::nullopt;
+}
+
+std::string check_estimate_kind(const std::string& function, const std::string& kind) {
+  if (kind != "averaged" && kind != "now") {
+    bad_argument(function,
+                 "estimate must be \"averaged\" (EMA over training) or \"now\" (the "
+                 "last `window` updates), got \"" +
+                     kind + "\"");
+  }
+  return kind;
+}
+
+void check_finite(const char* function, const char* name, double x) {
+  if (!std::isfinite(x))
+    bad_argument(function, std::string(name) + " must be finite, got " + number(x));
+}
+
+// Mean of per-example squared gradient norms |g_n|^2: [n], n >= 2.
+std::pair<double, double> mean_of_norms(const char* function,
+                                        py::array_t<double, py::array::forcecast> norms) {
+  if (norms.ndim() != 1 || norms.shape(0) < 2) {
+    bad_argument(function,
+                 "example_sq_norms must be a 1-D sequence of at least 2 per-example "
+                 "squared gradient norms");
+  }
+  const auto view = norms.unchecked<1>();
+  double sum = 0.0;
+  for (py::ssize_t i = 0; i < view.shape(0); ++i) {
+    if (!(view(i) >= 0.0) || !std::isfinite(view(i))) {
+      bad_argument(function, "example_sq_norms must be finite and >= 0 (squared norms), got " +
+                                 number(view(i)) + " at index " + std::to_string(i));
+    }
+    sum += view(i);
+  }
+  const double n = static_cast<double>(view.shape(0));
+  return {n, sum / n};
+}
+
+// The tracker with the batch sizes of the two-batch estimator and the estimate to report.
+class GradientNoise {
+ public:
+  GradientNoise(std::optional<double> b_small, std::optional<double> b_big, double ema,
+                std::size_t window, const std::string& estimate)
+      : b_small_(b_small),
+        b_big_(b_big),
+        tracker_(ema, window),
+        estimate_(check_estimate_kind("GradientNoise", estimate)) {
+    if (b_small.has_value() != b_big.has_value()) {
+      bad_argument("GradientNoise",
+                   "give both b_small and b_big (two-batch), or neither "
+                   "(update_per_example / add_estimate only)");
+    }
+    if (b_small && !(*b_small > 0.0 && *b_big > *b_small && std::isfinite(*b_big))) {
+      bad_argument("GradientNoise", "need 0 < b_small < b_big, got b_small=" + number(*b_small) +
+                                        ", b_big=" + number(*b_big));
+    }
+    if (!(ema >= 0.0 && ema < 1.0)) {
+      bad_argument("GradientNoise", "ema must be in [0, 1), got " + number(ema));
+    }
+    // "now" fits a line through the window: fewer than 3 points leave no residual.
+    if (window < 3) {
+      bad_argument("GradientNoise", "window must be >= 3 (a line is fitted through it), got " +
+                                        std::to_string(window));
+    }
+  }
+
+  // |G_b|^2 (mean over the small batches) and |G_B|^2 of one step.
+  NoiseEstimate update(double g_small_sq, double g_big_sq) {
+    if (!b_small_) {
+      bad_argument("GradientNoise.update",
+                   "this GradientNoise was made without b_small and "
+                   "b_big: pass them to GradientNoise(b_small, b_big)");
+    }
+    check_finite("GradientNoise.update", "g_small_sq", g_small_sq);
+    check_finite("GradientNoise.update", "g_big_sq", g_big_sq);
+    return add(noise::two_batch_estimate(*b_small_, g_small_sq, *b_big_, g_big_sq));
+  }
+
+  NoiseEstimate update_per_example(py::array_t<double, py::array::forcecast> norms,
+                                   double g_batch_sq) {
+    const auto [n, mean] = mean_of_norms("GradientNoise.update_per_example", norms);
+    check_finite("GradientNoise.update_per_example", "g_batch_sq", g_batch_sq);
+    return add(noise::per_example_estimate(n, mean, g_batch_sq));
+  }
+
+  NoiseEstimate add(const NoiseEstimate& e) {
+    check_finite("GradientNoise.add_estimate", "G_sq", e.G_sq);
+    check_finite("GradientNoise.add_estimate", "trace_sigma", e.trace_sigma);
+    tracker_.add(e);
+    return e;
+  }
+
+  NoiseScale scale(const std::optional<std::string>& estimate) const {
+    const std::string kind = check_estimate_kind("GradientNoise", estimate.value_or(estimate_));
+    return kind == "now" ? tracker_.now() : tracker_.averaged();
+  }
+
+  std::optional<double> b_simple(const std::optional<std::string>& estimate) const {
+    return value_or_none(scale(estimate).b_simple);
+  }
+
+  // (lo, hi): lo >= 0 always (B_simple >= 0); hi None while |G|^2 is not resolved from 0;
+  // (None, None) before there are enough updates for an interval.
+  std::pair<std::optional<double>, std::optional<double>> ci95(
+      const std::optional<std::string>& estimate) const {
+    const NoiseScale s = scale(estimate);
+    return {value_or_none(s.ci_low), finite_or_none(s.ci_high)};
+  }
+
+  std::optional<double> b_small() const { return b_small_; }
+  std::optional<double> b_big() const { return b_big_; }
+  const std::string& estimate() const { return estimate_; }
+  std::int64_t samples() const { return tracker_.averaged().samples; }
+  void reset() { tracker_.reset(); }
+
+ private:
+  std::optional<double> b_small_, b_big_;
+  NoiseScaleTracker tracker_;
+  std::string estimate_;
+};
+
+py::dict scale_dict(const NoiseScale& s) {
+  py::dict d;
+  d["G_sq"] = s.G_sq;
+  d["trace_sigma"] = s.trace_sigma;
+  d["b_simple"] = value_or_none(s.b_simple);
+  d["ci95"] = py::make_tuple(value_or_none(s.ci_low), finite_or_none(s.ci_high));
+  d["resolved"] = s.resolved;
+  d["effective_samples"] = s.effective_samples;
+  d["samples"] = s.samples;
+  return d;
+}
+
+py::tuple estimate_tuple(const NoiseEstimate& e) {
+  return py::make_tuple(e.G_sq, e.trace_sigma);
+}
+
+}  // namespace
+
+void bind_noise(py::module_& m) {
+  using namespace pybind11::literals;
+  m.def(
+      "two_batch_estimate",
+      [](double b_small, double g_small_sq, double b_big, double g_big_sq) {
+        if (!(b_small > 0.0 && b_big > b_small)) {
+          bad_argument("two_batch_estimate", "need 0 < b_small < b_big, got b_small=" +
+                                                 number(b_small) + ", b_big=" + number(b_big));
+        }
+        return estimate_tuple(noise::two_batch_estimate(b_small, g_small_sq, b_big, g_big_sq));
+      },
+      "b_small"_a, "g_small_sq"_a, "b_big"_a, "g_big_sq"_a,
+      "One step's unbiased (|G|^2, tr(Sigma)) from |G_b|^2 and |G_B|^2 (McCandlish App. A.1).");
+  m.def(
+      "per_example_estimate",
+      [](py::array_t<double, py::array::forcecast> norms, double g_batch_sq) {
+        const auto [n, mean] = mean_of_norms("per_example_estimate", norms);
+        return estimate_tuple(noise::per_example_estimate(n, mean, g_batch_sq));
+      },
+      "example_sq_norms"_a, "g_batch_sq"_a,
+      "One batch's unbiased (|G|^2, tr(Sigma)) from its per-example squared gradient norms "
+      "|g_n|^2 and the squared norm of their mean.");
+
+  py::class_<GradientNoise>(m, "GradientNoise", R"doc(
+Gradient noise scale B_simple = tr(Sigma) / |G|^2 (McCandlish et al. 2018, eq. 2.8).
+
+GradientNoise(b_small, b_big, ema=0.95, window=10, estimate="averaged")
+  b_small, b_big: examples in the small and big batch (b_small < b_big); in data parallel
+    training a rank's local gradient is the small batch and the averaged one the big batch,
+    in one process gradient-accumulation micro-batches are the small batches.
+  ema: decay of the bias-corrected EMAs behind "averaged".
+  window: updates behind "now" (least-squares lines evaluated at the newest update).
+  estimate: what b_simple() and b_simple_ci95() report unless told: "averaged" (smooth,
+    lags a B_simple that grows during training) or "now" (current parameters, noisier).
+)doc")
+      .def(py::init<std::optional<double>, std::optional<double>, double, std::size_t,
+                    std::string>(),
+           "b_small"_a = py::none(), "b_big"_a = py::none(), py::kw_only(),
+           "ema"_a = NoiseScaleTracker::kDefaultBeta,
+           "window"_a = NoiseScaleTracker::kDefaultWindow, "estimate"_a = "averaged")
+      .def(
+          "update",
+          [](GradientNoise& self, double g_small_sq, double g_big_sq) {
+            return estimate_tuple(self.update(g_small_sq, g_big_sq));
+          },
+          "g_small_sq"_a, "g_big_sq"_a,
+          "Adds one step: |G_b|^2 (mean over the small batches) and |G_B|^2. Returns this step's "
+          "unbiased (|G|^2, tr(Sigma)).")
+      .def(
+          "update_per_example",
+          [](GradientNoise& self, py::array_t<double, py::array::forcecast> norms,
+             double g_batch_sq) {
+            return estimate_tuple(self.update_per_example(norms, g_batch_sq));
+          },
+          "example_sq_norms"_a, "g_batch_sq"_a,
+          "Adds one step from per-example squared norms |g_n|^2 and the batch gradient's |G_n|^2.")
+      .def(
+          "add_estimate",
+          [](GradientNoise& self, double G_sq, double trace_sigma) {
+            return estimate_tuple(self.add({G_sq, trace_sigma}));
+          },
+          "G_sq"_a, "trace_sigma"_a, "Adds one step's unbiased (|G|^2, tr(Sigma)) as they are.")
+      .def("b_simple", &GradientNoise::b_simple, "estimate"_a = py::none(),
+           "B_simple, or None while |G|^2 is not resolved from 0 at 95% (or < 2 updates).")
+      .def("b_simple_ci95", &GradientNoise::ci95, "estimate"_a = py::none(),
+           "95% Fieller interval (lo, hi): lo >= 0; hi None while unresolved; (None, None) "
+           "before an interval exists.")
+      .def(
+          "scale",
+          [](const GradientNoise& self, const std::optional<std::string>& estimate) {
+            return scale_dict(self.scale(estimate));
+          },
+          "estimate"_a = py::none(),
+          "Everything the estimate knows: G_sq, trace_sigma, b_simple, ci95, resolved, "
+          "effective_samples, samples.")
+      .def("reset", &GradientNoise::reset)
+      .def_property_readonly("b_small", &GradientNoise::b_small)
+      .def_property_readonly("b_big", &GradientNoise::b_big)
+      .def_property_readonly("estimate", &GradientNoise::estimate)
+      .def_property_readonly("samples", &GradientNoise::samples)
+      .def("__repr__", [](const GradientNoise& self) {
+        const auto b = self.b_simple(std::nullopt);
+        return "GradientNoise(samples=" + std::to_string(self.samples()) + ", " + self.estimate() +
+               " b_simple=" + (b ? number(*b) : std::string("None")) + ")";
+      });
+}
+
+}  // namespace lbt::python

@@ -1,0 +1,95 @@
+"""lbt.fit_critical_batch recovers B_crit from S = S_min (1 + B_crit / B) (McCandlish et al.
+2018, eq. 2.11), and lbt.fit_sweep returns what `lbt fit` writes; run directories load as
+pandas DataFrames."""
+import json
+import os
+import shutil
+import subprocess
+import tempfile
+import unittest
+from pathlib import Path
+
+import numpy as np
+
+import lbt
+
+LBT = os.environ.get("LBT_EXECUTABLE", "build/cli/lbt")
+SOURCE = Path(os.environ.get("LBT_SOURCE_DIR", "."))
+SWEEP = SOURCE / "tests/notebooks/data/sweep"  # a real `lbt sweep`, committed
+S_MIN, B_CRIT = 120.0, 900.0
+BATCHES = np.array([16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192], dtype=float)
+
+
+def steps_at(batch_sizes):
+    return S_MIN * (1.0 + B_CRIT / batch_sizes)
+
+
+class FitCriticalBatchTest(unittest.TestCase):
+    def test_exact_curve_recovers_parameters(self):
+        fit = lbt.fit_critical_batch(BATCHES, steps_at(BATCHES), resamples=200)
+        self.assertAlmostEqual(fit["B_crit"], B_CRIT, delta=1e-6 * B_CRIT)
+        self.assertAlmostEqual(fit["S_min"], S_MIN, delta=1e-6 * S_MIN)
+        self.assertAlmostEqual(fit["E_min"], S_MIN * B_CRIT, delta=1e-6 * S_MIN * B_CRIT)
+        lo, hi = fit["intervals"]["B_crit"]
+        self.assertLessEqual(lo, B_CRIT * (1 + 1e-6))
+        self.assertGreaterEqual(hi, B_CRIT * (1 - 1e-6))
+
+    def test_noisy_curve_recovers_b_crit_within_its_interval(self):
+        rng = np.random.default_rng(0)
+        steps = steps_at(BATCHES) * np.exp(rng.normal(0.0, 0.05, size=len(BATCHES)))
+        fit = lbt.fit_critical_batch(list(BATCHES), list(steps), seed=1)  # plain lists work too
+        self.assertLess(abs(fit["B_crit"] / B_CRIT - 1), 0.15)
+        for name in ("S_min", "E_min", "B_crit"):
+            lo, hi = fit["intervals"][name]
+            self.assertTrue(lo <= fit[name] <= hi, (name, lo, fit[name], hi))
+        lo, hi = fit["intervals"]["B_crit"]
+        self.assertTrue(lo < B_CRIT < hi, (lo, hi))
+        self.assertEqual(fit["resamples"], 2000)
+
+    def test_bad_input_is_one_line_value_error(self):
+        cases = [([-16, 32, 64], [10, 5, 3], "positive"), ([16, 32], [10, 5, 3], "same length"),
+                 ([16, 32, 64], [10, float("nan"), 3], "positive and finite"),
+                 ([16, 16, 16], [10, 10, 10], "3 batch sizes")]
+        for batch_sizes, steps, needle in cases:
+            with self.assertRaises(ValueError) as ctx:
+                lbt.fit_critical_batch(batch_sizes, steps)
+            self.assertIn(needle, str(ctx.exception))
+            self.assertNotIn("\n", str(ctx.exception))
+
+
+class FitSweepTest(unittest.TestCase):
+    def test_equals_lbt_fit(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            ours, theirs = Path(tmp) / "ours", Path(tmp) / "theirs"
+            shutil.copytree(SWEEP, ours)
+            shutil.copytree(SWEEP, theirs)
+            fit = lbt.fit_sweep(ours)
+            subprocess.run([LBT, "fit", str(theirs)], check=True, capture_output=True)
+            self.assertEqual(fit, json.loads((theirs / "fit.json").read_text()))
+            self.assertEqual(fit, json.loads((ours / "fit.json").read_text()))
+            self.assertGreater(fit["B_crit"], 0)
+            lo, hi = fit["intervals"]["B_crit"]
+            self.assertTrue(lo <= fit["B_crit"] <= hi)
+
+    def test_missing_directory(self):
+        with self.assertRaises(FileNotFoundError) as ctx:
+            lbt.fit_sweep("/no/such/sweep")
+        self.assertIn("no sweep directory at /no/such/sweep", str(ctx.exception))
+        with self.assertRaises(FileNotFoundError):
+            lbt.load_sweep("/no/such/sweep")
+
+
+class RunDirectoriesTest(unittest.TestCase):
+    def test_sweep_and_run_as_dataframes(self):
+        import pandas as pd
+        sweep = lbt.load_sweep(SWEEP)
+        self.assertIsInstance(sweep.trials, pd.DataFrame)
+        self.assertIn("batch_size", sweep.best)
+        run = lbt.load_run(SWEEP / "trials" / sweep.best["trial"].iloc[0])
+        self.assertIsInstance(run.eval, pd.DataFrame)
+        self.assertIn("step", run.eval)
+        self.assertEqual(run.status, "reached_target")
+
+
+if __name__ == "__main__":
+    unittest.main()

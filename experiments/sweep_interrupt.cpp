@@ -5,6 +5,7 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <cstdlib>
 #include <cstring>
 #include <nlohmann/json.hpp>
 
@@ -17,13 +18,18 @@ namespace fs = std::filesystem;
 namespace {
 
 volatile sig_atomic_t g_signal = 0;
+// Inside a SLURM job, SIGTERM (before the time limit, or scancel) reaches every process of the
+// job step, the trials included; forwarding it too would give each trial a second signal, which
+// it takes as "exit at once", losing the checkpoint. Read once at install (getenv is not
+// async-signal-safe).
+volatile sig_atomic_t g_slurm_signals_trials = 0;
 
 void on_signal(int sig) {
   // Second signal: at once. The trials die with this process (PR_SET_PDEATHSIG); each keeps
   // its newest complete checkpoint, so a rerun still continues it.
   if (g_signal != 0) _exit(128 + sig);
   g_signal = sig;
-  forward_signal_to_children(sig);
+  if (!(sig == SIGTERM && g_slurm_signals_trials)) forward_signal_to_children(sig);
   const char msg[] =
       "\nlbt sweep: stopping: the running trials save a checkpoint and stop, no new trial "
       "starts; signal again to exit at once\n";
@@ -60,6 +66,7 @@ std::string threads_of(const fs::path& trial_dir) {
 }  // namespace
 
 void install_sweep_interrupt_handlers() {
+  g_slurm_signals_trials = std::getenv("SLURM_JOB_ID") != nullptr;
   struct sigaction sa;
   std::memset(&sa, 0, sizeof sa);
   sa.sa_handler = on_signal;

@@ -29,8 +29,8 @@ struct SweepSettings {
   bool search_momentum = false;  // log_uniform: also draw 1 - momentum log-uniformly
   double momentum_min = 0.8, momentum_max = 0.99;
   std::int64_t max_examples = 0, max_steps = 0;  // budget per trial: the smaller of the set ones
-  std::int64_t eval_every_examples = 0;  // evaluations at least N examples apart ...
-  double eval_growth = 1.5;              // ... and spaced geometrically (train.eval_growth)
+  std::int64_t eval_every_examples = 0;          // evaluations at least N examples apart ...
+  double eval_growth = 1.5;                      // ... and spaced geometrically (train.eval_growth)
   std::string slurm_time = "02:00:00";           // --launcher slurm: sbatch --time per array task
   std::int64_t slurm_cpus_per_task = 4;
   std::vector<std::string> slurm_options;  // extra #SBATCH lines
@@ -48,14 +48,14 @@ struct Trial {
   int index = 0;     // position in the plan (the SLURM array index)
   std::string name;  // "<B>_<k>": the directory under trials/
   std::int64_t batch_size = 0;
-  int k = 0;                    // trial number within this batch size
-  double lr = 0.0;              // the peak LR at B: base_lr x multiplier x rule(B / reference)
-  double multiplier = 1.0;      // of the prior: the trial's optimizer.lr is base_lr x multiplier
-  double momentum = -1.0;       // < 0: not searched (the config's value is used)
-  int seed = 0;                 // 0: the LR search's trial; k > 0: train.seed = base_seed + k
+  int k = 0;                       // trial number within this batch size
+  double lr = 0.0;                 // the peak LR at B: base_lr x multiplier x rule(B / reference)
+  double multiplier = 1.0;         // of the prior: the trial's optimizer.lr is base_lr x multiplier
+  double momentum = -1.0;          // < 0: not searched (the config's value is used)
+  int seed = 0;                    // 0: the LR search's trial; k > 0: train.seed = base_seed + k
   std::int64_t prune_at_step = 0;  // > 0: stops as "pruned" when not at the target by then
-  std::int64_t steps = 0;       // train.steps
-  std::int64_t eval_every = 0;  // train.eval_every
+  std::int64_t steps = 0;          // train.steps
+  std::int64_t eval_every = 0;     // train.eval_every
   std::vector<std::string> overrides;  // --set assignments that make this trial
 };
 

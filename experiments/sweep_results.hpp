@@ -46,7 +46,7 @@ std::int64_t first_step_meeting_target(const std::filesystem::path& eval_jsonl,
 // sizes with none reached get status "unreached".
 struct BestRow {
   std::int64_t batch_size = 0;
-  const TrialResult* best = nullptr;  // null when no trial reached the target
+  const TrialResult* best = nullptr;      // null when no trial reached the target
   std::vector<const TrialResult*> seeds;  // best first, then its (B, LR) with other seeds
   int trials = 0, reached = 0;
   int seeds_reached = 0;

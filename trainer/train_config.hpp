@@ -54,10 +54,10 @@ struct TrainConfig {
   int threads = 0;  // per rank; 0: cores / local ranks
   Target target;
   bool stop_at_target = false;
-  double eval_growth = 1.0;        // > 1: geometric evaluation steps (EvalSchedule)
+  double eval_growth = 1.0;         // > 1: geometric evaluation steps (EvalSchedule)
   double target_resolution = 0.05;  // refine the crossing to hi - lo <= this x hi (0: 1 step)
-  std::int64_t prune_at_step = 0;  // > 0: stop as "pruned" when the target is unmet here
-  DivergenceOptions divergence;  // when a step is a spike, and whether spikes are skipped
+  std::int64_t prune_at_step = 0;   // > 0: stop as "pruned" when the target is unmet here
+  DivergenceOptions divergence;     // when a step is a spike, and whether spikes are skipped
   std::string comm_backend;
   std::int64_t checkpoint_every = 0;        // steps between checkpoints (0: none but the final one)
   double checkpoint_every_seconds = 300.0;  // wall time between checkpoints (0: off)

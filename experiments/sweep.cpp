@@ -23,6 +23,7 @@
 #include "experiments/sweep_plan.hpp"
 #include "experiments/sweep_results.hpp"
 #include "experiments/sweep_search.hpp"
+#include "experiments/sweep_slurm.hpp"
 
 #ifndef LBT_SOURCE_DIR
 #define LBT_SOURCE_DIR "."
@@ -54,12 +55,6 @@ std::string duration(double seconds) {
   else
     std::snprintf(buf, sizeof buf, "%lds", s);
   return buf;
-}
-
-std::string shell_quote(const std::string& s) {
-  std::string q = "'";
-  for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return q + "'";
 }
 
 class SweepRunner {
@@ -351,61 +346,13 @@ class SweepRunner {
     write_best_csv(dir_ / "best.csv", results_, dir_, decisions_);
   }
 
+  // The SLURM array for the trials decided so far and not yet finished (sweep_slurm.hpp).
   void write_slurm_script() {
-    const std::string& time = settings_.slurm_time;
-    const std::int64_t cpus = settings_.slurm_cpus_per_task;
-    const auto& extra = settings_.slurm_options;
-    fs::create_directories(dir_ / "slurm");
-    std::string cmd = shell_quote(lbt_.string()) + " sweep --config " +
-                      shell_quote(fs::absolute(options_.config_path).string()) + " --out " +
-                      shell_quote(dir_.string());
-    std::string sizes;
-    for (auto b : settings_.batch_sizes) sizes += (sizes.empty() ? "" : ",") + std::to_string(b);
-    cmd += " --batch-sizes " + sizes + " --target " + shell_quote(settings_.target);
-    if (options_.lr_trials > 0) cmd += " --lr-trials " + std::to_string(options_.lr_trials);
-    for (const auto& s : options_.sets) cmd += " --set " + shell_quote(s);
-    if (!options_.exec_command.empty()) cmd += " --exec " + shell_quote(options_.exec_command);
-    // The trials decided so far and not yet finished, by name: the adaptive search adds the
-    // next round once these end, so rerun this command after the array to submit it.
-    std::string names;
-    std::size_t pending = 0;
+    std::vector<std::string> pending;
     for (const TrialResult& r : results_) {
-      if (is_final_status(r.status)) continue;
-      names += (names.empty() ? "" : " ") + r.trial.name;
-      ++pending;
+      if (!is_final_status(r.status)) pending.push_back(r.trial.name);
     }
-    const std::string collect = cmd + " --collect";
-    if (pending == 0) {
-      std::fprintf(stderr, "[sweep] every trial of the plan has ended; collect with\n  %s\n",
-                   collect.c_str());
-      return;
-    }
-    cmd += " --no-plots --trial \"${trials[$SLURM_ARRAY_TASK_ID]}\"";
-    std::string script = "#!/bin/bash\n# Written by lbt sweep: one array task per trial (" +
-                         std::to_string(pending) + " of the " + std::to_string(plan_.size()) +
-                         " planned so far). When the array has ended, rerun\n#   lbt sweep ... "
-                         "--launcher slurm\n# for the LR search's next round and the seeds, "
-                         "until it says every trial has ended; then\n#   " +
-                         collect + "\n";
-    script += "#SBATCH --job-name=lbt-sweep\n";
-    script += "#SBATCH --array=0-" + std::to_string(pending - 1) + "%" +
-              std::to_string(options_.jobs) + "\n";
-    script += "#SBATCH --cpus-per-task=" + std::to_string(cpus) + "\n";
-    script += "#SBATCH --time=" + time + "\n";
-    script += "#SBATCH --output=" + (dir_ / "slurm" / "%A_%a.out").string() + "\n";
-    for (const auto& line : extra) script += "#SBATCH " + line + "\n";
-    script += "set -euo pipefail\ntrials=(" + names + ")\nexec " + cmd + "\n";
-    const fs::path file = dir_ / "sweep.sbatch";
-    io::atomic_write(file, script);
-    fs::permissions(file, fs::perms::owner_exec, fs::perm_options::add);
-    std::fprintf(stderr, "[sweep] wrote %s (%zu array tasks)\n", file.c_str(), pending);
-    if (options_.submit) {
-      const int rc = std::system(("sbatch " + shell_quote(file.string())).c_str());
-      if (rc != 0) {
-        throw Error("sbatch " + file.string() + " failed (exit " + std::to_string(rc) + ")",
-                    "check that SLURM's sbatch is on PATH, or submit the script by hand");
-      }
-    }
+    write_slurm_array({dir_, lbt_, options_, settings_, pending, plan_.size()});
   }
 
   SweepOptions options_;

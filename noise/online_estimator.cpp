@@ -72,9 +72,10 @@ OnlineOptions read_online_options(Config& c) {
   o.window_steps = c.get_int(key("noise.window_steps"));
   const std::string small = c.get_string(key("noise.small_batches"));
   // (Before, "first" left the default "all" in place: accepted and silently ignored.)
-  o.all_micro_batches = small == "all";
-  if (small != "all" && small != "first")
-    c.fail("noise.small_batches", "one of: first, all", "'" + small + "'");
+  o.small_batches = small;
+  o.all_micro_batches = small != "first";  // auto: trainer::resolve_run_config decides
+  if (small != "auto" && small != "all" && small != "first")
+    c.fail("noise.small_batches", "one of: auto, first, all", "'" + small + "'");
   if (est == "two_batch")
     o.per_example = false;
   else if (est == "per_example")

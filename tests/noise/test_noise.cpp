@@ -218,6 +218,21 @@ BOOST_AUTO_TEST_CASE(interval_covers_the_truth_in_at_least_93_of_100_seeded_repe
   for (int c : covered) BOOST_TEST(c >= 93);
 }
 
+// noise.small_batches = "auto": micro-batch 0 alone at 2 micro-batches, every micro-batch from 3
+// (noise/online_estimator.hpp says why); an explicit choice is kept.
+BOOST_AUTO_TEST_CASE(auto_small_batches_take_micro_batch_0_at_accum_2_and_all_from_3) {
+  const auto all_micro_batches = [](std::int64_t micro_batch, const char* extra) {
+    Config config = Config::from_string(test::synthetic_toml(0, 64, micro_batch, 10, 0.9) + extra);
+    config.set("noise.enabled=true");
+    config.validate(trainer::run_schema());
+    return trainer::resolve_run_config(config, 1).noise.all_micro_batches;
+  };
+  BOOST_TEST(!all_micro_batches(32, ""));  // accum 2
+  BOOST_TEST(all_micro_batches(16, ""));   // accum 4
+  BOOST_TEST(all_micro_batches(32, "small_batches = \"all\"\n"));
+  BOOST_TEST(!all_micro_batches(16, "small_batches = \"first\"\n"));
+}
+
 BOOST_AUTO_TEST_CASE(one_process_without_accumulation_says_two_batch_is_unavailable) {
   comm::LocalCommunicator comm;
   const auto dir = std::filesystem::temp_directory_path() / "lbt_test_noise_unavailable";

@@ -213,8 +213,10 @@ void OnlineEstimator::after_micro_batch(std::int64_t step, std::span<const float
   if (per_example_index_ >= 0) {
     if (!taps_checked_) {
       std::vector<bool> covered(num_segments_, false);
-      for (const LinearTap& t : taps.linear)
-        covered[t.weight_segment] = covered[t.bias_segment] = true;
+      for (const LinearTap& t : taps.linear) {
+        covered[t.weight_segment] = true;
+        if (t.bias_segment >= 0) covered[static_cast<std::size_t>(t.bias_segment)] = true;
+      }
       for (const ConvTap& t : taps.conv) {
         covered[t.weight_segment] = true;
         if (t.bias_segment >= 0) covered[static_cast<std::size_t>(t.bias_segment)] = true;

@@ -122,6 +122,12 @@ BOOST_AUTO_TEST_CASE(per_example_norms_match_explicit_outer_products) {
   BOOST_TEST(close(segs[0], want_w, 1e-9, 1e-5));
   BOOST_TEST(close(segs[1], want_b, 1e-9, 1e-5));
   BOOST_TEST(close(total, want_w + want_b, 1e-9, 1e-5));
+  // The same layer without a bias (bias_segment -1): only the weight share, none added for b.
+  noise::LinearTap no_bias{x.data(), dy.data(), I, O, 0, -1};
+  std::vector<double> weight_only(1, 0.0);
+  const double weight_total = noise::add_per_example_sq_norms({&no_bias, 1}, B, scale, weight_only);
+  BOOST_TEST(close(weight_only[0], want_w, 1e-9, 1e-5));
+  BOOST_TEST(close(weight_total, want_w, 1e-9, 1e-5));
 }
 
 BOOST_AUTO_TEST_CASE(tracker_is_bias_corrected_and_its_interval_shrinks_to_the_constant) {

@@ -9,7 +9,6 @@
 
 #include <algorithm>
 #include <charconv>
-#include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -60,22 +59,6 @@ std::string shell_quote(const std::string& s) {
   return out + "'";
 }
 
-// The run's step budget at batch B, counted as the trainer counts it (trainer::step_budget):
-// from the data's training examples, or from the steps per epoch the user gave.
-trainer::StepBudget budget_at(const ScheduleArgs& args, const trainer::TrainConfig& train,
-                              std::int64_t train_examples, std::int64_t steps_per_epoch) {
-  trainer::StepBudget budget;
-  if (train_examples > 0) {
-    budget = trainer::step_budget(train, train_examples, args.workers);
-  } else {
-    budget.steps_per_epoch = steps_per_epoch;
-    budget.total_steps = train.steps > 0
-                             ? train.steps
-                             : static_cast<std::int64_t>(std::ceil(train.epochs * steps_per_epoch));
-  }
-  return budget;
-}
-
 void run_schedule(const ScheduleArgs& args) {
   Config config = experiments::load_config(args.config_path, args.sets, notes_stream());
   if (args.steps > 0) config.set("train.steps=" + std::to_string(args.steps));
@@ -106,7 +89,8 @@ void run_schedule(const ScheduleArgs& args) {
     run.train.global_batch = B;
     run.train.micro_batch = B / args.workers;
     run.train.accum_steps = 1;
-    const trainer::StepBudget budget = budget_at(args, run.train, train_examples, steps_per_epoch);
+    const trainer::StepBudget budget =
+        trainer::schedule_budget(run.train, train_examples, steps_per_epoch, args.workers);
     std::vector<std::pair<std::string, std::int64_t>> boundaries;
     curves.push_back(
         trainer::run_schedule(run, budget, curves.empty() ? &std::cerr : nullptr, &boundaries));

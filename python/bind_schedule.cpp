@@ -5,7 +5,6 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
-#include <cmath>
 #include <cstdint>
 #include <filesystem>
 #include <optional>
@@ -75,14 +74,7 @@ trainer::StepBudget budget_of(const ScheduleArgs& args, const trainer::RunConfig
   if (steps_per_epoch == 0 && train_examples == 0) {
     train_examples = data::load_splits(run.train.data, run.train.seed).train.n;
   }
-  if (train_examples > 0) return trainer::step_budget(run.train, train_examples, args.workers);
-  trainer::StepBudget budget;
-  budget.steps_per_epoch = steps_per_epoch;
-  budget.total_steps =
-      run.train.steps > 0
-          ? run.train.steps
-          : static_cast<std::int64_t>(std::ceil(run.train.epochs * steps_per_epoch));
-  return budget;
+  return trainer::schedule_budget(run.train, train_examples, steps_per_epoch, args.workers);
 }
 
 void check_positive(const char* name, const std::optional<std::int64_t>& value) {

@@ -56,6 +56,17 @@ StepBudget step_budget(const TrainConfig& train, std::int64_t train_examples, in
   return budget;
 }
 
+StepBudget schedule_budget(const TrainConfig& train, std::int64_t train_examples,
+                           std::int64_t steps_per_epoch, int world_size) {
+  if (train_examples > 0) return step_budget(train, train_examples, world_size);
+  StepBudget budget;
+  budget.steps_per_epoch = steps_per_epoch;
+  budget.total_steps = train.steps > 0
+                           ? train.steps
+                           : static_cast<std::int64_t>(std::ceil(train.epochs * steps_per_epoch));
+  return budget;
+}
+
 schedules::Schedule run_schedule(const RunConfig& run, const StepBudget& budget,
                                  std::ostream* warnings,
                                  std::vector<std::pair<std::string, std::int64_t>>* boundaries) {

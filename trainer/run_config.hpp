@@ -35,6 +35,11 @@ struct StepBudget {
   std::int64_t total_steps = 0;
 };
 StepBudget step_budget(const TrainConfig& train, std::int64_t train_examples, int world_size);
+// The budget `lbt schedule` and Python's lbt.schedule show without training: step_budget when
+// the training examples are known (> 0), else from `steps_per_epoch`: train.steps, or
+// ceil(train.epochs x steps_per_epoch).
+StepBudget schedule_budget(const TrainConfig& train, std::int64_t train_examples,
+                           std::int64_t steps_per_epoch, int world_size);
 
 // The schedule the trainer builds for `run` with `budget` (warnings on `warnings`, or none).
 schedules::Schedule run_schedule(

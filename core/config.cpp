@@ -182,6 +182,16 @@ std::vector<std::string> Config::get_string_list(const KeySpec& spec) {
                                                as_list<std::string>, {});
 }
 
+std::vector<ConfigTable> Config::get_table_list(const KeySpec& spec) {
+  expect_type(spec, KeyType::kTableList);
+  toml::table scratch;
+  const toml::node* node = value_node(impl_->root, spec, *this, scratch);
+  auto tables = as_table_list(*node);
+  if (!tables) fail_type(*this, spec, *node);
+  insert_at(impl_->resolved, spec.key, *node->as_array());
+  return *tables;
+}
+
 bool Config::has(std::string_view key) const {
   return find_node(impl_->root, key) != nullptr;
 }

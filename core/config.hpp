@@ -51,6 +51,9 @@ class Config {
   std::vector<std::int64_t> get_int_list(const KeySpec& spec);
   std::vector<double> get_double_list(const KeySpec& spec);
   std::vector<std::string> get_string_list(const KeySpec& spec);
+  // A kTableList key's entries; the array goes into the resolved config as written, so a
+  // resumed run compares it like any other key. Checking each entry's fields is the caller's.
+  std::vector<ConfigTable> get_table_list(const KeySpec& spec);
 
   bool has(std::string_view key) const;
   // The configured string at `key`, or `fallback`; reads nothing into the resolved config (for

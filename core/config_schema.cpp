@@ -25,6 +25,8 @@ const char* key_type_name(KeyType type) {
       return "an array of numbers";
     case KeyType::kStringList:
       return "an array of strings";
+    case KeyType::kTableList:
+      return "an array of tables ([[section.key]]) of numbers, strings and booleans";
   }
   return "?";
 }

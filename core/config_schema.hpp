@@ -5,16 +5,40 @@
 // values not allowed, keys the chosen optimizer or decay does not use), every command's --help,
 // the defaults the getters return, and the resolved config.toml of a run.
 #pragma once
+#include <cstdint>
 #include <string>
 #include <string_view>
 #include <utility>
+#include <variant>
 #include <vector>
 
 namespace lbt {
 
 class Config;
 
-enum class KeyType { kBool, kInt, kNumber, kString, kIntList, kNumberList, kStringList };
+// One entry of a kTableList key: its fields in the file's order, each a scalar.
+using ConfigValue = std::variant<bool, std::int64_t, double, std::string>;
+struct ConfigTable {
+  struct Field {
+    std::string name;
+    ConfigValue value;
+  };
+  std::vector<Field> fields;
+};
+
+// kTableList: an array of tables ([[model.layers]]) whose entries hold scalars only; the config
+// checks that shape, the part that reads the key checks each entry's fields
+// (Config::get_table_list).
+enum class KeyType {
+  kBool,
+  kInt,
+  kNumber,
+  kString,
+  kIntList,
+  kNumberList,
+  kStringList,
+  kTableList
+};
 
 // A key that only some settings use: `variants` names what decides (e.g. the optimizer in
 // use), `applies_to` the values for which the key means something. A key whose default

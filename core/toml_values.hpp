@@ -150,6 +150,35 @@ std::optional<std::vector<T>> as_list(const toml::node& node) {
   return out;
 }
 
+// An array of tables whose values are scalars, as ConfigTables (fields in the file's order), or
+// nullopt.
+inline std::optional<std::vector<ConfigTable>> as_table_list(const toml::node& node) {
+  const toml::array* arr = node.as_array();
+  if (!arr) return std::nullopt;
+  std::vector<ConfigTable> out;
+  for (const toml::node& item : *arr) {
+    const toml::table* table = item.as_table();
+    if (!table) return std::nullopt;
+    ConfigTable entry;
+    for (auto&& [k, v] : *table) {
+      ConfigValue value;
+      if (auto b = v.value_exact<bool>())
+        value = *b;
+      else if (auto i = v.value_exact<std::int64_t>())
+        value = *i;
+      else if (auto d = v.value_exact<double>())
+        value = *d;
+      else if (auto s = v.value_exact<std::string>())
+        value = *s;
+      else
+        return std::nullopt;
+      entry.fields.push_back({std::string(k.str()), std::move(value)});
+    }
+    out.push_back(std::move(entry));
+  }
+  return out;
+}
+
 // True when `node` holds a value of `type` (the check validate() makes before any getter).
 inline bool has_type(const toml::node& node, KeyType type) {
   switch (type) {
@@ -167,6 +196,8 @@ inline bool has_type(const toml::node& node, KeyType type) {
       return as_list<double>(node).has_value();
     case KeyType::kStringList:
       return as_list<std::string>(node).has_value();
+    case KeyType::kTableList:
+      return as_table_list(node).has_value();
   }
   return false;
 }

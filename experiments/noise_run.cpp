@@ -31,16 +31,23 @@ std::string choose_noise_layout(Config& config) {
   const int world = comm::process_communicator({backend}).size();
   const trainer::RunConfig run = trainer::resolve_run_config(probe, world);
   if (!run.noise.enabled || !run.noise.two_batch || world >= 2) return "";
-  auto model = nn::Model::from_spec(run.train.model_spec, run.train.init);
-  auto rng = make_rng(run.train.seed, RngStream::kInit);
-  model->build(rng);
-  const noise::PerExampleSupport support = trainer::per_example_support(*model);
+  // A layer list's shape comes from the data, not read here: its layers say whether they
+  // couple examples (batchnorm, residual) without being built.
+  noise::PerExampleSupport support;
+  if (run.train.model_layers.empty()) {
+    auto model = nn::Model::from_spec(run.train.model_spec, run.train.init);
+    auto rng = make_rng(run.train.seed, RngStream::kInit);
+    model->build(rng);
+    support = trainer::per_example_support(*model);
+  } else if (std::string reason = nn::coupling_layer(run.train.model_layers); !reason.empty()) {
+    support = {false, reason};
+  }
   if (support.exact) return "";
   const std::int64_t B = run.train.global_batch;
   const std::int64_t accum = B % 4 == 0 && B / 4 >= 32 ? 4 : B % 2 == 0 ? 2 : 0;
   if (accum == 0) return "";  // choose_method then names the fix
   config.set("train.accum_steps=" + std::to_string(accum));
-  return "per-example norms are not exact for " + run.train.model_spec + " (" + support.reason +
+  return "per-example norms are not exact for " + run.train.model_name() + " (" + support.reason +
          "), so lbt noise splits the global batch of " + std::to_string(B) + " into " +
          std::to_string(accum) + " micro-batches of " + std::to_string(B / accum) +
          " (train.accum_steps = " + std::to_string(accum) +

@@ -82,7 +82,18 @@ std::map<std::string, std::string> flatten_config(const std::string& text) {
   std::istringstream in(text);
   std::string line, section;
   while (std::getline(in, line)) {
+    line.erase(0, line.find_first_not_of(' '));  // toml++ indents arrays of tables
     if (line.empty()) continue;
+    // [[model.layers]]: entry i's keys are model.layers[i].KEY, and the entry count is a key
+    // of its own, so a list that grew or shrank differs too.
+    if (line.rfind("[[", 0) == 0) {
+      const std::string array = line.substr(2, line.find("]]") - 2);
+      std::string& count = out[array + ".length"];
+      const int index = count.empty() ? 0 : std::stoi(count);
+      count = std::to_string(index + 1);
+      section = array + "[" + std::to_string(index) + "]";
+      continue;
+    }
     if (line.front() == '[') {
       section = line.substr(1, line.find(']') - 1);
       continue;

@@ -104,20 +104,21 @@ RunResult run_training(Config& config, const RunOptions& options, comm::Communic
   set_num_threads(threads);
   data::Splits splits = data::load_splits(cfg.data, cfg.seed);
   // Image models take the examples' [C, H, W] shape; a shape they cannot take is a ConfigError.
-  auto model = nn::Model::from_spec(cfg.model_spec, cfg.init, splits.train.shape);
+  auto model = cfg.model_layers.empty()
+                   ? nn::Model::from_spec(cfg.model_spec, cfg.init, splits.train.shape)
+                   : nn::Model::from_layers(cfg.model_layers, cfg.init, splits.train.shape);
   model->seed_streams(cfg.seed, static_cast<std::uint64_t>(comm.rank()));
   if (splits.train.dim != model->input_dim()) {
-    throw ConfigError("model.spec '" + cfg.model_spec + "' takes " +
-                          std::to_string(model->input_dim()) + " inputs but " + splits.train.name +
-                          " examples have " + std::to_string(splits.train.dim),
+    throw ConfigError(cfg.model_name() + " takes " + std::to_string(model->input_dim()) +
+                          " inputs but " + splits.train.name + " examples have " +
+                          std::to_string(splits.train.dim),
                       "make the first layer size " + std::to_string(splits.train.dim));
   }
   if (splits.train.is_classification() && model->output_dim() != splits.train.num_classes) {
-    throw ConfigError("model.spec '" + cfg.model_spec + "' has " +
-                          std::to_string(model->output_dim()) + " outputs but " +
-                          splits.train.name + " has " + std::to_string(splits.train.num_classes) +
-                          " classes",
-                      "make the last layer size " + std::to_string(splits.train.num_classes));
+    throw ConfigError(
+        cfg.model_name() + " has " + std::to_string(model->output_dim()) + " outputs but " +
+            splits.train.name + " has " + std::to_string(splits.train.num_classes) + " classes",
+        "make the last layer's size (out) " + std::to_string(splits.train.num_classes));
   }
   data::ShardedSampler sampler(splits.train.n, cfg.seed, comm.size(), comm.rank(), cfg.micro_batch,
                                cfg.accum_steps);

@@ -6,6 +6,7 @@
 #include <thread>
 
 #include "core/error.hpp"
+#include "trainer/nn/layer_fields.hpp"
 #include "trainer/train_keys.hpp"
 
 namespace lbt::trainer {
@@ -61,11 +62,26 @@ void require_positive(const Config& c, const char* key, double value, const char
   if (!(value > 0)) c.fail(key, "> 0", std::to_string(value), hint);
 }
 
+// model.layers when the config has it (model.spec is then not read, so it stays out of the
+// resolved config), else model.spec; both is an error.
+void read_model(Config& c, TrainConfig& t) {
+  if (!c.has("model.layers")) {
+    t.model_spec = c.get_string(key("model.spec"));
+    return;
+  }
+  if (c.has("model.spec")) {
+    throw ConfigError(c.source() + ": model.spec and model.layers are both set",
+                      "keep one: remove model.spec (a preset's spec = ... or --set model.spec) to "
+                      "use the [[model.layers]] list");
+  }
+  t.model_layers = nn::read_layers(c.get_table_list(key("model.layers")), c.source());
+}
+
 }  // namespace
 
 TrainConfig read_train_config(Config& c, int world_size) {
   TrainConfig t;
-  t.model_spec = c.get_string(key("model.spec"));
+  read_model(c, t);
   const std::string init = c.get_string(key("model.init"));
   if (init == "he")
     t.init = nn::InitScheme::kHe;

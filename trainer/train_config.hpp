@@ -7,6 +7,7 @@
 
 #include "core/config.hpp"
 #include "trainer/divergence.hpp"
+#include "trainer/nn/layer_spec.hpp"
 #include "trainer/nn/linear.hpp"
 
 namespace lbt::trainer {
@@ -43,7 +44,12 @@ struct DataConfig {
 };
 
 struct TrainConfig {
-  std::string model_spec;
+  std::string model_spec;                   // "" when the config lists layers
+  std::vector<nn::LayerSpec> model_layers;  // [[model.layers]]; empty: model_spec
+  // "model.spec 'mlp:784-10'" or "model.layers": what error messages call the model.
+  std::string model_name() const {
+    return model_layers.empty() ? "model.spec '" + model_spec + "'" : "model.layers";
+  }
   nn::InitScheme init = nn::InitScheme::kHe;
   DataConfig data;
   std::int64_t global_batch = 0, micro_batch = 0, accum_steps = 0;  // resolved

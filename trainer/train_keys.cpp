@@ -2,6 +2,7 @@
 #include "trainer/train_keys.hpp"
 
 #include "core/config.hpp"
+#include "trainer/nn/layer_fields.hpp"
 
 namespace lbt::trainer {
 
@@ -36,6 +37,8 @@ const std::vector<KeySpec>& train_keys() {
   static const std::vector<KeySpec> keys = {
       {"model.spec", kString, "\"mlp:784-512-512-10\"",
        "mlp:IN-H1-...-OUT | linear:IN-OUT | cnn:simple | resnet:N, each optionally :nobias (see README)"},
+      {"model.layers", kTableList, "[]",
+       "[[model.layers]] tables instead of model.spec (README), type = " + nn::layer_types_text()},
       {"model.init", kString, "\"he\"", "weight init", {"he", "glorot", "zero"}},
       {"data.dataset", kString, "\"fashion-mnist\"",
        "fashion-mnist | mnist | cifar10 | synthetic-regression, or a name for npy/csv data (with data.format)"},

@@ -1,5 +1,6 @@
-// Models through the real `lbt` binary: bias-free layers (spec suffix :nobias) train and feed
-// both noise estimators, on a slice of Fashion-MNIST.
+// Models through the real `lbt` binary, on a slice of Fashion-MNIST: bias-free layers (spec
+// suffix :nobias) train and feed both noise estimators; a [[model.layers]] list trains bit for
+// bit as its spec string does; bad lists end in exit 2 with one line naming the layer.
 #define BOOST_TEST_MODULE model_layers
 #include <boost/test/unit_test.hpp>
 
@@ -31,6 +32,34 @@ std::vector<nlohmann::json> read_jsonl(const fs::path& p) {
   std::ifstream in(p);
   for (std::string line; std::getline(in, line);) lines.push_back(nlohmann::json::parse(line));
   return lines;
+}
+
+// `preset` with its model.spec line replaced by `layers` ([[model.layers]] tables), as a file.
+fs::path layers_config(const std::string& preset, const std::string& layers,
+                       const std::string& name) {
+  std::string text = slurp(kConfigs + preset);
+  const auto spec = text.find("spec = ");
+  text.erase(spec, text.find('\n', spec) - spec);
+  const fs::path path = scratch() / (name + ".toml");
+  std::ofstream(path) << text << "\n" << layers;
+  return path;
+}
+
+std::string linear(int out, bool bias) {
+  return "[[model.layers]]\ntype = \"linear\"\nout = " + std::to_string(out) +
+         (bias ? "" : "\nbias = false") + "\n";
+}
+const std::string kRelu = "[[model.layers]]\ntype = \"relu\"\n";
+std::string conv(int out) {
+  return "[[model.layers]]\ntype = \"conv\"\nout_channels = " + std::to_string(out) +
+         "\nkernel = 5\npadding = 2\n";
+}
+const std::string kPool = "[[model.layers]]\ntype = \"pool\"\nkernel = 2\n";
+
+// The "error: ..." line of a failed run's stderr.
+std::string error_line(const std::string& err) {
+  const auto at = err.find("error: ");
+  return at == std::string::npos ? "" : err.substr(at, err.find('\n', at) - at);
 }
 
 }  // namespace
@@ -91,4 +120,112 @@ BOOST_AUTO_TEST_CASE(bias_free_simple_cnn_trains_a_few_steps) {
   const std::string model = summary["model"];
   BOOST_TEST(model.find("bias)") != std::string::npos, model);
   BOOST_TEST(model.find("Linear(1024->10, no bias)") != std::string::npos, model);
+}
+
+BOOST_AUTO_TEST_CASE(layer_lists_train_bit_for_bit_as_their_spec_strings) {
+  struct Case {
+    std::string preset, spec, layers;
+    int steps;
+  };
+  const Case cases[] = {
+      {"fmnist_mlp.toml", "mlp:784-64-10", linear(64, true) + kRelu + linear(10, true), 30},
+      {"fmnist_mlp.toml", "mlp:784-64-10:nobias", linear(64, false) + kRelu + linear(10, false),
+       30},
+      {"fmnist_cnn.toml", "cnn:simple",
+       conv(32) + kRelu + kPool + conv(64) + kRelu + kPool + linear(1024, true) + kRelu +
+           linear(10, true),
+       12},
+  };
+  for (const Case& c : cases) {
+    BOOST_TEST_CONTEXT(c.spec) {
+      const std::string sets = " --set train.steps=" + std::to_string(c.steps) +
+                               " --set train.eval_every=" + std::to_string(c.steps) +
+                               " --set schedule.warmup=0" + kShort;
+      const fs::path by_spec = scratch() / ("spec_" + c.spec),
+                     by_list = scratch() / ("list_" + c.spec);
+      const auto a = run_lbt("train --config " + kConfigs + c.preset +
+                             " --set model.spec=" + c.spec + sets + " --out " + by_spec.string());
+      const auto b =
+          run_lbt("train --config " + layers_config(c.preset, c.layers, "list_" + c.spec).string() +
+                  sets + " --out " + by_list.string());
+      BOOST_REQUIRE_MESSAGE(a.code == 0 && b.code == 0, a.err + b.err);
+      const auto ma = read_jsonl(by_spec / "metrics.jsonl"),
+                 mb = read_jsonl(by_list / "metrics.jsonl");
+      BOOST_REQUIRE(ma.size() == static_cast<std::size_t>(c.steps));
+      BOOST_REQUIRE(ma.size() == mb.size());
+      for (std::size_t i = 0; i < ma.size(); ++i) {
+        // Bit for bit: the same doubles (JSON prints them round-trip exact).
+        BOOST_TEST(ma[i]["loss"].get<double>() == mb[i]["loss"].get<double>(), "step " << i);
+        BOOST_TEST(ma[i]["grad_norm"].get<double>() == mb[i]["grad_norm"].get<double>());
+      }
+      const auto sa = nlohmann::json::parse(slurp(by_spec / "summary.json"));
+      const auto sb = nlohmann::json::parse(slurp(by_list / "summary.json"));
+      BOOST_TEST(sa["final_val_loss"].get<double>() == sb["final_val_loss"].get<double>());
+      BOOST_TEST(sa["model"] == sb["model"]);
+    }
+  }
+}
+
+BOOST_AUTO_TEST_CASE(bad_layer_lists_exit_2_with_one_line_naming_the_layer) {
+  struct Case {
+    std::string name, layers, extra, want1, want2;
+  };
+  const Case cases[] = {
+      {"type", kRelu + "[[model.layers]]\ntype = \"convolution\"\n", "",
+       "model.layers[1]: unknown layer type 'convolution'", ""},
+      {"field", linear(10, true) + "bias_init = 0.1\n", "",
+       "model.layers[0] (linear): unknown field 'bias_init'", ""},
+      {"both", linear(10, true), " --set model.spec=linear:784-10",
+       "model.spec and model.layers are both set", ""},
+      {"shape", linear(10, true) + conv(4), "",
+       "model.layers[1] (conv): takes images [C, H, W], but layer 0 gives 10 flat features", ""},
+      {"pool", conv(4) + "[[model.layers]]\ntype = \"pool\"\nkernel = 29\n", "",
+       "model.layers[1] (pool): MaxPool2d(k29 s29) does not fit its input [4, 28, 28]",
+       "layer 0 gives images [4, 28, 28]"},
+  };
+  for (const Case& c : cases) {
+    BOOST_TEST_CONTEXT(c.name) {
+      const fs::path out = scratch() / ("bad_" + c.name);
+      const auto r = run_lbt("train --config " +
+                             layers_config("fmnist_mlp.toml", c.layers, "bad_" + c.name).string() +
+                             c.extra + " --set train.steps=5" + kShort + " --out " + out.string());
+      BOOST_TEST(r.code == 2, r.err);
+      const std::string line = error_line(r.err);
+      BOOST_TEST(line.find(c.want1) != std::string::npos, r.err);
+      BOOST_TEST(line.find(c.want2) != std::string::npos, r.err);
+      BOOST_TEST(r.err.find("hint: ") != std::string::npos, r.err);
+      BOOST_TEST(!fs::exists(out / "summary.json"));
+    }
+  }
+}
+
+BOOST_AUTO_TEST_CASE(resuming_with_changed_layers_is_refused_naming_the_layer) {
+  const std::string sets = " --set train.steps=6 --set schedule.warmup=0" + kShort;
+  const fs::path out = scratch() / "resume_layers";
+  const auto first = run_lbt(
+      "train --config " +
+      layers_config("fmnist_mlp.toml", linear(64, true) + kRelu + linear(10, true), "resume_a")
+          .string() +
+      sets + " --out " + out.string());
+  BOOST_REQUIRE_MESSAGE(first.code == 0, first.err);
+  // The same list with one more layer: a count the checkpoint's config does not have.
+  const auto grown =
+      run_lbt("train --config " +
+              layers_config("fmnist_mlp.toml",
+                            linear(64, true) + kRelu + linear(64, true) + kRelu + linear(10, true),
+                            "resume_b")
+                  .string() +
+              sets + " --resume auto --out " + out.string());
+  BOOST_TEST(grown.code == 2, grown.err);
+  BOOST_TEST(error_line(grown.err).find("model.layers.length: 3 -> 5") != std::string::npos,
+             grown.err);
+  // One field changed.
+  const auto changed = run_lbt(
+      "train --config " +
+      layers_config("fmnist_mlp.toml", linear(32, true) + kRelu + linear(10, true), "resume_c")
+          .string() +
+      sets + " --resume auto --out " + out.string());
+  BOOST_TEST(changed.code == 2, changed.err);
+  BOOST_TEST(error_line(changed.err).find("model.layers[0].out: 64 -> 32") != std::string::npos,
+             changed.err);
 }

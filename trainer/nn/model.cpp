@@ -1,176 +1,29 @@
-// Sequential model and the spec parser; see model.hpp.
+// Sequential model; see model.hpp. Spec strings expand in model_spec.cpp, and both forms build
+// in model_builder.cpp.
 #include "trainer/nn/model.hpp"
 
 #include <algorithm>
 #include <map>
-#include <sstream>
-#include <string_view>
 
 #include "core/error.hpp"
-#include "trainer/nn/model_zoo.hpp"
-#include "trainer/nn/relu.hpp"
+#include "trainer/nn/layer_spec.hpp"
 
 namespace lbt::nn {
-namespace {
-
-std::vector<std::int64_t> parse_sizes(const std::string& spec, const std::string& body) {
-  std::vector<std::int64_t> sizes;
-  std::stringstream ss(body);
-  std::string item;
-  while (std::getline(ss, item, '-')) {
-    try {
-      std::size_t used = 0;
-      long long v = std::stoll(item, &used);
-      if (used != item.size() || v <= 0) throw std::invalid_argument(item);
-      sizes.push_back(v);
-    } catch (const std::exception&) {
-      throw ConfigError("model.spec '" + spec + "': '" + item + "' is not a positive layer size",
-                        "write sizes joined by '-', e.g. mlp:784-512-512-10");
-    }
-  }
-  if (sizes.size() < 2) {
-    throw ConfigError("model.spec '" + spec + "' needs an input and an output size",
-                      "e.g. mlp:784-512-512-10 or linear:784-10");
-  }
-  return sizes;
-}
-
-std::string shape_text(const std::vector<std::int64_t>& shape) {
-  std::string out = "[";
-  for (std::size_t i = 0; i < shape.size(); ++i) out += (i ? ", " : "") + std::to_string(shape[i]);
-  return out + "]";
-}
-
-// Optional "-CLASSES" after a family's fixed word: "simple" -> 10, "simple-100" -> 100.
-std::int64_t parse_classes(const std::string& spec, const std::string& rest, const char* form) {
-  if (rest.empty()) return 10;
-  try {
-    std::size_t used = 0;
-    long long v = std::stoll(rest.substr(1), &used);
-    if (rest[0] == '-' && used == rest.size() - 1 && v > 0) return v;
-  } catch (const std::exception&) {
-  }
-  throw ConfigError("model.spec '" + spec + "': cannot read the class count '" + rest + "'",
-                    std::string("write ") + form);
-}
-
-// The image shape [C, H, W] an image family is built for: the dataset's (a 2-D [H, W] shape
-// gets one channel) or the family's default; it must be divisible by `divisor` (the model's
-// total downsampling) so every pooling/stride-2 stage lines up as in the paper.
-Shape3 image_input(const std::string& spec, const std::vector<std::int64_t>& given, Shape3 fallback,
-                   std::int64_t divisor) {
-  if (given.empty()) return fallback;
-  Shape3 s;
-  if (given.size() == 3)
-    s = {given[0], given[1], given[2]};
-  else if (given.size() == 2)
-    s = {1, given[0], given[1]};
-  if (s.c <= 0 || s.h < divisor || s.w < divisor || s.h % divisor != 0 || s.w % divisor != 0) {
-    throw ConfigError(
-        "model.spec '" + spec + "' takes images [C, H, W] with H and W multiples of " +
-            std::to_string(divisor) + " (built for " + fallback.text() +
-            "), but the dataset's examples have shape " + shape_text(given),
-        "use image data (idx, cifar10, or npy/csv with data.image_shape = \"C,H,W\"), "
-        "or an mlp:/linear: model for flat features");
-  }
-  return s;
-}
-
-// bias: false for a spec ending in ":nobias" (no Linear or Conv2d gets a bias parameter).
-using Builder = void (*)(Model&, const std::string& spec, const std::string& body, InitScheme,
-                         const std::vector<std::int64_t>& input_shape, bool bias);
-
-void build_mlp(Model& model, const std::string& spec, const std::string& body, InitScheme init,
-               const std::vector<std::int64_t>&, bool bias) {
-  auto sizes = parse_sizes(spec, body);
-  for (std::size_t i = 0; i + 1 < sizes.size(); ++i) {
-    model.add(std::make_unique<Linear>(sizes[i], sizes[i + 1], init, bias));
-    if (i + 2 < sizes.size()) model.add(std::make_unique<Relu>(sizes[i + 1]));
-  }
-}
-
-void build_linear(Model& model, const std::string& spec, const std::string& body, InitScheme init,
-                  const std::vector<std::int64_t>&, bool bias) {
-  auto sizes = parse_sizes(spec, body);
-  if (sizes.size() != 2) {
-    throw ConfigError("model.spec '" + spec + "': linear and logistic take exactly IN-OUT",
-                      "e.g. linear:784-10 or logistic:784-10");
-  }
-  model.add(std::make_unique<Linear>(sizes[0], sizes[1], init, bias));
-}
-
-void build_cnn(Model& model, const std::string& spec, const std::string& body, InitScheme init,
-               const std::vector<std::int64_t>& input_shape, bool bias) {
-  if (body.rfind("simple", 0) != 0) {
-    throw ConfigError("model.spec '" + spec + "': unknown cnn '" + body + "'",
-                      "the cnn family has cnn:simple[-CLASSES] (Shallue et al. 2018)");
-  }
-  const std::int64_t classes = parse_classes(spec, body.substr(6), "cnn:simple or cnn:simple-100");
-  const Shape3 in = image_input(spec, input_shape, {1, 28, 28}, 4);
-  model.set_spec(spec, {in.c, in.h, in.w});
-  add_simple_cnn(model, in, classes, init, bias);
-}
-
-void build_resnet(Model& model, const std::string& spec, const std::string& body, InitScheme init,
-                  const std::vector<std::int64_t>& input_shape, bool bias) {
-  const auto dash = body.find('-');
-  long long depth = -1;
-  try {
-    std::size_t used = 0;
-    depth = std::stoll(body.substr(0, dash), &used);
-    if (used != body.substr(0, dash).size()) depth = -1;
-  } catch (const std::exception&) {
-  }
-  if (depth < 8 || (depth - 2) % 6 != 0) {
-    throw ConfigError(
-        "model.spec '" + spec + "': a CIFAR ResNet's depth is 6n + 2 (8, 20, 32, 44, 56, 110)",
-        "e.g. resnet:8 or resnet:20");
-  }
-  const std::int64_t classes = parse_classes(
-      spec, dash == std::string::npos ? "" : body.substr(dash), "resnet:20 or resnet:20-100");
-  const Shape3 in = image_input(spec, input_shape, {3, 32, 32}, 4);
-  model.set_spec(spec, {in.c, in.h, in.w});
-  add_cifar_resnet(model, in, depth, classes, init, bias);
-}
-
-struct Family {
-  const char* name;
-  const char* form;
-  Builder build;
-};
-
-// The registry: one line per family.
-constexpr Family kFamilies[] = {
-    {"mlp", "mlp:IN-H1-...-OUT", build_mlp},
-    {"linear", "linear:IN-OUT", build_linear},
-    {"logistic", "logistic:IN-CLASSES", build_linear},
-    {"cnn", "cnn:simple[-CLASSES]", build_cnn},
-    {"resnet", "resnet:DEPTH[-CLASSES]", build_resnet},
-};
-
-}  // namespace
-
 std::unique_ptr<Model> Model::from_spec(const std::string& spec, InitScheme init,
                                         const std::vector<std::int64_t>& input_shape) {
-  // ":nobias" is a suffix of every family, so the families' own bodies never see it.
-  constexpr std::string_view kNoBias = ":nobias";
-  const bool bias = !spec.ends_with(kNoBias);
-  const std::string core = bias ? spec : spec.substr(0, spec.size() - kNoBias.size());
-  auto colon = core.find(':');
-  std::string family = core.substr(0, colon);
-  std::string body = colon == std::string::npos ? "" : core.substr(colon + 1);
+  ExpandedSpec expanded = expand_spec(spec, input_shape);
   auto model = std::make_unique<Model>();
-  model->spec_ = spec;
-  for (const Family& f : kFamilies) {
-    if (family == f.name) {
-      f.build(*model, spec, body, init, input_shape, bias);
-      return model;
-    }
-  }
-  std::string forms;
-  for (const Family& f : kFamilies) forms += (forms.empty() ? "" : ", ") + std::string(f.form);
-  throw ConfigError("model.spec '" + spec + "': unknown model family '" + family + "'",
-                    "valid families: " + forms + ", each with an optional :nobias suffix");
+  build_layers(*model, expanded.layers, expanded.input_shape, "model.spec '" + spec + "'", init);
+  model->set_spec(spec, std::move(expanded.input_shape));
+  return model;
+}
+
+std::unique_ptr<Model> Model::from_layers(const std::vector<LayerSpec>& layers, InitScheme init,
+                                          const std::vector<std::int64_t>& input_shape) {
+  auto model = std::make_unique<Model>();
+  build_layers(*model, layers, input_shape, "model.layers", init);
+  model->set_spec("model.layers", input_shape);
+  return model;
 }
 
 void Model::add(std::unique_ptr<Layer> layer) {

@@ -1,5 +1,6 @@
-// A sequential model built from a spec string, owning its flat ParameterStore and activation
-// buffers (allocated once for the largest batch and reused every step).
+// A sequential model built from a spec string or a layer list (layer_spec.hpp), owning its flat
+// ParameterStore and activation buffers (allocated once for the largest batch and reused every
+// step).
 //   mlp:784-512-512-10   Linear/ReLU stack (ReLU between, none after the last layer)
 //   linear:784-10        one Linear layer (logistic regression with cross-entropy,
 //                        linear regression with squared error)
@@ -21,6 +22,7 @@
 #include "trainer/nn/batch_norm.hpp"
 #include "trainer/nn/conv2d.hpp"
 #include "trainer/nn/layer.hpp"
+#include "trainer/nn/layer_spec.hpp"
 #include "trainer/nn/linear.hpp"
 
 namespace lbt::nn {
@@ -32,6 +34,10 @@ class Model {
   //        default (cnn: [1, 28, 28], resnet: [3, 32, 32]); mlp/linear ignore it.
   static std::unique_ptr<Model> from_spec(const std::string& spec, InitScheme init,
                                           const std::vector<std::int64_t>& input_shape = {});
+  // The same from a layer list ([[model.layers]], layer_spec.hpp) for examples of `input_shape`
+  // (the dataset's); throws ConfigError naming the layer that does not fit.
+  static std::unique_ptr<Model> from_layers(const std::vector<LayerSpec>& layers, InitScheme init,
+                                            const std::vector<std::int64_t>& input_shape);
 
   Model() = default;
   Model(const Model&) = delete;

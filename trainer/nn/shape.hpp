@@ -17,10 +17,13 @@ struct Shape3 {
   bool operator==(const Shape3&) const = default;
 };
 
-// Output side of a window op (conv, pool): floor((in + 2 * padding - kernel) / stride) + 1.
+// Output side of a window op (conv, pool): floor((in + 2 * padding - kernel) / stride) + 1, and 0
+// where the window is larger than the padded input (C++'s division truncates toward zero, which
+// would give a window of 7 on 6 pixels at stride 7 one output).
 inline std::int64_t window_out(std::int64_t in, std::int64_t kernel, std::int64_t stride,
                                std::int64_t padding) {
-  return (in + 2 * padding - kernel) / stride + 1;
+  const std::int64_t span = in + 2 * padding - kernel;
+  return span < 0 ? 0 : span / stride + 1;
 }
 
 }  // namespace lbt::nn

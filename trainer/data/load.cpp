@@ -73,8 +73,8 @@ Splits load_splits(const trainer::DataConfig& config, std::uint64_t seed) {
                              full.num_classes, config.dataset + "-test");
     }
   } else if (config.format == "csv") {
-    CsvOptions options{config.label_column, config.csv_header, config.image_shape,
-                       config.num_classes};
+    CsvOptions options{config.label_column, config.target_columns, config.csv_header,
+                       config.image_shape, config.num_classes};
     full = load_csv(config.train_features, options, config.dataset);
     if (!config.test_features.empty()) {
       options.num_classes = full.num_classes;

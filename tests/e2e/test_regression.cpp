@@ -318,3 +318,31 @@ BOOST_AUTO_TEST_CASE(lbt_noise_on_npy_regression_matches_the_closed_form_at_zero
     }
   }
 }
+
+BOOST_AUTO_TEST_CASE(lbt_sweep_measures_steps_to_a_val_r2_target_and_refuses_val_accuracy) {
+  const fs::path dir = scratch() / "sweep";
+  lbt::test::write_regression(dir, lbt::test::draw_regression(2048, 4, 1, 0.1, 15));
+  // R^2's ceiling here is |w*|^2 / (|w*|^2 + 0.01) > 0.99: every batch size can reach 0.95
+  const auto cfg =
+      write_file(dir / "sweep.toml", npy_toml(dir, "linear:4-1", 256, 16, 300, 0.1) +
+                                         "[sweep]\nbatch_sizes = [16, 64]\nlr_multipliers = [1.0]\n"
+                                         "lr_search = \"grid\"\nmax_steps = 300\n");
+  const auto r = run_lbt("sweep -c " + cfg.string() + " --target \"val_r2>=0.95\" --jobs 1 -o " +
+                         (dir / "out").string());
+  BOOST_TEST_INFO("stdout: " << r.out << " stderr: " << r.err);
+  BOOST_REQUIRE_EQUAL(r.code, 0);
+  std::ifstream best(dir / "out" / "best.csv");
+  std::string header, row;
+  std::getline(best, header);
+  int rows = 0;
+  while (std::getline(best, row)) {
+    ++rows;
+    BOOST_TEST(has(row, ",reached_target,"), row);
+  }
+  BOOST_TEST(rows == 2);
+  const auto refused = run_lbt("sweep -c " + cfg.string() + " --target \"val_accuracy>=0.9\" -o " +
+                               (dir / "refused").string());
+  BOOST_TEST(refused.code == 2);
+  BOOST_TEST(has(error_line(refused.err), "regression dataset"));
+  BOOST_TEST(!fs::exists(dir / "refused" / "trials"));
+}

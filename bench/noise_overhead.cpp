@@ -1,13 +1,16 @@
 // Overhead of the online noise estimator (McCandlish et al. 2018, arXiv:1812.06162) on the
-// Fashion-MNIST MLP 784-512-512-10: step time with noise off vs two_batch (every micro-batch) vs
-// two_batch_first (micro-batch 0 only) vs per_example, each on every step (the worst case), and
-// both at the default noise.every = 10, side by side in one run, at global batch 128 and 1024
-// (2 micro-batches each: the one-process two-batch form needs them).
-// Whole-run differences of a few percent drown in this machine's noise, so a second table times
-// the two-batch hooks alone (OnlineEstimator on a gradient buffer of the MLP's size, the calls
-// the trainer makes per step) and divides by the noise-off step time of the first table.
-// Usage: noise_overhead [steps=200] [repeats=7]. Prints CSV-like tables: whole runs as the
-// median over repetitions of (mode / noise off in the same repetition); hooks as min over 50.
+// Fashion-MNIST MLP 784-512-512-10: step time with noise off vs two_batch_all (every micro-batch)
+// vs two_batch_first (micro-batch 0 only) vs per_example, each on every step (the worst case), and
+// the defaults (two_batch: "first") at noise.every = 10, side by side in one run, at global batch
+// 128 and 1024 (2 micro-batches each: the one-process two-batch form needs them). Whole-run
+// differences of a few percent drown in this machine's noise, so a second table times the two-batch
+// hooks alone (OnlineEstimator on a gradient buffer of the MLP's size, the calls the trainer makes
+// per step) and divides by the noise-off step time of the first table, and a third compares, within
+// one run, the steps that measure with the steps that do not (paired_overhead): the issue's "noise
+// on vs off in one run". Usage: noise_overhead [steps=200] [repeats=7] [paired]. Prints CSV-like
+// tables: whole runs as the median over repetitions of (mode / noise off in the same repetition);
+// hooks as min over 50; the paired table as the median over repetitions. "paired": the third table
+// only.
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -67,18 +70,57 @@ double median_of(std::vector<double> v) {
   return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
+std::string mlp_config(int batch, int steps, const std::string& noise) {
+  return "[model]\nspec = \"mlp:784-512-512-10\"\n[data]\ndataset = \"fashion-mnist\"\n"
+         "validation_size = 1000\n[train]\nthreads = 1\nglobal_batch = " +
+         std::to_string(batch) + "\naccum_steps = 2\nsteps = " + std::to_string(steps) +
+         "\neval_every = 1000000\nlog_every = 1000000\ncheckpoint_final = false\nseed = 0\n"
+         "[optimizer]\nname = \"sgd\"\nlr = 0.01\n[noise]\n" +
+         noise + "\n";
+}
+
+// Noise on vs off within ONE run, step by step: with noise.every = 2 the estimator works on the
+// even steps only, so the odd steps of the same run are the noise-off reference, interleaved
+// with the measured ones (the machine's drift, which makes whole runs differ by several percent
+// here, cancels). A probe timestamps the top of every step. Returns the median duration of the
+// active steps over that of the inactive ones, minus 1: the cost of one measurement.
+double paired_overhead(int batch, int steps, const char* small_batches) {
+  lbt::Config config = lbt::Config::from_string(mlp_config(
+      batch, steps,
+      std::string("enabled = true\nevery = 2\nwindow_steps = 20\nestimator = \"two_batch\"\n"
+                  "small_batches = \"") +
+          small_batches + "\""));
+  std::vector<std::chrono::steady_clock::time_point> starts;
+  starts.reserve(static_cast<std::size_t>(steps));
+  lbt::experiments::RunOptions options{std::filesystem::temp_directory_path() / "lbt_bench_noise",
+                                       true, false};
+  options.probe = [&](std::int64_t, lbt::experiments::ProbeContext&) {
+    starts.push_back(std::chrono::steady_clock::now());
+  };
+  lbt::experiments::run_training(config, options);
+  std::vector<double> active, inactive;
+  // the first steps warm caches and the prefetcher: skipped
+  for (std::size_t s = 10; s + 1 < starts.size(); ++s) {
+    const double dt = std::chrono::duration<double>(starts[s + 1] - starts[s]).count();
+    (s % 2 == 0 ? active : inactive).push_back(dt);
+  }
+  return median_of(active) / median_of(inactive) - 1.0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   const int steps = argc > 1 ? std::atoi(argv[1]) : 200;
   const int repeats = argc > 2 ? std::atoi(argv[2]) : 7;
+  const bool paired_only = argc > 3 && std::string(argv[3]) == "paired";
   struct Mode {
     const char* name;
     const char* noise;
   };
   const Mode modes[] = {
       {"off", "enabled = false"},
-      {"two_batch/1", "enabled = true\nevery = 1\nestimator = \"two_batch\""},
+      {"two_batch_all/1",
+       "enabled = true\nevery = 1\nestimator = \"two_batch\"\nsmall_batches = \"all\""},
       {"two_batch_first/1",
        "enabled = true\nevery = 1\nestimator = \"two_batch\"\nsmall_batches = \"first\""},
       {"two_batch/10", "enabled = true\nevery = 10\nestimator = \"two_batch\""},
@@ -91,21 +133,15 @@ int main(int argc, char** argv) {
   std::printf("batch,mode,ms_per_step_median,ratio_to_off_median,ratio_min,ratio_max,repeats\n");
   std::vector<double> off_ms;  // noise-off ms per step, per batch (median)
   for (int batch : {128, 1024}) {
+    if (paired_only) break;
     const std::size_t M = std::size(modes);
     std::vector<std::vector<double>> ms(M), ratio(M);
     for (int rep = 0; rep < repeats; ++rep) {
       std::vector<double> this_rep(M);
       for (std::size_t k = 0; k < M; ++k) {
         const std::size_t m = (k + static_cast<std::size_t>(rep)) % M;
-        const std::string toml =
-            "[model]\nspec = \"mlp:784-512-512-10\"\n[data]\ndataset = \"fashion-mnist\"\n"
-            "validation_size = 1000\n[train]\nthreads = 1\nglobal_batch = " +
-            std::to_string(batch) + "\naccum_steps = 2\nsteps = " +
-            std::to_string(batch > 128 ? std::max(steps / 4, 10) : steps) +
-            "\neval_every = 1000000\nlog_every = 1000000\ncheckpoint_final = false\nseed = 0\n"
-            "[optimizer]\nname = \"sgd\"\nlr = 0.01\n[noise]\n" +
-            modes[m].noise + "\n";
-        lbt::Config config = lbt::Config::from_string(toml);
+        lbt::Config config = lbt::Config::from_string(
+            mlp_config(batch, batch > 128 ? std::max(steps / 4, 10) : steps, modes[m].noise));
         lbt::experiments::RunOptions options{
             std::filesystem::temp_directory_path() / "lbt_bench_noise", true, false};
         const auto r = lbt::experiments::run_training(config, options);
@@ -128,7 +164,7 @@ int main(int argc, char** argv) {
   // pct_at_every_10: the same cost spread over the default noise.every = 10 steps
   std::printf("\nbatch,two_batch_form,hook_ms_per_step,pct_of_noise_off_step,pct_at_every_10\n");
   const int batches[] = {128, 1024};
-  for (int k = 0; k < 2; ++k) {
+  for (int k = 0; k < 2 && !paired_only; ++k) {
     struct Form {
       const char* name;
       int world;
@@ -139,6 +175,23 @@ int main(int argc, char** argv) {
       const double ms = 1e3 * two_batch_hook_seconds(f.world, f.all, batches[k] / 2, 50);
       std::printf("%d,%s,%.4f,%.2f,%.3f\n", batches[k], f.name, ms, 100.0 * ms / off_ms[k],
                   10.0 * ms / off_ms[k]);
+    }
+  }
+  // The headline: noise on vs off in the same run (paired_overhead), per measurement and at
+  // the default noise.every = 10; median over repetitions with their range.
+  std::printf(
+      "\nbatch,small_batches,pct_per_measured_step_median,pct_at_every_10_median,"
+      "pct_at_every_10_min,pct_at_every_10_max,repeats\n");
+  for (int batch : {128, 1024}) {
+    for (const char* small : {"all", "first"}) {
+      std::vector<double> pct;
+      for (int rep = 0; rep < repeats; ++rep)
+        pct.push_back(100.0 * paired_overhead(batch, batch > 128 ? 400 : 1000, small));
+      const double med = median_of(pct);
+      std::printf("%d,%s,%.2f,%.3f,%.3f,%.3f,%d\n", batch, small, med, med / 10.0,
+                  *std::min_element(pct.begin(), pct.end()) / 10.0,
+                  *std::max_element(pct.begin(), pct.end()) / 10.0, repeats);
+      std::fflush(stdout);
     }
   }
   return 0;

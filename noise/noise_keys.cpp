@@ -18,9 +18,9 @@ const std::vector<KeySpec>& noise_keys() {
        "b_simple (\"now\") is over the measurements of the last N steps; b_simple_ema averages "
        "over training", {}, "steps"},
       {"noise.per_segment", kBool, "false", "also report B_simple per parameter tensor"},
-      {"noise.small_batches", kString, "\"all\"",
-       "one process with accum_steps >= 2: two_batch uses every micro-batch (all) or micro-batch 0 only (first: no copy of the gradient, one sample a step)",
-       {"all", "first"}},
+      {"noise.small_batches", kString, "\"auto\"",
+       "one process with accum_steps >= 2: two_batch's small batches are micro-batch 0 (first: one read of a gradient the step computed) or every micro-batch (all: accum samples a step, one gradient copy); auto: first at accum_steps = 2, all from 3 (the cheaper per unit of precision), all in lbt noise",
+       {"auto", "all", "first"}},
       {"noise.hessian.enabled", kBool, "true",
        "lbt noise: measure the Hessian-weighted B_noise at --at-steps"},
       {"noise.hessian.every", kInt, "0",

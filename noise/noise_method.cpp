@@ -24,7 +24,7 @@ NoiseMethod choose_method(const OnlineOptions& o, int world_size, std::int64_t m
     small = o.all_micro_batches
                 ? std::to_string(accum) + " micro-batches" + " of " + std::to_string(micro_batch)
                 : "micro-batch 0 of " + std::to_string(accum) + " (" + std::to_string(micro_batch) +
-                      " examples; noise.small_batches = \"first\")";
+                      " examples; noise.small_batches = \"" + o.small_batches + "\")";
   }
   const bool has_small = !small.empty();
   if (o.per_example && !o.two_batch && !support.exact) {

@@ -72,9 +72,10 @@ OnlineOptions read_online_options(Config& c) {
   o.window_steps = c.get_int(key("noise.window_steps"));
   const std::string small = c.get_string(key("noise.small_batches"));
   // (Before, "first" left the default "all" in place: accepted and silently ignored.)
-  o.all_micro_batches = small == "all";
-  if (small != "all" && small != "first")
-    c.fail("noise.small_batches", "one of: first, all", "'" + small + "'");
+  o.small_batches = small;
+  o.all_micro_batches = small != "first";  // auto: trainer::resolve_run_config decides
+  if (small != "auto" && small != "all" && small != "first")
+    c.fail("noise.small_batches", "one of: auto, first, all", "'" + small + "'");
   if (est == "two_batch")
     o.per_example = false;
   else if (est == "per_example")
@@ -212,8 +213,10 @@ void OnlineEstimator::after_micro_batch(std::int64_t step, std::span<const float
   if (per_example_index_ >= 0) {
     if (!taps_checked_) {
       std::vector<bool> covered(num_segments_, false);
-      for (const LinearTap& t : taps.linear)
-        covered[t.weight_segment] = covered[t.bias_segment] = true;
+      for (const LinearTap& t : taps.linear) {
+        covered[t.weight_segment] = true;
+        if (t.bias_segment >= 0) covered[static_cast<std::size_t>(t.bias_segment)] = true;
+      }
       for (const ConvTap& t : taps.conv) {
         covered[t.weight_segment] = true;
         if (t.bias_segment >= 0) covered[static_cast<std::size_t>(t.bias_segment)] = true;

@@ -29,9 +29,13 @@ struct OnlineOptions {
   // One process with accumulation: the small batches are micro-batches. `all` uses every one
   // (accum samples a step: the within-step sample variance, accum - 1 degrees of freedom);
   // `first` reads only micro-batch 0's gradient: one read of the buffer, no parameter-sized
-  // copy, a quarter of the memory traffic, but one sample a step (noisier; the EMA over steps
-  // must make up for it).
+  // copy, a quarter of the memory traffic, but one sample a step. At accum 2 that doubles the
+  // variance of a step's |G|^2 estimate (all: g_0.g_1; first: g_0.g_1 + (|g_1|^2 - |g_0|^2)/2)
+  // for a third of the cost (bench/noise_overhead.cpp), so per unit of precision `first` is the
+  // cheaper form there; with k >= 3 micro-batches `all` averages k(k-1)/2 products and wins.
+  // "auto" (trainer::resolve_run_config) picks by that; `lbt noise` measures with `all`.
   bool all_micro_batches = true;
+  std::string small_batches = "auto";  // as configured: auto | all | first
   double ema = NoiseScaleTracker::kDefaultBeta;
   std::int64_t window_steps = 100;  // the "now" estimate: measurements of the last N steps
   bool per_segment = false;         // also report B_simple per parameter tensor

@@ -11,7 +11,7 @@ double add_per_example_sq_norms(std::span<const LinearTap> taps, std::int64_t ba
     double weight_sum = 0.0, bias_sum = 0.0;
 #pragma omp parallel for reduction(+ : weight_sum, bias_sum) if (batch * (t.in + t.out) > 262144)
     for (std::int64_t n = 0; n < batch; ++n) {
-      const float* x = t.x + n * t.in;    // x_n: [in]
+      const float* x = t.x + n * t.in;     // x_n: [in]
       const float* dy = t.dy + n * t.out;  // dy_n: [out]
       float x_sq = 0.0f, dy_sq = 0.0f;
 #pragma omp simd reduction(+ : x_sq)
@@ -23,8 +23,11 @@ double add_per_example_sq_norms(std::span<const LinearTap> taps, std::int64_t ba
       bias_sum += delta_sq;                                               // |delta_n|^2
     }
     segment_sums[t.weight_segment] += weight_sum;
-    segment_sums[t.bias_segment] += bias_sum;
-    total += weight_sum + bias_sum;
+    total += weight_sum;
+    if (t.bias_segment >= 0) {  // a bias-free layer has no |delta_n|^2 term
+      segment_sums[static_cast<std::size_t>(t.bias_segment)] += bias_sum;
+      total += bias_sum;
+    }
   }
   return total;
 }

@@ -25,7 +25,8 @@ noise::PerExampleSupport per_example_support(const nn::Model& model) {
   std::vector<bool> covered(model.store().segments().size(), false);
   for (const auto& layer : layers) {
     if (const auto* linear = dynamic_cast<const nn::Linear*>(layer.get())) {
-      covered[linear->weight_segment()] = covered[linear->bias_segment()] = true;
+      covered[linear->weight_segment()] = true;
+      if (linear->has_bias()) covered[linear->bias_segment()] = true;
     } else if (const auto* conv = dynamic_cast<const nn::Conv2d*>(layer.get())) {
       covered[conv->weight_segment()] = true;
       if (conv->options().bias) covered[conv->bias_segment()] = true;
@@ -46,9 +47,10 @@ noise::ExampleTaps example_taps(const nn::Model& model, const float* x, TapBuffe
   const auto& layers = model.layers();
   for (std::size_t i = 0; i < layers.size(); ++i) {
     if (const auto* linear = dynamic_cast<const nn::Linear*>(layers[i].get())) {
-      taps.linear.push_back({model.layer_input(i, x), model.layer_output_grad(i),
-                             linear->in_features(), linear->out_features(),
-                             linear->weight_segment(), linear->bias_segment()});
+      taps.linear.push_back(
+          {model.layer_input(i, x), model.layer_output_grad(i), linear->in_features(),
+           linear->out_features(), linear->weight_segment(),
+           linear->has_bias() ? static_cast<std::ptrdiff_t>(linear->bias_segment()) : -1});
     } else if (const auto* conv = dynamic_cast<const nn::Conv2d*>(layers[i].get())) {
       const nn::Shape3 in = conv->in_shape(), out = conv->out_shape();
       const nn::Conv2dOptions& o = conv->options();

@@ -35,7 +35,7 @@ const std::vector<KeySpec>& train_keys() {
   // clang-format off
   static const std::vector<KeySpec> keys = {
       {"model.spec", kString, "\"mlp:784-512-512-10\"",
-       "mlp:IN-H1-...-OUT | linear:IN-OUT | cnn:simple | resnet:N (see README)"},
+       "mlp:IN-H1-...-OUT | linear:IN-OUT | cnn:simple | resnet:N, each optionally :nobias (see README)"},
       {"model.init", kString, "\"he\"", "weight init", {"he", "glorot", "zero"}},
       {"model.loss", kString, "\"auto\"",
        "auto: cross_entropy for integer labels, mse for float targets | cross_entropy | mse "

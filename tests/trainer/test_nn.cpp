@@ -134,6 +134,31 @@ BOOST_AUTO_TEST_CASE(mlp_gradients_match_finite_differences_including_relu) {
   check_model_gradients(*model, 5);
 }
 
+BOOST_AUTO_TEST_CASE(nobias_models_have_only_weights_and_their_gradients_match_finite_differences) {
+  // linear:5-3 has 5*3 weights; mlp:6-8-7-3 has 6*8 + 8*7 + 7*3 = 125; the simple CNN on
+  // [1, 28, 28] has 32*1*25 + 64*32*25 + 3136*1024 + 1024*10 = 3273504; no biases anywhere.
+  // (Counted over the segments: the store pads each to an aligned offset.)
+  const std::pair<const char*, std::size_t> cases[] = {
+      {"linear:5-3:nobias", 15}, {"mlp:6-8-7-3:nobias", 125}, {"cnn:simple:nobias", 3273504}};
+  for (const auto& [spec, count] : cases) {
+    BOOST_TEST_CONTEXT(spec) {
+      auto model = nn::Model::from_spec(spec, nn::InitScheme::kHe, {1, 28, 28});
+      auto rng = make_rng(5, RngStream::kInit);
+      model->build(rng);
+      std::size_t params = 0;
+      for (const Segment& s : model->store().segments()) {
+        BOOST_TEST((s.kind == ParamKind::kWeight), s.name);
+        params += s.size;
+      }
+      BOOST_TEST(params == count);
+      BOOST_TEST(model->describe().find(", no bias)") != std::string::npos, model->describe());
+      if (std::string(spec).rfind("cnn", 0) != 0) check_model_gradients(*model, 5);
+    }
+  }
+  BOOST_TEST(nn::Model::from_spec("linear:784-10:nobias", nn::InitScheme::kHe)->describe() ==
+             "Linear(784->10, no bias)");
+}
+
 BOOST_AUTO_TEST_CASE(input_gradient_of_linear_and_relu_matches_finite_differences) {
   // loss = sum_j c_j * relu(Wx + b)_j; check d/dx with inputs kept away from ReLU's kink.
   ParameterStore store;
@@ -208,6 +233,36 @@ BOOST_AUTO_TEST_CASE(linear_equals_a_written_out_product_at_small_and_large_batc
           expect_sum(
               grads[o * in + i], 0.0, batch,
               [&](std::int64_t b) { return 2.0 * dy[b * out + o] * x[b * in + i]; }, "dW");
+      }
+    }
+  }
+}
+
+BOOST_AUTO_TEST_CASE(bias_free_linear_equals_a_written_out_product_at_small_and_large_batches) {
+  // y = x W^T with no bias term, on the panel_gemm path (batch 5) and OpenBLAS's (batch 70),
+  // against sums in double; the output buffer starts as NaN, so a read of it would show.
+  const std::int64_t in = 48, out = 40;
+  ParameterStore store;
+  nn::Linear fc(in, out, nn::InitScheme::kGlorot, /*bias=*/false);
+  fc.register_params(store, "fc");
+  store.allocate();
+  fc.bind(store);
+  BOOST_TEST(store.num_params() == static_cast<std::size_t>(in * out));
+  const auto params = normal_vector(store.num_params(), 3);
+  std::copy(params.begin(), params.end(), store.params().begin());
+  const float* w = store.params().data();
+  for (std::int64_t batch : {5, 70}) {
+    const auto x = normal_vector(static_cast<std::size_t>(batch * in), 4);
+    std::vector<float> y(static_cast<std::size_t>(batch * out), std::nanf(""));
+    fc.forward(x.data(), y.data(), batch, true);
+    for (std::int64_t b = 0; b < batch; ++b) {
+      for (std::int64_t o = 0; o < out; ++o) {
+        double want = 0, scale = 0;
+        for (std::int64_t i = 0; i < in; ++i) {
+          want += double(w[o * in + i]) * x[b * in + i];
+          scale += std::abs(double(w[o * in + i]) * x[b * in + i]);
+        }
+        BOOST_TEST(std::abs(y[b * out + o] - want) <= 1e-5 * scale, "batch " << batch);
       }
     }
   }

@@ -13,24 +13,25 @@
 
 namespace lbt::nn {
 
-Linear::Linear(std::int64_t in, std::int64_t out, InitScheme init)
-    : in_(in), out_(out), init_(init) {}
+Linear::Linear(std::int64_t in, std::int64_t out, InitScheme init, bool bias)
+    : in_(in), out_(out), init_(init), bias_(bias) {}
 
 std::string Linear::describe() const {
-  return "Linear(" + std::to_string(in_) + "->" + std::to_string(out_) + ")";
+  return "Linear(" + std::to_string(in_) + "->" + std::to_string(out_) +
+         (bias_ ? "" : ", no bias") + ")";
 }
 
 void Linear::register_params(ParameterStore& store, const std::string& prefix) {
   w_segment_ =
       store.add(prefix + ".weight", static_cast<std::size_t>(in_ * out_), ParamKind::kWeight);
-  b_segment_ = store.add(prefix + ".bias", static_cast<std::size_t>(out_), ParamKind::kBias);
+  if (bias_)
+    b_segment_ = store.add(prefix + ".bias", static_cast<std::size_t>(out_), ParamKind::kBias);
 }
 
 void Linear::bind(ParameterStore& store) {
   w_ = store.param_ptr(w_segment_);
-  b_ = store.param_ptr(b_segment_);
   dw_ = store.grad_ptr(w_segment_);
-  db_ = store.grad_ptr(b_segment_);
+  if (bias_) b_ = store.param_ptr(b_segment_), db_ = store.grad_ptr(b_segment_);
 }
 
 void Linear::init(Rng& rng) {
@@ -47,7 +48,7 @@ void Linear::init(Rng& rng) {
   } else {
     std::fill(w_, w_ + n, 0.0f);
   }
-  std::fill(b_, b_ + out_, 0.0f);
+  if (b_) std::fill(b_, b_ + out_, 0.0f);
 }
 
 namespace {
@@ -66,10 +67,12 @@ bool Linear::panel_path(std::int64_t batch) const {
 void Linear::forward(const float* x, float* y, std::int64_t batch, bool) {
   if (panel_path(batch)) return forward_panel(x, y, batch);
   const int B = static_cast<int>(batch), I = static_cast<int>(in_), O = static_cast<int>(out_);
-  // y[B, O] = b (broadcast), then y += x[B, I] * W[O, I]^T
+  // y[B, O] = b (broadcast), then y += x[B, I] * W[O, I]^T; without a bias y = x W^T (beta 0)
+  if (b_) {
 #pragma omp parallel for if (batch * out_ > 65536)
-  for (int r = 0; r < B; ++r) std::copy(b_, b_ + O, y + static_cast<std::ptrdiff_t>(r) * O);
-  sgemm(false, true, B, O, I, 1.0f, x, I, w_, I, 1.0f, y, O);
+    for (int r = 0; r < B; ++r) std::copy(b_, b_ + O, y + static_cast<std::ptrdiff_t>(r) * O);
+  }
+  sgemm(false, true, B, O, I, 1.0f, x, I, w_, I, b_ ? 1.0f : 0.0f, y, O);
 }
 
 void Linear::forward_panel(const float* x, float* y, std::int64_t batch) {
@@ -86,8 +89,14 @@ void Linear::forward_panel(const float* x, float* y, std::int64_t batch) {
   split_ranges(out_, 16, [&](std::int64_t o0, std::int64_t o1) {
     panel_gemm(static_cast<int>(o1 - o0), static_cast<int>(B16), static_cast<int>(in_),
                w_ + o0 * in_, in_, 1, xt, B16, yt + o0 * B16, B16, false);
-    for (std::int64_t b = 0; b < batch; ++b)
-      for (std::int64_t o = o0; o < o1; ++o) y[b * out_ + o] = yt[o * B16 + b] + b_[o];
+    // The bias test sits outside the loops, so the with-bias loop is the one it always was.
+    if (b_) {
+      for (std::int64_t b = 0; b < batch; ++b)
+        for (std::int64_t o = o0; o < o1; ++o) y[b * out_ + o] = yt[o * B16 + b] + b_[o];
+    } else {
+      for (std::int64_t b = 0; b < batch; ++b)
+        for (std::int64_t o = o0; o < o1; ++o) y[b * out_ + o] = yt[o * B16 + b];
+    }
   });
 }
 
@@ -105,12 +114,14 @@ void Linear::backward(const float* x, const float*, const float* dy, float* dx, 
     sgemm(true, false, O, I, B, 1.0f, dy, O, x, I, accumulate ? 1.0f : 0.0f, dw_, I);
   }
   // db[O] (+)= sum over rows of dy (Eigen: the plain loop did not vectorise)
-  Eigen::Map<Eigen::RowVectorXf> db(db_, O);
-  const auto column_sums = ConstMatMap(dy, B, O).colwise().sum();
-  if (accumulate)
-    db += column_sums;
-  else
-    db = column_sums;
+  if (db_) {
+    Eigen::Map<Eigen::RowVectorXf> db(db_, O);
+    const auto column_sums = ConstMatMap(dy, B, O).colwise().sum();
+    if (accumulate)
+      db += column_sums;
+    else
+      db = column_sums;
+  }
   // dx[B, I] = dy[B, O] W[O, I]
   if (!dx) return;
   if (panel) {

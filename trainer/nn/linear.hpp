@@ -1,4 +1,5 @@
-// Fully connected layer y = x W^T + b, W: [out, in] (PyTorch layout), b: [out].
+// Fully connected layer y = x W^T + b, W: [out, in] (PyTorch layout), b: [out]; with bias = false
+// (spec suffix :nobias) y = x W^T and no bias parameter is registered at all.
 #pragma once
 #include "core/tensor.hpp"
 #include "trainer/nn/layer.hpp"
@@ -9,7 +10,7 @@ enum class InitScheme { kHe, kGlorot, kZero };
 
 class Linear final : public Layer {
  public:
-  Linear(std::int64_t in, std::int64_t out, InitScheme init);
+  Linear(std::int64_t in, std::int64_t out, InitScheme init, bool bias = true);
   std::string describe() const override;
   std::int64_t in_features() const override { return in_; }
   std::int64_t out_features() const override { return out_; }
@@ -23,13 +24,15 @@ class Linear final : public Layer {
   const char* param_prefix() const override { return "fc"; }
   std::int64_t macs_per_example() const override { return in_ * out_; }
   const float* weight() const { return w_; }
-  const float* bias() const { return b_; }
+  bool has_bias() const { return bias_; }
+  const float* bias() const { return b_; }  // null without a bias
   std::size_t weight_segment() const { return w_segment_; }
-  std::size_t bias_segment() const { return b_segment_; }
+  std::size_t bias_segment() const { return b_segment_; }  // only when has_bias()
 
  private:
   std::int64_t in_, out_;
   InitScheme init_;
+  bool bias_;
   std::size_t w_segment_ = 0, b_segment_ = 0;
   float *w_ = nullptr, *b_ = nullptr, *dw_ = nullptr, *db_ = nullptr;
   // Small batches (linear.cpp): the forward multiplies transposed activations, x^T and y^T

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <map>
 #include <sstream>
+#include <string_view>
 
 #include "core/error.hpp"
 #include "trainer/nn/model_zoo.hpp"
@@ -75,30 +76,31 @@ Shape3 image_input(const std::string& spec, const std::vector<std::int64_t>& giv
   return s;
 }
 
+// bias: false for a spec ending in ":nobias" (no Linear or Conv2d gets a bias parameter).
 using Builder = void (*)(Model&, const std::string& spec, const std::string& body, InitScheme,
-                         const std::vector<std::int64_t>& input_shape);
+                         const std::vector<std::int64_t>& input_shape, bool bias);
 
 void build_mlp(Model& model, const std::string& spec, const std::string& body, InitScheme init,
-               const std::vector<std::int64_t>&) {
+               const std::vector<std::int64_t>&, bool bias) {
   auto sizes = parse_sizes(spec, body);
   for (std::size_t i = 0; i + 1 < sizes.size(); ++i) {
-    model.add(std::make_unique<Linear>(sizes[i], sizes[i + 1], init));
+    model.add(std::make_unique<Linear>(sizes[i], sizes[i + 1], init, bias));
     if (i + 2 < sizes.size()) model.add(std::make_unique<Relu>(sizes[i + 1]));
   }
 }
 
 void build_linear(Model& model, const std::string& spec, const std::string& body, InitScheme init,
-                  const std::vector<std::int64_t>&) {
+                  const std::vector<std::int64_t>&, bool bias) {
   auto sizes = parse_sizes(spec, body);
   if (sizes.size() != 2) {
     throw ConfigError("model.spec '" + spec + "': linear and logistic take exactly IN-OUT",
                       "e.g. linear:784-10 or logistic:784-10");
   }
-  model.add(std::make_unique<Linear>(sizes[0], sizes[1], init));
+  model.add(std::make_unique<Linear>(sizes[0], sizes[1], init, bias));
 }
 
 void build_cnn(Model& model, const std::string& spec, const std::string& body, InitScheme init,
-               const std::vector<std::int64_t>& input_shape) {
+               const std::vector<std::int64_t>& input_shape, bool bias) {
   if (body.rfind("simple", 0) != 0) {
     throw ConfigError("model.spec '" + spec + "': unknown cnn '" + body + "'",
                       "the cnn family has cnn:simple[-CLASSES] (Shallue et al. 2018)");
@@ -106,11 +108,11 @@ void build_cnn(Model& model, const std::string& spec, const std::string& body, I
   const std::int64_t classes = parse_classes(spec, body.substr(6), "cnn:simple or cnn:simple-100");
   const Shape3 in = image_input(spec, input_shape, {1, 28, 28}, 4);
   model.set_spec(spec, {in.c, in.h, in.w});
-  add_simple_cnn(model, in, classes, init);
+  add_simple_cnn(model, in, classes, init, bias);
 }
 
 void build_resnet(Model& model, const std::string& spec, const std::string& body, InitScheme init,
-                  const std::vector<std::int64_t>& input_shape) {
+                  const std::vector<std::int64_t>& input_shape, bool bias) {
   const auto dash = body.find('-');
   long long depth = -1;
   try {
@@ -128,7 +130,7 @@ void build_resnet(Model& model, const std::string& spec, const std::string& body
       spec, dash == std::string::npos ? "" : body.substr(dash), "resnet:20 or resnet:20-100");
   const Shape3 in = image_input(spec, input_shape, {3, 32, 32}, 4);
   model.set_spec(spec, {in.c, in.h, in.w});
-  add_cifar_resnet(model, in, depth, classes, init);
+  add_cifar_resnet(model, in, depth, classes, init, bias);
 }
 
 struct Family {
@@ -150,21 +152,25 @@ constexpr Family kFamilies[] = {
 
 std::unique_ptr<Model> Model::from_spec(const std::string& spec, InitScheme init,
                                         const std::vector<std::int64_t>& input_shape) {
-  auto colon = spec.find(':');
-  std::string family = spec.substr(0, colon);
-  std::string body = colon == std::string::npos ? "" : spec.substr(colon + 1);
+  // ":nobias" is a suffix of every family, so the families' own bodies never see it.
+  constexpr std::string_view kNoBias = ":nobias";
+  const bool bias = !spec.ends_with(kNoBias);
+  const std::string core = bias ? spec : spec.substr(0, spec.size() - kNoBias.size());
+  auto colon = core.find(':');
+  std::string family = core.substr(0, colon);
+  std::string body = colon == std::string::npos ? "" : core.substr(colon + 1);
   auto model = std::make_unique<Model>();
   model->spec_ = spec;
   for (const Family& f : kFamilies) {
     if (family == f.name) {
-      f.build(*model, spec, body, init, input_shape);
+      f.build(*model, spec, body, init, input_shape, bias);
       return model;
     }
   }
   std::string forms;
   for (const Family& f : kFamilies) forms += (forms.empty() ? "" : ", ") + std::string(f.form);
   throw ConfigError("model.spec '" + spec + "': unknown model family '" + family + "'",
-                    "valid families: " + forms);
+                    "valid families: " + forms + ", each with an optional :nobias suffix");
 }
 
 void Model::add(std::unique_ptr<Layer> layer) {

@@ -6,6 +6,8 @@
 //   logistic:784-10      alias of linear (say which loss you mean)
 //   cnn:simple[-CLASSES] Shallue et al. 2018's simple CNN (model_zoo.cpp), images [C, H, W]
 //   resnet:DEPTH[-CLASSES]  He et al. 2016's CIFAR ResNet, DEPTH = 6n + 2 (8, 20, 32, ...)
+// Every form takes a ":nobias" suffix (mlp:784-512-10:nobias, cnn:simple:nobias): no Linear or
+// Conv2d layer then has a bias parameter (ResNet's convs never have one; its last Linear loses it).
 // Image models take the input shape [C, H, W] (the dataset's `shape`); Flatten is implicit,
 // since activations are flat NCHW rows.
 #pragma once

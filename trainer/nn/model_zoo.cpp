@@ -10,9 +10,9 @@
 
 namespace lbt::nn {
 
-void add_simple_cnn(Model& model, Shape3 in, std::int64_t classes, InitScheme init) {
+void add_simple_cnn(Model& model, Shape3 in, std::int64_t classes, InitScheme init, bool bias) {
   auto conv1 = std::make_unique<Conv2d>(
-      in, Conv2dOptions{.out_channels = 32, .kernel = 5, .padding = 2}, init);
+      in, Conv2dOptions{.out_channels = 32, .kernel = 5, .padding = 2, .bias = bias}, init);
   const Shape3 c1 = conv1->out_shape();
   model.add(std::move(conv1));
   // The ReLU runs in the max-pool's pass, after it: the same function with the same gradients
@@ -21,19 +21,19 @@ void add_simple_cnn(Model& model, Shape3 in, std::int64_t classes, InitScheme in
   const Shape3 p1 = pool1->out_shape();
   model.add(std::move(pool1));
   auto conv2 = std::make_unique<Conv2d>(
-      p1, Conv2dOptions{.out_channels = 64, .kernel = 5, .padding = 2}, init);
+      p1, Conv2dOptions{.out_channels = 64, .kernel = 5, .padding = 2, .bias = bias}, init);
   const Shape3 c2 = conv2->out_shape();
   model.add(std::move(conv2));
   auto pool2 = std::make_unique<MaxPool2d>(c2, 2, 2, /*relu=*/true);
   const Shape3 p2 = pool2->out_shape();
   model.add(std::move(pool2));
-  model.add(std::make_unique<Linear>(p2.size(), 1024, init));  // flatten: [64, 7, 7] -> 3136
+  model.add(std::make_unique<Linear>(p2.size(), 1024, init, bias));  // flatten: [64, 7, 7] -> 3136
   model.add(std::make_unique<Relu>(1024));
-  model.add(std::make_unique<Linear>(1024, classes, init));
+  model.add(std::make_unique<Linear>(1024, classes, init, bias));
 }
 
 void add_cifar_resnet(Model& model, Shape3 in, std::int64_t depth, std::int64_t classes,
-                      InitScheme init) {
+                      InitScheme init, bool bias) {
   const std::int64_t n = (depth - 2) / 6;
   auto stem = std::make_unique<Conv2d>(
       in, Conv2dOptions{.out_channels = 16, .kernel = 3, .stride = 1, .padding = 1, .bias = false},
@@ -51,7 +51,7 @@ void add_cifar_resnet(Model& model, Shape3 in, std::int64_t depth, std::int64_t 
     }
   }
   model.add(std::make_unique<GlobalAvgPool>(shape));
-  model.add(std::make_unique<Linear>(shape.c, classes, init));
+  model.add(std::make_unique<Linear>(shape.c, classes, init, bias));
 }
 
 }  // namespace lbt::nn

@@ -281,11 +281,41 @@ BOOST_AUTO_TEST_CASE(npy_regression_preset_trains_on_the_generators_files) {
   for (std::size_t j = 0; j < w_star.size(); ++j) BOOST_TEST(std::abs(p[j] - w_star[j]) < tol, j);
 }
 
+namespace {
+
+// `lbt noise` on dir/x.npy, dir/y.npy with `spec` held at zero (lr 1e-30; 400 steps of 256 =
+// 8 micro-batches of 32, as tests/noise/test_noise.cpp): each estimator's final B_simple EMA.
+std::map<std::string, double> b_simple_at_zero(const fs::path& dir, const std::string& spec) {
+  std::string toml = npy_toml(dir, spec, 0, 256, 400, 1e-30,
+                              "[noise]\nenabled = true\nevery = 1\nwindow_steps = 100\n"
+                              "estimator = \"both\"\nema = 0.995\n");
+  toml.insert(toml.find("[train]\n") + 8, "micro_batch = 32\n");  // 8 micro-batches: two-batch
+  const fs::path run = dir / ("run_" + spec.substr(spec.rfind(':') + 1));
+  const auto cfg = write_file(run.string() + ".toml", toml);
+  const auto r =
+      run_lbt("noise --config " + cfg.string() + " --quiet --no-plot --out " + run.string());
+  BOOST_TEST_INFO("stderr: " << r.err);
+  BOOST_REQUIRE_EQUAL(r.code, 0);
+  std::map<std::string, double> last;
+  std::ifstream in(run / "noise.jsonl");
+  for (std::string line; std::getline(in, line);) {
+    const auto j = nlohmann::json::parse(line);
+    if (!j.contains("estimator")) continue;
+    const auto& b = j["b_simple_ema"];  // null while unresolved (early steps)
+    last[j["estimator"].get<std::string>()] = b.is_number() ? b.get<double>() : std::nan("");
+  }
+  return last;
+}
+
+}  // namespace
+
 BOOST_AUTO_TEST_CASE(lbt_noise_on_npy_regression_matches_the_closed_form_at_zero) {
-  // x ~ N(0, I_d), y = x.w* + s eps, the model held at w = 0, c = 0 (lr 1e-30) as in
-  // tests/noise/test_noise.cpp. With the bias, per-example gradients are g = (x, 1) r with
-  // r = -y: G = (-w*, 0), tr(Sigma) = (d + 2)|w*|^2 + (d + 1) s^2 (Isserlis on the weights,
-  // Var(y) = |w*|^2 + s^2 on the bias), so B_simple = (d + 1)(1 + s^2/|w*|^2) + 1.
+  // x ~ N(0, I_d), y = x.w* + s eps, the model at w = 0. Bias-free (linear:D-1:nobias): the
+  // per-example gradient is g = x r with r = -y, so G = -w* and (Isserlis)
+  // Sigma = (|w*|^2 + s^2) I + w* w*^T: tr(Sigma) = (d + 1)|w*|^2 + d s^2 and
+  //   B_simple = d (1 + s^2/|w*|^2) + 1.
+  // With the bias (linear:D-1) the extra coordinate's gradient is r = -y: G gains a 0,
+  // tr(Sigma) gains Var(y) = |w*|^2 + s^2, so B_simple = (d + 1)(1 + s^2/|w*|^2) + 1.
   const std::int64_t n = 65536, d = 16;
   const double s = 1.0;
   const auto draw = lbt::test::draw_regression(n, d, 1, s, 14);
@@ -293,28 +323,18 @@ BOOST_AUTO_TEST_CASE(lbt_noise_on_npy_regression_matches_the_closed_form_at_zero
   lbt::test::write_regression(dir, draw);
   double w_sq = 0.0;
   for (double w : draw.w_star) w_sq += w * w;
-  const double closed = (d + 1) * (1.0 + s * s / w_sq) + 1.0;
-  std::string toml = npy_toml(dir, "linear:16-1", 0, 256, 400, 1e-30,
-                              "[noise]\nenabled = true\nevery = 1\nwindow_steps = 100\n"
-                              "estimator = \"both\"\nema = 0.995\n");
-  toml.insert(toml.find("[train]\n") + 8, "micro_batch = 32\n");  // 8 micro-batches: two-batch
-  const auto cfg = write_file(dir / "cfg.toml", toml);
-  const auto r = run_lbt("noise --config " + cfg.string() + " --quiet --no-plot --out " +
-                         (dir / "run").string());
-  BOOST_TEST_INFO("stderr: " << r.err);
-  BOOST_REQUIRE_EQUAL(r.code, 0);
-  std::map<std::string, nlohmann::json> last;
-  std::ifstream in(dir / "run" / "noise.jsonl");
-  for (std::string line; std::getline(in, line);) {
-    const auto j = nlohmann::json::parse(line);
-    if (j.contains("estimator")) last[j["estimator"].get<std::string>()] = j;
-  }
-  for (const char* name : {"two_batch", "per_example"}) {
-    BOOST_TEST_CONTEXT(name) {
-      BOOST_REQUIRE(last.count(name));
-      const double got = last[name]["b_simple_ema"].get<double>();
-      BOOST_TEST_MESSAGE(name << ": B_simple " << got << " closed form " << closed);
-      BOOST_TEST(std::abs(got / closed - 1.0) < 0.05);
+  const std::pair<std::string, double> cases[] = {
+      {"linear:16-1:nobias", d * (1.0 + s * s / w_sq) + 1.0},
+      {"linear:16-1", (d + 1) * (1.0 + s * s / w_sq) + 1.0}};
+  for (const auto& [spec, closed] : cases) {
+    const auto got = b_simple_at_zero(dir, spec);
+    for (const char* name : {"two_batch", "per_example"}) {
+      BOOST_TEST_CONTEXT(spec << " " << name) {
+        BOOST_REQUIRE(got.count(name));
+        BOOST_TEST_MESSAGE(spec << " " << name << ": B_simple " << got.at(name) << " closed form "
+                                << closed);
+        BOOST_TEST(std::abs(got.at(name) / closed - 1.0) < 0.05);
+      }
     }
   }
 }

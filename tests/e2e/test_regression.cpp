@@ -366,3 +366,39 @@ BOOST_AUTO_TEST_CASE(lbt_sweep_measures_steps_to_a_val_r2_target_and_refuses_val
   BOOST_TEST(has(error_line(refused.err), "regression dataset"));
   BOOST_TEST(!fs::exists(dir / "refused" / "trials"));
 }
+
+BOOST_AUTO_TEST_CASE(csv_target_columns_train_in_the_listed_order) {
+  // columns a, b, c, y1, y2; data.target_columns = ["y2", "y1"]: output 0 learns W*'s row 1
+  const std::int64_t n = 512, d = 3, k = 2, validation = 64, batch = 32;
+  const double s = 0.1, lr = 0.1;
+  const auto draw = lbt::test::draw_regression(n, d, k, s, 16);
+  const fs::path dir = scratch() / "csv_train";
+  std::ostringstream text;
+  text << "a,b,c,y1,y2\n";
+  for (std::int64_t i = 0; i < n; ++i) {
+    for (std::int64_t c = 0; c < d; ++c) text << draw.x[i * d + c] << ",";
+    text << draw.y[i * k] << "," << draw.y[i * k + 1] << "\n";
+  }
+  write_file(dir / "data.csv", text.str());
+  const auto cfg = write_file(
+      dir / "cfg.toml",
+      "[model]\nspec = \"linear:3-2\"\ninit = \"zero\"\n[data]\ndataset = \"c\"\nformat = "
+      "\"csv\"\ntrain_features = \"" +
+          (dir / "data.csv").string() +
+          "\"\ntarget_columns = [\"y2\", \"y1\"]\nvalidation_size = " + std::to_string(validation) +
+          "\nnormalize = false\n[train]\nglobal_batch = " + std::to_string(batch) +
+          "\nsteps = 400\neval_every = 400\nthreads = 1\n"
+          "[optimizer]\nname = \"sgd\"\nlr = 0.1\nmomentum = 0.0\n");
+  const auto r =
+      run_lbt("train --config " + cfg.string() + " --quiet --out " + (dir / "run").string());
+  BOOST_TEST_INFO("stderr: " << r.err);
+  BOOST_REQUIRE_EQUAL(r.code, 0);
+  const auto p = lbt::test::final_params(dir / "run");
+  // the CSV holds x and y to 6 significant digits: far below the tolerance
+  const double tol = 5.0 * s * std::sqrt(1.0 / (n - validation) + lr / (2.0 * batch));
+  for (std::int64_t c = 0; c < d; ++c) {
+    BOOST_TEST(std::abs(p[c] - draw.w_star[d + c]) < tol, "output 0 (y2), input " << c);
+    BOOST_TEST(std::abs(p[d + c] - draw.w_star[c]) < tol, "output 1 (y1), input " << c);
+  }
+  BOOST_TEST(last_eval(dir / "run")["val_r2"].get<double>() > 0.95);
+}

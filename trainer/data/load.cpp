@@ -92,6 +92,12 @@ Splits load_splits(const trainer::DataConfig& config, std::uint64_t seed) {
                         " features but training examples have " + std::to_string(full.dim),
                     "the test files must have the training files' layout");
   }
+  if (s.test.n > 0 && s.test.target_dim != full.target_dim) {
+    throw DataError(config.dataset + ": test examples have " + std::to_string(s.test.target_dim) +
+                        " regression targets each but training examples have " +
+                        std::to_string(full.target_dim),
+                    "save the test labels with the training labels' dtype and shape");
+  }
   full = truncate(full, config.train_limit);
   if (config.validation_size > 0) {
     split_validation(full, config.validation_size, seed, s.train, s.validation);

@@ -97,11 +97,20 @@ void add_train_command(CLI::App& app) {
       std::snprintf(buf, sizeof buf, "%.4f", v);
       return std::isnan(v) ? std::string("-") : std::string(buf);
     };
-    std::printf(
-        "status: %s  steps: %lld  best val_accuracy: %s  final val_loss: %s  "
-        "wall: %.1fs  (%.0f samples/s)\n",
-        o.status.c_str(), static_cast<long long>(o.steps), metric(o.best_val_accuracy).c_str(),
-        metric(o.final_val_loss).c_str(), o.wall_time_s, o.samples_per_s);
+    if (!std::isnan(o.final_val_mse)) {  // regression: no accuracy to report
+      std::printf(
+          "status: %s  steps: %lld  final val_mse: %s  final val_r2: %s  final val_loss: %s  "
+          "wall: %.1fs  (%.0f samples/s)\n",
+          o.status.c_str(), static_cast<long long>(o.steps), metric(o.final_val_mse).c_str(),
+          metric(o.final_val_r2).c_str(), metric(o.final_val_loss).c_str(), o.wall_time_s,
+          o.samples_per_s);
+    } else {
+      std::printf(
+          "status: %s  steps: %lld  best val_accuracy: %s  final val_loss: %s  "
+          "wall: %.1fs  (%.0f samples/s)\n",
+          o.status.c_str(), static_cast<long long>(o.steps), metric(o.best_val_accuracy).c_str(),
+          metric(o.final_val_loss).c_str(), o.wall_time_s, o.samples_per_s);
+    }
     if (o.steps_to_target >= 0) {
       // Shallue's steps-to-result with its bracket: not met at steps_lo, met at steps_to_target.
       std::printf("target reached at step %lld (%lld examples); not met at step %lld\n",

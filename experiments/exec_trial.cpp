@@ -67,8 +67,7 @@ EvalLog read_eval_log(const fs::path& file, const trainer::Target& target) {
     const auto step = line["step"].get<std::int64_t>();
     log.steps = std::max(log.steps, step);
     const double loss = metric(line, "val_loss"), acc = metric(line, "val_accuracy");
-    const double watched =
-        target.metric == "val_accuracy" ? acc : metric(line, target.metric.c_str());
+    const double watched = metric(line, target.metric.c_str());
     if (std::isinf(loss) || std::isinf(watched)) {
       log.diverged_step = step;
       return log;
@@ -78,7 +77,7 @@ EvalLog read_eval_log(const fs::path& file, const trainer::Target& target) {
     if (!std::isnan(acc))
       log.best_accuracy = std::isnan(log.best_accuracy) ? acc : std::max(log.best_accuracy, acc);
     if (log.steps_to_target >= 0 || std::isnan(watched)) continue;
-    if (target.met(target.metric == "val_accuracy" ? watched : NAN, watched)) {
+    if (target.met(watched)) {
       log.steps_to_target = step;
     } else {
       log.steps_lo = step;

@@ -24,6 +24,10 @@ nlohmann::json outcome_json(const trainer::TrainOutcome& o) {
           {"best_val_loss", o.best_val_loss},
           {"final_val_accuracy", o.final_val_accuracy},
           {"final_val_loss", o.final_val_loss},
+          {"best_val_mse", o.best_val_mse},
+          {"best_val_r2", o.best_val_r2},
+          {"final_val_mse", o.final_val_mse},
+          {"final_val_r2", o.final_val_r2},
           {"last_loss", o.last_loss},
           {"last_finite_loss", o.last_finite_loss},
           {"wall_time_s", o.wall_time_s}};
@@ -48,6 +52,14 @@ void outcome_from_json(const nlohmann::json& j, trainer::TrainOutcome& o) {
   o.best_val_loss = number(j.at("best_val_loss"));
   o.final_val_accuracy = number(j.at("final_val_accuracy"));
   o.final_val_loss = number(j.at("final_val_loss"));
+  // regression metrics: absent from checkpoints written before they existed
+  auto optional = [&](const char* key) {
+    return j.contains(key) ? number(j[key]) : trainer::kNotMeasured;
+  };
+  o.best_val_mse = optional("best_val_mse");
+  o.best_val_r2 = optional("best_val_r2");
+  o.final_val_mse = optional("final_val_mse");
+  o.final_val_r2 = optional("final_val_r2");
   o.last_loss = number(j.at("last_loss"));
   o.last_finite_loss = number(j.at("last_finite_loss"));
   o.wall_time_s = j.at("wall_time_s");

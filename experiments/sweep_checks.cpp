@@ -13,6 +13,7 @@
 #include "experiments/run_checkpoint.hpp"
 #include "trainer/data/load.hpp"
 #include "trainer/run_config.hpp"
+#include "trainer/task.hpp"
 
 namespace lbt::experiments {
 namespace fs = std::filesystem;
@@ -68,7 +69,10 @@ void validate_trial_configs(const Config& sweep_config, const std::vector<Trial>
     c.validate(lbt_schema());
     const trainer::RunConfig run = trainer::resolve_run_config(c, 1);
     if (train_examples == 0) {
-      train_examples = data::load_splits(run.train.data, run.train.seed).train.n;
+      const data::Dataset train = data::load_splits(run.train.data, run.train.seed).train;
+      train_examples = train.n;
+      // a target or loss the data cannot have (val_r2 on classes, ...) fails here, not per trial
+      trainer::check_task(run.train, train);
     }
     try {
       trainer::run_schedule(run, trainer::step_budget(run.train, train_examples, 1),

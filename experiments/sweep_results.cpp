@@ -127,8 +127,10 @@ std::int64_t first_step_meeting_target(const fs::path& eval_jsonl, const trainer
     }
     if (!e.contains("step") || !e.contains("val_loss")) continue;
     const std::int64_t step = e["step"].get<std::int64_t>();
-    const double acc = e.value("val_accuracy", 0.0), loss = e["val_loss"].get<double>();
-    if (target.met(acc, loss) && (first < 0 || step < first)) first = step;
+    // the watched metric; absent or null (NaN written by lbt) is never met
+    const auto it = e.find(target.metric);
+    const double value = it != e.end() && it->is_number() ? it->get<double>() : NAN;
+    if (target.met(value) && (first < 0 || step < first)) first = step;
   }
   return first;
 }

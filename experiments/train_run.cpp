@@ -20,6 +20,7 @@
 #include "trainer/noise_log.hpp"
 #include "trainer/run_config.hpp"
 #include "trainer/sharded_step.hpp"
+#include "trainer/task.hpp"
 #include "trainer/train_keys.hpp"
 
 namespace lbt::experiments {
@@ -65,6 +66,11 @@ nlohmann::json summary_json(const trainer::TrainConfig& cfg, const trainer::Trai
       {"best_val_loss", measured(o.best_val_loss)},
       {"final_val_accuracy", measured(o.final_val_accuracy)},
       {"final_val_loss", measured(o.final_val_loss)},
+      // regression (null for classification): mean squared error and R^2, as sklearn's
+      {"best_val_mse", measured(o.best_val_mse)},
+      {"best_val_r2", measured(o.best_val_r2)},
+      {"final_val_mse", measured(o.final_val_mse)},
+      {"final_val_r2", measured(o.final_val_r2)},
       {"last_loss", o.status == "running" && o.steps == 0 ? nlohmann::json()
                     : std::isfinite(o.last_loss)          ? nlohmann::json(o.last_loss)
                                                  : nlohmann::json(std::to_string(o.last_loss))},
@@ -120,6 +126,8 @@ RunResult run_training(Config& config, const RunOptions& options, comm::Communic
             splits.train.name + " has " + std::to_string(splits.train.num_classes) + " classes",
         "make the last layer's size (out) " + std::to_string(splits.train.num_classes));
   }
+  // model.loss and train.target against the data's task; regression output width
+  trainer::check_task(cfg, splits.train, model->output_dim());
   data::ShardedSampler sampler(splits.train.n, cfg.seed, comm.size(), comm.rank(), cfg.micro_batch,
                                cfg.accum_steps);
   const trainer::StepBudget budget = trainer::step_budget(cfg, splits.train.n, comm.size());

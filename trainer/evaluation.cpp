@@ -24,16 +24,57 @@ double batch_loss(nn::Model& model, const float* out, const data::Dataset& data,
   return nn::half_squared_error(out, targets, batch, model.output_dim(), dout, grad_scale);
 }
 
+namespace {
+
+// Per-output sums for mse and R^2: sums [3 * k] = SSE_j, sum y_j, sum y_j^2 for j < k.
+void add_regression_sums(const float* out, const float* targets, std::int64_t batch, std::int64_t k,
+                         double* sums) {
+  for (std::int64_t i = 0; i < batch; ++i) {
+    for (std::int64_t j = 0; j < k; ++j) {
+      const double y = targets[i * k + j], err = static_cast<double>(out[i * k + j]) - y;
+      sums[3 * j] += err * err;
+      sums[3 * j + 1] += y;
+      sums[3 * j + 2] += y * y;
+    }
+  }
+}
+
+// mse and R^2 from the reduced sums (n examples). A constant output (SST_j = 0) scores 1 when
+// predicted exactly and 0 otherwise, as sklearn's r2_score (force_finite=True).
+void regression_metrics(const double* sums, std::int64_t k, double n, Evaluation& e) {
+  double sse_total = 0.0, r2_total = 0.0;
+  for (std::int64_t j = 0; j < k; ++j) {
+    const double sse = sums[3 * j], sum_y = sums[3 * j + 1], sum_y2 = sums[3 * j + 2];
+    const double sst = sum_y2 - sum_y * sum_y / n;
+    sse_total += sse;
+    r2_total += sst > 0.0 ? 1.0 - sse / sst : (sse == 0.0 ? 1.0 : 0.0);
+  }
+  e.mse = sse_total / (n * static_cast<double>(k));
+  e.r2 = r2_total / static_cast<double>(k);
+}
+
+}  // namespace
+
+double Evaluation::metric(const std::string& name) const {
+  if (name == "val_loss") return loss;
+  if (name == "val_accuracy") return accuracy;
+  if (name == "val_mse") return mse;
+  if (name == "val_r2") return r2;
+  return kNotMeasured;
+}
+
 Evaluation evaluate(nn::Model& model, const data::Dataset& data, comm::Communicator& comm,
                     std::int64_t eval_batch) {
   const int K = comm.size(), r = comm.rank();
   const std::int64_t mine = data.n > r ? (data.n - r + K - 1) / K : 0;
+  const std::int64_t k = data.is_classification() ? 0 : data.target_dim;
   AlignedBuffer x(
       static_cast<std::size_t>(std::min(eval_batch, std::max<std::int64_t>(mine, 1)) * data.dim));
   std::vector<std::int32_t> labels(static_cast<std::size_t>(eval_batch));
   AlignedBuffer targets(
       static_cast<std::size_t>(eval_batch * std::max<std::int64_t>(data.target_dim, 1)));
-  double sums[3] = {0.0, 0.0, 0.0};  // loss, correct, count
+  // loss, correct, count, then the per-output regression sums (add_regression_sums)
+  std::vector<double> sums(static_cast<std::size_t>(3 + 3 * k), 0.0);
   for (std::int64_t start = 0; start < mine; start += eval_batch) {
     const std::int64_t b = std::min(eval_batch, mine - start);
     for (std::int64_t j = 0; j < b; ++j) {
@@ -45,13 +86,20 @@ Evaluation evaluate(nn::Model& model, const data::Dataset& data, comm::Communica
         batch_loss(model, out, data, labels.data(), targets.data(), b, 0.0f, false, &correct);
     sums[1] += static_cast<double>(correct);
     sums[2] += static_cast<double>(b);
+    if (k > 0) add_regression_sums(out, targets.data(), b, k, sums.data() + 3);
   }
-  comm.allreduce(std::span<double>(sums, 3), comm::ReduceOp::kSum);
+  comm.allreduce(std::span<double>(sums), comm::ReduceOp::kSum);
   Evaluation e;
+  e.regression = k > 0;
   e.count = static_cast<std::int64_t>(sums[2]);
+  if (!e.regression) e.accuracy = 0.0;  // an empty split reads 0, as it always has
   if (e.count > 0) {
     e.loss = sums[0] / sums[2];
-    e.accuracy = data.is_classification() ? sums[1] / sums[2] : 0.0;
+    if (e.regression) {
+      regression_metrics(sums.data() + 3, k, sums[2], e);
+    } else {
+      e.accuracy = sums[1] / sums[2];
+    }
   }
   return e;
 }

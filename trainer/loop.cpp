@@ -61,6 +61,7 @@ class TrainLoop {
                per_example_support(model_)),
         sums_(3 + noise_.num_slots() + 2) {
     model_.reserve(cfg_.micro_batch);
+    if (!ctx.data.train.is_classification()) progress_.set_val_label("val_mse");
     out_.total_steps = ctx.total_steps;
     // noise.jsonl's method line is written once, by the fresh run (a resumed one keeps it)
     log_noise_note(noise_, state_.step == 0 ? ctx.run_dir : nullptr, ctx.comm.rank() == 0);
@@ -85,6 +86,7 @@ class TrainLoop {
   StepResult step(std::int64_t step, bool replay);
   void log_step(const StepResult& r);
   bool evaluate_now(bool refinement);  // true: the target is met
+  void keep_best_and_final(const Evaluation& e);
   void refine_crossing();
   void take_lo_snapshot() {
     state_.below_target = std::make_shared<const BelowTargetState>(
@@ -230,14 +232,14 @@ void TrainLoop::log_step(const StepResult& r) {
     const double window_s = seconds_since(t_window_);
     const double samples_per_s = window_steps_ * cfg_.global_batch / std::max(window_s, 1e-9);
     if (ctx_.run_dir) {
-      ctx_.run_dir->append_metrics({{"step", out_.steps},
-                                    {"epoch", epoch},
-                                    {"lr", r.lr},
-                                    {"loss", r.loss},
-                                    {"accuracy", sums_[1] / sums_[2]},
-                                    {"grad_norm", r.grad_norm},
-                                    {"samples_per_s", samples_per_s},
-                                    {"wall_time", seconds_since(t_start_)}});
+      nlohmann::json line = {
+          {"step", out_.steps}, {"epoch", epoch}, {"lr", r.lr}, {"loss", r.loss}};
+      // training accuracy only where there are classes (regression has none to count)
+      if (ctx_.data.train.is_classification()) line["accuracy"] = sums_[1] / sums_[2];
+      line["grad_norm"] = r.grad_norm;
+      line["samples_per_s"] = samples_per_s;
+      line["wall_time"] = seconds_since(t_start_);
+      ctx_.run_dir->append_metrics(line);
     }
     progress_.update(out_.steps, r.loss, state_.last_val_accuracy, samples_per_s);
     t_window_ = Clock::now();
@@ -249,28 +251,47 @@ void TrainLoop::log_step(const StepResult& r) {
 // keeps the best/final metrics; every rank computes the same allreduced metrics.
 bool TrainLoop::evaluate_now(bool refinement) {
   const Evaluation e = evaluate(model_, ctx_.data.validation, ctx_.comm, cfg_.eval_batch);
-  const bool met = cfg_.target.enabled() && e.count > 0 && cfg_.target.met(e.accuracy, e.loss);
+  const bool met =
+      cfg_.target.enabled() && e.count > 0 && cfg_.target.met(e.metric(cfg_.target.metric));
   if (ctx_.run_dir) {
     nlohmann::json line = {
         {"step", out_.steps},
         {"epoch", static_cast<double>(out_.steps) / ctx_.sampler.steps_per_epoch()},
-        {"val_loss", e.loss},
-        {"val_accuracy", e.accuracy},
-        {"target_met", met},
-        {"wall_time", seconds_since(t_start_)}};
+        {"val_loss", e.loss}};
+    if (e.regression) {
+      line["val_mse"] = e.mse;
+      line["val_r2"] = e.r2;
+    } else {
+      line["val_accuracy"] = e.accuracy;
+    }
+    line["target_met"] = met;
+    line["wall_time"] = seconds_since(t_start_);
     if (refinement) line["refinement"] = true;
     ctx_.run_dir->append_eval(line);
   }
   if (refinement) return met;  // the run's own metrics are those of its own steps
-  out_.final_val_accuracy = state_.last_val_accuracy = e.accuracy;
-  out_.final_val_loss = e.loss;
-  out_.best_val_accuracy = std::isnan(out_.best_val_accuracy)
-                               ? e.accuracy
-                               : std::max(out_.best_val_accuracy, e.accuracy);
-  out_.best_val_loss =
-      std::isnan(out_.best_val_loss) ? e.loss : std::min(out_.best_val_loss, e.loss);
+  keep_best_and_final(e);
+  state_.last_val_accuracy = e.regression ? e.mse : e.accuracy;
   progress_.update(out_.steps, out_.last_loss, state_.last_val_accuracy, -1.0);
   return met;
+}
+
+// summary.json's best/final metrics: best is the highest accuracy and R^2, the lowest loss and
+// mse, each over the run's own evaluations (a metric may peak at a different step than another).
+void TrainLoop::keep_best_and_final(const Evaluation& e) {
+  auto lowest = [](double best, double v) { return std::isnan(best) ? v : std::min(best, v); };
+  auto highest = [](double best, double v) { return std::isnan(best) ? v : std::max(best, v); };
+  out_.final_val_loss = e.loss;
+  out_.best_val_loss = lowest(out_.best_val_loss, e.loss);
+  if (e.regression) {
+    out_.final_val_mse = e.mse;
+    out_.final_val_r2 = e.r2;
+    out_.best_val_mse = lowest(out_.best_val_mse, e.mse);
+    out_.best_val_r2 = highest(out_.best_val_r2, e.r2);
+  } else {
+    out_.final_val_accuracy = e.accuracy;
+    out_.best_val_accuracy = highest(out_.best_val_accuracy, e.accuracy);
+  }
 }
 
 // Narrows the crossing (steps_lo, steps_to_target] to at most train.target_resolution x

@@ -21,18 +21,28 @@
 
 namespace lbt::trainer {
 
-struct Evaluation {
-  double loss = 0.0, accuracy = 0.0;  // mean loss; accuracy (classification) or 0
-  std::int64_t count = 0;
-};
-
-// Sharded evaluation: rank r takes examples r, r + K, ...; sums are allreduced.
-Evaluation evaluate(nn::Model& model, const data::Dataset& data, comm::Communicator& comm,
-                    std::int64_t eval_batch);
-
 // A metric never measured (no evaluation before the run ended, no finite loss before it
 // diverged) is NaN here and null in summary.json: never 0, which reads as a measured value.
 inline constexpr double kNotMeasured = std::numeric_limits<double>::quiet_NaN();
+
+struct Evaluation {
+  double loss = 0.0;               // mean loss per example (regression: 1/2 sum_j err_j^2)
+  double accuracy = kNotMeasured;  // classification
+  // Regression, as sklearn's mean_squared_error and r2_score (multioutput="uniform_average"):
+  // mse = mean of (pred - y)^2 over all n x k values; r2 = mean over outputs j of
+  // 1 - SSE_j / SST_j, SST_j about the evaluated targets' own mean.
+  double mse = kNotMeasured, r2 = kNotMeasured;
+  bool regression = false;
+  std::int64_t count = 0;
+  // The value of a train.target metric (val_accuracy, val_loss, val_mse, val_r2); NaN if
+  // this task does not measure it.
+  double metric(const std::string& name) const;
+};
+
+// Sharded evaluation: rank r takes examples r, r + K, ...; sums (per output for regression)
+// are allreduced, and the metrics computed from them, so any K gives 1 rank's numbers.
+Evaluation evaluate(nn::Model& model, const data::Dataset& data, comm::Communicator& comm,
+                    std::int64_t eval_batch);
 
 struct TrainOutcome {
   // reached_target | budget_exhausted | completed | diverged | pruned (train.prune_at_step)
@@ -46,6 +56,8 @@ struct TrainOutcome {
   int refinement_evals = 0;  // evaluations the bracket's refinement added
   double best_val_accuracy = kNotMeasured, best_val_loss = kNotMeasured;
   double final_val_accuracy = kNotMeasured, final_val_loss = kNotMeasured, last_loss = kNotMeasured;
+  double best_val_mse = kNotMeasured, best_val_r2 = kNotMeasured;  // regression
+  double final_val_mse = kNotMeasured, final_val_r2 = kNotMeasured;
   std::int64_t diverged_step = -1, skipped_steps = 0;
   double last_finite_loss = kNotMeasured;
   std::string divergence_reason;
@@ -65,9 +77,9 @@ struct BelowTargetState {
 };
 
 struct LoopState {
-  std::int64_t step = 0;       // optimizer steps done
-  DivergenceState divergence;  // first loss, spikes skipped
-  double last_val_accuracy = -1.0;
+  std::int64_t step = 0;            // optimizer steps done
+  DivergenceState divergence;       // first loss, spikes skipped
+  double last_val_accuracy = -1.0;  // the progress line's: accuracy, or val_mse (regression)
   TrainOutcome outcome;             // best/final metrics and steps-to-target so far
   std::vector<double> noise_state;  // OnlineEstimator::save_state() at `step`
   std::shared_ptr<const BelowTargetState> below_target;  // null: none (reached, or not kept)

@@ -28,10 +28,9 @@ void Progress::update(std::int64_t step, double loss, double val_accuracy, doubl
   } else if (noise_seen_) {
     std::snprintf(noise, sizeof noise, " | B_simple now: not resolved");
   }
-  std::fprintf(stderr,
-               "\rstep %lld/%lld | loss %.4f | val_acc %s%s | %.0f samples/s | ETA %d:%02d   ",
-               static_cast<long long>(step), static_cast<long long>(total_), loss, val, noise,
-               samples_per_s_, static_cast<int>(eta) / 60, static_cast<int>(eta) % 60);
+  std::fprintf(stderr, "\rstep %lld/%lld | loss %.4f | %s %s%s | %.0f samples/s | ETA %d:%02d   ",
+               static_cast<long long>(step), static_cast<long long>(total_), loss, val_label_, val,
+               noise, samples_per_s_, static_cast<int>(eta) / 60, static_cast<int>(eta) % 60);
   std::fflush(stderr);
   printed_ = true;
 }

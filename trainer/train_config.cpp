@@ -10,9 +10,8 @@
 #include "trainer/train_keys.hpp"
 
 namespace lbt::trainer {
-bool Target::met(double accuracy, double loss) const {
-  const double v = metric == "val_accuracy" ? accuracy : loss;
-  return at_least ? v >= value : v <= value;
+bool Target::met(double measured) const {
+  return at_least ? measured >= value : measured <= value;
 }
 
 std::string Target::text() const {
@@ -28,9 +27,9 @@ Target parse_target(const std::string& text) {
   const auto ge = text.find(">="), le = text.find("<=");
   const auto op = ge != std::string::npos ? ge : le;
   auto bad = [&]() -> Target {
-    throw ConfigError(
-        "train.target '" + text + "' is not METRIC>=VALUE or METRIC<=VALUE",
-        "e.g. val_accuracy>=0.88 or val_loss<=0.35 (metrics: val_accuracy, val_loss)");
+    throw ConfigError("train.target '" + text + "' is not METRIC>=VALUE or METRIC<=VALUE",
+                      "e.g. val_accuracy>=0.88 or val_loss<=0.35 (metrics: val_accuracy, val_loss; "
+                      "regression: val_mse, val_r2)");
   };
   if (op == std::string::npos) return bad();
   t.metric = text.substr(0, op);
@@ -42,7 +41,9 @@ Target parse_target(const std::string& text) {
   } catch (const std::exception&) {
     return bad();
   }
-  if (t.metric != "val_accuracy" && t.metric != "val_loss") return bad();
+  if (t.metric != "val_accuracy" && t.metric != "val_loss" && t.metric != "val_mse" &&
+      t.metric != "val_r2")
+    return bad();
   return t;
 }
 
@@ -82,6 +83,7 @@ void read_model(Config& c, TrainConfig& t) {
 TrainConfig read_train_config(Config& c, int world_size) {
   TrainConfig t;
   read_model(c, t);
+  t.loss = c.get_string(key("model.loss"));
   const std::string init = c.get_string(key("model.init"));
   if (init == "he")
     t.init = nn::InitScheme::kHe;
@@ -112,7 +114,16 @@ TrainConfig read_train_config(Config& c, int world_size) {
       d.train_labels = c.get_string(key("data.train_labels"));
       d.test_labels = c.get_string(key("data.test_labels"));
     } else {
+      const bool label_set = c.has("data.label_column");
       d.label_column = c.get_string(key("data.label_column"));
+      d.target_columns = c.get_string_list(key("data.target_columns"));
+      // One column layout per file: a class label or regression targets, never both.
+      if (label_set && !d.target_columns.empty()) {
+        c.fail(
+            "data.label_column", "unset when data.target_columns is set (regression)",
+            "'" + d.label_column + "'",
+            "remove data.label_column for regression, or data.target_columns for classification");
+      }
       d.csv_header = c.get_string(key("data.csv_header"));
       if (d.csv_header != "auto" && d.csv_header != "true" && d.csv_header != "false") {
         c.fail("data.csv_header", "one of: auto, true, false", "'" + d.csv_header + "'");

@@ -12,14 +12,18 @@
 
 namespace lbt::trainer {
 
-// A stop/score condition such as "val_accuracy>=0.88" or "val_loss<=0.35".
+// A stop/score condition such as "val_accuracy>=0.88", "val_loss<=0.35" (any task) or
+// "val_mse<=0.1", "val_r2>=0.9" (regression).
 struct Target {
-  std::string metric;  // val_accuracy | val_loss
+  std::string metric;  // val_accuracy | val_loss | val_mse | val_r2
   bool at_least = true;
   double value = 0.0;
   bool enabled() const { return !metric.empty(); }
-  bool met(double accuracy, double loss) const;
+  // `measured`: this evaluation's value of `metric` (NaN, never measured, is never met).
+  bool met(double measured) const;
   std::string text() const;
+  bool for_classification_only() const { return metric == "val_accuracy"; }
+  bool for_regression_only() const { return metric == "val_mse" || metric == "val_r2"; }
 };
 Target parse_target(const std::string& text);  // "" -> disabled; throws ConfigError
 
@@ -30,8 +34,9 @@ struct DataConfig {
   // npy: features and labels files; csv: train_features/test_features are whole CSV files.
   std::string train_features, train_labels, test_features, test_labels;
   std::string label_column = "label", csv_header = "auto";
-  std::vector<std::int64_t> image_shape;  // reshape flat examples, e.g. {1, 28, 28}
-  std::int64_t num_classes = 0;           // npy/csv: 0 = max label + 1
+  std::vector<std::string> target_columns;  // csv regression: target columns (names or indices)
+  std::vector<std::int64_t> image_shape;    // reshape flat examples, e.g. {1, 28, 28}
+  std::int64_t num_classes = 0;             // npy/csv: 0 = max label + 1
   // Augmentation of training micro-batches (images [C, H, W]), off by default.
   std::int64_t augment_crop_padding = 0;  // random crop of the image padded by this many pixels
   bool augment_flip = false;              // random horizontal flip
@@ -50,6 +55,9 @@ struct TrainConfig {
   std::string model_name() const {
     return model_layers.empty() ? "model.spec '" + model_spec + "'" : "model.layers";
   }
+  // auto | cross_entropy | mse; checked against the loaded data by check_task (task.hpp).
+  // mse is 1/2 sum_j (pred_j - y_j)^2 per example, averaged over examples.
+  std::string loss = "auto";
   nn::InitScheme init = nn::InitScheme::kHe;
   DataConfig data;
   std::int64_t global_batch = 0, micro_batch = 0, accum_steps = 0;  // resolved

@@ -4,6 +4,7 @@
 
 #include <unistd.h>
 
+#include <cmath>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -27,7 +28,8 @@ struct Dir {
   ~Dir() { fs::remove_all(path); }
   fs::path write(const std::string& name, const std::string& bytes) {
     fs::path p = path / name;
-    std::ofstream(p, std::ios::binary).write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+    std::ofstream(p, std::ios::binary)
+        .write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
     return p;
   }
 };
@@ -42,12 +44,14 @@ std::string data_error_of(F&& f) {
   return "<no DataError>";
 }
 
-bool has(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+bool has(const std::string& text, const std::string& part) {
+  return text.find(part) != std::string::npos;
+}
 
 std::string cifar_record(unsigned char label, unsigned char fill) {
   std::string r(3073, static_cast<char>(fill));
   r[0] = static_cast<char>(label);
-  r[1] = 0;                         // R channel, pixel (0, 0)
+  r[1] = 0;                              // R channel, pixel (0, 0)
   r[1 + 1024] = static_cast<char>(255);  // G channel, pixel (0, 0)
   return r;
 }
@@ -55,7 +59,8 @@ std::string cifar_record(unsigned char label, unsigned char fill) {
 // A .npy file: version 1 (2-byte header length) or 2 (4-byte), header padded to 64 bytes.
 std::string npy(const std::string& descr, const std::string& shape, const std::string& data,
                 int version = 1, const std::string& order = "False") {
-  std::string dict = "{'descr': '" + descr + "', 'fortran_order': " + order + ", 'shape': " + shape + ", }";
+  std::string dict =
+      "{'descr': '" + descr + "', 'fortran_order': " + order + ", 'shape': " + shape + ", }";
   const std::size_t pre = version == 1 ? 10 : 12;
   while ((pre + dict.size() + 1) % 64 != 0) dict += ' ';
   dict += '\n';
@@ -65,7 +70,8 @@ std::string npy(const std::string& descr, const std::string& shape, const std::s
   const std::uint32_t len = static_cast<std::uint32_t>(dict.size());
   out += static_cast<char>(len & 0xff);
   out += static_cast<char>((len >> 8) & 0xff);
-  if (version != 1) out += static_cast<char>((len >> 16) & 0xff), out += static_cast<char>(len >> 24);
+  if (version != 1)
+    out += static_cast<char>((len >> 16) & 0xff), out += static_cast<char>(len >> 24);
   return out + dict + data;
 }
 
@@ -95,19 +101,29 @@ BOOST_AUTO_TEST_CASE(cifar10_records_read_as_nchw_images_with_labels) {
   BOOST_TEST(std::abs(d.row(1)[5] - 0.4f) < 1e-6f);
 }
 
-BOOST_AUTO_TEST_CASE(cifar10_truncated_record_wrong_record_size_bad_label_and_missing_file_are_data_errors) {
+BOOST_AUTO_TEST_CASE(
+    cifar10_truncated_record_wrong_record_size_bad_label_and_missing_file_are_data_errors) {
   Dir dir;
   auto truncated = dir.write("t.bin", cifar_record(1, 0) + cifar_record(2, 0).substr(0, 1000));
-  auto msg = data_error_of([&] { data::Dataset d; data::append_cifar10_file(truncated, d); });
+  auto msg = data_error_of([&] {
+    data::Dataset d;
+    data::append_cifar10_file(truncated, d);
+  });
   BOOST_TEST(has(msg, truncated.string()));
   BOOST_TEST(has(msg, "truncated record of 1000 bytes at offset 3073"));
   // CIFAR-100 records are 3074 bytes: the size is not a multiple of 3073.
   auto cifar100 = dir.write("c100.bin", std::string(3074 * 3, '\1'));
-  msg = data_error_of([&] { data::Dataset d; data::append_cifar10_file(cifar100, d); });
+  msg = data_error_of([&] {
+    data::Dataset d;
+    data::append_cifar10_file(cifar100, d);
+  });
   BOOST_TEST(has(msg, "3073-byte records"));
   BOOST_TEST(has(msg, "CIFAR-100"));
   auto bad_label = dir.write("l.bin", cifar_record(1, 0) + cifar_record(12, 0));
-  msg = data_error_of([&] { data::Dataset d; data::append_cifar10_file(bad_label, d); });
+  msg = data_error_of([&] {
+    data::Dataset d;
+    data::append_cifar10_file(bad_label, d);
+  });
   BOOST_TEST(has(msg, "label 12 of record 1 (byte 3073)"));
   msg = data_error_of([&] { data::load_cifar10(dir.path / "nowhere", false, "cifar10"); });
   BOOST_TEST(has(msg, "data_batch_1.bin"));
@@ -116,7 +132,9 @@ BOOST_AUTO_TEST_CASE(cifar10_truncated_record_wrong_record_size_bad_label_and_mi
 
 BOOST_AUTO_TEST_CASE(npy_reads_float32_float64_uint8_int64_in_v1_and_v2_headers) {
   Dir dir;
-  auto f32 = dir.write("x32.npy", npy("<f4", "(3, 2, 2)", raw(std::vector<float>{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11})));
+  auto f32 = dir.write(
+      "x32.npy",
+      npy("<f4", "(3, 2, 2)", raw(std::vector<float>{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11})));
   auto f64 = dir.write("x64.npy", npy("<f8", "(3, 4)", raw(std::vector<double>(12, 0.5)), 2));
   auto u8 = dir.write("xu8.npy", npy("|u1", "(3, 4)", std::string(12, '\7')));
   auto labels = dir.write("y.npy", npy("<i8", "(3,)", raw(std::vector<std::int64_t>{2, 0, 1})));
@@ -167,8 +185,11 @@ BOOST_AUTO_TEST_CASE(npy_bad_headers_dtypes_orders_sizes_and_label_shapes_are_da
   auto x = dir.write("x.npy", npy("<f4", "(3, 4)", twelve));
   msg = data_error_of([&] { data::load_npy_pair(x, labels, {1, 3, 3}, 0, "t"); });
   BOOST_TEST(has(msg, "data.image_shape (1, 3, 3) holds 9 values but each example has 4"));
-  auto float_labels = dir.write("yf.npy", npy("<f4", "(3,)", raw(std::vector<float>{0, 1.5f, 2})));
-  BOOST_TEST(has(data_error_of([&] { data::load_npy_pair(x, float_labels, {}, 0, "t"); }), "index 1"));
+  // float labels are regression targets; a non-integer integer-typed label cannot exist, but a
+  // NaN target is named by its example index
+  auto float_labels = dir.write("yf.npy", npy("<f4", "(3,)", raw(std::vector<float>{0, NAN, 2})));
+  msg = data_error_of([&] { data::load_npy_pair(x, float_labels, {}, 0, "t"); });
+  BOOST_TEST(has(msg, "yf.npy: the target of example index 1 is nan"));
 }
 
 BOOST_AUTO_TEST_CASE(csv_reads_label_by_name_or_index_with_optional_header) {
@@ -193,7 +214,8 @@ BOOST_AUTO_TEST_CASE(csv_missing_fields_non_numbers_and_unknown_columns_name_fil
   auto msg = data_error_of([&] { data::load_csv(missing, {}, "t"); });
   BOOST_TEST(has(msg, missing.string() + ":3: expected 3 fields, got 2"));
   auto empty_field = dir.write("e.csv", "label,a,b\n1,,3\n");
-  BOOST_TEST(has(data_error_of([&] { data::load_csv(empty_field, {}, "t"); }), ":2: field 2 ('') is not a number"));
+  BOOST_TEST(has(data_error_of([&] { data::load_csv(empty_field, {}, "t"); }),
+                 ":2: field 2 ('') is not a number"));
   auto word = dir.write("w.csv", "label,a\n1,2\n0,abc\n");
   msg = data_error_of([&] { data::load_csv(word, {}, "t"); });
   BOOST_TEST(has(msg, word.string() + ":3: field 2 ('abc') is not a number"));
@@ -201,7 +223,53 @@ BOOST_AUTO_TEST_CASE(csv_missing_fields_non_numbers_and_unknown_columns_name_fil
                  "no column named 'class'"));
   auto bad_label = dir.write("l.csv", "label,a\n1.5,2\n");
   BOOST_TEST(has(data_error_of([&] { data::load_csv(bad_label, {}, "t"); }), ":2: label 1.5"));
-  BOOST_TEST(has(data_error_of([&] { data::load_csv(dir.path / "none.csv", {}, "t"); }), "none.csv"));
+  BOOST_TEST(
+      has(data_error_of([&] { data::load_csv(dir.path / "none.csv", {}, "t"); }), "none.csv"));
+}
+
+BOOST_AUTO_TEST_CASE(float_npy_labels_are_regression_targets_and_integer_labels_stay_classes) {
+  Dir dir;
+  auto x = dir.write("x.npy", npy("<f4", "(3, 2)", raw(std::vector<float>{1, 2, 3, 4, 5, 6})));
+  auto y2 =
+      dir.write("y2.npy", npy("<f8", "(3, 2)", raw(std::vector<double>{0.5, -1, 2, 3, 4.25, 5})));
+  auto d = data::load_npy_pair(x, y2, {}, 0, "t");
+  BOOST_TEST(!d.is_classification());
+  BOOST_TEST(d.target_dim == 2);
+  BOOST_TEST((d.targets == std::vector<float>{0.5f, -1, 2, 3, 4.25f, 5}));
+  auto y1 = dir.write("y1.npy", npy("<f4", "(3,)", raw(std::vector<float>{1, 0, 1})));
+  BOOST_TEST(data::load_npy_pair(x, y1, {}, 0, "t").target_dim == 1);  // float: regression
+  auto yi = dir.write("yi.npy", npy("<i8", "(3,)", raw(std::vector<std::int64_t>{1, 0, 2})));
+  auto c = data::load_npy_pair(x, yi, {}, 0, "t");
+  BOOST_TEST(c.num_classes == 3);
+  BOOST_TEST(c.target_dim == 0);
+  auto inf_x =
+      dir.write("xi.npy", npy("<f4", "(3, 2)", raw(std::vector<float>{1, 2, 3, 4, INFINITY, 6})));
+  BOOST_TEST(has(data_error_of([&] { data::load_npy_pair(inf_x, y1, {}, 0, "t"); }),
+                 "xi.npy: a feature of example index 2 is inf"));
+}
+
+BOOST_AUTO_TEST_CASE(csv_target_columns_by_name_or_index_and_their_errors_name_line_and_column) {
+  Dir dir;
+  auto f = dir.write("r.csv", "a,y1,b,y2\n1,0.5,2,-3\n4,1.5,5,6e-1\n");
+  auto d = data::load_csv(f, {.target_columns = {"y2", "y1"}}, "t");
+  BOOST_TEST(d.dim == 2);
+  BOOST_TEST(d.target_dim == 2);
+  BOOST_TEST((d.x == std::vector<float>{1, 2, 4, 5}));
+  BOOST_TEST((d.targets == std::vector<float>{-3, 0.5f, 0.6f, 1.5f}));  // in the listed order
+  auto by_index = data::load_csv(f, {.target_columns = {"3"}}, "t");
+  BOOST_TEST(by_index.dim == 3);
+  BOOST_TEST((by_index.targets == std::vector<float>{-3, 0.6f}));
+  auto nan = dir.write("n.csv", "a,y\n1,2\n3,nan\n");
+  BOOST_TEST(has(data_error_of([&] { data::load_csv(nan, {.target_columns = {"y"}}, "t"); }),
+                 nan.string() + ":3: target column 'y' (field 2) is 'nan', not a finite number"));
+  auto word = dir.write("wt.csv", "1,2\n3,abc\n");
+  BOOST_TEST(has(data_error_of([&] { data::load_csv(word, {.target_columns = {"1"}}, "t"); }),
+                 word.string() + ":2: target column 1 (field 2) is 'abc'"));
+  auto empty = dir.write("et.csv", "a,y\n1,\n");
+  BOOST_TEST(has(data_error_of([&] { data::load_csv(empty, {.target_columns = {"y"}}, "t"); }),
+                 ":2: target column 'y' (field 2) is empty"));
+  BOOST_TEST(has(data_error_of([&] { data::load_csv(f, {.target_columns = {"z"}}, "t"); }),
+                 "no column named 'z'"));
 }
 
 BOOST_AUTO_TEST_CASE(normalisation_is_per_channel_for_images) {
@@ -231,7 +299,8 @@ BOOST_AUTO_TEST_CASE(augmentation_flips_and_crops_reproducibly_and_is_off_by_def
   int flipped = 0;
   for (int n = 0; n < 4; ++n) {
     const float* img = y.data() + n * 6;
-    const bool same = img[0] == 1 && img[2] == 3, mirrored = img[0] == 3 && img[2] == 1 && img[3] == 6;
+    const bool same = img[0] == 1 && img[2] == 3,
+               mirrored = img[0] == 3 && img[2] == 1 && img[3] == 6;
     BOOST_TEST((same || mirrored));
     flipped += mirrored;
   }

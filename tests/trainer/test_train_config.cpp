@@ -1,6 +1,8 @@
 // Batch layout resolution, targets, and the validation errors of train_config.
 #include <boost/test/unit_test.hpp>
 
+#include <cmath>
+
 #include "core/error.hpp"
 #include "trainer/train_config.hpp"
 
@@ -34,28 +36,46 @@ BOOST_AUTO_TEST_CASE(global_batch_is_world_times_micro_times_accum) {
 }
 
 BOOST_AUTO_TEST_CASE(impossible_batch_layouts_are_rejected_with_the_fix) {
-  BOOST_TEST(error_of("[train]\nglobal_batch = 100\n", 3).find("divisible by the number of ranks (3)") != std::string::npos);
-  BOOST_TEST(error_of("[train]\nglobal_batch = 256\nmicro_batch = 48\n", 1).find("train.micro_batch") != std::string::npos);
-  BOOST_TEST(error_of("[train]\nglobal_batch = 256\nmicro_batch = 32\naccum_steps = 4\n", 1).find("train.accum_steps") != std::string::npos);
+  BOOST_TEST(
+      error_of("[train]\nglobal_batch = 100\n", 3).find("divisible by the number of ranks (3)") !=
+      std::string::npos);
+  BOOST_TEST(
+      error_of("[train]\nglobal_batch = 256\nmicro_batch = 48\n", 1).find("train.micro_batch") !=
+      std::string::npos);
+  BOOST_TEST(error_of("[train]\nglobal_batch = 256\nmicro_batch = 32\naccum_steps = 4\n", 1)
+                 .find("train.accum_steps") != std::string::npos);
 }
 
 BOOST_AUTO_TEST_CASE(impossible_values_name_the_key) {
-  BOOST_TEST(error_of("[train]\nglobal_batch = 0\n", 1).find("train.global_batch must be > 0") != std::string::npos);
-  BOOST_TEST(error_of("[train]\neval_every = 0\n", 1).find("train.eval_every must be > 0") != std::string::npos);
-  BOOST_TEST(error_of("[train]\nglobal_batch = \"big\"\n", 1).find("must be an integer") != std::string::npos);
-  BOOST_TEST(error_of("[data]\ndataset = \"imagenet\"\n", 1).find("fashion-mnist") != std::string::npos);
+  BOOST_TEST(error_of("[train]\nglobal_batch = 0\n", 1).find("train.global_batch must be > 0") !=
+             std::string::npos);
+  BOOST_TEST(error_of("[train]\neval_every = 0\n", 1).find("train.eval_every must be > 0") !=
+             std::string::npos);
+  BOOST_TEST(error_of("[train]\nglobal_batch = \"big\"\n", 1).find("must be an integer") !=
+             std::string::npos);
+  BOOST_TEST(error_of("[data]\ndataset = \"imagenet\"\n", 1).find("fashion-mnist") !=
+             std::string::npos);
 }
 
 BOOST_AUTO_TEST_CASE(targets_parse_and_compare) {
   auto t = trainer::parse_target("val_accuracy>=0.88");
-  BOOST_TEST(t.met(0.88, 1.0));
-  BOOST_TEST(!t.met(0.879, 0.1));
+  BOOST_TEST(t.met(0.88));
+  BOOST_TEST(!t.met(0.879));
   auto l = trainer::parse_target("val_loss<=0.3");
-  BOOST_TEST(l.met(0.0, 0.29));
-  BOOST_TEST(!l.met(1.0, 0.31));
+  BOOST_TEST(l.met(0.29));
+  BOOST_TEST(!l.met(0.31));
+  BOOST_TEST(!l.met(std::nan("")));  // never measured is never met
+  auto mse = trainer::parse_target("val_mse<=0.25");
+  BOOST_TEST(mse.met(0.25));
+  BOOST_TEST(mse.for_regression_only());
+  auto r2 = trainer::parse_target("val_r2>=0.9");
+  BOOST_TEST(!r2.met(0.89));
+  BOOST_TEST(r2.for_regression_only());
+  BOOST_TEST(t.for_classification_only());
   BOOST_TEST(!trainer::parse_target("").enabled());
   BOOST_CHECK_THROW(trainer::parse_target("accuracy>0.9"), ConfigError);
   BOOST_CHECK_THROW(trainer::parse_target("val_accuracy>=high"), ConfigError);
+  BOOST_CHECK_THROW(trainer::parse_target("val_rmse<=0.1"), ConfigError);
 }
 
 BOOST_AUTO_TEST_SUITE_END()

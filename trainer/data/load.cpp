@@ -73,8 +73,8 @@ Splits load_splits(const trainer::DataConfig& config, std::uint64_t seed) {
                              full.num_classes, config.dataset + "-test");
     }
   } else if (config.format == "csv") {
-    CsvOptions options{config.label_column, config.csv_header, config.image_shape,
-                       config.num_classes};
+    CsvOptions options{config.label_column, config.target_columns, config.csv_header,
+                       config.image_shape, config.num_classes};
     full = load_csv(config.train_features, options, config.dataset);
     if (!config.test_features.empty()) {
       options.num_classes = full.num_classes;
@@ -91,6 +91,12 @@ Splits load_splits(const trainer::DataConfig& config, std::uint64_t seed) {
     throw DataError(config.dataset + ": test examples have " + std::to_string(s.test.dim) +
                         " features but training examples have " + std::to_string(full.dim),
                     "the test files must have the training files' layout");
+  }
+  if (s.test.n > 0 && s.test.target_dim != full.target_dim) {
+    throw DataError(config.dataset + ": test examples have " + std::to_string(s.test.target_dim) +
+                        " regression targets each but training examples have " +
+                        std::to_string(full.target_dim),
+                    "save the test labels with the training labels' dtype and shape");
   }
   full = truncate(full, config.train_limit);
   if (config.validation_size > 0) {

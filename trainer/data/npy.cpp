@@ -12,7 +12,8 @@
 namespace lbt::data {
 namespace {
 
-const char* kHint = "write the array with numpy.save(path, np.ascontiguousarray(a, dtype=np.float32))";
+const char* kHint =
+    "write the array with numpy.save(path, np.ascontiguousarray(a, dtype=np.float32))";
 
 std::string shape_text(const std::vector<std::int64_t>& s) {
   std::string out = "(";
@@ -24,20 +25,23 @@ std::string shape_text(const std::vector<std::int64_t>& s) {
 
 NpyArray read_npy(const std::filesystem::path& path) {
   if (!std::filesystem::exists(path)) {
-    throw DataError("data file not found: " + path.string(),
-                    "set data.train_features / data.train_labels (and the test_ keys) to .npy files");
+    throw DataError(
+        "data file not found: " + path.string(),
+        "set data.train_features / data.train_labels (and the test_ keys) to .npy files");
   }
   std::ifstream in(path, std::ios::binary);
   const auto file_size = static_cast<std::int64_t>(std::filesystem::file_size(path));
   unsigned char pre[10] = {};
   in.read(reinterpret_cast<char*>(pre), 8);
   if (!in || std::memcmp(pre, "\x93NUMPY", 6) != 0) {
-    throw DataError(path.string() + ": not a .npy file: expected the magic \\x93NUMPY at byte 0", kHint);
+    throw DataError(path.string() + ": not a .npy file: expected the magic \\x93NUMPY at byte 0",
+                    kHint);
   }
   const int major = pre[6];
   if (major < 1 || major > 3) {
     throw DataError(path.string() + ": unsupported .npy version " + std::to_string(major) + "." +
-                        std::to_string(pre[7]) + " at byte 6, expected 1.0, 2.0 or 3.0", kHint);
+                        std::to_string(pre[7]) + " at byte 6, expected 1.0, 2.0 or 3.0",
+                    kHint);
   }
   std::int64_t header_len = 0, offset = 10;
   if (major == 1) {
@@ -50,9 +54,11 @@ NpyArray read_npy(const std::filesystem::path& path) {
     offset = 12;
   }
   if (!in || header_len <= 0 || offset + header_len > file_size) {
-    throw DataError(path.string() + ": truncated .npy header: expected " + std::to_string(header_len) +
-                        " header bytes at offset " + std::to_string(offset) + ", file has " +
-                        std::to_string(file_size) + " bytes", kHint);
+    throw DataError(path.string() + ": truncated .npy header: expected " +
+                        std::to_string(header_len) + " header bytes at offset " +
+                        std::to_string(offset) + ", file has " + std::to_string(file_size) +
+                        " bytes",
+                    kHint);
   }
   std::string header(static_cast<std::size_t>(header_len), '\0');
   in.read(header.data(), header_len);
@@ -64,13 +70,18 @@ NpyArray read_npy(const std::filesystem::path& path) {
   }
   const std::string descr = m[1];
   std::size_t item = 0;
-  if (descr == "<f4") a.dtype = "float32", item = 4;
-  else if (descr == "<f8") a.dtype = "float64", item = 8;
-  else if (descr == "|u1" || descr == "<u1") a.dtype = "uint8", item = 1;
-  else if (descr == "<i8") a.dtype = "int64", item = 8;
+  if (descr == "<f4")
+    a.dtype = "float32", item = 4;
+  else if (descr == "<f8")
+    a.dtype = "float64", item = 8;
+  else if (descr == "|u1" || descr == "<u1")
+    a.dtype = "uint8", item = 1;
+  else if (descr == "<i8")
+    a.dtype = "int64", item = 8;
   else {
     throw DataError(path.string() + ": unsupported .npy dtype '" + descr +
-                        "', expected little-endian float32 ('<f4'), float64 ('<f8'), uint8 ('|u1') or int64 ('<i8')",
+                        "', expected little-endian float32 ('<f4'), float64 ('<f8'), uint8 ('|u1') "
+                        "or int64 ('<i8')",
                     "convert first, e.g. np.save(path, a.astype(np.float32))");
   }
   if (std::regex_search(header, m, std::regex(R"('fortran_order'\s*:\s*True)"))) {
@@ -91,7 +102,8 @@ NpyArray read_npy(const std::filesystem::path& path) {
         "the file is damaged: write it again");
   };
   std::int64_t expected = static_cast<std::int64_t>(item);
-  for (auto it = std::sregex_iterator(dims.begin(), dims.end(), number); it != std::sregex_iterator(); ++it) {
+  for (auto it = std::sregex_iterator(dims.begin(), dims.end(), number);
+       it != std::sregex_iterator(); ++it) {
     const std::string digits = it->str();
     std::int64_t dim = 0;
     const auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), dim);
@@ -104,8 +116,8 @@ NpyArray read_npy(const std::filesystem::path& path) {
   }
   const std::int64_t data_offset = offset + header_len;
   if (file_size - data_offset != expected) {
-    throw DataError(path.string() + ": header says shape " + shape_text(a.shape) + " of " + a.dtype +
-                        " = " + std::to_string(expected) + " data bytes from offset " +
+    throw DataError(path.string() + ": header says shape " + shape_text(a.shape) + " of " +
+                        a.dtype + " = " + std::to_string(expected) + " data bytes from offset " +
                         std::to_string(data_offset) + ", but the file has " +
                         std::to_string(file_size - data_offset),
                     "the file is truncated or damaged: write it again");
@@ -115,26 +127,89 @@ NpyArray read_npy(const std::filesystem::path& path) {
   a.values.resize(static_cast<std::size_t>(count));
   for (std::int64_t i = 0; i < count; ++i) {
     const unsigned char* p = raw.data() + i * static_cast<std::int64_t>(item);
-    if (a.dtype == "float32") { float v; std::memcpy(&v, p, 4); a.values[i] = v; }
-    else if (a.dtype == "float64") { double v; std::memcpy(&v, p, 8); a.values[i] = v; }
-    else if (a.dtype == "uint8") a.values[i] = *p;
-    else { std::int64_t v; std::memcpy(&v, p, 8); a.values[i] = static_cast<double>(v); }
+    if (a.dtype == "float32") {
+      float v;
+      std::memcpy(&v, p, 4);
+      a.values[i] = v;
+    } else if (a.dtype == "float64") {
+      double v;
+      std::memcpy(&v, p, 8);
+      a.values[i] = v;
+    } else if (a.dtype == "uint8")
+      a.values[i] = *p;
+    else {
+      std::int64_t v;
+      std::memcpy(&v, p, 8);
+      a.values[i] = static_cast<double>(v);
+    }
   }
   return a;
 }
+
+namespace {
+
+// The first non-finite value of `a` (NaN/Inf would poison every loss and gradient silently):
+// named by example index, since that is what a user can look up in their own array.
+void require_finite(const NpyArray& a, const std::filesystem::path& path, const char* what) {
+  const std::int64_t n = a.shape.empty() ? 1 : a.shape[0];
+  const std::size_t per = n > 0 ? a.values.size() / static_cast<std::size_t>(n) : 0;
+  for (std::size_t i = 0; i < a.values.size(); ++i) {
+    if (std::isfinite(a.values[i])) continue;
+    throw DataError(path.string() + ": " + what + " of example index " + std::to_string(i / per) +
+                        " is " + std::to_string(a.values[i]) + ", not a finite number",
+                    "drop or impute that example, e.g. keep = np.isfinite(a).all(axis=1)");
+  }
+}
+
+// Integer labels [n] (or [n, 1]) into d.labels / d.num_classes.
+void read_class_labels(const NpyArray& fy, const std::filesystem::path& labels,
+                       std::int64_t num_classes, Dataset& d) {
+  d.labels.resize(static_cast<std::size_t>(d.n));
+  std::int64_t max_label = 0;
+  for (std::int64_t i = 0; i < d.n; ++i) {
+    const double v = fy.values[static_cast<std::size_t>(i)];
+    if (v < 0 || v != std::floor(v) || v > 1e9) {
+      throw DataError(labels.string() + ": label " + std::to_string(v) + " at index " +
+                          std::to_string(i) + " is not a non-negative integer",
+                      "labels are class indices 0..classes-1");
+    }
+    d.labels[i] = static_cast<std::int32_t>(v);
+    max_label = std::max<std::int64_t>(max_label, d.labels[i]);
+  }
+  d.num_classes = num_classes > 0 ? num_classes : max_label + 1;
+  if (max_label >= d.num_classes) {
+    throw DataError(labels.string() + ": label " + std::to_string(max_label) +
+                        " is not < data.num_classes = " + std::to_string(d.num_classes),
+                    "raise data.num_classes or fix the labels");
+  }
+}
+
+// Float targets [n] or [n, k] into d.targets / d.target_dim (a regression dataset).
+void read_regression_targets(const NpyArray& fy, const std::filesystem::path& labels, Dataset& d) {
+  require_finite(fy, labels, "the target");
+  d.target_dim = fy.shape.size() == 2 ? fy.shape[1] : 1;
+  d.targets.assign(fy.values.begin(), fy.values.end());
+}
+
+}  // namespace
 
 Dataset load_npy_pair(const std::filesystem::path& features, const std::filesystem::path& labels,
                       const std::vector<std::int64_t>& image_shape, std::int64_t num_classes,
                       const std::string& name) {
   NpyArray fx = read_npy(features), fy = read_npy(labels);
-  if (fx.shape.empty()) throw DataError(features.string() + ": features must have shape (n, ...), got a scalar");
-  const bool column = fy.shape.size() == 2 && fy.shape[1] == 1;
+  if (fx.shape.empty())
+    throw DataError(features.string() + ": features must have shape (n, ...), got a scalar");
+  // Float labels are regression targets [n] or [n, k]; integer labels are class indices [n].
+  const bool regression = fy.dtype == "float32" || fy.dtype == "float64";
+  const bool column = fy.shape.size() == 2 && (fy.shape[1] == 1 || (regression && fy.shape[1] > 0));
   if (!(fy.shape.size() == 1 || column) || fy.shape[0] != fx.shape[0]) {
     throw DataError(labels.string() + ": labels have shape " + shape_text(fy.shape) + " but " +
                         features.string() + " has shape " + shape_text(fx.shape) +
-                        ": expected labels of shape (" + std::to_string(fx.shape[0]) + ",)",
+                        ": expected labels of shape (" + std::to_string(fx.shape[0]) + ",)" +
+                        (regression ? " or (" + std::to_string(fx.shape[0]) + ", k)" : ""),
                     "features and labels must hold the same examples in the same order");
   }
+  require_finite(fx, features, "a feature");
   Dataset d;
   d.name = name;
   d.n = fx.shape[0];
@@ -146,29 +221,18 @@ Dataset load_npy_pair(const std::filesystem::path& features, const std::filesyst
     std::int64_t prod = 1;
     for (auto s : image_shape) prod *= s;
     if (prod != d.dim) {
-      throw DataError(features.string() + ": data.image_shape " + shape_text(image_shape) + " holds " +
-                          std::to_string(prod) + " values but each example has " + std::to_string(d.dim) +
-                          " (shape " + shape_text(d.shape) + ")",
+      throw DataError(features.string() + ": data.image_shape " + shape_text(image_shape) +
+                          " holds " + std::to_string(prod) + " values but each example has " +
+                          std::to_string(d.dim) + " (shape " + shape_text(d.shape) + ")",
                       "make data.image_shape's product match the features' trailing dimensions");
     }
     d.shape = image_shape;
   }
   d.x.assign(fx.values.begin(), fx.values.end());
-  d.labels.resize(static_cast<std::size_t>(d.n));
-  std::int64_t max_label = 0;
-  for (std::int64_t i = 0; i < d.n; ++i) {
-    const double v = fy.values[static_cast<std::size_t>(i)];
-    if (v < 0 || v != std::floor(v) || v > 1e9) {
-      throw DataError(labels.string() + ": label " + std::to_string(v) + " at index " + std::to_string(i) +
-                          " is not a non-negative integer", "labels are class indices 0..classes-1");
-    }
-    d.labels[i] = static_cast<std::int32_t>(v);
-    max_label = std::max<std::int64_t>(max_label, d.labels[i]);
-  }
-  d.num_classes = num_classes > 0 ? num_classes : max_label + 1;
-  if (max_label >= d.num_classes) {
-    throw DataError(labels.string() + ": label " + std::to_string(max_label) + " is not < data.num_classes = " +
-                        std::to_string(d.num_classes), "raise data.num_classes or fix the labels");
+  if (regression) {
+    read_regression_targets(fy, labels, d);
+  } else {
+    read_class_labels(fy, labels, num_classes, d);
   }
   return d;
 }

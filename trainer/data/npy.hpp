@@ -13,13 +13,15 @@ namespace lbt::data {
 
 struct NpyArray {
   std::vector<std::int64_t> shape;
-  std::string dtype;          // "float32" | "float64" | "uint8" | "int64"
+  std::string dtype;           // "float32" | "float64" | "uint8" | "int64"
   std::vector<double> values;  // converted, C order
 };
 
 NpyArray read_npy(const std::filesystem::path& path);
 
-// Features [n, ...] and integer labels [n] (or [n, 1]) into a classification dataset. The
+// Features [n, ...] and labels into a dataset: integer labels [n] (or [n, 1]) make it
+// classification, float32/float64 labels [n] or [n, k] make it regression (targets [n, k]).
+// NaN/Inf in features or targets is a DataError naming the example index. The
 // per-example shape is the features' trailing dims, or `image_shape` when given (its product
 // must equal them). num_classes 0: max label + 1. Features are used as stored (no scaling).
 Dataset load_npy_pair(const std::filesystem::path& features, const std::filesystem::path& labels,

@@ -17,10 +17,13 @@
 
 #include "e2e/regression_files.hpp"
 #include "support/cli_runner.hpp"
+#include "support/run_files.hpp"
 #include "trainer/data/dataset.hpp"
 #include "trainer/data/npy.hpp"
 
 namespace fs = std::filesystem;
+using lbt::test::read_jsonl;
+using lbt::test::run_command;
 using lbt::test::run_lbt;
 using lbt::test::scratch;
 using lbt::test::slurp;
@@ -50,23 +53,13 @@ fs::path write_file(const fs::path& p, const std::string& text) {
 }
 
 nlohmann::json last_eval(const fs::path& run) {
-  std::ifstream in(run / "eval.jsonl");
-  std::string line, last;
-  while (std::getline(in, line)) last = line;
-  return nlohmann::json::parse(last);
+  return read_jsonl(run / "eval.jsonl").back();
 }
 
 // The "error: ..." line of stderr (the CLI prints it, then "hint: ...").
 std::string error_line(const std::string& err) {
   const auto at = err.find("error: ");
   return at == std::string::npos ? "" : err.substr(at, err.find('\n', at) - at);
-}
-
-// run_lbt for any command line (mpiexec in front, a cd first).
-lbt::test::CliResult run_command(const std::string& command) {
-  const auto out = scratch() / "stdout", err = scratch() / "stderr";
-  const int status = std::system((command + " >" + out.string() + " 2>" + err.string()).c_str());
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, slurp(out), slurp(err)};
 }
 
 bool has(const std::string& text, const std::string& part) {
@@ -297,9 +290,7 @@ std::map<std::string, double> b_simple_at_zero(const fs::path& dir, const std::s
   BOOST_TEST_INFO("stderr: " << r.err);
   BOOST_REQUIRE_EQUAL(r.code, 0);
   std::map<std::string, double> last;
-  std::ifstream in(run / "noise.jsonl");
-  for (std::string line; std::getline(in, line);) {
-    const auto j = nlohmann::json::parse(line);
+  for (const auto& j : read_jsonl(run / "noise.jsonl")) {
     if (!j.contains("estimator")) continue;
     const auto& b = j["b_simple_ema"];  // null while unresolved (early steps)
     last[j["estimator"].get<std::string>()] = b.is_number() ? b.get<double>() : std::nan("");

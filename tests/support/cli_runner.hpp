@@ -35,11 +35,15 @@ struct CliResult {
   std::string out, err;
 };
 
-inline CliResult run_lbt(const std::string& args) {
+// Any shell command line (mpiexec in front, a cd first), its stdout and stderr captured.
+inline CliResult run_command(const std::string& command) {
   const auto out = scratch() / "stdout", err = scratch() / "stderr";
-  const std::string cmd = std::string(LBT_BINARY) + " " + args + " >" + out.string() + " 2>" + err.string();
-  const int status = std::system(cmd.c_str());
+  const int status = std::system((command + " >" + out.string() + " 2>" + err.string()).c_str());
   return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, slurp(out), slurp(err)};
+}
+
+inline CliResult run_lbt(const std::string& args) {
+  return run_command(std::string(LBT_BINARY) + " " + args);
 }
 
 }  // namespace lbt::test

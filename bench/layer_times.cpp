@@ -14,7 +14,7 @@
 #include "core/gemm.hpp"
 #include "core/rng.hpp"
 #include "core/tensor.hpp"
-#include "trainer/nn/model.hpp"
+#include "nn/model.hpp"
 
 using namespace lbt;
 using Clock = std::chrono::steady_clock;

@@ -17,8 +17,8 @@
 #include "core/gemm.hpp"
 #include "core/rng.hpp"
 #include "optim/optimizer_options.hpp"
-#include "trainer/nn/loss.hpp"
-#include "trainer/nn/model.hpp"
+#include "nn/loss.hpp"
+#include "nn/model.hpp"
 
 using namespace lbt;
 using Clock = std::chrono::steady_clock;

@@ -8,7 +8,7 @@
 
 #include "noise/hessian_noise.hpp"
 #include "noise/noise_keys.hpp"
-#include "trainer/nn/loss.hpp"
+#include "nn/loss.hpp"
 
 namespace lbt::experiments {
 namespace {

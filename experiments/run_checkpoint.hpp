@@ -7,7 +7,7 @@
 
 #include "optim/optimizer.hpp"
 #include "trainer/loop.hpp"
-#include "trainer/nn/model.hpp"
+#include "nn/model.hpp"
 
 namespace lbt::experiments {
 

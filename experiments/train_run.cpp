@@ -16,7 +16,7 @@
 #include "experiments/run_checkpoint.hpp"
 #include "trainer/comm/communicator.hpp"
 #include "trainer/data/load.hpp"
-#include "trainer/nn/model.hpp"
+#include "nn/model.hpp"
 #include "trainer/noise_log.hpp"
 #include "trainer/run_config.hpp"
 #include "trainer/sharded_step.hpp"

@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "trainer/loop.hpp"
-#include "trainer/nn/loss.hpp"
+#include "nn/loss.hpp"
 
 namespace lbt::trainer {
 

@@ -4,7 +4,7 @@
 #include <cstdint>
 
 #include "trainer/data/dataset.hpp"
-#include "trainer/nn/model.hpp"
+#include "nn/model.hpp"
 
 namespace lbt::trainer {
 

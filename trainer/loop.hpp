@@ -14,7 +14,7 @@
 #include "trainer/data/load.hpp"
 #include "trainer/data/sampler.hpp"
 #include "trainer/divergence.hpp"
-#include "trainer/nn/model.hpp"
+#include "nn/model.hpp"
 #include "trainer/run_dir.hpp"
 #include "trainer/snapshot.hpp"
 #include "trainer/train_config.hpp"

@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "noise/online_estimator.hpp"
-#include "trainer/nn/model.hpp"
+#include "nn/model.hpp"
 #include "trainer/run_dir.hpp"
 
 namespace lbt::trainer {

@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "optim/optimizer.hpp"
-#include "trainer/nn/model.hpp"
+#include "nn/model.hpp"
 
 namespace lbt::trainer {
 

@@ -6,7 +6,7 @@
 #include <thread>
 
 #include "core/error.hpp"
-#include "trainer/nn/layer_fields.hpp"
+#include "nn/layer_fields.hpp"
 #include "trainer/train_keys.hpp"
 
 namespace lbt::trainer {

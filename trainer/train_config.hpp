@@ -7,8 +7,8 @@
 
 #include "core/config.hpp"
 #include "trainer/divergence.hpp"
-#include "trainer/nn/layer_spec.hpp"
-#include "trainer/nn/linear.hpp"
+#include "nn/layer_spec.hpp"
+#include "nn/linear.hpp"
 
 namespace lbt::trainer {
 

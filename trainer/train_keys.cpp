@@ -2,7 +2,7 @@
 #include "trainer/train_keys.hpp"
 
 #include "core/config.hpp"
-#include "trainer/nn/layer_fields.hpp"
+#include "nn/layer_fields.hpp"
 
 namespace lbt::trainer {
 

@@ -19,7 +19,7 @@
 #include "tolerance.hpp"
 #include "trainer/comm/communicator.hpp"
 #include "trainer/comm/local_communicator.hpp"
-#include "trainer/nn/model.hpp"
+#include "nn/model.hpp"
 
 using namespace lbt;
 namespace fs = std::filesystem;

@@ -21,7 +21,7 @@
 #include "trainer/data/load.hpp"
 #include "trainer/data/synthetic.hpp"
 #include "trainer/loop.hpp"
-#include "trainer/nn/model.hpp"
+#include "nn/model.hpp"
 #include "trainer/run_config.hpp"
 
 namespace lbt::test {

@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "support/random.hpp"
-#include "trainer/nn/conv2d.hpp"
+#include "nn/conv2d.hpp"
 
 namespace lbt::test {
 

@@ -15,7 +15,7 @@
 #include "core/rng.hpp"
 #include "support/gradient_check.hpp"
 #include "support/random.hpp"
-#include "trainer/nn/layer.hpp"
+#include "nn/layer.hpp"
 
 namespace lbt::test {
 

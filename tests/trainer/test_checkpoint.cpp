@@ -11,7 +11,7 @@
 
 #include "core/error.hpp"
 #include "trainer/checkpoint.hpp"
-#include "trainer/nn/dropout.hpp"
+#include "nn/dropout.hpp"
 
 using namespace lbt;
 namespace fs = std::filesystem;

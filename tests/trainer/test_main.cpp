@@ -1,3 +1,3 @@
-// trainer/: layers and losses, IDX reader, sampler, config resolution.
+// trainer/: IDX reader, sampler, config resolution.
 #define BOOST_TEST_MODULE trainer
 #include <boost/test/unit_test.hpp>

@@ -11,8 +11,8 @@
 #include "core/error.hpp"
 #include "core/rng.hpp"
 #include "support/random.hpp"
-#include "trainer/nn/layer_fields.hpp"
-#include "trainer/nn/model.hpp"
+#include "nn/layer_fields.hpp"
+#include "nn/model.hpp"
 #include "trainer/train_keys.hpp"
 
 using namespace lbt;

@@ -1,0 +1,38 @@
+# The dependency direction of docs/DESIGN.md, checked on the sources: every `#include "part/..."`
+# of a part must name the part itself or one it may depend on. Run by CTest (test `layering`):
+#   cmake -DSOURCE_DIR=<repo> -P cmake/check_layering.cmake
+# The link graph enforces the same at build time for the libraries (lbt_nn links lbt_core only,
+# so a call into trainer/ fails to link); this also catches header-only uses.
+cmake_minimum_required(VERSION 3.24)
+set(allowed_core core)
+set(allowed_schedules schedules)
+set(allowed_nn core)
+set(allowed_optim core)
+set(allowed_noise core)
+set(allowed_trainer core nn noise optim schedules)
+set(allowed_experiments core nn noise optim schedules trainer)
+set(allowed_cli core experiments trainer)
+set(allowed_python core experiments noise trainer)
+set(parts core schedules nn optim noise trainer experiments cli python)
+set(all_parts ${parts} bench tests)
+
+set(violations "")
+foreach(part ${parts})
+  file(GLOB_RECURSE sources ${SOURCE_DIR}/${part}/*.cpp ${SOURCE_DIR}/${part}/*.hpp)
+  foreach(source ${sources})
+    file(STRINGS ${source} includes REGEX "^#include \"[a-z_]+/")
+    foreach(line ${includes})
+      string(REGEX REPLACE "^#include \"([a-z_]+)/.*" "\\1" used "${line}")
+      if(NOT used IN_LIST all_parts OR used STREQUAL "${part}" OR used IN_LIST allowed_${part})
+        continue()
+      endif()
+      file(RELATIVE_PATH where ${SOURCE_DIR} ${source})
+      list(APPEND violations "${where}: ${part}/ may not include ${used}/ (${line})")
+    endforeach()
+  endforeach()
+endforeach()
+if(violations)
+  list(JOIN violations "\n" text)
+  message(FATAL_ERROR "layering: includes against the dependency direction:\n${text}")
+endif()
+message(STATUS "layering: every part includes only the parts below it")

@@ -1,0 +1,322 @@
+// BatchNorm; see batch_norm.hpp. With M = batch * H * W values per channel and
+// x_hat = (x - mean) * inv_std, y = gamma x_hat + beta:
+//   train backward:  dgamma = sum dy x_hat,  dbeta = sum dy,
+//                    dx = gamma inv_std / M * (M dy - dbeta - x_hat dgamma)
+//   eval backward:   dx = gamma inv_std dy   (statistics are constants)
+// with dy first masked by bn(x) > 0 when the layer includes the ReLU (options.relu).
+// Threads split the batch; per-plane partial sums are added up per channel in image order.
+#include "nn/batch_norm.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <stdexcept>
+#include <utility>
+
+#include "core/error.hpp"
+#include "core/vec16.hpp"
+
+namespace lbt::nn {
+namespace {
+
+// One plane's sums of d = x - shift and of d^2 in 16 float lanes each, two independent vector
+// chains per sum (a single one waits on the add latency at every vector), left unreduced: on
+// the 8x8 planes of ResNet's last stage a horizontal sum per plane cost more than the
+// additions. Lanes past the plane's end add nothing.
+std::pair<vec::v16, vec::v16> plane_shifted_sums(const float* p, std::int64_t n, float shift) {
+  using namespace vec;
+  v16 s1[2] = {}, s2[2] = {};
+  std::int64_t i = 0;
+  for (; i + 32 <= n; i += 32) {
+    for (int k = 0; k < 2; ++k) {
+      const v16 d = load(p + i + 16 * k) - shift;
+      s1[k] += d;
+      s2[k] = fma(d, d, s2[k]);
+    }
+  }
+  for (; i < n; i += 16) {
+    const int len = static_cast<int>(std::min<std::int64_t>(16, n - i));
+    const v16 d = as_float(as_int(load_first(p + i, len) - shift) & (vec::kLaneIndex < len));
+    s1[0] += d;
+    s2[0] = fma(d, d, s2[0]);
+  }
+  return {s1[0] + s1[1], s2[0] + s2[1]};
+}
+
+// Sum over images n (in order, so that the result does not depend on the thread count) of
+// 16-lane partials lanes[n * stride ... + 16), in double.
+double sum_over_images(const float* lanes, std::int64_t batch, std::int64_t stride) {
+  double acc[16] = {};
+  for (std::int64_t n = 0; n < batch; ++n) {
+    const float* l = lanes + n * stride;
+#pragma omp simd
+    for (int k = 0; k < 16; ++k) acc[k] += l[k];
+  }
+  double sum = 0.0;
+  for (double a : acc) sum += a;
+  return sum;
+}
+
+// Channel c's sums of d = x - k and d^2 over the batch, with k its first value (image 0's
+// shift), from per-plane moments [batch][shift, sum, sum of squares][C] about each plane's own
+// shift k_n (from_channels_last): with e = k_n - k, a plane adds S1 + HW e and
+// S2 + 2 e S1 + HW e^2. In double, image by image, as sum_over_images.
+std::pair<double, double> sums_from_moments(const float* moments, std::int64_t batch,
+                                            std::int64_t C, std::int64_t HW, std::int64_t c) {
+  const double k = moments[c], hw = static_cast<double>(HW);
+  double sum = 0.0, sum_squares = 0.0;
+  for (std::int64_t n = 0; n < batch; ++n) {
+    const float* m = moments + n * 3 * C + c;
+    const double e = m[0] - k, s1 = m[C], s2 = m[2 * C];
+    sum += s1 + hw * e;
+    sum_squares += s2 + 2.0 * e * s1 + hw * e * e;
+  }
+  return {sum, sum_squares};
+}
+
+// The backward's per-plane sums of g and g (x - mean) in 16 lanes each (unreduced, as
+// plane_shifted_sums's), with g = dy, or dy where the ReLU passed (fma(x, scale, shift) > 0, the
+// forward's value) when Relu. Explicit vectors: GCC's `omp simd reduction` kept the masked
+// loop's accumulators on the stack (70% slower).
+template <bool Relu>
+std::pair<vec::v16, vec::v16> plane_grad_sums(const float* p, const float* g, std::int64_t n,
+                                              float mean, float scale, float shift) {
+  using namespace vec;
+  v16 s1[2] = {}, s2[2] = {};
+  auto add = [&](v16 x, v16 d, int k) {
+    if constexpr (Relu) d = as_float(as_int(d) & (fma(x, v16{} + scale, v16{} + shift) > 0.0f));
+    s1[k] += d;
+    s2[k] += d * (x - mean);
+  };
+  std::int64_t i = 0;
+  for (; i + 32 <= n; i += 32) {
+    add(load(p + i), load(g + i), 0);
+    add(load(p + i + 16), load(g + i + 16), 1);
+  }
+  for (; i < n; i += 16) {  // zeros past the end add nothing: d = 0 there
+    const int len = static_cast<int>(std::min<std::int64_t>(16, n - i));
+    add(load_first(p + i, len), load_first(g + i, len), 0);
+  }
+  return {s1[0] + s1[1], s2[0] + s2[1]};
+}
+
+}  // namespace
+
+BatchNorm::BatchNorm(Shape3 shape, BatchNormOptions options)
+    : shape_(shape),
+      opt_(options),
+      running_mean_(static_cast<std::size_t>(shape.c), 0.0f),
+      running_var_(static_cast<std::size_t>(shape.c), 1.0f),
+      mean_(static_cast<std::size_t>(shape.c)),
+      inv_std_(static_cast<std::size_t>(shape.c)) {
+  if (!(opt_.momentum >= 0.0 && opt_.momentum <= 1.0) || !(opt_.eps > 0.0)) {
+    throw ConfigError("BatchNorm: momentum must be in [0, 1] and eps > 0",
+                      "PyTorch's defaults are momentum 0.1, eps 1e-5");
+  }
+}
+
+std::string BatchNorm::describe() const {
+  return "BatchNorm(" + std::to_string(shape_.c) + (opt_.relu ? ") + ReLU" : ")");
+}
+
+void BatchNorm::register_params(ParameterStore& store, const std::string& prefix) {
+  gamma_segment_ =
+      store.add(prefix + ".weight", static_cast<std::size_t>(shape_.c), ParamKind::kNorm);
+  beta_segment_ = store.add(prefix + ".bias", static_cast<std::size_t>(shape_.c), ParamKind::kNorm);
+}
+
+void BatchNorm::bind(ParameterStore& store) {
+  gamma_ = store.param_ptr(gamma_segment_);
+  beta_ = store.param_ptr(beta_segment_);
+  dgamma_ = store.grad_ptr(gamma_segment_);
+  dbeta_ = store.grad_ptr(beta_segment_);
+}
+
+void BatchNorm::init(Rng&) {
+  std::fill(gamma_, gamma_ + shape_.c, 1.0f);
+  std::fill(beta_, beta_ + shape_.c, 0.0f);
+  std::fill(running_mean_.begin(), running_mean_.end(), 0.0f);
+  std::fill(running_var_.begin(), running_var_.end(), 1.0f);
+}
+
+void BatchNorm::forward(const float* x, float* y, std::int64_t batch, bool train) {
+  forward_fused(x, y, batch, train, nullptr, opt_.relu);
+}
+
+void BatchNorm::forward_statistics(const float* x, std::int64_t batch, bool train,
+                                   const float* x_moments) {
+  forward_fused(x, nullptr, batch, train, nullptr, opt_.relu, nullptr, x_moments);
+}
+
+void BatchNorm::forward_fused(const float* x, float* y, std::int64_t batch, bool train,
+                              const float* residual, bool relu, const ChannelAffine* residual_map,
+                              const float* x_moments) {
+  const std::int64_t C = shape_.c, HW = shape_.plane(), M = batch * HW;
+  if (opt_.relu && (residual || !relu))
+    throw std::logic_error("BatchNorm with options.relu: its backward masks by bn(x) > 0 alone");
+  if (residual_map && residual_map->relu)
+    throw std::logic_error("BatchNorm::forward_fused: the residual map must not include a ReLU");
+  if (train && M < 2) {
+    throw ConfigError("BatchNorm in train mode needs more than one value per channel, got batch " +
+                          std::to_string(batch) + " of " + shape_.text(),
+                      "use a micro-batch of at least 2");
+  }
+  last_train_ = train;
+  lane_sums_.resize(static_cast<std::size_t>(batch * C * 32));
+  scale_.resize(static_cast<std::size_t>(C));
+  shift_.resize(static_cast<std::size_t>(C));
+  float* lanes = lane_sums_.data();  // [batch][C][sum d, sum d^2][16]
+  // Threads split the batch, as the convolutions around do, so that each reads the images it
+  // wrote; per-plane partials are added up in image order, so the statistics do not depend on
+  // the thread count.
+#pragma omp parallel if (batch * C * HW > 32768)
+  {
+    if (train && !x_moments) {
+      // One pass over x (a second one, for the deviations from the mean, cost a read of x from
+      // memory at batch 128): sums of d = x - k_c with k_c a value of channel c itself (its
+      // first), so that var = E[d^2] - E[d]^2 cancels only about (mean - k_c)^2 / var, a few
+      // units (Chan, Golub & LeVeque 1983, the shifted-data algorithm); x - k_c is exact for
+      // values within a factor 2 of k_c (Sterbenz).
+#pragma omp for schedule(static)
+      for (std::int64_t n = 0; n < batch; ++n)
+        for (std::int64_t c = 0; c < C; ++c) {
+          const auto [s1, s2] = plane_shifted_sums(x + (n * C + c) * HW, HW, x[c * HW]);
+          vec::store(lanes + (n * C + c) * 32, s1);
+          vec::store(lanes + (n * C + c) * 32 + 16, s2);
+        }
+    }
+#pragma omp for schedule(static)
+    for (std::int64_t c = 0; c < C; ++c) {
+      if (train) {
+        const double m = static_cast<double>(M);
+        const auto [sum, sum_squares] =
+            x_moments ? sums_from_moments(x_moments, batch, C, HW, c)
+                      : std::pair{sum_over_images(lanes + c * 32, batch, C * 32),
+                                  sum_over_images(lanes + c * 32 + 16, batch, C * 32)};
+        const double mean_d = sum / m, sq = sum_squares / m;
+        const double var = std::max(0.0, sq - mean_d * mean_d), mom = opt_.momentum;
+        mean_[c] = static_cast<float>(x[c * HW] + mean_d);
+        inv_std_[c] = static_cast<float>(1.0 / std::sqrt(var + opt_.eps));
+        running_mean_[c] = static_cast<float>((1.0 - mom) * running_mean_[c] + mom * mean_[c]);
+        running_var_[c] = static_cast<float>((1.0 - mom) * running_var_[c] +
+                                             mom * var * m / static_cast<double>(M - 1));
+      } else {
+        mean_[c] = running_mean_[c];
+        inv_std_[c] =
+            static_cast<float>(1.0 / std::sqrt(static_cast<double>(running_var_[c]) + opt_.eps));
+      }
+      // y = scale x + shift with scale = gamma inv_std, shift = beta - mean scale.
+      scale_[c] = gamma_[c] * inv_std_[c];
+      shift_[c] = beta_[c] - mean_[c] * scale_[c];
+    }
+    if (y) {  // not in forward_statistics
+#pragma omp for schedule(static)
+      for (std::int64_t n = 0; n < batch; ++n) {
+        for (std::int64_t c = 0; c < C; ++c) {
+          const float scale = scale_[c], shift = shift_[c];
+          const std::int64_t at = (n * C + c) * HW;
+          const float* p = x + at;
+          float* q = y + at;
+          // std::fma, so that the backward's mask (options.relu) recomputes these bits exactly;
+          // std::max keeps a NaN (the divergence check downstream must see it).
+          if (residual) {
+            // An absent map is the identity: fma(r, 1, -0) is r, -0 included.
+            const float* r = residual + at;
+            const float r_scale = residual_map ? residual_map->scale[c] : 1.0f;
+            const float r_shift = residual_map ? residual_map->shift[c] : -0.0f;
+            if (relu) {
+#pragma omp simd
+              for (std::int64_t i = 0; i < HW; ++i)
+                q[i] =
+                    std::max(std::fma(p[i], scale, shift) + std::fma(r[i], r_scale, r_shift), 0.0f);
+            } else {
+#pragma omp simd
+              for (std::int64_t i = 0; i < HW; ++i)
+                q[i] = std::fma(p[i], scale, shift) + std::fma(r[i], r_scale, r_shift);
+            }
+          } else if (relu) {
+#pragma omp simd
+            for (std::int64_t i = 0; i < HW; ++i)
+              q[i] = std::max(std::fma(p[i], scale, shift), 0.0f);
+          } else {
+#pragma omp simd
+            for (std::int64_t i = 0; i < HW; ++i) q[i] = std::fma(p[i], scale, shift);
+          }
+        }
+      }
+    }
+  }
+}
+
+void BatchNorm::backward(const float* x, const float*, const float* dy, float* dx,
+                         std::int64_t batch, bool accumulate) {
+  backward_masked(x, nullptr, dy, nullptr, dx, batch, accumulate);
+}
+
+void BatchNorm::backward_masked(const float* x, const float* out, const float* dy, float* masked_dy,
+                                float* dx, std::int64_t batch, bool accumulate) {
+  const std::int64_t C = shape_.c, HW = shape_.plane(), M = batch * HW;
+  lane_sums_.resize(static_cast<std::size_t>(batch * C * 32));
+  for (auto* v : {&dx_k_, &dx_a_, &dx_b_}) v->resize(static_cast<std::size_t>(C));
+  const bool relu = opt_.relu;
+  float* lanes = lane_sums_.data();  // [batch][C][sum dy, sum dy (x - mean)][16]
+#pragma omp parallel if (batch * C * HW > 32768)
+  {
+#pragma omp for schedule(static)
+    for (std::int64_t n = 0; n < batch; ++n) {
+      for (std::int64_t c = 0; c < C; ++c) {
+        const float* p = x + (n * C + c) * HW;
+        const float* g = dy + (n * C + c) * HW;
+        if (out) {  // the ReLU after the residual sum: masked_dy = dy [out > 0], read from L1
+          const float* o = out + (n * C + c) * HW;
+          float* m = masked_dy + (n * C + c) * HW;
+#pragma omp simd
+          for (std::int64_t i = 0; i < HW; ++i) m[i] = o[i] > 0.0f ? g[i] : 0.0f;
+          g = m;
+        }
+        const auto [s1, s2] =
+            relu ? plane_grad_sums<true>(p, g, HW, mean_[c], scale_[c], shift_[c])
+                 : plane_grad_sums<false>(p, g, HW, mean_[c], scale_[c], shift_[c]);
+        vec::store(lanes + (n * C + c) * 32, s1);
+        vec::store(lanes + (n * C + c) * 32 + 16, s2);
+      }
+    }
+#pragma omp for schedule(static)
+    for (std::int64_t c = 0; c < C; ++c) {
+      const double sum_dy = sum_over_images(lanes + c * 32, batch, C * 32);
+      const double sum_dy_xhat = sum_over_images(lanes + c * 32 + 16, batch, C * 32) * inv_std_[c];
+      dgamma_[c] = static_cast<float>(accumulate ? dgamma_[c] + sum_dy_xhat : sum_dy_xhat);
+      dbeta_[c] = static_cast<float>(accumulate ? dbeta_[c] + sum_dy : sum_dy);
+      // dx = k (dy - a - (x - mean) b): k = gamma inv_std; a = mean(dy), b = mean(dy x_hat)
+      // inv_std in train mode, a = b = 0 in eval mode (the statistics are constants there).
+      dx_k_[c] = gamma_[c] * inv_std_[c];
+      dx_a_[c] = last_train_ ? static_cast<float>(sum_dy / static_cast<double>(M)) : 0.0f;
+      dx_b_[c] = last_train_
+                     ? static_cast<float>(sum_dy_xhat / static_cast<double>(M)) * inv_std_[c]
+                     : 0.0f;
+    }
+    if (dx) {
+#pragma omp for schedule(static)
+      for (std::int64_t n = 0; n < batch; ++n) {
+        for (std::int64_t c = 0; c < C; ++c) {
+          const float* p = x + (n * C + c) * HW;
+          const float* g = (out ? masked_dy : dy) + (n * C + c) * HW;
+          float* d = dx + (n * C + c) * HW;
+          const float k = dx_k_[c], a = dx_a_[c], b = dx_b_[c], mean = mean_[c];
+          if (relu) {
+            const float scale = scale_[c], shift = shift_[c];
+#pragma omp simd
+            for (std::int64_t i = 0; i < HW; ++i) {
+              const float gi = std::fma(p[i], scale, shift) > 0.0f ? g[i] : 0.0f;
+              d[i] = k * (gi - a - (p[i] - mean) * b);
+            }
+          } else {
+#pragma omp simd
+            for (std::int64_t i = 0; i < HW; ++i) d[i] = k * (g[i] - a - (p[i] - mean) * b);
+          }
+        }
+      }
+    }
+  }
+}
+
+}  // namespace lbt::nn

@@ -1,0 +1,147 @@
+// Sequential model; see model.hpp. Spec strings expand in model_spec.cpp, and both forms build
+// in model_builder.cpp.
+#include "nn/model.hpp"
+
+#include <algorithm>
+#include <map>
+
+#include "core/error.hpp"
+#include "nn/layer_spec.hpp"
+
+namespace lbt::nn {
+std::unique_ptr<Model> Model::from_spec(const std::string& spec, InitScheme init,
+                                        const std::vector<std::int64_t>& input_shape) {
+  ExpandedSpec expanded = expand_spec(spec, input_shape);
+  auto model = std::make_unique<Model>();
+  build_layers(*model, expanded.layers, expanded.input_shape, "model.spec '" + spec + "'", init);
+  model->set_spec(spec, std::move(expanded.input_shape));
+  return model;
+}
+
+std::unique_ptr<Model> Model::from_layers(const std::vector<LayerSpec>& layers, InitScheme init,
+                                          const std::vector<std::int64_t>& input_shape) {
+  auto model = std::make_unique<Model>();
+  build_layers(*model, layers, input_shape, "model.layers", init);
+  model->set_spec("model.layers", input_shape);
+  return model;
+}
+
+void Model::add(std::unique_ptr<Layer> layer) {
+  if (!layers_.empty() && layers_.back()->out_features() != layer->in_features()) {
+    throw ConfigError(
+        "model: " + layer->describe() + " takes " + std::to_string(layer->in_features()) +
+        " features but the previous layer gives " + std::to_string(layers_.back()->out_features()));
+  }
+  layers_.push_back(std::move(layer));
+  conv_bn_.emplace_back();
+  if (layers_.size() >= 2) {
+    auto* conv = dynamic_cast<Conv2d*>(layers_[layers_.size() - 2].get());
+    auto* bn = dynamic_cast<BatchNorm*>(layers_.back().get());
+    if (conv && bn && conv->writes_output_moments()) conv_bn_[layers_.size() - 2] = {conv, bn};
+  }
+}
+
+void Model::build(Rng& rng) {
+  // Names count per prefix: conv1, conv2, bn1, block1, ..., fc1, fc2.
+  std::map<std::string, int> counts;
+  for (auto& layer : layers_) {
+    const std::string prefix = layer->param_prefix();
+    layer->register_params(store_, prefix + std::to_string(++counts[prefix]));
+  }
+  store_.allocate();
+  for (auto& layer : layers_) {
+    layer->bind(store_);
+    layer->init(rng);
+  }
+  acts_.resize(layers_.size());
+  grads_.resize(layers_.size());
+}
+
+void Model::place_grads(std::span<float> memory, std::shared_ptr<void> owner) {
+  store_.place_grads(memory, std::move(owner));
+  for (auto& layer : layers_) layer->bind(store_);
+}
+
+void Model::place_params(std::span<float> memory, std::shared_ptr<void> owner, bool copy_values) {
+  store_.place_params(memory, std::move(owner), copy_values);
+  for (auto& layer : layers_) layer->bind(store_);
+}
+
+void Model::reserve(std::int64_t max_batch) {
+  if (max_batch <= capacity_) return;
+  for (std::size_t i = 0; i < layers_.size(); ++i) {
+    acts_[i].resize(static_cast<std::size_t>(max_batch * layers_[i]->out_features()));
+    grads_[i].resize(static_cast<std::size_t>(max_batch * layers_[i]->out_features()));
+    if (conv_bn_[i].conv)
+      moments_.resize(
+          std::max(moments_.size(),
+                   static_cast<std::size_t>(max_batch * 3 * conv_bn_[i].conv->out_shape().c)));
+  }
+  capacity_ = max_batch;
+}
+
+const float* Model::forward(const float* x, std::int64_t batch, bool train) {
+  reserve(batch);
+  const float* in = x;
+  for (std::size_t i = 0; i < layers_.size(); ++i) {
+    if (train && conv_bn_[i].conv)
+      conv_bn_[i].conv->forward_with_moments(in, acts_[i].data(), batch, moments_.data());
+    else if (train && i > 0 && conv_bn_[i - 1].conv)
+      conv_bn_[i - 1].bn->forward_with_moments(in, acts_[i].data(), batch, moments_.data());
+    else
+      layers_[i]->forward(in, acts_[i].data(), batch, train);
+    in = acts_[i].data();
+  }
+  return in;
+}
+
+void Model::backward(const float* x, std::int64_t batch, bool accumulate) {
+  for (std::size_t i = layers_.size(); i-- > 0;) {
+    float* dx = i > 0 ? grads_[i - 1].data() : nullptr;
+    if (i > 0 && reads_bn_map(i - 1)) dx = nullptr;  // the BatchNorm's sums only
+    if (reads_bn_map(i)) {
+      const BatchNormGradMap map = conv_bn_[i].bn->grad_map(acts_[i].data());
+      conv_bn_[i].conv->backward_adding(layer_input(i, x), grads_[i + 1].data(), dx, nullptr, batch,
+                                        accumulate, &map);
+      continue;
+    }
+    layers_[i]->backward(layer_input(i, x), acts_[i].data(), grads_[i].data(), dx, batch,
+                         accumulate);
+  }
+}
+
+std::vector<std::span<float>> Model::buffers() {
+  std::vector<std::span<float>> out;
+  for (auto& layer : layers_) {
+    for (auto b : layer->buffers()) out.push_back(b);
+  }
+  return out;
+}
+
+void Model::seed_streams(std::uint64_t seed, std::uint64_t rank) {
+  std::uint64_t index = 0;
+  for (auto& layer : layers_) layer->seed_streams(seed, rank, index);
+}
+
+std::vector<std::string> Model::stream_states() const {
+  std::vector<std::string> out;
+  for (const auto& layer : layers_) out.push_back(layer->stream_state());
+  return out;
+}
+
+void Model::set_stream_states(const std::vector<std::string>& states) {
+  if (states.size() != layers_.size()) {
+    throw DataError("saved random-stream states are for " + std::to_string(states.size()) +
+                        " layers; this model has " + std::to_string(layers_.size()),
+                    "resume with the run's own model spec");
+  }
+  for (std::size_t i = 0; i < layers_.size(); ++i) layers_[i]->set_stream_state(states[i]);
+}
+
+std::string Model::describe() const {
+  std::string out;
+  for (const auto& layer : layers_) out += (out.empty() ? "" : " -> ") + layer->describe();
+  return out;
+}
+
+}  // namespace lbt::nn

@@ -1,0 +1,176 @@
+// The one builder of a Model from a layer list (layer_spec.hpp): it tracks the shape each layer
+// gives, constructs the layers, and fuses the pairs lbt runs as one layer (same values, fewer
+// passes): a ReLU before a max pool runs in the pool's pass (max(relu(a), relu(b)) =
+// relu(max(a, b))), a ReLU after a BatchNorm in the BatchNorm's.
+#include <memory>
+
+#include "core/error.hpp"
+#include "nn/basic_block.hpp"
+#include "nn/batch_norm.hpp"
+#include "nn/conv2d.hpp"
+#include "nn/dropout.hpp"
+#include "nn/layer_spec.hpp"
+#include "nn/model.hpp"
+#include "nn/pool.hpp"
+#include "nn/relu.hpp"
+
+namespace lbt::nn {
+namespace {
+
+// What the previous layer gives: an image [C, H, W], or flat features (shape {features, 1, 1}).
+struct Flow {
+  bool image = false;
+  Shape3 shape;
+  std::int64_t features() const { return shape.size(); }
+  std::string text() const {
+    return image ? "images " + shape.text() : std::to_string(shape.c) + " flat features";
+  }
+};
+
+Flow input_flow(const std::vector<std::int64_t>& shape) {
+  if (shape.size() == 3) return {true, {shape[0], shape[1], shape[2]}};
+  if (shape.size() == 2) return {true, {1, shape[0], shape[1]}};
+  std::int64_t features = 1;
+  for (std::int64_t d : shape) features *= d;
+  return {false, {shape.empty() ? 0 : features, 1, 1}};
+}
+
+// Builds one layer at a time; `where` prefixes every error ("model.layers[3] (conv)").
+class Builder {
+ public:
+  Builder(Model& model, Flow flow, InitScheme init) : model_(model), flow_(flow), init_(init) {}
+
+  // Adds layers[i] (and layers[i + 1] where the pair is fused); returns how many it used.
+  std::size_t add(const std::vector<LayerSpec>& layers, std::size_t i) {
+    at_ = i;
+    const LayerSpec& l = layers[i];
+    const bool relu_next = i + 1 < layers.size() && layers[i + 1].type == "relu";
+    if (l.type == "relu" && i + 1 < layers.size() && layers[i + 1].type == "pool") {
+      at_ = i + 1;  // a shape error is the pool's
+      add_pool(layers[i + 1], /*relu=*/true);
+      return 2;
+    }
+    if (l.type == "batchnorm") return add_batchnorm(relu_next) ? 2 : 1;
+    if (l.type == "linear")
+      add_linear(l, i);
+    else if (l.type == "conv")
+      add_conv(l);
+    else if (l.type == "relu")
+      model_.add(std::make_unique<Relu>(flow_.features()));
+    else if (l.type == "pool")
+      add_pool(l, false);
+    else if (l.type == "avgpool")
+      add_avgpool(l);
+    else if (l.type == "global_avgpool")
+      add_global_avgpool();
+    else if (l.type == "dropout")
+      model_.add(std::make_unique<Dropout>(flow_.features(), l.p));
+    else if (l.type == "residual")
+      add_residual(l);
+    else
+      throw std::logic_error("lbt bug: layer type '" + l.type + "' has no builder");
+    return 1;
+  }
+
+  const Flow& flow() const { return flow_; }
+  std::size_t at() const { return at_; }  // the layer being added
+
+ private:
+  void need_image(const char* what) const {
+    if (!flow_.image) {
+      throw ConfigError("takes images [C, H, W]",
+                        std::string(what) +
+                            " layers go before the first linear or global_avgpool layer, on image "
+                            "data (data.image_shape = \"C,H,W\" for npy/csv)");
+    }
+  }
+  void add_linear(const LayerSpec& l, std::size_t i) {
+    std::int64_t in = flow_.features();
+    if (l.in > 0 && i == 0) in = l.in;  // a spec string's size, which the caller checks
+    if (in <= 0) {
+      throw ConfigError("has no input size", "the dataset gives none: start with a spec string");
+    }
+    model_.add(std::make_unique<Linear>(in, l.out, init_, l.bias));
+    flow_ = {false, {l.out, 1, 1}};
+  }
+  void add_conv(const LayerSpec& l) {
+    need_image("conv");
+    auto conv = std::make_unique<Conv2d>(flow_.shape,
+                                         Conv2dOptions{.out_channels = l.out,
+                                                       .kernel = l.kernel,
+                                                       .stride = l.stride,
+                                                       .padding = l.padding,
+                                                       .bias = l.bias},
+                                         init_);
+    flow_.shape = conv->out_shape();
+    model_.add(std::move(conv));
+  }
+  void add_pool(const LayerSpec& l, bool relu) {
+    need_image("pool");
+    auto pool = std::make_unique<MaxPool2d>(flow_.shape, l.kernel, l.stride, relu);
+    flow_.shape = pool->out_shape();
+    model_.add(std::move(pool));
+  }
+  void add_avgpool(const LayerSpec& l) {
+    need_image("avgpool");
+    auto pool = std::make_unique<AvgPool2d>(flow_.shape, l.kernel, l.stride);
+    flow_.shape = pool->out_shape();
+    model_.add(std::move(pool));
+  }
+  void add_global_avgpool() {
+    need_image("global_avgpool");
+    model_.add(std::make_unique<GlobalAvgPool>(flow_.shape));
+    flow_ = {false, {flow_.shape.c, 1, 1}};
+  }
+  // Per channel of an image; per feature of flat input (a [features, 1, 1] image).
+  bool add_batchnorm(bool relu) {
+    model_.add(std::make_unique<BatchNorm>(flow_.shape, BatchNormOptions{.relu = relu}));
+    return relu;
+  }
+  void add_residual(const LayerSpec& l) {
+    need_image("residual");
+    auto block = std::make_unique<BasicBlock>(flow_.shape, l.out, l.stride, init_);
+    flow_.shape = block->out_shape();
+    model_.add(std::move(block));
+  }
+
+  Model& model_;
+  Flow flow_;
+  InitScheme init_;
+  std::size_t at_ = 0;
+};
+
+}  // namespace
+
+void build_layers(Model& model, const std::vector<LayerSpec>& layers,
+                  const std::vector<std::int64_t>& input_shape, const std::string& origin,
+                  InitScheme init) {
+  Builder builder(model, input_flow(input_shape), init);
+  for (std::size_t i = 0; i < layers.size();) {
+    const Flow before = builder.flow();
+    try {
+      i += builder.add(layers, i);
+    } catch (const ConfigError& e) {
+      // The layer's own message ("Conv2d(...) does not fit its input [...]") with its place in
+      // the list and what it was given.
+      const std::size_t at = builder.at();
+      const std::string given =
+          at == 0 ? "the data gives" : "layer " + std::to_string(at - 1) + " gives";
+      throw ConfigError(origin + "[" + std::to_string(at) + "] (" + layers[at].type +
+                            "): " + e.what() + ", but " + given + " " + before.text(),
+                        e.hint());
+    }
+  }
+}
+
+std::string coupling_layer(const std::vector<LayerSpec>& layers) {
+  for (std::size_t i = 0; i < layers.size(); ++i) {
+    if (layers[i].type == "batchnorm" || layers[i].type == "residual") {
+      return "model.layers[" + std::to_string(i) + "] (" + layers[i].type +
+             ") has a BatchNorm, which normalises over the batch (examples are coupled)";
+    }
+  }
+  return {};
+}
+
+}  // namespace lbt::nn

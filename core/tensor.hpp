@@ -41,9 +41,8 @@ class AlignedBuffer {
   // Grows (never shrinks) the allocation; contents are zeroed on growth.
   void resize(std::size_t n) {
     if (n > capacity_) {
-      std::size_t bytes = ((n * sizeof(float) + 63) / 64) * 64;
+      const std::size_t bytes = allocation_bytes(n);
       const bool huge = bytes >= kHugePageMinBytes;
-      if (huge) bytes = (bytes + kHugePageBytes - 1) / kHugePageBytes * kHugePageBytes;
       float* p = static_cast<float*>(
           std::aligned_alloc(huge ? kHugePageBytes : 64, bytes == 0 ? 64 : bytes));
       if (!p) throw std::bad_alloc();
@@ -53,6 +52,13 @@ class AlignedBuffer {
       capacity_ = bytes / sizeof(float);
     }
     size_ = n;
+  }
+  // Bytes a buffer of n floats holds (all resident: growth zero-fills them): 64-byte lines,
+  // whole 2 MiB pages from kHugePageMinBytes. Memory estimates count buffers with it.
+  static std::size_t allocation_bytes(std::size_t n) {
+    const std::size_t bytes = ((n * sizeof(float) + 63) / 64) * 64;
+    if (bytes < kHugePageMinBytes) return bytes;
+    return (bytes + kHugePageBytes - 1) / kHugePageBytes * kHugePageBytes;
   }
   void zero() {
     float* p = data();
@@ -95,5 +101,12 @@ class AlignedBuffer {
   std::unique_ptr<float[], AlignedFree> data_;
   std::size_t size_ = 0, capacity_ = 0;
 };
+
+// AlignedBuffer::allocation_bytes of a signed count (0 for none): what memory estimates sum.
+inline std::int64_t aligned_buffer_bytes(std::int64_t floats) {
+  return floats <= 0 ? 0
+                     : static_cast<std::int64_t>(
+                           AlignedBuffer::allocation_bytes(static_cast<std::size_t>(floats)));
+}
 
 }  // namespace lbt

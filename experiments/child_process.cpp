@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -101,19 +102,25 @@ pid_t spawn_logged(const std::filesystem::path& program, const std::vector<std::
   return pid;
 }
 
-ChildExit wait_any_child() {
+ChildExit wait_child(pid_t which) {
   ChildExit e;
   int status = 0;
+  rusage usage{};
   pid_t pid;
   do {
-    pid = waitpid(-1, &status, 0);
+    pid = wait4(which, &status, 0, &usage);
   } while (pid < 0 && errno == EINTR);
   if (pid < 0) throw Error(std::string("waitpid failed: ") + std::strerror(errno));
   unregister_child(pid);
   e.pid = pid;
   if (WIFEXITED(status)) e.exit_code = WEXITSTATUS(status);
   if (WIFSIGNALED(status)) e.signal = WTERMSIG(status);
+  e.max_rss_bytes = static_cast<std::int64_t>(usage.ru_maxrss) * 1024;  // KiB on Linux
   return e;
+}
+
+ChildExit wait_any_child() {
+  return wait_child(-1);
 }
 
 std::string tail_lines(const std::filesystem::path& path, int max_lines) {

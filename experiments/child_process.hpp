@@ -6,6 +6,8 @@
 // instead of saving its state.
 #pragma once
 #include <sys/types.h>
+
+#include <cstdint>
 #include <filesystem>
 #include <string>
 #include <vector>
@@ -21,10 +23,15 @@ struct ChildExit {
   pid_t pid = -1;
   int exit_code = -1;  // when exited normally
   int signal = 0;      // when killed by a signal
+  // The child's peak resident set (wait4's ru_maxrss). It starts from this process's resident
+  // set at the fork, so a parent measuring children spawns them while it is small.
+  std::int64_t max_rss_bytes = 0;
 };
 
 // Blocks until one of this process's children ends.
 ChildExit wait_any_child();
+// Blocks until the child `pid` ends.
+ChildExit wait_child(pid_t pid);
 
 // Sends `signal` once to every child started by spawn_logged that has not ended, and to any
 // started later. Async-signal-safe (lock-free atomics and kill only): a signal handler calls it.

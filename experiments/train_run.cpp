@@ -24,7 +24,6 @@
 #include "trainer/train_keys.hpp"
 
 namespace lbt::experiments {
-namespace {
 
 int default_threads(int world_size) {
   int local_ranks = world_size;
@@ -32,6 +31,8 @@ int default_threads(int world_size) {
   const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   return std::max(1, cores / std::max(1, local_ranks));
 }
+
+namespace {
 
 // null for a metric never measured (trainer::kNotMeasured), never a 0 that reads as a value.
 nlohmann::json measured(double v) {

@@ -45,6 +45,9 @@ struct RunResult {
   std::vector<float> final_params;
 };
 
+// Compute threads per rank when train.threads is 0: the cores over the ranks on this node.
+int default_threads(int world_size);
+
 // Throws lbt::Error for bad config or data; a failure after the run directory exists is
 // recorded there as status "failed" (with the message) before the error propagates.
 // Runs on the process-wide communicator (comm::process_communicator, backend from comm.backend).

@@ -68,6 +68,24 @@ std::vector<std::span<float>> BasicBlock::buffers() {
   return out;
 }
 
+// The block's own activations (as reserve() sizes them) and its sub-layers' workspaces.
+std::int64_t BasicBlock::workspace_bytes(std::int64_t batch, int threads) const {
+  const auto bytes = aligned_buffer_bytes;
+  const std::int64_t out = batch * out_.size();
+  std::int64_t total =
+      bytes(out) * (5 + (conv2_.reads_affine_input() ? 0 : 1) + (proj_conv_ ? 1 : 0));
+  if (conv1_.writes_output_moments()) total += bytes(batch * 3 * out_.c);
+  if (conv2_.writes_output_moments()) total += bytes(batch * 3 * out_.c);
+  // conv1 adds the identity shortcut's gradient through a dx scratch off the Winograd path
+  if (!proj_conv_ && !conv1_.reads_affine_input()) total += bytes(batch * in_.size());
+  total += conv1_.workspace_bytes(batch, threads) + conv2_.workspace_bytes(batch, threads) +
+           bn1_.workspace_bytes(batch, threads) + bn2_.workspace_bytes(batch, threads);
+  if (proj_conv_)
+    total +=
+        proj_conv_->workspace_bytes(batch, threads) + proj_bn_->workspace_bytes(batch, threads);
+  return total;
+}
+
 void BasicBlock::reserve(std::int64_t batch) {
   if (batch <= capacity_) return;
   const auto out = static_cast<std::size_t>(batch * out_.size());

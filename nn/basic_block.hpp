@@ -21,6 +21,7 @@ class BasicBlock final : public Layer {
   std::int64_t out_features() const override { return out_.size(); }
   const char* param_prefix() const override { return "block"; }
   bool couples_examples() const override { return true; }  // its BatchNorms
+  std::int64_t workspace_bytes(std::int64_t batch, int threads) const override;
   std::int64_t macs_per_example() const override {
     return conv1_.macs_per_example() + conv2_.macs_per_example() +
            (proj_conv_ ? proj_conv_->macs_per_example() : 0);

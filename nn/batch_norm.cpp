@@ -147,6 +147,13 @@ void BatchNorm::forward_statistics(const float* x, std::int64_t batch, bool trai
   forward_fused(x, nullptr, batch, train, nullptr, opt_.relu, nullptr, x_moments);
 }
 
+// Per-plane partial sums [batch][C][2][16] (both modes), and eight per-channel vectors: the
+// running and last statistics, the affine map and the backward's coefficients.
+std::int64_t BatchNorm::workspace_bytes(std::int64_t batch, int) const {
+  const std::int64_t C = shape_.c;
+  return aligned_buffer_bytes(batch * C * 32) + 9 * C * 4;
+}
+
 void BatchNorm::forward_fused(const float* x, float* y, std::int64_t batch, bool train,
                               const float* residual, bool relu, const ChannelAffine* residual_map,
                               const float* x_moments) {

@@ -33,6 +33,7 @@ class BatchNorm final : public Layer {
   std::int64_t out_features() const override { return shape_.size(); }
   const char* param_prefix() const override { return "bn"; }
   bool couples_examples() const override { return true; }
+  std::int64_t workspace_bytes(std::int64_t batch, int threads) const override;
   void register_params(ParameterStore& store, const std::string& prefix) override;
   void bind(ParameterStore& store) override;
   void init(Rng& rng) override;  // gamma = 1, beta = 0; running mean 0, variance 1

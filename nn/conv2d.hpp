@@ -35,6 +35,7 @@ class Conv2d final : public Layer {
   std::int64_t out_features() const override { return out_.size(); }
   const char* param_prefix() const override { return "conv"; }
   std::int64_t macs_per_example() const override { return out_.size() * rows_; }
+  std::int64_t workspace_bytes(std::int64_t batch, int threads) const override;
   void register_params(ParameterStore& store, const std::string& prefix) override;
   void bind(ParameterStore& store) override;
   void init(Rng& rng) override;

@@ -37,6 +37,11 @@ void Dropout::set_stream_state(const std::string& state) {
   if (!in) throw DataError("Dropout: the saved random-stream state does not parse", "");
 }
 
+// The mask of the last train forward, one byte per value.
+std::int64_t Dropout::workspace_bytes(std::int64_t batch, int) const {
+  return p_ > 0.0 ? batch * features_ : 0;
+}
+
 void Dropout::forward(const float* x, float* y, std::int64_t batch, bool train) {
   const std::int64_t n = batch * features_;
   last_train_ = train && p_ > 0.0;

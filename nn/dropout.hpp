@@ -17,6 +17,7 @@ class Dropout final : public Layer {
   std::int64_t out_features() const override { return features_; }
   void seed_streams(std::uint64_t seed, std::uint64_t rank, std::uint64_t& index) override;
   std::string stream_state() const override;
+  std::int64_t workspace_bytes(std::int64_t batch, int threads) const override;
   void set_stream_state(const std::string& state) override;
   // x: [batch, features] -> y: same.
   void forward(const float* x, float* y, std::int64_t batch, bool train) override;

@@ -42,6 +42,11 @@ class Layer {
   // batch statistics in train mode): per-example gradients are then not separable, and the
   // per-example noise estimator is not exact (noise/online_estimator.hpp, choose_method).
   virtual bool couples_examples() const { return false; }
+  // Bytes of the buffers this layer allocates for itself (scratch, masks, saved statistics,
+  // rearranged weights) once it has trained and evaluated on batches of up to `batch` with
+  // `threads` threads: beyond the model's activations and the flat parameter and gradient
+  // buffers. A memory estimate sums them (trainer/memory_estimate.hpp); 0: none.
+  virtual std::int64_t workspace_bytes(std::int64_t batch, int threads) const { return 0; }
 
   // x: [batch, in], y: [batch, out]
   virtual void forward(const float* x, float* y, std::int64_t batch, bool train) = 0;

@@ -64,6 +64,13 @@ bool Linear::panel_path(std::int64_t batch) const {
   return batch <= kPanelBatchMax && in_ % 16 == 0 && out_ >= 32;
 }
 
+// Only the small-batch path has scratch: x^T and y^T, the batch padded to 16 columns.
+std::int64_t Linear::workspace_bytes(std::int64_t batch, int) const {
+  if (!panel_path(batch)) return 0;
+  const std::int64_t b16 = (batch + 15) / 16 * 16;
+  return aligned_buffer_bytes(in_ * b16) + aligned_buffer_bytes(out_ * b16);
+}
+
 void Linear::forward(const float* x, float* y, std::int64_t batch, bool) {
   if (panel_path(batch)) return forward_panel(x, y, batch);
   const int B = static_cast<int>(batch), I = static_cast<int>(in_), O = static_cast<int>(out_);

@@ -23,6 +23,7 @@ class Linear final : public Layer {
 
   const char* param_prefix() const override { return "fc"; }
   std::int64_t macs_per_example() const override { return in_ * out_; }
+  std::int64_t workspace_bytes(std::int64_t batch, int threads) const override;
   const float* weight() const { return w_; }
   bool has_bias() const { return bias_; }
   const float* bias() const { return b_; }  // null without a bias

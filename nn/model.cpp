@@ -80,6 +80,32 @@ void Model::reserve(std::int64_t max_batch) {
   capacity_ = max_batch;
 }
 
+std::int64_t Model::activation_floats_per_example() const {
+  std::int64_t floats = 0;
+  std::int64_t moments = 0;
+  for (std::size_t i = 0; i < layers_.size(); ++i) {
+    floats += 2 * layers_[i]->out_features();
+    if (conv_bn_[i].conv) moments = std::max(moments, 3 * conv_bn_[i].conv->out_shape().c);
+  }
+  return floats + moments;
+}
+
+// As reserve() allocates: acts_ and grads_ per layer, moments_ at the widest pair.
+std::int64_t Model::activation_bytes(std::int64_t batch) const {
+  std::int64_t total = 0, moments = 0;
+  for (std::size_t i = 0; i < layers_.size(); ++i) {
+    total += 2 * aligned_buffer_bytes(batch * layers_[i]->out_features());
+    if (conv_bn_[i].conv) moments = std::max(moments, batch * 3 * conv_bn_[i].conv->out_shape().c);
+  }
+  return total + aligned_buffer_bytes(moments);
+}
+
+std::int64_t Model::workspace_bytes(std::int64_t batch, int threads) const {
+  std::int64_t total = 0;
+  for (const auto& layer : layers_) total += layer->workspace_bytes(batch, threads);
+  return total;
+}
+
 const float* Model::forward(const float* x, std::int64_t batch, bool train) {
   reserve(batch);
   const float* in = x;

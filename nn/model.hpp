@@ -47,6 +47,13 @@ class Model {
   // Registers all parameters, allocates the flat buffers, and initialises from `rng`.
   void build(Rng& rng);
   void reserve(std::int64_t max_batch);
+  // Memory of a model reserved for `batch` examples (trainer/memory_estimate.hpp counts with
+  // these): every layer's output and its gradient, and the conv-BatchNorm moments.
+  std::int64_t activation_bytes(std::int64_t batch) const;
+  // Those floats per example: the slope of activation_bytes, without its page rounding.
+  std::int64_t activation_floats_per_example() const;
+  // The layers' own buffers (Layer::workspace_bytes) at `batch` with `threads` threads.
+  std::int64_t workspace_bytes(std::int64_t batch, int threads) const;
   // After build: moves the flat gradient buffer into `memory` (ParameterStore::place_grads)
   // and binds every layer to it again.
   void place_grads(std::span<float> memory, std::shared_ptr<void> owner);

@@ -1,0 +1,75 @@
+// `lbt memory --config FILE [--set key=value ...] [-b B,...] [--workers N] [--memory 16GiB]
+//  [--probe]`: bytes per rank by part, the largest micro-batch that fits the memory, and with
+// --probe real training steps in child processes whose peak RSS checks the estimate.
+#include <cstdio>
+#include <memory>
+#include <string>
+
+#include "cli/commands.hpp"
+#include "core/error.hpp"
+#include "experiments/memory_report.hpp"
+
+namespace lbt::cli {
+
+namespace {
+struct MemoryArgs {
+  experiments::MemoryOptions options;
+  std::string memory = "16GiB";
+};
+
+void run_memory(MemoryArgs& args) {
+  experiments::MemoryOptions& o = args.options;
+  o.memory = trainer::parse_memory_size(args.memory, "--memory");  // before any work
+  const experiments::MemoryReport report = experiments::memory_report(o);
+  std::printf("%s", experiments::format_memory_report(report).c_str());
+  if (!report.probes_ok()) {
+    throw Error("lbt memory --probe: a measured peak is off the estimate by more than " +
+                    std::to_string(static_cast<int>(o.tolerance * 100 + 0.5)) +
+                    "% (the OFF rows above)",
+                "the estimate misses an allocation: compare the parts with the layers' buffers");
+  }
+}
+}  // namespace
+
+void add_memory_command(CLI::App& app) {
+  auto args = std::make_shared<MemoryArgs>();
+  experiments::MemoryOptions& o = args->options;
+  CLI::App* cmd = app.add_subcommand(
+      "memory",
+      "Bytes per rank (parameters, gradients, optimizer state replicated and ZeRO-1 sharded, "
+      "activations, layer workspaces, prefetch, data, runtime) and the largest micro-batch "
+      "that fits; --probe checks the estimate against real steps");
+  cmd->add_option("--config,-c", o.config_path, "TOML config")
+      ->required()
+      ->check(CLI::ExistingFile);
+  cmd->add_option("--set,-s", o.sets, "Override a config key: --set model.spec=mlp:784-1024-10");
+  cmd->add_option("--global-batch,-b", o.global_batches,
+                  "Global batch(es), one column each, at the micro-batch lbt train resolves "
+                  "(default: train.global_batch)")
+      ->delimiter(',')
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--workers", o.workers, "Data-parallel ranks (default 1)")
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--memory", args->memory,
+                  "Memory per rank: a number and a unit, B, KB, MB, GB, TB (powers of 1000) or "
+                  "KiB, MiB, GiB, TiB (powers of 1024), e.g. 16GiB, 512MB (default 16GiB)");
+  cmd->add_flag("--probe", o.probe,
+                "Run lbt train for 2 steps on 1 rank at each -b as its micro-batch (default: "
+                "the config's micro-batch x 1, 4, 16), each in a fresh process; compare its peak "
+                "RSS with the estimate; exit 1 when one is off by more than --tolerance");
+  cmd->add_option("--tolerance", o.tolerance, "Allowed |measured / estimate - 1| (default 0.10)")
+      ->check(CLI::Range(0.0, 1.0));
+  cmd->footer(
+      "The estimate counts what lbt's trainer allocates: the flat parameter and gradient\n"
+      "buffers, one optimizer state buffer per moment (SGD 0, momentum/Nesterov/LARS 1,\n"
+      "Adam/AdamW/LAMB 2; every rank keeps a whole copy, the sharded step updates only its\n"
+      "range, so the ZeRO-1 column is what sharding the state would save), each layer's output\n"
+      "and its gradient at max(micro-batch, train.eval_batch), the layers' workspaces, the\n"
+      "prefetch ring (3 micro-batches), the evaluation batch, two snapshots of parameters and\n"
+      "state, the dataset held in memory (and its extra copy while loading), and the process's\n"
+      "own resident set before loading (runtime).\n\n" +
+      config_keys_footer());
+  cmd->callback([args] { run_memory(*args); });
+}
+
+}  // namespace lbt::cli

@@ -1,0 +1,57 @@
+// `lbt memory`: a config's bytes per rank (trainer/memory_estimate.hpp) at the micro-batches of
+// some global batches, the largest micro-batch that fits a memory budget, and with --probe the
+// check against reality: real training steps in fresh child processes, one per micro-batch,
+// whose peak resident set (wait4's ru_maxrss) must lie within a tolerance of the estimate.
+#pragma once
+#include <cstdint>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "trainer/memory_estimate.hpp"
+
+namespace lbt::experiments {
+
+struct MemoryOptions {
+  std::filesystem::path config_path;
+  std::vector<std::string> sets;             // --set key=value
+  std::vector<std::int64_t> global_batches;  // empty: the config's train.global_batch
+  int workers = 1;
+  std::int64_t memory = std::int64_t{16} << 30;  // the budget per rank, bytes
+  bool probe = false;
+  double tolerance = 0.10;  // --probe: |measured / estimate - 1| allowed
+};
+
+// One probe: `lbt train` at this micro-batch (one rank, no accumulation) for a few steps.
+struct ProbeResult {
+  std::int64_t micro_batch = 0;
+  std::int64_t estimate = 0, measured = 0;  // bytes: the estimate's total, the child's peak RSS
+  double ratio() const { return static_cast<double>(measured) / static_cast<double>(estimate); }
+};
+
+struct MemoryReport {
+  std::string model, optimizer;
+  std::int64_t num_params = 0;
+  int optimizer_buffers = 0, workers = 1, threads = 1;
+  std::int64_t accum_steps = 1;  // the config's, at its own global batch and these workers
+  std::vector<std::int64_t> global_batches;
+  std::vector<trainer::MemoryEstimate> estimates;  // one per global batch
+  std::int64_t per_example = 0;  // bytes one more example adds, past the evaluation batch
+  std::int64_t budget = 0;
+  std::int64_t max_micro_batch = 0, max_micro_batch_sharded = 0;
+  std::vector<ProbeResult> probes;
+  double tolerance = 0.10;
+  bool probes_ok() const;
+};
+
+// Resolves the config as `lbt train` would (ConfigError, exit 2, on bad keys), loads its data,
+// builds its model and estimates; with options.probe first runs the probes (before this
+// process loads anything: a child's peak would otherwise start from its parent's).
+MemoryReport memory_report(const MemoryOptions& options);
+
+// The report as a terminal table: parts per global batch, the largest micro-batch, probes.
+std::string format_memory_report(const MemoryReport& report);
+// The few lines `lbt plan` prints: total per rank at the planned batch and what fits.
+std::string format_memory_summary(const MemoryReport& report);
+
+}  // namespace lbt::experiments

@@ -1,0 +1,169 @@
+// The per-rank memory estimate; see memory_estimate.hpp. Each part names the code whose
+// allocation it counts.
+#include "trainer/memory_estimate.hpp"
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <span>
+
+#include "core/error.hpp"
+#include "core/tensor.hpp"
+
+namespace lbt::trainer {
+namespace {
+
+// A Dataset's vectors: features, labels (classification) and targets (regression).
+std::int64_t dataset_bytes(const data::Dataset& d) {
+  return static_cast<std::int64_t>((d.x.size() + d.targets.size()) * sizeof(float) +
+                                   d.labels.size() * sizeof(std::int32_t));
+}
+
+// The flat state buffers `options` gives its optimizer: built over one parameter, counted.
+int optimizer_buffers(const optim::OptimizerOptions& options) {
+  return static_cast<int>(optim::make_optimizer(options, 1)->state().buffers().size());
+}
+
+// data::Prefetcher: a ring of 3 batches (x, labels, targets: one float per example even for
+// classification) and the sampler's indices.
+std::int64_t prefetch_bytes(const MemoryModel& m, std::int64_t b) {
+  constexpr int kDepth = 3;  // trainer/loop.cpp start_data_at
+  const std::int64_t one = aligned_buffer_bytes(b * m.input_dim) + b * 4 +
+                           aligned_buffer_bytes(b * std::max<std::int64_t>(m.target_dim, 1));
+  return kDepth * one + b * 8;
+}
+
+// trainer::evaluate: one batch of inputs, labels and targets, alive while it runs.
+std::int64_t evaluation_bytes(const MemoryModel& m) {
+  if (m.validation_examples == 0) return 0;
+  const std::int64_t rows = std::min(m.eval_batch, m.validation_examples);
+  return aligned_buffer_bytes(rows * m.input_dim) + m.eval_batch * 4 +
+         aligned_buffer_bytes(m.eval_batch * std::max<std::int64_t>(m.target_dim, 1));
+}
+
+}  // namespace
+
+std::int64_t MemoryEstimate::training(bool sharded) const {
+  return parameters + gradients + (sharded ? optimizer_state_sharded : optimizer_state) +
+         snapshots + activations + workspace + prefetch + evaluation;
+}
+
+std::int64_t MemoryEstimate::total(bool sharded) const {
+  return runtime + data + std::max(load_extra, training(sharded));
+}
+
+MemoryModel memory_model(const RunConfig& run, nn::Model& model, const data::Splits& splits,
+                         int workers, int threads, std::int64_t runtime_bytes) {
+  MemoryModel m;
+  m.model = &model;
+  m.num_params = static_cast<std::int64_t>(model.store().num_params());
+  m.optimizer_buffers = optimizer_buffers(run.optimizer);
+  for (std::span<float> b : model.buffers()) m.layer_buffer_floats += std::ssize(b);
+  m.data_bytes =
+      dataset_bytes(splits.train) + dataset_bytes(splits.validation) + dataset_bytes(splits.test);
+  // data::load_splits copies the training file's examples (truncate, then the validation
+  // split) while the first copy is alive: one more train + validation at the peak.
+  m.load_extra_bytes = dataset_bytes(splits.train) + dataset_bytes(splits.validation);
+  m.input_dim = splits.train.dim;
+  m.target_dim = splits.train.target_dim;
+  m.validation_examples = (splits.validation.n + workers - 1) / workers;
+  m.eval_batch = run.train.eval_batch;
+  m.threads = threads;
+  m.workers = workers;
+  m.runtime_bytes = runtime_bytes;
+  return m;
+}
+
+MemoryEstimate estimate_memory(const MemoryModel& m, std::int64_t b) {
+  MemoryEstimate e;
+  e.micro_batch = b;
+  e.runtime = m.runtime_bytes;
+  e.data = m.data_bytes;
+  e.load_extra = m.load_extra_bytes;
+  e.parameters = aligned_buffer_bytes(m.num_params);  // ParameterStore's flat buffers
+  e.gradients = aligned_buffer_bytes(m.num_params);
+  e.optimizer_state = m.optimizer_buffers * aligned_buffer_bytes(m.num_params);
+  e.optimizer_state_sharded =
+      m.optimizer_buffers * aligned_buffer_bytes((m.num_params + m.workers - 1) / m.workers);
+  // trainer/snapshot.hpp: the loop keeps the state of the last evaluation below the target and
+  // takes the next before dropping it, so two copies live at once.
+  e.snapshots = 2 * 4 * (m.num_params * (1 + m.optimizer_buffers) + m.layer_buffer_floats);
+  // Model::reserve keeps the largest batch it has run: the evaluation's when it is larger.
+  const std::int64_t widest = m.validation_examples > 0 ? std::max(b, m.eval_batch) : b;
+  e.activations = m.model->activation_bytes(widest);
+  e.workspace =
+      std::max(m.model->workspace_bytes(b, m.threads),
+               m.validation_examples > 0 ? m.model->workspace_bytes(widest, m.threads) : 0);
+  e.prefetch = prefetch_bytes(m, b);
+  e.evaluation = evaluation_bytes(m);
+  return e;
+}
+
+// The total grows with the micro-batch: double to an upper bound, then bisect.
+std::int64_t largest_micro_batch(const MemoryModel& m, std::int64_t budget, bool sharded) {
+  auto fits = [&](std::int64_t b) { return estimate_memory(m, b).total(sharded) <= budget; };
+  if (!fits(1)) return 0;
+  std::int64_t lo = 1, hi = 2;
+  while (fits(hi)) {
+    lo = hi;
+    if (hi > (std::int64_t{1} << 40)) return hi;  // no real budget gets here
+    hi *= 2;
+  }
+  while (hi - lo > 1) {
+    const std::int64_t mid = lo + (hi - lo) / 2;
+    (fits(mid) ? lo : hi) = mid;
+  }
+  return lo;
+}
+
+std::int64_t parse_memory_size(const std::string& text, const std::string& option) {
+  const ConfigError bad(
+      option + " '" + text + "': expected a number and a unit such as 16GiB, 512MB",
+      "units: B, KB, MB, GB, TB (powers of 1000) or KiB, MiB, GiB, TiB (powers "
+      "of 1024), case-insensitive, right after the number");
+  std::size_t digits = 0;
+  while (digits < text.size() &&
+         (std::isdigit(static_cast<unsigned char>(text[digits])) || text[digits] == '.'))
+    ++digits;
+  std::string unit = text.substr(digits);
+  std::transform(unit.begin(), unit.end(), unit.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  static const std::pair<const char*, double> kUnits[] = {
+      {"b", 1.0},         {"kb", 1e3},           {"mb", 1e6},
+      {"gb", 1e9},        {"tb", 1e12},          {"kib", 1024.0},
+      {"mib", 1048576.0}, {"gib", 1073741824.0}, {"tib", 1099511627776.0}};
+  const auto* found = std::find_if(std::begin(kUnits), std::end(kUnits),
+                                   [&](const auto& u) { return unit == u.first; });
+  if (digits == 0 || found == std::end(kUnits)) throw bad;
+  double number = 0.0;
+  if (std::sscanf(text.substr(0, digits).c_str(), "%lf", &number) != 1 ||
+      std::count(text.begin(), text.begin() + static_cast<std::ptrdiff_t>(digits), '.') > 1)
+    throw bad;
+  const double bytes = std::floor(number * found->second);
+  if (!(bytes >= 1.0) || bytes > 9.2e18) throw bad;
+  return static_cast<std::int64_t>(bytes);
+}
+
+std::string format_bytes(std::int64_t bytes) {
+  static const char* kNames[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  double v = static_cast<double>(bytes);
+  int i = 0;
+  while (std::abs(v) >= 1024.0 && i < 4) v /= 1024.0, ++i;
+  char buf[32];
+  std::snprintf(buf, sizeof buf, i == 0 ? "%.0f %s" : "%.2f %s", v, kNames[i]);
+  return buf;
+}
+
+std::int64_t resident_bytes_now() {
+  std::ifstream status("/proc/self/status");
+  std::string line;
+  while (std::getline(status, line)) {
+    long long kib = 0;
+    if (std::sscanf(line.c_str(), "VmRSS: %lld kB", &kib) == 1) return kib * 1024;
+  }
+  return 0;
+}
+
+}  // namespace lbt::trainer

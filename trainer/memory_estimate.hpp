@@ -1,0 +1,72 @@
+// Bytes one data-parallel rank holds while it trains (`lbt memory`, `lbt plan`): parameters,
+// gradients, optimizer state (as the trainer keeps it: every rank a whole copy; and ZeRO-1's
+// share, Rajbhandari et al. 2020, arXiv:1910.02054, stage 1), the two snapshots the target
+// bracket keeps, activations and layer workspaces at the micro-batch, the prefetch ring, the
+// evaluation buffers, the in-memory dataset and the process's own baseline. Each part counts
+// what the trainer allocates (AlignedBuffer's page rounding included), so the total can be
+// checked against a real run's peak resident set (`lbt memory --probe`).
+#pragma once
+#include <cstdint>
+#include <string>
+
+#include "nn/model.hpp"
+#include "trainer/data/load.hpp"
+#include "trainer/run_config.hpp"
+
+namespace lbt::trainer {
+
+// What the estimate depends on besides the micro-batch; fixed for a config and a layout.
+struct MemoryModel {
+  const nn::Model* model = nullptr;  // built (its parameters allocated), never run
+  std::int64_t num_params = 0;
+  int optimizer_buffers = 0;             // flat state buffers of num_params floats (SGD 0, Adam 2)
+  std::int64_t layer_buffer_floats = 0;  // BatchNorm running statistics
+  std::int64_t data_bytes = 0;           // train + validation + test, resident all run
+  std::int64_t load_extra_bytes = 0;     // a second copy of the training file while it is split
+  std::int64_t input_dim = 0, target_dim = 0;
+  std::int64_t validation_examples = 0;  // this rank's share
+  std::int64_t eval_batch = 0;
+  int threads = 1, workers = 1;
+  std::int64_t runtime_bytes = 0;  // the process before it loads anything (measured)
+};
+
+// Bytes per rank at one micro-batch.
+struct MemoryEstimate {
+  std::int64_t micro_batch = 0;
+  std::int64_t runtime = 0, data = 0, load_extra = 0;
+  std::int64_t parameters = 0, gradients = 0;
+  std::int64_t optimizer_state = 0;          // replicated: what lbt's trainer allocates
+  std::int64_t optimizer_state_sharded = 0;  // ZeRO-1: the state divided over the ranks
+  std::int64_t snapshots = 0;    // parameters + state copied at evaluations (two at once)
+  std::int64_t activations = 0;  // outputs and their gradients at max(micro, eval) batch
+  std::int64_t workspace = 0, prefetch = 0, evaluation = 0;
+
+  // Everything allocated after the data are in memory (replicated or sharded state).
+  std::int64_t training(bool sharded = false) const;
+  // The peak: the runtime and data, and the larger of the load's extra copy and training.
+  std::int64_t total(bool sharded = false) const;
+};
+
+// The inputs for `model` (built by the caller for `run` on `splits`): counts the state buffers
+// of the optimizer `run` names and the splits' bytes. `threads`: compute threads per rank
+// (convolution workspaces are per thread).
+MemoryModel memory_model(const RunConfig& run, nn::Model& model, const data::Splits& splits,
+                         int workers, int threads, std::int64_t runtime_bytes);
+
+MemoryEstimate estimate_memory(const MemoryModel& m, std::int64_t micro_batch);
+
+// The largest micro-batch whose total fits `budget` bytes; 0 when not even 1 does.
+std::int64_t largest_micro_batch(const MemoryModel& m, std::int64_t budget, bool sharded);
+
+// "16GiB", "512MB", "1.5TiB", "4096B": a positive number and, with no space, a unit among B,
+// KB/KiB, MB/MiB, GB/GiB, TB/TiB, decimal (1000^k) or binary (1024^k), case-insensitive.
+// Throws ConfigError naming `option` and the text.
+std::int64_t parse_memory_size(const std::string& text, const std::string& option = "--memory");
+
+// "1.50 GiB", "12.0 MiB", "512 B".
+std::string format_bytes(std::int64_t bytes);
+
+// This process's resident set now (VmRSS), in bytes; 0 where /proc is not readable.
+std::int64_t resident_bytes_now();
+
+}  // namespace lbt::trainer

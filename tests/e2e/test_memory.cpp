@@ -1,0 +1,68 @@
+// `lbt memory` through the real binary: --probe on the MLP preset (real lbt train steps in
+// child processes; each peak RSS within 10% of the estimate), the budget's largest
+// micro-batch, and bad input (a --memory string that does not parse: exit 2, one error line).
+#define BOOST_TEST_MODULE memory
+#include <boost/test/unit_test.hpp>
+
+#include <regex>
+#include <sstream>
+#include <string>
+
+#include "support/cli_runner.hpp"
+
+using lbt::test::run_lbt;
+
+namespace {
+
+const std::string kMlp = std::string(LBT_SOURCE_DIR) + "/experiments/configs/fmnist_mlp.toml";
+
+int count_lines(const std::string& text, const std::string& prefix) {
+  std::istringstream in(text);
+  int n = 0;
+  for (std::string line; std::getline(in, line);) n += line.rfind(prefix, 0) == 0;
+  return n;
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(probe_of_the_mlp_preset_is_within_ten_percent) {
+  // Small micro-batches keep it quick (each child loads Fashion-MNIST and runs 2 steps); 4096
+  // is past the evaluation batch, where the activations and prefetch ring grow with it.
+  const auto r = run_lbt("memory --config " + kMlp + " -b 32,256,4096 --probe");
+  BOOST_TEST(r.code == 0, r.out << r.err);
+  const std::regex probe_row(R"(micro-batch (\d+) +estimate .* ratio (\d+\.\d+))");
+  int rows = 0;
+  for (auto it = std::sregex_iterator(r.out.begin(), r.out.end(), probe_row);
+       it != std::sregex_iterator(); ++it, ++rows) {
+    const double ratio = std::stod((*it)[2]);
+    BOOST_TEST_CONTEXT("micro-batch " << (*it)[1]) {
+      BOOST_TEST(std::abs(ratio - 1.0) <= 0.10);
+    }
+  }
+  BOOST_TEST(rows == 3, r.out);
+}
+
+BOOST_AUTO_TEST_CASE(largest_micro_batch_grows_with_the_budget) {
+  auto largest = [](const std::string& memory) {
+    const auto r = run_lbt("memory --config " + kMlp + " --memory " + memory);
+    BOOST_TEST(r.code == 0, r.err);
+    std::smatch m;
+    BOOST_TEST(std::regex_search(r.out, m, std::regex(R"(per rank: (\d+) \(optimizer)")), r.out);
+    return m.empty() ? 0LL : std::stoll(m[1]);
+  };
+  const long long small = largest("1GiB"), large = largest("8GiB");
+  BOOST_TEST(small > 0);
+  // Past the fixed part each example costs the same: 7 GiB more holds many more.
+  BOOST_TEST(large > 10 * small);
+}
+
+BOOST_AUTO_TEST_CASE(a_memory_string_that_does_not_parse_is_a_one_line_error) {
+  const auto r = run_lbt("memory --config " + kMlp + " --memory '16 Gb'");
+  BOOST_TEST(r.code == 2, r.err);
+  BOOST_TEST(r.out.empty(), r.out);
+  BOOST_TEST(count_lines(r.err, "error: ") == 1, r.err);
+  BOOST_TEST(r.err.rfind("error: --memory '16 Gb': expected a number and a unit such as 16GiB, "
+                         "512MB\nhint: ",
+                         0) == 0,
+             r.err);
+}

@@ -1,11 +1,13 @@
 // `lbt plan --from SWEEP_DIR (--workers N --micro-batch M | --max-steps S | --max-examples E)
 //  [--out FILE]`: the global batch, LR and schedule to run at scale, with predicted steps and
-// examples to the target; writes a config `lbt train` runs as is.
+// examples to the target; writes a config `lbt train` runs as is; and its memory per rank
+// (as `lbt memory --config PLAN --workers N --memory M` reports it).
 #include <cstdio>
 #include <memory>
 #include <string>
 
 #include "cli/commands.hpp"
+#include "experiments/memory_report.hpp"
 #include "experiments/scale_plan.hpp"
 
 namespace lbt::cli {
@@ -14,6 +16,7 @@ void add_plan_command(CLI::App& app) {
   auto o = std::make_shared<experiments::ScalePlanOptions>();
   auto from = std::make_shared<std::string>();
   auto out = std::make_shared<std::string>();
+  auto memory = std::make_shared<std::string>("16GiB");
   CLI::App* cmd = app.add_subcommand(
       "plan",
       "What to run at scale, from a sweep: global batch, LR, schedule, predicted steps "
@@ -34,11 +37,21 @@ void add_plan_command(CLI::App& app) {
   cmd->add_option("--out,-o", *out, "the config to write (default: SWEEP_DIR/plan.toml)");
   cmd->add_option("--resamples", o->resamples, "bootstrap resamples for the intervals")
       ->check(CLI::PositiveNumber);
-  cmd->callback([o, from, out] {
+  cmd->add_option("--memory", *memory,
+                  "memory per rank for the plan's memory lines, e.g. 16GiB, 80GB (default 16GiB)");
+  cmd->callback([o, from, out, memory] {
+    experiments::MemoryOptions m;
+    m.runtime_bytes = trainer::resident_bytes_now();  // before the plan loads any data
+    m.memory = trainer::parse_memory_size(*memory, "--memory");
     o->sweep_dir = *from;
     o->out = *out;
     const auto plan = experiments::plan_at_scale(*o);
     std::printf("%s", experiments::format_scale_plan(plan).c_str());
+    m.config_path = plan["config"].get<std::string>();
+    m.workers = o->workers > 0 ? o->workers : 1;
+    std::printf("memory (lbt memory --config %s --workers %d):\n%s", m.config_path.c_str(),
+                m.workers,
+                experiments::format_memory_summary(experiments::memory_report(m)).c_str());
   });
 }
 

@@ -107,7 +107,8 @@ bool MemoryReport::probes_ok() const {
 }
 
 MemoryReport memory_report(const MemoryOptions& o) {
-  const std::int64_t runtime = trainer::resident_bytes_now();  // before anything is loaded
+  const std::int64_t runtime =
+      o.runtime_bytes >= 0 ? o.runtime_bytes : trainer::resident_bytes_now();
   const trainer::RunConfig base = resolve_at(o, 0, o.workers);
   std::vector<std::pair<std::int64_t, std::int64_t>> peaks;
   if (o.probe) peaks = run_probes(o, base.train.micro_batch);
@@ -213,7 +214,7 @@ std::string format_memory_report(const MemoryReport& r) {
      << "bytes per rank, " << r.workers << " worker(s), " << r.threads << " thread(s) each:\n"
      << parts_table(r)
      << "  per example past the evaluation batch: " << trainer::format_bytes(r.per_example) << "\n"
-     << format_memory_summary(r);
+     << format_memory_fit(r);
   if (!r.probes.empty()) {
     ss << "probe (lbt train, 1 rank, 2 steps; peak RSS vs estimate, tolerance "
        << static_cast<int>(std::lround(r.tolerance * 100)) << "%):\n";
@@ -231,6 +232,18 @@ std::string format_memory_report(const MemoryReport& r) {
 }
 
 std::string format_memory_summary(const MemoryReport& r) {
+  std::ostringstream ss;
+  for (std::size_t i = 0; i < r.estimates.size(); ++i) {
+    const trainer::MemoryEstimate& e = r.estimates[i];
+    ss << "per rank at global batch " << r.global_batches[i] << " (micro-batch " << e.micro_batch
+       << ", " << r.workers << " worker(s)): " << trainer::format_bytes(e.total(false))
+       << " (optimizer state replicated, as lbt trains), " << trainer::format_bytes(e.total(true))
+       << " (ZeRO-1 sharded)\n";
+  }
+  return ss.str() + format_memory_fit(r);
+}
+
+std::string format_memory_fit(const MemoryReport& r) {
   std::ostringstream ss;
   const std::int64_t per_step = r.workers * r.accum_steps;
   ss << "largest micro-batch in " << trainer::format_bytes(r.budget)

@@ -20,6 +20,9 @@ struct MemoryOptions {
   std::int64_t memory = std::int64_t{16} << 30;  // the budget per rank, bytes
   bool probe = false;
   double tolerance = 0.10;  // --probe: |measured / estimate - 1| allowed
+  // The process's own resident set before it loaded anything; < 0: measure it now (a caller
+  // that has already loaded data measures it at its start).
+  std::int64_t runtime_bytes = -1;
 };
 
 // One probe: `lbt train` at this micro-batch (one rank, no accumulation) for a few steps.
@@ -51,7 +54,9 @@ MemoryReport memory_report(const MemoryOptions& options);
 
 // The report as a terminal table: parts per global batch, the largest micro-batch, probes.
 std::string format_memory_report(const MemoryReport& report);
-// The few lines `lbt plan` prints: total per rank at the planned batch and what fits.
+// The largest micro-batch that fits the budget and the global batch it allows.
+std::string format_memory_fit(const MemoryReport& report);
+// The few lines `lbt plan` prints: the total per rank at each global batch, then the fit.
 std::string format_memory_summary(const MemoryReport& report);
 
 }  // namespace lbt::experiments

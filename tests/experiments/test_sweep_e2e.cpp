@@ -138,6 +138,11 @@ BOOST_AUTO_TEST_CASE(
   BOOST_TEST(0 < lo);
   BOOST_TEST(lo <= plan["steps_to_target"].get<double>());
   BOOST_TEST(plan["steps_to_target"].get<double>() <= hi);
+  // ... and says what the planned batch takes per rank (lbt memory's numbers).
+  BOOST_TEST(r.out.find("per rank at global batch " +
+                        std::to_string(plan["global_batch"].get<long>())) != std::string::npos,
+             r.out);
+  BOOST_TEST(r.out.find("largest micro-batch in 16.00 GiB per rank: ") != std::string::npos, r.out);
   Result run = run_lbt("train --config " + (dir / "plan.toml").string() + " --quiet --out " +
                        (scratch() / "planned").string());
   BOOST_REQUIRE_MESSAGE(run.code == 0, run.err);

@@ -2,6 +2,8 @@
 // catches lbt::Error: prints "error: ..." and "hint: ...", exits non-zero. Under MPI with more
 // than one rank it names the rank and aborts the whole job, so no other rank waits forever in
 // a collective for the one that failed.
+#include <malloc.h>
+
 #include <chrono>
 #include <csignal>
 #include <cstdio>
@@ -48,6 +50,12 @@ int report_failure(int code, const std::string& what, const std::string& hint) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // A fixed threshold: every allocation of 1 MiB or more is its own mapping, returned to the
+  // kernel when freed. glibc's default raises the threshold to the size of each large block
+  // freed, so the buffers an evaluation batch outgrows (the model's activations at the
+  // micro-batch) stayed resident beside their replacements: ResNet-8's peak at micro-batch
+  // 128 was 7.6% above `lbt memory`'s estimate and 0.3% with this line.
+  mallopt(M_MMAP_THRESHOLD, 1 << 20);
   CLI::App app{
       "lbt: large-batch training research toolkit.\n"
       "Batch-size sweeps, gradient noise scale, LR schedules and large-batch optimizers."};

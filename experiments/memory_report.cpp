@@ -140,6 +140,7 @@ MemoryReport memory_report(const MemoryOptions& o) {
       far;
   r.max_micro_batch = trainer::largest_micro_batch(m, o.memory, false);
   r.max_micro_batch_sharded = trainer::largest_micro_batch(m, o.memory, true);
+  r.train_examples_per_rank = splits.train.n / o.workers;
 
   if (!peaks.empty()) {
     // The probes ran one rank each: estimate them so.
@@ -251,6 +252,10 @@ std::string format_memory_fit(const MemoryReport& r) {
      << r.max_micro_batch_sharded << " (ZeRO-1 sharded)\n"
      << "  global batch it allows: " << r.max_micro_batch * per_step << " = " << r.workers
      << " worker(s) x " << r.max_micro_batch << " x accum " << r.accum_steps << "\n";
+  if (r.max_micro_batch * r.accum_steps > r.train_examples_per_rank) {
+    ss << "  (past the " << r.train_examples_per_rank
+       << " training examples per rank: the data, not the memory, bound this batch)\n";
+  }
   return ss.str();
 }
 

@@ -42,6 +42,7 @@ struct MemoryReport {
   std::int64_t per_example = 0;  // bytes one more example adds, past the evaluation batch
   std::int64_t budget = 0;
   std::int64_t max_micro_batch = 0, max_micro_batch_sharded = 0;
+  std::int64_t train_examples_per_rank = 0;  // a micro-batch past it has no full step
   std::vector<ProbeResult> probes;
   double tolerance = 0.10;
   bool probes_ok() const;

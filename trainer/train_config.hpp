@@ -8,7 +8,7 @@
 #include "core/config.hpp"
 #include "trainer/divergence.hpp"
 #include "nn/layer_spec.hpp"
-#include "nn/linear.hpp"
+#include "nn/layer_options.hpp"
 
 namespace lbt::trainer {
 

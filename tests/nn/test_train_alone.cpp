@@ -10,7 +10,7 @@
 
 #include "core/params.hpp"
 #include "core/rng.hpp"
-#include "nn/loss.hpp"
+#include "nn/cpu/loss.hpp"
 #include "nn/model.hpp"
 
 using namespace lbt;

@@ -149,7 +149,7 @@ class TrainLoop {
   std::int64_t next_eval_ = 0;  // the next step that evaluates
 };
 
-// One optimizer step, as the algorithm reads (shared/DESIGN.md "Data flow of one training
+// One optimizer step, as the algorithm reads (docs/DESIGN.md "Data flow of one training
 // step"). A replayed step (the target refinement) computes the same numbers bit for bit but
 // feeds no noise estimate (its gradient was counted the first time) and takes no probe.
 TrainLoop::StepResult TrainLoop::step(std::int64_t step, bool replay) {

@@ -10,9 +10,11 @@
 #include <nlohmann/json.hpp>
 #include <vector>
 
+#include "core/sum_squares.hpp"
 #include "trainer/data/prefetch.hpp"
 #include "trainer/evaluation.hpp"
 #include "trainer/interrupt.hpp"
+#include "trainer/local_sgd.hpp"
 #include "trainer/noise_log.hpp"
 #include "trainer/progress.hpp"
 #include "trainer/snapshot.hpp"
@@ -59,7 +61,7 @@ class TrainLoop {
         progress_(ctx.progress && ctx.comm.rank() == 0, ctx.total_steps),
         noise_(ctx.noise, ctx.comm.size(), cfg_.micro_batch, cfg_.accum_steps, store_.segments(),
                per_example_support(model_)),
-        sums_(3 + noise_.num_slots() + 2) {
+        sums_(3 + noise_.num_slots() + 1 + 2) {
     model_.reserve(cfg_.micro_batch);
     if (!ctx.data.train.is_classification()) progress_.set_val_label("val_mse");
     out_.total_steps = ctx.total_steps;
@@ -94,6 +96,15 @@ class TrainLoop {
   StepVerdict judge(std::int64_t step, StepResult& r);
   void update_noise(std::int64_t step, const StepResult& r);
   void apply_update(std::int64_t step, const StepResult& r, bool replay);
+  void sync_parameters(std::int64_t step);
+  // Local SGD (local_sgd.hpp): whether every rank holds the same parameters after `steps`
+  // steps, and the first such step count >= `steps`. Always true / `steps` when H = 1.
+  bool in_sync(std::int64_t steps) const {
+    return cfg_.local_sgd.in_sync_after(steps, ctx_.total_steps);
+  }
+  std::int64_t at_sync(std::int64_t steps) const {
+    return cfg_.local_sgd.sync_point_at_or_after(steps, ctx_.total_steps);
+  }
   std::span<double> noise_sums() { return std::span<double>(sums_).subspan(3, noise_.num_slots()); }
   void log_step(const StepResult& r);
   bool evaluate_now(bool refinement);  // true: the target is met
@@ -140,9 +151,10 @@ class TrainLoop {
   Progress progress_;
   noise::OnlineEstimator noise_;
   TapBuffers taps_;
-  // loss, correct, examples on this rank; then the noise estimator's sums; then two votes that
-  // ride on the same allreduce, so every rank acts on them after the same step: stop (a signal
-  // reached a rank) and checkpoint now (rank 0's wall-time interval has passed)
+  // loss, correct, examples on this rank; then the noise estimator's sums; then |g_local|^2 of a
+  // local SGD step; then two votes that ride on the same allreduce, so every rank acts on them
+  // after the same step: stop (a signal reached a rank) and checkpoint now (rank 0's wall-time
+  // interval has passed)
   std::vector<double> sums_;
   Clock::time_point t_start_ = Clock::now(), t_window_ = t_start_, t_checkpoint_ = t_start_;
   std::int64_t window_steps_ = 0;
@@ -152,15 +164,20 @@ class TrainLoop {
 // One optimizer step, as the algorithm reads (docs/DESIGN.md "Data flow of one training
 // step"). A replayed step (the target refinement) computes the same numbers bit for bit but
 // feeds no noise estimate (its gradient was counted the first time) and takes no probe.
+// A local SGD step (Lin et al. 2020, Alg. 1) skips the gradient allreduce and the noise
+// estimate, which needs it; every H steps sync_parameters averages the ranks' models. The
+// probe runs only where every rank holds the same parameters.
 TrainLoop::StepResult TrainLoop::step(std::int64_t step, bool replay) {
-  if (ctx_.probe && !replay) ctx_.probe(step);
+  const bool local = cfg_.local_sgd.local_step(step);
+  if (ctx_.probe && !replay && in_sync(step)) ctx_.probe(step);
   forward_backward(step, replay);       // this rank's gradient over accum micro-batches
   StepResult r = reduce(step, replay);  // the global-batch mean gradient, loss and votes
   r.verdict = judge(step, r);           // divergence, on numbers every rank agrees on
   if (r.verdict == StepVerdict::kDiverged) return r;
-  if (!replay) update_noise(step, r);  // small and big batch: the noise scale
+  if (!replay && !local) update_noise(step, r);  // small and big batch: the noise scale
   r.lr = ctx_.schedule(step);
   apply_update(step, r, replay);  // the optimizer, unless a spike is skipped
+  sync_parameters(step);          // local SGD: the ranks' average every H steps
   out_.steps = state_.step = step + 1;
   return r;
 }
@@ -179,7 +196,7 @@ void TrainLoop::forward_backward(std::int64_t step, bool replay) {
     sums_[1] += static_cast<double>(correct);
     sums_[2] += static_cast<double>(b);
     model_.backward(batch.x.data(), b, /*accumulate=*/micro > 0);
-    if (!replay)
+    if (!replay && !cfg_.local_sgd.local_step(step))
       noise_.after_micro_batch(step, store_.grads(), example_taps(model_, batch.x.data(), taps_));
   }
 }
@@ -187,17 +204,28 @@ void TrainLoop::forward_backward(std::int64_t step, bool replay) {
 // One fused allreduce of the flat gradient buffer (its squared norm on the way), then one of
 // the small sums: loss, correct, examples, the noise estimator's sums, and two votes that ride
 // along so every rank acts on them after the same step: stop (a signal reached a rank) and
-// checkpoint now (rank 0's wall-time interval has passed).
+// checkpoint now (rank 0's wall-time interval has passed). A local SGD step keeps its own
+// gradient (Lin et al. Alg. 1); its grad_norm is the RMS over ranks of the local norms.
 TrainLoop::StepResult TrainLoop::reduce(std::int64_t step, bool replay) {
-  if (!replay) noise_.before_allreduce(step, store_.grads(), noise_sums());  // the small batch
+  const bool local = cfg_.local_sgd.local_step(step);
+  double& local_sq = sums_[sums_.size() - 3];
   double& stop_vote = sums_[sums_.size() - 2];
   double& checkpoint_vote = sums_[sums_.size() - 1];
+  if (local) {  // no small/big batch pair for the noise scale
+    std::fill(noise_sums().begin(), noise_sums().end(), 0.0);
+    local_sq = sum_squares(store_.grads());
+  } else {
+    if (!replay) noise_.before_allreduce(step, store_.grads(), noise_sums());  // the small batch
+    local_sq = 0.0;
+  }
   stop_vote = replay ? 0 : interrupt_signal();
   checkpoint_vote = !replay && ctx_.comm.rank() == 0 && ctx_.checkpoint_every_seconds > 0 &&
                     seconds_since(t_checkpoint_) >= ctx_.checkpoint_every_seconds;
   StepResult r{};
-  r.grad_norm = std::sqrt(ctx_.comm.allreduce_sq_norm(store_.grads(), comm::ReduceOp::kAvg));
+  if (!local)
+    r.grad_norm = std::sqrt(ctx_.comm.allreduce_sq_norm(store_.grads(), comm::ReduceOp::kAvg));
   ctx_.comm.allreduce(std::span<double>(sums_), comm::ReduceOp::kSum);
+  if (local) r.grad_norm = std::sqrt(local_sq / ctx_.comm.size());
   r.loss = sums_[0] / sums_[2];
   r.stop = stop_vote > 0;
   r.checkpoint_due = checkpoint_vote > 0;
@@ -247,6 +275,14 @@ void TrainLoop::apply_update(std::int64_t step, const StepResult& r, bool replay
   }
   // Shared parameters: no rank reads them for the next forward before every range is updated.
   if (ctx_.shared_params) ctx_.comm.barrier();
+}
+
+// Lin et al. 2020, Alg. 1: after the local step that completes a period of H, every rank takes
+// the average of the ranks' parameters (and optimizer state, local_sgd.hpp), as after the run's
+// last step. The sync points depend on the step alone, so a replay or a resume meets the same.
+void TrainLoop::sync_parameters(std::int64_t step) {
+  if (!cfg_.local_sgd.local_step(step) || !in_sync(step + 1)) return;
+  average_over_ranks(store_.params(), ctx_.optimizer, store_.grads(), ctx_.comm);
 }
 
 // metrics.jsonl (a skipped step is always logged, marked "skipped") and the progress line.
@@ -344,8 +380,9 @@ void TrainLoop::refine_crossing() {
   int evals = 0;
   // Resumed from a checkpoint without it (another process layout): walk from the resumed step.
   restore_below_target();
-  for (std::int64_t at = state_.step == lo ? lo + delta : state_.step; at < hi;
-       at = std::min(hi, at + delta)) {
+  // Local SGD: the grid's points move to the next parameter average, where evaluations are.
+  for (std::int64_t at = at_sync(state_.step == lo ? lo + delta : state_.step); at < hi;
+       at = at_sync(std::min(hi, at + delta))) {
     while (state_.step < at) step(state_.step, /*replay=*/true);
     ++evals;
     if (evaluate_now(true)) {
@@ -365,7 +402,7 @@ void TrainLoop::refine_crossing() {
 // signal ends it; then the final status and checkpoint.
 TrainOutcome TrainLoop::run() {
   const double wall_before = out_.wall_time_s;  // time spent before a resume
-  next_eval_ = next_eval_after(state_.step, cfg_.eval_every, cfg_.eval_growth);
+  next_eval_ = at_sync(next_eval_after(state_.step, cfg_.eval_every, cfg_.eval_growth));
   if (out_.steps_to_target < 0 && !state_.below_target) take_lo_snapshot();
   // A resume from a run's final checkpoint (status no longer "running") trains no more steps.
   for (std::int64_t s = state_.step; s < ctx_.total_steps && out_.status == "running"; ++s) {
@@ -373,7 +410,9 @@ TrainOutcome TrainLoop::run() {
     if (r.verdict == StepVerdict::kDiverged) break;
     log_step(r);
     if (evaluate_if_due() == Continue::kStop) break;
-    if (r.stop) {  // the step is done and logged; the final checkpoint below saves it
+    // The step is done and logged; the final checkpoint below saves it. Local SGD: the stop
+    // waits for the next parameter average, where rank 0's checkpoint holds every rank's state.
+    if (r.stop && in_sync(out_.steps)) {
       out_.status = "interrupted";
       out_.interrupt_signal = interrupt_signal() != 0 ? interrupt_signal() : SIGTERM;
       break;
@@ -384,6 +423,9 @@ TrainOutcome TrainLoop::run() {
       t_checkpoint_ = Clock::now();
     }
   }
+  // A divergence can end a local SGD run between averages: the run's model is the average.
+  if (!in_sync(out_.steps))
+    average_over_ranks(store_.params(), ctx_.optimizer, store_.grads(), ctx_.comm);
   progress_.finish();
   out_.wall_time_s = wall_before + seconds_since(t_start_);
   out_.samples_per_s = out_.steps * cfg_.global_batch / std::max(out_.wall_time_s, 1e-9);
@@ -395,10 +437,11 @@ TrainOutcome TrainLoop::run() {
 // Evaluates when due; steps-to-result is the first evaluated step meeting the target, its
 // crossing then refined. kStop: the target is met with stop_at_target, or the trial is pruned.
 TrainLoop::Continue TrainLoop::evaluate_if_due() {
-  const bool prune_step = cfg_.prune_at_step > 0 && out_.steps == cfg_.prune_at_step;
+  // Local SGD evaluates the ranks' average: an evaluation due inside a period moves to its end.
+  const bool prune_step = cfg_.prune_at_step > 0 && out_.steps == at_sync(cfg_.prune_at_step);
   if (out_.steps != next_eval_ && out_.steps != ctx_.total_steps && !prune_step)
     return Continue::kGoOn;
-  next_eval_ = next_eval_after(out_.steps, cfg_.eval_every, cfg_.eval_growth);
+  next_eval_ = at_sync(next_eval_after(out_.steps, cfg_.eval_every, cfg_.eval_growth));
   const bool met = evaluate_now(false);
   if (met && out_.steps_to_target < 0) {
     out_.steps_to_target = out_.steps;
@@ -419,9 +462,12 @@ TrainLoop::Continue TrainLoop::evaluate_if_due() {
 
 // Every rank asks (the state may need collectives; rank 0 writes): every checkpoint_every
 // steps or when rank 0's wall-time interval has passed; the last step's is the final one.
+// Local SGD: only at a parameter average (checkpoint_every is a multiple of H), where rank 0's
+// state is every rank's; the wall-time vote stands until then.
 bool TrainLoop::checkpoint_due(const StepResult& r) const {
   const bool by_steps = ctx_.checkpoint_every > 0 && out_.steps % ctx_.checkpoint_every == 0;
-  return ctx_.checkpoint && (by_steps || r.checkpoint_due) && out_.steps < ctx_.total_steps;
+  return ctx_.checkpoint && (by_steps || r.checkpoint_due) && out_.steps < ctx_.total_steps &&
+         in_sync(out_.steps);
 }
 
 std::string TrainLoop::final_status() const {

@@ -17,7 +17,7 @@
 #include "core/gemm.hpp"
 #include "core/rng.hpp"
 #include "optim/optimizer_options.hpp"
-#include "nn/loss.hpp"
+#include "nn/cpu/loss.hpp"
 #include "nn/model.hpp"
 
 using namespace lbt;

@@ -8,7 +8,7 @@
 
 #include "noise/hessian_noise.hpp"
 #include "noise/noise_keys.hpp"
-#include "nn/loss.hpp"
+#include "nn/backend.hpp"
 
 namespace lbt::experiments {
 namespace {
@@ -33,10 +33,10 @@ void mean_gradient(nn::Model& model, const data::Dataset& data,
     }
     const float* out_act = model.forward(x.data(), b, true);
     if (data.is_classification()) {
-      nn::softmax_cross_entropy(out_act, labels.data(), b, model.output_dim(), model.output_grad(),
+      model.backend().softmax_cross_entropy(out_act, labels.data(), b, model.output_dim(), model.output_grad(),
                                 scale, nullptr);
     } else {
-      nn::half_squared_error(out_act, targets.data(), b, model.output_dim(), model.output_grad(),
+      model.backend().half_squared_error(out_act, targets.data(), b, model.output_dim(), model.output_grad(),
                              scale);
     }
     model.backward(x.data(), b, /*accumulate=*/start > 0);

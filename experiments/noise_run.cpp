@@ -12,7 +12,6 @@
 #include "core/rng.hpp"
 #include "experiments/hessian_probe.hpp"
 #include "trainer/comm/communicator.hpp"
-#include "nn/loss.hpp"
 #include "trainer/noise_log.hpp"
 #include "trainer/run_config.hpp"
 #include "trainer/train_keys.hpp"

@@ -182,11 +182,12 @@ RunResult run_training(Config& config, const RunOptions& options, comm::Communic
 
   // ---- sharded step (trainer/sharded_step.hpp): with an elementwise optimizer on one node,
   //      the parameters are kept once, in memory every rank maps, and each rank updates its
-  //      range. Not with a probe: `lbt noise` perturbs the parameters rank by rank ----
+  //      range. Not with a probe: `lbt noise` perturbs the parameters rank by rank. Not with
+  //      local SGD (train.sync_every > 1): each rank steps its own copy between averages ----
   const std::size_t num_params = model->store().num_params();
   trainer::ParamRange my_range{0, num_params};
   bool shared_params = false;
-  if (comm.size() > 1 && optimizer->elementwise() && !probe) {
+  if (comm.size() > 1 && optimizer->elementwise() && !probe && !cfg.local_sgd.enabled()) {
     comm::LentMemory shared = comm.shared_parameter_memory(num_params);
     if (!shared.floats.empty()) {
       model->place_params(shared.floats, std::move(shared.owner), comm.rank() == 0);

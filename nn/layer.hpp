@@ -9,6 +9,7 @@
 
 #include "core/params.hpp"
 #include "core/rng.hpp"
+#include "nn/shape.hpp"
 
 namespace lbt::nn {
 
@@ -18,6 +19,8 @@ class Layer {
   virtual std::string describe() const = 0;  // "Linear(784->512)"
   virtual std::int64_t in_features() const = 0;
   virtual std::int64_t out_features() const = 0;
+  // The per-example output as an image [C, H, W]; flat layers give [out_features, 1, 1].
+  virtual Shape3 out_shape() const { return {out_features(), 1, 1}; }
   // Registers parameter tensors in `store` (before store.allocate()).
   virtual void register_params(ParameterStore& store, const std::string& prefix) {}
   // Takes pointers to its parameters (after store.allocate()) and initialises them.

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "nn/linear.hpp"
+#include "nn/cpu/linear.hpp"
 
 namespace lbt::nn {
 

@@ -10,17 +10,19 @@
 
 namespace lbt::nn {
 std::unique_ptr<Model> Model::from_spec(const std::string& spec, InitScheme init,
-                                        const std::vector<std::int64_t>& input_shape) {
+                                        const std::vector<std::int64_t>& input_shape,
+                                        const Backend& backend) {
   ExpandedSpec expanded = expand_spec(spec, input_shape);
-  auto model = std::make_unique<Model>();
+  auto model = std::make_unique<Model>(backend);
   build_layers(*model, expanded.layers, expanded.input_shape, "model.spec '" + spec + "'", init);
   model->set_spec(spec, std::move(expanded.input_shape));
   return model;
 }
 
 std::unique_ptr<Model> Model::from_layers(const std::vector<LayerSpec>& layers, InitScheme init,
-                                          const std::vector<std::int64_t>& input_shape) {
-  auto model = std::make_unique<Model>();
+                                          const std::vector<std::int64_t>& input_shape,
+                                          const Backend& backend) {
+  auto model = std::make_unique<Model>(backend);
   build_layers(*model, layers, input_shape, "model.layers", init);
   model->set_spec("model.layers", input_shape);
   return model;

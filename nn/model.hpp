@@ -19,11 +19,12 @@
 
 #include "core/params.hpp"
 #include "core/tensor.hpp"
-#include "nn/batch_norm.hpp"
-#include "nn/conv2d.hpp"
+#include "nn/backend.hpp"
+#include "nn/cpu/batch_norm.hpp"
+#include "nn/cpu/conv2d.hpp"
 #include "nn/layer.hpp"
+#include "nn/layer_options.hpp"
 #include "nn/layer_spec.hpp"
-#include "nn/linear.hpp"
 
 namespace lbt::nn {
 
@@ -32,14 +33,17 @@ class Model {
   // Throws ConfigError naming `spec` and the valid forms when it cannot be parsed.
   // @param input_shape per-example shape from the dataset ({1, 28, 28}); empty: the family's
   //        default (cnn: [1, 28, 28], resnet: [3, 32, 32]); mlp/linear ignore it.
+  // The layers are made by `backend` (nn/backend.hpp), the CPU one unless another is given.
   static std::unique_ptr<Model> from_spec(const std::string& spec, InitScheme init,
-                                          const std::vector<std::int64_t>& input_shape = {});
+                                          const std::vector<std::int64_t>& input_shape = {},
+                                          const Backend& backend = cpu_backend());
   // The same from a layer list ([[model.layers]], layer_spec.hpp) for examples of `input_shape`
   // (the dataset's); throws ConfigError naming the layer that does not fit.
   static std::unique_ptr<Model> from_layers(const std::vector<LayerSpec>& layers, InitScheme init,
-                                            const std::vector<std::int64_t>& input_shape);
+                                            const std::vector<std::int64_t>& input_shape,
+                                            const Backend& backend = cpu_backend());
 
-  Model() = default;
+  explicit Model(const Backend& backend = cpu_backend()) : backend_(&backend) {}
   Model(const Model&) = delete;
   Model& operator=(const Model&) = delete;
 
@@ -70,6 +74,8 @@ class Model {
 
   std::int64_t input_dim() const { return layers_.front()->in_features(); }
   std::int64_t output_dim() const { return layers_.back()->out_features(); }
+  // What computes this model's layers and the loss and reductions on its buffers.
+  const Backend& backend() const { return *backend_; }
   ParameterStore& store() { return store_; }
   const ParameterStore& store() const { return store_; }
   const std::vector<std::unique_ptr<Layer>>& layers() const { return layers_; }
@@ -97,14 +103,15 @@ class Model {
   }
 
  private:
+  const Backend* backend_;
   std::string spec_;
   std::vector<std::int64_t> input_shape_;
   std::vector<std::unique_ptr<Layer>> layers_;
   std::vector<AlignedBuffer> acts_, grads_;  // per layer output and its gradient
-  // A convolution followed by a BatchNorm, as ResNet's stem: in train mode the convolution sums
-  // its output's per-plane moments for the BatchNorm's statistics (no pass over the output),
-  // and where it can it reads the BatchNorm's output gradient through the BatchNorm's map
-  // (the BatchNorm's input gradient is not written and read back). Indexed by the conv's layer.
+  // CPU backend: a convolution followed by a BatchNorm, as ResNet's stem: in train mode the
+  // convolution sums its output's per-plane moments for the BatchNorm's statistics (no pass over
+  // the output), and where it can it reads the BatchNorm's output gradient through the BatchNorm's
+  // map (the BatchNorm's input gradient is not written and read back). Indexed by the conv's layer.
   struct ConvBatchNorm {
     Conv2d* conv = nullptr;
     BatchNorm* bn = nullptr;

@@ -5,14 +5,9 @@
 #include <memory>
 
 #include "core/error.hpp"
-#include "nn/basic_block.hpp"
-#include "nn/batch_norm.hpp"
-#include "nn/conv2d.hpp"
-#include "nn/dropout.hpp"
+#include "nn/backend.hpp"
 #include "nn/layer_spec.hpp"
 #include "nn/model.hpp"
-#include "nn/pool.hpp"
-#include "nn/relu.hpp"
 
 namespace lbt::nn {
 namespace {
@@ -35,10 +30,11 @@ Flow input_flow(const std::vector<std::int64_t>& shape) {
   return {false, {shape.empty() ? 0 : features, 1, 1}};
 }
 
-// Builds one layer at a time; `where` prefixes every error ("model.layers[3] (conv)").
+// Builds one layer at a time, each made by the model's backend.
 class Builder {
  public:
-  Builder(Model& model, Flow flow, InitScheme init) : model_(model), flow_(flow), init_(init) {}
+  Builder(Model& model, Flow flow, InitScheme init)
+      : model_(model), backend_(model.backend()), flow_(flow), init_(init) {}
 
   // Adds layers[i] (and layers[i + 1] where the pair is fused); returns how many it used.
   std::size_t add(const std::vector<LayerSpec>& layers, std::size_t i) {
@@ -56,7 +52,7 @@ class Builder {
     else if (l.type == "conv")
       add_conv(l);
     else if (l.type == "relu")
-      model_.add(std::make_unique<Relu>(flow_.features()));
+      model_.add(backend_.relu(flow_.features()));
     else if (l.type == "pool")
       add_pool(l, false);
     else if (l.type == "avgpool")
@@ -64,7 +60,7 @@ class Builder {
     else if (l.type == "global_avgpool")
       add_global_avgpool();
     else if (l.type == "dropout")
-      model_.add(std::make_unique<Dropout>(flow_.features(), l.p));
+      model_.add(backend_.dropout(flow_.features(), l.p));
     else if (l.type == "residual")
       add_residual(l);
     else
@@ -90,51 +86,49 @@ class Builder {
     if (in <= 0) {
       throw ConfigError("has no input size", "the dataset gives none: start with a spec string");
     }
-    model_.add(std::make_unique<Linear>(in, l.out, init_, l.bias));
+    model_.add(backend_.linear(in, l.out, init_, l.bias));
     flow_ = {false, {l.out, 1, 1}};
   }
   void add_conv(const LayerSpec& l) {
     need_image("conv");
-    auto conv = std::make_unique<Conv2d>(flow_.shape,
-                                         Conv2dOptions{.out_channels = l.out,
-                                                       .kernel = l.kernel,
-                                                       .stride = l.stride,
-                                                       .padding = l.padding,
-                                                       .bias = l.bias},
-                                         init_);
-    flow_.shape = conv->out_shape();
-    model_.add(std::move(conv));
+    add_image_layer(backend_.conv2d(flow_.shape,
+                                    Conv2dOptions{.out_channels = l.out,
+                                                  .kernel = l.kernel,
+                                                  .stride = l.stride,
+                                                  .padding = l.padding,
+                                                  .bias = l.bias},
+                                    init_));
   }
   void add_pool(const LayerSpec& l, bool relu) {
     need_image("pool");
-    auto pool = std::make_unique<MaxPool2d>(flow_.shape, l.kernel, l.stride, relu);
-    flow_.shape = pool->out_shape();
-    model_.add(std::move(pool));
+    add_image_layer(backend_.max_pool(flow_.shape, l.kernel, l.stride, relu));
   }
   void add_avgpool(const LayerSpec& l) {
     need_image("avgpool");
-    auto pool = std::make_unique<AvgPool2d>(flow_.shape, l.kernel, l.stride);
-    flow_.shape = pool->out_shape();
-    model_.add(std::move(pool));
+    add_image_layer(backend_.avg_pool(flow_.shape, l.kernel, l.stride));
   }
   void add_global_avgpool() {
     need_image("global_avgpool");
-    model_.add(std::make_unique<GlobalAvgPool>(flow_.shape));
+    model_.add(backend_.global_avg_pool(flow_.shape));
     flow_ = {false, {flow_.shape.c, 1, 1}};
   }
   // Per channel of an image; per feature of flat input (a [features, 1, 1] image).
   bool add_batchnorm(bool relu) {
-    model_.add(std::make_unique<BatchNorm>(flow_.shape, BatchNormOptions{.relu = relu}));
+    model_.add(backend_.batch_norm(flow_.shape, BatchNormOptions{.relu = relu}));
     return relu;
   }
   void add_residual(const LayerSpec& l) {
     need_image("residual");
-    auto block = std::make_unique<BasicBlock>(flow_.shape, l.out, l.stride, init_);
-    flow_.shape = block->out_shape();
-    model_.add(std::move(block));
+    add_image_layer(backend_.residual(flow_.shape, l.out, l.stride, init_));
+  }
+
+  void add_image_layer(std::unique_ptr<Layer> layer) {
+    flow_.shape = layer->out_shape();
+    model_.add(std::move(layer));
   }
 
   Model& model_;
+  const Backend& backend_;
   Flow flow_;
   InitScheme init_;
   std::size_t at_ = 0;

@@ -5,8 +5,8 @@
 #include <span>
 #include <vector>
 
+#include "nn/backend.hpp"
 #include "trainer/loop.hpp"
-#include "nn/loss.hpp"
 
 namespace lbt::trainer {
 
@@ -17,11 +17,12 @@ double batch_loss(nn::Model& model, const float* out, const data::Dataset& data,
                   float grad_scale, bool want_grad, std::int64_t* correct) {
   float* dout = want_grad ? model.output_grad() : nullptr;
   if (data.is_classification()) {
-    return nn::softmax_cross_entropy(out, labels, batch, model.output_dim(), dout, grad_scale,
-                                     correct);
+    return model.backend().softmax_cross_entropy(out, labels, batch, model.output_dim(), dout,
+                                                 grad_scale, correct);
   }
   if (correct) *correct = 0;
-  return nn::half_squared_error(out, targets, batch, model.output_dim(), dout, grad_scale);
+  return model.backend().half_squared_error(out, targets, batch, model.output_dim(), dout,
+                                            grad_scale);
 }
 
 namespace {

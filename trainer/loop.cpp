@@ -10,9 +10,11 @@
 #include <nlohmann/json.hpp>
 #include <vector>
 
+#include "core/sum_squares.hpp"
 #include "trainer/data/prefetch.hpp"
 #include "trainer/evaluation.hpp"
 #include "trainer/interrupt.hpp"
+#include "trainer/local_sgd.hpp"
 #include "trainer/noise_log.hpp"
 #include "trainer/progress.hpp"
 #include "trainer/snapshot.hpp"
@@ -59,7 +61,7 @@ class TrainLoop {
         progress_(ctx.progress && ctx.comm.rank() == 0, ctx.total_steps),
         noise_(ctx.noise, ctx.comm.size(), cfg_.micro_batch, cfg_.accum_steps, store_.segments(),
                per_example_support(model_)),
-        sums_(3 + noise_.num_slots() + 2) {
+        sums_(3 + noise_.num_slots() + 1 + 2) {
     model_.reserve(cfg_.micro_batch);
     if (!ctx.data.train.is_classification()) progress_.set_val_label("val_mse");
     out_.total_steps = ctx.total_steps;
@@ -76,6 +78,7 @@ class TrainLoop {
     StepVerdict verdict;
     double loss, grad_norm, lr;
     bool stop, checkpoint_due;
+    std::string skip_reason;  // why judge_step skipped or stopped
   };
 
   void start_data_at(std::int64_t step) {
@@ -83,7 +86,26 @@ class TrainLoop {
     prefetch_ = std::make_unique<data::Prefetcher>(ctx_.data.train, ctx_.sampler, cfg_.micro_batch,
                                                    cfg_.accum_steps, step, /*depth=*/3, augment_);
   }
+  enum class Continue { kGoOn, kStop };
+  Continue evaluate_if_due();
+  bool checkpoint_due(const StepResult& r) const;
+  std::string final_status() const;
   StepResult step(std::int64_t step, bool replay);
+  void forward_backward(std::int64_t step, bool replay);
+  StepResult reduce(std::int64_t step, bool replay);
+  StepVerdict judge(std::int64_t step, StepResult& r);
+  void update_noise(std::int64_t step, const StepResult& r);
+  void apply_update(std::int64_t step, const StepResult& r, bool replay);
+  void sync_parameters(std::int64_t step);
+  // Local SGD (local_sgd.hpp): whether every rank holds the same parameters after `steps`
+  // steps, and the first such step count >= `steps`. Always true / `steps` when H = 1.
+  bool in_sync(std::int64_t steps) const {
+    return cfg_.local_sgd.in_sync_after(steps, ctx_.total_steps);
+  }
+  std::int64_t at_sync(std::int64_t steps) const {
+    return cfg_.local_sgd.sync_point_at_or_after(steps, ctx_.total_steps);
+  }
+  std::span<double> noise_sums() { return std::span<double>(sums_).subspan(3, noise_.num_slots()); }
   void log_step(const StepResult& r);
   bool evaluate_now(bool refinement);  // true: the target is met
   void keep_best_and_final(const Evaluation& e);
@@ -129,79 +151,119 @@ class TrainLoop {
   Progress progress_;
   noise::OnlineEstimator noise_;
   TapBuffers taps_;
-  // loss, correct, examples on this rank; then the noise estimator's sums; then two votes that
-  // ride on the same allreduce, so every rank acts on them after the same step: stop (a signal
-  // reached a rank) and checkpoint now (rank 0's wall-time interval has passed)
+  // loss, correct, examples on this rank; then the noise estimator's sums; then |g_local|^2 of a
+  // local SGD step; then two votes that ride on the same allreduce, so every rank acts on them
+  // after the same step: stop (a signal reached a rank) and checkpoint now (rank 0's wall-time
+  // interval has passed)
   std::vector<double> sums_;
   Clock::time_point t_start_ = Clock::now(), t_window_ = t_start_, t_checkpoint_ = t_start_;
   std::int64_t window_steps_ = 0;
+  std::int64_t next_eval_ = 0;  // the next step that evaluates
 };
 
-// Forward/backward over the micro-batches, allreduce, divergence check, update. A replayed
-// step (the target refinement) computes the same numbers bit for bit but feeds no noise
-// estimate (its gradient was counted the first time) and takes no probe.
+// One optimizer step, as the algorithm reads (docs/DESIGN.md "Data flow of one training
+// step"). A replayed step (the target refinement) computes the same numbers bit for bit but
+// feeds no noise estimate (its gradient was counted the first time) and takes no probe.
+// A local SGD step (Lin et al. 2020, Alg. 1) skips the gradient allreduce and the noise
+// estimate, which needs it; every H steps sync_parameters averages the ranks' models. The
+// probe runs only where every rank holds the same parameters.
 TrainLoop::StepResult TrainLoop::step(std::int64_t step, bool replay) {
-  if (ctx_.probe && !replay) ctx_.probe(step);
+  const bool local = cfg_.local_sgd.local_step(step);
+  if (ctx_.probe && !replay && in_sync(step)) ctx_.probe(step);
+  forward_backward(step, replay);       // this rank's gradient over accum micro-batches
+  StepResult r = reduce(step, replay);  // the global-batch mean gradient, loss and votes
+  r.verdict = judge(step, r);           // divergence, on numbers every rank agrees on
+  if (r.verdict == StepVerdict::kDiverged) return r;
+  if (!replay && !local) update_noise(step, r);  // small and big batch: the noise scale
+  r.lr = ctx_.schedule(step);
+  apply_update(step, r, replay);  // the optimizer, unless a spike is skipped
+  sync_parameters(step);          // local SGD: the ranks' average every H steps
+  out_.steps = state_.step = step + 1;
+  return r;
+}
+
+// Forward/backward over the micro-batches: the first writes the flat gradient buffer, the rest
+// add to it (no zeroing pass). sums_[0..2]: loss, correct, examples on this rank.
+void TrainLoop::forward_backward(std::int64_t step, bool replay) {
   const std::int64_t b = cfg_.micro_batch;
-  const data::Dataset& train_data = ctx_.data.train;
-  // ---- forward / backward over accum micro-batches: the first writes grads_flat, the rest
-  //      add to it (no zeroing pass) ----
   std::fill(sums_.begin(), sums_.begin() + 3, 0.0);
   for (std::int64_t micro = 0; micro < cfg_.accum_steps; ++micro) {
     const data::Batch& batch = prefetch_->next();
     const float* logits = model_.forward(batch.x.data(), b, true);
     std::int64_t correct = 0;
-    sums_[0] += batch_loss(model_, logits, train_data, batch.labels.data(), batch.targets.data(), b,
-                           grad_scale_, true, &correct);
+    sums_[0] += batch_loss(model_, logits, ctx_.data.train, batch.labels.data(),
+                           batch.targets.data(), b, grad_scale_, true, &correct);
     sums_[1] += static_cast<double>(correct);
     sums_[2] += static_cast<double>(b);
     model_.backward(batch.x.data(), b, /*accumulate=*/micro > 0);
-    if (!replay)
+    if (!replay && !cfg_.local_sgd.local_step(step))
       noise_.after_micro_batch(step, store_.grads(), example_taps(model_, batch.x.data(), taps_));
   }
-  // ---- one fused allreduce of the flat gradient buffer: the global-batch mean gradient ----
-  const std::span<double> noise_sums = std::span<double>(sums_).subspan(3, noise_.num_slots());
-  if (!replay) noise_.before_allreduce(step, store_.grads(), noise_sums);  // the small batch
+}
+
+// One fused allreduce of the flat gradient buffer (its squared norm on the way), then one of
+// the small sums: loss, correct, examples, the noise estimator's sums, and two votes that ride
+// along so every rank acts on them after the same step: stop (a signal reached a rank) and
+// checkpoint now (rank 0's wall-time interval has passed). A local SGD step keeps its own
+// gradient (Lin et al. Alg. 1); its grad_norm is the RMS over ranks of the local norms.
+TrainLoop::StepResult TrainLoop::reduce(std::int64_t step, bool replay) {
+  const bool local = cfg_.local_sgd.local_step(step);
+  double& local_sq = sums_[sums_.size() - 3];
   double& stop_vote = sums_[sums_.size() - 2];
   double& checkpoint_vote = sums_[sums_.size() - 1];
+  if (local) {  // no small/big batch pair for the noise scale
+    std::fill(noise_sums().begin(), noise_sums().end(), 0.0);
+    local_sq = sum_squares(store_.grads());
+  } else {
+    if (!replay) noise_.before_allreduce(step, store_.grads(), noise_sums());  // the small batch
+    local_sq = 0.0;
+  }
   stop_vote = replay ? 0 : interrupt_signal();
   checkpoint_vote = !replay && ctx_.comm.rank() == 0 && ctx_.checkpoint_every_seconds > 0 &&
                     seconds_since(t_checkpoint_) >= ctx_.checkpoint_every_seconds;
   StepResult r{};
-  r.grad_norm = std::sqrt(ctx_.comm.allreduce_sq_norm(store_.grads(), comm::ReduceOp::kAvg));
+  if (!local)
+    r.grad_norm = std::sqrt(ctx_.comm.allreduce_sq_norm(store_.grads(), comm::ReduceOp::kAvg));
   ctx_.comm.allreduce(std::span<double>(sums_), comm::ReduceOp::kSum);
+  if (local) r.grad_norm = std::sqrt(local_sq / ctx_.comm.size());
   r.loss = sums_[0] / sums_[2];
   r.stop = stop_vote > 0;
   r.checkpoint_due = checkpoint_vote > 0;
-  // ---- divergence: judged on the allreduced numbers (every rank agrees), before the update
-  //      can spoil the parameters ----
-  std::string reason;
-  r.verdict = judge_step(cfg_.divergence, state_.divergence, r.loss, r.grad_norm, reason);
+  return r;
+}
+
+// Divergence, judged before the update can spoil the parameters; records a divergence.
+StepVerdict TrainLoop::judge(std::int64_t step, StepResult& r) {
+  const StepVerdict verdict =
+      judge_step(cfg_.divergence, state_.divergence, r.loss, r.grad_norm, r.skip_reason);
   out_.skipped_steps = state_.divergence.skipped_steps;
   out_.last_loss = r.loss;
-  if (r.verdict == StepVerdict::kDiverged) {
+  if (verdict == StepVerdict::kDiverged) {
     out_.status = "diverged";
     out_.diverged_step = step;
-    out_.divergence_reason = reason;
-    return r;
+    out_.divergence_reason = r.skip_reason;
+  } else if (verdict == StepVerdict::kUpdate) {
+    out_.last_finite_loss = r.loss;
   }
-  if (r.verdict == StepVerdict::kUpdate) out_.last_finite_loss = r.loss;
+  return verdict;
+}
 
-  // ---- noise scale: |g_global|^2 is the big batch; a noise.jsonl line every noise.every (a
-  //      skipped spike's gradient is not a sample of the gradient noise) ----
-  if (replay) {
-  } else if (r.verdict == StepVerdict::kSkip) {
+// |g_global|^2 is the big batch; a noise.jsonl line every noise.every. A skipped spike's
+// gradient is not a sample of the gradient noise.
+void TrainLoop::update_noise(std::int64_t step, const StepResult& r) {
+  if (r.verdict == StepVerdict::kSkip) {
     noise_.discard_step();
   } else if (const auto* report =
-                 noise_.after_allreduce(step, store_.grads(), r.grad_norm, noise_sums)) {
+                 noise_.after_allreduce(step, store_.grads(), r.grad_norm, noise_sums())) {
     log_noise(*report, ctx_.noise.window_steps, ctx_.run_dir);
     if (const auto* h = noise_.headline())
       progress_.set_noise_scale(h->b_simple, h->ci_low, h->ci_high);
   }
+}
 
-  // ---- update (a skipped spike drops this batch; the step still counts, so the schedule and
-  //      the sampler stay where an uninterrupted run would be) ----
-  r.lr = ctx_.schedule(step);
+// The optimizer step over this rank's segments. A skipped spike drops this batch; the step
+// still counts, so the schedule and the sampler stay where an uninterrupted run would be.
+void TrainLoop::apply_update(std::int64_t step, const StepResult& r, bool replay) {
   if (r.verdict == StepVerdict::kUpdate) {
     const std::span<const Segment> segments = ctx_.shared_params
                                                   ? std::span<const Segment>(ctx_.update_segments)
@@ -209,12 +271,18 @@ TrainLoop::StepResult TrainLoop::step(std::int64_t step, bool replay) {
     ctx_.optimizer.step({store_.params(), store_.grads(), segments, r.lr, step});
   } else if (ctx_.comm.rank() == 0 && !replay) {
     std::fprintf(stderr, "warning: step %lld skipped: %s (loss %g)\n",
-                 static_cast<long long>(step + 1), reason.c_str(), r.loss);
+                 static_cast<long long>(step + 1), r.skip_reason.c_str(), r.loss);
   }
   // Shared parameters: no rank reads them for the next forward before every range is updated.
   if (ctx_.shared_params) ctx_.comm.barrier();
-  out_.steps = state_.step = step + 1;
-  return r;
+}
+
+// Lin et al. 2020, Alg. 1: after the local step that completes a period of H, every rank takes
+// the average of the ranks' parameters (and optimizer state, local_sgd.hpp), as after the run's
+// last step. The sync points depend on the step alone, so a replay or a resume meets the same.
+void TrainLoop::sync_parameters(std::int64_t step) {
+  if (!cfg_.local_sgd.local_step(step) || !in_sync(step + 1)) return;
+  average_over_ranks(store_.params(), ctx_.optimizer, store_.grads(), ctx_.comm);
 }
 
 // metrics.jsonl (a skipped step is always logged, marked "skipped") and the progress line.
@@ -312,8 +380,9 @@ void TrainLoop::refine_crossing() {
   int evals = 0;
   // Resumed from a checkpoint without it (another process layout): walk from the resumed step.
   restore_below_target();
-  for (std::int64_t at = state_.step == lo ? lo + delta : state_.step; at < hi;
-       at = std::min(hi, at + delta)) {
+  // Local SGD: the grid's points move to the next parameter average, where evaluations are.
+  for (std::int64_t at = at_sync(state_.step == lo ? lo + delta : state_.step); at < hi;
+       at = at_sync(std::min(hi, at + delta))) {
     while (state_.step < at) step(state_.step, /*replay=*/true);
     ++evals;
     if (evaluate_now(true)) {
@@ -329,63 +398,81 @@ void TrainLoop::refine_crossing() {
   out_.refinement_evals = evals;
 }
 
+// The run: steps until the budget, the target (stop_at_target), a prune, a divergence or a
+// signal ends it; then the final status and checkpoint.
 TrainOutcome TrainLoop::run() {
   const double wall_before = out_.wall_time_s;  // time spent before a resume
-  std::int64_t next_eval = next_eval_after(state_.step, cfg_.eval_every, cfg_.eval_growth);
+  next_eval_ = at_sync(next_eval_after(state_.step, cfg_.eval_every, cfg_.eval_growth));
   if (out_.steps_to_target < 0 && !state_.below_target) take_lo_snapshot();
   // A resume from a run's final checkpoint (status no longer "running") trains no more steps.
   for (std::int64_t s = state_.step; s < ctx_.total_steps && out_.status == "running"; ++s) {
     const StepResult r = step(s, /*replay=*/false);
     if (r.verdict == StepVerdict::kDiverged) break;
     log_step(r);
-
-    // ---- evaluate; steps-to-result is the first evaluated step meeting the target ----
-    const bool prune_step = cfg_.prune_at_step > 0 && out_.steps == cfg_.prune_at_step;
-    if (out_.steps == next_eval || out_.steps == ctx_.total_steps || prune_step) {
-      next_eval = next_eval_after(out_.steps, cfg_.eval_every, cfg_.eval_growth);
-      const bool met = evaluate_now(false);
-      if (met && out_.steps_to_target < 0) {
-        out_.steps_to_target = out_.steps;
-        out_.examples_to_target = out_.steps * cfg_.global_batch;
-        refine_crossing();
-        state_.below_target.reset();  // not needed any more (nor in checkpoints)
-      } else if (out_.steps_to_target < 0) {
-        out_.steps_lo = out_.steps;
-        take_lo_snapshot();
-      }
-      if (met && cfg_.stop_at_target) break;
-      if (prune_step && out_.steps_to_target < 0) {
-        out_.status = "pruned";  // cannot beat the best trial at its batch size
-        break;
-      }
-    }
-    if (r.stop) {  // the step is done and logged; the final checkpoint below saves it
+    if (evaluate_if_due() == Continue::kStop) break;
+    // The step is done and logged; the final checkpoint below saves it. Local SGD: the stop
+    // waits for the next parameter average, where rank 0's checkpoint holds every rank's state.
+    if (r.stop && in_sync(out_.steps)) {
       out_.status = "interrupted";
       out_.interrupt_signal = interrupt_signal() != 0 ? interrupt_signal() : SIGTERM;
       break;
     }
-
-    // ---- checkpoint (every rank calls: state may need collectives; rank 0 writes) ----
-    const bool by_steps = ctx_.checkpoint_every > 0 && out_.steps % ctx_.checkpoint_every == 0;
-    if (ctx_.checkpoint && (by_steps || r.checkpoint_due) && out_.steps < ctx_.total_steps) {
+    if (checkpoint_due(r)) {
       out_.wall_time_s = wall_before + seconds_since(t_start_);
       checkpoint();
       t_checkpoint_ = Clock::now();
     }
   }
+  // A divergence can end a local SGD run between averages: the run's model is the average.
+  if (!in_sync(out_.steps))
+    average_over_ranks(store_.params(), ctx_.optimizer, store_.grads(), ctx_.comm);
   progress_.finish();
   out_.wall_time_s = wall_before + seconds_since(t_start_);
   out_.samples_per_s = out_.steps * cfg_.global_batch / std::max(out_.wall_time_s, 1e-9);
-  if (out_.status == "running") {
-    if (out_.steps_to_target >= 0)
-      out_.status = "reached_target";
-    else if (cfg_.target.enabled())
-      out_.status = "budget_exhausted";
-    else
-      out_.status = "completed";
-  }
+  if (out_.status == "running") out_.status = final_status();
   if (ctx_.checkpoint) checkpoint();  // the final state, whatever the status
   return out_;
+}
+
+// Evaluates when due; steps-to-result is the first evaluated step meeting the target, its
+// crossing then refined. kStop: the target is met with stop_at_target, or the trial is pruned.
+TrainLoop::Continue TrainLoop::evaluate_if_due() {
+  // Local SGD evaluates the ranks' average: an evaluation due inside a period moves to its end.
+  const bool prune_step = cfg_.prune_at_step > 0 && out_.steps == at_sync(cfg_.prune_at_step);
+  if (out_.steps != next_eval_ && out_.steps != ctx_.total_steps && !prune_step)
+    return Continue::kGoOn;
+  next_eval_ = at_sync(next_eval_after(out_.steps, cfg_.eval_every, cfg_.eval_growth));
+  const bool met = evaluate_now(false);
+  if (met && out_.steps_to_target < 0) {
+    out_.steps_to_target = out_.steps;
+    out_.examples_to_target = out_.steps * cfg_.global_batch;
+    refine_crossing();
+    state_.below_target.reset();  // not needed any more (nor in checkpoints)
+  } else if (out_.steps_to_target < 0) {
+    out_.steps_lo = out_.steps;
+    take_lo_snapshot();
+  }
+  if (met && cfg_.stop_at_target) return Continue::kStop;
+  if (prune_step && out_.steps_to_target < 0) {
+    out_.status = "pruned";  // cannot beat the best trial at its batch size
+    return Continue::kStop;
+  }
+  return Continue::kGoOn;
+}
+
+// Every rank asks (the state may need collectives; rank 0 writes): every checkpoint_every
+// steps or when rank 0's wall-time interval has passed; the last step's is the final one.
+// Local SGD: only at a parameter average (checkpoint_every is a multiple of H), where rank 0's
+// state is every rank's; the wall-time vote stands until then.
+bool TrainLoop::checkpoint_due(const StepResult& r) const {
+  const bool by_steps = ctx_.checkpoint_every > 0 && out_.steps % ctx_.checkpoint_every == 0;
+  return ctx_.checkpoint && (by_steps || r.checkpoint_due) && out_.steps < ctx_.total_steps &&
+         in_sync(out_.steps);
+}
+
+std::string TrainLoop::final_status() const {
+  if (out_.steps_to_target >= 0) return "reached_target";
+  return cfg_.target.enabled() ? "budget_exhausted" : "completed";
 }
 
 }  // namespace

@@ -41,6 +41,18 @@ RunConfig resolve_run_config(Config& config, int world_size) {
                     std::to_string(run.train.accum_steps),
                 "remove noise.small_batches, or set train.accum_steps >= 2 on one process");
   }
+  // The noise estimators read the allreduced gradient, which local SGD's steps do not form
+  // (local_sgd.hpp): they measure in the synchronous phase only, so it must exist.
+  const LocalSgdOptions& local = run.train.local_sgd;
+  if (run.noise.enabled && local.enabled() && local.post_local_after == 0) {
+    config.fail("noise.enabled",
+                "false when every step is local SGD (no step allreduces the gradient the noise "
+                "scale needs)",
+                "true with train.sync_every = " + std::to_string(local.sync_every) +
+                    " and train.post_local_after = 0",
+                "set train.post_local_after = S > 0 to measure during the first S (synchronous) "
+                "steps, or noise.enabled = false");
+  }
   return run;
 }
 

@@ -1,4 +1,4 @@
-// A run is a directory (shared/DESIGN.md): config.toml (fully resolved), metrics.jsonl,
+// A run is a directory (docs/DESIGN.md): config.toml (fully resolved), metrics.jsonl,
 // eval.jsonl, noise.jsonl, summary.json. summary.json says "running" from the first moment,
 // so a directory whose run did not finish never looks complete.
 #pragma once

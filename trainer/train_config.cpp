@@ -208,6 +208,7 @@ TrainConfig read_train_config(Config& c, int world_size) {
     c.fail("train.checkpoint_every_seconds", ">= 0", std::to_string(t.checkpoint_every_seconds));
   if (t.checkpoint_keep < 1)
     c.fail("train.checkpoint_keep", ">= 1", std::to_string(t.checkpoint_keep));
+  t.local_sgd = read_local_sgd(c, t.checkpoint_every);
 
   if (seed < 0) c.fail("train.seed", ">= 0", std::to_string(seed));
   t.seed = static_cast<std::uint64_t>(seed);

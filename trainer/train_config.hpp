@@ -7,8 +7,9 @@
 
 #include "core/config.hpp"
 #include "trainer/divergence.hpp"
+#include "trainer/local_sgd.hpp"
 #include "nn/layer_spec.hpp"
-#include "nn/linear.hpp"
+#include "nn/layer_options.hpp"
 
 namespace lbt::trainer {
 
@@ -77,6 +78,7 @@ struct TrainConfig {
   double checkpoint_every_seconds = 300.0;  // wall time between checkpoints (0: off)
   int checkpoint_keep = 2;
   bool checkpoint_final = true;
+  LocalSgdOptions local_sgd;  // train.sync_every, train.post_local_after (local_sgd.hpp)
 };
 
 // Reads and validates; `world_size` resolves and checks the batch layout on every rank, before

@@ -123,6 +123,12 @@ const std::vector<KeySpec>& train_keys() {
        "crash loses at most this much work (0: off)", {}, "seconds"},
       {"train.checkpoint_keep", kInt, "2", "checkpoints kept"},
       {"train.checkpoint_final", kBool, "true", "write a checkpoint when the run ends"},
+      {"train.sync_every", kInt, "1",
+       "local SGD (Lin et al. 2020, arXiv:1808.07217): in the local phase each rank steps with its own mean gradient (no gradient allreduce; metrics.jsonl's grad_norm is the RMS of the ranks' norms) and parameters and optimizer state are averaged over ranks after every step that is a multiple of H, and after the last; evaluations move to the next average, checkpoints and signals wait for it; checkpoint_every must be a multiple of H; the noise scale is measured in the synchronous phase only (1: synchronous data parallel)",
+       {}, "steps"},
+      {"train.post_local_after", kInt, "0",
+       "post-local SGD: the first S steps are synchronous data parallel, local SGD (train.sync_every > 1) after them (Lin et al. switch at the first LR decay)",
+       {}, "steps"},
       {"comm.backend", kString, "\"auto\"", "auto: MPI when launched by mpirun/srun",
        {"auto", "local", "mpi"}},
   };

@@ -1,4 +1,4 @@
-// Large-batch equivalence under mpirun (shared/DESIGN.md): K ranks x micro-batch b, one rank x
+// Large-batch equivalence under mpirun (docs/DESIGN.md): K ranks x micro-batch b, one rank x
 // batch K*b, and one rank x b with K accumulation steps give the same parameters after 20 steps
 // to float rounding (Caffe TestLeastSquaresUpdate(devices), CheckAccumulation). Every rank runs
 // the two single-process references itself on a LocalCommunicator, then the world run.

@@ -9,8 +9,8 @@
 #include "core/error.hpp"
 #include "support/layer_check.hpp"
 #include "support/random.hpp"
-#include "nn/batch_norm.hpp"
-#include "nn/channels_last.hpp"
+#include "nn/cpu/batch_norm.hpp"
+#include "nn/cpu/channels_last.hpp"
 
 using namespace lbt;
 using lbt::test::check_layer;

@@ -14,13 +14,13 @@
 #include "support/gradient_check.hpp"
 #include "support/layer_check.hpp"
 #include "support/random.hpp"
-#include "nn/basic_block.hpp"
-#include "nn/batch_norm.hpp"
-#include "nn/conv2d.hpp"
-#include "nn/dropout.hpp"
-#include "nn/loss.hpp"
+#include "nn/cpu/basic_block.hpp"
+#include "nn/cpu/batch_norm.hpp"
+#include "nn/cpu/conv2d.hpp"
+#include "nn/cpu/dropout.hpp"
+#include "nn/cpu/loss.hpp"
 #include "nn/model.hpp"
-#include "nn/pool.hpp"
+#include "nn/cpu/pool.hpp"
 
 using namespace lbt;
 using lbt::test::check_gradient;

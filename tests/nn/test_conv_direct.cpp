@@ -11,8 +11,8 @@
 
 #include "support/conv_paths.hpp"
 #include "support/random.hpp"
-#include "nn/conv2d.hpp"
-#include "nn/conv_direct.hpp"
+#include "nn/cpu/conv2d.hpp"
+#include "nn/cpu/conv_direct.hpp"
 
 using namespace lbt;
 using lbt::test::normal_vector;

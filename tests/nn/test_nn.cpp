@@ -8,11 +8,11 @@
 #include "core/error.hpp"
 #include "support/gradient_check.hpp"
 #include "support/random.hpp"
-#include "nn/linear.hpp"
-#include "nn/loss.hpp"
+#include "nn/cpu/linear.hpp"
+#include "nn/cpu/loss.hpp"
 #include "nn/model.hpp"
-#include "nn/pool.hpp"
-#include "nn/relu.hpp"
+#include "nn/cpu/pool.hpp"
+#include "nn/cpu/relu.hpp"
 
 using namespace lbt;
 using lbt::test::check_gradient;

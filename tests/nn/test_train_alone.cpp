@@ -10,7 +10,7 @@
 
 #include "core/params.hpp"
 #include "core/rng.hpp"
-#include "nn/loss.hpp"
+#include "nn/cpu/loss.hpp"
 #include "nn/model.hpp"
 
 using namespace lbt;
@@ -88,8 +88,7 @@ BOOST_AUTO_TEST_CASE(linear_model_trained_through_nn_matches_gradient_descent_in
     }
     for (int k = 0; k < 9; ++k) w[k] -= lr * grad[k];
   }
-  for (int k = 0; k < 9; ++k)
-    BOOST_TEST(stored(k) == w[k], boost::test_tools::tolerance(2e-5));
+  for (int k = 0; k < 9; ++k) BOOST_TEST(stored(k) == w[k], boost::test_tools::tolerance(2e-5));
 }
 
 BOOST_AUTO_TEST_CASE(mlp_trained_through_nn_separates_four_blobs) {

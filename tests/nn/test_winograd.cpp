@@ -15,9 +15,9 @@
 
 #include "support/conv_paths.hpp"
 #include "support/random.hpp"
-#include "nn/batch_norm.hpp"
-#include "nn/conv2d.hpp"
-#include "nn/winograd.hpp"
+#include "nn/cpu/batch_norm.hpp"
+#include "nn/cpu/conv2d.hpp"
+#include "nn/cpu/winograd.hpp"
 
 using namespace lbt;
 using lbt::test::BuiltConv;

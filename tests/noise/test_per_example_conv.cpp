@@ -11,9 +11,9 @@
 #include "noise/per_example.hpp"
 #include "noise/per_example_conv.hpp"
 #include "support/random.hpp"
-#include "nn/loss.hpp"
+#include "nn/cpu/loss.hpp"
 #include "nn/model.hpp"
-#include "nn/relu.hpp"
+#include "nn/cpu/relu.hpp"
 #include "trainer/noise_log.hpp"
 
 using namespace lbt;

@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "support/random.hpp"
-#include "nn/conv2d.hpp"
+#include "nn/cpu/conv2d.hpp"
 
 namespace lbt::test {
 

@@ -11,7 +11,7 @@
 
 #include "core/error.hpp"
 #include "trainer/checkpoint.hpp"
-#include "nn/dropout.hpp"
+#include "nn/cpu/dropout.hpp"
 
 using namespace lbt;
 namespace fs = std::filesystem;

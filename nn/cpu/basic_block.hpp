@@ -8,8 +8,8 @@
 #include <memory>
 
 #include "core/tensor.hpp"
-#include "nn/batch_norm.hpp"
-#include "nn/conv2d.hpp"
+#include "nn/cpu/batch_norm.hpp"
+#include "nn/cpu/conv2d.hpp"
 
 namespace lbt::nn {
 
@@ -34,7 +34,7 @@ class BasicBlock final : public Layer {
   void forward(const float* x, float* y, std::int64_t batch, bool train) override;
   void backward(const float* x, const float* y, const float* dy, float* dx, std::int64_t batch,
                 bool accumulate) override;
-  Shape3 out_shape() const { return out_; }
+  Shape3 out_shape() const override { return out_; }
   bool has_projection() const { return static_cast<bool>(proj_conv_); }
 
  private:

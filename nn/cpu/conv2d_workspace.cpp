@@ -5,7 +5,7 @@
 // does, is counted by the residual block that calls it).
 #include <algorithm>
 
-#include "nn/conv2d.hpp"
+#include "nn/cpu/conv2d.hpp"
 
 namespace lbt::nn {
 

@@ -2,7 +2,7 @@
 //   dz = dy * [y > 0];  branch: bn2 -> conv2 -> bn1 (with its relu) -> conv1 into dx;
 //   shortcut: dx += dz (identity) or dx += conv_s^T bn_s^T dz (projection), each added in the
 //   pass of a convolution's backward that writes dx (Conv2d::backward_adding).
-#include "nn/basic_block.hpp"
+#include "nn/cpu/basic_block.hpp"
 
 namespace lbt::nn {
 

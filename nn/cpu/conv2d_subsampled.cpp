@@ -12,8 +12,8 @@
 
 #include "core/panel_gemm.hpp"
 #include "core/vec16.hpp"
-#include "nn/conv2d.hpp"
-#include "nn/short_rows.hpp"
+#include "nn/cpu/conv2d.hpp"
+#include "nn/cpu/short_rows.hpp"
 
 namespace lbt::nn {
 namespace {

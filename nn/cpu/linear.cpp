@@ -1,6 +1,6 @@
 // Linear layer; forward and backward are three GEMMs (llm.c matmul_forward/backward): OpenBLAS's,
 // or at small batches panel_gemm's, which read W where it lies.
-#include "nn/linear.hpp"
+#include "nn/cpu/linear.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -9,7 +9,7 @@
 #include "core/gemm.hpp"
 #include "core/panel_gemm.hpp"
 #include "core/tensor.hpp"
-#include "nn/parallel_chunks.hpp"
+#include "nn/cpu/parallel_chunks.hpp"
 
 namespace lbt::nn {
 

@@ -3,10 +3,9 @@
 #pragma once
 #include "core/tensor.hpp"
 #include "nn/layer.hpp"
+#include "nn/layer_options.hpp"
 
 namespace lbt::nn {
-
-enum class InitScheme { kHe, kGlorot, kZero };
 
 class Linear final : public Layer {
  public:

@@ -5,7 +5,7 @@
 //   eval backward:   dx = gamma inv_std dy   (statistics are constants)
 // with dy first masked by bn(x) > 0 when the layer includes the ReLU (options.relu).
 // Threads split the batch; per-plane partial sums are added up per channel in image order.
-#include "nn/batch_norm.hpp"
+#include "nn/cpu/batch_norm.hpp"
 
 #include <algorithm>
 #include <cmath>

@@ -12,20 +12,14 @@
 #include <vector>
 
 #include "core/tensor.hpp"
-#include "nn/conv_direct.hpp"
+#include "nn/cpu/conv_direct.hpp"
 #include "nn/layer.hpp"
-#include "nn/linear.hpp"
+#include "nn/layer_options.hpp"
+#include "nn/cpu/linear.hpp"
 #include "nn/shape.hpp"
-#include "nn/winograd.hpp"
+#include "nn/cpu/winograd.hpp"
 
 namespace lbt::nn {
-
-struct Conv2dOptions {
-  std::int64_t out_channels = 0, kernel = 3, stride = 1, padding = 0;
-  bool bias = true;            // off before BatchNorm, whose shift makes a bias redundant
-  bool allow_direct = true;    // false: always im2col + GEMM (tests compare the paths)
-  bool allow_winograd = true;  // false: the direct path where Winograd's would apply
-};
 
 class Conv2d final : public Layer {
  public:
@@ -56,7 +50,7 @@ class Conv2d final : public Layer {
                        const BatchNormGradMap* dy_map = nullptr);
 
   Shape3 in_shape() const { return in_; }
-  Shape3 out_shape() const { return out_; }
+  Shape3 out_shape() const override { return out_; }
   const Conv2dOptions& options() const { return opt_; }
   std::size_t weight_segment() const { return w_segment_; }
   std::size_t bias_segment() const { return b_segment_; }  // only when options().bias

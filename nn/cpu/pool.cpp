@@ -1,5 +1,5 @@
 // Pooling layers; see pool.hpp. Parallel over (image, channel) planes.
-#include "nn/pool.hpp"
+#include "nn/cpu/pool.hpp"
 
 #include <algorithm>
 #include <limits>

@@ -23,7 +23,7 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "nn/channels_last.hpp"
+#include "nn/cpu/channels_last.hpp"
 
 namespace lbt::nn::conv_direct {
 

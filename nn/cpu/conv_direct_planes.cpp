@@ -4,8 +4,8 @@
 #include <stdexcept>
 
 #include "core/vec16.hpp"
-#include "nn/conv_direct.hpp"
-#include "nn/short_rows.hpp"
+#include "nn/cpu/conv_direct.hpp"
+#include "nn/cpu/short_rows.hpp"
 
 namespace lbt::nn::conv_direct {
 

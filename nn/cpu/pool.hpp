@@ -20,7 +20,7 @@ class MaxPool2d final : public Layer {
   void forward(const float* x, float* y, std::int64_t batch, bool train) override;
   void backward(const float* x, const float* y, const float* dy, float* dx, std::int64_t batch,
                 bool accumulate) override;
-  Shape3 out_shape() const { return out_; }
+  Shape3 out_shape() const override { return out_; }
 
  private:
   Shape3 in_, out_;
@@ -38,7 +38,7 @@ class AvgPool2d final : public Layer {
   void forward(const float* x, float* y, std::int64_t batch, bool train) override;
   void backward(const float* x, const float* y, const float* dy, float* dx, std::int64_t batch,
                 bool accumulate) override;
-  Shape3 out_shape() const { return out_; }
+  Shape3 out_shape() const override { return out_; }
 
  private:
   Shape3 in_, out_;
@@ -55,7 +55,7 @@ class GlobalAvgPool final : public Layer {
   void forward(const float* x, float* y, std::int64_t batch, bool train) override;
   void backward(const float* x, const float* y, const float* dy, float* dx, std::int64_t batch,
                 bool accumulate) override;
-  Shape3 out_shape() const { return {in_.c, 1, 1}; }
+  Shape3 out_shape() const override { return {in_.c, 1, 1}; }
 
  private:
   Shape3 in_;

@@ -24,7 +24,7 @@
 #include <cstdint>
 
 #include "core/tensor.hpp"
-#include "nn/channels_last.hpp"
+#include "nn/cpu/channels_last.hpp"
 
 namespace lbt::nn::winograd {
 

@@ -1,10 +1,10 @@
 // Direct convolution over padded (or phase) planes; see conv_direct.hpp.
-#include "nn/conv_direct.hpp"
+#include "nn/cpu/conv_direct.hpp"
 
 #include <algorithm>
 
 #include "core/vec16.hpp"
-#include "nn/short_rows.hpp"
+#include "nn/cpu/short_rows.hpp"
 
 namespace lbt::nn::conv_direct {
 namespace {

@@ -1,6 +1,6 @@
 // Dropout; see dropout.hpp. Mask drawing is serial (one stream, reproducible whatever the
 // thread count): 32 bits per draw compared with a threshold.
-#include "nn/dropout.hpp"
+#include "nn/cpu/dropout.hpp"
 
 #include <algorithm>
 #include <sstream>

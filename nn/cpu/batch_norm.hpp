@@ -10,20 +10,12 @@
 #include <vector>
 
 #include "core/tensor.hpp"
-#include "nn/channels_last.hpp"
+#include "nn/cpu/channels_last.hpp"
 #include "nn/layer.hpp"
+#include "nn/layer_options.hpp"
 #include "nn/shape.hpp"
 
 namespace lbt::nn {
-
-struct BatchNormOptions {
-  double momentum = 0.1;
-  double eps = 1e-5;
-  // y = max(bn(x), 0): BatchNorm and the ReLU after it as one layer, one pass each way. The
-  // backward recomputes the ReLU's mask from x, so the separate ReLU's passes over its input
-  // and gradient (5 of a tensor's size) go away.
-  bool relu = false;
-};
 
 class BatchNorm final : public Layer {
  public:
@@ -31,6 +23,7 @@ class BatchNorm final : public Layer {
   std::string describe() const override;
   std::int64_t in_features() const override { return shape_.size(); }
   std::int64_t out_features() const override { return shape_.size(); }
+  Shape3 out_shape() const override { return shape_; }
   const char* param_prefix() const override { return "bn"; }
   bool couples_examples() const override { return true; }
   std::int64_t workspace_bytes(std::int64_t batch, int threads) const override;

@@ -8,7 +8,7 @@
 #include <algorithm>
 #include <stdexcept>
 
-#include "nn/conv2d.hpp"
+#include "nn/cpu/conv2d.hpp"
 
 namespace lbt::nn {
 

@@ -17,9 +17,9 @@
 
 #include "core/gemm.hpp"
 #include "core/panel_gemm.hpp"
-#include "nn/conv2d.hpp"
-#include "nn/conv_direct.hpp"
-#include "nn/parallel_chunks.hpp"
+#include "nn/cpu/conv2d.hpp"
+#include "nn/cpu/conv_direct.hpp"
+#include "nn/cpu/parallel_chunks.hpp"
 
 namespace lbt::nn {
 

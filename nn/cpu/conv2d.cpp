@@ -1,7 +1,7 @@
 // Conv2d; see conv2d.hpp. Forward per image n (threads split the batch): the direct kernel
 // over x_n's padded planes, or col = im2col(x_n); y_n[out_c, HWo] = W[out_c, rows] col (+ b).
 // The backward is in conv2d_backward.cpp.
-#include "nn/conv2d.hpp"
+#include "nn/cpu/conv2d.hpp"
 
 #include <omp.h>
 
@@ -13,8 +13,8 @@
 #include "core/error.hpp"
 #include "core/gemm.hpp"
 #include "core/vec16.hpp"
-#include "nn/conv_direct.hpp"
-#include "nn/short_rows.hpp"
+#include "nn/cpu/conv_direct.hpp"
+#include "nn/cpu/short_rows.hpp"
 
 namespace lbt::nn {
 

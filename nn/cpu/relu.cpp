@@ -1,11 +1,11 @@
 // ReLU; see relu.hpp. Eigen array expressions, which use explicit SIMD: GCC compiled the plain
 // loops (a ternary, or std::max) to scalar, mispredicting branches costing 11% of a batch-128
 // MLP step. Split across threads only when large enough to pay for the fork.
-#include "nn/relu.hpp"
+#include "nn/cpu/relu.hpp"
 
 #include <Eigen/Core>
 
-#include "nn/parallel_chunks.hpp"
+#include "nn/cpu/parallel_chunks.hpp"
 
 namespace lbt::nn {
 namespace {

@@ -1,12 +1,12 @@
 // NCHW <-> channels-last copies; see channels_last.hpp.
-#include "nn/channels_last.hpp"
+#include "nn/cpu/channels_last.hpp"
 
 #include <algorithm>
 #include <stdexcept>
 #include <vector>
 
 #include "core/vec16.hpp"
-#include "nn/short_rows.hpp"
+#include "nn/cpu/short_rows.hpp"
 
 namespace lbt::nn {
 using vec::load;

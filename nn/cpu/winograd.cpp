@@ -1,11 +1,11 @@
 // Winograd F(4x4, 3x3) and F(4x4, 5x5) convolution; see winograd.hpp.
-#include "nn/winograd.hpp"
+#include "nn/cpu/winograd.hpp"
 
 #include <algorithm>
 
 #include "core/panel_gemm.hpp"
 #include "core/vec16.hpp"
-#include "nn/channels_last.hpp"
+#include "nn/cpu/channels_last.hpp"
 
 namespace lbt::nn::winograd {
 namespace {

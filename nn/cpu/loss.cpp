@@ -1,5 +1,5 @@
 // Softmax cross-entropy (max-subtracted for stability) and half squared error.
-#include "nn/loss.hpp"
+#include "nn/cpu/loss.hpp"
 
 #include <algorithm>
 #include <cmath>

@@ -149,7 +149,8 @@ RunResult run_training(Config& config, const RunOptions& options, comm::Communic
     model->place_grads(lent.floats, std::move(lent.owner));
   }
   optim::apply_exclusions(run.optimizer, model->store().segments());
-  auto optimizer = optim::make_optimizer(run.optimizer, model->store().num_params());
+  auto optimizer =
+      optim::make_optimizer(run.optimizer, model->store().num_params(), model->backend());
   // Rank 0 speaks for all.
   schedules::Schedule schedule =
       trainer::run_schedule(run, budget, comm.rank() == 0 ? &std::cerr : nullptr);

@@ -122,7 +122,9 @@ OptimizerOptions read_optimizer_options(Config& config) {
   return o;
 }
 
-std::unique_ptr<Optimizer> make_optimizer(const OptimizerOptions& o, std::size_t num_params) {
+namespace {
+
+std::unique_ptr<Optimizer> build_optimizer(const OptimizerOptions& o, std::size_t num_params) {
   if (o.name == "lars") return std::make_unique<Lars>(o.lars, num_params);
   if (o.name == "lamb") return std::make_unique<Lamb>(o.lamb, num_params);
   if (o.name == "larc") {
@@ -138,6 +140,16 @@ std::unique_ptr<Optimizer> make_optimizer(const OptimizerOptions& o, std::size_t
   if (auto opt = make_segmentwise(o, o.name, num_params)) return opt;
   throw ConfigError("optimizer.name '" + o.name + "' is not an optimizer lbt has",
                     "lbt train --help lists the optimizers");
+}
+
+}  // namespace
+
+std::unique_ptr<Optimizer> make_optimizer(const OptimizerOptions& o, std::size_t num_params,
+                                          const Device& device) {
+  require_host_memory(device, "the optimizer's fused step");
+  auto optimizer = build_optimizer(o, num_params);
+  optimizer->state().place_on(device);
+  return optimizer;
 }
 
 }  // namespace lbt::optim

@@ -10,7 +10,7 @@
 #include "experiments/sweep_keys.hpp"
 #include "optim/optimizer_keys.hpp"
 #include "schedules/scaling.hpp"
-#include "trainer/schedule_config.hpp"
+#include "trainer/schedule_options.hpp"
 #include "trainer/train_config.hpp"
 #include "trainer/train_keys.hpp"
 
@@ -66,7 +66,7 @@ SweepSettings read_sweep_settings(Config& c, const std::vector<std::int64_t>& ba
   s.target =
       target.empty() ? c.get_string(Schema::in(trainer::train_keys(), "train.target")) : target;
   s.base_lr = c.get_double(Schema::in(optim::optimizer_keys(), "optimizer.lr"));
-  const trainer::ScheduleOptions schedule = trainer::read_schedule_options(c);
+  const schedules::ScheduleOptions schedule = trainer::read_schedule_options(c);
   s.scaling = schedule.scaling;
   s.reference_batch = schedule.reference_batch;
 

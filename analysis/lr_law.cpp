@@ -1,5 +1,5 @@
 // The LR-vs-batch law; see lr_law.hpp.
-#include "experiments/lr_law.hpp"
+#include "analysis/lr_law.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -9,7 +9,7 @@
 #include "core/error.hpp"
 #include "core/rng.hpp"
 
-namespace lbt::experiments {
+namespace lbt::analysis {
 namespace {
 
 // The B_noise search range, in multiples of the batch sizes swept: beyond it the data cannot
@@ -122,4 +122,4 @@ LrLawFit fit_lr_law(const std::vector<LrPoint>& points, int resamples, double le
   return fit;
 }
 
-}  // namespace lbt::experiments
+}  // namespace lbt::analysis

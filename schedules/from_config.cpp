@@ -1,8 +1,9 @@
-// Schedule from config; see schedule_config.hpp. Names map to builders through the tables
-// below (one registry: add a row, not a branch). Every key is read through a Config getter,
-// so `--help` lists them and unknown keys are caught; builder std::invalid_argument becomes a
-// ConfigError naming the key.
-#include "trainer/schedule_config.hpp"
+// Schedule from typed options; see from_config.hpp. Names map to builders through the tables
+// below (one registry: add a row, not a branch). The options were read through Config getters
+// (trainer/schedule_options.cpp), so `--help` lists the keys and unknown ones are caught here
+// they are checked against the run; builder std::invalid_argument becomes a ConfigError naming
+// the key.
+#include "schedules/from_config.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -13,12 +14,13 @@
 #include <string>
 #include <vector>
 
+#include "core/config.hpp"
 #include "core/error.hpp"
 #include "schedules/decay.hpp"
 #include "schedules/scaling.hpp"
 #include "schedules/warmup.hpp"
 
-namespace lbt::trainer {
+namespace lbt::schedules {
 
 namespace s = lbt::schedules;
 
@@ -222,7 +224,7 @@ void require(const Failer& config, bool ok, const char* key, const char* constra
 
 }  // namespace
 
-schedules::Schedule make_schedule(const ScheduleOptions& options, const ScheduleContext& context) {
+Schedule make_schedule(const ScheduleOptions& options, const ScheduleContext& context) {
   const Failer config{options.source};
   const ScheduleOptions& o = options;
 
@@ -393,4 +395,4 @@ schedules::Schedule make_schedule(const ScheduleOptions& options, const Schedule
   }
 }
 
-}  // namespace lbt::trainer
+}  // namespace lbt::schedules

@@ -6,7 +6,7 @@
 #include <cstdint>
 #include <vector>
 
-namespace lbt::experiments {
+namespace lbt::analysis {
 
 struct ScalingPoint {
   double batch_size = 0.0;  // B
@@ -44,6 +44,8 @@ std::vector<CriticalBatchFit> bootstrap_fits(const std::vector<ScalingPoint>& po
                                              std::uint64_t seed);
 // The q-quantile of `values` (linear interpolation between order statistics).
 double quantile(std::vector<double> values, double q);
+// The median of `values` (the mean of the middle two for an even count); needs >= 1 value.
+double median(std::vector<double> values);
 
 // Percentile bootstrap over batch sizes: draw n points with replacement, refit, take the
 // (1-level)/2 and (1+level)/2 quantiles of each quantity.
@@ -51,4 +53,4 @@ BootstrapIntervals bootstrap_critical_batch(const std::vector<ScalingPoint>& poi
                                             int resamples = 2000, double level = 0.95,
                                             std::uint64_t seed = 0);
 
-}  // namespace lbt::experiments
+}  // namespace lbt::analysis

@@ -1,5 +1,5 @@
 // The measurement bootstrap; see measured_fit.hpp.
-#include "experiments/measured_fit.hpp"
+#include "analysis/measured_fit.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -8,14 +8,8 @@
 
 #include "core/rng.hpp"
 
-namespace lbt::experiments {
+namespace lbt::analysis {
 namespace {
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const std::size_t n = v.size();
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
 
 // One seed's steps-to-target drawn uniformly from the whole steps in its bracket (lo, hi].
 double draw_in_bracket(const BracketedSteps& b, std::mt19937_64& rng) {
@@ -91,4 +85,4 @@ BootstrapIntervals intervals_of(const std::vector<CriticalBatchFit>& fits, doubl
   return out;
 }
 
-}  // namespace lbt::experiments
+}  // namespace lbt::analysis

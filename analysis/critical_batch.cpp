@@ -1,16 +1,16 @@
 // Critical-batch fit; see critical_batch.hpp.
-#include "experiments/critical_batch.hpp"
+#include "analysis/critical_batch.hpp"
 
 #include <algorithm>
 #include <cmath>
 #include <set>
 #include <string>
 
+#include "analysis/measured_fit.hpp"
 #include "core/error.hpp"
 #include "core/rng.hpp"
-#include "experiments/measured_fit.hpp"
 
-namespace lbt::experiments {
+namespace lbt::analysis {
 namespace {
 
 struct Line {
@@ -141,6 +141,12 @@ std::vector<CriticalBatchFit> bootstrap_fits(const std::vector<ScalingPoint>& po
   return fits;
 }
 
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const std::size_t n = v.size();
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
 double quantile(std::vector<double> v, double q) {
   std::sort(v.begin(), v.end());
   const double pos = q * static_cast<double>(v.size() - 1);
@@ -154,4 +160,4 @@ BootstrapIntervals bootstrap_critical_batch(const std::vector<ScalingPoint>& poi
   return intervals_of(bootstrap_fits(points, resamples, seed), level);
 }
 
-}  // namespace lbt::experiments
+}  // namespace lbt::analysis

@@ -100,12 +100,6 @@ CriticalBatchFit fit_unchecked(const std::vector<ScalingPoint>& points) {
   return fit;
 }
 
-std::size_t distinct_batches(const std::vector<ScalingPoint>& points) {
-  std::set<double> b;
-  for (const auto& q : points) b.insert(q.batch_size);
-  return b.size();
-}
-
 }  // namespace
 
 CriticalBatchFit fit_critical_batch(const std::vector<ScalingPoint>& points) {
@@ -116,7 +110,7 @@ CriticalBatchFit fit_critical_batch(const std::vector<ScalingPoint>& points) {
                   "pass only batch sizes whose best trial reached the target");
     }
   }
-  const std::size_t n = distinct_batches(points);
+  const std::size_t n = distinct_batch_sizes(points);
   if (n < 3) {
     throw Error("critical-batch fit needs at least 3 batch sizes that reached the target, got " +
                     std::to_string(n),
@@ -135,7 +129,7 @@ std::vector<CriticalBatchFit> bootstrap_fits(const std::vector<ScalingPoint>& po
   std::vector<ScalingPoint> sample(points.size());
   for (int r = 0; r < resamples; ++r) {
     for (auto& q : sample) q = points[pick(rng)];
-    if (distinct_batches(sample) < 2) continue;  // the line through one point is undetermined
+    if (distinct_batch_sizes(sample) < 2) continue;  // the line through one point is undetermined
     fits.push_back(fit_unchecked(sample));
   }
   return fits;

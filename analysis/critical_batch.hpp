@@ -4,6 +4,7 @@
 // arXiv:1811.03600, sec. 4). Pure math over (B, S) pairs; depends on core only.
 #pragma once
 #include <cstdint>
+#include <set>
 #include <vector>
 
 namespace lbt::analysis {
@@ -12,6 +13,15 @@ struct ScalingPoint {
   double batch_size = 0.0;  // B
   double steps = 0.0;       // S: steps to reach the target at B (best over the LR search)
 };
+
+// How many distinct batch sizes `points` hold (ScalingPoint, LrPoint: anything with batch_size);
+// the fits need 2 or 3 of them.
+template <class Point>
+std::size_t distinct_batch_sizes(const std::vector<Point>& points) {
+  std::set<double> sizes;
+  for (const auto& p : points) sizes.insert(p.batch_size);
+  return sizes.size();
+}
 
 struct CriticalBatchFit {
   double S_min = 0.0, B_noise = 0.0;  // model parameters

@@ -54,13 +54,12 @@ std::vector<CriticalBatchFit> measurement_bootstrap_fits(const std::vector<Measu
   std::vector<CriticalBatchFit> fits;
   std::vector<ScalingPoint> sample(points.size());
   for (int r = 0; r < resamples; ++r) {
-    std::set<double> batches;
     for (std::size_t i = 0; i < sample.size(); ++i) {
       const MeasuredPoint& p = points[sources.batch_sizes ? pick(rng) : i];
       sample[i] = {p.batch_size, resampled_steps(p, sources, rng)};
-      batches.insert(p.batch_size);
     }
-    if (batches.size() < 3) continue;  // too few distinct batch sizes to fit two parameters
+    if (distinct_batch_sizes(sample) < 3)
+      continue;  // too few distinct batch sizes to fit two parameters
     fits.push_back(fit_critical_batch(sample));
   }
   return fits;

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <functional>
 #include <iostream>
 #include <nlohmann/json.hpp>
 #include <thread>
@@ -168,6 +169,30 @@ Sharding share_parameters(comm::Communicator& comm, nn::Model& model,
   return sharding;
 }
 
+// Saves the run's state when the loop asks (every checkpoint_every steps, and at the end).
+std::function<void(const trainer::LoopState&)> checkpoint_saver(
+    const std::filesystem::path& run_dir, const RunIdentity& identity,
+    const trainer::TrainConfig& cfg, std::int64_t total_steps, const Sharding& sharding,
+    comm::Communicator& comm, nn::Model& model, optim::Optimizer& optimizer) {
+  const std::size_t num_params = model.store().num_params();
+  // The config, communicator, model and optimizer outlive the loop that calls this.
+  return [run_dir, identity, total_steps, sharding, num_params, cfg = &cfg, comm = &comm,
+          model = &model, optimizer = &optimizer](const trainer::LoopState& state) {
+    const bool final_state = state.step >= total_steps || state.outcome.status != "running";
+    // An interrupted run always saves its state: that is what --resume continues from.
+    if (final_state && !cfg->checkpoint_final && state.outcome.status != "interrupted") return;
+    // Each rank's optimizer state is current on its own range only.
+    if (sharding.shared_params)
+      trainer::gather_sharded_state(*optimizer, *comm, num_params, sharding.my_range);
+    if (comm->rank() != 0) return;
+    // Sharded optimizer state: the below-target copy is current on each rank's own range
+    // only, so it is not kept (a resume refines from the resumed step, see loop.cpp).
+    trainer::LoopState saved = state;
+    if (sharding.shared_params) saved.below_target.reset();
+    save_run_checkpoint(run_dir, saved, *model, *optimizer, identity, cfg->checkpoint_keep);
+  };
+}
+
 // What every summary.json of this run repeats beside its outcome.
 struct SummaryParts {
   const trainer::TrainConfig& cfg;
@@ -272,7 +297,6 @@ RunResult run_training(Config& config, const RunOptions& options, comm::Communic
   trainer::LoopState resume_from;
   const bool resumed =
       resume_run(result.run_dir, options, identity, comm, *model, *optimizer, resume_from);
-  const std::size_t num_params = model->store().num_params();
   const Sharding sharding = share_parameters(comm, *model, *optimizer, static_cast<bool>(probe));
   const SummaryParts summary{cfg, model->describe(), optimizer->describe(), comm.size(),
                              sampler.steps_per_epoch()};
@@ -290,20 +314,8 @@ RunResult run_training(Config& config, const RunOptions& options, comm::Communic
   ctx.shared_params = sharding.shared_params;
   if (sharding.shared_params)
     ctx.update_segments = trainer::clip_segments(model->store().segments(), sharding.my_range);
-  ctx.checkpoint = [&](const trainer::LoopState& state) {
-    const bool final_state = state.step >= total_steps || state.outcome.status != "running";
-    // An interrupted run always saves its state: that is what --resume continues from.
-    if (final_state && !cfg.checkpoint_final && state.outcome.status != "interrupted") return;
-    // Each rank's optimizer state is current on its own range only.
-    if (sharding.shared_params)
-      trainer::gather_sharded_state(*optimizer, comm, num_params, sharding.my_range);
-    if (comm.rank() != 0) return;
-    // Sharded optimizer state: the below-target copy is current on each rank's own range
-    // only, so it is not kept (a resume refines from the resumed step, see loop.cpp).
-    trainer::LoopState saved = state;
-    if (sharding.shared_params) saved.below_target.reset();
-    save_run_checkpoint(result.run_dir, saved, *model, *optimizer, identity, cfg.checkpoint_keep);
-  };
+  ctx.checkpoint = checkpoint_saver(result.run_dir, identity, cfg, total_steps, sharding, comm,
+                                    *model, *optimizer);
   result.outcome = train_with_summary(ctx, run_dir.get(), summary);
   const auto final_params = model->store().params();
   result.final_params.assign(final_params.begin(), final_params.end());

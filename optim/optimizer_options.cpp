@@ -29,12 +29,18 @@ SgdOptions read_sgd(Config& config, const std::string& name, bool read_decay) {
   return o;
 }
 
-AdamOptions read_adam(Config& config, const std::string& name, bool read_decay) {
-  AdamOptions o;
-  o.decoupled = name == "adamw";
+// Adam's moment keys, shared by Adam, AdamW and LAMB.
+template <class Options>
+void read_adam_moments(Config& config, Options& o) {
   o.beta1 = read(config, "optimizer.beta1");
   o.beta2 = read(config, "optimizer.beta2");
   o.eps = read(config, "optimizer.eps");
+}
+
+AdamOptions read_adam(Config& config, const std::string& name, bool read_decay) {
+  AdamOptions o;
+  o.decoupled = name == "adamw";
+  read_adam_moments(config, o);
   o.eps_inside_sqrt = config.get_bool(key("optimizer.eps_inside_sqrt"));
   o.weight_decay = read_decay ? read(config, "optimizer.weight_decay") : 0.0;
   validate(o, config);
@@ -72,9 +78,7 @@ LarcOptions read_larc(Config& config) {
 
 LambOptions read_lamb(Config& config) {
   LambOptions o;
-  o.beta1 = read(config, "optimizer.beta1");
-  o.beta2 = read(config, "optimizer.beta2");
-  o.eps = read(config, "optimizer.eps");
+  read_adam_moments(config, o);
   o.bias_correction = config.get_bool(key("optimizer.lamb.bias_correction"));
   o.weight_decay = read(config, "optimizer.weight_decay");
   o.scope = config.get_string(key("optimizer.lamb.scope")) == "decayed" ? LambScope::kDecayed

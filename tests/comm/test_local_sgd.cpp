@@ -24,6 +24,7 @@
 #include "experiments/train_run.hpp"
 #include "nn/model.hpp"
 #include "run_files.hpp"
+#include "small_mpi_run.hpp"
 #include "trainer/comm/communicator.hpp"
 #include "trainer/data/load.hpp"
 #include "trainer/data/prefetch.hpp"
@@ -35,37 +36,16 @@ namespace fs = std::filesystem;
 
 namespace {
 
-comm::Communicator& world() {
-  return comm::process_communicator({"mpi"});
-}
-
-constexpr std::int64_t kGlobalBatch = 64;  // divisible by 2 and 4 ranks
+using test::kGlobalBatch;
+using test::world;
 constexpr std::int64_t kSteps = 20;
 
-// Momentum SGD, so the optimizer state's handling at the averages matters.
+// Momentum SGD, so the optimizer state's handling at the averages matters; no wall-time
+// checkpoints (they would wait for averages at times the test does not choose).
 Config small_run(const std::string& extra = "") {
-  Config c = Config::from_string(R"(
-[model]
-spec = "mlp:784-32-10"
-[data]
-dataset = "fashion-mnist"
-path = "/usr/share/datasets/fashion-mnist"
-train_limit = 2048
-validation_size = 256
-[train]
-steps = 20
-global_batch = 64
-eval_every = 20
-log_every = 10
-threads = 1
-seed = 3
-checkpoint_every_seconds = 0.0
-[optimizer]
-name = "sgd"
-lr = 0.05
-momentum = 0.9
-)",
-                                 "local_sgd");
+  Config c = test::small_mpi_run("sgd");
+  c.set("optimizer.momentum=0.9");
+  c.set("train.checkpoint_every_seconds=0");
   std::stringstream sets(extra);
   for (std::string item; sets >> item;) c.set(item);
   return c;

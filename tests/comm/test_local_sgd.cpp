@@ -287,6 +287,18 @@ BOOST_AUTO_TEST_CASE(the_fashion_mnist_mlp_preset_reaches_its_target_with_local_
   world().barrier();
 }
 
+// A divergence is judged on the allreduced loss, so every rank stops after the same step, which
+// may fall between averages: the run ends with the average, the same on every rank.
+BOOST_AUTO_TEST_CASE(a_local_sgd_run_diverging_between_averages_ends_with_the_average) {
+  const auto run = train("train.micro_batch=" + std::to_string(kGlobalBatch / world().size()) +
+                             " train.sync_every=8 optimizer.lr=1000",
+                         "diverged");
+  BOOST_TEST(run.outcome.status == "diverged");
+  BOOST_TEST(run.outcome.diverged_step % 8 != 0, "diverged at step " << run.outcome.diverged_step);
+  comm::check_identical(world(), std::as_bytes(std::span(run.final_params)), "final parameters");
+  world().barrier();
+}
+
 // The noise estimators need the allreduced gradient: post-local SGD measures in its synchronous
 // phase, and a run that is local from the start is refused.
 BOOST_AUTO_TEST_CASE(the_noise_scale_is_measured_in_the_synchronous_phase_only) {

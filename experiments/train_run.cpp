@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 #include <thread>
 
+#include "core/device.hpp"
 #include "core/error.hpp"
 #include "core/gemm.hpp"
 #include "core/rng.hpp"
@@ -274,7 +275,9 @@ RunResult run_training(Config& config, const RunOptions& options, comm::Communic
   auto rng = make_rng(cfg.seed, RngStream::kInit);
   model->build(rng);
   const noise::OnlineOptions noise_options = noise_options_for(run, options, comm, *model);
-  // Gradients where this communicator reduces them fastest (one node: shared memory).
+  // Gradients where this communicator reduces them fastest (one node: shared memory). The
+  // communicators reduce host memory: a backend keeping its buffers elsewhere needs its own.
+  require_host_memory(model->backend(), "the communicator's gradient reduction");
   if (comm::LentMemory lent = comm.gradient_memory(model->store().num_params());
       !lent.floats.empty()) {
     model->place_grads(lent.floats, std::move(lent.owner));

@@ -14,20 +14,13 @@
 #include <string>
 #include <vector>
 
+#include "bench/harness.hpp"
 #include "trainer/comm/communicator.hpp"
 
 namespace {
 
-using Clock = std::chrono::steady_clock;
-
-struct Stats {
-  double median, min, max;
-};
-
-Stats stats(std::vector<double> t) {
-  std::sort(t.begin(), t.end());
-  return {t[t.size() / 2], t.front(), t.back()};
-}
+using lbt::bench::Clock;
+using lbt::bench::Stats;
 
 // Seconds for `op`, started together on every rank; the slowest rank's time counts.
 template <typename Op>
@@ -35,7 +28,7 @@ double timed(Op&& op) {
   MPI_Barrier(MPI_COMM_WORLD);
   const auto t0 = Clock::now();
   op();
-  double s = std::chrono::duration<double>(Clock::now() - t0).count();
+  double s = lbt::bench::seconds_since(t0);
   MPI_Allreduce(MPI_IN_PLACE, &s, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
   return s;
 }
@@ -93,9 +86,9 @@ int main(int argc, char** argv) {
         {lent.floats.empty() ? "lbt grads avg+norm (own)" : "lbt grads avg+norm (shm)", &lbt_grad},
         {"raw MPI_Allreduce sum", &raw},
         {"memcpy", &mem}};
-    const double raw_median = stats(raw).median;
+    const double raw_median = lbt::bench::stats_of(raw).median;
     for (const auto& row : rows) {
-      const Stats s = stats(*row.t);
+      const Stats s = lbt::bench::stats_of(*row.t);
       if (root) {
         std::printf("%-10zu %-26s %10.3f [%7.3f - %7.3f] %9.2f  (%.2fx raw)\n", n, row.name,
                     s.median * 1e3, s.min * 1e3, s.max * 1e3, n * sizeof(float) / s.median / 1e9,

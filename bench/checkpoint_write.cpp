@@ -12,14 +12,16 @@
 #include <filesystem>
 #include <vector>
 
+#include "bench/harness.hpp"
 #include "trainer/checkpoint.hpp"
 
-using Clock = std::chrono::steady_clock;
+using lbt::bench::Clock;
 
 int main(int argc, char** argv) {
   const std::size_t n = argc > 1 ? std::strtoull(argv[1], nullptr, 10) : 25000000;
   const int reps = argc > 2 ? std::atoi(argv[2]) : 5;
-  const std::filesystem::path dir = argc > 3 ? argv[3] : std::filesystem::temp_directory_path() / "lbt_bench_ckpt";
+  const std::filesystem::path dir =
+      argc > 3 ? argv[3] : std::filesystem::temp_directory_path() / "lbt_bench_ckpt";
   std::filesystem::create_directories(dir);
   std::vector<float> params(n, 0.5f), m(n, 0.25f), v(n, 0.125f);
   const std::vector<lbt::trainer::CheckpointSection> sections = {
@@ -51,11 +53,11 @@ int main(int argc, char** argv) {
     plain.push_back(std::chrono::duration<double>(t1 - t0).count());
     ckpt.push_back(std::chrono::duration<double>(t2 - t1).count());
   }
-  std::sort(plain.begin(), plain.end());
-  std::sort(ckpt.begin(), ckpt.end());
+  const lbt::bench::Stats p = lbt::bench::stats_of(plain), c = lbt::bench::stats_of(ckpt);
   const double mb = 12.0 * n / 1e6;
-  std::printf("params,bytes_MB,plain_median_s,plain_min,plain_max,ckpt_median_s,ckpt_min,ckpt_max,ratio\n");
-  std::printf("%zu,%.0f,%.3f,%.3f,%.3f,%.3f,%.3f,%.3f,%.2f\n", n, mb, plain[reps / 2], plain.front(),
-              plain.back(), ckpt[reps / 2], ckpt.front(), ckpt.back(), ckpt[reps / 2] / plain[reps / 2]);
+  std::printf(
+      "params,bytes_MB,plain_median_s,plain_min,plain_max,ckpt_median_s,ckpt_min,ckpt_max,ratio\n");
+  std::printf("%zu,%.0f,%.3f,%.3f,%.3f,%.3f,%.3f,%.3f,%.2f\n", n, mb, p.median, p.min, p.max,
+              c.median, c.min, c.max, c.median / p.median);
   std::filesystem::remove_all(dir);
 }

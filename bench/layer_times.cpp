@@ -3,41 +3,26 @@
 // the sum. For finding the next thing to speed up; bench_cnn_step measures whole steps.
 //   usage: bench_layer_times [--spec resnet:8] [--shape 3,32,32] [--batch 32] [--threads 2]
 //                            [--steps 30]
-#include <algorithm>
-#include <chrono>
 #include <cstdio>
-#include <cstring>
 #include <random>
 #include <string>
 #include <vector>
 
+#include "bench/harness.hpp"
 #include "core/gemm.hpp"
 #include "core/rng.hpp"
 #include "core/tensor.hpp"
 #include "nn/model.hpp"
 
 using namespace lbt;
-using Clock = std::chrono::steady_clock;
 
 int main(int argc, char** argv) {
-  std::string spec = "resnet:8", shape_arg = "3,32,32";
-  std::int64_t batch = 32, steps = 30;
-  int threads = 2;
-  for (int i = 1; i + 1 < argc; i += 2) {
-    if (!std::strcmp(argv[i], "--spec"))
-      spec = argv[i + 1];
-    else if (!std::strcmp(argv[i], "--shape"))
-      shape_arg = argv[i + 1];
-    else if (!std::strcmp(argv[i], "--batch"))
-      batch = std::atoll(argv[i + 1]);
-    else if (!std::strcmp(argv[i], "--threads"))
-      threads = std::atoi(argv[i + 1]);
-    else if (!std::strcmp(argv[i], "--steps"))
-      steps = std::atoll(argv[i + 1]);
-  }
+  const bench::Args args(argc, argv);
+  const std::string spec = args.get("--spec", "resnet:8");
+  const std::int64_t batch = args.get_int("--batch", 32), steps = args.get_int("--steps", 30);
+  const int threads = static_cast<int>(args.get_int("--threads", 2));
   set_num_threads(threads);
-  std::vector<std::int64_t> shape;
-  for (char* p = shape_arg.data(); *p;) shape.push_back(std::strtoll(p, &p, 10)), p += *p == ',';
+  const std::vector<std::int64_t> shape = bench::parse_list(args.get("--shape", "3,32,32"));
   auto model = nn::Model::from_spec(spec, nn::InitScheme::kHe, shape);
   auto rng = make_rng(0, RngStream::kInit);
   model->build(rng);
@@ -55,26 +40,21 @@ int main(int argc, char** argv) {
   for (std::size_t k = 0; k < acts[0].size(); ++k) acts[0][k] = normal(rng);
   for (std::size_t k = 0; k < grads[L].size(); ++k) grads[L][k] = 1e-3f * normal(rng);
   std::vector<std::vector<double>> fwd(L), bwd(L);
-  auto seconds = [](Clock::time_point t0) {
-    return std::chrono::duration<double>(Clock::now() - t0).count();
-  };
+  const auto seconds = bench::seconds_since;
   for (std::int64_t s = 0; s < steps + 3; ++s) {
     for (std::size_t i = 0; i < L; ++i) {
-      const auto t0 = Clock::now();
+      const auto t0 = bench::Clock::now();
       layers[i]->forward(acts[i].data(), acts[i + 1].data(), batch, true);
       if (s >= 3) fwd[i].push_back(seconds(t0));
     }
     for (std::size_t i = L; i-- > 0;) {
-      const auto t0 = Clock::now();
+      const auto t0 = bench::Clock::now();
       layers[i]->backward(acts[i].data(), acts[i + 1].data(), grads[i + 1].data(),
                           i > 0 ? grads[i].data() : nullptr, batch, false);
       if (s >= 3) bwd[i].push_back(seconds(t0));
     }
   }
-  auto median = [](std::vector<double> v) {
-    std::sort(v.begin(), v.end());
-    return v[v.size() / 2];
-  };
+  const auto median = [](const std::vector<double>& v) { return bench::stats_of(v).median; };
   double total = 0.0;
   std::vector<double> f(L), b(L);
   for (std::size_t i = 0; i < L; ++i) total += (f[i] = median(fwd[i])) + (b[i] = median(bwd[i]));

@@ -20,6 +20,7 @@
 #include <string>
 #include <vector>
 
+#include "bench/harness.hpp"
 #include "core/config.hpp"
 #include "core/params.hpp"
 #include "experiments/train_run.hpp"
@@ -53,22 +54,17 @@ double two_batch_hook_seconds(int world, bool all_micro_batches, std::int64_t mi
   std::vector<double> slots(estimator.num_slots());
   double best = 1e30;
   for (int rep = 0; rep < reps; ++rep) {
-    const auto start = std::chrono::steady_clock::now();
+    const auto start = lbt::bench::Clock::now();
     for (std::int64_t micro = 0; micro < accum; ++micro)
       estimator.after_micro_batch(rep, grads, {});
     estimator.before_allreduce(rep, grads, slots);
     estimator.after_allreduce(rep, grads, 1.0, slots);
-    best = std::min(
-        best, std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+    best = std::min(best, lbt::bench::seconds_since(start));
   }
   return best;
 }
 
-double median_of(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const std::size_t n = v.size();
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
+using lbt::bench::median_of;
 
 std::string mlp_config(int batch, int steps, const std::string& noise) {
   return "[model]\nspec = \"mlp:784-512-512-10\"\n[data]\ndataset = \"fashion-mnist\"\n"
@@ -107,41 +103,37 @@ double paired_overhead(int batch, int steps, const char* small_batches) {
   return median_of(active) / median_of(inactive) - 1.0;
 }
 
-}  // namespace
+struct Mode {
+  const char* name;
+  const char* noise;
+};
+const Mode kModes[] = {
+    {"off", "enabled = false"},
+    {"two_batch_all/1",
+     "enabled = true\nevery = 1\nestimator = \"two_batch\"\nsmall_batches = \"all\""},
+    {"two_batch_first/1",
+     "enabled = true\nevery = 1\nestimator = \"two_batch\"\nsmall_batches = \"first\""},
+    {"two_batch/10", "enabled = true\nevery = 10\nestimator = \"two_batch\""},
+    {"per_example/1", "enabled = true\nevery = 1\nestimator = \"per_example\""},
+    {"both/10", "enabled = true\nevery = 10\nestimator = \"both\""},
+};
 
-int main(int argc, char** argv) {
-  const int steps = argc > 1 ? std::atoi(argv[1]) : 200;
-  const int repeats = argc > 2 ? std::atoi(argv[2]) : 7;
-  const bool paired_only = argc > 3 && std::string(argv[3]) == "paired";
-  struct Mode {
-    const char* name;
-    const char* noise;
-  };
-  const Mode modes[] = {
-      {"off", "enabled = false"},
-      {"two_batch_all/1",
-       "enabled = true\nevery = 1\nestimator = \"two_batch\"\nsmall_batches = \"all\""},
-      {"two_batch_first/1",
-       "enabled = true\nevery = 1\nestimator = \"two_batch\"\nsmall_batches = \"first\""},
-      {"two_batch/10", "enabled = true\nevery = 10\nestimator = \"two_batch\""},
-      {"per_example/1", "enabled = true\nevery = 1\nestimator = \"per_example\""},
-      {"both/10", "enabled = true\nevery = 10\nestimator = \"both\""},
-  };
+// Table 1, whole runs per mode. Returns the noise-off ms per step per batch (median).
+std::vector<double> whole_run_table(int steps, int repeats) {
   // Each repetition runs every mode once, in an order rotated by one per repetition, and each
   // mode's time is divided by the noise-off run of the same repetition: the machine's drift
   // between repetitions cancels. Reported: the median ratio over repetitions, with min and max.
   std::printf("batch,mode,ms_per_step_median,ratio_to_off_median,ratio_min,ratio_max,repeats\n");
   std::vector<double> off_ms;  // noise-off ms per step, per batch (median)
   for (int batch : {128, 1024}) {
-    if (paired_only) break;
-    const std::size_t M = std::size(modes);
+    const std::size_t M = std::size(kModes);
     std::vector<std::vector<double>> ms(M), ratio(M);
     for (int rep = 0; rep < repeats; ++rep) {
       std::vector<double> this_rep(M);
       for (std::size_t k = 0; k < M; ++k) {
         const std::size_t m = (k + static_cast<std::size_t>(rep)) % M;
         lbt::Config config = lbt::Config::from_string(
-            mlp_config(batch, batch > 128 ? std::max(steps / 4, 10) : steps, modes[m].noise));
+            mlp_config(batch, batch > 128 ? std::max(steps / 4, 10) : steps, kModes[m].noise));
         lbt::experiments::RunOptions options{
             std::filesystem::temp_directory_path() / "lbt_bench_noise", true, false};
         const auto r = lbt::experiments::run_training(config, options);
@@ -154,17 +146,22 @@ int main(int argc, char** argv) {
       }
     }
     for (std::size_t m = 0; m < M; ++m) {
-      std::printf("%d,%s,%.3f,%.4f,%.4f,%.4f,%d\n", batch, modes[m].name, median_of(ms[m]),
+      std::printf("%d,%s,%.3f,%.4f,%.4f,%.4f,%d\n", batch, kModes[m].name, median_of(ms[m]),
                   median_of(ratio[m]), *std::min_element(ratio[m].begin(), ratio[m].end()),
                   *std::max_element(ratio[m].begin(), ratio[m].end()), repeats);
     }
     std::fflush(stdout);
     off_ms.push_back(median_of(ms[0]));
   }
+  return off_ms;
+}
+
+// Table 2, the two-batch hooks alone, as a share of the noise-off step of table 1.
+void hook_table(const std::vector<double>& off_ms) {
   // pct_at_every_10: the same cost spread over the default noise.every = 10 steps
   std::printf("\nbatch,two_batch_form,hook_ms_per_step,pct_of_noise_off_step,pct_at_every_10\n");
   const int batches[] = {128, 1024};
-  for (int k = 0; k < 2 && !paired_only; ++k) {
+  for (int k = 0; k < 2; ++k) {
     struct Form {
       const char* name;
       int world;
@@ -177,6 +174,10 @@ int main(int argc, char** argv) {
                   10.0 * ms / off_ms[k]);
     }
   }
+}
+
+// Table 3, noise on vs off in the same run.
+void paired_table(int repeats) {
   // The headline: noise on vs off in the same run (paired_overhead), per measurement and at
   // the default noise.every = 10; median over repetitions with their range.
   std::printf(
@@ -194,5 +195,21 @@ int main(int argc, char** argv) {
       std::fflush(stdout);
     }
   }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const int steps = argc > 1 ? std::atoi(argv[1]) : 200;
+  const int repeats = argc > 2 ? std::atoi(argv[2]) : 7;
+  const bool paired_only = argc > 3 && std::string(argv[3]) == "paired";
+  if (paired_only) {
+    // The first two tables' headers still print, with no rows, as they always have.
+    std::printf("batch,mode,ms_per_step_median,ratio_to_off_median,ratio_min,ratio_max,repeats\n");
+    std::printf("\nbatch,two_batch_form,hook_ms_per_step,pct_of_noise_off_step,pct_at_every_10\n");
+  } else {
+    hook_table(whole_run_table(steps, repeats));
+  }
+  paired_table(repeats);
   return 0;
 }

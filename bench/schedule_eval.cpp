@@ -1,5 +1,5 @@
 // Cost of one LR evaluation of composed schedules (warmup + cosine, and warmup-stable-decay),
-// built exactly as trainer/schedule_config.cpp builds them: join(warmup, decay) at unit peak,
+// built exactly as schedules/from_config.cpp builds them: join(warmup, decay) at unit peak,
 // then scaled. Goal: well under 1 microsecond (the trainer calls it once per step).
 // Usage: bench_schedule_eval [evaluations per schedule, default 20000000]
 #include <chrono>

@@ -4,7 +4,7 @@
 #include <string>
 
 #include "cli/commands.hpp"
-#include "experiments/fit.hpp"
+#include "experiments/fit_files.hpp"
 #include "experiments/sweep.hpp"
 
 namespace lbt::cli {
@@ -28,10 +28,10 @@ void add_fit_command(CLI::App& app) {
   cmd->add_option("--resamples", a->resamples, "bootstrap resamples")->check(CLI::PositiveNumber);
   cmd->add_flag("--no-plots", a->no_plots, "skip notebooks/lbt_sweep_plots.py");
   cmd->callback([a] {
-    experiments::FitOptions o;
+    analysis::FitOptions o;
     o.resamples = a->resamples;
     const auto fit = experiments::fit_sweep(a->dir, o);
-    std::printf("%s\n", experiments::format_fit_line(fit).c_str());
+    std::printf("%s\n", analysis::format_fit_line(fit).c_str());
     for (const char* name :
          {"perfect_scaling", "diminishing_returns", "maximal_data_parallelism"}) {
       const auto& r = fit["regimes"][name];

@@ -1,7 +1,7 @@
 // `lbt schedule --config FILE [--set key=value ...] [--global-batch N ...] [--steps N]
 //               [--steps-per-epoch N | --train-size N] [--plot out.png] [--log-y]`
 // Prints the LR curve a config yields as CSV (`step,lr`, or `step,lr_B1,lr_B2,...` for several
-// global batches), evaluated from the very Schedule object trainer::make_schedule returns.
+// global batches), evaluated from the very Schedule object schedules::make_schedule returns.
 // Steps per epoch and the run's length come from the data and train.epochs / train.steps
 // exactly as the trainer counts them, unless --steps-per-epoch or --train-size give them.
 #include <CLI/CLI.hpp>

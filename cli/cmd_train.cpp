@@ -26,6 +26,78 @@ struct TrainArgs {
   std::string resume;
   bool check = false;
 };
+
+// --resume RUN_DIR | auto into the run's options; RUN_DIR also names the config by default.
+experiments::RunOptions run_options(TrainArgs& args) {
+  experiments::RunOptions options{args.out, args.overwrite, !args.quiet};
+  if (args.resume == "auto") {
+    if (args.out.empty() || args.config_path.empty()) {
+      throw ConfigError("--resume auto needs --config and --out",
+                        "e.g. lbt train -c cfg.toml --out runs/a --resume auto");
+    }
+    options.resume = experiments::Resume::kAuto;
+  } else if (!args.resume.empty()) {
+    if (!args.out.empty() && args.out != args.resume) {
+      throw ConfigError("--resume " + args.resume + " continues that run in place; --out " +
+                            args.out + " differs",
+                        "drop --out");
+    }
+    options.out = args.resume;
+    options.resume = experiments::Resume::kRequired;
+    if (args.config_path.empty()) args.config_path = args.resume + "/config.toml";
+  }
+  if (args.config_path.empty()) {
+    throw ConfigError("lbt train needs --config FILE (or --resume RUN_DIR)",
+                      "presets live in experiments/configs/, e.g. fmnist_mlp.toml");
+  }
+  return options;
+}
+
+// Every rank stopped after the same step; each ends with 130 or 143, rank 0 explains.
+void throw_if_interrupted(const experiments::RunResult& result) {
+  const auto& o = result.outcome;
+  if (o.status != "interrupted") return;
+  throw Interrupted(o.interrupt_signal,
+                    std::string("interrupted by ") + trainer::signal_name(o.interrupt_signal) +
+                        " after step " + std::to_string(o.steps) +
+                        "; its checkpoint and summary.json (status interrupted) are in " +
+                        result.run_dir.string(),
+                    "continue it bit for bit with: lbt train --resume " + result.run_dir.string());
+}
+
+// The outcome in a few lines (rank 0 only: the others' run_dir is not written).
+void report_run(const experiments::RunResult& result) {
+  if (const auto* comm = comm::active_communicator(); comm && comm->rank() != 0) return;
+  const auto& o = result.outcome;
+  // "-": never measured (no evaluation ran).
+  auto metric = [](double v) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%.4f", v);
+    return std::isnan(v) ? std::string("-") : std::string(buf);
+  };
+  if (!std::isnan(o.final_val_mse)) {  // regression: no accuracy to report
+    std::printf(
+        "status: %s  steps: %lld  final val_mse: %s  final val_r2: %s  final val_loss: %s  "
+        "wall: %.1fs  (%.0f samples/s)\n",
+        o.status.c_str(), static_cast<long long>(o.steps), metric(o.final_val_mse).c_str(),
+        metric(o.final_val_r2).c_str(), metric(o.final_val_loss).c_str(), o.wall_time_s,
+        o.samples_per_s);
+  } else {
+    std::printf(
+        "status: %s  steps: %lld  best val_accuracy: %s  final val_loss: %s  "
+        "wall: %.1fs  (%.0f samples/s)\n",
+        o.status.c_str(), static_cast<long long>(o.steps), metric(o.best_val_accuracy).c_str(),
+        metric(o.final_val_loss).c_str(), o.wall_time_s, o.samples_per_s);
+  }
+  if (o.steps_to_target >= 0) {
+    // Shallue's steps-to-result with its bracket: not met at steps_lo, met at steps_to_target.
+    std::printf("target reached at step %lld (%lld examples); not met at step %lld\n",
+                static_cast<long long>(o.steps_to_target),
+                static_cast<long long>(o.examples_to_target), static_cast<long long>(o.steps_lo));
+  }
+  std::printf("run directory: %s\n", result.run_dir.c_str());
+}
+
 }  // namespace
 
 void add_train_command(CLI::App& app) {
@@ -49,27 +121,7 @@ void add_train_command(CLI::App& app) {
                   "auto: continue --out's run if it has a checkpoint, else start it");
   cmd->footer(config_keys_footer());
   cmd->callback([args] {
-    experiments::RunOptions options{args->out, args->overwrite, !args->quiet};
-    if (args->resume == "auto") {
-      if (args->out.empty() || args->config_path.empty()) {
-        throw ConfigError("--resume auto needs --config and --out",
-                          "e.g. lbt train -c cfg.toml --out runs/a --resume auto");
-      }
-      options.resume = experiments::Resume::kAuto;
-    } else if (!args->resume.empty()) {
-      if (!args->out.empty() && args->out != args->resume) {
-        throw ConfigError("--resume " + args->resume + " continues that run in place; --out " +
-                              args->out + " differs",
-                          "drop --out");
-      }
-      options.out = args->resume;
-      options.resume = experiments::Resume::kRequired;
-      if (args->config_path.empty()) args->config_path = args->resume + "/config.toml";
-    }
-    if (args->config_path.empty()) {
-      throw ConfigError("lbt train needs --config FILE (or --resume RUN_DIR)",
-                        "presets live in experiments/configs/, e.g. fmnist_mlp.toml");
-    }
+    const experiments::RunOptions options = run_options(*args);
     Config config = experiments::load_config(args->config_path, args->sets, notes_stream());
     if (args->check) {
       trainer::resolve_run_config(config, 1);
@@ -77,47 +129,9 @@ void add_train_command(CLI::App& app) {
       return;
     }
     trainer::install_interrupt_handlers();
-    auto result = experiments::run_training(config, options);
-    const auto& o = result.outcome;
-    if (o.status == "interrupted") {
-      // Every rank stopped after the same step; each ends with 130 or 143, rank 0 explains.
-      throw Interrupted(
-          o.interrupt_signal,
-          std::string("interrupted by ") + trainer::signal_name(o.interrupt_signal) +
-              " after step " + std::to_string(o.steps) +
-              "; its checkpoint and summary.json (status interrupted) are in " +
-              result.run_dir.string(),
-          "continue it bit for bit with: lbt train --resume " + result.run_dir.string());
-    }
-    // Only rank 0 reports (the others' run_dir is not written).
-    if (const auto* comm = comm::active_communicator(); comm && comm->rank() != 0) return;
-    // "-": never measured (no evaluation ran).
-    auto metric = [](double v) {
-      char buf[32];
-      std::snprintf(buf, sizeof buf, "%.4f", v);
-      return std::isnan(v) ? std::string("-") : std::string(buf);
-    };
-    if (!std::isnan(o.final_val_mse)) {  // regression: no accuracy to report
-      std::printf(
-          "status: %s  steps: %lld  final val_mse: %s  final val_r2: %s  final val_loss: %s  "
-          "wall: %.1fs  (%.0f samples/s)\n",
-          o.status.c_str(), static_cast<long long>(o.steps), metric(o.final_val_mse).c_str(),
-          metric(o.final_val_r2).c_str(), metric(o.final_val_loss).c_str(), o.wall_time_s,
-          o.samples_per_s);
-    } else {
-      std::printf(
-          "status: %s  steps: %lld  best val_accuracy: %s  final val_loss: %s  "
-          "wall: %.1fs  (%.0f samples/s)\n",
-          o.status.c_str(), static_cast<long long>(o.steps), metric(o.best_val_accuracy).c_str(),
-          metric(o.final_val_loss).c_str(), o.wall_time_s, o.samples_per_s);
-    }
-    if (o.steps_to_target >= 0) {
-      // Shallue's steps-to-result with its bracket: not met at steps_lo, met at steps_to_target.
-      std::printf("target reached at step %lld (%lld examples); not met at step %lld\n",
-                  static_cast<long long>(o.steps_to_target),
-                  static_cast<long long>(o.examples_to_target), static_cast<long long>(o.steps_lo));
-    }
-    std::printf("run directory: %s\n", result.run_dir.c_str());
+    const auto result = experiments::run_training(config, options);
+    throw_if_interrupted(result);
+    report_run(result);
   });
 }
 

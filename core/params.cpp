@@ -35,9 +35,9 @@ std::size_t ParameterStore::add(std::string name, std::size_t size, ParamKind ki
   return segments_.size() - 1;
 }
 
-void ParameterStore::allocate() {
-  own_params_.resize(total_);
-  own_grads_.resize(total_);
+void ParameterStore::allocate(const Device& device) {
+  own_params_ = device.allocate(total_);
+  own_grads_ = device.allocate(total_);
   params_ = own_params_.span();
   grads_ = own_grads_.span();
   allocated_ = true;

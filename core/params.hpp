@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "core/device.hpp"
 #include "core/tensor.hpp"
 
 namespace lbt {
@@ -35,7 +36,8 @@ class ParameterStore {
  public:
   // Reserves `size` floats for a named tensor; returns its segment index.
   std::size_t add(std::string name, std::size_t size, ParamKind kind);
-  void allocate();
+  // Fixes the layout and allocates params and grads on `device` (the model's backend).
+  void allocate(const Device& device = host_device());
 
   std::size_t num_params() const { return total_; }
   std::span<float> params() { return params_; }

@@ -62,6 +62,98 @@ void enable_noise(Config& config) {
   if (!config.has("noise.small_batches")) config.set("noise.small_batches=all");
 }
 
+// noise.jsonl's estimator lines; its method line fills result's method, reason and layout.
+std::vector<nlohmann::json> read_noise_lines(const std::filesystem::path& run_dir,
+                                             NoiseRunResult& result) {
+  std::ifstream in(run_dir / "noise.jsonl");
+  std::vector<nlohmann::json> lines;
+  for (std::string line; std::getline(in, line);) {
+    auto j = nlohmann::json::parse(line, nullptr, false);
+    if (j.is_discarded()) continue;
+    if (j.contains("method")) {
+      result.method = j["method"].get<std::string>();
+      result.method_reason = j.value("reason", std::string());
+      result.layout_note = j.value("layout", std::string());
+    }
+    if (j.contains("estimator")) lines.push_back(std::move(j));
+  }
+  return lines;
+}
+
+double number_or_nan(const nlohmann::json& v) {
+  return v.is_number() ? v.get<double>() : NAN;
+}
+
+// One estimator's measurement as a row for step s (the line measured at `line`'s step).
+NoiseAtStep noise_row(std::int64_t s, const char* name, const nlohmann::json& line,
+                      NoiseRunResult& result) {
+  const auto num = number_or_nan;
+  NoiseAtStep row{s, line["step"].get<std::int64_t>(), name};
+  if (std::string(name) == "hessian") {
+    row.b_noise = num(line["b_noise"]);
+    row.ci_low = num(line["b_noise_ci95"][0]);
+    row.ci_high = num(line["b_noise_ci95"][1]);
+    row.b_simple = num(line["b_simple_same_batches"]);
+  } else {
+    row.b_simple = num(line["b_simple"]);
+    row.ci_low = num(line["b_simple_ci95"][0]);
+    row.ci_high = num(line["b_simple_ci95"][1]);
+    row.b_simple_ema = num(line["b_simple_ema"]);
+    row.ema_low = num(line["b_simple_ema_ci95"][0]);
+    row.ema_high = num(line["b_simple_ema_ci95"][1]);
+    result.window_steps = line.value("window_steps", std::int64_t{0});
+  }
+  return row;
+}
+
+// The last measurement at or before each requested step, per estimator; then the headline:
+// the last two_batch line's "now" value, else per_example's.
+void read_noise_rows(const std::vector<nlohmann::json>& lines, const std::vector<std::int64_t>& at,
+                     NoiseRunResult& result) {
+  for (std::int64_t s : at) {
+    for (const char* name : {"two_batch", "per_example", "hessian"}) {
+      const nlohmann::json* best = nullptr;
+      for (const auto& j : lines) {
+        if (j["estimator"] == name && j["step"].get<std::int64_t>() <= s) best = &j;
+      }
+      if (best) result.rows.push_back(noise_row(s, name, *best, result));
+    }
+  }
+  for (const char* name : {"per_example", "two_batch"}) {
+    for (const auto& j : lines) {
+      if (j["estimator"] == name) {
+        result.final_b_simple = number_or_nan(j["b_simple"]);
+        result.final_low = number_or_nan(j["b_simple_ci95"][0]);
+        result.final_high = number_or_nan(j["b_simple_ci95"][1]);
+      }
+    }
+  }
+}
+
+std::string recommendation(const NoiseRunResult& result) {
+  char buf[640];
+  if (std::isfinite(result.final_b_simple) && std::isfinite(result.final_high)) {
+    std::snprintf(
+        buf, sizeof buf,
+        "Recommendation: the critical batch size is about B_noise (McCandlish et al. "
+        "2018), and B_simple now (over the last %lld steps) ~ %.0f [%.0f, %.0f] at the "
+        "end of this run is its proxy, so global batches up to about %.0f should cut "
+        "steps almost in proportion, while larger ones mostly spend more examples for "
+        "little gain (B_simple grows as the loss falls, so re-measure later in training).",
+        static_cast<long long>(result.window_steps), result.final_b_simple, result.final_low,
+        result.final_high, result.final_b_simple);
+  } else {
+    std::snprintf(buf, sizeof buf,
+                  "Recommendation: none yet. B_simple is not resolved at the end of this run: "
+                  "|G|^2 is within noise of 0 over the last %lld steps, so the noise scale is at "
+                  "least %.0f and unbounded above. Run longer, measure more often (noise.every), "
+                  "widen noise.window_steps, or raise the large batch.",
+                  static_cast<long long>(result.window_steps),
+                  std::isfinite(result.final_low) ? result.final_low : 0.0);
+  }
+  return buf;
+}
+
 }  // namespace
 
 void check_noise_config(Config& config) {
@@ -83,76 +175,10 @@ NoiseRunResult run_noise(Config& config, const NoiseRunOptions& options) {
   result.run = run_training(config, o.run);
 
   // ---- read noise.jsonl back: the last measurement at or before each requested step ----
-  std::ifstream in(result.run.run_dir / "noise.jsonl");
-  std::vector<nlohmann::json> lines;
-  for (std::string line; std::getline(in, line);) {
-    auto j = nlohmann::json::parse(line, nullptr, false);
-    if (j.is_discarded()) continue;
-    if (j.contains("method")) {
-      result.method = j["method"].get<std::string>();
-      result.method_reason = j.value("reason", std::string());
-      result.layout_note = j.value("layout", std::string());
-    }
-    if (j.contains("estimator")) lines.push_back(std::move(j));
-  }
-  auto num = [](const nlohmann::json& v) { return v.is_number() ? v.get<double>() : NAN; };
+  const std::vector<nlohmann::json> lines = read_noise_lines(result.run.run_dir, result);
   if (at.empty() && result.run.outcome.steps > 0) at.push_back(result.run.outcome.steps - 1);
-  for (std::int64_t s : at) {
-    for (const char* name : {"two_batch", "per_example", "hessian"}) {
-      const nlohmann::json* best = nullptr;
-      for (const auto& j : lines) {
-        if (j["estimator"] == name && j["step"].get<std::int64_t>() <= s) best = &j;
-      }
-      if (!best) continue;
-      NoiseAtStep row{s, (*best)["step"].get<std::int64_t>(), name};
-      if (std::string(name) == "hessian") {
-        row.b_noise = num((*best)["b_noise"]);
-        row.ci_low = num((*best)["b_noise_ci95"][0]);
-        row.ci_high = num((*best)["b_noise_ci95"][1]);
-        row.b_simple = num((*best)["b_simple_same_batches"]);
-      } else {
-        row.b_simple = num((*best)["b_simple"]);
-        row.ci_low = num((*best)["b_simple_ci95"][0]);
-        row.ci_high = num((*best)["b_simple_ci95"][1]);
-        row.b_simple_ema = num((*best)["b_simple_ema"]);
-        row.ema_low = num((*best)["b_simple_ema_ci95"][0]);
-        row.ema_high = num((*best)["b_simple_ema_ci95"][1]);
-        result.window_steps = (*best).value("window_steps", std::int64_t{0});
-      }
-      result.rows.push_back(row);
-    }
-  }
-  // headline: the last two_batch line's "now" value, else per_example's
-  for (const char* name : {"per_example", "two_batch"}) {
-    for (const auto& j : lines) {
-      if (j["estimator"] == name) {
-        result.final_b_simple = num(j["b_simple"]);
-        result.final_low = num(j["b_simple_ci95"][0]);
-        result.final_high = num(j["b_simple_ci95"][1]);
-      }
-    }
-  }
-  char buf[640];
-  if (std::isfinite(result.final_b_simple) && std::isfinite(result.final_high)) {
-    std::snprintf(
-        buf, sizeof buf,
-        "Recommendation: the critical batch size is about B_noise (McCandlish et al. "
-        "2018), and B_simple now (over the last %lld steps) ~ %.0f [%.0f, %.0f] at the "
-        "end of this run is its proxy, so global batches up to about %.0f should cut "
-        "steps almost in proportion, while larger ones mostly spend more examples for "
-        "little gain (B_simple grows as the loss falls, so re-measure later in training).",
-        static_cast<long long>(result.window_steps), result.final_b_simple, result.final_low,
-        result.final_high, result.final_b_simple);
-  } else {
-    std::snprintf(buf, sizeof buf,
-                  "Recommendation: none yet. B_simple is not resolved at the end of this run: "
-                  "|G|^2 is within noise of 0 over the last %lld steps, so the noise scale is at "
-                  "least %.0f and unbounded above. Run longer, measure more often (noise.every), "
-                  "widen noise.window_steps, or raise the large batch.",
-                  static_cast<long long>(result.window_steps),
-                  std::isfinite(result.final_low) ? result.final_low : 0.0);
-  }
-  result.recommendation = buf;
+  read_noise_rows(lines, at, result);
+  result.recommendation = recommendation(result);
   return result;
 }
 

@@ -6,10 +6,10 @@
 #include <cstdio>
 #include <sstream>
 
+#include "analysis/plan.hpp"
 #include "core/error.hpp"
 #include "core/io.hpp"
-#include "experiments/critical_batch.hpp"
-#include "experiments/fit.hpp"
+#include "experiments/fit_files.hpp"
 #include "experiments/lbt_schema.hpp"
 #include "experiments/sweep_results.hpp"
 #include "schedules/scaling.hpp"
@@ -18,133 +18,60 @@
 
 namespace lbt::experiments {
 namespace fs = std::filesystem;
+using analysis::plan_number;
 namespace {
 
 std::string num(double x) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.4g", x);
-  return buf;
+  return plan_number(x);
 }
 
-// The global batch the budget allows, on the point fit.
-std::int64_t choose_batch(const ScalePlanOptions& o, const CriticalBatchFit& f) {
-  const int budgets = (o.workers > 0) + (o.max_steps > 0) + (o.max_examples > 0);
-  if (budgets != 1) {
-    throw ConfigError("lbt plan needs exactly one budget",
-                      "pass --workers N --micro-batch M, or --max-steps S, or --max-examples E");
-  }
-  if (o.workers > 0) {
-    if (o.micro_batch <= 0) {
-      throw ConfigError("--workers needs --micro-batch M (examples per worker and step)",
-                        "e.g. --workers 8 --micro-batch 64");
-    }
-    return o.workers * o.micro_batch;
-  }
-  if (o.max_steps > 0) {
-    // S(B) <= S: B >= B_noise / (S / S_min - 1); the smallest such B uses the fewest examples.
-    if (static_cast<double>(o.max_steps) <= f.S_min) {
-      throw ConfigError("--max-steps " + std::to_string(o.max_steps) +
-                            " cannot reach the target: no batch size takes fewer than S_min = " +
-                            num(f.S_min) + " steps",
-                        "allow more than " +
-                            std::to_string(static_cast<std::int64_t>(std::ceil(f.S_min * 1.25))) +
-                            " steps (S_min x 1.25, at a batch of 4 B_crit)");
-    }
-    const double B = f.B_noise / (static_cast<double>(o.max_steps) / f.S_min - 1.0);
-    return std::max<std::int64_t>(1, static_cast<std::int64_t>(std::ceil(B - 1e-9)));
-  }
-  // E(B) = E_min (1 + B / B_noise) <= E: the largest such B takes the fewest steps.
-  if (static_cast<double>(o.max_examples) <= f.E_min) {
-    throw ConfigError(
-        "--max-examples " + std::to_string(o.max_examples) +
-            " cannot reach the target: no batch size uses fewer than E_min = " + num(f.E_min) +
-            " examples",
-        "allow more than " + std::to_string(static_cast<std::int64_t>(std::ceil(f.E_min * 1.25))) +
-            " examples (E_min x 1.25, at a batch of B_crit / 4)");
-  }
-  const double B = f.B_noise * (static_cast<double>(o.max_examples) / f.E_min - 1.0);
-  return std::max<std::int64_t>(1, static_cast<std::int64_t>(std::floor(B + 1e-9)));
+nlohmann::json interval(analysis::Interval i) {
+  return nlohmann::json::array({i.lo, i.hi});
 }
 
-nlohmann::json interval(double lo, double hi) {
-  return nlohmann::json::array({lo, hi});
-}
+// The sweep's fit as lbt plan needs it: the fit's own points (the median over seeds, so plan
+// and fit.json agree) and the point fit.
+struct SweepForPlan {
+  std::vector<analysis::MeasuredPoint> measured;
+  analysis::CriticalBatchFit fit;
+};
 
-}  // namespace
-
-nlohmann::json plan_at_scale(const ScalePlanOptions& o) {
-  const fs::path dir = o.sweep_dir;
-  // The fit's own points (the median over seeds), so plan and fit.json agree.
-  const std::vector<MeasuredPoint> measured = read_measured_points(dir);
-  const std::vector<ScalingPoint> points = point_estimates(measured);
-  if (points.size() < 3) {
+SweepForPlan fit_sweep_for_plan(const fs::path& dir) {
+  std::vector<analysis::MeasuredPoint> measured = read_measured_points(dir);
+  if (measured.size() < 3) {
     throw Error("lbt plan needs at least 3 batch sizes whose best trial reached the target; " +
-                    (dir / "best.csv").string() + " has " + std::to_string(points.size()),
+                    (dir / "best.csv").string() + " has " + std::to_string(measured.size()),
                 "finish the sweep (rerun lbt sweep on the directory) or widen its budget");
   }
-  const CriticalBatchFit fit = fit_critical_batch(points);
-  const std::int64_t B = choose_batch(o, fit);
-  const double Bd = static_cast<double>(B);
+  const analysis::CriticalBatchFit fit =
+      analysis::fit_critical_batch(analysis::point_estimates(measured));
+  return {std::move(measured), fit};
+}
 
-  // Predictions at B, with percentile intervals over bootstrap refits.
-  std::vector<double> steps, examples;
-  // The bootstrap of lbt fit: batch sizes, seeds and each seed's bracket.
-  for (const auto& f : measurement_bootstrap_fits(measured, {}, o.resamples, 0)) {
-    steps.push_back(f.S_min * (1.0 + f.B_noise / Bd));
-    examples.push_back(steps.back() * Bd);
-  }
-  const double lo_q = (1 - o.level) / 2, hi_q = (1 + o.level) / 2;
-  const double S = fit.S_min * (1.0 + fit.B_noise / Bd);
-
-  // Regime, with lbt fit's tolerance: E within (1 + tol) E_min, or S within (1 + tol) S_min.
-  const double tol = o.regime_tolerance;
-  std::string regime, why;
-  const double extra_examples = Bd / fit.B_crit, extra_steps = fit.B_crit / Bd;
-  if (extra_examples <= tol) {
-    regime = "perfect_scaling";
-    why = "B is " + num(Bd / fit.B_crit) + " x B_crit: examples to target are within " +
-          num(100 * extra_examples) + "% of E_min, so doubling B about halves the steps";
-  } else if (extra_steps <= tol) {
-    regime = "maximal_data_parallelism";
-    why = "B is " + num(Bd / fit.B_crit) + " x B_crit: steps are within " + num(100 * extra_steps) +
-          "% of S_min, so a larger batch buys almost no steps, only cost";
-  } else {
-    regime = "diminishing_returns";
-    why = "B is " + num(Bd / fit.B_crit) + " x B_crit: steps are " + num(100 * extra_steps) +
-          "% above S_min and examples " + num(100 * extra_examples) + "% above E_min";
-  }
-
-  // The trials' config, at batch B.
-  Config config = load_config(dir / "base_config.toml", {}, nullptr);
+// The target the sweep's trials trained to, from its manifest.
+std::string sweep_target(const fs::path& dir) {
   const nlohmann::json manifest = nlohmann::json::parse(io::read_file(dir / "sweep.json"));
-  const std::string target = manifest.value("target", "");
-  const trainer::RunConfig base = trainer::resolve_run_config(config, 1);
+  return manifest.value("target", "");
+}
+
+// The peak LR at B: the sweep's LR law (analysis/lr_law.hpp) over the batch sizes that reached
+// the target, else the trials' scaling rule from their reference batch. Also returns that rule's
+// factor at B, since optimizer.lr is written at the reference batch.
+std::pair<analysis::LrChoice, double> plan_lr(const fs::path& dir, const trainer::RunConfig& base,
+                                              std::int64_t B) {
   const double rule = schedules::scaling_factor(schedules::scaling_rule(base.schedule.scaling), B,
                                                 base.schedule.reference_batch);
-  // The LR law of lbt fit (lr_law.hpp) over the batch sizes that reached the target.
-  const std::vector<LrPoint> lr_points = read_lr_points(dir);
-  double lr = base.optimizer.lr * rule;
-  std::string lr_source = "the scaling rule " + base.schedule.scaling + " from batch " +
-                          std::to_string(base.schedule.reference_batch) +
-                          " (fewer than 3 reached batch sizes for an LR law)";
-  if (lr_points.size() >= 3) {
-    const PowerLaw law = fit_power_law(lr_points);
-    const auto [lo, hi] = std::minmax_element(
-        lr_points.begin(), lr_points.end(),
-        [](const LrPoint& a, const LrPoint& b) { return a.batch_size < b.batch_size; });
-    lr = law.c * std::pow(Bd, law.alpha);
-    lr_source = "the sweep's LR law lr = " + num(law.c) + " x B^" + num(law.alpha) + " over " +
-                std::to_string(lr_points.size()) + " batch sizes" +
-                (Bd < lo->batch_size || Bd > hi->batch_size
-                     ? " (extrapolated: B is outside the swept " + num(lo->batch_size) + ".." +
-                           num(hi->batch_size) + ")"
-                     : "");
-  }
-  // Resolution of steps-to-target: about 2% of the predicted steps.
-  const std::int64_t eval_every = std::max<std::int64_t>(1, std::llround(S / 50.0));
-  const double steps_hi = quantile(steps, hi_q);
-  std::int64_t budget = static_cast<std::int64_t>(std::ceil(1.5 * steps_hi)) + eval_every;
-  if (o.max_steps > 0) budget = std::min(budget, o.max_steps);
+  const std::string rule_source = "the scaling rule " + base.schedule.scaling + " from batch " +
+                                  std::to_string(base.schedule.reference_batch) +
+                                  " (fewer than 3 reached batch sizes for an LR law)";
+  return {analysis::lr_at(B, read_lr_points(dir), base.optimizer.lr * rule, rule_source), rule};
+}
+
+// Sets the trials' config to batch B, the step budget, evaluation and LR, validates it, and
+// builds its schedule as the run will (a warmup longer than the budget fails here).
+trainer::RunConfig set_plan_config(Config& config, const ScalePlanOptions& o, std::int64_t B,
+                                   std::int64_t budget, std::int64_t eval_every,
+                                   const std::string& target, double lr_at_reference) {
   // optimizer.lr is given at the reference batch: the schedule's own rule takes it to lr at B,
   // so warmup from the base LR and LEGW keep their meaning.
   for (const std::string& s :
@@ -154,18 +81,24 @@ nlohmann::json plan_at_scale(const ScalePlanOptions& o) {
     config.set(s);
   }
   char lr_text[32];
-  std::snprintf(lr_text, sizeof lr_text, "%.17g", lr / rule);
+  std::snprintf(lr_text, sizeof lr_text, "%.17g", lr_at_reference);
   config.set(std::string("optimizer.lr=") + lr_text);
   if (o.workers > 0) config.set("train.micro_batch=" + std::to_string(o.micro_batch));
   config.validate(lbt_schema());
   const int world = o.workers > 0 ? o.workers : 1;
   const trainer::RunConfig run = trainer::resolve_run_config(config, world);
-  // The schedule as the run will build it (a warmup longer than the budget fails here).
   const std::int64_t train_examples = data::load_splits(run.train.data, run.train.seed).train.n;
   trainer::run_schedule(run, trainer::step_budget(run.train, train_examples, world), nullptr);
+  return run;
+}
 
+nlohmann::json plan_json(const ScalePlanOptions& o, const SweepForPlan& sweep,
+                         const std::string& target, std::int64_t B, const analysis::LrChoice& lr,
+                         const analysis::Prediction& p, const analysis::RegimeCall& regime,
+                         std::int64_t eval_every, std::int64_t budget,
+                         const trainer::RunConfig& run) {
   nlohmann::json plan = {
-      {"sweep_dir", fs::absolute(dir).string()},
+      {"sweep_dir", fs::absolute(o.sweep_dir).string()},
       {"budget",
        {{"workers", o.workers},
         {"micro_batch", o.micro_batch},
@@ -173,17 +106,18 @@ nlohmann::json plan_at_scale(const ScalePlanOptions& o) {
         {"max_examples", o.max_examples}}},
       {"target", target},
       {"global_batch", B},
-      {"lr", lr},
-      {"lr_source", lr_source},
-      {"steps_to_target", S},
-      {"steps_to_target_interval", interval(quantile(steps, lo_q), steps_hi)},
-      {"examples_to_target", S * Bd},
-      {"examples_to_target_interval", interval(quantile(examples, lo_q), quantile(examples, hi_q))},
+      {"lr", lr.lr},
+      {"lr_source", lr.source},
+      {"steps_to_target", p.steps},
+      {"steps_to_target_interval", interval(p.steps_interval)},
+      {"examples_to_target", p.examples},
+      {"examples_to_target_interval", interval(p.examples_interval)},
       {"eval_every", eval_every},
       {"interval_level", o.level},
-      {"fit", {{"S_min", fit.S_min}, {"E_min", fit.E_min}, {"B_crit", fit.B_crit}}},
-      {"regime", regime},
-      {"regime_why", why},
+      {"fit",
+       {{"S_min", sweep.fit.S_min}, {"E_min", sweep.fit.E_min}, {"B_crit", sweep.fit.B_crit}}},
+      {"regime", analysis::regime_name(regime.regime)},
+      {"regime_why", regime.why},
       {"schedule",
        {{"scaling", run.schedule.scaling},
         {"recipe", run.schedule.recipe},
@@ -193,25 +127,62 @@ nlohmann::json plan_at_scale(const ScalePlanOptions& o) {
       {"train_steps", budget},
   };
   // The trials' measured noise scale, beside B_crit (lbt fit writes it when noise.jsonl exist).
-  if (auto measured = best_trials_b_simple(dir / "best.csv", "b_simple_avg"); !measured.empty()) {
-    const double m = quantile(measured, 0.5);
+  const fs::path best_csv = o.sweep_dir / "best.csv";
+  if (auto measured = best_trials_b_simple(best_csv, "b_simple_avg"); !measured.empty()) {
+    const double m = analysis::quantile(measured, 0.5);
     plan["measured_b_simple"] = {
-        {"median", m}, {"trials", measured.size()}, {"b_crit_over_b_simple", fit.B_crit / m}};
+        {"median", m}, {"trials", measured.size()}, {"b_crit_over_b_simple", sweep.fit.B_crit / m}};
   }
-  if (o.max_steps > 0 && steps_hi > static_cast<double>(o.max_steps)) {
-    plan["warning"] = "the interval's upper end (" + num(steps_hi) + " steps) exceeds --max-steps";
+  if (o.max_steps > 0 && p.steps_interval.hi > static_cast<double>(o.max_steps)) {
+    plan["warning"] =
+        "the interval's upper end (" + num(p.steps_interval.hi) + " steps) exceeds --max-steps";
   }
-  const fs::path out = o.out.empty() ? dir / "plan.toml" : o.out;
+  return plan;
+}
+
+// The config `lbt train` runs as is, headed by what it predicts.
+void write_plan_config(const fs::path& out, const ScalePlanOptions& o, const Config& config,
+                       std::int64_t B, const analysis::LrChoice& lr, const analysis::Prediction& p,
+                       const std::string& target, const analysis::RegimeCall& regime) {
   std::ostringstream toml;
-  toml << "# Written by lbt plan from " << fs::absolute(dir).string() << ": global batch " << B
-       << ", peak LR " << num(lr) << " (" << lr_source << ").\n"
-       << "# Predicted steps to " << target << ": " << num(S) << " [" << num(quantile(steps, lo_q))
-       << ", " << num(steps_hi) << "] (" << 100 * o.level << "% interval); regime " << regime
+  toml << "# Written by lbt plan from " << fs::absolute(o.sweep_dir).string() << ": global batch "
+       << B << ", peak LR " << num(lr.lr) << " (" << lr.source << ").\n"
+       << "# Predicted steps to " << target << ": " << num(p.steps) << " ["
+       << num(p.steps_interval.lo) << ", " << num(p.steps_interval.hi) << "] (" << 100 * o.level
+       << "% interval); regime " << analysis::regime_name(regime.regime)
        << ".\n# Run it as is: lbt train --config " << out.string() << "\n"
        << config.resolved_toml();
   io::atomic_write(out, toml.str());
+}
+
+}  // namespace
+
+nlohmann::json plan_at_scale(const ScalePlanOptions& o) {
+  const SweepForPlan sweep = fit_sweep_for_plan(o.sweep_dir);
+  const std::int64_t B = analysis::batch_for_budget(
+      {o.workers, o.micro_batch, o.max_steps, o.max_examples}, sweep.fit);
+  const analysis::Prediction p =
+      analysis::predict_at(B, sweep.fit, sweep.measured, o.resamples, o.level);
+  const analysis::RegimeCall regime = analysis::regime_at(B, sweep.fit.B_crit, o.regime_tolerance);
+
+  // The trials' config, at batch B.
+  Config config = load_config(o.sweep_dir / "base_config.toml", {}, nullptr);
+  const std::string target = sweep_target(o.sweep_dir);
+  const trainer::RunConfig base = trainer::resolve_run_config(config, 1);
+  const auto [lr, rule] = plan_lr(o.sweep_dir, base, B);
+  // Resolution of steps-to-target: about 2% of the predicted steps.
+  const std::int64_t eval_every = std::max<std::int64_t>(1, std::llround(p.steps / 50.0));
+  std::int64_t budget =
+      static_cast<std::int64_t>(std::ceil(1.5 * p.steps_interval.hi)) + eval_every;
+  if (o.max_steps > 0) budget = std::min(budget, o.max_steps);
+  const trainer::RunConfig run =
+      set_plan_config(config, o, B, budget, eval_every, target, lr.lr / rule);
+
+  nlohmann::json plan = plan_json(o, sweep, target, B, lr, p, regime, eval_every, budget, run);
+  const fs::path out = o.out.empty() ? o.sweep_dir / "plan.toml" : o.out;
+  write_plan_config(out, o, config, B, lr, p, target, regime);
   plan["config"] = fs::absolute(out).string();
-  io::atomic_write(dir / "plan.json", plan.dump(2) + "\n");
+  io::atomic_write(o.sweep_dir / "plan.json", plan.dump(2) + "\n");
   return plan;
 }
 

@@ -232,7 +232,9 @@ ScalingRow read_scaling_run(const fs::path& run_dir) {
   return row;
 }
 
-std::vector<ScalingSummary> run_scaling(const ScalingOptions& o) {
+namespace {
+
+void check_scaling_options(const ScalingOptions& o) {
   if (o.workers.empty()) throw ConfigError("--workers is empty", "e.g. --workers 1,2,4");
   for (std::size_t i = 0; i < o.workers.size(); ++i) {
     if (o.workers[i] < 1 || (i > 0 && o.workers[i] <= o.workers[i - 1])) {
@@ -246,11 +248,9 @@ std::vector<ScalingSummary> run_scaling(const ScalingOptions& o) {
                       "e.g. --repeats 3: each repeat runs every worker count once, and the "
                       "study reports the median with min-max over repeats");
   }
-  Config base = load_config(o.config, o.sets, &std::cerr);
-  const std::int64_t base_batch =
-      base.get_int(Schema::in(trainer::train_keys(), "train.global_batch"));
+}
 
-  const int cores = available_cores();
+void print_study_header(const ScalingOptions& o, int cores) {
   std::string worker_list;
   for (int k : o.workers) worker_list += (worker_list.empty() ? "" : ",") + std::to_string(k);
   std::printf(
@@ -264,16 +264,96 @@ std::vector<ScalingSummary> run_scaling(const ScalingOptions& o) {
         "their times measure contention, not scaling\n",
         o.workers.back(), cores, cores);
   }
-  fs::create_directories(o.out);
+}
 
-  // One compute thread per rank: the study measures data parallelism, not threads.
+// One compute thread per rank: the study measures data parallelism, not threads.
+void set_run_environment() {
   setenv("OMP_NUM_THREADS", "1", 1);
   setenv("OPENBLAS_NUM_THREADS", "1", 1);
   if (geteuid() == 0) {  // OpenMPI refuses root without these (CI runs as root)
     setenv("OMPI_ALLOW_RUN_AS_ROOT", "1", 1);
     setenv("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1", 1);
   }
+}
+
+// mpirun -np k ... lbt train, for a few steps of throughput into `run`.
+std::vector<std::string> train_command(const ScalingOptions& o, int k, int cores,
+                                       std::int64_t base_batch, const fs::path& run) {
   const std::int64_t log_every = std::max<std::int64_t>(1, o.steps / 10);
+  std::vector<std::string> args = {o.mpirun, "-np", std::to_string(k), "--oversubscribe"};
+  // Binding each rank to a core would refuse more ranks than cores.
+  if (k > cores) args.insert(args.end(), {"--bind-to", "none"});
+  args.insert(args.end(), o.mpirun_args.begin(), o.mpirun_args.end());
+  args.insert(args.end(), {o.lbt.string(), "train", "--config", o.config.string(), "--quiet",
+                           "--overwrite", "--out", run.string()});
+  std::vector<std::string> sets = o.sets;
+  sets.insert(sets.end(),
+              {"train.threads=1", "train.steps=" + std::to_string(o.steps),
+               "train.eval_every=" + std::to_string(o.steps),
+               "train.log_every=" + std::to_string(log_every), "train.stop_at_target=false",
+               // A throughput window of a few steps: no warmup (its LR does not change a
+               // step's cost, and a preset's warmup in epochs may outlast the window).
+               "schedule.warmup=0"});
+  if (o.weak) sets.push_back("train.global_batch=" + std::to_string(base_batch * k));
+  for (const auto& s : sets) args.insert(args.end(), {"--set", s});
+  return args;
+}
+
+// One run with k workers in repeat `repeat`: launched, waited for, and read back.
+ScalingRow run_one(const ScalingOptions& o, int k, int repeat, int cores, std::int64_t base_batch) {
+  const std::string tag = "repeat " + std::to_string(repeat) + "/" + std::to_string(o.repeats) +
+                          ", workers " + std::to_string(k);
+  const fs::path dir = o.out / ("workers-" + std::to_string(k));
+  const fs::path run = dir / ("repeat-" + std::to_string(repeat));
+  const fs::path log = dir / ("repeat-" + std::to_string(repeat) + ".log");
+  fs::create_directories(dir);
+  const std::vector<std::string> args = train_command(o, k, cores, base_batch, run);
+  std::printf("%s: %s\n", tag.c_str(), join_command(args).c_str());
+  std::fflush(stdout);
+  const int rc = run_process(args, log);
+  if (rc != 0) {
+    throw Error("the run with " + std::to_string(k) + " workers (repeat " + std::to_string(repeat) +
+                    ") exited with status " + std::to_string(rc) + "; its log " + log.string() +
+                    " ends:\n" + tail(log, 1500),
+                "run the command above by hand to see the failure");
+  }
+  ScalingRow row = read_scaling_run(run);
+  row.workers = k;
+  row.repeat = repeat;
+  std::printf("%s: %.0f samples/s, epoch %.2f s\n", tag.c_str(), row.samples_per_s,
+              row.epoch_time_s);
+  return row;
+}
+
+void plot_scaling(const ScalingOptions& o, const fs::path& csv_path) {
+  if (o.plot_script.empty() || !fs::exists(o.plot_script)) {
+    std::printf("warning: no plot script at '%s'; scaling.csv is complete\n",
+                o.plot_script.c_str());
+    return;
+  }
+  std::vector<std::string> plot = {o.python, o.plot_script.string()};
+  plot.insert(plot.end(), o.plot_args.begin(), o.plot_args.end());
+  plot.insert(plot.end(), {csv_path.string(), o.out.string()});
+  const fs::path plot_log = o.out / "plot.log";
+  if (run_process(plot, plot_log) == 0) {
+    std::printf("plots in %s (scaling_*.png)\n", o.out.c_str());
+  } else {
+    std::printf("warning: plotting failed (%s); scaling.csv is complete:\n%s\n",
+                join_command(plot).c_str(), tail(plot_log, 800).c_str());
+  }
+}
+
+}  // namespace
+
+std::vector<ScalingSummary> run_scaling(const ScalingOptions& o) {
+  check_scaling_options(o);
+  Config base = load_config(o.config, o.sets, &std::cerr);
+  const std::int64_t base_batch =
+      base.get_int(Schema::in(trainer::train_keys(), "train.global_batch"));
+  const int cores = available_cores();
+  print_study_header(o, cores);
+  fs::create_directories(o.out);
+  set_run_environment();
 
   // Interleaved repeats: a slow minute on a shared machine then hits every worker count of
   // one repeat alike (and rotation keeps it off the reference alone), not one K's only run.
@@ -282,45 +362,8 @@ std::vector<ScalingSummary> run_scaling(const ScalingOptions& o) {
   for (int repeat = 1; repeat <= o.repeats; ++repeat) {
     const std::vector<int> order = repeat_order(o.workers, repeat);
     for (std::size_t i = 0; i < order.size(); ++i) {
-      const int k = order[i];
-      const std::string tag = "repeat " + std::to_string(repeat) + "/" + std::to_string(o.repeats) +
-                              ", workers " + std::to_string(k);
-      const fs::path dir = o.out / ("workers-" + std::to_string(k));
-      const fs::path run = dir / ("repeat-" + std::to_string(repeat));
-      const fs::path log = dir / ("repeat-" + std::to_string(repeat) + ".log");
-      fs::create_directories(dir);
-      std::vector<std::string> args = {o.mpirun, "-np", std::to_string(k), "--oversubscribe"};
-      // Binding each rank to a core would refuse more ranks than cores.
-      if (k > cores) args.insert(args.end(), {"--bind-to", "none"});
-      args.insert(args.end(), o.mpirun_args.begin(), o.mpirun_args.end());
-      args.insert(args.end(), {o.lbt.string(), "train", "--config", o.config.string(), "--quiet",
-                               "--overwrite", "--out", run.string()});
-      std::vector<std::string> sets = o.sets;
-      sets.insert(sets.end(),
-                  {"train.threads=1", "train.steps=" + std::to_string(o.steps),
-                   "train.eval_every=" + std::to_string(o.steps),
-                   "train.log_every=" + std::to_string(log_every), "train.stop_at_target=false",
-                   // A throughput window of a few steps: no warmup (its LR does not change a
-                   // step's cost, and a preset's warmup in epochs may outlast the window).
-                   "schedule.warmup=0"});
-      if (o.weak) sets.push_back("train.global_batch=" + std::to_string(base_batch * k));
-      for (const auto& s : sets) args.insert(args.end(), {"--set", s});
-      std::printf("%s: %s\n", tag.c_str(), join_command(args).c_str());
-      std::fflush(stdout);
-      const int rc = run_process(args, log);
-      if (rc != 0) {
-        throw Error("the run with " + std::to_string(k) + " workers (repeat " +
-                        std::to_string(repeat) + ") exited with status " + std::to_string(rc) +
-                        "; its log " + log.string() + " ends:\n" + tail(log, 1500),
-                    "run the command above by hand to see the failure");
-      }
-      ScalingRow row = read_scaling_run(run);
-      row.workers = k;
-      row.repeat = repeat;
-      runs.push_back(row);
+      runs.push_back(run_one(o, order[i], repeat, cores, base_batch));
       positions.push_back(static_cast<int>(i) + 1);
-      std::printf("%s: %.0f samples/s, epoch %.2f s\n", tag.c_str(), row.samples_per_s,
-                  row.epoch_time_s);
     }
   }
 
@@ -332,22 +375,7 @@ std::vector<ScalingSummary> run_scaling(const ScalingOptions& o) {
   io::atomic_write(csv_path, summary_csv(rows, cores));
   print_table(rows);
   std::printf("wrote %s and %s (one row per run)\n", csv_path.c_str(), runs_path.c_str());
-
-  if (!o.plot_script.empty() && fs::exists(o.plot_script)) {
-    std::vector<std::string> plot = {o.python, o.plot_script.string()};
-    plot.insert(plot.end(), o.plot_args.begin(), o.plot_args.end());
-    plot.insert(plot.end(), {csv_path.string(), o.out.string()});
-    const fs::path plot_log = o.out / "plot.log";
-    if (run_process(plot, plot_log) == 0) {
-      std::printf("plots in %s (scaling_*.png)\n", o.out.c_str());
-    } else {
-      std::printf("warning: plotting failed (%s); scaling.csv is complete:\n%s\n",
-                  join_command(plot).c_str(), tail(plot_log, 800).c_str());
-    }
-  } else {
-    std::printf("warning: no plot script at '%s'; scaling.csv is complete\n",
-                o.plot_script.c_str());
-  }
+  plot_scaling(o, csv_path);
   return rows;
 }
 

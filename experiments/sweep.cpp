@@ -15,7 +15,7 @@
 #include "experiments/child_process.hpp"
 #include "experiments/dir_lock.hpp"
 #include "experiments/exec_trial.hpp"
-#include "experiments/fit.hpp"
+#include "experiments/fit_files.hpp"
 #include "experiments/lbt_schema.hpp"
 #include "experiments/run_checkpoint.hpp"
 #include "experiments/sweep_checks.hpp"
@@ -114,8 +114,8 @@ class SweepRunner {
     }
     if (options_.trial_index < 0) {
       try {
-        nlohmann::json fit = fit_sweep(dir_, FitOptions{});
-        out.fit_note = format_fit_line(fit);
+        nlohmann::json fit = fit_sweep(dir_, analysis::FitOptions{});
+        out.fit_note = analysis::format_fit_line(fit);
       } catch (const Error& e) {
         out.fit_note = std::string("skipped: ") + e.what();
       }

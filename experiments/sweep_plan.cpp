@@ -10,7 +10,7 @@
 #include "experiments/sweep_keys.hpp"
 #include "optim/optimizer_keys.hpp"
 #include "schedules/scaling.hpp"
-#include "trainer/schedule_config.hpp"
+#include "trainer/schedule_options.hpp"
 #include "trainer/train_config.hpp"
 #include "trainer/train_keys.hpp"
 
@@ -33,10 +33,10 @@ std::string number(double v) {
   return buf;
 }
 
-}  // namespace
-
-SweepSettings read_sweep_settings(Config& c, const std::vector<std::int64_t>& batch_sizes,
-                                  int lr_trials, const std::string& target) {
+// The sweep.* keys (and the trial keys the sweep needs) as read; --batch-sizes, --lr-trials and
+// --target win over their keys.
+SweepSettings read_settings(Config& c, const std::vector<std::int64_t>& batch_sizes, int lr_trials,
+                            const std::string& target) {
   SweepSettings s;
   s.batch_sizes = c.get_int_list(key("sweep.batch_sizes"));
   if (!batch_sizes.empty()) s.batch_sizes = batch_sizes;
@@ -66,10 +66,15 @@ SweepSettings read_sweep_settings(Config& c, const std::vector<std::int64_t>& ba
   s.target =
       target.empty() ? c.get_string(Schema::in(trainer::train_keys(), "train.target")) : target;
   s.base_lr = c.get_double(Schema::in(optim::optimizer_keys(), "optimizer.lr"));
-  const trainer::ScheduleOptions schedule = trainer::read_schedule_options(c);
+  const schedules::ScheduleOptions schedule = trainer::read_schedule_options(c);
   s.scaling = schedule.scaling;
   s.reference_batch = schedule.reference_batch;
 
+  return s;
+}
+
+// Positive batch sizes, sorted, each once.
+void check_batch_sizes(const Config& c, SweepSettings& s) {
   if (s.batch_sizes.empty()) {
     throw ConfigError("a sweep needs batch sizes",
                       "pass --batch-sizes 16,32,...,4096 or set sweep.batch_sizes");
@@ -79,6 +84,11 @@ SweepSettings read_sweep_settings(Config& c, const std::vector<std::int64_t>& ba
   }
   std::sort(s.batch_sizes.begin(), s.batch_sizes.end());
   s.batch_sizes.erase(std::unique(s.batch_sizes.begin(), s.batch_sizes.end()), s.batch_sizes.end());
+}
+
+// The LR search: its kind, grid, factors and momentum range. The multipliers, when given, fix
+// the number of LR trials.
+void check_lr_search(const Config& c, SweepSettings& s, int lr_trials) {
   if (s.lr_search != "adaptive" && s.lr_search != "grid" && s.lr_search != "log_uniform") {
     c.fail("sweep.lr_search", "one of: adaptive, grid, log_uniform", "'" + s.lr_search + "'");
   }
@@ -113,6 +123,10 @@ SweepSettings read_sweep_settings(Config& c, const std::vector<std::int64_t>& ba
       !(0 <= s.momentum_min && s.momentum_min < s.momentum_max && s.momentum_max < 1)) {
     c.fail("sweep.momentum_min", "0 <= momentum_min < momentum_max < 1", number(s.momentum_min));
   }
+}
+
+// Every trial needs a step budget and a target to measure steps-to-result against.
+void check_budget_and_target(const Config& c, const SweepSettings& s) {
   if (s.max_examples < 0) c.fail("sweep.max_examples", ">= 0", std::to_string(s.max_examples));
   if (s.max_steps < 0) c.fail("sweep.max_steps", ">= 0", std::to_string(s.max_steps));
   if (s.max_examples == 0 && s.max_steps == 0) {
@@ -126,6 +140,16 @@ SweepSettings read_sweep_settings(Config& c, const std::vector<std::int64_t>& ba
     throw ConfigError("a sweep needs a target: steps-to-result is measured against it",
                       "pass --target \"val_accuracy>=0.85\" or set train.target in the config");
   }
+}
+
+}  // namespace
+
+SweepSettings read_sweep_settings(Config& c, const std::vector<std::int64_t>& batch_sizes,
+                                  int lr_trials, const std::string& target) {
+  SweepSettings s = read_settings(c, batch_sizes, lr_trials, target);
+  check_batch_sizes(c, s);
+  check_lr_search(c, s, lr_trials);
+  check_budget_and_target(c, s);
   return s;
 }
 

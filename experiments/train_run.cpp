@@ -4,19 +4,21 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <functional>
 #include <iostream>
 #include <nlohmann/json.hpp>
 #include <thread>
 
+#include "core/device.hpp"
 #include "core/error.hpp"
 #include "core/gemm.hpp"
 #include "core/rng.hpp"
 #include "experiments/hessian_probe.hpp"
 #include "experiments/rank_agreement.hpp"
 #include "experiments/run_checkpoint.hpp"
+#include "nn/model.hpp"
 #include "trainer/comm/communicator.hpp"
 #include "trainer/data/load.hpp"
-#include "nn/model.hpp"
 #include "trainer/noise_log.hpp"
 #include "trainer/run_config.hpp"
 #include "trainer/sharded_step.hpp"
@@ -89,6 +91,161 @@ nlohmann::json summary_json(const trainer::TrainConfig& cfg, const trainer::Trai
   return s;
 }
 
+// The run's model for the data's examples: an image model takes their [C, H, W] shape (a shape
+// it cannot take is a ConfigError), and its input and output sizes must match the data's.
+std::unique_ptr<nn::Model> make_model(const trainer::TrainConfig& cfg, const data::Splits& splits,
+                                      int rank) {
+  auto model = cfg.model_layers.empty()
+                   ? nn::Model::from_spec(cfg.model_spec, cfg.init, splits.train.shape)
+                   : nn::Model::from_layers(cfg.model_layers, cfg.init, splits.train.shape);
+  model->seed_streams(cfg.seed, static_cast<std::uint64_t>(rank));
+  if (splits.train.dim != model->input_dim()) {
+    throw ConfigError(cfg.model_name() + " takes " + std::to_string(model->input_dim()) +
+                          " inputs but " + splits.train.name + " examples have " +
+                          std::to_string(splits.train.dim),
+                      "make the first layer size " + std::to_string(splits.train.dim));
+  }
+  if (splits.train.is_classification() && model->output_dim() != splits.train.num_classes) {
+    throw ConfigError(
+        cfg.model_name() + " has " + std::to_string(model->output_dim()) + " outputs but " +
+            splits.train.name + " has " + std::to_string(splits.train.num_classes) + " classes",
+        "make the last layer's size (out) " + std::to_string(splits.train.num_classes));
+  }
+  // model.loss and train.target against the data's task; regression output width
+  trainer::check_task(cfg, splits.train, model->output_dim());
+  return model;
+}
+
+// The noise estimators this model and layout allow: an impossible request stops here, before
+// any file is written (choose_method's ConfigError names the fix).
+noise::OnlineOptions noise_options_for(const trainer::RunConfig& run, const RunOptions& options,
+                                       const comm::Communicator& comm, const nn::Model& model) {
+  noise::OnlineOptions noise_options = run.noise;
+  noise_options.layout_note = options.noise_layout_note;
+  if (noise_options.enabled) {
+    noise::choose_method(noise_options, comm.size(), run.train.micro_batch, run.train.accum_steps,
+                         trainer::per_example_support(model));
+  }
+  return noise_options;
+}
+
+// Every rank loads the same checkpoint (rank 0 wrote it). Returns whether one was restored.
+bool resume_run(const std::filesystem::path& run_dir, const RunOptions& options,
+                const RunIdentity& identity, const comm::Communicator& comm, nn::Model& model,
+                optim::Optimizer& optimizer, trainer::LoopState& resume_from) {
+  if (options.resume == Resume::kNo) return false;
+  const bool resumed = restore_run_checkpoint(run_dir, resume_from, model, optimizer, identity);
+  if (resumed && comm.rank() == 0) {
+    std::fprintf(stderr, "note: resuming %s from its checkpoint of step %lld\n", run_dir.c_str(),
+                 static_cast<long long>(resume_from.step));
+  }
+  if (!resumed && options.resume == Resume::kRequired) {
+    throw ConfigError(
+        "nothing to resume: " + (run_dir / "checkpoints").string() + " holds no intact checkpoint",
+        "start a fresh run, or use --resume auto to fall back to one");
+  }
+  return resumed;
+}
+
+// The sharded step (trainer/sharded_step.hpp): with an elementwise optimizer on one node, the
+// parameters are kept once, in memory every rank maps, and each rank updates its range. Not
+// with a probe: `lbt noise` perturbs the parameters rank by rank.
+struct Sharding {
+  trainer::ParamRange my_range;
+  bool shared_params = false;
+};
+
+Sharding share_parameters(comm::Communicator& comm, nn::Model& model,
+                          const optim::Optimizer& optimizer, bool probing, bool local_sgd) {
+  const std::size_t num_params = model.store().num_params();
+  Sharding sharding{{0, num_params}, false};
+  if (comm.size() > 1 && optimizer.elementwise() && !probing && !local_sgd) {
+    comm::LentMemory shared = comm.shared_parameter_memory(num_params);
+    if (!shared.floats.empty()) {
+      model.place_params(shared.floats, std::move(shared.owner), comm.rank() == 0);
+      comm.barrier();  // rank 0's values are in before any rank reads them
+      sharding.shared_params = true;
+      sharding.my_range = trainer::rank_range(num_params, comm.size(), comm.rank());
+    }
+  }
+  return sharding;
+}
+
+// Saves the run's state when the loop asks (every checkpoint_every steps, and at the end).
+std::function<void(const trainer::LoopState&)> checkpoint_saver(
+    const std::filesystem::path& run_dir, const RunIdentity& identity,
+    const trainer::TrainConfig& cfg, std::int64_t total_steps, const Sharding& sharding,
+    comm::Communicator& comm, nn::Model& model, optim::Optimizer& optimizer) {
+  const std::size_t num_params = model.store().num_params();
+  // The config, communicator, model and optimizer outlive the loop that calls this.
+  return [run_dir, identity, total_steps, sharding, num_params, cfg = &cfg, comm = &comm,
+          model = &model, optimizer = &optimizer](const trainer::LoopState& state) {
+    const bool final_state = state.step >= total_steps || state.outcome.status != "running";
+    // An interrupted run always saves its state: that is what --resume continues from.
+    if (final_state && !cfg->checkpoint_final && state.outcome.status != "interrupted") return;
+    // Each rank's optimizer state is current on its own range only.
+    if (sharding.shared_params)
+      trainer::gather_sharded_state(*optimizer, *comm, num_params, sharding.my_range);
+    if (comm->rank() != 0) return;
+    // Sharded optimizer state: the below-target copy is current on each rank's own range
+    // only, so it is not kept (a resume refines from the resumed step, see loop.cpp).
+    trainer::LoopState saved = state;
+    if (sharding.shared_params) saved.below_target.reset();
+    save_run_checkpoint(run_dir, saved, *model, *optimizer, identity, cfg->checkpoint_keep);
+  };
+}
+
+// What every summary.json of this run repeats beside its outcome.
+struct SummaryParts {
+  const trainer::TrainConfig& cfg;
+  std::string model, optimizer;
+  int world_size;
+  std::int64_t steps_per_epoch;
+
+  nlohmann::json of(const trainer::TrainOutcome& o) const {
+    return summary_json(cfg, o, model, optimizer, world_size, steps_per_epoch);
+  }
+};
+
+// The run directory, on rank 0 only (the others write nothing), with its config and a pending
+// summary.
+std::unique_ptr<trainer::RunDirectory> open_run_dir(const RunResult& result,
+                                                    const RunOptions& options, bool resumed,
+                                                    std::int64_t resume_step, const Config& config,
+                                                    const SummaryParts& summary,
+                                                    std::int64_t total_steps, int rank) {
+  if (rank != 0) return nullptr;
+  auto run_dir = resumed ? std::make_unique<trainer::RunDirectory>(
+                               trainer::RunDirectory::resume(result.run_dir, resume_step))
+                         : std::make_unique<trainer::RunDirectory>(
+                               result.run_dir, options.overwrite || options.resume != Resume::kNo);
+  run_dir->write_config(config.resolved_toml());
+  trainer::TrainOutcome pending;
+  pending.total_steps = total_steps;
+  run_dir->write_summary(summary.of(pending));
+  return run_dir;
+}
+
+// Trains; summary.json records the outcome, or the error that ended the run.
+trainer::TrainOutcome train_with_summary(trainer::TrainContext& ctx, trainer::RunDirectory* run_dir,
+                                         const SummaryParts& summary) {
+  trainer::TrainOutcome outcome;
+  try {
+    outcome = trainer::train(ctx);
+  } catch (const std::exception& e) {
+    if (run_dir) {
+      trainer::TrainOutcome failed;
+      failed.status = "failed";
+      auto s = summary.of(failed);
+      s["error"] = e.what();
+      run_dir->write_summary(s);
+    }
+    throw;
+  }
+  if (run_dir) run_dir->write_summary(summary.of(outcome));
+  return outcome;
+}
+
 }  // namespace
 
 RunResult run_training(Config& config, const RunOptions& options) {
@@ -110,25 +267,7 @@ RunResult run_training(Config& config, const RunOptions& options, comm::Communic
   const int threads = cfg.threads > 0 ? cfg.threads : default_threads(comm.size());
   set_num_threads(threads);
   data::Splits splits = data::load_splits(cfg.data, cfg.seed);
-  // Image models take the examples' [C, H, W] shape; a shape they cannot take is a ConfigError.
-  auto model = cfg.model_layers.empty()
-                   ? nn::Model::from_spec(cfg.model_spec, cfg.init, splits.train.shape)
-                   : nn::Model::from_layers(cfg.model_layers, cfg.init, splits.train.shape);
-  model->seed_streams(cfg.seed, static_cast<std::uint64_t>(comm.rank()));
-  if (splits.train.dim != model->input_dim()) {
-    throw ConfigError(cfg.model_name() + " takes " + std::to_string(model->input_dim()) +
-                          " inputs but " + splits.train.name + " examples have " +
-                          std::to_string(splits.train.dim),
-                      "make the first layer size " + std::to_string(splits.train.dim));
-  }
-  if (splits.train.is_classification() && model->output_dim() != splits.train.num_classes) {
-    throw ConfigError(
-        cfg.model_name() + " has " + std::to_string(model->output_dim()) + " outputs but " +
-            splits.train.name + " has " + std::to_string(splits.train.num_classes) + " classes",
-        "make the last layer's size (out) " + std::to_string(splits.train.num_classes));
-  }
-  // model.loss and train.target against the data's task; regression output width
-  trainer::check_task(cfg, splits.train, model->output_dim());
+  auto model = make_model(cfg, splits, comm.rank());
   data::ShardedSampler sampler(splits.train.n, cfg.seed, comm.size(), comm.rank(), cfg.micro_batch,
                                cfg.accum_steps);
   const trainer::StepBudget budget = trainer::step_budget(cfg, splits.train.n, comm.size());
@@ -136,21 +275,17 @@ RunResult run_training(Config& config, const RunOptions& options, comm::Communic
 
   auto rng = make_rng(cfg.seed, RngStream::kInit);
   model->build(rng);
-  // The noise estimators this model and layout allow: an impossible request stops here, before
-  // any file is written (choose_method's ConfigError names the fix).
-  noise::OnlineOptions noise_options = run.noise;
-  noise_options.layout_note = options.noise_layout_note;
-  if (noise_options.enabled) {
-    noise::choose_method(noise_options, comm.size(), cfg.micro_batch, cfg.accum_steps,
-                         trainer::per_example_support(*model));
-  }
-  // Gradients where this communicator reduces them fastest (one node: shared memory).
+  const noise::OnlineOptions noise_options = noise_options_for(run, options, comm, *model);
+  // Gradients where this communicator reduces them fastest (one node: shared memory). The
+  // communicators reduce host memory: a backend keeping its buffers elsewhere needs its own.
+  require_host_memory(model->backend(), "the communicator's gradient reduction");
   if (comm::LentMemory lent = comm.gradient_memory(model->store().num_params());
       !lent.floats.empty()) {
     model->place_grads(lent.floats, std::move(lent.owner));
   }
   optim::apply_exclusions(run.optimizer, model->store().segments());
-  auto optimizer = optim::make_optimizer(run.optimizer, model->store().num_params());
+  auto optimizer =
+      optim::make_optimizer(run.optimizer, model->store().num_params(), model->backend());
   // Rank 0 speaks for all.
   schedules::Schedule schedule =
       trainer::run_schedule(run, budget, comm.rank() == 0 ? &std::cerr : nullptr);
@@ -160,56 +295,19 @@ RunResult run_training(Config& config, const RunOptions& options, comm::Communic
   comm.broadcast(std::as_writable_bytes(params), 0);
   comm::check_identical(comm, std::as_bytes(params), "initial parameters after the broadcast");
 
-  // ---- resume: every rank loads the same checkpoint (rank 0 wrote it) ----
   RunResult result;
   result.run_dir = options.out.empty() ? trainer::default_run_path(config.source()) : options.out;
   const RunIdentity identity{comm.size(),     cfg.global_batch, cfg.micro_batch,
                              cfg.accum_steps, threads,          config.resolved_toml()};
   trainer::LoopState resume_from;
-  bool resumed = false;
-  if (options.resume != Resume::kNo) {
-    resumed = restore_run_checkpoint(result.run_dir, resume_from, *model, *optimizer, identity);
-    if (resumed && comm.rank() == 0) {
-      std::fprintf(stderr, "note: resuming %s from its checkpoint of step %lld\n",
-                   result.run_dir.c_str(), static_cast<long long>(resume_from.step));
-    }
-    if (!resumed && options.resume == Resume::kRequired) {
-      throw ConfigError("nothing to resume: " + (result.run_dir / "checkpoints").string() +
-                            " holds no intact checkpoint",
-                        "start a fresh run, or use --resume auto to fall back to one");
-    }
-  }
-
-  // ---- sharded step (trainer/sharded_step.hpp): with an elementwise optimizer on one node,
-  //      the parameters are kept once, in memory every rank maps, and each rank updates its
-  //      range. Not with a probe: `lbt noise` perturbs the parameters rank by rank. Not with
-  //      local SGD (train.sync_every > 1): each rank steps its own copy between averages ----
-  const std::size_t num_params = model->store().num_params();
-  trainer::ParamRange my_range{0, num_params};
-  bool shared_params = false;
-  if (comm.size() > 1 && optimizer->elementwise() && !probe && !cfg.local_sgd.enabled()) {
-    comm::LentMemory shared = comm.shared_parameter_memory(num_params);
-    if (!shared.floats.empty()) {
-      model->place_params(shared.floats, std::move(shared.owner), comm.rank() == 0);
-      comm.barrier();  // rank 0's values are in before any rank reads them
-      shared_params = true;
-      my_range = trainer::rank_range(num_params, comm.size(), comm.rank());
-    }
-  }
-
-  // ---- run directory (rank 0 writes; the others write nothing) ----
-  std::unique_ptr<trainer::RunDirectory> run_dir;
-  if (comm.rank() == 0) {
-    run_dir = resumed ? std::make_unique<trainer::RunDirectory>(
-                            trainer::RunDirectory::resume(result.run_dir, resume_from.step))
-                      : std::make_unique<trainer::RunDirectory>(
-                            result.run_dir, options.overwrite || options.resume != Resume::kNo);
-    run_dir->write_config(config.resolved_toml());
-    trainer::TrainOutcome pending;
-    pending.total_steps = total_steps;
-    run_dir->write_summary(summary_json(cfg, pending, model->describe(), optimizer->describe(),
-                                        comm.size(), sampler.steps_per_epoch()));
-  }
+  const bool resumed =
+      resume_run(result.run_dir, options, identity, comm, *model, *optimizer, resume_from);
+  const Sharding sharding = share_parameters(comm, *model, *optimizer, static_cast<bool>(probe),
+                                             cfg.local_sgd.enabled());
+  const SummaryParts summary{cfg, model->describe(), optimizer->describe(), comm.size(),
+                             sampler.steps_per_epoch()};
+  std::unique_ptr<trainer::RunDirectory> run_dir = open_run_dir(
+      result, options, resumed, resume_from.step, config, summary, total_steps, comm.rank());
 
   trainer::TrainContext ctx{cfg,           *model,           *optimizer,    schedule,
                             comm,          splits,           sampler,       total_steps,
@@ -219,42 +317,12 @@ RunResult run_training(Config& config, const RunOptions& options, comm::Communic
   if (probe) ctx.probe = [&](std::int64_t step) { probe(step, probe_context); };
   ctx.checkpoint_every = cfg.checkpoint_every;
   ctx.checkpoint_every_seconds = cfg.checkpoint_every_seconds;
-  ctx.shared_params = shared_params;
-  if (shared_params)
-    ctx.update_segments = trainer::clip_segments(model->store().segments(), my_range);
-  {
-    ctx.checkpoint = [&](const trainer::LoopState& state) {
-      const bool final_state = state.step >= total_steps || state.outcome.status != "running";
-      // An interrupted run always saves its state: that is what --resume continues from.
-      if (final_state && !cfg.checkpoint_final && state.outcome.status != "interrupted") return;
-      // Each rank's optimizer state is current on its own range only.
-      if (shared_params) trainer::gather_sharded_state(*optimizer, comm, num_params, my_range);
-      if (comm.rank() != 0) return;
-      // Sharded optimizer state: the below-target copy is current on each rank's own range
-      // only, so it is not kept (a resume refines from the resumed step, see loop.cpp).
-      trainer::LoopState saved = state;
-      if (shared_params) saved.below_target.reset();
-      save_run_checkpoint(result.run_dir, saved, *model, *optimizer, identity, cfg.checkpoint_keep);
-    };
-  }
-  try {
-    result.outcome = trainer::train(ctx);
-  } catch (const std::exception& e) {
-    if (run_dir) {
-      trainer::TrainOutcome failed;
-      failed.status = "failed";
-      auto s = summary_json(cfg, failed, model->describe(), optimizer->describe(), comm.size(),
-                            sampler.steps_per_epoch());
-      s["error"] = e.what();
-      run_dir->write_summary(s);
-    }
-    throw;
-  }
-  if (run_dir) {
-    run_dir->write_summary(summary_json(cfg, result.outcome, model->describe(),
-                                        optimizer->describe(), comm.size(),
-                                        sampler.steps_per_epoch()));
-  }
+  ctx.shared_params = sharding.shared_params;
+  if (sharding.shared_params)
+    ctx.update_segments = trainer::clip_segments(model->store().segments(), sharding.my_range);
+  ctx.checkpoint = checkpoint_saver(result.run_dir, identity, cfg, total_steps, sharding, comm,
+                                    *model, *optimizer);
+  result.outcome = train_with_summary(ctx, run_dir.get(), summary);
   const auto final_params = model->store().params();
   result.final_params.assign(final_params.begin(), final_params.end());
   return result;

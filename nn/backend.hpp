@@ -1,42 +1,29 @@
-// The seam between what a network computes and how (docs/DESIGN.md "Backends hide the math").
-// A Backend makes the layers, each with its own convolution, elementwise and reduction kernels
-// fused as its device likes, and provides the primitives the parts outside nn/ run on model
-// buffers: allocation and copies, GEMM, the losses, and reductions. Models are built through
-// it (Model::from_spec / from_layers take one), the trainer computes its loss through the
-// model's backend, and the communicator reduces the gradient memory it hands out
-// (Communicator::gradient_memory) on the same device. The CPU backend (nn/cpu/) is the only one:
-// a second is a folder implementing this interface, with no edit to the model, the builder or
-// the trainer.
+// The seam between what a network computes and how (docs/DESIGN.md "Backends"). A Backend is
+// a Device (buffers, copies, GEMM, reductions; core/device.hpp) that makes the layers, each
+// with its own convolution, elementwise and reduction kernels fused as its device likes, and
+// computes the losses. Models are built through it (Model::from_spec / from_layers take one)
+// and allocate their parameters and gradients on it; the trainer computes its loss through the
+// model's backend and hands it to the optimizer and the noise hooks, which allocate their state
+// on it and refuse a device whose memory the host cannot read. The CPU backend (nn/cpu/) is the
+// only one: a second is a folder implementing this interface, with no edit to the model, the
+// builder or the trainer.
 #pragma once
 #include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <span>
 
-#include "core/tensor.hpp"
+#include "core/device.hpp"
 #include "nn/layer.hpp"
 #include "nn/layer_options.hpp"
 #include "nn/shape.hpp"
 
 namespace lbt::nn {
 
-// Where a backend's buffers live: host memory is all there is today.
-enum class Device { kHost };
-
-class Backend {
+// A Device (core/device.hpp: buffers, copies, GEMM, reductions) that also makes layers and
+// computes losses.
+class Backend : public Device {
  public:
-  virtual ~Backend() = default;
-  virtual const char* name() const = 0;  // "cpu"
-  virtual Device device() const = 0;
-
-  // ---- buffers: zeroed, 64-byte aligned, growing as AlignedBuffer does ----
-  virtual AlignedBuffer allocate(std::size_t floats) const = 0;
-  virtual void copy(std::span<const float> from, std::span<float> to) const = 0;
-
-  // ---- GEMM on row-major matrices: C = alpha op(A) op(B) + beta C ----
-  virtual void gemm(bool trans_a, bool trans_b, int m, int n, int k, float alpha, const float* a,
-                    int lda, const float* b, int ldb, float beta, float* c, int ldc) const = 0;
-
   // ---- layers (model_builder.cpp asks for these; each throws ConfigError when it cannot fit
   //      its input) ----
   virtual std::unique_ptr<Layer> linear(std::int64_t in, std::int64_t out, InitScheme init,
@@ -64,10 +51,6 @@ class Backend {
                                        float grad_scale, std::int64_t* correct) const = 0;
   virtual double half_squared_error(const float* pred, const float* target, std::int64_t batch,
                                     std::int64_t dim, float* dpred, float grad_scale) const = 0;
-
-  // ---- reductions over a buffer, accumulated in double ----
-  virtual double sum_squares(std::span<const float> x) const = 0;
-  virtual double dot(std::span<const float> x, std::span<const float> y) const = 0;
 };
 
 // The CPU backend (Eigen, OpenBLAS and lbt's own kernels; nn/cpu/).

@@ -50,7 +50,7 @@ void Model::build(Rng& rng) {
     const std::string prefix = layer->param_prefix();
     layer->register_params(store_, prefix + std::to_string(++counts[prefix]));
   }
-  store_.allocate();
+  store_.allocate(*backend_);
   for (auto& layer : layers_) {
     layer->bind(store_);
     layer->init(rng);
@@ -72,8 +72,10 @@ void Model::place_params(std::span<float> memory, std::shared_ptr<void> owner, b
 void Model::reserve(std::int64_t max_batch) {
   if (max_batch <= capacity_) return;
   for (std::size_t i = 0; i < layers_.size(); ++i) {
-    acts_[i].resize(static_cast<std::size_t>(max_batch * layers_[i]->out_features()));
-    grads_[i].resize(static_cast<std::size_t>(max_batch * layers_[i]->out_features()));
+    // Growing only: what the buffers held is rewritten by the next forward and backward.
+    const auto size = static_cast<std::size_t>(max_batch * layers_[i]->out_features());
+    acts_[i] = backend_->allocate(size);
+    grads_[i] = backend_->allocate(size);
     if (conv_bn_[i].conv)
       moments_.resize(
           std::max(moments_.size(),

@@ -98,7 +98,7 @@ OnlineOptions read_online_options(Config& c) {
 OnlineEstimator::OnlineEstimator(const OnlineOptions& options, int world_size,
                                  std::int64_t micro_batch, std::int64_t accum,
                                  std::span<const Segment> segments,
-                                 const PerExampleSupport& support)
+                                 const PerExampleSupport& support, const Device& device)
     : options_(options),
       segments_(segments.begin(), segments.end()),
       num_segments_(segments.size()),
@@ -110,6 +110,7 @@ OnlineEstimator::OnlineEstimator(const OnlineOptions& options, int world_size,
   example_sq_.assign(num_segments_, 0.0);
   big_sq_.assign(num_segments_, 0.0);
   if (!options_.enabled) return;
+  require_host_memory(device, "the noise estimator's hooks");
   method_ = choose_method(options_, world_size, micro_batch, accum, support);
   options_.per_example = method_.per_example;
   if (method_.two_batch) {
@@ -123,7 +124,7 @@ OnlineEstimator::OnlineEstimator(const OnlineOptions& options, int world_size,
       if (options_.all_micro_batches) {
         std::size_t n = 0;
         for (const Segment& s : segments_) n = std::max(n, s.offset + s.size);
-        previous_.resize(n);
+        previous_ = device.allocate(n);
       }
     }
   } else if (options_.two_batch) {

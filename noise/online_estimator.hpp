@@ -98,9 +98,11 @@ class OnlineEstimator {
   // @param accum        micro-batches per optimizer step
   // @param segments     the model's segment table (per-segment norms, per_example taps)
   // @param support      whether per-example norms are exact for the model (choose_method)
+  // Its gradient copy (small_batches = "all") is allocated on `device`, the model's backend;
+  // the hooks read host memory and refuse another device.
   OnlineEstimator(const OnlineOptions& options, int world_size, std::int64_t micro_batch,
                   std::int64_t accum, std::span<const Segment> segments,
-                  const PerExampleSupport& support = {});
+                  const PerExampleSupport& support = {}, const Device& device = host_device());
 
   bool active(std::int64_t step) const { return options_.enabled && step % options_.every == 0; }
   // Doubles the trainer adds to its metrics allreduce (kSum); see before_allreduce.

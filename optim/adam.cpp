@@ -9,15 +9,19 @@
 
 namespace lbt::optim {
 
+void validate_adam_moments(double beta1, double beta2, double eps, double weight_decay,
+                           const Config& config) {
+  if (!(beta1 >= 0.0 && beta1 < 1.0))
+    config.fail("optimizer.beta1", "in [0, 1)", std::to_string(beta1), "the usual value is 0.9");
+  if (!(beta2 >= 0.0 && beta2 < 1.0))
+    config.fail("optimizer.beta2", "in [0, 1)", std::to_string(beta2), "the usual value is 0.999");
+  if (!(eps > 0.0)) config.fail("optimizer.eps", "> 0", std::to_string(eps));
+  if (!(weight_decay >= 0.0))
+    config.fail("optimizer.weight_decay", ">= 0", std::to_string(weight_decay));
+}
+
 void validate(const AdamOptions& o, const Config& config) {
-  if (!(o.beta1 >= 0.0 && o.beta1 < 1.0))
-    config.fail("optimizer.beta1", "in [0, 1)", std::to_string(o.beta1), "the usual value is 0.9");
-  if (!(o.beta2 >= 0.0 && o.beta2 < 1.0))
-    config.fail("optimizer.beta2", "in [0, 1)", std::to_string(o.beta2),
-                "the usual value is 0.999");
-  if (!(o.eps > 0.0)) config.fail("optimizer.eps", "> 0", std::to_string(o.eps));
-  if (!(o.weight_decay >= 0.0))
-    config.fail("optimizer.weight_decay", ">= 0", std::to_string(o.weight_decay));
+  validate_adam_moments(o.beta1, o.beta2, o.eps, o.weight_decay, config);
 }
 
 std::string describe(const AdamOptions& o) {

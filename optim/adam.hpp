@@ -19,6 +19,9 @@ struct AdamOptions {
   bool decoupled = false;  // false: Adam (g += wd*w); true: AdamW (w -= lr*wd*w)
 };
 
+// The checks Adam and LAMB share: beta1, beta2 in [0, 1), eps > 0, weight_decay >= 0.
+void validate_adam_moments(double beta1, double beta2, double eps, double weight_decay,
+                           const Config& config);
 void validate(const AdamOptions& options, const Config& config);
 std::string describe(const AdamOptions& options);
 

@@ -13,14 +13,7 @@
 namespace lbt::optim {
 
 void validate(const LambOptions& o, const Config& config) {
-  if (!(o.beta1 >= 0.0 && o.beta1 < 1.0))
-    config.fail("optimizer.beta1", "in [0, 1)", std::to_string(o.beta1), "the usual value is 0.9");
-  if (!(o.beta2 >= 0.0 && o.beta2 < 1.0))
-    config.fail("optimizer.beta2", "in [0, 1)", std::to_string(o.beta2),
-                "the usual value is 0.999");
-  if (!(o.eps > 0.0)) config.fail("optimizer.eps", "> 0", std::to_string(o.eps));
-  if (!(o.weight_decay >= 0.0))
-    config.fail("optimizer.weight_decay", ">= 0", std::to_string(o.weight_decay));
+  validate_adam_moments(o.beta1, o.beta2, o.eps, o.weight_decay, config);
   validate_phi(o.phi, config, "optimizer.lamb");
 }
 

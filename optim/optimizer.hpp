@@ -34,6 +34,9 @@ class OptimizerState {
   AlignedBuffer& add(const std::string& name, std::size_t size);  // zero-initialised
   AlignedBuffer& get(const std::string& name);
   bool has(const std::string& name) const;
+  // Moves every buffer (values kept) to memory allocated by `device`: make_optimizer puts the
+  // state on the model's backend.
+  void place_on(const Device& device);
   std::vector<std::pair<std::string, AlignedBuffer>>& buffers() { return buffers_; }
   const std::vector<std::pair<std::string, AlignedBuffer>>& buffers() const { return buffers_; }
 

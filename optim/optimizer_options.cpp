@@ -29,12 +29,18 @@ SgdOptions read_sgd(Config& config, const std::string& name, bool read_decay) {
   return o;
 }
 
-AdamOptions read_adam(Config& config, const std::string& name, bool read_decay) {
-  AdamOptions o;
-  o.decoupled = name == "adamw";
+// Adam's moment keys, shared by Adam, AdamW and LAMB.
+template <class Options>
+void read_adam_moments(Config& config, Options& o) {
   o.beta1 = read(config, "optimizer.beta1");
   o.beta2 = read(config, "optimizer.beta2");
   o.eps = read(config, "optimizer.eps");
+}
+
+AdamOptions read_adam(Config& config, const std::string& name, bool read_decay) {
+  AdamOptions o;
+  o.decoupled = name == "adamw";
+  read_adam_moments(config, o);
   o.eps_inside_sqrt = config.get_bool(key("optimizer.eps_inside_sqrt"));
   o.weight_decay = read_decay ? read(config, "optimizer.weight_decay") : 0.0;
   validate(o, config);
@@ -72,9 +78,7 @@ LarcOptions read_larc(Config& config) {
 
 LambOptions read_lamb(Config& config) {
   LambOptions o;
-  o.beta1 = read(config, "optimizer.beta1");
-  o.beta2 = read(config, "optimizer.beta2");
-  o.eps = read(config, "optimizer.eps");
+  read_adam_moments(config, o);
   o.bias_correction = config.get_bool(key("optimizer.lamb.bias_correction"));
   o.weight_decay = read(config, "optimizer.weight_decay");
   o.scope = config.get_string(key("optimizer.lamb.scope")) == "decayed" ? LambScope::kDecayed
@@ -122,7 +126,9 @@ OptimizerOptions read_optimizer_options(Config& config) {
   return o;
 }
 
-std::unique_ptr<Optimizer> make_optimizer(const OptimizerOptions& o, std::size_t num_params) {
+namespace {
+
+std::unique_ptr<Optimizer> build_optimizer(const OptimizerOptions& o, std::size_t num_params) {
   if (o.name == "lars") return std::make_unique<Lars>(o.lars, num_params);
   if (o.name == "lamb") return std::make_unique<Lamb>(o.lamb, num_params);
   if (o.name == "larc") {
@@ -138,6 +144,16 @@ std::unique_ptr<Optimizer> make_optimizer(const OptimizerOptions& o, std::size_t
   if (auto opt = make_segmentwise(o, o.name, num_params)) return opt;
   throw ConfigError("optimizer.name '" + o.name + "' is not an optimizer lbt has",
                     "lbt train --help lists the optimizers");
+}
+
+}  // namespace
+
+std::unique_ptr<Optimizer> make_optimizer(const OptimizerOptions& o, std::size_t num_params,
+                                          const Device& device) {
+  require_host_memory(device, "the optimizer's fused step");
+  auto optimizer = build_optimizer(o, num_params);
+  optimizer->state().place_on(device);
+  return optimizer;
 }
 
 }  // namespace lbt::optim

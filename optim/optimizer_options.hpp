@@ -32,8 +32,10 @@ struct OptimizerOptions {
 // has already refused the others). Throws ConfigError naming the key.
 OptimizerOptions read_optimizer_options(Config& config);
 
-// Builds the optimizer with its state sized for `num_params`.
-std::unique_ptr<Optimizer> make_optimizer(const OptimizerOptions& options, std::size_t num_params);
+// Builds the optimizer with its state sized for `num_params` and allocated on `device` (the
+// model's backend); the fused steps compute on host memory and refuse another device.
+std::unique_ptr<Optimizer> make_optimizer(const OptimizerOptions& options, std::size_t num_params,
+                                          const Device& device = host_device());
 
 // Applies no_decay and no_trust_ratio on top of the segment table's defaults. A pattern that
 // matches no segment is a ConfigError (it is almost always a typo). Call once after the model

@@ -21,6 +21,14 @@ AlignedBuffer& OptimizerState::get(const std::string& name) {
   throw Error("optimizer state has no buffer '" + name + "'");
 }
 
+void OptimizerState::place_on(const Device& device) {
+  for (auto& [name, buffer] : buffers_) {
+    AlignedBuffer placed = device.allocate(buffer.size());
+    device.copy(buffer.span(), placed.span());
+    buffer = std::move(placed);
+  }
+}
+
 bool OptimizerState::has(const std::string& name) const {
   for (const auto& [n, buffer] : buffers_)
     if (n == name) return true;

@@ -1,7 +1,7 @@
 // lbt.fit_critical_batch and lbt.fit_sweep: S(B) = S_min (1 + B_noise / B) fitted to
 // steps-to-result (McCandlish et al. 2018, arXiv:1812.06162, eq. 2.11) by
-// experiments/critical_batch.hpp, with percentile-bootstrap intervals; and `lbt fit SWEEP_DIR`
-// (experiments/fit.hpp) returning its fit.json.
+// analysis/critical_batch.hpp, with percentile-bootstrap intervals; and `lbt fit SWEEP_DIR`
+// (experiments/fit_files.hpp, over analysis/sweep_fit.hpp) returning its fit.json.
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
@@ -13,8 +13,8 @@
 #include <string>
 #include <vector>
 
-#include "experiments/critical_batch.hpp"
-#include "experiments/fit.hpp"
+#include "analysis/critical_batch.hpp"
+#include "experiments/fit_files.hpp"
 #include "python/bindings.hpp"
 
 namespace py = pybind11;
@@ -22,7 +22,7 @@ namespace py = pybind11;
 namespace lbt::python {
 namespace {
 
-using experiments::ScalingPoint;
+using analysis::ScalingPoint;
 
 std::vector<ScalingPoint> scaling_points(py::array_t<double, py::array::forcecast> batch_sizes,
                                          py::array_t<double, py::array::forcecast> steps) {
@@ -44,13 +44,13 @@ std::vector<ScalingPoint> scaling_points(py::array_t<double, py::array::forcecas
   return points;
 }
 
-py::tuple interval(const experiments::Interval& i) {
+py::tuple interval(const analysis::Interval& i) {
   return py::make_tuple(i.lo, i.hi);
 }
 
 py::dict fit_dict(const std::vector<ScalingPoint>& points, int resamples, double level,
                   std::uint64_t seed) {
-  const experiments::CriticalBatchFit f = experiments::fit_critical_batch(points);
+  const analysis::CriticalBatchFit f = analysis::fit_critical_batch(points);
   py::dict d;
   d["S_min"] = f.S_min;
   d["E_min"] = f.E_min;
@@ -58,8 +58,8 @@ py::dict fit_dict(const std::vector<ScalingPoint>& points, int resamples, double
   d["B_noise"] = f.B_noise;  // = B_crit in this model; kept under the paper's name too
   d["rms_log_residual"] = f.rms_log_residual;
   if (resamples > 0) {
-    const experiments::BootstrapIntervals ci =
-        experiments::bootstrap_critical_batch(points, resamples, level, seed);
+    const analysis::BootstrapIntervals ci =
+        analysis::bootstrap_critical_batch(points, resamples, level, seed);
     py::dict intervals;
     intervals["S_min"] = interval(ci.S_min);
     intervals["E_min"] = interval(ci.E_min);
@@ -117,16 +117,16 @@ batch sizes (resamples=0: no intervals). Needs >= 3 distinct batch sizes.
          double regime_tolerance) {
         check_level("fit_sweep", resamples, level);
         if (!std::filesystem::is_directory(sweep_dir)) no_sweep_dir(sweep_dir);
-        experiments::FitOptions options;
+        analysis::FitOptions options;
         options.resamples = resamples;
         options.level = level;
         options.seed = seed;
         options.regime_tolerance = regime_tolerance;
         return to_python(experiments::fit_sweep(sweep_dir, options));
       },
-      "sweep_dir"_a, py::kw_only(), "resamples"_a = experiments::FitOptions{}.resamples,
-      "level"_a = experiments::FitOptions{}.level, "seed"_a = experiments::FitOptions{}.seed,
-      "regime_tolerance"_a = experiments::FitOptions{}.regime_tolerance, R"doc(
+      "sweep_dir"_a, py::kw_only(), "resamples"_a = analysis::FitOptions{}.resamples,
+      "level"_a = analysis::FitOptions{}.level, "seed"_a = analysis::FitOptions{}.seed,
+      "regime_tolerance"_a = analysis::FitOptions{}.regime_tolerance, R"doc(
 `lbt fit SWEEP_DIR`: the critical-batch fit of a sweep's best.csv with its intervals, regimes,
 LR-vs-batch law and measured B_simple. Writes SWEEP_DIR/fit.json (as `lbt fit` does) and
 returns it as a dict.

@@ -167,9 +167,8 @@ py::tuple estimate_tuple(const NoiseEstimate& e) {
   return py::make_tuple(e.G_sq, e.trace_sigma);
 }
 
-}  // namespace
-
-void bind_noise(py::module_& m) {
+// The stateless estimators: one step's unbiased (|G|^2, tr(Sigma)).
+void bind_estimators(py::module_& m) {
   using namespace pybind11::literals;
   m.def(
       "two_batch_estimate",
@@ -191,7 +190,11 @@ void bind_noise(py::module_& m) {
       "example_sq_norms"_a, "g_batch_sq"_a,
       "One batch's unbiased (|G|^2, tr(Sigma)) from its per-example squared gradient norms "
       "|g_n|^2 and the squared norm of their mean.");
+}
 
+// GradientNoise: the estimators' running B_simple with its interval.
+void bind_gradient_noise(py::module_& m) {
+  using namespace pybind11::literals;
   py::class_<GradientNoise>(m, "GradientNoise", R"doc(
 Gradient noise scale B_simple = tr(Sigma) / |G|^2 (McCandlish et al. 2018, eq. 2.8).
 
@@ -254,6 +257,13 @@ GradientNoise(b_small, b_big, ema=0.95, window=10, estimate="averaged")
         return "GradientNoise(samples=" + std::to_string(self.samples()) + ", " + self.estimate() +
                " b_simple=" + (b ? number(*b) : std::string("None")) + ")";
       });
+}
+
+}  // namespace
+
+void bind_noise(py::module_& m) {
+  bind_estimators(m);
+  bind_gradient_noise(m);
 }
 
 }  // namespace lbt::python

@@ -10,7 +10,7 @@
 //     reached exactly at step W) unless the config sets schedule.decay_start.
 //   - Decays that reach an end value (linear, cosine, polynomial, wsd) hold it past their end.
 // Builders check their arguments when called and throw std::invalid_argument; config code
-// (trainer/schedule_config.cpp) turns that into a ConfigError naming the key.
+// (schedules/from_config.cpp) turns that into a ConfigError naming the key.
 #pragma once
 #include <cstdint>
 #include <functional>

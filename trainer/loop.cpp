@@ -60,7 +60,7 @@ class TrainLoop {
                  static_cast<std::uint64_t>(ctx.comm.rank())},
         progress_(ctx.progress && ctx.comm.rank() == 0, ctx.total_steps),
         noise_(ctx.noise, ctx.comm.size(), cfg_.micro_batch, cfg_.accum_steps, store_.segments(),
-               per_example_support(model_)),
+               per_example_support(model_), model_.backend()),
         sums_(3 + noise_.num_slots() + 1 + 2) {
     model_.reserve(cfg_.micro_batch);
     if (!ctx.data.train.is_classification()) progress_.set_val_label("val_mse");

@@ -82,13 +82,13 @@ StepBudget schedule_budget(const TrainConfig& train, std::int64_t train_examples
 schedules::Schedule run_schedule(const RunConfig& run, const StepBudget& budget,
                                  std::ostream* warnings,
                                  std::vector<std::pair<std::string, std::int64_t>>* boundaries) {
-  ScheduleContext context{run.optimizer.lr,
-                          run.train.global_batch,
-                          budget.steps_per_epoch,
-                          budget.total_steps,
-                          warnings,
-                          boundaries};
-  return make_schedule(run.schedule, context);
+  schedules::ScheduleContext context{run.optimizer.lr,
+                                     run.train.global_batch,
+                                     budget.steps_per_epoch,
+                                     budget.total_steps,
+                                     warnings,
+                                     boundaries};
+  return schedules::make_schedule(run.schedule, context);
 }
 
 }  // namespace lbt::trainer

@@ -9,7 +9,7 @@
 #include "core/config.hpp"
 #include "noise/online_estimator.hpp"
 #include "optim/optimizer_options.hpp"
-#include "trainer/schedule_config.hpp"
+#include "trainer/schedule_options.hpp"
 #include "trainer/train_config.hpp"
 
 namespace lbt::trainer {
@@ -17,7 +17,7 @@ namespace lbt::trainer {
 struct RunConfig {
   TrainConfig train;
   optim::OptimizerOptions optimizer;
-  ScheduleOptions schedule;
+  schedules::ScheduleOptions schedule;
   noise::OnlineOptions noise;
 };
 

@@ -1,5 +1,5 @@
 // The schedule.* config keys (declared once: which decay uses which key, units, defaults),
-// read by read_schedule_options (schedule_config.hpp).
+// read by read_schedule_options (schedule_options.hpp).
 #pragma once
 #include <vector>
 

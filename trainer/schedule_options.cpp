@@ -1,20 +1,20 @@
 // Reading the schedule.* keys into ScheduleOptions (the typed options make_schedule takes);
-// see schedule_config.hpp. Only the keys the chosen decay uses are read, so the resolved
+// see schedule_options.hpp. Only the keys the chosen decay uses are read, so the resolved
 // config.toml holds this run's keys and no others.
 #include <string_view>
 
-#include "trainer/schedule_config.hpp"
 #include "trainer/schedule_keys.hpp"
+#include "trainer/schedule_options.hpp"
 #include "trainer/train_keys.hpp"
 
 namespace lbt::trainer {
 
-ScheduleOptions read_schedule_options(Config& config) {
+schedules::ScheduleOptions read_schedule_options(Config& config) {
   const auto key = [](std::string_view name) -> const KeySpec& {
     return Schema::in(schedule_keys(), name);
   };
   const auto applies = [&](std::string_view name) { return key(name).applies(config); };
-  ScheduleOptions o;
+  schedules::ScheduleOptions o;
   o.source = config.source();
   o.recipe = config.get_string(key("schedule.recipe"));
   o.scaling = config.get_string(key("schedule.scaling"));

@@ -78,10 +78,8 @@ void read_model(Config& c, TrainConfig& t) {
   t.model_layers = nn::read_layers(c.get_table_list(key("model.layers")), c.source());
 }
 
-}  // namespace
-
-TrainConfig read_train_config(Config& c, int world_size) {
-  TrainConfig t;
+// model.*: the network, its loss and its initialisation.
+void read_model_section(Config& c, TrainConfig& t) {
   read_model(c, t);
   t.loss = c.get_string(key("model.loss"));
   const std::string init = c.get_string(key("model.init"));
@@ -93,8 +91,66 @@ TrainConfig read_train_config(Config& c, int world_size) {
     t.init = nn::InitScheme::kZero;
   else
     c.fail("model.init", "one of: he, glorot, zero", "'" + init + "'");
+}
 
-  DataConfig& d = t.data;
+// data.image_shape "C,H,W" as positive sizes.
+std::vector<std::int64_t> read_image_shape(Config& c) {
+  std::vector<std::int64_t> image_shape;
+  const std::string shape = c.get_string(key("data.image_shape"));
+  std::stringstream ss(shape);
+  for (std::string item; std::getline(ss, item, ',');) {
+    try {
+      image_shape.push_back(std::stoll(item));
+    } catch (const std::exception&) {
+      c.fail("data.image_shape", "comma-separated positive sizes such as 1,28,28",
+             "'" + shape + "'");
+    }
+    if (image_shape.back() <= 0) c.fail("data.image_shape", "positive sizes", "'" + shape + "'");
+  }
+  return image_shape;
+}
+
+// A CSV file's column layout: a class label or regression targets, and its header.
+void read_csv_layout(Config& c, DataConfig& d) {
+  const bool label_set = c.has("data.label_column");
+  d.label_column = c.get_string(key("data.label_column"));
+  d.target_columns = c.get_string_list(key("data.target_columns"));
+  // One column layout per file: a class label or regression targets, never both.
+  if (label_set && !d.target_columns.empty()) {
+    c.fail("data.label_column", "unset when data.target_columns is set (regression)",
+           "'" + d.label_column + "'",
+           "remove data.label_column for regression, or data.target_columns for classification");
+  }
+  d.csv_header = c.get_string(key("data.csv_header"));
+  if (d.csv_header != "auto" && d.csv_header != "true" && d.csv_header != "false") {
+    c.fail("data.csv_header", "one of: auto, true, false", "'" + d.csv_header + "'");
+  }
+}
+
+// The features and labels of npy/csv files, and the shape of their examples.
+void read_file_data(Config& c, DataConfig& d) {
+  d.train_features = c.get_string(key("data.train_features"));
+  d.test_features = c.get_string(key("data.test_features"));
+  if (d.format == "npy") {
+    d.train_labels = c.get_string(key("data.train_labels"));
+    d.test_labels = c.get_string(key("data.test_labels"));
+  } else {
+    read_csv_layout(c, d);
+  }
+  d.num_classes = c.get_int(key("data.num_classes"));
+  d.image_shape = read_image_shape(c);
+  if (d.train_features.empty()) {
+    c.fail(
+        "data.train_features", "a path to a ." + d.format + " file", "nothing",
+        "set data.train_features" + std::string(d.format == "npy" ? " and data.train_labels" : ""));
+  }
+  if (d.format == "npy" && d.train_labels.empty())
+    c.fail("data.train_labels", "a path to a .npy file", "nothing");
+  if (d.num_classes < 0) c.fail("data.num_classes", ">= 0", std::to_string(d.num_classes));
+}
+
+// data.*: the dataset, its files or synthetic problem, and the split.
+void read_data(Config& c, DataConfig& d) {
   d.dataset = c.get_string(key("data.dataset"));
   c.get_string(key("data.format"));  // recorded as given; data_format_of resolves it
   d.format = data_format_of(c);
@@ -107,50 +163,7 @@ TrainConfig read_train_config(Config& c, int world_size) {
   d.augment_flip = c.get_bool(key("data.augment.flip"));
   if (d.augment_crop_padding < 0)
     c.fail("data.augment.crop_padding", ">= 0", std::to_string(d.augment_crop_padding));
-  if (d.format == "npy" || d.format == "csv") {
-    d.train_features = c.get_string(key("data.train_features"));
-    d.test_features = c.get_string(key("data.test_features"));
-    if (d.format == "npy") {
-      d.train_labels = c.get_string(key("data.train_labels"));
-      d.test_labels = c.get_string(key("data.test_labels"));
-    } else {
-      const bool label_set = c.has("data.label_column");
-      d.label_column = c.get_string(key("data.label_column"));
-      d.target_columns = c.get_string_list(key("data.target_columns"));
-      // One column layout per file: a class label or regression targets, never both.
-      if (label_set && !d.target_columns.empty()) {
-        c.fail(
-            "data.label_column", "unset when data.target_columns is set (regression)",
-            "'" + d.label_column + "'",
-            "remove data.label_column for regression, or data.target_columns for classification");
-      }
-      d.csv_header = c.get_string(key("data.csv_header"));
-      if (d.csv_header != "auto" && d.csv_header != "true" && d.csv_header != "false") {
-        c.fail("data.csv_header", "one of: auto, true, false", "'" + d.csv_header + "'");
-      }
-    }
-    d.num_classes = c.get_int(key("data.num_classes"));
-    const std::string shape = c.get_string(key("data.image_shape"));
-    std::stringstream ss(shape);
-    for (std::string item; std::getline(ss, item, ',');) {
-      try {
-        d.image_shape.push_back(std::stoll(item));
-      } catch (const std::exception&) {
-        c.fail("data.image_shape", "comma-separated positive sizes such as 1,28,28",
-               "'" + shape + "'");
-      }
-      if (d.image_shape.back() <= 0)
-        c.fail("data.image_shape", "positive sizes", "'" + shape + "'");
-    }
-    if (d.train_features.empty()) {
-      c.fail("data.train_features", "a path to a ." + d.format + " file", "nothing",
-             "set data.train_features" +
-                 std::string(d.format == "npy" ? " and data.train_labels" : ""));
-    }
-    if (d.format == "npy" && d.train_labels.empty())
-      c.fail("data.train_labels", "a path to a .npy file", "nothing");
-    if (d.num_classes < 0) c.fail("data.num_classes", ">= 0", std::to_string(d.num_classes));
-  }
+  if (d.format == "npy" || d.format == "csv") read_file_data(c, d);
   if (d.dataset == "synthetic-regression") {
     d.synthetic_examples = c.get_int(key("data.synthetic.examples"));
     d.synthetic_dim = c.get_int(key("data.synthetic.dim"));
@@ -166,7 +179,10 @@ TrainConfig read_train_config(Config& c, int world_size) {
   if (d.validation_size < 0)
     c.fail("data.validation_size", ">= 0", std::to_string(d.validation_size));
   if (d.train_limit < 0) c.fail("data.train_limit", ">= 0", std::to_string(d.train_limit));
+}
 
+// train.*: the batch, length, evaluation and target of the run; returns train.seed as read.
+std::int64_t read_run(Config& c, TrainConfig& t) {
   t.global_batch = c.get_int(key("train.global_batch"));
   t.micro_batch = c.get_int(key("train.micro_batch"));
   t.accum_steps = c.get_int(key("train.accum_steps"));
@@ -193,6 +209,11 @@ TrainConfig read_train_config(Config& c, int world_size) {
     c.fail("train.prune_at_step", "0 without train.target", std::to_string(t.prune_at_step),
            "set train.target, or leave prune_at_step at 0");
   }
+  return seed;
+}
+
+// Divergence handling, communicator and checkpoints; returns train.on_divergence as read.
+std::string read_guards_and_checkpoints(Config& c, TrainConfig& t) {
   t.divergence.factor = c.get_double(key("train.divergence_factor"));
   const std::string on_divergence = c.get_string(key("train.on_divergence"));
   t.divergence.skip_spikes = on_divergence == "skip";
@@ -210,8 +231,13 @@ TrainConfig read_train_config(Config& c, int world_size) {
     c.fail("train.checkpoint_keep", ">= 1", std::to_string(t.checkpoint_keep));
   t.local_sgd = read_local_sgd(c, t.checkpoint_every);
 
+  return on_divergence;
+}
+
+// The train.* values read above, each in its range.
+void check_run(const Config& c, const TrainConfig& t, std::int64_t seed,
+               const std::string& on_divergence) {
   if (seed < 0) c.fail("train.seed", ">= 0", std::to_string(seed));
-  t.seed = static_cast<std::uint64_t>(seed);
   require_positive(c, "train.global_batch", static_cast<double>(t.global_batch),
                    "e.g. --set train.global_batch=128");
   if (t.micro_batch < 0)
@@ -231,8 +257,10 @@ TrainConfig read_train_config(Config& c, int world_size) {
   if (t.divergence.skip_limit < 1) {
     c.fail("train.skip_limit", ">= 1", std::to_string(t.divergence.skip_limit), "e.g. 5");
   }
+}
 
-  // Resolve global = world x micro x accum; any two fix the third.
+// Resolves global = world x micro x accum; any two fix the third.
+void resolve_batch(const Config& c, TrainConfig& t, int world_size) {
   const std::int64_t per_rank_fail = t.global_batch % world_size;
   if (per_rank_fail != 0) {
     c.fail("train.global_batch",
@@ -266,6 +294,19 @@ TrainConfig read_train_config(Config& c, int world_size) {
     }
     t.accum_steps = accum;
   }
+}
+
+}  // namespace
+
+TrainConfig read_train_config(Config& c, int world_size) {
+  TrainConfig t;
+  read_model_section(c, t);
+  read_data(c, t.data);
+  const std::int64_t seed = read_run(c, t);
+  const std::string on_divergence = read_guards_and_checkpoints(c, t);
+  check_run(c, t, seed, on_divergence);
+  t.seed = static_cast<std::uint64_t>(seed);
+  resolve_batch(c, t, world_size);
   return t;
 }
 

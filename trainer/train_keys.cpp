@@ -28,13 +28,11 @@ std::vector<std::string> divergence_mode(const Config& config) {
 }
 const KeyCondition kByDivergence{{"train.on_divergence"}, divergence_mode};
 
-}  // namespace
-
-const std::vector<KeySpec>& train_keys() {
+// model.*: the network, its initialisation and loss.
+std::vector<KeySpec> model_keys() {
   using enum KeyType;
-  const KeyCondition* format = &kByFormat;
   // clang-format off
-  static const std::vector<KeySpec> keys = {
+  return {
       {"model.spec", kString, "\"mlp:784-512-512-10\"",
        "mlp:IN-H1-...-OUT | linear:IN-OUT | cnn:simple | resnet:N, each optionally :nobias (see README)"},
       {"model.layers", kTableList, "[]",
@@ -44,6 +42,16 @@ const std::vector<KeySpec>& train_keys() {
        "auto: cross_entropy for integer labels, mse for float targets | cross_entropy | mse "
        "(per example 1/2 sum_j (pred_j - y_j)^2, averaged over examples)",
        {"auto", "cross_entropy", "mse"}},
+  };
+  // clang-format on
+}
+
+// data.*: the dataset, its files or synthetic problem, the split, augmentation.
+std::vector<KeySpec> data_keys() {
+  using enum KeyType;
+  const KeyCondition* format = &kByFormat;
+  // clang-format off
+  return {
       {"data.dataset", kString, "\"fashion-mnist\"",
        "fashion-mnist | mnist | cifar10 | synthetic-regression, or a name for npy/csv data (with data.format)"},
       {"data.format", kString, "\"\"", "idx | cifar10 | npy | csv (empty: from data.dataset)",
@@ -85,6 +93,15 @@ const std::vector<KeySpec>& train_keys() {
       {"data.synthetic.dim", kInt, "32", "input dimension d", {}, "", format, {"synthetic"}},
       {"data.synthetic.noise", kNumber, "0.5", "label noise standard deviation s", {}, "", format,
        {"synthetic"}},
+  };
+  // clang-format on
+}
+
+// train.*: batch, length, evaluation, seed and target of the run.
+std::vector<KeySpec> run_keys() {
+  using enum KeyType;
+  // clang-format off
+  return {
       {"train.global_batch", kInt, "128",
        "examples per optimizer step, summed over ranks and accumulation", {}, "examples"},
       {"train.micro_batch", kInt, "0", "examples per forward/backward on one rank (0: derived)", {},
@@ -110,6 +127,15 @@ const std::vector<KeySpec>& train_keys() {
       {"train.prune_at_step", kInt, "0",
        "end the run as 'pruned' when the target is not met by this step; the schedule still spans train.steps (lbt sweep: the best steps-to-target at the batch size; 0: never)",
        {}, "steps"},
+  };
+  // clang-format on
+}
+
+// train.*: divergence handling and checkpoints; comm.*: the communicator.
+std::vector<KeySpec> guard_keys() {
+  using enum KeyType;
+  // clang-format off
+  return {
       {"train.divergence_factor", kNumber, "20.0",
        "a spike: loss > factor x first loss (or NaN/Inf)"},
       {"train.on_divergence", kString, "\"stop\"",
@@ -133,6 +159,19 @@ const std::vector<KeySpec>& train_keys() {
        {"auto", "local", "mpi"}},
   };
   // clang-format on
+}
+
+}  // namespace
+
+const std::vector<KeySpec>& train_keys() {
+  // One table, in the order --help lists it: model, data, train, comm.
+  static const std::vector<KeySpec> keys = [] {
+    std::vector<KeySpec> all;
+    for (auto part : {model_keys(), data_keys(), run_keys(), guard_keys()})
+      all.insert(all.end(), std::make_move_iterator(part.begin()),
+                 std::make_move_iterator(part.end()));
+    return all;
+  }();
   return keys;
 }
 

@@ -3,8 +3,7 @@
 // (conv2d.hpp lists the convolution's four), so this file only says which class does what.
 #include <algorithm>
 
-#include "core/gemm.hpp"
-#include "core/sum_squares.hpp"
+#include "core/device.hpp"
 #include "nn/backend.hpp"
 #include "nn/cpu/basic_block.hpp"
 #include "nn/cpu/batch_norm.hpp"
@@ -20,16 +19,20 @@ namespace {
 
 class CpuBackend final : public Backend {
  public:
-  const char* name() const override { return "cpu"; }
-  Device device() const override { return Device::kHost; }
-
-  AlignedBuffer allocate(std::size_t floats) const override { return AlignedBuffer(floats); }
+  // The buffers and their primitives are the host's (core/device.cpp).
+  const char* name() const override { return host().name(); }
+  bool host_memory() const override { return true; }
+  AlignedBuffer allocate(std::size_t floats) const override { return host().allocate(floats); }
   void copy(std::span<const float> from, std::span<float> to) const override {
-    std::copy(from.begin(), from.end(), to.begin());
+    host().copy(from, to);
   }
   void gemm(bool trans_a, bool trans_b, int m, int n, int k, float alpha, const float* a, int lda,
             const float* b, int ldb, float beta, float* c, int ldc) const override {
-    sgemm(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+    host().gemm(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+  }
+  double sum_squares(std::span<const float> x) const override { return host().sum_squares(x); }
+  double dot(std::span<const float> x, std::span<const float> y) const override {
+    return host().dot(x, y);
   }
 
   std::unique_ptr<Layer> linear(std::int64_t in, std::int64_t out, InitScheme init,
@@ -75,12 +78,8 @@ class CpuBackend final : public Backend {
     return nn::half_squared_error(pred, target, batch, dim, dpred, grad_scale);
   }
 
-  double sum_squares(std::span<const float> x) const override { return lbt::sum_squares(x); }
-  double dot(std::span<const float> x, std::span<const float> y) const override {
-    return lane_sum<double, 32>(x.size(), [&](std::size_t i) {
-      return static_cast<double>(x[i]) * static_cast<double>(y[i]);
-    });
-  }
+ private:
+  static const Device& host() { return host_device(); }
 };
 
 }  // namespace

@@ -16,49 +16,27 @@
 #include "core/error.hpp"
 #include "core/rng.hpp"
 #include "experiments/train_run.hpp"
+#include "nn/model.hpp"
+#include "small_mpi_run.hpp"
 #include "tolerance.hpp"
 #include "trainer/comm/communicator.hpp"
 #include "trainer/comm/local_communicator.hpp"
-#include "nn/model.hpp"
 
 using namespace lbt;
 namespace fs = std::filesystem;
 
 namespace {
 
-comm::Communicator& world() {
-  return comm::process_communicator({"mpi"});
-}
+using test::kGlobalBatch;
+using test::world;
 
 // Optimizers checked; adding one ("lars") is one entry here. Elementwise ones (sgd, momentum,
 // adamw) run the sharded step with shared parameters at K ranks; lamb updates whole segments
 // on every rank.
 const std::vector<std::string> kOptimizers = {"sgd", "momentum", "adamw", "lamb"};
 
-constexpr std::int64_t kGlobalBatch = 64;  // divisible by 2 and 4 ranks
-
 Config small_run(const std::string& optimizer) {
-  Config c = Config::from_string(R"(
-[model]
-spec = "mlp:784-32-10"
-[data]
-dataset = "fashion-mnist"
-path = "/usr/share/datasets/fashion-mnist"
-train_limit = 2048
-validation_size = 256
-[train]
-steps = 20
-eval_every = 20
-log_every = 10
-threads = 1
-seed = 3
-[optimizer]
-lr = 0.05
-)",
-                                 "equivalence");
-  c.set("optimizer.name=" + optimizer);
-  c.set("train.global_batch=" + std::to_string(kGlobalBatch));
-  return c;
+  return test::small_mpi_run(optimizer);
 }
 
 fs::path scratch(const std::string& name) {

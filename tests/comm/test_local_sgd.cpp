@@ -9,7 +9,9 @@
 
 #include <unistd.h>
 
+#include <array>
 #include <filesystem>
+#include <map>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -22,6 +24,7 @@
 #include "experiments/train_run.hpp"
 #include "nn/model.hpp"
 #include "run_files.hpp"
+#include "small_mpi_run.hpp"
 #include "trainer/comm/communicator.hpp"
 #include "trainer/data/load.hpp"
 #include "trainer/data/prefetch.hpp"
@@ -33,37 +36,16 @@ namespace fs = std::filesystem;
 
 namespace {
 
-comm::Communicator& world() {
-  return comm::process_communicator({"mpi"});
-}
-
-constexpr std::int64_t kGlobalBatch = 64;  // divisible by 2 and 4 ranks
+using test::kGlobalBatch;
+using test::world;
 constexpr std::int64_t kSteps = 20;
 
-// Momentum SGD, so the optimizer state's handling at the averages matters.
+// Momentum SGD, so the optimizer state's handling at the averages matters; no wall-time
+// checkpoints (they would wait for averages at times the test does not choose).
 Config small_run(const std::string& extra = "") {
-  Config c = Config::from_string(R"(
-[model]
-spec = "mlp:784-32-10"
-[data]
-dataset = "fashion-mnist"
-path = "/usr/share/datasets/fashion-mnist"
-train_limit = 2048
-validation_size = 256
-[train]
-steps = 20
-global_batch = 64
-eval_every = 20
-log_every = 10
-threads = 1
-seed = 3
-checkpoint_every_seconds = 0.0
-[optimizer]
-name = "sgd"
-lr = 0.05
-momentum = 0.9
-)",
-                                 "local_sgd");
+  Config c = test::small_mpi_run("sgd");
+  c.set("optimizer.momentum=0.9");
+  c.set("train.checkpoint_every_seconds=0");
   std::stringstream sets(extra);
   for (std::string item; sets >> item;) c.set(item);
   return c;
@@ -243,6 +225,78 @@ BOOST_AUTO_TEST_CASE(a_local_sgd_run_resumed_mid_run_ends_where_it_would_have) {
   const auto resumed = experiments::run_training(c2, again, comm).final_params;
   BOOST_TEST(resumed == whole);
   comm.barrier();
+}
+
+// Evaluations happen at averages, and the target refinement replays from the snapshot at the
+// last evaluation below the target through the same averages: its steps are the run's own, so it
+// finds the crossing that evaluating at every average finds.
+BOOST_AUTO_TEST_CASE(the_target_refinement_finds_the_crossing_of_evaluating_at_every_average) {
+  auto& comm = world();
+  const std::string sets = "train.micro_batch=" + std::to_string(kGlobalBatch / comm.size()) +
+                           " train.sync_every=4 train.steps=40";
+  // Every average evaluated; the target is the last accuracy, so the coarse run below meets it.
+  const auto every = train(sets + " train.eval_every=4", "eval_every_average");
+  std::map<std::int64_t, double> accuracy;  // step -> val_accuracy
+  if (comm.rank() == 0) {
+    for (const auto& line : test::read_jsonl(every.run_dir / "eval.jsonl"))
+      accuracy[line["step"].get<std::int64_t>()] = line["val_accuracy"].get<double>();
+  }
+  std::array<double, 11> at{};  // at[i]: accuracy at step 4 i (i >= 1)
+  for (int i = 1; i <= 10; ++i) at[i] = accuracy[4 * i];
+  comm.broadcast(std::as_writable_bytes(std::span(at)), 0);
+  const double goal = at[10];
+  // What the coarse evaluations (16, 32, 40) see, then the first average after their last miss.
+  std::int64_t lo = 0, hi = 40;
+  for (std::int64_t coarse : {16, 32, 40}) {
+    if (at[coarse / 4] >= goal) {
+      hi = coarse;
+      break;
+    }
+    lo = coarse;
+  }
+  std::int64_t want = hi;
+  for (std::int64_t s = lo + 4; s < hi; s += 4) {
+    if (at[s / 4] >= goal) {
+      want = s;
+      break;
+    }
+  }
+  std::ostringstream target;
+  target.precision(17);
+  target << "train.target=val_accuracy>=" << goal;
+  // Coarse evaluations every 16 steps, the crossing refined to one step (moved to averages).
+  const auto refined =
+      train(sets + " train.eval_every=16 train.target_resolution=0 " + target.str(), "refined");
+  BOOST_TEST(refined.outcome.steps_to_target == want);
+  BOOST_TEST(refined.outcome.steps_lo == want - 4);
+  BOOST_TEST(refined.outcome.refinement_evals > 0);
+  BOOST_TEST(refined.final_params == every.final_params);  // the run itself is untouched
+  comm.barrier();
+}
+
+// The Fashion-MNIST MLP preset (784-512-512-10, momentum SGD, Goyal schedule) reaches its
+// target, val_accuracy >= 0.88, with parameters averaged every 4 steps (a few seconds).
+BOOST_AUTO_TEST_CASE(the_fashion_mnist_mlp_preset_reaches_its_target_with_local_sgd) {
+  Config c = Config::from_file(LBT_SOURCE_DIR "/experiments/configs/fmnist_mlp.toml");
+  for (const char* set : {"train.sync_every=4", "train.stop_at_target=true", "train.threads=1"})
+    c.set(set);
+  const auto run = experiments::run_training(c, {scratch("preset"), true, false}, world());
+  BOOST_TEST(run.outcome.status == "reached_target");
+  BOOST_TEST(run.outcome.steps_to_target % 4 == 0);  // evaluated at averages
+  BOOST_TEST_MESSAGE("steps to target " << run.outcome.steps_to_target);
+  world().barrier();
+}
+
+// A divergence is judged on the allreduced loss, so every rank stops after the same step, which
+// may fall between averages: the run ends with the average, the same on every rank.
+BOOST_AUTO_TEST_CASE(a_local_sgd_run_diverging_between_averages_ends_with_the_average) {
+  const auto run = train("train.micro_batch=" + std::to_string(kGlobalBatch / world().size()) +
+                             " train.sync_every=8 optimizer.lr=1000",
+                         "diverged");
+  BOOST_TEST(run.outcome.status == "diverged");
+  BOOST_TEST(run.outcome.diverged_step % 8 != 0, "diverged at step " << run.outcome.diverged_step);
+  comm::check_identical(world(), std::as_bytes(std::span(run.final_params)), "final parameters");
+  world().barrier();
 }
 
 // The noise estimators need the allreduced gradient: post-local SGD measures in its synchronous

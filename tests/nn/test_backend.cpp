@@ -20,11 +20,15 @@ namespace {
 class RecordingBackend final : public nn::Backend {
  public:
   mutable std::vector<std::string> calls;
+  mutable std::vector<std::size_t> allocations;
   const nn::Backend& cpu = nn::cpu_backend();
 
   const char* name() const override { return "recording"; }
-  nn::Device device() const override { return cpu.device(); }
-  AlignedBuffer allocate(std::size_t n) const override { return cpu.allocate(n); }
+  bool host_memory() const override { return true; }
+  AlignedBuffer allocate(std::size_t n) const override {
+    allocations.push_back(n);
+    return cpu.allocate(n);
+  }
   void copy(std::span<const float> from, std::span<float> to) const override { cpu.copy(from, to); }
   void gemm(bool ta, bool tb, int m, int n, int k, float alpha, const float* a, int lda,
             const float* b, int ldb, float beta, float* c, int ldc) const override {
@@ -133,6 +137,20 @@ BOOST_AUTO_TEST_CASE(a_model_through_another_backend_computes_the_cpu_backends_n
              boost::test_tools::per_element());
   const auto a = ours->store().grads(), b = cpu->store().grads();
   BOOST_TEST(std::vector<float>(a.begin(), a.end()) == std::vector<float>(b.begin(), b.end()),
+             boost::test_tools::per_element());
+}
+
+BOOST_AUTO_TEST_CASE(a_model_allocates_its_buffers_on_its_backend) {
+  RecordingBackend backend;
+  auto model = nn::Model::from_spec("mlp:4-8-3", nn::InitScheme::kHe, {}, backend);
+  Rng rng = make_rng(1, RngStream::kInit);
+  model->build(rng);
+  const std::size_t n = model->store().num_params();
+  BOOST_TEST(backend.allocations == (std::vector<std::size_t>{n, n}),  // parameters, gradients
+             boost::test_tools::per_element());
+  backend.allocations.clear();
+  model->reserve(5);  // each layer's activation and its gradient: 8, 8 (ReLU), 3 per example
+  BOOST_TEST(backend.allocations == (std::vector<std::size_t>{40, 40, 40, 40, 15, 15}),
              boost::test_tools::per_element());
 }
 

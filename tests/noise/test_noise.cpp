@@ -8,11 +8,13 @@
 #include <cmath>
 #include <random>
 
+#include "core/error.hpp"
 #include "noise/gradient_noise.hpp"
 #include "noise/hessian_noise.hpp"
 #include "noise/online_estimator.hpp"
 #include "noise/per_example.hpp"
 #include "noise/runs.hpp"
+#include "support/recording_device.hpp"
 #include "support/tolerance.hpp"
 #include "trainer/comm/local_communicator.hpp"
 
@@ -282,4 +284,22 @@ BOOST_AUTO_TEST_CASE(finite_difference_hvp_is_exact_on_a_quadratic) {
   noise::hessian_vector_product(grad, theta, v, Hv, scratch);
   BOOST_TEST(close(Hv[0], 2 * 0.3 + 0.7, 1e-4, 1e-3));
   BOOST_TEST(close(Hv[1], 0.3 + 3 * 0.7, 1e-4, 1e-3));
+}
+
+// The backend seam (core/device.hpp): the estimator's gradient copy (small_batches = "all" with
+// one process) is allocated on the model's device; a device whose memory the hooks cannot read
+// is refused when the estimator is on, and is no concern when it is off.
+BOOST_AUTO_TEST_CASE(online_estimator_allocates_on_the_given_device) {
+  const std::vector<Segment> segments = {make_segment("w", 0, 3, ParamKind::kWeight)};
+  noise::OnlineOptions options;
+  options.enabled = true;
+  options.per_example = false;
+  options.all_micro_batches = true;
+  test::RecordingDevice device;
+  noise::OnlineEstimator estimator(options, 1, 4, 3, segments, {}, device);
+  BOOST_TEST(device.allocations == std::vector<std::size_t>{3}, boost::test_tools::per_element());
+  test::RecordingDevice elsewhere(/*host_memory=*/false);
+  BOOST_CHECK_THROW(noise::OnlineEstimator(options, 1, 4, 3, segments, {}, elsewhere), lbt::Error);
+  options.enabled = false;
+  BOOST_CHECK_NO_THROW(noise::OnlineEstimator(options, 1, 4, 3, segments, {}, elsewhere));
 }

@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "core/error.hpp"
+#include "support/recording_device.hpp"
 #include "optim_fixture.hpp"
 
 using namespace lbt;
@@ -173,4 +174,39 @@ BOOST_AUTO_TEST_CASE(exclusions_switch_off_decay_and_trust_ratio_by_name) {
         return std::string(e.what()).find("'*.bais' matches none") != std::string::npos &&
                e.hint().find("fc1.bias") != std::string::npos;
       });
+}
+
+// The backend seam (core/device.hpp): the optimizer's state is allocated on the model's device,
+// one parameter-sized buffer per state tensor (Adam: m and v; LARC over momentum: momentum),
+// and steps there as on the host; a device whose memory the host cannot read is refused.
+BOOST_AUTO_TEST_CASE(optimizer_state_is_allocated_on_the_given_device) {
+  auto options_of = [](const char* toml) {
+    Config c = Config::from_string(toml);
+    return optim::read_optimizer_options(c);
+  };
+  const std::size_t n = 37;
+  for (auto [toml, buffers] : {std::pair{"[optimizer]\nname='adam'\n", 2u},
+                               std::pair{"[optimizer]\nname='larc'\nlarc.base='momentum'\n", 1u},
+                               std::pair{"[optimizer]\nname='sgd'\nmomentum=0\n", 0u}}) {
+    test::RecordingDevice device;
+    auto on_device = optim::make_optimizer(options_of(toml), n, device);
+    BOOST_TEST(device.allocations == std::vector<std::size_t>(buffers, n),
+               boost::test_tools::per_element());
+    auto on_host = optim::make_optimizer(options_of(toml), n);
+    std::vector<float> p1(n, 0.5f), p2(n, 0.5f), g(n);
+    for (std::size_t i = 0; i < n; ++i) g[i] = 0.01f * static_cast<float>(i) - 0.1f;
+    const std::vector<Segment> segments = {make_segment("w", 0, n, ParamKind::kWeight)};
+    for (std::int64_t step = 0; step < 3; ++step) {
+      on_device->step({p1, g, segments, 0.1, step});
+      on_host->step({p2, g, segments, 0.1, step});
+    }
+    BOOST_TEST(p1 == p2, boost::test_tools::per_element());
+  }
+  test::RecordingDevice elsewhere(/*host_memory=*/false);
+  try {
+    optim::make_optimizer(options_of("[optimizer]\nname='adam'\n"), n, elsewhere);
+    BOOST_FAIL("a device the host cannot read was accepted");
+  } catch (const Error& e) {
+    BOOST_TEST(std::string(e.what()).find("elsewhere") != std::string::npos, e.what());
+  }
 }

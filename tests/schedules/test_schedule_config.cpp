@@ -1,4 +1,4 @@
-// trainer/schedule_config: make_schedule from TOML strings; scaling, units, composition,
+// schedules/from_config: make_schedule from TOML strings; scaling, units, composition,
 // validation errors and warnings.
 #include <boost/test/unit_test.hpp>
 
@@ -11,12 +11,12 @@
 #include "core/error.hpp"
 #include "support/tolerance.hpp"
 #include "trainer/run_config.hpp"
-#include "trainer/schedule_config.hpp"
+#include "trainer/schedule_options.hpp"
 
 using lbt::Config;
 using lbt::ConfigError;
-using lbt::trainer::make_schedule;
-using lbt::trainer::ScheduleContext;
+using lbt::schedules::make_schedule;
+using lbt::schedules::ScheduleContext;
 
 namespace {
 bool near(double got, double want) {
@@ -28,7 +28,7 @@ struct Built {
   std::string warnings;
 };
 // The schedule options of TOML text, validated as every command validates a config.
-lbt::trainer::ScheduleOptions options_of(const std::string& toml) {
+lbt::schedules::ScheduleOptions options_of(const std::string& toml) {
   Config config = Config::from_string(toml, "test.toml");
   config.validate(lbt::trainer::run_schema());
   return lbt::trainer::read_schedule_options(config);

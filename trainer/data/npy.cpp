@@ -21,16 +21,14 @@ std::string shape_text(const std::vector<std::int64_t>& s) {
   return out + (s.size() == 1 ? ",)" : ")");
 }
 
-}  // namespace
+// The magic, version and header of a .npy file; `in` is left at the first data byte.
+struct NpyHeader {
+  std::string text;          // the header dict, e.g. {'descr': '<f4', ...}
+  std::int64_t data_offset;  // where the data starts
+};
 
-NpyArray read_npy(const std::filesystem::path& path) {
-  if (!std::filesystem::exists(path)) {
-    throw DataError(
-        "data file not found: " + path.string(),
-        "set data.train_features / data.train_labels (and the test_ keys) to .npy files");
-  }
-  std::ifstream in(path, std::ios::binary);
-  const auto file_size = static_cast<std::int64_t>(std::filesystem::file_size(path));
+NpyHeader read_header(std::ifstream& in, const std::filesystem::path& path,
+                      std::int64_t file_size) {
   unsigned char pre[10] = {};
   in.read(reinterpret_cast<char*>(pre), 8);
   if (!in || std::memcmp(pre, "\x93NUMPY", 6) != 0) {
@@ -62,9 +60,12 @@ NpyArray read_npy(const std::filesystem::path& path) {
   }
   std::string header(static_cast<std::size_t>(header_len), '\0');
   in.read(header.data(), header_len);
+  return {std::move(header), offset + header_len};
+}
 
+// The header's dtype into a.dtype; returns its item size in bytes. Fortran order is refused.
+std::size_t read_dtype(const std::string& header, const std::filesystem::path& path, NpyArray& a) {
   std::smatch m;
-  NpyArray a;
   if (!std::regex_search(header, m, std::regex(R"('descr'\s*:\s*'([^']*)')"))) {
     throw DataError(path.string() + ": .npy header has no 'descr': " + header, kHint);
   }
@@ -88,6 +89,14 @@ NpyArray read_npy(const std::filesystem::path& path) {
     throw DataError(path.string() + ": .npy array is in Fortran order; lbt reads C order only",
                     "save np.ascontiguousarray(a) instead");
   }
+  return item;
+}
+
+// The header's shape into a.shape; returns the element count and the data bytes it implies.
+std::pair<std::int64_t, std::int64_t> read_shape(const std::string& header,
+                                                 const std::filesystem::path& path,
+                                                 std::size_t item, NpyArray& a) {
+  std::smatch m;
   if (!std::regex_search(header, m, std::regex(R"('shape'\s*:\s*\(([^)]*)\))"))) {
     throw DataError(path.string() + ": .npy header has no 'shape': " + header, kHint);
   }
@@ -114,16 +123,12 @@ NpyArray read_npy(const std::filesystem::path& path) {
       throw too_large();
     }
   }
-  const std::int64_t data_offset = offset + header_len;
-  if (file_size - data_offset != expected) {
-    throw DataError(path.string() + ": header says shape " + shape_text(a.shape) + " of " +
-                        a.dtype + " = " + std::to_string(expected) + " data bytes from offset " +
-                        std::to_string(data_offset) + ", but the file has " +
-                        std::to_string(file_size - data_offset),
-                    "the file is truncated or damaged: write it again");
-  }
-  std::vector<unsigned char> raw(static_cast<std::size_t>(expected));
-  in.read(reinterpret_cast<char*>(raw.data()), expected);
+  return {count, expected};
+}
+
+// Little-endian items of a.dtype, widened to double.
+void decode_values(const std::vector<unsigned char>& raw, std::size_t item, std::int64_t count,
+                   NpyArray& a) {
   a.values.resize(static_cast<std::size_t>(count));
   for (std::int64_t i = 0; i < count; ++i) {
     const unsigned char* p = raw.data() + i * static_cast<std::int64_t>(item);
@@ -143,6 +148,33 @@ NpyArray read_npy(const std::filesystem::path& path) {
       a.values[i] = static_cast<double>(v);
     }
   }
+}
+
+}  // namespace
+
+NpyArray read_npy(const std::filesystem::path& path) {
+  if (!std::filesystem::exists(path)) {
+    throw DataError(
+        "data file not found: " + path.string(),
+        "set data.train_features / data.train_labels (and the test_ keys) to .npy files");
+  }
+  std::ifstream in(path, std::ios::binary);
+  const auto file_size = static_cast<std::int64_t>(std::filesystem::file_size(path));
+  const NpyHeader header = read_header(in, path, file_size);
+  NpyArray a;
+  const std::size_t item = read_dtype(header.text, path, a);
+  const auto [count, expected] = read_shape(header.text, path, item, a);
+  const std::int64_t data_offset = header.data_offset;
+  if (file_size - data_offset != expected) {
+    throw DataError(path.string() + ": header says shape " + shape_text(a.shape) + " of " +
+                        a.dtype + " = " + std::to_string(expected) + " data bytes from offset " +
+                        std::to_string(data_offset) + ", but the file has " +
+                        std::to_string(file_size - data_offset),
+                    "the file is truncated or damaged: write it again");
+  }
+  std::vector<unsigned char> raw(static_cast<std::size_t>(expected));
+  in.read(reinterpret_cast<char*>(raw.data()), expected);
+  decode_values(raw, item, count, a);
   return a;
 }
 

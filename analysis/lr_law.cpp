@@ -1,5 +1,5 @@
 // The LR-vs-batch law; see lr_law.hpp.
-#include "experiments/lr_law.hpp"
+#include "analysis/lr_law.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -9,7 +9,7 @@
 #include "core/error.hpp"
 #include "core/rng.hpp"
 
-namespace lbt::experiments {
+namespace lbt::analysis {
 namespace {
 
 // The B_noise search range, in multiples of the batch sizes swept: beyond it the data cannot
@@ -30,16 +30,10 @@ double noise_law_loss(const std::vector<LrPoint>& p, double bn, double* log_eps_
   return sse;
 }
 
-std::size_t distinct(const std::vector<LrPoint>& p) {
-  std::set<double> b;
-  for (const auto& q : p) b.insert(q.batch_size);
-  return b.size();
-}
-
 }  // namespace
 
 PowerLaw fit_power_law(const std::vector<LrPoint>& p) {
-  if (distinct(p) < 2)
+  if (distinct_batch_sizes(p) < 2)
     throw Error("the LR law needs best LRs at >= 2 batch sizes", "sweep more batch sizes");
   double mx = 0, my = 0;
   for (const auto& q : p) mx += std::log(q.batch_size), my += std::log(q.lr);
@@ -104,7 +98,7 @@ LrLawFit fit_lr_law(const std::vector<LrPoint>& points, int resamples, double le
       q = points[pick(rng)];
       q.lr = std::exp(std::log(q.lr_lo) + unit(rng) * std::log(q.lr_hi / q.lr_lo));
     }
-    if (distinct(sample) < 3) continue;
+    if (distinct_batch_sizes(sample) < 3) continue;
     alpha.push_back(fit_power_law(sample).alpha);
     const NoiseLaw n = fit_noise_law(sample);
     eps_max.push_back(n.eps_max);
@@ -122,4 +116,4 @@ LrLawFit fit_lr_law(const std::vector<LrPoint>& points, int resamples, double le
   return fit;
 }
 
-}  // namespace lbt::experiments
+}  // namespace lbt::analysis

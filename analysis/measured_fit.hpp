@@ -8,9 +8,9 @@
 #include <cstdint>
 #include <vector>
 
-#include "experiments/critical_batch.hpp"
+#include "analysis/critical_batch.hpp"
 
-namespace lbt::experiments {
+namespace lbt::analysis {
 
 struct BracketedSteps {
   double lo = 0.0, hi = 0.0;  // the target was not met at step lo and met at step hi
@@ -36,4 +36,4 @@ std::vector<CriticalBatchFit> measurement_bootstrap_fits(const std::vector<Measu
 // The (1 - level) / 2 and (1 + level) / 2 quantiles of each fitted quantity.
 BootstrapIntervals intervals_of(const std::vector<CriticalBatchFit>& fits, double level);
 
-}  // namespace lbt::experiments
+}  // namespace lbt::analysis

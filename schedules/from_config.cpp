@@ -1,8 +1,9 @@
-// Schedule from config; see schedule_config.hpp. Names map to builders through the tables
-// below (one registry: add a row, not a branch). Every key is read through a Config getter,
-// so `--help` lists them and unknown keys are caught; builder std::invalid_argument becomes a
-// ConfigError naming the key.
-#include "trainer/schedule_config.hpp"
+// Schedule from typed options; see from_config.hpp. Names map to builders through the tables
+// below (one registry: add a row, not a branch). The options were read through Config getters
+// (trainer/schedule_options.cpp), so `--help` lists the keys and unknown ones are caught here
+// they are checked against the run; builder std::invalid_argument becomes a ConfigError naming
+// the key.
+#include "schedules/from_config.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -13,12 +14,13 @@
 #include <string>
 #include <vector>
 
+#include "core/config.hpp"
 #include "core/error.hpp"
 #include "schedules/decay.hpp"
 #include "schedules/scaling.hpp"
 #include "schedules/warmup.hpp"
 
-namespace lbt::trainer {
+namespace lbt::schedules {
 
 namespace s = lbt::schedules;
 
@@ -220,19 +222,28 @@ void require(const Failer& config, bool ok, const char* key, const char* constra
   if (!ok) config.fail(key, constraint, num(got));
 }
 
-}  // namespace
+// The named parts the options pick, looked up once (an unknown name fails here).
+struct Kinds {
+  s::ScalingRule rule;
+  Unit warmup_unit;
+  const WarmupKind& warmup;
+  const DecayKind& decay;
+  Unit decay_unit;
+  const CooldownKind& cooldown;
+};
 
-schedules::Schedule make_schedule(const ScheduleOptions& options, const ScheduleContext& context) {
-  const Failer config{options.source};
-  const ScheduleOptions& o = options;
-
-  // ---- validate ----
+Kinds look_up_kinds(const Failer& config, const ScheduleOptions& o) {
   const s::ScalingRule rule = s::scaling_rule(o.scaling);  // the schema checked the name
   const Unit w_unit = lookup(config, "schedule.warmup_unit", o.warmup_unit, kUnits).unit;
   const auto& warmup = lookup(config, "schedule.warmup_kind", o.warmup_kind, kWarmups);
   const auto& decay = lookup(config, "schedule.decay", o.decay, decay_kinds());
   const Unit d_unit = lookup(config, "schedule.decay_unit", o.decay_unit, kUnits).unit;
   const auto& cooldown = lookup(config, "schedule.cooldown_shape", o.cooldown_shape, kCooldowns);
+  return {rule, w_unit, warmup, decay, d_unit, cooldown};
+}
+
+// Each number in its range, before anything is built from it.
+void check_values(const Failer& config, const ScheduleOptions& o, const ScheduleContext& context) {
   if (!std::isfinite(context.base_lr)) {
     config.fail("optimizer.lr", "finite", num(context.base_lr));
   }
@@ -248,12 +259,15 @@ schedules::Schedule make_schedule(const ScheduleOptions& options, const Schedule
   require(config, std::isfinite(o.min_lr) && o.min_lr >= 0, "schedule.min_lr", ">= 0", o.min_lr);
   require(config, o.decay_start == -1.0 || o.decay_start >= 0, "schedule.decay_start",
           ">= 0, or -1 for 'where the warmup ends'", o.decay_start);
+}
 
+// The warmup's start is given one way at most, and a geometric warmup starts above 0.
+void check_warmup_start(const Failer& config, const ScheduleOptions& o, const WarmupKind& warmup) {
   if (o.warmup_start_lr != -1.0) {
     require(config, std::isfinite(o.warmup_start_lr) && o.warmup_start_lr >= 0,
             "schedule.warmup_start_lr", ">= 0, or -1 to use schedule.warmup_start",
             o.warmup_start_lr);
-    if (options.warmup_start_given) {
+    if (o.warmup_start_given) {
       config.fail("schedule.warmup_start_lr", "unset when schedule.warmup_start is set",
                   num(o.warmup_start_lr), "give the start as a fraction or as an LR, not both");
     }
@@ -264,77 +278,91 @@ schedules::Schedule make_schedule(const ScheduleOptions& options, const Schedule
                 num(o.warmup_start),
                 "start the geometric rise somewhere, e.g. schedule.warmup_start = 0.01");
   }
+}
 
-  // ---- scaling rule ----
-  double factor = 1.0;
-  if (rule != s::ScalingRule::kNone || o.warmup_legw) {
-    if (context.global_batch <= 0) {
-      config.fail("train.global_batch", "> 0 to apply schedule.scaling or warmup_legw",
-                  std::to_string(context.global_batch));
-    }
-    if (o.reference_batch <= 0) {
-      config.fail("schedule.reference_batch", "> 0", std::to_string(o.reference_batch),
-                  "set it to the global batch at which optimizer.lr was tuned");
-    }
-    factor = s::scaling_factor(rule, context.global_batch, o.reference_batch);
+// The scaling rule's factor at this run's global batch (1 with no rule and no LEGW).
+double scaling_factor_of(const Failer& config, const ScheduleOptions& o,
+                         const ScheduleContext& context, s::ScalingRule rule) {
+  if (rule == s::ScalingRule::kNone && !o.warmup_legw) return 1.0;
+  if (context.global_batch <= 0) {
+    config.fail("train.global_batch", "> 0 to apply schedule.scaling or warmup_legw",
+                std::to_string(context.global_batch));
   }
-  const double peak = context.base_lr * factor;
-  // The schedule is built at unit peak, so an absolute start becomes a fraction of the peak.
-  if (options.warmup_from_base_lr && (options.warmup_start_given || o.warmup_start_lr != -1.0)) {
+  if (o.reference_batch <= 0) {
+    config.fail("schedule.reference_batch", "> 0", std::to_string(o.reference_batch),
+                "set it to the global batch at which optimizer.lr was tuned");
+  }
+  return s::scaling_factor(rule, context.global_batch, o.reference_batch);
+}
+
+// The warmup's start as a fraction of the peak (the schedule is built at unit peak, so an
+// absolute start becomes a fraction of the peak).
+double warmup_start_fraction(const Failer& config, const ScheduleOptions& o, double base_lr,
+                             double peak) {
+  if (o.warmup_from_base_lr && (o.warmup_start_given || o.warmup_start_lr != -1.0)) {
     config.fail("schedule.warmup_from_base_lr", "false when warmup_start or warmup_start_lr is set",
                 "true", "give the warmup's start one way");
   }
   // Goyal et al.'s warmup climbs from eta to k eta; at or below the reference batch (k <= 1)
   // there is nothing to climb, so the LR is flat at the peak rather than falling to it.
-  const double start = options.warmup_from_base_lr
-                           ? (peak != 0.0 ? std::min(1.0, context.base_lr / peak) : 0.0)
-                       : o.warmup_start_lr == -1.0 ? o.warmup_start
-                       : peak != 0.0               ? o.warmup_start_lr / peak
-                                                   : 0.0;
+  return o.warmup_from_base_lr       ? (peak != 0.0 ? std::min(1.0, base_lr / peak) : 0.0)
+         : o.warmup_start_lr == -1.0 ? o.warmup_start
+         : peak != 0.0               ? o.warmup_start_lr / peak
+                                     : 0.0;
+}
 
-  // ---- lengths ----
-  std::int64_t spe = context.steps_per_epoch > 0 ? context.steps_per_epoch : o.steps_per_epoch;
-  if (context.steps_per_epoch > 0 && o.steps_per_epoch > 0 &&
-      o.steps_per_epoch != context.steps_per_epoch) {
-    warn(context, "schedule.steps_per_epoch = " + std::to_string(o.steps_per_epoch) +
-                      " ignored: the run has " + std::to_string(context.steps_per_epoch) +
-                      " steps per epoch");
-  }
-  const Converter convert{config, spe, context.global_batch};
+// The schedule's lengths in whole steps.
+struct Lengths {
+  std::int64_t warmup = 0;       // W: warmup steps
+  std::int64_t decay_start = 0;  // S: the decay's first step (W unless given)
+  std::int64_t decay = 0;        // D: decay steps (the rest of the run unless given)
+  bool decay_given = false;
+};
+
+Lengths resolve_lengths(const Failer& config, const ScheduleOptions& o,
+                        const ScheduleContext& context, const Kinds& kinds,
+                        const Converter& convert) {
   double warmup_amount = o.warmup;
   if (o.warmup_legw) {
-    if (w_unit == Unit::kSteps) {
+    if (kinds.warmup_unit == Unit::kSteps) {
       config.fail("schedule.warmup_unit", "\"epochs\" or \"samples\" with warmup_legw = true",
                   "\"steps\"", "LEGW grows the warmup's epochs with the batch; give it in epochs");
     }
     warmup_amount = s::legw_warmup_epochs(o.warmup, context.global_batch, o.reference_batch);
   }
-  const std::int64_t W =
-      convert.to_steps("schedule.warmup", warmup_amount, w_unit, "schedule.warmup_unit");
-  const std::int64_t S = o.decay_start < 0 ? W
-                                           : convert.to_steps("schedule.decay_start", o.decay_start,
-                                                              d_unit, "schedule.decay_unit");
-  const bool length_given = o.decay_length > 0;
-  std::int64_t D = length_given ? convert.to_steps("schedule.decay_length", o.decay_length, d_unit,
-                                                   "schedule.decay_unit")
-                                : std::max<std::int64_t>(context.total_steps - S, 0);
-  DecayInputs in{
-      config,
-      W,
-      D,
-      length_given,
-      convert.to_steps("schedule.decay_every", o.decay_every, d_unit, "schedule.decay_unit"),
-      {},
-      o.gamma,
-      o.power,
-      o.rate,
-      o.final_frac,
-      o.cooldown_frac,
-      o.staircase,
-      cooldown.shape};
+  Lengths l;
+  l.warmup =
+      convert.to_steps("schedule.warmup", warmup_amount, kinds.warmup_unit, "schedule.warmup_unit");
+  l.decay_start = o.decay_start < 0 ? l.warmup
+                                    : convert.to_steps("schedule.decay_start", o.decay_start,
+                                                       kinds.decay_unit, "schedule.decay_unit");
+  l.decay_given = o.decay_length > 0;
+  l.decay = l.decay_given ? convert.to_steps("schedule.decay_length", o.decay_length,
+                                             kinds.decay_unit, "schedule.decay_unit")
+                          : std::max<std::int64_t>(context.total_steps - l.decay_start, 0);
+  return l;
+}
+
+// The decay builder's inputs in steps; milestones must increase strictly after conversion.
+DecayInputs decay_inputs(const Failer& config, const ScheduleOptions& o, const Kinds& kinds,
+                         const Lengths& l, const Converter& convert) {
+  DecayInputs in{config,
+                 l.warmup,
+                 l.decay,
+                 l.decay_given,
+                 convert.to_steps("schedule.decay_every", o.decay_every, kinds.decay_unit,
+                                  "schedule.decay_unit"),
+                 {},
+                 o.gamma,
+                 o.power,
+                 o.rate,
+                 o.final_frac,
+                 o.cooldown_frac,
+                 o.staircase,
+                 kinds.cooldown.shape};
   for (double m : o.milestones) {
     in.milestones.push_back(
-        convert.to_steps("schedule.milestones", m, d_unit, "schedule.decay_unit"));
+        convert.to_steps("schedule.milestones", m, kinds.decay_unit, "schedule.decay_unit"));
   }
   for (std::size_t i = 0; i < in.milestones.size(); ++i) {
     if (in.milestones[i] <= (i == 0 ? 0 : in.milestones[i - 1])) {
@@ -343,37 +371,47 @@ schedules::Schedule make_schedule(const ScheduleOptions& options, const Schedule
                   "sort the milestones and remove duplicates");
     }
   }
+  return in;
+}
 
-  // ---- past the end of the run: a warmup that never ends is an error, a decay a warning ----
-  if (context.total_steps > 0) {
-    if (W > context.total_steps) {
-      config.fail("schedule.warmup",
-                  "at most the run's " + std::to_string(context.total_steps) + " steps",
-                  std::to_string(W) + " steps (" + num(o.warmup) + " " + o.warmup_unit + ")",
-                  "shorten schedule.warmup, or lengthen train.steps / train.epochs");
-    }
-    if (length_given && S + D > context.total_steps) {
-      warn(context, "the decay ends at step " + std::to_string(S + D) + ", after the run's " +
-                        std::to_string(context.total_steps) +
-                        " steps: the LR will not reach its final value");
-    }
+// Past the end of the run: a warmup that never ends is an error, a decay a warning.
+void check_against_run(const Failer& config, const ScheduleOptions& o,
+                       const ScheduleContext& context, const Lengths& l) {
+  if (context.total_steps <= 0) return;
+  if (l.warmup > context.total_steps) {
+    config.fail("schedule.warmup",
+                "at most the run's " + std::to_string(context.total_steps) + " steps",
+                std::to_string(l.warmup) + " steps (" + num(o.warmup) + " " + o.warmup_unit + ")",
+                "shorten schedule.warmup, or lengthen train.steps / train.epochs");
   }
-
-  if (context.boundaries) {
-    auto& marks = *context.boundaries;
-    if (W > 0) marks.emplace_back("warmup end", W);
-    if (S != W && decay.name != std::string_view("constant")) marks.emplace_back("decay start", S);
-    if (D > 0 && decay.name != std::string_view("constant") && S + D <= context.total_steps) {
-      marks.emplace_back("decay end", S + D);
-    }
+  if (l.decay_given && l.decay_start + l.decay > context.total_steps) {
+    warn(context, "the decay ends at step " + std::to_string(l.decay_start + l.decay) +
+                      ", after the run's " + std::to_string(context.total_steps) +
+                      " steps: the LR will not reach its final value");
   }
+}
 
-  // ---- compose: join(warmup, [hold at peak], decay) at unit peak, then scale and clamp ----
+void mark_boundaries(const ScheduleContext& context, const DecayKind& decay, const Lengths& l) {
+  if (!context.boundaries) return;
+  auto& marks = *context.boundaries;
+  const std::int64_t W = l.warmup, S = l.decay_start, D = l.decay;
+  if (W > 0) marks.emplace_back("warmup end", W);
+  if (S != W && decay.name != std::string_view("constant")) marks.emplace_back("decay start", S);
+  if (D > 0 && decay.name != std::string_view("constant") && S + D <= context.total_steps) {
+    marks.emplace_back("decay end", S + D);
+  }
+}
+
+// join(warmup, [hold at peak], decay) at unit peak, then scaled to the peak and clamped below
+// by min_lr.
+Schedule compose(const Failer& config, const ScheduleOptions& o, const Kinds& kinds,
+                 const DecayInputs& in, const Lengths& l, double start, double peak) {
+  const std::int64_t W = l.warmup, S = l.decay_start;
   try {
-    s::Schedule decay_part = decay.build(in);
+    s::Schedule decay_part = kinds.decay.build(in);
     std::vector<s::Schedule> parts;
     std::vector<std::int64_t> boundaries;
-    if (W > 0) parts.push_back(warmup.build(start, 1.0, W));
+    if (W > 0) parts.push_back(kinds.warmup.build(start, 1.0, W));
     if (S > W) {
       if (W > 0) boundaries.push_back(W);
       parts.push_back(s::constant(1.0));
@@ -393,4 +431,32 @@ schedules::Schedule make_schedule(const ScheduleOptions& options, const Schedule
   }
 }
 
-}  // namespace lbt::trainer
+// The run's steps per epoch wins over schedule.steps_per_epoch (with a note when they differ).
+std::int64_t steps_per_epoch_of(const ScheduleOptions& o, const ScheduleContext& context) {
+  if (context.steps_per_epoch > 0 && o.steps_per_epoch > 0 &&
+      o.steps_per_epoch != context.steps_per_epoch) {
+    warn(context, "schedule.steps_per_epoch = " + std::to_string(o.steps_per_epoch) +
+                      " ignored: the run has " + std::to_string(context.steps_per_epoch) +
+                      " steps per epoch");
+  }
+  return context.steps_per_epoch > 0 ? context.steps_per_epoch : o.steps_per_epoch;
+}
+
+}  // namespace
+
+Schedule make_schedule(const ScheduleOptions& o, const ScheduleContext& context) {
+  const Failer config{o.source};
+  const Kinds kinds = look_up_kinds(config, o);
+  check_values(config, o, context);
+  check_warmup_start(config, o, kinds.warmup);
+  const double peak = context.base_lr * scaling_factor_of(config, o, context, kinds.rule);
+  const double start = warmup_start_fraction(config, o, context.base_lr, peak);
+  const Converter convert{config, steps_per_epoch_of(o, context), context.global_batch};
+  const Lengths lengths = resolve_lengths(config, o, context, kinds, convert);
+  const DecayInputs in = decay_inputs(config, o, kinds, lengths, convert);
+  check_against_run(config, o, context, lengths);
+  mark_boundaries(context, kinds.decay, lengths);
+  return compose(config, o, kinds, in, lengths, start, peak);
+}
+
+}  // namespace lbt::schedules

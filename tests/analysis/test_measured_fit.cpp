@@ -1,4 +1,4 @@
-// The fit's uncertainty from what a sweep measures (experiments/measured_fit.hpp, lr_law.hpp),
+// The fit's uncertainty from what a sweep measures (analysis/measured_fit.hpp, lr_law.hpp),
 // checked on synthetic sweeps whose truth is known: S(B) = S_min (1 + B_crit / B) with
 // multiplicative seed noise, each seed's step seen only within a 5% bracket as the trainer
 // reports it; and best LRs on an exact power law, known only within the search's ratio.
@@ -8,10 +8,10 @@
 #include <random>
 #include <vector>
 
-#include "experiments/lr_law.hpp"
-#include "experiments/measured_fit.hpp"
+#include "analysis/lr_law.hpp"
+#include "analysis/measured_fit.hpp"
 
-using namespace lbt::experiments;
+using namespace lbt::analysis;
 
 BOOST_AUTO_TEST_SUITE(measured_fit)
 

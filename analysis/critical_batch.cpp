@@ -1,16 +1,16 @@
 // Critical-batch fit; see critical_batch.hpp.
-#include "experiments/critical_batch.hpp"
+#include "analysis/critical_batch.hpp"
 
 #include <algorithm>
 #include <cmath>
 #include <set>
 #include <string>
 
+#include "analysis/measured_fit.hpp"
 #include "core/error.hpp"
 #include "core/rng.hpp"
-#include "experiments/measured_fit.hpp"
 
-namespace lbt::experiments {
+namespace lbt::analysis {
 namespace {
 
 struct Line {
@@ -100,12 +100,6 @@ CriticalBatchFit fit_unchecked(const std::vector<ScalingPoint>& points) {
   return fit;
 }
 
-std::size_t distinct_batches(const std::vector<ScalingPoint>& points) {
-  std::set<double> b;
-  for (const auto& q : points) b.insert(q.batch_size);
-  return b.size();
-}
-
 }  // namespace
 
 CriticalBatchFit fit_critical_batch(const std::vector<ScalingPoint>& points) {
@@ -116,7 +110,7 @@ CriticalBatchFit fit_critical_batch(const std::vector<ScalingPoint>& points) {
                   "pass only batch sizes whose best trial reached the target");
     }
   }
-  const std::size_t n = distinct_batches(points);
+  const std::size_t n = distinct_batch_sizes(points);
   if (n < 3) {
     throw Error("critical-batch fit needs at least 3 batch sizes that reached the target, got " +
                     std::to_string(n),
@@ -135,10 +129,16 @@ std::vector<CriticalBatchFit> bootstrap_fits(const std::vector<ScalingPoint>& po
   std::vector<ScalingPoint> sample(points.size());
   for (int r = 0; r < resamples; ++r) {
     for (auto& q : sample) q = points[pick(rng)];
-    if (distinct_batches(sample) < 2) continue;  // the line through one point is undetermined
+    if (distinct_batch_sizes(sample) < 2) continue;  // the line through one point is undetermined
     fits.push_back(fit_unchecked(sample));
   }
   return fits;
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const std::size_t n = v.size();
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
 double quantile(std::vector<double> v, double q) {
@@ -154,4 +154,4 @@ BootstrapIntervals bootstrap_critical_batch(const std::vector<ScalingPoint>& poi
   return intervals_of(bootstrap_fits(points, resamples, seed), level);
 }
 
-}  // namespace lbt::experiments
+}  // namespace lbt::analysis

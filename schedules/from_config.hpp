@@ -1,6 +1,8 @@
-// Builds the run's LR schedule from the `schedule.*` config keys (the TOML side of
-// schedules/, which itself depends on nothing). The trainer and `lbt schedule` both call this,
-// so the printed curve is the very object the trainer uses.
+// Builds the run's LR schedule from its typed schedule options (read from the `schedule.*`
+// config keys by trainer/schedule_options.hpp). The trainer, `lbt schedule`, `lbt plan` and the
+// Python module all build through this one function, so the printed curve is the very object
+// the trainer uses. Depends on core/ for its ConfigErrors (throw_config_error, nearest) only; the
+// builders it composes (schedule.hpp, warmup.hpp, decay.hpp) depend on nothing.
 //
 // The schedule is join(warmup, [hold], decay) at unit peak, then scaled by
 // peak_lr = base_lr * rule(global_batch / reference_batch), then clamped below by min_lr.
@@ -13,10 +15,9 @@
 #include <utility>
 #include <vector>
 
-#include "core/config.hpp"
 #include "schedules/schedule.hpp"
 
-namespace lbt::trainer {
+namespace lbt::schedules {
 
 // The schedule.* keys as read (names checked against their allowed values, lengths still in
 // their units): what make_schedule receives, never the config.
@@ -42,10 +43,6 @@ struct ScheduleOptions {
   double min_lr = 0.0;
 };
 
-// Reads the schedule.* keys the chosen decay uses. schedule.reference_batch 0 resolves to the
-// config's train.global_batch (the batch the preset was written for).
-ScheduleOptions read_schedule_options(Config& config);
-
 struct ScheduleContext {
   double base_lr = 0.0;                 // optimizer.lr, at the reference batch
   std::int64_t global_batch = 0;        // this run's global batch
@@ -59,6 +56,6 @@ struct ScheduleContext {
 
 // Validates the options against the run (units need steps per epoch or a batch) and builds
 // the schedule. Throws ConfigError naming the offending key.
-schedules::Schedule make_schedule(const ScheduleOptions& options, const ScheduleContext& context);
+Schedule make_schedule(const ScheduleOptions& options, const ScheduleContext& context);
 
-}  // namespace lbt::trainer
+}  // namespace lbt::schedules

@@ -4,14 +4,24 @@
 // arXiv:1811.03600, sec. 4). Pure math over (B, S) pairs; depends on core only.
 #pragma once
 #include <cstdint>
+#include <set>
 #include <vector>
 
-namespace lbt::experiments {
+namespace lbt::analysis {
 
 struct ScalingPoint {
   double batch_size = 0.0;  // B
   double steps = 0.0;       // S: steps to reach the target at B (best over the LR search)
 };
+
+// How many distinct batch sizes `points` hold (ScalingPoint, LrPoint: anything with batch_size);
+// the fits need 2 or 3 of them.
+template <class Point>
+std::size_t distinct_batch_sizes(const std::vector<Point>& points) {
+  std::set<double> sizes;
+  for (const auto& p : points) sizes.insert(p.batch_size);
+  return sizes.size();
+}
 
 struct CriticalBatchFit {
   double S_min = 0.0, B_noise = 0.0;  // model parameters
@@ -44,6 +54,8 @@ std::vector<CriticalBatchFit> bootstrap_fits(const std::vector<ScalingPoint>& po
                                              std::uint64_t seed);
 // The q-quantile of `values` (linear interpolation between order statistics).
 double quantile(std::vector<double> values, double q);
+// The median of `values` (the mean of the middle two for an even count); needs >= 1 value.
+double median(std::vector<double> values);
 
 // Percentile bootstrap over batch sizes: draw n points with replacement, refit, take the
 // (1-level)/2 and (1+level)/2 quantiles of each quantity.
@@ -51,4 +63,4 @@ BootstrapIntervals bootstrap_critical_batch(const std::vector<ScalingPoint>& poi
                                             int resamples = 2000, double level = 0.95,
                                             std::uint64_t seed = 0);
 
-}  // namespace lbt::experiments
+}  // namespace lbt::analysis

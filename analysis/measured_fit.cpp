@@ -1,5 +1,5 @@
 // The measurement bootstrap; see measured_fit.hpp.
-#include "experiments/measured_fit.hpp"
+#include "analysis/measured_fit.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -8,14 +8,8 @@
 
 #include "core/rng.hpp"
 
-namespace lbt::experiments {
+namespace lbt::analysis {
 namespace {
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const std::size_t n = v.size();
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
 
 // One seed's steps-to-target drawn uniformly from the whole steps in its bracket (lo, hi].
 double draw_in_bracket(const BracketedSteps& b, std::mt19937_64& rng) {
@@ -60,13 +54,12 @@ std::vector<CriticalBatchFit> measurement_bootstrap_fits(const std::vector<Measu
   std::vector<CriticalBatchFit> fits;
   std::vector<ScalingPoint> sample(points.size());
   for (int r = 0; r < resamples; ++r) {
-    std::set<double> batches;
     for (std::size_t i = 0; i < sample.size(); ++i) {
       const MeasuredPoint& p = points[sources.batch_sizes ? pick(rng) : i];
       sample[i] = {p.batch_size, resampled_steps(p, sources, rng)};
-      batches.insert(p.batch_size);
     }
-    if (batches.size() < 3) continue;  // too few distinct batch sizes to fit two parameters
+    if (distinct_batch_sizes(sample) < 3)
+      continue;  // too few distinct batch sizes to fit two parameters
     fits.push_back(fit_critical_batch(sample));
   }
   return fits;
@@ -91,4 +84,4 @@ BootstrapIntervals intervals_of(const std::vector<CriticalBatchFit>& fits, doubl
   return out;
 }
 
-}  // namespace lbt::experiments
+}  // namespace lbt::analysis

@@ -9,9 +9,9 @@
 #include <optional>
 #include <vector>
 
-#include "experiments/critical_batch.hpp"
+#include "analysis/critical_batch.hpp"
 
-namespace lbt::experiments {
+namespace lbt::analysis {
 
 struct LrPoint {
   double batch_size = 0.0;
@@ -45,4 +45,4 @@ struct LrLawFit {
 LrLawFit fit_lr_law(const std::vector<LrPoint>& points, int resamples, double level,
                     std::uint64_t seed);
 
-}  // namespace lbt::experiments
+}  // namespace lbt::analysis

@@ -1,0 +1,59 @@
+// The pure parts of `lbt plan` (experiments/scale_plan.hpp reads the sweep and writes the
+// config): the global batch a budget allows on the fitted curve S(B) = S_min (1 + B_noise / B)
+// (McCandlish et al. 2018, eq. 2.11), the steps and examples predicted there with bootstrap
+// intervals, the regime (Shallue et al. 2018, sec. 4) and the LR from the sweep's LR law.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "analysis/critical_batch.hpp"
+#include "analysis/lr_law.hpp"
+#include "analysis/measured_fit.hpp"
+#include "analysis/regimes.hpp"
+
+namespace lbt::analysis {
+
+// Exactly one budget: workers with their micro-batch, or max steps, or max examples.
+struct PlanBudget {
+  int workers = 0;
+  std::int64_t micro_batch = 0;
+  std::int64_t max_steps = 0;
+  std::int64_t max_examples = 0;
+};
+
+// The global batch the budget allows on the fit: workers x micro-batch; the smallest batch that
+// reaches the target within max_steps (fewest examples); the largest within max_examples
+// (fewest steps). Throws ConfigError for no or several budgets, or one that cannot reach the
+// target (naming the smallest that can).
+std::int64_t batch_for_budget(const PlanBudget& budget, const CriticalBatchFit& fit);
+
+// Steps and examples to the target at batch B: the point fit's, with percentile intervals over
+// lbt fit's bootstrap (batch sizes, seeds and each seed's bracket).
+struct Prediction {
+  double steps = 0.0, examples = 0.0;
+  Interval steps_interval, examples_interval;
+};
+Prediction predict_at(std::int64_t B, const CriticalBatchFit& fit,
+                      const std::vector<MeasuredPoint>& measured, int resamples, double level);
+
+// The regime at B and a sentence saying why, in units of B_crit.
+struct RegimeCall {
+  Regime regime;
+  std::string why;
+};
+RegimeCall regime_at(std::int64_t B, double B_crit, double tolerance);
+
+// The peak LR at B and where it came from: the sweep's LR law lr = c B^alpha when at least 3
+// batch sizes reached the target, else `rule_lr` (described by `rule_source`).
+struct LrChoice {
+  double lr = 0.0;
+  std::string source;
+};
+LrChoice lr_at(std::int64_t B, const std::vector<LrPoint>& lr_points, double rule_lr,
+               const std::string& rule_source);
+
+// "%.4g" of x: the plan's numbers in text.
+std::string plan_number(double x);
+
+}  // namespace lbt::analysis

@@ -1,0 +1,233 @@
+// A sweep's fit.json from its measurements; see sweep_fit.hpp.
+#include "analysis/sweep_fit.hpp"
+
+#include <cmath>
+#include <cstdio>
+#include <random>
+
+#include "analysis/regimes.hpp"
+#include "core/rng.hpp"
+
+namespace lbt::analysis {
+namespace {
+
+nlohmann::json interval(Interval i) {
+  return nlohmann::json::array({i.lo, i.hi});
+}
+
+// Percentile-bootstrap interval of the median of `values` (>= 2), resampling the values.
+Interval bootstrap_median(const std::vector<double>& values, const FitOptions& options,
+                          std::uint64_t stream) {
+  auto rng = make_rng(options.seed, RngStream::kSweep, stream);
+  std::uniform_int_distribution<std::size_t> pick(0, values.size() - 1);
+  std::vector<double> medians, sample(values.size());
+  for (int r = 0; r < options.resamples; ++r) {
+    for (auto& v : sample) v = values[pick(rng)];
+    medians.push_back(median(sample));
+  }
+  return {quantile(medians, (1 - options.level) / 2), quantile(medians, (1 + options.level) / 2)};
+}
+
+// The swept batch sizes in `regime`, and the range they span (null when none).
+nlohmann::json regime_range(const std::vector<ScalingPoint>& pts, const RegimeEdges& edges,
+                            Regime regime) {
+  nlohmann::json sizes = nlohmann::json::array();
+  for (const auto& p : pts) {
+    if (regime_of(p.batch_size, edges) == regime) sizes.push_back(p.batch_size);
+  }
+  nlohmann::json r = {{"batch_sizes", sizes}};
+  r["from"] = sizes.empty() ? nlohmann::json() : sizes.front();
+  r["to"] = sizes.empty() ? nlohmann::json() : sizes.back();
+  return r;
+}
+
+// fit.json's lr_law (lr_law.hpp) and intervals.lr_law; null with a reason below 3 batch sizes.
+void add_lr_law(nlohmann::json& fit, const std::vector<LrPoint>& points, const FitOptions& o) {
+  fit["intervals"]["lr_law"] = nullptr;
+  if (points.size() < 3) {
+    fit["lr_law"] = {{"fitted", false}, {"why", "fewer than 3 batch sizes reached the target"}};
+    return;
+  }
+  const LrLawFit law = fit_lr_law(points, o.resamples, o.level, o.seed);
+  const auto inside = [&](double a) { return law.alpha.lo <= a && a <= law.alpha.hi; };
+  nlohmann::json pts = nlohmann::json::array();
+  for (const auto& p : points) {
+    pts.push_back({{"batch_size", p.batch_size},
+                   {"lr", p.lr},
+                   {"lr_bracket", {p.lr_lo, p.lr_hi}},
+                   {"power_law_lr", law.power.c * std::pow(p.batch_size, law.power.alpha)},
+                   {"eps_opt", law.noise.eps_max / (1 + law.noise.B_noise / p.batch_size)}});
+  }
+  fit["lr_law"] = {
+      {"fitted", true},
+      {"model",
+       "best lr = c B^alpha; and eps_opt(B) = eps_max / (1 + B_noise / B) (McCandlish et al. "
+       "2018, eq. 2.6); least squares in log lr"},
+      {"alpha", law.power.alpha},
+      {"c", law.power.c},
+      {"linear_rule_alpha_1", inside(1.0) ? "inside the interval" : "outside the interval"},
+      {"sqrt_rule_alpha_0.5", inside(0.5) ? "inside the interval" : "outside the interval"},
+      {"eps_max", law.noise.eps_max},
+      // At the edge of the search range the data shows no flattening (or only flat): not a
+      // measurement of B_noise.
+      {"B_noise", law.noise.resolved ? nlohmann::json(law.noise.B_noise) : nlohmann::json()},
+      {"B_noise_resolved", law.noise.resolved},
+      {"points", pts}};
+  if (law.resamples > 0) {
+    fit["intervals"]["lr_law"] = {
+        {"resamples", law.resamples},
+        {"alpha", interval(law.alpha)},
+        {"eps_max", interval(law.eps_max)},
+        {"B_noise",
+         {law.B_noise->lo,
+          law.B_noise_upper_open ? nlohmann::json() : nlohmann::json(law.B_noise->hi)}}};
+  }
+}
+
+// fit.json's points: each batch size's median steps, its seeds' brackets and the fitted curve.
+nlohmann::json fit_points(const std::vector<MeasuredPoint>& measured,
+                          const std::vector<ScalingPoint>& pts, const CriticalBatchFit& f) {
+  nlohmann::json points = nlohmann::json::array();
+  for (std::size_t i = 0; i < pts.size(); ++i) {
+    const ScalingPoint& p = pts[i];
+    nlohmann::json brackets = nlohmann::json::array();
+    for (const auto& b : measured[i].seeds) brackets.push_back({b.lo, b.hi});
+    points.push_back({{"batch_size", p.batch_size},
+                      {"steps", p.steps},
+                      {"examples", p.steps * p.batch_size},
+                      {"seeds", measured[i].seeds.size()},
+                      {"steps_brackets", brackets},
+                      {"fitted_steps", f.S_min * (1 + f.B_noise / p.batch_size)}});
+  }
+  return points;
+}
+
+// Local scaling exponent d log S / d log B between neighbours: -1 is perfect scaling, 0 is
+// no benefit from a bigger batch (Shallue et al. fig. 1).
+nlohmann::json local_slopes(const std::vector<ScalingPoint>& pts) {
+  nlohmann::json slopes = nlohmann::json::array();
+  for (std::size_t i = 0; i + 1 < pts.size(); ++i) {
+    const double s = std::log(pts[i + 1].steps / pts[i].steps) /
+                     std::log(pts[i + 1].batch_size / pts[i].batch_size);
+    slopes.push_back({{"from", pts[i].batch_size}, {"to", pts[i + 1].batch_size}, {"slope", s}});
+  }
+  return slopes;
+}
+
+nlohmann::json regimes_json(const std::vector<ScalingPoint>& pts, double B_crit, double tol) {
+  const RegimeEdges edges = regime_edges(B_crit, tol);
+  nlohmann::json regimes = {{"tolerance", tol}};
+  for (Regime r :
+       {Regime::kPerfectScaling, Regime::kDiminishingReturns, Regime::kMaximalDataParallelism}) {
+    regimes[regime_name(r)] = regime_range(pts, edges, r);
+  }
+  regimes["perfect_scaling"]["model_max_batch"] = edges.perfect_max;
+  regimes["maximal_data_parallelism"]["model_min_batch"] = edges.parallel_min;
+  return regimes;
+}
+
+// fit.json's intervals: all three bootstrap sources together, then each alone (how much of
+// the interval seed noise, evaluation resolution and the scatter of batch sizes about the
+// model make).
+nlohmann::json fit_intervals(const std::vector<MeasuredPoint>& measured,
+                             const FitOptions& options) {
+  const auto intervals = [&](BootstrapSources sources) {
+    return intervals_of(
+        measurement_bootstrap_fits(measured, sources, options.resamples, options.seed),
+        options.level);
+  };
+  const BootstrapIntervals ci = intervals({true, true, true});
+  const BootstrapIntervals by_seeds = intervals({false, true, false});
+  const BootstrapIntervals by_resolution = intervals({false, false, true});
+  const BootstrapIntervals by_batch_sizes = intervals({true, false, false});
+  const auto s_min_and_b_crit = [](const BootstrapIntervals& i) {
+    return nlohmann::json{{"S_min", interval(i.S_min)}, {"B_crit", interval(i.B_crit)}};
+  };
+  return {{"level", options.level},
+          {"resamples", ci.resamples},
+          {"S_min", interval(ci.S_min)},
+          {"E_min", interval(ci.E_min)},
+          {"B_crit", interval(ci.B_crit)},
+          {"components",
+           {{"seeds", s_min_and_b_crit(by_seeds)},
+            {"resolution", s_min_and_b_crit(by_resolution)},
+            {"batch_sizes", s_min_and_b_crit(by_batch_sizes)}}}};
+}
+
+// The measured noise scale of the best trials beside the fitted B_crit (McCandlish et al.
+// predict B_crit ~ B_noise, with B_simple its proxy): the median of their averaged B_simple,
+// with a percentile-bootstrap interval over those trials; null where none measured it. Then
+// B_noise (eq. 2.8) as the best trials' Hessian probes measured it (noise.hessian.every): the
+// median of their medians, with a bootstrap interval over trials; null where none did.
+void add_measured_noise(nlohmann::json& fit, const SweepMeasurements& sweep, double B_crit,
+                        const FitOptions& options) {
+  const std::vector<double>& averaged = sweep.b_simple_avg;
+  const std::vector<double>& starts = sweep.b_simple_start;
+  fit["B_simple"] = nullptr;
+  fit["B_simple_start"] = starts.empty() ? nlohmann::json() : nlohmann::json(median(starts));
+  fit["B_simple_trials"] = averaged.size();
+  fit["intervals"]["B_simple"] = nullptr;
+  if (!averaged.empty()) {
+    const double b_simple = median(averaged);
+    fit["B_simple"] = b_simple;
+    fit["b_crit_over_b_simple"] = B_crit / b_simple;
+    if (averaged.size() >= 2)
+      fit["intervals"]["B_simple"] = interval(bootstrap_median(averaged, options, 0xB51));
+  }
+  const std::vector<double>& b_noise = sweep.b_noise;
+  fit["B_noise_measured"] = b_noise.empty() ? nlohmann::json() : nlohmann::json(median(b_noise));
+  fit["B_noise_measured_trials"] = b_noise.size();
+  fit["intervals"]["B_noise_measured"] =
+      b_noise.size() >= 2 ? interval(bootstrap_median(b_noise, options, 0xB40)) : nlohmann::json();
+}
+
+}  // namespace
+
+nlohmann::json fit_measurements(const SweepMeasurements& sweep, const FitOptions& options) {
+  const std::vector<ScalingPoint> pts = point_estimates(sweep.measured);
+  const CriticalBatchFit f = fit_critical_batch(pts);
+  nlohmann::json fit = {
+      {"model", "S = S_min * (1 + B_crit / B);  E = S * B;  B_crit = E_min / S_min"},
+      {"method",
+       "least squares in log S (Gauss-Newton from the 1/S^2-weighted line S = a + b/B) of the "
+       "median over seeds of steps_hi; percentile bootstrap resampling batch sizes, seeds within "
+       "each, and drawing each seed's step within its bracket (steps_lo, steps_hi]"},
+      {"S_min", f.S_min},
+      {"E_min", f.E_min},
+      {"B_crit", f.B_crit},
+      {"rms_log_residual", f.rms_log_residual},
+      {"intervals", fit_intervals(sweep.measured, options)},
+      {"points", fit_points(sweep.measured, pts, f)},
+      {"local_slopes", local_slopes(pts)},
+      {"regimes", regimes_json(pts, f.B_crit, options.regime_tolerance)},
+  };
+  fit["batch_sizes_unreached"] = sweep.unreached;
+  add_lr_law(fit, sweep.lr_points, options);
+  add_measured_noise(fit, sweep, f.B_crit, options);
+  return fit;
+}
+
+std::string format_fit_line(const nlohmann::json& fit) {
+  auto q = [&](const char* k) {
+    char buf[96];
+    const auto& i = fit["intervals"][k];
+    std::snprintf(buf, sizeof buf, "%s = %.4g [%.4g, %.4g]", k, fit[k].get<double>(),
+                  i[0].get<double>(), i[1].get<double>());
+    return std::string(buf);
+  };
+  std::string line = q("S_min") + ", " + q("E_min") + ", " + q("B_crit") + " (95% bootstrap)";
+  if (fit.contains("lr_law") && fit["lr_law"].value("fitted", false) &&
+      fit["intervals"]["lr_law"].is_object()) {
+    char buf[96];
+    const auto& a = fit["intervals"]["lr_law"]["alpha"];
+    std::snprintf(buf, sizeof buf, "; best lr ~ B^%.3g [%.3g, %.3g]",
+                  fit["lr_law"]["alpha"].get<double>(), a[0].get<double>(), a[1].get<double>());
+    line += buf;
+  }
+  if (!fit.value("batch_sizes_unreached", nlohmann::json::array()).empty()) {
+    line += "; left out, no trial reached the target: B = " + fit["batch_sizes_unreached"].dump();
+  }
+  return line;
+}
+
+}  // namespace lbt::analysis

@@ -1,0 +1,45 @@
+// A sweep's fit.json from its measurements: the critical-batch fit (critical_batch.hpp) with
+// bootstrap intervals over batch sizes, seeds and brackets (measured_fit.hpp), Shallue et
+// al.'s three regimes as batch-size ranges (regimes.hpp), the LR-vs-batch law (lr_law.hpp),
+// and the measured B_simple / B_noise of the best trials (McCandlish et al. 2018) beside
+// B_crit. Pure: reading the sweep directory and writing fit.json is experiments/fit.hpp's.
+#pragma once
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "analysis/critical_batch.hpp"
+#include "analysis/lr_law.hpp"
+#include "analysis/measured_fit.hpp"
+
+namespace lbt::analysis {
+
+struct FitOptions {
+  int resamples = 2000;
+  double level = 0.95;
+  std::uint64_t seed = 0;
+  // Regime edges: perfect scaling while E(B) <= (1 + tolerance) E_min, i.e. B <= tolerance *
+  // B_crit; maximal data parallelism once S(B) <= (1 + tolerance) S_min, i.e. B >= B_crit /
+  // tolerance; diminishing returns in between.
+  double regime_tolerance = 0.2;
+};
+
+// What a sweep measured, as the fit needs it.
+struct SweepMeasurements {
+  std::vector<MeasuredPoint> measured;  // per batch size whose best trial reached the target
+  std::vector<double> unreached;        // batch sizes whose best trial did not
+  std::vector<LrPoint> lr_points;       // best LR and its bracket per reached batch size
+  std::vector<double> b_simple_avg;     // the best trials' B_simple averaged over training
+  std::vector<double> b_simple_start;   // ... and at the start of training
+  std::vector<double> b_noise;          // the best trials' Hessian-probe B_noise
+};
+
+// fit.json's content. Throws lbt::Error when fewer than 3 distinct batch sizes reached the
+// target (the caller names the sweep's files in its own, earlier check).
+nlohmann::json fit_measurements(const SweepMeasurements& sweep, const FitOptions& options);
+
+// "S_min = 1234 [1100, 1400], E_min = ..., B_crit = ..." for progress lines.
+std::string format_fit_line(const nlohmann::json& fit);
+
+}  // namespace lbt::analysis

@@ -1,0 +1,36 @@
+// `lbt fit SWEEP_DIR`'s files: reads what a sweep measured from its best.csv, sweep.csv and the
+// trials' noise.jsonl, fits it with analysis/sweep_fit.hpp (the one fit lbt fit, lbt plan and
+// the Python module share), and writes SWEEP_DIR/fit.json atomically.
+#pragma once
+#include <filesystem>
+#include <nlohmann/json.hpp>
+#include <vector>
+
+#include "analysis/sweep_fit.hpp"
+
+namespace lbt::experiments {
+
+// Batch sizes whose best trial reached the target, from best.csv (status reached_target).
+std::vector<analysis::ScalingPoint> read_best_points(const std::filesystem::path& best_csv);
+
+// Per batch size, the seeds of the best (B, LR) that reached the target, each with its bracket
+// (sweep.csv's rows marked best); a sweep written before brackets and seeds: best.csv's step.
+std::vector<analysis::MeasuredPoint> read_measured_points(const std::filesystem::path& sweep_dir);
+
+// Per batch size that reached the target, the best LR and its bracket: the geometric midpoints
+// to the nearest LRs the search tried on each side (the LR itself where none was tried).
+std::vector<analysis::LrPoint> read_lr_points(const std::filesystem::path& sweep_dir);
+
+// The measured B_simple of the best trials that reached the target, from best.csv's `column`
+// (b_simple_avg, b_simple_start or b_simple_at_target); trials that measured none are left out.
+std::vector<double> best_trials_b_simple(const std::filesystem::path& best_csv, const char* column);
+
+// Everything the fit reads from SWEEP_DIR. Throws lbt::Error (with a hint) when fewer than 3
+// batch sizes reached the target.
+analysis::SweepMeasurements read_sweep_measurements(const std::filesystem::path& sweep_dir);
+
+// Reads, fits (analysis::fit_measurements), writes fit.json and returns it.
+nlohmann::json fit_sweep(const std::filesystem::path& sweep_dir,
+                         const analysis::FitOptions& options);
+
+}  // namespace lbt::experiments

@@ -232,6 +232,16 @@ TrainConfig read_train_config(Config& c, int world_size) {
     c.fail("train.skip_limit", ">= 1", std::to_string(t.divergence.skip_limit), "e.g. 5");
   }
 
+  t.adaptive = read_adaptive_batch(c, world_size, t.global_batch, t.micro_batch, t.accum_steps);
+  if (t.adaptive.enabled) {
+    if (t.local_sgd.enabled()) {
+      c.fail("train.batch_schedule",
+             "\"fixed\" with local SGD (train.sync_every > 1: no step forms the global gradient "
+             "the noise scale needs, and the periods are counted in steps)",
+             "\"adaptive\"", "set train.sync_every = 1, or train.batch_schedule = \"fixed\"");
+    }
+    return t;
+  }
   // Resolve global = world x micro x accum; any two fix the third.
   const std::int64_t per_rank_fail = t.global_batch % world_size;
   if (per_rank_fail != 0) {

@@ -25,8 +25,8 @@ import subprocess
 import sys
 
 
-def run(lbt, config, out, sets):
-    cmd = [lbt, "train", "-c", config, "--out", out, "--overwrite", "--quiet"]
+def run(lbt, config, out, sets, prefix=()):
+    cmd = list(prefix) + [lbt, "train", "-c", config, "--out", out, "--overwrite", "--quiet"]
     for s in sets:
         cmd += ["--set", s]
     print("$", " ".join(cmd), flush=True)
@@ -43,7 +43,7 @@ def noise_trajectory(run_dir, until_step):
             j = json.loads(line)
             if "estimator" not in j or j["b_simple_ema"] is None or j["step"] >= until_step:
                 continue
-            # per_example where it runs (the rule's choice), else two_batch
+            # the rule's choice: per_example where resolved (non-null), else two_batch
             if j["estimator"] == "per_example" or j["step"] not in rows:
                 rows[j["step"]] = (j["step"], j["b_simple_ema"], j["B_big"])
     return [rows[k] for k in sorted(rows)]
@@ -81,18 +81,20 @@ def main():
     p.add_argument("--batches", default="128,512,2048")
     p.add_argument("--out", default="runs/adaptive_compare")
     p.add_argument("--set", action="append", default=[], dest="sets")
+    p.add_argument("--prefix", default="", help="command before each run, e.g. 'flock LOCK'")
     a = p.parse_args()
     os.makedirs(a.out, exist_ok=True)
     common = a.sets + ["train.stop_at_target=true"]
     results = []
     adaptive_dir = os.path.join(a.out, "adaptive")
-    s = run(a.lbt, a.config, adaptive_dir, common)
+    prefix = a.prefix.split()
+    s = run(a.lbt, a.config, adaptive_dir, common, prefix)
     results.append(("adaptive", s))
     for b in [int(x) for x in a.batches.split(",")]:
         fixed = common + ["train.batch_schedule=fixed", f"train.global_batch={b}",
                           "train.micro_batch=0", "noise.enabled=false",
                           f"train.eval_every={max(1, 6400 // b)}"]
-        results.append((f"fixed {b}", run(a.lbt, a.config, os.path.join(a.out, f"fixed_{b}"), fixed)))
+        results.append((f"fixed {b}", run(a.lbt, a.config, os.path.join(a.out, f"fixed_{b}"), fixed, prefix)))
     rows = []
     print("\nrun          status          steps_to_target (lo)   examples_to_target")
     for name, s in results:

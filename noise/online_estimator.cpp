@@ -344,12 +344,15 @@ const NoiseScale* OnlineEstimator::headline() const {
 
 const NoiseScale* OnlineEstimator::averaged() const {
   if (report_.estimators.empty()) return nullptr;
-  return &report_.estimators[per_example_index_ >= 0 ? per_example_index_ : 0].smoothed;
+  return &report_.estimators[averaged_index()].smoothed;
 }
 
-std::string OnlineEstimator::averaged_estimator() const {
-  if (report_.estimators.empty()) return "";
-  return report_.estimators[per_example_index_ >= 0 ? per_example_index_ : 0].name;
+std::size_t OnlineEstimator::averaged_index() const {
+  if (per_example_index_ >= 0 && report_.estimators[per_example_index_].smoothed.resolved)
+    return static_cast<std::size_t>(per_example_index_);
+  if (two_batch_index_ >= 0 && report_.estimators[two_batch_index_].smoothed.resolved)
+    return static_cast<std::size_t>(two_batch_index_);
+  return 0;
 }
 
 // The sizes choose_method derives from the layout, for the new accumulation count.

@@ -133,11 +133,10 @@ class OnlineEstimator {
   // The headline B_simple "now" (two_batch if available, else per_example); NaN before any.
   const NoiseScale* headline() const;
   // The EMA ("averaged", bias-corrected) B_simple that steers an adaptive batch: per_example's
-  // where it runs (every example of the batch is a sample, far less variance than two_batch's
-  // two sizes), else two_batch's; nullptr before any report.
+  // where it runs and is resolved (every example of the batch is a sample), else two_batch's
+  // when resolved, else the first estimator's (unresolved); nullptr before any report.
   const NoiseScale* averaged() const;
-  // Its name in noise.jsonl ("per_example" or "two_batch"; "" when none runs).
-  std::string averaged_estimator() const;
+
   // Adaptive batch (trainer/adaptive_batch.hpp): the next steps accumulate `accum` micro-batches,
   // so the big batch (and, on >= 2 ranks, the small one) changes; the EMAs carry on. Called
   // between steps only. One process needs accum >= 2 for two_batch (checked by the caller).
@@ -145,6 +144,7 @@ class OnlineEstimator {
 
  private:
   enum class SmallBatch { kNone, kRankLocal, kMicroBatch };
+  std::size_t averaged_index() const;
   void segment_sq_norms(std::span<const float> v, std::span<double> out) const;
   void update(EstimatorReport& r, std::vector<NoiseScaleTracker>& seg_trackers,
               NoiseScaleTracker& tracker, const NoiseEstimate& total,

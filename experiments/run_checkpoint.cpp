@@ -16,6 +16,7 @@ namespace {
 nlohmann::json outcome_json(const trainer::TrainOutcome& o) {
   return {{"status", o.status},
           {"steps", o.steps},
+          {"examples", o.examples},
           {"steps_to_target", o.steps_to_target},
           {"examples_to_target", o.examples_to_target},
           {"steps_lo", o.steps_lo},
@@ -44,6 +45,7 @@ void outcome_from_json(const nlohmann::json& j, trainer::TrainOutcome& o) {
   o.status = j.value("status", "running");
   if (o.status == "interrupted") o.status = "running";
   o.steps = j.at("steps");
+  o.examples = j.value("examples", std::int64_t{-1});
   o.steps_to_target = j.at("steps_to_target");
   o.examples_to_target = j.at("examples_to_target");
   o.steps_lo = j.at("steps_lo");
@@ -139,7 +141,9 @@ void save_run_checkpoint(const std::filesystem::path& run_dir, const trainer::Lo
                            {"accum_steps", identity.accum_steps},
                            {"threads", identity.threads},
                            {"config", identity.resolved_config},
-                           {"streams", model.stream_states()}};
+                           {"streams", model.stream_states()},
+                           {"examples_seen", state.examples_seen},
+                           {"batch_accum", state.batch_accum}};
   std::vector<trainer::CheckpointSection> sections = {
       {"params", std::as_bytes(model.store().params())}};
   for (const auto& [name, buffer] : optimizer.state().buffers()) {
@@ -234,6 +238,10 @@ bool restore_run_checkpoint(const std::filesystem::path& run_dir, trainer::LoopS
   ck.copy_to("noise", std::span<double>(state.noise_state));
   if (h.contains("below_target")) state.below_target = read_below_target(ck, model, optimizer);
   state.step = h.at("step");
+  // Adaptive batch (loop.hpp): the data position and the next step's accumulation; a fixed
+  // run (and a checkpoint from before adaptive batches) has seen step x global_batch examples.
+  state.examples_seen = h.value("examples_seen", state.step * identity.global_batch);
+  state.batch_accum = h.value("batch_accum", std::int64_t{0});
   state.divergence.first_loss = h.at("first_loss");
   state.divergence.skips_in_a_row = h.at("skips_in_a_row");
   state.divergence.skipped_steps = h.at("skipped_steps");

@@ -48,7 +48,7 @@ nlohmann::json summary_json(const trainer::TrainConfig& cfg, const trainer::Trai
       {"status", o.status},
       {"steps", o.steps},
       {"total_steps", o.total_steps},
-      {"examples", o.steps * cfg.global_batch},
+      {"examples", o.examples >= 0 ? o.examples : o.steps * cfg.global_batch},
       {"global_batch", cfg.global_batch},
       {"micro_batch", cfg.micro_batch},
       {"accum_steps", cfg.accum_steps},
@@ -87,6 +87,13 @@ nlohmann::json summary_json(const trainer::TrainConfig& cfg, const trainer::Trai
     s["diverged_step"] = o.diverged_step;
     s["last_finite_loss"] = measured(o.last_finite_loss);
     s["divergence_reason"] = o.divergence_reason;
+  }
+  // Adaptive batch: global_batch above is the first steps' (batch_min); examples and
+  // examples_to_target are sums of the batches used.
+  if (cfg.adaptive.enabled) {
+    s["batch_schedule"] = "adaptive";
+    s["batch_min"] = cfg.adaptive.batch_min;
+    s["batch_max"] = cfg.adaptive.batch_max;
   }
   return s;
 }
@@ -313,6 +320,7 @@ RunResult run_training(Config& config, const RunOptions& options, comm::Communic
                             comm,          splits,           sampler,       total_steps,
                             run_dir.get(), options.progress, noise_options,
                             /*probe=*/{},  resume_from};
+  if (cfg.adaptive.enabled) ctx.lr_scaling = schedules::scaling_rule(run.schedule.scaling);
   ProbeContext probe_context{*model, splits, cfg, run_dir.get()};
   if (probe) ctx.probe = [&](std::int64_t step) { probe(step, probe_context); };
   ctx.checkpoint_every = cfg.checkpoint_every;

@@ -103,7 +103,8 @@ OnlineEstimator::OnlineEstimator(const OnlineOptions& options, int world_size,
       segments_(segments.begin(), segments.end()),
       num_segments_(segments.size()),
       micro_batch_(micro_batch),
-      accum_(accum) {
+      accum_(accum),
+      world_size_(world_size) {
   B_big_ = static_cast<double>(world_size) * micro_batch * accum;
   grad_scale_ = 1.0 / static_cast<double>(micro_batch * accum);
   small_sq_.assign(num_segments_, 0.0);
@@ -340,6 +341,33 @@ void OnlineEstimator::load_state(std::span<const double> state) {
 const NoiseScale* OnlineEstimator::headline() const {
   if (report_.estimators.empty()) return nullptr;
   return &report_.estimators.front().now;
+}
+
+const NoiseScale* OnlineEstimator::averaged() const {
+  if (report_.estimators.empty()) return nullptr;
+  return &report_.estimators[averaged_index()].smoothed;
+}
+
+std::size_t OnlineEstimator::averaged_index() const {
+  if (per_example_index_ >= 0 && report_.estimators[per_example_index_].smoothed.resolved)
+    return static_cast<std::size_t>(per_example_index_);
+  if (two_batch_index_ >= 0 && report_.estimators[two_batch_index_].smoothed.resolved)
+    return static_cast<std::size_t>(two_batch_index_);
+  return 0;
+}
+
+// The sizes choose_method derives from the layout, for the new accumulation count.
+void OnlineEstimator::set_accum(std::int64_t accum) {
+  accum_ = accum;
+  B_big_ = static_cast<double>(world_size_) * micro_batch_ * accum;
+  grad_scale_ = 1.0 / static_cast<double>(micro_batch_ * accum);
+  if (small_ == SmallBatch::kRankLocal) b_small_ = static_cast<double>(micro_batch_ * accum);
+  method_.B_big = B_big_;
+  if (method_.two_batch) method_.b_small = b_small_;
+  for (EstimatorReport& r : report_.estimators) {
+    r.B_big = B_big_;
+    if (r.name == "two_batch") r.b_small = b_small_;
+  }
 }
 
 }  // namespace lbt::noise

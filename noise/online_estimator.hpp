@@ -134,9 +134,19 @@ class OnlineEstimator {
 
   // The headline B_simple "now" (two_batch if available, else per_example); NaN before any.
   const NoiseScale* headline() const;
+  // The EMA ("averaged", bias-corrected) B_simple that steers an adaptive batch: per_example's
+  // where it runs and is resolved (every example of the batch is a sample), else two_batch's
+  // when resolved, else the first estimator's (unresolved); nullptr before any report.
+  const NoiseScale* averaged() const;
+
+  // Adaptive batch (trainer/adaptive_batch.hpp): the next steps accumulate `accum` micro-batches,
+  // so the big batch (and, on >= 2 ranks, the small one) changes; the EMAs carry on. Called
+  // between steps only. One process needs accum >= 2 for two_batch (checked by the caller).
+  void set_accum(std::int64_t accum);
 
  private:
   enum class SmallBatch { kNone, kRankLocal, kMicroBatch };
+  std::size_t averaged_index() const;
   void segment_sq_norms(std::span<const float> v, std::span<double> out) const;
   void update(EstimatorReport& r, std::vector<NoiseScaleTracker>& seg_trackers,
               NoiseScaleTracker& tracker, const NoiseEstimate& total,
@@ -146,6 +156,7 @@ class OnlineEstimator {
   std::vector<Segment> segments_;
   std::size_t num_segments_;
   std::int64_t micro_batch_, accum_;
+  int world_size_ = 1;
   SmallBatch small_ = SmallBatch::kNone;
   double b_small_ = 0.0, B_big_ = 0.0, grad_scale_ = 1.0;
   std::string note_;

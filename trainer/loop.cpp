@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "core/sum_squares.hpp"
+#include "trainer/adaptive_batch.hpp"
 #include "trainer/data/prefetch.hpp"
 #include "trainer/evaluation.hpp"
 #include "trainer/interrupt.hpp"
@@ -55,7 +56,8 @@ class TrainLoop {
         store_(model_.store()),
         state_(ctx.resume_from),
         out_(state_.outcome),
-        grad_scale_(1.0f / static_cast<float>(cfg_.micro_batch * cfg_.accum_steps)),
+        accum_(state_.batch_accum > 0 ? state_.batch_accum : cfg_.accum_steps),
+        grad_scale_(1.0f / static_cast<float>(cfg_.micro_batch * accum_)),
         augment_{cfg_.data.augment_crop_padding, cfg_.data.augment_flip, cfg_.seed,
                  static_cast<std::uint64_t>(ctx.comm.rank())},
         progress_(ctx.progress && ctx.comm.rank() == 0, ctx.total_steps),
@@ -68,6 +70,7 @@ class TrainLoop {
     // noise.jsonl's method line is written once, by the fresh run (a resumed one keeps it)
     log_noise_note(noise_, state_.step == 0 ? ctx.run_dir : nullptr, ctx.comm.rank() == 0);
     if (state_.step > 0) noise_.load_state(state_.noise_state);  // resumed: continue the EMAs
+    if (adaptive_) set_accum(accum_);  // resumed mid-change: the batch it had chosen
     start_data_at(state_.step);
   }
 
@@ -77,12 +80,21 @@ class TrainLoop {
   struct StepResult {
     StepVerdict verdict;
     double loss, grad_norm, lr;
-    bool stop, checkpoint_due;
+    std::int64_t global_batch;  // this step's examples over all ranks
+    bool stop, checkpoint_due, noise_reported;
     std::string skip_reason;  // why judge_step skipped or stopped
   };
 
+  // An adaptive batch counts the data position in micro-batches (examples seen / (ranks x
+  // micro_batch)), as the accumulation count changes; a fixed one in steps.
   void start_data_at(std::int64_t step) {
     prefetch_.reset();  // one prefetch thread at a time
+    if (adaptive_) {
+      const data::Prefetcher::Stream from{state_.examples_seen / cfg_.adaptive.step_examples};
+      prefetch_ = std::make_unique<data::Prefetcher>(ctx_.data.train, ctx_.sampler,
+                                                     cfg_.micro_batch, from, /*depth=*/3, augment_);
+      return;
+    }
     prefetch_ = std::make_unique<data::Prefetcher>(ctx_.data.train, ctx_.sampler, cfg_.micro_batch,
                                                    cfg_.accum_steps, step, /*depth=*/3, augment_);
   }
@@ -94,7 +106,19 @@ class TrainLoop {
   void forward_backward(std::int64_t step, bool replay);
   StepResult reduce(std::int64_t step, bool replay);
   StepVerdict judge(std::int64_t step, StepResult& r);
-  void update_noise(std::int64_t step, const StepResult& r);
+  bool update_noise(std::int64_t step, const StepResult& r);
+  double lr_at(std::int64_t step) const;
+  void adapt_batch(const StepResult& r);
+  void set_accum(std::int64_t accum);
+  std::int64_t global_batch_now() const {
+    return adaptive_ ? accum_ * cfg_.adaptive.step_examples : cfg_.global_batch;
+  }
+  // Adaptive: the budget is in examples (total_steps x batch_min); the run may end sooner.
+  bool examples_budget_spent() const {
+    return adaptive_ && state_.examples_seen >= ctx_.total_steps * cfg_.global_batch;
+  }
+  bool last_step() const { return out_.steps == ctx_.total_steps || examples_budget_spent(); }
+  double epoch_now() const;
   void apply_update(std::int64_t step, const StepResult& r, bool replay);
   void sync_parameters(std::int64_t step);
   // Local SGD (local_sgd.hpp): whether every rank holds the same parameters after `steps`
@@ -131,6 +155,7 @@ class TrainLoop {
     const auto below = state_.below_target;
     restore_model(below->model);
     state_.step = below->step;
+    state_.examples_seen = below->step * cfg_.global_batch;  // fixed batch only (no refinement)
     state_.divergence = below->divergence;
     start_data_at(state_.step);
   }
@@ -145,7 +170,9 @@ class TrainLoop {
   ParameterStore& store_;
   LoopState state_;
   TrainOutcome& out_;
-  const float grad_scale_;  // mean over this rank's examples
+  const bool adaptive_ = cfg_.adaptive.enabled;
+  std::int64_t accum_;  // micro-batches per step now (fixed: train.accum_steps)
+  float grad_scale_;    // mean over this rank's examples
   const data::AugmentOptions augment_;
   std::unique_ptr<data::Prefetcher> prefetch_;
   Progress progress_;
@@ -157,7 +184,7 @@ class TrainLoop {
   // interval has passed)
   std::vector<double> sums_;
   Clock::time_point t_start_ = Clock::now(), t_window_ = t_start_, t_checkpoint_ = t_start_;
-  std::int64_t window_steps_ = 0;
+  std::int64_t window_steps_ = 0, window_examples_from_ = state_.examples_seen;
   std::int64_t next_eval_ = 0;  // the next step that evaluates
 };
 
@@ -174,12 +201,47 @@ TrainLoop::StepResult TrainLoop::step(std::int64_t step, bool replay) {
   StepResult r = reduce(step, replay);  // the global-batch mean gradient, loss and votes
   r.verdict = judge(step, r);           // divergence, on numbers every rank agrees on
   if (r.verdict == StepVerdict::kDiverged) return r;
-  if (!replay && !local) update_noise(step, r);  // small and big batch: the noise scale
-  r.lr = ctx_.schedule(step);
+  if (!replay && !local) r.noise_reported = update_noise(step, r);  // the noise scale
+  r.lr = lr_at(step);             // the schedule at this data position, scaled to the batch
   apply_update(step, r, replay);  // the optimizer, unless a spike is skipped
   sync_parameters(step);          // local SGD: the ranks' average every H steps
   out_.steps = state_.step = step + 1;
+  out_.examples = state_.examples_seen += r.global_batch = global_batch_now();
+  if (!replay) adapt_batch(r);  // adaptive: the next steps' batch from the noise scale
   return r;
+}
+
+// Fixed batch: the schedule at the step. Adaptive batch: the schedule counted in examples
+// (its steps are batch_min's, so warmup and decay stay at the same data position) and the
+// LR rescaled by schedule.scaling from batch_min to this step's batch.
+double TrainLoop::lr_at(std::int64_t step) const {
+  if (!adaptive_) return ctx_.schedule(step);
+  const std::int64_t position = state_.examples_seen / cfg_.global_batch;
+  return ctx_.schedule(position) *
+         schedules::scaling_factor(ctx_.lr_scaling, global_batch_now(), cfg_.global_batch);
+}
+
+// McCandlish et al. 2018, App. D: at each noise report, the batch moves towards the EMA
+// B_simple (clipped, realisable, with hysteresis: adaptive_batch.hpp); batch_min until resolved.
+void TrainLoop::adapt_batch(const StepResult& r) {
+  if (!adaptive_ || !r.noise_reported) return;
+  const noise::NoiseScale* averaged = noise_.averaged();
+  if (!averaged) return;
+  const std::int64_t accum =
+      adaptive_accum(cfg_.adaptive, averaged->b_simple, averaged->resolved, accum_);
+  if (accum != accum_) set_accum(accum);
+}
+
+void TrainLoop::set_accum(std::int64_t accum) {
+  accum_ = state_.batch_accum = accum;
+  grad_scale_ = 1.0f / static_cast<float>(cfg_.micro_batch * accum_);
+  noise_.set_accum(accum_);
+}
+
+double TrainLoop::epoch_now() const {
+  if (!adaptive_) return static_cast<double>(out_.steps) / ctx_.sampler.steps_per_epoch();
+  const auto per_epoch = ctx_.sampler.per_rank() * ctx_.comm.size();
+  return static_cast<double>(state_.examples_seen) / static_cast<double>(per_epoch);
 }
 
 // Forward/backward over the micro-batches: the first writes the flat gradient buffer, the rest
@@ -187,7 +249,7 @@ TrainLoop::StepResult TrainLoop::step(std::int64_t step, bool replay) {
 void TrainLoop::forward_backward(std::int64_t step, bool replay) {
   const std::int64_t b = cfg_.micro_batch;
   std::fill(sums_.begin(), sums_.begin() + 3, 0.0);
-  for (std::int64_t micro = 0; micro < cfg_.accum_steps; ++micro) {
+  for (std::int64_t micro = 0; micro < accum_; ++micro) {
     const data::Batch& batch = prefetch_->next();
     const float* logits = model_.forward(batch.x.data(), b, true);
     std::int64_t correct = 0;
@@ -250,7 +312,7 @@ StepVerdict TrainLoop::judge(std::int64_t step, StepResult& r) {
 
 // |g_global|^2 is the big batch; a noise.jsonl line every noise.every. A skipped spike's
 // gradient is not a sample of the gradient noise.
-void TrainLoop::update_noise(std::int64_t step, const StepResult& r) {
+bool TrainLoop::update_noise(std::int64_t step, const StepResult& r) {
   if (r.verdict == StepVerdict::kSkip) {
     noise_.discard_step();
   } else if (const auto* report =
@@ -258,7 +320,9 @@ void TrainLoop::update_noise(std::int64_t step, const StepResult& r) {
     log_noise(*report, ctx_.noise.window_steps, ctx_.run_dir);
     if (const auto* h = noise_.headline())
       progress_.set_noise_scale(h->b_simple, h->ci_low, h->ci_high);
+    return true;
   }
+  return false;
 }
 
 // The optimizer step over this rank's segments. A skipped spike drops this batch; the step
@@ -288,7 +352,7 @@ void TrainLoop::sync_parameters(std::int64_t step) {
 // metrics.jsonl (a skipped step is always logged, marked "skipped") and the progress line.
 void TrainLoop::log_step(const StepResult& r) {
   ++window_steps_;
-  const double epoch = static_cast<double>(out_.steps) / ctx_.sampler.steps_per_epoch();
+  const double epoch = epoch_now();
   if (r.verdict == StepVerdict::kSkip && ctx_.run_dir) {
     ctx_.run_dir->append_metrics({{"step", out_.steps},
                                   {"epoch", epoch},
@@ -296,12 +360,17 @@ void TrainLoop::log_step(const StepResult& r) {
                                   {"loss", r.loss},
                                   {"grad_norm", r.grad_norm},
                                   {"skipped", true}});
-  } else if (out_.steps % cfg_.log_every == 0 || out_.steps == ctx_.total_steps) {
+  } else if (out_.steps % cfg_.log_every == 0 || last_step()) {
     const double window_s = seconds_since(t_window_);
-    const double samples_per_s = window_steps_ * cfg_.global_batch / std::max(window_s, 1e-9);
+    const double samples_per_s =
+        (state_.examples_seen - window_examples_from_) / std::max(window_s, 1e-9);
     if (ctx_.run_dir) {
       nlohmann::json line = {
           {"step", out_.steps}, {"epoch", epoch}, {"lr", r.lr}, {"loss", r.loss}};
+      if (adaptive_) {
+        line["global_batch"] = r.global_batch;
+        line["examples"] = state_.examples_seen;
+      }
       // training accuracy only where there are classes (regression has none to count)
       if (ctx_.data.train.is_classification()) line["accuracy"] = sums_[1] / sums_[2];
       line["grad_norm"] = r.grad_norm;
@@ -312,6 +381,7 @@ void TrainLoop::log_step(const StepResult& r) {
     progress_.update(out_.steps, r.loss, state_.last_val_accuracy, samples_per_s);
     t_window_ = Clock::now();
     window_steps_ = 0;
+    window_examples_from_ = state_.examples_seen;
   }
 }
 
@@ -322,10 +392,8 @@ bool TrainLoop::evaluate_now(bool refinement) {
   const bool met =
       cfg_.target.enabled() && e.count > 0 && cfg_.target.met(e.metric(cfg_.target.metric));
   if (ctx_.run_dir) {
-    nlohmann::json line = {
-        {"step", out_.steps},
-        {"epoch", static_cast<double>(out_.steps) / ctx_.sampler.steps_per_epoch()},
-        {"val_loss", e.loss}};
+    nlohmann::json line = {{"step", out_.steps}, {"epoch", epoch_now()}, {"val_loss", e.loss}};
+    if (adaptive_) line["examples"] = state_.examples_seen;
     if (e.regression) {
       line["val_mse"] = e.mse;
       line["val_r2"] = e.r2;
@@ -403,9 +471,10 @@ void TrainLoop::refine_crossing() {
 TrainOutcome TrainLoop::run() {
   const double wall_before = out_.wall_time_s;  // time spent before a resume
   next_eval_ = at_sync(next_eval_after(state_.step, cfg_.eval_every, cfg_.eval_growth));
-  if (out_.steps_to_target < 0 && !state_.below_target) take_lo_snapshot();
+  if (out_.steps_to_target < 0 && !state_.below_target && !adaptive_) take_lo_snapshot();
   // A resume from a run's final checkpoint (status no longer "running") trains no more steps.
-  for (std::int64_t s = state_.step; s < ctx_.total_steps && out_.status == "running"; ++s) {
+  for (std::int64_t s = state_.step;
+       s < ctx_.total_steps && !examples_budget_spent() && out_.status == "running"; ++s) {
     const StepResult r = step(s, /*replay=*/false);
     if (r.verdict == StepVerdict::kDiverged) break;
     log_step(r);
@@ -428,7 +497,7 @@ TrainOutcome TrainLoop::run() {
     average_over_ranks(store_.params(), ctx_.optimizer, store_.grads(), ctx_.comm);
   progress_.finish();
   out_.wall_time_s = wall_before + seconds_since(t_start_);
-  out_.samples_per_s = out_.steps * cfg_.global_batch / std::max(out_.wall_time_s, 1e-9);
+  out_.samples_per_s = state_.examples_seen / std::max(out_.wall_time_s, 1e-9);
   if (out_.status == "running") out_.status = final_status();
   if (ctx_.checkpoint) checkpoint();  // the final state, whatever the status
   return out_;
@@ -439,18 +508,19 @@ TrainOutcome TrainLoop::run() {
 TrainLoop::Continue TrainLoop::evaluate_if_due() {
   // Local SGD evaluates the ranks' average: an evaluation due inside a period moves to its end.
   const bool prune_step = cfg_.prune_at_step > 0 && out_.steps == at_sync(cfg_.prune_at_step);
-  if (out_.steps != next_eval_ && out_.steps != ctx_.total_steps && !prune_step)
-    return Continue::kGoOn;
+  if (out_.steps != next_eval_ && !last_step() && !prune_step) return Continue::kGoOn;
   next_eval_ = at_sync(next_eval_after(out_.steps, cfg_.eval_every, cfg_.eval_growth));
   const bool met = evaluate_now(false);
   if (met && out_.steps_to_target < 0) {
     out_.steps_to_target = out_.steps;
-    out_.examples_to_target = out_.steps * cfg_.global_batch;
-    refine_crossing();
+    out_.examples_to_target = state_.examples_seen;  // the batches actually used
+    // An adaptive run's batches depend on the noise EMAs of steps a replay does not feed, so
+    // its crossing stays at the evaluation grid: (steps_lo, steps_to_target].
+    if (!adaptive_) refine_crossing();
     state_.below_target.reset();  // not needed any more (nor in checkpoints)
   } else if (out_.steps_to_target < 0) {
     out_.steps_lo = out_.steps;
-    take_lo_snapshot();
+    if (!adaptive_) take_lo_snapshot();
   }
   if (met && cfg_.stop_at_target) return Continue::kStop;
   if (prune_step && out_.steps_to_target < 0) {
@@ -466,8 +536,7 @@ TrainLoop::Continue TrainLoop::evaluate_if_due() {
 // state is every rank's; the wall-time vote stands until then.
 bool TrainLoop::checkpoint_due(const StepResult& r) const {
   const bool by_steps = ctx_.checkpoint_every > 0 && out_.steps % ctx_.checkpoint_every == 0;
-  return ctx_.checkpoint && (by_steps || r.checkpoint_due) && out_.steps < ctx_.total_steps &&
-         in_sync(out_.steps);
+  return ctx_.checkpoint && (by_steps || r.checkpoint_due) && !last_step() && in_sync(out_.steps);
 }
 
 std::string TrainLoop::final_status() const {

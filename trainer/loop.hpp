@@ -7,14 +7,15 @@
 #include <string>
 #include <vector>
 
+#include "nn/model.hpp"
 #include "noise/online_estimator.hpp"
 #include "optim/optimizer.hpp"
+#include "schedules/scaling.hpp"
 #include "schedules/schedule.hpp"
 #include "trainer/comm/communicator.hpp"
 #include "trainer/data/load.hpp"
 #include "trainer/data/sampler.hpp"
 #include "trainer/divergence.hpp"
-#include "nn/model.hpp"
 #include "trainer/run_dir.hpp"
 #include "trainer/snapshot.hpp"
 #include "trainer/train_config.hpp"
@@ -49,6 +50,7 @@ struct TrainOutcome {
   // | interrupted (SIGINT/SIGTERM)
   std::string status = "running";
   std::int64_t steps = 0, total_steps = 0;
+  std::int64_t examples = -1;  // the sum of the steps' global batches (-1: steps x global_batch)
   // Shallue et al.'s steps-to-result: the first evaluated step meeting the target (steps_hi);
   // steps_lo is the last evaluated step below it (0: none), so the true first step lies in
   // (steps_lo, steps_to_target]. Before the crossing steps_lo tracks the last evaluation.
@@ -83,6 +85,10 @@ struct LoopState {
   TrainOutcome outcome;             // best/final metrics and steps-to-target so far
   std::vector<double> noise_state;  // OnlineEstimator::save_state() at `step`
   std::shared_ptr<const BelowTargetState> below_target;  // null: none (reached, or not kept)
+  // The sum of the global batches of the steps done: the data position and, with an adaptive
+  // batch, the schedule's (adaptive_batch.hpp).
+  std::int64_t examples_seen = 0;
+  std::int64_t batch_accum = 0;  // adaptive: the next step's accumulation count (0: not yet set)
 };
 
 struct TrainContext {
@@ -114,6 +120,9 @@ struct TrainContext {
   // False: every rank updates all of its own copy.
   bool shared_params = false;
   std::vector<Segment> update_segments;
+  // Adaptive batch: schedule.scaling, applied at each step's batch relative to the batch the
+  // schedule was built for (config.global_batch = batch_min).
+  schedules::ScalingRule lr_scaling = schedules::ScalingRule::kNone;
 };
 
 TrainOutcome train(TrainContext& context);

@@ -53,6 +53,13 @@ RunConfig resolve_run_config(Config& config, int world_size) {
                 "set train.post_local_after = S > 0 to measure during the first S (synchronous) "
                 "steps, or noise.enabled = false");
   }
+  // The adaptive batch follows the measured noise scale (adaptive_batch.hpp): it must be measured.
+  if (run.train.adaptive.enabled && !run.noise.enabled) {
+    config.fail("noise.enabled",
+                "true with train.batch_schedule = \"adaptive\" (the batch follows "
+                "the measured noise scale)",
+                "false", "--set noise.enabled=true");
+  }
   return run;
 }
 

@@ -259,6 +259,20 @@ void check_run(const Config& c, const TrainConfig& t, std::int64_t seed,
   }
 }
 
+// Adaptive batch size (adaptive_batch.hpp): the batch follows the noise scale, so no global
+// batch is resolved once. True when it is on.
+bool read_adaptive(Config& c, TrainConfig& t, int world_size) {
+  t.adaptive = read_adaptive_batch(c, world_size, t.global_batch, t.micro_batch, t.accum_steps);
+  if (!t.adaptive.enabled) return false;
+  if (t.local_sgd.enabled()) {
+    c.fail("train.batch_schedule",
+           "\"fixed\" with local SGD (train.sync_every > 1: no step forms the global gradient "
+           "the noise scale needs, and the periods are counted in steps)",
+           "\"adaptive\"", "set train.sync_every = 1, or train.batch_schedule = \"fixed\"");
+  }
+  return true;
+}
+
 // Resolves global = world x micro x accum; any two fix the third.
 void resolve_batch(const Config& c, TrainConfig& t, int world_size) {
   const std::int64_t per_rank_fail = t.global_batch % world_size;
@@ -306,7 +320,7 @@ TrainConfig read_train_config(Config& c, int world_size) {
   const std::string on_divergence = read_guards_and_checkpoints(c, t);
   check_run(c, t, seed, on_divergence);
   t.seed = static_cast<std::uint64_t>(seed);
-  resolve_batch(c, t, world_size);
+  if (!read_adaptive(c, t, world_size)) resolve_batch(c, t, world_size);
   return t;
 }
 

@@ -6,10 +6,11 @@
 #include <vector>
 
 #include "core/config.hpp"
+#include "nn/layer_options.hpp"
+#include "nn/layer_spec.hpp"
+#include "trainer/adaptive_batch.hpp"
 #include "trainer/divergence.hpp"
 #include "trainer/local_sgd.hpp"
-#include "nn/layer_spec.hpp"
-#include "nn/layer_options.hpp"
 
 namespace lbt::trainer {
 
@@ -79,6 +80,9 @@ struct TrainConfig {
   int checkpoint_keep = 2;
   bool checkpoint_final = true;
   LocalSgdOptions local_sgd;  // train.sync_every, train.post_local_after (local_sgd.hpp)
+  // train.batch_schedule = "adaptive" (adaptive_batch.hpp); global_batch, micro_batch and
+  // accum_steps above are then the starting layout at batch_min.
+  AdaptiveBatchOptions adaptive;
 };
 
 // Reads and validates; `world_size` resolves and checks the batch layout on every rank, before

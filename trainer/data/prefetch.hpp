@@ -31,13 +31,24 @@ class Prefetcher {
   Prefetcher(const Prefetcher&) = delete;
   Prefetcher& operator=(const Prefetcher&) = delete;
 
+  // Adaptive batch: micro-batches m = first_micro, first_micro + 1, ... of this rank's stream
+  // (ShardedSampler::stream_indices), for steps of any accumulation count.
+  struct Stream {
+    std::int64_t first_micro = 0;
+  };
+  Prefetcher(const Dataset& data, ShardedSampler sampler, std::int64_t micro_batch, Stream stream,
+             int depth = 3, AugmentOptions augment = {});
+
   // Blocks until the next micro-batch is ready; valid until the following call.
   const Batch& next();
   const ShardedSampler& sampler() const { return sampler_; }
 
  private:
+  void start();
   void run();
   void fill(Batch& batch, std::int64_t step, std::int64_t micro);
+  void fill_slot(Batch& batch, std::int64_t slot_index);
+  void gather(Batch& batch, std::int64_t augment_stream);
 
   const Dataset& data_;
   ShardedSampler sampler_;
@@ -46,7 +57,8 @@ class Prefetcher {
   std::vector<std::int64_t> indices_;
   AugmentOptions augment_;
   std::vector<float> scratch_;
-  std::int64_t produced_ = 0, consumed_ = 0, first_step_;
+  std::int64_t produced_ = 0, consumed_ = 0, first_step_ = 0;
+  bool stream_ = false;  // micro-batches counted from first_step_ as a micro-batch index
   bool stop_ = false;
   std::mutex mutex_;
   std::condition_variable cv_;

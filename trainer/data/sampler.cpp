@@ -33,7 +33,11 @@ std::vector<std::int64_t> permutation(std::int64_t n, Rng& rng) {
 
 ShardedSampler::ShardedSampler(std::int64_t n, std::uint64_t seed, int world_size, int rank,
                                std::int64_t micro_batch, std::int64_t accum_steps)
-    : n_(n), seed_(seed), world_(world_size), rank_(rank), micro_(micro_batch),
+    : n_(n),
+      seed_(seed),
+      world_(world_size),
+      rank_(rank),
+      micro_(micro_batch),
       accum_(accum_steps) {
   per_rank_ = n_ / world_;
   steps_per_epoch_ = per_rank_ / (micro_ * accum_);
@@ -53,15 +57,25 @@ std::vector<std::int64_t> ShardedSampler::shard(std::int64_t epoch) const {
   return mine;
 }
 
-void ShardedSampler::micro_batch_indices(std::int64_t step, std::int64_t micro,
-                                         std::int64_t* out) {
-  const std::int64_t epoch = step / steps_per_epoch_;
+void ShardedSampler::micro_batch_indices(std::int64_t step, std::int64_t micro, std::int64_t* out) {
+  const std::vector<std::int64_t>& mine = epoch_shard(step / steps_per_epoch_);
+  const std::int64_t start = ((step % steps_per_epoch_) * accum_ + micro) * micro_;
+  for (std::int64_t i = 0; i < micro_; ++i) out[i] = mine[start + i];
+}
+
+void ShardedSampler::stream_indices(std::int64_t m, std::int64_t* out) {
+  const std::int64_t per_epoch = micro_batches_per_epoch();
+  const std::vector<std::int64_t>& mine = epoch_shard(m / per_epoch);
+  const std::int64_t start = (m % per_epoch) * micro_;
+  for (std::int64_t i = 0; i < micro_; ++i) out[i] = mine[start + i];
+}
+
+const std::vector<std::int64_t>& ShardedSampler::epoch_shard(std::int64_t epoch) {
   if (epoch != cached_epoch_) {
     cached_shard_ = shard(epoch);
     cached_epoch_ = epoch;
   }
-  const std::int64_t start = ((step % steps_per_epoch_) * accum_ + micro) * micro_;
-  for (std::int64_t i = 0; i < micro_; ++i) out[i] = cached_shard_[start + i];
+  return cached_shard_;
 }
 
 }  // namespace lbt::data

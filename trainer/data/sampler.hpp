@@ -26,6 +26,11 @@ class ShardedSampler {
   std::vector<std::int64_t> shard(std::int64_t epoch) const;
   // Indices of micro-batch `micro` of optimizer step `step` (global step count from 0).
   void micro_batch_indices(std::int64_t step, std::int64_t micro, std::int64_t* out);
+  // Adaptive batch (the accumulation count changes between steps): the data position is
+  // this rank's micro-batch count m from the start; an epoch is per_rank() / micro_batch
+  // micro-batches (drop-last), whatever the accumulation.
+  std::int64_t micro_batches_per_epoch() const { return per_rank_ / micro_; }
+  void stream_indices(std::int64_t m, std::int64_t* out);
 
  private:
   std::int64_t n_;
@@ -34,6 +39,7 @@ class ShardedSampler {
   std::int64_t micro_, accum_, per_rank_, steps_per_epoch_;
   std::int64_t cached_epoch_ = -1;
   std::vector<std::int64_t> cached_shard_;
+  const std::vector<std::int64_t>& epoch_shard(std::int64_t epoch);
 };
 
 }  // namespace lbt::data

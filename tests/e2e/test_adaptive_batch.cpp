@@ -1,0 +1,105 @@
+// Adaptive batch size through `lbt train` (trainer/adaptive_batch.hpp): a run resumed from the
+// checkpoint written right after a batch change (the new accumulation chosen, no step taken
+// with it yet) ends bit for bit where the uninterrupted run ends, with the same logs; bounds
+// the layout cannot realise are a one-line error with exit code 2.
+#define BOOST_TEST_MODULE adaptive_batch
+#include <boost/test/unit_test.hpp>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+
+#include "support/cli_runner.hpp"
+#include "trainer/checkpoint.hpp"
+
+namespace fs = std::filesystem;
+using lbt::test::run_lbt;
+using lbt::test::scratch;
+using lbt::test::slurp;
+
+namespace {
+
+const std::string kAdaptive =
+    std::string("train --config ") + LBT_SOURCE_DIR +
+    "/experiments/configs/synthetic_regression.toml --quiet --set train.batch_schedule=adaptive"
+    " --set train.batch_min=16 --set train.batch_max=512 --set train.micro_batch=8"
+    " --set train.steps=400 --set optimizer.lr=0.02 --set noise.every=1 --set noise.ema=0.9"
+    " --set noise.window_steps=20 --set train.log_every=1 --set train.threads=1"
+    " --set train.eval_every=40";
+
+// metrics.jsonl / eval.jsonl lines without their timing fields.
+std::vector<nlohmann::json> lines_without_timing(const fs::path& file) {
+  std::vector<nlohmann::json> out;
+  std::istringstream in(slurp(file));
+  for (std::string line; std::getline(in, line);) {
+    auto j = nlohmann::json::parse(line);
+    j.erase("wall_time");
+    j.erase("samples_per_s");
+    out.push_back(j);
+  }
+  return out;
+}
+
+std::vector<std::byte> final_params(const fs::path& run) {
+  const auto summary = nlohmann::json::parse(slurp(run / "summary.json"));
+  const std::int64_t steps = summary["steps"];
+  const auto ck =
+      lbt::trainer::read_checkpoint(lbt::trainer::checkpoint_path(run / "checkpoints", steps));
+  return ck.sections.at("params");
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(resume_right_after_a_batch_change_is_bit_exact) {
+  const fs::path whole = scratch() / "whole", resumed = scratch() / "resumed";
+  const auto a = run_lbt(kAdaptive + " --out " + whole.string() +
+                         " --set train.checkpoint_every=1 --set train.checkpoint_keep=100000"
+                         " --set train.checkpoint_every_seconds=0");
+  BOOST_TEST_REQUIRE(a.code == 0, a.err);
+  const auto metrics = lines_without_timing(whole / "metrics.jsonl");
+  // The first step count c after which the batch changes: checkpoint c holds the new
+  // accumulation, not yet used.
+  std::int64_t change = -1;
+  for (std::size_t k = 1; k < metrics.size() && change < 0; ++k) {
+    if (metrics[k]["global_batch"] != metrics[k - 1]["global_batch"] && k >= 10)
+      change = static_cast<std::int64_t>(k);
+  }
+  BOOST_TEST_REQUIRE(change > 0);
+  BOOST_TEST_MESSAGE("resuming from step " << change << ": batch "
+                                           << metrics[change - 1]["global_batch"] << " -> "
+                                           << metrics[change]["global_batch"]);
+  fs::copy(whole, resumed, fs::copy_options::recursive);
+  for (const auto& entry : fs::directory_iterator(resumed / "checkpoints")) {
+    const std::string name = entry.path().filename().string();
+    if (name.rfind("step_", 0) != 0) continue;
+    const std::int64_t step = std::stoll(name.substr(name.find('_') + 1));
+    if (step > change) fs::remove(entry.path());
+  }
+  const auto b = run_lbt("train --resume " + resumed.string() + " --quiet");
+  BOOST_TEST_REQUIRE(b.code == 0, b.err);
+  BOOST_TEST(final_params(resumed) == final_params(whole));
+  BOOST_TEST(lines_without_timing(resumed / "metrics.jsonl") == metrics);
+  BOOST_TEST(lines_without_timing(resumed / "eval.jsonl") ==
+             lines_without_timing(whole / "eval.jsonl"));
+  const auto summary_a = nlohmann::json::parse(slurp(whole / "summary.json"));
+  const auto summary_b = nlohmann::json::parse(slurp(resumed / "summary.json"));
+  BOOST_TEST(summary_a["examples"] == summary_b["examples"]);
+}
+
+// One line on stderr ("error: ..." naming the key) plus its hint, exit code 2.
+BOOST_AUTO_TEST_CASE(bounds_the_layout_cannot_realise_are_refused) {
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {" --set train.batch_min=20", "train.batch_min"},       // not 8 x k
+      {" --set train.batch_max=500", "train.batch_max"},      // not 8 x k
+      {" --set train.batch_max=8", "train.batch_max"},        // below batch_min
+      {" --set train.accum_steps=2", "train.accum_steps"},    // the batch moves it
+      {" --set noise.enabled=false", "noise.enabled"},        // nothing to follow
+      {" --set train.sync_every=4", "train.batch_schedule"},  // local SGD
+  };
+  for (const auto& [set, key] : cases) {
+    const auto r = run_lbt(kAdaptive + set + " --out " + (scratch() / "refused").string());
+    BOOST_TEST_CONTEXT(set << ": " << r.err) {
+      BOOST_TEST(r.code == 2);
+      BOOST_TEST(r.err.rfind("error: ", 0) == 0);
+      BOOST_TEST(r.err.substr(0, r.err.find('\n')).find(key) != std::string::npos);
+    }
+  }
+}

@@ -1,0 +1,80 @@
+// Adaptive batch size; see adaptive_batch.hpp (McCandlish et al. 2018, App. D).
+#include "trainer/adaptive_batch.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+
+#include "trainer/train_keys.hpp"
+
+namespace lbt::trainer {
+
+// McCandlish App. D: the batch that balances steps and examples tracks the noise scale; we
+// take B = B_simple (their B_crit ~ B_noise ~ B_simple, §2.2) clipped to [min, max].
+std::int64_t adaptive_accum(const AdaptiveBatchOptions& o, double b_simple, bool resolved,
+                            std::int64_t accum) {
+  if (!resolved || !std::isfinite(b_simple) || b_simple <= 0.0) return accum;
+  const double target =
+      std::clamp(b_simple, static_cast<double>(o.batch_min), static_cast<double>(o.batch_max));
+  const auto k = std::clamp<std::int64_t>(
+      std::llround(target / static_cast<double>(o.step_examples)), o.accum_min(), o.accum_max());
+  const double now = static_cast<double>(accum * o.step_examples);
+  const double next = static_cast<double>(k * o.step_examples);
+  return std::abs(next - now) > o.hysteresis * now ? k : accum;
+}
+
+namespace {
+
+const KeySpec& key(std::string_view name) {
+  return Schema::in(train_keys(), name);
+}
+
+// batch_min / batch_max must be ranks x micro_batch x k for a whole k >= 1.
+void require_realisable(Config& c, const char* name, std::int64_t batch, std::int64_t step,
+                        int world_size, std::int64_t micro_batch) {
+  if (batch % step == 0) return;
+  c.fail(name,
+         "a multiple of ranks x micro_batch = " + std::to_string(world_size) + " x " +
+             std::to_string(micro_batch) + " = " + std::to_string(step) +
+             " (the batches this layout can realise by accumulation)",
+         std::to_string(batch),
+         "e.g. " + std::to_string(std::max<std::int64_t>(1, batch / step) * step));
+}
+
+}  // namespace
+
+AdaptiveBatchOptions read_adaptive_batch(Config& c, int world_size, std::int64_t& global_batch,
+                                         std::int64_t& micro_batch, std::int64_t& accum_steps) {
+  AdaptiveBatchOptions a;
+  a.enabled = c.get_string(key("train.batch_schedule")) == "adaptive";
+  if (!a.enabled) return a;
+  a.batch_min = c.get_int(key("train.batch_min"));
+  a.batch_max = c.get_int(key("train.batch_max"));
+  a.hysteresis = c.get_double(key("train.batch_hysteresis"));
+  if (a.batch_min <= 0)
+    c.fail("train.batch_min", "> 0 with train.batch_schedule = \"adaptive\"",
+           std::to_string(a.batch_min), "e.g. --set train.batch_min=64");
+  if (a.batch_max < a.batch_min)
+    c.fail("train.batch_max", ">= train.batch_min = " + std::to_string(a.batch_min),
+           std::to_string(a.batch_max));
+  if (!(a.hysteresis >= 0.0 && a.hysteresis < 1.0))
+    c.fail("train.batch_hysteresis", "in [0, 1)", std::to_string(a.hysteresis), "e.g. 0.1");
+  if (accum_steps != 0)
+    c.fail("train.accum_steps", "0 with train.batch_schedule = \"adaptive\" (the batch moves it)",
+           std::to_string(accum_steps), "set train.micro_batch instead");
+  if (micro_batch == 0) {
+    if (a.batch_min % world_size != 0)
+      c.fail("train.batch_min",
+             "divisible by the number of ranks (" + std::to_string(world_size) + ")",
+             std::to_string(a.batch_min), "or set train.micro_batch");
+    micro_batch = a.batch_min / world_size;
+  }
+  a.step_examples = world_size * micro_batch;
+  require_realisable(c, "train.batch_min", a.batch_min, a.step_examples, world_size, micro_batch);
+  require_realisable(c, "train.batch_max", a.batch_max, a.step_examples, world_size, micro_batch);
+  global_batch = a.batch_min;
+  accum_steps = a.accum_min();
+  return a;
+}
+
+}  // namespace lbt::trainer

@@ -6,10 +6,10 @@
 #include <vector>
 
 #include "core/config.hpp"
+#include "nn/layer_options.hpp"
+#include "nn/layer_spec.hpp"
 #include "trainer/divergence.hpp"
 #include "trainer/local_sgd.hpp"
-#include "nn/layer_spec.hpp"
-#include "nn/layer_options.hpp"
 
 namespace lbt::trainer {
 
@@ -78,7 +78,9 @@ struct TrainConfig {
   double checkpoint_every_seconds = 300.0;  // wall time between checkpoints (0: off)
   int checkpoint_keep = 2;
   bool checkpoint_final = true;
-  LocalSgdOptions local_sgd;  // train.sync_every, train.post_local_after (local_sgd.hpp)
+  LocalSgdOptions local_sgd;      // train.sync_every, train.post_local_after (local_sgd.hpp)
+  bool overlap_comm = false;      // bucketed gradient allreduce during backward
+  std::size_t bucket_floats = 0;  // train.bucket_mb in floats, a multiple of 16
 };
 
 // Reads and validates; `world_size` resolves and checks the batch layout on every rank, before

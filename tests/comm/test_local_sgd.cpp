@@ -20,6 +20,7 @@
 #include "core/gemm.hpp"
 #include "core/rng.hpp"
 #include "experiments/train_run.hpp"
+#include "mpi_runs.hpp"
 #include "nn/model.hpp"
 #include "run_files.hpp"
 #include "trainer/comm/communicator.hpp"
@@ -33,16 +34,14 @@ namespace fs = std::filesystem;
 
 namespace {
 
-comm::Communicator& world() {
-  return comm::process_communicator({"mpi"});
-}
+using test::world;
 
 constexpr std::int64_t kGlobalBatch = 64;  // divisible by 2 and 4 ranks
 constexpr std::int64_t kSteps = 20;
 
 // Momentum SGD, so the optimizer state's handling at the averages matters.
 Config small_run(const std::string& extra = "") {
-  Config c = Config::from_string(R"(
+  return test::config_with_sets(R"(
 [model]
 spec = "mlp:784-32-10"
 [data]
@@ -63,21 +62,11 @@ name = "sgd"
 lr = 0.05
 momentum = 0.9
 )",
-                                 "local_sgd");
-  std::stringstream sets(extra);
-  for (std::string item; sets >> item;) c.set(item);
-  return c;
+                                "local_sgd", extra);
 }
 
-// One directory every rank names (rank 0's pid), so rank 0's run files can be read back. The
-// broadcast runs once, in the first test's first run, which every rank reaches.
 fs::path scratch(const std::string& name) {
-  static const fs::path base = [] {
-    long long pid = getpid();
-    world().broadcast(std::as_writable_bytes(std::span(&pid, 1)), 0);
-    return fs::temp_directory_path() / ("lbt-test-local-sgd-" + std::to_string(pid));
-  }();
-  return base / name;
+  return test::shared_scratch("lbt-test-local-sgd", name);
 }
 
 experiments::RunResult train(const std::string& sets, const std::string& name,

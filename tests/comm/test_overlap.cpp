@@ -18,6 +18,7 @@
 #include "core/config.hpp"
 #include "core/error.hpp"
 #include "experiments/train_run.hpp"
+#include "mpi_runs.hpp"
 #include "run_files.hpp"
 #include "trainer/comm/communicator.hpp"
 
@@ -26,14 +27,12 @@ namespace fs = std::filesystem;
 
 namespace {
 
-comm::Communicator& world() {
-  return comm::process_communicator({"mpi"});
-}
+using test::world;
 
 constexpr std::int64_t kGlobalBatch = 64;  // divisible by 2 and 4 ranks, and by accum 2 and 4
 
 Config small_run(const std::string& extra) {
-  Config c = Config::from_string(R"(
+  return test::config_with_sets(R"(
 [model]
 spec = "mlp:784-32-10"
 [data]
@@ -54,20 +53,11 @@ name = "sgd"
 lr = 0.05
 momentum = 0.9
 )",
-                                 "overlap");
-  std::stringstream sets(extra);
-  for (std::string item; sets >> item;) c.set(item);
-  return c;
+                                "overlap", extra);
 }
 
-// One directory every rank names (rank 0's pid), so rank 0's run files can be read back.
 fs::path scratch(const std::string& name) {
-  static const fs::path base = [] {
-    long long pid = getpid();
-    world().broadcast(std::as_writable_bytes(std::span(&pid, 1)), 0);
-    return fs::temp_directory_path() / ("lbt-test-overlap-" + std::to_string(pid));
-  }();
-  return base / name;
+  return test::shared_scratch("lbt-test-overlap", name);
 }
 
 experiments::RunResult train(const std::string& sets, const std::string& name) {

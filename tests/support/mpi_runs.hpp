@@ -1,0 +1,39 @@
+// Helpers for training runs under mpirun in tests: the world communicator, a scratch directory
+// every rank names alike, and a config with `--set`-style overrides applied.
+#pragma once
+#include <unistd.h>
+
+#include <filesystem>
+#include <sstream>
+#include <string>
+
+#include "core/config.hpp"
+#include "trainer/comm/communicator.hpp"
+
+namespace lbt::test {
+
+inline comm::Communicator& world() {
+  return comm::process_communicator({"mpi"});
+}
+
+// TMP/PREFIX-PID/NAME with rank 0's pid, so rank 0's run files can be read back by every rank.
+// The broadcast runs once, in the first call, which every rank must reach.
+inline std::filesystem::path shared_scratch(const std::string& prefix, const std::string& name) {
+  static const std::filesystem::path base = [&] {
+    long long pid = getpid();
+    world().broadcast(std::as_writable_bytes(std::span(&pid, 1)), 0);
+    return std::filesystem::temp_directory_path() / (prefix + "-" + std::to_string(pid));
+  }();
+  return base / name;
+}
+
+// `toml` with space-separated KEY=VALUE overrides, as `lbt train --set` applies them.
+inline Config config_with_sets(const std::string& toml, const std::string& name,
+                               const std::string& sets) {
+  Config c = Config::from_string(toml, name);
+  std::stringstream items(sets);
+  for (std::string item; items >> item;) c.set(item);
+  return c;
+}
+
+}  // namespace lbt::test

@@ -3,11 +3,13 @@
 #pragma once
 #include <unistd.h>
 
+#include <boost/test/unit_test.hpp>
 #include <filesystem>
 #include <sstream>
 #include <string>
 
 #include "core/config.hpp"
+#include "core/error.hpp"
 #include "trainer/comm/communicator.hpp"
 
 namespace lbt::test {
@@ -34,6 +36,17 @@ inline Config config_with_sets(const std::string& toml, const std::string& name,
   std::stringstream items(sets);
   for (std::string item; items >> item;) c.set(item);
   return c;
+}
+
+// Checks that run() throws a ConfigError whose message contains `says`; `label` names the case.
+template <class Run>
+void expect_config_error(Run&& run, const std::string& says, const std::string& label) {
+  try {
+    run();
+    BOOST_ERROR(label << ": no ConfigError");
+  } catch (const ConfigError& e) {
+    BOOST_TEST(std::string(e.what()).find(says) != std::string::npos, e.what());
+  }
 }
 
 }  // namespace lbt::test

@@ -46,11 +46,19 @@ void Model::add(std::unique_ptr<Layer> layer) {
 void Model::build(Rng& rng) {
   // Names count per prefix: conv1, conv2, bn1, block1, ..., fc1, fc2.
   std::map<std::string, int> counts;
+  std::vector<std::size_t> first_segment;  // per layer; segments().size() when it has none
   for (auto& layer : layers_) {
     const std::string prefix = layer->param_prefix();
+    first_segment.push_back(store_.segments().size());
     layer->register_params(store_, prefix + std::to_string(++counts[prefix]));
   }
   store_.allocate(*backend_);
+  grads_from_.assign(layers_.size(), kNoParams);
+  for (std::size_t i = 0; i < layers_.size(); ++i) {
+    const std::size_t next =
+        i + 1 < layers_.size() ? first_segment[i + 1] : store_.segments().size();
+    if (first_segment[i] < next) grads_from_[i] = store_.segments()[first_segment[i]].offset;
+  }
   for (auto& layer : layers_) {
     layer->bind(store_);
     layer->init(rng);
@@ -125,19 +133,24 @@ const float* Model::forward(const float* x, std::int64_t batch, bool train) {
   return in;
 }
 
-void Model::backward(const float* x, std::int64_t batch, bool accumulate) {
+void Model::backward(const float* x, std::int64_t batch, bool accumulate,
+                     const GradsReady& on_ready) {
   for (std::size_t i = layers_.size(); i-- > 0;) {
-    float* dx = i > 0 ? grads_[i - 1].data() : nullptr;
-    if (i > 0 && reads_bn_map(i - 1)) dx = nullptr;  // the BatchNorm's sums only
-    if (reads_bn_map(i)) {
-      const BatchNormGradMap map = conv_bn_[i].bn->grad_map(acts_[i].data());
-      conv_bn_[i].conv->backward_adding(layer_input(i, x), grads_[i + 1].data(), dx, nullptr, batch,
-                                        accumulate, &map);
-      continue;
-    }
-    layers_[i]->backward(layer_input(i, x), acts_[i].data(), grads_[i].data(), dx, batch,
-                         accumulate);
+    backward_layer(i, x, batch, accumulate);
+    if (on_ready && grads_from_[i] != kNoParams) on_ready(grads_from_[i]);
   }
+}
+
+void Model::backward_layer(std::size_t i, const float* x, std::int64_t batch, bool accumulate) {
+  float* dx = i > 0 ? grads_[i - 1].data() : nullptr;
+  if (i > 0 && reads_bn_map(i - 1)) dx = nullptr;  // the BatchNorm's sums only
+  if (reads_bn_map(i)) {
+    const BatchNormGradMap map = conv_bn_[i].bn->grad_map(acts_[i].data());
+    conv_bn_[i].conv->backward_adding(layer_input(i, x), grads_[i + 1].data(), dx, nullptr, batch,
+                                      accumulate, &map);
+    return;
+  }
+  layers_[i]->backward(layer_input(i, x), acts_[i].data(), grads_[i].data(), dx, batch, accumulate);
 }
 
 std::vector<std::span<float>> Model::buffers() {

@@ -13,6 +13,7 @@
 // since activations are flat NCHW rows.
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -68,9 +69,15 @@ class Model {
   const float* forward(const float* x, std::int64_t batch, bool train);
   // Buffer the loss writes d(loss)/d(output) into: [batch, output_dim].
   float* output_grad() { return grads_.back().data(); }
+  // Told after each layer's backward that grads()[from, num_params) are final: parameters lie
+  // in layer order, so the layers done so far own the buffer's suffix. A plain callback, so the
+  // trainer can start reducing that suffix (train.overlap_comm) without nn/ knowing of it.
+  using GradsReady = std::function<void(std::size_t from)>;
   // Backpropagates output_grad() into store().grads(): overwrites them when `accumulate` is
   // false (first micro-batch of a step), adds to them otherwise (gradient accumulation).
-  void backward(const float* x, std::int64_t batch, bool accumulate);
+  // `on_ready`, when set, hears of each layer that wrote parameter gradients, last to first.
+  void backward(const float* x, std::int64_t batch, bool accumulate,
+                const GradsReady& on_ready = {});
 
   std::int64_t input_dim() const { return layers_.front()->in_features(); }
   std::int64_t output_dim() const { return layers_.back()->out_features(); }
@@ -118,10 +125,14 @@ class Model {
   };
   std::vector<ConvBatchNorm> conv_bn_;
   AlignedBuffer moments_;  // [batch][3][channels] of the pair being run
+  void backward_layer(std::size_t i, const float* x, std::int64_t batch, bool accumulate);
   bool reads_bn_map(std::size_t conv) const {
     return conv_bn_[conv].conv && conv_bn_[conv].conv->reads_mapped_gradient(conv > 0);
   }
   ParameterStore store_;
+  // Per layer: the offset of its first parameter in the flat buffers, or kNoParams.
+  static constexpr std::size_t kNoParams = static_cast<std::size_t>(-1);
+  std::vector<std::size_t> grads_from_;
   std::int64_t capacity_ = 0;
 };
 

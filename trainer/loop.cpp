@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 #include <vector>
 
+#include "core/error.hpp"
 #include "core/sum_squares.hpp"
 #include "trainer/adaptive_batch.hpp"
 #include "trainer/data/prefetch.hpp"
@@ -65,6 +66,7 @@ class TrainLoop {
                per_example_support(model_), model_.backend()),
         sums_(3 + noise_.num_slots() + 1 + 2) {
     model_.reserve(cfg_.micro_batch);
+    if (cfg_.overlap_comm) start_overlap();
     if (!ctx.data.train.is_classification()) progress_.set_val_label("val_mse");
     out_.total_steps = ctx.total_steps;
     // noise.jsonl's method line is written once, by the fresh run (a resumed one keeps it)
@@ -98,6 +100,7 @@ class TrainLoop {
     prefetch_ = std::make_unique<data::Prefetcher>(ctx_.data.train, ctx_.sampler, cfg_.micro_batch,
                                                    cfg_.accum_steps, step, /*depth=*/3, augment_);
   }
+  void start_overlap();
   enum class Continue { kGoOn, kStop };
   Continue evaluate_if_due();
   bool checkpoint_due(const StepResult& r) const;
@@ -178,6 +181,9 @@ class TrainLoop {
   Progress progress_;
   noise::OnlineEstimator noise_;
   TapBuffers taps_;
+  // train.overlap_comm: the gradient allreduce in buckets, started from backward's hook
+  std::unique_ptr<comm::BucketedAllreduce> overlap_;
+  nn::Model::GradsReady grads_ready_;
   // loss, correct, examples on this rank; then the noise estimator's sums; then |g_local|^2 of a
   // local SGD step; then two votes that ride on the same allreduce, so every rank acts on them
   // after the same step: stop (a signal reached a rank) and checkpoint now (rank 0's wall-time
@@ -187,6 +193,26 @@ class TrainLoop {
   std::int64_t window_steps_ = 0, window_examples_from_ = state_.examples_seen;
   std::int64_t next_eval_ = 0;  // the next step that evaluates
 };
+
+// train.overlap_comm: backward starts reducing each bucket of the gradient as soon as the last
+// micro-batch has finished it. The noise estimator reads this rank's gradient before the
+// reduction (after each micro-batch and before the allreduce), which overlap would overwrite.
+void TrainLoop::start_overlap() {
+  if (ctx_.noise.enabled) {
+    throw ConfigError(
+        "train.overlap_comm cannot run with the noise scale (noise.*): the noise "
+        "estimator reads each rank's gradient before the allreduce",
+        "set train.overlap_comm=false, or turn the noise estimate off");
+  }
+  overlap_ = ctx_.comm.bucketed_allreduce(store_.grads(), comm::ReduceOp::kAvg, cfg_.bucket_floats);
+  if (ctx_.comm.size() > 1 && !overlap_->overlaps()) {
+    throw ConfigError(std::string("train.overlap_comm needs the shared-memory reducer (MPI, every "
+                                  "rank on one node); this run's transport is ") +
+                          ctx_.comm.backend() + " without it",
+                      "set train.overlap_comm=false");
+  }
+  grads_ready_ = [this](std::size_t from) { overlap_->ready(from); };
+}
 
 // One optimizer step, as the algorithm reads (docs/DESIGN.md "Data flow of one training
 // step"). A replayed step (the target refinement) computes the same numbers bit for bit but
@@ -257,7 +283,11 @@ void TrainLoop::forward_backward(std::int64_t step, bool replay) {
                            batch.targets.data(), b, grad_scale_, true, &correct);
     sums_[1] += static_cast<double>(correct);
     sums_[2] += static_cast<double>(b);
-    model_.backward(batch.x.data(), b, /*accumulate=*/micro > 0);
+    // Overlap: buckets are final only in the last micro-batch's backward.
+    const bool last = micro + 1 == cfg_.accum_steps;
+    const bool hook = overlap_ && last && !cfg_.local_sgd.local_step(step);
+    static const nn::Model::GradsReady kNoHook;
+    model_.backward(batch.x.data(), b, /*accumulate=*/micro > 0, hook ? grads_ready_ : kNoHook);
     if (!replay && !cfg_.local_sgd.local_step(step))
       noise_.after_micro_batch(step, store_.grads(), example_taps(model_, batch.x.data(), taps_));
   }
@@ -284,7 +314,9 @@ TrainLoop::StepResult TrainLoop::reduce(std::int64_t step, bool replay) {
   checkpoint_vote = !replay && ctx_.comm.rank() == 0 && ctx_.checkpoint_every_seconds > 0 &&
                     seconds_since(t_checkpoint_) >= ctx_.checkpoint_every_seconds;
   StepResult r{};
-  if (!local)
+  if (!local && overlap_)  // the buckets backward started, and the rest
+    r.grad_norm = std::sqrt(overlap_->finish());
+  else if (!local)
     r.grad_norm = std::sqrt(ctx_.comm.allreduce_sq_norm(store_.grads(), comm::ReduceOp::kAvg));
   ctx_.comm.allreduce(std::span<double>(sums_), comm::ReduceOp::kSum);
   if (local) r.grad_norm = std::sqrt(local_sq / ctx_.comm.size());

@@ -78,6 +78,23 @@ void read_model(Config& c, TrainConfig& t) {
   t.model_layers = nn::read_layers(c.get_table_list(key("model.layers")), c.source());
 }
 
+// train.overlap_comm and its bucket: whole 64-byte lines (core/params.cpp aligns every tensor
+// to 16 floats), so buckets start where segments may and no two ranks share a cache line.
+void read_overlap(Config& c, TrainConfig& t) {
+  t.overlap_comm = c.get_bool(key("train.overlap_comm"));
+  if (!t.overlap_comm) return;
+  constexpr std::size_t kAlignFloats = 16;
+  const double mib = c.get_double(key("train.bucket_mb"));
+  const double floats = mib * double(1 << 20) / sizeof(float);
+  if (!(floats >= kAlignFloats) || !std::isfinite(floats)) {
+    c.fail("train.bucket_mb",
+           "at least one tensor's segment alignment, 64 bytes (" + num(64.0 / double(1 << 20)) +
+               " MiB)",
+           num(mib), "e.g. train.bucket_mb=1");
+  }
+  t.bucket_floats = static_cast<std::size_t>(floats) / kAlignFloats * kAlignFloats;
+}
+
 // model.*: the network, its loss and its initialisation.
 void read_model_section(Config& c, TrainConfig& t) {
   read_model(c, t);
@@ -230,6 +247,7 @@ std::string read_guards_and_checkpoints(Config& c, TrainConfig& t) {
   if (t.checkpoint_keep < 1)
     c.fail("train.checkpoint_keep", ">= 1", std::to_string(t.checkpoint_keep));
   t.local_sgd = read_local_sgd(c, t.checkpoint_every);
+  read_overlap(c, t);
 
   return on_divergence;
 }

@@ -83,6 +83,8 @@ struct TrainConfig {
   // train.batch_schedule = "adaptive" (adaptive_batch.hpp); global_batch, micro_batch and
   // accum_steps above are then the starting layout at batch_min.
   AdaptiveBatchOptions adaptive;
+  bool overlap_comm = false;      // bucketed gradient allreduce during backward
+  std::size_t bucket_floats = 0;  // train.bucket_mb in floats, a multiple of 16
 };
 
 // Reads and validates; `world_size` resolves and checks the batch layout on every rank, before

@@ -164,6 +164,10 @@ std::vector<KeySpec> guard_keys() {
       {"train.post_local_after", kInt, "0",
        "post-local SGD: the first S steps are synchronous data parallel, local SGD (train.sync_every > 1) after them (Lin et al. switch at the first LR decay)",
        {}, "steps"},
+      {"train.overlap_comm", kBool, "false",
+       "reduce the gradient in buckets during backward, each started as soon as backward has finished it (MPI with every rank on one node: the shared-memory reducer on a reducing thread); parameters are bit for bit those of the non-overlapped reduction; not with the noise scale"},
+      {"train.bucket_mb", kNumber, "1.0",
+       "train.overlap_comm: bucket size in MiB (2^20 bytes), rounded down to the 64-byte segment alignment", {}, "MiB"},
       {"comm.backend", kString, "\"auto\"", "auto: MPI when launched by mpirun/srun",
        {"auto", "local", "mpi"}},
   };

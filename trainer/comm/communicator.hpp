@@ -17,6 +17,21 @@ struct LentMemory {
   std::shared_ptr<void> owner;
 };
 
+// The step's gradient allreduce in buckets, overlapped with backward (train.overlap_comm).
+// Made once per run for one buffer; each step: ready() as backward finishes the buffer's
+// suffixes, then finish(). The result, and the squared norm finish() returns, are bitwise those
+// of allreduce_sq_norm on the same buffer (the oracle, kept as the non-overlapped path).
+class BucketedAllreduce {
+ public:
+  virtual ~BucketedAllreduce() = default;
+  // False where this transport has no overlapped path (everything happens in finish()).
+  virtual bool overlaps() const = 0;
+  // buf[from, n) holds this rank's final gradient: start every bucket lying inside it.
+  virtual void ready(std::size_t from) = 0;
+  // Starts what is left, waits for every bucket; the squared L2 norm of the result.
+  virtual double finish() = 0;
+};
+
 class Communicator {
  public:
   virtual ~Communicator() = default;
@@ -34,6 +49,11 @@ class Communicator {
   // order. MPI with every rank on one node lends a shared-memory window slot that the other
   // ranks read and write during the reduction, so it needs no copies (see shm_reducer.hpp).
   virtual LentMemory gradient_memory(std::size_t n);
+  // Collective: allreduce_sq_norm of `buf` in buckets of `bucket_floats` (a multiple of 16),
+  // each started as soon as ready() covers it. Here: none overlapped, all in finish(); MPI with
+  // buffers from gradient_memory reduces them in shared memory on a reducing thread.
+  virtual std::unique_ptr<BucketedAllreduce> bucketed_allreduce(std::span<float> buf, ReduceOp op,
+                                                                std::size_t bucket_floats);
   // One buffer of n floats that every rank maps (MPI with every rank on one node), or an
   // empty one. Parameters kept there exist once per node: each rank updates its own range for
   // all of them (the trainer's sharded step for elementwise optimizers). Collective.

@@ -121,6 +121,14 @@ double MpiCommunicator::allreduce_sq_norm(std::span<float> buf, ReduceOp op) {
   return allreduce_chunked(buf, op, /*want_sq=*/true);
 }
 
+std::unique_ptr<BucketedAllreduce> MpiCommunicator::bucketed_allreduce(std::span<float> buf,
+                                                                       ReduceOp op,
+                                                                       std::size_t bucket_floats) {
+  if (op != ReduceOp::kMax && shm_ && shm_->owns(buf))
+    return shm_->bucketed(buf, op, bucket_floats);
+  return Communicator::bucketed_allreduce(buf, op, bucket_floats);
+}
+
 LentMemory MpiCommunicator::lend(std::size_t n, bool one_copy) {
   if (size_ == 1) return {};
   if (!shm_) shm_ = std::make_unique<ShmReducer>(comm_);

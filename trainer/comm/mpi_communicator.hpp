@@ -32,6 +32,9 @@ class MpiCommunicator final : public Communicator {
   // Buffers lent by gradient_memory reduce in shared memory (shm_reducer.hpp); others as the base.
   double allreduce_sq_norm(std::span<float> buf, ReduceOp op) override;
   LentMemory gradient_memory(std::size_t n) override;
+  // Buffers lent by gradient_memory overlap (ShmReducer::bucketed); others as the base.
+  std::unique_ptr<BucketedAllreduce> bucketed_allreduce(std::span<float> buf, ReduceOp op,
+                                                        std::size_t bucket_floats) override;
   LentMemory shared_parameter_memory(std::size_t n) override;
   void broadcast(std::span<std::byte> buf, int root) override;
   void allgather(std::span<const float> mine, std::span<float> all) override;

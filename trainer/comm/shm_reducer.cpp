@@ -9,6 +9,7 @@
 #include "core/error.hpp"
 #include "core/sum_squares.hpp"
 #include "trainer/comm/mpi_check.hpp"
+#include "trainer/comm/shm_bucket_reducer.hpp"
 
 namespace lbt::comm {
 namespace {
@@ -19,10 +20,13 @@ std::size_t round_up(std::size_t n, std::size_t to) {
   return (n + to - 1) / to * to;
 }
 
+}  // namespace
+
 // Elements [lo, hi) of every slot: sum in rank order, scale, write back everywhere; returns
 // the sum of squares of the results (core/sum_squares.hpp's lanes). K == 2 is spelled out so
 // GCC vectorises it.
-double reduce_range(const std::vector<float*>& slots, std::size_t lo, std::size_t hi, float scale) {
+double ShmReducer::reduce_range(const std::vector<float*>& slots, std::size_t lo, std::size_t hi,
+                                float scale) {
   const std::size_t K = slots.size();
   if (K == 2) {
     float* __restrict a = slots[0] + lo;
@@ -42,7 +46,12 @@ double reduce_range(const std::vector<float*>& slots, std::size_t lo, std::size_
   });
 }
 
-}  // namespace
+ShmRange ShmReducer::range_of(std::size_t n, int rank, int size) {
+  const std::size_t K = static_cast<std::size_t>(size);
+  const std::size_t chunk = round_up((n + K - 1) / K, 16);  // 64-byte aligned ranges
+  const std::size_t lo = std::min(n, static_cast<std::size_t>(rank) * chunk);
+  return {lo, std::min(n, lo + chunk)};
+}
 
 ShmReducer::ShmReducer(MPI_Comm comm) {
   int world = 0;
@@ -87,12 +96,13 @@ LentMemory ShmReducer::lend(std::size_t n, bool one_copy) {
     auto w = std::make_unique<Window>();
     w->capacity = round_up(n, 16);
     w->one_copy = one_copy;
-    // Slot, then one 64-byte line for the partial norm, in whole pages; OpenMPI puts a header
+    // Slot, then one 64-byte line for the partial norm and one for the bucket counters
+    // (shm_bucket_reducer.hpp), in whole pages; OpenMPI puts a header
     // before each rank's memory, so a slot starts at the next 64-byte boundary (the same
     // offset in every process: the window is mapped at page boundaries).
     // One copy: rank 0 holds it all, the others map rank 0's.
     const std::size_t bytes =
-        one_copy && rank_ != 0 ? 0 : round_up(w->capacity * sizeof(float) + 2 * 64, kPage);
+        one_copy && rank_ != 0 ? 0 : round_up(w->capacity * sizeof(float) + 3 * 64, kPage);
     MPI_Info info;
     LBT_MPI_CHECK(MPI_Info_create(&info));
     LBT_MPI_CHECK(MPI_Info_set(info, "alloc_shared_noncontig", "true"));
@@ -124,7 +134,7 @@ LentMemory ShmReducer::lend(std::size_t n, bool one_copy) {
       LBT_MPI_CHECK(MPI_Win_shared_query(w->win, k, &size, &disp, &ptr));
       const std::uintptr_t at = round_up(reinterpret_cast<std::uintptr_t>(ptr), 64);
       const std::size_t used =
-          at - reinterpret_cast<std::uintptr_t>(ptr) + w->capacity * sizeof(float) + 64;
+          at - reinterpret_cast<std::uintptr_t>(ptr) + w->capacity * sizeof(float) + 2 * 64;
       if (static_cast<std::size_t>(size) < used) {
         throw CommError("MPI_Win_allocate_shared gave rank " + std::to_string(k) + " " +
                         std::to_string(size) + " bytes, fewer than the " + std::to_string(used) +
@@ -133,6 +143,7 @@ LentMemory ShmReducer::lend(std::size_t n, bool one_copy) {
       auto* slot = reinterpret_cast<float*>(at);
       w->slots.push_back(slot);
       w->partials.push_back(reinterpret_cast<double*>(slot + w->capacity));
+      w->counters.push_back(reinterpret_cast<std::uint32_t*>(slot + w->capacity + 16));
     }
     LBT_MPI_CHECK(MPI_Win_lock_all(MPI_MODE_NOCHECK, w->win));
     windows_.push_back(std::move(w));
@@ -167,10 +178,7 @@ double ShmReducer::reduce(std::span<float> buf, ReduceOp op) {
   const Window* w = find(buf);
   if (!w || op == ReduceOp::kMax)
     throw CommError("ShmReducer::reduce: a buffer it did not lend, or kMax");
-  const std::size_t n = buf.size(), K = static_cast<std::size_t>(size_);
-  const std::size_t chunk = round_up((n + K - 1) / K, 16);  // 64-byte aligned ranges
-  const std::size_t lo = std::min(n, static_cast<std::size_t>(rank_) * chunk);
-  const std::size_t hi = std::min(n, lo + chunk);
+  const auto [lo, hi] = range_of(buf.size(), rank_, size_);
   const float scale = op == ReduceOp::kAvg ? 1.0f / static_cast<float>(size_) : 1.0f;
   sync(*w);  // every rank's gradient is written
   *w->partials[static_cast<std::size_t>(rank_)] = reduce_range(w->slots, lo, hi, scale);
@@ -178,6 +186,19 @@ double ShmReducer::reduce(std::span<float> buf, ReduceOp op) {
   double total = 0.0;
   for (double* p : w->partials) total += *p;  // rank order: bitwise equal on every rank
   return total;
+}
+
+std::unique_ptr<BucketedAllreduce> ShmReducer::bucketed(std::span<float> buf, ReduceOp op,
+                                                        std::size_t bucket_floats) {
+  const Window* w = find(buf);
+  if (!w || op == ReduceOp::kMax)
+    throw CommError("ShmReducer::bucketed: a buffer it did not lend, or kMax");
+  // Counters start at zero on every rank before any rank's reducing thread reads them.
+  ShmBucketReducer::reset_counters(w->counters[static_cast<std::size_t>(rank_)]);
+  sync(*w);
+  const float scale = op == ReduceOp::kAvg ? 1.0f / static_cast<float>(size_) : 1.0f;
+  return std::make_unique<ShmBucketReducer>(
+      ShmBucketReducer::Shared{w->slots, w->counters, rank_, buf.size(), scale}, bucket_floats);
 }
 
 }  // namespace lbt::comm

@@ -17,6 +17,7 @@
 #include <mpi.h>
 
 #include <cstddef>
+#include <cstdint>
 #include <memory>
 #include <span>
 #include <vector>
@@ -24,6 +25,11 @@
 #include "trainer/comm/communicator.hpp"
 
 namespace lbt::comm {
+
+// Elements [lo, hi) of a buffer: one rank's share of a reduction.
+struct ShmRange {
+  std::size_t lo = 0, hi = 0;
+};
 
 class ShmReducer {
  public:
@@ -44,15 +50,27 @@ class ShmReducer {
   // Collective; buf as accepted by owns(), the same size on every rank; op kSum or kAvg.
   // Returns the squared L2 norm of the result (the same on every rank).
   double reduce(std::span<float> buf, ReduceOp op);
+  // Collective; the same reduction in buckets on a reducing thread, started during backward
+  // (shm_bucket_reducer.hpp), bit for bit the same as reduce(); buf as for reduce().
+  std::unique_ptr<BucketedAllreduce> bucketed(std::span<float> buf, ReduceOp op,
+                                              std::size_t bucket_floats);
+
+  // Rank `rank`'s share of n elements in reduce(): ceil(n / size) rounded up to 64 bytes each.
+  static ShmRange range_of(std::size_t n, int rank, int size);
+  // Elements [lo, hi) of every slot: summed in rank order, times scale, written back into every
+  // slot; returns the sum of squares of the results (core/sum_squares.hpp's lanes).
+  static double reduce_range(const std::vector<float*>& slots, std::size_t lo, std::size_t hi,
+                             float scale);
 
  private:
   struct Window {
     MPI_Win win = MPI_WIN_NULL;
-    std::size_t capacity = 0;       // floats per slot
-    bool one_copy = false;          // one slot (rank 0's) mapped by all, no reduction
-    std::vector<float*> slots;      // every rank's slot, mapped into this process
-    std::vector<double*> partials;  // every rank's partial sum of squares
-    std::weak_ptr<void> lease;      // expired: free to lend again
+    std::size_t capacity = 0;              // floats per slot
+    bool one_copy = false;                 // one slot (rank 0's) mapped by all, no reduction
+    std::vector<float*> slots;             // every rank's slot, mapped into this process
+    std::vector<double*> partials;         // every rank's partial sum of squares
+    std::vector<std::uint32_t*> counters;  // every rank's bucket counters (posted, done)
+    std::weak_ptr<void> lease;             // expired: free to lend again
   };
   const Window* find(std::span<const float> buf) const;
   void sync(const Window& w);

@@ -2,7 +2,7 @@
 // bootstrap intervals over batch sizes, seeds and brackets (measured_fit.hpp), Shallue et
 // al.'s three regimes as batch-size ranges (regimes.hpp), the LR-vs-batch law (lr_law.hpp),
 // and the measured B_simple / B_noise of the best trials (McCandlish et al. 2018) beside
-// B_crit. Pure: reading the sweep directory and writing fit.json is experiments/fit.hpp's.
+// B_crit. Pure: reading the sweep directory and writing fit.json is experiments/fit_files.hpp's.
 #pragma once
 #include <cstdint>
 #include <nlohmann/json.hpp>

@@ -309,8 +309,8 @@ RunResult run_training(Config& config, const RunOptions& options, comm::Communic
   trainer::LoopState resume_from;
   const bool resumed =
       resume_run(result.run_dir, options, identity, comm, *model, *optimizer, resume_from);
-  const Sharding sharding = share_parameters(comm, *model, *optimizer, static_cast<bool>(probe),
-                                             cfg.local_sgd.enabled());
+  const Sharding sharding =
+      share_parameters(comm, *model, *optimizer, static_cast<bool>(probe), cfg.local_sgd.enabled());
   const SummaryParts summary{cfg, model->describe(), optimizer->describe(), comm.size(),
                              sampler.steps_per_epoch()};
   std::unique_ptr<trainer::RunDirectory> run_dir = open_run_dir(

@@ -6,9 +6,9 @@
 #include <nlohmann/json.hpp>
 #include <random>
 
+#include "nn/backend.hpp"
 #include "noise/hessian_noise.hpp"
 #include "noise/noise_keys.hpp"
-#include "nn/backend.hpp"
 
 namespace lbt::experiments {
 namespace {
@@ -33,11 +33,11 @@ void mean_gradient(nn::Model& model, const data::Dataset& data,
     }
     const float* out_act = model.forward(x.data(), b, true);
     if (data.is_classification()) {
-      model.backend().softmax_cross_entropy(out_act, labels.data(), b, model.output_dim(), model.output_grad(),
-                                scale, nullptr);
+      model.backend().softmax_cross_entropy(out_act, labels.data(), b, model.output_dim(),
+                                            model.output_grad(), scale, nullptr);
     } else {
-      model.backend().half_squared_error(out_act, targets.data(), b, model.output_dim(), model.output_grad(),
-                             scale);
+      model.backend().half_squared_error(out_act, targets.data(), b, model.output_dim(),
+                                         model.output_grad(), scale);
     }
     model.backward(x.data(), b, /*accumulate=*/start > 0);
   }

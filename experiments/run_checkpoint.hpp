@@ -5,9 +5,9 @@
 #include <map>
 #include <string>
 
+#include "nn/model.hpp"
 #include "optim/optimizer.hpp"
 #include "trainer/loop.hpp"
-#include "nn/model.hpp"
 
 namespace lbt::experiments {
 

@@ -39,7 +39,9 @@ namespace {
 
 constexpr char kMagic[8] = {'L', 'B', 'T', 'O', 'P', 'T', '1', '\n'};
 
-void put_u64(std::ostream& out, std::uint64_t x) { out.write(reinterpret_cast<const char*>(&x), 8); }
+void put_u64(std::ostream& out, std::uint64_t x) {
+  out.write(reinterpret_cast<const char*>(&x), 8);
+}
 
 struct Reader {
   std::istream& in;
@@ -49,8 +51,8 @@ struct Reader {
   void read(void* dst, std::size_t bytes, const std::string& what) {
     in.read(static_cast<char*>(dst), static_cast<std::streamsize>(bytes));
     if (static_cast<std::size_t>(in.gcount()) != bytes)
-      throw DataError(source + ": optimizer state truncated at byte " + std::to_string(offset + in.gcount()) +
-                          " while reading " + what,
+      throw DataError(source + ": optimizer state truncated at byte " +
+                          std::to_string(offset + in.gcount()) + " while reading " + what,
                       "the checkpoint was cut short; use an earlier one");
     offset += bytes;
   }
@@ -59,11 +61,13 @@ struct Reader {
     read(&x, 8, what);
     return x;
   }
-  [[noreturn]] void mismatch(const std::string& what, const std::string& expected, const std::string& got) {
-    throw DataError(source + ": optimizer state " + what + " at byte " + std::to_string(offset) +
-                        ": expected " + expected + ", got " + got,
-                    "the checkpoint was written by a different optimizer or model; check optimizer.name "
-                    "and the model spec");
+  [[noreturn]] void mismatch(const std::string& what, const std::string& expected,
+                             const std::string& got) {
+    throw DataError(
+        source + ": optimizer state " + what + " at byte " + std::to_string(offset) +
+            ": expected " + expected + ", got " + got,
+        "the checkpoint was written by a different optimizer or model; check optimizer.name "
+        "and the model spec");
   }
 };
 

@@ -3,8 +3,8 @@
 #pragma once
 #include <cstdint>
 
-#include "trainer/data/dataset.hpp"
 #include "nn/model.hpp"
+#include "trainer/data/dataset.hpp"
 
 namespace lbt::trainer {
 

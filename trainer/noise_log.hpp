@@ -6,8 +6,8 @@
 #include <span>
 #include <vector>
 
-#include "noise/online_estimator.hpp"
 #include "nn/model.hpp"
+#include "noise/online_estimator.hpp"
 #include "trainer/run_dir.hpp"
 
 namespace lbt::trainer {

@@ -8,8 +8,8 @@
 #include <string>
 #include <vector>
 
-#include "optim/optimizer.hpp"
 #include "nn/model.hpp"
+#include "optim/optimizer.hpp"
 
 namespace lbt::trainer {
 

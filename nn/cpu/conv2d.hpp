@@ -13,11 +13,11 @@
 
 #include "core/tensor.hpp"
 #include "nn/cpu/conv_direct.hpp"
+#include "nn/cpu/linear.hpp"
+#include "nn/cpu/winograd.hpp"
 #include "nn/layer.hpp"
 #include "nn/layer_options.hpp"
-#include "nn/cpu/linear.hpp"
 #include "nn/shape.hpp"
-#include "nn/cpu/winograd.hpp"
 
 namespace lbt::nn {
 

@@ -7,10 +7,10 @@
 #include <vector>
 
 #include "core/error.hpp"
-#include "support/layer_check.hpp"
-#include "support/random.hpp"
 #include "nn/cpu/batch_norm.hpp"
 #include "nn/cpu/channels_last.hpp"
+#include "support/layer_check.hpp"
+#include "support/random.hpp"
 
 using namespace lbt;
 using lbt::test::check_layer;

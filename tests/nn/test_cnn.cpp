@@ -10,17 +10,17 @@
 #include <vector>
 
 #include "core/error.hpp"
-#include "support/conv_paths.hpp"
-#include "support/gradient_check.hpp"
-#include "support/layer_check.hpp"
-#include "support/random.hpp"
 #include "nn/cpu/basic_block.hpp"
 #include "nn/cpu/batch_norm.hpp"
 #include "nn/cpu/conv2d.hpp"
 #include "nn/cpu/dropout.hpp"
 #include "nn/cpu/loss.hpp"
-#include "nn/model.hpp"
 #include "nn/cpu/pool.hpp"
+#include "nn/model.hpp"
+#include "support/conv_paths.hpp"
+#include "support/gradient_check.hpp"
+#include "support/layer_check.hpp"
+#include "support/random.hpp"
 
 using namespace lbt;
 using lbt::test::check_gradient;

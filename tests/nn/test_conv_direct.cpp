@@ -9,10 +9,10 @@
 #include <cmath>
 #include <vector>
 
-#include "support/conv_paths.hpp"
-#include "support/random.hpp"
 #include "nn/cpu/conv2d.hpp"
 #include "nn/cpu/conv_direct.hpp"
+#include "support/conv_paths.hpp"
+#include "support/random.hpp"
 
 using namespace lbt;
 using lbt::test::normal_vector;

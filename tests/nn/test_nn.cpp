@@ -6,13 +6,13 @@
 #include <vector>
 
 #include "core/error.hpp"
-#include "support/gradient_check.hpp"
-#include "support/random.hpp"
 #include "nn/cpu/linear.hpp"
 #include "nn/cpu/loss.hpp"
-#include "nn/model.hpp"
 #include "nn/cpu/pool.hpp"
 #include "nn/cpu/relu.hpp"
+#include "nn/model.hpp"
+#include "support/gradient_check.hpp"
+#include "support/random.hpp"
 
 using namespace lbt;
 using lbt::test::check_gradient;

@@ -13,11 +13,11 @@
 #include <utility>
 #include <vector>
 
-#include "support/conv_paths.hpp"
-#include "support/random.hpp"
 #include "nn/cpu/batch_norm.hpp"
 #include "nn/cpu/conv2d.hpp"
 #include "nn/cpu/winograd.hpp"
+#include "support/conv_paths.hpp"
+#include "support/random.hpp"
 
 using namespace lbt;
 using lbt::test::BuiltConv;

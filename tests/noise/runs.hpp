@@ -15,13 +15,13 @@
 #include "core/config.hpp"
 #include "core/gemm.hpp"
 #include "core/rng.hpp"
+#include "nn/model.hpp"
 #include "noise/online_estimator.hpp"
 #include "optim/optimizer.hpp"
 #include "trainer/comm/communicator.hpp"
 #include "trainer/data/load.hpp"
 #include "trainer/data/synthetic.hpp"
 #include "trainer/loop.hpp"
-#include "nn/model.hpp"
 #include "trainer/run_config.hpp"
 
 namespace lbt::test {

@@ -8,12 +8,12 @@
 #include <vector>
 
 #include "core/rng.hpp"
+#include "nn/cpu/loss.hpp"
+#include "nn/cpu/relu.hpp"
+#include "nn/model.hpp"
 #include "noise/per_example.hpp"
 #include "noise/per_example_conv.hpp"
 #include "support/random.hpp"
-#include "nn/cpu/loss.hpp"
-#include "nn/model.hpp"
-#include "nn/cpu/relu.hpp"
 #include "trainer/noise_log.hpp"
 
 using namespace lbt;

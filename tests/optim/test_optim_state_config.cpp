@@ -5,8 +5,8 @@
 #include <sstream>
 
 #include "core/error.hpp"
-#include "support/recording_device.hpp"
 #include "optim_fixture.hpp"
+#include "support/recording_device.hpp"
 
 using namespace lbt;
 

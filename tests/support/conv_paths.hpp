@@ -9,8 +9,8 @@
 #include <memory>
 #include <vector>
 
-#include "support/random.hpp"
 #include "nn/cpu/conv2d.hpp"
+#include "support/random.hpp"
 
 namespace lbt::test {
 

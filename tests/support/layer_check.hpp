@@ -13,9 +13,9 @@
 
 #include "core/params.hpp"
 #include "core/rng.hpp"
+#include "nn/layer.hpp"
 #include "support/gradient_check.hpp"
 #include "support/random.hpp"
-#include "nn/layer.hpp"
 
 namespace lbt::test {
 

@@ -10,8 +10,8 @@
 #include <vector>
 
 #include "core/error.hpp"
-#include "trainer/checkpoint.hpp"
 #include "nn/cpu/dropout.hpp"
+#include "trainer/checkpoint.hpp"
 
 using namespace lbt;
 namespace fs = std::filesystem;

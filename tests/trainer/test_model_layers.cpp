@@ -10,9 +10,9 @@
 #include "core/config.hpp"
 #include "core/error.hpp"
 #include "core/rng.hpp"
-#include "support/random.hpp"
 #include "nn/layer_fields.hpp"
 #include "nn/model.hpp"
+#include "support/random.hpp"
 #include "trainer/train_keys.hpp"
 
 using namespace lbt;

@@ -29,31 +29,17 @@ namespace {
 
 using test::world;
 
-constexpr std::int64_t kGlobalBatch = 64;  // divisible by 2 and 4 ranks, and by accum 2 and 4
+using test::kGlobalBatch;  // divisible by 2 and 4 ranks, and by accum 2 and 4
 
+// The shared small MLP run (small_mpi_run.hpp) with momentum, 12 steps, every step logged.
 Config small_run(const std::string& extra) {
-  return test::config_with_sets(R"(
-[model]
-spec = "mlp:784-32-10"
-[data]
-dataset = "fashion-mnist"
-path = "/usr/share/datasets/fashion-mnist"
-train_limit = 2048
-validation_size = 256
-[train]
-steps = 12
-global_batch = 64
-eval_every = 12
-log_every = 1
-threads = 1
-seed = 5
-checkpoint_every_seconds = 0.0
-[optimizer]
-name = "sgd"
-lr = 0.05
-momentum = 0.9
-)",
-                                "overlap", extra);
+  Config c = test::small_mpi_run("sgd");
+  for (const char* item : {"optimizer.momentum=0.9", "train.steps=12", "train.eval_every=12",
+                           "train.log_every=1", "train.seed=5", "train.checkpoint_every_seconds=0"})
+    c.set(item);
+  std::stringstream sets(extra);
+  for (std::string item; sets >> item;) c.set(item);
+  return c;
 }
 
 fs::path scratch(const std::string& name) {

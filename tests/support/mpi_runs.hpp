@@ -1,11 +1,10 @@
 // Helpers for training runs under mpirun in tests: the world communicator, a scratch directory
-// every rank names alike, and a config with `--set`-style overrides applied.
+// every rank names alike, and the check that a run is refused with a ConfigError.
 #pragma once
 #include <unistd.h>
 
 #include <boost/test/unit_test.hpp>
 #include <filesystem>
-#include <sstream>
 #include <string>
 
 #include "core/config.hpp"
@@ -23,15 +22,6 @@ inline std::filesystem::path shared_scratch(const std::string& prefix, const std
     return std::filesystem::temp_directory_path() / (prefix + "-" + std::to_string(pid));
   }();
   return base / name;
-}
-
-// `toml` with space-separated KEY=VALUE overrides, as `lbt train --set` applies them.
-inline Config config_with_sets(const std::string& toml, const std::string& name,
-                               const std::string& sets) {
-  Config c = Config::from_string(toml, name);
-  std::stringstream items(sets);
-  for (std::string item; items >> item;) c.set(item);
-  return c;
 }
 
 // Checks that run() throws a ConfigError whose message contains `says`; `label` names the case.

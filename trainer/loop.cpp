@@ -1,8 +1,8 @@
 // The training loop; reads like llm.c's main loop: data -> forward/backward (x accum) ->
-// allreduce -> divergence check -> lr -> optimizer step -> log / evaluate.
+// allreduce -> divergence check -> lr -> optimizer step -> log / evaluate. Evaluations and the
+// target's crossing are in loop_evaluation.cpp; the loop's object in train_loop.hpp.
 #include "trainer/loop.hpp"
 
-#include <chrono>
 #include <cmath>
 #include <csignal>
 #include <cstdio>
@@ -13,186 +13,52 @@
 #include "core/error.hpp"
 #include "core/sum_squares.hpp"
 #include "trainer/adaptive_batch.hpp"
-#include "trainer/data/prefetch.hpp"
-#include "trainer/evaluation.hpp"
 #include "trainer/interrupt.hpp"
 #include "trainer/local_sgd.hpp"
-#include "trainer/noise_log.hpp"
-#include "trainer/progress.hpp"
-#include "trainer/snapshot.hpp"
+#include "trainer/train_loop.hpp"
 
 namespace lbt::trainer {
-namespace {
+namespace detail {
 
-using Clock = std::chrono::steady_clock;
-
-double seconds_since(Clock::time_point t0) {
-  return std::chrono::duration<double>(Clock::now() - t0).count();
+TrainLoop::TrainLoop(TrainContext& ctx)
+    : ctx_(ctx),
+      cfg_(ctx.config),
+      model_(ctx.model),
+      store_(model_.store()),
+      state_(ctx.resume_from),
+      out_(state_.outcome),
+      accum_(state_.batch_accum > 0 ? state_.batch_accum : cfg_.accum_steps),
+      grad_scale_(1.0f / static_cast<float>(cfg_.micro_batch * accum_)),
+      augment_{cfg_.data.augment_crop_padding, cfg_.data.augment_flip, cfg_.seed,
+               static_cast<std::uint64_t>(ctx.comm.rank())},
+      progress_(ctx.progress && ctx.comm.rank() == 0, ctx.total_steps),
+      noise_(ctx.noise, ctx.comm.size(), cfg_.micro_batch, cfg_.accum_steps, store_.segments(),
+             per_example_support(model_), model_.backend()),
+      sums_(3 + noise_.num_slots() + 1 + 2) {
+  model_.reserve(cfg_.micro_batch);
+  if (cfg_.overlap_comm) start_overlap();
+  if (!ctx.data.train.is_classification()) progress_.set_val_label("val_mse");
+  out_.total_steps = ctx.total_steps;
+  // noise.jsonl's method line is written once, by the fresh run (a resumed one keeps it)
+  log_noise_note(noise_, state_.step == 0 ? ctx.run_dir : nullptr, ctx.comm.rank() == 0);
+  if (state_.step > 0) noise_.load_state(state_.noise_state);  // resumed: continue the EMAs
+  if (adaptive_) set_accum(accum_);  // resumed mid-change: the batch it had chosen
+  start_data_at(state_.step);
 }
 
-}  // namespace
-
-namespace {
-
-// The evaluation steps: every `every` steps, or with growth g > 1 geometrically, the next one
-// after step s at s + max(every, ceil((g - 1) s)): O(log S) evaluations for S steps, each
-// coarse bracket at most (g - 1) / g of its upper end (the refinement narrows the crossing's).
-std::int64_t next_eval_after(std::int64_t step, std::int64_t every, double growth) {
-  if (growth <= 1.0) return (step / every + 1) * every;
-  std::int64_t s = 0;
-  while (s <= step) {
-    const double grown = std::ceil((growth - 1.0) * static_cast<double>(s) - 1e-9);
-    s += std::max<std::int64_t>(every, static_cast<std::int64_t>(grown));
-  }
-  return s;
-}
-
-// One run of the loop: the state a step reads and writes besides the model and optimizer.
-class TrainLoop {
- public:
-  explicit TrainLoop(TrainContext& ctx)
-      : ctx_(ctx),
-        cfg_(ctx.config),
-        model_(ctx.model),
-        store_(model_.store()),
-        state_(ctx.resume_from),
-        out_(state_.outcome),
-        accum_(state_.batch_accum > 0 ? state_.batch_accum : cfg_.accum_steps),
-        grad_scale_(1.0f / static_cast<float>(cfg_.micro_batch * accum_)),
-        augment_{cfg_.data.augment_crop_padding, cfg_.data.augment_flip, cfg_.seed,
-                 static_cast<std::uint64_t>(ctx.comm.rank())},
-        progress_(ctx.progress && ctx.comm.rank() == 0, ctx.total_steps),
-        noise_(ctx.noise, ctx.comm.size(), cfg_.micro_batch, cfg_.accum_steps, store_.segments(),
-               per_example_support(model_), model_.backend()),
-        sums_(3 + noise_.num_slots() + 1 + 2) {
-    model_.reserve(cfg_.micro_batch);
-    if (cfg_.overlap_comm) start_overlap();
-    if (!ctx.data.train.is_classification()) progress_.set_val_label("val_mse");
-    out_.total_steps = ctx.total_steps;
-    // noise.jsonl's method line is written once, by the fresh run (a resumed one keeps it)
-    log_noise_note(noise_, state_.step == 0 ? ctx.run_dir : nullptr, ctx.comm.rank() == 0);
-    if (state_.step > 0) noise_.load_state(state_.noise_state);  // resumed: continue the EMAs
-    if (adaptive_) set_accum(accum_);  // resumed mid-change: the batch it had chosen
-    start_data_at(state_.step);
-  }
-
-  TrainOutcome run();
-
- private:
-  struct StepResult {
-    StepVerdict verdict;
-    double loss, grad_norm, lr;
-    std::int64_t global_batch;  // this step's examples over all ranks
-    bool stop, checkpoint_due, noise_reported;
-    std::string skip_reason;  // why judge_step skipped or stopped
-  };
-
-  // An adaptive batch counts the data position in micro-batches (examples seen / (ranks x
-  // micro_batch)), as the accumulation count changes; a fixed one in steps.
-  void start_data_at(std::int64_t step) {
-    prefetch_.reset();  // one prefetch thread at a time
-    if (adaptive_) {
-      const data::Prefetcher::Stream from{state_.examples_seen / cfg_.adaptive.step_examples};
-      prefetch_ = std::make_unique<data::Prefetcher>(ctx_.data.train, ctx_.sampler,
-                                                     cfg_.micro_batch, from, /*depth=*/3, augment_);
-      return;
-    }
+// An adaptive batch counts the data position in micro-batches (examples seen / (ranks x
+// micro_batch)), as the accumulation count changes; a fixed one in steps.
+void TrainLoop::start_data_at(std::int64_t step) {
+  prefetch_.reset();  // one prefetch thread at a time
+  if (adaptive_) {
+    const data::Prefetcher::Stream from{state_.examples_seen / cfg_.adaptive.step_examples};
     prefetch_ = std::make_unique<data::Prefetcher>(ctx_.data.train, ctx_.sampler, cfg_.micro_batch,
-                                                   cfg_.accum_steps, step, /*depth=*/3, augment_);
+                                                   from, /*depth=*/3, augment_);
+    return;
   }
-  void start_overlap();
-  enum class Continue { kGoOn, kStop };
-  Continue evaluate_if_due();
-  bool checkpoint_due(const StepResult& r) const;
-  std::string final_status() const;
-  StepResult step(std::int64_t step, bool replay);
-  void forward_backward(std::int64_t step, bool replay);
-  StepResult reduce(std::int64_t step, bool replay);
-  StepVerdict judge(std::int64_t step, StepResult& r);
-  bool update_noise(std::int64_t step, const StepResult& r);
-  double lr_at(std::int64_t step) const;
-  void adapt_batch(const StepResult& r);
-  void set_accum(std::int64_t accum);
-  std::int64_t global_batch_now() const {
-    return adaptive_ ? accum_ * cfg_.adaptive.step_examples : cfg_.global_batch;
-  }
-  // Adaptive: the budget is in examples (total_steps x batch_min); the run may end sooner.
-  bool examples_budget_spent() const {
-    return adaptive_ && state_.examples_seen >= ctx_.total_steps * cfg_.global_batch;
-  }
-  bool last_step() const { return out_.steps == ctx_.total_steps || examples_budget_spent(); }
-  double epoch_now() const;
-  void apply_update(std::int64_t step, const StepResult& r, bool replay);
-  void sync_parameters(std::int64_t step);
-  // Local SGD (local_sgd.hpp): whether every rank holds the same parameters after `steps`
-  // steps, and the first such step count >= `steps`. Always true / `steps` when H = 1.
-  bool in_sync(std::int64_t steps) const {
-    return cfg_.local_sgd.in_sync_after(steps, ctx_.total_steps);
-  }
-  std::int64_t at_sync(std::int64_t steps) const {
-    return cfg_.local_sgd.sync_point_at_or_after(steps, ctx_.total_steps);
-  }
-  std::span<double> noise_sums() { return std::span<double>(sums_).subspan(3, noise_.num_slots()); }
-  void log_step(const StepResult& r);
-  bool evaluate_now(bool refinement);  // true: the target is met
-  void keep_best_and_final(const Evaluation& e);
-  void refine_crossing();
-  void take_lo_snapshot() {
-    state_.below_target = std::make_shared<const BelowTargetState>(
-        BelowTargetState{state_.step, state_.divergence, take_snapshot(model_, ctx_.optimizer)});
-  }
-  void restore_model(const ModelSnapshot& snapshot) {
-    // Shared parameters (one copy per node): rank 0 writes them, no rank reads before it has.
-    restore_snapshot(snapshot, model_, ctx_.optimizer,
-                     !ctx_.shared_params || ctx_.comm.rank() == 0);
-    if (ctx_.shared_params) ctx_.comm.barrier();
-  }
-  void restore(const ModelSnapshot& snapshot, const LoopState& state) {
-    restore_model(snapshot);
-    state_ = state;
-    start_data_at(state_.step);
-  }
-  // Back to the last evaluation below the target; the replay needs only its step, divergence
-  // state and model (the outcome is restored with the crossing's state afterwards).
-  void restore_below_target() {
-    const auto below = state_.below_target;
-    restore_model(below->model);
-    state_.step = below->step;
-    state_.examples_seen = below->step * cfg_.global_batch;  // fixed batch only (no refinement)
-    state_.divergence = below->divergence;
-    start_data_at(state_.step);
-  }
-  void checkpoint() {
-    state_.noise_state = noise_.save_state();
-    ctx_.checkpoint(state_);
-  }
-
-  TrainContext& ctx_;
-  const TrainConfig& cfg_;
-  nn::Model& model_;
-  ParameterStore& store_;
-  LoopState state_;
-  TrainOutcome& out_;
-  const bool adaptive_ = cfg_.adaptive.enabled;
-  std::int64_t accum_;  // micro-batches per step now (fixed: train.accum_steps)
-  float grad_scale_;    // mean over this rank's examples
-  const data::AugmentOptions augment_;
-  std::unique_ptr<data::Prefetcher> prefetch_;
-  Progress progress_;
-  noise::OnlineEstimator noise_;
-  TapBuffers taps_;
-  // train.overlap_comm: the gradient allreduce in buckets, started from backward's hook
-  std::unique_ptr<comm::BucketedAllreduce> overlap_;
-  nn::Model::GradsReady grads_ready_;
-  // loss, correct, examples on this rank; then the noise estimator's sums; then |g_local|^2 of a
-  // local SGD step; then two votes that ride on the same allreduce, so every rank acts on them
-  // after the same step: stop (a signal reached a rank) and checkpoint now (rank 0's wall-time
-  // interval has passed)
-  std::vector<double> sums_;
-  Clock::time_point t_start_ = Clock::now(), t_window_ = t_start_, t_checkpoint_ = t_start_;
-  std::int64_t window_steps_ = 0, window_examples_from_ = state_.examples_seen;
-  std::int64_t next_eval_ = 0;  // the next step that evaluates
-};
+  prefetch_ = std::make_unique<data::Prefetcher>(ctx_.data.train, ctx_.sampler, cfg_.micro_batch,
+                                                 cfg_.accum_steps, step, /*depth=*/3, augment_);
+}
 
 // train.overlap_comm: backward starts reducing each bucket of the gradient as soon as the last
 // micro-batch has finished it. The noise estimator reads this rank's gradient before the
@@ -417,87 +283,6 @@ void TrainLoop::log_step(const StepResult& r) {
   }
 }
 
-// Evaluates at the current step, logs it to eval.jsonl (refinement evaluations marked) and
-// keeps the best/final metrics; every rank computes the same allreduced metrics.
-bool TrainLoop::evaluate_now(bool refinement) {
-  const Evaluation e = evaluate(model_, ctx_.data.validation, ctx_.comm, cfg_.eval_batch);
-  const bool met =
-      cfg_.target.enabled() && e.count > 0 && cfg_.target.met(e.metric(cfg_.target.metric));
-  if (ctx_.run_dir) {
-    nlohmann::json line = {{"step", out_.steps}, {"epoch", epoch_now()}, {"val_loss", e.loss}};
-    if (adaptive_) line["examples"] = state_.examples_seen;
-    if (e.regression) {
-      line["val_mse"] = e.mse;
-      line["val_r2"] = e.r2;
-    } else {
-      line["val_accuracy"] = e.accuracy;
-    }
-    line["target_met"] = met;
-    line["wall_time"] = seconds_since(t_start_);
-    if (refinement) line["refinement"] = true;
-    ctx_.run_dir->append_eval(line);
-  }
-  if (refinement) return met;  // the run's own metrics are those of its own steps
-  keep_best_and_final(e);
-  state_.last_val_accuracy = e.regression ? e.mse : e.accuracy;
-  progress_.update(out_.steps, out_.last_loss, state_.last_val_accuracy, -1.0);
-  return met;
-}
-
-// summary.json's best/final metrics: best is the highest accuracy and R^2, the lowest loss and
-// mse, each over the run's own evaluations (a metric may peak at a different step than another).
-void TrainLoop::keep_best_and_final(const Evaluation& e) {
-  auto lowest = [](double best, double v) { return std::isnan(best) ? v : std::min(best, v); };
-  auto highest = [](double best, double v) { return std::isnan(best) ? v : std::max(best, v); };
-  out_.final_val_loss = e.loss;
-  out_.best_val_loss = lowest(out_.best_val_loss, e.loss);
-  if (e.regression) {
-    out_.final_val_mse = e.mse;
-    out_.final_val_r2 = e.r2;
-    out_.best_val_mse = lowest(out_.best_val_mse, e.mse);
-    out_.best_val_r2 = highest(out_.best_val_r2, e.r2);
-  } else {
-    out_.final_val_accuracy = e.accuracy;
-    out_.best_val_accuracy = highest(out_.best_val_accuracy, e.accuracy);
-  }
-}
-
-// Narrows the crossing (steps_lo, steps_to_target] to at most train.target_resolution x
-// steps_to_target (0: one step): replays from the snapshot at the lower end, evaluating every
-// delta = max(1, floor(resolution x (steps_lo + 1))) steps, and stops at the first evaluation
-// meeting the target. Walking forward (not bisecting) keeps Shallue's definition when the
-// metric hovers around the target: the result is the first step of that grid meeting it, so
-// with resolution 0 it is the step that evaluating after every step from steps_lo finds.
-// Training is deterministic given the snapshot, so the replayed steps are the run's own; the
-// run then continues from its state at the coarse crossing, untouched.
-void TrainLoop::refine_crossing() {
-  std::int64_t lo = out_.steps_lo, hi = out_.steps_to_target;
-  const auto delta = std::max<std::int64_t>(
-      1, static_cast<std::int64_t>(cfg_.target_resolution * static_cast<double>(lo + 1)));
-  if (hi - lo <= delta) return;
-  const ModelSnapshot at_crossing = take_snapshot(model_, ctx_.optimizer);
-  const LoopState crossing_state = state_;
-  int evals = 0;
-  // Resumed from a checkpoint without it (another process layout): walk from the resumed step.
-  restore_below_target();
-  // Local SGD: the grid's points move to the next parameter average, where evaluations are.
-  for (std::int64_t at = at_sync(state_.step == lo ? lo + delta : state_.step); at < hi;
-       at = at_sync(std::min(hi, at + delta))) {
-    while (state_.step < at) step(state_.step, /*replay=*/true);
-    ++evals;
-    if (evaluate_now(true)) {
-      hi = at;
-      break;
-    }
-    lo = at;
-  }
-  restore(at_crossing, crossing_state);
-  out_.steps_lo = lo;
-  out_.steps_to_target = hi;
-  out_.examples_to_target = hi * cfg_.global_batch;
-  out_.refinement_evals = evals;
-}
-
 // The run: steps until the budget, the target (stop_at_target), a prune, a divergence or a
 // signal ends it; then the final status and checkpoint.
 TrainOutcome TrainLoop::run() {
@@ -535,33 +320,6 @@ TrainOutcome TrainLoop::run() {
   return out_;
 }
 
-// Evaluates when due; steps-to-result is the first evaluated step meeting the target, its
-// crossing then refined. kStop: the target is met with stop_at_target, or the trial is pruned.
-TrainLoop::Continue TrainLoop::evaluate_if_due() {
-  // Local SGD evaluates the ranks' average: an evaluation due inside a period moves to its end.
-  const bool prune_step = cfg_.prune_at_step > 0 && out_.steps == at_sync(cfg_.prune_at_step);
-  if (out_.steps != next_eval_ && !last_step() && !prune_step) return Continue::kGoOn;
-  next_eval_ = at_sync(next_eval_after(out_.steps, cfg_.eval_every, cfg_.eval_growth));
-  const bool met = evaluate_now(false);
-  if (met && out_.steps_to_target < 0) {
-    out_.steps_to_target = out_.steps;
-    out_.examples_to_target = state_.examples_seen;  // the batches actually used
-    // An adaptive run's batches depend on the noise EMAs of steps a replay does not feed, so
-    // its crossing stays at the evaluation grid: (steps_lo, steps_to_target].
-    if (!adaptive_) refine_crossing();
-    state_.below_target.reset();  // not needed any more (nor in checkpoints)
-  } else if (out_.steps_to_target < 0) {
-    out_.steps_lo = out_.steps;
-    if (!adaptive_) take_lo_snapshot();
-  }
-  if (met && cfg_.stop_at_target) return Continue::kStop;
-  if (prune_step && out_.steps_to_target < 0) {
-    out_.status = "pruned";  // cannot beat the best trial at its batch size
-    return Continue::kStop;
-  }
-  return Continue::kGoOn;
-}
-
 // Every rank asks (the state may need collectives; rank 0 writes): every checkpoint_every
 // steps or when rank 0's wall-time interval has passed; the last step's is the final one.
 // Local SGD: only at a parameter average (checkpoint_every is a multiple of H), where rank 0's
@@ -576,10 +334,10 @@ std::string TrainLoop::final_status() const {
   return cfg_.target.enabled() ? "budget_exhausted" : "completed";
 }
 
-}  // namespace
+}  // namespace detail
 
 TrainOutcome train(TrainContext& ctx) {
-  return TrainLoop(ctx).run();
+  return detail::TrainLoop(ctx).run();
 }
 
 }  // namespace lbt::trainer

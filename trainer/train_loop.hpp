@@ -1,0 +1,124 @@
+// The training loop's object, private to trainer/loop.cpp (the step and the run) and
+// trainer/loop_evaluation.cpp (evaluations, steps-to-target and its refinement); other code
+// calls trainer::train (loop.hpp).
+#pragma once
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "trainer/data/prefetch.hpp"
+#include "trainer/evaluation.hpp"
+#include "trainer/loop.hpp"
+#include "trainer/noise_log.hpp"
+#include "trainer/progress.hpp"
+
+namespace lbt::trainer::detail {
+
+using Clock = std::chrono::steady_clock;
+
+inline double seconds_since(Clock::time_point t0) {
+  return std::chrono::duration<double>(Clock::now() - t0).count();
+}
+
+// The evaluation steps: every `every` steps, or with growth g > 1 geometrically, the next one
+// after step s at s + max(every, ceil((g - 1) s)): O(log S) evaluations for S steps, each
+// coarse bracket at most (g - 1) / g of its upper end (the refinement narrows the crossing's).
+std::int64_t next_eval_after(std::int64_t step, std::int64_t every, double growth);
+
+// One run of the loop: the state a step reads and writes besides the model and optimizer.
+class TrainLoop {
+ public:
+  explicit TrainLoop(TrainContext& ctx);
+  TrainOutcome run();
+
+ private:
+  struct StepResult {
+    StepVerdict verdict;
+    double loss, grad_norm, lr;
+    std::int64_t global_batch;  // this step's examples over all ranks
+    bool stop, checkpoint_due, noise_reported;
+    std::string skip_reason;  // why judge_step skipped or stopped
+  };
+  enum class Continue { kGoOn, kStop };
+
+  // The step and its parts (loop.cpp).
+  StepResult step(std::int64_t step, bool replay);
+  void forward_backward(std::int64_t step, bool replay);
+  StepResult reduce(std::int64_t step, bool replay);
+  StepVerdict judge(std::int64_t step, StepResult& r);
+  bool update_noise(std::int64_t step, const StepResult& r);
+  double lr_at(std::int64_t step) const;
+  void apply_update(std::int64_t step, const StepResult& r, bool replay);
+  void sync_parameters(std::int64_t step);
+  void adapt_batch(const StepResult& r);
+  void set_accum(std::int64_t accum);
+  void start_data_at(std::int64_t step);
+  void start_overlap();
+  void log_step(const StepResult& r);
+  bool checkpoint_due(const StepResult& r) const;
+  std::string final_status() const;
+  double epoch_now() const;
+
+  // Evaluations and the target's crossing (loop_evaluation.cpp).
+  Continue evaluate_if_due();
+  bool evaluate_now(bool refinement);  // true: the target is met
+  void keep_best_and_final(const Evaluation& e);
+  void refine_crossing();
+  void take_lo_snapshot();
+  void restore_model(const ModelSnapshot& snapshot);
+  void restore(const ModelSnapshot& snapshot, const LoopState& state);
+  void restore_below_target();
+
+  std::int64_t global_batch_now() const {
+    return adaptive_ ? accum_ * cfg_.adaptive.step_examples : cfg_.global_batch;
+  }
+  // Adaptive: the budget is in examples (total_steps x batch_min); the run may end sooner.
+  bool examples_budget_spent() const {
+    return adaptive_ && state_.examples_seen >= ctx_.total_steps * cfg_.global_batch;
+  }
+  bool last_step() const { return out_.steps == ctx_.total_steps || examples_budget_spent(); }
+  // Local SGD (local_sgd.hpp): whether every rank holds the same parameters after `steps`
+  // steps, and the first such step count >= `steps`. Always true / `steps` when H = 1.
+  bool in_sync(std::int64_t steps) const {
+    return cfg_.local_sgd.in_sync_after(steps, ctx_.total_steps);
+  }
+  std::int64_t at_sync(std::int64_t steps) const {
+    return cfg_.local_sgd.sync_point_at_or_after(steps, ctx_.total_steps);
+  }
+  std::span<double> noise_sums() { return std::span<double>(sums_).subspan(3, noise_.num_slots()); }
+  void checkpoint() {
+    state_.noise_state = noise_.save_state();
+    ctx_.checkpoint(state_);
+  }
+
+  TrainContext& ctx_;
+  const TrainConfig& cfg_;
+  nn::Model& model_;
+  ParameterStore& store_;
+  LoopState state_;
+  TrainOutcome& out_;
+  const bool adaptive_ = cfg_.adaptive.enabled;
+  std::int64_t accum_;  // micro-batches per step now (fixed: train.accum_steps)
+  float grad_scale_;    // mean over this rank's examples
+  const data::AugmentOptions augment_;
+  std::unique_ptr<data::Prefetcher> prefetch_;
+  Progress progress_;
+  noise::OnlineEstimator noise_;
+  TapBuffers taps_;
+  // train.overlap_comm: the gradient allreduce in buckets, started from backward's hook
+  std::unique_ptr<comm::BucketedAllreduce> overlap_;
+  nn::Model::GradsReady grads_ready_;
+  // loss, correct, examples on this rank; then the noise estimator's sums; then |g_local|^2 of a
+  // local SGD step; then two votes that ride on the same allreduce, so every rank acts on them
+  // after the same step: stop (a signal reached a rank) and checkpoint now (rank 0's wall-time
+  // interval has passed)
+  std::vector<double> sums_;
+  Clock::time_point t_start_ = Clock::now(), t_window_ = t_start_, t_checkpoint_ = t_start_;
+  std::int64_t window_steps_ = 0, window_examples_from_ = state_.examples_seen;
+  std::int64_t next_eval_ = 0;  // the next step that evaluates
+};
+
+}  // namespace lbt::trainer::detail

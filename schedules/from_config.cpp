@@ -1,8 +1,8 @@
 // Schedule from typed options; see from_config.hpp. Names map to builders through the tables
-// below (one registry: add a row, not a branch). The options were read through Config getters
-// (trainer/schedule_options.cpp), so `--help` lists the keys and unknown ones are caught here
-// they are checked against the run; builder std::invalid_argument becomes a ConfigError naming
-// the key.
+// of schedule_kinds.hpp (one registry: add a row, not a branch). The options were read through
+// Config getters (trainer/schedule_options.cpp), so `--help` lists the keys and unknown ones
+// are caught there; here they are checked against the run, and a builder's
+// std::invalid_argument becomes a ConfigError naming the key.
 #include "schedules/from_config.hpp"
 
 #include <algorithm>
@@ -18,171 +18,16 @@
 #include "core/error.hpp"
 #include "schedules/decay.hpp"
 #include "schedules/scaling.hpp"
+#include "schedules/schedule_kinds.hpp"
 #include "schedules/warmup.hpp"
 
 namespace lbt::schedules {
 
-namespace s = lbt::schedules;
-
 namespace {
 
-constexpr double kMaxSteps = 1e12;
+using namespace detail;
 
-// Errors name the config file and the key, as Config::fail does.
-struct Failer {
-  std::string source;
-  [[noreturn]] void fail(std::string_view key, std::string_view constraint, std::string_view got,
-                         std::string_view hint = {}) const {
-    throw_config_error(source, key, constraint, got, hint);
-  }
-};  // guards the double -> int64 conversion of lengths
-
-std::string num(double x) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%g", x);
-  return buf;
-}
-
-// ---- registries ------------------------------------------------------------------------
-
-enum class Unit { kSteps, kEpochs, kSamples };
-struct UnitKind {
-  const char* name;
-  Unit unit;
-};
-constexpr UnitKind kUnits[] = {
-    {"steps", Unit::kSteps}, {"epochs", Unit::kEpochs}, {"samples", Unit::kSamples}};
-
-struct WarmupKind {
-  const char* name;
-  s::Schedule (*build)(double start, double peak, std::int64_t steps);
-};
-constexpr WarmupKind kWarmups[] = {
-    {"linear", s::warmup_linear},
-    {"constant", s::warmup_constant},
-    {"exponential", s::warmup_exponential},
-    {"quadratic", s::warmup_quadratic},
-};
-
-struct CooldownKind {
-  const char* name;
-  s::CooldownShape shape;
-};
-constexpr CooldownKind kCooldowns[] = {{"linear", s::CooldownShape::kLinear},
-                                       {"cosine", s::CooldownShape::kCosine},
-                                       {"1-sqrt", s::CooldownShape::kOneMinusSqrt}};
-
-// Everything a decay builder may use, read and converted once. The decay is built at unit peak.
-struct DecayInputs {
-  const Failer& config;
-  std::int64_t warmup_steps;
-  std::int64_t length;  // decay_length in steps (0: not given and the run has no room)
-  bool length_given;
-  std::int64_t every;  // decay_every in steps (0: not given)
-  std::vector<std::int64_t> milestones;
-  double gamma, power, rate, final_frac, cooldown_frac;
-  bool staircase;
-  s::CooldownShape cooldown_shape;
-};
-
-std::int64_t need_length(const DecayInputs& in, const char* kind) {
-  if (in.length <= 0) {
-    in.config.fail("schedule.decay_length", std::string("> 0 steps for decay = \"") + kind + "\"",
-                   "0 (and the run ends before the decay starts)",
-                   "set schedule.decay_length, or make train.steps longer than the warmup");
-  }
-  return in.length;
-}
-std::int64_t every_or_length(const DecayInputs& in, const char* kind) {
-  return in.every > 0 ? in.every : need_length(in, kind);
-}
-
-struct DecayKind {
-  const char* name;
-  s::Schedule (*build)(const DecayInputs&);
-};
-
-const std::vector<DecayKind>& decay_kinds() {
-  static const std::vector<DecayKind> kinds = {
-      {"constant", [](const DecayInputs&) { return s::constant(1.0); }},
-      {"step",
-       [](const DecayInputs& in) {
-         if (in.every <= 0) {
-           in.config.fail(
-               "schedule.decay_every", "> 0 for decay = \"step\"", "0",
-               "set the period, e.g. schedule.decay_every = 30 with decay_unit = \"epochs\"");
-         }
-         return s::step_decay(1.0, in.gamma, in.every);
-       }},
-      {"multistep",
-       [](const DecayInputs& in) {
-         if (in.milestones.empty()) {
-           in.config.fail("schedule.milestones", "a non-empty list for decay = \"multistep\"", "[]",
-                          "e.g. schedule.milestones = [30, 60, 80] with decay_unit = \"epochs\"");
-         }
-         return s::multistep_decay(1.0, in.gamma, in.milestones);
-       }},
-      {"exponential",
-       [](const DecayInputs& in) {
-         return s::exponential_decay(1.0, in.gamma, every_or_length(in, "exponential"),
-                                     in.staircase);
-       }},
-      {"inverse_time",
-       [](const DecayInputs& in) {
-         return s::inverse_time_decay(1.0, in.rate, every_or_length(in, "inverse_time"),
-                                      in.staircase);
-       }},
-      {"polynomial",
-       [](const DecayInputs& in) {
-         return s::polynomial_decay(1.0, in.final_frac, need_length(in, "polynomial"), in.power);
-       }},
-      {"cosine",
-       [](const DecayInputs& in) {
-         return s::cosine_decay(1.0, need_length(in, "cosine"), in.final_frac);
-       }},
-      {"linear",
-       [](const DecayInputs& in) {
-         return s::linear(1.0, in.final_frac, need_length(in, "linear"));
-       }},
-      {"inverse_sqrt",
-       [](const DecayInputs& in) {
-         const std::int64_t tau =
-             in.every > 0 ? in.every : std::max<std::int64_t>(in.warmup_steps, 1);
-         return s::inverse_sqrt_decay(1.0, double(tau));
-       }},
-      {"wsd",
-       [](const DecayInputs& in) {
-         const std::int64_t length = need_length(in, "wsd");
-         auto cooldown =
-             static_cast<std::int64_t>(std::ceil(in.cooldown_frac * double(length) - 1e-9));
-         cooldown = std::clamp<std::int64_t>(cooldown, 1, length);
-         return s::wsd(1.0, length - cooldown, cooldown, in.final_frac, in.cooldown_shape);
-       }},
-  };
-  return kinds;
-}
-
-template <class Range>
-std::string names_of(const Range& kinds) {
-  std::string out;
-  for (const auto& k : kinds) out += (out.empty() ? "" : ", ") + std::string(k.name);
-  return out;
-}
-
-// Looks `value` up by name; an unknown one lists the valid names and the nearest.
-template <class Range>
-const auto& lookup(const Failer& config, const char* key, const std::string& value,
-                   const Range& kinds) {
-  for (const auto& k : kinds) {
-    if (value == k.name) return k;
-  }
-  std::vector<std::string> names;
-  for (const auto& k : kinds) names.emplace_back(k.name);
-  std::string best = nearest(value, names);
-  config.fail(key, "one of: " + names_of(kinds), "'" + value + "'",
-              best.empty() ? "pick one of the names above"
-                           : "did you mean '" + best + "'? (" + key + " = \"" + best + "\")");
-}
+constexpr double kMaxSteps = 1e12;  // guards the double -> int64 conversion of lengths
 
 struct Converter {
   const Failer& config;

@@ -18,7 +18,7 @@ std::string num(double x) {
 std::int64_t batch_for_max_steps(std::int64_t max_steps, const CriticalBatchFit& f) {
   if (static_cast<double>(max_steps) <= f.S_min) {
     throw ConfigError(
-        "--max-steps " + std::to_string(max_steps) +
+        "a step budget of " + std::to_string(max_steps) +
             " cannot reach the target: no batch size takes fewer than S_min = " + num(f.S_min) +
             " steps",
         "allow more than " + std::to_string(static_cast<std::int64_t>(std::ceil(f.S_min * 1.25))) +
@@ -32,7 +32,7 @@ std::int64_t batch_for_max_steps(std::int64_t max_steps, const CriticalBatchFit&
 std::int64_t batch_for_max_examples(std::int64_t max_examples, const CriticalBatchFit& f) {
   if (static_cast<double>(max_examples) <= f.E_min) {
     throw ConfigError(
-        "--max-examples " + std::to_string(max_examples) +
+        "an example budget of " + std::to_string(max_examples) +
             " cannot reach the target: no batch size uses fewer than E_min = " + num(f.E_min) +
             " examples",
         "allow more than " + std::to_string(static_cast<std::int64_t>(std::ceil(f.E_min * 1.25))) +
@@ -53,13 +53,14 @@ std::string plan_number(double x) {
 std::int64_t batch_for_budget(const PlanBudget& o, const CriticalBatchFit& f) {
   const int budgets = (o.workers > 0) + (o.max_steps > 0) + (o.max_examples > 0);
   if (budgets != 1) {
-    throw ConfigError("lbt plan needs exactly one budget",
-                      "pass --workers N --micro-batch M, or --max-steps S, or --max-examples E");
+    throw ConfigError("a plan needs exactly one budget, got " + std::to_string(budgets),
+                      "give workers with their micro-batch, or a step budget, or an example "
+                      "budget");
   }
   if (o.workers > 0) {
     if (o.micro_batch <= 0) {
-      throw ConfigError("--workers needs --micro-batch M (examples per worker and step)",
-                        "e.g. --workers 8 --micro-batch 64");
+      throw ConfigError("a workers budget needs the micro-batch (examples per worker and step)",
+                        "give both, e.g. 8 workers of 64 examples");
     }
     return o.workers * o.micro_batch;
   }

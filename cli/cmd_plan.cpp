@@ -7,6 +7,7 @@
 #include <string>
 
 #include "cli/commands.hpp"
+#include "core/error.hpp"
 #include "experiments/memory_report.hpp"
 #include "experiments/scale_plan.hpp"
 
@@ -40,6 +41,15 @@ void add_plan_command(CLI::App& app) {
   cmd->add_option("--memory", *memory,
                   "memory per rank for the plan's memory lines, e.g. 16GiB, 80GB (default 16GiB)");
   cmd->callback([o, from, out, memory] {
+    // The budget's flags are named here; analysis/plan.cpp checks the same without them.
+    if ((o->workers > 0) + (o->max_steps > 0) + (o->max_examples > 0) != 1) {
+      throw ConfigError("lbt plan needs exactly one budget",
+                        "pass --workers N --micro-batch M, or --max-steps S, or --max-examples E");
+    }
+    if (o->workers > 0 && o->micro_batch <= 0) {
+      throw ConfigError("--workers needs --micro-batch M (examples per worker and step)",
+                        "e.g. --workers 8 --micro-batch 64");
+    }
     experiments::MemoryOptions m;
     m.runtime_bytes = trainer::resident_bytes_now();  // before the plan loads any data
     m.memory = trainer::parse_memory_size(*memory, "--memory");

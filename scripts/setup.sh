@@ -12,6 +12,7 @@ packages=(
   dataset-fashion-mnist
   python3-matplotlib python3-pandas python3-numpy jupyter-nbconvert python3-ipykernel
   pybind11-dev python3-dev python3-scipy
+  python3-torch  # the outside reference: optimizer goldens, the PyTorch example
 )
 missing=()
 for p in "${packages[@]}"; do

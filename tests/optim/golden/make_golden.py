@@ -6,12 +6,15 @@
 # apex/parallel/LARC.py, around a torch.optim base) and LAMB (You et al. 2019, arXiv:1904.00962,
 # Alg. 2) are written out below from the papers, not from lbt's code.
 #
-# Run by hand (not in CI), with Debian's torch: apt-get install -y python3-torch, then
-#   /usr/bin/python3 tests/optim/golden/make_golden.py
+# With Debian's torch (scripts/setup.sh installs python3-torch):
+#   /usr/bin/python3 tests/optim/golden/make_golden.py [OUT_DIR]   (default: this folder)
+# The CTest test optim_golden_from_torch writes them into a scratch folder and compares them with
+# the committed ones byte for byte, so a golden file that torch would no longer write fails.
 # Inputs are float32 values (stored exactly), so lbt reads the same numbers the script used.
 import json
 import math
 import os
+import sys
 
 import numpy as np
 import torch
@@ -271,6 +274,7 @@ def dumps(fixture):
 
 
 def main():
+    out_dir = sys.argv[1] if len(sys.argv) > 1 else HERE
     files = {}
     for file, name, config, reference, step_fn, lrs in CASES:
         w_final, w_max, path = run(step_fn, lrs)
@@ -287,7 +291,7 @@ def main():
             "grads": [np.concatenate(g).tolist() for g in GRADS],
             "cases": cases,
         }
-        with open(os.path.join(HERE, file + ".json"), "w") as out:
+        with open(os.path.join(out_dir, file + ".json"), "w") as out:
             out.write(dumps(fixture))
         print(file + ".json:", ", ".join(c["name"] for c in cases))
 

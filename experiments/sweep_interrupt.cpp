@@ -103,7 +103,10 @@ std::string sweep_resume_command(const SweepOptions& o, const fs::path& dir) {
                     shell_word(dir.string());
   if (!o.batch_sizes.empty()) {
     std::string sizes;
-    for (auto b : o.batch_sizes) sizes += (sizes.empty() ? "" : ",") + std::to_string(b);
+    for (auto b : o.batch_sizes) {
+      if (!sizes.empty()) sizes += ',';  // not ("" or ",") + to_string: GCC 12's -Wrestrict
+      sizes += std::to_string(b);        // false positive on operator+(const char*, string&&)
+    }
     cmd += " --batch-sizes " + sizes;
   }
   if (!o.target.empty()) cmd += " --target " + shell_word(o.target);

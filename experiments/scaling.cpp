@@ -131,6 +131,14 @@ ScalingRow read_scaling_run(const fs::path& run_dir) {
   row.global_batch = summary.value("global_batch", std::int64_t{0});
   row.steps = summary.value("steps", std::int64_t{0});
   const std::int64_t steps_per_epoch = summary.value("steps_per_epoch", std::int64_t{0});
+  // A diverged run stops after a few steps (and may have logged none): no throughput window.
+  if (summary.value("status", std::string()) == "diverged") {
+    throw Error(run_dir.string() + " diverged at step " + std::to_string(row.steps) + " (" +
+                    summary.value("divergence_reason", std::string("loss not finite")) +
+                    "), so it has no throughput window",
+                "the study runs without warmup (schedule.warmup=0); lower the LR, e.g. --set "
+                "schedule.scaling=none (a step's cost does not depend on the LR)");
+  }
   std::vector<nlohmann::json> lines;
   std::istringstream metrics(io::read_file(run_dir / "metrics.jsonl"));
   for (std::string line; std::getline(metrics, line);) {

@@ -107,6 +107,11 @@ std::vector<ScalingVariant> parse_compare(const std::string& spec) {
   const std::string key = trim(spec.substr(0, eq));
   check_key(spec, key);
   const std::vector<std::string> values = split_values(spec.substr(eq + 1));
+  for (const std::string& value : values) {
+    if (value.empty()) {
+      throw ConfigError("--compare '" + spec + "' has an empty value", kCompareExample);
+    }
+  }
   if (values.size() < 2) {
     throw ConfigError(
         "--compare " + key + " has one value; a comparison needs two or more",
@@ -114,9 +119,6 @@ std::vector<ScalingVariant> parse_compare(const std::string& spec) {
   }
   std::vector<ScalingVariant> variants;
   for (const std::string& value : values) {
-    if (value.empty()) {
-      throw ConfigError("--compare '" + spec + "' has an empty value", kCompareExample);
-    }
     ScalingVariant v{variant_tag(key, value), key + "=" + value};
     for (const ScalingVariant& other : variants) {
       if (other.set == v.set) {

@@ -185,6 +185,7 @@ BOOST_AUTO_TEST_CASE(bad_compare_specs_are_config_errors) {
   BOOST_TEST(fails_with("train.overlap_comm=true", "has one value"));
   BOOST_TEST(fails_with("train.bucket_mb=1,4,1", "lists 1 twice"));
   BOOST_TEST(fails_with("train.bucket_mb=1,,4", "empty value"));
+  BOOST_TEST(fails_with("train.bucket_mb=", "empty value"));
   BOOST_TEST(fails_with("train.steps=10,20", "the study sets train.steps itself"));
   BOOST_TEST(fails_with("model.spec=\"a/b\",a_b", "same directory name"));
 }

@@ -143,9 +143,14 @@ std::vector<std::int64_t> check_variants(const ScalingOptions& o,
 void print_study_header(const ScalingOptions& o, const std::vector<ScalingVariant>& variants,
                         int cores) {
   std::string worker_list, variant_list;
-  for (int k : o.workers) worker_list += (worker_list.empty() ? "" : ",") + std::to_string(k);
+  // Appended piece by piece: const char* + std::string&& draws GCC 12's false -Wrestrict.
+  for (int k : o.workers) {
+    if (!worker_list.empty()) worker_list += ',';
+    worker_list += std::to_string(k);
+  }
   for (const ScalingVariant& v : variants) {
-    variant_list += (variant_list.empty() ? ", variants " : ", ") + v.tag;
+    variant_list += variant_list.empty() ? ", variants " : ", ";
+    variant_list += v.tag;
     if (&v == &variants.front()) variant_list += " (baseline)";
   }
   std::printf(

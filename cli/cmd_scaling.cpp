@@ -1,6 +1,7 @@
-// `lbt scaling --config FILE --workers 1,2,4 [--steps N] [--repeats R] [--out DIR]`: the same
-// config at 1, 2, 4 ... MPI processes (one thread each), the list run R times interleaved;
-// scaling.csv (medians with min-max), scaling_runs.csv (every run) and plots in DIR.
+// `lbt scaling --config FILE --workers 1,2,4 [--steps N] [--repeats R] [--compare KEY=V1,V2]
+// [--out DIR]`: the same config at 1, 2, 4 ... MPI processes (one thread each), the list run R
+// times interleaved; scaling.csv (medians with min-max), scaling_runs.csv (every run) and plots
+// in DIR; with --compare every value of KEY in the same study, and scaling_compare.csv.
 #include <unistd.h>
 
 #include <filesystem>
@@ -40,7 +41,9 @@ void add_scaling_command(CLI::App& app) {
   auto out = std::make_shared<std::string>("runs/scaling");
   auto mca = std::make_shared<std::vector<std::string>>();
   CLI::App* cmd = app.add_subcommand(
-      "scaling", "Train one config at 1, 2, 4 ... MPI processes; epoch time, throughput, speedup");
+      "scaling",
+      "Train one config at 1, 2, 4 ... MPI processes; epoch time, throughput, speedup; with "
+      "--compare, several values of one key in one study, as ratios");
   cmd->add_option("--config,-c", o->config, "TOML config")->required()->check(CLI::ExistingFile);
   cmd->add_option("--workers,-w", o->workers, "Process counts, ascending: --workers 1,2,4")
       ->required()
@@ -48,13 +51,24 @@ void add_scaling_command(CLI::App& app) {
   cmd->add_option("--steps", o->steps, "Optimizer steps per run (throughput window)")
       ->capture_default_str();
   cmd->add_option("--repeats", o->repeats,
-                  "Times to run the whole worker list, interleaved (each repeat's order rotated "
-                  "by one); speedup/efficiency are taken within each repeat and reported as "
-                  "median [min-max]")
+                  "Times to run the whole worker list (with --compare, every (variant, workers) "
+                  "pair), interleaved, each repeat's order rotated by one; speedup, efficiency "
+                  "and variant ratios are taken within each repeat and reported as median "
+                  "[min-max]")
       ->capture_default_str();
   cmd->add_option("--out,-o", *out,
-                  "Study directory (workers-K/repeat-R runs, scaling.csv, scaling_runs.csv, plots)")
+                  "Study directory (workers-K/repeat-R runs, or VARIANT/workers-K/repeat-R with "
+                  "--compare; scaling.csv, scaling_runs.csv, scaling_compare.csv, plots)")
       ->capture_default_str();
+  cmd->add_option("--compare", o->compare,
+                  "KEY=V1,V2[,...]: one variant per value (a --set KEY=V on its runs), all in "
+                  "this study: every repeat runs every (variant, workers) pair, interleaved and "
+                  "rotated. Reports each variant's efficiency (against its own smallest worker "
+                  "count) and, per worker count, its samples/s over the first value's (the "
+                  "baseline) in the same repeat, median [min-max], in scaling_compare.csv; runs in "
+                  "OUT/NAME=VALUE/ (NAME: KEY's last part). A value `lbt train` would refuse at "
+                  "any worker count stops the study before its first run. E.g. "
+                  "train.overlap_comm=false,true or train.bucket_mb=1,4,25");
   cmd->add_option("--set,-s", o->sets, "Config override passed to every run (repeatable)");
   cmd->add_flag("--weak", o->weak, "Weak scaling: global batch = workers x the config's");
   cmd->add_option("--mpirun", o->mpirun, "MPI launcher")->capture_default_str();

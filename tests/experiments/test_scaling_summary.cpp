@@ -1,8 +1,11 @@
 // The scaling study's aggregation over repeats (experiments/scaling.hpp): per-repeat
 // speedup/efficiency against the smallest worker count of the same repeat, medians with
-// min-max, and the rotated run order, against values computed by hand.
+// min-max, the rotated run order, and a run directory read back (throughput, divergence),
+// against values computed by hand.
 #include <boost/test/unit_test.hpp>
 
+#include <filesystem>
+#include <fstream>
 #include <vector>
 
 #include "core/error.hpp"
@@ -115,6 +118,44 @@ BOOST_AUTO_TEST_CASE(no_runs_and_repeats_below_one_are_rejected) {
     return std::string(e.what()).find("--repeats must be >= 1, got 0") != std::string::npos &&
            e.hint().find("--repeats 3") != std::string::npos;
   });
+}
+
+// A run directory with summary.json (status, steps, global batch, steps per epoch) and
+// metrics.jsonl lines at (step, wall_time).
+std::filesystem::path run_dir(const std::string& name, const std::string& status,
+                              const std::vector<std::pair<int, double>>& lines) {
+  const auto dir = std::filesystem::temp_directory_path() / ("lbt_scaling_run_" + name);
+  std::filesystem::create_directories(dir);
+  std::ofstream(dir / "summary.json")
+      << R"({"world_size": 2, "global_batch": 128, "steps": 30, "steps_per_epoch": 100, )"
+      << R"("status": ")" << status << R"(", "divergence_reason": "loss not finite"})";
+  std::ofstream metrics(dir / "metrics.jsonl");
+  for (const auto& [step, wall] : lines) {
+    metrics << R"({"step": )" << step << R"(, "wall_time": )" << wall << "}\n";
+  }
+  return dir;
+}
+
+BOOST_AUTO_TEST_CASE(a_runs_throughput_is_read_between_its_first_and_last_logged_step) {
+  // Steps 10 -> 30 in 1 s at 128 examples: 2560 samples/s; an epoch of 100 steps x 128
+  // examples then takes 12800 / 2560 = 5 s. The window before step 10 (warm-up) is left out.
+  const auto dir = run_dir("ok", "budget_exhausted", {{10, 1.0}, {20, 1.4}, {30, 2.0}});
+  const ScalingRow row = read_scaling_run(dir);
+  BOOST_TEST(row.workers == 2);
+  BOOST_TEST(row.steps == 30);
+  BOOST_TEST(row.samples_per_s == 2560.0, boost::test_tools::tolerance(1e-12));
+  BOOST_TEST(row.epoch_time_s == 5.0, boost::test_tools::tolerance(1e-12));
+  std::filesystem::remove_all(dir);
+}
+
+BOOST_AUTO_TEST_CASE(a_diverged_run_is_named_as_diverged_not_as_too_short) {
+  const auto dir = run_dir("diverged", "diverged", {});
+  BOOST_CHECK_EXCEPTION(read_scaling_run(dir), lbt::Error, [](const lbt::Error& e) {
+    return std::string(e.what()).find("diverged at step 30 (loss not finite)") !=
+               std::string::npos &&
+           e.hint().find("schedule.scaling=none") != std::string::npos;
+  });
+  std::filesystem::remove_all(dir);
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -62,7 +62,9 @@ std::vector<std::int64_t> read_peaks(const fs::path& run, int workers) {
 
 // `lbt train` at micro-batch b on setup.workers ranks for 2 steps into dir; each rank's peak.
 std::vector<std::int64_t> probe_once(const ProbeSetup& o, std::int64_t b, const fs::path& dir) {
-  const fs::path run = dir / ("b" + std::to_string(b));
+  std::string name = std::to_string(b);
+  name.insert(0, 1, 'b');  // not "b" + ...: GCC 12 warns falsely (-Wrestrict, PR 105329)
+  const fs::path run = dir / name;
   std::vector<std::string> args{
       "train", "--config", o.config_path.string(), "--quiet", "--overwrite", "--out", run.string()};
   std::vector<std::string> sets = o.sets;
@@ -77,7 +79,7 @@ std::vector<std::int64_t> probe_once(const ProbeSetup& o, std::int64_t b, const 
                            std::to_string(o.workers) + " rank(s)";
   const std::string hint = "run it alone: lbt train --config " + o.config_path.string() +
                            " --set train.micro_batch=" + std::to_string(b);
-  const fs::path log = dir / ("b" + std::to_string(b) + ".log");
+  const fs::path log = dir / (name + ".log");
   if (o.workers == 1) return {run_logged(self_executable(), args, log, what, hint).max_rss_bytes};
   std::vector<std::string> launch = mpirun_args(o.workers);
   launch.insert(launch.end(), args.begin(), args.end());

@@ -110,8 +110,6 @@ MemoryReport memory_report(const MemoryOptions& o) {
   // otherwise start from its parent's). mpirun's ranks start from mpirun's own.
   std::vector<ProbePeaks> peaks;
   if (o.probe && o.workers == 1) peaks = run_probes(setup, batches);
-  std::vector<std::int64_t> mpi_runtime;
-  if (o.workers > 1 && (o.measure_mpi_runtime || o.probe)) mpi_runtime = measure_mpi_runtime(setup);
 
   MemoryReport r;
   r.workers = o.workers;
@@ -124,11 +122,17 @@ MemoryReport memory_report(const MemoryOptions& o) {
   auto model = build_model(base.train, splits.train);
   r.model = base.train.model_name() + " (" + model->describe() + ")";
   r.optimizer = optim::make_optimizer(base.optimizer, 1)->describe();
+  trainer::MemoryModel m =
+      trainer::memory_model(base, *model, splits, o.workers, r.threads, runtime);
+  // Several ranks: refuse probes the machine cannot hold before launching anything, then
+  // measure an MPI rank's baseline (the largest rank's) for the runtime part.
+  if (o.probe && o.workers > 1) check_probes_fit(m, batches);
+  std::vector<std::int64_t> mpi_runtime;
+  if (o.workers > 1 && (o.measure_mpi_runtime || o.probe)) {
+    mpi_runtime = measure_mpi_runtime(setup);
+    m.runtime_bytes = *std::max_element(mpi_runtime.begin(), mpi_runtime.end());
+  }
   r.mpi_runtime_measured = !mpi_runtime.empty();
-  const std::int64_t rank_runtime =
-      mpi_runtime.empty() ? runtime : *std::max_element(mpi_runtime.begin(), mpi_runtime.end());
-  const trainer::MemoryModel m =
-      trainer::memory_model(base, *model, splits, o.workers, r.threads, rank_runtime);
   r.num_params = m.num_params;
   r.optimizer_buffers = m.optimizer_buffers;
   r.global_batches = o.global_batches;
@@ -145,10 +149,7 @@ MemoryReport memory_report(const MemoryOptions& o) {
   r.max_micro_batch_sharded = trainer::largest_micro_batch(m, o.memory, true);
   r.train_examples_per_rank = splits.train.n / o.workers;
 
-  if (o.probe && o.workers > 1) {
-    check_probes_fit(m, batches);
-    peaks = run_probes(setup, batches);
-  }
+  if (o.probe && o.workers > 1) peaks = run_probes(setup, batches);
   if (!peaks.empty()) {
     // One rank's probe runs without MPI: estimate it with this process's runtime.
     trainer::MemoryModel probed = m;

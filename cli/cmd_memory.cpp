@@ -64,12 +64,13 @@ void add_memory_command(CLI::App& app) {
   cmd->add_option("--memory", args->memory,
                   "Memory per rank: a number and a unit, B, KB, MB, GB, TB (powers of 1000) or "
                   "KiB, MiB, GiB, TiB (powers of 1024), e.g. 16GiB, 512MB (default 16GiB)");
-  cmd->add_flag("--probe", o.probe,
-                "Run lbt train for 2 steps at each -b as its micro-batch (default: the config's "
-                "micro-batch x 1, 4, 16), each in a fresh process: one rank, or mpirun -np "
-                "--workers; compare each rank's peak RSS with its estimate; exit 1 when one is "
-                "off by more than --tolerance; exit 2 when the machine lacks the memory for "
-                "--workers ranks at once");
+  cmd->add_flag(
+      "--probe", o.probe,
+      "Run lbt train for 2 steps at each -b as its micro-batch (default: the config's "
+      "micro-batch x 1, 4, 16), each in a fresh process: one rank, or mpirun -np "
+      "N for --workers N; compare each rank's peak RSS with its estimate; exit 1 when one is "
+      "off by more than --tolerance; exit 2 when the machine lacks the memory for "
+      "--workers ranks at once");
   cmd->add_option("--tolerance", o.tolerance, "Allowed |measured / estimate - 1| (default 0.10)")
       ->check(CLI::Range(0.0, 1.0));
   cmd->footer(

@@ -7,6 +7,7 @@
 
 #include "cli/commands.hpp"
 #include "core/error.hpp"
+#include "experiments/memory_probe.hpp"
 #include "experiments/memory_report.hpp"
 
 namespace lbt::cli {
@@ -15,11 +16,18 @@ namespace {
 struct MemoryArgs {
   experiments::MemoryOptions options;
   std::string memory = "16GiB";
+  bool mpi_runtime = false;  // hidden: one rank of measure_mpi_runtime's mpirun job
 };
 
 void run_memory(MemoryArgs& args) {
+  if (args.mpi_runtime) return experiments::mpi_runtime_main();
   experiments::MemoryOptions& o = args.options;
+  if (o.workers < 1) {
+    throw ConfigError("--workers " + std::to_string(o.workers) + ": a rank count is at least 1",
+                      "pass --workers 1 or more");
+  }
   o.memory = trainer::parse_memory_size(args.memory, "--memory");  // before any work
+  o.measure_mpi_runtime = true;
   const experiments::MemoryReport report = experiments::memory_report(o);
   std::printf("%s", experiments::format_memory_report(report).c_str());
   if (!report.probes_ok()) {
@@ -48,15 +56,21 @@ void add_memory_command(CLI::App& app) {
                   "(default: train.global_batch)")
       ->delimiter(',')
       ->check(CLI::PositiveNumber);
-  cmd->add_option("--workers", o.workers, "Data-parallel ranks (default 1)")
-      ->check(CLI::PositiveNumber);
+  cmd->add_option("--workers", o.workers,
+                  "Data-parallel ranks on one node (default 1); beyond 1, mpirun measures an MPI "
+                  "rank's baseline for the runtime part");
+  cmd->add_flag("--mpi-runtime", args->mpi_runtime, "(internal: one rank of that measurement)")
+      ->group("");
   cmd->add_option("--memory", args->memory,
                   "Memory per rank: a number and a unit, B, KB, MB, GB, TB (powers of 1000) or "
                   "KiB, MiB, GiB, TiB (powers of 1024), e.g. 16GiB, 512MB (default 16GiB)");
-  cmd->add_flag("--probe", o.probe,
-                "Run lbt train for 2 steps on 1 rank at each -b as its micro-batch (default: "
-                "the config's micro-batch x 1, 4, 16), each in a fresh process; compare its peak "
-                "RSS with the estimate; exit 1 when one is off by more than --tolerance");
+  cmd->add_flag(
+      "--probe", o.probe,
+      "Run lbt train for 2 steps at each -b as its micro-batch (default: the config's "
+      "micro-batch x 1, 4, 16), each in a fresh process: one rank, or mpirun -np "
+      "N for --workers N; compare each rank's peak RSS with its estimate; exit 1 when one is "
+      "off by more than --tolerance; exit 2 when the machine lacks the memory for "
+      "--workers ranks at once");
   cmd->add_option("--tolerance", o.tolerance, "Allowed |measured / estimate - 1| (default 0.10)")
       ->check(CLI::Range(0.0, 1.0));
   cmd->footer(
@@ -67,7 +81,12 @@ void add_memory_command(CLI::App& app) {
       "and its gradient at max(micro-batch, train.eval_batch), the layers' workspaces, the\n"
       "prefetch ring (3 micro-batches), the evaluation batch, two snapshots of parameters and\n"
       "state, the dataset held in memory (and its extra copy while loading), and the process's\n"
-      "own resident set before loading (runtime).\n\n" +
+      "own resident set before loading (runtime; with --workers > 1 an MPI rank's, measured\n"
+      "by mpirun -np N after MPI_Init). Several ranks on one node reduce the gradient in a\n"
+      "shared-memory window: each rank's gradient is its slot there (whole pages), and\n"
+      "'communication' counts the pages of the other ranks' slots it reduces (its share of\n"
+      "each, their norm and counter lines, and the train.overlap_comm thread's stack); with\n"
+      "an elementwise optimizer the parameters are one window every rank maps.\n\n" +
       config_keys_footer());
   cmd->callback([args] { run_memory(*args); });
 }

@@ -4,21 +4,20 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <fstream>
 #include <set>
 #include <sstream>
 
 #include "core/error.hpp"
 #include "core/gemm.hpp"
 #include "core/rng.hpp"
-#include "experiments/child_process.hpp"
 #include "experiments/lbt_schema.hpp"
+#include "experiments/memory_probe.hpp"
 #include "experiments/train_run.hpp"
 #include "optim/optimizer_options.hpp"
 
 namespace lbt::experiments {
 namespace {
-
-namespace fs = std::filesystem;
 
 // The run at global batch B (0: the config's own) on `workers` ranks, resolved as lbt train
 // resolves it, so micro-batch and accumulation are the trainer's.
@@ -53,65 +52,64 @@ std::vector<std::int64_t> probe_batches(const MemoryOptions& o, std::int64_t mic
   return {batches.begin(), batches.end()};
 }
 
-// `lbt train` at micro-batch b for 2 steps into `dir`; its peak resident set in bytes.
-std::int64_t probe_once(const MemoryOptions& o, std::int64_t b, const fs::path& dir) {
-  std::vector<std::string> args{"train",
-                                "--config",
-                                o.config_path.string(),
-                                "--quiet",
-                                "--overwrite",
-                                "--out",
-                                (dir / ("b" + std::to_string(b))).string()};
-  std::vector<std::string> sets = o.sets;
-  for (const std::string s : {"train.global_batch=", "train.micro_batch="})
-    sets.push_back(s + std::to_string(b));
-  // A constant LR: the schedule allocates nothing, and a preset's warmup outlasts 2 steps.
-  sets.insert(sets.end(),
-              {"train.accum_steps=0", "train.steps=2", "schedule.recipe=none",
-               "schedule.scaling=none", "schedule.warmup=0", "schedule.decay=constant"});
-  for (const std::string& s : sets) args.insert(args.end(), {"--set", s});
-  const fs::path log = dir / ("b" + std::to_string(b) + ".log");
-  const ChildExit e = wait_child(spawn_logged(self_executable(), args, log));
-  if (e.exit_code != 0) {
-    throw Error("lbt memory --probe: lbt train at micro-batch " + std::to_string(b) + " failed (" +
-                    (e.signal ? "signal " + std::to_string(e.signal)
-                              : "exit " + std::to_string(e.exit_code)) +
-                    "): " + tail_lines(log, 3),
-                "run it alone: lbt train " + o.config_path.string() +
-                    " --set train.global_batch=" + std::to_string(b));
+// Bytes the machine has free for new processes (MemAvailable); -1 where unknown.
+std::int64_t available_bytes() {
+  std::ifstream meminfo("/proc/meminfo");
+  for (std::string line; std::getline(meminfo, line);) {
+    long long kib = 0;
+    if (std::sscanf(line.c_str(), "MemAvailable: %lld kB", &kib) == 1) return kib * 1024;
   }
-  return e.max_rss_bytes;
+  return -1;
 }
 
-// Micro-batch -> measured peak, each in a fresh process (a peak only grows within one).
-std::vector<std::pair<std::int64_t, std::int64_t>> run_probes(const MemoryOptions& o,
-                                                              std::int64_t micro) {
-  const fs::path dir = fs::temp_directory_path() / ("lbt-memory-" + std::to_string(::getpid()));
-  fs::create_directories(dir);
-  std::vector<std::pair<std::int64_t, std::int64_t>> peaks;
-  try {
-    for (std::int64_t b : probe_batches(o, micro)) peaks.emplace_back(b, probe_once(o, b, dir));
-  } catch (...) {
-    fs::remove_all(dir);
-    throw;
+// N ranks at once need N times a rank's memory: refuse probes this machine cannot hold.
+void check_probes_fit(const trainer::MemoryModel& m, const std::vector<std::int64_t>& batches) {
+  const std::int64_t available = available_bytes();
+  const std::int64_t b = *std::max_element(batches.begin(), batches.end());
+  const std::int64_t need = m.workers * trainer::estimate_memory(m, b).total();
+  if (available < 0 || need <= available) return;
+  throw ConfigError("lbt memory --probe: " + std::to_string(m.workers) + " ranks at micro-batch " +
+                        std::to_string(b) + " need about " + trainer::format_bytes(need) +
+                        ", more than the " + trainer::format_bytes(available) +
+                        " this machine has available",
+                    "probe fewer --workers or smaller -b");
+}
+
+// The probes' estimates, rank by rank (each rank's runtime and share of the reduction).
+std::vector<ProbeResult> probe_results(trainer::MemoryModel m, const std::vector<ProbePeaks>& peaks,
+                                       const std::vector<std::int64_t>& mpi_runtime) {
+  std::vector<ProbeResult> results;
+  for (const ProbePeaks& p : peaks) {
+    ProbeResult r{p.micro_batch, {}, p.per_rank};
+    for (int rank = 0; rank < std::ssize(p.per_rank); ++rank) {
+      m.rank = rank;
+      if (!mpi_runtime.empty()) m.runtime_bytes = mpi_runtime[static_cast<std::size_t>(rank)];
+      r.estimate.push_back(trainer::estimate_memory(m, p.micro_batch).total());
+    }
+    results.push_back(std::move(r));
   }
-  fs::remove_all(dir);
-  return peaks;
+  return results;
 }
 
 }  // namespace
 
 bool MemoryReport::probes_ok() const {
-  return std::all_of(probes.begin(), probes.end(),
-                     [&](const ProbeResult& p) { return std::abs(p.ratio() - 1.0) <= tolerance; });
+  for (const ProbeResult& p : probes)
+    for (std::size_t r = 0; r < p.measured.size(); ++r)
+      if (std::abs(p.ratio(r) - 1.0) > tolerance) return false;
+  return true;
 }
 
 MemoryReport memory_report(const MemoryOptions& o) {
   const std::int64_t runtime =
       o.runtime_bytes >= 0 ? o.runtime_bytes : trainer::resident_bytes_now();
   const trainer::RunConfig base = resolve_at(o, 0, o.workers);
-  std::vector<std::pair<std::int64_t, std::int64_t>> peaks;
-  if (o.probe) peaks = run_probes(o, base.train.micro_batch);
+  const ProbeSetup setup{o.config_path, o.sets, o.workers};
+  const std::vector<std::int64_t> batches = probe_batches(o, base.train.micro_batch);
+  // One rank's probe forks this process: before it loads anything (a child's peak would
+  // otherwise start from its parent's). mpirun's ranks start from mpirun's own.
+  std::vector<ProbePeaks> peaks;
+  if (o.probe && o.workers == 1) peaks = run_probes(setup, batches);
 
   MemoryReport r;
   r.workers = o.workers;
@@ -124,8 +122,17 @@ MemoryReport memory_report(const MemoryOptions& o) {
   auto model = build_model(base.train, splits.train);
   r.model = base.train.model_name() + " (" + model->describe() + ")";
   r.optimizer = optim::make_optimizer(base.optimizer, 1)->describe();
-  const trainer::MemoryModel m =
+  trainer::MemoryModel m =
       trainer::memory_model(base, *model, splits, o.workers, r.threads, runtime);
+  // Several ranks: refuse probes the machine cannot hold before launching anything, then
+  // measure an MPI rank's baseline (the largest rank's) for the runtime part.
+  if (o.probe && o.workers > 1) check_probes_fit(m, batches);
+  std::vector<std::int64_t> mpi_runtime;
+  if (o.workers > 1 && (o.measure_mpi_runtime || o.probe)) {
+    mpi_runtime = measure_mpi_runtime(setup);
+    m.runtime_bytes = *std::max_element(mpi_runtime.begin(), mpi_runtime.end());
+  }
+  r.mpi_runtime_measured = !mpi_runtime.empty();
   r.num_params = m.num_params;
   r.optimizer_buffers = m.optimizer_buffers;
   r.global_batches = o.global_batches;
@@ -142,12 +149,12 @@ MemoryReport memory_report(const MemoryOptions& o) {
   r.max_micro_batch_sharded = trainer::largest_micro_batch(m, o.memory, true);
   r.train_examples_per_rank = splits.train.n / o.workers;
 
+  if (o.probe && o.workers > 1) peaks = run_probes(setup, batches);
   if (!peaks.empty()) {
-    // The probes ran one rank each: estimate them so.
-    const trainer::MemoryModel one =
-        trainer::memory_model(base, *model, splits, 1, threads_of(base.train, 1), runtime);
-    for (const auto& [b, peak] : peaks)
-      r.probes.push_back({b, trainer::estimate_memory(one, b).total(), peak});
+    // One rank's probe runs without MPI: estimate it with this process's runtime.
+    trainer::MemoryModel probed = m;
+    if (o.workers == 1) probed.runtime_bytes = runtime;
+    r.probes = probe_results(probed, peaks, mpi_runtime);
   }
   return r;
 }
@@ -188,7 +195,8 @@ std::string parts_table(const MemoryReport& r) {
   }
   ss << "\n";
   using E = trainer::MemoryEstimate;
-  ss << part_row(r, "runtime (measured)", [](const E& e) { return e.runtime; })
+  ss << part_row(r, r.mpi_runtime_measured ? "runtime (measured, MPI rank)" : "runtime (measured)",
+                 [](const E& e) { return e.runtime; })
      << part_row(r, "data (train+validation+test)", [](const E& e) { return e.data; })
      << part_row(r, "data while loading (extra)", [](const E& e) { return e.load_extra; })
      << part_row(r, "parameters", [](const E& e) { return e.parameters; })
@@ -200,6 +208,7 @@ std::string parts_table(const MemoryReport& r) {
      << part_row(r, "layer workspaces", [](const E& e) { return e.workspace; })
      << part_row(r, "prefetch ring", [](const E& e) { return e.prefetch; })
      << part_row(r, "evaluation batch", [](const E& e) { return e.evaluation; })
+     << part_row(r, "communication (shm reduction)", [](const E& e) { return e.communication; })
      << part_row(r, "total, replicated (lbt today)", [](const E& e) { return e.total(false); })
      << part_row(r, "total, ZeRO-1 sharded state", [](const E& e) { return e.total(true); });
   return ss.str();
@@ -217,18 +226,24 @@ std::string format_memory_report(const MemoryReport& r) {
      << "  per example past the evaluation batch: " << trainer::format_bytes(r.per_example) << "\n"
      << format_memory_fit(r);
   if (!r.probes.empty()) {
-    ss << "probe (lbt train, 1 rank, 2 steps; peak RSS vs estimate, tolerance "
-       << static_cast<int>(std::lround(r.tolerance * 100)) << "%):\n";
+    ss << "probe (lbt train, " << r.workers << " rank(s), 2 steps; each rank's peak RSS vs its "
+       << "estimate, tolerance " << static_cast<int>(std::lround(r.tolerance * 100)) << "%):\n";
     for (const ProbeResult& p : r.probes) {
-      char line[160];
-      std::snprintf(
-          line, sizeof line, "  micro-batch %-8lld estimate %12s  measured %12s  ratio %.3f%s\n",
-          static_cast<long long>(p.micro_batch), trainer::format_bytes(p.estimate).c_str(),
-          trainer::format_bytes(p.measured).c_str(), p.ratio(),
-          std::abs(p.ratio() - 1.0) <= r.tolerance ? "" : "  OFF");
-      ss << line;
+      for (std::size_t k = 0; k < p.measured.size(); ++k) {
+        char line[192];
+        std::snprintf(
+            line, sizeof line,
+            "  micro-batch %-8lld rank %-3zu estimate %12s  measured %12s  ratio %.3f%s\n",
+            static_cast<long long>(p.micro_batch), k, trainer::format_bytes(p.estimate[k]).c_str(),
+            trainer::format_bytes(p.measured[k]).c_str(), p.ratio(k),
+            std::abs(p.ratio(k) - 1.0) <= r.tolerance ? "" : "  OFF");
+        ss << line;
+      }
     }
   }
+  if (r.workers > 1 && !r.mpi_runtime_measured)
+    ss << "(runtime: this process's, without MPI's own memory; lbt memory --workers N "
+          "measures an MPI rank's)\n";
   return ss.str();
 }
 

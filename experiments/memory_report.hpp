@@ -1,7 +1,8 @@
 // `lbt memory`: a config's bytes per rank (trainer/memory_estimate.hpp) at the micro-batches of
 // some global batches, the largest micro-batch that fits a memory budget, and with --probe the
-// check against reality: real training steps in fresh child processes, one per micro-batch,
-// whose peak resident set (wait4's ru_maxrss) must lie within a tolerance of the estimate.
+// check against reality: real training steps in fresh child processes, one per micro-batch, on
+// the given workers (mpirun beyond one), whose every rank's peak resident set must lie within a
+// tolerance of the estimate (memory_probe.hpp).
 #pragma once
 #include <cstdint>
 #include <filesystem>
@@ -23,13 +24,20 @@ struct MemoryOptions {
   // The process's own resident set before it loaded anything; < 0: measure it now (a caller
   // that has already loaded data measures it at its start).
   std::int64_t runtime_bytes = -1;
+  // workers > 1: measure an MPI rank's baseline with mpirun (memory_probe.hpp) for the runtime
+  // part (lbt memory; always with probe); false (lbt plan): the single process's, which misses
+  // MPI's own memory.
+  bool measure_mpi_runtime = false;
 };
 
-// One probe: `lbt train` at this micro-batch (one rank, no accumulation) for a few steps.
+// One probe: `lbt train` at this micro-batch (on the report's workers, no accumulation) for 2
+// steps; per rank, in rank order: the estimate's total and the rank's peak RSS, in bytes.
 struct ProbeResult {
   std::int64_t micro_batch = 0;
-  std::int64_t estimate = 0, measured = 0;  // bytes: the estimate's total, the child's peak RSS
-  double ratio() const { return static_cast<double>(measured) / static_cast<double>(estimate); }
+  std::vector<std::int64_t> estimate, measured;
+  double ratio(std::size_t rank) const {
+    return static_cast<double>(measured[rank]) / static_cast<double>(estimate[rank]);
+  }
 };
 
 struct MemoryReport {
@@ -44,6 +52,7 @@ struct MemoryReport {
   std::int64_t max_micro_batch = 0, max_micro_batch_sharded = 0;
   std::int64_t train_examples_per_rank = 0;  // a micro-batch past it has no full step
   std::vector<ProbeResult> probes;
+  bool mpi_runtime_measured = false;  // workers > 1: the runtime part is an MPI rank's (max)
   double tolerance = 0.10;
   bool probes_ok() const;
 };

@@ -8,6 +8,7 @@
 #include <iostream>
 #include <nlohmann/json.hpp>
 #include <thread>
+#include <vector>
 
 #include "core/device.hpp"
 #include "core/error.hpp"
@@ -19,6 +20,7 @@
 #include "nn/model.hpp"
 #include "trainer/comm/communicator.hpp"
 #include "trainer/data/load.hpp"
+#include "trainer/memory_estimate.hpp"
 #include "trainer/noise_log.hpp"
 #include "trainer/run_config.hpp"
 #include "trainer/sharded_step.hpp"
@@ -233,7 +235,19 @@ std::unique_ptr<trainer::RunDirectory> open_run_dir(const RunResult& result,
   return run_dir;
 }
 
-// Trains; summary.json records the outcome, or the error that ended the run.
+// Each rank's peak resident set so far (getrusage's ru_maxrss), in rank order. Collective.
+nlohmann::json peak_rss_per_rank(comm::Communicator& comm) {
+  std::vector<double> peaks(static_cast<std::size_t>(comm.size()), 0.0);
+  peaks[static_cast<std::size_t>(comm.rank())] =
+      static_cast<double>(trainer::peak_resident_bytes());
+  comm.allreduce(peaks, comm::ReduceOp::kSum);  // exact: bytes < 2^53
+  nlohmann::json out = nlohmann::json::array();
+  for (double p : peaks) out.push_back(static_cast<std::int64_t>(p));
+  return out;
+}
+
+// Trains; summary.json records the outcome and each rank's peak RSS (lbt memory --probe reads
+// it), or the error that ended the run.
 trainer::TrainOutcome train_with_summary(trainer::TrainContext& ctx, trainer::RunDirectory* run_dir,
                                          const SummaryParts& summary) {
   trainer::TrainOutcome outcome;
@@ -249,7 +263,12 @@ trainer::TrainOutcome train_with_summary(trainer::TrainContext& ctx, trainer::Ru
     }
     throw;
   }
-  if (run_dir) run_dir->write_summary(summary.of(outcome));
+  const nlohmann::json peaks = peak_rss_per_rank(ctx.comm);
+  if (run_dir) {
+    nlohmann::json s = summary.of(outcome);
+    s["peak_rss_bytes"] = peaks;
+    run_dir->write_summary(s);
+  }
   return outcome;
 }
 

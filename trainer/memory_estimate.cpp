@@ -9,6 +9,8 @@
 #include <fstream>
 #include <span>
 
+#include <sys/resource.h>
+
 #include "core/error.hpp"
 #include "core/tensor.hpp"
 
@@ -43,11 +45,46 @@ std::int64_t evaluation_bytes(const MemoryModel& m) {
          aligned_buffer_bytes(m.eval_batch * std::max<std::int64_t>(m.target_dim, 1));
 }
 
+constexpr std::int64_t kPage = 4096;
+
+std::int64_t pages_of(std::int64_t bytes) {
+  return (bytes + kPage - 1) / kPage * kPage;
+}
+
+// The pages of rank `rank`'s share of [0, n) in one peer's slot: ShmReducer::range_of's
+// ceil(n / K) rounded up to 16 floats, a page more where the range straddles one (the slot
+// starts 64-byte aligned, not page aligned, past OpenMPI's header).
+std::int64_t share_pages(std::int64_t n, int workers, int rank) {
+  const std::int64_t chunk = ((n + workers - 1) / workers + 15) / 16 * 16;
+  const std::int64_t lo = std::min(n, rank * chunk), hi = std::min(n, lo + chunk);
+  return hi > lo ? pages_of((hi - lo) * 4) + kPage : 0;
+}
+
+// The reducing thread of train.overlap_comm: its stack's pages it touches (reduce_loop's frame,
+// the thread descriptor and TLS glibc puts at the stack's top); it allocates nothing else.
+constexpr std::int64_t kReducerThreadBytes = 3 * kPage;
+
 }  // namespace
+
+std::int64_t shm_slot_bytes(std::int64_t n) {
+  return pages_of((n + 15) / 16 * 16 * 4 + 3 * 64);
+}
+
+std::int64_t shm_peer_bytes(std::int64_t n, int workers, int rank, std::int64_t bucket_floats) {
+  if (workers <= 1 || n <= 0) return 0;
+  std::int64_t one_peer = kPage;  // the page of its norm partial and bucket counters
+  if (bucket_floats <= 0) {
+    one_peer += share_pages(n, workers, rank);
+  } else {
+    for (std::int64_t lo = 0; lo < n; lo += bucket_floats)
+      one_peer += share_pages(std::min(bucket_floats, n - lo), workers, rank);
+  }
+  return (workers - 1) * one_peer;
+}
 
 std::int64_t MemoryEstimate::training(bool sharded) const {
   return parameters + gradients + (sharded ? optimizer_state_sharded : optimizer_state) +
-         snapshots + activations + workspace + prefetch + evaluation;
+         snapshots + activations + workspace + prefetch + evaluation + communication;
 }
 
 std::int64_t MemoryEstimate::total(bool sharded) const {
@@ -73,6 +110,13 @@ MemoryModel memory_model(const RunConfig& run, nn::Model& model, const data::Spl
   m.threads = threads;
   m.workers = workers;
   m.runtime_bytes = runtime_bytes;
+  // experiments/train_run.cpp: gradient_memory for every multi-rank run on one node; the
+  // shared parameters where share_parameters allows them (elementwise optimizer, no local SGD).
+  m.shm_gradients = workers > 1;
+  m.shared_params = m.shm_gradients && optim::make_optimizer(run.optimizer, 1)->elementwise() &&
+                    !run.train.local_sgd.enabled();
+  if (m.shm_gradients && run.train.overlap_comm)
+    m.bucket_floats = static_cast<std::int64_t>(run.train.bucket_floats);
   return m;
 }
 
@@ -82,8 +126,15 @@ MemoryEstimate estimate_memory(const MemoryModel& m, std::int64_t b) {
   e.runtime = m.runtime_bytes;
   e.data = m.data_bytes;
   e.load_extra = m.load_extra_bytes;
-  e.parameters = aligned_buffer_bytes(m.num_params);  // ParameterStore's flat buffers
-  e.gradients = aligned_buffer_bytes(m.num_params);
+  // ParameterStore's flat buffers, or the window slots that replace them (place_params,
+  // place_grads free the store's own): every rank touches all of both.
+  e.parameters =
+      m.shared_params ? shm_slot_bytes(m.num_params) : aligned_buffer_bytes(m.num_params);
+  e.gradients = m.shm_gradients ? shm_slot_bytes(m.num_params) : aligned_buffer_bytes(m.num_params);
+  if (m.shm_gradients) {
+    e.communication = shm_peer_bytes(m.num_params, m.workers, m.rank, m.bucket_floats) +
+                      (m.bucket_floats > 0 ? kReducerThreadBytes : 0);
+  }
   e.optimizer_state = m.optimizer_buffers * aligned_buffer_bytes(m.num_params);
   e.optimizer_state_sharded =
       m.optimizer_buffers * aligned_buffer_bytes((m.num_params + m.workers - 1) / m.workers);
@@ -154,6 +205,12 @@ std::string format_bytes(std::int64_t bytes) {
   char buf[32];
   std::snprintf(buf, sizeof buf, i == 0 ? "%.0f %s" : "%.2f %s", v, kNames[i]);
   return buf;
+}
+
+std::int64_t peak_resident_bytes() {
+  rusage usage{};
+  getrusage(RUSAGE_SELF, &usage);
+  return static_cast<std::int64_t>(usage.ru_maxrss) * 1024;  // Linux: KiB
 }
 
 std::int64_t resident_bytes_now() {

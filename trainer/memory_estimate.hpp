@@ -28,6 +28,13 @@ struct MemoryModel {
   std::int64_t eval_batch = 0;
   int threads = 1, workers = 1;
   std::int64_t runtime_bytes = 0;  // the process before it loads anything (measured)
+  // Several ranks on one node (MPI; lbt memory assumes one node): the gradient buffer is this
+  // rank's slot of a shared-memory window (trainer/comm/shm_reducer.hpp), and with an
+  // elementwise optimizer (no local SGD) the parameters are one window every rank maps (the
+  // sharded step, trainer/sharded_step.hpp).
+  bool shm_gradients = false, shared_params = false;
+  int rank = 0;  // whose share of the reduction it counts (rank 0's, the largest, by default)
+  std::int64_t bucket_floats = 0;  // train.overlap_comm: buckets on a reducing thread; else 0
 };
 
 // Bytes per rank at one micro-batch.
@@ -40,6 +47,9 @@ struct MemoryEstimate {
   std::int64_t snapshots = 0;    // parameters + state copied at evaluations (two at once)
   std::int64_t activations = 0;  // outputs and their gradients at max(micro, eval) batch
   std::int64_t workspace = 0, prefetch = 0, evaluation = 0;
+  // What several ranks add (0 for one): the pages of the other ranks' gradient slots this
+  // rank reduces, their norm and counter lines, and the reducing thread's stack.
+  std::int64_t communication = 0;
 
   // Everything allocated after the data are in memory (replicated or sharded state).
   std::int64_t training(bool sharded = false) const;
@@ -68,5 +78,17 @@ std::string format_bytes(std::int64_t bytes);
 
 // This process's resident set now (VmRSS), in bytes; 0 where /proc is not readable.
 std::int64_t resident_bytes_now();
+// This process's peak resident set so far (getrusage's ru_maxrss), in bytes.
+std::int64_t peak_resident_bytes();
+
+// Bytes of one rank's slot in a shm_reducer.hpp window of n floats: n rounded up to 16 floats,
+// three 64-byte lines (norm partial, bucket counters, OpenMPI's header offset), whole pages.
+std::int64_t shm_slot_bytes(std::int64_t n);
+// Bytes of the other ranks' slots that rank `rank` of `workers` touches in one reduction
+// (ShmReducer::range_of's share of each, in pages, and the page of each one's norm partial
+// and counters); 0 for one rank.
+// bucket_floats > 0: the overlapped reduction, which splits each bucket of that many floats
+// among the ranks instead (shm_bucket_reducer.hpp).
+std::int64_t shm_peer_bytes(std::int64_t n, int workers, int rank, std::int64_t bucket_floats = 0);
 
 }  // namespace lbt::trainer

@@ -1,6 +1,7 @@
 // `lbt memory` through the real binary: --probe on the MLP preset (real lbt train steps in
-// child processes; each peak RSS within 10% of the estimate), the budget's largest
-// micro-batch, and bad input (a --memory string that does not parse: exit 2, one error line).
+// child processes, one rank or mpirun -np 2 and 4; each rank's peak RSS within 10% of its
+// estimate), the budget's largest micro-batch, and bad input (a --memory string that does not
+// parse, --workers 0, a probe past the machine's memory: exit 2, one error line).
 #define BOOST_TEST_MODULE memory
 #include <boost/test/unit_test.hpp>
 
@@ -30,7 +31,7 @@ BOOST_AUTO_TEST_CASE(probe_of_the_mlp_preset_is_within_ten_percent) {
   // is past the evaluation batch, where the activations and prefetch ring grow with it.
   const auto r = run_lbt("memory --config " + kMlp + " -b 32,256,4096 --probe");
   BOOST_TEST(r.code == 0, r.out << r.err);
-  const std::regex probe_row(R"(micro-batch (\d+) +estimate .* ratio (\d+\.\d+))");
+  const std::regex probe_row(R"(micro-batch (\d+) +rank 0 +estimate .* ratio (\d+\.\d+))");
   int rows = 0;
   for (auto it = std::sregex_iterator(r.out.begin(), r.out.end(), probe_row);
        it != std::sregex_iterator(); ++it, ++rows) {
@@ -40,6 +41,53 @@ BOOST_AUTO_TEST_CASE(probe_of_the_mlp_preset_is_within_ten_percent) {
     }
   }
   BOOST_TEST(rows == 3, r.out);
+}
+
+// mpirun -np N lbt train at a small micro-batch (the data's load sets the peak) and a large one
+// (8192: the activations and prefetch ring pass the load's extra copy): every rank's own peak
+// within 10% of its estimate, which counts the MPI rank's measured baseline and the
+// shared-memory windows.
+void probe_every_rank(int workers) {
+  const auto r = run_lbt("memory --config " + kMlp + " -b 32,8192 --probe --workers " +
+                         std::to_string(workers));
+  BOOST_TEST(r.code == 0, r.out << r.err);
+  const std::regex probe_row(R"(micro-batch (\d+) +rank (\d+) +estimate .* ratio (\d+\.\d+))");
+  int rows = 0;
+  for (auto it = std::sregex_iterator(r.out.begin(), r.out.end(), probe_row);
+       it != std::sregex_iterator(); ++it, ++rows) {
+    BOOST_TEST_CONTEXT("micro-batch " << (*it)[1] << " rank " << (*it)[2]) {
+      BOOST_TEST(std::abs(std::stod((*it)[3]) - 1.0) <= 0.10);
+    }
+  }
+  BOOST_TEST(rows == 2 * workers, r.out);
+  BOOST_TEST(r.out.find("runtime (measured, MPI rank)") != std::string::npos, r.out);
+}
+
+BOOST_AUTO_TEST_CASE(probe_on_two_ranks_is_within_ten_percent_on_every_rank) {
+  probe_every_rank(2);
+}
+
+BOOST_AUTO_TEST_CASE(probe_on_four_ranks_is_within_ten_percent_on_every_rank) {
+  probe_every_rank(4);
+}
+
+BOOST_AUTO_TEST_CASE(zero_workers_is_a_one_line_error) {
+  const auto r = run_lbt("memory --config " + kMlp + " --workers 0");
+  BOOST_TEST(r.code == 2, r.err);
+  BOOST_TEST(r.out.empty(), r.out);
+  BOOST_TEST(count_lines(r.err, "error: ") == 1, r.err);
+  BOOST_TEST(r.err.rfind("error: --workers 0: a rank count is at least 1\nhint: ", 0) == 0, r.err);
+}
+
+BOOST_AUTO_TEST_CASE(a_probe_past_the_machines_memory_is_a_one_line_error) {
+  // 1024 ranks of about 0.4 GiB each (every rank loads Fashion-MNIST): no machine this test
+  // runs on has 400 GiB available, and the refusal comes before any rank starts.
+  const auto r = run_lbt("memory --config " + kMlp +
+                         " -b 32 --probe --workers 1024 --set train.global_batch=1024");
+  BOOST_TEST(r.code == 2, r.err);
+  BOOST_TEST(count_lines(r.err, "error: ") == 1, r.err);
+  BOOST_TEST(r.err.find("error: lbt memory --probe: 1024 ranks at micro-batch 32 need about") == 0,
+             r.err);
 }
 
 BOOST_AUTO_TEST_CASE(largest_micro_batch_grows_with_the_budget) {

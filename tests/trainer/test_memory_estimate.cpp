@@ -135,6 +135,53 @@ BOOST_AUTO_TEST_CASE(zero1_divides_the_state_over_the_ranks) {
   BOOST_TEST(e.training(true) == e.training(false) - 4 * kMiB);
 }
 
+BOOST_AUTO_TEST_CASE(several_ranks_count_the_shared_memory_windows_by_hand) {
+  auto model = built_mlp();
+  const std::int64_t params = 669706;
+  // A slot: 669,712 floats (16-float multiple) = 2,678,848 bytes + 3 lines of 64 = 2,679,040
+  // bytes -> 655 pages of 4 KiB (the window is not on huge pages) = 2,682,880 bytes.
+  const std::int64_t slot = 655 * 4096;
+  BOOST_TEST(shm_slot_bytes(params) == slot);
+  // np 2: rank 0's share ceil(669,706 / 2) = 334,853 -> 334,864 floats = 1,339,456 bytes ->
+  // 328 pages, one more where it straddles a page, one for the peer's norm and counter lines.
+  BOOST_TEST(shm_peer_bytes(params, 2, 0) == (328 + 2) * 4096);
+  // Rank 1 has what is left: 334,842 floats = 1,339,368 bytes -> 327 pages (+2).
+  BOOST_TEST(shm_peer_bytes(params, 2, 1) == (327 + 2) * 4096);
+  // np 4: 167,427 -> 167,440 floats = 669,760 bytes -> 164 pages (+2), from each of 3 peers.
+  BOOST_TEST(shm_peer_bytes(params, 4, 0) == 3 * (164 + 2) * 4096);
+  BOOST_TEST(shm_peer_bytes(params, 1, 0) == 0);
+  // Overlapped, buckets of 262,144 floats (1 MiB): shares 131,072, 131,072 and 72,720 floats
+  // (145,418 / 2 = 72,709 -> 72,720) = 128 + 128 + 72 pages (290,880 bytes -> 72), each a
+  // page more for straddling, and the lines' page.
+  BOOST_TEST(shm_peer_bytes(params, 2, 0, 262144) == (129 + 129 + 73 + 1) * 4096);
+
+  // SGD with momentum is elementwise: on 2 ranks both parameters and gradients are window
+  // slots; the communication part is rank 0's share of its peer.
+  MemoryModel m = memory_model(sgd_run(0.9), *model, fmnist_like(), 2, 1, 0);
+  BOOST_TEST(m.shm_gradients);
+  BOOST_TEST(m.shared_params);
+  const MemoryEstimate two = estimate_memory(m, 256);
+  BOOST_TEST(two.parameters == slot);
+  BOOST_TEST(two.gradients == slot);
+  BOOST_TEST(two.optimizer_state == 4 * kMiB);  // every rank keeps (and zeroes) a whole copy
+  BOOST_TEST(two.communication == 330 * 4096);
+  m.rank = 1;
+  BOOST_TEST(estimate_memory(m, 256).communication == 329 * 4096);
+  // LARS is not elementwise: the parameters stay the rank's own (2 whole 2 MiB pages).
+  RunConfig lars = sgd_run(0.9);
+  lars.optimizer.name = "lars";
+  lars.optimizer.lars.momentum = 0.9;
+  const MemoryModel ml = memory_model(lars, *model, fmnist_like(), 2, 1, 0);
+  BOOST_TEST(!ml.shared_params);
+  BOOST_TEST(estimate_memory(ml, 256).parameters == 4 * kMiB);
+  BOOST_TEST(estimate_memory(ml, 256).gradients == slot);
+  // One rank: no windows, nothing communicated.
+  const MemoryEstimate one =
+      estimate_memory(memory_model(sgd_run(0.9), *model, fmnist_like(), 1, 1, 0), 256);
+  BOOST_TEST(one.communication == 0);
+  BOOST_TEST(one.parameters == 4 * kMiB);
+}
+
 BOOST_AUTO_TEST_CASE(largest_micro_batch_is_the_last_that_fits) {
   auto model = built_mlp();
   const MemoryModel m = memory_model(sgd_run(0.9), *model, fmnist_like(), 1, 2, 10 * kMiB);

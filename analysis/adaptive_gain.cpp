@@ -60,4 +60,78 @@ MeasuredProduct measured_product(Bracket S, Bracket E, Bracket S_min, Bracket E_
   return p;
 }
 
+namespace {
+
+nlohmann::json opt(const std::optional<double>& v) {
+  return v ? nlohmann::json(*v) : nlohmann::json();
+}
+
+// {"median", "min", "max"} of `values`; nulls when empty.
+nlohmann::json spread(std::vector<double> values) {
+  if (values.empty()) return {{"median", nullptr}, {"min", nullptr}, {"max", nullptr}};
+  std::sort(values.begin(), values.end());
+  return {{"median", median(values)}, {"min", values.front()}, {"max", values.back()}};
+}
+
+nlohmann::json seed_json(const AdaptiveSeed& s) {
+  nlohmann::json j = {{"trial", s.name}, {"status", s.status}, {"gamma_predicted", opt(s.gamma)}};
+  j["steps_to_target"] = s.reached ? nlohmann::json(s.steps.value) : nlohmann::json();
+  j["steps_bracket"] = s.reached ? nlohmann::json{s.steps.lo, s.steps.hi} : nlohmann::json();
+  j["examples_to_target"] = s.reached ? nlohmann::json(s.examples.value) : nlohmann::json();
+  j["examples_bracket"] =
+      s.reached ? nlohmann::json{s.examples.lo, s.examples.hi} : nlohmann::json();
+  return j;
+}
+
+// fit.json's value and interval of `key` as a Bracket; nullopt when absent or not finite.
+std::optional<Bracket> fit_bracket(const nlohmann::json& fit, const char* key) {
+  if (!fit.is_object() || !fit.contains(key) || !fit[key].is_number()) return std::nullopt;
+  const auto& i = fit["intervals"][key];
+  if (!i.is_array() || i.size() != 2 || !i[0].is_number() || !i[1].is_number()) return std::nullopt;
+  return Bracket{fit[key].get<double>(), i[0].get<double>(), i[1].get<double>()};
+}
+
+}  // namespace
+
+nlohmann::json adaptive_summary(const std::vector<AdaptiveSeed>& seeds, const nlohmann::json& fit) {
+  nlohmann::json out = {{"seeds", nlohmann::json::array()}};
+  std::vector<double> steps, examples, gammas;
+  Bracket S{0, 0, 0}, E{0, 0, 0};
+  for (const AdaptiveSeed& s : seeds) {
+    out["seeds"].push_back(seed_json(s));
+    if (s.gamma) gammas.push_back(*s.gamma);
+    if (!s.reached) continue;
+    S.lo = steps.empty() ? s.steps.lo : std::min(S.lo, s.steps.lo);
+    E.lo = examples.empty() ? s.examples.lo : std::min(E.lo, s.examples.lo);
+    S.hi = std::max(S.hi, s.steps.hi);
+    E.hi = std::max(E.hi, s.examples.hi);
+    steps.push_back(s.steps.value);
+    examples.push_back(s.examples.value);
+  }
+  out["seeds_reached"] = steps.size();
+  out["steps_to_target"] = spread(steps);
+  out["examples_to_target"] = spread(examples);
+  out["gamma_predicted"] = spread(gammas);
+  nlohmann::json product = {{"value", nullptr}, {"lo", nullptr}, {"hi", nullptr}};
+  const auto S_min = fit_bracket(fit, "S_min"), E_min = fit_bracket(fit, "E_min");
+  if (steps.empty()) {
+    product["why"] = "no adaptive seed reached the target";
+  } else if (!S_min || !E_min) {
+    product["why"] = "no fixed-batch fit (fit.json) with S_min and E_min intervals";
+  } else {
+    S.value = median(steps);
+    E.value = median(examples);
+    const MeasuredProduct p = measured_product(S, E, *S_min, *E_min);
+    product = {{"value", opt(p.value)}, {"lo", opt(p.lo)}, {"hi", opt(p.hi)}};
+    if (!p.why.empty()) product["why"] = p.why;
+  }
+  product["definition"] =
+      "(S/S_min - 1)(E/E_min - 1) at the median steps and examples to the target; 1 on the fixed "
+      "batches' curve, gamma_predicted for the sqrt rule under the per-step model (McCandlish et "
+      "al. 2018, App. D, eq. D.5 as derived in analysis/adaptive_gain.hpp); bounds from the "
+      "seeds' brackets and fit.json's S_min and E_min intervals";
+  out["measured_product"] = product;
+  return out;
+}
+
 }  // namespace lbt::analysis

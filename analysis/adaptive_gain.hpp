@@ -11,9 +11,11 @@
 // B_simple stands in for B_noise where that is what was measured (equal when the Hessian is a
 // multiple of the identity, §2.2).
 #pragma once
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <span>
 #include <string>
+#include <vector>
 
 #include "analysis/critical_batch.hpp"
 
@@ -50,5 +52,21 @@ struct MeasuredProduct {
 // why, when S <= S_min or E <= E_min (the run beat the fit: the model does not apply) or when a
 // fit value is not finite and positive.
 MeasuredProduct measured_product(Bracket steps, Bracket examples, Bracket S_min, Bracket E_min);
+
+// One seed's adaptive run as a sweep measured it: steps and examples to the target within the
+// evaluation grid's bracket (steps_lo, steps], and the gamma its trajectory predicts.
+struct AdaptiveSeed {
+  std::string name, status;
+  bool reached = false;
+  Bracket steps, examples;      // value = hi: the first evaluation meeting the target
+  std::optional<double> gamma;  // predicted_gamma of its trajectory up to the target
+};
+
+// adaptive.json's content: per seed, and over the seeds that reached the target the median
+// [min, max] of steps, examples and predicted gamma; the measured product against `fit`
+// (fit.json; null: no fit) at the median steps and examples, its bounds from the seeds' lowest
+// lower ends and highest upper ends and the fit's S_min and E_min intervals. JSON null where
+// unresolved (no seed reached the target, no fit), with a "why".
+nlohmann::json adaptive_summary(const std::vector<AdaptiveSeed>& seeds, const nlohmann::json& fit);
 
 }  // namespace lbt::analysis

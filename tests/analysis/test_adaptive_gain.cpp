@@ -147,4 +147,38 @@ BOOST_AUTO_TEST_CASE(unresolved_products_are_nullopt_with_a_reason) {
   BOOST_TEST(!no_fit.why.empty());
 }
 
+// Two seeds (steps 140 (130, 140] and 160 (150, 160], examples 2800 and 3200) against a fit
+// S_min = 100 [90, 110], E_min = 1000 [800, 1200]: medians 150 and 3000, P = 0.5 x 2 = 1;
+// lo = (130/110 - 1)(E_lo/1200 - 1) with E_lo = 2600, hi = (160/90 - 1)(3200/800 - 1).
+BOOST_AUTO_TEST_CASE(summary_over_seeds_by_hand) {
+  std::vector<AdaptiveSeed> seeds(3);
+  seeds[0] = {"adaptive_0", "reached_target", true, {140, 130, 140}, {2800, 2600, 2800}, 0.9};
+  seeds[1] = {"adaptive_1", "reached_target", true, {160, 150, 160}, {3200, 3000, 3200}, 0.8};
+  seeds[2] = {"adaptive_2", "budget_exhausted", false, {}, {}, 0.7};
+  const nlohmann::json fit = {
+      {"S_min", 100.0},
+      {"E_min", 1000.0},
+      {"intervals", {{"S_min", {90.0, 110.0}}, {"E_min", {800.0, 1200.0}}}}};
+  const auto a = adaptive_summary(seeds, fit);
+  BOOST_TEST(a["seeds_reached"] == 2);
+  BOOST_TEST(a["steps_to_target"]["median"].get<double>() == 150.0);
+  BOOST_TEST(a["examples_to_target"]["max"].get<double>() == 3200.0);
+  BOOST_TEST(a["gamma_predicted"]["median"].get<double>() == 0.8);
+  BOOST_TEST(a["seeds"][2]["steps_to_target"].is_null());
+  const auto& p = a["measured_product"];
+  BOOST_TEST(p["value"].get<double>() == 1.0, boost::test_tools::tolerance(1e-14));
+  BOOST_TEST(p["lo"].get<double>() == (130.0 / 110 - 1) * (2600.0 / 1200 - 1),
+             boost::test_tools::tolerance(1e-14));
+  BOOST_TEST(p["hi"].get<double>() == (160.0 / 90 - 1) * (3200.0 / 800 - 1),
+             boost::test_tools::tolerance(1e-14));
+  // No fit, or no seed reached: null with a reason.
+  const auto no_fit = adaptive_summary(seeds, nlohmann::json());
+  BOOST_TEST(no_fit["measured_product"]["value"].is_null());
+  BOOST_TEST(no_fit["measured_product"]["why"].is_string());
+  const auto none = adaptive_summary({seeds[2]}, fit);
+  BOOST_TEST(none["steps_to_target"]["median"].is_null());
+  BOOST_TEST(none["measured_product"]["value"].is_null());
+  BOOST_TEST(none["measured_product"]["why"].is_string());
+}
+
 BOOST_AUTO_TEST_SUITE_END()

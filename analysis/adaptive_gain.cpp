@@ -44,9 +44,9 @@ MeasuredProduct measured_product(Bracket S, Bracket E, Bracket S_min, Bracket E_
     return p;
   }
   if (S.value <= S_min.value || E.value <= E_min.value) {
-    p.why =
-        "the adaptive run took no more steps than S_min or no more examples than E_min (the "
-        "per-step model does not hold there)";
+    p.why = std::string("the adaptive run took no more ") +
+            (S.value <= S_min.value ? "steps than S_min" : "examples than E_min") +
+            ": below the fixed batches' fitted curve, where the per-step model does not hold";
     return p;
   }
   p.value = (S.value / S_min.value - 1.0) * (E.value / E_min.value - 1.0);
@@ -123,6 +123,10 @@ nlohmann::json adaptive_summary(const std::vector<AdaptiveSeed>& seeds, const nl
     E.value = median(examples);
     const MeasuredProduct p = measured_product(S, E, *S_min, *E_min);
     product = {{"value", opt(p.value)}, {"lo", opt(p.lo)}, {"hi", opt(p.hi)}};
+    // The two factors' ratios at the point values, so a null product still says which side of
+    // the fixed-batch curve the adaptive runs lie.
+    product["S_over_S_min"] = S.value / S_min->value;
+    product["E_over_E_min"] = E.value / E_min->value;
     if (!p.why.empty()) product["why"] = p.why;
   }
   product["definition"] =

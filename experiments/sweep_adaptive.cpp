@@ -111,6 +111,9 @@ std::string format_adaptive_table(const nlohmann::json& a) {
   out += "  (S/S_min-1)(E/E_min-1) " + num(p["value"], "%.3f") + " [" + num(p["lo"], "%.3f") +
          ", " + num(p["hi"], "%.3f") + "]" +
          (p.contains("why") ? " (" + p["why"].get<std::string>() + ")" : "") + "\n";
+  if (p.contains("S_over_S_min"))
+    out += "  S/S_min = " + num(p["S_over_S_min"], "%.3f") +
+           ", E/E_min = " + num(p["E_over_E_min"], "%.3f") + " (point values)\n";
   return out;
 }
 

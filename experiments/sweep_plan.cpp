@@ -156,9 +156,6 @@ SweepSettings read_sweep_settings(Config& c, const std::vector<std::int64_t>& ba
   if (s.adaptive && s.adaptive_rule == "sqrt" && !(s.adaptive_sqrt_scale > 0.0))
     c.fail("sweep.adaptive_sqrt_scale", "> 0 with sweep.adaptive_rule = \"sqrt\"",
            number(s.adaptive_sqrt_scale), "e.g. --set sweep.adaptive_sqrt_scale=512");
-  if (s.adaptive && s.batch_sizes.size() < 2)
-    c.fail("sweep.adaptive", "two or more batch sizes (the adaptive trial's bounds)",
-           std::to_string(s.batch_sizes.size()), "e.g. --batch-sizes 128,512,2048");
   return s;
 }
 

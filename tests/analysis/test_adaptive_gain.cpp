@@ -167,6 +167,8 @@ BOOST_AUTO_TEST_CASE(summary_over_seeds_by_hand) {
   BOOST_TEST(a["seeds"][2]["steps_to_target"].is_null());
   const auto& p = a["measured_product"];
   BOOST_TEST(p["value"].get<double>() == 1.0, boost::test_tools::tolerance(1e-14));
+  BOOST_TEST(p["S_over_S_min"].get<double>() == 1.5);
+  BOOST_TEST(p["E_over_E_min"].get<double>() == 3.0);
   BOOST_TEST(p["lo"].get<double>() == (130.0 / 110 - 1) * (2600.0 / 1200 - 1),
              boost::test_tools::tolerance(1e-14));
   BOOST_TEST(p["hi"].get<double>() == (160.0 / 90 - 1) * (3200.0 / 800 - 1),

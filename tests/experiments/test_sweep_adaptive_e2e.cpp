@@ -58,7 +58,7 @@ nlohmann::json json_of(const fs::path& p) {
 
 BOOST_AUTO_TEST_CASE(adaptive_trials_run_beside_the_fixed_ones_and_adaptive_json_is_theirs) {
   const fs::path cfg = write_config("adaptive.toml", "val_loss<=0.14", 600);
-  const fs::path dir = scratch() / "sweep";
+  const fs::path dir = scratch() / "adaptive_sweep";
   const auto r =
       run_lbt("sweep --config " + cfg.string() + " --jobs 2 --no-plots --out " + dir.string());
   BOOST_TEST_INFO("stderr: " << r.err);
@@ -109,14 +109,14 @@ BOOST_AUTO_TEST_CASE(adaptive_trials_run_beside_the_fixed_ones_and_adaptive_json
 // every adaptive trial equals the undisturbed sweep's, line for line.
 BOOST_AUTO_TEST_CASE(a_sweep_killed_inside_an_adaptive_trial_resumes_it_bit_for_bit) {
   const fs::path cfg = write_config("slow.toml", "val_loss<=0.1", 3000);
-  const fs::path calm = scratch() / "calm", killed = scratch() / "killed";
+  const fs::path calm = scratch() / "adaptive_calm", killed = scratch() / "adaptive_killed";
   auto r =
       run_lbt("sweep --config " + cfg.string() + " --jobs 2 --no-plots --out " + calm.string() +
               " --set sweep.seeds=1 --set sweep.batch_sizes=[64,512] --set sweep.max_steps=0 --set "
               "sweep.max_examples=4000000"
               " --set train.checkpoint_every=40");
   BOOST_REQUIRE_MESSAGE(r.code == 0, r.err);
-  const std::string log = (scratch() / "killed.log").string();
+  const std::string log = (scratch() / "adaptive_killed.log").string();
   const pid_t pid = fork();
   if (pid == 0) {
     setpgid(0, 0);

@@ -20,21 +20,44 @@ bool positive(double x) {
 
 // The integrals over progress s as sums: interval [step_i, step_j) between consecutive usable
 // points has dS = step_j - step_i and ds = dS / (1 + B_noise_i / B_i) (eq. 2.7-2.11).
-std::optional<double> predicted_gamma(std::span<const TrajectoryPoint> trajectory) {
-  double s = 0.0, sqrt_sum = 0.0, noise_sum = 0.0;
+namespace {
+
+// The ds-weighted sums over the usable intervals.
+struct ProgressSums {
+  double s = 0.0, sqrt_noise = 0.0, noise = 0.0, noise_over_batch = 0.0, batch = 0.0;
+};
+
+ProgressSums progress_sums(std::span<const TrajectoryPoint> trajectory) {
+  ProgressSums sum;
   const TrajectoryPoint* prev = nullptr;
   for (const auto& p : trajectory) {
     if (!usable(p)) continue;
     if (prev && p.step > prev->step) {
       const double ds = (p.step - prev->step) / (1.0 + prev->b_noise / prev->batch);
-      s += ds;
-      sqrt_sum += ds * std::sqrt(prev->b_noise);
-      noise_sum += ds * prev->b_noise;
+      sum.s += ds;
+      sum.sqrt_noise += ds * std::sqrt(prev->b_noise);
+      sum.noise += ds * prev->b_noise;
+      sum.noise_over_batch += ds * prev->b_noise / prev->batch;
+      sum.batch += ds * prev->batch;
     }
     prev = &p;
   }
-  if (!(s > 0.0)) return std::nullopt;
-  return sqrt_sum * sqrt_sum / (s * noise_sum);
+  return sum;
+}
+
+}  // namespace
+
+std::optional<double> predicted_gamma(std::span<const TrajectoryPoint> trajectory) {
+  const ProgressSums sum = progress_sums(trajectory);
+  if (!(sum.s > 0.0)) return std::nullopt;
+  return sum.sqrt_noise * sum.sqrt_noise / (sum.s * sum.noise);
+}
+
+// S - S_min = int ds B_noise/B, E - E_min = int ds B; S_min = int ds, E_min = int ds B_noise.
+std::optional<double> model_product(std::span<const TrajectoryPoint> trajectory) {
+  const ProgressSums sum = progress_sums(trajectory);
+  if (!(sum.s > 0.0)) return std::nullopt;
+  return (sum.noise_over_batch / sum.s) * (sum.batch / sum.noise);
 }
 
 MeasuredProduct measured_product(Bracket S, Bracket E, Bracket S_min, Bracket E_min) {
@@ -74,7 +97,10 @@ nlohmann::json spread(std::vector<double> values) {
 }
 
 nlohmann::json seed_json(const AdaptiveSeed& s) {
-  nlohmann::json j = {{"trial", s.name}, {"status", s.status}, {"gamma_predicted", opt(s.gamma)}};
+  nlohmann::json j = {{"trial", s.name},
+                      {"status", s.status},
+                      {"gamma_predicted", opt(s.gamma)},
+                      {"product_predicted", opt(s.model)}};
   j["steps_to_target"] = s.reached ? nlohmann::json(s.steps.value) : nlohmann::json();
   j["steps_bracket"] = s.reached ? nlohmann::json{s.steps.lo, s.steps.hi} : nlohmann::json();
   j["examples_to_target"] = s.reached ? nlohmann::json(s.examples.value) : nlohmann::json();
@@ -95,11 +121,12 @@ std::optional<Bracket> fit_bracket(const nlohmann::json& fit, const char* key) {
 
 nlohmann::json adaptive_summary(const std::vector<AdaptiveSeed>& seeds, const nlohmann::json& fit) {
   nlohmann::json out = {{"seeds", nlohmann::json::array()}};
-  std::vector<double> steps, examples, gammas;
+  std::vector<double> steps, examples, gammas, models;
   Bracket S{0, 0, 0}, E{0, 0, 0};
   for (const AdaptiveSeed& s : seeds) {
     out["seeds"].push_back(seed_json(s));
     if (s.gamma) gammas.push_back(*s.gamma);
+    if (s.model) models.push_back(*s.model);
     if (!s.reached) continue;
     S.lo = steps.empty() ? s.steps.lo : std::min(S.lo, s.steps.lo);
     E.lo = examples.empty() ? s.examples.lo : std::min(E.lo, s.examples.lo);
@@ -112,6 +139,7 @@ nlohmann::json adaptive_summary(const std::vector<AdaptiveSeed>& seeds, const nl
   out["steps_to_target"] = spread(steps);
   out["examples_to_target"] = spread(examples);
   out["gamma_predicted"] = spread(gammas);
+  out["product_predicted"] = spread(models);
   nlohmann::json product = {{"value", nullptr}, {"lo", nullptr}, {"hi", nullptr}};
   const auto S_min = fit_bracket(fit, "S_min"), E_min = fit_bracket(fit, "E_min");
   if (steps.empty()) {

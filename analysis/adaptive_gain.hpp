@@ -33,6 +33,12 @@ struct TrajectoryPoint {
 // unresolved noise scale). nullopt when fewer than two usable points span a positive interval.
 std::optional<double> predicted_gamma(std::span<const TrajectoryPoint> trajectory);
 
+// The product (S/S_min - 1)(E/E_min - 1) the per-step model predicts for the batches the
+// trajectory actually used: <B_noise/B> <B> / <B_noise> (same ds weighting and skipping as
+// predicted_gamma). 1 for any fixed batch and for B proportional to B_noise (the b_simple rule
+// unclipped); gamma for B proportional to sqrt(B_noise), the smallest it can be.
+std::optional<double> model_product(std::span<const TrajectoryPoint> trajectory);
+
 // A measured quantity known within [lo, hi] (a resolution bracket or an interval).
 struct Bracket {
   double value = 0.0, lo = 0.0, hi = 0.0;
@@ -60,6 +66,7 @@ struct AdaptiveSeed {
   bool reached = false;
   Bracket steps, examples;      // value = hi: the first evaluation meeting the target
   std::optional<double> gamma;  // predicted_gamma of its trajectory up to the target
+  std::optional<double> model;  // model_product of the same trajectory
 };
 
 // adaptive.json's content: per seed, and over the seeds that reached the target the median

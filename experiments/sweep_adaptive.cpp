@@ -62,6 +62,7 @@ analysis::AdaptiveSeed read_adaptive_seed(const TrialResult& r, const fs::path& 
   s.reached = r.status == "reached_target" && r.steps_to_target > 0 && r.examples_to_target > 0;
   const auto trajectory = read_adaptive_trajectory(run, s.reached ? r.steps_to_target : 0);
   s.gamma = analysis::predicted_gamma(trajectory);
+  s.model = analysis::model_product(trajectory);
   if (!s.reached) return s;
   const double hi = static_cast<double>(r.steps_to_target);
   const double lo = static_cast<double>(std::max<std::int64_t>(0, r.steps_lo));
@@ -107,7 +108,10 @@ std::string format_adaptive_table(const nlohmann::json& a) {
                     " seeds reached the target; median [min, max]):\n";
   out += "  steps to target     " + spread(a["steps_to_target"], "%.0f") + "\n";
   out += "  examples to target  " + spread(a["examples_to_target"], "%.0f") + "\n";
-  out += "  gamma predicted     " + spread(a["gamma_predicted"], "%.3f") + "\n";
+  out += "  gamma predicted     " + spread(a["gamma_predicted"], "%.3f") +
+         " (the sqrt rule's product under the model)\n";
+  out += "  product predicted   " + spread(a["product_predicted"], "%.3f") +
+         " (the model's product for the batches used)\n";
   out += "  (S/S_min-1)(E/E_min-1) " + num(p["value"], "%.3f") + " [" + num(p["lo"], "%.3f") +
          ", " + num(p["hi"], "%.3f") + "]" +
          (p.contains("why") ? " (" + p["why"].get<std::string>() + ")" : "") + "\n";

@@ -30,8 +30,8 @@ def mark_adaptive(sweep: lbt_runs.Sweep, ax, key: str) -> None:
     if not a or a[key]["median"] is None:
         return
     s = a[key]
-    ax.axhspan(s["min"], s["max"], color=COLORS["linear"], alpha=0.15)
-    ax.axhline(s["median"], color=COLORS["linear"], lw=1.2,
+    ax.axhspan(s["min"], s["max"], color=COLORS["sqrt"], alpha=0.15)
+    ax.axhline(s["median"], color=COLORS["sqrt"], lw=1.2,
                label=f"adaptive batch: median of {a['seeds_reached']} seeds, range")
 
 

@@ -74,6 +74,16 @@ BOOST_AUTO_TEST_CASE(linear_noise_scale_gives_eight_ninths) {
              boost::test_tools::tolerance(1e-6));
 }
 
+// The model's product for the batches used: (<B_noise/B>)(<B>)/<B_noise>. Levels 1 and 9 with
+// equal progress: a fixed batch 5 gives (1/5 + 9/5)/2 x 5 / 5 = 1; B = 3 B_noise (3, 27) gives
+// (1/3) x 15 / 5 = 1; B = 2 sqrt(B_noise) (2, 6) gives ((1/2 + 3/2)/2) x 4 / 5 = 4/5 = gamma.
+BOOST_AUTO_TEST_CASE(model_product_is_one_for_fixed_and_proportional_and_gamma_for_sqrt) {
+  const auto tol = boost::test_tools::tolerance(1e-14);
+  BOOST_TEST(model_product(trajectory({0.5, 0.5}, {1, 9}, {5, 5})).value() == 1.0, tol);
+  BOOST_TEST(model_product(trajectory({0.5, 0.5}, {1, 9}, {3, 27})).value() == 1.0, tol);
+  BOOST_TEST(model_product(trajectory({0.5, 0.5}, {1, 9}, {2, 6})).value() == 0.8, tol);
+}
+
 BOOST_AUTO_TEST_CASE(unresolved_points_are_skipped_and_too_few_is_nullopt) {
   const double nan = std::nan("");
   auto t = trajectory({0.5, 0.5}, {1, 9}, {3, 700});
@@ -110,6 +120,8 @@ BOOST_AUTO_TEST_CASE(minimising_steps_plus_lambda_examples_gives_product_gamma) 
     BOOST_TEST_CONTEXT("lambda " << lambda) {
       BOOST_TEST(product < 1.0);
       BOOST_TEST(predicted_gamma(trajectory(ds, b_noise, batch)).value() == product,
+                 boost::test_tools::tolerance(1e-9));
+      BOOST_TEST(model_product(trajectory(ds, b_noise, batch)).value() == product,
                  boost::test_tools::tolerance(1e-9));
     }
   }

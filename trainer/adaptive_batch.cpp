@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <string>
 
 #include "trainer/train_keys.hpp"
@@ -46,6 +47,12 @@ void require_realisable(Config& c, const char* name, std::int64_t batch, std::in
          "e.g. " + std::to_string(std::max<std::int64_t>(1, batch / step) * step));
 }
 
+std::string shortest(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%g", v);
+  return buf;
+}
+
 // train.batch_rule and, for sqrt, its scale B0 (examples, > 0).
 void read_rule(Config& c, AdaptiveBatchOptions& a) {
   const std::string rule = c.get_string(key("train.batch_rule"));
@@ -53,7 +60,7 @@ void read_rule(Config& c, AdaptiveBatchOptions& a) {
   a.sqrt_scale = c.get_double(key("train.batch_sqrt_scale"));
   if (a.rule == BatchRule::Sqrt && !(a.sqrt_scale > 0.0 && std::isfinite(a.sqrt_scale)))
     c.fail("train.batch_sqrt_scale", "> 0 examples with train.batch_rule = \"sqrt\"",
-           std::to_string(a.sqrt_scale),
+           shortest(a.sqrt_scale),
            "e.g. --set train.batch_sqrt_scale=512 (B = sqrt(512 x B_simple))");
 }
 

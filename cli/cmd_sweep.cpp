@@ -100,6 +100,7 @@ void report_sweep(const experiments::SweepOutcome& r, const experiments::SweepOp
   std::printf("sweep: %d trials (%d run now, %d kept), %d reached the target, %d failed\n",
               r.trials, r.ran, r.skipped, r.reached, r.failed);
   if (!r.fit_note.empty()) std::printf("fit: %s\n", r.fit_note.c_str());
+  if (!r.adaptive_table.empty()) std::printf("%s", r.adaptive_table.c_str());
   std::printf("sweep directory: %s\n", r.dir.c_str());
   if (!r.failed_trials.empty()) {
     // Diverged and unreached trials are outcomes; a crashed trial is not, and a script that

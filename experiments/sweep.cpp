@@ -18,6 +18,7 @@
 #include "experiments/fit_files.hpp"
 #include "experiments/lbt_schema.hpp"
 #include "experiments/run_checkpoint.hpp"
+#include "experiments/sweep_adaptive.hpp"
 #include "experiments/sweep_checks.hpp"
 #include "experiments/sweep_interrupt.hpp"
 #include "experiments/sweep_plan.hpp"
@@ -113,12 +114,16 @@ class SweepRunner {
       }
     }
     if (options_.trial_index < 0) {
+      nlohmann::json fit;  // null when skipped
       try {
-        nlohmann::json fit = fit_sweep(dir_, analysis::FitOptions{});
+        fit = fit_sweep(dir_, analysis::FitOptions{});
         out.fit_note = analysis::format_fit_line(fit);
       } catch (const Error& e) {
         out.fit_note = std::string("skipped: ") + e.what();
       }
+      // sweep.adaptive: the adaptive trials against the fit (adaptive.json).
+      if (const nlohmann::json a = write_adaptive_json(dir_, results_, fit); !a.is_null())
+        out.adaptive_table = format_adaptive_table(a);
       if (options_.plots) {
         std::string warning = make_sweep_plots(dir_);
         if (!warning.empty()) std::fprintf(stderr, "[sweep] warning: %s\n", warning.c_str());
@@ -290,12 +295,13 @@ class SweepRunner {
                                       : std::to_string(r.steps_to_target) + " (" +
                                             std::to_string(r.steps_lo) + ", " +
                                             std::to_string(r.steps_to_target) + "]";
+        const std::string B = t.adaptive ? "adaptive" : std::to_string(t.batch_size);
         std::fprintf(stderr,
-                     "[sweep] %-10s B=%-6lld lr=%-9.4g %-16s steps_to_target=%-16s | done %d/%zu, "
+                     "[sweep] %-10s B=%-8s lr=%-9.4g %-16s steps_to_target=%-16s | done %d/%zu, "
                      "running %zu, left %zu | elapsed %s, ETA %s\n",
-                     t.name.c_str(), static_cast<long long>(t.batch_size), t.lr, r.status.c_str(),
-                     steps.c_str(), done, todo.size(), running.size(), left,
-                     duration(elapsed).c_str(), duration(eta).c_str());
+                     t.name.c_str(), B.c_str(), t.lr, r.status.c_str(), steps.c_str(), done,
+                     todo.size(), running.size(), left, duration(elapsed).c_str(),
+                     duration(eta).c_str());
       }
     }
   }

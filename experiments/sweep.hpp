@@ -40,8 +40,9 @@ struct SweepOutcome {
   int trials = 0, ran = 0, skipped = 0, reached = 0, failed = 0;
   // "name: message" of every failed trial (crashed, not diverged); an array task: its own.
   std::vector<std::string> failed_trials;
-  std::string fit_note;      // the fit's one-line result, or why it was skipped
-  int interrupt_signal = 0;  // SIGINT/SIGTERM stopped it (sweep_interrupt.hpp); no fit then
+  std::string fit_note;        // the fit's one-line result, or why it was skipped
+  std::string adaptive_table;  // sweep.adaptive: adaptive.json as a short table (empty: none)
+  int interrupt_signal = 0;    // SIGINT/SIGTERM stopped it (sweep_interrupt.hpp); no fit then
 };
 
 // Runs (or resumes) the sweep. Throws lbt::Error for a bad config before any trial starts.

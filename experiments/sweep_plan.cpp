@@ -63,6 +63,9 @@ SweepSettings read_settings(Config& c, const std::vector<std::int64_t>& batch_si
   s.slurm_time = c.get_string(key("sweep.slurm_time"));
   s.slurm_cpus_per_task = c.get_int(key("sweep.slurm_cpus_per_task"));
   s.slurm_options = c.get_string_list(key("sweep.slurm_options"));
+  s.adaptive = c.get_bool(key("sweep.adaptive"));
+  s.adaptive_rule = c.get_string(key("sweep.adaptive_rule"));
+  s.adaptive_sqrt_scale = c.get_double(key("sweep.adaptive_sqrt_scale"));
   s.target =
       target.empty() ? c.get_string(Schema::in(trainer::train_keys(), "train.target")) : target;
   s.base_lr = c.get_double(Schema::in(optim::optimizer_keys(), "optimizer.lr"));
@@ -150,6 +153,9 @@ SweepSettings read_sweep_settings(Config& c, const std::vector<std::int64_t>& ba
   check_batch_sizes(c, s);
   check_lr_search(c, s, lr_trials);
   check_budget_and_target(c, s);
+  if (s.adaptive && s.adaptive_rule == "sqrt" && !(s.adaptive_sqrt_scale > 0.0))
+    c.fail("sweep.adaptive_sqrt_scale", "> 0 with sweep.adaptive_rule = \"sqrt\"",
+           number(s.adaptive_sqrt_scale), "e.g. --set sweep.adaptive_sqrt_scale=512");
   return s;
 }
 
@@ -205,6 +211,38 @@ Trial make_trial(const SweepSettings& s, std::int64_t B, int k, double multiplie
   return t;
 }
 
+// The bounds are the smallest and largest batch sizes, the micro-batch half the smallest (one
+// process: two_batch needs k >= 2 micro-batches; trial validation refuses a bound it does not
+// divide); the budget counts examples at the smallest batch (adaptive_batch.hpp); evaluations
+// every sweep.eval_every_examples at the smallest batch, not growing, so steps-to-target's
+// resolution is eval_every steps (the adaptive crossing is not refined).
+Trial make_adaptive_trial(const SweepSettings& s, int seed) {
+  const std::int64_t lo = s.batch_sizes.front(), hi = s.batch_sizes.back();
+  const std::int64_t micro = lo % 2 == 0 ? lo / 2 : lo;
+  Trial t = make_trial(s, lo, 0, 1.0, -1.0, seed, 0);
+  t.name = "adaptive_" + std::to_string(seed);
+  t.batch_size = 0;
+  t.adaptive = true;
+  t.overrides = {"train.batch_schedule=adaptive",
+                 "train.batch_min=" + std::to_string(lo),
+                 "train.batch_max=" + std::to_string(hi),
+                 "train.micro_batch=" + std::to_string(micro),
+                 "train.batch_rule=" + s.adaptive_rule,
+                 "optimizer.lr=" + exact(s.base_lr),
+                 "schedule.reference_batch=" + std::to_string(s.reference_batch),
+                 "train.steps=" + std::to_string(t.steps),
+                 "train.eval_every=" + std::to_string(t.eval_every),
+                 "train.eval_growth=1",
+                 "train.log_every=1",
+                 "noise.enabled=true",
+                 "train.target=" + s.target,
+                 "train.stop_at_target=true"};
+  if (s.adaptive_rule == "sqrt")
+    t.overrides.push_back("train.batch_sqrt_scale=" + exact(s.adaptive_sqrt_scale));
+  if (seed > 0) t.overrides.push_back("train.seed=" + std::to_string(s.base_seed + seed));
+  return t;
+}
+
 std::vector<Trial> make_plan(const SweepSettings& s) {
   // Multipliers of the prior, shared by every batch size so trials are comparable across B.
   std::vector<double> factors, momenta;
@@ -232,6 +270,10 @@ std::vector<Trial> make_plan(const SweepSettings& s) {
       plan.push_back(make_trial(s, B, k, factors[k], momenta[k]));
       plan.back().index = static_cast<int>(plan.size()) - 1;
     }
+  }
+  for (int seed = 0; s.adaptive && seed < s.seeds; ++seed) {
+    plan.push_back(make_adaptive_trial(s, seed));
+    plan.back().index = static_cast<int>(plan.size()) - 1;
   }
   return plan;
 }

@@ -34,6 +34,9 @@ struct SweepSettings {
   std::string slurm_time = "02:00:00";           // --launcher slurm: sbatch --time per array task
   std::int64_t slurm_cpus_per_task = 4;
   std::vector<std::string> slurm_options;  // extra #SBATCH lines
+  bool adaptive = false;                   // sweep.adaptive: one adaptive trial per seed
+  std::string adaptive_rule = "b_simple";  // its train.batch_rule
+  double adaptive_sqrt_scale = 0.0;        // its train.batch_sqrt_scale
   std::string target;                      // train.target of the trials
   double base_lr = 0.1;                    // optimizer.lr
 };
@@ -45,9 +48,10 @@ SweepSettings read_sweep_settings(Config& config, const std::vector<std::int64_t
                                   int lr_trials, const std::string& target);
 
 struct Trial {
-  int index = 0;     // position in the plan (the SLURM array index)
-  std::string name;  // "<B>_<k>": the directory under trials/
-  std::int64_t batch_size = 0;
+  int index = 0;                   // position in the plan (the SLURM array index)
+  std::string name;                // "<B>_<k>": the directory under trials/
+  std::int64_t batch_size = 0;     // 0: an adaptive trial (sweep.adaptive)
+  bool adaptive = false;           // the batch follows the noise scale; not in the fit
   int k = 0;                       // trial number within this batch size
   double lr = 0.0;                 // the peak LR at B: base_lr x multiplier x rule(B / reference)
   double multiplier = 1.0;         // of the prior: the trial's optimizer.lr is base_lr x multiplier
@@ -70,8 +74,12 @@ double lr_prior(const SweepSettings& s, std::int64_t batch_size);
 Trial make_trial(const SweepSettings& s, std::int64_t batch_size, int k, double multiplier,
                  double momentum = -1.0, int seed = 0, std::int64_t prune_at_step = 0);
 
-// The starting plan: every batch size's grid (or Halton draws). The adaptive search and the
-// seeds add trials as results come in (sweep_search.hpp).
+// Seed `seed`'s adaptive trial "adaptive_<seed>" (sweep.adaptive): the batch follows the noise
+// scale between the smallest and largest batch sizes, at the config's LR and schedule.scaling.
+Trial make_adaptive_trial(const SweepSettings& s, int seed);
+
+// The starting plan: every batch size's grid (or Halton draws), then the adaptive trials. The
+// adaptive search and the seeds add trials as results come in (sweep_search.hpp).
 std::vector<Trial> make_plan(const SweepSettings& s);
 
 }  // namespace lbt::experiments

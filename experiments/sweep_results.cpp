@@ -137,7 +137,9 @@ std::int64_t first_step_meeting_target(const fs::path& eval_jsonl, const trainer
 
 std::vector<BestRow> best_per_batch(const std::vector<TrialResult>& results) {
   std::map<std::int64_t, std::vector<const TrialResult*>> by_batch;
-  for (const auto& r : results) by_batch[r.trial.batch_size].push_back(&r);
+  for (const auto& r : results) {
+    if (!r.trial.adaptive) by_batch[r.trial.batch_size].push_back(&r);  // adaptive.json's
+  }
   std::vector<BestRow> rows;
   for (const auto& [B, trials] : by_batch) {
     BestRow row;
@@ -188,6 +190,7 @@ void write_sweep_csv(const fs::path& path, const std::vector<TrialResult>& resul
     chosen.insert(row.seeds.begin(), row.seeds.end());
   std::string out = std::string(kTrialHeader) + ",best,message\n";
   for (const auto& r : results) {
+    if (r.trial.adaptive) continue;  // in adaptive.json (sweep_adaptive.hpp), not the fit's CSVs
     out += trial_columns(r, sweep_dir) + (chosen.count(&r) ? ",true," : ",false,") +
            csv_field(r.message) + "\n";
   }

@@ -349,6 +349,13 @@ RunResult run_training(Config& config, const RunOptions& options, comm::Communic
     ctx.update_segments = trainer::clip_segments(model->store().segments(), sharding.my_range);
   ctx.checkpoint = checkpoint_saver(result.run_dir, identity, cfg, total_steps, sharding, comm,
                                     *model, *optimizer);
+  if (options.after_checkpoint) {
+    ctx.checkpoint = [save = std::move(ctx.checkpoint),
+                      &after = options.after_checkpoint](const trainer::LoopState& state) {
+      save(state);
+      after(state);
+    };
+  }
   result.outcome = train_with_summary(ctx, run_dir.get(), summary);
   const auto final_params = model->store().params();
   result.final_params.assign(final_params.begin(), final_params.end());

@@ -35,6 +35,9 @@ struct RunOptions {
   using Probe = std::function<void(std::int64_t step, ProbeContext& context)>;
   Probe probe;                    // empty: none (noise.hessian.every > 0 adds the B_noise probe)
   std::string noise_layout_note;  // why the batch layout is what it is (lbt noise chose it)
+  // Called on every rank after each checkpoint is written, with the loop's state (tests: an
+  // adaptive batch's accumulation count rank by rank). Empty: nothing.
+  std::function<void(const trainer::LoopState& state)> after_checkpoint;
 };
 
 struct RunResult {

@@ -5,6 +5,8 @@
                          perfect-scaling line, fitted S = S_min (1 + B_crit/B) and the regimes
                          (Shallue et al. 2018)
   examples_vs_batch.png  examples to target vs batch size, E_min and the fit
+                         (both: with sweep.adaptive, the adaptive trials' median and range as a
+                         horizontal line and band, from adaptive.json)
   lr_vs_batch.png        best LR vs batch size (bars: the search's bracket) with the fitted
                          law lr ~ B^alpha, McCandlish's eps_opt(B) and the linear/sqrt rules
   noise_vs_training.png  each best trial's B_simple over training (when noise was measured)
@@ -20,6 +22,17 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import lbt_runs  # noqa: E402
 import lbt_plot_noise  # noqa: E402
 from lbt_runs import COLORS, plt, np  # noqa: E402
+
+
+def mark_adaptive(sweep: lbt_runs.Sweep, ax, key: str) -> None:
+    """adaptive.json's `key` (steps_to_target / examples_to_target): median line, range band."""
+    a = lbt_runs.read_json(sweep.path / "adaptive.json")
+    if not a or a[key]["median"] is None:
+        return
+    s = a[key]
+    ax.axhspan(s["min"], s["max"], color=COLORS["sqrt"], alpha=0.15)
+    ax.axhline(s["median"], color=COLORS["sqrt"], lw=1.2,
+               label=f"adaptive batch: median of {a['seeds_reached']} seeds, range")
 
 
 def steps_vs_batch(sweep: lbt_runs.Sweep, ax) -> None:
@@ -63,6 +76,7 @@ def steps_vs_batch(sweep: lbt_runs.Sweep, ax) -> None:
     ax.set_xscale("log", base=2)
     ax.set_yscale("log")
     ax.set_xlabel("global batch size B")
+    mark_adaptive(sweep, ax, "steps_to_target")
     ax.set_ylabel("steps to target")
     target = sweep.manifest.get("target", "")
     ax.set_title(f"Steps to {target} vs batch size")
@@ -79,6 +93,7 @@ def examples_vs_batch(sweep: lbt_runs.Sweep, ax) -> None:
         ax.plot(b, lbt_runs.fitted_steps(fit, b) * b, color=COLORS["fit"],
                 label=f"fit: E_min={fit['E_min']:.3g}")
         ax.axhline(fit["E_min"], color=COLORS["fit"], lw=0.8, ls=":")
+    mark_adaptive(sweep, ax, "examples_to_target")
     ax.set_xscale("log", base=2)
     ax.set_yscale("log")
     ax.set_xlabel("global batch size B")

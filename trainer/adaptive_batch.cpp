@@ -3,19 +3,25 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <string>
 
 #include "trainer/train_keys.hpp"
 
 namespace lbt::trainer {
 
-// McCandlish App. D: the batch that balances steps and examples tracks the noise scale; we
-// take B = B_simple (their B_crit ~ B_noise ~ B_simple, §2.2) clipped to [min, max].
+// McCandlish App. D: the batch that balances steps and examples tracks the noise scale: either
+// B = B_simple (their B_crit ~ B_noise ~ B_simple, §2.2), or the minimiser of S + E / B0 under
+// the per-step model, B = sqrt(B0 B_noise) (adaptive_batch.hpp).
+double rule_batch(const AdaptiveBatchOptions& o, double b_simple) {
+  return o.rule == BatchRule::Sqrt ? std::sqrt(o.sqrt_scale * b_simple) : b_simple;
+}
+
 std::int64_t adaptive_accum(const AdaptiveBatchOptions& o, double b_simple, bool resolved,
                             std::int64_t accum) {
   if (!resolved || !std::isfinite(b_simple) || b_simple <= 0.0) return accum;
-  const double target =
-      std::clamp(b_simple, static_cast<double>(o.batch_min), static_cast<double>(o.batch_max));
+  const double target = std::clamp(rule_batch(o, b_simple), static_cast<double>(o.batch_min),
+                                   static_cast<double>(o.batch_max));
   const auto k = std::clamp<std::int64_t>(
       std::llround(target / static_cast<double>(o.step_examples)), o.accum_min(), o.accum_max());
   const double now = static_cast<double>(accum * o.step_examples);
@@ -41,6 +47,23 @@ void require_realisable(Config& c, const char* name, std::int64_t batch, std::in
          "e.g. " + std::to_string(std::max<std::int64_t>(1, batch / step) * step));
 }
 
+std::string shortest(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%g", v);
+  return buf;
+}
+
+// train.batch_rule and, for sqrt, its scale B0 (examples, > 0).
+void read_rule(Config& c, AdaptiveBatchOptions& a) {
+  const std::string rule = c.get_string(key("train.batch_rule"));
+  a.rule = rule == "sqrt" ? BatchRule::Sqrt : BatchRule::BSimple;
+  a.sqrt_scale = c.get_double(key("train.batch_sqrt_scale"));
+  if (a.rule == BatchRule::Sqrt && !(a.sqrt_scale > 0.0 && std::isfinite(a.sqrt_scale)))
+    c.fail("train.batch_sqrt_scale", "> 0 examples with train.batch_rule = \"sqrt\"",
+           shortest(a.sqrt_scale),
+           "e.g. --set train.batch_sqrt_scale=512 (B = sqrt(512 x B_simple))");
+}
+
 }  // namespace
 
 AdaptiveBatchOptions read_adaptive_batch(Config& c, int world_size, std::int64_t& global_batch,
@@ -51,6 +74,7 @@ AdaptiveBatchOptions read_adaptive_batch(Config& c, int world_size, std::int64_t
   a.batch_min = c.get_int(key("train.batch_min"));
   a.batch_max = c.get_int(key("train.batch_max"));
   a.hysteresis = c.get_double(key("train.batch_hysteresis"));
+  read_rule(c, a);
   if (a.batch_min <= 0)
     c.fail("train.batch_min", "> 0 with train.batch_schedule = \"adaptive\"",
            std::to_string(a.batch_min), "e.g. --set train.batch_min=64");

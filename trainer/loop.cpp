@@ -99,7 +99,8 @@ TrainLoop::StepResult TrainLoop::step(std::int64_t step, bool replay) {
   sync_parameters(step);          // local SGD: the ranks' average every H steps
   out_.steps = state_.step = step + 1;
   out_.examples = state_.examples_seen += r.global_batch = global_batch_now();
-  if (!replay) adapt_batch(r);  // adaptive: the next steps' batch from the noise scale
+  if (!replay)
+    r.batch_changed = adapt_batch(r);  // adaptive: the next steps' batch from the noise scale
   return r;
 }
 
@@ -115,13 +116,15 @@ double TrainLoop::lr_at(std::int64_t step) const {
 
 // McCandlish et al. 2018, App. D: at each noise report, the batch moves towards the EMA
 // B_simple (clipped, realisable, with hysteresis: adaptive_batch.hpp); batch_min until resolved.
-void TrainLoop::adapt_batch(const StepResult& r) {
-  if (!adaptive_ || !r.noise_reported) return;
+bool TrainLoop::adapt_batch(const StepResult& r) {
+  if (!adaptive_ || !r.noise_reported) return false;
   const noise::NoiseScale* averaged = noise_.averaged();
-  if (!averaged) return;
+  if (!averaged) return false;
   const std::int64_t accum =
       adaptive_accum(cfg_.adaptive, averaged->b_simple, averaged->resolved, accum_);
-  if (accum != accum_) set_accum(accum);
+  if (accum == accum_) return false;
+  set_accum(accum);
+  return true;
 }
 
 void TrainLoop::set_accum(std::int64_t accum) {
@@ -247,7 +250,8 @@ void TrainLoop::sync_parameters(std::int64_t step) {
   average_over_ranks(store_.params(), ctx_.optimizer, store_.grads(), ctx_.comm);
 }
 
-// metrics.jsonl (a skipped step is always logged, marked "skipped") and the progress line.
+// metrics.jsonl (a skipped step is always logged, marked "skipped"; so is an adaptive batch's
+// change) and the progress line.
 void TrainLoop::log_step(const StepResult& r) {
   ++window_steps_;
   const double epoch = epoch_now();
@@ -258,7 +262,7 @@ void TrainLoop::log_step(const StepResult& r) {
                                   {"loss", r.loss},
                                   {"grad_norm", r.grad_norm},
                                   {"skipped", true}});
-  } else if (out_.steps % cfg_.log_every == 0 || last_step()) {
+  } else if (out_.steps % cfg_.log_every == 0 || last_step() || r.batch_changed) {
     const double window_s = seconds_since(t_window_);
     const double samples_per_s =
         (state_.examples_seen - window_examples_from_) / std::max(window_s, 1e-9);
@@ -268,6 +272,9 @@ void TrainLoop::log_step(const StepResult& r) {
       if (adaptive_) {
         line["global_batch"] = r.global_batch;
         line["examples"] = state_.examples_seen;
+        // Each change has its line, at the step that decided it (before any checkpoint of
+        // that step), whatever train.log_every is.
+        if (r.batch_changed) line["next_global_batch"] = global_batch_now();
       }
       // training accuracy only where there are classes (regression has none to count)
       if (ctx_.data.train.is_classification()) line["accuracy"] = sums_[1] / sums_[2];

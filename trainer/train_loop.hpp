@@ -40,6 +40,7 @@ class TrainLoop {
     double loss, grad_norm, lr;
     std::int64_t global_batch;  // this step's examples over all ranks
     bool stop, checkpoint_due, noise_reported;
+    bool batch_changed;       // adaptive: the next step's batch differs from this one's
     std::string skip_reason;  // why judge_step skipped or stopped
   };
   enum class Continue { kGoOn, kStop };
@@ -53,7 +54,7 @@ class TrainLoop {
   double lr_at(std::int64_t step) const;
   void apply_update(std::int64_t step, const StepResult& r, bool replay);
   void sync_parameters(std::int64_t step);
-  void adapt_batch(const StepResult& r);
+  bool adapt_batch(const StepResult& r);  // true: the batch changed
   void set_accum(std::int64_t accum);
   void start_data_at(std::int64_t step);
   void start_overlap();

@@ -105,6 +105,31 @@ BOOST_AUTO_TEST_CASE(b_simple_rule_follows_the_logged_noise_scale) {
   BOOST_TEST(changes >= 2);
 }
 
+// With log_every far apart, every change still has its metrics.jsonl line (next_global_batch,
+// at the step that decided it): replaying the lines from batch_min gives every line's batch.
+BOOST_AUTO_TEST_CASE(every_batch_change_has_its_metrics_line) {
+  const fs::path run = scratch() / "sparse_log";
+  const auto r = run_lbt(kAdaptive +
+                         " --set noise.estimator=per_example --set train.log_every=100"
+                         " --out " +
+                         run.string());
+  BOOST_TEST_REQUIRE(r.code == 0, r.err);
+  std::int64_t batch = 16;  // train.batch_min
+  int changes = 0;
+  const auto lines = lines_without_timing(run / "metrics.jsonl");
+  for (const auto& m : lines) {
+    BOOST_TEST(m["global_batch"].get<std::int64_t>() == batch, "step " << m["step"]);
+    if (m.contains("next_global_batch")) {
+      BOOST_TEST(m["next_global_batch"].get<std::int64_t>() != batch);
+      batch = m["next_global_batch"].get<std::int64_t>();
+      ++changes;
+    } else if (&m != &lines.back()) {  // the last step (the examples budget) has its line
+      BOOST_TEST(m["step"].get<std::int64_t>() % 100 == 0, "step " << m["step"]);
+    }
+  }
+  BOOST_TEST(changes >= 2);
+}
+
 // B = sqrt(B0 x B_simple) with B0 = 200 and no hysteresis: every report moves the batch to the
 // multiple of 8 nearest round(sqrt(200 x B_simple_ema)), clipped to [16, 512].
 BOOST_AUTO_TEST_CASE(sqrt_rule_follows_the_logged_noise_scale) {

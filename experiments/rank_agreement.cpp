@@ -101,7 +101,10 @@ std::vector<Group> differing_groups(comm::Communicator& comm, const std::string&
 
 std::string rank_list(const std::vector<int>& ranks) {
   std::string who;
-  for (int r : ranks) who += (who.empty() ? "" : ",") + std::to_string(r);
+  for (int r : ranks) {
+    if (!who.empty()) who += ',';  // not ("" or ",") + to_string: GCC 12's false -Wrestrict
+    who += std::to_string(r);
+  }
   return "rank" + std::string(ranks.size() > 1 ? "s " : " ") + who;
 }
 
@@ -149,7 +152,8 @@ void check_ranks_agree(comm::Communicator& comm, const std::string& resolved_tom
     for (const auto& [key, value] : other) {
       if (!reference.count(key)) add(key, "(unset)", value);
     }
-    message += " " + rank_list(groups[g].ranks) + ": " + diffs + ";";
+    message += ' ';
+    message += rank_list(groups[g].ranks) + ": " + diffs + ";";
   }
   message.pop_back();
   const std::string hint =

@@ -12,7 +12,15 @@ struct Shape3 {
   std::int64_t size() const { return c * h * w; }
   std::int64_t plane() const { return h * w; }
   std::string text() const {
-    return "[" + std::to_string(c) + ", " + std::to_string(h) + ", " + std::to_string(w) + "]";
+    // Appended piece by piece: "[" + std::to_string(...) trips GCC 12's false -Wrestrict.
+    std::string out = "[";
+    out += std::to_string(c);
+    out += ", ";
+    out += std::to_string(h);
+    out += ", ";
+    out += std::to_string(w);
+    out += "]";
+    return out;
   }
   bool operator==(const Shape3&) const = default;
 };

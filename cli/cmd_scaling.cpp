@@ -2,7 +2,6 @@
 // [--out DIR]`: the same config at 1, 2, 4 ... MPI processes (one thread each), the list run R
 // times interleaved; scaling.csv (medians with min-max), scaling_runs.csv (every run) and plots
 // in DIR; with --compare every value of KEY in the same study, and scaling_compare.csv.
-#include <unistd.h>
 
 #include <filesystem>
 #include <memory>
@@ -11,16 +10,11 @@
 
 #include "cli/commands.hpp"
 #include "core/error.hpp"
+#include "experiments/child_process.hpp"
 #include "experiments/scaling.hpp"
 
 namespace lbt::cli {
 namespace {
-
-std::filesystem::path self_executable() {
-  std::error_code ec;
-  auto p = std::filesystem::read_symlink("/proc/self/exe", ec);
-  return ec ? std::filesystem::path("lbt") : p;
-}
 
 // notebooks/lbt_plot_scaling.py until the lead folds it into notebooks/lbt_plot.py, whose
 // `scaling` subcommand takes the same CSV OUTDIR.
@@ -78,7 +72,7 @@ void add_scaling_command(CLI::App& app) {
   cmd->footer(config_keys_footer());
   cmd->callback([o, out, mca] {
     o->out = *out;
-    o->lbt = self_executable();
+    o->lbt = experiments::self_executable();
     for (const auto& m : *mca) {
       const auto eq = m.find('=');
       if (eq == std::string::npos) throw ConfigError("--mca '" + m + "' is not NAME=VALUE");

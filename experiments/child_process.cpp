@@ -2,6 +2,7 @@
 #include "experiments/child_process.hpp"
 
 #include <fcntl.h>
+#include <sched.h>
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
@@ -146,6 +147,23 @@ void forward_signal_to_children(int signal) {
 
 std::filesystem::path self_executable() {
   return std::filesystem::read_symlink("/proc/self/exe");
+}
+
+int available_cores() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (sched_getaffinity(0, sizeof set, &set) == 0) return std::max(1, CPU_COUNT(&set));
+  return static_cast<int>(std::max(1L, sysconf(_SC_NPROCESSORS_ONLN)));
+}
+
+std::vector<std::string> mpirun_local_args(int ranks) {
+  std::vector<std::string> args{"-np", std::to_string(ranks), "--oversubscribe"};
+  if (ranks > available_cores()) args.insert(args.end(), {"--bind-to", "none"});
+  if (geteuid() == 0) {  // OpenMPI refuses root without these
+    setenv("OMPI_ALLOW_RUN_AS_ROOT", "1", 1);
+    setenv("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1", 1);
+  }
+  return args;
 }
 
 }  // namespace lbt::experiments

@@ -43,4 +43,12 @@ std::string tail_lines(const std::filesystem::path& path, int max_lines);
 // The path of the running executable (/proc/self/exe).
 std::filesystem::path self_executable();
 
+// Cores this process may run on (its CPU affinity mask).
+int available_cores();
+
+// mpirun's arguments for `ranks` processes on this machine (what follows the launcher's name):
+// -np N --oversubscribe, and no core binding past available_cores(), which would refuse the
+// extra ranks. As root (CI), also sets OpenMPI's two permissions in this process's environment.
+std::vector<std::string> mpirun_local_args(int ranks);
+
 }  // namespace lbt::experiments

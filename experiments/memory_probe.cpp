@@ -7,7 +7,6 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
-#include <thread>
 
 #include "core/error.hpp"
 #include "core/io.hpp"
@@ -20,16 +19,9 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// mpirun -np N, as experiments/scaling.cpp launches it: more ranks than cores need
-// --oversubscribe and no binding; root needs OpenMPI's two permissions.
+// mpirun -np N lbt, launched as lbt scaling launches its runs (child_process.hpp).
 std::vector<std::string> mpirun_args(int workers) {
-  const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  std::vector<std::string> args{"-np", std::to_string(workers), "--oversubscribe"};
-  if (workers > cores) args.insert(args.end(), {"--bind-to", "none"});
-  if (geteuid() == 0) {
-    setenv("OMPI_ALLOW_RUN_AS_ROOT", "1", 1);
-    setenv("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1", 1);
-  }
+  std::vector<std::string> args = mpirun_local_args(workers);
   args.push_back(self_executable().string());
   return args;
 }

@@ -1,8 +1,6 @@
 // The scaling study's numbers: per-repeat ratios, their medians over repeats, a run's
 // throughput read back, and the CSVs and table; see scaling.hpp. run_scaling, which launches
 // the runs, is in scaling_study.cpp.
-#include <sched.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <cstdio>
@@ -115,13 +113,6 @@ std::vector<ScalingSummary> summarise_scaling(std::vector<ScalingRow> runs) {
     }
   }
   return rows;
-}
-
-int available_cores() {
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  if (sched_getaffinity(0, sizeof set, &set) == 0) return std::max(1, CPU_COUNT(&set));
-  return static_cast<int>(std::max(1L, sysconf(_SC_NPROCESSORS_ONLN)));
 }
 
 ScalingRow read_scaling_run(const fs::path& run_dir) {

@@ -87,9 +87,6 @@ std::string scaling_summary_csv(const std::vector<ScalingSummary>& rows, int cor
 // The one-config table: per worker count, samples/s, epoch time, speedup and efficiency.
 void print_scaling_table(const std::vector<ScalingSummary>& rows);
 
-// Cores this process may run on (its CPU affinity mask).
-int available_cores();
-
 // Runs the study, writes scaling.csv (summaries), scaling_runs.csv (one row per run), with
 // --compare scaling_compare.csv (ratios against the first variant) and a `variant` column
 // last in the other two, and plots when the script runs; returns the summaries. Throws

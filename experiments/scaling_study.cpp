@@ -16,6 +16,7 @@
 #include "core/config.hpp"
 #include "core/error.hpp"
 #include "core/io.hpp"
+#include "experiments/child_process.hpp"
 #include "experiments/lbt_schema.hpp"
 #include "experiments/scaling.hpp"
 #include "experiments/scaling_compare.hpp"
@@ -175,18 +176,14 @@ void print_study_header(const ScalingOptions& o, const std::vector<ScalingVarian
 void set_run_environment() {
   setenv("OMP_NUM_THREADS", "1", 1);
   setenv("OPENBLAS_NUM_THREADS", "1", 1);
-  if (geteuid() == 0) {  // OpenMPI refuses root without these (CI runs as root)
-    setenv("OMPI_ALLOW_RUN_AS_ROOT", "1", 1);
-    setenv("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1", 1);
-  }
 }
 
 // mpirun -np k ... lbt train, for a few steps of throughput into `run`.
-std::vector<std::string> train_command(const ScalingOptions& o, int k, int cores,
+std::vector<std::string> train_command(const ScalingOptions& o, int k,
                                        const std::vector<std::string>& sets, const fs::path& run) {
-  std::vector<std::string> args = {o.mpirun, "-np", std::to_string(k), "--oversubscribe"};
-  // Binding each rank to a core would refuse more ranks than cores.
-  if (k > cores) args.insert(args.end(), {"--bind-to", "none"});
+  std::vector<std::string> args = {o.mpirun};
+  const std::vector<std::string> local = mpirun_local_args(k);
+  args.insert(args.end(), local.begin(), local.end());
   args.insert(args.end(), o.mpirun_args.begin(), o.mpirun_args.end());
   args.insert(args.end(), {o.lbt.string(), "train", "--config", o.config.string(), "--quiet",
                            "--overwrite", "--out", run.string()});
@@ -195,7 +192,7 @@ std::vector<std::string> train_command(const ScalingOptions& o, int k, int cores
 }
 
 // One run of variant v with k workers in repeat `repeat`: launched, waited for, read back.
-ScalingRow run_one(const ScalingOptions& o, const ScalingVariant& v, int k, int repeat, int cores,
+ScalingRow run_one(const ScalingOptions& o, const ScalingVariant& v, int k, int repeat,
                    std::int64_t base_batch) {
   const std::string tag = "repeat " + std::to_string(repeat) + "/" + std::to_string(o.repeats) +
                           (v.tag.empty() ? "" : ", " + v.tag) + ", workers " + std::to_string(k);
@@ -203,7 +200,7 @@ ScalingRow run_one(const ScalingOptions& o, const ScalingVariant& v, int k, int 
   const fs::path run = dir / ("repeat-" + std::to_string(repeat));
   const fs::path log = dir / ("repeat-" + std::to_string(repeat) + ".log");
   fs::create_directories(dir);
-  const auto args = train_command(o, k, cores, run_sets(o, v, k, base_batch), run);
+  const auto args = train_command(o, k, run_sets(o, v, k, base_batch), run);
   std::printf("%s: %s\n", tag.c_str(), join_command(args).c_str());
   std::fflush(stdout);
   const int rc = run_process(args, log);
@@ -292,7 +289,7 @@ std::vector<ScalingSummary> run_scaling(const ScalingOptions& o) {
     for (std::size_t i = 0; i < order.size(); ++i) {
       const StudyRun& s = order[i];
       runs.push_back(run_one(o, variants[static_cast<std::size_t>(s.variant)], s.workers, repeat,
-                             cores, base_batches[static_cast<std::size_t>(s.variant)]));
+                             base_batches[static_cast<std::size_t>(s.variant)]));
       positions.push_back(static_cast<int>(i) + 1);
     }
   }

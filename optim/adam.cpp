@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "optim/flat_ops.hpp"
+#include "optim/update_rules.hpp"
 
 namespace lbt::optim {
 
@@ -36,6 +37,23 @@ double bias_correction(double beta, std::int64_t step) {
   return 1.0 - std::pow(beta, static_cast<double>(step + 1));
 }
 
+// beta m is written m - (1 - beta) m, with 1 - beta computed in double and rounded once, so
+// beta itself never enters in float: float(0.999) is 1.3e-8 off, so 1.0f - float(0.999) was
+// 218 x 2^-24 off 1e-3 (the step 109 x 2^-24 off what the double bias correction assumes), and
+// even with 1 - beta exact a v decayed by float(beta2) drifts ~1.3e-8 per step of its age.
+// Same cost (two multiply-adds). Not the lerp m + (1 - beta)(g - m): at beta = 0 that
+// loses a g much smaller than the old m (v can reach 0).
+rules::AdamCoefficients adam_coefficients(const AdamOptions& o, std::int64_t step) {
+  const float eps = static_cast<float>(o.eps);
+  // sqrt(v_hat + eps_in) + eps_out covers both placements without a branch in the loop.
+  return {static_cast<float>(1.0 - o.beta1),
+          static_cast<float>(1.0 - o.beta2),
+          static_cast<float>(1.0 / bias_correction(o.beta1, step)),
+          static_cast<float>(1.0 / bias_correction(o.beta2, step)),
+          o.eps_inside_sqrt ? eps : 0.0f,
+          o.eps_inside_sqrt ? 0.0f : eps};
+}
+
 Adam::Adam(AdamOptions options, std::size_t num_params) : options_(options) {
   state_.add("m", num_params);
   state_.add("v", num_params);
@@ -51,21 +69,8 @@ void Adam::step(const StepInput& in) {
 
 void Adam::step_transformed(const StepInput& in, std::span<const GradTransform> transforms) {
   const float lr = static_cast<float>(in.lr);
-  // beta m is written m - (1 - beta) m, with 1 - beta computed in double and rounded once, so
-  // beta itself never enters in float: float(0.999) is 1.3e-8 off, so 1.0f - float(0.999) was
-  // 218 x 2^-24 off 1e-3 (the step 109 x 2^-24 off what the double bias correction assumes), and
-  // even with 1 - beta exact a v decayed by float(beta2) drifts ~1.3e-8 per step of its age.
-  // Same cost (two fused multiply-adds). Not the lerp m + (1 - beta)(g - m): at beta = 0 that
-  // loses a g much smaller than the old m (v can reach 0).
-  const float one_minus_beta1 = static_cast<float>(1.0 - options_.beta1),
-              one_minus_beta2 = static_cast<float>(1.0 - options_.beta2);
-  const float eps = static_cast<float>(options_.eps);
-  const float inv_bc1 = static_cast<float>(1.0 / bias_correction(options_.beta1, in.step));
-  const float inv_bc2 = static_cast<float>(1.0 / bias_correction(options_.beta2, in.step));
+  const rules::AdamCoefficients k = adam_coefficients(options_, in.step);
   const float decoupled_wd = options_.decoupled ? static_cast<float>(options_.weight_decay) : 0.0f;
-  // sqrt(v_hat + eps_in) + eps_out covers both placements without a branch in the loop.
-  const float eps_in = options_.eps_inside_sqrt ? eps : 0.0f,
-              eps_out = options_.eps_inside_sqrt ? 0.0f : eps;
   float* m_all = state_.get("m").data();
   float* v_all = state_.get("v").data();
   const auto plan = detail::plan_chunks(in.segments);
@@ -80,17 +85,8 @@ void Adam::step_transformed(const StepInput& in, std::span<const GradTransform> 
     float* __restrict mp = m_all + seg.offset;
     float* __restrict vp = v_all + seg.offset;
 #pragma omp simd
-    for (std::size_t i = begin; i < end; ++i) {
-      const float g_prime = scale * (gp[i] + l2 * wp[i]);
-      // first and second moment: m = beta1 m + (1 - beta1) g', v = beta2 v + (1 - beta2) g'^2
-      const float m_i = mp[i] - one_minus_beta1 * mp[i] + one_minus_beta1 * g_prime;
-      const float v_i = vp[i] - one_minus_beta2 * vp[i] + one_minus_beta2 * g_prime * g_prime;
-      mp[i] = m_i;
-      vp[i] = v_i;
-      const float m_hat = m_i * inv_bc1, v_hat = v_i * inv_bc2;  // bias correction
-      const float denom = std::sqrt(v_hat + eps_in) + eps_out;
-      wp[i] -= lr * (m_hat / denom + wd * wp[i]);  // step + decoupled decay
-    }
+    for (std::size_t i = begin; i < end; ++i)
+      rules::adam(wp[i], mp[i], vp[i], rules::transformed_grad(gp[i], wp[i], scale, l2), wd, lr, k);
   });
 }
 

@@ -7,6 +7,7 @@
 #pragma once
 #include "core/config.hpp"
 #include "optim/optimizer.hpp"
+#include "optim/update_rules.hpp"
 
 namespace lbt::optim {
 
@@ -27,6 +28,9 @@ std::string describe(const AdamOptions& options);
 
 // Bias corrections 1 - beta^t with t = step + 1.
 double bias_correction(double beta, std::int64_t step);
+// The per-element coefficients of Adam's moments and direction at `step`, for every backend's
+// kernel.
+rules::AdamCoefficients adam_coefficients(const AdamOptions& o, std::int64_t step);
 
 class Adam final : public SegmentwiseOptimizer {
  public:

@@ -8,6 +8,7 @@
 
 #include "optim/adam.hpp"
 #include "optim/flat_ops.hpp"
+#include "optim/update_rules.hpp"
 #include "optim/phi_config.hpp"
 
 namespace lbt::optim {
@@ -35,22 +36,23 @@ double lamb_ratio(const LambOptions& o, double w_norm, double u_norm) {
   return apply_phi(trust_ratio(w_norm, u_norm, 1.0, 0.0), o.phi);
 }
 
+rules::AdamCoefficients lamb_coefficients(const LambOptions& o, std::int64_t step) {
+  const auto inv_bc = [&](double beta) {
+    return o.bias_correction ? static_cast<float>(1.0 / bias_correction(beta, step)) : 1.0f;
+  };
+  return {static_cast<float>(1.0 - o.beta1), static_cast<float>(1.0 - o.beta2), inv_bc(o.beta1),
+          inv_bc(o.beta2), 0.0f, static_cast<float>(o.eps)};
+}
+
 Lamb::Lamb(LambOptions options, std::size_t num_params) : options_(options) {
   state_.add("m", num_params);
   state_.add("v", num_params);
 }
 
 void Lamb::step(const StepInput& in) {
-  // beta m as m - (1 - beta) m, 1 - beta rounded once from double: see adam.cpp.
-  const float one_minus_beta1 = static_cast<float>(1.0 - options_.beta1),
-              one_minus_beta2 = static_cast<float>(1.0 - options_.beta2);
-  const float eps = static_cast<float>(options_.eps);
-  const float inv_bc1 = options_.bias_correction
-                            ? static_cast<float>(1.0 / bias_correction(options_.beta1, in.step))
-                            : 1.0f;
-  const float inv_bc2 = options_.bias_correction
-                            ? static_cast<float>(1.0 / bias_correction(options_.beta2, in.step))
-                            : 1.0f;
+  // beta m as m - (1 - beta) m, 1 - beta rounded once from double: see adam.cpp. u's epsilon sits
+  // outside the square root.
+  const rules::AdamCoefficients k = lamb_coefficients(options_, in.step);
   const float lr = static_cast<float>(in.lr);
   const float wd = static_cast<float>(options_.weight_decay);
   float* m_all = state_.get("m").data();
@@ -71,25 +73,16 @@ void Lamb::step(const StepInput& in) {
     float* __restrict vp = v_all + seg.offset;
     if (!trusted[c.segment]) {  // AdamW step in one pass
 #pragma omp simd
-      for (std::size_t i = c.begin; i < c.end; ++i) {
-        const float m_i = mp[i] - one_minus_beta1 * mp[i] + one_minus_beta1 * gp[i];
-        const float v_i = vp[i] - one_minus_beta2 * vp[i] + one_minus_beta2 * gp[i] * gp[i];
-        mp[i] = m_i;
-        vp[i] = v_i;
-        wp[i] -= lr * ((m_i * inv_bc1) / (std::sqrt(v_i * inv_bc2) + eps) + lambda * wp[i]);
-      }
+      for (std::size_t i = c.begin; i < c.end; ++i)
+        rules::adam(wp[i], mp[i], vp[i], gp[i], lambda, lr, k);
       return std::array<double, 2>{0.0, 0.0};
     }
     double ww = 0, uu = 0;
 #pragma omp simd reduction(+ : ww, uu)
     for (std::size_t i = c.begin; i < c.end; ++i) {
-      const float m_i = mp[i] - one_minus_beta1 * mp[i] + one_minus_beta1 * gp[i];
-      const float v_i = vp[i] - one_minus_beta2 * vp[i] + one_minus_beta2 * gp[i] * gp[i];
-      mp[i] = m_i;
-      vp[i] = v_i;
-      const float u = (m_i * inv_bc1) / (std::sqrt(v_i * inv_bc2) + eps) + lambda * wp[i];
-      ww += double(wp[i]) * double(wp[i]);
-      uu += double(u) * double(u);
+      rules::adam_moments(mp[i], vp[i], gp[i], k);
+      ww += rules::square(wp[i]);
+      uu += rules::square(rules::adam_direction(mp[i], vp[i], wp[i], lambda, k));
     }
     return std::array<double, 2>{ww, uu};
   };
@@ -106,10 +99,8 @@ void Lamb::step(const StepInput& in) {
     const float* __restrict mp = m_all + seg.offset;
     const float* __restrict vp = v_all + seg.offset;
 #pragma omp simd
-    for (std::size_t i = c.begin; i < c.end; ++i) {
-      const float u = (mp[i] * inv_bc1) / (std::sqrt(vp[i] * inv_bc2) + eps) + lambda * wp[i];
-      wp[i] -= size * u;
-    }
+    for (std::size_t i = c.begin; i < c.end; ++i)
+      wp[i] -= size * rules::adam_direction(mp[i], vp[i], wp[i], lambda, k);
   };
   detail::norms_then_update<2>(detail::plan_groups(in.segments), moments_and_norms, update);
 }

@@ -7,6 +7,7 @@
 #include "core/config.hpp"
 #include "optim/optimizer.hpp"
 #include "optim/trust_ratio.hpp"
+#include "optim/update_rules.hpp"
 
 namespace lbt::optim {
 
@@ -31,6 +32,9 @@ std::string describe(const LambOptions& options);
 bool lamb_applies_trust_ratio(const LambOptions& o, const Segment& seg);
 // phi(|w| / |u|) with the zero-norm rule.
 double lamb_ratio(const LambOptions& o, double w_norm, double u_norm);
+// The per-element coefficients of LAMB's moments and direction u at `step` (eps outside the
+// square root; bias correction as configured), for every backend's kernel.
+rules::AdamCoefficients lamb_coefficients(const LambOptions& o, std::int64_t step);
 
 class Lamb final : public Optimizer {
  public:

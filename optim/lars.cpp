@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "optim/flat_ops.hpp"
+#include "optim/update_rules.hpp"
 #include "optim/phi_config.hpp"
 
 namespace lbt::optim {
@@ -67,9 +68,9 @@ void Lars::step(const StepInput& in) {
 #pragma omp simd reduction(+ : ww, gg, uu)
     for (std::size_t i = c.begin; i < c.end; ++i) {
       const double wi = wp[i], gi = gp[i], ui = gi + beta * wi;
-      ww += wi * wi;
-      gg += gi * gi;
-      uu += ui * ui;
+      ww += rules::square(wi);
+      gg += rules::square(gi);
+      uu += rules::square(ui);
     }
     return std::array<double, 3>{ww, gg, uu};
   };
@@ -92,16 +93,12 @@ void Lars::step(const StepInput& in) {
     float* __restrict vp = momentum ? momentum + seg.offset : nullptr;
     if (!vp) {
 #pragma omp simd
-      for (std::size_t k = chunk.begin; k < chunk.end; ++k)
-        wp[k] -= c * (a * (gp[k] + beta * wp[k]));
+      for (std::size_t k = chunk.begin; k < chunk.end; ++k) rules::lars_plain(wp[k], gp[k], beta, a, c);
       return;
     }
 #pragma omp simd
-    for (std::size_t k = chunk.begin; k < chunk.end; ++k) {
-      const float v_k = vp[k] - one_minus_mu * vp[k] + a * (gp[k] + beta * wp[k]);  // v = m v + a d
-      vp[k] = v_k;
-      wp[k] -= c * v_k;
-    }
+    for (std::size_t k = chunk.begin; k < chunk.end; ++k)
+      rules::lars_momentum(wp[k], vp[k], gp[k], beta, a, c, one_minus_mu);
   };
   detail::norms_then_update<3>(detail::plan_groups(in.segments), norms, update);
 }

@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "optim/flat_ops.hpp"
+#include "optim/update_rules.hpp"
 
 namespace lbt::optim {
 
@@ -42,13 +43,12 @@ void Sgd::step(const StepInput& in) {
 }
 
 void Sgd::step_transformed(const StepInput& in, std::span<const GradTransform> transforms) {
-  const float lr = static_cast<float>(in.lr);
-  const float mu = static_cast<float>(options_.momentum);
   // buf decays as buf - (1 - mu) buf: float(0.9) is 2.4e-8 off, which a buffer summing ~10 steps
   // of gradient turned into ~4 x 2^-24 of the update; 1 - mu rounded once from double is not.
-  const float one_minus_mu = static_cast<float>(1.0 - options_.momentum);
-  const float one_minus_dampening = static_cast<float>(1.0 - options_.dampening);
-  const bool first = in.step == 0, nesterov = options_.nesterov;
+  const rules::SgdCoefficients k{static_cast<float>(in.lr), static_cast<float>(options_.momentum),
+                                 static_cast<float>(1.0 - options_.momentum),
+                                 static_cast<float>(1.0 - options_.dampening), in.step == 0,
+                                 options_.nesterov};
   float* momentum = options_.momentum > 0.0 ? state_.get("momentum").data() : nullptr;
   const auto plan = detail::plan_chunks(in.segments);
   detail::for_each_chunk(plan, [=, &plan](std::size_t c) {
@@ -61,18 +61,13 @@ void Sgd::step_transformed(const StepInput& in, std::span<const GradTransform> t
     float* __restrict bufp = momentum ? momentum + offset : nullptr;
     if (!bufp) {
 #pragma omp simd
-      for (std::size_t i = begin; i < end; ++i) wp[i] -= lr * (scale * (gp[i] + l2 * wp[i]));
+      for (std::size_t i = begin; i < end; ++i)
+        rules::sgd_plain(wp[i], rules::transformed_grad(gp[i], wp[i], scale, l2), k.lr);
       return;
     }
 #pragma omp simd
-    for (std::size_t i = begin; i < end; ++i) {
-      const float g_prime = scale * (gp[i] + l2 * wp[i]);  // g' = g + wd*w
-      const float b = first ? g_prime                      // buf = mu buf + (1 - dampening) g'
-                            : bufp[i] - one_minus_mu * bufp[i] + one_minus_dampening * g_prime;
-      bufp[i] = b;
-      const float d = nesterov ? g_prime + mu * b : b;  // Nesterov looks ahead along buf
-      wp[i] -= lr * d;
-    }
+    for (std::size_t i = begin; i < end; ++i)
+      rules::sgd_momentum(wp[i], bufp[i], rules::transformed_grad(gp[i], wp[i], scale, l2), k);
   });
 }
 

@@ -14,6 +14,7 @@ void add_scaling_command(CLI::App& app);
 void add_noise_command(CLI::App& app);
 void add_plan_command(CLI::App& app);
 void add_memory_command(CLI::App& app);
+void add_doctor_command(CLI::App& app);
 
 // Where config notes go: stderr on the first rank (or without MPI), nowhere on the others.
 std::ostream* notes_stream();

@@ -19,7 +19,8 @@ set(all_parts ${parts} bench tests)
 
 set(violations "")
 foreach(part ${parts})
-  file(GLOB_RECURSE sources ${SOURCE_DIR}/${part}/*.cpp ${SOURCE_DIR}/${part}/*.hpp)
+  file(GLOB_RECURSE sources ${SOURCE_DIR}/${part}/*.cpp ${SOURCE_DIR}/${part}/*.hpp
+                            ${SOURCE_DIR}/${part}/*.cu ${SOURCE_DIR}/${part}/*.cuh)
   foreach(source ${sources})
     file(STRINGS ${source} includes REGEX "^#include \"[a-z_]+/")
     foreach(line ${includes})

@@ -1,0 +1,76 @@
+"""PyTorch's MLP training step on a GPU, as bench/gpu_mlp_step.cpp times lbt's: 784-512-512-10,
+forward, cross-entropy, backward, SGD momentum 0.9, fp32 (TF32 off), a fixed batch on the device.
+Eager mode, and with --graph the whole step captured in a CUDA graph (what framework overhead
+costs). Prints CSV rows impl,batch,samples_per_s,min,max (median [min-max] over windows).
+    python3 torch_gpu_mlp.py [--batches 32,128,...] [--seconds 1] [--graph]
+"""
+import argparse
+import statistics
+import time
+
+import torch
+
+
+def step_fn(model, opt, x, y):
+    def step():
+        opt.zero_grad(set_to_none=False)
+        loss = torch.nn.functional.cross_entropy(model(x), y)
+        loss.backward()
+        opt.step()
+    return step
+
+
+def rate(step, batch, seconds):
+    for _ in range(20):
+        step()
+    torch.cuda.synchronize()
+    rates, start = [], time.perf_counter()
+    while time.perf_counter() - start < seconds or len(rates) < 5:
+        t0, steps = time.perf_counter(), 0
+        while time.perf_counter() - t0 < seconds / 10:
+            step()
+            steps += 1
+            if steps % 64 == 0:
+                torch.cuda.synchronize()
+        torch.cuda.synchronize()
+        rates.append(steps * batch / (time.perf_counter() - t0))
+    return statistics.median_high(rates), min(rates), max(rates)
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("--batches", default="32,128,512,2048,8192")
+    p.add_argument("--seconds", type=float, default=1.0)
+    p.add_argument("--graph", action="store_true")
+    a = p.parse_args()
+    torch.backends.cuda.matmul.allow_tf32 = False
+    torch.backends.cudnn.allow_tf32 = False
+    dev = torch.device("cuda")
+    print("impl,batch,samples_per_s,min,max", flush=True)
+    for batch in (int(b) for b in a.batches.split(",")):
+        torch.manual_seed(1)
+        model = torch.nn.Sequential(torch.nn.Linear(784, 512), torch.nn.ReLU(),
+                                    torch.nn.Linear(512, 512), torch.nn.ReLU(),
+                                    torch.nn.Linear(512, 10)).to(dev)
+        opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
+        x = torch.rand(batch, 784, device=dev)
+        y = torch.arange(batch, device=dev) % 10
+        step = step_fn(model, opt, x, y)
+        impl = "torch_eager"
+        if a.graph:
+            side = torch.cuda.Stream()
+            side.wait_stream(torch.cuda.current_stream())
+            with torch.cuda.stream(side):
+                for _ in range(3):
+                    step()
+            torch.cuda.current_stream().wait_stream(side)
+            graph = torch.cuda.CUDAGraph()
+            with torch.cuda.graph(graph):
+                step()
+            step, impl = graph.replay, "torch_graph"
+        med, lo, hi = rate(step, batch, a.seconds)
+        print(f"{impl},{batch},{med:.0f},{lo:.0f},{hi:.0f}", flush=True)
+
+
+if __name__ == "__main__":
+    main()

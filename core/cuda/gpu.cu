@@ -1,0 +1,152 @@
+// CUDA runtime, cuBLAS and NCCL behind core/cuda/gpu.hpp.
+#include "core/cuda/gpu.hpp"
+
+#include <cublas_v2.h>
+#include <cuda_runtime.h>
+#include <cudnn.h>
+#include <nccl.h>
+
+#include <string>
+
+#include "core/cuda/check.cuh"
+#include "core/error.hpp"
+
+namespace lbt::cuda {
+
+int device_count(std::string* why) {
+  int n = 0;
+  const cudaError_t e = cudaGetDeviceCount(&n);
+  if (e != cudaSuccess) {
+    if (why) *why = cudaGetErrorString(e);
+    cudaGetLastError();  // clear it: the next call must not see it
+    return 0;
+  }
+  if (n == 0 && why) *why = "the CUDA driver sees no device";
+  return n;
+}
+
+void require_gpu() {
+  std::string why;
+  if (device_count(&why) == 0)
+    throw ConfigError("no usable NVIDIA GPU: " + why,
+                      "the CUDA parts need a machine with an NVIDIA GPU and its driver");
+}
+
+std::string describe_device() {
+  cudaDeviceProp p{};
+  check(cudaGetDeviceProperties(&p, 0), "cudaGetDeviceProperties");
+  return std::string(p.name) + ", sm_" + std::to_string(p.major) + std::to_string(p.minor) + ", " +
+         std::to_string(p.totalGlobalMem >> 30) + " GiB";
+}
+
+void* allocate_bytes(std::size_t bytes) {
+  void* p = nullptr;
+  check(cudaMalloc(&p, bytes == 0 ? 4 : bytes), "cudaMalloc");
+  return p;
+}
+void free_bytes(void* p) noexcept { cudaFree(p); }
+void copy_to_device(void* to, const void* from, std::size_t bytes) {
+  check(cudaMemcpy(to, from, bytes, cudaMemcpyHostToDevice), "cudaMemcpy to device");
+}
+void copy_to_host(void* to, const void* from, std::size_t bytes) {
+  check(cudaMemcpy(to, from, bytes, cudaMemcpyDeviceToHost), "cudaMemcpy to host");
+}
+void zero_bytes(void* p, std::size_t bytes) { check(cudaMemset(p, 0, bytes), "cudaMemset"); }
+
+struct Gpu::Handles {
+  cudaStream_t stream = nullptr;  // the legacy default stream: ordered with cudaMemcpy
+  cublasHandle_t blas = nullptr;
+  DeviceArray<double> partials;  // sum_squares' per-block sums
+};
+
+Gpu::Gpu() : h_(std::make_unique<Handles>()) {
+  require_gpu();
+  check(cudaSetDevice(0), "cudaSetDevice");
+  check(cublasCreate(&h_->blas), "cublasCreate");
+  check(cublasSetStream(h_->blas, h_->stream), "cublasSetStream");
+  // Plain fp32 (no TF32 tensor cores): the GEMMs then agree with the CPU's to float round-off.
+  check(cublasSetMathMode(h_->blas, CUBLAS_PEDANTIC_MATH), "cublasSetMathMode");
+}
+
+Gpu::~Gpu() {
+  if (h_->blas) cublasDestroy(h_->blas);
+}
+
+void* Gpu::stream() const { return h_->stream; }
+
+void Gpu::synchronize() const { check(cudaStreamSynchronize(h_->stream), "cudaStreamSynchronize"); }
+
+// Row-major C[m, n] is column-major C^T[n, m] = op(B)^T op(A)^T: cuBLAS gets B first.
+void Gpu::gemm(bool trans_a, bool trans_b, int m, int n, int k, float alpha, const float* a,
+               int lda, const float* b, int ldb, float beta, float* c, int ldc) const {
+  check(cublasSgemm(h_->blas, trans_b ? CUBLAS_OP_T : CUBLAS_OP_N,
+                    trans_a ? CUBLAS_OP_T : CUBLAS_OP_N, n, m, k, &alpha, b, ldb, a, lda, &beta, c,
+                    ldc),
+        "cublasSgemm");
+}
+
+namespace {
+
+constexpr int kThreads = 256;
+
+// One double per block: the block's sum of squares, its threads' partial sums added in a fixed
+// tree, so the result does not depend on scheduling.
+__global__ void block_sum_squares(const float* x, std::size_t n, double* out) {
+  __shared__ double lane[kThreads];
+  double s = 0.0;
+  for (std::size_t i = blockIdx.x * static_cast<std::size_t>(kThreads) + threadIdx.x; i < n;
+       i += static_cast<std::size_t>(gridDim.x) * kThreads) {
+    const double v = x[i];
+    s += v * v;
+  }
+  lane[threadIdx.x] = s;
+  __syncthreads();
+  for (int width = kThreads / 2; width > 0; width /= 2) {
+    if (static_cast<int>(threadIdx.x) < width) lane[threadIdx.x] += lane[threadIdx.x + width];
+    __syncthreads();
+  }
+  if (threadIdx.x == 0) out[blockIdx.x] = lane[0];
+}
+
+}  // namespace
+
+double Gpu::sum_squares(const float* x, std::size_t n) const {
+  constexpr int kBlocks = 264;  // two per SM on an H100/H200; any count gives a fixed order
+  if (h_->partials.size() < kBlocks) h_->partials = DeviceArray<double>(kBlocks);
+  block_sum_squares<<<kBlocks, kThreads, 0, h_->stream>>>(x, n, h_->partials.data());
+  check(cudaGetLastError(), "block_sum_squares");
+  std::vector<double> parts(kBlocks);
+  check(cudaMemcpyAsync(parts.data(), h_->partials.data(), kBlocks * sizeof(double),
+                        cudaMemcpyDeviceToHost, h_->stream),
+        "cudaMemcpyAsync");
+  synchronize();
+  double total = 0.0;
+  for (double p : parts) total += p;
+  return total;
+}
+
+void nccl_allreduce_one_rank(const Gpu& gpu, float* data, std::size_t count) {
+  ncclComm_t comm = nullptr;
+  int device = 0;
+  check(ncclCommInitAll(&comm, 1, &device), "ncclCommInitAll");
+  const ncclResult_t r = ncclAllReduce(data, data, count, ncclFloat, ncclSum, comm,
+                                       static_cast<cudaStream_t>(gpu.stream()));
+  gpu.synchronize();
+  ncclCommDestroy(comm);
+  check(r, "ncclAllReduce");
+}
+
+std::string library_versions() {
+  int runtime = 0, nccl = 0, blas = 0;
+  cudaRuntimeGetVersion(&runtime);
+  ncclGetVersion(&nccl);
+  cublasGetVersion(nullptr, &blas);
+  const std::size_t dnn = cudnnGetVersion();
+  auto dotted = [](long v, long major_div, long minor_div) {
+    return std::to_string(v / major_div) + "." + std::to_string(v % major_div / minor_div);
+  };
+  return "CUDA runtime " + dotted(runtime, 1000, 10) + ", cuBLAS " + std::to_string(blas) +
+         ", cuDNN " + std::to_string(dnn) + ", NCCL " + std::to_string(nccl);
+}
+
+}  // namespace lbt::cuda

@@ -1,0 +1,87 @@
+// The CUDA device as the host sees it: whether one is there, device memory, one stream, cuBLAS
+// GEMMs and the reductions every GPU part shares (the GPU half of core/device.hpp's primitives).
+// No CUDA header leaks from here, so g++-compiled parts (the doctor, tests, benchmarks) use it
+// as they use any C++ library; the .cu files hold the CUDA.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+namespace lbt::cuda {
+
+// The GPUs this process sees, or 0 with `why` set ("no CUDA driver", "no device", ...).
+int device_count(std::string* why = nullptr);
+
+// Throws ConfigError "no usable NVIDIA GPU: WHY" when device_count() is 0.
+void require_gpu();
+
+// Name and compute capability of device 0, for reports ("NVIDIA H200, sm_90").
+std::string describe_device();
+
+// Raw device memory (cudaMalloc) and copies. Every part runs on the legacy default stream, so a
+// copy is ordered with the kernels before and after it.
+void* allocate_bytes(std::size_t bytes);
+void free_bytes(void* p) noexcept;
+void copy_to_device(void* to, const void* from, std::size_t bytes);
+void copy_to_host(void* to, const void* from, std::size_t bytes);
+void zero_bytes(void* p, std::size_t bytes);
+
+// A typed device allocation, zeroed, freed with its owner.
+template <class T>
+class DeviceArray {
+ public:
+  DeviceArray() = default;
+  explicit DeviceArray(std::size_t n) : n_(n), p_(static_cast<T*>(allocate_bytes(n * sizeof(T))), &free_bytes) {
+    zero_bytes(p_.get(), n * sizeof(T));
+  }
+  explicit DeviceArray(std::span<const T> host) : DeviceArray(host.size()) { upload(host); }
+  T* data() { return p_.get(); }
+  const T* data() const { return p_.get(); }
+  std::size_t size() const { return n_; }
+  void upload(std::span<const T> host) { copy_to_device(p_.get(), host.data(), host.size() * sizeof(T)); }
+  std::vector<T> download() const {
+    std::vector<T> host(n_);
+    copy_to_host(host.data(), p_.get(), n_ * sizeof(T));
+    return host;
+  }
+
+ private:
+  std::size_t n_ = 0;
+  std::unique_ptr<T, void (*)(void*)> p_{nullptr, &free_bytes};
+};
+
+// Device 0 and one cuBLAS handle (fp32 math: no TF32, so GEMMs agree with the CPU's to float32
+// round-off). Every kernel of a Gpu's parts runs on its stream.
+class Gpu {
+ public:
+  Gpu();
+  ~Gpu();
+  Gpu(const Gpu&) = delete;
+  Gpu& operator=(const Gpu&) = delete;
+
+  // Row-major C = alpha op(A) op(B) + beta C on device pointers (core/device.hpp's convention).
+  void gemm(bool trans_a, bool trans_b, int m, int n, int k, float alpha, const float* a, int lda,
+            const float* b, int ldb, float beta, float* c, int ldc) const;
+  // sum x_i^2 accumulated in double, per block then in block order: the same value every run.
+  double sum_squares(const float* x, std::size_t n) const;
+  // Waits for everything queued on the stream.
+  void synchronize() const;
+  void* stream() const;  // cudaStream_t
+
+ private:
+  struct Handles;
+  std::unique_ptr<Handles> h_;
+};
+
+// NCCL all-reduce (sum) of `count` floats in place over a communicator of this process's one
+// GPU: the library path the trainer's gradient reduction takes with one rank per GPU. NCCL
+// refuses two ranks on one device, so a single-GPU machine checks the one-rank path only.
+void nccl_allreduce_one_rank(const Gpu& gpu, float* data, std::size_t count);
+
+// The NCCL, cuDNN, cuBLAS and CUDA runtime versions linked ("CUDA 13.0, cuBLAS 13.0.0, ...").
+std::string library_versions();
+
+}  // namespace lbt::cuda

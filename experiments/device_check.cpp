@@ -1,0 +1,359 @@
+// lbt doctor --device cuda: the GPU parts (core/cuda, optim/cuda, nn/cuda) beside the CPU
+// backend on the same random inputs.
+#include "experiments/device_check.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <random>
+
+#include "core/error.hpp"
+
+#if defined(LBT_HAVE_CUDA)
+#include "core/cuda/gpu.hpp"
+#include "core/device.hpp"
+#include "core/rng.hpp"
+#include "nn/backend.hpp"
+#include "nn/cuda/cudnn_conv.hpp"
+#include "nn/cuda/device_mlp.hpp"
+#include "nn/model.hpp"
+#include "optim/cuda/device_optimizer.hpp"
+#include "optim/optimizer_options.hpp"
+#endif
+
+namespace lbt::experiments {
+
+bool DeviceCheckReport::ok() const {
+  return std::all_of(rows.begin(), rows.end(), [](const DeviceCheckRow& r) { return r.ok(); });
+}
+
+std::string format_report(const DeviceCheckReport& report) {
+  std::string out = "device: " + report.device + "\nlibraries: " + report.libraries + "\n";
+  char line[256];
+  std::snprintf(line, sizeof line, "%-34s %12s %12s %10s  %s\n", "op", "max |gpu-cpu|",
+                "relative", "tolerance", "verdict");
+  out += line;
+  for (const DeviceCheckRow& r : report.rows) {
+    std::snprintf(line, sizeof line, "%-34s %12.3e %12.3e %10.1e  %s\n", r.op.c_str(),
+                  r.max_abs_error, r.relative(), r.tolerance, r.ok() ? "ok" : "DISAGREES");
+    out += line;
+  }
+  out += report.ok() ? "the GPU agrees with the CPU backend on every op\n"
+                     : "the GPU DISAGREES with the CPU backend: do not train on it\n";
+  for (const DeviceCheckRow& r : report.rows) {
+    if (!r.why.empty()) out += "  " + r.op + ": " + r.why + "\n";
+  }
+  return out;
+}
+
+#if !defined(LBT_HAVE_CUDA)
+
+bool cuda_built() { return false; }
+
+DeviceCheckReport check_cuda_device(std::uint64_t) {
+  throw ConfigError("this lbt was built without CUDA (no nvcc at configure time, or LBT_WITH_CUDA=OFF)",
+                    "install the CUDA toolkit and rebuild with -DLBT_WITH_CUDA=ON");
+}
+
+#else
+
+bool cuda_built() { return true; }
+
+namespace {
+
+using lbt::cuda::DeviceArray;
+using lbt::cuda::Gpu;
+
+// Float32 round-off of a sum of k products, read against the largest output: sqrt(k) eps is
+// the typical size, a few times that the tail over many outputs.
+double sum_tolerance(std::int64_t k) { return 8.0 * std::sqrt(static_cast<double>(k)) * 6e-8; }
+
+DeviceCheckRow compare(std::string op, std::span<const float> gpu, std::span<const float> cpu,
+                       double tolerance, std::string why = {}) {
+  DeviceCheckRow row{std::move(op), 0.0, 0.0, tolerance, std::move(why)};
+  if (gpu.size() != cpu.size()) throw Error("device check " + row.op + ": sizes differ");
+  for (std::size_t i = 0; i < cpu.size(); ++i) {
+    const double diff = std::fabs(static_cast<double>(gpu[i]) - cpu[i]);
+    row.max_abs_error = std::isnan(diff) ? INFINITY : std::max(row.max_abs_error, diff);
+    row.scale = std::max(row.scale, std::fabs(static_cast<double>(cpu[i])));
+  }
+  return row;
+}
+
+std::vector<float> uniform(std::size_t n, Rng& rng, float lo = -1.0f, float hi = 1.0f) {
+  std::uniform_real_distribution<float> dist(lo, hi);
+  std::vector<float> v(n);
+  for (float& x : v) x = dist(rng);
+  return v;
+}
+
+void check_gemms(const Gpu& gpu, Rng& rng, std::vector<DeviceCheckRow>& rows) {
+  const int m = 300, n = 200, k = 100;
+  for (const auto& [ta, tb] : {std::pair{false, false}, {false, true}, {true, false}}) {
+    const std::vector<float> a = uniform(std::size_t{m} * k, rng), b = uniform(std::size_t{k} * n, rng);
+    const int lda = ta ? m : k, ldb = tb ? k : n;
+    std::vector<float> c_cpu(std::size_t{m} * n, 0.5f);
+    host_device().gemm(ta, tb, m, n, k, 1.0f, a.data(), lda, b.data(), ldb, 0.5f, c_cpu.data(), n);
+    DeviceArray<float> da{std::span<const float>(a)}, db{std::span<const float>(b)};
+    const std::vector<float> c_start(std::size_t{m} * n, 0.5f);
+    DeviceArray<float> dc{std::span<const float>(c_start)};
+    gpu.gemm(ta, tb, m, n, k, 1.0f, da.data(), lda, db.data(), ldb, 0.5f, dc.data(), n);
+    const std::string name = std::string("cuBLAS gemm ") + (ta ? "T" : "N") + (tb ? "T" : "N") +
+                             " 300x200x100";
+    rows.push_back(compare(name, dc.download(), c_cpu, sum_tolerance(k),
+                           "float32 sums of 100 products in another order"));
+  }
+}
+
+void check_sum_squares(const Gpu& gpu, Rng& rng, std::vector<DeviceCheckRow>& rows) {
+  const std::vector<float> x = uniform(1 << 20, rng);
+  const double cpu = host_device().sum_squares(x);
+  DeviceArray<float> dx{std::span<const float>(x)};
+  const double on_gpu = gpu.sum_squares(dx.data(), x.size());
+  rows.push_back({"noise |g|^2 (double sum, 1M)", std::fabs(on_gpu - cpu), cpu, 1e-12,
+                  "double sums in another order"});
+}
+
+void check_nccl(const Gpu& gpu, Rng& rng, std::vector<DeviceCheckRow>& rows) {
+  const std::vector<float> x = uniform(1 << 16, rng);
+  DeviceArray<float> dx{std::span<const float>(x)};
+  lbt::cuda::nccl_allreduce_one_rank(gpu, dx.data(), x.size());
+  rows.push_back(compare("NCCL all-reduce, 1 rank", dx.download(), x, 0.0,
+                         "one rank: the sum is the input, bit for bit"));
+}
+
+std::vector<float> download(const float* device, std::size_t n) {
+  std::vector<float> host(n);
+  lbt::cuda::copy_to_host(host.data(), device, n * sizeof(float));
+  return host;
+}
+
+struct MlpPair {
+  std::unique_ptr<nn::Model> cpu;
+  nn::cuda::DeviceMlp gpu;
+};
+
+// The same MLP on both backends: the CPU model's initial parameters copied to the GPU.
+MlpPair make_mlp_pair(const Gpu& gpu, const std::vector<std::int64_t>& dims, std::int64_t batch,
+                      std::uint64_t seed) {
+  // Appended piece by piece: "mlp:" + std::to_string(...) trips GCC 12's false -Wrestrict.
+  std::string spec = "mlp";
+  for (std::size_t i = 0; i < dims.size(); ++i) spec.append(i ? "-" : ":").append(std::to_string(dims[i]));
+  MlpPair pair{nn::Model::from_spec(spec, nn::InitScheme::kHe), nn::cuda::DeviceMlp(gpu, dims, batch)};
+  Rng init = make_rng(seed, RngStream::kInit);
+  pair.cpu->build(init);
+  pair.cpu->reserve(batch);
+  const std::span<const float> params = pair.cpu->store().params();
+  if (params.size() != pair.gpu.num_params())
+    throw Error("device check: the GPU MLP's layout differs from the CPU model's");
+  lbt::cuda::copy_to_device(pair.gpu.params(), params.data(), params.size() * sizeof(float));
+  return pair;
+}
+
+struct Batch {
+  std::vector<float> x;
+  std::vector<std::int32_t> labels;
+  DeviceArray<float> dx;
+  DeviceArray<std::int32_t> dlabels;
+};
+
+Batch random_batch(Rng& rng, std::int64_t batch, std::int64_t features, std::int32_t classes) {
+  Batch b;
+  b.x = uniform(static_cast<std::size_t>(batch * features), rng, 0.0f, 1.0f);
+  std::uniform_int_distribution<std::int32_t> label(0, classes - 1);
+  for (std::int64_t i = 0; i < batch; ++i) b.labels.push_back(label(rng));
+  b.dx = DeviceArray<float>(std::span<const float>(b.x));
+  b.dlabels = DeviceArray<std::int32_t>(std::span<const std::int32_t>(b.labels));
+  return b;
+}
+
+// One forward, loss and backward on both backends, compared at each stage.
+void check_mlp_step(const Gpu& gpu, Rng& rng, std::uint64_t seed,
+                    std::vector<DeviceCheckRow>& rows) {
+  const std::vector<std::int64_t> dims{784, 512, 512, 10};
+  const std::int64_t batch = 64;
+  MlpPair m = make_mlp_pair(gpu, dims, batch, seed);
+  const Batch b = random_batch(rng, batch, dims[0], 10);
+  const float* logits = m.cpu->forward(b.x.data(), batch, true);
+  const std::vector<float> cpu_logits(logits, logits + batch * 10);
+  rows.push_back(compare("MLP 784-512-512-10 forward, B=64",
+                         download(m.gpu.forward(b.dx.data(), batch), cpu_logits.size()),
+                         cpu_logits, sum_tolerance(784), "float32 sums of 784 products"));
+  std::int64_t cpu_hits = 0, gpu_hits = 0;
+  const double cpu_loss = m.cpu->backend().softmax_cross_entropy(
+      logits, b.labels.data(), batch, 10, m.cpu->output_grad(), 1.0f / batch, &cpu_hits);
+  m.gpu.loss(b.dlabels.data(), batch, 1.0f / batch);
+  const double gpu_loss = m.gpu.loss_sum(batch, &gpu_hits);
+  rows.push_back({"softmax cross-entropy (sum)", std::fabs(gpu_loss - cpu_loss), cpu_loss,
+                  sum_tolerance(784), "from logits that agree to that"});
+  rows.push_back({"  correct predictions", std::fabs(double(gpu_hits - cpu_hits)), 1.0, 0.0, ""});
+  const float* cpu_dlogits = m.cpu->output_grad();
+  rows.push_back(compare("  d loss / d logits", download(m.gpu.output_grad(), batch * 10),
+                         std::vector<float>(cpu_dlogits, cpu_dlogits + batch * 10),
+                         sum_tolerance(784), "from logits that agree to that"));
+  m.cpu->backward(b.x.data(), batch, false);
+  m.gpu.backward(b.dx.data(), batch);
+  const std::span<const float> cpu_grads = m.cpu->store().grads();
+  rows.push_back(compare("MLP backward (all gradients)", download(m.gpu.grads(), cpu_grads.size()),
+                         cpu_grads, 4 * sum_tolerance(784),
+                         "float32 sums over the batch and the layers, in another order"));
+}
+
+// 100 SGD-momentum steps of the MLP on four random batches, on both backends.
+void check_mlp_training(const Gpu& gpu, Rng& rng, std::uint64_t seed,
+                        std::vector<DeviceCheckRow>& rows) {
+  const std::vector<std::int64_t> dims{784, 512, 512, 10};
+  const std::int64_t batch = 64;
+  MlpPair m = make_mlp_pair(gpu, dims, batch, seed);
+  std::vector<Batch> batches;
+  for (int i = 0; i < 4; ++i) batches.push_back(random_batch(rng, batch, dims[0], 10));
+  optim::OptimizerOptions o;
+  o.name = "momentum";
+  o.sgd.momentum = 0.9;
+  std::vector<Segment> segments = m.cpu->store().segments();
+  auto cpu_opt = optim::make_optimizer(o, m.gpu.num_params());
+  optim::cuda::DeviceOptimizer gpu_opt(gpu, o, segments, m.gpu.num_params());
+  for (std::int64_t step = 0; step < 100; ++step) {
+    const Batch& b = batches[static_cast<std::size_t>(step % 4)];
+    const float* logits = m.cpu->forward(b.x.data(), batch, true);
+    m.cpu->backend().softmax_cross_entropy(logits, b.labels.data(), batch, 10,
+                                           m.cpu->output_grad(), 1.0f / batch, nullptr);
+    m.cpu->backward(b.x.data(), batch, false);
+    cpu_opt->step({m.cpu->store().params(), m.cpu->store().grads(), segments, 0.05, step});
+    m.gpu.forward(b.dx.data(), batch);
+    m.gpu.loss(b.dlabels.data(), batch, 1.0f / batch);
+    m.gpu.backward(b.dx.data(), batch);
+    gpu_opt.step(m.gpu.params(), m.gpu.grads(), 0.05, step);
+  }
+  const std::span<const float> cpu_params = m.cpu->store().params();
+  rows.push_back(compare("MLP 100 SGD-momentum steps (params)",
+                         download(m.gpu.params(), cpu_params.size()), cpu_params, 1e-4,
+                         "100 steps of GEMM round-off in another order, compounded"));
+}
+
+struct ConvCase {
+  const char* name;
+  nn::Shape3 in;
+  nn::Conv2dOptions options;
+};
+
+// The simple CNN's second convolution and a ResNet-style strided one, forward and backward,
+// cuDNN beside the CPU's Conv2d (a ReLU before it, so the CPU computes its input gradient).
+void check_convolutions(Rng& rng, std::uint64_t seed, std::vector<DeviceCheckRow>& rows) {
+  const ConvCase cases[] = {{"cuDNN conv 32->64 5x5 on 14x14", {32, 14, 14}, {64, 5, 1, 2, true}},
+                            {"cuDNN conv 16->32 3x3 /2 on 16x16", {16, 16, 16}, {32, 3, 2, 1, false}}};
+  const std::int64_t batch = 8;
+  for (const ConvCase& c : cases) {
+    nn::Model cpu;
+    cpu.add(nn::cpu_backend().relu(c.in.size()));
+    cpu.add(nn::cpu_backend().conv2d(c.in, c.options, nn::InitScheme::kHe));
+    Rng init = make_rng(seed, RngStream::kInit);
+    cpu.build(init);
+    cpu.reserve(batch);
+    nn::cuda::CudnnConv2d gpu(c.in, c.options, batch);
+    const nn::Shape3 out = gpu.out_shape();
+    const std::vector<float> x = uniform(static_cast<std::size_t>(batch * c.in.size()), rng, 0, 1);
+    const float* y = cpu.forward(x.data(), batch, true);
+    const std::span<const float> params = cpu.store().params();
+    const std::size_t weights = cpu.store().segments()[0].size;
+    DeviceArray<float> dx_in{std::span<const float>(x)}, dparams{params};
+    DeviceArray<float> dy_out(static_cast<std::size_t>(batch * out.size()));
+    const float* bias = c.options.bias ? dparams.data() + weights : nullptr;
+    gpu.forward(dx_in.data(), dparams.data(), bias, dy_out.data());
+    const std::int64_t taps = c.in.c * c.options.kernel * c.options.kernel;
+    rows.push_back(compare(std::string(c.name) + " forward", dy_out.download(),
+                           std::vector<float>(y, y + batch * out.size()), sum_tolerance(taps),
+                           "float32 sums over channels and taps in another order"));
+    const std::vector<float> dy = uniform(static_cast<std::size_t>(batch * out.size()), rng);
+    std::copy(dy.begin(), dy.end(), cpu.output_grad());
+    cpu.backward(x.data(), batch, false);
+    DeviceArray<float> ddy{std::span<const float>(dy)}, dgrads(params.size()),
+        dgrad_in(x.size());
+    gpu.backward(dx_in.data(), dparams.data(), ddy.data(), dgrad_in.data(), dgrads.data(),
+                 c.options.bias ? dgrads.data() + weights : nullptr);
+    rows.push_back(compare(std::string(c.name) + " dW, db", dgrads.download(),
+                           cpu.store().grads(), sum_tolerance(batch * out.plane()),
+                           "sums over the batch and the plane in another order"));
+    const float* dx = cpu.layer_output_grad(0);
+    rows.push_back(compare(std::string(c.name) + " dx", dgrad_in.download(),
+                           std::vector<float>(dx, dx + x.size()),
+                           sum_tolerance(c.options.out_channels * c.options.kernel *
+                                         c.options.kernel),
+                           "sums over output channels and taps in another order"));
+  }
+}
+
+struct OptimizerCase {
+  const char* name;
+  double lr;
+  bool elementwise;  // no per-segment norms: the GPU must match bit for bit
+  void (*setup)(optim::OptimizerOptions&);
+};
+
+const OptimizerCase kOptimizerCases[] = {
+    {"sgd", 0.05, true, [](optim::OptimizerOptions& o) { o.sgd = {0.0, 0.0, false, 1e-4}; }},
+    {"momentum", 0.05, true, [](optim::OptimizerOptions& o) { o.sgd = {0.9, 0.0, false, 1e-4}; }},
+    {"nesterov", 0.05, true, [](optim::OptimizerOptions& o) { o.sgd = {0.9, 0.0, true, 1e-4}; }},
+    {"adam", 1e-3, true, [](optim::OptimizerOptions& o) { o.adam.weight_decay = 1e-4; }},
+    {"adamw", 1e-3, true,
+     [](optim::OptimizerOptions& o) { o.adam.weight_decay = 0.01, o.adam.decoupled = true; }},
+    {"lars", 1.0, false, [](optim::OptimizerOptions&) {}},
+    {"larc", 0.05, false,
+     [](optim::OptimizerOptions& o) { o.larc_base = "momentum", o.sgd = {0.9, 0.0, false, 0.0}; }},
+    {"lamb", 1e-2, false, [](optim::OptimizerOptions&) {}},
+};
+
+// Each optimizer for 100 steps from the same parameters and gradients on both backends.
+void check_optimizers(const Gpu& gpu, Rng& rng, std::uint64_t seed,
+                      std::vector<DeviceCheckRow>& rows) {
+  auto model = nn::Model::from_spec("mlp:784-64-10", nn::InitScheme::kHe);
+  Rng init = make_rng(seed, RngStream::kInit);
+  model->build(init);
+  const std::vector<float> start(model->store().params().begin(), model->store().params().end());
+  const std::size_t n = start.size();
+  std::normal_distribution<float> gradient(0.0f, 0.1f);
+  for (const OptimizerCase& c : kOptimizerCases) {
+    optim::OptimizerOptions o;
+    o.name = c.name;
+    c.setup(o);
+    std::vector<Segment> segments = model->store().segments();
+    optim::apply_exclusions(o, segments);
+    auto cpu_opt = optim::make_optimizer(o, n);
+    optim::cuda::DeviceOptimizer gpu_opt(gpu, o, segments, n);
+    std::vector<float> params = start, grads(n);
+    DeviceArray<float> dparams{std::span<const float>(start)}, dgrads(n);
+    for (std::int64_t step = 0; step < 100; ++step) {
+      for (float& g : grads) g = gradient(rng);
+      dgrads.upload(grads);
+      cpu_opt->step({params, grads, segments, c.lr, step});
+      gpu_opt.step(dparams.data(), dgrads.data(), c.lr, step);
+    }
+    const std::string op = std::string(c.name) + " x100 steps (params)";
+    rows.push_back(c.elementwise
+                       ? compare(op, dparams.download(), params, 0.0,
+                                 "one formula (optim/update_rules.hpp): bit for bit")
+                       : compare(op, dparams.download(), params, 1e-6,
+                                 "per-segment norms summed in double in another order"));
+  }
+}
+
+}  // namespace
+
+DeviceCheckReport check_cuda_device(std::uint64_t seed) {
+  lbt::cuda::require_gpu();
+  Gpu gpu;
+  DeviceCheckReport report{lbt::cuda::describe_device(), lbt::cuda::library_versions(), {}};
+  Rng rng = make_rng(seed, RngStream::kSynthetic);
+  check_gemms(gpu, rng, report.rows);
+  check_sum_squares(gpu, rng, report.rows);
+  check_mlp_step(gpu, rng, seed, report.rows);
+  check_mlp_training(gpu, rng, seed, report.rows);
+  check_convolutions(rng, seed, report.rows);
+  check_optimizers(gpu, rng, seed, report.rows);
+  check_nccl(gpu, rng, report.rows);
+  return report;
+}
+
+#endif
+
+}  // namespace lbt::experiments

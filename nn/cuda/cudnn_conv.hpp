@@ -1,0 +1,30 @@
+// A 2-D convolution over NCHW images on the GPU through cuDNN: y = W * x + b, W [out_c, in_c,
+// k, k] as the CPU's Conv2d (nn/cpu/conv2d.hpp), with the gradients of x, W and b. fp32 math
+// without TF32 (CUDNN_FMA_MATH), deterministic algorithms, so runs repeat exactly.
+#pragma once
+#include <cstdint>
+#include <memory>
+
+#include "core/cuda/gpu.hpp"
+#include "nn/layer_options.hpp"
+#include "nn/shape.hpp"
+
+namespace lbt::nn::cuda {
+
+class CudnnConv2d {
+ public:
+  CudnnConv2d(Shape3 in, const Conv2dOptions& options, std::int64_t batch);
+  ~CudnnConv2d();
+  Shape3 out_shape() const { return out_; }
+  // Device pointers; b may be null (no bias).
+  void forward(const float* x, const float* w, const float* b, float* y);
+  // dx = W^T * dy (skipped when dx is null), dw = dy * x, db = sum of dy over batch and plane.
+  void backward(const float* x, const float* w, const float* dy, float* dx, float* dw, float* db);
+
+ private:
+  struct Descriptors;
+  std::unique_ptr<Descriptors> d_;
+  Shape3 in_, out_;
+};
+
+}  // namespace lbt::nn::cuda

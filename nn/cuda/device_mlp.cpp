@@ -1,0 +1,84 @@
+// DeviceMlp: the CPU Model's Linear/ReLU stack (nn/cpu/linear.cpp, relu.cpp, loss.cpp) with
+// cuBLAS GEMMs and mlp_kernels.hpp.
+#include "nn/cuda/device_mlp.hpp"
+
+#include <algorithm>
+#include <numeric>
+
+#include "core/error.hpp"
+#include "nn/cuda/mlp_kernels.hpp"
+
+namespace lbt::nn::cuda {
+
+using lbt::cuda::DeviceArray;
+
+DeviceMlp::DeviceMlp(const lbt::cuda::Gpu& gpu, std::vector<std::int64_t> dims,
+                     std::int64_t max_batch)
+    : gpu_(gpu) {
+  if (dims.size() < 2) throw ConfigError("an MLP needs at least an input and an output width");
+  std::int64_t offset = 0;
+  for (std::size_t l = 0; l + 1 < dims.size(); ++l) {
+    const Layer layer{dims[l], dims[l + 1], offset, offset + dims[l] * dims[l + 1]};
+    layers_.push_back(layer);
+    offset = layer.bias + layer.out;
+    const auto size = static_cast<std::size_t>(max_batch * layer.out);
+    pre_.emplace_back(size);
+    post_.emplace_back(size);
+    acts_grad_.emplace_back(size);
+  }
+  params_ = DeviceArray<float>(static_cast<std::size_t>(offset));
+  grads_ = DeviceArray<float>(static_cast<std::size_t>(offset));
+  const std::int64_t widest = *std::max_element(dims.begin(), dims.end());
+  input_grad_ = DeviceArray<float>(static_cast<std::size_t>(max_batch * widest));
+  row_loss_ = DeviceArray<double>(static_cast<std::size_t>(max_batch));
+  row_hit_ = DeviceArray<std::int32_t>(static_cast<std::size_t>(max_batch));
+}
+
+// Per layer y = b (broadcast), y += x W^T; ReLU between layers (post_), none after the last.
+const float* DeviceMlp::forward(const float* x, std::int64_t batch) {
+  const float* in = x;
+  for (std::size_t l = 0; l < layers_.size(); ++l) {
+    const Layer& L = layers_[l];
+    float* y = pre_[l].data();
+    broadcast_rows(params_.data() + L.bias, y, batch, L.out);
+    gpu_.gemm(false, true, static_cast<int>(batch), static_cast<int>(L.out),
+              static_cast<int>(L.in), 1.0f, in, static_cast<int>(L.in), params_.data() + L.weight,
+              static_cast<int>(L.in), 1.0f, y, static_cast<int>(L.out));
+    if (l + 1 == layers_.size()) return y;
+    relu_forward(y, post_[l].data(), batch * L.out);
+    in = post_[l].data();
+  }
+  return in;
+}
+
+void DeviceMlp::loss(const std::int32_t* labels, std::int64_t batch, float grad_scale) {
+  const Layer& last = layers_.back();
+  softmax_cross_entropy(pre_.back().data(), labels, batch, last.out, acts_grad_.back().data(),
+                        grad_scale, row_loss_.data(), row_hit_.data());
+}
+
+double DeviceMlp::loss_sum(std::int64_t batch, std::int64_t* correct) const {
+  const std::vector<double> rows = row_loss_.download();
+  const std::vector<std::int32_t> hits = row_hit_.download();
+  if (correct) *correct = std::accumulate(hits.begin(), hits.begin() + batch, std::int64_t{0});
+  return std::accumulate(rows.begin(), rows.begin() + batch, 0.0);
+}
+
+// Last layer first: dW = dy^T x, db = column sums of dy, dx = dy W; through the ReLU below it
+// the gradient of its input is dx where its output is positive.
+void DeviceMlp::backward(const float* x, std::int64_t batch) {
+  for (std::size_t l = layers_.size(); l-- > 0;) {
+    const Layer& L = layers_[l];
+    const float* dy = acts_grad_[l].data();
+    const float* in = l == 0 ? x : post_[l - 1].data();
+    const int B = static_cast<int>(batch), I = static_cast<int>(L.in), O = static_cast<int>(L.out);
+    gpu_.gemm(true, false, O, I, B, 1.0f, dy, O, in, I, 0.0f, grads_.data() + L.weight, I);
+    column_sums(dy, grads_.data() + L.bias, batch, L.out);
+    if (l == 0) return;
+    gpu_.gemm(false, false, B, I, O, 1.0f, dy, O, params_.data() + L.weight, I, 0.0f,
+              input_grad_.data(), I);
+    relu_backward(post_[l - 1].data(), input_grad_.data(), acts_grad_[l - 1].data(), batch * L.in);
+  }
+}
+
+}  // namespace lbt::nn::cuda

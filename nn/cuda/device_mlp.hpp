@@ -1,0 +1,48 @@
+// An MLP (mlp:784-512-512-10: Linear layers with ReLU between) whose parameters, gradients and
+// activations live on the GPU: cuBLAS GEMMs and our kernels, laid out exactly as the CPU Model's
+// ParameterStore (per layer: weight [out, in] row-major, then bias [out]), so a CPU model's
+// flat buffers copy across and the two backends can be compared op by op (lbt doctor). It is
+// the GPU's first model; `lbt train` does not run it yet (README, "What has run where").
+#pragma once
+#include <cstdint>
+#include <vector>
+
+#include "core/cuda/gpu.hpp"
+
+namespace lbt::nn::cuda {
+
+class DeviceMlp {
+ public:
+  // dims: {784, 512, 512, 10}; buffers sized for batches up to max_batch.
+  DeviceMlp(const lbt::cuda::Gpu& gpu, std::vector<std::int64_t> dims, std::int64_t max_batch);
+
+  std::size_t num_params() const { return params_.size(); }
+  float* params() { return params_.data(); }
+  float* grads() { return grads_.data(); }
+
+  // x: device [batch, dims[0]] -> device logits [batch, dims.back()], valid until the next call.
+  const float* forward(const float* x, std::int64_t batch);
+  // Softmax cross-entropy of the last forward against device labels [batch]: per-row losses
+  // (double) and hits stay on the device; d(loss)/d(logits) x grad_scale into the output grad.
+  void loss(const std::int32_t* labels, std::int64_t batch, float grad_scale);
+  // Sum of the last loss's rows, and its correct predictions (copies them to the host).
+  double loss_sum(std::int64_t batch, std::int64_t* correct = nullptr) const;
+  // Backpropagates the output grad into grads() (overwritten).
+  void backward(const float* x, std::int64_t batch);
+  // The output grad the last loss wrote, [batch, classes] on the device.
+  const float* output_grad() const { return acts_grad_.back().data(); }
+
+ private:
+  struct Layer {
+    std::int64_t in, out, weight, bias;  // offsets into the flat buffers
+  };
+  const lbt::cuda::Gpu& gpu_;
+  std::vector<Layer> layers_;
+  lbt::cuda::DeviceArray<float> params_, grads_;
+  std::vector<lbt::cuda::DeviceArray<float>> pre_, post_, acts_grad_;  // per layer [max_batch, out]
+  lbt::cuda::DeviceArray<float> input_grad_;                           // scratch for dx
+  lbt::cuda::DeviceArray<double> row_loss_;
+  lbt::cuda::DeviceArray<std::int32_t> row_hit_;
+};
+
+}  // namespace lbt::nn::cuda

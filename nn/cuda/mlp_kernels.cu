@@ -1,0 +1,98 @@
+// DeviceMlp's kernels: grid-stride loops over elements, one thread per row or column where a
+// row or column is reduced (no atomics, so every run adds in the same order).
+#include <cuda_runtime.h>
+
+#include "core/cuda/check.cuh"
+#include "nn/cuda/mlp_kernels.hpp"
+
+namespace lbt::nn::cuda {
+namespace {
+
+constexpr int kThreads = 256;
+
+int blocks_for(std::int64_t n) {
+  return static_cast<int>(std::min<std::int64_t>((n + kThreads - 1) / kThreads, 65535));
+}
+
+__device__ std::int64_t first_index() { return blockIdx.x * std::int64_t{kThreads} + threadIdx.x; }
+__device__ std::int64_t stride() { return std::int64_t{gridDim.x} * kThreads; }
+
+__global__ void broadcast_rows_kernel(const float* b, float* y, std::int64_t rows,
+                                      std::int64_t cols) {
+  for (std::int64_t i = first_index(); i < rows * cols; i += stride()) y[i] = b[i % cols];
+}
+
+__global__ void relu_forward_kernel(const float* x, float* y, std::int64_t n) {
+  for (std::int64_t i = first_index(); i < n; i += stride()) y[i] = x[i] > 0.0f ? x[i] : 0.0f;
+}
+
+__global__ void relu_backward_kernel(const float* y, const float* dy, float* dx, std::int64_t n) {
+  for (std::int64_t i = first_index(); i < n; i += stride()) dx[i] = y[i] > 0.0f ? dy[i] : 0.0f;
+}
+
+__global__ void column_sums_kernel(const float* dy, float* db, std::int64_t rows,
+                                   std::int64_t cols) {
+  for (std::int64_t c = first_index(); c < cols; c += stride()) {
+    float s = 0.0f;
+    for (std::int64_t r = 0; r < rows; ++r) s += dy[r * cols + c];
+    db[c] = s;
+  }
+}
+
+__global__ void softmax_cross_entropy_kernel(const float* logits, const std::int32_t* labels,
+                                             std::int64_t rows, std::int64_t classes,
+                                             float* dlogits, float grad_scale, double* row_loss,
+                                             std::int32_t* row_hit) {
+  for (std::int64_t r = first_index(); r < rows; r += stride()) {
+    const float* z = logits + r * classes;
+    std::int64_t argmax = 0;
+    for (std::int64_t c = 1; c < classes; ++c)
+      if (z[c] > z[argmax]) argmax = c;
+    const float zmax = z[argmax];
+    double sum = 0.0;
+    for (std::int64_t c = 0; c < classes; ++c) sum += exp(static_cast<double>(z[c] - zmax));
+    const std::int32_t y = labels[r];
+    row_loss[r] = log(sum) - static_cast<double>(z[y] - zmax);
+    row_hit[r] = argmax == y;
+    const double inv = 1.0 / sum;
+    for (std::int64_t c = 0; c < classes; ++c) {
+      const double p = exp(static_cast<double>(z[c] - zmax)) * inv;
+      dlogits[r * classes + c] = static_cast<float>((p - (c == y ? 1.0 : 0.0)) * grad_scale);
+    }
+  }
+}
+
+void launched(const char* what) { lbt::cuda::check(cudaGetLastError(), what); }
+
+}  // namespace
+
+void broadcast_rows(const float* b, float* y, std::int64_t rows, std::int64_t cols) {
+  broadcast_rows_kernel<<<blocks_for(rows * cols), kThreads>>>(b, y, rows, cols);
+  launched("broadcast_rows_kernel");
+}
+
+void relu_forward(const float* x, float* y, std::int64_t n) {
+  relu_forward_kernel<<<blocks_for(n), kThreads>>>(x, y, n);
+  launched("relu_forward_kernel");
+}
+
+void relu_backward(const float* y, const float* dy, float* dx, std::int64_t n) {
+  relu_backward_kernel<<<blocks_for(n), kThreads>>>(y, dy, dx, n);
+  launched("relu_backward_kernel");
+}
+
+void column_sums(const float* dy, float* db, std::int64_t rows, std::int64_t cols) {
+  column_sums_kernel<<<blocks_for(cols), kThreads>>>(dy, db, rows, cols);
+  launched("column_sums_kernel");
+}
+
+void softmax_cross_entropy(const float* logits, const std::int32_t* labels, std::int64_t rows,
+                           std::int64_t classes, float* dlogits, float grad_scale,
+                           double* row_loss, std::int32_t* row_hit) {
+  softmax_cross_entropy_kernel<<<blocks_for(rows), kThreads>>>(logits, labels, rows, classes,
+                                                              dlogits, grad_scale, row_loss,
+                                                              row_hit);
+  launched("softmax_cross_entropy_kernel");
+}
+
+}  // namespace lbt::nn::cuda

@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# Packs what the GPU machine runs (scripts/gpu/check.sh) into .gpu/bundle.tar.gz: lbt,
+# test_gpu and bench_gpu_mlp_step from a CUDA build here, with the shared libraries they need
+# that a bare CUDA image lacks (OpenBLAS, toml++, OpenMPI, Boost.Test, cudart, cuDNN's loader).
+# cuBLAS and NCCL (hundreds of MB) are the GPU machine's own. Nothing can be installed there.
+#   usage: bash scripts/gpu/bundle.sh [build dir]   (then: device run with carry .gpu)
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+build=${1:-build}
+stage=$(mktemp -d)
+mkdir -p "$stage/lib" "$stage/bench" .gpu
+cp "$build/cli/lbt" "$build/tests/gpu/test_gpu" "$stage/"
+cp "$build/bench/bench_gpu_mlp_step" "$stage/bench/"
+for exe in "$stage/lbt" "$stage/test_gpu" "$stage/bench/bench_gpu_mlp_step"; do
+  ldd "$exe" | awk '/=> \//{print $3}'
+done | sort -u | while read -r lib; do
+  case $(basename "$lib") in
+    libc.so*|libm.so*|libgcc_s.so*|libpthread.so*|libdl.so*|librt.so*|ld-linux*) ;;  # the system's
+    libcublas*|libnccl*) ;;                                                           # the machine's
+    *) cp -L "$lib" "$stage/lib/" ;;
+  esac
+done
+tar czf .gpu/bundle.tar.gz -C "$stage" .
+rm -rf "$stage"
+grep -qx '/.gpu/' .git/info/exclude 2>/dev/null || echo '/.gpu/' >>.git/info/exclude
+ls -la .gpu/bundle.tar.gz

@@ -167,14 +167,36 @@ Batch random_batch(Rng& rng, std::int64_t batch, std::int64_t features, std::int
   return b;
 }
 
-// One forward, loss and backward on both backends, compared at each stage.
+// Hidden units whose ReLU is on at one backend and off at the other: a pre-activation within
+// round-off of 0, where the two backends' gradients rightly differ by that unit's share.
+std::int64_t relu_flips(const nn::Model& cpu, nn::cuda::DeviceMlp& gpu, const float* x,
+                        const std::vector<std::int64_t>& dims, std::int64_t batch) {
+  std::int64_t flips = 0;
+  for (std::size_t l = 0; l + 2 < dims.size(); ++l) {
+    const auto n = static_cast<std::size_t>(batch * dims[l + 1]);
+    const float* on_cpu = cpu.layer_input(2 * l + 2, x);  // Linear, ReLU, Linear, ...
+    const std::vector<float> on_gpu = download(gpu.hidden_output(l), n);
+    for (std::size_t i = 0; i < n; ++i) flips += (on_cpu[i] > 0.0f) != (on_gpu[i] > 0.0f);
+  }
+  return flips;
+}
+
+// One forward, loss and backward on both backends, compared at each stage; the batch is drawn
+// again (at most 20 times) until no ReLU sits within round-off of its kink.
 void check_mlp_step(const Gpu& gpu, Rng& rng, std::uint64_t seed,
                     std::vector<DeviceCheckRow>& rows) {
   const std::vector<std::int64_t> dims{784, 512, 512, 10};
   const std::int64_t batch = 64;
   MlpPair m = make_mlp_pair(gpu, dims, batch, seed);
-  const Batch b = random_batch(rng, batch, dims[0], 10);
-  const float* logits = m.cpu->forward(b.x.data(), batch, true);
+  Batch b;
+  const float* logits = nullptr;
+  int draws = 0;
+  do {
+    b = random_batch(rng, batch, dims[0], 10);
+    logits = m.cpu->forward(b.x.data(), batch, true);
+    m.gpu.forward(b.dx.data(), batch);
+    ++draws;
+  } while (relu_flips(*m.cpu, m.gpu, b.x.data(), dims, batch) > 0 && draws < 20);
   const std::vector<float> cpu_logits(logits, logits + batch * 10);
   rows.push_back(compare("MLP 784-512-512-10 forward, B=64",
                          download(m.gpu.forward(b.dx.data(), batch), cpu_logits.size()),
@@ -196,10 +218,45 @@ void check_mlp_step(const Gpu& gpu, Rng& rng, std::uint64_t seed,
   const std::span<const float> cpu_grads = m.cpu->store().grads();
   rows.push_back(compare("MLP backward (all gradients)", download(m.gpu.grads(), cpu_grads.size()),
                          cpu_grads, 4 * sum_tolerance(784),
-                         "float32 sums over the batch and the layers, in another order"));
+                         "float32 sums over the batch and the layers, in another order; the "
+                         "batch drawn " + std::to_string(draws) +
+                             " time(s) until every ReLU was on or off at both"));
 }
 
-// 100 SGD-momentum steps of the MLP on four random batches, on both backends.
+// Trains the CPU model 100 SGD-momentum steps on the batches (lr 0.01, where training is
+// stable: at 0.05 this MLP is chaotic on random labels).
+void train_cpu(nn::Model& model, optim::Optimizer& opt, const std::vector<Segment>& segments,
+               const std::vector<Batch>& batches, std::int64_t batch) {
+  for (std::int64_t step = 0; step < 100; ++step) {
+    const Batch& b = batches[static_cast<std::size_t>(step % 4)];
+    const float* logits = model.forward(b.x.data(), batch, true);
+    model.backend().softmax_cross_entropy(logits, b.labels.data(), batch, 10, model.output_grad(),
+                                          1.0f / batch, nullptr);
+    model.backward(b.x.data(), batch, false);
+    opt.step({model.store().params(), model.store().grads(), segments, 0.01, step});
+  }
+}
+
+// The summed cross-entropy of both backends' models on the batches.
+std::pair<double, double> losses(MlpPair& m, const std::vector<Batch>& batches, std::int64_t batch) {
+  double cpu = 0.0, gpu = 0.0;
+  for (const Batch& b : batches) {
+    const float* logits = m.cpu->forward(b.x.data(), batch, false);
+    cpu += m.cpu->backend().softmax_cross_entropy(logits, b.labels.data(), batch, 10, nullptr,
+                                                  1.0f, nullptr);
+    m.gpu.forward(b.dx.data(), batch);
+    m.gpu.loss(b.dlabels.data(), batch, 1.0f);
+    gpu += m.gpu.loss_sum(batch);
+  }
+  return {cpu, gpu};
+}
+
+// 100 steps of the MLP on four random batches on both backends, compared by the loss they reach,
+// read against how far it fell. Not by the parameters: round-off in another order flips a ReLU
+// near its kink now and then, and each flip moves some weights discretely. On the H200 the
+// parameters differed by 7e-4 to 2.6e-2 of the largest over six seeds (two CPU runs whose
+// starts differ by one ulp: 2e-6 to 3e-2), the final losses by 2e-4 to 3.4e-3 of themselves and
+// by at most 6.6e-5 of the fall; the tolerance is 1e-3 of the fall.
 void check_mlp_training(const Gpu& gpu, Rng& rng, std::uint64_t seed,
                         std::vector<DeviceCheckRow>& rows) {
   const std::vector<std::int64_t> dims{784, 512, 512, 10};
@@ -210,25 +267,29 @@ void check_mlp_training(const Gpu& gpu, Rng& rng, std::uint64_t seed,
   optim::OptimizerOptions o;
   o.name = "momentum";
   o.sgd.momentum = 0.9;
-  std::vector<Segment> segments = m.cpu->store().segments();
+  const std::vector<Segment> segments = m.cpu->store().segments();
+  const double cpu_start = losses(m, batches, batch).first;
   auto cpu_opt = optim::make_optimizer(o, m.gpu.num_params());
+  train_cpu(*m.cpu, *cpu_opt, segments, batches, batch);
   optim::cuda::DeviceOptimizer gpu_opt(gpu, o, segments, m.gpu.num_params());
   for (std::int64_t step = 0; step < 100; ++step) {
     const Batch& b = batches[static_cast<std::size_t>(step % 4)];
-    const float* logits = m.cpu->forward(b.x.data(), batch, true);
-    m.cpu->backend().softmax_cross_entropy(logits, b.labels.data(), batch, 10,
-                                           m.cpu->output_grad(), 1.0f / batch, nullptr);
-    m.cpu->backward(b.x.data(), batch, false);
-    cpu_opt->step({m.cpu->store().params(), m.cpu->store().grads(), segments, 0.05, step});
     m.gpu.forward(b.dx.data(), batch);
     m.gpu.loss(b.dlabels.data(), batch, 1.0f / batch);
     m.gpu.backward(b.dx.data(), batch);
-    gpu_opt.step(m.gpu.params(), m.gpu.grads(), 0.05, step);
+    gpu_opt.step(m.gpu.params(), m.gpu.grads(), 0.01, step);
   }
+  const auto [cpu_end, gpu_end] = losses(m, batches, batch);
   const std::span<const float> cpu_params = m.cpu->store().params();
-  rows.push_back(compare("MLP 100 SGD-momentum steps (params)",
-                         download(m.gpu.params(), cpu_params.size()), cpu_params, 1e-4,
-                         "100 steps of GEMM round-off in another order, compounded"));
+  const DeviceCheckRow params =
+      compare("", download(m.gpu.params(), cpu_params.size()), cpu_params, 0.0);
+  char why[220];
+  std::snprintf(why, sizeof why,
+                "relative to the loss's fall %.2f -> %.2f; ReLU flips from round-off move "
+                "weights discretely (the parameters differ by %.1e of the largest)",
+                cpu_start, cpu_end, params.relative());
+  rows.push_back({"MLP 100 SGD-momentum steps (loss)", std::fabs(gpu_end - cpu_end),
+                  std::fabs(cpu_start - cpu_end), 1e-3, why});
 }
 
 struct ConvCase {

@@ -31,6 +31,8 @@ class DeviceMlp {
   void backward(const float* x, std::int64_t batch);
   // The output grad the last loss wrote, [batch, classes] on the device.
   const float* output_grad() const { return acts_grad_.back().data(); }
+  // Hidden layer l's ReLU output from the last forward, [batch, dims[l + 1]] on the device.
+  const float* hidden_output(std::size_t l) const { return post_[l].data(); }
 
  private:
   struct Layer {
@@ -43,6 +45,7 @@ class DeviceMlp {
   lbt::cuda::DeviceArray<float> input_grad_;                           // scratch for dx
   lbt::cuda::DeviceArray<double> row_loss_;
   lbt::cuda::DeviceArray<std::int32_t> row_hit_;
+  lbt::cuda::DeviceArray<float> ones_;  // [max_batch]: the bias gradient's 1^T dy
 };
 
 }  // namespace lbt::nn::cuda

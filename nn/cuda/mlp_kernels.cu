@@ -1,5 +1,5 @@
-// DeviceMlp's kernels: grid-stride loops over elements, one thread per row or column where a
-// row or column is reduced (no atomics, so every run adds in the same order).
+// DeviceMlp's kernels: grid-stride loops over elements, one thread per row where a row is
+// reduced (no atomics, so every run adds in the same order).
 #include <cuda_runtime.h>
 
 #include "core/cuda/check.cuh"
@@ -28,15 +28,6 @@ __global__ void relu_forward_kernel(const float* x, float* y, std::int64_t n) {
 
 __global__ void relu_backward_kernel(const float* y, const float* dy, float* dx, std::int64_t n) {
   for (std::int64_t i = first_index(); i < n; i += stride()) dx[i] = y[i] > 0.0f ? dy[i] : 0.0f;
-}
-
-__global__ void column_sums_kernel(const float* dy, float* db, std::int64_t rows,
-                                   std::int64_t cols) {
-  for (std::int64_t c = first_index(); c < cols; c += stride()) {
-    float s = 0.0f;
-    for (std::int64_t r = 0; r < rows; ++r) s += dy[r * cols + c];
-    db[c] = s;
-  }
 }
 
 __global__ void softmax_cross_entropy_kernel(const float* logits, const std::int32_t* labels,
@@ -79,11 +70,6 @@ void relu_forward(const float* x, float* y, std::int64_t n) {
 void relu_backward(const float* y, const float* dy, float* dx, std::int64_t n) {
   relu_backward_kernel<<<blocks_for(n), kThreads>>>(y, dy, dx, n);
   launched("relu_backward_kernel");
-}
-
-void column_sums(const float* dy, float* db, std::int64_t rows, std::int64_t cols) {
-  column_sums_kernel<<<blocks_for(cols), kThreads>>>(dy, db, rows, cols);
-  launched("column_sums_kernel");
 }
 
 void softmax_cross_entropy(const float* logits, const std::int32_t* labels, std::int64_t rows,

@@ -10,8 +10,6 @@ void broadcast_rows(const float* b, float* y, std::int64_t rows, std::int64_t co
 void relu_forward(const float* x, float* y, std::int64_t n);
 // dx = dy where y > 0, else 0 (CPU nn/cpu/relu.cpp reads the output the same way).
 void relu_backward(const float* y, const float* dy, float* dx, std::int64_t n);
-// db[c] = sum over rows of dy[r, c].
-void column_sums(const float* dy, float* db, std::int64_t rows, std::int64_t cols);
 // Per row: loss = log sum exp(z - zmax) - (z_y - zmax) in double, hit = argmax == y, and
 // dz = (softmax - onehot) x grad_scale (nn/cpu/loss.cpp's arithmetic).
 void softmax_cross_entropy(const float* logits, const std::int32_t* labels, std::int64_t rows,

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Packs what the GPU machine runs (scripts/gpu/check.sh) into .gpu/bundle.tar.gz: lbt,
 # test_gpu and bench_gpu_mlp_step from a CUDA build here, with the shared libraries they need
-# that a bare CUDA image lacks (OpenBLAS, toml++, OpenMPI, Boost.Test, cudart, cuDNN's loader).
-# cuBLAS and NCCL (hundreds of MB) are the GPU machine's own. Nothing can be installed there.
+# that a bare CUDA image lacks (OpenBLAS, toml++, OpenMPI, Boost.Test, cudart). cuBLAS, cuDNN and
+# NCCL are the GPU machine's own (hundreds of MB, and matched to its driver); so are glibc and
+# libstdc++, newer there than here. Nothing can be installed there.
 #   usage: bash scripts/gpu/bundle.sh [build dir]   (then: device run with carry .gpu)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -15,8 +16,8 @@ for exe in "$stage/lbt" "$stage/test_gpu" "$stage/bench/bench_gpu_mlp_step"; do
   ldd "$exe" | awk '/=> \//{print $3}'
 done | sort -u | while read -r lib; do
   case $(basename "$lib") in
-    libc.so*|libm.so*|libgcc_s.so*|libpthread.so*|libdl.so*|librt.so*|ld-linux*) ;;  # the system's
-    libcublas*|libnccl*) ;;                                                           # the machine's
+    libc.so*|libm.so*|libgcc_s.so*|libstdc++.so*|libpthread.so*|libdl.so*|librt.so*|ld-linux*) ;;
+    libcublas*|libnccl*|libcudnn*) ;;  # the machine's own, matching its driver and sub-libraries
     *) cp -L "$lib" "$stage/lib/" ;;
   esac
 done

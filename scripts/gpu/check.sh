@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The GPU machine's whole check, one command (run there from the repository root with the
 # bundle of scripts/gpu/bundle.sh carried in .gpu/): machine facts, lbt doctor --device cuda,
-# the gpu test suite, and the MLP step beside PyTorch eager and CUDA graph. Writes its logs to
+# the gpu test suite, and the MLP step beside PyTorch eager and CUDA graph (LBT_GPU_BENCH=0
+# skips it). Writes its logs to
 # $OUT (the device tool's folder) or /tmp/lbt-gpu-out.
 set -uo pipefail
 out=${OUT:-/tmp/lbt-gpu-out}
@@ -18,9 +19,10 @@ export LD_LIBRARY_PATH="/tmp/lbt-gpu/lib:${libdirs}:${LD_LIBRARY_PATH:-}"
   ldd /tmp/lbt-gpu/lbt | grep -E 'not found|cublas|nccl|cudnn|cudart'
 } 2>&1 | tee "$out/machine.txt"
 echo "== lbt doctor --device cuda"
-/tmp/lbt-gpu/lbt doctor --device cuda 2>&1 | tee "$out/doctor.txt"
+timeout 120 /tmp/lbt-gpu/lbt doctor --device cuda 2>&1 | tee "$out/doctor.txt"
 echo "== test_gpu (ctest -L gpu's suite)"
-/tmp/lbt-gpu/test_gpu --log_level=test_suite 2>&1 | tail -30 | tee "$out/test_gpu.txt"
+timeout 180 /tmp/lbt-gpu/test_gpu --log_level=test_suite 2>&1 | tail -30 | tee "$out/test_gpu.txt"
+[ "${LBT_GPU_BENCH:-1}" = 1 ] || exit 0
 echo "== MLP step: lbt vs PyTorch on this GPU"
-ROUNDS=${ROUNDS:-3} bash bench/run_gpu_bench.sh /tmp/lbt-gpu "${SECONDS_PER_BATCH:-1}" 2>&1 |
+ROUNDS=${ROUNDS:-3} timeout 300 bash bench/run_gpu_bench.sh /tmp/lbt-gpu "${SECONDS_PER_BATCH:-1}" 2>&1 |
   tee "$out/gpu_bench.txt"

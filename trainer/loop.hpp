@@ -59,7 +59,8 @@ struct TrainOutcome {
   int refinement_evals = 0;  // evaluations the bracket's refinement added
   // The first evaluated step at which the other reading (train.target_definition's other
   // one: raw weights for ema, the EMA for first_passage) met the target (-1: not yet); with
-  // stop_at_target the run ends when both have met, so summary.json records both.
+  // stop_at_target the run ends when both have met (or the other has had twice the
+  // definition's steps), so summary.json records both.
   std::int64_t other_hi = -1;
   double best_val_accuracy = kNotMeasured, best_val_loss = kNotMeasured;
   double final_val_accuracy = kNotMeasured, final_val_loss = kNotMeasured, last_loss = kNotMeasured;

@@ -35,8 +35,10 @@ TrainLoop::Continue TrainLoop::evaluate_if_due() {
       take_lo_snapshot();
   }
   if (other_seen_ >= 0 && out_.other_hi < 0) out_.other_hi = other_seen_;
-  // Both readings met (summary.json records both): the run may stop.
-  const bool all_met = out_.steps_to_target >= 0 && (out_.other_hi >= 0 || !ema_on());
+  // Both readings met (summary.json records both), or the other one has had twice the
+  // definition's steps: the run may stop.
+  const bool waited = out_.steps >= 2 * out_.steps_to_target;
+  const bool all_met = out_.steps_to_target >= 0 && (out_.other_hi >= 0 || !ema_on() || waited);
   if (all_met && cfg_.stop_at_target) return Continue::kStop;
   if (prune_step && out_.steps_to_target < 0) {
     out_.status = "pruned";  // cannot beat the best trial at its batch size

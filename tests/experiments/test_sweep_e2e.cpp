@@ -426,6 +426,8 @@ BOOST_AUTO_TEST_CASE(b_crit_at_the_default_cadence_and_a_10x_denser_one_lie_in_e
   BOOST_TEST_MESSAGE("B_crit " << a << " " << ia << " at 1.5x, " << b << " " << ib << " at 1.05x");
   BOOST_TEST((ia[0].get<double>() <= b && b <= ia[1].get<double>()));
   BOOST_TEST((ib[0].get<double>() <= a && a <= ib[1].get<double>()));
+  // the intervals are wide with 3 seeds; the estimates themselves move by under 10%
+  BOOST_TEST(std::abs(b - a) <= 0.1 * a);
   for (const auto* fit : {&coarse, &dense}) {
     BOOST_TEST(fit->at("target_definition") == "ema");
     const auto& readings = fit->at("sensitivity").at("readings");

@@ -108,7 +108,9 @@ BOOST_AUTO_TEST_CASE(reading_is_within_five_percent_at_every_batch_size_as_the_c
       const StepBracket b = read_like_the_loop(metric, kAccuracy, c, 0.05, 0.01, max_steps);
       BOOST_TEST_CONTEXT("B=" << B << " every " << c.every << " growth " << c.growth << ": ("
                               << b.lo << ", " << b.hi << "], every step " << truth) {
-        BOOST_TEST(b.lo < truth);
+        // hi meets the target, so truth <= hi always; the walk's grid is 5% of the step, and a
+        // noise dip can hide the every-step crossing from it (lo is then above truth): the
+        // estimate hi is what is guaranteed within 5%.
         BOOST_TEST(truth <= b.hi);
         BOOST_TEST(b.hi - truth <= std::max(1.0, 0.05 * truth));
       }
@@ -116,27 +118,27 @@ BOOST_AUTO_TEST_CASE(reading_is_within_five_percent_at_every_batch_size_as_the_c
   }
 }
 
-// A metric that reaches the target at step 300 (a straight rise, exact there), stays above
-// until 340, then sits 0.003 below it (inside the band 0.0085) at every later grid point until
-// it crosses again at 1000. The first-passage reading finds the first crossing, not the second;
+// A metric that reaches the target at step 330 (a straight rise, exact there), stays above
+// until 380 (between the grid points 315 and 473), then sits 0.003 below it (inside the band
+// 0.0085) at every later grid point until it crosses again at 1000. The first-passage reading finds the first crossing, not the second;
 // replaying from the last below-target evaluation (band 0, the reading before issue 38) finds
 // the second: the test can tell them apart.
 BOOST_AUTO_TEST_CASE(first_passage_finds_a_crossing_before_the_last_below_target_evaluation) {
   const double T = kAccuracy.value;
   const Metric metric = [&](std::int64_t t) {
-    if (t <= 300) return T + 0.02 * static_cast<double>(t - 300) / 300.0;
-    if (t <= 340) return T + 0.001;
+    if (t <= 330) return T + 0.02 * static_cast<double>(t - 330) / 330.0;
+    if (t <= 380) return T + 0.001;
     return t < 1000 ? T - 0.003 : T + 0.01;
   };
   const std::int64_t truth = every_step(metric, kAccuracy, 4000);
-  BOOST_TEST_REQUIRE(truth == 300);
+  BOOST_TEST_REQUIRE(truth == 330);
   const Cadence grid{1, 1.5};
-  for (std::int64_t s = next_eval_after(300, 1, 1.5); s < 1000; s = next_eval_after(s, 1, 1.5))
+  for (std::int64_t s = next_eval_after(0, 1, 1.5); s < 1000; s = next_eval_after(s, 1, 1.5))
     BOOST_TEST_REQUIRE(!kAccuracy.met(metric(s)), "grid point " << s);  // below at every one
   const StepBracket b = read_like_the_loop(metric, kAccuracy, grid, 0.05, 0.01, 4000);
-  BOOST_TEST(b.lo < 300);
-  BOOST_TEST(300 <= b.hi);
-  BOOST_TEST(b.hi <= 300 + 0.05 * b.hi);
+  BOOST_TEST(b.lo < 330);
+  BOOST_TEST(330 <= b.hi);
+  BOOST_TEST(b.hi <= 330 + 0.05 * b.hi);
   const StepBracket old = read_like_the_loop(metric, kAccuracy, grid, 0.05, 0.0, 4000);
   BOOST_TEST(old.hi >= 1000);  // what the band is for
 }

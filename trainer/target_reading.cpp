@@ -84,18 +84,23 @@ StepBracket first_passage(std::vector<MetricPoint> points, const Target& target)
 double fluctuation(std::vector<MetricPoint> points) {
   std::sort(points.begin(), points.end(),
             [](const MetricPoint& a, const MetricPoint& b) { return a.step < b.step; });
-  std::vector<double> d;
-  for (std::size_t i = 1; i < points.size(); ++i) {
-    if (points[i].step == points[i - 1].step) continue;
-    d.push_back(points[i].value - points[i - 1].value);
+  points.erase(std::unique(points.begin(), points.end(),
+                           [](const MetricPoint& a, const MetricPoint& b) { return a.step == b.step; }),
+               points.end());
+  // Each inner point's residual from the line through its neighbours: r = v - (a v_prev + b
+  // v_next), a + b = 1, is free of any linear trend and, for white noise of spread sigma, has
+  // variance sigma^2 (1 + a^2 + b^2).
+  double sum = 0.0;
+  int n = 0;
+  for (std::size_t i = 1; i + 1 < points.size(); ++i) {
+    const double t0 = static_cast<double>(points[i - 1].step), t1 = static_cast<double>(points[i].step),
+                 t2 = static_cast<double>(points[i + 1].step);
+    const double a = (t2 - t1) / (t2 - t0), b = (t1 - t0) / (t2 - t0);
+    const double r = points[i].value - (a * points[i - 1].value + b * points[i + 1].value);
+    sum += r * r / (1 + a * a + b * b);
+    ++n;
   }
-  if (d.size() < 2) return std::nan("");
-  double mean = 0.0;
-  for (double x : d) mean += x;
-  mean /= static_cast<double>(d.size());
-  double ss = 0.0;
-  for (double x : d) ss += (x - mean) * (x - mean);
-  return std::sqrt(ss / static_cast<double>(d.size() - 1) / 2.0);
+  return n < 2 ? std::nan("") : std::sqrt(sum / n);
 }
 
 }  // namespace lbt::trainer

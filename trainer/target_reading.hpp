@@ -67,9 +67,9 @@ struct MetricPoint {
 // The first evaluated step meeting the target and the last evaluated step before it.
 StepBracket first_passage(std::vector<MetricPoint> points, const Target& target);
 
-// The metric's fluctuation: the sample standard deviation of the differences of consecutive
-// evaluations over sqrt(2) (white noise of spread sigma gives sigma; a linear trend drops
-// out with the differences' mean). NaN under 3 points.
+// The metric's fluctuation near its crossing: the RMS residual of each evaluation from the
+// line through its two neighbours, scaled so white noise of spread sigma gives sigma; a trend
+// drops out to first order, however the evaluations are spaced. NaN under 4 points.
 double fluctuation(std::vector<MetricPoint> points);
 
 }  // namespace lbt::trainer

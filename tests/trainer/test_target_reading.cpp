@@ -68,14 +68,20 @@ BOOST_AUTO_TEST_CASE(ema_weight_is_the_step_over_the_horizon_times_the_step) {
   BOOST_TEST(ema_weight(100, 20, 0.1) == 1.0);
 }
 
-BOOST_AUTO_TEST_CASE(fluctuation_of_white_noise_on_a_trend_is_its_spread) {
-  std::vector<MetricPoint> points;
+BOOST_AUTO_TEST_CASE(fluctuation_of_white_noise_on_a_curved_trend_is_its_spread) {
   const double sigma = 0.004;
-  for (std::int64_t s = 0; s < 4000; ++s)
-    points.push_back({s, 0.5 + 1e-4 * static_cast<double>(s) + noise_at(s, 7, sigma)});
-  // sample sd of 3999 differences: relative standard error about 1/sqrt(2 x 3999) = 1.1%
-  BOOST_TEST(std::abs(fluctuation(points) - sigma) <= 0.05 * sigma);
-  BOOST_TEST(std::isnan(fluctuation({{1, 0.5}, {2, 0.6}})));
+  std::vector<MetricPoint> even, geometric;
+  // a learning curve rising 0.3 over the window: its trend is 100 sigma
+  const auto curve = [](double t) { return 0.9 - 0.3 * std::exp(-t / 2000.0); };
+  for (std::int64_t s = 1000; s < 5000; ++s)
+    even.push_back({s, curve(static_cast<double>(s)) + noise_at(s, 7, sigma)});
+  // ~3000 residuals: relative standard error about 1/sqrt(2 x 3000) = 1.3%; the curvature adds
+  // (0.3 / 2000^2)^2 / 4 per residual, nothing at this resolution
+  BOOST_TEST(std::abs(fluctuation(even) - sigma) <= 0.05 * sigma);
+  for (double t = 1000; t < 5000; t *= 1.002)  // spaced 0.2% of the step, as a refinement walk
+    geometric.push_back({static_cast<std::int64_t>(t), curve(t) + noise_at(std::int64_t(t), 8, sigma)});
+  BOOST_TEST(std::abs(fluctuation(geometric) - sigma) <= 0.1 * sigma);
+  BOOST_TEST(std::isnan(fluctuation({{1, 0.5}, {2, 0.6}, {3, 0.7}})));
 }
 
 BOOST_AUTO_TEST_CASE(first_passage_is_the_first_evaluation_meeting_the_target) {

@@ -199,6 +199,12 @@ nlohmann::json fit_one_reading(const std::vector<MeasuredPoint>& points, const F
             {"B_crit", interval(ci.B_crit)}}}};
 }
 
+std::string interval_text(const nlohmann::json& i) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "[%.4g, %.4g]", i[0].get<double>(), i[1].get<double>());
+  return buf;
+}
+
 bool overlap(const nlohmann::json& a, const nlohmann::json& b) {
   return a[0].get<double>() <= b[1].get<double>() && b[0].get<double>() <= a[1].get<double>();
 }
@@ -221,7 +227,7 @@ nlohmann::json fit_sensitivity(const std::map<std::string, std::vector<MeasuredP
       for (const char* q : {"S_min", "E_min", "B_crit"}) {
         if (!overlap(a[q], b[q]))
           disagree += std::string(disagree.empty() ? "" : ", ") + q + " (" + fitted[i] + " " +
-                      a[q].dump() + " vs " + fitted[j] + " " + b[q].dump() + ")";
+                      interval_text(a[q]) + " vs " + fitted[j] + " " + interval_text(b[q]) + ")";
       }
     }
   }

@@ -25,6 +25,7 @@
 #include "trainer/noise_log.hpp"
 #include "trainer/run_config.hpp"
 #include "trainer/sharded_step.hpp"
+#include "trainer/target_reading.hpp"
 #include "trainer/task.hpp"
 #include "trainer/train_keys.hpp"
 
@@ -302,6 +303,7 @@ RunResult run_training(Config& config, const RunOptions& options, comm::Communic
                                cfg.accum_steps);
   const trainer::StepBudget budget = trainer::step_budget(cfg, splits.train.n, comm.size());
   const std::int64_t total_steps = budget.total_steps;
+  trainer::check_ema_horizon(cfg, total_steps, config.source());
 
   auto rng = make_rng(cfg.seed, RngStream::kInit);
   model->build(rng);

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 
 #include "core/error.hpp"
 
@@ -17,6 +18,20 @@ TargetDefinition parse_target_definition(const std::string& text) {
 
 const char* definition_name(TargetDefinition d) {
   return d == TargetDefinition::kEma ? "ema" : "first_passage";
+}
+
+void check_ema_horizon(const TrainConfig& cfg, std::int64_t total_steps,
+                       const std::string& source) {
+  if (!cfg.target.enabled() || cfg.target_definition != TargetDefinition::kEma) return;
+  const double horizon = cfg.ema_horizon * static_cast<double>(total_steps);
+  if (horizon >= 2.0) return;
+  char got[96];
+  std::snprintf(got, sizeof got, "%g x %lld steps = %.3g steps", cfg.ema_horizon,
+                static_cast<long long>(total_steps), horizon);
+  throw_config_error(source, "train.ema_horizon",
+                     "long enough for an average of >= 2 steps at the run's end", got,
+                     "raise train.ema_horizon or the budget, or set "
+                     "train.target_definition=first_passage");
 }
 
 double ema_weight(std::int64_t step, std::int64_t since, double horizon) {

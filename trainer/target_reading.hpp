@@ -31,6 +31,10 @@ const char* definition_name(TargetDefinition d);
 // batch size (Polyak-Ruppert with polynomial decay; Shamir & Zhang 2013, eta = 1/horizon - 1).
 double ema_weight(std::int64_t step, std::int64_t since, double horizon);
 
+// The ema reading needs an average longer than 2 steps at the run's end: horizon x total
+// steps >= 2, else a ConfigError naming train.ema_horizon (`source`: the config's name).
+void check_ema_horizon(const TrainConfig& cfg, std::int64_t total_steps, const std::string& source);
+
 // How far `metric` is short of the target in metric units (> 0: not met; NaN: not measured).
 double shortfall(const Target& target, double metric);
 // Short of the target by more than band x |target value|: the refinement may start here.

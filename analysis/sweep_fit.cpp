@@ -181,7 +181,65 @@ void add_measured_noise(nlohmann::json& fit, const SweepMeasurements& sweep, dou
       b_noise.size() >= 2 ? interval(bootstrap_median(b_noise, options, 0xB40)) : nlohmann::json();
 }
 
+// One reading's S_min, E_min and B_crit with the all-sources bootstrap interval of each.
+nlohmann::json fit_one_reading(const std::vector<MeasuredPoint>& points, const FitOptions& o) {
+  if (points.size() < 3)
+    return {{"fitted", false}, {"why", "fewer than 3 batch sizes reached the target"}};
+  const CriticalBatchFit f = fit_critical_batch(point_estimates(points));
+  const BootstrapIntervals ci = intervals_of(
+      measurement_bootstrap_fits(points, {true, true, true}, o.resamples, o.seed), o.level);
+  return {{"fitted", true},
+          {"batch_sizes", points.size()},
+          {"S_min", f.S_min},
+          {"E_min", f.E_min},
+          {"B_crit", f.B_crit},
+          {"intervals",
+           {{"S_min", interval(ci.S_min)},
+            {"E_min", interval(ci.E_min)},
+            {"B_crit", interval(ci.B_crit)}}}};
+}
+
+std::string interval_text(const nlohmann::json& i) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "[%.4g, %.4g]", i[0].get<double>(), i[1].get<double>());
+  return buf;
+}
+
+bool overlap(const nlohmann::json& a, const nlohmann::json& b) {
+  return a[0].get<double>() <= b[1].get<double>() && b[0].get<double>() <= a[1].get<double>();
+}
+
 }  // namespace
+
+nlohmann::json fit_sensitivity(const std::map<std::string, std::vector<MeasuredPoint>>& readings,
+                               const FitOptions& options) {
+  nlohmann::json out = {{"readings", nlohmann::json::object()}};
+  std::vector<std::string> fitted;
+  for (const auto& [name, points] : readings) {
+    out["readings"][name] = fit_one_reading(points, options);
+    if (out["readings"][name]["fitted"].get<bool>()) fitted.push_back(name);
+  }
+  std::string disagree;
+  for (std::size_t i = 0; i < fitted.size(); ++i) {
+    for (std::size_t j = i + 1; j < fitted.size(); ++j) {
+      const auto& a = out["readings"][fitted[i]]["intervals"];
+      const auto& b = out["readings"][fitted[j]]["intervals"];
+      for (const char* q : {"S_min", "E_min", "B_crit"}) {
+        if (!overlap(a[q], b[q]))
+          disagree += std::string(disagree.empty() ? "" : ", ") + q + " (" + fitted[i] + " " +
+                      interval_text(a[q]) + " vs " + fitted[j] + " " + interval_text(b[q]) + ")";
+      }
+    }
+  }
+  out["agree"] = fitted.size() < 2 ? nlohmann::json() : nlohmann::json(disagree.empty());
+  out["warning"] = disagree.empty()
+                       ? nlohmann::json()
+                       : nlohmann::json("the readings of steps-to-target disagree beyond their "
+                                        "intervals: " + disagree +
+                                        "; the target sits in the metric's noise: lower it, or "
+                                        "use train.target_definition=ema");
+  return out;
+}
 
 nlohmann::json fit_measurements(const SweepMeasurements& sweep, const FitOptions& options) {
   const std::vector<ScalingPoint> pts = point_estimates(sweep.measured);
@@ -204,6 +262,9 @@ nlohmann::json fit_measurements(const SweepMeasurements& sweep, const FitOptions
   fit["batch_sizes_unreached"] = sweep.unreached;
   add_lr_law(fit, sweep.lr_points, options);
   add_measured_noise(fit, sweep, f.B_crit, options);
+  fit["target_definition"] = sweep.definition.empty() ? nlohmann::json() : nlohmann::json(sweep.definition);
+  fit["sensitivity"] =
+      sweep.readings.empty() ? nlohmann::json() : fit_sensitivity(sweep.readings, options);
   return fit;
 }
 
@@ -227,6 +288,11 @@ std::string format_fit_line(const nlohmann::json& fit) {
   if (!fit.value("batch_sizes_unreached", nlohmann::json::array()).empty()) {
     line += "; left out, no trial reached the target: B = " + fit["batch_sizes_unreached"].dump();
   }
+  if (fit.contains("target_definition") && fit["target_definition"].is_string())
+    line += "; steps-to-target read as " + fit["target_definition"].get<std::string>();
+  if (fit.contains("sensitivity") && fit["sensitivity"].is_object() &&
+      fit["sensitivity"]["warning"].is_string())
+    line += "\nwarning: " + fit["sensitivity"]["warning"].get<std::string>();
   return line;
 }
 

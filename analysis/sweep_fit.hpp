@@ -5,6 +5,7 @@
 // B_crit. Pure: reading the sweep directory and writing fit.json is experiments/fit_files.hpp's.
 #pragma once
 #include <cstdint>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -33,13 +34,25 @@ struct SweepMeasurements {
   std::vector<double> b_simple_avg;     // the best trials' B_simple averaged over training
   std::vector<double> b_simple_start;   // ... and at the start of training
   std::vector<double> b_noise;          // the best trials' Hessian-probe B_noise
+  // Issue 38: the reading of steps-to-target `measured` uses (train.target_definition; "" when
+  // not recorded), and the same best trials under each reading recorded (by name: ema,
+  // first_passage), for fit.json's sensitivity.
+  std::string definition;
+  std::map<std::string, std::vector<MeasuredPoint>> readings;
 };
+
+// fit.json's sensitivity: S_min, E_min and B_crit with intervals under each reading (null with
+// a reason below 3 batch sizes), and a warning when two readings' intervals of any of them do
+// not overlap: the target then sits in the metric's noise.
+nlohmann::json fit_sensitivity(const std::map<std::string, std::vector<MeasuredPoint>>& readings,
+                               const FitOptions& options);
 
 // fit.json's content. Throws lbt::Error when fewer than 3 distinct batch sizes reached the
 // target (the caller names the sweep's files in its own, earlier check).
 nlohmann::json fit_measurements(const SweepMeasurements& sweep, const FitOptions& options);
 
-// "S_min = 1234 [1100, 1400], E_min = ..., B_crit = ..." for progress lines.
+// "S_min = 1234 [1100, 1400], E_min = ..., B_crit = ..." for progress lines; a second line
+// "warning: ..." when the sensitivity's readings disagree.
 std::string format_fit_line(const nlohmann::json& fit);
 
 }  // namespace lbt::analysis

@@ -13,6 +13,7 @@
 #include "trainer/comm/communicator.hpp"
 #include "trainer/interrupt.hpp"
 #include "trainer/run_config.hpp"
+#include "trainer/target_reading.hpp"
 
 namespace lbt::cli {
 
@@ -124,7 +125,9 @@ void add_train_command(CLI::App& app) {
     const experiments::RunOptions options = run_options(*args);
     Config config = experiments::load_config(args->config_path, args->sets, notes_stream());
     if (args->check) {
-      trainer::resolve_run_config(config, 1);
+      const trainer::RunConfig run = trainer::resolve_run_config(config, 1);
+      // the EMA's horizon against a budget in steps (in epochs it needs the data: at run time)
+      if (run.train.steps > 0) trainer::check_ema_horizon(run.train, run.train.steps, config.source());
       std::printf("%s", config.resolved_toml().c_str());
       return;
     }

@@ -28,6 +28,20 @@ std::vector<double> read_unreached(const fs::path& best_csv) {
   return unreached;
 }
 
+// The best trials' target_definition: one name, "mixed", or "" where not recorded.
+std::string read_definition(const fs::path& sweep_csv) {
+  if (!fs::exists(sweep_csv)) return "";
+  const CsvTable t = read_csv(sweep_csv);
+  const int cd = t.column("target_definition"), cbest = t.column("best");
+  std::string definition;
+  for (const auto& row : t.rows) {
+    if (cd < 0 || cbest < 0 || row[cbest] != "true") continue;
+    if (definition.empty()) definition = row[cd];
+    if (row[cd] != definition) return "mixed";
+  }
+  return definition;
+}
+
 }  // namespace
 
 std::vector<ScalingPoint> read_best_points(const fs::path& best_csv) {
@@ -49,11 +63,14 @@ std::vector<ScalingPoint> read_best_points(const fs::path& best_csv) {
   return pts;
 }
 
-std::vector<MeasuredPoint> read_measured_points(const fs::path& sweep_dir) {
+std::vector<MeasuredPoint> read_measured_points(const fs::path& sweep_dir,
+                                                const std::string& reading) {
   const fs::path sweep_csv = sweep_dir / "sweep.csv";
   const CsvTable t = fs::exists(sweep_csv) ? read_csv(sweep_csv) : CsvTable{};
+  const std::string prefix = reading.empty() ? "" : reading + "_";
   const int cb = t.column("batch_size"), cst = t.column("status"), cbest = t.column("best"),
-            clo = t.column("steps_lo"), chi = t.column("steps_hi");
+            clo = t.column(prefix + "steps_lo"), chi = t.column(prefix + "steps_hi");
+  if (!reading.empty() && (clo < 0 || chi < 0)) return {};  // not recorded
   std::vector<MeasuredPoint> points;
   if (cb < 0 || cst < 0 || cbest < 0 || clo < 0 || chi < 0) {
     // A sweep written before brackets and seeds: best.csv's step, known to one step.
@@ -125,6 +142,11 @@ analysis::SweepMeasurements read_sweep_measurements(const fs::path& sweep_dir) {
   sweep.b_simple_avg = best_trials_b_simple(sweep_dir / "best.csv", "b_simple_avg");
   sweep.b_simple_start = best_trials_b_simple(sweep_dir / "best.csv", "b_simple_start");
   sweep.b_noise = best_trials_b_noise(sweep_dir);
+  sweep.definition = read_definition(sweep_dir / "sweep.csv");
+  for (const char* name : kReadingNames) {
+    std::vector<MeasuredPoint> points = read_measured_points(sweep_dir, name);
+    if (!points.empty()) sweep.readings[name] = std::move(points);
+  }
   return sweep;
 }
 

@@ -4,6 +4,7 @@
 #pragma once
 #include <filesystem>
 #include <nlohmann/json.hpp>
+#include <string>
 #include <vector>
 
 #include "analysis/sweep_fit.hpp"
@@ -15,7 +16,10 @@ std::vector<analysis::ScalingPoint> read_best_points(const std::filesystem::path
 
 // Per batch size, the seeds of the best (B, LR) that reached the target, each with its bracket
 // (sweep.csv's rows marked best); a sweep written before brackets and seeds: best.csv's step.
-std::vector<analysis::MeasuredPoint> read_measured_points(const std::filesystem::path& sweep_dir);
+// `reading` (ema, first_passage): that reading's brackets (sweep.csv's READING_steps_lo/hi) of
+// the same trials; empty where the sweep did not record it.
+std::vector<analysis::MeasuredPoint> read_measured_points(const std::filesystem::path& sweep_dir,
+                                                          const std::string& reading = "");
 
 // Per batch size that reached the target, the best LR and its bracket: the geometric midpoints
 // to the nearest LRs the search tried on each side (the LR itself where none was tried).

@@ -21,6 +21,7 @@ nlohmann::json outcome_json(const trainer::TrainOutcome& o) {
           {"examples_to_target", o.examples_to_target},
           {"steps_lo", o.steps_lo},
           {"refinement_evals", o.refinement_evals},
+          {"other_hi", o.other_hi},
           {"best_val_accuracy", o.best_val_accuracy},
           {"best_val_loss", o.best_val_loss},
           {"final_val_accuracy", o.final_val_accuracy},
@@ -50,6 +51,7 @@ void outcome_from_json(const nlohmann::json& j, trainer::TrainOutcome& o) {
   o.examples_to_target = j.at("examples_to_target");
   o.steps_lo = j.at("steps_lo");
   o.refinement_evals = j.at("refinement_evals");
+  o.other_hi = j.value("other_hi", std::int64_t{-1});
   o.best_val_accuracy = number(j.at("best_val_accuracy"));
   o.best_val_loss = number(j.at("best_val_loss"));
   o.final_val_accuracy = number(j.at("final_val_accuracy"));
@@ -67,6 +69,15 @@ void outcome_from_json(const nlohmann::json& j, trainer::TrainOutcome& o) {
   o.wall_time_s = j.at("wall_time_s");
 }
 
+// A section of floats whose size the checkpoint says (the weights' EMA: empty without a
+// target); absent: empty.
+void read_floats(const trainer::LoadedCheckpoint& ck, const std::string& name,
+                 std::vector<float>& out) {
+  const auto it = ck.sections.find(name);
+  out.resize(it == ck.sections.end() ? 0 : it->second.size() / sizeof(float));
+  if (!out.empty()) ck.copy_to(name, std::span<float>(out));
+}
+
 // The below-target state of a checkpoint, sized like the live model's buffers.
 std::shared_ptr<const trainer::BelowTargetState> read_below_target(
     const trainer::LoadedCheckpoint& ck, nn::Model& model, const optim::Optimizer& optimizer) {
@@ -79,6 +90,8 @@ std::shared_ptr<const trainer::BelowTargetState> read_below_target(
   below->model = trainer::take_snapshot(model, optimizer);  // the sizes; values replaced below
   below->model.streams = j.at("streams").get<std::vector<std::string>>();
   ck.copy_to("below/params", std::span<float>(below->model.params));
+  below->ema_updated = j.value("ema_updated", std::int64_t{0});
+  read_floats(ck, "below/ema", below->ema);
   for (std::size_t i = 0; i < below->model.optimizer_buffers.size(); ++i)
     ck.copy_to("below/optim/" + std::to_string(i),
                std::span<float>(below->model.optimizer_buffers[i]));
@@ -143,7 +156,8 @@ void save_run_checkpoint(const std::filesystem::path& run_dir, const trainer::Lo
                            {"config", identity.resolved_config},
                            {"streams", model.stream_states()},
                            {"examples_seen", state.examples_seen},
-                           {"batch_accum", state.batch_accum}};
+                           {"batch_accum", state.batch_accum},
+                           {"ema_updated", state.ema_updated}};
   std::vector<trainer::CheckpointSection> sections = {
       {"params", std::as_bytes(model.store().params())}};
   for (const auto& [name, buffer] : optimizer.state().buffers()) {
@@ -154,6 +168,7 @@ void save_run_checkpoint(const std::filesystem::path& run_dir, const trainer::Lo
     sections.push_back({"layer_buffer/" + std::to_string(i), std::as_bytes(buffers[i])});
   }
   sections.push_back({"noise", std::as_bytes(std::span<const double>(state.noise_state))});
+  sections.push_back({"ema", std::as_bytes(std::span<const float>(state.ema))});
   // While the target is unmet: the state at the last evaluation below it (loop.hpp), so a
   // resumed run refines the crossing from the same step as an uninterrupted one.
   if (const auto& below = state.below_target) {
@@ -161,11 +176,13 @@ void save_run_checkpoint(const std::filesystem::path& run_dir, const trainer::Lo
                               {"first_loss", below->divergence.first_loss},
                               {"skips_in_a_row", below->divergence.skips_in_a_row},
                               {"skipped_steps", below->divergence.skipped_steps},
-                              {"streams", below->model.streams}};
+                              {"streams", below->model.streams},
+                              {"ema_updated", below->ema_updated}};
     const auto bytes = [](const std::vector<float>& v) {
       return std::as_bytes(std::span<const float>(v));
     };
     sections.push_back({"below/params", bytes(below->model.params)});
+    sections.push_back({"below/ema", bytes(below->ema)});
     for (std::size_t i = 0; i < below->model.optimizer_buffers.size(); ++i)
       sections.push_back(
           {"below/optim/" + std::to_string(i), bytes(below->model.optimizer_buffers[i])});
@@ -242,6 +259,8 @@ bool restore_run_checkpoint(const std::filesystem::path& run_dir, trainer::LoopS
   // run (and a checkpoint from before adaptive batches) has seen step x global_batch examples.
   state.examples_seen = h.value("examples_seen", state.step * identity.global_batch);
   state.batch_accum = h.value("batch_accum", std::int64_t{0});
+  state.ema_updated = h.value("ema_updated", std::int64_t{0});
+  read_floats(ck, "ema", state.ema);
   state.divergence.first_loss = h.at("first_loss");
   state.divergence.skips_in_a_row = h.at("skips_in_a_row");
   state.divergence.skipped_steps = h.at("skipped_steps");

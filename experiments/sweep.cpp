@@ -114,6 +114,8 @@ class SweepRunner {
       }
     }
     if (options_.trial_index < 0) {
+      for (const std::string& w : target_noise_warnings(results_, trainer::parse_target(settings_.target)))
+        std::fprintf(stderr, "[sweep] warning: %s\n", w.c_str());
       nlohmann::json fit;  // null when skipped
       try {
         fit = fit_sweep(dir_, analysis::FitOptions{});

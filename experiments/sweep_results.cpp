@@ -42,6 +42,18 @@ std::string opt_num(double v) {
   return std::isfinite(v) ? num(v) : "";
 }  // empty: not measured
 
+// Each reading's bracket, fluctuation and best value (empty: not met or not recorded).
+std::string reading_columns(const TrialResult& r) {
+  std::string out;
+  for (const char* name : kReadingNames) {
+    const auto it = r.readings.find(name);
+    const TrialResult::Reading g = it == r.readings.end() ? TrialResult::Reading{} : it->second;
+    out += "," + opt_int(g.hi >= 0 ? g.lo : -1) + "," + opt_int(g.hi) + "," +
+           opt_num(g.fluctuation) + "," + opt_num(g.best);
+  }
+  return out;
+}
+
 std::string trial_columns(const TrialResult& r, const fs::path& sweep_dir) {
   const Trial& t = r.trial;
   std::string momentum = t.momentum >= 0 ? num(t.momentum) : "";
@@ -51,13 +63,37 @@ std::string trial_columns(const TrialResult& r, const fs::path& sweep_dir) {
          opt_int(r.steps_to_target) + "," + std::to_string(r.steps) + "," + num(r.wall_time_s) +
          "," + num(r.best_val_accuracy) + "," + num(r.best_val_loss) + "," +
          csv_field((fs::path("trials") / t.name).string()) + "," + opt_num(r.noise.start) + "," +
-         opt_num(r.noise.at_target) + "," + opt_num(r.noise.averaged);
+         opt_num(r.noise.at_target) + "," + opt_num(r.noise.averaged) + "," + r.definition +
+         reading_columns(r);
 }
 
 const char* kTrialHeader =
     "trial,batch_size,lr,momentum,seed,status,steps_to_target,examples_to_target,steps_lo,steps_hi,"
     "steps,wall_time_s,"
-    "best_val_accuracy,best_val_loss,run_dir,b_simple_start,b_simple_at_target,b_simple_avg";
+    "best_val_accuracy,best_val_loss,run_dir,b_simple_start,b_simple_at_target,b_simple_avg,"
+    "target_definition,ema_steps_lo,ema_steps_hi,ema_fluctuation,ema_best,"
+    "first_passage_steps_lo,first_passage_steps_hi,first_passage_fluctuation,first_passage_best";
+
+// summary.json's target_definition and readings; a summary without them (a program's trial,
+// or lbt before issue 38) read its own metric's first passage: steps_lo and steps_to_target.
+void read_readings(const nlohmann::json& s, TrialResult& r) {
+  r.definition = s.value("target_definition", std::string("first_passage"));
+  const auto step = [](const nlohmann::json& j, const char* k) -> std::int64_t {
+    return j.contains(k) && j[k].is_number() ? j[k].get<std::int64_t>() : -1;
+  };
+  const auto number = [](const nlohmann::json& j, const char* k) {
+    return j.contains(k) && j[k].is_number() ? j[k].get<double>()
+                                             : std::numeric_limits<double>::quiet_NaN();
+  };
+  if (!s.contains("readings") || !s["readings"].is_object()) {
+    r.readings["first_passage"] = {r.steps_to_target >= 0 ? r.steps_lo : -1, r.steps_to_target};
+    return;
+  }
+  for (const auto& [name, g] : s["readings"].items()) {
+    r.readings[name] = {step(g, "steps_lo"), step(g, "steps_hi"), number(g, "fluctuation"),
+                        number(g, "best")};
+  }
+}
 
 }  // namespace
 
@@ -103,6 +139,7 @@ TrialResult read_trial_result(const Trial& trial, const fs::path& run_dir) {
         run_dir / "eval.jsonl", trainer::parse_target(s.value("target", std::string())));
     if (r.steps_to_target >= 0) r.examples_to_target = r.steps_to_target * trial.batch_size;
   }
+  read_readings(s, r);
   // A program's noise.jsonl holds raw squared norms (exec_trial.hpp), lbt's its estimates.
   if (is_final_status(r.status)) {
     r.noise = s.value("written_by", std::string()) == "lbt sweep --exec"
@@ -183,6 +220,25 @@ std::vector<BestRow> best_per_batch(const std::vector<TrialResult>& results) {
   return rows;
 }
 
+std::vector<std::string> target_noise_warnings(const std::vector<TrialResult>& results,
+                                               const trainer::Target& target) {
+  std::vector<std::string> warnings;
+  for (const BestRow& row : best_per_batch(results)) {
+    if (!row.best) continue;
+    const auto it = row.best->readings.find(row.best->definition);
+    if (it == row.best->readings.end()) continue;
+    const TrialResult::Reading& g = it->second;
+    const double gap = std::abs(g.best - target.value);
+    if (!(std::isfinite(g.fluctuation) && gap < 2.0 * g.fluctuation)) continue;
+    warnings.push_back("B=" + std::to_string(row.batch_size) + ": the best " + target.metric +
+                       " (" + row.best->definition + ") " + num(g.best) + " is within 2 x its " +
+                       "fluctuation " + num(g.fluctuation) + " of the target " +
+                       num(target.value) + ": its steps-to-target is a first passage of noise; "
+                       "lower the target");
+  }
+  return warnings;
+}
+
 void write_sweep_csv(const fs::path& path, const std::vector<TrialResult>& results,
                      const fs::path& sweep_dir) {
   std::set<const TrialResult*> chosen;
@@ -207,7 +263,8 @@ void write_best_csv(const fs::path& path, const std::vector<TrialResult>& result
     if (row.best) {
       out += trial_columns(*row.best, sweep_dir);
     } else {
-      out += ',' + std::to_string(row.batch_size) + ",,,,unreached,,,,,,,,,,,,";
+      out += ',' + std::to_string(row.batch_size) + ",,,,unreached,,,,,,,,,,,," +
+             std::string(9, ',');
     }
     const auto decision = decisions.find(row.batch_size);
     out += ',' + std::to_string(row.trials) + ',' + std::to_string(row.reached) +

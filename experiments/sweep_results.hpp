@@ -31,7 +31,19 @@ struct TrialResult {
   double best_val_loss = std::numeric_limits<double>::quiet_NaN();
   std::string message;  // failed: the error; diverged: the reason
   TrialNoise noise;     // B_simple at start, at target, averaged (NaN: none measured)
+  // summary.json's target_definition ("first_passage" for a program's trial) and its readings
+  // (trial_readings.hpp): each one's bracket (lo, hi] (-1: not met), fluctuation and best.
+  std::string definition = "first_passage";
+  struct Reading {
+    std::int64_t lo = -1, hi = -1;
+    double fluctuation = std::numeric_limits<double>::quiet_NaN();
+    double best = std::numeric_limits<double>::quiet_NaN();
+  };
+  std::map<std::string, Reading> readings;  // by name: ema, first_passage
 };
+
+// The readings sweep.csv records, in its column order.
+inline const char* const kReadingNames[] = {"ema", "first_passage"};
 
 // Reads `run_dir/summary.json` (missing: "pending"; unreadable: "running", i.e. unfinished).
 TrialResult read_trial_result(const Trial& trial, const std::filesystem::path& run_dir);
@@ -56,6 +68,12 @@ struct BestRow {
   bool lr_at_edge = false;  // best LR is the smallest or largest tried: widen the search
 };
 std::vector<BestRow> best_per_batch(const std::vector<TrialResult>& results);
+
+// Issue 38: per batch size, a warning when its best trial's best value of the metric (under
+// the trial's target_definition) is within 2 x the metric's fluctuation near the crossing of
+// the target: there the first step meeting it is a first passage of noise.
+std::vector<std::string> target_noise_warnings(const std::vector<TrialResult>& results,
+                                               const trainer::Target& target);
 
 // Both files are rewritten atomically (temp + rename), so a kill never leaves half a CSV.
 void write_sweep_csv(const std::filesystem::path& path, const std::vector<TrialResult>& results,

@@ -17,6 +17,7 @@
 #include "experiments/hessian_probe.hpp"
 #include "experiments/rank_agreement.hpp"
 #include "experiments/run_checkpoint.hpp"
+#include "experiments/trial_readings.hpp"
 #include "nn/model.hpp"
 #include "trainer/comm/communicator.hpp"
 #include "trainer/data/load.hpp"
@@ -24,6 +25,7 @@
 #include "trainer/noise_log.hpp"
 #include "trainer/run_config.hpp"
 #include "trainer/sharded_step.hpp"
+#include "trainer/target_reading.hpp"
 #include "trainer/task.hpp"
 #include "trainer/train_keys.hpp"
 
@@ -210,9 +212,12 @@ struct SummaryParts {
   std::string model, optimizer;
   int world_size;
   std::int64_t steps_per_epoch;
+  std::filesystem::path run_dir;
 
   nlohmann::json of(const trainer::TrainOutcome& o) const {
-    return summary_json(cfg, o, model, optimizer, world_size, steps_per_epoch);
+    nlohmann::json s = summary_json(cfg, o, model, optimizer, world_size, steps_per_epoch);
+    add_readings(s, run_dir / "eval.jsonl", cfg, o);  // steps-to-target under each reading
+    return s;
   }
 };
 
@@ -298,6 +303,7 @@ RunResult run_training(Config& config, const RunOptions& options, comm::Communic
                                cfg.accum_steps);
   const trainer::StepBudget budget = trainer::step_budget(cfg, splits.train.n, comm.size());
   const std::int64_t total_steps = budget.total_steps;
+  trainer::check_ema_horizon(cfg, total_steps, config.source());
 
   auto rng = make_rng(cfg.seed, RngStream::kInit);
   model->build(rng);
@@ -330,8 +336,8 @@ RunResult run_training(Config& config, const RunOptions& options, comm::Communic
       resume_run(result.run_dir, options, identity, comm, *model, *optimizer, resume_from);
   const Sharding sharding =
       share_parameters(comm, *model, *optimizer, static_cast<bool>(probe), cfg.local_sgd.enabled());
-  const SummaryParts summary{cfg, model->describe(), optimizer->describe(), comm.size(),
-                             sampler.steps_per_epoch()};
+  const SummaryParts summary{cfg,         model->describe(),         optimizer->describe(),
+                             comm.size(), sampler.steps_per_epoch(), result.run_dir};
   std::unique_ptr<trainer::RunDirectory> run_dir = open_run_dir(
       result, options, resumed, resume_from.step, config, summary, total_steps, comm.rank());
 

@@ -97,6 +97,7 @@ TrainLoop::StepResult TrainLoop::step(std::int64_t step, bool replay) {
   r.lr = lr_at(step);             // the schedule at this data position, scaled to the batch
   apply_update(step, r, replay);  // the optimizer, unless a spike is skipped
   sync_parameters(step);          // local SGD: the ranks' average every H steps
+  update_ema(step + 1);           // the weights' EMA that steps-to-target reads
   out_.steps = state_.step = step + 1;
   out_.examples = state_.examples_seen += r.global_batch = global_batch_now();
   if (!replay)

@@ -51,11 +51,17 @@ struct TrainOutcome {
   std::string status = "running";
   std::int64_t steps = 0, total_steps = 0;
   std::int64_t examples = -1;  // the sum of the steps' global batches (-1: steps x global_batch)
-  // Shallue et al.'s steps-to-result: the first evaluated step meeting the target (steps_hi);
-  // steps_lo is the last evaluated step below it (0: none), so the true first step lies in
-  // (steps_lo, steps_to_target]. Before the crossing steps_lo tracks the last evaluation.
+  // Steps-to-result under train.target_definition: the first evaluated step meeting the target
+  // (steps_hi); steps_lo is the last evaluated step below it (0: none), so the definition's
+  // first step lies in (steps_lo, steps_to_target]. Before the crossing steps_lo tracks the
+  // last evaluation.
   std::int64_t steps_to_target = -1, examples_to_target = -1, steps_lo = 0;
   int refinement_evals = 0;  // evaluations the bracket's refinement added
+  // The first evaluated step at which the other reading (train.target_definition's other
+  // one: raw weights for ema, the EMA for first_passage) met the target (-1: not yet); with
+  // stop_at_target the run ends when both have met (or the other has had twice the
+  // definition's steps), so summary.json records both.
+  std::int64_t other_hi = -1;
   double best_val_accuracy = kNotMeasured, best_val_loss = kNotMeasured;
   double final_val_accuracy = kNotMeasured, final_val_loss = kNotMeasured, last_loss = kNotMeasured;
   double best_val_mse = kNotMeasured, best_val_r2 = kNotMeasured;  // regression
@@ -76,6 +82,8 @@ struct BelowTargetState {
   std::int64_t step = 0;
   DivergenceState divergence;
   ModelSnapshot model;
+  std::vector<float> ema;  // the weights' EMA and the step of its last update
+  std::int64_t ema_updated = 0;
 };
 
 struct LoopState {
@@ -89,6 +97,10 @@ struct LoopState {
   // batch, the schedule's (adaptive_batch.hpp).
   std::int64_t examples_seen = 0;
   std::int64_t batch_accum = 0;  // adaptive: the next step's accumulation count (0: not yet set)
+  // The weights' EMA (train.ema_horizon; kept while a target is set, empty otherwise) and the
+  // step of its last update.
+  std::vector<float> ema;
+  std::int64_t ema_updated = 0;
 };
 
 struct TrainContext {

@@ -1,6 +1,7 @@
 // The loop's evaluations: when they fall (train.eval_every, train.eval_growth), what they log
-// and keep, steps-to-target (Shallue et al. 2019's first evaluated step meeting the target)
-// and the refinement that narrows its crossing by replaying from the last evaluation below it.
+// and keep, steps-to-target under train.target_definition (the weights' EMA or Shallue et al.
+// 2019's raw first passage; target_reading.hpp) and the refinement that narrows its crossing
+// by replaying from the last evaluation clearly below the target.
 #include <algorithm>
 #include <cmath>
 #include <memory>
@@ -10,19 +11,6 @@
 #include "trainer/train_loop.hpp"
 
 namespace lbt::trainer::detail {
-
-// The evaluation steps: every `every` steps, or with growth g > 1 geometrically, the next one
-// after step s at s + max(every, ceil((g - 1) s)): O(log S) evaluations for S steps, each
-// coarse bracket at most (g - 1) / g of its upper end (the refinement narrows the crossing's).
-std::int64_t next_eval_after(std::int64_t step, std::int64_t every, double growth) {
-  if (growth <= 1.0) return (step / every + 1) * every;
-  std::int64_t s = 0;
-  while (s <= step) {
-    const double grown = std::ceil((growth - 1.0) * static_cast<double>(s) - 1e-9);
-    s += std::max<std::int64_t>(every, static_cast<std::int64_t>(grown));
-  }
-  return s;
-}
 
 // Evaluates when due; steps-to-result is the first evaluated step meeting the target, its
 // crossing then refined. kStop: the target is met with stop_at_target, or the trial is pruned.
@@ -41,9 +29,17 @@ TrainLoop::Continue TrainLoop::evaluate_if_due() {
     state_.below_target.reset();  // not needed any more (nor in checkpoints)
   } else if (out_.steps_to_target < 0) {
     out_.steps_lo = out_.steps;
-    if (!adaptive_) take_lo_snapshot();
+    // The replay starts where the metric was clearly short of the target: a crossing in the
+    // band above it, before this evaluation, is then found too (issue 38).
+    if (!adaptive_ && clearly_below(cfg_.target, last_metric_, cfg_.target_band))
+      take_lo_snapshot();
   }
-  if (met && cfg_.stop_at_target) return Continue::kStop;
+  if (other_seen_ >= 0 && out_.other_hi < 0) out_.other_hi = other_seen_;
+  // Both readings met (summary.json records both), or the other one has had twice the
+  // definition's steps: the run may stop.
+  const bool waited = out_.steps >= 2 * out_.steps_to_target;
+  const bool all_met = out_.steps_to_target >= 0 && (out_.other_hi >= 0 || !ema_on() || waited);
+  if (all_met && cfg_.stop_at_target) return Continue::kStop;
   if (prune_step && out_.steps_to_target < 0) {
     out_.status = "pruned";  // cannot beat the best trial at its batch size
     return Continue::kStop;
@@ -53,10 +49,18 @@ TrainLoop::Continue TrainLoop::evaluate_if_due() {
 
 // Evaluates at the current step, logs it to eval.jsonl (refinement evaluations marked) and
 // keeps the best/final metrics; every rank computes the same allreduced metrics.
+// With a target, the weights' EMA is evaluated too and logged under "ema"; target_met is
+// train.target_definition's.
 bool TrainLoop::evaluate_now(bool refinement) {
   const Evaluation e = evaluate(model_, ctx_.data.validation, ctx_.comm, cfg_.eval_batch);
-  const bool met =
-      cfg_.target.enabled() && e.count > 0 && cfg_.target.met(e.metric(cfg_.target.metric));
+  const Evaluation ema = ema_on() ? evaluate_ema() : Evaluation{};
+  const bool on_ema = cfg_.target_definition == TargetDefinition::kEma;
+  const double raw_value = e.metric(cfg_.target.metric), ema_value = ema.metric(cfg_.target.metric);
+  last_metric_ = on_ema ? ema_value : raw_value;
+  const bool met = cfg_.target.enabled() && e.count > 0 && cfg_.target.met(last_metric_);
+  if (ema_on() && cfg_.target.met(on_ema ? raw_value : ema_value) &&
+      (other_seen_ < 0 || out_.steps < other_seen_))
+    other_seen_ = out_.steps;
   if (ctx_.run_dir) {
     nlohmann::json line = {{"step", out_.steps}, {"epoch", epoch_now()}, {"val_loss", e.loss}};
     if (adaptive_) line["examples"] = state_.examples_seen;
@@ -65,6 +69,15 @@ bool TrainLoop::evaluate_now(bool refinement) {
       line["val_r2"] = e.r2;
     } else {
       line["val_accuracy"] = e.accuracy;
+    }
+    if (ema_on()) {
+      nlohmann::json& m = line["ema"] = {{"val_loss", ema.loss}};
+      if (ema.regression) {
+        m["val_mse"] = ema.mse;
+        m["val_r2"] = ema.r2;
+      } else {
+        m["val_accuracy"] = ema.accuracy;
+      }
     }
     line["target_met"] = met;
     line["wall_time"] = seconds_since(t_start_);
@@ -97,44 +110,37 @@ void TrainLoop::keep_best_and_final(const Evaluation& e) {
 }
 
 // Narrows the crossing (steps_lo, steps_to_target] to at most train.target_resolution x
-// steps_to_target (0: one step): replays from the snapshot at the lower end, evaluating every
-// delta = max(1, floor(resolution x (steps_lo + 1))) steps, and stops at the first evaluation
-// meeting the target. Walking forward (not bisecting) keeps Shallue's definition when the
-// metric hovers around the target: the result is the first step of that grid meeting it, so
-// with resolution 0 it is the step that evaluating after every step from steps_lo finds.
-// Training is deterministic given the snapshot, so the replayed steps are the run's own; the
-// run then continues from its state at the coarse crossing, untouched.
+// steps_to_target (0: one step): replays from the snapshot at the last evaluation clearly below
+// the target (train.target_band), evaluating at steps spaced resolution x the step
+// (walk_to_crossing), and stops at the first evaluation meeting the target. The result is the
+// first step of that grid meeting it, so with resolution 0 it is the step that evaluating after
+// every step from the snapshot finds, even where the metric crossed, fell back and crossed
+// again before the last below-target evaluation. Training is deterministic given the snapshot,
+// so the replayed steps are the run's own; the run then continues from its state at the
+// coarse crossing, untouched.
 void TrainLoop::refine_crossing() {
-  std::int64_t lo = out_.steps_lo, hi = out_.steps_to_target;
-  const auto delta = std::max<std::int64_t>(
-      1, static_cast<std::int64_t>(cfg_.target_resolution * static_cast<double>(lo + 1)));
-  if (hi - lo <= delta) return;
+  const std::int64_t coarse_lo = out_.steps_lo, coarse_hi = out_.steps_to_target;
   const ModelSnapshot at_crossing = take_snapshot(model_, ctx_.optimizer);
   const LoopState crossing_state = state_;
-  int evals = 0;
-  // Resumed from a checkpoint without it (another process layout): walk from the resumed step.
   restore_below_target();
-  // Local SGD: the grid's points move to the next parameter average, where evaluations are.
-  for (std::int64_t at = at_sync(state_.step == lo ? lo + delta : state_.step); at < hi;
-       at = at_sync(std::min(hi, at + delta))) {
-    while (state_.step < at) step(state_.step, /*replay=*/true);
-    ++evals;
-    if (evaluate_now(true)) {
-      hi = at;
-      break;
-    }
-    lo = at;
-  }
-  restore(at_crossing, crossing_state);
-  out_.steps_lo = lo;
-  out_.steps_to_target = hi;
-  out_.examples_to_target = hi * cfg_.global_batch;
-  out_.refinement_evals = evals;
+  const Walk w = walk_to_crossing(
+      state_.step, coarse_hi, cfg_.target_resolution, [this](std::int64_t s) { return at_sync(s); },
+      [this](std::int64_t at) {
+        while (state_.step < at) step(state_.step, /*replay=*/true);
+        return evaluate_now(true);
+      });
+  restore(at_crossing, crossing_state);  // out_ is the crossing's outcome again
+  // Met nowhere before the coarse crossing: the last coarse evaluation below it bounds it too.
+  out_.steps_lo = w.bracket.hi < coarse_hi ? w.bracket.lo : std::max(w.bracket.lo, coarse_lo);
+  out_.steps_to_target = w.bracket.hi;
+  out_.examples_to_target = w.bracket.hi * cfg_.global_batch;
+  out_.refinement_evals = w.evals;
 }
 
 void TrainLoop::take_lo_snapshot() {
   state_.below_target = std::make_shared<const BelowTargetState>(
-      BelowTargetState{state_.step, state_.divergence, take_snapshot(model_, ctx_.optimizer)});
+      BelowTargetState{state_.step, state_.divergence, take_snapshot(model_, ctx_.optimizer),
+                       state_.ema, state_.ema_updated});
 }
 
 void TrainLoop::restore_model(const ModelSnapshot& snapshot) {
@@ -157,7 +163,43 @@ void TrainLoop::restore_below_target() {
   state_.step = below->step;
   state_.examples_seen = below->step * cfg_.global_batch;  // fixed batch only (no refinement)
   state_.divergence = below->divergence;
+  state_.ema = below->ema;
+  state_.ema_updated = below->ema_updated;
   start_data_at(state_.step);
+}
+
+// After `steps` steps: the EMA moves towards the weights by ema_weight (target_reading.hpp).
+// Local SGD: only where every rank holds the average, so every rank's EMA is the same.
+void TrainLoop::update_ema(std::int64_t steps) {
+  if (!ema_on() || !in_sync(steps)) return;
+  const std::span<const float> w = store_.params();
+  if (state_.ema.size() != w.size()) state_.ema.assign(w.begin(), w.end());  // fresh run
+  const auto alpha = static_cast<float>(ema_weight(steps, steps - state_.ema_updated,
+                                                   cfg_.ema_horizon));
+  for (std::size_t i = 0; i < w.size(); ++i) state_.ema[i] += alpha * (w[i] - state_.ema[i]);
+  state_.ema_updated = steps;
+}
+
+// The EMA's metrics: the weights and the EMA trade places for the evaluation. Layer buffers
+// (BatchNorm's running statistics) stay the run's own.
+Evaluation TrainLoop::evaluate_ema() {
+  if (state_.ema.size() != store_.params().size()) {  // no step yet: the EMA is the weights
+    const std::span<const float> w = store_.params();
+    state_.ema.assign(w.begin(), w.end());
+  }
+  swap_ema();
+  const Evaluation e = evaluate(model_, ctx_.data.validation, ctx_.comm, cfg_.eval_batch);
+  swap_ema();
+  return e;
+}
+
+// Shared parameters (one copy per node): rank 0 swaps them, no rank reads before it has.
+void TrainLoop::swap_ema() {
+  if (ctx_.shared_params) ctx_.comm.barrier();
+  const std::span<float> w = store_.params();
+  if (!ctx_.shared_params || ctx_.comm.rank() == 0)
+    std::swap_ranges(w.begin(), w.end(), state_.ema.begin());
+  if (ctx_.shared_params) ctx_.comm.barrier();
 }
 
 }  // namespace lbt::trainer::detail

@@ -7,6 +7,7 @@
 
 #include "core/error.hpp"
 #include "nn/layer_fields.hpp"
+#include "trainer/target_reading.hpp"
 #include "trainer/train_keys.hpp"
 
 namespace lbt::trainer {
@@ -198,6 +199,18 @@ void read_data(Config& c, DataConfig& d) {
   if (d.train_limit < 0) c.fail("data.train_limit", ">= 0", std::to_string(d.train_limit));
 }
 
+// train.target_definition, ema_horizon and target_band (target_reading.hpp); the horizon
+// against the run's length is check_ema_horizon's, once the step budget is known.
+void read_target_reading(Config& c, TrainConfig& t) {
+  t.target_definition = parse_target_definition(c.get_string(key("train.target_definition")));
+  t.ema_horizon = c.get_double(key("train.ema_horizon"));
+  t.target_band = c.get_double(key("train.target_band"));
+  if (!(t.ema_horizon > 0.0 && t.ema_horizon <= 0.5))
+    c.fail("train.ema_horizon", "in (0, 0.5]", num(t.ema_horizon), "e.g. 0.1");
+  if (!(t.target_band >= 0.0 && t.target_band < 1.0))
+    c.fail("train.target_band", "in [0, 1)", num(t.target_band), "e.g. 0.01");
+}
+
 // train.*: the batch, length, evaluation and target of the run; returns train.seed as read.
 std::int64_t read_run(Config& c, TrainConfig& t) {
   t.global_batch = c.get_int(key("train.global_batch"));
@@ -215,6 +228,7 @@ std::int64_t read_run(Config& c, TrainConfig& t) {
   t.eval_growth = c.get_double(key("train.eval_growth"));
   t.target_resolution = c.get_double(key("train.target_resolution"));
   t.prune_at_step = c.get_int(key("train.prune_at_step"));
+  read_target_reading(c, t);
   if (!(t.eval_growth >= 1.0 && std::isfinite(t.eval_growth)))
     c.fail("train.eval_growth", ">= 1 (1: every eval_every steps)", num(t.eval_growth), "e.g. 1.5");
   if (!(t.target_resolution >= 0.0 && t.target_resolution <= 1.0)) {

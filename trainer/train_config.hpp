@@ -29,6 +29,9 @@ struct Target {
 };
 Target parse_target(const std::string& text);  // "" -> disabled; throws ConfigError
 
+// How steps-to-target reads the metric (train.target_definition; target_reading.hpp).
+enum class TargetDefinition { kEma = 0, kFirstPassage = 1 };
+
 struct DataConfig {
   std::string dataset;  // fashion-mnist | mnist | cifar10 | synthetic-regression | any name
   std::string format;   // idx | cifar10 | npy | csv (derived from dataset when empty)
@@ -72,6 +75,9 @@ struct TrainConfig {
   bool stop_at_target = false;
   double eval_growth = 1.0;         // > 1: geometric evaluation steps (EvalSchedule)
   double target_resolution = 0.05;  // refine the crossing to hi - lo <= this x hi (0: 1 step)
+  TargetDefinition target_definition = TargetDefinition::kEma;
+  double ema_horizon = 0.1;  // the weights' EMA time constant / the step (target_reading.hpp)
+  double target_band = 0.01;  // the refinement starts this fraction of the target short of it
   std::int64_t prune_at_step = 0;   // > 0: stop as "pruned" when the target is unmet here
   DivergenceOptions divergence;     // when a step is a spike, and whether spikes are skipped
   std::string comm_backend;

@@ -14,6 +14,7 @@
 #include "trainer/loop.hpp"
 #include "trainer/noise_log.hpp"
 #include "trainer/progress.hpp"
+#include "trainer/target_reading.hpp"
 
 namespace lbt::trainer::detail {
 
@@ -22,11 +23,6 @@ using Clock = std::chrono::steady_clock;
 inline double seconds_since(Clock::time_point t0) {
   return std::chrono::duration<double>(Clock::now() - t0).count();
 }
-
-// The evaluation steps: every `every` steps, or with growth g > 1 geometrically, the next one
-// after step s at s + max(every, ceil((g - 1) s)): O(log S) evaluations for S steps, each
-// coarse bracket at most (g - 1) / g of its upper end (the refinement narrows the crossing's).
-std::int64_t next_eval_after(std::int64_t step, std::int64_t every, double growth);
 
 // One run of the loop: the state a step reads and writes besides the model and optimizer.
 class TrainLoop {
@@ -72,6 +68,11 @@ class TrainLoop {
   void restore_model(const ModelSnapshot& snapshot);
   void restore(const ModelSnapshot& snapshot, const LoopState& state);
   void restore_below_target();
+  // The weights' EMA (target_reading.hpp): kept while a target is set.
+  bool ema_on() const { return cfg_.target.enabled(); }
+  void update_ema(std::int64_t steps);
+  Evaluation evaluate_ema();
+  void swap_ema();
 
   std::int64_t global_batch_now() const {
     return adaptive_ ? accum_ * cfg_.adaptive.step_examples : cfg_.global_batch;
@@ -120,6 +121,8 @@ class TrainLoop {
   Clock::time_point t_start_ = Clock::now(), t_window_ = t_start_, t_checkpoint_ = t_start_;
   std::int64_t window_steps_ = 0, window_examples_from_ = state_.examples_seen;
   std::int64_t next_eval_ = 0;  // the next step that evaluates
+  double last_metric_ = kNotMeasured;  // the definition's metric at the last evaluation
+  std::int64_t other_seen_ = -1;       // an evaluation at which the other reading met
 };
 
 }  // namespace lbt::trainer::detail

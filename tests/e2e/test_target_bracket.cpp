@@ -6,11 +6,13 @@
 #define BOOST_TEST_MODULE target_bracket
 #include <boost/test/unit_test.hpp>
 
+#include <algorithm>
 #include <cstdint>
 #include <filesystem>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
+#include <vector>
 
 #include "support/cli_runner.hpp"
 
@@ -131,4 +133,69 @@ BOOST_AUTO_TEST_CASE(bad_eval_growth_and_resolution_are_one_line_errors) {
     BOOST_TEST(r.code == 2, bad);
     BOOST_TEST(r.err.find(bad.substr(0, bad.find('='))) != std::string::npos, r.err);
   }
+}
+
+// Issue 38: the definition, its horizon and its band are checked before any work, each error
+// naming its key.
+BOOST_AUTO_TEST_CASE(bad_target_definition_and_unresolvable_ema_horizon_are_one_line_errors) {
+  for (const std::string bad :
+       {"train.target_definition=emma", "train.ema_horizon=0.9", "train.ema_horizon=0",
+        "train.target_band=-0.1", "train.ema_horizon=0.001 --set train.steps=1000"}) {
+    const auto r = run_lbt("train --config " + kSynthetic + " --check --set " + bad);
+    BOOST_TEST(r.code == 2, bad);
+    BOOST_TEST(r.err.find(bad.substr(0, bad.find('='))) != std::string::npos, r.err);
+  }
+  // the raw first passage needs no EMA: a short horizon is no error there
+  const auto ok = run_lbt("train --config " + kSynthetic +
+                          " --check --set train.ema_horizon=0.001 --set train.steps=1000"
+                          " --set train.target_definition=first_passage");
+  BOOST_TEST(ok.code == 0, ok.err);
+}
+
+// summary.json names the definition and records both readings; the first passage's bracket is
+// the evaluations' own (the raw weights' val_loss in eval.jsonl, read here independently).
+BOOST_AUTO_TEST_CASE(summary_names_the_definition_and_records_both_readings) {
+  const fs::path out = scratch() / "readings";
+  const auto r = run_lbt("train --config " + kSynthetic + " --out " + out.string() +
+                         " --quiet --set train.threads=1 --set train.stop_at_target=true"
+                         " --set train.steps=3000 --set train.global_batch=16"
+                         " --set optimizer.lr=0.05 " + kGeometric);
+  BOOST_TEST_REQUIRE(r.code == 0, r.err);
+  const auto s = nlohmann::json::parse(slurp(out / "summary.json"));
+  BOOST_TEST(s.at("target_definition") == "ema");
+  const auto& ema = s.at("readings").at("ema");
+  const auto& raw = s.at("readings").at("first_passage");
+  BOOST_TEST(ema.at("steps_hi") == s.at("steps_hi"));
+  BOOST_TEST_REQUIRE(raw.at("steps_hi").is_number());  // the run went on until both met
+  std::int64_t first = -1, before = 0;
+  std::istringstream lines(slurp(out / "eval.jsonl"));
+  std::vector<std::pair<std::int64_t, double>> evals;
+  for (std::string line; std::getline(lines, line);) {
+    const auto e = nlohmann::json::parse(line);
+    evals.emplace_back(e.at("step"), e.at("val_loss"));
+    BOOST_TEST(e.contains("ema"));
+  }
+  std::sort(evals.begin(), evals.end());
+  for (const auto& [step, loss] : evals) {
+    if (loss <= 0.14) {
+      first = step;
+      break;
+    }
+    before = step;
+  }
+  BOOST_TEST(raw.at("steps_hi").get<std::int64_t>() == first);
+  BOOST_TEST(raw.at("steps_lo").get<std::int64_t>() == before);
+  BOOST_TEST(ema.at("fluctuation").is_number());
+}
+
+// A resumed run whose definition changed is refused like any other config change.
+BOOST_AUTO_TEST_CASE(a_resume_with_another_target_definition_is_refused) {
+  const fs::path out = scratch() / "redefined";
+  const std::string run = "train --config " + kSynthetic + " --quiet --set train.threads=1" +
+                          " --set train.steps=200 --set train.global_batch=16 " + kGeometric;
+  BOOST_TEST_REQUIRE(run_lbt(run + " --out " + out.string()).code == 0);
+  const auto r = run_lbt(run + " --set train.target_definition=first_passage --resume " +
+                         out.string());
+  BOOST_TEST(r.code != 0);
+  BOOST_TEST(r.err.find("train.target_definition") != std::string::npos, r.err);
 }

@@ -1,0 +1,73 @@
+"""Steps-to-target per batch size under each reading a sweep recorded (issue 38), as a table.
+
+    /usr/bin/python3 notebooks/lbt_target_readings.py SWEEP_DIR [SWEEP_DIR ...]
+
+For each sweep: per batch size, the median over the best (B, LR)'s seeds of steps_hi and the
+seeds' range, for the sweep's own reading (steps_hi) and for each reading sweep.csv records
+(ema_steps_hi, first_passage_steps_hi); then B_crit with its 95% interval from fit.json (and
+its sensitivity's, per reading). With two sweeps, B_crit's relative change between them.
+Reads only sweep.csv and fit.json.
+"""
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pandas as pd
+
+
+def steps_table(sweep: Path) -> pd.DataFrame:
+    df = pd.read_csv(sweep / "sweep.csv")
+    df = df[(df["best"].astype(str) == "True") | (df["best"].astype(str) == "true")]
+    rows = []
+    columns = ["steps_hi"] + [c for c in ("ema_steps_hi", "first_passage_steps_hi") if c in df]
+    for b, g in df.groupby("batch_size"):
+        row = {"B": int(b), "seeds": len(g)}
+        for c in columns:
+            v = g[c].dropna()
+            row[c] = (f"{v.median():.0f} [{v.min():.0f}, {v.max():.0f}]" if len(v) else "-")
+            if len(v) < len(g) and len(v):
+                row[c] += f" ({len(v)} met)"
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def markdown(df: pd.DataFrame) -> str:
+    cells = [list(map(str, df.columns))] + [list(map(str, r)) for r in df.itertuples(index=False)]
+    lines = ["| " + " | ".join(r) + " |" for r in cells]
+    return "\n".join([lines[0], "|" + "---|" * len(df.columns)] + lines[1:])
+
+
+def b_crit(sweep: Path) -> dict[str, tuple[float, float, float]]:
+    fit = json.loads((sweep / "fit.json").read_text())
+    out = {"fit": (fit["B_crit"], *fit["intervals"]["B_crit"])}
+    sens = fit.get("sensitivity") or {}
+    for name, r in (sens.get("readings") or {}).items():
+        if r.get("fitted"):
+            out[name] = (r["B_crit"], *r["intervals"]["B_crit"])
+    if sens.get("warning"):
+        print(f"warning: {sens['warning']}")
+    return out
+
+
+def main(dirs: list[str]) -> None:
+    crits = []
+    for d in map(Path, dirs):
+        fit = json.loads((d / "fit.json").read_text())
+        print(f"## {d}  (target_definition: {fit.get('target_definition')})\n")
+        print(markdown(steps_table(d)))
+        c = b_crit(d)
+        crits.append(c)
+        for name, (v, lo, hi) in c.items():
+            print(f"B_crit ({name}) = {v:.4g} [{lo:.4g}, {hi:.4g}]")
+        print()
+    if len(crits) == 2:
+        for name in crits[0]:
+            if name in crits[1]:
+                a, b = crits[0][name][0], crits[1][name][0]
+                print(f"B_crit ({name}): {a:.4g} -> {b:.4g}, change {100 * (b - a) / a:+.1f}%")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

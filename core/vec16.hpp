@@ -1,15 +1,34 @@
-// 16 floats as one value: one AVX-512 register, or two AVX2 ones where that is the widest the
-// CPU has (GCC vector extensions), with the loads, stores and lane shuffles the layers' kernels
-// share.
+// 16 floats as one value: one AVX-512 register, two AVX2 ones, or four SSE ones (GCC vector
+// extensions), with the loads, stores and lane shuffles the layers' kernels share.
+//
+// These inline functions are compiled differently in each ISA's copy of the kernels
+// (cmake/isa_sources.cmake). So that the linker never merges an AVX-512 copy into code that
+// runs on another CPU, everything here sits in an inline namespace named after the vector ISA
+// the including file is compiled for; headers with inline functions on v16 use the same
+// namespace (LBT_VEC_BEGIN / LBT_VEC_END).
 #pragma once
+// 64-byte vectors passed to and returned from inline functions draw GCC's note that their ABI
+// changed in GCC 4.6 (or differs without AVX-512); none of them crosses a library boundary.
+#pragma GCC diagnostic ignored "-Wpsabi"
 #include <cstring>
 #include <utility>
 
-#if defined(__AVX512F__)
+#if defined(__AVX512F__) || defined(__AVX2__)
 #include <immintrin.h>
 #endif
 
+#if defined(__AVX512F__)
+#define LBT_VEC_ISA vec_avx512
+#elif defined(__AVX2__) && defined(__FMA__)
+#define LBT_VEC_ISA vec_avx2
+#else
+#define LBT_VEC_ISA vec_baseline
+#endif
+#define LBT_VEC_BEGIN inline namespace LBT_VEC_ISA {
+#define LBT_VEC_END }
+
 namespace lbt::vec {
+LBT_VEC_BEGIN
 
 typedef float v16 __attribute__((vector_size(64)));
 typedef int v16i __attribute__((vector_size(64)));
@@ -31,6 +50,14 @@ inline v16 load_first(const float* p, int n) {
   if (n == 16) return load(p);
 #if defined(__AVX512F__)
   return reinterpret_cast<v16>(_mm512_maskz_loadu_ps(static_cast<__mmask16>((1u << n) - 1), p));
+#elif defined(__AVX2__)
+  const __m256i lanes = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+  const __m256i low = _mm256_cmpgt_epi32(_mm256_set1_epi32(n), lanes);
+  const __m256i high = _mm256_cmpgt_epi32(_mm256_set1_epi32(n - 8), lanes);
+  const __m256 halves[2] = {_mm256_maskload_ps(p, low), _mm256_maskload_ps(p + 8, high)};
+  v16 v;
+  std::memcpy(&v, halves, sizeof v);
+  return v;
 #else
   v16 v{};
   for (int i = 0; i < n; ++i) v[i] = p[i];
@@ -43,6 +70,12 @@ inline void store_first(float* p, v16 v, int n) {
   if (n == 16) return store(p, v);
 #if defined(__AVX512F__)
   _mm512_mask_storeu_ps(p, static_cast<__mmask16>((1u << n) - 1), reinterpret_cast<__m512>(v));
+#elif defined(__AVX2__)
+  const __m256i lanes = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+  __m256 halves[2];
+  std::memcpy(halves, &v, sizeof v);
+  _mm256_maskstore_ps(p, _mm256_cmpgt_epi32(_mm256_set1_epi32(n), lanes), halves[0]);
+  _mm256_maskstore_ps(p + 8, _mm256_cmpgt_epi32(_mm256_set1_epi32(n - 8), lanes), halves[1]);
 #else
   for (int i = 0; i < n; ++i) p[i] = v[i];
 #endif
@@ -53,6 +86,14 @@ inline v16 fma(v16 a, v16 b, v16 c) {
 #if defined(__AVX512F__)
   return reinterpret_cast<v16>(_mm512_fmadd_ps(
       reinterpret_cast<__m512>(a), reinterpret_cast<__m512>(b), reinterpret_cast<__m512>(c)));
+#elif defined(__AVX2__) && defined(__FMA__)
+  __m256 x[2], y[2], z[2];
+  std::memcpy(x, &a, sizeof a), std::memcpy(y, &b, sizeof b), std::memcpy(z, &c, sizeof c);
+  z[0] = _mm256_fmadd_ps(x[0], y[0], z[0]);
+  z[1] = _mm256_fmadd_ps(x[1], y[1], z[1]);
+  v16 r;
+  std::memcpy(&r, z, sizeof r);
+  return r;
 #else
   v16 r;
   for (int i = 0; i < 16; ++i) r[i] = __builtin_fmaf(a[i], b[i], c[i]);
@@ -129,4 +170,5 @@ inline void transpose16(v16* r) {
   detail::transpose_stage<1>(r);
 }
 
+LBT_VEC_END
 }  // namespace lbt::vec

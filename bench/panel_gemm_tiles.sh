@@ -27,10 +27,16 @@ run() {
   done
 }
 echo "tile,product,rows,cols,K,hand_gflops,hand_min,hand_max,openblas_gflops,openblas_min,openblas_max"
+# ISAS: which ISAs to measure (default all three; avx512 only where the CPU has it).
+isas=${ISAS:-avx512 avx2 generic}
 avx512="-mavx512f -mavx512bw -mavx512dq -mavx512vl -mavx2 -mfma"
-if grep -qw avx512f /proc/cpuinfo; then
+if [[ $isas == *avx512* ]] && grep -qw avx512f /proc/cpuinfo; then
   run avx512 "$avx512" "" "12 16 1" "8 16 1" "12 12 1" "6 12 0"
 fi
-run avx2 "-mavx2 -mfma" Haswell "3 6 0" "3 4 0" "3 8 0" "2 6 1" "3 6 1" "4 6 1"
-run generic "" "" "1 3 0" "1 2 0" "1 4 0"
+if [[ $isas == *avx2* ]]; then
+  run avx2 "-mavx2 -mfma" Haswell "3 6 0" "3 4 0" "3 5 0" "2 6 1" "3 6 1"
+fi
+if [[ $isas == *generic* ]]; then
+  run generic "" "" "1 3 0" "1 2 0" "1 4 0"
+fi
 rm -rf "$out"

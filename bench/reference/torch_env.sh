@@ -19,4 +19,6 @@ fi
 # lbt's prefix: OpenBLAS detects the CPU, or with LBT_CPU=avx2 takes its AVX2 (Haswell) kernels
 # as it would on an AVX2 CPU, beside lbt's AVX2 kernels.
 lbt_env="env -u OPENBLAS_CORETYPE"
-[[ ${LBT_CPU:-} == avx2 ]] && lbt_env="env OPENBLAS_CORETYPE=Haswell"
+if [[ ${LBT_CPU:-} == avx2 ]]; then
+  lbt_env="env OPENBLAS_CORETYPE=Haswell"
+fi

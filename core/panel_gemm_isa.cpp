@@ -15,7 +15,7 @@ using vec::v16;
 // where a 16-wide rest is left or two vectors do not pay (kWide false). A vector of 16 floats is
 // one of AVX-512's 32 zmm registers, two of AVX2's 16 ymm and four of SSE's 16 xmm registers;
 // the accumulators, the B vectors and a broadcast must fit without spilling. Measured on the
-// MLP's and the Winograd convolutions' shapes (bench/panel_gemm_tiles.cpp, docs/DESIGN.md).
+// MLP's shapes: bench/panel_gemm_tiles.sh, figures in bench/cpu_paths.md.
 #if defined(LBT_PANEL_TILE_ROWS1)  // a tile under measurement
 constexpr int kRows2 = LBT_PANEL_TILE_ROWS2, kRows1 = LBT_PANEL_TILE_ROWS1;
 constexpr bool kWide = LBT_PANEL_TILE_WIDE;

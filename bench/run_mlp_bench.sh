@@ -13,6 +13,8 @@
 # per-round ratios, not absolute samples/s.
 #   usage: bash bench/run_mlp_bench.sh [build dir] [seconds per call, default 1]
 #   env:   BATCHES (32,128,512,2048,8192), THREADS (2), ROUNDS (5), CSV (path for raw rows)
+#   LBT_CPU=avx2 runs lbt's AVX2 kernels (and its OpenBLAS's), TORCH_ISA=avx2 holds PyTorch to
+#   AVX2 too: an estimate for an AVX2 CPU on an AVX-512 one (bench/reference/torch_env.sh).
 # Needs python3-torch and libopenblas0-openmp (apt-get install python3-torch libopenblas0-openmp).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -25,8 +27,8 @@ csv_args=()
 [[ -n ${CSV:-} ]] && csv_args=(--csv "$CSV")
 
 # lbt: OpenBLAS must detect the CPU itself (the image presets OPENBLAS_CORETYPE=Haswell).
-lbt="env -u OPENBLAS_CORETYPE $(printf %q "$build/bench/bench_mlp_step")"
 source bench/reference/torch_env.sh
+lbt="$lbt_env $(printf %q "$build/bench/bench_mlp_step")"
 best="$torch_best bench/reference/torch_mlp.py --label torch_best"
 default="$torch_default bench/reference/torch_mlp.py --label torch_default"
 

@@ -14,6 +14,7 @@
 #include <thread>
 
 #include "cli/commands.hpp"
+#include "core/cpu_path.hpp"
 #include "core/error.hpp"
 #include "experiments/lbt_schema.hpp"
 #include "trainer/comm/communicator.hpp"
@@ -59,7 +60,8 @@ int main(int argc, char** argv) {
   CLI::App app{
       "lbt: large-batch training research toolkit.\n"
       "Batch-size sweeps, gradient noise scale, LR schedules and large-batch optimizers."};
-  app.set_version_flag("--version", "lbt 0.1.0");
+  // The version and which copy of the CPU kernels runs here, and why (core/cpu_path.hpp).
+  app.set_version_flag("--version", [] { return "lbt 0.1.0\n" + lbt::cpu_path_report(); });
   app.footer(
       "Exit codes:\n"
       "  0    done; for lbt sweep: every trial ended as reached_target, budget_exhausted,\n"

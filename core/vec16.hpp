@@ -1,22 +1,107 @@
-// 16 floats as one value: one AVX-512 register, or two AVX2 ones where that is the widest the
-// CPU has (GCC vector extensions), with the loads, stores and lane shuffles the layers' kernels
-// share.
+// 16 floats as one value: one AVX-512 register, two AVX2 ones, or four SSE ones (GCC vector
+// extensions), with the loads, stores and lane shuffles the layers' kernels share.
+//
+// These inline functions are compiled differently in each ISA's copy of the kernels
+// (cmake/isa_sources.cmake). So that the linker never merges an AVX-512 copy into code that
+// runs on another CPU, everything here sits in an inline namespace named after the vector ISA
+// the including file is compiled for; headers with inline functions on v16 use the same
+// namespace (LBT_VEC_BEGIN / LBT_VEC_END).
 #pragma once
+// 64-byte vectors passed to and returned from inline functions draw GCC's note that their ABI
+// changed in GCC 4.6 (or differs without AVX-512); none of them crosses a library boundary.
+#pragma GCC diagnostic ignored "-Wpsabi"
 #include <cstring>
 #include <utility>
 
-#if defined(__AVX512F__)
+#if defined(__AVX512F__) || defined(__AVX2__)
 #include <immintrin.h>
 #endif
 
-namespace lbt::vec {
+#if defined(__AVX512F__)
+#define LBT_VEC_ISA vec_avx512
+#elif defined(__AVX2__) && defined(__FMA__)
+#define LBT_VEC_ISA vec_avx2
+#else
+#define LBT_VEC_ISA vec_baseline
+#endif
+#define LBT_VEC_BEGIN inline namespace LBT_VEC_ISA {
+#define LBT_VEC_END }
 
+namespace lbt::vec {
+LBT_VEC_BEGIN
+
+#if defined(__AVX512F__)
 typedef float v16 __attribute__((vector_size(64)));
 typedef int v16i __attribute__((vector_size(64)));
+#else
+// Without AVX-512 no register holds a 64-byte vector, and GCC keeps such a vector extension
+// value in memory: every operation loads and stores (panel_gemm ran at 13 GFLOP/s on the AVX2
+// path). So there a v16 is 16 / kLanes vectors of the widest size the target has, side by side,
+// with the operators the kernels use; GCC keeps each part in a register.
+#if defined(__AVX2__)
+inline constexpr int kLanes = 8;
+#else
+inline constexpr int kLanes = 4;
+#endif
+inline constexpr int kParts = 16 / kLanes;
+typedef float vf __attribute__((vector_size(4 * kLanes)));
+typedef int vi __attribute__((vector_size(4 * kLanes)));
+typedef float float_alias __attribute__((may_alias));
+typedef int int_alias __attribute__((may_alias));
+
+struct v16 {
+  vf p[kParts];
+  float& operator[](int i) { return reinterpret_cast<float_alias*>(p)[i]; }
+  float operator[](int i) const { return reinterpret_cast<const float_alias*>(p)[i]; }
+};
+struct v16i {
+  vi p[kParts];
+  int& operator[](int i) { return reinterpret_cast<int_alias*>(p)[i]; }
+  int operator[](int i) const { return reinterpret_cast<const int_alias*>(p)[i]; }
+};
+
+// Part by part: r.p[k] = EXPR for every part k.
+#define LBT_V16_PARTS(T, EXPR)               \
+  T r;                                       \
+  for (int k = 0; k < kParts; ++k) r.p[k] = (EXPR); \
+  return r;
+#define LBT_V16_ARITHMETIC(OP)                                                           \
+  inline v16 operator OP(v16 a, v16 b) { LBT_V16_PARTS(v16, a.p[k] OP b.p[k]) }           \
+  inline v16 operator OP(v16 a, float b) { LBT_V16_PARTS(v16, a.p[k] OP b) }              \
+  inline v16 operator OP(float a, v16 b) { LBT_V16_PARTS(v16, a OP b.p[k]) }              \
+  inline v16& operator OP##=(v16& a, v16 b) { return a = a OP b; }                         \
+  inline v16& operator OP##=(v16& a, float b) { return a = a OP b; }
+LBT_V16_ARITHMETIC(+)
+LBT_V16_ARITHMETIC(-)
+LBT_V16_ARITHMETIC(*)
+LBT_V16_ARITHMETIC(/)
+#undef LBT_V16_ARITHMETIC
+inline v16 operator-(v16 a) { LBT_V16_PARTS(v16, -a.p[k]) }
+
+#define LBT_V16_COMPARE(OP)                                                              \
+  inline v16i operator OP(v16 a, v16 b) { LBT_V16_PARTS(v16i, a.p[k] OP b.p[k]) }         \
+  inline v16i operator OP(v16 a, float b) { LBT_V16_PARTS(v16i, a.p[k] OP b) }            \
+  inline v16i operator OP(v16i a, int b) { LBT_V16_PARTS(v16i, a.p[k] OP b) }
+LBT_V16_COMPARE(<)
+LBT_V16_COMPARE(>)
+LBT_V16_COMPARE(==)
+#undef LBT_V16_COMPARE
+inline v16i operator&(v16i a, v16i b) { LBT_V16_PARTS(v16i, a.p[k] & b.p[k]) }
+inline v16i operator|(v16i a, v16i b) { LBT_V16_PARTS(v16i, a.p[k] | b.p[k]) }
+inline v16i operator~(v16i a) { LBT_V16_PARTS(v16i, ~a.p[k]) }
+#undef LBT_V16_PARTS
+#endif
 
 // Lane numbers: `kLaneIndex < n` selects the first n lanes.
+#if defined(__AVX512F__)
 inline constexpr v16i kLaneIndex = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15};
+#elif defined(__AVX2__)
+inline constexpr v16i kLaneIndex = {{{0, 1, 2, 3, 4, 5, 6, 7}, {8, 9, 10, 11, 12, 13, 14, 15}}};
+#else
+inline constexpr v16i kLaneIndex = {{{0, 1, 2, 3}, {4, 5, 6, 7}, {8, 9, 10, 11}, {12, 13, 14, 15}}};
+#endif
 
+#if defined(__AVX512F__)
 inline v16 load(const float* p) {
   v16 v;
   std::memcpy(&v, p, sizeof v);  // an unaligned load
@@ -25,12 +110,29 @@ inline v16 load(const float* p) {
 inline void store(float* p, v16 v) {
   std::memcpy(p, &v, sizeof v);
 }
+#else
+// Part by part, so that each part is one register load or store (one copy of the whole struct
+// went through the stack).
+inline v16 load(const float* p) {
+  v16 v;
+  for (int k = 0; k < kParts; ++k) std::memcpy(&v.p[k], p + k * kLanes, sizeof v.p[k]);
+  return v;
+}
+inline void store(float* p, v16 v) {
+  for (int k = 0; k < kParts; ++k) std::memcpy(p + k * kLanes, &v.p[k], sizeof v.p[k]);
+}
+#endif
 
 // The first n (<= 16) floats at p, zeros after; nothing past p + n is read.
 inline v16 load_first(const float* p, int n) {
   if (n == 16) return load(p);
 #if defined(__AVX512F__)
   return reinterpret_cast<v16>(_mm512_maskz_loadu_ps(static_cast<__mmask16>((1u << n) - 1), p));
+#elif defined(__AVX2__)
+  const __m256i lanes = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+  const __m256i low = _mm256_cmpgt_epi32(_mm256_set1_epi32(n), lanes);
+  const __m256i high = _mm256_cmpgt_epi32(_mm256_set1_epi32(n - 8), lanes);
+  return v16{{_mm256_maskload_ps(p, low), _mm256_maskload_ps(p + 8, high)}};
 #else
   v16 v{};
   for (int i = 0; i < n; ++i) v[i] = p[i];
@@ -43,6 +145,10 @@ inline void store_first(float* p, v16 v, int n) {
   if (n == 16) return store(p, v);
 #if defined(__AVX512F__)
   _mm512_mask_storeu_ps(p, static_cast<__mmask16>((1u << n) - 1), reinterpret_cast<__m512>(v));
+#elif defined(__AVX2__)
+  const __m256i lanes = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+  _mm256_maskstore_ps(p, _mm256_cmpgt_epi32(_mm256_set1_epi32(n), lanes), v.p[0]);
+  _mm256_maskstore_ps(p + 8, _mm256_cmpgt_epi32(_mm256_set1_epi32(n - 8), lanes), v.p[1]);
 #else
   for (int i = 0; i < n; ++i) p[i] = v[i];
 #endif
@@ -53,6 +159,8 @@ inline v16 fma(v16 a, v16 b, v16 c) {
 #if defined(__AVX512F__)
   return reinterpret_cast<v16>(_mm512_fmadd_ps(
       reinterpret_cast<__m512>(a), reinterpret_cast<__m512>(b), reinterpret_cast<__m512>(c)));
+#elif defined(__AVX2__) && defined(__FMA__)
+  return v16{{_mm256_fmadd_ps(a.p[0], b.p[0], c.p[0]), _mm256_fmadd_ps(a.p[1], b.p[1], c.p[1])}};
 #else
   v16 r;
   for (int i = 0; i < 16; ++i) r[i] = __builtin_fmaf(a[i], b[i], c[i]);
@@ -61,13 +169,27 @@ inline v16 fma(v16 a, v16 b, v16 c) {
 }
 
 // Reinterprets the bits (masks from comparisons select lanes with &).
+#if defined(__AVX512F__)
 inline v16 as_float(v16i v) {
   return reinterpret_cast<v16>(v);
 }
 inline v16i as_int(v16 v) {
   return reinterpret_cast<v16i>(v);
 }
+#else
+inline v16 as_float(v16i v) {
+  v16 r;
+  for (int k = 0; k < kParts; ++k) r.p[k] = reinterpret_cast<vf>(v.p[k]);
+  return r;
+}
+inline v16i as_int(v16 v) {
+  v16i r;
+  for (int k = 0; k < kParts; ++k) r.p[k] = reinterpret_cast<vi>(v.p[k]);
+  return r;
+}
+#endif
 
+#if defined(__AVX512F__)
 namespace detail {
 template <std::size_t... I>
 constexpr v16i even_lanes(std::index_sequence<I...>) {  // of two vectors: 0, 2, ..., 30
@@ -129,4 +251,35 @@ inline void transpose16(v16* r) {
   detail::transpose_stage<1>(r);
 }
 
+#else
+// The same lane moves element by element (no 64-byte shuffle without AVX-512).
+inline v16 even_of(v16 lo, v16 hi) {
+  v16 r;
+  for (int i = 0; i < 8; ++i) r[i] = lo[2 * i], r[i + 8] = hi[2 * i];
+  return r;
+}
+inline v16 odd_of(v16 lo, v16 hi) {
+  v16 r;
+  for (int i = 0; i < 8; ++i) r[i] = lo[2 * i + 1], r[i + 8] = hi[2 * i + 1];
+  return r;
+}
+inline v16 interleave_low(v16 a, v16 b) {
+  v16 r;
+  for (int i = 0; i < 8; ++i) r[2 * i] = a[i], r[2 * i + 1] = b[i];
+  return r;
+}
+inline v16 interleave_high(v16 a, v16 b) {
+  v16 r;
+  for (int i = 0; i < 8; ++i) r[2 * i] = a[i + 8], r[2 * i + 1] = b[i + 8];
+  return r;
+}
+inline void transpose16(v16* r) {
+  float t[16][16];
+  for (int i = 0; i < 16; ++i)
+    for (int j = 0; j < 16; ++j) t[j][i] = r[i][j];
+  std::memcpy(r, t, sizeof t);
+}
+#endif
+
+LBT_VEC_END
 }  // namespace lbt::vec

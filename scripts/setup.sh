@@ -13,6 +13,7 @@ packages=(
   python3-matplotlib python3-pandas python3-numpy jupyter-nbconvert python3-ipykernel
   pybind11-dev python3-dev python3-scipy
   python3-torch  # the outside reference: optimizer goldens, the PyTorch example
+  qemu-user  # tests/core/cpu_path_checks.sh: the binary on emulated AVX2 and baseline CPUs
 )
 missing=()
 for p in "${packages[@]}"; do

@@ -5,6 +5,7 @@
 //   eval backward:   dx = gamma inv_std dy   (statistics are constants)
 // with dy first masked by bn(x) > 0 when the layer includes the ReLU (options.relu).
 // Threads split the batch; per-plane partial sums are added up per channel in image order.
+// The loops over each plane are batch_norm_planes.hpp's, one copy per ISA.
 #include "nn/cpu/batch_norm.hpp"
 
 #include <algorithm>
@@ -13,34 +14,10 @@
 #include <utility>
 
 #include "core/error.hpp"
-#include "core/vec16.hpp"
+#include "nn/cpu/batch_norm_planes.hpp"
 
 namespace lbt::nn {
 namespace {
-
-// One plane's sums of d = x - shift and of d^2 in 16 float lanes each, two independent vector
-// chains per sum (a single one waits on the add latency at every vector), left unreduced: on
-// the 8x8 planes of ResNet's last stage a horizontal sum per plane cost more than the
-// additions. Lanes past the plane's end add nothing.
-std::pair<vec::v16, vec::v16> plane_shifted_sums(const float* p, std::int64_t n, float shift) {
-  using namespace vec;
-  v16 s1[2] = {}, s2[2] = {};
-  std::int64_t i = 0;
-  for (; i + 32 <= n; i += 32) {
-    for (int k = 0; k < 2; ++k) {
-      const v16 d = load(p + i + 16 * k) - shift;
-      s1[k] += d;
-      s2[k] = fma(d, d, s2[k]);
-    }
-  }
-  for (; i < n; i += 16) {
-    const int len = static_cast<int>(std::min<std::int64_t>(16, n - i));
-    const v16 d = as_float(as_int(load_first(p + i, len) - shift) & (vec::kLaneIndex < len));
-    s1[0] += d;
-    s2[0] = fma(d, d, s2[0]);
-  }
-  return {s1[0] + s1[1], s2[0] + s2[1]};
-}
 
 // Sum over images n (in order, so that the result does not depend on the thread count) of
 // 16-lane partials lanes[n * stride ... + 16), in double.
@@ -71,32 +48,6 @@ std::pair<double, double> sums_from_moments(const float* moments, std::int64_t b
     sum_squares += s2 + 2.0 * e * s1 + hw * e * e;
   }
   return {sum, sum_squares};
-}
-
-// The backward's per-plane sums of g and g (x - mean) in 16 lanes each (unreduced, as
-// plane_shifted_sums's), with g = dy, or dy where the ReLU passed (fma(x, scale, shift) > 0, the
-// forward's value) when Relu. Explicit vectors: GCC's `omp simd reduction` kept the masked
-// loop's accumulators on the stack (70% slower).
-template <bool Relu>
-std::pair<vec::v16, vec::v16> plane_grad_sums(const float* p, const float* g, std::int64_t n,
-                                              float mean, float scale, float shift) {
-  using namespace vec;
-  v16 s1[2] = {}, s2[2] = {};
-  auto add = [&](v16 x, v16 d, int k) {
-    if constexpr (Relu) d = as_float(as_int(d) & (fma(x, v16{} + scale, v16{} + shift) > 0.0f));
-    s1[k] += d;
-    s2[k] += d * (x - mean);
-  };
-  std::int64_t i = 0;
-  for (; i + 32 <= n; i += 32) {
-    add(load(p + i), load(g + i), 0);
-    add(load(p + i + 16), load(g + i + 16), 1);
-  }
-  for (; i < n; i += 16) {  // zeros past the end add nothing: d = 0 there
-    const int len = static_cast<int>(std::min<std::int64_t>(16, n - i));
-    add(load_first(p + i, len), load_first(g + i, len), 0);
-  }
-  return {s1[0] + s1[1], s2[0] + s2[1]};
 }
 
 }  // namespace
@@ -186,9 +137,7 @@ void BatchNorm::forward_fused(const float* x, float* y, std::int64_t batch, bool
 #pragma omp for schedule(static)
       for (std::int64_t n = 0; n < batch; ++n)
         for (std::int64_t c = 0; c < C; ++c) {
-          const auto [s1, s2] = plane_shifted_sums(x + (n * C + c) * HW, HW, x[c * HW]);
-          vec::store(lanes + (n * C + c) * 32, s1);
-          vec::store(lanes + (n * C + c) * 32 + 16, s2);
+          bn_planes::shifted_sums(x + (n * C + c) * HW, HW, x[c * HW], lanes + (n * C + c) * 32);
         }
     }
 #pragma omp for schedule(static)
@@ -219,35 +168,10 @@ void BatchNorm::forward_fused(const float* x, float* y, std::int64_t batch, bool
 #pragma omp for schedule(static)
       for (std::int64_t n = 0; n < batch; ++n) {
         for (std::int64_t c = 0; c < C; ++c) {
-          const float scale = scale_[c], shift = shift_[c];
           const std::int64_t at = (n * C + c) * HW;
-          const float* p = x + at;
-          float* q = y + at;
-          // std::fma, so that the backward's mask (options.relu) recomputes these bits exactly;
-          // std::max keeps a NaN (the divergence check downstream must see it).
-          if (residual) {
-            // An absent map is the identity: fma(r, 1, -0) is r, -0 included.
-            const float* r = residual + at;
-            const float r_scale = residual_map ? residual_map->scale[c] : 1.0f;
-            const float r_shift = residual_map ? residual_map->shift[c] : -0.0f;
-            if (relu) {
-#pragma omp simd
-              for (std::int64_t i = 0; i < HW; ++i)
-                q[i] =
-                    std::max(std::fma(p[i], scale, shift) + std::fma(r[i], r_scale, r_shift), 0.0f);
-            } else {
-#pragma omp simd
-              for (std::int64_t i = 0; i < HW; ++i)
-                q[i] = std::fma(p[i], scale, shift) + std::fma(r[i], r_scale, r_shift);
-            }
-          } else if (relu) {
-#pragma omp simd
-            for (std::int64_t i = 0; i < HW; ++i)
-              q[i] = std::max(std::fma(p[i], scale, shift), 0.0f);
-          } else {
-#pragma omp simd
-            for (std::int64_t i = 0; i < HW; ++i) q[i] = std::fma(p[i], scale, shift);
-          }
+          bn_planes::affine(x + at, scale_[c], shift_[c], residual ? residual + at : nullptr,
+                            residual_map ? residual_map->scale[c] : 1.0f,
+                            residual_map ? residual_map->shift[c] : -0.0f, relu, HW, y + at);
         }
       }
     }
@@ -271,20 +195,14 @@ void BatchNorm::backward_masked(const float* x, const float* out, const float* d
 #pragma omp for schedule(static)
     for (std::int64_t n = 0; n < batch; ++n) {
       for (std::int64_t c = 0; c < C; ++c) {
-        const float* p = x + (n * C + c) * HW;
-        const float* g = dy + (n * C + c) * HW;
+        const std::int64_t at = (n * C + c) * HW;
+        const float* g = dy + at;
         if (out) {  // the ReLU after the residual sum: masked_dy = dy [out > 0], read from L1
-          const float* o = out + (n * C + c) * HW;
-          float* m = masked_dy + (n * C + c) * HW;
-#pragma omp simd
-          for (std::int64_t i = 0; i < HW; ++i) m[i] = o[i] > 0.0f ? g[i] : 0.0f;
-          g = m;
+          bn_planes::mask_by_positive(out + at, g, HW, masked_dy + at);
+          g = masked_dy + at;
         }
-        const auto [s1, s2] =
-            relu ? plane_grad_sums<true>(p, g, HW, mean_[c], scale_[c], shift_[c])
-                 : plane_grad_sums<false>(p, g, HW, mean_[c], scale_[c], shift_[c]);
-        vec::store(lanes + (n * C + c) * 32, s1);
-        vec::store(lanes + (n * C + c) * 32 + 16, s2);
+        bn_planes::grad_sums(x + at, g, HW, mean_[c], scale_[c], shift_[c], relu,
+                             lanes + (n * C + c) * 32);
       }
     }
 #pragma omp for schedule(static)
@@ -305,21 +223,9 @@ void BatchNorm::backward_masked(const float* x, const float* out, const float* d
 #pragma omp for schedule(static)
       for (std::int64_t n = 0; n < batch; ++n) {
         for (std::int64_t c = 0; c < C; ++c) {
-          const float* p = x + (n * C + c) * HW;
-          const float* g = (out ? masked_dy : dy) + (n * C + c) * HW;
-          float* d = dx + (n * C + c) * HW;
-          const float k = dx_k_[c], a = dx_a_[c], b = dx_b_[c], mean = mean_[c];
-          if (relu) {
-            const float scale = scale_[c], shift = shift_[c];
-#pragma omp simd
-            for (std::int64_t i = 0; i < HW; ++i) {
-              const float gi = std::fma(p[i], scale, shift) > 0.0f ? g[i] : 0.0f;
-              d[i] = k * (gi - a - (p[i] - mean) * b);
-            }
-          } else {
-#pragma omp simd
-            for (std::int64_t i = 0; i < HW; ++i) d[i] = k * (g[i] - a - (p[i] - mean) * b);
-          }
+          const std::int64_t at = (n * C + c) * HW;
+          bn_planes::input_grad(x + at, (out ? masked_dy : dy) + at, HW, dx_k_[c], dx_a_[c],
+                                dx_b_[c], mean_[c], relu, scale_[c], shift_[c], dx + at);
         }
       }
     }

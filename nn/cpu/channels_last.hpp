@@ -32,18 +32,20 @@ struct BatchNormGradMap {
     m.x += floats;
     return m;
   }
-
-  // dx for 16 values g of channel c at inputs x, as BatchNorm's own pass computes it (the same
-  // operations, so the same bits).
-  vec::v16 apply(int c, vec::v16 g, vec::v16 x) const {
-    if (relu)
-      g = vec::as_float(vec::as_int(g) &
-                        (vec::fma(x, vec::v16{} + scale[c], vec::v16{} + shift[c]) > 0.0f));
-    return k[c] * (g - a[c] - (x - mean[c]) * b[c]);
-  }
 };
 
-// out[c][q] = map.apply(c, g[c][q], map.x[c][q]) for one image of C planes of hw values: the
+LBT_VEC_BEGIN  // compiled per ISA (core/vec16.hpp)
+// dx for 16 values g of channel c at inputs x, as BatchNorm's own pass computes it (the same
+// operations, so the same bits).
+inline vec::v16 apply(const BatchNormGradMap& m, int c, vec::v16 g, vec::v16 x) {
+  if (m.relu)
+    g = vec::as_float(vec::as_int(g) &
+                      (vec::fma(x, vec::v16{} + m.scale[c], vec::v16{} + m.shift[c]) > 0.0f));
+  return m.k[c] * (g - m.a[c] - (x - m.mean[c]) * m.b[c]);
+}
+LBT_VEC_END
+
+// out[c][q] = apply(map, c, g[c][q], map.x[c][q]) for one image of C planes of hw values: the
 // BatchNorm's input gradient written to a scratch image (in cache) instead of to memory.
 void apply_batch_norm_grad(const BatchNormGradMap& map, const float* g, int C, int hw, float* out);
 

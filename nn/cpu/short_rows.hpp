@@ -5,6 +5,8 @@
 #pragma once
 #include <cstdint>
 
+#include "core/vec16.hpp"  // LBT_VEC_BEGIN: these loops compile differently per ISA
+
 #if defined(__GNUC__) && !defined(__clang__)
 #define LBT_NO_LIBCALL_LOOPS __attribute__((optimize("no-tree-loop-distribute-patterns")))
 #else
@@ -12,6 +14,7 @@
 #endif
 
 namespace lbt::nn {
+LBT_VEC_BEGIN
 
 LBT_NO_LIBCALL_LOOPS inline void copy_row(float* __restrict dst, const float* __restrict src,
                                           std::int64_t n) {
@@ -24,4 +27,5 @@ LBT_NO_LIBCALL_LOOPS inline void zero_row(float* dst, std::int64_t n) {
   for (std::int64_t i = 0; i < n; ++i) dst[i] = 0.0f;
 }
 
+LBT_VEC_END
 }  // namespace lbt::nn

@@ -2,7 +2,8 @@
 // a_row with a contiguous inner dimension, and transposed: a_row = 1), 16- and 32-wide column
 // blocks, row counts that are not multiples of the register block, padded leading dimensions,
 // accumulation into C, and A rows exactly 16 apart with K = 16 (the Winograd layout of
-// 16-channel layers, which takes a kernel of its own).
+// 16-channel layers, which takes a kernel of its own); on every CPU path the machine has, whose
+// register tiles differ.
 #include <boost/test/unit_test.hpp>
 
 #include <cmath>
@@ -10,6 +11,7 @@
 #include <vector>
 
 #include "core/panel_gemm.hpp"
+#include "support/cpu_paths.hpp"
 
 namespace {
 
@@ -23,7 +25,9 @@ std::vector<float> random_vector(std::size_t n, unsigned seed) {
 
 }  // namespace
 
-BOOST_AUTO_TEST_CASE(panel_gemm_equals_a_written_out_product) {
+namespace {
+
+void check_panel_gemm() {
   struct Case {
     int rows, cols, K;
     bool transposed_a, accumulate;
@@ -33,7 +37,8 @@ BOOST_AUTO_TEST_CASE(panel_gemm_equals_a_written_out_product) {
                         {13, 48, 7, true, false},      {32, 16, 64, false, true},
                         {1, 32, 5, true, true},        {100, 80, 16, true, false},
                         {37, 96, 3136, false, false},  {64, 16, 16, false, false, 16},
-                        {64, 16, 16, false, true, 16}, {35, 16, 16, false, true, 16}};
+                        {64, 16, 16, false, true, 16}, {35, 16, 16, false, true, 16},
+                        {7, 48, 19, false, true},      {5, 16, 33, true, false}};
   for (const Case& c : cases) {
     BOOST_TEST_CONTEXT(c.rows << "x" << c.cols << "x" << c.K << (c.transposed_a ? " A^T" : "")
                               << (c.accumulate ? " +=" : "")) {
@@ -73,4 +78,10 @@ BOOST_AUTO_TEST_CASE(panel_gemm_equals_a_written_out_product) {
       BOOST_TEST(bad == 0u);
     }
   }
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(panel_gemm_equals_a_written_out_product_on_every_cpu_path) {
+  lbt::test::on_every_cpu_path(check_panel_gemm);
 }

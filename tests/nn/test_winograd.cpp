@@ -17,6 +17,7 @@
 #include "nn/cpu/conv2d.hpp"
 #include "nn/cpu/winograd.hpp"
 #include "support/conv_paths.hpp"
+#include "support/cpu_paths.hpp"
 #include "support/random.hpp"
 
 using namespace lbt;
@@ -34,7 +35,11 @@ nn::Conv2dOptions same_conv(std::int64_t out, std::int64_t kernel, bool bias) {
 
 }  // namespace
 
-BOOST_AUTO_TEST_CASE(winograd_equals_a_written_out_convolution_in_double) {
+namespace {
+
+// One layer's forward and backward, on the Winograd path or (winograd false) the direct one,
+// against the convolution written out in double.
+void expect_written_out_convolution(bool winograd) {
   const std::int64_t out_c = 32, batch = 2;
   // 4 x 6 and 7 x 5 images: whole and partial 4x4 output tiles.
   for (const auto& [in, k] :
@@ -42,7 +47,9 @@ BOOST_AUTO_TEST_CASE(winograd_equals_a_written_out_convolution_in_double) {
         std::pair{nn::Shape3{16, 7, 5}, 3}, std::pair{nn::Shape3{16, 7, 5}, 5}}) {
     BOOST_TEST_CONTEXT("in " << in.text() << ", kernel " << k) {
       BuiltConv b;
-      lbt::test::build(b, in, same_conv(out_c, k, true));
+      nn::Conv2dOptions opt = same_conv(out_c, k, true);
+      opt.allow_winograd = winograd;
+      lbt::test::build(b, in, opt);
       const auto params = normal_vector(b.store.num_params(), 3, 0.3f);
       std::copy(params.begin(), params.end(), b.store.params().begin());
       const auto x = normal_vector(static_cast<std::size_t>(batch * in.size()), 4);
@@ -82,6 +89,17 @@ BOOST_AUTO_TEST_CASE(winograd_equals_a_written_out_convolution_in_double) {
       expect_close(got.grads, grads, "grads", kAbsTol, kRelTol);
     }
   }
+}
+
+}  // namespace
+
+// Both fast paths of a "same" convolution, with whole and partial 4x4 tiles, on every CPU path
+// the machine has (their register tiles differ by ISA).
+BOOST_AUTO_TEST_CASE(winograd_and_direct_paths_equal_a_written_out_convolution_in_double) {
+  lbt::test::on_every_cpu_path([] {
+    expect_written_out_convolution(true);
+    expect_written_out_convolution(false);
+  });
 }
 
 BOOST_AUTO_TEST_CASE(winograd_equals_im2col_and_gemm_on_resnet_and_simple_cnn_layers) {

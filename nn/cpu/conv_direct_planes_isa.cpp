@@ -1,5 +1,6 @@
 // The direct path's plane copies: images into padded (stride 1) or phase (stride 2) planes,
-// output gradients into the weight gradient's layout, outputs back out; see conv_direct.hpp.
+// output gradients into the weight gradient's layout, outputs back out; compiled once per ISA
+// (cmake/isa_sources.cmake); see conv_direct.hpp.
 #include <algorithm>
 #include <stdexcept>
 
@@ -7,7 +8,7 @@
 #include "nn/cpu/conv_direct.hpp"
 #include "nn/cpu/short_rows.hpp"
 
-namespace lbt::nn::conv_direct {
+namespace lbt::nn::conv_direct::LBT_ISA_NS {
 
 using vec::v16;
 
@@ -79,7 +80,7 @@ LBT_NO_LIBCALL_LOOPS void pad_planes_stride1(const float* x, const Geometry& g, 
         for (int j = 0; j < g.w; j += 16) {
           const int n = std::min(16, g.w - j);
           vec::store_first(line + j,
-                           map->apply(c, vec::load_first(x + from + j, n),
+                           apply(*map, c, vec::load_first(x + from + j, n),
                                       vec::load_first(map->x + from + j, n)),
                            n);
         }
@@ -156,4 +157,4 @@ void unpad_planes(const float* yp, const Geometry& g, const float* bias, float* 
   }
 }
 
-}  // namespace lbt::nn::conv_direct
+}  // namespace lbt::nn::conv_direct::LBT_ISA_NS

@@ -1,0 +1,54 @@
+#!/usr/bin/env bash
+# The CPU path through the real binary: `lbt --version` names the path and why; LBT_CPU forces
+# one, and an unknown value is one line and exit code 2. With qemu-x86_64 (Debian qemu-user),
+# the same binary on emulated CPUs: `-cpu max` has AVX2 + FMA and no AVX-512, `-cpu qemu64` is
+# the baseline x86-64. There lbt must choose avx2 / generic, refuse LBT_CPU=avx512 in one line,
+# and a build for AVX-512 (cpu_native_probe) must say so in one line instead of dying of SIGILL.
+# Usage: cpu_path_checks.sh LBT CPU_NATIVE_PROBE
+set -uo pipefail
+lbt=$1 probe=$2
+failures=0
+fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
+
+# expect NAME CODE PATTERN COMMAND...: exit code CODE and one stdout+stderr line matching PATTERN.
+expect() {
+  local name=$1 code=$2 pattern=$3
+  shift 3
+  local out rc
+  out=$("$@" 2>&1); rc=$?
+  out=$(printf '%s\n' "$out" | grep -v "^qemu-x86_64: warning")
+  if [ "$rc" != "$code" ]; then fail "$name: exit $rc, want $code: $out"; return; fi
+  if ! printf '%s\n' "$out" | grep -Eq "$pattern"; then fail "$name: '$out' lacks /$pattern/"; return; fi
+  if [ "$code" = 2 ] && [ "$(printf '%s\n' "$out" | wc -l)" != 1 ]; then
+    fail "$name: more than one line: $out"; return
+  fi
+  echo "ok: $name: $(printf '%s\n' "$out" | tail -1)"
+}
+
+widest=generic
+grep -qw avx2 /proc/cpuinfo && grep -qw fma /proc/cpuinfo && widest=avx2
+grep -qw avx512f /proc/cpuinfo && grep -qw avx512bw /proc/cpuinfo && grep -qw avx512vl /proc/cpuinfo \
+  && grep -qw avx512dq /proc/cpuinfo && widest=avx512
+expect "widest path here" 0 "^cpu path $widest \(detected: " env -u LBT_CPU "$lbt" --version
+expect "forced generic" 0 "^cpu path generic \(forced by LBT_CPU=generic; detected: " \
+  env LBT_CPU=generic "$lbt" --version
+expect "unknown path" 2 "^error: LBT_CPU=sse9 is not a CPU path; use avx512, avx2 or generic$" \
+  env LBT_CPU=sse9 "$lbt" --version
+
+if command -v qemu-x86_64 >/dev/null; then
+  expect "AVX2 CPU (qemu -cpu max)" 0 "^cpu path avx2 \(detected: .*avx2 fma" \
+    env -u LBT_CPU qemu-x86_64 -cpu max "$lbt" --version
+  expect "AVX2 CPU refuses LBT_CPU=avx512" 2 \
+    "^error: LBT_CPU=avx512: this CPU lacks avx512f avx512bw avx512dq avx512vl$" \
+    env LBT_CPU=avx512 qemu-x86_64 -cpu max "$lbt" --version
+  expect "baseline CPU (qemu -cpu qemu64)" 0 "^cpu path generic \(detected: " \
+    env -u LBT_CPU qemu-x86_64 -cpu qemu64 "$lbt" --version
+  expect "baseline CPU refuses LBT_CPU=avx2" 2 "^error: LBT_CPU=avx2: this CPU lacks avx2 fma$" \
+    env LBT_CPU=avx2 qemu-x86_64 -cpu qemu64 "$lbt" --version
+  expect "AVX-512 build on an AVX2 CPU" 2 \
+    "^error: this lbt was compiled for CPUs with .*avx512f.* \(LBT_NATIVE=ON\) and this CPU lacks avx512f" \
+    env -u LBT_CPU qemu-x86_64 -cpu max "$probe"
+else
+  echo "skipped the emulated CPUs: no qemu-x86_64 (Debian qemu-user)"
+fi
+[ "$failures" = 0 ]

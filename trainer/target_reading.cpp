@@ -23,8 +23,12 @@ const char* definition_name(TargetDefinition d) {
 void check_ema_horizon(const TrainConfig& cfg, std::int64_t total_steps,
                        const std::string& source) {
   if (!cfg.target.enabled() || cfg.target_definition != TargetDefinition::kEma) return;
+  // Runs shorter than the default horizon can average 2 steps over (2 / 0.1 = 20 steps: smoke
+  // runs, lbt memory --probe's 2-step trainings) are not refused: no reading of theirs is
+  // meant as a result, and refusing them broke those commands on every preset with a target.
+  constexpr std::int64_t kShortestRead = 20;
   const double horizon = cfg.ema_horizon * static_cast<double>(total_steps);
-  if (horizon >= 2.0) return;
+  if (horizon >= 2.0 || total_steps < kShortestRead) return;
   char got[96];
   std::snprintf(got, sizeof got, "%g x %lld steps = %.3g steps", cfg.ema_horizon,
                 static_cast<long long>(total_steps), horizon);

@@ -32,7 +32,8 @@ const char* definition_name(TargetDefinition d);
 double ema_weight(std::int64_t step, std::int64_t since, double horizon);
 
 // The ema reading needs an average longer than 2 steps at the run's end: horizon x total
-// steps >= 2, else a ConfigError naming train.ema_horizon (`source`: the config's name).
+// steps >= 2, else a ConfigError naming train.ema_horizon (`source`: the config's name);
+// runs under 20 steps (smoke runs, memory probes) are let through.
 void check_ema_horizon(const TrainConfig& cfg, std::int64_t total_steps, const std::string& source);
 
 // How far `metric` is short of the target in metric units (> 0: not met; NaN: not measured).

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Packs what the GPU machine runs (scripts/gpu/check.sh) into .gpu/bundle.tar.gz: lbt,
+# Packs what the GPU machine runs (scripts/gpu/check.sh) into .gpu/bundle.tar.gz: lbt, lbt-doctor,
 # test_gpu and bench_gpu_mlp_step from a CUDA build here, with the shared libraries they need
 # that a bare CUDA image lacks (OpenBLAS, toml++, OpenMPI, Boost.Test, cudart). cuBLAS, cuDNN and
 # NCCL are the GPU machine's own (hundreds of MB, and matched to its driver); so are glibc and
@@ -10,9 +10,9 @@ cd "$(dirname "$0")/../.."
 build=${1:-build}
 stage=$(mktemp -d)
 mkdir -p "$stage/lib" "$stage/bench" .gpu
-cp "$build/cli/lbt" "$build/tests/gpu/test_gpu" "$stage/"
+cp "$build/cli/lbt" "$build/cli/lbt-doctor" "$build/tests/gpu/test_gpu" "$stage/"
 cp "$build/bench/bench_gpu_mlp_step" "$stage/bench/"
-for exe in "$stage/lbt" "$stage/test_gpu" "$stage/bench/bench_gpu_mlp_step"; do
+for exe in "$stage/lbt-doctor" "$stage/test_gpu" "$stage/bench/bench_gpu_mlp_step"; do
   ldd "$exe" | awk '/=> \//{print $3}'
 done | sort -u | while read -r lib; do
   case $(basename "$lib") in

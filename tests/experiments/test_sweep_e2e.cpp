@@ -314,7 +314,9 @@ BOOST_AUTO_TEST_CASE(a_sweep_measures_the_noise_scale_per_trial_and_the_fit_repo
 // Issue 27, item 2: two sweeps on one directory used to run the same trials twice and clear
 // each other's running trials. The second now exits 2 at once, naming the first.
 BOOST_AUTO_TEST_CASE(a_second_sweep_on_a_busy_directory_exits_2_naming_the_owner) {
-  const fs::path cfg = write_config("busy.toml", "val_loss<=0.1", 6000);
+  // A trial far longer than the test (it is killed below): 6000 steps took 0.3 s, so the owner's
+  // first trial could end before the second sweep looked.
+  const fs::path cfg = write_config("busy.toml", "val_loss<=0.1", 2000000);
   const fs::path dir = scratch() / "busy";
   const std::string log = (scratch() / "busy.log").string();
   const pid_t first = start_sweep(cfg, dir, log);

@@ -29,8 +29,10 @@ int main(int argc, char** argv) {
       const auto w = static_cast<std::size_t>(dims[l] * dims[l + 1]);
       const auto b = static_cast<std::size_t>(dims[l + 1]);
       const std::string layer = std::to_string(l);  // appended: GCC 12's false -Wrestrict
-      segments.push_back(make_segment(std::string("w").append(layer), offset, w, ParamKind::kWeight));
-      segments.push_back(make_segment(std::string("b").append(layer), offset + w, b, ParamKind::kBias));
+      segments.push_back(
+          make_segment(std::string("w").append(layer), offset, w, ParamKind::kWeight));
+      segments.push_back(
+          make_segment(std::string("b").append(layer), offset + w, b, ParamKind::kBias));
       offset += w + b;
     }
     std::mt19937_64 rng(1);

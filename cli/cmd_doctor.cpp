@@ -20,17 +20,20 @@ namespace lbt::cli {
 void add_doctor_command(CLI::App& app) {
   auto device = std::make_shared<std::string>("cuda");
   auto seed = std::make_shared<std::uint64_t>(1);
-  CLI::App* cmd = app.add_subcommand(
-      "doctor", "Checks a device against the CPU backend: every GPU op on random data, "
-                "forward, backward, each optimizer for 100 steps, the noise sums, NCCL");
-  cmd->add_option("--device", *device, "the device to check (cuda)")->check(CLI::IsMember({"cuda"}));
+  CLI::App* cmd =
+      app.add_subcommand("doctor",
+                         "Checks a device against the CPU backend: every GPU op on random data, "
+                         "forward, backward, each optimizer for 100 steps, the noise sums, NCCL");
+  cmd->add_option("--device", *device, "the device to check (cuda)")
+      ->check(CLI::IsMember({"cuda"}));
   cmd->add_option("--seed", *seed, "seed of the random inputs");
   cmd->callback([device, seed] {
 #if defined(LBT_HAVE_CUDA_DOCTOR)
-    const std::string program = (experiments::self_executable().parent_path() / "lbt-doctor").string();
+    const std::string program =
+        (experiments::self_executable().parent_path() / "lbt-doctor").string();
     const std::string seed_text = std::to_string(*seed);
-    std::vector<char*> argv{const_cast<char*>(program.c_str()), const_cast<char*>(seed_text.c_str()),
-                            nullptr};
+    std::vector<char*> argv{const_cast<char*>(program.c_str()),
+                            const_cast<char*>(seed_text.c_str()), nullptr};
     execv(program.c_str(), argv.data());
     throw Error("lbt doctor: cannot run " + program + ": " + std::strerror(errno),
                 "build the lbt-doctor target beside lbt (cmake --build build)");

@@ -30,8 +30,8 @@ bool DeviceCheckReport::ok() const {
 std::string format_report(const DeviceCheckReport& report) {
   std::string out = "device: " + report.device + "\nlibraries: " + report.libraries + "\n";
   char line[256];
-  std::snprintf(line, sizeof line, "%-34s %12s %12s %10s  %s\n", "op", "max |gpu-cpu|",
-                "relative", "tolerance", "verdict");
+  std::snprintf(line, sizeof line, "%-34s %12s %12s %10s  %s\n", "op", "max |gpu-cpu|", "relative",
+                "tolerance", "verdict");
   out += line;
   for (const DeviceCheckRow& r : report.rows) {
     std::snprintf(line, sizeof line, "%-34s %12.3e %12.3e %10.1e  %s\n", r.op.c_str(),
@@ -48,16 +48,21 @@ std::string format_report(const DeviceCheckReport& report) {
 
 #if !defined(LBT_HAVE_CUDA)
 
-bool cuda_built() { return false; }
+bool cuda_built() {
+  return false;
+}
 
 DeviceCheckReport check_cuda_device(std::uint64_t) {
-  throw ConfigError("this lbt was built without CUDA (no nvcc at configure time, or LBT_WITH_CUDA=OFF)",
-                    "install the CUDA toolkit and rebuild with -DLBT_WITH_CUDA=ON");
+  throw ConfigError(
+      "this lbt was built without CUDA (no nvcc at configure time, or LBT_WITH_CUDA=OFF)",
+      "install the CUDA toolkit and rebuild with -DLBT_WITH_CUDA=ON");
 }
 
 #else
 
-bool cuda_built() { return true; }
+bool cuda_built() {
+  return true;
+}
 
 namespace {
 
@@ -66,7 +71,9 @@ using lbt::cuda::Gpu;
 
 // Float32 round-off of a sum of k products, read against the largest output: sqrt(k) eps is
 // the typical size, a few times that the tail over many outputs.
-double sum_tolerance(std::int64_t k) { return 8.0 * std::sqrt(static_cast<double>(k)) * 6e-8; }
+double sum_tolerance(std::int64_t k) {
+  return 8.0 * std::sqrt(static_cast<double>(k)) * 6e-8;
+}
 
 DeviceCheckRow compare(std::string op, std::span<const float> gpu, std::span<const float> cpu,
                        double tolerance, std::string why = {}) {
@@ -90,7 +97,8 @@ std::vector<float> uniform(std::size_t n, Rng& rng, float lo = -1.0f, float hi =
 void check_gemms(const Gpu& gpu, Rng& rng, std::vector<DeviceCheckRow>& rows) {
   const int m = 300, n = 200, k = 100;
   for (const auto& [ta, tb] : {std::pair{false, false}, {false, true}, {true, false}}) {
-    const std::vector<float> a = uniform(std::size_t{m} * k, rng), b = uniform(std::size_t{k} * n, rng);
+    const std::vector<float> a = uniform(std::size_t{m} * k, rng),
+                             b = uniform(std::size_t{k} * n, rng);
     const int lda = ta ? m : k, ldb = tb ? k : n;
     std::vector<float> c_cpu(std::size_t{m} * n, 0.5f);
     host_device().gemm(ta, tb, m, n, k, 1.0f, a.data(), lda, b.data(), ldb, 0.5f, c_cpu.data(), n);
@@ -98,8 +106,8 @@ void check_gemms(const Gpu& gpu, Rng& rng, std::vector<DeviceCheckRow>& rows) {
     const std::vector<float> c_start(std::size_t{m} * n, 0.5f);
     DeviceArray<float> dc{std::span<const float>(c_start)};
     gpu.gemm(ta, tb, m, n, k, 1.0f, da.data(), lda, db.data(), ldb, 0.5f, dc.data(), n);
-    const std::string name = std::string("cuBLAS gemm ") + (ta ? "T" : "N") + (tb ? "T" : "N") +
-                             " 300x200x100";
+    const std::string name =
+        std::string("cuBLAS gemm ") + (ta ? "T" : "N") + (tb ? "T" : "N") + " 300x200x100";
     rows.push_back(compare(name, dc.download(), c_cpu, sum_tolerance(k),
                            "float32 sums of 100 products in another order"));
   }
@@ -138,8 +146,10 @@ MlpPair make_mlp_pair(const Gpu& gpu, const std::vector<std::int64_t>& dims, std
                       std::uint64_t seed) {
   // Appended piece by piece: "mlp:" + std::to_string(...) trips GCC 12's false -Wrestrict.
   std::string spec = "mlp";
-  for (std::size_t i = 0; i < dims.size(); ++i) spec.append(i ? "-" : ":").append(std::to_string(dims[i]));
-  MlpPair pair{nn::Model::from_spec(spec, nn::InitScheme::kHe), nn::cuda::DeviceMlp(gpu, dims, batch)};
+  for (std::size_t i = 0; i < dims.size(); ++i)
+    spec.append(i ? "-" : ":").append(std::to_string(dims[i]));
+  MlpPair pair{nn::Model::from_spec(spec, nn::InitScheme::kHe),
+               nn::cuda::DeviceMlp(gpu, dims, batch)};
   Rng init = make_rng(seed, RngStream::kInit);
   pair.cpu->build(init);
   pair.cpu->reserve(batch);
@@ -199,8 +209,8 @@ void check_mlp_step(const Gpu& gpu, Rng& rng, std::uint64_t seed,
   } while (relu_flips(*m.cpu, m.gpu, b.x.data(), dims, batch) > 0 && draws < 20);
   const std::vector<float> cpu_logits(logits, logits + batch * 10);
   rows.push_back(compare("MLP 784-512-512-10 forward, B=64",
-                         download(m.gpu.forward(b.dx.data(), batch), cpu_logits.size()),
-                         cpu_logits, sum_tolerance(784), "float32 sums of 784 products"));
+                         download(m.gpu.forward(b.dx.data(), batch), cpu_logits.size()), cpu_logits,
+                         sum_tolerance(784), "float32 sums of 784 products"));
   std::int64_t cpu_hits = 0, gpu_hits = 0;
   const double cpu_loss = m.cpu->backend().softmax_cross_entropy(
       logits, b.labels.data(), batch, 10, m.cpu->output_grad(), 1.0f / batch, &cpu_hits);
@@ -219,7 +229,8 @@ void check_mlp_step(const Gpu& gpu, Rng& rng, std::uint64_t seed,
   rows.push_back(compare("MLP backward (all gradients)", download(m.gpu.grads(), cpu_grads.size()),
                          cpu_grads, 4 * sum_tolerance(784),
                          "float32 sums over the batch and the layers, in another order; the "
-                         "batch drawn " + std::to_string(draws) +
+                         "batch drawn " +
+                             std::to_string(draws) +
                              " time(s) until every ReLU was on or off at both"));
 }
 
@@ -238,12 +249,13 @@ void train_cpu(nn::Model& model, optim::Optimizer& opt, const std::vector<Segmen
 }
 
 // The summed cross-entropy of both backends' models on the batches.
-std::pair<double, double> losses(MlpPair& m, const std::vector<Batch>& batches, std::int64_t batch) {
+std::pair<double, double> losses(MlpPair& m, const std::vector<Batch>& batches,
+                                 std::int64_t batch) {
   double cpu = 0.0, gpu = 0.0;
   for (const Batch& b : batches) {
     const float* logits = m.cpu->forward(b.x.data(), batch, false);
-    cpu += m.cpu->backend().softmax_cross_entropy(logits, b.labels.data(), batch, 10, nullptr,
-                                                  1.0f, nullptr);
+    cpu += m.cpu->backend().softmax_cross_entropy(logits, b.labels.data(), batch, 10, nullptr, 1.0f,
+                                                  nullptr);
     m.gpu.forward(b.dx.data(), batch);
     m.gpu.loss(b.dlabels.data(), batch, 1.0f);
     gpu += m.gpu.loss_sum(batch);
@@ -301,8 +313,9 @@ struct ConvCase {
 // The simple CNN's second convolution and a ResNet-style strided one, forward and backward,
 // cuDNN beside the CPU's Conv2d (a ReLU before it, so the CPU computes its input gradient).
 void check_convolutions(Rng& rng, std::uint64_t seed, std::vector<DeviceCheckRow>& rows) {
-  const ConvCase cases[] = {{"cuDNN conv 32->64 5x5 on 14x14", {32, 14, 14}, {64, 5, 1, 2, true}},
-                            {"cuDNN conv 16->32 3x3 /2 on 16x16", {16, 16, 16}, {32, 3, 2, 1, false}}};
+  const ConvCase cases[] = {
+      {"cuDNN conv 32->64 5x5 on 14x14", {32, 14, 14}, {64, 5, 1, 2, true}},
+      {"cuDNN conv 16->32 3x3 /2 on 16x16", {16, 16, 16}, {32, 3, 2, 1, false}}};
   const std::int64_t batch = 8;
   for (const ConvCase& c : cases) {
     nn::Model cpu;
@@ -328,19 +341,17 @@ void check_convolutions(Rng& rng, std::uint64_t seed, std::vector<DeviceCheckRow
     const std::vector<float> dy = uniform(static_cast<std::size_t>(batch * out.size()), rng);
     std::copy(dy.begin(), dy.end(), cpu.output_grad());
     cpu.backward(x.data(), batch, false);
-    DeviceArray<float> ddy{std::span<const float>(dy)}, dgrads(params.size()),
-        dgrad_in(x.size());
+    DeviceArray<float> ddy{std::span<const float>(dy)}, dgrads(params.size()), dgrad_in(x.size());
     gpu.backward(dx_in.data(), dparams.data(), ddy.data(), dgrad_in.data(), dgrads.data(),
                  c.options.bias ? dgrads.data() + weights : nullptr);
-    rows.push_back(compare(std::string(c.name) + " dW, db", dgrads.download(),
-                           cpu.store().grads(), sum_tolerance(batch * out.plane()),
+    rows.push_back(compare(std::string(c.name) + " dW, db", dgrads.download(), cpu.store().grads(),
+                           sum_tolerance(batch * out.plane()),
                            "sums over the batch and the plane in another order"));
     const float* dx = cpu.layer_output_grad(0);
-    rows.push_back(compare(std::string(c.name) + " dx", dgrad_in.download(),
-                           std::vector<float>(dx, dx + x.size()),
-                           sum_tolerance(c.options.out_channels * c.options.kernel *
-                                         c.options.kernel),
-                           "sums over output channels and taps in another order"));
+    rows.push_back(compare(
+        std::string(c.name) + " dx", dgrad_in.download(), std::vector<float>(dx, dx + x.size()),
+        sum_tolerance(c.options.out_channels * c.options.kernel * c.options.kernel),
+        "sums over output channels and taps in another order"));
   }
 }
 
@@ -352,15 +363,26 @@ struct OptimizerCase {
 };
 
 const OptimizerCase kOptimizerCases[] = {
-    {"sgd", 0.05, true, [](optim::OptimizerOptions& o) { o.sgd = {0.0, 0.0, false, 1e-4}; }},
-    {"momentum", 0.05, true, [](optim::OptimizerOptions& o) { o.sgd = {0.9, 0.0, false, 1e-4}; }},
-    {"nesterov", 0.05, true, [](optim::OptimizerOptions& o) { o.sgd = {0.9, 0.0, true, 1e-4}; }},
+    {"sgd", 0.05, true,
+     [](optim::OptimizerOptions& o) {
+       o.sgd = {0.0, 0.0, false, 1e-4};
+     }},
+    {"momentum", 0.05, true,
+     [](optim::OptimizerOptions& o) {
+       o.sgd = {0.9, 0.0, false, 1e-4};
+     }},
+    {"nesterov", 0.05, true,
+     [](optim::OptimizerOptions& o) {
+       o.sgd = {0.9, 0.0, true, 1e-4};
+     }},
     {"adam", 1e-3, true, [](optim::OptimizerOptions& o) { o.adam.weight_decay = 1e-4; }},
     {"adamw", 1e-3, true,
      [](optim::OptimizerOptions& o) { o.adam.weight_decay = 0.01, o.adam.decoupled = true; }},
     {"lars", 1.0, false, [](optim::OptimizerOptions&) {}},
     {"larc", 0.05, false,
-     [](optim::OptimizerOptions& o) { o.larc_base = "momentum", o.sgd = {0.9, 0.0, false, 0.0}; }},
+     [](optim::OptimizerOptions& o) {
+       o.larc_base = "momentum", o.sgd = {0.9, 0.0, false, 0.0};
+     }},
     {"lamb", 1e-2, false, [](optim::OptimizerOptions&) {}},
 };
 
@@ -390,11 +412,10 @@ void check_optimizers(const Gpu& gpu, Rng& rng, std::uint64_t seed,
       gpu_opt.step(dparams.data(), dgrads.data(), c.lr, step);
     }
     const std::string op = std::string(c.name) + " x100 steps (params)";
-    rows.push_back(c.elementwise
-                       ? compare(op, dparams.download(), params, 0.0,
-                                 "one formula (optim/update_rules.hpp): bit for bit")
-                       : compare(op, dparams.download(), params, 1e-6,
-                                 "per-segment norms summed in double in another order"));
+    rows.push_back(c.elementwise ? compare(op, dparams.download(), params, 0.0,
+                                           "one formula (optim/update_rules.hpp): bit for bit")
+                                 : compare(op, dparams.download(), params, 1e-6,
+                                           "per-segment norms summed in double in another order"));
   }
 }
 

@@ -9,11 +9,11 @@
 namespace lbt::experiments {
 
 struct DeviceCheckRow {
-  std::string op;         // "gemm NT 300x200x100", "adamw x100 steps", ...
-  double max_abs_error;   // max |gpu - cpu| over the op's outputs
-  double scale;           // max |cpu|: the error is read relative to it
-  double tolerance;       // on max_abs_error / scale; 0: bit for bit
-  std::string why;        // where the tolerance comes from
+  std::string op;        // "gemm NT 300x200x100", "adamw x100 steps", ...
+  double max_abs_error;  // max |gpu - cpu| over the op's outputs
+  double scale;          // max |cpu|: the error is read relative to it
+  double tolerance;      // on max_abs_error / scale; 0: bit for bit
+  std::string why;       // where the tolerance comes from
   double relative() const { return scale > 0 ? max_abs_error / scale : max_abs_error; }
   bool ok() const { return relative() <= tolerance; }
 };

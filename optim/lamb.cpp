@@ -8,8 +8,8 @@
 
 #include "optim/adam.hpp"
 #include "optim/flat_ops.hpp"
-#include "optim/update_rules.hpp"
 #include "optim/phi_config.hpp"
+#include "optim/update_rules.hpp"
 
 namespace lbt::optim {
 
@@ -40,8 +40,12 @@ rules::AdamCoefficients lamb_coefficients(const LambOptions& o, std::int64_t ste
   const auto inv_bc = [&](double beta) {
     return o.bias_correction ? static_cast<float>(1.0 / bias_correction(beta, step)) : 1.0f;
   };
-  return {static_cast<float>(1.0 - o.beta1), static_cast<float>(1.0 - o.beta2), inv_bc(o.beta1),
-          inv_bc(o.beta2), 0.0f, static_cast<float>(o.eps)};
+  return {static_cast<float>(1.0 - o.beta1),
+          static_cast<float>(1.0 - o.beta2),
+          inv_bc(o.beta1),
+          inv_bc(o.beta2),
+          0.0f,
+          static_cast<float>(o.eps)};
 }
 
 Lamb::Lamb(LambOptions options, std::size_t num_params) : options_(options) {

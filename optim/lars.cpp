@@ -6,8 +6,8 @@
 #include <sstream>
 
 #include "optim/flat_ops.hpp"
-#include "optim/update_rules.hpp"
 #include "optim/phi_config.hpp"
+#include "optim/update_rules.hpp"
 
 namespace lbt::optim {
 
@@ -93,7 +93,8 @@ void Lars::step(const StepInput& in) {
     float* __restrict vp = momentum ? momentum + seg.offset : nullptr;
     if (!vp) {
 #pragma omp simd
-      for (std::size_t k = chunk.begin; k < chunk.end; ++k) rules::lars_plain(wp[k], gp[k], beta, a, c);
+      for (std::size_t k = chunk.begin; k < chunk.end; ++k)
+        rules::lars_plain(wp[k], gp[k], beta, a, c);
       return;
     }
 #pragma omp simd

@@ -45,9 +45,11 @@ void Sgd::step(const StepInput& in) {
 void Sgd::step_transformed(const StepInput& in, std::span<const GradTransform> transforms) {
   // buf decays as buf - (1 - mu) buf: float(0.9) is 2.4e-8 off, which a buffer summing ~10 steps
   // of gradient turned into ~4 x 2^-24 of the update; 1 - mu rounded once from double is not.
-  const rules::SgdCoefficients k{static_cast<float>(in.lr), static_cast<float>(options_.momentum),
+  const rules::SgdCoefficients k{static_cast<float>(in.lr),
+                                 static_cast<float>(options_.momentum),
                                  static_cast<float>(1.0 - options_.momentum),
-                                 static_cast<float>(1.0 - options_.dampening), in.step == 0,
+                                 static_cast<float>(1.0 - options_.dampening),
+                                 in.step == 0,
                                  options_.nesterov};
   float* momentum = options_.momentum > 0.0 ? state_.get("momentum").data() : nullptr;
   const auto plan = detail::plan_chunks(in.segments);

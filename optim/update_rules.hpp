@@ -26,7 +26,9 @@ struct SgdCoefficients {
   bool nesterov;
 };
 
-LBT_HOST_DEVICE inline void sgd_plain(float& w, float g_prime, float lr) { w -= lr * g_prime; }
+LBT_HOST_DEVICE inline void sgd_plain(float& w, float g_prime, float lr) {
+  w -= lr * g_prime;
+}
 
 // buf = mu buf + (1 - dampening) g' (written buf - (1 - mu) buf + ...), then w -= lr d with
 // d = buf, or g' + mu buf looking ahead (Nesterov).
@@ -74,14 +76,16 @@ LBT_HOST_DEVICE inline void lars_plain(float& w, float g, float beta, float a, f
   w -= c * (a * (g + beta * w));
 }
 
-LBT_HOST_DEVICE inline void lars_momentum(float& w, float& v, float g, float beta, float a,
-                                          float c, float one_minus_mu) {
+LBT_HOST_DEVICE inline void lars_momentum(float& w, float& v, float g, float beta, float a, float c,
+                                          float one_minus_mu) {
   const float v_k = v - one_minus_mu * v + a * (g + beta * w);
   v = v_k;
   w -= c * v_k;
 }
 
 // x^2 in double: every norm the trust ratios and the noise statistics accumulate.
-LBT_HOST_DEVICE inline double square(double x) { return x * x; }
+LBT_HOST_DEVICE inline double square(double x) {
+  return x * x;
+}
 
 }  // namespace lbt::optim::rules

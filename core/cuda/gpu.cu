@@ -44,14 +44,18 @@ void* allocate_bytes(std::size_t bytes) {
   check(cudaMalloc(&p, bytes == 0 ? 4 : bytes), "cudaMalloc");
   return p;
 }
-void free_bytes(void* p) noexcept { cudaFree(p); }
+void free_bytes(void* p) noexcept {
+  cudaFree(p);
+}
 void copy_to_device(void* to, const void* from, std::size_t bytes) {
   check(cudaMemcpy(to, from, bytes, cudaMemcpyHostToDevice), "cudaMemcpy to device");
 }
 void copy_to_host(void* to, const void* from, std::size_t bytes) {
   check(cudaMemcpy(to, from, bytes, cudaMemcpyDeviceToHost), "cudaMemcpy to host");
 }
-void zero_bytes(void* p, std::size_t bytes) { check(cudaMemset(p, 0, bytes), "cudaMemset"); }
+void zero_bytes(void* p, std::size_t bytes) {
+  check(cudaMemset(p, 0, bytes), "cudaMemset");
+}
 
 struct Gpu::Handles {
   cudaStream_t stream = nullptr;  // the legacy default stream: ordered with cudaMemcpy
@@ -74,9 +78,13 @@ Gpu::~Gpu() {
   if (h_->blas) cublasDestroy(h_->blas);
 }
 
-void* Gpu::stream() const { return h_->stream; }
+void* Gpu::stream() const {
+  return h_->stream;
+}
 
-void Gpu::synchronize() const { check(cudaStreamSynchronize(h_->stream), "cudaStreamSynchronize"); }
+void Gpu::synchronize() const {
+  check(cudaStreamSynchronize(h_->stream), "cudaStreamSynchronize");
+}
 
 // Row-major C[m, n] is column-major C^T[n, m] = op(B)^T op(A)^T: cuBLAS gets B first.
 void Gpu::gemm(bool trans_a, bool trans_b, int m, int n, int k, float alpha, const float* a,

@@ -34,14 +34,17 @@ template <class T>
 class DeviceArray {
  public:
   DeviceArray() = default;
-  explicit DeviceArray(std::size_t n) : n_(n), p_(static_cast<T*>(allocate_bytes(n * sizeof(T))), &free_bytes) {
+  explicit DeviceArray(std::size_t n)
+      : n_(n), p_(static_cast<T*>(allocate_bytes(n * sizeof(T))), &free_bytes) {
     zero_bytes(p_.get(), n * sizeof(T));
   }
   explicit DeviceArray(std::span<const T> host) : DeviceArray(host.size()) { upload(host); }
   T* data() { return p_.get(); }
   const T* data() const { return p_.get(); }
   std::size_t size() const { return n_; }
-  void upload(std::span<const T> host) { copy_to_device(p_.get(), host.data(), host.size() * sizeof(T)); }
+  void upload(std::span<const T> host) {
+    copy_to_device(p_.get(), host.data(), host.size() * sizeof(T));
+  }
   std::vector<T> download() const {
     std::vector<T> host(n_);
     copy_to_host(host.data(), p_.get(), n_ * sizeof(T));

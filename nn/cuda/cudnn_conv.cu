@@ -63,8 +63,8 @@ CudnnConv2d::CudnnConv2d(Shape3 in, const Conv2dOptions& o, std::int64_t batch)
   std::size_t fwd = 0, bwd_data = 0, bwd_filter = 0;
   check(cudnnGetConvolutionForwardWorkspaceSize(d.handle, d.x, d.w, d.conv, d.y, kForward, &fwd),
         "cudnnGetConvolutionForwardWorkspaceSize");
-  check(cudnnGetConvolutionBackwardDataWorkspaceSize(d.handle, d.w, d.y, d.conv, d.x,
-                                                     kBackwardData, &bwd_data),
+  check(cudnnGetConvolutionBackwardDataWorkspaceSize(d.handle, d.w, d.y, d.conv, d.x, kBackwardData,
+                                                     &bwd_data),
         "cudnnGetConvolutionBackwardDataWorkspaceSize");
   check(cudnnGetConvolutionBackwardFilterWorkspaceSize(d.handle, d.x, d.y, d.conv, d.w,
                                                        kBackwardFilter, &bwd_filter),

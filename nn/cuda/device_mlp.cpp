@@ -43,9 +43,9 @@ const float* DeviceMlp::forward(const float* x, std::int64_t batch) {
     const Layer& L = layers_[l];
     float* y = pre_[l].data();
     broadcast_rows(params_.data() + L.bias, y, batch, L.out);
-    gpu_.gemm(false, true, static_cast<int>(batch), static_cast<int>(L.out),
-              static_cast<int>(L.in), 1.0f, in, static_cast<int>(L.in), params_.data() + L.weight,
-              static_cast<int>(L.in), 1.0f, y, static_cast<int>(L.out));
+    gpu_.gemm(false, true, static_cast<int>(batch), static_cast<int>(L.out), static_cast<int>(L.in),
+              1.0f, in, static_cast<int>(L.in), params_.data() + L.weight, static_cast<int>(L.in),
+              1.0f, y, static_cast<int>(L.out));
     if (l + 1 == layers_.size()) return y;
     relu_forward(y, post_[l].data(), batch * L.out);
     in = post_[l].data();

@@ -14,8 +14,12 @@ int blocks_for(std::int64_t n) {
   return static_cast<int>(std::min<std::int64_t>((n + kThreads - 1) / kThreads, 65535));
 }
 
-__device__ std::int64_t first_index() { return blockIdx.x * std::int64_t{kThreads} + threadIdx.x; }
-__device__ std::int64_t stride() { return std::int64_t{gridDim.x} * kThreads; }
+__device__ std::int64_t first_index() {
+  return blockIdx.x * std::int64_t{kThreads} + threadIdx.x;
+}
+__device__ std::int64_t stride() {
+  return std::int64_t{gridDim.x} * kThreads;
+}
 
 __global__ void broadcast_rows_kernel(const float* b, float* y, std::int64_t rows,
                                       std::int64_t cols) {
@@ -53,7 +57,9 @@ __global__ void softmax_cross_entropy_kernel(const float* logits, const std::int
   }
 }
 
-void launched(const char* what) { lbt::cuda::check(cudaGetLastError(), what); }
+void launched(const char* what) {
+  lbt::cuda::check(cudaGetLastError(), what);
+}
 
 }  // namespace
 
@@ -73,11 +79,10 @@ void relu_backward(const float* y, const float* dy, float* dx, std::int64_t n) {
 }
 
 void softmax_cross_entropy(const float* logits, const std::int32_t* labels, std::int64_t rows,
-                           std::int64_t classes, float* dlogits, float grad_scale,
-                           double* row_loss, std::int32_t* row_hit) {
-  softmax_cross_entropy_kernel<<<blocks_for(rows), kThreads>>>(logits, labels, rows, classes,
-                                                              dlogits, grad_scale, row_loss,
-                                                              row_hit);
+                           std::int64_t classes, float* dlogits, float grad_scale, double* row_loss,
+                           std::int32_t* row_hit) {
+  softmax_cross_entropy_kernel<<<blocks_for(rows), kThreads>>>(
+      logits, labels, rows, classes, dlogits, grad_scale, row_loss, row_hit);
   launched("softmax_cross_entropy_kernel");
 }
 

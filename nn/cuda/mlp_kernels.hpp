@@ -13,7 +13,7 @@ void relu_backward(const float* y, const float* dy, float* dx, std::int64_t n);
 // Per row: loss = log sum exp(z - zmax) - (z_y - zmax) in double, hit = argmax == y, and
 // dz = (softmax - onehot) x grad_scale (nn/cpu/loss.cpp's arithmetic).
 void softmax_cross_entropy(const float* logits, const std::int32_t* labels, std::int64_t rows,
-                           std::int64_t classes, float* dlogits, float grad_scale,
-                           double* row_loss, std::int32_t* row_hit);
+                           std::int64_t classes, float* dlogits, float grad_scale, double* row_loss,
+                           std::int32_t* row_hit);
 
 }  // namespace lbt::nn::cuda

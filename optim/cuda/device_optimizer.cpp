@@ -33,7 +33,9 @@ std::vector<DeviceChunk> plan_chunks(const std::vector<Segment>& segments) {
 bool sgd_family(const std::string& name) {
   return name == "sgd" || name == "momentum" || name == "nesterov";
 }
-bool adam_family(const std::string& name) { return name == "adam" || name == "adamw"; }
+bool adam_family(const std::string& name) {
+  return name == "adam" || name == "adamw";
+}
 
 }  // namespace
 
@@ -44,7 +46,7 @@ struct DeviceOptimizer::Impl {
   DeviceArray<DeviceChunk> chunks;
   DeviceArray<SegmentScalars> scalars;
   std::vector<SegmentScalars> uploaded;  // what `scalars` holds
-  DeviceArray<double> parts;  // K partial sums per chunk of the norm passes
+  DeviceArray<double> parts;             // K partial sums per chunk of the norm passes
   DeviceArray<float> momentum, m, v;
 
   Impl(const OptimizerOptions& o, std::vector<Segment> segs, std::size_t n)
@@ -56,8 +58,8 @@ struct DeviceOptimizer::Impl {
         parts(3 * std::max<std::size_t>(host_chunks.size(), 1)) {
     const std::string& base = o.name == "larc" ? o.larc_base : o.name;
     if (o.name == "larc" && !sgd_family(base) && !adam_family(base))
-      throw ConfigError("optimizer.larc.base must be sgd, momentum, nesterov, adam or adamw, got '" +
-                        base + "'");
+      throw ConfigError(
+          "optimizer.larc.base must be sgd, momentum, nesterov, adam or adamw, got '" + base + "'");
     const bool uses_momentum =
         (sgd_family(base) && o.sgd.momentum > 0.0) || (o.name == "lars" && o.lars.momentum > 0.0);
     if (uses_momentum) momentum = DeviceArray<float>(n);
@@ -98,9 +100,12 @@ struct DeviceOptimizer::Impl {
     if (sgd_family(base)) {
       const SgdOptions& o = options.sgd;
       for (std::size_t s = 0; s < segments.size(); ++s) per_segment[s] = {t[s].scale, t[s].l2};
-      const rules::SgdCoefficients k{static_cast<float>(lr), static_cast<float>(o.momentum),
+      const rules::SgdCoefficients k{static_cast<float>(lr),
+                                     static_cast<float>(o.momentum),
                                      static_cast<float>(1.0 - o.momentum),
-                                     static_cast<float>(1.0 - o.dampening), step == 0, o.nesterov};
+                                     static_cast<float>(1.0 - o.dampening),
+                                     step == 0,
+                                     o.nesterov};
       return sgd(launch(per_segment), w, g, momentum.size() ? momentum.data() : nullptr, k);
     }
     const AdamOptions& o = options.adam;
@@ -114,7 +119,7 @@ struct DeviceOptimizer::Impl {
   // The transforms Sgd::step and Adam::step hand their own kernels: coupled decay only.
   std::vector<GradTransform> coupled_decay() const {
     const std::string& name = options.name;
-    const float l2 = sgd_family(name)           ? static_cast<float>(options.sgd.weight_decay)
+    const float l2 = sgd_family(name)         ? static_cast<float>(options.sgd.weight_decay)
                      : options.adam.decoupled ? 0.0f
                                               : static_cast<float>(options.adam.weight_decay);
     std::vector<GradTransform> t;
@@ -161,8 +166,8 @@ void DeviceOptimizer::Impl::lars_step(float* w, const float* g, double lr) {
   const bool before = o.lr_placement == LarsLrPlacement::kBeforeMomentum;
   for (std::size_t s = 0; s < segments.size(); ++s) {
     const double decay = segments[s].weight_decay ? o.weight_decay : 0.0;
-    const double local_lr =
-        segments[s].trust_ratio ? lars_local_lr(o, std::sqrt(sums[s][0]), std::sqrt(sums[s][1]),
+    const double local_lr = segments[s].trust_ratio
+                                ? lars_local_lr(o, std::sqrt(sums[s][0]), std::sqrt(sums[s][1]),
                                                 std::sqrt(sums[s][2]), decay)
                                 : 1.0;
     per_segment[s].s1 = static_cast<float>(before ? lr * local_lr : local_lr);

@@ -104,7 +104,9 @@ __global__ void lamb_update_kernel(ChunkLaunch c, float* w, const float* m, cons
   });
 }
 
-void launched(const char* what) { lbt::cuda::check(cudaGetLastError(), what); }
+void launched(const char* what) {
+  lbt::cuda::check(cudaGetLastError(), what);
+}
 
 }  // namespace
 

@@ -23,9 +23,9 @@ struct SegmentScalars {
 };
 
 struct ChunkLaunch {
-  const DeviceChunk* chunks;     // device
+  const DeviceChunk* chunks;  // device
   std::int64_t num_chunks;
-  const SegmentScalars* scalars; // device, per segment
+  const SegmentScalars* scalars;  // device, per segment
 };
 
 // SGD with g' = scale (g + l2 w): scalars (scale, l2). momentum == nullptr: plain SGD.

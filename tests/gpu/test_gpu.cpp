@@ -27,7 +27,9 @@ BOOST_AUTO_TEST_CASE(every_gpu_op_agrees_with_the_cpu_backend) {
   BOOST_TEST_MESSAGE(lbt::experiments::format_report(report));
   BOOST_TEST(report.rows.size() >= 18u);
   for (const auto& row : report.rows) {
-    BOOST_TEST_CONTEXT(row.op) { BOOST_TEST(row.relative() <= row.tolerance); }
+    BOOST_TEST_CONTEXT(row.op) {
+      BOOST_TEST(row.relative() <= row.tolerance);
+    }
   }
 }
 

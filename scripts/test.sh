@@ -2,6 +2,8 @@
 # Sets up a fresh Debian machine (scripts/setup.sh), builds lbt and runs the whole test suite:
 # every CTest test of the Release build, then the unit tests again under AddressSanitizer and
 # UndefinedBehaviorSanitizer (build-asan/). Pass ctest arguments to filter: -L unit, -R optim.
+# Every stage runs even when an earlier one failed (one flaky test must not hide the sanitizer
+# results); the failures are listed at the end and the script then exits 1.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
@@ -9,16 +11,39 @@ bash scripts/setup.sh
 # kernels; let OpenBLAS detect the CPU instead.
 unset OPENBLAS_CORETYPE
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-ctest --test-dir build --output-on-failure -j1 "$@"
 
-if [ "${LBT_SKIP_SANITIZERS:-0}" != 1 ]; then
-  echo "== unit tests under AddressSanitizer + UndefinedBehaviorSanitizer"
-  generator=()
+failed=()
+stage() {  # stage NAME COMMAND...: runs it, records NAME if it fails
+  local name=$1
+  shift
+  echo "== $name"
+  if ! "$@"; then failed+=("$name"); fi
+}
+
+stage "tests (Release build)" ctest --test-dir build --output-on-failure -j1 "$@"
+
+sanitizer_build() {
+  local generator=()
   command -v ninja >/dev/null && generator=(-G Ninja)
   [ -f build-asan/CMakeCache.txt ] || cmake -S . -B build-asan "${generator[@]}" \
     -DCMAKE_BUILD_TYPE=RelWithDebInfo -DLBT_SANITIZE=ON -DLBT_BUILD_BENCH=OFF >/dev/null
   cmake --build build-asan -j"$(nproc)"
+}
+sanitizer_tests() {
   # OpenMP's and OpenBLAS's thread pools keep allocations until exit: not leaks of ours.
   ASAN_OPTIONS=detect_leaks=0 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
     ctest --test-dir build-asan --output-on-failure -j1 -L unit
+}
+if [ "${LBT_SKIP_SANITIZERS:-0}" != 1 ]; then
+  stage "sanitizer build (build-asan)" sanitizer_build
+  if [ -f build-asan/CMakeCache.txt ]; then
+    stage "unit tests under AddressSanitizer + UndefinedBehaviorSanitizer" sanitizer_tests
+  fi
 fi
+
+if ((${#failed[@]})); then
+  echo "== FAILED stages:"
+  printf '   %s\n' "${failed[@]}"
+  exit 1
+fi
+echo "== all stages passed"

@@ -1,0 +1,100 @@
+// The sweep directory lock (experiments/dir_lock.cpp) between real processes: a live owner is
+// named and refused at once; a sweep that was killed while a child it had just forked still held
+// the lock (the race test_soak met) is followed, not refused, once that child is gone.
+#include <boost/test/unit_test.hpp>
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <string>
+#include <thread>
+
+#include "core/error.hpp"
+#include "experiments/dir_lock.hpp"
+
+namespace fs = std::filesystem;
+using lbt::experiments::DirLock;
+
+namespace {
+
+fs::path fresh_dir(const std::string& name) {
+  const fs::path dir =
+      fs::temp_directory_path() / ("lbt_dir_lock_" + std::to_string(getpid())) / name;
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  return dir;
+}
+
+// Forks a process that takes the lock, writes one byte to `ready` and then runs `after`.
+template <class After>
+pid_t owner(const fs::path& lock_file, int ready, After after) {
+  const pid_t pid = fork();
+  if (pid == 0) {
+    DirLock lock(lock_file, DirLock::Mode::kExclusive);
+    after(ready);
+    _exit(0);
+  }
+  return pid;
+}
+
+void wait_ready(int fd) {
+  char c;
+  BOOST_REQUIRE_EQUAL(read(fd, &c, 1), 1);
+}
+
+double seconds_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_SUITE(dir_lock)
+
+BOOST_AUTO_TEST_CASE(a_live_owner_is_named_and_refused_at_once) {
+  const fs::path lock_file = fresh_dir("live") / "sweep.lock";
+  int ready[2], release[2];
+  BOOST_REQUIRE(pipe(ready) == 0 && pipe(release) == 0);
+  const pid_t pid = owner(lock_file, ready[1], [&](int fd) {
+    [[maybe_unused]] auto w = write(fd, "x", 1);
+    char c;
+    [[maybe_unused]] auto r = read(release[0], &c, 1);  // holds the lock until told
+  });
+  wait_ready(ready[0]);
+  const auto t0 = std::chrono::steady_clock::now();
+  std::string message;
+  try {
+    DirLock second(lock_file, DirLock::Mode::kExclusive);
+  } catch (const lbt::ConfigError& e) {
+    message = e.what();
+  }
+  BOOST_TEST(seconds_since(t0) < 1.0);
+  BOOST_TEST(message.find("in use by lbt sweep (pid " + std::to_string(pid)) != std::string::npos,
+             message);
+  [[maybe_unused]] auto w = write(release[1], "x", 1);
+  waitpid(pid, nullptr, 0);
+  DirLock after_owner(lock_file, DirLock::Mode::kExclusive);  // released when it exited
+}
+
+BOOST_AUTO_TEST_CASE(a_dead_owners_lingering_child_delays_the_next_sweep_but_does_not_refuse_it) {
+  const fs::path lock_file = fresh_dir("lingering") / "sweep.lock";
+  int ready[2];
+  BOOST_REQUIRE(pipe(ready) == 0);
+  // The owner forks a child that inherits the locked descriptor (as a trial does between fork
+  // and exec) and lives on for 0.5 s after the owner has exited.
+  const pid_t pid = owner(lock_file, ready[1], [](int fd) {
+    if (fork() == 0) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(500));
+      _exit(0);
+    }
+    [[maybe_unused]] auto w = write(fd, "x", 1);
+  });
+  wait_ready(ready[0]);
+  waitpid(pid, nullptr, 0);
+  const auto t0 = std::chrono::steady_clock::now();
+  BOOST_CHECK_NO_THROW(DirLock(lock_file, DirLock::Mode::kExclusive));
+  BOOST_TEST(seconds_since(t0) < 10.0);
+}
+
+BOOST_AUTO_TEST_SUITE_END()

@@ -92,8 +92,8 @@ void run_schedule(const ScheduleArgs& args) {
     const trainer::StepBudget budget =
         trainer::schedule_budget(run.train, train_examples, steps_per_epoch, args.workers);
     std::vector<std::pair<std::string, std::int64_t>> boundaries;
-    curves.push_back(
-        trainer::run_schedule(run, budget, curves.empty() ? &std::cerr : nullptr, &boundaries));
+    curves.push_back(trainer::run_schedule(run, budget, curves.empty() ? &std::cerr : nullptr,
+                                           &boundaries, schedules::WarmupPastRun::kNote));
     lengths.push_back(budget.total_steps);
     marks[batches.size() == 1 ? "lr" : "lr_B" + std::to_string(B)] = boundaries;
   }

@@ -169,6 +169,7 @@ NoiseRunResult run_noise(Config& config, const NoiseRunOptions& options) {
   const HessianOptions h = read_hessian_options(config);
   NoiseRunOptions o = options;
   o.run.noise_layout_note = choose_noise_layout(config);
+  o.run.warmup_past_run = schedules::WarmupPastRun::kNote;
   std::vector<std::int64_t> at = o.at_steps;
   o.run.probe = hessian_probe(h, at);
   NoiseRunResult result;

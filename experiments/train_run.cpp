@@ -319,8 +319,8 @@ RunResult run_training(Config& config, const RunOptions& options, comm::Communic
   auto optimizer =
       optim::make_optimizer(run.optimizer, model->store().num_params(), model->backend());
   // Rank 0 speaks for all.
-  schedules::Schedule schedule =
-      trainer::run_schedule(run, budget, comm.rank() == 0 ? &std::cerr : nullptr);
+  schedules::Schedule schedule = trainer::run_schedule(
+      run, budget, comm.rank() == 0 ? &std::cerr : nullptr, nullptr, options.warmup_past_run);
 
   // Every rank starts from rank 0's parameters, whatever its RNG did.
   auto params = model->store().params();

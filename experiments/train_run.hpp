@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "core/config.hpp"
+#include "schedules/from_config.hpp"
 #include "trainer/loop.hpp"
 
 namespace lbt::experiments {
@@ -35,6 +36,8 @@ struct RunOptions {
   using Probe = std::function<void(std::int64_t step, ProbeContext& context)>;
   Probe probe;                    // empty: none (noise.hessian.every > 0 adds the B_noise probe)
   std::string noise_layout_note;  // why the batch layout is what it is (lbt noise chose it)
+  // lbt noise measures a window of a run: a warmup longer than it is a note there.
+  schedules::WarmupPastRun warmup_past_run = schedules::WarmupPastRun::kError;
   // Called on every rank after each checkpoint is written, with the loop's state (tests: an
   // adaptive batch's accumulation count rank by rank). Empty: nothing.
   std::function<void(const trainer::LoopState& state)> after_checkpoint;

@@ -219,20 +219,31 @@ DecayInputs decay_inputs(const Failer& config, const ScheduleOptions& o, const K
   return in;
 }
 
-// Past the end of the run: a warmup that never ends is an error, a decay a warning.
+// Past the end of the run: a warmup that never ends is an error where it would change the
+// LR of a training run (see WarmupPastRun), otherwise a note; a decay that never ends a note.
 void check_against_run(const Failer& config, const ScheduleOptions& o,
-                       const ScheduleContext& context, const Lengths& l) {
+                       const ScheduleContext& context, const Lengths& l, double start) {
   if (context.total_steps <= 0) return;
+  const std::string run_steps = "the run's " + std::to_string(context.total_steps) + " steps";
   if (l.warmup > context.total_steps) {
-    config.fail("schedule.warmup",
-                "at most the run's " + std::to_string(context.total_steps) + " steps",
-                std::to_string(l.warmup) + " steps (" + num(o.warmup) + " " + o.warmup_unit + ")",
-                "shorten schedule.warmup, or lengthen train.steps / train.epochs");
+    const bool climbs = start != 1.0;
+    if (climbs && context.warmup_past_run == WarmupPastRun::kError) {
+      config.fail("schedule.warmup", "at most " + run_steps,
+                  std::to_string(l.warmup) + " steps (" + num(o.warmup) + " " + o.warmup_unit + ")",
+                  "shorten schedule.warmup, or lengthen train.steps / train.epochs");
+    }
+    if (context.warnings) {
+      *context.warnings << (climbs ? "warning: " : "note: ") << "the warmup's " << l.warmup
+                        << " steps outlast " << run_steps
+                        << (climbs ? ": the LR climbs for the whole run and never reaches its peak"
+                                   : "; at this batch the warmup climbs nothing (the LR starts "
+                                     "at its peak)")
+                        << "\n";
+    }
   }
   if (l.decay_given && l.decay_start + l.decay > context.total_steps) {
     warn(context, "the decay ends at step " + std::to_string(l.decay_start + l.decay) +
-                      ", after the run's " + std::to_string(context.total_steps) +
-                      " steps: the LR will not reach its final value");
+                      ", after " + run_steps + ": the LR will not reach its final value");
   }
 }
 
@@ -299,7 +310,7 @@ Schedule make_schedule(const ScheduleOptions& o, const ScheduleContext& context)
   const Converter convert{config, steps_per_epoch_of(o, context), context.global_batch};
   const Lengths lengths = resolve_lengths(config, o, context, kinds, convert);
   const DecayInputs in = decay_inputs(config, o, kinds, lengths, convert);
-  check_against_run(config, o, context, lengths);
+  check_against_run(config, o, context, lengths, start);
   mark_boundaries(context, kinds.decay, lengths);
   return compose(config, o, kinds, in, lengths, start, peak);
 }

@@ -43,6 +43,12 @@ struct ScheduleOptions {
   double min_lr = 0.0;
 };
 
+// A warmup longer than the run: an error where a training run would climb towards a peak it
+// never reaches (lbt train, a sweep's trials); a note where the question is the schedule itself
+// or a window of the run (lbt schedule's plot, lbt noise's measurement), and wherever the warmup
+// climbs nothing (Goyal et al.'s warmup at or below the reference batch is flat at the peak).
+enum class WarmupPastRun { kError, kNote };
+
 struct ScheduleContext {
   double base_lr = 0.0;                 // optimizer.lr, at the reference batch
   std::int64_t global_batch = 0;        // this run's global batch
@@ -52,6 +58,7 @@ struct ScheduleContext {
   // When set, receives the schedule's boundaries ("warmup end", "decay start", "decay end")
   // in steps, for plots that mark them.
   std::vector<std::pair<std::string, std::int64_t>>* boundaries = nullptr;
+  WarmupPastRun warmup_past_run = WarmupPastRun::kError;
 };
 
 // Validates the options against the run (units need steps per epoch or a batch) and builds

@@ -88,13 +88,15 @@ StepBudget schedule_budget(const TrainConfig& train, std::int64_t train_examples
 
 schedules::Schedule run_schedule(const RunConfig& run, const StepBudget& budget,
                                  std::ostream* warnings,
-                                 std::vector<std::pair<std::string, std::int64_t>>* boundaries) {
+                                 std::vector<std::pair<std::string, std::int64_t>>* boundaries,
+                                 schedules::WarmupPastRun warmup_past_run) {
   schedules::ScheduleContext context{run.optimizer.lr,
                                      run.train.global_batch,
                                      budget.steps_per_epoch,
                                      budget.total_steps,
                                      warnings,
-                                     boundaries};
+                                     boundaries,
+                                     warmup_past_run};
   return schedules::make_schedule(run.schedule, context);
 }
 

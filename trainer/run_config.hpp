@@ -44,6 +44,7 @@ StepBudget schedule_budget(const TrainConfig& train, std::int64_t train_examples
 // The schedule the trainer builds for `run` with `budget` (warnings on `warnings`, or none).
 schedules::Schedule run_schedule(
     const RunConfig& run, const StepBudget& budget, std::ostream* warnings,
-    std::vector<std::pair<std::string, std::int64_t>>* boundaries = nullptr);
+    std::vector<std::pair<std::string, std::int64_t>>* boundaries = nullptr,
+    schedules::WarmupPastRun warmup_past_run = schedules::WarmupPastRun::kError);
 
 }  // namespace lbt::trainer

@@ -165,7 +165,9 @@ BOOST_AUTO_TEST_CASE(bad_inputs_fail_with_one_clear_message_and_no_complete_look
       {"--set train.target=accuracy", "train.target"},
       {"--set 'schedule.warmup=\"5 epoch\"'", "the unit in schedule.warmup_unit"},
       {"--set schedule.warmup_unit=epoch", "did you mean 'epochs'"},
-      {"--set schedule.warmup=1000", "schedule.warmup must be at most the run's 120 steps"},
+      // At a batch above the reference batch the warmup climbs: past the run, it is an error.
+      {"--set schedule.warmup=1000 --set train.global_batch=512",
+       "schedule.warmup must be at most the run's 120 steps"},
       {"--set optimizer.beta1=0.8", "optimizer.beta1 is not used with optimizer.name = \"sgd\""},
       {"--set noise.enabled=true --set noise.small_batches=first", "noise.small_batches must be"},
       {"--set noise.enabled=true --set noise.window_steps=0",
@@ -295,6 +297,45 @@ BOOST_AUTO_TEST_CASE(schedule_columns_differ_by_the_scaling_rule_from_the_config
               " --set schedule.scaling=sqrt -b 32,128 --steps-per-epoch 10");
   const auto halves = read_schedule_csv(sqrt.out);
   BOOST_TEST(halves[0].at(0) * 2 == halves[1].at(0));
+}
+
+// A warmup longer than the run refuses lbt train only where it changes the LR; lbt schedule and
+// lbt noise show what was asked, with a note (the preset's 1-epoch warmup at its own batch is
+// flat at the peak: Goyal et al.'s warmup climbs from the reference batch's LR).
+BOOST_AUTO_TEST_CASE(a_warmup_longer_than_the_run_is_a_note_where_it_changes_nothing) {
+  Result plot = run_lbt("schedule --config " + kConfig + " -b 128,1024 --steps 50");
+  BOOST_REQUIRE_MESSAGE(plot.code == 0, plot.err);
+  BOOST_TEST(
+      plot.err.find("note: the warmup's 390 steps outlast the run's 50 steps") != std::string::npos,
+      plot.err);
+  const auto columns = read_schedule_csv(plot.out);
+  BOOST_REQUIRE_EQUAL(columns.size(), 2u);
+  BOOST_TEST(columns[0].size() == 50u);
+  BOOST_TEST(columns[0].at(49) == 0.05);  // flat at optimizer.lr
+
+  // 5,000 training examples: 1 epoch is 39 steps at B=128 (flat) and 10 at B=512 (climbs).
+  const std::string slice =
+      " --set data.train_limit=6000 --set data.validation_size=1000"
+      " --set model.spec=mlp:784-64-10 --quiet";
+  const fs::path noise_run = scratch() / "noise_short_warmup";
+  Result noise =
+      run_lbt("noise --config " + kConfig + slice + " --steps 30 --out " + noise_run.string());
+  BOOST_TEST(noise.code == 0, noise.err);
+  BOOST_TEST(
+      noise.err.find("note: the warmup's 39 steps outlast the run's 30 steps") != std::string::npos,
+      noise.err);
+  BOOST_TEST(fs::exists(noise_run / "noise.jsonl"));
+
+  Result flat = run_lbt("train --config " + kConfig + slice + " --set train.steps=30 --out " +
+                        (scratch() / "flat_warmup").string());
+  BOOST_TEST(flat.code == 0, flat.err);
+  Result climbs = run_lbt("train --config " + kConfig + slice +
+                          " --set train.steps=5 --set train.global_batch=512 --out " +
+                          (scratch() / "climbing_warmup").string());
+  BOOST_TEST(climbs.code == 2, climbs.err);
+  BOOST_TEST(
+      climbs.err.find("schedule.warmup must be at most the run's 5 steps") != std::string::npos,
+      climbs.err);
 }
 
 namespace {

@@ -1,5 +1,5 @@
 // The flat parameter buffer, the flat gradient buffer and the segment table that names each
-// tensor inside them (docs/DESIGN.md "Core ideas"). Allreduce, checkpoints, norms and
+// tensor inside them (docs/DESIGN.md "The parts"). Allreduce, checkpoints, norms and
 // optimizer kernels walk one contiguous array; layer-wise methods use the segment table.
 #pragma once
 #include <cstddef>

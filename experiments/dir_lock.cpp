@@ -10,6 +10,7 @@
 #include <chrono>
 #include <cstring>
 #include <fstream>
+#include <sstream>
 #include <string>
 #include <thread>
 
@@ -26,51 +27,70 @@ std::string this_host() {
   return host;
 }
 
-// The owner line the holder wrote, without its newline.
-std::string read_owner(int fd) {
-  char owner[256] = {};
-  const ssize_t n = ::pread(fd, owner, sizeof owner - 1, 0);
-  std::string who = n > 0 ? std::string(owner, static_cast<std::size_t>(n)) : std::string();
-  while (!who.empty() && (who.back() == '\n' || who.back() == ' ')) who.pop_back();
-  return who;
+// A process's start time (clock ticks since boot, /proc/PID/stat field 22), "" when it has none:
+// with the pid it names one process, although pids are reused (pid_max is often 32768).
+std::string start_time_of(pid_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+  std::string stat;
+  std::getline(in, stat);
+  const auto paren = stat.rfind(')');  // the name may hold spaces and parentheses
+  if (paren == std::string::npos) return "";
+  std::istringstream fields(stat.substr(paren + 1));
+  std::string field;
+  for (int i = 3; i <= 22 && fields >> field; ++i) {
+    if (i == 3 && field == "Z") return "";  // a zombie's descriptors are closed already
+    if (i == 22) return field;
+  }
+  return "";
 }
 
-// True when the line names a whole sweep on this host whose process has ended (or is a zombie,
-// whose descriptors are already closed): the lock is then held only by processes it left
-// behind, and those are its trials between fork and exec, dying with it (PR_SET_PDEATHSIG).
-bool owner_has_exited(const std::string& who) {
-  if (who.rfind(kOwnerPrefix, 0) != 0) return false;  // array tasks: the line names only one
-  const std::string rest = who.substr(std::strlen(kOwnerPrefix));
+// What the holder wrote: the line a refused sweep prints, then its start time.
+struct Owner {
+  std::string line;
+  std::string started;
+};
+
+Owner read_owner(int fd) {
+  char text[512] = {};
+  const ssize_t n = ::pread(fd, text, sizeof text - 1, 0);
+  std::istringstream in(n > 0 ? std::string(text, static_cast<std::size_t>(n)) : std::string());
+  Owner o;
+  std::getline(in, o.line);
+  std::string started;
+  if (in >> started >> o.started && started != "started") o.started.clear();
+  return o;
+}
+
+// True when the owner is a whole sweep on this host whose process has ended: the lock is then
+// held only by processes it left behind, its trials between fork and exec, dying with it
+// (PR_SET_PDEATHSIG).
+bool owner_has_exited(const Owner& o) {
+  if (o.line.rfind(kOwnerPrefix, 0) != 0) return false;  // array tasks: the line names only one
+  const std::string rest = o.line.substr(std::strlen(kOwnerPrefix));
   const auto on_host = rest.find(" on host ");
-  if (on_host == std::string::npos) return false;
+  if (on_host == std::string::npos || o.started.empty()) return false;
   const std::string host = rest.substr(on_host + 9, rest.size() - on_host - 10);  // drop ')'
   if (host != this_host()) return false;  // another node's pid means nothing here
   const pid_t pid = static_cast<pid_t>(std::atol(rest.substr(0, on_host).c_str()));
-  if (pid <= 0) return false;
-  if (::kill(pid, 0) != 0) return errno == ESRCH;
-  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
-  std::string line;
-  std::getline(stat, line);
-  const auto paren = line.rfind(')');
-  return paren != std::string::npos && line.size() > paren + 2 && line[paren + 2] == 'Z';
+  return pid > 0 && start_time_of(pid) != o.started;
 }
 
 // A sweep killed a moment ago may leave a child it had just forked holding the lock until the
 // kernel has finished killing it; that takes milliseconds, seconds on a loaded machine. Waits
-// for it (up to 10 s) rather than refuse the rerun a user starts right after the kill.
-bool lock_after_owner_exit(int fd, int op) {
+// for it (up to 10 s) rather than refuse the rerun a user starts right after the kill. Returns
+// 0 once locked, else the error.
+int lock_after_owner_exit(int fd, int op) {
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-  while (std::chrono::steady_clock::now() < deadline) {
+  for (;;) {
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    if (::flock(fd, op) == 0) return true;
-    if (errno != EWOULDBLOCK) return false;
+    if (::flock(fd, op) == 0) return 0;
+    if (errno != EWOULDBLOCK || std::chrono::steady_clock::now() >= deadline) return errno;
   }
-  return false;
 }
 
-[[noreturn]] void refuse(const std::filesystem::path& lock_file, const std::string& who) {
-  const std::string dir = lock_file.parent_path().string();
-  if (owner_has_exited(who)) {
+[[noreturn]] void refuse(const std::filesystem::path& lock_file, const Owner& owner) {
+  const std::string dir = lock_file.parent_path().string(), who = owner.line;
+  if (owner_has_exited(owner)) {
     throw ConfigError(
         "sweep directory " + dir + " is still locked by processes that " + who +
             " left running after it exited",
@@ -96,22 +116,23 @@ DirLock::DirLock(const std::filesystem::path& lock_file, Mode mode) {
   if (::flock(fd_, op) != 0) {
     int err = errno;
     if (err == EWOULDBLOCK && owner_has_exited(read_owner(fd_))) {
-      err = lock_after_owner_exit(fd_, op) ? 0 : errno;
+      err = lock_after_owner_exit(fd_, op);
     }
     if (err != 0) {
-      const std::string who = read_owner(fd_);
+      const Owner owner = read_owner(fd_);
       ::close(fd_);
       fd_ = -1;
       if (err != EWOULDBLOCK) {
         throw Error("cannot lock " + lock_file.string() + ": " + std::strerror(err),
                     "the file system may not support flock; use a local directory for --out");
       }
-      refuse(lock_file, who);
+      refuse(lock_file, owner);
     }
   }
   const std::string who =
       std::string(mode == Mode::kExclusive ? kOwnerPrefix : "lbt sweep array tasks (last: pid ") +
-      std::to_string(::getpid()) + " on host " + this_host() + ")\n";
+      std::to_string(::getpid()) + " on host " + this_host() + ")\nstarted " +
+      start_time_of(::getpid()) + "\n";
   if (::ftruncate(fd_, 0) == 0) {
     [[maybe_unused]] const ssize_t w = ::pwrite(fd_, who.data(), who.size(), 0);
   }

@@ -157,17 +157,25 @@ class Soak {
     return s.reaped;
   }
 
+  // The lock file names the process that took the lock last (experiments/dir_lock.cpp).
+  bool holds_lock(const Sweep& s) const {
+    return slurp(dir_ / "sweep.lock").find("(pid " + std::to_string(s.pid) + " ") !=
+           std::string::npos;
+  }
+
   // Only while it runs: once waited for, its pid may belong to another process.
   void signal_sweep(Sweep& s, int signal) {
     if (!ended(s)) kill(s.pid, signal);
   }
 
   // Waits for the sweep; it must end within `seconds` (never hang).
-  void wait(Sweep& s, double seconds) {
+  void wait(Sweep& s, double seconds, const char* after) {
     if (s.reaped) return;
     s.status = lbt::test::wait_for(s.pid, seconds);
     s.reaped = true;
-    BOOST_REQUIRE_MESSAGE(s.status != -1, "lbt sweep hung; log: " << slurp(s.log));
+    BOOST_REQUIRE_MESSAGE(s.status != -1, "lbt sweep (pid " << s.pid << ") did not end within "
+                                                            << seconds << " s after " << after
+                                                            << "; log: " << slurp(s.log));
   }
 
   // Exit code, or kKilledBy + signal for a sweep a signal ended (not the same as exiting 130).
@@ -177,10 +185,13 @@ class Soak {
   }
 
   void concurrent_sweep_is_refused(Sweep& s) {
-    if (ended(s) || !fs::exists(dir_ / "sweep.lock")) return;
+    // Only once `s` holds the lock: two sweeps started together race for it, and the one that
+    // loses is rightly refused, whichever was started first.
+    if (ended(s) || !holds_lock(s)) return;
     count("concurrent_sweep", s);
     Sweep second = start();
-    wait(second, 30);
+    // 120 s: when the owner ends meanwhile, the second sweep may run the rest of the plan.
+    wait(second, 120, "starting beside another");
     if (ended(s)) return;  // the owner ended meanwhile: the second may have run
     const std::string text = slurp(second.log);
     BOOST_TEST(code(second) == 2, text);
@@ -200,8 +211,9 @@ class Soak {
     const auto trials = ended(s) ? std::vector<pid_t>{} : lbt::test::children_of(s.pid);
     count("kill_sweep", s);
     signal_sweep(s, SIGKILL);
-    wait(s, 30);
-    BOOST_TEST((code(s) == kKilledBy + SIGKILL || code(s) == 0 || code(s) == 6), code(s));
+    wait(s, 30, "SIGKILL");
+    BOOST_TEST((code(s) == kKilledBy + SIGKILL || code(s) == 0 || code(s) == 6),
+               code(s) << ": " << slurp(s.log));
     for (pid_t t : trials) {
       const auto t0 = std::chrono::steady_clock::now();
       while (kill(t, 0) == 0 && seconds_since(t0) < 5)
@@ -214,7 +226,7 @@ class Soak {
   void interrupt(Sweep& s, int signal, const std::string& kind) {
     count(kind, s);
     signal_sweep(s, signal);
-    wait(s, 60);
+    wait(s, 60, kind.c_str());
     const std::string text = slurp(s.log);
     BOOST_TEST((code(s) == 128 + signal || code(s) == 0 || code(s) == 6), code(s) << ": " << text);
     if (code(s) == 128 + signal)
@@ -233,13 +245,13 @@ class Soak {
     }
     signal_sweep(s, SIGINT);
     const auto t1 = std::chrono::steady_clock::now();
-    wait(s, 30);
+    wait(s, 30, "a second Ctrl-C");
     BOOST_TEST((code(s) == 130 || code(s) == 0 || code(s) == 6), code(s) << ": " << slurp(s.log));
     BOOST_TEST(seconds_since(t1) < 2.0);
   }
 
   void let_it_end(Sweep& s, bool must_finish) {
-    wait(s, 120);
+    wait(s, 120, "starting");
     const std::string text = slurp(s.log);
     // 6: a trial it ran was SIGKILLed (failed); the next run retries it (--retry-failed).
     BOOST_TEST((code(s) == 0 || (!must_finish && code(s) == 6)), code(s) << ": " << text);
@@ -312,8 +324,12 @@ BOOST_AUTO_TEST_CASE(random_kills_interrupts_and_concurrent_sweeps_leave_every_t
       ++resumes;
     }
   }
-  BOOST_TEST((timeless_rows(dir / "sweep.csv") == timeless_rows(reference / "sweep.csv")));
-  BOOST_TEST((timeless_rows(dir / "best.csv") == timeless_rows(reference / "best.csv")));
+  for (const char* table : {"sweep.csv", "best.csv"}) {
+    BOOST_TEST((timeless_rows(dir / table) == timeless_rows(reference / table)),
+               table << " differs from the undisturbed sweep's:\n"
+                     << slurp(dir / table) << "undisturbed:\n"
+                     << slurp(reference / table));
+  }
 
   std::ostringstream counts;
   soak.report(counts);

@@ -3,6 +3,8 @@
 // the lock (the race test_soak met) is followed, not refused, once that child is gone.
 #include <boost/test/unit_test.hpp>
 
+#include <fcntl.h>
+#include <sys/file.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -95,6 +97,33 @@ BOOST_AUTO_TEST_CASE(a_dead_owners_lingering_child_delays_the_next_sweep_but_doe
   const auto t0 = std::chrono::steady_clock::now();
   BOOST_CHECK_NO_THROW(DirLock(lock_file, DirLock::Mode::kExclusive));
   BOOST_TEST(seconds_since(t0) < 10.0);
+}
+
+// pid_max is often 32768: the dead owner's pid may belong to another process by now. The start
+// time written beside the pid tells them apart. Here the lock file names this test's own pid
+// with another start time, and the holder lingers for 0.5 s.
+BOOST_AUTO_TEST_CASE(an_owner_whose_pid_was_reused_counts_as_exited) {
+  const fs::path lock_file = fresh_dir("reused") / "sweep.lock";
+  char host[256] = {};
+  gethostname(host, sizeof host - 1);
+  int ready[2];
+  BOOST_REQUIRE(pipe(ready) == 0);
+  const pid_t holder = fork();
+  if (holder == 0) {
+    const int fd = open(lock_file.c_str(), O_RDWR | O_CREAT, 0644);
+    if (fd < 0 || flock(fd, LOCK_EX) != 0) _exit(1);
+    const std::string owner =
+        "lbt sweep (pid " + std::to_string(getppid()) + " on host " + host + ")\nstarted 1\n";
+    [[maybe_unused]] auto w = write(fd, owner.data(), owner.size());
+    w = write(ready[1], "x", 1);
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+    _exit(0);
+  }
+  wait_ready(ready[0]);
+  const auto t0 = std::chrono::steady_clock::now();
+  BOOST_CHECK_NO_THROW(DirLock(lock_file, DirLock::Mode::kExclusive));
+  BOOST_TEST(seconds_since(t0) > 0.3);  // it waited for the holder
+  waitpid(holder, nullptr, 0);
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -34,7 +34,7 @@ TrainLoop::TrainLoop(TrainContext& ctx)
       progress_(ctx.progress && ctx.comm.rank() == 0, ctx.total_steps),
       noise_(ctx.noise, ctx.comm.size(), cfg_.micro_batch, cfg_.accum_steps, store_.segments(),
              per_example_support(model_), model_.backend()),
-      sums_(3 + noise_.num_slots() + 1 + 2) {
+      sums_(noise_.num_slots()) {
   model_.reserve(cfg_.micro_batch);
   if (cfg_.overlap_comm) start_overlap();
   if (!ctx.data.train.is_classification()) progress_.set_val_label("val_mse");
@@ -80,12 +80,12 @@ void TrainLoop::start_overlap() {
   grads_ready_ = [this](std::size_t from) { overlap_->ready(from); };
 }
 
-// One optimizer step, as the algorithm reads (docs/DESIGN.md "Data flow of one training
-// step"). A replayed step (the target refinement) computes the same numbers bit for bit but
-// feeds no noise estimate (its gradient was counted the first time) and takes no probe.
-// A local SGD step (Lin et al. 2020, Alg. 1) skips the gradient allreduce and the noise
-// estimate, which needs it; every H steps sync_parameters averages the ranks' models. The
-// probe runs only where every rank holds the same parameters.
+// One optimizer step, as the algorithm reads (docs/DESIGN.md "One training step"). A replayed step
+// (the target refinement) computes the same numbers bit for bit but feeds no noise estimate (its
+// gradient was counted the first time) and takes no probe. A local SGD step (Lin et al. 2020, Alg.
+// 1) skips the gradient allreduce and the noise estimate, which needs it; every H steps
+// sync_parameters averages the ranks' models. The probe runs only where every rank holds the same
+// parameters.
 TrainLoop::StepResult TrainLoop::step(std::int64_t step, bool replay) {
   const bool local = cfg_.local_sgd.local_step(step);
   if (ctx_.probe && !replay && in_sync(step)) ctx_.probe(step);
@@ -141,18 +141,18 @@ double TrainLoop::epoch_now() const {
 }
 
 // Forward/backward over the micro-batches: the first writes the flat gradient buffer, the rest
-// add to it (no zeroing pass). sums_[0..2]: loss, correct, examples on this rank.
+// add to it (no zeroing pass); sums_ gathers this rank's loss, correct predictions and examples.
 void TrainLoop::forward_backward(std::int64_t step, bool replay) {
   const std::int64_t b = cfg_.micro_batch;
-  std::fill(sums_.begin(), sums_.begin() + 3, 0.0);
+  sums_.clear_batch();
   for (std::int64_t micro = 0; micro < accum_; ++micro) {
     const data::Batch& batch = prefetch_->next();
     const float* logits = model_.forward(batch.x.data(), b, true);
     std::int64_t correct = 0;
-    sums_[0] += batch_loss(model_, logits, ctx_.data.train, batch.labels.data(),
-                           batch.targets.data(), b, grad_scale_, true, &correct);
-    sums_[1] += static_cast<double>(correct);
-    sums_[2] += static_cast<double>(b);
+    sums_.loss() += batch_loss(model_, logits, ctx_.data.train, batch.labels.data(),
+                               batch.targets.data(), b, grad_scale_, true, &correct);
+    sums_.correct() += static_cast<double>(correct);
+    sums_.examples() += static_cast<double>(b);
     // Overlap: buckets are final only in the last micro-batch's backward.
     const bool last = micro + 1 == cfg_.accum_steps;
     const bool hook = overlap_ && last && !cfg_.local_sgd.local_step(step);
@@ -170,14 +170,14 @@ void TrainLoop::forward_backward(std::int64_t step, bool replay) {
 // gradient (Lin et al. Alg. 1); its grad_norm is the RMS over ranks of the local norms.
 TrainLoop::StepResult TrainLoop::reduce(std::int64_t step, bool replay) {
   const bool local = cfg_.local_sgd.local_step(step);
-  double& local_sq = sums_[sums_.size() - 3];
-  double& stop_vote = sums_[sums_.size() - 2];
-  double& checkpoint_vote = sums_[sums_.size() - 1];
+  double& local_sq = sums_.local_grad_sq();
+  double& stop_vote = sums_.stop_vote();
+  double& checkpoint_vote = sums_.checkpoint_vote();
   if (local) {  // no small/big batch pair for the noise scale
-    std::fill(noise_sums().begin(), noise_sums().end(), 0.0);
+    std::ranges::fill(sums_.noise(), 0.0);
     local_sq = sum_squares(store_.grads());
   } else {
-    if (!replay) noise_.before_allreduce(step, store_.grads(), noise_sums());  // the small batch
+    if (!replay) noise_.before_allreduce(step, store_.grads(), sums_.noise());  // the small batch
     local_sq = 0.0;
   }
   stop_vote = replay ? 0 : interrupt_signal();
@@ -188,9 +188,9 @@ TrainLoop::StepResult TrainLoop::reduce(std::int64_t step, bool replay) {
     r.grad_norm = std::sqrt(overlap_->finish());
   else if (!local)
     r.grad_norm = std::sqrt(ctx_.comm.allreduce_sq_norm(store_.grads(), comm::ReduceOp::kAvg));
-  ctx_.comm.allreduce(std::span<double>(sums_), comm::ReduceOp::kSum);
+  ctx_.comm.allreduce(sums_.all(), comm::ReduceOp::kSum);
   if (local) r.grad_norm = std::sqrt(local_sq / ctx_.comm.size());
-  r.loss = sums_[0] / sums_[2];
+  r.loss = sums_.loss() / sums_.examples();
   r.stop = stop_vote > 0;
   r.checkpoint_due = checkpoint_vote > 0;
   return r;
@@ -218,7 +218,7 @@ bool TrainLoop::update_noise(std::int64_t step, const StepResult& r) {
   if (r.verdict == StepVerdict::kSkip) {
     noise_.discard_step();
   } else if (const auto* report =
-                 noise_.after_allreduce(step, store_.grads(), r.grad_norm, noise_sums())) {
+                 noise_.after_allreduce(step, store_.grads(), r.grad_norm, sums_.noise())) {
     log_noise(*report, ctx_.noise.window_steps, ctx_.run_dir);
     if (const auto* h = noise_.headline())
       progress_.set_noise_scale(h->b_simple, h->ci_low, h->ci_high);
@@ -278,7 +278,8 @@ void TrainLoop::log_step(const StepResult& r) {
         if (r.batch_changed) line["next_global_batch"] = global_batch_now();
       }
       // training accuracy only where there are classes (regression has none to count)
-      if (ctx_.data.train.is_classification()) line["accuracy"] = sums_[1] / sums_[2];
+      if (ctx_.data.train.is_classification())
+        line["accuracy"] = sums_.correct() / sums_.examples();
       line["grad_norm"] = r.grad_norm;
       line["samples_per_s"] = samples_per_s;
       line["wall_time"] = seconds_since(t_start_);

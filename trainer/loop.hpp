@@ -1,4 +1,4 @@
-// The data-parallel training loop (docs/DESIGN.md "Data flow of one training step").
+// The data-parallel training loop (docs/DESIGN.md "One training step").
 #pragma once
 #include <cstdint>
 #include <functional>

@@ -14,6 +14,7 @@
 #include "trainer/loop.hpp"
 #include "trainer/noise_log.hpp"
 #include "trainer/progress.hpp"
+#include "trainer/step_sums.hpp"
 #include "trainer/target_reading.hpp"
 
 namespace lbt::trainer::detail {
@@ -90,7 +91,6 @@ class TrainLoop {
   std::int64_t at_sync(std::int64_t steps) const {
     return cfg_.local_sgd.sync_point_at_or_after(steps, ctx_.total_steps);
   }
-  std::span<double> noise_sums() { return std::span<double>(sums_).subspan(3, noise_.num_slots()); }
   void checkpoint() {
     state_.noise_state = noise_.save_state();
     ctx_.checkpoint(state_);
@@ -113,14 +113,10 @@ class TrainLoop {
   // train.overlap_comm: the gradient allreduce in buckets, started from backward's hook
   std::unique_ptr<comm::BucketedAllreduce> overlap_;
   nn::Model::GradsReady grads_ready_;
-  // loss, correct, examples on this rank; then the noise estimator's sums; then |g_local|^2 of a
-  // local SGD step; then two votes that ride on the same allreduce, so every rank acts on them
-  // after the same step: stop (a signal reached a rank) and checkpoint now (rank 0's wall-time
-  // interval has passed)
-  std::vector<double> sums_;
+  StepSums sums_;  // what rides on the step's small allreduce
   Clock::time_point t_start_ = Clock::now(), t_window_ = t_start_, t_checkpoint_ = t_start_;
   std::int64_t window_steps_ = 0, window_examples_from_ = state_.examples_seen;
-  std::int64_t next_eval_ = 0;  // the next step that evaluates
+  std::int64_t next_eval_ = 0;         // the next step that evaluates
   double last_metric_ = kNotMeasured;  // the definition's metric at the last evaluation
   std::int64_t other_seen_ = -1;       // an evaluation at which the other reading met
 };

@@ -14,21 +14,6 @@
 #include "experiments/scaling.hpp"
 
 namespace lbt::cli {
-namespace {
-
-// notebooks/lbt_plot_scaling.py until the lead folds it into notebooks/lbt_plot.py, whose
-// `scaling` subcommand takes the same CSV OUTDIR.
-void choose_plot_script(experiments::ScalingOptions& o) {
-  const std::filesystem::path notebooks = std::filesystem::path(LBT_SOURCE_DIR) / "notebooks";
-  if (std::filesystem::exists(notebooks / "lbt_plot_scaling.py")) {
-    o.plot_script = notebooks / "lbt_plot_scaling.py";
-  } else {
-    o.plot_script = notebooks / "lbt_plot.py";
-    o.plot_args = {"scaling"};
-  }
-}
-
-}  // namespace
 
 void add_scaling_command(CLI::App& app) {
   auto o = std::make_shared<experiments::ScalingOptions>();
@@ -78,7 +63,7 @@ void add_scaling_command(CLI::App& app) {
       if (eq == std::string::npos) throw ConfigError("--mca '" + m + "' is not NAME=VALUE");
       o->mpirun_args.insert(o->mpirun_args.end(), {"--mca", m.substr(0, eq), m.substr(eq + 1)});
     }
-    choose_plot_script(*o);
+    o->plot_script = std::filesystem::path(LBT_SOURCE_DIR) / "notebooks" / "lbt_plot_scaling.py";
     experiments::run_scaling(*o);
   });
 }

@@ -27,8 +27,7 @@ struct ScalingOptions {
   std::string mpirun = "mpirun";
   std::vector<std::string>
       mpirun_args;  // extra, e.g. {"--mca", "btl_vader_single_copy_mechanism", "none"}
-  std::filesystem::path plot_script;   // python script taking CSV OUTDIR (skipped if empty/missing)
-  std::vector<std::string> plot_args;  // arguments before CSV OUTDIR, e.g. {"scaling"}
+  std::filesystem::path plot_script;  // python script taking CSV OUTDIR (skipped if empty/missing)
   std::string python = "/usr/bin/python3";
 };
 

@@ -225,7 +225,6 @@ void plot_scaling(const ScalingOptions& o, const fs::path& csv_path) {
     return;
   }
   std::vector<std::string> plot = {o.python, o.plot_script.string()};
-  plot.insert(plot.end(), o.plot_args.begin(), o.plot_args.end());
   plot.insert(plot.end(), {csv_path.string(), o.out.string()});
   const fs::path plot_log = o.out / "plot.log";
   if (run_process(plot, plot_log) == 0) {

@@ -1,4 +1,4 @@
-// The LR-vs-batch law of a sweep's best LRs (issue 23): a power law lr = c B^alpha, to compare
+// The LR-vs-batch law of a sweep's best LRs: a power law lr = c B^alpha, to compare
 // with the linear (alpha = 1, Goyal et al. 2017) and square-root (alpha = 1/2) rules, and
 // McCandlish et al.'s eps_opt(B) = eps_max / (1 + B_noise / B) (arXiv:1812.06162, eq. 2.6),
 // which flattens at B >> B_noise. Both fitted in log lr, with percentile-bootstrap intervals

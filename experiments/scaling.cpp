@@ -41,7 +41,7 @@ std::optional<ScalingSummary> summarise_count(const std::vector<ScalingRow>& run
     efficiency.push_back(r.efficiency);
     row.global_batch = r.global_batch;
     row.steps = r.steps;
-    row.epoch_time_s = r.epoch_time_s * r.samples_per_s;  // examples per epoch, for now
+    row.epoch_time_s = r.epoch_time_s * r.samples_per_s;  // examples per epoch: divided below
   }
   if (throughput.empty()) return std::nullopt;
   row.variant = variant;
@@ -49,7 +49,7 @@ std::optional<ScalingSummary> summarise_count(const std::vector<ScalingRow>& run
   row.repeats = static_cast<int>(throughput.size());
   const Spread sps = spread_of(throughput), up = spread_of(speedup), eff = spread_of(efficiency);
   row.samples_per_s = sps.median;
-  row.epoch_time_s /= row.samples_per_s;
+  row.epoch_time_s /= row.samples_per_s;  // by the median throughput
   row.samples_per_s_min = sps.min;
   row.samples_per_s_max = sps.max;
   row.speedup = up.median;

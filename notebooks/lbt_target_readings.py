@@ -1,4 +1,4 @@
-"""Steps-to-target per batch size under each reading a sweep recorded (issue 38), as a table.
+"""Steps-to-target per batch size under each reading a sweep recorded, as a table.
 
     /usr/bin/python3 notebooks/lbt_target_readings.py SWEEP_DIR [SWEEP_DIR ...]
 

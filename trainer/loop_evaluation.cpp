@@ -30,7 +30,7 @@ TrainLoop::Continue TrainLoop::evaluate_if_due() {
   } else if (out_.steps_to_target < 0) {
     out_.steps_lo = out_.steps;
     // The replay starts where the metric was clearly short of the target: a crossing in the
-    // band above it, before this evaluation, is then found too (issue 38).
+    // band above it, before this evaluation, is then found too.
     if (!adaptive_ && clearly_below(cfg_.target, last_metric_, cfg_.target_band))
       take_lo_snapshot();
   }

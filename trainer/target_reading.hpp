@@ -1,4 +1,4 @@
-// Steps-to-target under a named reading (issue 38). The first step at which a noisy validation
+// Steps-to-target under a named reading. The first step at which a noisy validation
 // metric meets a target depends on how often it is looked at when the target sits in the
 // metric's fluctuation near its plateau; these pieces make the reading a property of the
 // training: a definition that is well-conditioned (the metric of an exponential moving average

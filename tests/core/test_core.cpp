@@ -233,7 +233,7 @@ BOOST_AUTO_TEST_CASE(sgemm_matches_hand_computed_products) {
   BOOST_TEST(e[3] == 77.0f);
 }
 
-// Issue 27, item 10: a disk that fills in the middle of a metrics line must not leave a torn
+// A disk that fills in the middle of a metrics line must not leave a torn
 // line. A file size limit (RLIMIT_FSIZE) stands in for the full disk: the kernel writes up to
 // the limit and returns a short count, as it does on ENOSPC.
 BOOST_AUTO_TEST_CASE(an_append_cut_short_by_a_full_disk_leaves_whole_lines_only) {

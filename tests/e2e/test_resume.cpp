@@ -1,4 +1,4 @@
-// Kill tests (issue 9): SIGKILL a training run at random points (during steps, during
+// Kill tests: SIGKILL a training run at random points (during steps, during
 // checkpoint writes), resume it, and require the final parameters and optimizer state to equal
 // an uninterrupted run's bit for bit, every logged metric after the resume point to equal the
 // uninterrupted run's, and no temp file or torn line to be left behind. With 1 and 2 ranks.

@@ -1,4 +1,4 @@
-// Steps-to-target with a stated resolution (issue 23): the loop evaluates on a geometric grid,
+// Steps-to-target with a stated resolution: the loop evaluates on a geometric grid,
 // then replays from the last evaluation below the target and bisects the crossing. Checked
 // against the same trial evaluated after every step (the definition itself: the first step
 // meeting the target), through the real binary, with one process and with 2 MPI ranks (whose
@@ -135,7 +135,7 @@ BOOST_AUTO_TEST_CASE(bad_eval_growth_and_resolution_are_one_line_errors) {
   }
 }
 
-// Issue 38: the definition, its horizon and its band are checked before any work, each error
+// The definition, its horizon and its band are checked before any work, each error
 // naming its key.
 BOOST_AUTO_TEST_CASE(bad_target_definition_and_unresolvable_ema_horizon_are_one_line_errors) {
   for (const std::string bad :

@@ -1,4 +1,4 @@
-// Steps-to-target readings (issue 38) against synthetic metrics whose crossing is known: a
+// Steps-to-target readings against synthetic metrics whose crossing is known: a
 // deterministic curve with the steps-to-target law S(B) = S_min (1 + B_crit / B) plus noise of
 // known spread, read on the evaluation grid, the clearly-below replay start and the refinement
 // walk that the training loop composes (trainer/loop_evaluation.cpp), at cadences 10x apart.
@@ -127,7 +127,7 @@ BOOST_AUTO_TEST_CASE(reading_is_within_five_percent_at_every_batch_size_as_the_c
 // A metric that reaches the target at step 330 (a straight rise, exact there), stays above
 // until 380 (between the grid points 315 and 473), then sits 0.003 below it (inside the band
 // 0.0085) at every later grid point until it crosses again at 1000. The first-passage reading finds the first crossing, not the second;
-// replaying from the last below-target evaluation (band 0, the reading before issue 38) finds
+// replaying from the last below-target evaluation (band 0: no band) finds
 // the second: the test can tell them apart.
 BOOST_AUTO_TEST_CASE(first_passage_finds_a_crossing_before_the_last_below_target_evaluation) {
   const double T = kAccuracy.value;

@@ -232,8 +232,8 @@ std::vector<std::string> target_noise_warnings(const std::vector<TrialResult>& r
     if (!(std::isfinite(g.fluctuation) && gap < 2.0 * g.fluctuation)) continue;
     warnings.push_back("B=" + std::to_string(row.batch_size) + ": the best " + target.metric +
                        " (" + row.best->definition + ") " + num(g.best) + " is within 2 x its " +
-                       "fluctuation " + num(g.fluctuation) + " of the target " +
-                       num(target.value) + ": its steps-to-target is a first passage of noise; "
+                       "fluctuation " + num(g.fluctuation) + " of the target " + num(target.value) +
+                       ": its steps-to-target is a first passage of noise; "
                        "lower the target");
   }
   return warnings;
@@ -244,11 +244,18 @@ void write_sweep_csv(const fs::path& path, const std::vector<TrialResult>& resul
   std::set<const TrialResult*> chosen;
   for (const BestRow& row : best_per_batch(results))
     chosen.insert(row.seeds.begin(), row.seeds.end());
-  std::string out = std::string(kTrialHeader) + ",best,message\n";
+  // By batch size, then trial number: the LR search adds trials in the order results arrive,
+  // which --jobs > 1 makes depend on timing; the table must not.
+  std::vector<const TrialResult*> rows;
   for (const auto& r : results) {
-    if (r.trial.adaptive) continue;  // in adaptive.json (sweep_adaptive.hpp), not the fit's CSVs
-    out += trial_columns(r, sweep_dir) + (chosen.count(&r) ? ",true," : ",false,") +
-           csv_field(r.message) + "\n";
+    if (!r.trial.adaptive) rows.push_back(&r);  // adaptive ones: adaptive.json, not the fit's
+  }
+  std::ranges::stable_sort(
+      rows, {}, [](const TrialResult* r) { return std::pair(r->trial.batch_size, r->trial.k); });
+  std::string out = std::string(kTrialHeader) + ",best,message\n";
+  for (const TrialResult* r : rows) {
+    out += trial_columns(*r, sweep_dir) + (chosen.count(r) ? ",true," : ",false,") +
+           csv_field(r->message) + "\n";
   }
   io::atomic_write(path, out);
 }
@@ -263,8 +270,8 @@ void write_best_csv(const fs::path& path, const std::vector<TrialResult>& result
     if (row.best) {
       out += trial_columns(*row.best, sweep_dir);
     } else {
-      out += ',' + std::to_string(row.batch_size) + ",,,,unreached,,,,,,,,,,,," +
-             std::string(9, ',');
+      out +=
+          ',' + std::to_string(row.batch_size) + ",,,,unreached,,,,,,,,,,,," + std::string(9, ',');
     }
     const auto decision = decisions.find(row.batch_size);
     out += ',' + std::to_string(row.trials) + ',' + std::to_string(row.reached) +

@@ -19,9 +19,10 @@ struct FitArgs {
 
 void add_fit_command(CLI::App& app) {
   auto a = std::make_shared<FitArgs>();
-  CLI::App* cmd = app.add_subcommand(
-      "fit",
-      "Fit S = S_min (1 + B_noise/B) to a sweep's best steps: S_min, E_min, B_crit, regimes");
+  CLI::App* cmd =
+      app.add_subcommand("fit",
+                         "Fit S = S_min (1 + B_crit/B) (McCandlish et al. 2018) to a sweep's best "
+                         "steps: S_min, E_min = S_min B_crit, B_crit, regimes");
   cmd->add_option("sweep_dir", a->dir, "directory written by lbt sweep")
       ->required()
       ->check(CLI::ExistingDirectory);

@@ -99,7 +99,7 @@ void read_readings(const nlohmann::json& s, TrialResult& r) {
 
 bool is_final_status(const std::string& s) {
   return s == "reached_target" || s == "budget_exhausted" || s == "diverged" || s == "completed" ||
-         s == "pruned" || s == "failed";
+         s == "pruned" || s == "failed" || s == "timeout";
 }
 
 TrialResult read_trial_result(const Trial& trial, const fs::path& run_dir) {
@@ -232,8 +232,8 @@ std::vector<std::string> target_noise_warnings(const std::vector<TrialResult>& r
     if (!(std::isfinite(g.fluctuation) && gap < 2.0 * g.fluctuation)) continue;
     warnings.push_back("B=" + std::to_string(row.batch_size) + ": the best " + target.metric +
                        " (" + row.best->definition + ") " + num(g.best) + " is within 2 x its " +
-                       "fluctuation " + num(g.fluctuation) + " of the target " +
-                       num(target.value) + ": its steps-to-target is a first passage of noise; "
+                       "fluctuation " + num(g.fluctuation) + " of the target " + num(target.value) +
+                       ": its steps-to-target is a first passage of noise; "
                        "lower the target");
   }
   return warnings;
@@ -263,8 +263,8 @@ void write_best_csv(const fs::path& path, const std::vector<TrialResult>& result
     if (row.best) {
       out += trial_columns(*row.best, sweep_dir);
     } else {
-      out += ',' + std::to_string(row.batch_size) + ",,,,unreached,,,,,,,,,,,," +
-             std::string(9, ',');
+      out +=
+          ',' + std::to_string(row.batch_size) + ",,,,unreached,,,,,,,,,,,," + std::string(9, ',');
     }
     const auto decision = decisions.find(row.batch_size);
     out += ',' + std::to_string(row.trials) + ',' + std::to_string(row.reached) +

@@ -71,17 +71,18 @@ EvalLog read_eval_log(const fs::path& file, const trainer::Target& target) {
   std::error_code ec;
   std::ifstream in;
   if (fs::is_regular_file(file, ec)) in.open(file);  // not a FIFO a reader would block on
-  if (!in) {
+  if (!in.is_open() || !in) {
     log.error = "wrote no " + file.string() + " (the protocol: one JSON line per evaluation)";
     return log;
   }
-  int number = 0;
+  int number = 0, lines = 0;
   for (std::string text; std::getline(in, text);) {
     ++number;
     if (text.empty()) continue;
+    ++lines;
     if (!read_evaluation(parse_program_line(text), where(file, number), target, log)) break;
   }
-  if (log.evaluations == 0) log.error = file.string() + " is empty: the program evaluated nothing";
+  if (lines == 0) log.error = file.string() + " is empty: the program evaluated nothing";
   return log;
 }
 

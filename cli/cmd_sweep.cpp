@@ -108,9 +108,10 @@ void report_sweep(const experiments::SweepOutcome& r, const experiments::SweepOp
     std::string list;
     for (const auto& f : r.failed_trials) list += "\n  " + f;
     throw PartialFailure(std::to_string(r.failed_trials.size()) + " of " +
-                             std::to_string(r.trials) + " trials failed (crashed):" + list,
-                         "see each trial's train.log; fix the cause and rerun with "
-                         "--retry-failed (finished trials are kept)");
+                             std::to_string(r.trials) +
+                             " trials failed (crashed or timed out):" + list,
+                         "see each trial's train.log (program.log for --exec); fix the cause and "
+                         "rerun with --retry-failed (finished trials are kept)");
   }
 }
 

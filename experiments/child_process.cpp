@@ -6,12 +6,15 @@
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <atomic>
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
+#include <ctime>
 #include <fstream>
 
 #include "core/error.hpp"
@@ -31,8 +34,9 @@ ChildSlot g_children[kMaxChildren];
 std::atomic<int> g_forwarded{0};  // the signal being forwarded, 0 while none
 static_assert(std::atomic<pid_t>::is_always_lock_free && std::atomic<bool>::is_always_lock_free);
 
+// Each child leads its own process group (spawn_logged): -pid reaches it and what it started.
 void tell(ChildSlot& slot, pid_t pid, int signal) {
-  if (pid > 0 && signal != 0 && !slot.told.exchange(true)) ::kill(pid, signal);
+  if (pid > 0 && signal != 0 && !slot.told.exchange(true)) ::kill(-pid, signal);
 }
 
 void register_child(pid_t pid) {
@@ -47,6 +51,13 @@ void register_child(pid_t pid) {
   // More live children than slots (thousands of --jobs): those only miss a forwarded signal.
 }
 
+bool is_registered(pid_t pid) {
+  for (auto& slot : g_children) {
+    if (slot.pid.load() == pid) return true;
+  }
+  return false;
+}
+
 void unregister_child(pid_t pid) {
   for (auto& slot : g_children) {
     if (slot.pid.load() == pid) {
@@ -58,6 +69,29 @@ void unregister_child(pid_t pid) {
 
 }  // namespace
 
+// PATH is searched before fork: execvp is not async-signal-safe.
+std::string find_executable(const std::string& program) {
+  if (program.find('/') != std::string::npos) return program;
+  const char* path = std::getenv("PATH");
+  std::string dirs = path ? path : "/usr/local/bin:/usr/bin:/bin";
+  for (std::size_t from = 0; from <= dirs.size();) {
+    const auto colon = std::min(dirs.find(':', from), dirs.size());
+    const std::string dir = dirs.substr(from, colon - from);
+    const std::string candidate = (dir.empty() ? "." : dir) + "/" + program;
+    struct stat st {};
+    if (::stat(candidate.c_str(), &st) == 0 && S_ISREG(st.st_mode) &&
+        ::access(candidate.c_str(), X_OK) == 0)
+      return candidate;
+    from = colon + 1;
+  }
+  return "";
+}
+
+// What the child writes to its log when exec fails (built before fork: no allocation there).
+static std::string exec_failure_message(const std::string& program) {
+  return "lbt sweep: could not execute " + program + " (not found, or not an executable file)\n";
+}
+
 pid_t spawn_logged(const std::filesystem::path& program, const std::vector<std::string>& args,
                    const std::filesystem::path& log_file) {
   // Build argv before fork: only async-signal-safe calls are allowed in the child.
@@ -67,6 +101,8 @@ pid_t spawn_logged(const std::filesystem::path& program, const std::vector<std::
   for (auto& a : all) argv.push_back(a.data());
   argv.push_back(nullptr);
   const std::string log = log_file.string();
+  const std::string found = find_executable(program.string());
+  const std::string failure = exec_failure_message(program.string());
   const pid_t parent = getpid();
 
   // The interrupt signals wait until the child is registered (so a forwarded signal reaches
@@ -95,23 +131,30 @@ pid_t spawn_logged(const std::filesystem::path& program, const std::vector<std::
     dup2(null_fd, 0);
     dup2(fd, 1);
     dup2(fd, 2);
-    execv(argv[0], argv.data());
+    if (!found.empty()) execv(found.c_str(), argv.data());
+    [[maybe_unused]] const ssize_t n = ::write(2, failure.data(), failure.size());
     _exit(127);
   }
+  // Also here: whichever of the two runs first, the group exists before anyone signals it.
+  setpgid(pid, pid);
   register_child(pid);
   sigprocmask(SIG_SETMASK, &before, nullptr);
   return pid;
 }
 
-ChildExit wait_child(pid_t which) {
+namespace {
+
+// Reaps `pid`, which has ended (a zombie), after killing what is left of its group.
+ChildExit reap(pid_t pid) {
+  if (is_registered(pid)) ::kill(-pid, SIGKILL);
   ChildExit e;
   int status = 0;
   rusage usage{};
-  pid_t pid;
+  pid_t got;
   do {
-    pid = wait4(which, &status, 0, &usage);
-  } while (pid < 0 && errno == EINTR);
-  if (pid < 0) throw Error(std::string("waitpid failed: ") + std::strerror(errno));
+    got = wait4(pid, &status, 0, &usage);
+  } while (got < 0 && errno == EINTR);
+  if (got < 0) throw Error(std::string("waitpid failed: ") + std::strerror(errno));
   unregister_child(pid);
   e.pid = pid;
   if (WIFEXITED(status)) e.exit_code = WEXITSTATUS(status);
@@ -120,8 +163,42 @@ ChildExit wait_child(pid_t which) {
   return e;
 }
 
+// The pid of a child of `which` (-1: any) that has ended, left unreaped (WNOWAIT); 0 when
+// `block` is false and none has.
+pid_t ended_child(pid_t which, bool block) {
+  siginfo_t info{};
+  const idtype_t type = which < 0 ? P_ALL : P_PID;
+  const int flags = WEXITED | WNOWAIT | (block ? 0 : WNOHANG);
+  int rc;
+  do {
+    rc = waitid(type, which < 0 ? 0 : static_cast<id_t>(which), &info, flags);
+  } while (rc < 0 && errno == EINTR);
+  if (rc < 0) throw Error(std::string("waitid failed: ") + std::strerror(errno));
+  return info.si_pid;
+}
+
+}  // namespace
+
+ChildExit wait_child(pid_t which) {
+  return reap(ended_child(which, true));
+}
+
 ChildExit wait_any_child() {
   return wait_child(-1);
+}
+
+std::optional<ChildExit> wait_any_child_until(std::chrono::steady_clock::time_point deadline) {
+  // Polling: a timed wait for any child has no system call; 10 ms is far below a trial's life.
+  while (true) {
+    if (const pid_t pid = ended_child(-1, false); pid > 0) return reap(pid);
+    const auto left = deadline - std::chrono::steady_clock::now();
+    if (left <= std::chrono::steady_clock::duration::zero()) return std::nullopt;
+    const auto nap =
+        std::min<std::chrono::steady_clock::duration>(left, std::chrono::milliseconds(10));
+    timespec ts{
+        0, static_cast<long>(std::chrono::duration_cast<std::chrono::nanoseconds>(nap).count())};
+    nanosleep(&ts, nullptr);
+  }
 }
 
 std::string tail_lines(const std::filesystem::path& path, int max_lines) {
@@ -143,6 +220,12 @@ std::string tail_lines(const std::filesystem::path& path, int max_lines) {
 void forward_signal_to_children(int signal) {
   g_forwarded = signal;
   for (auto& slot : g_children) tell(slot, slot.pid.load(), signal);
+}
+
+void signal_child_groups(int signal) {
+  for (auto& slot : g_children) {
+    if (const pid_t pid = slot.pid.load(); pid > 0) ::kill(-pid, signal);
+  }
 }
 
 std::filesystem::path self_executable() {

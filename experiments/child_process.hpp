@@ -3,21 +3,30 @@
 // leaves orphaned trials writing into directories that a rerun is about to clear. Each child
 // runs in its own process group, so a terminal's Ctrl-C reaches only the sweep, which forwards
 // it once (forward_signal_to_children): a trial seeing the key press twice would exit at once
-// instead of saving its state.
+// instead of saving its state. The group is what the sweep stops: the forwarded signal, a
+// trial's time limit, a second signal and a crash of the sweep reach the trial's own children
+// too, and whatever a trial leaves running in its group when it exits is killed.
 #pragma once
 #include <sys/types.h>
 
+#include <chrono>
 #include <cstdint>
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <vector>
 
 namespace lbt::experiments {
 
-// Starts `program args...`; returns its pid. The log is appended to (a resumed trial keeps the
-// log of its first part). Throws lbt::Error when fork fails.
+// Starts `program args...` as the leader of a new process group (its pid is the group's id);
+// returns its pid. `program` without a '/' is looked up on PATH. The log is appended to (a
+// resumed trial keeps the log of its first part). Throws lbt::Error when fork fails.
 pid_t spawn_logged(const std::filesystem::path& program, const std::vector<std::string>& args,
                    const std::filesystem::path& log_file);
+
+// `program`'s full path: itself when it holds a '/', else the first executable file of that
+// name on PATH; empty when there is none.
+std::string find_executable(const std::string& program);
 
 struct ChildExit {
   pid_t pid = -1;
@@ -28,14 +37,23 @@ struct ChildExit {
   std::int64_t max_rss_bytes = 0;
 };
 
-// Blocks until one of this process's children ends.
+// Blocks until one of this process's children ends. A child started by spawn_logged has its
+// process group killed (SIGKILL) before it is reaped: its pid, the group's id, cannot have been
+// reused yet, and nothing it started goes on writing into its directory.
 ChildExit wait_any_child();
+// The same, giving up at `deadline` (nullopt then).
+std::optional<ChildExit> wait_any_child_until(std::chrono::steady_clock::time_point deadline);
 // Blocks until the child `pid` ends.
 ChildExit wait_child(pid_t pid);
 
-// Sends `signal` once to every child started by spawn_logged that has not ended, and to any
-// started later. Async-signal-safe (lock-free atomics and kill only): a signal handler calls it.
+// Sends `signal` once to the process group of every child started by spawn_logged that has not
+// ended, and to any started later. Async-signal-safe (lock-free atomics and kill only): a signal
+// handler calls it.
 void forward_signal_to_children(int signal);
+
+// Sends `signal` to the process group of every child started by spawn_logged that has not been
+// reaped. Async-signal-safe: the second-signal and crash handlers call it before they exit.
+void signal_child_groups(int signal);
 
 // The last `max_lines` non-empty lines of a text file (for failure messages).
 std::string tail_lines(const std::filesystem::path& path, int max_lines);

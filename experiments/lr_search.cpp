@@ -57,10 +57,13 @@ int best_point(const std::vector<SearchPoint>& points) {
 
 SearchStep next_lr_trials(const std::vector<SearchPoint>& finished, const LrSearchOptions& o) {
   if (finished.empty()) return {{}, 0, "done: no trials"};
-  // A crashed trial says nothing about its LR: searching on would only crash again.
+  // A crashed trial says nothing about its LR: searching on would only crash again. Nor does
+  // one that ran out of wall time (a hung program, or a limit too short for any LR).
   for (const SearchPoint& p : finished) {
     if (p.status == "failed")
       return {{}, 0, "stopped: a trial failed (its message is in sweep.csv; --retry-failed)"};
+    if (p.status == "timeout")
+      return {{}, 0, "stopped: a trial timed out (raise sweep.trial_timeout and --retry-failed)"};
   }
   std::vector<SearchPoint> p = finished;
   std::sort(p.begin(), p.end(),

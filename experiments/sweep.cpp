@@ -8,12 +8,16 @@
 #include <iostream>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <thread>
+
+#include <signal.h>
 
 #include "core/error.hpp"
 #include "core/io.hpp"
 #include "experiments/child_process.hpp"
 #include "experiments/dir_lock.hpp"
+#include "experiments/exec_command.hpp"
 #include "experiments/exec_trial.hpp"
 #include "experiments/fit_files.hpp"
 #include "experiments/lbt_schema.hpp"
@@ -22,9 +26,12 @@
 #include "experiments/sweep_checks.hpp"
 #include "experiments/sweep_interrupt.hpp"
 #include "experiments/sweep_plan.hpp"
+#include "experiments/sweep_progress.hpp"
 #include "experiments/sweep_results.hpp"
 #include "experiments/sweep_search.hpp"
 #include "experiments/sweep_slurm.hpp"
+#include "experiments/trial_group.hpp"
+#include "experiments/trial_lifecycle.hpp"
 
 #ifndef LBT_SOURCE_DIR
 #define LBT_SOURCE_DIR "."
@@ -44,18 +51,6 @@ int available_cores() {
   if (const char* s = std::getenv("SLURM_CPUS_PER_TASK"); s && std::atoi(s) > 0)
     return std::atoi(s);
   return static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-}
-
-std::string duration(double seconds) {
-  const long s = std::lround(std::max(0.0, seconds));
-  char buf[32];
-  if (s >= 3600)
-    std::snprintf(buf, sizeof buf, "%ldh%02ldm", s / 3600, s / 60 % 60);
-  else if (s >= 60)
-    std::snprintf(buf, sizeof buf, "%ldm%02lds", s / 60, s % 60);
-  else
-    std::snprintf(buf, sizeof buf, "%lds", s);
-  return buf;
 }
 
 class SweepRunner {
@@ -84,7 +79,7 @@ class SweepRunner {
       if (options_.collect_only) break;
       if (options_.trial_index >= 0 && t.index != options_.trial_index) continue;
       const std::string& st = results_[t.index].status;
-      if (is_final_status(st) && !(options_.retry_failed && st == "failed")) {
+      if (is_final_status(st) && !(options_.retry_failed && (st == "failed" || st == "timeout"))) {
         ++out.skipped;
         continue;
       }
@@ -100,6 +95,13 @@ class SweepRunner {
           stderr, "[sweep] %s: %zu trials, %zu to run (%d finished before), %d jobs x %d threads\n",
           dir_.c_str(), plan_.size(), todo.size(), out.skipped, jobs_, threads_);
     }
+    // Processes of an earlier sweep's trial would write into the directory a trial now clears.
+    if (!options_.collect_only) {
+      if (array_task())
+        refuse_live_trial_groups(dir_ / "trials", plan_[options_.trial_index].name);
+      else
+        refuse_live_trial_groups(dir_ / "trials");
+    }
     run_trials(todo);
     out.ran = static_cast<int>(todo.size());
     out.trials = static_cast<int>(plan_.size());  // the search and the seeds added trials
@@ -107,14 +109,15 @@ class SweepRunner {
     if ((out.interrupt_signal = sweep_interrupt_signal())) return out;  // no fit, no plots
     for (const auto& r : results_) {
       out.reached += r.status == "reached_target";
-      out.failed += r.status == "failed";
-      if (r.status == "failed" &&
-          (options_.trial_index < 0 || r.trial.index == options_.trial_index)) {
+      const bool failed = r.status == "failed" || r.status == "timeout";
+      out.failed += failed;
+      if (failed && (options_.trial_index < 0 || r.trial.index == options_.trial_index)) {
         out.failed_trials.push_back(r.trial.name + ": " + r.message);
       }
     }
     if (options_.trial_index < 0) {
-      for (const std::string& w : target_noise_warnings(results_, trainer::parse_target(settings_.target)))
+      for (const std::string& w :
+           target_noise_warnings(results_, trainer::parse_target(settings_.target)))
         std::fprintf(stderr, "[sweep] warning: %s\n", w.c_str());
       nlohmann::json fit;  // null when skipped
       try {
@@ -150,9 +153,9 @@ class SweepRunner {
       validate_trial_configs(config_, plan_);
     } else {
       // A program's trials get no prune step (the protocol has none); an unknown placeholder
-      // fails now, not in N trials.
+      // or an unterminated quote fails now, not in N trials.
       settings_.search.prune = false;
-      expand_placeholders(options_.exec_command, plan_.front(), settings_.base_seed, "RUN_DIR");
+      check_exec_template(options_.exec_command, plan_.front(), settings_.base_seed);
     }
     if (options_.check_only) return;  // nothing is written
 
@@ -253,34 +256,47 @@ class SweepRunner {
     return a;
   }
 
+  struct Running {
+    int index;
+    TrialClock clock;
+  };
+
   void run_trials(std::vector<int>& todo) {
-    std::map<pid_t, int> running;  // pid -> trial index
+    std::map<pid_t, Running> running;  // pid (its process group's id) -> trial
+    // A crash of the sweep (an exception out of here) takes the trials' groups with it.
+    struct KillOnUnwind {
+      std::map<pid_t, Running>& running;
+      ~KillOnUnwind() {
+        for (const auto& [pid, r] : running) ::kill(-pid, SIGKILL);
+        for (const auto& [pid, r] : running) {
+          try {
+            wait_child(pid);
+          } catch (const Error&) {  // already reaped: nothing left to wait for
+          }
+        }
+      }
+    } guard{running};
     std::size_t next = 0;
     int done = 0;
     const auto start = Clock::now();
+    const double limit =
+        effective_trial_timeout(settings_.trial_timeout, !options_.exec_command.empty());
     // After SIGINT/SIGTERM no trial starts; the running ones save their state and end.
     auto more = [&] { return next < todo.size() && !sweep_interrupted(); };
     while (more() || !running.empty()) {
       while (more() && static_cast<int>(running.size()) < jobs_) {
         const Trial t = plan_[todo[next++]];
-        // An unfinished trial continues from its checkpoint, or starts clean (sweep_interrupt);
-        // a program (--exec) starts clean: the protocol has no resume.
-        bool resume = false;
-        if (options_.exec_command.empty()) {
-          resume = prepare_trial_dir(trial_dir(t), threads_);
-        } else {
-          fs::remove_all(trial_dir(t));
-          fs::create_directories(trial_dir(t));
-        }
-        running[spawn_trial(t, resume)] = t.index;
+        running[start_trial(t)] = {t.index, start_trial_clock(limit)};
         results_[t.index].status = "running";
       }
-      const ChildExit e = wait_any_child();
-      auto it = running.find(e.pid);
+      const std::optional<ChildExit> e = wait_for_trial(running);
+      if (!e) continue;  // a time limit passed
+      auto it = running.find(e->pid);
       if (it == running.end()) continue;
-      const Trial t = plan_[it->second];  // a copy: grow() may reallocate the plan
+      const Trial t = plan_[it->second.index];  // a copy: grow() may reallocate the plan
+      const TrialClock clock = it->second.clock;
       running.erase(it);
-      finish_trial(t, e);
+      finish_trial(t, *e, clock);
       ++done;
       if (!array_task()) {
         for (int i : grow()) todo.push_back(i);
@@ -288,59 +304,95 @@ class SweepRunner {
       write_tables();
       if (options_.progress) {
         const double elapsed = std::chrono::duration<double>(Clock::now() - start).count();
-        const std::size_t left = todo.size() - next;
-        const double eta = elapsed / done * (left + running.size() * 0.5);
-        const TrialResult& r = results_[t.index];
-        // Steps to the target with its bracket: not met at steps_lo, met at steps_to_target.
-        const std::string steps = r.steps_to_target < 0
-                                      ? "-"
-                                      : std::to_string(r.steps_to_target) + " (" +
-                                            std::to_string(r.steps_lo) + ", " +
-                                            std::to_string(r.steps_to_target) + "]";
-        const std::string B = t.adaptive ? "adaptive" : std::to_string(t.batch_size);
-        std::fprintf(stderr,
-                     "[sweep] %-10s B=%-8s lr=%-9.4g %-16s steps_to_target=%-16s | done %d/%zu, "
-                     "running %zu, left %zu | elapsed %s, ETA %s\n",
-                     t.name.c_str(), B.c_str(), t.lr, r.status.c_str(), steps.c_str(), done,
-                     todo.size(), running.size(), left, duration(elapsed).c_str(),
-                     duration(eta).c_str());
+        print_trial_progress(results_[t.index], {done, todo.size() - next, running.size()},
+                             elapsed);
       }
     }
   }
 
-  // A child that ended without a final summary crashed (or its config failed before the run
-  // directory existed): record that as "failed" with the log's last lines, so it is final.
+  // The next trial to end, or nullopt when a time limit passes first (its group signalled).
+  static std::optional<ChildExit> wait_for_trial(std::map<pid_t, Running>& running) {
+    auto next_look = TrialClockPoint::max();
+    for (auto& [pid, r] : running)
+      next_look = std::min(next_look, enforce_trial_clock(pid, r.clock));
+    if (next_look == TrialClockPoint::max()) return wait_any_child();
+    return wait_any_child_until(next_look);
+  }
+
+  // An unfinished trial continues from its checkpoint, or starts clean (sweep_interrupt); a
+  // program (--exec) starts clean: the protocol has no resume. Returns its pid.
+  pid_t start_trial(const Trial& t) {
+    bool resume = false;
+    if (options_.exec_command.empty()) {
+      resume = prepare_trial_dir(trial_dir(t), threads_);
+    } else {
+      fs::remove_all(trial_dir(t));
+      fs::create_directories(trial_dir(t));
+    }
+    const pid_t pid = spawn_trial(t, resume);
+    record_trial_group(trial_dir(t), pid);
+    return pid;
+  }
+
+  // The program's argument words (exec_command.hpp): no value is ever read as shell code.
+  // command.sh holds the same command as one shell line, to rerun it by hand.
   pid_t spawn_trial(const Trial& t, bool resume) {
     if (options_.exec_command.empty())
       return spawn_logged(lbt_, child_args(t, resume), trial_dir(t) / "train.log");
-    const std::string command =
-        expand_placeholders(options_.exec_command, t, settings_.base_seed, trial_dir(t));
-    io::atomic_write(trial_dir(t) / "command.sh", command + "\n");
-    return spawn_logged("/bin/sh", {"-c", command}, trial_dir(t) / "program.log");
+    const ExecCommand command = build_exec_command(
+        options_.exec_command, placeholder_values(t, settings_.base_seed, trial_dir(t)));
+    io::atomic_write(trial_dir(t) / "command.sh", shell_line(command.argv) + "\n");
+    const std::vector<std::string> args(command.argv.begin() + 1, command.argv.end());
+    return spawn_logged(command.argv.front(), args, trial_dir(t) / "program.log");
   }
 
-  void finish_trial(const Trial& t, const ChildExit& e) {
+  // One trial's files never end the sweep: whatever reading or writing them throws (a program
+  // that removed its directory, made a file unreadable) makes that trial failed.
+  void finish_trial(const Trial& t, const ChildExit& e, const TrialClock& clock) {
+    forget_trial_group(trial_dir(t));
+    try {
+      results_[t.index] = settle_trial(t, e, clock);
+    } catch (const std::exception& error) {
+      TrialResult r;
+      r.trial = t;
+      r.status = "failed";
+      r.message = std::string("its run directory could not be read or written: ") + error.what();
+      results_[t.index] = r;
+    }
+  }
+
+  TrialResult settle_trial(const Trial& t, const ChildExit& e, const TrialClock& clock) {
+    const fs::path dir = trial_dir(t);
+    if (clock.timed_out) {
+      write_trial_verdict(t, dir, "timeout", timeout_message(clock));
+      return read_trial_result(t, dir);
+    }
+    if (!fs::is_directory(dir)) {
+      write_trial_verdict(t, dir, "failed",
+                          "its run directory " + dir.string() + " was deleted while it ran (a " +
+                              "trial may only add files there)");
+      return read_trial_result(t, dir);
+    }
     // A program stopped by the sweep's forwarded signal is unfinished: a rerun redoes it.
     if (!options_.exec_command.empty() && !stopped_by_interrupt(e)) {
-      write_exec_summary(t, trial_dir(t), trainer::parse_target(settings_.target), e,
-                         trial_dir(t) / "program.log");
+      const std::string warning = write_exec_summary(
+          t, dir, trainer::parse_target(settings_.target), e, dir / "program.log");
+      if (!warning.empty()) std::fprintf(stderr, "[sweep] warning: %s\n", warning.c_str());
     }
-    TrialResult r = read_trial_result(t, trial_dir(t));
+    TrialResult r = read_trial_result(t, dir);
+    // A child that ended without a final summary crashed (or its config failed before the run
+    // directory existed): record that as "failed" with the log's last lines, so it is final.
     // "interrupted" (the trial saved its state on SIGINT/SIGTERM, or the sweep's forwarded
     // signal ended it) is unfinished, not failed: a rerun continues it.
     if (!is_final_status(r.status) && r.status != "interrupted" && !stopped_by_interrupt(e)) {
-      std::string why = e.signal ? "killed by signal " + std::to_string(e.signal)
-                                 : "exited with code " + std::to_string(e.exit_code);
-      const std::string log = tail_lines(trial_dir(t) / "train.log", 3);
-      nlohmann::json s = {{"status", "failed"},
-                          {"error", why + (log.empty() ? "" : ": " + log)},
-                          {"global_batch", t.batch_size},
-                          {"written_by", "lbt sweep"}};
-      io::atomic_write(trial_dir(t) / "summary.json", s.dump(2) + "\n");
-      r = read_trial_result(t, trial_dir(t));
+      const std::string why = e.signal ? "killed by signal " + std::to_string(e.signal)
+                                       : "exited with code " + std::to_string(e.exit_code);
+      const std::string log = tail_lines(dir / "train.log", 3);
+      write_trial_verdict(t, dir, "failed", why + (log.empty() ? "" : ": " + log));
+      r = read_trial_result(t, dir);
     }
     if (stopped_by_interrupt(e) && !is_final_status(r.status)) r.status = "interrupted";
-    results_[t.index] = r;
+    return r;
   }
 
   void write_tables() {

@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/io.hpp"
+#include "experiments/exec_command.hpp"
 #include "experiments/run_checkpoint.hpp"
 #include "trainer/checkpoint.hpp"
 
@@ -25,25 +26,19 @@ volatile sig_atomic_t g_signal = 0;
 volatile sig_atomic_t g_slurm_signals_trials = 0;
 
 void on_signal(int sig) {
-  // Second signal: at once. The trials die with this process (PR_SET_PDEATHSIG); each keeps
-  // its newest complete checkpoint, so a rerun still continues it.
-  if (g_signal != 0) _exit(128 + sig);
+  // Second signal: at once. The trials' process groups are killed with this process (their
+  // leaders would die by PR_SET_PDEATHSIG, not what they started); each lbt trial keeps its
+  // newest complete checkpoint, so a rerun still continues it.
+  if (g_signal != 0) {
+    signal_child_groups(SIGKILL);
+    _exit(128 + sig);
+  }
   g_signal = sig;
   if (!(sig == SIGTERM && g_slurm_signals_trials)) forward_signal_to_children(sig);
   const char msg[] =
       "\nlbt sweep: stopping: the running trials save a checkpoint and stop, no new trial "
       "starts; signal again to exit at once\n";
   [[maybe_unused]] const ssize_t n = ::write(STDERR_FILENO, msg, sizeof msg - 1);
-}
-
-std::string shell_word(const std::string& s) {
-  if (!s.empty() && s.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
-                                        "0123456789-_./=:,+@") == std::string::npos) {
-    return s;
-  }
-  std::string q = "'";
-  for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return q + "'";
 }
 
 std::string status_of(const fs::path& trial_dir) {
@@ -63,9 +58,26 @@ std::string threads_of(const fs::path& trial_dir) {
   return it == keys.end() ? "" : it->second;
 }
 
+// A crash of the sweep (a bad access, an abort from std::terminate) takes the trials' groups
+// with it, then dies of the same signal (SA_RESETHAND: the default action this time).
+void on_crash(int sig) {
+  signal_child_groups(SIGKILL);
+  ::raise(sig);
+}
+
+void install_crash_handlers() {
+  struct sigaction sa;
+  std::memset(&sa, 0, sizeof sa);
+  sa.sa_handler = on_crash;
+  sigemptyset(&sa.sa_mask);
+  sa.sa_flags = SA_RESETHAND | SA_NODEFER;
+  for (int sig : {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT}) sigaction(sig, &sa, nullptr);
+}
+
 }  // namespace
 
 void install_sweep_interrupt_handlers() {
+  install_crash_handlers();
   g_slurm_signals_trials = std::getenv("SLURM_JOB_ID") != nullptr;
   struct sigaction sa;
   std::memset(&sa, 0, sizeof sa);
@@ -98,6 +110,8 @@ bool prepare_trial_dir(const fs::path& trial_dir, int threads) {
   return false;
 }
 
+// Every option the sweep was given, so the command continues the same sweep (sweep.json refuses
+// a rerun whose settings differ). Not --check, which runs nothing.
 std::string sweep_resume_command(const SweepOptions& o, const fs::path& dir) {
   std::string cmd = "lbt sweep --config " + shell_word(o.config_path.string()) + " --out " +
                     shell_word(dir.string());
@@ -113,10 +127,16 @@ std::string sweep_resume_command(const SweepOptions& o, const fs::path& dir) {
   if (o.lr_trials > 0) cmd += " --lr-trials " + std::to_string(o.lr_trials);
   if (o.jobs != 1) cmd += " --jobs " + std::to_string(o.jobs);
   for (const auto& s : o.sets) cmd += " --set " + shell_word(s);
+  if (o.launcher != "local") cmd += " --launcher " + shell_word(o.launcher);
+  if (o.submit) cmd += " --submit";
+  if (!o.exec_command.empty()) cmd += " --exec " + shell_word(o.exec_command);
   if (o.trial_index >= 0) cmd += " --trial-index " + std::to_string(o.trial_index);
   if (!o.trial_name.empty()) cmd += " --trial " + shell_word(o.trial_name);
   if (o.retry_failed) cmd += " --retry-failed";
+  if (o.extend) cmd += " --extend";
+  if (o.collect_only) cmd += " --collect";
   if (!o.plots) cmd += " --no-plots";
+  if (!o.progress) cmd += " --quiet";
   return cmd;
 }
 

@@ -59,6 +59,8 @@ const std::vector<KeySpec>& sweep_keys() {
       {"sweep.adaptive_sqrt_scale", kNumber, "0.0",
        "the adaptive trials' train.batch_sqrt_scale (sqrt rule: B = sqrt(this x B_simple))", {},
        "examples"},
+      {"sweep.trial_timeout", kNumber, "0",
+       "seconds a trial may run; past it its process group gets SIGTERM, then SIGKILL, and the trial is 'timeout' (0: 7200 for an --exec program, none for lbt's own trials; < 0: none)"},
       {"sweep.slurm_time", kString, "\"02:00:00\"", "--launcher slurm: sbatch --time per trial"},
       {"sweep.slurm_cpus_per_task", kInt, "4", "--launcher slurm: sbatch --cpus-per-task"},
       {"sweep.slurm_options", kStringList, "[]",

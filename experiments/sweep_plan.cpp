@@ -60,6 +60,7 @@ SweepSettings read_settings(Config& c, const std::vector<std::int64_t>& batch_si
     s.search.max_trials = static_cast<int>(c.get_int(key("sweep.lr_max_trials")));
     s.search.prune = c.get_bool(key("sweep.prune"));
   }
+  s.trial_timeout = c.get_double(key("sweep.trial_timeout"));
   s.slurm_time = c.get_string(key("sweep.slurm_time"));
   s.slurm_cpus_per_task = c.get_int(key("sweep.slurm_cpus_per_task"));
   s.slurm_options = c.get_string_list(key("sweep.slurm_options"));
@@ -132,6 +133,8 @@ void check_lr_search(const Config& c, SweepSettings& s, int lr_trials) {
 void check_budget_and_target(const Config& c, const SweepSettings& s) {
   if (s.max_examples < 0) c.fail("sweep.max_examples", ">= 0", std::to_string(s.max_examples));
   if (s.max_steps < 0) c.fail("sweep.max_steps", ">= 0", std::to_string(s.max_steps));
+  if (!std::isfinite(s.trial_timeout))
+    c.fail("sweep.trial_timeout", "a number of seconds", number(s.trial_timeout), "e.g. 3600");
   if (s.max_examples == 0 && s.max_steps == 0) {
     throw ConfigError("a sweep needs a step budget per trial",
                       "set sweep.max_examples (e.g. 20 epochs' worth) and/or sweep.max_steps");

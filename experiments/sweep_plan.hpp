@@ -31,7 +31,8 @@ struct SweepSettings {
   std::int64_t max_examples = 0, max_steps = 0;  // budget per trial: the smaller of the set ones
   std::int64_t eval_every_examples = 0;          // evaluations at least N examples apart ...
   double eval_growth = 1.5;                      // ... and spaced geometrically (train.eval_growth)
-  std::string slurm_time = "02:00:00";           // --launcher slurm: sbatch --time per array task
+  double trial_timeout = 0;             // seconds (trial_lifecycle.hpp: 0 the default, < 0 none)
+  std::string slurm_time = "02:00:00";  // --launcher slurm: sbatch --time per array task
   std::int64_t slurm_cpus_per_task = 4;
   std::vector<std::string> slurm_options;  // extra #SBATCH lines
   bool adaptive = false;                   // sweep.adaptive: one adaptive trial per seed

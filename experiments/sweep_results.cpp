@@ -74,10 +74,16 @@ const char* kTrialHeader =
     "target_definition,ema_steps_lo,ema_steps_hi,ema_fluctuation,ema_best,"
     "first_passage_steps_lo,first_passage_steps_hi,first_passage_fluctuation,first_passage_best";
 
+// A string field of summary.json, or `otherwise` when absent or not a string (a summary edited
+// by hand or by a program must not abort the sweep reading it).
+std::string text_field(const nlohmann::json& s, const char* key, const std::string& otherwise) {
+  return s.contains(key) && s[key].is_string() ? s[key].get<std::string>() : otherwise;
+}
+
 // summary.json's target_definition and readings; a summary without them (a program's trial,
 // or lbt before issue 38) read its own metric's first passage: steps_lo and steps_to_target.
 void read_readings(const nlohmann::json& s, TrialResult& r) {
-  r.definition = s.value("target_definition", std::string("first_passage"));
+  r.definition = text_field(s, "target_definition", "first_passage");
   const auto step = [](const nlohmann::json& j, const char* k) -> std::int64_t {
     return j.contains(k) && j[k].is_number() ? j[k].get<std::int64_t>() : -1;
   };
@@ -90,6 +96,7 @@ void read_readings(const nlohmann::json& s, TrialResult& r) {
     return;
   }
   for (const auto& [name, g] : s["readings"].items()) {
+    if (!g.is_object()) continue;
     r.readings[name] = {step(g, "steps_lo"), step(g, "steps_hi"), number(g, "fluctuation"),
                         number(g, "best")};
   }
@@ -99,7 +106,7 @@ void read_readings(const nlohmann::json& s, TrialResult& r) {
 
 bool is_final_status(const std::string& s) {
   return s == "reached_target" || s == "budget_exhausted" || s == "diverged" || s == "completed" ||
-         s == "pruned" || s == "failed";
+         s == "pruned" || s == "failed" || s == "timeout";
 }
 
 TrialResult read_trial_result(const Trial& trial, const fs::path& run_dir) {
@@ -111,6 +118,9 @@ TrialResult read_trial_result(const Trial& trial, const fs::path& run_dir) {
   try {
     s = nlohmann::json::parse(io::read_file(summary));
   } catch (const std::exception&) {
+    s = nullptr;
+  }
+  if (!s.is_object()) {
     r.status = "running";  // unreadable: treat as unfinished, it will be redone
     return r;
   }
@@ -121,7 +131,7 @@ TrialResult read_trial_result(const Trial& trial, const fs::path& run_dir) {
     return s.contains(k) && s[k].is_number() ? s[k].get<double>()
                                              : std::numeric_limits<double>::quiet_NaN();
   };
-  r.status = s.value("status", std::string("running"));
+  r.status = text_field(s, "status", "running");
   r.steps = std::max<std::int64_t>(0, get_int("steps"));
   r.steps_to_target = get_int("steps_to_target");
   r.examples_to_target = get_int("examples_to_target");
@@ -135,14 +145,18 @@ TrialResult read_trial_result(const Trial& trial, const fs::path& run_dir) {
   // A summary that says reached_target without a step would break the fit: fall back to the
   // evaluation log, which records every evaluation's metrics.
   if (r.status == "reached_target" && r.steps_to_target < 0) {
-    r.steps_to_target = first_step_meeting_target(
-        run_dir / "eval.jsonl", trainer::parse_target(s.value("target", std::string())));
+    trainer::Target target;  // none: a target that does not parse meets nothing
+    try {
+      target = trainer::parse_target(text_field(s, "target", ""));
+    } catch (const Error&) {
+    }
+    r.steps_to_target = first_step_meeting_target(run_dir / "eval.jsonl", target);
     if (r.steps_to_target >= 0) r.examples_to_target = r.steps_to_target * trial.batch_size;
   }
   read_readings(s, r);
   // A program's noise.jsonl holds raw squared norms (exec_trial.hpp), lbt's its estimates.
   if (is_final_status(r.status)) {
-    r.noise = s.value("written_by", std::string()) == "lbt sweep --exec"
+    r.noise = text_field(s, "written_by", "") == "lbt sweep --exec"
                   ? read_exec_noise(run_dir, r.steps_to_target)
                   : read_trial_noise(run_dir, r.steps_to_target);
   }
@@ -162,7 +176,9 @@ std::int64_t first_step_meeting_target(const fs::path& eval_jsonl, const trainer
     } catch (const std::exception&) {
       continue;  // a torn last line after a kill
     }
-    if (!e.contains("step") || !e.contains("val_loss")) continue;
+    if (!e.is_object() || !e.contains("step") || !e["step"].is_number_integer() ||
+        !e.contains("val_loss"))
+      continue;
     const std::int64_t step = e["step"].get<std::int64_t>();
     // the watched metric; absent or null (NaN written by lbt) is never met
     const auto it = e.find(target.metric);

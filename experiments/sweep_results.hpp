@@ -15,8 +15,8 @@
 
 namespace lbt::experiments {
 
-// Final statuses: a trial with one of these is never rerun on resume ("failed" only with
-// --retry-failed). Anything else ("running", no summary.json) is unfinished.
+// Final statuses: a trial with one of these is never rerun on resume ("failed" and "timeout"
+// only with --retry-failed). Anything else ("running", no summary.json) is unfinished.
 bool is_final_status(const std::string& status);
 
 struct TrialResult {

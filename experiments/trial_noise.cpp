@@ -12,13 +12,23 @@
 #include "experiments/sweep_results.hpp"
 
 namespace lbt::experiments {
+namespace {
+
+// A line of lbt's noise.jsonl: an object with an estimator and an integer step. Anything else
+// (a torn last line, a hand edit) is skipped: a trial's noise is never worth a sweep.
+bool is_record(const nlohmann::json& j) {
+  return j.is_object() && j.contains("estimator") && j.contains("step") &&
+         j["step"].is_number_integer();
+}
+
+}  // namespace
 
 TrialNoise read_trial_noise(const std::filesystem::path& run_dir, std::int64_t steps_to_target) {
   std::map<std::string, std::map<std::int64_t, double>> by_estimator;  // step -> b_simple
   std::ifstream in(run_dir / "noise.jsonl");
   for (std::string line; std::getline(in, line);) {
     const auto j = nlohmann::json::parse(line, nullptr, false);
-    if (j.is_discarded() || !j.contains("estimator") || !j.contains("step")) continue;
+    if (!is_record(j) || !j["estimator"].is_string()) continue;
     auto& steps = by_estimator[j["estimator"].get<std::string>()];
     const auto step = j["step"].get<std::int64_t>();
     if (j.contains("b_simple") && j["b_simple"].is_number()) {
@@ -51,7 +61,7 @@ double read_trial_b_noise(const std::filesystem::path& run_dir) {
   std::ifstream in(run_dir / "noise.jsonl");
   for (std::string line; std::getline(in, line);) {
     const auto j = nlohmann::json::parse(line, nullptr, false);
-    if (j.is_discarded() || j.value("estimator", "") != "hessian" || !j.contains("step")) continue;
+    if (!is_record(j) || j["estimator"] != "hessian") continue;
     const auto step = j["step"].get<std::int64_t>();
     if (j.contains("b_noise") && j["b_noise"].is_number())
       by_step[step] = j["b_noise"].get<double>();

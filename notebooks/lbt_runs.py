@@ -25,7 +25,7 @@ import pandas as pd  # noqa: E402
 COLORS = {"data": "#1f77b4", "fit": "#d62728", "perfect": "#7f7f7f", "linear": "#2ca02c",
           "sqrt": "#ff7f0e", "failed": "#9467bd"}
 STATUS_MARKERS = {"reached_target": "o", "budget_exhausted": "x", "diverged": "v", "failed": "s",
-                  "pruned": "|"}
+                  "pruned": "|", "timeout": "d"}
 
 
 def style() -> None:

@@ -62,7 +62,7 @@ void add_sweep_options(CLI::App* cmd, SweepArgs& a) {
   cmd->add_option("--exec", o.exec_command,
                   "run this program as each trial instead of lbt train: placeholders {batch_size} "
                   "{lr} {seed} {run_dir} {max_steps} {eval_every} {section.key}; it appends "
-                  "{\"step\": S, \"val_loss\": V} lines to {run_dir}/eval.jsonl (README, "
+                  "{\"step\": S, \"val_loss\": V} lines to {run_dir}/eval.jsonl (docs/sweeps.md, "
                   "\"Sweeping any program\")");
   cmd->add_option("--trial", o.trial_name,
                   "run only the trial of this name, e.g. 128_3 (a SLURM array task)");

@@ -53,7 +53,7 @@ def main():
     opt = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
     b = args.micro_batch
 
-    # --- the ~20 lines of the README's "Python" section ---
+    # --- the ~20 lines of docs/python.md, "B_simple inside a PyTorch loop" ---
     gns = lbt.GradientNoise(b_small=b, b_big=2 * b)  # EMA over steps; estimate="now" for a window
     for step in range(args.steps):
         batch = torch.randint(len(x), (2 * b,))

@@ -50,7 +50,7 @@ std::vector<nlohmann::json> read_jsonl(const fs::path& p) {
 }
 
 // The npy_regression preset reads runs/regression-data/ relative to the working directory:
-// write it here with the preset's generator, as the README says to.
+// write it here with the preset's generator, as docs/training.md ("Regression data") says to.
 void ensure_regression_data() {
   if (fs::exists("runs/regression-data/x_train.npy")) return;
   const std::string cmd = "/usr/bin/python3 " + std::string(LBT_SOURCE_DIR) +

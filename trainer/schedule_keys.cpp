@@ -20,7 +20,7 @@ const std::vector<KeySpec>& schedule_keys() {
   // clang-format off
   static const std::vector<KeySpec> keys = {
       {"schedule.recipe", kString, "\"none\"",
-       "a published schedule filling the schedule keys left unset (docs/schedules.md, "Schedule recipes")",
+       "a published schedule filling the schedule keys left unset (docs/schedules.md, section Schedule recipes)",
        {"none", "goyal", "lars", "legw", "cosine", "wsd"}},
       {"schedule.scaling", kString, "\"none\"",
        "LR scaling rule, the only one in lbt: peak LR = optimizer.lr x rule(global_batch / reference_batch); the sweep's LR prior uses it too",

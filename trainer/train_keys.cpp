@@ -34,9 +34,9 @@ std::vector<KeySpec> model_keys() {
   // clang-format off
   return {
       {"model.spec", kString, "\"mlp:784-512-512-10\"",
-       "mlp:IN-H1-...-OUT | linear:IN-OUT | cnn:simple | resnet:N, each optionally :nobias (docs/training.md, "Models")"},
+       "mlp:IN-H1-...-OUT | linear:IN-OUT | cnn:simple | resnet:N, each optionally :nobias (docs/training.md, section Models)"},
       {"model.layers", kTableList, "[]",
-       "[[model.layers]] tables instead of model.spec (docs/training.md, "Models"), type = " + nn::layer_types_text()},
+       "[[model.layers]] tables instead of model.spec (docs/training.md, section Models), type = " + nn::layer_types_text()},
       {"model.init", kString, "\"he\"", "weight init", {"he", "glorot", "zero"}},
       {"model.loss", kString, "\"auto\"",
        "auto: cross_entropy for integer labels, mse for float targets | cross_entropy | mse "

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "cli/commands.hpp"
+#include "cli/option_checks.hpp"
 #include "core/config.hpp"
 #include "experiments/lbt_schema.hpp"
 #include "experiments/noise_run.hpp"
@@ -33,10 +34,12 @@ void add_noise_command(CLI::App& app) {
                   "TOML config (e.g. experiments/configs/synthetic_regression.toml)")
       ->required()
       ->check(CLI::ExistingFile);
-  cmd->add_option("--steps", args->steps, "Train this many steps (default: the config's budget)");
+  cmd->add_option("--steps", args->steps, "Train this many steps (default: the config's budget)")
+      ->check(whole_number<std::int64_t>());
   cmd->add_option("--at-steps", args->at_steps,
                   "Report B_simple and measure B_noise at these steps: 0,500,2000")
-      ->delimiter(',');
+      ->delimiter(',')
+      ->check(whole_number<std::int64_t>(0));
   cmd->add_option("--set,-s", args->sets, "Override a config key (repeatable), e.g. noise.every=5");
   cmd->add_option("--out,-o", args->out, "Run directory (default: runs/<config>-<timestamp>)");
   cmd->add_flag("--overwrite", args->overwrite, "Replace an existing run directory");

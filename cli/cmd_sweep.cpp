@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "cli/commands.hpp"
+#include "cli/option_checks.hpp"
 #include "core/config.hpp"
 #include "core/error.hpp"
 #include "experiments/sweep.hpp"
@@ -42,13 +43,14 @@ void add_sweep_options(CLI::App* cmd, SweepArgs& a) {
       ->check(CLI::ExistingFile);
   cmd->add_option("--batch-sizes,-b", o.batch_sizes,
                   "global batch sizes, e.g. 16,32,64 (default: sweep.batch_sizes)")
-      ->delimiter(',');
+      ->delimiter(',')
+      ->check(whole_number<std::int64_t>());
   cmd->add_option("--target,-t", o.target,
                   "e.g. \"val_accuracy>=0.85\" (default: the config's train.target)");
-  cmd->add_option("--lr-trials", o.lr_trials,
-                  "LR trials per batch size (default: sweep.lr_trials)");
+  cmd->add_option("--lr-trials", o.lr_trials, "LR trials per batch size (default: sweep.lr_trials)")
+      ->check(whole_number<int>());
   cmd->add_option("--jobs,-j", o.jobs, "concurrent trials; each gets max(1, cores / jobs) threads")
-      ->check(CLI::PositiveNumber);
+      ->check(whole_number<int>());
   cmd->add_option("--out,-o", a.out,
                   "sweep directory (default: runs/sweep-<config stem>); "
                   "rerunning with the same one resumes");
@@ -58,7 +60,8 @@ void add_sweep_options(CLI::App* cmd, SweepArgs& a) {
       ->check(CLI::IsMember({"local", "slurm"}));
   cmd->add_flag("--submit", o.submit, "slurm: sbatch the written script");
   cmd->add_option("--trial-index", o.trial_index,
-                  "run only trial I of the plan as it stands (sweep.csv's order)");
+                  "run only trial I of the plan as it stands (sweep.csv's order)")
+      ->check(whole_number<int>(0));
   cmd->add_option("--exec", o.exec_command,
                   "run this program as each trial instead of lbt train: placeholders {batch_size} "
                   "{lr} {seed} {run_dir} {max_steps} {eval_every} {section.key}; it appends "

@@ -127,7 +127,8 @@ void add_train_command(CLI::App& app) {
     if (args->check) {
       const trainer::RunConfig run = trainer::resolve_run_config(config, 1);
       // the EMA's horizon against a budget in steps (in epochs it needs the data: at run time)
-      if (run.train.steps > 0) trainer::check_ema_horizon(run.train, run.train.steps, config.source());
+      if (run.train.steps > 0)
+        trainer::check_ema_horizon(run.train, run.train.steps, config.source());
       std::printf("%s", config.resolved_toml().c_str());
       return;
     }

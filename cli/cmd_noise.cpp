@@ -12,6 +12,8 @@
 #include "core/config.hpp"
 #include "experiments/lbt_schema.hpp"
 #include "experiments/noise_run.hpp"
+#include "experiments/run_check.hpp"
+#include "trainer/interrupt.hpp"
 
 namespace lbt::cli {
 
@@ -46,12 +48,16 @@ void add_noise_command(CLI::App& app) {
   cmd->add_flag("--quiet,-q", args->quiet, "No progress line");
   cmd->add_flag("--no-plot", args->no_plot, "Skip noise.png");
   cmd->add_flag("--check", args->check,
-                "Validate and resolve the config, print the resolved config.toml; run nothing");
+                "Check the config, the data, the model's layer shapes, the optimizer and the "
+                "schedule as the run would; print the resolved config.toml; run nothing");
   cmd->footer(config_keys_footer());
   cmd->callback([args] {
     Config config = experiments::load_config(args->config_path, args->sets, notes_stream());
     if (args->check) {
+      trainer::install_check_interrupt_handlers();
+      if (args->steps > 0) config.set("train.steps=" + std::to_string(args->steps));
       experiments::check_noise_config(config);
+      experiments::check_run(config, notes_stream());
       std::printf("%s", config.resolved_toml().c_str());
       return;
     }

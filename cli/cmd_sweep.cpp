@@ -13,6 +13,7 @@
 #include "experiments/sweep.hpp"
 #include "experiments/sweep_interrupt.hpp"
 #include "experiments/sweep_plan.hpp"
+#include "trainer/interrupt.hpp"
 
 namespace lbt::cli {
 
@@ -129,7 +130,11 @@ void add_sweep_command(CLI::App& app) {
   cmd->footer(config_keys_footer());
   cmd->callback([a] {
     const experiments::SweepOptions o = a->resolved();
-    experiments::install_sweep_interrupt_handlers();
+    // --check writes nothing and starts no trial: a signal ends it at once (130/143).
+    if (o.check_only)
+      trainer::install_check_interrupt_handlers();
+    else
+      experiments::install_sweep_interrupt_handlers();
     const auto r = experiments::run_sweep(o);
     throw_if_interrupted(r, o);
     report_sweep(r, o);

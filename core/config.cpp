@@ -110,6 +110,16 @@ void Config::set_default(std::string_view assignment) {
   impl_->defaulted.insert(key);
 }
 
+void Config::erase(std::string_view key) {
+  erase_at(impl_->root, key);
+  erase_at(impl_->resolved, key);
+  const std::string prefix = std::string(key) + ".";
+  std::erase_if(impl_->overridden,
+                [&](const std::string& k) { return k == key || k.starts_with(prefix); });
+  std::erase_if(impl_->defaulted,
+                [&](const std::string& k) { return k == key || k.starts_with(prefix); });
+}
+
 namespace {
 
 // The node a getter reads: the configured one, else the default's TOML text parsed into

@@ -77,8 +77,11 @@ void add_sweep_options(CLI::App* cmd, SweepArgs& a) {
   cmd->add_flag("--collect", o.collect_only, "run nothing: rebuild the CSVs, fit.json and plots");
   cmd->add_flag("--no-plots", a.no_plots, "skip notebooks/lbt_sweep_plots.py");
   cmd->add_flag("--quiet,-q", a.quiet, "no progress lines");
-  cmd->add_flag("--check", o.check_only,
-                "validate the config and every trial's (schedule against its budget); run nothing");
+  cmd->add_flag(
+      "--check", o.check_only,
+      "check what every trial checks before its first step, at each batch size (the model's "
+      "layer shapes, the micro-batch layout, the optimizer, the schedule against its "
+      "budget); run nothing");
 }
 
 // An interrupted sweep says how to continue it; its exit code is the signal's.
@@ -96,8 +99,7 @@ void throw_if_interrupted(const experiments::SweepOutcome& r, const experiments:
 
 void report_sweep(const experiments::SweepOutcome& r, const experiments::SweepOptions& o) {
   if (o.check_only) {
-    std::printf("sweep config valid: %d trials, each trial's config and schedule checked\n",
-                r.trials);
+    std::printf("sweep config valid: %d trials, each batch size's run checked\n", r.trials);
     return;
   }
   if (o.launcher == "slurm" && o.trial_index < 0 && o.trial_name.empty() && !o.collect_only) return;

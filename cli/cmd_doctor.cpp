@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "cli/commands.hpp"
+#include "cli/option_checks.hpp"
 #include "core/error.hpp"
 #include "experiments/child_process.hpp"
 
@@ -26,7 +27,8 @@ void add_doctor_command(CLI::App& app) {
                          "forward, backward, each optimizer for 100 steps, the noise sums, NCCL");
   cmd->add_option("--device", *device, "the device to check (cuda)")
       ->check(CLI::IsMember({"cuda"}));
-  cmd->add_option("--seed", *seed, "seed of the random inputs");
+  cmd->add_option("--seed", *seed, "seed of the random inputs")
+      ->check(whole_number<std::uint64_t>(0));
   cmd->callback([device, seed] {
 #if defined(LBT_HAVE_CUDA_DOCTOR)
     const std::string program =

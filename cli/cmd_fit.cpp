@@ -4,6 +4,7 @@
 #include <string>
 
 #include "cli/commands.hpp"
+#include "cli/option_checks.hpp"
 #include "experiments/fit_files.hpp"
 #include "experiments/sweep.hpp"
 
@@ -26,7 +27,7 @@ void add_fit_command(CLI::App& app) {
   cmd->add_option("sweep_dir", a->dir, "directory written by lbt sweep")
       ->required()
       ->check(CLI::ExistingDirectory);
-  cmd->add_option("--resamples", a->resamples, "bootstrap resamples")->check(CLI::PositiveNumber);
+  cmd->add_option("--resamples", a->resamples, "bootstrap resamples")->check(whole_number<int>());
   cmd->add_flag("--no-plots", a->no_plots, "skip notebooks/lbt_sweep_plots.py");
   cmd->callback([a] {
     analysis::FitOptions o;

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "cli/commands.hpp"
+#include "cli/option_checks.hpp"
 #include "core/error.hpp"
 #include "experiments/memory_probe.hpp"
 #include "experiments/memory_report.hpp"
@@ -55,10 +56,11 @@ void add_memory_command(CLI::App& app) {
                   "Global batch(es), one column each, at the micro-batch lbt train resolves "
                   "(default: train.global_batch)")
       ->delimiter(',')
-      ->check(CLI::PositiveNumber);
+      ->check(whole_number<std::int64_t>());
   cmd->add_option("--workers", o.workers,
                   "Data-parallel ranks on one node (default 1); beyond 1, mpirun measures an MPI "
-                  "rank's baseline for the runtime part");
+                  "rank's baseline for the runtime part")
+      ->check(whole_number<int>());
   cmd->add_flag("--mpi-runtime", args->mpi_runtime, "(internal: one rank of that measurement)")
       ->group("");
   cmd->add_option("--memory", args->memory,
@@ -72,7 +74,7 @@ void add_memory_command(CLI::App& app) {
       "off by more than --tolerance; exit 2 when the machine lacks the memory for "
       "--workers ranks at once");
   cmd->add_option("--tolerance", o.tolerance, "Allowed |measured / estimate - 1| (default 0.10)")
-      ->check(CLI::Range(0.0, 1.0));
+      ->check(number_in(0.0, 1.0));
   cmd->footer(
       "The estimate counts what lbt's trainer allocates: the flat parameter and gradient\n"
       "buffers, one optimizer state buffer per moment (SGD 0, momentum/Nesterov/LARS 1,\n"

@@ -8,9 +8,12 @@
 #include <vector>
 
 #include "cli/commands.hpp"
+#include "cli/option_checks.hpp"
 #include "core/config.hpp"
 #include "experiments/lbt_schema.hpp"
 #include "experiments/noise_run.hpp"
+#include "experiments/run_check.hpp"
+#include "trainer/interrupt.hpp"
 
 namespace lbt::cli {
 
@@ -33,22 +36,28 @@ void add_noise_command(CLI::App& app) {
                   "TOML config (e.g. experiments/configs/synthetic_regression.toml)")
       ->required()
       ->check(CLI::ExistingFile);
-  cmd->add_option("--steps", args->steps, "Train this many steps (default: the config's budget)");
+  cmd->add_option("--steps", args->steps, "Train this many steps (default: the config's budget)")
+      ->check(whole_number<std::int64_t>());
   cmd->add_option("--at-steps", args->at_steps,
                   "Report B_simple and measure B_noise at these steps: 0,500,2000")
-      ->delimiter(',');
+      ->delimiter(',')
+      ->check(whole_number<std::int64_t>(0));
   cmd->add_option("--set,-s", args->sets, "Override a config key (repeatable), e.g. noise.every=5");
   cmd->add_option("--out,-o", args->out, "Run directory (default: runs/<config>-<timestamp>)");
   cmd->add_flag("--overwrite", args->overwrite, "Replace an existing run directory");
   cmd->add_flag("--quiet,-q", args->quiet, "No progress line");
   cmd->add_flag("--no-plot", args->no_plot, "Skip noise.png");
   cmd->add_flag("--check", args->check,
-                "Validate and resolve the config, print the resolved config.toml; run nothing");
+                "Check the config, the data, the model's layer shapes, the optimizer and the "
+                "schedule as the run would; print the resolved config.toml; run nothing");
   cmd->footer(config_keys_footer());
   cmd->callback([args] {
     Config config = experiments::load_config(args->config_path, args->sets, notes_stream());
     if (args->check) {
+      trainer::install_check_interrupt_handlers();
+      if (args->steps > 0) config.set("train.steps=" + std::to_string(args->steps));
       experiments::check_noise_config(config);
+      experiments::check_run(config, notes_stream());
       std::printf("%s", config.resolved_toml().c_str());
       return;
     }

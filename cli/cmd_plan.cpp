@@ -7,6 +7,7 @@
 #include <string>
 
 #include "cli/commands.hpp"
+#include "cli/option_checks.hpp"
 #include "core/error.hpp"
 #include "experiments/memory_report.hpp"
 #include "experiments/scale_plan.hpp"
@@ -26,18 +27,18 @@ void add_plan_command(CLI::App& app) {
       ->required()
       ->check(CLI::ExistingDirectory);
   cmd->add_option("--workers", o->workers, "budget: this many data-parallel workers ...")
-      ->check(CLI::PositiveNumber);
+      ->check(whole_number<int>());
   cmd->add_option("--micro-batch", o->micro_batch, "... each taking this many examples a step")
-      ->check(CLI::PositiveNumber);
+      ->check(whole_number<std::int64_t>());
   cmd->add_option("--max-steps", o->max_steps,
                   "budget: at most this many steps (the smallest batch that fits, fewest examples)")
-      ->check(CLI::PositiveNumber);
+      ->check(whole_number<std::int64_t>());
   cmd->add_option("--max-examples", o->max_examples,
                   "budget: at most this many examples (the largest batch that fits, fewest steps)")
-      ->check(CLI::PositiveNumber);
+      ->check(whole_number<std::int64_t>());
   cmd->add_option("--out,-o", *out, "the config to write (default: SWEEP_DIR/plan.toml)");
   cmd->add_option("--resamples", o->resamples, "bootstrap resamples for the intervals")
-      ->check(CLI::PositiveNumber);
+      ->check(whole_number<int>());
   cmd->add_option("--memory", *memory,
                   "memory per rank for the plan's memory lines, e.g. 16GiB, 80GB (default 16GiB)");
   cmd->callback([o, from, out, memory] {

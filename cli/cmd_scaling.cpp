@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "cli/commands.hpp"
+#include "cli/option_checks.hpp"
 #include "core/error.hpp"
 #include "experiments/child_process.hpp"
 #include "experiments/scaling.hpp"
@@ -26,14 +27,17 @@ void add_scaling_command(CLI::App& app) {
   cmd->add_option("--config,-c", o->config, "TOML config")->required()->check(CLI::ExistingFile);
   cmd->add_option("--workers,-w", o->workers, "Process counts, ascending: --workers 1,2,4")
       ->required()
-      ->delimiter(',');
+      ->delimiter(',')
+      ->check(whole_number<int>());
   cmd->add_option("--steps", o->steps, "Optimizer steps per run (throughput window)")
+      ->check(whole_number<std::int64_t>())
       ->capture_default_str();
   cmd->add_option("--repeats", o->repeats,
                   "Times to run the whole worker list (with --compare, every (variant, workers) "
                   "pair), interleaved, each repeat's order rotated by one; speedup, efficiency "
                   "and variant ratios are taken within each repeat and reported as median "
                   "[min-max]")
+      ->check(whole_number<int>())
       ->capture_default_str();
   cmd->add_option("--out,-o", *out,
                   "Study directory (workers-K/repeat-R runs, or VARIANT/workers-K/repeat-R with "

@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "cli/commands.hpp"
+#include "cli/option_checks.hpp"
 #include "core/config.hpp"
 #include "core/error.hpp"
 #include "experiments/lbt_schema.hpp"
@@ -152,19 +153,23 @@ void add_schedule_command(CLI::App& app) {
                   "Override a config key: --set schedule.decay=cosine (repeatable)");
   cmd->add_option("--global-batch,-b", args->global_batches,
                   "Global batch(es); several give one column each (default: train.global_batch)")
-      ->delimiter(',');
+      ->delimiter(',')
+      ->check(whole_number<std::int64_t>());
   cmd->add_option("--steps", args->steps,
                   "Run length in steps, as train.steps (default: the config's train.steps or "
-                  "train.epochs, as the trainer counts them)");
+                  "train.epochs, as the trainer counts them)")
+      ->check(whole_number<std::int64_t>());
   auto* spe = cmd->add_option("--steps-per-epoch", args->steps_per_epoch,
                               "Steps per epoch at every batch, instead of loading the data "
-                              "(default: schedule.steps_per_epoch, else the data's)");
+                              "(default: schedule.steps_per_epoch, else the data's)")
+                  ->check(whole_number<std::int64_t>());
   cmd->add_option("--train-size", args->train_size,
                   "Training examples, instead of loading the data: steps per epoch = "
                   "floor(N / workers) / (global batch / workers), as the trainer counts")
+      ->check(whole_number<std::int64_t>())
       ->excludes(spe);
   cmd->add_option("--workers", args->workers, "Ranks the run will use (default 1)")
-      ->check(CLI::PositiveNumber);
+      ->check(whole_number<int>());
   cmd->add_option("--plot", args->plot,
                   "Also draw the curve to this image (writes the CSV beside it)");
   cmd->add_flag("--log-y", args->log_y, "Logarithmic LR axis in the plot");

@@ -7,11 +7,13 @@
 #include <vector>
 
 #include "cli/commands.hpp"
+#include "cli/option_checks.hpp"
 #include "core/config.hpp"
 #include "core/error.hpp"
 #include "experiments/sweep.hpp"
 #include "experiments/sweep_interrupt.hpp"
 #include "experiments/sweep_plan.hpp"
+#include "trainer/interrupt.hpp"
 
 namespace lbt::cli {
 
@@ -42,13 +44,14 @@ void add_sweep_options(CLI::App* cmd, SweepArgs& a) {
       ->check(CLI::ExistingFile);
   cmd->add_option("--batch-sizes,-b", o.batch_sizes,
                   "global batch sizes, e.g. 16,32,64 (default: sweep.batch_sizes)")
-      ->delimiter(',');
+      ->delimiter(',')
+      ->check(whole_number<std::int64_t>());
   cmd->add_option("--target,-t", o.target,
                   "e.g. \"val_accuracy>=0.85\" (default: the config's train.target)");
-  cmd->add_option("--lr-trials", o.lr_trials,
-                  "LR trials per batch size (default: sweep.lr_trials)");
+  cmd->add_option("--lr-trials", o.lr_trials, "LR trials per batch size (default: sweep.lr_trials)")
+      ->check(whole_number<int>());
   cmd->add_option("--jobs,-j", o.jobs, "concurrent trials; each gets max(1, cores / jobs) threads")
-      ->check(CLI::PositiveNumber);
+      ->check(whole_number<int>());
   cmd->add_option("--out,-o", a.out,
                   "sweep directory (default: runs/sweep-<config stem>); "
                   "rerunning with the same one resumes");
@@ -58,7 +61,8 @@ void add_sweep_options(CLI::App* cmd, SweepArgs& a) {
       ->check(CLI::IsMember({"local", "slurm"}));
   cmd->add_flag("--submit", o.submit, "slurm: sbatch the written script");
   cmd->add_option("--trial-index", o.trial_index,
-                  "run only trial I of the plan as it stands (sweep.csv's order)");
+                  "run only trial I of the plan as it stands (sweep.csv's order)")
+      ->check(whole_number<int>(0));
   cmd->add_option("--exec", o.exec_command,
                   "run this program as each trial instead of lbt train: placeholders {batch_size} "
                   "{lr} {seed} {run_dir} {max_steps} {eval_every} {section.key}; it appends "
@@ -73,8 +77,11 @@ void add_sweep_options(CLI::App* cmd, SweepArgs& a) {
   cmd->add_flag("--collect", o.collect_only, "run nothing: rebuild the CSVs, fit.json and plots");
   cmd->add_flag("--no-plots", a.no_plots, "skip notebooks/lbt_sweep_plots.py");
   cmd->add_flag("--quiet,-q", a.quiet, "no progress lines");
-  cmd->add_flag("--check", o.check_only,
-                "validate the config and every trial's (schedule against its budget); run nothing");
+  cmd->add_flag(
+      "--check", o.check_only,
+      "check what every trial checks before its first step, at each batch size (the model's "
+      "layer shapes, the micro-batch layout, the optimizer, the schedule against its "
+      "budget); run nothing");
 }
 
 // An interrupted sweep says how to continue it; its exit code is the signal's.
@@ -92,8 +99,7 @@ void throw_if_interrupted(const experiments::SweepOutcome& r, const experiments:
 
 void report_sweep(const experiments::SweepOutcome& r, const experiments::SweepOptions& o) {
   if (o.check_only) {
-    std::printf("sweep config valid: %d trials, each trial's config and schedule checked\n",
-                r.trials);
+    std::printf("sweep config valid: %d trials, each batch size's run checked\n", r.trials);
     return;
   }
   if (o.launcher == "slurm" && o.trial_index < 0 && o.trial_name.empty() && !o.collect_only) return;
@@ -127,7 +133,11 @@ void add_sweep_command(CLI::App& app) {
   cmd->footer(config_keys_footer());
   cmd->callback([a] {
     const experiments::SweepOptions o = a->resolved();
-    experiments::install_sweep_interrupt_handlers();
+    // --check writes nothing and starts no trial: a signal ends it at once (130/143).
+    if (o.check_only)
+      trainer::install_check_interrupt_handlers();
+    else
+      experiments::install_sweep_interrupt_handlers();
     const auto r = experiments::run_sweep(o);
     throw_if_interrupted(r, o);
     report_sweep(r, o);

@@ -9,6 +9,7 @@
 #include "core/config.hpp"
 #include "core/error.hpp"
 #include "experiments/lbt_schema.hpp"
+#include "experiments/run_check.hpp"
 #include "experiments/train_run.hpp"
 #include "trainer/comm/communicator.hpp"
 #include "trainer/interrupt.hpp"
@@ -115,8 +116,9 @@ void add_train_command(CLI::App& app) {
   cmd->add_flag("--overwrite", args->overwrite, "Replace an existing run directory");
   cmd->add_flag("--quiet,-q", args->quiet, "No progress line");
   cmd->add_flag("--check", args->check,
-                "Validate and resolve the config, print the resolved config.toml; train nothing "
-                "(the data are not loaded)");
+                "Check everything the run checks before its first step: the config, the data, "
+                "the model's layer shapes (no weights), the optimizer and the schedule; print the "
+                "resolved config.toml; train nothing");
   cmd->add_option("--resume", args->resume,
                   "RUN_DIR: continue that run from its newest intact checkpoint (bit for bit); "
                   "auto: continue --out's run if it has a checkpoint, else start it");
@@ -125,9 +127,10 @@ void add_train_command(CLI::App& app) {
     const experiments::RunOptions options = run_options(*args);
     Config config = experiments::load_config(args->config_path, args->sets, notes_stream());
     if (args->check) {
-      const trainer::RunConfig run = trainer::resolve_run_config(config, 1);
-      // the EMA's horizon against a budget in steps (in epochs it needs the data: at run time)
-      if (run.train.steps > 0) trainer::check_ema_horizon(run.train, run.train.steps, config.source());
+      trainer::install_check_interrupt_handlers();
+      // Everything the run checks before its first step (the model's layer shapes, the data,
+      // the optimizer, the schedule at the run's budget), with no weights and no training.
+      experiments::check_run(config, notes_stream());
       std::printf("%s", config.resolved_toml().c_str());
       return;
     }

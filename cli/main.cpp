@@ -14,6 +14,7 @@
 #include <thread>
 
 #include "cli/commands.hpp"
+#include "cli/option_checks.hpp"
 #include "core/cpu_path.hpp"
 #include "core/error.hpp"
 #include "experiments/lbt_schema.hpp"
@@ -93,7 +94,7 @@ int main(int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    return app.exit(e);
+    return lbt::cli::report_parse_error(app, e);
   } catch (const lbt::ReportedByRankZero& e) {
     // Rank 0 prints the message and aborts the job; wait for that rather than racing it.
     lbt::comm::Communicator* comm = lbt::comm::active_communicator();

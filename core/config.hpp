@@ -55,6 +55,10 @@ class Config {
   // resumed run compares it like any other key. Checking each entry's fields is the caller's.
   std::vector<ConfigTable> get_table_list(const KeySpec& spec);
 
+  // Removes `key` (a value, or a table such as "sweep") from the config and the resolved config:
+  // a sweep's trial configs are its config without [sweep], as each trial reads them.
+  void erase(std::string_view key);
+
   bool has(std::string_view key) const;
   // The configured string at `key`, or `fallback`; reads nothing into the resolved config (for
   // the conditions that decide which keys apply).

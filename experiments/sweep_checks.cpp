@@ -5,15 +5,18 @@
 
 #include <iostream>
 #include <map>
+#include <optional>
 #include <sstream>
 
 #include "core/error.hpp"
 #include "core/io.hpp"
 #include "experiments/lbt_schema.hpp"
+#include "experiments/run_check.hpp"
 #include "experiments/run_checkpoint.hpp"
+#include "experiments/sweep_interrupt.hpp"
 #include "trainer/data/load.hpp"
+#include "trainer/interrupt.hpp"
 #include "trainer/run_config.hpp"
-#include "trainer/task.hpp"
 
 namespace lbt::experiments {
 namespace fs = std::filesystem;
@@ -58,29 +61,82 @@ std::string trial_base_config(const fs::path& config_path) {
   return ss.str();
 }
 
-// Resolves every trial's config the way `lbt train` will, and builds its schedule with the
-// data's real steps per epoch, so that a bad key or a warmup longer than a trial's budget fails
-// now, not in N children.
+namespace {
+
+// The trials whose checks cover the plan: the first of each batch size (the LR trials at a batch
+// differ only in optimizer.lr, optimizer.momentum and train.seed, in ranges read_sweep_settings
+// checked) and every adaptive trial. One per batch size keeps a plan of 100,000 batch sizes
+// seconds long.
+std::vector<const Trial*> trials_to_check(const std::vector<Trial>& plan) {
+  std::vector<const Trial*> chosen;
+  for (const Trial& t : plan) {
+    if (t.adaptive || chosen.empty() || chosen.back()->batch_size != t.batch_size)
+      chosen.push_back(&t);
+  }
+  return chosen;
+}
+
+// Ctrl-C or SIGTERM while checking: nothing is written yet, so the sweep just stops.
+void throw_if_interrupted(std::size_t checked, std::size_t total) {
+  const int signal = sweep_interrupt_signal();
+  if (signal == 0) return;
+  throw Interrupted(signal,
+                    std::string("lbt sweep stopped by ") + trainer::signal_name(signal) +
+                        " while checking its trials (" + std::to_string(checked) + " of " +
+                        std::to_string(total) + " checked); nothing was written",
+                    "rerun the same command to check (and run) the sweep");
+}
+
+// `trial`'s config as `lbt train` will resolve it: the sweep's config without [sweep], with the
+// trial's overrides.
+trainer::RunConfig resolve_trial(const Config& base, const Trial& trial, Config& c) {
+  c = Config(base);
+  for (const auto& s : trial.overrides) c.set(s);
+  c.validate(lbt_schema());
+  return trainer::resolve_run_config(c, 1);
+}
+
+// The error of one trial's check, naming the trial.
+ConfigError in_trial(const Trial& trial, const ConfigError& e) {
+  const std::string batch = trial.adaptive ? "adaptive" : "B=" + std::to_string(trial.batch_size);
+  return ConfigError("trial " + trial.name + " (" + batch + ", " + std::to_string(trial.steps) +
+                         " steps): " + e.what(),
+                     e.hint());
+}
+
+}  // namespace
+
+// Resolves each batch size's trial config the way `lbt train` will and checks what its run
+// checks before the first step (run_check.hpp), so that a bad key, a model whose layers do not
+// fit the data, a micro-batch layout or a warmup longer than a trial's budget fails now, not
+// in N children. The data are loaded and the model's shapes built once (neither depends on
+// the batch).
 void validate_trial_configs(const Config& sweep_config, const std::vector<Trial>& plan) {
-  std::int64_t train_examples = 0;
-  for (const Trial& trial : plan) {
-    Config c = sweep_config;
-    for (const auto& s : trial.overrides) c.set(s);
-    c.validate(lbt_schema());
-    const trainer::RunConfig run = trainer::resolve_run_config(c, 1);
-    if (train_examples == 0) {
-      const data::Dataset train = data::load_splits(run.train.data, run.train.seed).train;
-      train_examples = train.n;
-      // a target or loss the data cannot have (val_r2 on classes, ...) fails here, not per trial
-      trainer::check_task(run.train, train);
+  Config base = sweep_config;
+  base.erase("sweep");  // else every copy below carries sweep.batch_sizes: quadratic in them
+  const std::vector<const Trial*> trials = trials_to_check(plan);
+  std::optional<data::Splits> splits;
+  std::unique_ptr<nn::Model> model;
+  Config c;
+  for (std::size_t i = 0; i < trials.size(); ++i) {
+    throw_if_interrupted(i, trials.size());
+    const Trial& trial = *trials[i];
+    trainer::RunConfig run;
+    try {
+      run = resolve_trial(base, trial, c);
+    } catch (const ConfigError& e) {
+      throw in_trial(trial, e);
+    }
+    if (!model) {  // the first trial: the data and the model's shapes are every trial's
+      check_model_spec(run.train);
+      splits = data::load_splits(run.train.data, run.train.seed);
+      model = model_for_data(run.train, splits->train);
+      check_optimizer(run, *model);
     }
     try {
-      trainer::run_schedule(run, trainer::step_budget(run.train, train_examples, 1),
-                            &trial == &plan.front() ? &std::cerr : nullptr);
+      check_run_at_batch(c, run, *model, splits->train.n, i == 0 ? &std::cerr : nullptr);
     } catch (const ConfigError& e) {
-      throw ConfigError("trial " + trial.name + " (B=" + std::to_string(trial.batch_size) + ", " +
-                            std::to_string(trial.steps) + " steps): " + e.what(),
-                        e.hint());
+      throw in_trial(trial, e);
     }
   }
 }

@@ -18,7 +18,10 @@ void refuse_trial_keys(const std::vector<std::string>& sets);
 // The trials' config: the sweep's file without its [sweep] table, as TOML text.
 std::string trial_base_config(const std::filesystem::path& config_path);
 
-// Resolves every trial's config and builds its schedule with the data's steps per epoch.
+// Checks what every trial's run checks before its first step (run_check.hpp), at each batch size
+// of the plan: the trial's config resolved, the model's layer shapes on the data, the optimizer,
+// the micro-batch layout and the schedule against the trial's budget. Stops with Interrupted
+// (exit 130/143) on the sweep's first SIGINT/SIGTERM, between batch sizes.
 void validate_trial_configs(const Config& sweep_config, const std::vector<Trial>& plan);
 
 // The plan's trials as recorded in sweep.json.

@@ -16,6 +16,7 @@
 #include "core/rng.hpp"
 #include "experiments/hessian_probe.hpp"
 #include "experiments/rank_agreement.hpp"
+#include "experiments/run_check.hpp"
 #include "experiments/run_checkpoint.hpp"
 #include "experiments/trial_readings.hpp"
 #include "nn/model.hpp"
@@ -102,28 +103,12 @@ nlohmann::json summary_json(const trainer::TrainConfig& cfg, const trainer::Trai
   return s;
 }
 
-// The run's model for the data's examples: an image model takes their [C, H, W] shape (a shape
-// it cannot take is a ConfigError), and its input and output sizes must match the data's.
+// The run's model for the data's examples (run_check.hpp: the same checks as --check), its
+// random streams seeded for this rank.
 std::unique_ptr<nn::Model> make_model(const trainer::TrainConfig& cfg, const data::Splits& splits,
                                       int rank) {
-  auto model = cfg.model_layers.empty()
-                   ? nn::Model::from_spec(cfg.model_spec, cfg.init, splits.train.shape)
-                   : nn::Model::from_layers(cfg.model_layers, cfg.init, splits.train.shape);
+  auto model = model_for_data(cfg, splits.train);
   model->seed_streams(cfg.seed, static_cast<std::uint64_t>(rank));
-  if (splits.train.dim != model->input_dim()) {
-    throw ConfigError(cfg.model_name() + " takes " + std::to_string(model->input_dim()) +
-                          " inputs but " + splits.train.name + " examples have " +
-                          std::to_string(splits.train.dim),
-                      "make the first layer size " + std::to_string(splits.train.dim));
-  }
-  if (splits.train.is_classification() && model->output_dim() != splits.train.num_classes) {
-    throw ConfigError(
-        cfg.model_name() + " has " + std::to_string(model->output_dim()) + " outputs but " +
-            splits.train.name + " has " + std::to_string(splits.train.num_classes) + " classes",
-        "make the last layer's size (out) " + std::to_string(splits.train.num_classes));
-  }
-  // model.loss and train.target against the data's task; regression output width
-  trainer::check_task(cfg, splits.train, model->output_dim());
   return model;
 }
 
@@ -297,6 +282,7 @@ RunResult run_training(Config& config, const RunOptions& options, comm::Communic
   check_data_agrees(comm, data::data_files(cfg.data));
   const int threads = cfg.threads > 0 ? cfg.threads : default_threads(comm.size());
   set_num_threads(threads);
+  check_model_spec(cfg);  // before the data load
   data::Splits splits = data::load_splits(cfg.data, cfg.seed);
   auto model = make_model(cfg, splits, comm.rank());
   data::ShardedSampler sampler(splits.train.n, cfg.seed, comm.size(), comm.rank(), cfg.micro_batch,

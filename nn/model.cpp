@@ -43,15 +43,20 @@ void Model::add(std::unique_ptr<Layer> layer) {
   }
 }
 
-void Model::build(Rng& rng) {
+void Model::register_params() {
+  if (!first_segment_.empty()) return;
   // Names count per prefix: conv1, conv2, bn1, block1, ..., fc1, fc2.
   std::map<std::string, int> counts;
-  std::vector<std::size_t> first_segment;  // per layer; segments().size() when it has none
   for (auto& layer : layers_) {
     const std::string prefix = layer->param_prefix();
-    first_segment.push_back(store_.segments().size());
+    first_segment_.push_back(store_.segments().size());
     layer->register_params(store_, prefix + std::to_string(++counts[prefix]));
   }
+}
+
+void Model::build(Rng& rng) {
+  register_params();
+  const std::vector<std::size_t>& first_segment = first_segment_;
   store_.allocate(*backend_);
   grads_from_.assign(layers_.size(), kNoParams);
   for (std::size_t i = 0; i < layers_.size(); ++i) {

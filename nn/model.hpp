@@ -51,6 +51,10 @@ class Model {
   void add(std::unique_ptr<Layer> layer);
   // Registers all parameters, allocates the flat buffers, and initialises from `rng`.
   void build(Rng& rng);
+  // Registers every layer's parameters in store() (names, sizes, kinds) without allocating them:
+  // the segment table `lbt train --check` checks the optimizer and the noise estimator against.
+  // build() registers them when this was not called.
+  void register_params();
   void reserve(std::int64_t max_batch);
   // Memory of a model reserved for `batch` examples (trainer/memory_estimate.hpp counts with
   // these): every layer's output and its gradient, and the conv-BatchNorm moments.
@@ -133,6 +137,8 @@ class Model {
   // Per layer: the offset of its first parameter in the flat buffers, or kNoParams.
   static constexpr std::size_t kNoParams = static_cast<std::size_t>(-1);
   std::vector<std::size_t> grads_from_;
+  // Per layer: its first segment (segments().size() when it has none); empty until registered.
+  std::vector<std::size_t> first_segment_;
   std::int64_t capacity_ = 0;
 };
 

@@ -20,16 +20,30 @@ void on_signal(int sig) {
   [[maybe_unused]] const ssize_t n = ::write(STDERR_FILENO, msg, sizeof msg - 1);
 }
 
-}  // namespace
+void on_check_signal(int sig) {
+  const char msg[] = "\nlbt: --check stopped by a signal; nothing was written\n";
+  [[maybe_unused]] const ssize_t n = ::write(STDERR_FILENO, msg, sizeof msg - 1);
+  _exit(128 + sig);
+}
 
-void install_interrupt_handlers() {
+void install(void (*handler)(int)) {
   struct sigaction sa;
   std::memset(&sa, 0, sizeof sa);
-  sa.sa_handler = on_signal;
+  sa.sa_handler = handler;
   sigemptyset(&sa.sa_mask);
   sa.sa_flags = SA_RESTART;  // file writes and reads go on; the loop polls the flag
   sigaction(SIGINT, &sa, nullptr);
   sigaction(SIGTERM, &sa, nullptr);
+}
+
+}  // namespace
+
+void install_interrupt_handlers() {
+  install(on_signal);
+}
+
+void install_check_interrupt_handlers() {
+  install(on_check_signal);
 }
 
 int interrupt_signal() {

@@ -187,13 +187,24 @@ std::int64_t parse_memory_size(const std::string& text, const std::string& optio
       {"mib", 1048576.0}, {"gib", 1073741824.0}, {"tib", 1099511627776.0}};
   const auto* found = std::find_if(std::begin(kUnits), std::end(kUnits),
                                    [&](const auto& u) { return unit == u.first; });
+  if (text.size() > 1 && text[0] == '-' && std::isdigit(static_cast<unsigned char>(text[1]))) {
+    throw ConfigError(option + " '" + text + "': the memory must be positive",
+                      "e.g. " + option + " 16GiB");
+  }
   if (digits == 0 || found == std::end(kUnits)) throw bad;
   double number = 0.0;
   if (std::sscanf(text.substr(0, digits).c_str(), "%lf", &number) != 1 ||
       std::count(text.begin(), text.begin() + static_cast<std::ptrdiff_t>(digits), '.') > 1)
     throw bad;
   const double bytes = std::floor(number * found->second);
-  if (!(bytes >= 1.0) || bytes > 9.2e18) throw bad;
+  if (!(bytes >= 1.0)) {
+    throw ConfigError(option + " '" + text + "': the memory must be positive (at least 1B)",
+                      "e.g. " + option + " 16GiB");
+  }
+  if (bytes > 9.2e18) {
+    throw ConfigError(option + " '" + text + "': the memory must be positive and below 8EiB",
+                      "e.g. " + option + " 16GiB");
+  }
   return static_cast<std::int64_t>(bytes);
 }
 

@@ -208,7 +208,7 @@ BOOST_AUTO_TEST_CASE(memory_strings_parse_decimal_and_binary_units) {
 
 BOOST_AUTO_TEST_CASE(memory_strings_without_number_or_unit_are_config_errors) {
   for (const std::string bad :
-       {"16 Gb", "16", "GiB", "-1GiB", "0GiB", "16GiBs", "1.2.3GB", "", "16Gib ", "1e3MB"}) {
+       {"16 Gb", "16", "GiB", "16GiBs", "1.2.3GB", "", "16Gib ", "1e3MB", "-GiB"}) {
     BOOST_TEST_CONTEXT("'" << bad << "'") {
       try {
         parse_memory_size(bad);
@@ -216,6 +216,20 @@ BOOST_AUTO_TEST_CASE(memory_strings_without_number_or_unit_are_config_errors) {
       } catch (const ConfigError& e) {
         BOOST_TEST(std::string(e.what()) ==
                    "--memory '" + bad + "': expected a number and a unit such as 16GiB, 512MB");
+      }
+    }
+  }
+}
+
+BOOST_AUTO_TEST_CASE(memory_sizes_of_zero_or_less_say_the_memory_must_be_positive) {
+  for (const std::string bad : {"0GiB", "-1GiB", "0.0001B", "-16MB", "9999999999TiB"}) {
+    BOOST_TEST_CONTEXT("'" << bad << "'") {
+      try {
+        parse_memory_size(bad);
+        BOOST_ERROR("accepted");
+      } catch (const ConfigError& e) {
+        BOOST_TEST(std::string(e.what()).rfind(
+                       "--memory '" + bad + "': the memory must be positive", 0) == 0);
       }
     }
   }

@@ -1,0 +1,72 @@
+// A run's checks before its first step, without training; see run_check.hpp.
+#include "experiments/run_check.hpp"
+
+#include "core/error.hpp"
+#include "experiments/hessian_probe.hpp"
+#include "nn/layer_spec.hpp"
+#include "noise/online_estimator.hpp"
+#include "optim/optimizer_options.hpp"
+#include "trainer/data/load.hpp"
+#include "trainer/noise_log.hpp"
+#include "trainer/target_reading.hpp"
+#include "trainer/task.hpp"
+
+namespace lbt::experiments {
+
+void check_model_spec(const trainer::TrainConfig& cfg) {
+  if (cfg.model_layers.empty()) nn::expand_spec(cfg.model_spec, {});
+}
+
+std::unique_ptr<nn::Model> model_for_data(const trainer::TrainConfig& cfg,
+                                          const data::Dataset& train) {
+  auto model = cfg.model_layers.empty()
+                   ? nn::Model::from_spec(cfg.model_spec, cfg.init, train.shape)
+                   : nn::Model::from_layers(cfg.model_layers, cfg.init, train.shape);
+  if (train.dim != model->input_dim()) {
+    throw ConfigError(cfg.model_name() + " takes " + std::to_string(model->input_dim()) +
+                          " inputs but " + train.name + " examples have " +
+                          std::to_string(train.dim),
+                      "make the first layer size " + std::to_string(train.dim));
+  }
+  if (train.is_classification() && model->output_dim() != train.num_classes) {
+    throw ConfigError(cfg.model_name() + " has " + std::to_string(model->output_dim()) +
+                          " outputs but " + train.name + " has " +
+                          std::to_string(train.num_classes) + " classes",
+                      "make the last layer's size (out) " + std::to_string(train.num_classes));
+  }
+  // model.loss and train.target against the data's task; regression output width
+  trainer::check_task(cfg, train, model->output_dim());
+  model->register_params();  // the parameter table, not the parameters
+  return model;
+}
+
+trainer::StepBudget check_run_at_batch(Config& config, const trainer::RunConfig& run,
+                                       const nn::Model& model, std::int64_t train_examples,
+                                       std::ostream* warnings) {
+  const trainer::StepBudget budget = trainer::step_budget(run.train, train_examples, 1);
+  trainer::check_ema_horizon(run.train, budget.total_steps, config.source());
+  if (run.noise.enabled) {
+    read_hessian_options(config);
+    noise::choose_method(run.noise, 1, run.train.micro_batch, run.train.accum_steps,
+                         trainer::per_example_support(model));
+  }
+  trainer::run_schedule(run, budget, warnings);
+  return budget;
+}
+
+void check_optimizer(const trainer::RunConfig& run, const nn::Model& model) {
+  optim::make_optimizer(run.optimizer, 1);
+  std::vector<Segment> segments = model.store().segments();
+  optim::apply_exclusions(run.optimizer, segments);
+}
+
+void check_run(Config& config, std::ostream* warnings) {
+  const trainer::RunConfig run = trainer::resolve_run_config(config, 1);
+  check_model_spec(run.train);
+  const data::Splits splits = data::load_splits(run.train.data, run.train.seed);
+  const auto model = model_for_data(run.train, splits.train);
+  check_optimizer(run, *model);
+  check_run_at_batch(config, run, *model, splits.train.n, warnings);
+}
+
+}  // namespace lbt::experiments

@@ -1,0 +1,46 @@
+// What `lbt train` checks before its first step, reachable without training: `--check` of
+// train, noise and sweep runs these functions, and run_training runs the same ones at startup,
+// so a config that --check passes cannot fail there. The model is built as layer shapes only
+// (every layer's input against the one before it, no parameter allocated); the data are loaded,
+// since the model's input shape, the classes and a budget in epochs come from them.
+#pragma once
+#include <cstdint>
+#include <iosfwd>
+#include <memory>
+
+#include "core/config.hpp"
+#include "nn/model.hpp"
+#include "trainer/data/dataset.hpp"
+#include "trainer/run_config.hpp"
+
+namespace lbt::experiments {
+
+// A spec string's own errors (an unknown family, a size that is not a number) need no data:
+// this reports them before the data are loaded. Shapes against the data: model_for_data.
+void check_model_spec(const trainer::TrainConfig& cfg);
+
+// The run's model for the data's examples, its parameters registered but not allocated
+// (Model::build allocates them):
+// an image model takes their [C, H, W] shape (a layer that cannot take what it is given is a
+// ConfigError naming it), and the model's input and output sizes must match the data's.
+std::unique_ptr<nn::Model> model_for_data(const trainer::TrainConfig& cfg,
+                                          const data::Dataset& train);
+
+// The optimizer's own checks (on a one-float buffer) and its exclusion patterns
+// (optimizer.no_decay, no_trust_ratio) against the model's parameter names.
+void check_optimizer(const trainer::RunConfig& run, const nn::Model& model);
+
+// The checks of `run` on one process that depend on its global batch: the step budget (a batch
+// the data cannot fill), the EMA's horizon, the noise.hessian keys and the noise estimator the
+// batch layout allows, and the schedule against the budget (its notes go to `warnings`,
+// nullptr: none). Returns the budget.
+trainer::StepBudget check_run_at_batch(Config& config, const trainer::RunConfig& run,
+                                       const nn::Model& model, std::int64_t train_examples,
+                                       std::ostream* warnings);
+
+// All of it for `config` as `lbt train --check` sees it (one process): resolves the config,
+// loads the data, builds the model's shapes and checks the run at its batch. Throws the
+// ConfigError or DataError the run would stop with.
+void check_run(Config& config, std::ostream* warnings);
+
+}  // namespace lbt::experiments

@@ -1,0 +1,239 @@
+// `--check` that checks (issue 43), through the real `lbt` binary: train and sweep --check build
+// the model's layer shapes and stop on what a run would stop on at startup; the shipped presets
+// still pass; a signal ends a long sweep --check at once with 130/143; range errors on the
+// command line are lbt's one-line errors with the README's exit code 2. Each case failed on
+// main 1b0bf4f.
+#define BOOST_TEST_MODULE check
+#include <boost/test/unit_test.hpp>
+
+#include <signal.h>
+#include <sys/wait.h>
+
+#include <chrono>
+#include <cstdint>
+#include <filesystem>
+#include <fstream>
+#include <regex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "support/cli_runner.hpp"
+#include "support/processes.hpp"
+
+namespace fs = std::filesystem;
+using lbt::test::run_lbt;
+using lbt::test::scratch;
+using lbt::test::slurp;
+
+namespace {
+
+// Linear regression on synthetic data: no file to load, so a check takes milliseconds.
+const char* kSyntheticRun =
+    "[model]\nspec = \"linear:16-1\"\ninit = \"zero\"\n"
+    "[data]\ndataset = \"synthetic-regression\"\nvalidation_size = 512\n"
+    "[data.synthetic]\nexamples = 4096\ndim = 16\nnoise = 0.5\n"
+    "[train]\nglobal_batch = 32\nsteps = 40\ntarget = \"val_loss<=0.2\"\nthreads = 1\n"
+    "[optimizer]\nname = \"sgd\"\nlr = 0.05\n";
+
+const char* kSweepSection =
+    "[sweep]\nbatch_sizes = [16, 32]\nlr_multipliers = [0.5, 1.0]\nmax_steps = 40\n";
+
+fs::path write_file(const std::string& name, const std::string& text) {
+  const fs::path p = scratch() / name;
+  std::ofstream(p) << text;
+  return p;
+}
+
+// A NumPy .npy file (format 1.0): magic, header length, a dict padded to 64 bytes, the data.
+void write_npy(const fs::path& path, const std::string& descr, const std::string& shape,
+               const std::string& data) {
+  std::string header =
+      "{'descr': '" + descr + "', 'fortran_order': False, 'shape': " + shape + ", }";
+  header.append(64 - (10 + header.size() + 1) % 64, ' ');
+  header += '\n';
+  std::ofstream out(path, std::ios::binary);
+  out << "\x93NUMPY" << '\x01' << '\x00';
+  out.put(static_cast<char>(header.size() & 0xff)).put(static_cast<char>(header.size() >> 8));
+  out << header << data;
+}
+
+// 64 images [1, 28, 28] in 10 classes, as npy: an image model's check without Fashion-MNIST.
+std::string tiny_image_data() {
+  const fs::path x = scratch() / "x.npy", y = scratch() / "y.npy";
+  if (!fs::exists(x)) {
+    write_npy(x, "|u1", "(64, 1, 28, 28)", std::string(64 * 28 * 28, '\x07'));
+    std::string labels;
+    for (std::int64_t i = 0; i < 64; ++i) {
+      const std::int64_t label = i % 10;
+      labels.append(reinterpret_cast<const char*>(&label), sizeof label);
+    }
+    write_npy(y, "<i8", "(64,)", labels);
+  }
+  return "[data]\ndataset = \"tiny-images\"\nformat = \"npy\"\ntrain_features = \"" + x.string() +
+         "\"\ntrain_labels = \"" + y.string() + "\"\nvalidation_size = 16\n" +
+         "[train]\nglobal_batch = 16\nsteps = 40\ntarget = \"val_accuracy>=0.5\"\n" +
+         "[optimizer]\nname = \"sgd\"\nlr = 0.05\n";
+}
+
+// A convolution whose kernel (100) is larger than the 28 x 28 images it is given.
+std::string conv_kernel_100() {
+  return "[model]\ninit = \"he\"\n"
+         "[[model.layers]]\ntype = \"conv\"\nout_channels = 4\nkernel = 100\n"
+         "[[model.layers]]\ntype = \"relu\"\n"
+         "[[model.layers]]\ntype = \"linear\"\nout = 10\n" +
+         tiny_image_data();
+}
+
+// "1,2,...,n": a sweep's batch sizes.
+std::string batch_list(int n) {
+  std::string sizes = "1";
+  for (int b = 2; b <= n; ++b) {
+    sizes += ',';
+    sizes += std::to_string(b);
+  }
+  return sizes;
+}
+
+// The longest run of digits in `text`: a bound printed with 300 digits shows here.
+std::size_t longest_number(const std::string& text) {
+  std::size_t longest = 0, run = 0;
+  for (char c : text) {
+    run = (c >= '0' && c <= '9') ? run + 1 : 0;
+    longest = std::max(longest, run);
+  }
+  return longest;
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(train_and_sweep_check_refuse_a_bad_model_spec_naming_it) {
+  const fs::path run = write_file("run.toml", kSyntheticRun);
+  const fs::path sweep = write_file("sweep.toml", std::string(kSyntheticRun) + kSweepSection);
+  for (const std::string spec :
+       {"AAAA", "linear:\xef\xbc\x93\xef\xbc\x92-1"}) {  // "３２": full-width
+    for (const std::string& command : {"train -c " + run.string(), "sweep -c " + sweep.string()}) {
+      BOOST_TEST_CONTEXT(command << " with model.spec=" << spec) {
+        const auto r = run_lbt(command + " --set 'model.spec=" + spec + "' --check");
+        BOOST_TEST(r.code == 2);
+        BOOST_TEST(r.err.find("error: model.spec '" + spec + "'") != std::string::npos, r.err);
+        BOOST_TEST(r.out.empty());  // no "config valid", no resolved config
+      }
+    }
+  }
+}
+
+BOOST_AUTO_TEST_CASE(train_and_sweep_check_refuse_a_layer_that_does_not_fit_the_data) {
+  const fs::path run = write_file("conv.toml", conv_kernel_100());
+  const fs::path sweep = write_file("conv_sweep.toml", conv_kernel_100() + kSweepSection);
+  for (const std::string& command : {"train -c " + run.string(), "sweep -c " + sweep.string()}) {
+    BOOST_TEST_CONTEXT(command) {
+      const auto r = run_lbt(command + " --check");
+      BOOST_TEST(r.code == 2);
+      BOOST_TEST(
+          r.err.find("error: model.layers[0] (conv): Conv2d(1->4, k100") != std::string::npos,
+          r.err);
+    }
+  }
+  // The same model with a kernel that fits passes.
+  std::string fits = conv_kernel_100();
+  fits.replace(fits.find("kernel = 100"), 12, "kernel = 3");
+  const auto r = run_lbt("train -c " + write_file("conv3.toml", fits).string() + " --check");
+  BOOST_TEST(r.code == 0, r.err);
+}
+
+BOOST_AUTO_TEST_CASE(sweep_check_refuses_a_batch_size_the_run_would_refuse_naming_the_trial) {
+  // The 4096 - 512 training examples hold a batch of 16 but not one of 4096.
+  const fs::path sweep = write_file("big_batch.toml", std::string(kSyntheticRun) + kSweepSection);
+  const auto r = run_lbt("sweep -c " + sweep.string() + " -b 16,4096 --check");
+  BOOST_TEST(r.code == 2);
+  BOOST_TEST(r.err.find("error: trial 4096_0 (B=4096") != std::string::npos, r.err);
+}
+
+BOOST_AUTO_TEST_CASE(shipped_presets_pass_their_check) {
+  const fs::path configs = fs::path(LBT_SOURCE_DIR) / "experiments" / "configs";
+  int checked = 0;
+  for (const auto& entry : fs::directory_iterator(configs)) {
+    if (entry.path().extension() != ".toml") continue;
+    const bool sweep = entry.path().stem().string().find("sweep") != std::string::npos;
+    const auto r = run_lbt(std::string(sweep ? "sweep" : "train") + " -c " + entry.path().string() +
+                           " --check");
+    BOOST_TEST_CONTEXT(entry.path().filename()) {
+      // A dataset this machine lacks (CIFAR-10, the npy files a script writes) stops a run
+      // too, with a data error (exit 3): said, not counted.
+      if (r.code == 3 && r.err.find("not found") != std::string::npos) {
+        BOOST_TEST_MESSAGE("skipped " << entry.path().filename() << ": its data are not here");
+        continue;
+      }
+      BOOST_TEST(r.code == 0, r.err);
+      ++checked;
+    }
+  }
+  BOOST_TEST(checked >= 10);
+}
+
+BOOST_AUTO_TEST_CASE(a_signal_ends_a_long_sweep_check_within_a_second) {
+  // 100,000 batch sizes: on main the checks took minutes and ignored SIGTERM.
+  const std::string sizes = batch_list(100000);
+  std::string config = kSyntheticRun;
+  config.replace(config.find("examples = 4096"), 15, "examples = 204800");
+  const fs::path sweep =
+      write_file("long.toml", config + "[sweep]\nbatch_sizes = [" + sizes + "]\nmax_steps = 40\n");
+  for (const auto& [signal, code] : {std::pair{SIGTERM, 143}, std::pair{SIGINT, 130}}) {
+    const fs::path log = scratch() / "long.log";
+    const pid_t pid = lbt::test::start_lbt("sweep -c " + sweep.string() + " --check", log);
+    std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+    kill(pid, signal);
+    const auto t0 = std::chrono::steady_clock::now();
+    const int status = lbt::test::wait_for(pid, 5.0);
+    BOOST_TEST_CONTEXT("signal " << signal << ": " << slurp(log)) {
+      BOOST_TEST(lbt::test::seconds_since(t0) < 1.0);
+      BOOST_TEST(WIFEXITED(status));
+      BOOST_TEST(WEXITSTATUS(status) == code);
+    }
+  }
+}
+
+BOOST_AUTO_TEST_CASE(sweep_check_of_many_batch_sizes_is_linear) {
+  // 20,000 batch sizes in the config: on main each trial's config copy carried the whole list
+  // (about 100 s here); now a few seconds. The bound leaves room for a loaded machine.
+  const std::string sizes = batch_list(20000);
+  std::string config = kSyntheticRun;
+  config.replace(config.find("examples = 4096"), 15, "examples = 40960");
+  const fs::path sweep =
+      write_file("many.toml", config + "[sweep]\nbatch_sizes = [" + sizes + "]\nmax_steps = 40\n");
+  const auto t0 = std::chrono::steady_clock::now();
+  const auto r = run_lbt("sweep -c " + sweep.string() + " --check");
+  BOOST_TEST(r.code == 0, r.err);
+  BOOST_TEST(lbt::test::seconds_since(t0) < 30.0);
+}
+
+BOOST_AUTO_TEST_CASE(range_errors_are_one_line_errors_with_exit_code_2) {
+  const fs::path run = write_file("range.toml", kSyntheticRun);
+  const fs::path sweep = write_file("range_sweep.toml", std::string(kSyntheticRun) + kSweepSection);
+  const std::string t = "train -c " + run.string() + " ", s = "sweep -c " + sweep.string() + " ";
+  const std::pair<std::string, std::string> cases[] = {
+      {t + "--set optimizer.lr=1e999 --check", "optimizer.lr"},
+      {t + "--set train.global_batch=99999999999999999999 --check", "train.global_batch"},
+      {t + "--set train.steps=-5 --check", "train.steps must be >= 0"},
+      {t + "--steps 1e400 --check", "--steps"},
+      {s + "-b 99999999999999999999 --check", "--batch-sizes"},
+      {s + "-b 16,-5 --check", "--batch-sizes"},
+      {s + "--jobs 1e400 --check", "--jobs"},
+      {s + "--lr-trials 99999999999999999999 --check", "--lr-trials"},
+      {"memory -c " + run.string() + " -b 1e400", "--global-batch"},
+      {"memory -c " + run.string() + " --tolerance 1e400", "--tolerance"},
+      {"memory -c " + run.string() + " --memory 0GiB", "the memory must be positive"},
+      {"fit " + scratch().string() + " --resamples -3", "--resamples"},
+  };
+  for (const auto& [args, names] : cases) {
+    BOOST_TEST_CONTEXT(args) {
+      const auto r = run_lbt(args);
+      BOOST_TEST(r.code == 2);
+      BOOST_TEST(r.err.rfind("error: ", 0) == 0, r.err);
+      BOOST_TEST(r.err.find(names) != std::string::npos, r.err);
+      BOOST_TEST(r.err.find("hint: ") != std::string::npos, r.err);
+      BOOST_TEST(longest_number(r.err) <= 20, r.err);  // the value given, never a 300-digit bound
+    }
+  }
+}

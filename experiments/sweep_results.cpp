@@ -232,8 +232,8 @@ std::vector<std::string> target_noise_warnings(const std::vector<TrialResult>& r
     if (!(std::isfinite(g.fluctuation) && gap < 2.0 * g.fluctuation)) continue;
     warnings.push_back("B=" + std::to_string(row.batch_size) + ": the best " + target.metric +
                        " (" + row.best->definition + ") " + num(g.best) + " is within 2 x its " +
-                       "fluctuation " + num(g.fluctuation) + " of the target " +
-                       num(target.value) + ": its steps-to-target is a first passage of noise; "
+                       "fluctuation " + num(g.fluctuation) + " of the target " + num(target.value) +
+                       ": its steps-to-target is a first passage of noise; "
                        "lower the target");
   }
   return warnings;
@@ -263,8 +263,8 @@ void write_best_csv(const fs::path& path, const std::vector<TrialResult>& result
     if (row.best) {
       out += trial_columns(*row.best, sweep_dir);
     } else {
-      out += ',' + std::to_string(row.batch_size) + ",,,,unreached,,,,,,,,,,,," +
-             std::string(9, ',');
+      out +=
+          ',' + std::to_string(row.batch_size) + ",,,,unreached,,,,,,,,,,,," + std::string(9, ',');
     }
     const auto decision = decisions.find(row.batch_size);
     out += ',' + std::to_string(row.trials) + ',' + std::to_string(row.reached) +
@@ -274,56 +274,6 @@ void write_best_csv(const fs::path& path, const std::vector<TrialResult>& result
            csv_field(decision == decisions.end() ? "" : decision->second) + '\n';
   }
   io::atomic_write(path, out);
-}
-
-int CsvTable::column(const std::string& name) const {
-  auto it = std::find(header.begin(), header.end(), name);
-  return it == header.end() ? -1 : static_cast<int>(it - header.begin());
-}
-
-CsvTable read_csv(const fs::path& path) {
-  const std::string text = io::read_file(path);
-  std::vector<std::vector<std::string>> records(1);
-  std::string field;
-  bool quoted = false, any = false;
-  for (std::size_t i = 0; i < text.size(); ++i) {
-    const char c = text[i];
-    if (quoted) {
-      if (c == '"' && i + 1 < text.size() && text[i + 1] == '"')
-        field += '"', ++i;
-      else if (c == '"')
-        quoted = false;
-      else
-        field += c;
-    } else if (c == '"') {
-      quoted = true;
-    } else if (c == ',') {
-      records.back().push_back(field), field.clear();
-    } else if (c == '\n') {
-      records.back().push_back(field), field.clear();
-      records.emplace_back();
-    } else if (c != '\r') {
-      field += c;
-    }
-    any = true;
-  }
-  if (!field.empty() || (any && !records.back().empty())) records.back().push_back(field);
-  if (records.back().empty()) records.pop_back();
-  if (records.empty()) {
-    throw DataError("CSV file " + path.string() + " is empty", "rerun `lbt sweep` to rewrite it");
-  }
-  CsvTable table;
-  table.header = records.front();
-  for (std::size_t i = 1; i < records.size(); ++i) {
-    if (records[i].size() != table.header.size()) {
-      throw DataError("CSV file " + path.string() + " row " + std::to_string(i + 1) + " has " +
-                          std::to_string(records[i].size()) + " fields, expected " +
-                          std::to_string(table.header.size()),
-                      "rerun `lbt sweep` with the same arguments to rewrite it");
-    }
-    table.rows.push_back(records[i]);
-  }
-  return table;
 }
 
 }  // namespace lbt::experiments

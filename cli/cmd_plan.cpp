@@ -1,5 +1,6 @@
 // `lbt plan --from SWEEP_DIR (--workers N --micro-batch M | --max-steps S | --max-examples E)
-//  [--out FILE]`: the global batch, LR and schedule to run at scale, with predicted steps and
+//  [--out FILE [--overwrite]]`: the global batch, LR and schedule to run at scale, with predicted
+//  steps and
 // examples to the target; writes a config `lbt train` runs as is; and its memory per rank
 // (as `lbt memory --config PLAN --workers N --memory M` reports it).
 #include <cstdio>
@@ -36,7 +37,10 @@ void add_plan_command(CLI::App& app) {
   cmd->add_option("--max-examples", o->max_examples,
                   "budget: at most this many examples (the largest batch that fits, fewest steps)")
       ->check(whole_number<std::int64_t>());
-  cmd->add_option("--out,-o", *out, "the config to write (default: SWEEP_DIR/plan.toml)");
+  cmd->add_option("--out,-o", *out,
+                  "the config to write (default: SWEEP_DIR/plan.toml); an existing file is "
+                  "replaced only if lbt plan wrote it");
+  cmd->add_flag("--overwrite", o->overwrite, "replace --out even if lbt plan did not write it");
   cmd->add_option("--resamples", o->resamples, "bootstrap resamples for the intervals")
       ->check(whole_number<int>());
   cmd->add_option("--memory", *memory,

@@ -4,12 +4,15 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <fstream>
 #include <sstream>
+#include <string_view>
 
 #include "analysis/plan.hpp"
 #include "core/error.hpp"
 #include "core/io.hpp"
 #include "experiments/fit_files.hpp"
+#include "experiments/json_file.hpp"
 #include "experiments/lbt_schema.hpp"
 #include "experiments/sweep_results.hpp"
 #include "schedules/scaling.hpp"
@@ -39,9 +42,11 @@ struct SweepForPlan {
 SweepForPlan fit_sweep_for_plan(const fs::path& dir) {
   std::vector<analysis::MeasuredPoint> measured = read_measured_points(dir);
   if (measured.size() < 3) {
-    throw Error("lbt plan needs at least 3 batch sizes whose best trial reached the target; " +
-                    (dir / "best.csv").string() + " has " + std::to_string(measured.size()),
-                "finish the sweep (rerun lbt sweep on the directory) or widen its budget");
+    throw Error(
+        "lbt plan needs at least 3 batch sizes whose best trial reached the target; the "
+        "sweep in " +
+            dir.string() + " has " + std::to_string(measured.size()),
+        "finish the sweep (rerun lbt sweep on the directory) or widen its budget");
   }
   const analysis::CriticalBatchFit fit =
       analysis::fit_critical_batch(analysis::point_estimates(measured));
@@ -50,8 +55,15 @@ SweepForPlan fit_sweep_for_plan(const fs::path& dir) {
 
 // The target the sweep's trials trained to, from its manifest.
 std::string sweep_target(const fs::path& dir) {
-  const nlohmann::json manifest = nlohmann::json::parse(io::read_file(dir / "sweep.json"));
-  return manifest.value("target", "");
+  const nlohmann::json manifest = read_json_object(
+      dir / "sweep.json", "restore it, or rerun the sweep's lbt sweep command on " + dir.string() +
+                              " (finished trials are kept) to rewrite it");
+  const auto target = manifest.find("target");
+  if (target == manifest.end() || !target->is_string() || target->get<std::string>().empty()) {
+    throw DataError((dir / "sweep.json").string() + " names no target (\"target\": \"...\")",
+                    "restore it, or rerun the sweep's lbt sweep command to rewrite it");
+  }
+  return target->get<std::string>();
 }
 
 // The peak LR at B: the sweep's LR law (analysis/lr_law.hpp) over the batch sizes that reached
@@ -140,13 +152,35 @@ nlohmann::json plan_json(const ScalePlanOptions& o, const SweepForPlan& sweep,
   return plan;
 }
 
+// The first words of every config lbt plan writes: how it knows a file it may replace.
+constexpr std::string_view kPlanHeader = "# Written by lbt plan from ";
+
+// lbt plan replaces only its own config (a file whose first line is its header) unless told
+// to: an --out that names someone's file must not cost them the file.
+void check_plan_out(const fs::path& out, bool overwrite) {
+  std::error_code ec;
+  if (fs::is_directory(out, ec)) {
+    throw ConfigError("lbt plan --out " + out.string() + " is a directory",
+                      "pass a file name, e.g. --out " + (out / "plan.toml").string());
+  }
+  if (overwrite || !fs::exists(out, ec)) return;
+  std::ifstream in(out);
+  std::string first;
+  std::getline(in, first);
+  if (first.starts_with(kPlanHeader)) return;
+  throw ConfigError("lbt plan --out " + out.string() +
+                        ": the file exists and lbt plan did not write it (no \"# Written by lbt "
+                        "plan\" first line)",
+                    "pass another --out, or add --overwrite to replace it");
+}
+
 // The config `lbt train` runs as is, headed by what it predicts.
 void write_plan_config(const fs::path& out, const ScalePlanOptions& o, const Config& config,
                        std::int64_t B, const analysis::LrChoice& lr, const analysis::Prediction& p,
                        const std::string& target, const analysis::RegimeCall& regime) {
   std::ostringstream toml;
-  toml << "# Written by lbt plan from " << fs::absolute(o.sweep_dir).string() << ": global batch "
-       << B << ", peak LR " << num(lr.lr) << " (" << lr.source << ").\n"
+  toml << kPlanHeader << fs::absolute(o.sweep_dir).string() << ": global batch " << B
+       << ", peak LR " << num(lr.lr) << " (" << lr.source << ").\n"
        << "# Predicted steps to " << target << ": " << num(p.steps) << " ["
        << num(p.steps_interval.lo) << ", " << num(p.steps_interval.hi) << "] (" << 100 * o.level
        << "% interval); regime " << analysis::regime_name(regime.regime)
@@ -158,6 +192,9 @@ void write_plan_config(const fs::path& out, const ScalePlanOptions& o, const Con
 }  // namespace
 
 nlohmann::json plan_at_scale(const ScalePlanOptions& o) {
+  const fs::path out = o.out.empty() ? o.sweep_dir / "plan.toml" : o.out;
+  check_plan_out(out, o.overwrite);  // before any work
+  const std::string target = sweep_target(o.sweep_dir);
   const SweepForPlan sweep = fit_sweep_for_plan(o.sweep_dir);
   const std::int64_t B = analysis::batch_for_budget(
       {o.workers, o.micro_batch, o.max_steps, o.max_examples}, sweep.fit);
@@ -167,7 +204,6 @@ nlohmann::json plan_at_scale(const ScalePlanOptions& o) {
 
   // The trials' config, at batch B.
   Config config = load_config(o.sweep_dir / "base_config.toml", {}, nullptr);
-  const std::string target = sweep_target(o.sweep_dir);
   const trainer::RunConfig base = trainer::resolve_run_config(config, 1);
   const auto [lr, rule] = plan_lr(o.sweep_dir, base, B);
   // Resolution of steps-to-target: about 2% of the predicted steps.
@@ -179,7 +215,6 @@ nlohmann::json plan_at_scale(const ScalePlanOptions& o) {
       set_plan_config(config, o, B, budget, eval_every, target, lr.lr / rule);
 
   nlohmann::json plan = plan_json(o, sweep, target, B, lr, p, regime, eval_every, budget, run);
-  const fs::path out = o.out.empty() ? o.sweep_dir / "plan.toml" : o.out;
   write_plan_config(out, o, config, B, lr, p, target, regime);
   plan["config"] = fs::absolute(out).string();
   io::atomic_write(o.sweep_dir / "plan.json", plan.dump(2) + "\n");

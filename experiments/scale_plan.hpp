@@ -20,13 +20,16 @@ struct ScalePlanOptions {
   std::int64_t max_steps = 0;
   std::int64_t max_examples = 0;
   std::filesystem::path out;  // the config to write (default: SWEEP_DIR/plan.toml)
+  bool overwrite = false;     // replace `out` even where lbt plan did not write it
   int resamples = 2000;
   double level = 0.95;
   double regime_tolerance = 0.2;  // as lbt fit's
 };
 
 // Plans, writes the config and SWEEP_DIR/plan.json, and returns plan.json's content. Throws
-// ConfigError for a budget that cannot reach the target (naming the smallest that can).
+// ConfigError for a budget that cannot reach the target (naming the smallest that can), and,
+// before any work, for an existing `out` whose first line is not lbt plan's header (unless
+// `overwrite`).
 nlohmann::json plan_at_scale(const ScalePlanOptions& options);
 
 // The plan as lines for a terminal.

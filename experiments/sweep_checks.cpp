@@ -10,6 +10,7 @@
 
 #include "core/error.hpp"
 #include "core/io.hpp"
+#include "experiments/json_file.hpp"
 #include "experiments/lbt_schema.hpp"
 #include "experiments/run_check.hpp"
 #include "experiments/run_checkpoint.hpp"
@@ -166,12 +167,11 @@ void check_same_plan(const fs::path& dir, const nlohmann::json& now, const std::
                      bool extend) {
   const fs::path manifest = dir / "sweep.json";
   if (!fs::exists(manifest)) return;
-  nlohmann::json old;
-  try {
-    old = nlohmann::json::parse(io::read_file(manifest));
-  } catch (const std::exception&) {
-    return;  // unreadable manifest: rewritten below
-  }
+  // lbt writes it atomically: one that does not parse was cut or edited, and without it the
+  // trials on disk cannot be told to belong to this plan.
+  const nlohmann::json old = read_json_object(
+      manifest, "restore it, or delete it to rerun without the check that the trials in " +
+                    dir.string() + " were planned with these settings");
   std::vector<std::string> differs;
   for (const char* key :
        {"target", "scaling", "reference_batch", "base_lr", "lr_search", "search", "exec", "sets"}) {

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "experiments/csv_table.hpp"
 #include "experiments/sweep_plan.hpp"
 #include "experiments/trial_noise.hpp"
 #include "trainer/train_config.hpp"
@@ -82,13 +83,5 @@ void write_sweep_csv(const std::filesystem::path& path, const std::vector<TrialR
 void write_best_csv(const std::filesystem::path& path, const std::vector<TrialResult>& results,
                     const std::filesystem::path& sweep_dir,
                     const std::map<std::int64_t, std::string>& decisions = {});
-
-// A small RFC 4180 reader: header row -> column names; quoted fields may hold commas/quotes.
-struct CsvTable {
-  std::vector<std::string> header;
-  std::vector<std::vector<std::string>> rows;
-  int column(const std::string& name) const;  // -1 when absent
-};
-CsvTable read_csv(const std::filesystem::path& path);
 
 }  // namespace lbt::experiments

@@ -70,11 +70,32 @@ def read_jsonl(path: str | os.PathLike, key: str = "step") -> pd.DataFrame:
 
 
 def read_json(path: str | os.PathLike) -> dict | None:
+    """A JSON file lbt wrote (atomically), or None where there is none. One that does not parse
+    was cut short or edited: ValueError naming it, not the parser's message alone."""
     path = Path(path)
     if not path.exists():
         return None
-    with path.open() as f:
-        return json.load(f)
+    try:
+        with path.open() as f:
+            return json.load(f)
+    except json.JSONDecodeError as e:
+        raise ValueError(f"{path} does not parse as JSON ({e}): the file was cut short or "
+                         "edited; rewrite it (lbt fit SWEEP_DIR for fit.json)") from None
+
+
+def read_csv(path: str | os.PathLike) -> pd.DataFrame:
+    """sweep.csv or best.csv. lbt ends every line with a newline: a file that does not end in
+    one was cut short (pandas would read its torn last row as if whole): ValueError."""
+    path = Path(path)
+    with path.open("rb") as f:
+        f.seek(0, os.SEEK_END)
+        size = f.tell()
+        f.seek(max(0, size - 1))
+        last = f.read(1)
+    if size == 0 or last != b"\n":
+        raise ValueError(f"{path} ends without a newline: the file was cut short; rebuild it "
+                         "with lbt sweep --config CONFIG --out SWEEP_DIR --collect")
+    return pd.read_csv(path)
 
 
 @dataclass
@@ -125,8 +146,8 @@ def load_sweep(path: str | os.PathLike) -> Sweep:
     path = Path(path)
     if not (path / "sweep.csv").exists():
         raise FileNotFoundError(f"{path} has no sweep.csv: is it a directory written by lbt sweep?")
-    return Sweep(path=path, trials=pd.read_csv(path / "sweep.csv"),
-                 best=pd.read_csv(path / "best.csv"), fit=read_json(path / "fit.json"),
+    return Sweep(path=path, trials=read_csv(path / "sweep.csv"),
+                 best=read_csv(path / "best.csv"), fit=read_json(path / "fit.json"),
                  manifest=read_json(path / "sweep.json") or {})
 
 

@@ -1,0 +1,15 @@
+// A whole JSON file lbt wrote (sweep.json, summary.json) read back: a file cut short or edited
+// into something that does not parse is a DataError naming it, the byte and the fix, not a bare
+// parser message without the file.
+#pragma once
+#include <filesystem>
+#include <nlohmann/json.hpp>
+#include <string>
+
+namespace lbt::experiments {
+
+// Parses `path`; DataError "PATH does not parse as JSON at byte N (...)" with `hint` where it
+// does not, or where it is not a JSON object.
+nlohmann::json read_json_object(const std::filesystem::path& path, const std::string& hint);
+
+}  // namespace lbt::experiments

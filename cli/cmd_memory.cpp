@@ -60,7 +60,7 @@ void add_memory_command(CLI::App& app) {
   cmd->add_option("--workers", o.workers,
                   "Data-parallel ranks on one node (default 1); beyond 1, mpirun measures an MPI "
                   "rank's baseline for the runtime part")
-      ->check(whole_number<int>());
+      ->check(whole_number<int>(0));  // 0: run_memory says a rank count is at least 1
   cmd->add_flag("--mpi-runtime", args->mpi_runtime, "(internal: one rank of that measurement)")
       ->group("");
   cmd->add_option("--memory", args->memory,

@@ -401,10 +401,12 @@ BOOST_AUTO_TEST_CASE(every_preset_key_is_in_help_and_accepted_by_set_in_every_co
     BOOST_TEST_CONTEXT(entry.path().filename().string()) {
       const bool cifar = config.find("cifar10") != std::string::npos;  // no CIFAR data here
       const std::string base = " --config " + config + sets;
+      // --check loads the data (the model's input shape comes from them): without CIFAR-10
+      // the keys are still all accepted when it stops at the missing file (exit 3).
       Result train = run_lbt("train" + base + " --check");
-      BOOST_TEST(train.code == 0, train.err);
+      BOOST_TEST((train.code == 0 || (cifar && train.code == 3)), train.err);
       Result noise = run_lbt("noise" + base + " --check");
-      BOOST_TEST(noise.code == 0, noise.err);
+      BOOST_TEST((noise.code == 0 || (cifar && noise.code == 3)), noise.err);
       Result schedule = run_lbt("schedule" + base + " --steps-per-epoch 1000");
       BOOST_TEST(schedule.code == 0, schedule.err);
       if (!cifar) {

@@ -1,4 +1,4 @@
-// The critical-batch fit's uncertainty from what was measured (issue 23): each batch size has
+// The critical-batch fit's uncertainty from what was measured: each batch size has
 // several seeds, and each seed's steps-to-target is known only within its bracket
 // (steps_lo, steps_hi]. A percentile bootstrap that can switch three sources on and off:
 // batch sizes (resampled, as bootstrap_fits does: the scatter about the model), seeds

@@ -1,4 +1,4 @@
-// summary.json's "readings" (issue 38): for each reading of steps-to-target (the weights' EMA,
+// summary.json's "readings": for each reading of steps-to-target (the weights' EMA,
 // the raw first passage; trainer/target_reading.hpp), its bracket, the metric's fluctuation
 // near its crossing and the best value it reached, from the run's eval.jsonl. The definition's
 // bracket is the loop's (refined by replay); the other reading's is read off the evaluations

@@ -1,4 +1,4 @@
-// `--check` that checks (issue 43), through the real `lbt` binary: train and sweep --check build
+// `--check` that checks, through the real `lbt` binary: train and sweep --check build
 // the model's layer shapes and stop on what a run would stop on at startup; the shipped presets
 // still pass; a signal ends a long sweep --check at once with 130/143; range errors on the
 // command line are lbt's one-line errors with the README's exit code 2. Each case failed on

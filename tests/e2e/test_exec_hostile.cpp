@@ -1,4 +1,4 @@
-// `lbt sweep --exec` against hostile and careless input (issue 43), through the real binary and
+// `lbt sweep --exec` against hostile and careless input, through the real binary and
 // real programs (tests/e2e/exec/: a Python program that misbehaves on request, a shell script
 // that hangs): names that a shell would run ($(...), backticks, ;, quotes, spaces, newlines) reach
 // the program as exact arguments and run nothing; a hanging program times out and its whole

@@ -1,4 +1,4 @@
-// Ctrl-C and kill through the real `lbt` binary (issue 27): `lbt sweep` passes SIGINT/SIGTERM
+// Ctrl-C and kill through the real `lbt` binary: `lbt sweep` passes SIGINT/SIGTERM
 // to its trials, which save themselves, and exits 130/143 after writing its tables; a rerun
 // continues the trials bit for bit. A second signal (sweep or train) exits at once and what it
 // leaves still resumes bit for bit. On main 37b8730 the sweep died of the signal (its trials

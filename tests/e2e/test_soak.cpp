@@ -1,4 +1,4 @@
-// Soak test (issue 27): real `lbt sweep` processes on the synthetic sweep preset, made small,
+// Soak test: real `lbt sweep` processes on the synthetic sweep preset, made small,
 // under seeded random faults: SIGKILL of the sweep or of a trial, Ctrl-C, SIGTERM, a double
 // Ctrl-C, and a second `lbt sweep` on the same directory (which must exit 2 naming the owner),
 // each followed by a rerun. Checks after every round that every file parses and that no trial

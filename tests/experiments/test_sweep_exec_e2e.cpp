@@ -1,4 +1,4 @@
-// `lbt sweep --exec` (issue 26) through the real binary and a real Python program
+// `lbt sweep --exec` through the real binary and a real Python program
 // (tests/experiments/exec/steps_model.py, numpy only) whose steps-to-target follow
 // S(B) = S_min (1 + B_crit / B) with an LR optimum: the search, the fit, a failing program,
 // malformed output, an unknown placeholder, and a killed sweep rerun.

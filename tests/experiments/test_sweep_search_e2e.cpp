@@ -1,4 +1,4 @@
-// The adaptive LR search, pruning and seeds through the real binary (issue 23), on the
+// The adaptive LR search, pruning and seeds through the real binary, on the
 // synthetic sweep preset: brackets within 5%, the best LR interior at every batch size,
 // pruning that leaves every winner as it was, seeds in best.csv, and --extend for more seeds.
 #include <boost/test/unit_test.hpp>

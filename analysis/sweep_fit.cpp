@@ -232,12 +232,13 @@ nlohmann::json fit_sensitivity(const std::map<std::string, std::vector<MeasuredP
     }
   }
   out["agree"] = fitted.size() < 2 ? nlohmann::json() : nlohmann::json(disagree.empty());
-  out["warning"] = disagree.empty()
-                       ? nlohmann::json()
-                       : nlohmann::json("the readings of steps-to-target disagree beyond their "
-                                        "intervals: " + disagree +
-                                        "; the target sits in the metric's noise: lower it, or "
-                                        "use train.target_definition=ema");
+  out["warning"] = disagree.empty() ? nlohmann::json()
+                                    : nlohmann::json(
+                                          "the readings of steps-to-target disagree beyond their "
+                                          "intervals: " +
+                                          disagree +
+                                          "; the target sits in the metric's noise: lower it, or "
+                                          "use train.target_definition=ema");
   return out;
 }
 
@@ -262,7 +263,8 @@ nlohmann::json fit_measurements(const SweepMeasurements& sweep, const FitOptions
   fit["batch_sizes_unreached"] = sweep.unreached;
   add_lr_law(fit, sweep.lr_points, options);
   add_measured_noise(fit, sweep, f.B_crit, options);
-  fit["target_definition"] = sweep.definition.empty() ? nlohmann::json() : nlohmann::json(sweep.definition);
+  fit["target_definition"] =
+      sweep.definition.empty() ? nlohmann::json() : nlohmann::json(sweep.definition);
   fit["sensitivity"] =
       sweep.readings.empty() ? nlohmann::json() : fit_sensitivity(sweep.readings, options);
   return fit;

@@ -39,8 +39,8 @@ std::vector<MetricPoint> reading_points(const fs::path& eval_jsonl, TargetDefini
     }
     const auto it = src->find(metric);
     if (!e.contains("step") || it == src->end()) continue;
-    points.push_back({e["step"].get<std::int64_t>(),
-                      it->is_number() ? it->get<double>() : std::nan("")});
+    points.push_back(
+        {e["step"].get<std::int64_t>(), it->is_number() ? it->get<double>() : std::nan("")});
   }
   return points;
 }
@@ -56,7 +56,8 @@ ReadingResult read_reading(const std::vector<MetricPoint>& points, const trainer
   for (const MetricPoint& p : points) {
     if (p.step >= from && p.step <= to && std::isfinite(p.value)) near.push_back(p);
     if (!std::isfinite(p.value)) continue;
-    const bool better = std::isnan(r.best) || (target.at_least ? p.value > r.best : p.value < r.best);
+    const bool better =
+        std::isnan(r.best) || (target.at_least ? p.value > r.best : p.value < r.best);
     if (better) r.best = p.value;
   }
   r.fluctuation = trainer::fluctuation(near);

@@ -242,8 +242,8 @@ void check_against_run(const Failer& config, const ScheduleOptions& o,
     }
   }
   if (l.decay_given && l.decay_start + l.decay > context.total_steps) {
-    warn(context, "the decay ends at step " + std::to_string(l.decay_start + l.decay) +
-                      ", after " + run_steps + ": the LR will not reach its final value");
+    warn(context, "the decay ends at step " + std::to_string(l.decay_start + l.decay) + ", after " +
+                      run_steps + ": the LR will not reach its final value");
   }
 }
 

@@ -174,8 +174,8 @@ void TrainLoop::update_ema(std::int64_t steps) {
   if (!ema_on() || !in_sync(steps)) return;
   const std::span<const float> w = store_.params();
   if (state_.ema.size() != w.size()) state_.ema.assign(w.begin(), w.end());  // fresh run
-  const auto alpha = static_cast<float>(ema_weight(steps, steps - state_.ema_updated,
-                                                   cfg_.ema_horizon));
+  const auto alpha =
+      static_cast<float>(ema_weight(steps, steps - state_.ema_updated, cfg_.ema_horizon));
   for (std::size_t i = 0; i < w.size(); ++i) state_.ema[i] += alpha * (w[i] - state_.ema[i]);
   state_.ema_updated = steps;
 }

@@ -103,16 +103,18 @@ StepBracket first_passage(std::vector<MetricPoint> points, const Target& target)
 double fluctuation(std::vector<MetricPoint> points) {
   std::sort(points.begin(), points.end(),
             [](const MetricPoint& a, const MetricPoint& b) { return a.step < b.step; });
-  points.erase(std::unique(points.begin(), points.end(),
-                           [](const MetricPoint& a, const MetricPoint& b) { return a.step == b.step; }),
-               points.end());
+  points.erase(
+      std::unique(points.begin(), points.end(),
+                  [](const MetricPoint& a, const MetricPoint& b) { return a.step == b.step; }),
+      points.end());
   // Each inner point's residual from the line through its neighbours: r = v - (a v_prev + b
   // v_next), a + b = 1, is free of any linear trend and, for white noise of spread sigma, has
   // variance sigma^2 (1 + a^2 + b^2).
   double sum = 0.0;
   int n = 0;
   for (std::size_t i = 1; i + 1 < points.size(); ++i) {
-    const double t0 = static_cast<double>(points[i - 1].step), t1 = static_cast<double>(points[i].step),
+    const double t0 = static_cast<double>(points[i - 1].step),
+                 t1 = static_cast<double>(points[i].step),
                  t2 = static_cast<double>(points[i + 1].step);
     const double a = (t2 - t1) / (t2 - t0), b = (t1 - t0) / (t2 - t0);
     const double r = points[i].value - (a * points[i - 1].value + b * points[i + 1].value);

@@ -76,10 +76,10 @@ struct TrainConfig {
   double eval_growth = 1.0;         // > 1: geometric evaluation steps (EvalSchedule)
   double target_resolution = 0.05;  // refine the crossing to hi - lo <= this x hi (0: 1 step)
   TargetDefinition target_definition = TargetDefinition::kEma;
-  double ema_horizon = 0.1;  // the weights' EMA time constant / the step (target_reading.hpp)
-  double target_band = 0.01;  // the refinement starts this fraction of the target short of it
-  std::int64_t prune_at_step = 0;   // > 0: stop as "pruned" when the target is unmet here
-  DivergenceOptions divergence;     // when a step is a spike, and whether spikes are skipped
+  double ema_horizon = 0.1;        // the weights' EMA time constant / the step (target_reading.hpp)
+  double target_band = 0.01;       // the refinement starts this fraction of the target short of it
+  std::int64_t prune_at_step = 0;  // > 0: stop as "pruned" when the target is unmet here
+  DivergenceOptions divergence;    // when a step is a spike, and whether spikes are skipped
   std::string comm_backend;
   std::int64_t checkpoint_every = 0;        // steps between checkpoints (0: none but the final one)
   double checkpoint_every_seconds = 300.0;  // wall time between checkpoints (0: off)

@@ -252,8 +252,8 @@ BOOST_AUTO_TEST_CASE(bad_regression_input_stops_with_one_line_naming_file_and_pl
 }
 
 BOOST_AUTO_TEST_CASE(npy_regression_preset_trains_on_the_generators_files) {
-  // docs/training.md's two commands ("Regression data"), from a scratch working directory (the preset's paths are
-  // relative): the generator's w* and s, then the run reaches its val_r2 target.
+  // docs/training.md's two commands ("Regression data"), from a scratch working directory (the
+  // preset's paths are relative): the generator's w* and s, then the run reaches its val_r2 target.
   const fs::path dir = scratch() / "preset";
   fs::create_directories(dir);
   const std::string src = LBT_SOURCE_DIR;

@@ -159,7 +159,8 @@ BOOST_AUTO_TEST_CASE(summary_names_the_definition_and_records_both_readings) {
   const auto r = run_lbt("train --config " + kSynthetic + " --out " + out.string() +
                          " --quiet --set train.threads=1 --set train.stop_at_target=true"
                          " --set train.steps=3000 --set train.global_batch=16"
-                         " --set optimizer.lr=0.05 " + kGeometric);
+                         " --set optimizer.lr=0.05 " +
+                         kGeometric);
   BOOST_TEST_REQUIRE(r.code == 0, r.err);
   const auto s = nlohmann::json::parse(slurp(out / "summary.json"));
   BOOST_TEST(s.at("target_definition") == "ema");
@@ -194,8 +195,8 @@ BOOST_AUTO_TEST_CASE(a_resume_with_another_target_definition_is_refused) {
   const std::string run = "train --config " + kSynthetic + " --quiet --set train.threads=1" +
                           " --set train.steps=200 --set train.global_batch=16 " + kGeometric;
   BOOST_TEST_REQUIRE(run_lbt(run + " --out " + out.string()).code == 0);
-  const auto r = run_lbt(run + " --set train.target_definition=first_passage --resume " +
-                         out.string());
+  const auto r =
+      run_lbt(run + " --set train.target_definition=first_passage --resume " + out.string());
   BOOST_TEST(r.code != 0);
   BOOST_TEST(r.err.find("train.target_definition") != std::string::npos, r.err);
 }

@@ -403,24 +403,26 @@ BOOST_AUTO_TEST_CASE(a_rerun_with_other_settings_is_refused_and_extend_adds_only
 // at the default cadence (evaluations 1.5x apart) and at a 10x denser one (1.05x: spaced 0.05 of
 // the step instead of 0.5) give B_crit inside each other's intervals; fit.json names the
 // definition and carries the sensitivity of both readings.
-BOOST_AUTO_TEST_CASE(b_crit_at_the_default_cadence_and_a_10x_denser_one_lie_in_each_others_intervals) {
+BOOST_AUTO_TEST_CASE(
+    b_crit_at_the_default_cadence_and_a_10x_denser_one_lie_in_each_others_intervals) {
   const std::string preset =
       std::string(LBT_SOURCE_DIR) + "/experiments/configs/synthetic_sweep.toml";
-  auto fit_at = [&](const std::string& growth) {
-    const fs::path dir = scratch() / ("cadence_" + growth);
-    const auto t0 = std::chrono::steady_clock::now();
-    const Result r = run_lbt("sweep --config " + preset + " --jobs 2 --no-plots --out " +
-                             dir.string() + " --set sweep.lr_search=grid" +
-                             " --set sweep.lr_multipliers=[1.0] --set sweep.seeds=3" +
-                             " --set sweep.eval_growth=" + growth);
-    BOOST_TEST_REQUIRE(r.code == 0, r.err);
-    BOOST_TEST_MESSAGE("sweep at eval_growth " << growth << ": "
-                                               << std::chrono::duration<double>(
-                                                      std::chrono::steady_clock::now() - t0)
-                                                      .count()
-                                               << " s");
-    return nlohmann::json::parse(slurp(dir / "fit.json"));
-  };
+  auto fit_at =
+      [&](const std::string& growth) {
+        const fs::path dir = scratch() / ("cadence_" + growth);
+        const auto t0 = std::chrono::steady_clock::now();
+        const Result r = run_lbt("sweep --config " + preset + " --jobs 2 --no-plots --out " +
+                                 dir.string() + " --set sweep.lr_search=grid" +
+                                 " --set sweep.lr_multipliers=[1.0] --set sweep.seeds=3" +
+                                 " --set sweep.eval_growth=" + growth);
+        BOOST_TEST_REQUIRE(r.code == 0, r.err);
+        BOOST_TEST_MESSAGE(
+            "sweep at eval_growth "
+            << growth << ": "
+            << std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count()
+            << " s");
+        return nlohmann::json::parse(slurp(dir / "fit.json"));
+      };
   const auto coarse = fit_at("1.5"), dense = fit_at("1.05");
   const double a = coarse.at("B_crit"), b = dense.at("B_crit");
   const auto& ia = coarse.at("intervals").at("B_crit");

@@ -63,8 +63,8 @@ const Target kAccuracy{"val_accuracy", true, 0.85};
 BOOST_AUTO_TEST_CASE(ema_weight_is_the_step_over_the_horizon_times_the_step) {
   BOOST_TEST(ema_weight(100, 1, 0.1) == 0.1);  // time constant 10 steps
   BOOST_TEST(ema_weight(1000, 1, 0.1) == 0.01);
-  BOOST_TEST(ema_weight(5, 1, 0.1) == 1.0);      // shorter than a step: the weights themselves
-  BOOST_TEST(ema_weight(100, 4, 0.1) == 0.4);    // local SGD: 4 steps since the last average
+  BOOST_TEST(ema_weight(5, 1, 0.1) == 1.0);    // shorter than a step: the weights themselves
+  BOOST_TEST(ema_weight(100, 4, 0.1) == 0.4);  // local SGD: 4 steps since the last average
   BOOST_TEST(ema_weight(100, 20, 0.1) == 1.0);
 }
 
@@ -79,7 +79,8 @@ BOOST_AUTO_TEST_CASE(fluctuation_of_white_noise_on_a_curved_trend_is_its_spread)
   // (0.3 / 2000^2)^2 / 4 per residual, nothing at this resolution
   BOOST_TEST(std::abs(fluctuation(even) - sigma) <= 0.05 * sigma);
   for (double t = 1000; t < 5000; t *= 1.002)  // spaced 0.2% of the step, as a refinement walk
-    geometric.push_back({static_cast<std::int64_t>(t), curve(t) + noise_at(std::int64_t(t), 8, sigma)});
+    geometric.push_back(
+        {static_cast<std::int64_t>(t), curve(t) + noise_at(std::int64_t(t), 8, sigma)});
   BOOST_TEST(std::abs(fluctuation(geometric) - sigma) <= 0.1 * sigma);
   BOOST_TEST(std::isnan(fluctuation({{1, 0.5}, {2, 0.6}, {3, 0.7}})));
 }
@@ -97,7 +98,8 @@ BOOST_AUTO_TEST_CASE(first_passage_is_the_first_evaluation_meeting_the_target) {
 // t*_B = S_min (1 + B_crit / B): the reading is within 5% of the definition's every-step value
 // at every B, whether the grid's relative spacing is 0.5 or 0.05 of the step, or its minimum
 // spacing 2 or 20 steps.
-BOOST_AUTO_TEST_CASE(reading_is_within_five_percent_at_every_batch_size_as_the_cadence_changes_10x) {
+BOOST_AUTO_TEST_CASE(
+    reading_is_within_five_percent_at_every_batch_size_as_the_cadence_changes_10x) {
   const double A = 0.9, S_min = 60.0, B_crit = 500.0, sigma = 0.001;
   const std::int64_t max_steps = 40000;
   for (double B : {16.0, 64.0, 256.0, 1024.0, 4096.0}) {
@@ -126,9 +128,9 @@ BOOST_AUTO_TEST_CASE(reading_is_within_five_percent_at_every_batch_size_as_the_c
 
 // A metric that reaches the target at step 330 (a straight rise, exact there), stays above
 // until 380 (between the grid points 315 and 473), then sits 0.003 below it (inside the band
-// 0.0085) at every later grid point until it crosses again at 1000. The first-passage reading finds the first crossing, not the second;
-// replaying from the last below-target evaluation (band 0: no band) finds
-// the second: the test can tell them apart.
+// 0.0085) at every later grid point until it crosses again at 1000. The first-passage reading finds
+// the first crossing, not the second; replaying from the last below-target evaluation (band 0: no
+// band) finds the second: the test can tell them apart.
 BOOST_AUTO_TEST_CASE(first_passage_finds_a_crossing_before_the_last_below_target_evaluation) {
   const double T = kAccuracy.value;
   const Metric metric = [&](std::int64_t t) {

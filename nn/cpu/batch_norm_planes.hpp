@@ -23,7 +23,7 @@ void affine(const float* p, float scale, float shift, const float* r, float r_sc
 // m = dy where out > 0, else 0 (the ReLU after a residual sum).
 void mask_by_positive(const float* out, const float* dy, std::int64_t n, float* m);
 
-// dx = k (g - a - (p - mean) b), g = dy or, with relu, dy where fma(p, scale, shift) > 0.
+// dx = k fma(mean - p, b, g - a) = k (g - a - (p - mean) b), g = dy or, with relu, dy where fma(p, scale, shift) > 0.
 void input_grad(const float* p, const float* dy, std::int64_t n, float k, float a, float b,
                 float mean, bool relu, float scale, float shift, float* dx);
 

@@ -95,17 +95,19 @@ void mask_by_positive(const float* out, const float* dy, std::int64_t n, float* 
   for (std::int64_t i = 0; i < n; ++i) m[i] = out[i] > 0.0f ? dy[i] : 0.0f;
 }
 
+// The fused multiply-add is explicit, as in channels_last.hpp's apply(), which must give the
+// same bits.
 void input_grad(const float* p, const float* g, std::int64_t n, float k, float a, float b,
                 float mean, bool relu, float scale, float shift, float* d) {
   if (relu) {
 #pragma omp simd
     for (std::int64_t i = 0; i < n; ++i) {
       const float gi = std::fma(p[i], scale, shift) > 0.0f ? g[i] : 0.0f;
-      d[i] = k * (gi - a - (p[i] - mean) * b);
+      d[i] = k * std::fma(mean - p[i], b, gi - a);
     }
   } else {
 #pragma omp simd
-    for (std::int64_t i = 0; i < n; ++i) d[i] = k * (g[i] - a - (p[i] - mean) * b);
+    for (std::int64_t i = 0; i < n; ++i) d[i] = k * std::fma(mean - p[i], b, g[i] - a);
   }
 }
 

@@ -35,13 +35,15 @@ struct BatchNormGradMap {
 };
 
 LBT_VEC_BEGIN  // compiled per ISA (core/vec16.hpp)
-// dx for 16 values g of channel c at inputs x, as BatchNorm's own pass computes it (the same
-// operations, so the same bits).
+// dx for 16 values g of channel c at inputs x, as BatchNorm's own pass computes it
+// (bn_planes::input_grad: the same operations, so the same bits). The fused multiply-add is
+// explicit in both: g++ contracts a * b + c into one wherever its optimizer sees fit
+// (-ffp-contract=fast is its C++ default), which differed between the two at -O2 with AVX2.
 inline vec::v16 apply(const BatchNormGradMap& m, int c, vec::v16 g, vec::v16 x) {
   if (m.relu)
     g = vec::as_float(vec::as_int(g) &
                       (vec::fma(x, vec::v16{} + m.scale[c], vec::v16{} + m.shift[c]) > 0.0f));
-  return m.k[c] * (g - m.a[c] - (x - m.mean[c]) * m.b[c]);
+  return m.k[c] * vec::fma(m.mean[c] - x, vec::v16{} + m.b[c], g - m.a[c]);
 }
 LBT_VEC_END
 

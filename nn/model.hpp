@@ -49,8 +49,11 @@ class Model {
   Model& operator=(const Model&) = delete;
 
   void add(std::unique_ptr<Layer> layer);
-  // Registers all parameters, allocates the flat buffers, and initialises from `rng`.
+  // Registers all parameters, allocates the flat buffers, and initialises from `rng`. Throws
+  // ConfigError, before allocating, where parameters and gradients pass the machine's memory.
   void build(Rng& rng);
+  // Allocates every layer's output and its gradient for `max_batch` examples; throws
+  // ConfigError naming the widest layer, before allocating, where they pass the machine's memory.
   void reserve(std::int64_t max_batch);
   // Memory of a model reserved for `batch` examples (trainer/memory_estimate.hpp counts with
   // these): every layer's output and its gradient, and the conv-BatchNorm moments.
@@ -110,6 +113,9 @@ class Model {
   }
 
  private:
+  void check_params_fit(const std::vector<std::int64_t>& layer_params) const;
+  void check_activations_fit(std::int64_t batch) const;
+
   const Backend* backend_;
   std::string spec_;
   std::vector<std::int64_t> input_shape_;

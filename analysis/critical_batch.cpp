@@ -97,6 +97,7 @@ CriticalBatchFit fit_unchecked(const std::vector<ScalingPoint>& points) {
   fit.E_min = l.b;  // S_min * B_noise
   fit.B_crit = fit.E_min / fit.S_min;
   fit.rms_log_residual = std::sqrt(log_loss(points, l) / static_cast<double>(points.size()));
+  fit.resolved = l.b > 0.0;  // projected onto b = 0: S(B) flat, no critical batch
   return fit;
 }
 
@@ -149,9 +150,15 @@ double quantile(std::vector<double> v, double q) {
   return i + 1 < v.size() ? v[i] * (1 - frac) + v[i + 1] * frac : v[i];
 }
 
+Interval percentile_interval(const std::vector<double>& values, double level, double estimate) {
+  if (values.empty()) return {estimate, estimate};
+  const Interval q{quantile(values, (1 - level) / 2), quantile(values, (1 + level) / 2)};
+  return {std::min(q.lo, estimate), std::max(q.hi, estimate)};
+}
+
 BootstrapIntervals bootstrap_critical_batch(const std::vector<ScalingPoint>& points, int resamples,
                                             double level, std::uint64_t seed) {
-  return intervals_of(bootstrap_fits(points, resamples, seed), level);
+  return intervals_of(bootstrap_fits(points, resamples, seed), level, fit_critical_batch(points));
 }
 
 }  // namespace lbt::analysis

@@ -27,7 +27,17 @@ struct CriticalBatchFit {
   double S_min = 0.0, B_noise = 0.0;  // model parameters
   double E_min = 0.0, B_crit = 0.0;   // E_min = S_min * B_noise; B_crit = E_min / S_min
   double rms_log_residual = 0.0;      // sqrt(mean (log S - log S_fit)^2)
+  // False where the best fit has B_noise = 0: the steps do not fall as the batch grows, so the
+  // data show no critical batch (E_min and B_crit are then 0 only as the model's boundary, not
+  // a measurement; reports give them as null with a warning).
+  bool resolved = true;
 };
+
+// The words reports use for an unresolved fit.
+inline constexpr const char* kNoCriticalBatch =
+    "the steps to the target do not fall as the batch grows: the data show no critical batch "
+    "(E_min and B_crit unresolved); sweep smaller batch sizes, or check the target and the LR "
+    "search";
 
 // Least squares in log space: minimises sum_i (log S_i - log(S_min + S_min B_noise / B_i))^2.
 // Steps-to-result scatter is multiplicative (eval granularity and seed noise scale with S)
@@ -52,6 +62,11 @@ struct BootstrapIntervals {
 // the fit, such as the steps predicted at a batch size.
 std::vector<CriticalBatchFit> bootstrap_fits(const std::vector<ScalingPoint>& points, int resamples,
                                              std::uint64_t seed);
+// The percentile interval of bootstrap `values`, the (1 - level) / 2 and (1 + level) / 2
+// quantiles, extended where needed to hold `estimate`: a replicate distribution that falls
+// wholly on one side of the estimate (few distinct resamples) must not report an interval
+// that excludes it. Every fitted quantity is >= 0, and so are both ends.
+Interval percentile_interval(const std::vector<double>& values, double level, double estimate);
 // The q-quantile of `values` (linear interpolation between order statistics).
 double quantile(std::vector<double> values, double q);
 // The median of `values` (the mean of the middle two for an even count); needs >= 1 value.

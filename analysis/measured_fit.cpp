@@ -11,12 +11,18 @@
 namespace lbt::analysis {
 namespace {
 
-// One seed's steps-to-target drawn uniformly from the whole steps in its bracket (lo, hi].
+// One seed's steps-to-target with its bracket's spread: a uniform draw over the bracket's
+// whole steps (lo, hi], moved to centre on steps_hi. The point estimate reads steps_hi; draws
+// left in (lo, hi] all lay below it, so the replicates sat about half a bracket below the
+// estimate and the interval could miss it (E_min = 2.005e4 [0, 1.991e4] with 3 batch sizes,
+// where resampling batch sizes changes nothing). The spread is the resolution's uncertainty;
+// where the crossing lies within the bracket is the reading's convention (steps_hi), not noise.
 double draw_in_bracket(const BracketedSteps& b, std::mt19937_64& rng) {
   const auto width = static_cast<std::int64_t>(std::llround(b.hi - b.lo));
   if (width <= 1) return b.hi;
-  return b.lo + 1.0 +
-         static_cast<double>(std::uniform_int_distribution<std::int64_t>(0, width - 1)(rng));
+  const double draw =
+      static_cast<double>(std::uniform_int_distribution<std::int64_t>(0, width - 1)(rng));
+  return b.hi + draw - 0.5 * static_cast<double>(width - 1);  // mean steps_hi
 }
 
 // One batch size's steps in a resample: its seeds (resampled or not), each at steps_hi or a
@@ -65,7 +71,8 @@ std::vector<CriticalBatchFit> measurement_bootstrap_fits(const std::vector<Measu
   return fits;
 }
 
-BootstrapIntervals intervals_of(const std::vector<CriticalBatchFit>& fits, double level) {
+BootstrapIntervals intervals_of(const std::vector<CriticalBatchFit>& fits, double level,
+                                const CriticalBatchFit& point) {
   std::vector<double> s_min, b_noise, e_min, b_crit;
   for (const CriticalBatchFit& f : fits) {
     s_min.push_back(f.S_min);
@@ -76,11 +83,10 @@ BootstrapIntervals intervals_of(const std::vector<CriticalBatchFit>& fits, doubl
   BootstrapIntervals out;
   out.resamples = static_cast<int>(s_min.size());
   if (s_min.empty()) return out;
-  const double lo = (1 - level) / 2, hi = (1 + level) / 2;
-  out.S_min = {quantile(s_min, lo), quantile(s_min, hi)};
-  out.B_noise = {quantile(b_noise, lo), quantile(b_noise, hi)};
-  out.E_min = {quantile(e_min, lo), quantile(e_min, hi)};
-  out.B_crit = {quantile(b_crit, lo), quantile(b_crit, hi)};
+  out.S_min = percentile_interval(s_min, level, point.S_min);
+  out.B_noise = percentile_interval(b_noise, level, point.B_noise);
+  out.E_min = percentile_interval(e_min, level, point.E_min);
+  out.B_crit = percentile_interval(b_crit, level, point.B_crit);
   return out;
 }
 

@@ -2,8 +2,9 @@
 // several seeds, and each seed's steps-to-target is known only within its bracket
 // (steps_lo, steps_hi]. A percentile bootstrap that can switch three sources on and off:
 // batch sizes (resampled, as bootstrap_fits does: the scatter about the model), seeds
-// (resampled within each batch size) and resolution (each seed's step drawn uniformly from its
-// bracket). All three together give the reported interval; each alone its component.
+// (resampled within each batch size) and resolution (each seed's step drawn with its bracket's
+// spread, centred on steps_hi as the point estimate reads it). All three together give the reported
+// interval; each alone its component.
 #pragma once
 #include <cstdint>
 #include <vector>
@@ -33,7 +34,9 @@ std::vector<CriticalBatchFit> measurement_bootstrap_fits(const std::vector<Measu
                                                          BootstrapSources sources, int resamples,
                                                          std::uint64_t seed);
 
-// The (1 - level) / 2 and (1 + level) / 2 quantiles of each fitted quantity.
-BootstrapIntervals intervals_of(const std::vector<CriticalBatchFit>& fits, double level);
+// Each fitted quantity's percentile_interval (critical_batch.hpp) around `point`, the fit of
+// the measurements themselves: every interval holds its estimate.
+BootstrapIntervals intervals_of(const std::vector<CriticalBatchFit>& fits, double level,
+                                const CriticalBatchFit& point);
 
 }  // namespace lbt::analysis

@@ -76,12 +76,11 @@ Prediction predict_at(std::int64_t B, const CriticalBatchFit& fit,
     steps.push_back(f.S_min * (1.0 + f.B_noise / Bd));
     examples.push_back(steps.back() * Bd);
   }
-  const double lo_q = (1 - level) / 2, hi_q = (1 + level) / 2;
   Prediction p;
   p.steps = fit.S_min * (1.0 + fit.B_noise / Bd);
   p.examples = p.steps * Bd;
-  p.steps_interval = {quantile(steps, lo_q), quantile(steps, hi_q)};
-  p.examples_interval = {quantile(examples, lo_q), quantile(examples, hi_q)};
+  p.steps_interval = percentile_interval(steps, level, p.steps);
+  p.examples_interval = percentile_interval(examples, level, p.examples);
   return p;
 }
 

@@ -15,6 +15,14 @@ nlohmann::json interval(Interval i) {
   return nlohmann::json::array({i.lo, i.hi});
 }
 
+// E_min and B_crit, and their intervals, exist only where the fit resolved a critical batch.
+nlohmann::json resolved_value(double value, const CriticalBatchFit& f) {
+  return f.resolved ? nlohmann::json(value) : nlohmann::json();
+}
+nlohmann::json resolved_interval(Interval i, const CriticalBatchFit& f) {
+  return f.resolved ? interval(i) : nlohmann::json();
+}
+
 // Percentile-bootstrap interval of the median of `values` (>= 2), resampling the values.
 Interval bootstrap_median(const std::vector<double>& values, const FitOptions& options,
                           std::uint64_t stream) {
@@ -25,7 +33,7 @@ Interval bootstrap_median(const std::vector<double>& values, const FitOptions& o
     for (auto& v : sample) v = values[pick(rng)];
     medians.push_back(median(sample));
   }
-  return {quantile(medians, (1 - options.level) / 2), quantile(medians, (1 + options.level) / 2)};
+  return percentile_interval(medians, options.level, median(values));
 }
 
 // The swept batch sizes in `regime`, and the range they span (null when none).
@@ -130,24 +138,25 @@ nlohmann::json regimes_json(const std::vector<ScalingPoint>& pts, double B_crit,
 // the interval seed noise, evaluation resolution and the scatter of batch sizes about the
 // model make).
 nlohmann::json fit_intervals(const std::vector<MeasuredPoint>& measured,
-                             const FitOptions& options) {
+                             const CriticalBatchFit& point, const FitOptions& options) {
   const auto intervals = [&](BootstrapSources sources) {
     return intervals_of(
         measurement_bootstrap_fits(measured, sources, options.resamples, options.seed),
-        options.level);
+        options.level, point);
   };
   const BootstrapIntervals ci = intervals({true, true, true});
   const BootstrapIntervals by_seeds = intervals({false, true, false});
   const BootstrapIntervals by_resolution = intervals({false, false, true});
   const BootstrapIntervals by_batch_sizes = intervals({true, false, false});
-  const auto s_min_and_b_crit = [](const BootstrapIntervals& i) {
-    return nlohmann::json{{"S_min", interval(i.S_min)}, {"B_crit", interval(i.B_crit)}};
+  const auto s_min_and_b_crit = [&](const BootstrapIntervals& i) {
+    return nlohmann::json{{"S_min", interval(i.S_min)},
+                          {"B_crit", resolved_interval(i.B_crit, point)}};
   };
   return {{"level", options.level},
           {"resamples", ci.resamples},
           {"S_min", interval(ci.S_min)},
-          {"E_min", interval(ci.E_min)},
-          {"B_crit", interval(ci.B_crit)},
+          {"E_min", resolved_interval(ci.E_min, point)},
+          {"B_crit", resolved_interval(ci.B_crit, point)},
           {"components",
            {{"seeds", s_min_and_b_crit(by_seeds)},
             {"resolution", s_min_and_b_crit(by_resolution)},
@@ -187,16 +196,17 @@ nlohmann::json fit_one_reading(const std::vector<MeasuredPoint>& points, const F
     return {{"fitted", false}, {"why", "fewer than 3 batch sizes reached the target"}};
   const CriticalBatchFit f = fit_critical_batch(point_estimates(points));
   const BootstrapIntervals ci = intervals_of(
-      measurement_bootstrap_fits(points, {true, true, true}, o.resamples, o.seed), o.level);
+      measurement_bootstrap_fits(points, {true, true, true}, o.resamples, o.seed), o.level, f);
   return {{"fitted", true},
+          {"resolved", f.resolved},
           {"batch_sizes", points.size()},
           {"S_min", f.S_min},
-          {"E_min", f.E_min},
-          {"B_crit", f.B_crit},
+          {"E_min", resolved_value(f.E_min, f)},
+          {"B_crit", resolved_value(f.B_crit, f)},
           {"intervals",
            {{"S_min", interval(ci.S_min)},
-            {"E_min", interval(ci.E_min)},
-            {"B_crit", interval(ci.B_crit)}}}};
+            {"E_min", resolved_interval(ci.E_min, f)},
+            {"B_crit", resolved_interval(ci.B_crit, f)}}}};
 }
 
 std::string interval_text(const nlohmann::json& i) {
@@ -205,7 +215,9 @@ std::string interval_text(const nlohmann::json& i) {
   return buf;
 }
 
+// Two intervals overlap; an unresolved one (null) is no evidence either way.
 bool overlap(const nlohmann::json& a, const nlohmann::json& b) {
+  if (a.is_null() || b.is_null()) return true;
   return a[0].get<double>() <= b[1].get<double>() && b[0].get<double>() <= a[1].get<double>();
 }
 
@@ -252,17 +264,20 @@ nlohmann::json fit_measurements(const SweepMeasurements& sweep, const FitOptions
        "median over seeds of steps_hi; percentile bootstrap resampling batch sizes, seeds within "
        "each, and drawing each seed's step within its bracket (steps_lo, steps_hi]"},
       {"S_min", f.S_min},
-      {"E_min", f.E_min},
-      {"B_crit", f.B_crit},
+      {"E_min", resolved_value(f.E_min, f)},
+      {"B_crit", resolved_value(f.B_crit, f)},
+      {"resolved", f.resolved},
       {"rms_log_residual", f.rms_log_residual},
-      {"intervals", fit_intervals(sweep.measured, options)},
+      {"intervals", fit_intervals(sweep.measured, f, options)},
       {"points", fit_points(sweep.measured, pts, f)},
       {"local_slopes", local_slopes(pts)},
-      {"regimes", regimes_json(pts, f.B_crit, options.regime_tolerance)},
+      {"regimes",
+       f.resolved ? regimes_json(pts, f.B_crit, options.regime_tolerance) : nlohmann::json()},
   };
+  if (!f.resolved) fit["warning"] = kNoCriticalBatch;
   fit["batch_sizes_unreached"] = sweep.unreached;
   add_lr_law(fit, sweep.lr_points, options);
-  add_measured_noise(fit, sweep, f.B_crit, options);
+  add_measured_noise(fit, sweep, f.resolved ? f.B_crit : NAN, options);
   fit["target_definition"] =
       sweep.definition.empty() ? nlohmann::json() : nlohmann::json(sweep.definition);
   fit["sensitivity"] =
@@ -272,6 +287,7 @@ nlohmann::json fit_measurements(const SweepMeasurements& sweep, const FitOptions
 
 std::string format_fit_line(const nlohmann::json& fit) {
   auto q = [&](const char* k) {
+    if (fit[k].is_null()) return std::string(k) + " unresolved";
     char buf[96];
     const auto& i = fit["intervals"][k];
     std::snprintf(buf, sizeof buf, "%s = %.4g [%.4g, %.4g]", k, fit[k].get<double>(),
@@ -292,6 +308,8 @@ std::string format_fit_line(const nlohmann::json& fit) {
   }
   if (fit.contains("target_definition") && fit["target_definition"].is_string())
     line += "; steps-to-target read as " + fit["target_definition"].get<std::string>();
+  if (fit.contains("warning") && fit["warning"].is_string())
+    line += "\nwarning: " + fit["warning"].get<std::string>();
   if (fit.contains("sensitivity") && fit["sensitivity"].is_object() &&
       fit["sensitivity"]["warning"].is_string())
     line += "\nwarning: " + fit["sensitivity"]["warning"].get<std::string>();

@@ -1,4 +1,5 @@
 // `lbt fit SWEEP_DIR`: S_min, E_min, B_crit with bootstrap intervals; writes fit.json.
+#include <cmath>
 #include <cstdio>
 #include <memory>
 #include <string>
@@ -36,6 +37,7 @@ void add_fit_command(CLI::App& app) {
     std::printf("%s\n", analysis::format_fit_line(fit).c_str());
     for (const char* name :
          {"perfect_scaling", "diminishing_returns", "maximal_data_parallelism"}) {
+      if (!fit["regimes"].is_object()) break;  // null: no critical batch to place them by
       const auto& r = fit["regimes"][name];
       std::string range = r["from"].is_null() ? "(no swept batch size)"
                                               : r["from"].dump() + " .. " + r["to"].dump();
@@ -51,7 +53,8 @@ void add_fit_command(CLI::App& app) {
                        : (" [" + std::to_string(ci[0].get<double>()) + ", " +
                           std::to_string(ci[1].get<double>()) + "]")
                              .c_str(),
-          fit["b_crit_over_b_simple"].get<double>());
+          fit["b_crit_over_b_simple"].is_number() ? fit["b_crit_over_b_simple"].get<double>()
+                                                  : NAN);
     }
     if (!a->no_plots) {
       const std::string warning = experiments::make_sweep_plots(a->dir);

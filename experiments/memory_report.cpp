@@ -11,6 +11,7 @@
 #include "core/error.hpp"
 #include "core/gemm.hpp"
 #include "core/rng.hpp"
+#include "core/sizes.hpp"
 #include "experiments/lbt_schema.hpp"
 #include "experiments/memory_probe.hpp"
 #include "experiments/train_run.hpp"
@@ -141,7 +142,8 @@ MemoryReport memory_report(const MemoryOptions& o) {
     r.estimates.push_back(
         trainer::estimate_memory(m, resolve_at(o, B, o.workers).train.micro_batch));
   // The slope where every part is linear: past the evaluation batch and the page rounding.
-  const std::int64_t far = std::max<std::int64_t>(m.eval_batch, 1) * 64;
+  const std::int64_t far = std::min(std::max<std::int64_t>(m.eval_batch, 1) * 64,
+                                    trainer::largest_countable_micro_batch(m) / 2);
   r.per_example =
       (trainer::estimate_memory(m, 2 * far).total() - trainer::estimate_memory(m, far).total()) /
       far;
@@ -161,15 +163,16 @@ MemoryReport memory_report(const MemoryOptions& o) {
 
 namespace {
 
+// Right-aligned in 14 columns, or wider: a cell is never cut (a 19-digit batch size).
+std::string cell(const std::string& text) {
+  return std::string(text.size() < 14 ? 14 - text.size() : 1, ' ') + text;
+}
+
 std::string row(const std::string& name, const std::vector<std::int64_t>& values) {
   char head[40];
   std::snprintf(head, sizeof head, "  %-30s", name.c_str());
   std::string line = head;
-  for (std::int64_t v : values) {
-    char cell[24];
-    std::snprintf(cell, sizeof cell, "%14s", trainer::format_bytes(v).c_str());
-    line += cell;
-  }
+  for (std::int64_t v : values) line += cell(trainer::format_bytes(v));
   return line + "\n";
 }
 
@@ -187,11 +190,8 @@ std::string parts_table(const MemoryReport& r) {
   std::snprintf(head, sizeof head, "  %-30s", "global batch / micro-batch");
   ss << head;
   for (std::size_t i = 0; i < r.estimates.size(); ++i) {
-    const std::string cell =
-        std::to_string(r.global_batches[i]) + " / " + std::to_string(r.estimates[i].micro_batch);
-    char buf[24];
-    std::snprintf(buf, sizeof buf, "%14s", cell.c_str());
-    ss << buf;
+    ss << cell(std::to_string(r.global_batches[i]) + " / " +
+               std::to_string(r.estimates[i].micro_batch));
   }
   ss << "\n";
   using E = trainer::MemoryEstimate;
@@ -261,13 +261,15 @@ std::string format_memory_summary(const MemoryReport& r) {
 
 std::string format_memory_fit(const MemoryReport& r) {
   std::ostringstream ss;
-  const std::int64_t per_step = r.workers * r.accum_steps;
+  const auto allows = checked_product({r.max_micro_batch, r.workers, r.accum_steps});
+  const auto per_rank = checked_product({r.max_micro_batch, r.accum_steps});
   ss << "largest micro-batch in " << trainer::format_bytes(r.budget)
      << " per rank: " << r.max_micro_batch << " (optimizer state replicated, as lbt trains), "
      << r.max_micro_batch_sharded << " (ZeRO-1 sharded)\n"
-     << "  global batch it allows: " << r.max_micro_batch * per_step << " = " << r.workers
+     << "  global batch it allows: "
+     << (allows ? std::to_string(*allows) : std::string("past 2^63")) << " = " << r.workers
      << " worker(s) x " << r.max_micro_batch << " x accum " << r.accum_steps << "\n";
-  if (r.max_micro_batch * r.accum_steps > r.train_examples_per_rank) {
+  if (!per_rank || *per_rank > r.train_examples_per_rank) {
     ss << "  (past the " << r.train_examples_per_rank
        << " training examples per rank: the data, not the memory, bound this batch)\n";
   }

@@ -50,6 +50,14 @@ SweepForPlan fit_sweep_for_plan(const fs::path& dir) {
   }
   const analysis::CriticalBatchFit fit =
       analysis::fit_critical_batch(analysis::point_estimates(measured));
+  if (!fit.resolved) {
+    throw Error(
+        "lbt plan: the sweep in " + dir.string() +
+            " shows no critical batch (its steps "
+            "to the target do not fall as the batch grows), so there is no curve to plan on",
+        "sweep smaller batch sizes, or check the target and the LR search (lbt fit " +
+            dir.string() + " shows the points)");
+  }
   return {std::move(measured), fit};
 }
 

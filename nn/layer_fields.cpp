@@ -79,12 +79,16 @@ std::string fields_text(const LayerType& t) {
                      : std::string(t.name) + " takes " + out;
 }
 
+// Sizes and counts stay within int: the kernels index with it, and products of a few such
+// fields (a conv's weights) then stay within 64 bits for the builder's checks.
+constexpr std::int64_t kMaxField = 2147483647;
+
 const char* kind_text(FieldKind kind) {
   switch (kind) {
     case FieldKind::kCount:
-      return "an integer >= 1";
+      return "an integer in [1, 2147483647]";
     case FieldKind::kNonNegative:
-      return "an integer >= 0";
+      return "an integer in [0, 2147483647]";
     case FieldKind::kBool:
       return "true or false";
     case FieldKind::kProbability:
@@ -115,7 +119,7 @@ std::optional<double> field_value(const ConfigValue& v, FieldKind kind) {
     return std::nullopt;
   }
   const auto* i = std::get_if<std::int64_t>(&v);
-  if (!i || *i < (kind == FieldKind::kCount ? 1 : 0)) return std::nullopt;
+  if (!i || *i < (kind == FieldKind::kCount ? 1 : 0) || *i > kMaxField) return std::nullopt;
   return static_cast<double>(*i);
 }
 

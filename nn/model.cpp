@@ -4,8 +4,10 @@
 
 #include <algorithm>
 #include <map>
+#include <optional>
 
 #include "core/error.hpp"
+#include "core/sizes.hpp"
 #include "nn/layer_spec.hpp"
 
 namespace lbt::nn {
@@ -43,6 +45,39 @@ void Model::add(std::unique_ptr<Layer> layer) {
   }
 }
 
+namespace {
+
+// "model.layers" or "model.spec 'cnn:simple'": where the model came from, for messages.
+std::string origin_text(const std::string& spec) {
+  return spec == "model.layers" ? spec : "model.spec '" + spec + "'";
+}
+
+std::string machine_text() {
+  return "this machine's " + format_bytes(machine_memory_bytes()) + " (RAM + swap)";
+}
+
+}  // namespace
+
+// Layers each fit (model_builder.cpp checks them one by one); together they may not.
+void Model::check_params_fit() const {
+  const auto bytes = checked_product({static_cast<std::int64_t>(store_.num_params()), 8});
+  if (bytes && *bytes <= machine_memory_bytes()) return;
+  std::size_t largest = 0, largest_params = 0;
+  for (std::size_t i = 0; i < layers_.size(); ++i) {
+    const std::size_t end =
+        i + 1 < layers_.size() ? first_segment_[i + 1] : store_.segments().size();
+    std::size_t n = 0;
+    for (std::size_t k = first_segment_[i]; k < end; ++k) n += store_.segments()[k].size;
+    if (n > largest_params) largest = i, largest_params = n;
+  }
+  throw ConfigError(
+      origin_text(spec_) + ": " + std::to_string(store_.num_params()) +
+          " parameters with their gradients take " +
+          (bytes ? format_bytes(*bytes) : std::string("past 2^63 bytes")) + ", more than " +
+          machine_text() + "; the largest layer is " + layers_[largest]->describe(),
+      "make the model smaller (fewer or narrower layers)");
+}
+
 void Model::register_params() {
   if (!first_segment_.empty()) return;
   // Names count per prefix: conv1, conv2, bn1, block1, ..., fc1, fc2.
@@ -56,6 +91,7 @@ void Model::register_params() {
 
 void Model::build(Rng& rng) {
   register_params();
+  check_params_fit();
   const std::vector<std::size_t>& first_segment = first_segment_;
   store_.allocate(*backend_);
   grads_from_.assign(layers_.size(), kNoParams);
@@ -82,8 +118,33 @@ void Model::place_params(std::span<float> memory, std::shared_ptr<void> owner, b
   for (auto& layer : layers_) layer->bind(store_);
 }
 
+// The activations reserve() allocates for `batch` examples, refused where they pass 64 bits
+// or this machine's memory: the error names the layer with the largest output.
+void Model::check_activations_fit(std::int64_t batch) const {
+  std::optional<std::int64_t> total = 0;
+  std::size_t widest = 0;
+  for (std::size_t i = 0; i < layers_.size(); ++i) {
+    const auto bytes = checked_product({batch, layers_[i]->out_features(), 8});
+    total = bytes && total ? checked_sum({*total, *bytes}) : std::nullopt;
+    if (layers_[i]->out_features() > layers_[widest]->out_features()) widest = i;
+  }
+  if (total && *total <= machine_memory_bytes()) return;
+  const Layer& layer = *layers_[widest];
+  const auto layer_bytes = checked_product({batch, layer.out_features(), 8});
+  throw ConfigError(
+      origin_text(spec_) + ": " + layer.describe() + " gives " + layer.out_shape().text() +
+          " per example: at batch " + std::to_string(batch) + " its output and gradient take " +
+          (layer_bytes ? format_bytes(*layer_bytes) : std::string("past 2^63 bytes")) +
+          ", the model's activations " +
+          (total ? format_bytes(*total) : std::string("past 2^63 bytes")) + ", more than " +
+          machine_text(),
+      "lower the batch (train.micro_batch with train.accum_steps, train.eval_batch) or the "
+      "layer's size; lbt memory --config FILE shows every part");
+}
+
 void Model::reserve(std::int64_t max_batch) {
   if (max_batch <= capacity_) return;
+  check_activations_fit(max_batch);
   for (std::size_t i = 0; i < layers_.size(); ++i) {
     // Growing only: what the buffers held is rewritten by the next forward and backward.
     const auto size = static_cast<std::size_t>(max_batch * layers_[i]->out_features());

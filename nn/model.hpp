@@ -49,12 +49,15 @@ class Model {
   Model& operator=(const Model&) = delete;
 
   void add(std::unique_ptr<Layer> layer);
-  // Registers all parameters, allocates the flat buffers, and initialises from `rng`.
+  // Registers all parameters, allocates the flat buffers, and initialises from `rng`. Throws
+  // ConfigError, before allocating, where parameters and gradients pass the machine's memory.
   void build(Rng& rng);
   // Registers every layer's parameters in store() (names, sizes, kinds) without allocating them:
   // the segment table `lbt train --check` checks the optimizer and the noise estimator against.
   // build() registers them when this was not called.
   void register_params();
+  // Allocates every layer's output and its gradient for `max_batch` examples; throws
+  // ConfigError naming the widest layer, before allocating, where they pass the machine's memory.
   void reserve(std::int64_t max_batch);
   // Memory of a model reserved for `batch` examples (trainer/memory_estimate.hpp counts with
   // these): every layer's output and its gradient, and the conv-BatchNorm moments.
@@ -114,6 +117,9 @@ class Model {
   }
 
  private:
+  void check_params_fit() const;
+  void check_activations_fit(std::int64_t batch) const;
+
   const Backend* backend_;
   std::string spec_;
   std::vector<std::int64_t> input_shape_;

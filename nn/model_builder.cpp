@@ -3,8 +3,10 @@
 // passes): a ReLU before a max pool runs in the pool's pass (max(relu(a), relu(b)) =
 // relu(max(a, b))), a ReLU after a BatchNorm in the BatchNorm's.
 #include <memory>
+#include <optional>
 
 #include "core/error.hpp"
+#include "core/sizes.hpp"
 #include "nn/backend.hpp"
 #include "nn/layer_spec.hpp"
 #include "nn/model.hpp"
@@ -30,6 +32,75 @@ Flow input_flow(const std::vector<std::int64_t>& shape) {
   return {false, {shape.empty() ? 0 : features, 1, 1}};
 }
 
+// A layer whose sizes pass 64 bits or this machine's memory (check_layer_size): reported with
+// the input it was given, not as a shape mismatch.
+class LayerTooLarge : public ConfigError {
+ public:
+  using ConfigError::ConfigError;
+};
+
+// One layer's parameter count and per-example output, before it is made.
+struct LayerSize {
+  std::optional<std::int64_t> params;  // nullopt: passes 64 bits
+  std::int64_t c = 0, h = 0, w = 0;    // output [C, H, W] ({out, 1, 1} for linear)
+};
+
+// The layers with parameters, as their constructors will size them (fields are at most 2^31,
+// layer_fields.cpp, so the window arithmetic itself cannot overflow).
+std::optional<LayerSize> layer_size(const LayerSpec& l, const Flow& in) {
+  const std::int64_t bias = l.bias ? l.out : 0;
+  if (l.type == "linear") {
+    const auto weights = checked_product({in.features(), l.out});
+    return LayerSize{weights ? checked_sum({*weights, bias}) : std::nullopt, l.out, 1, 1};
+  }
+  if (l.type == "conv") {
+    const auto weights = checked_product({l.out, in.shape.c, l.kernel, l.kernel});
+    return LayerSize{weights ? checked_sum({*weights, bias}) : std::nullopt, l.out,
+                     window_out(in.shape.h, l.kernel, l.stride, l.padding),
+                     window_out(in.shape.w, l.kernel, l.stride, l.padding)};
+  }
+  if (l.type == "residual") {  // two 3x3 convs, a 1x1 projection, BatchNorms (about)
+    const auto first = checked_product({l.out, in.shape.c, 10});
+    const auto second = checked_product({l.out, l.out, 9});
+    return LayerSize{first && second ? checked_sum({*first, *second}) : std::nullopt, l.out,
+                     window_out(in.shape.h, 3, l.stride, 1),
+                     window_out(in.shape.w, 3, l.stride, 1)};
+  }
+  return std::nullopt;  // no parameters; an output no larger than its input
+}
+
+// Refuses a layer whose parameters (with their gradients) or one example's output (with its
+// gradient) pass 64 bits or this machine's memory: it could never be allocated, and a
+// bad_alloc would name nothing.
+void check_layer_size(const LayerSpec& l, const Flow& in) {
+  const std::optional<LayerSize> size = layer_size(l, in);
+  if (!size || size->h <= 0 || size->w <= 0) return;  // the constructor says why
+  const std::string shape = "[" + std::to_string(size->c) + ", " + std::to_string(size->h) + ", " +
+                            std::to_string(size->w) + "]";
+  const std::string fix =
+      "make it smaller (out/out_channels, kernel, padding) or its input "
+      "smaller (a pool or a larger stride before it)";
+  const std::int64_t machine = machine_memory_bytes();
+  const auto param_bytes = size->params ? checked_product({*size->params, 8}) : std::nullopt;
+  if (!param_bytes || *param_bytes > machine) {
+    throw LayerTooLarge(
+        "gives " + shape + " per example with " +
+            (size->params ? std::to_string(*size->params) : std::string("more than 2^63")) +
+            " parameters: with their gradients " +
+            (param_bytes ? format_bytes(*param_bytes) : std::string("past 2^63 bytes")) +
+            ", more than this machine's " + format_bytes(machine) + " (RAM + swap)",
+        fix);
+  }
+  const auto out_bytes = checked_product({size->c, size->h, size->w, 8});
+  if (!out_bytes || *out_bytes > machine) {
+    throw LayerTooLarge(
+        "gives " + shape + " per example: one example's output and its gradient take " +
+            (out_bytes ? format_bytes(*out_bytes) : std::string("more than 2^63 bytes")) +
+            ", more than this machine's " + format_bytes(machine) + " (RAM + swap)",
+        fix);
+  }
+}
+
 // Builds one layer at a time, each made by the model's backend.
 class Builder {
  public:
@@ -46,6 +117,7 @@ class Builder {
       add_pool(layers[i + 1], /*relu=*/true);
       return 2;
     }
+    check_layer_size(l, flow_);
     if (l.type == "batchnorm") return add_batchnorm(relu_next) ? 2 : 1;
     if (l.type == "linear")
       add_linear(l, i);
@@ -144,6 +216,11 @@ void build_layers(Model& model, const std::vector<LayerSpec>& layers,
     const Flow before = builder.flow();
     try {
       i += builder.add(layers, i);
+    } catch (const LayerTooLarge& e) {
+      const std::size_t at = builder.at();
+      throw ConfigError(origin + "[" + std::to_string(at) + "] (" + layers[at].type + ") on " +
+                            before.text() + " " + e.what(),
+                        e.hint());
     } catch (const ConfigError& e) {
       // The layer's own message ("Conv2d(...) does not fit its input [...]") with its place in
       // the list and what it was given.

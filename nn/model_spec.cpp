@@ -19,11 +19,12 @@ std::vector<std::int64_t> parse_sizes(const std::string& spec, const std::string
     try {
       std::size_t used = 0;
       long long v = std::stoll(item, &used);
-      if (used != item.size() || v <= 0) throw std::invalid_argument(item);
+      if (used != item.size() || v <= 0 || v > 2147483647) throw std::invalid_argument(item);
       sizes.push_back(v);
     } catch (const std::exception&) {
-      throw ConfigError("model.spec '" + spec + "': '" + item + "' is not a positive layer size",
-                        "write sizes joined by '-', e.g. mlp:784-512-512-10");
+      throw ConfigError(
+          "model.spec '" + spec + "': '" + item + "' is not a layer size in [1, 2147483647]",
+          "write sizes joined by '-', e.g. mlp:784-512-512-10");
     }
   }
   if (sizes.size() < 2) {

@@ -87,6 +87,17 @@ void NoiseScaleTracker::add(const NoiseEstimate& e) {
 
 namespace {
 
+// B_simple = tr(Sigma) / |G|^2 and its interval, where they can be read. B_simple >= 0: a
+// ratio over a |G|^2 within noise of 0 is no estimate, nor is a negative tr(Sigma) (small
+// batches whose gradients are longer than the big batch's were not drawn from one
+// distribution); an interval wholly below 0 holds no admissible value. Each is reported as not
+// resolved (NaN), never as a negative value or bound.
+void set_ratio(NoiseScale& s, const RatioInterval& ci) {
+  s.resolved = ci.resolved && s.G_sq > 0.0 && s.trace_sigma >= 0.0 && ci.hi >= 0.0;
+  if (s.resolved) s.b_simple = s.trace_sigma / s.G_sq;
+  if (ci.hi >= 0.0) s.ci_low = ci.lo, s.ci_high = ci.hi;
+}
+
 // B_simple and its Fieller interval from weighted sums: sw = sum w, sw2 = sum w^2, and the
 // weighted sums of G, T, G^2, T^2, G T.
 NoiseScale ratio_of_means(double sw, double sw2, double sG, double sT, double sGG, double sTT,
@@ -109,11 +120,7 @@ NoiseScale ratio_of_means(double sw, double sw2, double sG, double sT, double sG
   const double cov = (sGT - sw * s.G_sq * s.trace_sigma) / denom * inv_n;
   const RatioInterval ci =
       fieller_interval(s.trace_sigma, s.G_sq, var_T, var_G, cov, s.effective_samples - 1.0);
-  s.ci_low = ci.lo;
-  s.ci_high = ci.hi;
-  s.resolved = ci.resolved && s.G_sq > 0.0;
-  // A ratio over a |G|^2 within noise of 0 is no estimate: reported as not resolved.
-  if (s.resolved) s.b_simple = s.trace_sigma / s.G_sq;
+  set_ratio(s, ci);
   return s;
 }
 
@@ -161,10 +168,7 @@ NoiseScale NoiseScaleTracker::now() const {
   const double leverage = 1.0 / static_cast<double>(n) + u_e * u_e / Suu;
   const RatioInterval ci = fieller_interval(s.trace_sigma, s.G_sq, rTT / dof * leverage,
                                             rGG / dof * leverage, rGT / dof * leverage, dof);
-  s.ci_low = ci.lo;
-  s.ci_high = ci.hi;
-  s.resolved = ci.resolved && s.G_sq > 0.0;
-  if (s.resolved) s.b_simple = s.trace_sigma / s.G_sq;
+  set_ratio(s, ci);
   return s;
 }
 

@@ -61,7 +61,10 @@ def steps_vs_batch(sweep: lbt_runs.Sweep, ax) -> None:
         b = np.geomspace(best["batch_size"].min(), best["batch_size"].max(), 100)
         ax.plot(b, s0 * b0 / b, "--", color=COLORS["perfect"], label="perfect scaling (S ∝ 1/B)")
     fit = sweep.fit
-    if fit:
+    if fit and fit.get("B_crit") is None:  # unresolved: the steps do not fall with the batch
+        ax.axhline(fit["S_min"], color=COLORS["fit"], lw=0.8, ls=":",
+                   label="fit: no critical batch (steps do not fall as B grows)")
+    elif fit:
         b = np.geomspace(best["batch_size"].min() / 1.5, best["batch_size"].max() * 1.5, 200)
         ax.plot(b, lbt_runs.fitted_steps(fit, b), color=COLORS["fit"],
                 label=f"fit: S_min={fit['S_min']:.3g}, B_crit={fit['B_crit']:.3g}")

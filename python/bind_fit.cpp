@@ -48,23 +48,37 @@ py::tuple interval(const analysis::Interval& i) {
   return py::make_tuple(i.lo, i.hi);
 }
 
+// A quantity of the critical batch: None where the fit resolved none (steps that do not fall).
+py::object resolved(double value, const analysis::CriticalBatchFit& f) {
+  return f.resolved ? py::object(py::float_(value)) : py::object(py::none());
+}
+py::object resolved(const analysis::Interval& i, const analysis::CriticalBatchFit& f) {
+  return f.resolved ? py::object(interval(i)) : py::object(py::none());
+}
+
 py::dict fit_dict(const std::vector<ScalingPoint>& points, int resamples, double level,
                   std::uint64_t seed) {
   const analysis::CriticalBatchFit f = analysis::fit_critical_batch(points);
   py::dict d;
   d["S_min"] = f.S_min;
-  d["E_min"] = f.E_min;
-  d["B_crit"] = f.B_crit;
-  d["B_noise"] = f.B_noise;  // = B_crit in this model; kept under the paper's name too
+  d["E_min"] = resolved(f.E_min, f);
+  d["B_crit"] = resolved(f.B_crit, f);
+  d["B_noise"] = resolved(f.B_noise, f);  // = B_crit in this model; the paper's name too
+  d["resolved"] = f.resolved;
   d["rms_log_residual"] = f.rms_log_residual;
+  if (!f.resolved) {
+    d["warning"] = analysis::kNoCriticalBatch;
+    const std::string text = std::string("fit_critical_batch: ") + analysis::kNoCriticalBatch;
+    if (PyErr_WarnEx(PyExc_UserWarning, text.c_str(), 1) < 0) throw py::error_already_set();
+  }
   if (resamples > 0) {
     const analysis::BootstrapIntervals ci =
         analysis::bootstrap_critical_batch(points, resamples, level, seed);
     py::dict intervals;
     intervals["S_min"] = interval(ci.S_min);
-    intervals["E_min"] = interval(ci.E_min);
-    intervals["B_crit"] = interval(ci.B_crit);
-    intervals["B_noise"] = interval(ci.B_noise);
+    intervals["E_min"] = resolved(ci.E_min, f);
+    intervals["B_crit"] = resolved(ci.B_crit, f);
+    intervals["B_noise"] = resolved(ci.B_noise, f);
     d["intervals"] = intervals;
     d["resamples"] = ci.resamples;
     d["level"] = level;

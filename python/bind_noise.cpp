@@ -47,6 +47,18 @@ void check_finite(const char* function, const char* name, double x) {
     bad_argument(function, std::string(name) + " must be finite, got " + number(x));
 }
 
+// A squared norm: finite and >= 0 (per-example norms are checked the same, mean_of_norms).
+void check_squared_norm(const char* function, const char* name, double x) {
+  if (!(x >= 0.0) || !std::isfinite(x)) {
+    bad_argument(function,
+                 std::string(name) + " must be a squared norm, finite and >= 0, got " + number(x));
+  }
+}
+
+// The window is kept in memory (and in checkpoints): 16 bytes an update. A million updates is
+// far past any useful "now" and still 16 MB; more is refused, not attempted.
+constexpr std::size_t kMaxWindow = 1000000;
+
 // Mean of per-example squared gradient norms |g_n|^2: [n], n >= 2.
 std::pair<double, double> mean_of_norms(const char* function,
                                         py::array_t<double, py::array::forcecast> norms) {
@@ -68,6 +80,18 @@ std::pair<double, double> mean_of_norms(const char* function,
   return {n, sum / n};
 }
 
+// `window`, checked before the tracker allocates it; "now" fits a line through it, and fewer
+// than 3 points leave no residual.
+std::size_t checked_window(std::size_t window) {
+  if (window < 3 || window > kMaxWindow) {
+    bad_argument("GradientNoise", "window must be in [3, " + std::to_string(kMaxWindow) +
+                                      "] (a line is fitted through the last `window` updates, "
+                                      "kept in memory), got " +
+                                      std::to_string(window));
+  }
+  return window;
+}
+
 // The tracker with the batch sizes of the two-batch estimator and the estimate to report.
 class GradientNoise {
  public:
@@ -75,7 +99,7 @@ class GradientNoise {
                 std::size_t window, const std::string& estimate)
       : b_small_(b_small),
         b_big_(b_big),
-        tracker_(ema, window),
+        tracker_(ema, checked_window(window)),
         estimate_(check_estimate_kind("GradientNoise", estimate)) {
     if (b_small.has_value() != b_big.has_value()) {
       bad_argument("GradientNoise",
@@ -89,11 +113,6 @@ class GradientNoise {
     if (!(ema >= 0.0 && ema < 1.0)) {
       bad_argument("GradientNoise", "ema must be in [0, 1), got " + number(ema));
     }
-    // "now" fits a line through the window: fewer than 3 points leave no residual.
-    if (window < 3) {
-      bad_argument("GradientNoise", "window must be >= 3 (a line is fitted through it), got " +
-                                        std::to_string(window));
-    }
   }
 
   // |G_b|^2 (mean over the small batches) and |G_B|^2 of one step.
@@ -103,15 +122,15 @@ class GradientNoise {
                    "this GradientNoise was made without b_small and "
                    "b_big: pass them to GradientNoise(b_small, b_big)");
     }
-    check_finite("GradientNoise.update", "g_small_sq", g_small_sq);
-    check_finite("GradientNoise.update", "g_big_sq", g_big_sq);
+    check_squared_norm("GradientNoise.update", "g_small_sq", g_small_sq);
+    check_squared_norm("GradientNoise.update", "g_big_sq", g_big_sq);
     return add(noise::two_batch_estimate(*b_small_, g_small_sq, *b_big_, g_big_sq));
   }
 
   NoiseEstimate update_per_example(py::array_t<double, py::array::forcecast> norms,
                                    double g_batch_sq) {
     const auto [n, mean] = mean_of_norms("GradientNoise.update_per_example", norms);
-    check_finite("GradientNoise.update_per_example", "g_batch_sq", g_batch_sq);
+    check_squared_norm("GradientNoise.update_per_example", "g_batch_sq", g_batch_sq);
     return add(noise::per_example_estimate(n, mean, g_batch_sq));
   }
 
@@ -177,6 +196,8 @@ void bind_estimators(py::module_& m) {
           bad_argument("two_batch_estimate", "need 0 < b_small < b_big, got b_small=" +
                                                  number(b_small) + ", b_big=" + number(b_big));
         }
+        check_squared_norm("two_batch_estimate", "g_small_sq", g_small_sq);
+        check_squared_norm("two_batch_estimate", "g_big_sq", g_big_sq);
         return estimate_tuple(noise::two_batch_estimate(b_small, g_small_sq, b_big, g_big_sq));
       },
       "b_small"_a, "g_small_sq"_a, "b_big"_a, "g_big_sq"_a,
@@ -185,6 +206,7 @@ void bind_estimators(py::module_& m) {
       "per_example_estimate",
       [](py::array_t<double, py::array::forcecast> norms, double g_batch_sq) {
         const auto [n, mean] = mean_of_norms("per_example_estimate", norms);
+        check_squared_norm("per_example_estimate", "g_batch_sq", g_batch_sq);
         return estimate_tuple(noise::per_example_estimate(n, mean, g_batch_sq));
       },
       "example_sq_norms"_a, "g_batch_sq"_a,
@@ -235,10 +257,11 @@ GradientNoise(b_small, b_big, ema=0.95, window=10, estimate="averaged")
           },
           "G_sq"_a, "trace_sigma"_a, "Adds one step's unbiased (|G|^2, tr(Sigma)) as they are.")
       .def("b_simple", &GradientNoise::b_simple, "estimate"_a = py::none(),
-           "B_simple, or None while |G|^2 is not resolved from 0 at 95% (or < 2 updates).")
+           "B_simple, or None while |G|^2 is not resolved from 0 at 95%, while tr(Sigma)'s "
+           "estimate is negative (B_simple >= 0: no value can be read), or with < 2 updates.")
       .def("b_simple_ci95", &GradientNoise::ci95, "estimate"_a = py::none(),
            "95% Fieller interval (lo, hi): lo >= 0; hi None while unresolved; (None, None) "
-           "before an interval exists.")
+           "before an interval exists, or where it lies wholly below 0 (no admissible value).")
       .def(
           "scale",
           [](const GradientNoise& self, const std::optional<std::string>& estimate) {

@@ -12,6 +12,7 @@
 #include <sys/resource.h>
 
 #include "core/error.hpp"
+#include "core/sizes.hpp"
 #include "core/tensor.hpp"
 
 namespace lbt::trainer {
@@ -120,7 +121,36 @@ MemoryModel memory_model(const RunConfig& run, nn::Model& model, const data::Spl
   return m;
 }
 
+std::int64_t largest_countable_micro_batch(const MemoryModel& m) {
+  // Every part that grows with the batch holds a few buffers per layer output or input (a
+  // BatchNorm's partial sums are 32 floats per channel): 64 floats per feature bounds them all.
+  const std::int64_t features = m.model->activation_floats_per_example() + m.input_dim +
+                                std::max<std::int64_t>(m.target_dim, 1) + 1;
+  const std::int64_t per_example = checked_product({features, 64, 4}).value_or(INT64_MAX);
+  return std::max<std::int64_t>(1, (std::int64_t{1} << 62) / per_example);
+}
+
+namespace {
+
+// A micro-batch whose byte counts would pass 64 bits is refused naming it, not wrapped around
+// into a negative or tiny estimate.
+void check_countable(const MemoryModel& m, std::int64_t b, const std::string& what,
+                     const std::string& fix) {
+  const std::int64_t most = largest_countable_micro_batch(m);
+  if (b <= most) return;
+  throw ConfigError(what + " " + std::to_string(b) + " is too large to count: its bytes would " +
+                        "pass 2^62 (at most " + std::to_string(most) +
+                        " examples per rank for this model)",
+                    fix);
+}
+
+}  // namespace
+
 MemoryEstimate estimate_memory(const MemoryModel& m, std::int64_t b) {
+  check_countable(m, b, "micro-batch",
+                  "pass a smaller global batch (-b, train.global_batch) or more workers");
+  if (m.validation_examples > 0)
+    check_countable(m, m.eval_batch, "train.eval_batch", "set a smaller train.eval_batch");
   MemoryEstimate e;
   e.micro_batch = b;
   e.runtime = m.runtime_bytes;
@@ -156,11 +186,15 @@ MemoryEstimate estimate_memory(const MemoryModel& m, std::int64_t b) {
 std::int64_t largest_micro_batch(const MemoryModel& m, std::int64_t budget, bool sharded) {
   auto fits = [&](std::int64_t b) { return estimate_memory(m, b).total(sharded) <= budget; };
   if (!fits(1)) return 0;
+  const std::int64_t most = largest_countable_micro_batch(m);
   std::int64_t lo = 1, hi = 2;
-  while (fits(hi)) {
+  while (hi <= most && fits(hi)) {
     lo = hi;
-    if (hi > (std::int64_t{1} << 40)) return hi;  // no real budget gets here
     hi *= 2;
+  }
+  if (hi > most) {
+    if (fits(most)) return most;  // a budget no 64-bit count reaches
+    hi = most;
   }
   while (hi - lo > 1) {
     const std::int64_t mid = lo + (hi - lo) / 2;
@@ -209,13 +243,7 @@ std::int64_t parse_memory_size(const std::string& text, const std::string& optio
 }
 
 std::string format_bytes(std::int64_t bytes) {
-  static const char* kNames[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-  double v = static_cast<double>(bytes);
-  int i = 0;
-  while (std::abs(v) >= 1024.0 && i < 4) v /= 1024.0, ++i;
-  char buf[32];
-  std::snprintf(buf, sizeof buf, i == 0 ? "%.0f %s" : "%.2f %s", v, kNames[i]);
-  return buf;
+  return lbt::format_bytes(bytes);
 }
 
 std::int64_t peak_resident_bytes() {

@@ -63,7 +63,12 @@ struct MemoryEstimate {
 MemoryModel memory_model(const RunConfig& run, nn::Model& model, const data::Splits& splits,
                          int workers, int threads, std::int64_t runtime_bytes);
 
+// Throws ConfigError for a micro-batch past largest_countable_micro_batch.
 MemoryEstimate estimate_memory(const MemoryModel& m, std::int64_t micro_batch);
+
+// The largest micro-batch whose byte counts stay below 2^62 for this model (a bound, far past
+// any memory: about 2^62 / (256 bytes x the floats an example touches)).
+std::int64_t largest_countable_micro_batch(const MemoryModel& m);
 
 // The largest micro-batch whose total fits `budget` bytes; 0 when not even 1 does.
 std::int64_t largest_micro_batch(const MemoryModel& m, std::int64_t budget, bool sharded);

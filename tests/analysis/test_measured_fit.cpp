@@ -48,7 +48,8 @@ BOOST_AUTO_TEST_CASE(interval_covers_the_true_critical_batch_in_at_least_93_of_1
   double width = 0.0;
   for (int rep = 0; rep < 100; ++rep) {
     const auto points = synthetic_sweep(s_min, b_crit, 3, 0.15, rng);
-    const auto ci = intervals_of(measurement_bootstrap_fits(points, {}, 1000, rep), 0.95);
+    const auto ci = intervals_of(measurement_bootstrap_fits(points, {}, 1000, rep), 0.95,
+                                 fit_critical_batch(point_estimates(points)));
     covered += ci.B_crit.lo <= b_crit && b_crit <= ci.B_crit.hi;
     width += std::log(ci.B_crit.hi / ci.B_crit.lo) / 100;
   }
@@ -61,12 +62,13 @@ BOOST_AUTO_TEST_CASE(
     each_source_alone_is_narrower_than_all_together_and_resolution_alone_is_small) {
   std::mt19937_64 rng(7);
   const auto points = synthetic_sweep(40.0, 600.0, 3, 0.15, rng);
+  const CriticalBatchFit point = fit_critical_batch(point_estimates(points));
   const auto all =
-      intervals_of(measurement_bootstrap_fits(points, {true, true, true}, 2000, 1), 0.95);
+      intervals_of(measurement_bootstrap_fits(points, {true, true, true}, 2000, 1), 0.95, point);
   const auto seeds =
-      intervals_of(measurement_bootstrap_fits(points, {false, true, false}, 2000, 1), 0.95);
+      intervals_of(measurement_bootstrap_fits(points, {false, true, false}, 2000, 1), 0.95, point);
   const auto resolution =
-      intervals_of(measurement_bootstrap_fits(points, {false, false, true}, 2000, 1), 0.95);
+      intervals_of(measurement_bootstrap_fits(points, {false, false, true}, 2000, 1), 0.95, point);
   const auto w = [](Interval i) { return std::log(i.hi / i.lo); };
   BOOST_TEST(w(seeds.B_crit) < w(all.B_crit));
   BOOST_TEST(w(resolution.B_crit) < w(seeds.B_crit));

@@ -140,3 +140,62 @@ BOOST_AUTO_TEST_CASE(an_edited_cell_that_is_not_a_number_is_named_by_line_and_co
   expect_refusal(run_lbt("fit --no-plots " + dir.string()), 3,
                  {(dir / "best.csv").string(), "line 3", "batch_size", "'3x2'"});
 }
+
+namespace {
+
+// The CNN preset with its model replaced by one conv layer (`conv_fields`) and a classifier.
+fs::path conv_config(const std::string& name, const std::string& conv_fields) {
+  std::string text = slurp(std::string(LBT_SOURCE_DIR) + "/experiments/configs/fmnist_cnn.toml");
+  const auto spec = text.find("spec = ");
+  text.erase(spec, text.find('\n', spec) - spec);
+  const fs::path path = scratch() / (name + ".toml");
+  std::ofstream(path) << text << "\n[[model.layers]]\ntype = \"conv\"\n"
+                      << conv_fields << "[[model.layers]]\ntype = \"global_avgpool\"\n"
+                      << "[[model.layers]]\ntype = \"linear\"\nout = 10\n";
+  return path;
+}
+
+const std::string kSmallData = " --set data.train_limit=2000 --set data.validation_size=500";
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(memory_refuses_a_batch_whose_bytes_pass_64_bits_naming_the_micro_batch) {
+  const fs::path cfg = scratch() / "sweep.toml";
+  (void)real_sweep();  // writes the config
+  const Result r = run_lbt("memory --config " + cfg.string() + " -b 9223372036854775807");
+  expect_refusal(r, 2, {"micro-batch 9223372036854775807", "too large to count"});
+
+  // A batch that counts: the column shows it whole, and no part is negative or zero.
+  const Result ok = run_lbt("memory --config " + cfg.string() + " -b 999999999999");
+  BOOST_REQUIRE_MESSAGE(ok.code == 0, ok.err);
+  BOOST_TEST(ok.out.find("999999999999 / 999999999999") != std::string::npos, ok.out);
+  BOOST_TEST(ok.out.find(" -") == std::string::npos, ok.out);
+  BOOST_TEST(ok.out.find("activations + their grads                0 B") == std::string::npos,
+             ok.out);
+}
+
+BOOST_AUTO_TEST_CASE(a_conv_too_large_for_any_machine_is_refused_naming_it_before_allocating) {
+  // 10^6 channels of [200028, 200028]: 284 PiB for one example, in memory and train alike.
+  const fs::path huge =
+      conv_config("huge_conv", "out_channels = 1000000\nkernel = 1\npadding = 100000\n");
+  for (const std::string command :
+       {std::string("memory"),
+        "train --quiet --set train.steps=2 --out " + (scratch() / "huge_run").string()}) {
+    expect_refusal(
+        run_lbt(command + " --config " + huge.string() + kSmallData), 2,
+        {"model.layers[0] (conv)", "[1000000, 200028, 200028]", "more than this machine"});
+  }
+}
+
+BOOST_AUTO_TEST_CASE(train_refuses_activations_past_the_machine_naming_the_widest_layer) {
+  // 10^6 channels of [24, 24]: 4.3 GiB per example, 4.4 TiB at batch 1024.
+  const fs::path wide = conv_config("wide_conv", "out_channels = 1000000\nkernel = 5\n");
+  const Result r =
+      run_lbt("train --quiet --set train.steps=2 --set train.global_batch=1024 --config " +
+              wide.string() + kSmallData + " --out " + (scratch() / "wide_run").string());
+  expect_refusal(r, 2, {"Conv2d(1->1000000, k5 s1 p0)", "[1000000, 24, 24]", "batch 1024"});
+  // lbt memory estimates it (its job), and finds no micro-batch that fits 16 GiB.
+  const Result m = run_lbt("memory --config " + wide.string() + kSmallData);
+  BOOST_TEST(m.code == 0, m.err);
+  BOOST_TEST(m.out.find("per rank: 0 (optimizer state replicated") != std::string::npos, m.out);
+}

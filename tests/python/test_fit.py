@@ -56,6 +56,29 @@ class FitCriticalBatchTest(unittest.TestCase):
             self.assertIn(needle, str(ctx.exception))
             self.assertNotIn("\n", str(ctx.exception))
 
+    def test_steps_that_rise_with_the_batch_resolve_no_critical_batch(self):
+        with self.assertWarnsRegex(UserWarning, "no critical batch"):
+            fit = lbt.fit_critical_batch([16, 64, 256, 1024], [100, 120, 150, 200], resamples=200)
+        self.assertFalse(fit["resolved"])
+        for name in ("B_crit", "E_min", "B_noise"):
+            self.assertIsNone(fit[name])
+            self.assertIsNone(fit["intervals"][name])
+        self.assertIn("no critical batch", fit["warning"])
+        lo, hi = fit["intervals"]["S_min"]
+        self.assertTrue(0 <= lo <= fit["S_min"] <= hi)
+
+    def test_every_estimate_lies_inside_its_interval_over_seeded_resamplings(self):
+        rng = np.random.default_rng(43)
+        for seed in range(40):
+            batches = np.array([32.0, 256.0, 2048.0])  # 3 batch sizes, as in the report
+            steps = steps_at(batches) * np.exp(rng.normal(0.0, 0.2, size=3))
+            fit = lbt.fit_critical_batch(batches, steps, resamples=200, seed=seed)
+            for name in ("S_min", "E_min", "B_crit"):
+                if fit[name] is None:
+                    continue
+                lo, hi = fit["intervals"][name]
+                self.assertTrue(0 <= lo <= fit[name] <= hi, (seed, name, lo, fit[name], hi))
+
 
 class FitSweepTest(unittest.TestCase):
     def test_equals_lbt_fit(self):

@@ -184,5 +184,40 @@ class GradientNoiseTest(unittest.TestCase):
             lbt.per_example_estimate([1.0], 1.0)
 
 
+class CarelessInputTest(unittest.TestCase):
+    """Issue 43: inputs no gradient can produce are refused; a positive quantity is never
+    reported with a negative value or bound; an impossible window is refused, not allocated."""
+
+    def test_negative_squared_norms_are_refused_everywhere(self):
+        gn = lbt.GradientNoise(16, 64)
+        for call in (lambda: gn.update(-1e6, -1e6), lambda: gn.update(1.0, -0.5),
+                     lambda: lbt.GradientNoise().update_per_example([1.0, 2.0], -1.0),
+                     lambda: lbt.two_batch_estimate(16, -1.0, 64, 1.0),
+                     lambda: lbt.per_example_estimate([1.0, 2.0], -3.0)):
+            with self.assertRaises(ValueError) as ctx:
+                call()
+            self.assertIn("squared norm", str(ctx.exception))
+            self.assertNotIn("\n", str(ctx.exception))
+        self.assertEqual(gn.samples, 0)
+
+    def test_small_batches_shorter_than_the_big_one_give_no_negative_b_simple(self):
+        # |G_b|^2 = 1 < |G_B|^2 = 2: tr(Sigma) = (1 - 2) / (1/16 - 1/64) < 0, so B_simple
+        # = tr(Sigma) / |G|^2 would be negative; it is unresolved instead.
+        gn = lbt.GradientNoise(16, 64)
+        for _ in range(5):
+            gn.update(1.0, 2.0)
+        self.assertLess(gn.scale()["trace_sigma"], 0.0)
+        for kind in ("averaged", "now"):
+            self.assertIsNone(gn.b_simple(kind))
+            self.assertFalse(gn.scale(kind)["resolved"])
+            for bound in gn.b_simple_ci95(kind):
+                self.assertTrue(bound is None or bound >= 0.0, gn.b_simple_ci95(kind))
+
+    def test_an_impossible_window_is_refused_before_allocating(self):
+        with self.assertRaises(ValueError) as ctx:
+            lbt.GradientNoise(16, 64, window=10 ** 9)  # 16 GB of ring buffer
+        self.assertIn("window must be in [3, 1000000]", str(ctx.exception))
+
+
 if __name__ == "__main__":
     unittest.main()

@@ -1,0 +1,113 @@
+// Issue 43, the fit's honesty: steps that do not fall with the batch resolve no critical batch
+// (null with a warning, not 0 with [0, 0]); every estimate lies inside its own bootstrap
+// interval and no bound of a positive quantity is negative, over many seeded resamplings of
+// sweeps like the one that printed E_min = 2.005e+04 [0, 1.991e+04] (3 batch sizes, so
+// resampling batch sizes changes nothing and the bracket draws decide the interval).
+#include <boost/test/unit_test.hpp>
+
+#include <cmath>
+#include <random>
+#include <vector>
+
+#include "analysis/measured_fit.hpp"
+#include "analysis/sweep_fit.hpp"
+
+using namespace lbt::analysis;
+
+BOOST_AUTO_TEST_SUITE(fit_honesty)
+
+namespace {
+
+// Per batch size one or more seeds whose crossing is bracketed (hi - width, hi], with
+// multiplicative seed noise about S = s_min (1 + b_crit / B).
+std::vector<MeasuredPoint> bracketed_sweep(const std::vector<double>& batches, double s_min,
+                                           double b_crit, double bracket, int seeds,
+                                           std::mt19937_64& rng) {
+  std::normal_distribution<double> z;
+  std::vector<MeasuredPoint> points;
+  for (double B : batches) {
+    MeasuredPoint p{B, {}};
+    for (int k = 0; k < seeds; ++k) {
+      const double hi = std::ceil(s_min * (1 + b_crit / B) * std::exp(0.1 * z(rng)));
+      p.seeds.push_back({hi - std::max(1.0, std::floor(bracket * hi)), hi});
+    }
+    points.push_back(p);
+  }
+  return points;
+}
+
+void expect_inside(Interval i, double estimate, const char* name) {
+  BOOST_TEST(i.lo >= 0.0, name << " lower bound " << i.lo);
+  BOOST_TEST(i.lo <= estimate,
+             name << " " << estimate << " below [" << i.lo << ", " << i.hi << "]");
+  BOOST_TEST(estimate <= i.hi,
+             name << " " << estimate << " above [" << i.lo << ", " << i.hi << "]");
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(steps_that_rise_with_the_batch_resolve_no_critical_batch) {
+  // S rises with B: the best fit is the flat line S = S_min, B_noise on its boundary 0.
+  const std::vector<ScalingPoint> rising = {{16, 100}, {64, 120}, {256, 150}, {1024, 200}};
+  const CriticalBatchFit f = fit_critical_batch(rising);
+  BOOST_TEST(!f.resolved);
+  BOOST_TEST(f.B_noise == 0.0);
+
+  SweepMeasurements sweep;
+  for (const auto& p : rising) sweep.measured.push_back({p.batch_size, {{p.steps - 5, p.steps}}});
+  const nlohmann::json fit = fit_measurements(sweep, {.resamples = 200});
+  BOOST_TEST(fit["resolved"] == false);
+  BOOST_TEST(fit["B_crit"].is_null());
+  BOOST_TEST(fit["E_min"].is_null());
+  BOOST_TEST(fit["intervals"]["B_crit"].is_null());
+  BOOST_TEST(fit["intervals"]["E_min"].is_null());
+  BOOST_TEST(fit["regimes"].is_null());
+  BOOST_TEST(fit["warning"].get<std::string>().find("no critical batch") != std::string::npos);
+  const std::string line = format_fit_line(fit);
+  BOOST_TEST(line.find("B_crit unresolved") != std::string::npos, line);
+  BOOST_TEST(line.find("warning: ") != std::string::npos, line);
+  // Steps that fall stay resolved.
+  BOOST_TEST(fit_critical_batch({{16, 400}, {64, 130}, {256, 60}, {1024, 45}}).resolved);
+}
+
+BOOST_AUTO_TEST_CASE(every_estimate_lies_inside_its_own_interval_over_200_seeded_sweeps) {
+  std::mt19937_64 rng(43);
+  for (int rep = 0; rep < 200; ++rep) {
+    // The failing case's shape: 3 batch sizes, wide brackets, 1-3 seeds.
+    const auto points =
+        bracketed_sweep({32, 256, 2048}, 50.0, 400.0, 0.1 + 0.2 * (rep % 3), 1 + rep % 3, rng);
+    const CriticalBatchFit point = fit_critical_batch(point_estimates(points));
+    for (BootstrapSources sources :
+         {BootstrapSources{true, true, true}, BootstrapSources{false, true, false},
+          BootstrapSources{false, false, true}, BootstrapSources{true, false, false}}) {
+      BOOST_TEST_CONTEXT("sweep " << rep << " sources " << sources.batch_sizes << sources.seeds
+                                  << sources.resolution) {
+        const BootstrapIntervals ci = intervals_of(
+            measurement_bootstrap_fits(points, sources, 100, static_cast<std::uint64_t>(rep)), 0.95,
+            point);
+        expect_inside(ci.S_min, point.S_min, "S_min");
+        expect_inside(ci.E_min, point.E_min, "E_min");
+        expect_inside(ci.B_crit, point.B_crit, "B_crit");
+        expect_inside(ci.B_noise, point.B_noise, "B_noise");
+      }
+    }
+    const BootstrapIntervals plain = bootstrap_critical_batch(point_estimates(points), 100, 0.95,
+                                                              static_cast<std::uint64_t>(rep));
+    expect_inside(plain.E_min, point.E_min, "E_min (batch sizes only)");
+  }
+}
+
+BOOST_AUTO_TEST_CASE(bracket_draws_centre_on_the_estimate_rather_than_below_it) {
+  // One seed per batch size and 30% brackets: the old draws in (lo, hi] put every replicate
+  // below the estimate read at steps_hi. Now about half the replicates lie on each side.
+  std::mt19937_64 rng(5);
+  const auto points = bracketed_sweep({32, 256, 2048}, 50.0, 400.0, 0.3, 1, rng);
+  const CriticalBatchFit point = fit_critical_batch(point_estimates(points));
+  const auto fits = measurement_bootstrap_fits(points, {false, false, true}, 400, 1);
+  int below = 0;
+  for (const auto& f : fits) below += f.E_min < point.E_min;
+  BOOST_TEST(below > 100);
+  BOOST_TEST(below < 300);
+}
+
+BOOST_AUTO_TEST_SUITE_END()

@@ -1,4 +1,4 @@
-// The pure parts of `lbt plan` (experiments/scale_plan.hpp reads the sweep and writes the
+// The pure parts of `lbt plan` (experiments/sweep/scale_plan.hpp reads the sweep and writes the
 // config): the global batch a budget allows on the fitted curve S(B) = S_min (1 + B_noise / B)
 // (McCandlish et al. 2018, eq. 2.11), the steps and examples predicted there with bootstrap
 // intervals, the regime (Shallue et al. 2018, sec. 4) and the LR from the sweep's LR law.

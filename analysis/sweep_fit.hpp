@@ -2,7 +2,8 @@
 // bootstrap intervals over batch sizes, seeds and brackets (measured_fit.hpp), Shallue et
 // al.'s three regimes as batch-size ranges (regimes.hpp), the LR-vs-batch law (lr_law.hpp),
 // and the measured B_simple / B_noise of the best trials (McCandlish et al. 2018) beside
-// B_crit. Pure: reading the sweep directory and writing fit.json is experiments/fit_files.hpp's.
+// B_crit. Pure: reading the sweep directory and writing fit.json is
+// experiments/sweep/fit_files.hpp's.
 #pragma once
 #include <cstdint>
 #include <map>
@@ -34,7 +35,7 @@ struct SweepMeasurements {
   std::vector<double> b_simple_avg;     // the best trials' B_simple averaged over training
   std::vector<double> b_simple_start;   // ... and at the start of training
   std::vector<double> b_noise;          // the best trials' Hessian-probe B_noise
-  // Issue 38: the reading of steps-to-target `measured` uses (train.target_definition; "" when
+  // The reading of steps-to-target `measured` uses (train.target_definition; "" when
   // not recorded), and the same best trials under each reading recorded (by name: ema,
   // first_passage), for fit.json's sensitivity.
   std::string definition;

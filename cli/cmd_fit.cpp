@@ -6,8 +6,8 @@
 
 #include "cli/commands.hpp"
 #include "cli/option_checks.hpp"
-#include "experiments/fit_files.hpp"
-#include "experiments/sweep.hpp"
+#include "experiments/sweep/fit_files.hpp"
+#include "experiments/sweep/sweep.hpp"
 
 namespace lbt::cli {
 

@@ -8,8 +8,8 @@
 #include "cli/commands.hpp"
 #include "cli/option_checks.hpp"
 #include "core/error.hpp"
-#include "experiments/memory_probe.hpp"
-#include "experiments/memory_report.hpp"
+#include "experiments/memory/memory_probe.hpp"
+#include "experiments/memory/memory_report.hpp"
 
 namespace lbt::cli {
 

@@ -10,8 +10,8 @@
 #include "cli/commands.hpp"
 #include "cli/option_checks.hpp"
 #include "core/error.hpp"
-#include "experiments/memory_report.hpp"
-#include "experiments/scale_plan.hpp"
+#include "experiments/memory/memory_report.hpp"
+#include "experiments/sweep/scale_plan.hpp"
 
 namespace lbt::cli {
 

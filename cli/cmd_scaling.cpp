@@ -12,7 +12,7 @@
 #include "cli/option_checks.hpp"
 #include "core/error.hpp"
 #include "experiments/child_process.hpp"
-#include "experiments/scaling.hpp"
+#include "experiments/scaling/scaling.hpp"
 
 namespace lbt::cli {
 

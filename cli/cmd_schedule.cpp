@@ -25,8 +25,8 @@
 #include "core/config.hpp"
 #include "core/error.hpp"
 #include "experiments/lbt_schema.hpp"
+#include "trainer/config/run_config.hpp"
 #include "trainer/data/load.hpp"
-#include "trainer/run_config.hpp"
 
 #ifndef LBT_SOURCE_DIR
 #define LBT_SOURCE_DIR "."

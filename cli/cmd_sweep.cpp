@@ -10,9 +10,9 @@
 #include "cli/option_checks.hpp"
 #include "core/config.hpp"
 #include "core/error.hpp"
-#include "experiments/sweep.hpp"
-#include "experiments/sweep_interrupt.hpp"
-#include "experiments/sweep_plan.hpp"
+#include "experiments/sweep/sweep.hpp"
+#include "experiments/sweep/sweep_interrupt.hpp"
+#include "experiments/sweep/sweep_plan.hpp"
 #include "trainer/interrupt.hpp"
 
 namespace lbt::cli {

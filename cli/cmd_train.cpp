@@ -12,8 +12,8 @@
 #include "experiments/run_check.hpp"
 #include "experiments/train_run.hpp"
 #include "trainer/comm/communicator.hpp"
+#include "trainer/config/run_config.hpp"
 #include "trainer/interrupt.hpp"
-#include "trainer/run_config.hpp"
 #include "trainer/target_reading.hpp"
 
 namespace lbt::cli {

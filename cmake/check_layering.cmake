@@ -13,9 +13,12 @@ set(allowed_analysis core)
 set(allowed_trainer core nn noise optim schedules)
 set(allowed_experiments analysis core nn noise optim schedules trainer)
 set(allowed_cli analysis core experiments trainer)
-set(allowed_python analysis core experiments noise trainer)
+set(allowed_python analysis core experiments noise schedules trainer)
 set(parts core schedules nn optim noise analysis trainer experiments cli python)
 set(all_parts ${parts} bench tests)
+# Inside experiments/, each folder is a driver (sweep/, scaling/, memory/): it builds on
+# experiments/'s own files (one run, processes, locks, files, the schema), never on another
+# driver, and those files on none of them.
 
 set(violations "")
 foreach(part ${parts})
@@ -29,6 +32,17 @@ foreach(part ${parts})
       # A backend's folder (nn/cpu/) is reached through nn/backend.hpp, not included above nn/.
       if(line MATCHES "^#include \"nn/cpu/" AND NOT part STREQUAL "nn")
         list(APPEND violations "${where}: only nn/ includes nn/cpu/; use nn/backend.hpp (${line})")
+      endif()
+      if(line MATCHES "^#include \"experiments/([a-z_]+)/")
+        set(driver ${CMAKE_MATCH_1})
+        set(own_driver "")
+        if(where MATCHES "^experiments/([a-z_]+)/")
+          set(own_driver ${CMAKE_MATCH_1})
+        endif()
+        if(part STREQUAL "experiments" AND NOT driver STREQUAL own_driver)
+          list(APPEND violations
+               "${where}: only experiments/${driver}/ includes experiments/${driver}/ (${line})")
+        endif()
       endif()
       if(NOT used IN_LIST all_parts OR used STREQUAL "${part}" OR used IN_LIST allowed_${part})
         continue()

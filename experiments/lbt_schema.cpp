@@ -4,8 +4,8 @@
 #include <ostream>
 
 #include "experiments/sweep_keys.hpp"
-#include "trainer/run_config.hpp"
-#include "trainer/schedule_recipes.hpp"
+#include "schedules/schedule_recipes.hpp"
+#include "trainer/config/run_config.hpp"
 
 namespace lbt::experiments {
 
@@ -33,7 +33,7 @@ Config load_config(const std::filesystem::path& path, const std::vector<std::str
                    std::ostream* notes) {
   Config config = Config::from_file(path);
   for (const auto& s : sets) config.set(s);
-  trainer::apply_schedule_recipe(config);
+  schedules::apply_schedule_recipe(config);
   for (const auto& note : config.validate(lbt_schema())) {
     if (notes) *notes << "note: " << note << "\n";
   }

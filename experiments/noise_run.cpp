@@ -12,9 +12,9 @@
 #include "core/rng.hpp"
 #include "experiments/hessian_probe.hpp"
 #include "trainer/comm/communicator.hpp"
+#include "trainer/config/run_config.hpp"
+#include "trainer/config/train_keys.hpp"
 #include "trainer/noise_log.hpp"
-#include "trainer/run_config.hpp"
-#include "trainer/train_keys.hpp"
 
 namespace lbt::experiments {
 namespace {

@@ -10,8 +10,8 @@
 
 #include "core/config.hpp"
 #include "nn/model.hpp"
+#include "trainer/config/run_config.hpp"
 #include "trainer/data/dataset.hpp"
-#include "trainer/run_config.hpp"
 
 namespace lbt::experiments {
 

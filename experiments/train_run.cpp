@@ -21,14 +21,14 @@
 #include "experiments/trial_readings.hpp"
 #include "nn/model.hpp"
 #include "trainer/comm/communicator.hpp"
+#include "trainer/config/run_config.hpp"
+#include "trainer/config/train_keys.hpp"
 #include "trainer/data/load.hpp"
 #include "trainer/memory_estimate.hpp"
 #include "trainer/noise_log.hpp"
-#include "trainer/run_config.hpp"
 #include "trainer/sharded_step.hpp"
 #include "trainer/target_reading.hpp"
 #include "trainer/task.hpp"
-#include "trainer/train_keys.hpp"
 
 namespace lbt::experiments {
 

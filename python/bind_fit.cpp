@@ -1,7 +1,7 @@
 // lbt.fit_critical_batch and lbt.fit_sweep: S(B) = S_min (1 + B_noise / B) fitted to
 // steps-to-result (McCandlish et al. 2018, arXiv:1812.06162, eq. 2.11) by
 // analysis/critical_batch.hpp, with percentile-bootstrap intervals; and `lbt fit SWEEP_DIR`
-// (experiments/fit_files.hpp, over analysis/sweep_fit.hpp) returning its fit.json.
+// (experiments/sweep/fit_files.hpp, over analysis/sweep_fit.hpp) returning its fit.json.
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "analysis/critical_batch.hpp"
-#include "experiments/fit_files.hpp"
+#include "experiments/sweep/fit_files.hpp"
 #include "python/bindings.hpp"
 
 namespace py = pybind11;

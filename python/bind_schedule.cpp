@@ -15,9 +15,9 @@
 #include "core/config.hpp"
 #include "experiments/lbt_schema.hpp"
 #include "python/bindings.hpp"
+#include "schedules/schedule_recipes.hpp"
+#include "trainer/config/run_config.hpp"
 #include "trainer/data/load.hpp"
-#include "trainer/run_config.hpp"
-#include "trainer/schedule_recipes.hpp"
 
 namespace py = pybind11;
 
@@ -32,7 +32,7 @@ struct ScheduleArgs {
 };
 
 bool is_recipe(const std::string& name) {
-  for (const auto& r : trainer::schedule_recipes()) {
+  for (const auto& r : schedules::schedule_recipes()) {
     if (r.name == name) return true;
   }
   return false;
@@ -40,7 +40,7 @@ bool is_recipe(const std::string& name) {
 
 std::string recipe_names() {
   std::string names;
-  for (const auto& r : trainer::schedule_recipes()) names += (names.empty() ? "" : ", ") + r.name;
+  for (const auto& r : schedules::schedule_recipes()) names += (names.empty() ? "" : ", ") + r.name;
   return names;
 }
 
@@ -58,7 +58,7 @@ Config load(const ScheduleArgs& args, std::ostream& notes) {
   Config config = Config::from_string("", "recipe " + args.config_or_recipe);
   config.set("schedule.recipe=\"" + args.config_or_recipe + "\"");
   for (const auto& s : args.sets) config.set(s);
-  trainer::apply_schedule_recipe(config);
+  schedules::apply_schedule_recipe(config);
   for (const auto& note : config.validate(experiments::lbt_schema()))
     notes << "note: " << note << "\n";
   return config;
@@ -159,7 +159,7 @@ workers: ranks the run will use.
       "recipes",
       [] {
         py::dict d;
-        for (const auto& r : trainer::schedule_recipes()) d[py::str(r.name)] = r.source;
+        for (const auto& r : schedules::schedule_recipes()) d[py::str(r.name)] = r.source;
         return d;
       },
       "Named LR-schedule recipes: {name: source}.");

@@ -1,6 +1,6 @@
 // Schedule from typed options; see from_config.hpp. Names map to builders through the tables
 // of schedule_kinds.hpp (one registry: add a row, not a branch). The options were read through
-// Config getters (trainer/schedule_options.cpp), so `--help` lists the keys and unknown ones
+// Config getters (schedules/schedule_options.cpp), so `--help` lists the keys and unknown ones
 // are caught there; here they are checked against the run, and a builder's
 // std::invalid_argument becomes a ConfigError naming the key.
 #include "schedules/from_config.hpp"

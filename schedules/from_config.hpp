@@ -1,5 +1,5 @@
 // Builds the run's LR schedule from its typed schedule options (read from the `schedule.*`
-// config keys by trainer/schedule_options.hpp). The trainer, `lbt schedule`, `lbt plan` and the
+// config keys by schedules/schedule_options.hpp). The trainer, `lbt schedule`, `lbt plan` and the
 // Python module all build through this one function, so the printed curve is the very object
 // the trainer uses. Depends on core/ for its ConfigErrors (throw_config_error, nearest) only; the
 // builders it composes (schedule.hpp, warmup.hpp, decay.hpp) depend on nothing.

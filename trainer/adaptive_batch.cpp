@@ -6,7 +6,7 @@
 #include <cstdio>
 #include <string>
 
-#include "trainer/train_keys.hpp"
+#include "trainer/config/train_keys.hpp"
 
 namespace lbt::trainer {
 

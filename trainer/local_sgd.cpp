@@ -4,7 +4,7 @@
 #include <algorithm>
 #include <string>
 
-#include "trainer/train_keys.hpp"
+#include "trainer/config/train_keys.hpp"
 
 namespace lbt::trainer {
 

@@ -13,12 +13,12 @@
 #include "schedules/scaling.hpp"
 #include "schedules/schedule.hpp"
 #include "trainer/comm/communicator.hpp"
+#include "trainer/config/train_config.hpp"
 #include "trainer/data/load.hpp"
 #include "trainer/data/sampler.hpp"
 #include "trainer/divergence.hpp"
 #include "trainer/run_dir.hpp"
 #include "trainer/snapshot.hpp"
-#include "trainer/train_config.hpp"
 
 namespace lbt::trainer {
 

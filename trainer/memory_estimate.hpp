@@ -10,8 +10,8 @@
 #include <string>
 
 #include "nn/model.hpp"
+#include "trainer/config/run_config.hpp"
 #include "trainer/data/load.hpp"
-#include "trainer/run_config.hpp"
 
 namespace lbt::trainer {
 

@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "trainer/train_config.hpp"
+#include "trainer/config/train_config.hpp"
 
 namespace lbt::trainer {
 

@@ -4,8 +4,8 @@
 #pragma once
 #include <cstdint>
 
+#include "trainer/config/train_config.hpp"
 #include "trainer/data/dataset.hpp"
-#include "trainer/train_config.hpp"
 
 namespace lbt::trainer {
 

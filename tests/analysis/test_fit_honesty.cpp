@@ -1,4 +1,4 @@
-// Issue 43, the fit's honesty: steps that do not fall with the batch resolve no critical batch
+// The fit's honesty: steps that do not fall with the batch resolve no critical batch
 // (null with a warning, not 0 with [0, 0]); every estimate lies inside its own bootstrap
 // interval and no bound of a positive quantity is negative, over many seeded resamplings of
 // sweeps like the one that printed E_min = 2.005e+04 [0, 1.991e+04] (3 batch sizes, so

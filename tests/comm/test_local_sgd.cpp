@@ -26,10 +26,10 @@
 #include "run_files.hpp"
 #include "small_mpi_run.hpp"
 #include "trainer/comm/communicator.hpp"
+#include "trainer/config/run_config.hpp"
 #include "trainer/data/load.hpp"
 #include "trainer/data/prefetch.hpp"
 #include "trainer/evaluation.hpp"
-#include "trainer/run_config.hpp"
 
 using namespace lbt;
 namespace fs = std::filesystem;

@@ -1,4 +1,4 @@
-// Issue 43, careless and hostile input through the real `lbt` binary: a sweep's files cut short
+// Careless and hostile input through the real `lbt` binary: a sweep's files cut short
 // or edited (best.csv, sweep.csv, sweep.json) fail naming the file and the fix instead of
 // falling back silently; `lbt plan --out` never replaces a file it did not write; `lbt memory`
 // refuses sizes past 64 bits; a layer too large for the machine is refused, named, before any

@@ -21,7 +21,7 @@
 #include <thread>
 #include <vector>
 
-#include "experiments/sweep_results.hpp"
+#include "experiments/sweep/sweep_results.hpp"
 #include "support/cli_runner.hpp"
 #include "support/processes.hpp"
 

@@ -15,7 +15,7 @@
 #include <nlohmann/json.hpp>
 #include <thread>
 
-#include "experiments/sweep_results.hpp"
+#include "experiments/sweep/sweep_results.hpp"
 #include "support/cli_runner.hpp"
 #include "support/processes.hpp"
 #include "support/run_files.hpp"
@@ -250,7 +250,7 @@ BOOST_AUTO_TEST_CASE(a_second_ctrl_c_ends_lbt_train_at_once_and_resuming_what_is
 }
 
 // A sweep trial killed after its final checkpoint but before its summary is resumed from that
-// checkpoint; a run that stopped at its target used to train on from there to its budget.
+// checkpoint; a run that stopped at its target trains no further (not on to its budget).
 BOOST_AUTO_TEST_CASE(resuming_a_run_that_stopped_at_its_target_trains_no_further) {
   const fs::path run = scratch() / "stopped_at_target";
   const std::string args = "train --quiet --config " LBT_SOURCE_DIR

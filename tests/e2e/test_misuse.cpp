@@ -58,8 +58,8 @@ nlohmann::json summary(const fs::path& run) {
 
 }  // namespace
 
-// 1. --overwrite used to keep the old run's checkpoints (a later --resume continued the old
-//    state): the old run is now replaced as a whole.
+// --overwrite replaces the old run as a whole, its checkpoints too (a later --resume must not
+// continue the old state).
 BOOST_AUTO_TEST_CASE(overwrite_replaces_the_old_run_with_its_checkpoints) {
   const fs::path run = scratch() / "overwritten";
   auto r = run_lbt(train("--set train.checkpoint_every=10 --set train.checkpoint_keep=10 --out " +
@@ -154,7 +154,8 @@ void interrupt_then_resume_matches_uninterrupted(int signal, int want_code) {
 
 }  // namespace
 
-// 8. Ctrl-C used to kill the run with summary.json saying "running" and no checkpoint.
+// Ctrl-C finishes the step, checkpoints and records the run as interrupted (never a summary
+// saying "running" with no checkpoint).
 BOOST_AUTO_TEST_CASE(sigint_finishes_the_step_checkpoints_exits_130_and_resumes_bit_for_bit) {
   interrupt_then_resume_matches_uninterrupted(SIGINT, 130);
 }
@@ -163,7 +164,7 @@ BOOST_AUTO_TEST_CASE(sigterm_does_the_same_and_exits_143) {
   interrupt_then_resume_matches_uninterrupted(SIGTERM, 143);
 }
 
-// 5. A run that diverged before its first evaluation has no validation metrics: null, not 0.
+// A run that diverged before its first evaluation has no validation metrics: null, not 0.
 BOOST_AUTO_TEST_CASE(metrics_never_measured_are_null_in_summary_json) {
   const fs::path run = scratch() / "diverged_early";
   auto r =
@@ -178,7 +179,7 @@ BOOST_AUTO_TEST_CASE(metrics_never_measured_are_null_in_summary_json) {
   BOOST_TEST(r.out.find("best val_accuracy: -") != std::string::npos, r.out);
 }
 
-// 9. Resuming with other train.threads was accepted though not bit-exact: now refused.
+// Resuming with other train.threads is refused: it would not be bit-exact.
 BOOST_AUTO_TEST_CASE(resume_with_other_threads_is_refused_naming_the_key) {
   const fs::path run = scratch() / "threads";
   auto r = run_lbt(train("--out " + run.string()));
@@ -207,8 +208,8 @@ BOOST_AUTO_TEST_CASE(checkpoints_are_written_by_wall_time_by_default) {
   BOOST_TEST(names.count(lbt::trainer::checkpoint_path("", 20000).filename()) == 1u);
 }
 
-// 4. Ranks started with different configs: another train.steps used to deadlock forever and
-//    another LR to train silently. Now every rank stops within seconds, naming the key.
+// Ranks started with different configs (another train.steps would deadlock, another LR train
+// silently): every rank stops within seconds, naming the key.
 BOOST_AUTO_TEST_CASE(ranks_with_different_configs_stop_naming_the_key_and_never_hang) {
   const std::string mpirun = std::string(MPIEXEC) + " --oversubscribe ";
   const std::string base = std::string(LBT_BINARY) + " " + train("--set train.steps=40");
@@ -241,8 +242,8 @@ BOOST_AUTO_TEST_CASE(ranks_with_different_configs_stop_naming_the_key_and_never_
   }
 }
 
-// 7. A directory given as a data file used to surface as a raw system error ("filesystem
-//    error: cannot get file size: Is a directory").
+// A directory given as a data file is a one-line error naming the key, not a raw system error
+// ("filesystem error: cannot get file size: Is a directory").
 BOOST_AUTO_TEST_CASE(a_directory_given_as_a_data_file_is_a_one_line_error_naming_the_key) {
   const fs::path dir = scratch() / "a_directory";
   fs::create_directories(dir);

@@ -21,7 +21,7 @@
 #include <random>
 #include <thread>
 
-#include "experiments/sweep_results.hpp"
+#include "experiments/sweep/sweep_results.hpp"
 #include "support/cli_runner.hpp"
 #include "support/processes.hpp"
 #include "support/run_files.hpp"

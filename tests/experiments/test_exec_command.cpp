@@ -1,5 +1,5 @@
-// The --exec template's words (experiments/exec_command.hpp), checked against what a POSIX shell
-// makes of the same line: /bin/sh itself prints the words of each template with the values
+// The --exec template's words (experiments/sweep/exec_command.hpp), checked against what a POSIX
+// shell makes of the same line: /bin/sh itself prints the words of each template with the values
 // pasted in by hand, quoted as a careful user would.
 #include <boost/test/unit_test.hpp>
 
@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "core/error.hpp"
-#include "experiments/exec_command.hpp"
+#include "experiments/sweep/exec_command.hpp"
 
 using lbt::experiments::build_exec_command;
 using lbt::experiments::shell_line;

@@ -1,4 +1,4 @@
-// The adaptive LR search (experiments/lr_search.hpp) driven by a stand-in trial: steps to the
+// The adaptive LR search (experiments/sweep/lr_search.hpp) driven by a stand-in trial: steps to the
 // target as a known function of the LR with its minimum at lr*, divergence above 8 lr*, the
 // budget's end far from it. The search must end within its refinement ratio of lr* (also when
 // lr* lies outside the starting grid), pruning must never change the winner, and equal steps
@@ -8,7 +8,7 @@
 #include <cmath>
 #include <vector>
 
-#include "experiments/lr_search.hpp"
+#include "experiments/sweep/lr_search.hpp"
 
 using lbt::experiments::best_point;
 using lbt::experiments::LrSearchOptions;

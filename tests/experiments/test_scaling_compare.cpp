@@ -1,4 +1,4 @@
-// `lbt scaling --compare` (experiments/scaling_compare.hpp): per-variant efficiency against
+// `lbt scaling --compare` (experiments/scaling/scaling_compare.hpp): per-variant efficiency against
 // the variant's own smallest worker count, per-repeat throughput ratios against the baseline
 // variant with median [min-max], the interleaved run order, and --compare's parsing, against
 // values computed by hand.
@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "core/error.hpp"
-#include "experiments/scaling_compare.hpp"
+#include "experiments/scaling/scaling_compare.hpp"
 
 using namespace lbt::experiments;
 namespace tt = boost::test_tools;

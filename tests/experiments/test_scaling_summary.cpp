@@ -1,4 +1,4 @@
-// The scaling study's aggregation over repeats (experiments/scaling.hpp): per-repeat
+// The scaling study's aggregation over repeats (experiments/scaling/scaling.hpp): per-repeat
 // speedup/efficiency against the smallest worker count of the same repeat, medians with
 // min-max, the rotated run order, and a run directory read back (throughput, divergence),
 // against values computed by hand.
@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "core/error.hpp"
-#include "experiments/scaling.hpp"
+#include "experiments/scaling/scaling.hpp"
 
 using namespace lbt::experiments;
 

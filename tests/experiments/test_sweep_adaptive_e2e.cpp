@@ -1,6 +1,6 @@
-// The sweep's adaptive arm (sweep.adaptive; experiments/sweep_adaptive.hpp) end to end through
-// the real `lbt` binary on synthetic regression: one adaptive trial per seed beside the fixed
-// ones, kept out of sweep.csv and the fit; adaptive.json's numbers recomputed here from the
+// The sweep's adaptive arm (sweep.adaptive; experiments/sweep/sweep_adaptive.hpp) end to end
+// through the real `lbt` binary on synthetic regression: one adaptive trial per seed beside the
+// fixed ones, kept out of sweep.csv and the fit; adaptive.json's numbers recomputed here from the
 // trials' own logs and fit.json; and a sweep killed with SIGKILL inside an adaptive trial, then
 // rerun, whose adaptive trials equal an undisturbed sweep's bit for bit.
 #include <boost/test/unit_test.hpp>
@@ -18,7 +18,7 @@
 #include <sstream>
 #include <thread>
 
-#include "experiments/sweep_results.hpp"
+#include "experiments/sweep/sweep_results.hpp"
 #include "support/cli_runner.hpp"
 #include "support/run_files.hpp"
 

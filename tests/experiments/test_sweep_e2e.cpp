@@ -19,7 +19,7 @@
 #include <sstream>
 #include <thread>
 
-#include "experiments/sweep_results.hpp"
+#include "experiments/sweep/sweep_results.hpp"
 #include "support/cli_runner.hpp"
 #include "trainer/data/synthetic.hpp"
 
@@ -311,8 +311,8 @@ BOOST_AUTO_TEST_CASE(a_sweep_measures_the_noise_scale_per_trial_and_the_fit_repo
   BOOST_TEST(fs::exists(dir / "plots" / "noise_vs_training.png"));
 }
 
-// Issue 27, item 2: two sweeps on one directory used to run the same trials twice and clear
-// each other's running trials. The second now exits 2 at once, naming the first.
+// One sweep owns its directory: a second on it exits 2 at once, naming the first (two would run
+// the same trials twice and clear each other's running trials).
 BOOST_AUTO_TEST_CASE(a_second_sweep_on_a_busy_directory_exits_2_naming_the_owner) {
   // A trial far longer than the test (it is killed below): 6000 steps took 0.3 s, so the owner's
   // first trial could end before the second sweep looked.
@@ -372,9 +372,8 @@ BOOST_AUTO_TEST_CASE(a_sweep_with_failed_trials_exits_6_listing_them) {
   for (const auto& row : t.rows) BOOST_TEST(row[t.column("status")] == "diverged");
 }
 
-// Issue 27, item 3: a rerun with changed settings used to keep the old trials as if they
-// belonged to the new plan. It is now refused naming what differs; --extend adds new batch
-// sizes only.
+// A rerun with changed settings is refused naming what differs (the old trials do not belong
+// to the new plan); --extend adds new batch sizes only.
 BOOST_AUTO_TEST_CASE(a_rerun_with_other_settings_is_refused_and_extend_adds_only_new_trials) {
   const fs::path cfg = write_config("plan.toml", "val_loss<=0.14", 20);
   const fs::path dir = scratch() / "plan";
@@ -399,7 +398,7 @@ BOOST_AUTO_TEST_CASE(a_rerun_with_other_settings_is_refused_and_extend_adds_only
   BOOST_TEST(r.code == 0, r.err);
 }
 
-// Issue 38: the same training runs (the synthetic preset, one LR per batch size, 3 seeds) read
+// Steps to target that does not depend on how often you look: the same training runs (the synthetic preset, one LR per batch size, 3 seeds) read
 // at the default cadence (evaluations 1.5x apart) and at a 10x denser one (1.05x: spaced 0.05 of
 // the step instead of 0.5) give B_crit inside each other's intervals; fit.json names the
 // definition and carries the sensitivity of both readings.

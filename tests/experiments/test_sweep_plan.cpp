@@ -1,5 +1,5 @@
-// The sweep plan (experiments/sweep_plan.hpp): its quasi-random LR search and the plan a config
-// turns into. The critical-batch fit's own tests are tests/analysis/test_critical_batch.cpp.
+// The sweep plan (experiments/sweep/sweep_plan.hpp): its quasi-random LR search and the plan a
+// config turns into. The critical-batch fit's own tests are tests/analysis/test_critical_batch.cpp.
 #define BOOST_TEST_MODULE experiments
 #include <boost/test/unit_test.hpp>
 
@@ -7,8 +7,8 @@
 
 #include "core/error.hpp"
 #include "experiments/lbt_schema.hpp"
-#include "experiments/sweep_plan.hpp"
-#include "trainer/run_config.hpp"
+#include "experiments/sweep/sweep_plan.hpp"
+#include "trainer/config/run_config.hpp"
 
 using namespace lbt::experiments;
 

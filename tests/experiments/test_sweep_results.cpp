@@ -8,7 +8,7 @@
 #include <filesystem>
 #include <fstream>
 
-#include "experiments/sweep_results.hpp"
+#include "experiments/sweep/sweep_results.hpp"
 
 using namespace lbt::experiments;
 namespace fs = std::filesystem;
@@ -118,7 +118,7 @@ BOOST_AUTO_TEST_CASE(best_csv_keeps_the_fewest_steps_per_batch_and_round_trips_t
 }
 
 BOOST_AUTO_TEST_CASE(equal_steps_pick_the_same_winner_whatever_the_wall_times) {
-  // Issue 23: ties went to less wall time, so the winner depended on machine load.
+  // Wall time must not break ties: the winner would depend on machine load.
   for (double slow_first : {true, false}) {
     std::vector<TrialResult> results(3);
     results[0].trial = trial("64_0", 64, 0.2), results[0].status = "reached_target";
@@ -133,8 +133,8 @@ BOOST_AUTO_TEST_CASE(equal_steps_pick_the_same_winner_whatever_the_wall_times) {
   }
 }
 
-// Issue 27, item 5: a trial that diverged before its first evaluation measured no validation
-// metric; sweep.csv used to say 0 (a value), now the cell is empty (pandas reads NaN).
+// A trial that diverged before its first evaluation measured no validation metric: its
+// sweep.csv cell is empty (pandas reads NaN), never 0 (a value).
 BOOST_AUTO_TEST_CASE(metrics_never_measured_are_empty_cells_not_zeros) {
   const fs::path dir = scratch("diverged_early");
   std::ofstream(dir / "summary.json")

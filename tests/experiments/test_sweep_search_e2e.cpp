@@ -9,7 +9,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
-#include "experiments/sweep_results.hpp"
+#include "experiments/sweep/sweep_results.hpp"
 #include "support/cli_runner.hpp"
 
 namespace fs = std::filesystem;

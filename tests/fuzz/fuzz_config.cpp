@@ -5,7 +5,7 @@
 
 #include "core/config.hpp"
 #include "core/error.hpp"
-#include "trainer/run_config.hpp"
+#include "trainer/config/run_config.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   std::string_view text(reinterpret_cast<const char*>(data), size);

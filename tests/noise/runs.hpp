@@ -19,10 +19,10 @@
 #include "noise/online_estimator.hpp"
 #include "optim/optimizer.hpp"
 #include "trainer/comm/communicator.hpp"
+#include "trainer/config/run_config.hpp"
 #include "trainer/data/load.hpp"
 #include "trainer/data/synthetic.hpp"
 #include "trainer/loop.hpp"
-#include "trainer/run_config.hpp"
 
 namespace lbt::test {
 

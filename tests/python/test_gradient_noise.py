@@ -185,7 +185,7 @@ class GradientNoiseTest(unittest.TestCase):
 
 
 class CarelessInputTest(unittest.TestCase):
-    """Issue 43: inputs no gradient can produce are refused; a positive quantity is never
+    """Inputs no gradient can produce are refused; a positive quantity is never
     reported with a negative value or bound; an impossible window is refused, not allocated."""
 
     def test_negative_squared_norms_are_refused_everywhere(self):

@@ -9,9 +9,9 @@
 
 #include "core/config.hpp"
 #include "core/error.hpp"
+#include "schedules/schedule_options.hpp"
 #include "support/tolerance.hpp"
-#include "trainer/run_config.hpp"
-#include "trainer/schedule_options.hpp"
+#include "trainer/config/run_config.hpp"
 
 using lbt::Config;
 using lbt::ConfigError;
@@ -31,7 +31,7 @@ struct Built {
 lbt::schedules::ScheduleOptions options_of(const std::string& toml) {
   Config config = Config::from_string(toml, "test.toml");
   config.validate(lbt::trainer::run_schema());
-  return lbt::trainer::read_schedule_options(config);
+  return lbt::trainer::read_run_schedule(config);
 }
 Built build(const std::string& toml, ScheduleContext context) {
   std::ostringstream warnings;
@@ -57,7 +57,7 @@ bool contains(const std::string& text, const std::string& part) {
 
 BOOST_AUTO_TEST_CASE(no_schedule_section_is_constant_base_lr_without_scaling) {
   Config config = Config::from_string("[train]\nglobal_batch = 256\n", "empty.toml");
-  auto lr = make_schedule(lbt::trainer::read_schedule_options(config), {0.05, 512, 100, 1000});
+  auto lr = make_schedule(lbt::trainer::read_run_schedule(config), {0.05, 512, 100, 1000});
   for (std::int64_t step : {0, 1, 999, 1000, 100000}) BOOST_TEST(lr(step) == 0.05);
   // The reference batch is the config's own global batch, not the run's (here 512).
   BOOST_TEST(contains(config.resolved_toml(), "reference_batch = 256"));

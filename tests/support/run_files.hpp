@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "experiments/sweep_results.hpp"
+#include "experiments/sweep/sweep_results.hpp"
 
 namespace lbt::test {
 

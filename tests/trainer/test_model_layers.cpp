@@ -13,7 +13,7 @@
 #include "nn/layer_fields.hpp"
 #include "nn/model.hpp"
 #include "support/random.hpp"
-#include "trainer/train_keys.hpp"
+#include "trainer/config/train_keys.hpp"
 
 using namespace lbt;
 
@@ -183,7 +183,8 @@ BOOST_AUTO_TEST_CASE(bad_entries_name_the_layer_index_type_and_field) {
       {"[[model.layers]]\ntype = \"conv\"\nout_channels = 4\n",
        "model.layers[0] (conv): missing field 'kernel'", "conv takes out_channels, kernel"},
       {"[[model.layers]]\ntype = \"linear\"\nout = \"ten\"\n",
-       "model.layers[0] (linear): out must be an integer in [1, 2147483647], got \"ten\"", "linear takes out"},
+       "model.layers[0] (linear): out must be an integer in [1, 2147483647], got \"ten\"",
+       "linear takes out"},
       {"[[model.layers]]\ntype = \"dropout\"\np = 1.5\n", "(dropout): p must be a number in [0, 1)",
        ""},
       {"[[model.layers]]\nout = 3\n", "model.layers[0]: has no type", "add type = \"linear\""},

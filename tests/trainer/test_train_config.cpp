@@ -4,7 +4,7 @@
 #include <cmath>
 
 #include "core/error.hpp"
-#include "trainer/train_config.hpp"
+#include "trainer/config/train_config.hpp"
 
 using namespace lbt;
 

@@ -6,8 +6,8 @@
 #include <string>
 #include <vector>
 
+#include "trainer/config/train_config.hpp"
 #include "trainer/data/dataset.hpp"
-#include "trainer/train_config.hpp"
 
 namespace lbt::data {
 

@@ -1,0 +1,298 @@
+// run_scaling; see scaling.hpp. Each run is a separate `mpirun` job, so one study needs no
+// MPI in this process and a failing run cannot take the study down with it. Runs go to
+// OUT/workers-K/repeat-R/ with their log beside them as OUT/workers-K/repeat-R.log; with
+// --compare, to OUT/VARIANT/workers-K/repeat-R/ (VARIANT a tag such as overlap_comm=true).
+#include <fcntl.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <iostream>
+
+#include "core/config.hpp"
+#include "core/error.hpp"
+#include "core/io.hpp"
+#include "experiments/child_process.hpp"
+#include "experiments/lbt_schema.hpp"
+#include "experiments/scaling/scaling.hpp"
+#include "experiments/scaling/scaling_compare.hpp"
+#include "trainer/config/run_config.hpp"
+#include "trainer/config/train_keys.hpp"
+
+extern char** environ;
+
+namespace lbt::experiments {
+namespace fs = std::filesystem;
+namespace {
+
+// Runs argv with stdout and stderr into `log`; returns the exit status (128 + signal if killed).
+int run_process(const std::vector<std::string>& args, const fs::path& log) {
+  std::vector<char*> argv;
+  for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+  argv.push_back(nullptr);
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_addopen(&actions, 1, log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  posix_spawn_file_actions_adddup2(&actions, 1, 2);
+  pid_t pid = 0;
+  const int rc = posix_spawnp(&pid, argv[0], &actions, nullptr, argv.data(), environ);
+  posix_spawn_file_actions_destroy(&actions);
+  if (rc != 0) {
+    throw Error("could not start '" + args[0] + "': " + std::strerror(rc),
+                "install openmpi-bin or pass --mpirun PATH");
+  }
+  int status = 0;
+  while (waitpid(pid, &status, 0) < 0) {
+    if (errno != EINTR) throw Error("waitpid failed for '" + args[0] + "'");
+  }
+  if (WIFEXITED(status)) return WEXITSTATUS(status);
+  return 128 + (WIFSIGNALED(status) ? WTERMSIG(status) : 0);
+}
+
+std::string tail(const fs::path& path, std::size_t max_chars) {
+  std::string text;
+  try {
+    text = io::read_file(path);
+  } catch (const Error&) {
+    return "";
+  }
+  return text.size() > max_chars ? "..." + text.substr(text.size() - max_chars) : text;
+}
+
+std::string join_command(const std::vector<std::string>& args) {
+  std::string s;
+  for (const auto& a : args) s += (s.empty() ? "" : " ") + a;
+  return s;
+}
+
+void check_scaling_options(const ScalingOptions& o) {
+  if (o.workers.empty()) throw ConfigError("--workers is empty", "e.g. --workers 1,2,4");
+  for (std::size_t i = 0; i < o.workers.size(); ++i) {
+    if (o.workers[i] < 1 || (i > 0 && o.workers[i] <= o.workers[i - 1])) {
+      throw ConfigError("--workers must be ascending counts >= 1", "e.g. --workers 1,2,4");
+    }
+  }
+  if (o.steps < 2)
+    throw ConfigError("--steps must be >= 2, got " + std::to_string(o.steps), "e.g. --steps 200");
+  if (o.repeats < 1) {
+    throw ConfigError("--repeats must be >= 1, got " + std::to_string(o.repeats),
+                      "e.g. --repeats 3: each repeat runs every worker count once, and the "
+                      "study reports the median with min-max over repeats");
+  }
+}
+
+// The --set list of one run: the user's, the variant's, the study's, and in weak scaling the
+// global batch K x the variant's own.
+std::vector<std::string> run_sets(const ScalingOptions& o, const ScalingVariant& v, int k,
+                                  std::int64_t base_batch) {
+  std::vector<std::string> sets = o.sets;
+  if (!v.set.empty()) sets.push_back(v.set);
+  const std::vector<std::string> study = study_sets(o.steps);
+  sets.insert(sets.end(), study.begin(), study.end());
+  if (o.weak) sets.push_back("train.global_batch=" + std::to_string(base_batch * k));
+  return sets;
+}
+
+// `what` with a ConfigError's message prefixed by `where` (which variant, how many workers).
+template <class F>
+auto in_context(const std::string& where, F&& what) {
+  try {
+    return what();
+  } catch (const ConfigError& e) {
+    throw ConfigError(where + e.what(), e.hint());
+  }
+}
+
+// Each variant's config resolved as `lbt train` resolves it on each worker count's ranks, so
+// a combination it would refuse stops the study before any run. Returns each variant's global
+// batch (weak scaling multiplies it).
+std::vector<std::int64_t> check_variants(const ScalingOptions& o,
+                                         const std::vector<ScalingVariant>& variants) {
+  std::vector<std::int64_t> batches;
+  for (const ScalingVariant& v : variants) {
+    const std::string key = v.set.substr(0, v.set.find('='));
+    for (const std::string& s : o.sets) {
+      std::string set_key = s.substr(0, s.find('='));
+      set_key.erase(set_key.find_last_not_of(" \t") + 1);
+      set_key.erase(0, set_key.find_first_not_of(" \t"));
+      if (!key.empty() && set_key == key) {
+        throw ConfigError("--set " + s + " and --compare " + key + " set the same key",
+                          "drop the --set: each variant sets " + key);
+      }
+    }
+    const std::string where = v.set.empty() ? "" : "--compare " + v.set;
+    std::vector<std::string> sets = o.sets;
+    if (!v.set.empty()) sets.push_back(v.set);
+    Config config = in_context(where.empty() ? "" : where + ": ",
+                               [&] { return load_config(o.config, sets, nullptr); });
+    batches.push_back(config.get_int(Schema::in(trainer::train_keys(), "train.global_batch")));
+    for (int k : o.workers) {
+      in_context((where.empty() ? "" : where + " ") + "at " + std::to_string(k) + " worker(s): ",
+                 [&] {
+                   Config run = load_config(o.config, run_sets(o, v, k, batches.back()), nullptr);
+                   trainer::resolve_run_config(run, k);
+                 });
+    }
+  }
+  return batches;
+}
+
+void print_study_header(const ScalingOptions& o, const std::vector<ScalingVariant>& variants,
+                        int cores) {
+  std::string worker_list, variant_list;
+  // Appended piece by piece: const char* + std::string&& draws GCC 12's false -Wrestrict.
+  for (int k : o.workers) {
+    if (!worker_list.empty()) worker_list += ',';
+    worker_list += std::to_string(k);
+  }
+  for (const ScalingVariant& v : variants) {
+    variant_list += variant_list.empty() ? ", variants " : ", ";
+    variant_list += v.tag;
+    if (&v == &variants.front()) variant_list += " (baseline)";
+  }
+  std::printf(
+      "scaling study: %s, workers %s%s, %lld steps each, %s scaling, %d repeat(s) (run order "
+      "rotated by one each repeat); %d cores available\n",
+      o.config.c_str(), worker_list.c_str(), variants.size() > 1 ? variant_list.c_str() : "",
+      static_cast<long long>(o.steps), o.weak ? "weak" : "strong", o.repeats, cores);
+  if (variants.size() > 1) {
+    const std::string key = variants.front().set.substr(0, variants.front().set.find('='));
+    const std::string note = single_rank_note(key, o.workers.front());
+    if (!note.empty()) std::printf("%s\n", note.c_str());
+  }
+  if (o.workers.back() > cores) {
+    std::printf(
+        "warning: %d workers on %d cores: ranks beyond %d share cores (oversubscribed), so "
+        "their times measure contention, not scaling\n",
+        o.workers.back(), cores, cores);
+  }
+}
+
+// One compute thread per rank: the study measures data parallelism, not threads.
+void set_run_environment() {
+  setenv("OMP_NUM_THREADS", "1", 1);
+  setenv("OPENBLAS_NUM_THREADS", "1", 1);
+}
+
+// mpirun -np k ... lbt train, for a few steps of throughput into `run`.
+std::vector<std::string> train_command(const ScalingOptions& o, int k,
+                                       const std::vector<std::string>& sets, const fs::path& run) {
+  std::vector<std::string> args = {o.mpirun};
+  const std::vector<std::string> local = mpirun_local_args(k);
+  args.insert(args.end(), local.begin(), local.end());
+  args.insert(args.end(), o.mpirun_args.begin(), o.mpirun_args.end());
+  args.insert(args.end(), {o.lbt.string(), "train", "--config", o.config.string(), "--quiet",
+                           "--overwrite", "--out", run.string()});
+  for (const auto& s : sets) args.insert(args.end(), {"--set", s});
+  return args;
+}
+
+// One run of variant v with k workers in repeat `repeat`: launched, waited for, read back.
+ScalingRow run_one(const ScalingOptions& o, const ScalingVariant& v, int k, int repeat,
+                   std::int64_t base_batch) {
+  const std::string tag = "repeat " + std::to_string(repeat) + "/" + std::to_string(o.repeats) +
+                          (v.tag.empty() ? "" : ", " + v.tag) + ", workers " + std::to_string(k);
+  const fs::path dir = (v.tag.empty() ? o.out : o.out / v.tag) / ("workers-" + std::to_string(k));
+  const fs::path run = dir / ("repeat-" + std::to_string(repeat));
+  const fs::path log = dir / ("repeat-" + std::to_string(repeat) + ".log");
+  fs::create_directories(dir);
+  const auto args = train_command(o, k, run_sets(o, v, k, base_batch), run);
+  std::printf("%s: %s\n", tag.c_str(), join_command(args).c_str());
+  std::fflush(stdout);
+  const int rc = run_process(args, log);
+  if (rc != 0) {
+    throw Error("the run " + tag + " exited with status " + std::to_string(rc) + "; its log " +
+                    log.string() + " ends:\n" + tail(log, 1500),
+                "run the command above by hand to see the failure");
+  }
+  ScalingRow row = read_scaling_run(run);
+  row.variant = v.tag;
+  row.workers = k;
+  row.repeat = repeat;
+  std::printf("%s: %.0f samples/s, epoch %.2f s\n", tag.c_str(), row.samples_per_s,
+              row.epoch_time_s);
+  return row;
+}
+
+void plot_scaling(const ScalingOptions& o, const fs::path& csv_path) {
+  if (o.plot_script.empty() || !fs::exists(o.plot_script)) {
+    std::printf("warning: no plot script at '%s'; scaling.csv is complete\n",
+                o.plot_script.c_str());
+    return;
+  }
+  std::vector<std::string> plot = {o.python, o.plot_script.string()};
+  plot.insert(plot.end(), {csv_path.string(), o.out.string()});
+  const fs::path plot_log = o.out / "plot.log";
+  if (run_process(plot, plot_log) == 0) {
+    std::printf("plots in %s (scaling_*.png)\n", o.out.c_str());
+  } else {
+    std::printf("warning: plotting failed (%s); scaling.csv is complete:\n%s\n",
+                join_command(plot).c_str(), tail(plot_log, 800).c_str());
+  }
+}
+
+// The CSVs and the table; with several variants also scaling_compare.csv.
+std::vector<ScalingSummary> write_results(const ScalingOptions& o,
+                                          const std::vector<ScalingVariant>& variants,
+                                          std::vector<ScalingRow> runs,
+                                          const std::vector<int>& positions, int cores) {
+  const bool compare = variants.size() > 1;
+  set_speedups_per_repeat(runs);
+  const fs::path runs_path = o.out / "scaling_runs.csv";
+  io::atomic_write(runs_path, scaling_runs_csv(runs, positions, compare));
+  // Repeat 1 runs unrotated, baseline first: summarise_scaling's variant order is the list's.
+  const std::vector<ScalingSummary> rows = summarise_scaling(runs);
+  const fs::path csv_path = o.out / "scaling.csv";
+  io::atomic_write(csv_path, scaling_summary_csv(rows, cores, compare));
+  if (compare) {
+    std::vector<std::string> tags;
+    for (const ScalingVariant& v : variants) tags.push_back(v.tag);
+    const std::vector<VariantRatio> ratios = compare_variants(runs, tags);
+    const fs::path compare_path = o.out / "scaling_compare.csv";
+    io::atomic_write(compare_path, compare_csv(ratios));
+    print_compare_table(rows, ratios);
+    std::printf("wrote %s (ratios against %s)\n", compare_path.c_str(), tags.front().c_str());
+  } else {
+    print_scaling_table(rows);
+  }
+  std::printf("wrote %s and %s (one row per run)\n", csv_path.c_str(), runs_path.c_str());
+  plot_scaling(o, csv_path);
+  return rows;
+}
+
+}  // namespace
+
+std::vector<ScalingSummary> run_scaling(const ScalingOptions& o) {
+  check_scaling_options(o);
+  const std::vector<ScalingVariant> variants =
+      o.compare.empty() ? std::vector<ScalingVariant>{{}} : parse_compare(o.compare);
+  load_config(o.config, o.sets, &std::cerr);  // its notes once, not once per variant
+  const std::vector<std::int64_t> base_batches = check_variants(o, variants);
+  const int cores = available_cores();
+  print_study_header(o, variants, cores);
+  fs::create_directories(o.out);
+  set_run_environment();
+
+  // Interleaved repeats: a slow minute on a shared machine then hits every (variant, worker
+  // count) of one repeat alike (and rotation keeps it off the reference alone), not one
+  // pair's only run.
+  std::vector<ScalingRow> runs;
+  std::vector<int> positions;  // 1-based place of each run in its repeat's order
+  const int n = static_cast<int>(variants.size());
+  for (int repeat = 1; repeat <= o.repeats; ++repeat) {
+    const std::vector<StudyRun> order = repeat_runs(n, o.workers, repeat);
+    for (std::size_t i = 0; i < order.size(); ++i) {
+      const StudyRun& s = order[i];
+      runs.push_back(run_one(o, variants[static_cast<std::size_t>(s.variant)], s.workers, repeat,
+                             base_batches[static_cast<std::size_t>(s.variant)]));
+      positions.push_back(static_cast<int>(i) + 1);
+    }
+  }
+  return write_results(o, variants, std::move(runs), positions, cores);
+}
+
+}  // namespace lbt::experiments

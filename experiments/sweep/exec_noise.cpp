@@ -1,0 +1,96 @@
+// A program's noise.jsonl (raw squared gradient norms at two batch sizes); see exec_trial.hpp.
+// A line that is not a well-formed record is skipped and counted: one bad line costs the trial
+// that sample, never the sweep (it is read again by every rerun and --collect).
+#include <cmath>
+#include <fstream>
+#include <vector>
+
+#include "experiments/sweep/exec_trial.hpp"
+#include "noise/gradient_noise.hpp"
+
+namespace lbt::experiments {
+namespace fs = std::filesystem;
+namespace {
+
+struct Sample {
+  std::int64_t step;
+  noise::NoiseEstimate e;
+};
+
+struct NoiseLines {
+  std::vector<Sample> samples;
+  int skipped = 0;
+  std::string first_skipped;  // "line N: why"
+};
+
+// Why `j` is not a record, or "".
+std::string malformed(const nlohmann::json& j) {
+  if (j.is_discarded() || !j.is_object()) return "not a JSON object";
+  if (!j.contains("step") || !j["step"].is_number_integer()) return "no integer \"step\"";
+  for (const char* k : {"g_small_sq", "g_big_sq", "b_small", "b_big"}) {
+    if (!j.contains(k) || !j[k].is_number() || !std::isfinite(j[k].get<double>()))
+      return std::string("\"") + k + "\" is not a finite number";
+  }
+  const double b = j["b_small"].get<double>(), B = j["b_big"].get<double>();
+  if (!(b > 0 && B > b)) return "needs 0 < b_small < b_big";
+  return "";
+}
+
+NoiseLines read_noise_lines(const fs::path& file) {
+  NoiseLines out;
+  std::error_code ec;
+  if (!fs::is_regular_file(file, ec)) return out;
+  std::ifstream in(file);
+  int number = 0;
+  for (std::string text; std::getline(in, text);) {
+    ++number;
+    if (text.empty()) continue;
+    const auto j = parse_program_line(text);
+    if (const std::string why = malformed(j); !why.empty()) {
+      if (out.skipped++ == 0) out.first_skipped = "line " + std::to_string(number) + ": " + why;
+      continue;
+    }
+    out.samples.push_back(
+        {j["step"].get<std::int64_t>(),
+         noise::two_batch_estimate(j["b_small"].get<double>(), j["g_small_sq"].get<double>(),
+                                   j["b_big"].get<double>(), j["g_big_sq"].get<double>())});
+  }
+  return out;
+}
+
+}  // namespace
+
+TrialNoise read_exec_noise(const fs::path& run_dir, std::int64_t steps_to_target) {
+  const std::vector<Sample> samples = read_noise_lines(run_dir / "noise.jsonl").samples;
+  // B_simple of samples [from, to): the ratio of the means (each estimate is unbiased, their
+  // ratio is not: average first); unresolved (NaN) while the mean |G|^2 is not positive.
+  const auto ratio = [&](std::size_t from, std::size_t to) {
+    double G = 0, T = 0;
+    for (std::size_t i = from; i < to; ++i) G += samples[i].e.G_sq, T += samples[i].e.trace_sigma;
+    return G > 0 && to > from ? T / G : NAN;
+  };
+  TrialNoise n;
+  n.records = static_cast<int>(samples.size());
+  if (samples.empty()) return n;
+  const std::size_t window =
+      std::max<std::size_t>(1, std::min<std::size_t>(20, samples.size() / 4));
+  n.start = ratio(0, window);
+  n.averaged = ratio(0, samples.size());
+  if (steps_to_target >= 0) {
+    std::size_t end = 0;
+    while (end < samples.size() && samples[end].step <= steps_to_target) ++end;
+    n.at_target = ratio(end > window ? end - window : 0, end);
+  }
+  return n;
+}
+
+std::string exec_noise_warning(const fs::path& run_dir) {
+  const fs::path file = run_dir / "noise.jsonl";
+  const NoiseLines lines = read_noise_lines(file);
+  if (lines.skipped == 0) return "";
+  return file.string() + ": " + std::to_string(lines.skipped) + " line(s) skipped, the first at " +
+         lines.first_skipped + " (the protocol: {\"step\", \"g_small_sq\", \"g_big_sq\", " +
+         "\"b_small\", \"b_big\"} with numbers)";
+}
+
+}  // namespace lbt::experiments

@@ -1,0 +1,163 @@
+// Trials that are any program; see exec_trial.hpp.
+#include "experiments/sweep/exec_trial.hpp"
+
+#include <cmath>
+#include <fstream>
+
+#include "core/error.hpp"
+#include "core/io.hpp"
+#include "experiments/sweep/exec_command.hpp"
+
+namespace lbt::experiments {
+namespace fs = std::filesystem;
+namespace {
+
+struct EvalLog {
+  std::int64_t steps = 0, steps_to_target = -1, steps_lo = 0, diverged_step = -1;
+  int evaluations = 0;
+  double best_loss = NAN, best_accuracy = NAN;
+  std::string error;  // malformed input: the trial failed
+};
+
+double metric(const nlohmann::json& line, const char* name) {
+  if (!line.contains(name)) return NAN;
+  const auto& v = line[name];
+  if (v.is_number()) return v.get<double>();
+  return INFINITY;  // NaN, Infinity, null or a string from a program: not a finite value
+}
+
+std::string where(const fs::path& file, int number) {
+  return file.string() + " line " + std::to_string(number);
+}
+
+// One evaluation into the log; false when the trial ends here (malformed, or diverged).
+bool read_evaluation(const nlohmann::json& line, const std::string& at,
+                     const trainer::Target& target, EvalLog& log) {
+  if (line.is_discarded() || !line.is_object() || !line.contains("step") ||
+      !line["step"].is_number_integer()) {
+    log.error = at + " is not a JSON object with an integer \"step\"";
+    return false;
+  }
+  const auto step = line["step"].get<std::int64_t>();
+  if (log.evaluations++ > 0 && step <= log.steps) {
+    // Steps go forward: a repeated or earlier step is a second run writing into the file (an
+    // old trial's program still running) or a program that restarted; its bracket is no reading.
+    log.error = at + ": step " + std::to_string(step) + " after step " + std::to_string(log.steps) +
+                " (steps must strictly increase)";
+    return false;
+  }
+  log.steps = step;
+  const double loss = metric(line, "val_loss"), acc = metric(line, "val_accuracy");
+  const double watched = metric(line, target.metric.c_str());
+  if (std::isinf(loss) || std::isinf(watched)) {
+    log.diverged_step = step;
+    return false;
+  }
+  if (!std::isnan(loss))
+    log.best_loss = std::isnan(log.best_loss) ? loss : std::min(log.best_loss, loss);
+  if (!std::isnan(acc))
+    log.best_accuracy = std::isnan(log.best_accuracy) ? acc : std::max(log.best_accuracy, acc);
+  if (log.steps_to_target >= 0 || std::isnan(watched)) return true;
+  if (target.met(watched)) {
+    log.steps_to_target = step;
+  } else {
+    log.steps_lo = step;
+  }
+  return true;
+}
+
+EvalLog read_eval_log(const fs::path& file, const trainer::Target& target) {
+  EvalLog log;
+  std::error_code ec;
+  std::ifstream in;
+  if (fs::is_regular_file(file, ec)) in.open(file);  // not a FIFO a reader would block on
+  if (!in.is_open() || !in) {
+    log.error = "wrote no " + file.string() + " (the protocol: one JSON line per evaluation)";
+    return log;
+  }
+  int number = 0, lines = 0;
+  for (std::string text; std::getline(in, text);) {
+    ++number;
+    if (text.empty()) continue;
+    ++lines;
+    if (!read_evaluation(parse_program_line(text), where(file, number), target, log)) break;
+  }
+  if (lines == 0) log.error = file.string() + " is empty: the program evaluated nothing";
+  return log;
+}
+
+nlohmann::json measured(double v) {
+  return std::isnan(v) ? nlohmann::json() : nlohmann::json(v);
+}
+
+}  // namespace
+
+void check_exec_template(const std::string& command, const Trial& trial, std::int64_t base_seed) {
+  build_exec_command(command, placeholder_values(trial, base_seed, "RUN_DIR"));
+}
+
+nlohmann::json parse_program_line(const std::string& text) {
+  std::string out;
+  bool in_string = false;
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (in_string) {
+      out += c;
+      if (c == '\\' && i + 1 < text.size()) out += text[++i];
+      if (c == '"') in_string = false;
+      continue;
+    }
+    if (c == '"') in_string = true;
+    bool replaced = false;
+    for (const std::string word : {"NaN", "Infinity", "-Infinity"}) {
+      if (text.compare(i, word.size(), word) == 0) {
+        out += "\"" + word + "\"";
+        i += word.size() - 1;
+        replaced = true;
+        break;
+      }
+    }
+    if (!replaced) out += c;
+  }
+  return nlohmann::json::parse(out, nullptr, false);
+}
+
+std::string write_exec_summary(const Trial& t, const fs::path& run_dir,
+                               const trainer::Target& target, const ChildExit& e,
+                               const fs::path& log_file) {
+  const EvalLog log = read_eval_log(run_dir / "eval.jsonl", target);
+  const std::string noise_warning = exec_noise_warning(run_dir);
+  nlohmann::json s = {{"global_batch", t.batch_size},
+                      {"target", target.text()},
+                      {"steps", log.steps},
+                      {"best_val_loss", measured(log.best_loss)},
+                      {"best_val_accuracy", measured(log.best_accuracy)},
+                      {"written_by", "lbt sweep --exec"}};
+  if (!noise_warning.empty()) s["noise_warning"] = noise_warning;
+  if (e.signal != 0 || e.exit_code != 0) {
+    const std::string why = e.signal ? "killed by signal " + std::to_string(e.signal)
+                                     : "exited with code " + std::to_string(e.exit_code);
+    const std::string tail = tail_lines(log_file, 3);
+    s["status"] = "failed";
+    s["error"] = "the program " + why + (tail.empty() ? "" : ": " + tail);
+  } else if (!log.error.empty()) {
+    s["status"] = "failed";
+    s["error"] = log.error;
+  } else if (log.diverged_step >= 0) {
+    s["status"] = "diverged";
+    s["diverged_step"] = log.diverged_step;
+    s["divergence_reason"] = "a non-finite metric at step " + std::to_string(log.diverged_step);
+  } else if (log.steps_to_target >= 0) {
+    s["status"] = "reached_target";
+    s["steps_to_target"] = log.steps_to_target;
+    s["examples_to_target"] = log.steps_to_target * t.batch_size;
+    s["steps_lo"] = log.steps_lo;
+    s["steps_hi"] = log.steps_to_target;
+  } else {
+    s["status"] = "budget_exhausted";
+  }
+  io::atomic_write(run_dir / "summary.json", s.dump(2) + "\n");
+  return noise_warning.empty() ? "" : t.name + ": " + noise_warning;
+}
+
+}  // namespace lbt::experiments

@@ -1,0 +1,191 @@
+// Reading a sweep for the fit and writing fit.json; see fit_files.hpp.
+#include "experiments/sweep/fit_files.hpp"
+
+#include <cmath>
+#include <map>
+
+#include "core/error.hpp"
+#include "core/io.hpp"
+#include "experiments/sweep/sweep_results.hpp"
+#include "experiments/sweep/trial_noise.hpp"
+
+namespace lbt::experiments {
+namespace fs = std::filesystem;
+using analysis::LrPoint;
+using analysis::MeasuredPoint;
+using analysis::ScalingPoint;
+
+namespace {
+
+// Batch sizes whose best trial did not reach the target (left out of the fit).
+std::vector<double> read_unreached(const fs::path& best_csv) {
+  std::vector<double> unreached;
+  const CsvTable best = read_csv(best_csv);
+  const std::vector<int> c = best.require({"batch_size", "status"});
+  for (std::size_t i = 0; i < best.rows.size(); ++i) {
+    if (best.rows[i][c[1]] != "reached_target") unreached.push_back(best.number(i, c[0]));
+  }
+  return unreached;
+}
+
+// The best trials' target_definition: one name, "mixed", or "" where not recorded (a sweep
+// without a target_definition column was written by a trainer that read first passages).
+std::string read_definition(const fs::path& sweep_csv) {
+  if (!fs::exists(sweep_csv)) return "";
+  const CsvTable t = read_csv(sweep_csv);
+  const int cd = t.column("target_definition"), cbest = t.column("best");
+  std::string definition;
+  for (const auto& row : t.rows) {
+    if (cd < 0 || cbest < 0 || row[cbest] != "true") continue;
+    if (definition.empty()) definition = row[cd];
+    if (row[cd] != definition) return "mixed";
+  }
+  return definition;
+}
+
+// sweep.csv's best trials that reached the target, by batch size, read as `reading` ("": the
+// sweep's own steps_lo/steps_hi; else that reading's columns, {} where not recorded).
+std::map<double, MeasuredPoint> read_best_seeds(const CsvTable& t, const std::string& reading) {
+  const std::string prefix = reading.empty() ? "" : reading + "_";
+  const std::vector<int> c =
+      t.require({"batch_size", "status", "best", prefix + "steps_lo", prefix + "steps_hi"});
+  std::map<double, MeasuredPoint> by_batch;
+  for (std::size_t i = 0; i < t.rows.size(); ++i) {
+    const auto& row = t.rows[i];
+    if (row[c[2]] != "true" || row[c[1]] != "reached_target" || row[c[4]].empty()) continue;
+    const double B = t.number(i, c[0]), hi = t.number(i, c[4]);
+    by_batch[B].batch_size = B;
+    by_batch[B].seeds.push_back({row[c[3]].empty() ? hi - 1 : t.number(i, c[3]), hi});
+  }
+  return by_batch;
+}
+
+// best.csv and sweep.csv are rewritten together, sweep.csv first: every batch size best.csv
+// lists as reached has a best trial in sweep.csv that reached, unless one was cut or edited.
+void check_best_in_sweep(const fs::path& sweep_dir,
+                         const std::map<double, MeasuredPoint>& by_batch) {
+  for (const ScalingPoint& p : read_best_points(sweep_dir / "best.csv")) {
+    if (by_batch.count(p.batch_size)) continue;
+    throw DataError((sweep_dir / "sweep.csv").string() + " has no best trial at batch size " +
+                        std::to_string(static_cast<long long>(p.batch_size)) +
+                        " that reached the target, which best.csv lists: sweep.csv was cut short "
+                        "or edited",
+                    rebuild_csv_hint(sweep_dir / "sweep.csv"));
+  }
+}
+
+// sweep.csv with none of steps_lo, steps_hi and best was written by a sweep without brackets
+// or seeds: then best.csv's step is the measurement.
+bool sweep_csv_predates_brackets(const CsvTable& t) {
+  return t.column("steps_lo") < 0 && t.column("steps_hi") < 0 && t.column("best") < 0;
+}
+
+}  // namespace
+
+std::vector<ScalingPoint> read_best_points(const fs::path& best_csv) {
+  if (!fs::exists(best_csv)) {
+    throw Error("no best.csv in " + best_csv.parent_path().string(),
+                "pass a directory written by `lbt sweep` (it rewrites best.csv after every trial)");
+  }
+  const CsvTable t = read_csv(best_csv);
+  const std::vector<int> c = t.require({"batch_size", "status", "steps_to_target"});
+  std::vector<ScalingPoint> pts;
+  for (std::size_t i = 0; i < t.rows.size(); ++i) {
+    if (t.rows[i][c[1]] != "reached_target" || t.rows[i][c[2]].empty()) continue;
+    pts.push_back({t.number(i, c[0]), t.number(i, c[2])});
+  }
+  return pts;
+}
+
+std::vector<MeasuredPoint> read_measured_points(const fs::path& sweep_dir,
+                                                const std::string& reading) {
+  const fs::path sweep_csv = sweep_dir / "sweep.csv";
+  const CsvTable t = fs::exists(sweep_csv) ? read_csv(sweep_csv) : CsvTable{};
+  std::vector<MeasuredPoint> points;
+  if (t.header.empty() || sweep_csv_predates_brackets(t)) {
+    if (!reading.empty()) return {};  // not recorded
+    for (const ScalingPoint& p : read_best_points(sweep_dir / "best.csv"))
+      points.push_back({p.batch_size, {{p.steps - 1, p.steps}}});
+    return points;
+  }
+  if (!reading.empty() && t.column(reading + "_steps_hi") < 0) return {};  // not recorded
+  const std::map<double, MeasuredPoint> by_batch = read_best_seeds(t, reading);
+  if (reading.empty()) check_best_in_sweep(sweep_dir, by_batch);
+  for (const auto& [B, p] : by_batch) points.push_back(p);
+  return points;
+}
+
+std::vector<LrPoint> read_lr_points(const fs::path& sweep_dir) {
+  const CsvTable t = read_csv(sweep_dir / "sweep.csv");
+  const CsvTable best = read_csv(sweep_dir / "best.csv");
+  const std::vector<int> c = t.require({"batch_size", "lr"});
+  const std::vector<int> cb = best.require({"batch_size", "status", "lr"});
+  const int cseed = t.column("seed");
+  std::map<double, std::vector<double>> tried;
+  for (std::size_t i = 0; i < t.rows.size(); ++i) {
+    if (cseed >= 0 && t.rows[i][cseed] != "0") continue;  // the search's own trials
+    if (!t.rows[i][c[1]].empty()) tried[t.number(i, c[0])].push_back(t.number(i, c[1]));
+  }
+  std::vector<LrPoint> points;
+  for (std::size_t i = 0; i < best.rows.size(); ++i) {
+    if (best.rows[i][cb[1]] != "reached_target") continue;
+    LrPoint p;
+    p.batch_size = best.number(i, cb[0]);
+    p.lr = p.lr_lo = p.lr_hi = best.number(i, cb[2]);
+    for (double lr : tried[p.batch_size]) {
+      const double mid = std::sqrt(lr * p.lr);  // the optimum is nearer the best than lr
+      if (lr < p.lr && (p.lr_lo == p.lr || mid > p.lr_lo)) p.lr_lo = mid;
+      if (lr > p.lr && (p.lr_hi == p.lr || mid < p.lr_hi)) p.lr_hi = mid;
+    }
+    points.push_back(p);
+  }
+  return points;
+}
+
+// The column is optional (sweeps without noise measurement, or before it existed).
+std::vector<double> best_trials_b_simple(const fs::path& best_csv, const char* column) {
+  std::vector<double> values;
+  if (!fs::exists(best_csv)) return values;
+  const CsvTable best = read_csv(best_csv);
+  const int c = best.column(column), cs = best.column("status");
+  for (std::size_t i = 0; i < best.rows.size(); ++i) {
+    const auto& row = best.rows[i];
+    if (c >= 0 && cs >= 0 && row[cs] == "reached_target" && !row[c].empty()) {
+      values.push_back(best.number(i, c));
+    }
+  }
+  return values;
+}
+
+analysis::SweepMeasurements read_sweep_measurements(const fs::path& sweep_dir) {
+  analysis::SweepMeasurements sweep;
+  sweep.measured = read_measured_points(sweep_dir);
+  if (sweep.measured.size() < 3) {
+    throw Error(
+        "lbt fit needs at least 3 batch sizes whose best trial reached the target; the "
+        "sweep in " +
+            sweep_dir.string() + " has " + std::to_string(sweep.measured.size()),
+        "sweep more batch sizes, raise sweep.max_examples / sweep.max_steps, widen the LR "
+        "search, or loosen --target; see best.csv for the unreached ones");
+  }
+  sweep.unreached = read_unreached(sweep_dir / "best.csv");
+  sweep.lr_points = read_lr_points(sweep_dir);
+  sweep.b_simple_avg = best_trials_b_simple(sweep_dir / "best.csv", "b_simple_avg");
+  sweep.b_simple_start = best_trials_b_simple(sweep_dir / "best.csv", "b_simple_start");
+  sweep.b_noise = best_trials_b_noise(sweep_dir);
+  sweep.definition = read_definition(sweep_dir / "sweep.csv");
+  for (const char* name : kReadingNames) {
+    std::vector<MeasuredPoint> points = read_measured_points(sweep_dir, name);
+    if (!points.empty()) sweep.readings[name] = std::move(points);
+  }
+  return sweep;
+}
+
+nlohmann::json fit_sweep(const fs::path& sweep_dir, const analysis::FitOptions& options) {
+  const nlohmann::json fit =
+      analysis::fit_measurements(read_sweep_measurements(sweep_dir), options);
+  io::atomic_write(sweep_dir / "fit.json", fit.dump(2) + "\n");
+  return fit;
+}
+
+}  // namespace lbt::experiments

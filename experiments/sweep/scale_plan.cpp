@@ -1,0 +1,264 @@
+// lbt plan; see scale_plan.hpp.
+#include "experiments/sweep/scale_plan.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+#include <string_view>
+
+#include "analysis/plan.hpp"
+#include "core/error.hpp"
+#include "core/io.hpp"
+#include "experiments/json_file.hpp"
+#include "experiments/lbt_schema.hpp"
+#include "experiments/sweep/fit_files.hpp"
+#include "experiments/sweep/sweep_results.hpp"
+#include "schedules/scaling.hpp"
+#include "trainer/config/run_config.hpp"
+#include "trainer/data/load.hpp"
+
+namespace lbt::experiments {
+namespace fs = std::filesystem;
+using analysis::plan_number;
+namespace {
+
+std::string num(double x) {
+  return plan_number(x);
+}
+
+nlohmann::json interval(analysis::Interval i) {
+  return nlohmann::json::array({i.lo, i.hi});
+}
+
+// The sweep's fit as lbt plan needs it: the fit's own points (the median over seeds, so plan
+// and fit.json agree) and the point fit.
+struct SweepForPlan {
+  std::vector<analysis::MeasuredPoint> measured;
+  analysis::CriticalBatchFit fit;
+};
+
+SweepForPlan fit_sweep_for_plan(const fs::path& dir) {
+  std::vector<analysis::MeasuredPoint> measured = read_measured_points(dir);
+  if (measured.size() < 3) {
+    throw Error(
+        "lbt plan needs at least 3 batch sizes whose best trial reached the target; the "
+        "sweep in " +
+            dir.string() + " has " + std::to_string(measured.size()),
+        "finish the sweep (rerun lbt sweep on the directory) or widen its budget");
+  }
+  const analysis::CriticalBatchFit fit =
+      analysis::fit_critical_batch(analysis::point_estimates(measured));
+  if (!fit.resolved) {
+    throw Error(
+        "lbt plan: the sweep in " + dir.string() +
+            " shows no critical batch (its steps "
+            "to the target do not fall as the batch grows), so there is no curve to plan on",
+        "sweep smaller batch sizes, or check the target and the LR search (lbt fit " +
+            dir.string() + " shows the points)");
+  }
+  return {std::move(measured), fit};
+}
+
+// The target the sweep's trials trained to, from its manifest.
+std::string sweep_target(const fs::path& dir) {
+  const nlohmann::json manifest = read_json_object(
+      dir / "sweep.json", "restore it, or rerun the sweep's lbt sweep command on " + dir.string() +
+                              " (finished trials are kept) to rewrite it");
+  const auto target = manifest.find("target");
+  if (target == manifest.end() || !target->is_string() || target->get<std::string>().empty()) {
+    throw DataError((dir / "sweep.json").string() + " names no target (\"target\": \"...\")",
+                    "restore it, or rerun the sweep's lbt sweep command to rewrite it");
+  }
+  return target->get<std::string>();
+}
+
+// The peak LR at B: the sweep's LR law (analysis/lr_law.hpp) over the batch sizes that reached
+// the target, else the trials' scaling rule from their reference batch. Also returns that rule's
+// factor at B, since optimizer.lr is written at the reference batch.
+std::pair<analysis::LrChoice, double> plan_lr(const fs::path& dir, const trainer::RunConfig& base,
+                                              std::int64_t B) {
+  const double rule = schedules::scaling_factor(schedules::scaling_rule(base.schedule.scaling), B,
+                                                base.schedule.reference_batch);
+  const std::string rule_source = "the scaling rule " + base.schedule.scaling + " from batch " +
+                                  std::to_string(base.schedule.reference_batch) +
+                                  " (fewer than 3 reached batch sizes for an LR law)";
+  return {analysis::lr_at(B, read_lr_points(dir), base.optimizer.lr * rule, rule_source), rule};
+}
+
+// Sets the trials' config to batch B, the step budget, evaluation and LR, validates it, and
+// builds its schedule as the run will (a warmup longer than the budget fails here).
+trainer::RunConfig set_plan_config(Config& config, const ScalePlanOptions& o, std::int64_t B,
+                                   std::int64_t budget, std::int64_t eval_every,
+                                   const std::string& target, double lr_at_reference) {
+  // optimizer.lr is given at the reference batch: the schedule's own rule takes it to lr at B,
+  // so warmup from the base LR and LEGW keep their meaning.
+  for (const std::string& s :
+       {"train.global_batch=" + std::to_string(B), "train.steps=" + std::to_string(budget),
+        "train.eval_every=" + std::to_string(eval_every), "train.target=" + target,
+        std::string("train.stop_at_target=true")}) {
+    config.set(s);
+  }
+  char lr_text[32];
+  std::snprintf(lr_text, sizeof lr_text, "%.17g", lr_at_reference);
+  config.set(std::string("optimizer.lr=") + lr_text);
+  if (o.workers > 0) config.set("train.micro_batch=" + std::to_string(o.micro_batch));
+  config.validate(lbt_schema());
+  const int world = o.workers > 0 ? o.workers : 1;
+  const trainer::RunConfig run = trainer::resolve_run_config(config, world);
+  const std::int64_t train_examples = data::load_splits(run.train.data, run.train.seed).train.n;
+  trainer::run_schedule(run, trainer::step_budget(run.train, train_examples, world), nullptr);
+  return run;
+}
+
+nlohmann::json plan_json(const ScalePlanOptions& o, const SweepForPlan& sweep,
+                         const std::string& target, std::int64_t B, const analysis::LrChoice& lr,
+                         const analysis::Prediction& p, const analysis::RegimeCall& regime,
+                         std::int64_t eval_every, std::int64_t budget,
+                         const trainer::RunConfig& run) {
+  nlohmann::json plan = {
+      {"sweep_dir", fs::absolute(o.sweep_dir).string()},
+      {"budget",
+       {{"workers", o.workers},
+        {"micro_batch", o.micro_batch},
+        {"max_steps", o.max_steps},
+        {"max_examples", o.max_examples}}},
+      {"target", target},
+      {"global_batch", B},
+      {"lr", lr.lr},
+      {"lr_source", lr.source},
+      {"steps_to_target", p.steps},
+      {"steps_to_target_interval", interval(p.steps_interval)},
+      {"examples_to_target", p.examples},
+      {"examples_to_target_interval", interval(p.examples_interval)},
+      {"eval_every", eval_every},
+      {"interval_level", o.level},
+      {"fit",
+       {{"S_min", sweep.fit.S_min}, {"E_min", sweep.fit.E_min}, {"B_crit", sweep.fit.B_crit}}},
+      {"regime", analysis::regime_name(regime.regime)},
+      {"regime_why", regime.why},
+      {"schedule",
+       {{"scaling", run.schedule.scaling},
+        {"recipe", run.schedule.recipe},
+        {"warmup", run.schedule.warmup},
+        {"warmup_unit", run.schedule.warmup_unit},
+        {"decay", run.schedule.decay}}},
+      {"train_steps", budget},
+  };
+  // The trials' measured noise scale, beside B_crit (lbt fit writes it when noise.jsonl exist).
+  const fs::path best_csv = o.sweep_dir / "best.csv";
+  if (auto measured = best_trials_b_simple(best_csv, "b_simple_avg"); !measured.empty()) {
+    const double m = analysis::quantile(measured, 0.5);
+    plan["measured_b_simple"] = {
+        {"median", m}, {"trials", measured.size()}, {"b_crit_over_b_simple", sweep.fit.B_crit / m}};
+  }
+  if (o.max_steps > 0 && p.steps_interval.hi > static_cast<double>(o.max_steps)) {
+    plan["warning"] =
+        "the interval's upper end (" + num(p.steps_interval.hi) + " steps) exceeds --max-steps";
+  }
+  return plan;
+}
+
+// The first words of every config lbt plan writes: how it knows a file it may replace.
+constexpr std::string_view kPlanHeader = "# Written by lbt plan from ";
+
+// lbt plan replaces only its own config (a file whose first line is its header) unless told
+// to: an --out that names someone's file must not cost them the file.
+void check_plan_out(const fs::path& out, bool overwrite) {
+  std::error_code ec;
+  if (fs::is_directory(out, ec)) {
+    throw ConfigError("lbt plan --out " + out.string() + " is a directory",
+                      "pass a file name, e.g. --out " + (out / "plan.toml").string());
+  }
+  if (overwrite || !fs::exists(out, ec)) return;
+  std::ifstream in(out);
+  std::string first;
+  std::getline(in, first);
+  if (first.starts_with(kPlanHeader)) return;
+  throw ConfigError("lbt plan --out " + out.string() +
+                        ": the file exists and lbt plan did not write it (no \"# Written by lbt "
+                        "plan\" first line)",
+                    "pass another --out, or add --overwrite to replace it");
+}
+
+// The config `lbt train` runs as is, headed by what it predicts.
+void write_plan_config(const fs::path& out, const ScalePlanOptions& o, const Config& config,
+                       std::int64_t B, const analysis::LrChoice& lr, const analysis::Prediction& p,
+                       const std::string& target, const analysis::RegimeCall& regime) {
+  std::ostringstream toml;
+  toml << kPlanHeader << fs::absolute(o.sweep_dir).string() << ": global batch " << B
+       << ", peak LR " << num(lr.lr) << " (" << lr.source << ").\n"
+       << "# Predicted steps to " << target << ": " << num(p.steps) << " ["
+       << num(p.steps_interval.lo) << ", " << num(p.steps_interval.hi) << "] (" << 100 * o.level
+       << "% interval); regime " << analysis::regime_name(regime.regime)
+       << ".\n# Run it as is: lbt train --config " << out.string() << "\n"
+       << config.resolved_toml();
+  io::atomic_write(out, toml.str());
+}
+
+}  // namespace
+
+nlohmann::json plan_at_scale(const ScalePlanOptions& o) {
+  const fs::path out = o.out.empty() ? o.sweep_dir / "plan.toml" : o.out;
+  check_plan_out(out, o.overwrite);  // before any work
+  const std::string target = sweep_target(o.sweep_dir);
+  const SweepForPlan sweep = fit_sweep_for_plan(o.sweep_dir);
+  const std::int64_t B = analysis::batch_for_budget(
+      {o.workers, o.micro_batch, o.max_steps, o.max_examples}, sweep.fit);
+  const analysis::Prediction p =
+      analysis::predict_at(B, sweep.fit, sweep.measured, o.resamples, o.level);
+  const analysis::RegimeCall regime = analysis::regime_at(B, sweep.fit.B_crit, o.regime_tolerance);
+
+  // The trials' config, at batch B.
+  Config config = load_config(o.sweep_dir / "base_config.toml", {}, nullptr);
+  const trainer::RunConfig base = trainer::resolve_run_config(config, 1);
+  const auto [lr, rule] = plan_lr(o.sweep_dir, base, B);
+  // Resolution of steps-to-target: about 2% of the predicted steps.
+  const std::int64_t eval_every = std::max<std::int64_t>(1, std::llround(p.steps / 50.0));
+  std::int64_t budget =
+      static_cast<std::int64_t>(std::ceil(1.5 * p.steps_interval.hi)) + eval_every;
+  if (o.max_steps > 0) budget = std::min(budget, o.max_steps);
+  const trainer::RunConfig run =
+      set_plan_config(config, o, B, budget, eval_every, target, lr.lr / rule);
+
+  nlohmann::json plan = plan_json(o, sweep, target, B, lr, p, regime, eval_every, budget, run);
+  write_plan_config(out, o, config, B, lr, p, target, regime);
+  plan["config"] = fs::absolute(out).string();
+  io::atomic_write(o.sweep_dir / "plan.json", plan.dump(2) + "\n");
+  return plan;
+}
+
+std::string format_scale_plan(const nlohmann::json& p) {
+  std::ostringstream ss;
+  const auto& si = p["steps_to_target_interval"];
+  const auto& ei = p["examples_to_target_interval"];
+  ss << "plan: global batch " << p["global_batch"].get<std::int64_t>() << ", peak LR "
+     << num(p["lr"].get<double>()) << "\n"
+     << "  LR from " << p["lr_source"].get<std::string>() << "\n"
+     << "  steps to " << p["target"].get<std::string>() << ": "
+     << num(p["steps_to_target"].get<double>()) << " [" << num(si[0].get<double>()) << ", "
+     << num(si[1].get<double>()) << "], examples " << num(p["examples_to_target"].get<double>())
+     << " [" << num(ei[0].get<double>()) << ", " << num(ei[1].get<double>()) << "] ("
+     << 100 * p["interval_level"].get<double>() << "% bootstrap intervals; evaluated every "
+     << p["eval_every"].get<std::int64_t>() << " steps)\n"
+     << "  regime: " << p["regime"].get<std::string>() << ": " << p["regime_why"].get<std::string>()
+     << "\n"
+     << "  schedule: the sweep's (scaling " << p["schedule"]["scaling"].get<std::string>()
+     << ", recipe " << p["schedule"]["recipe"].get<std::string>() << ", warmup "
+     << num(p["schedule"]["warmup"].get<double>()) << " "
+     << p["schedule"]["warmup_unit"].get<std::string>() << ", decay "
+     << p["schedule"]["decay"].get<std::string>() << "), budget "
+     << p["train_steps"].get<std::int64_t>() << " steps\n";
+  if (p.contains("measured_b_simple")) {
+    const auto& n = p["measured_b_simple"];
+    ss << "  measured B_simple (averaged over training, median over " << n["trials"].get<int>()
+       << " best trials): " << num(n["median"].get<double>())
+       << ", B_crit / B_simple = " << num(n["b_crit_over_b_simple"].get<double>()) << "\n";
+  }
+  if (p.contains("warning")) ss << "  warning: " << p["warning"].get<std::string>() << "\n";
+  ss << "  config: " << p["config"].get<std::string>() << " (lbt train --config it as is)\n";
+  return ss.str();
+}
+
+}  // namespace lbt::experiments

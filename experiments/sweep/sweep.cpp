@@ -1,0 +1,449 @@
+// Batch-size sweep runner; see sweep.hpp.
+#include "experiments/sweep/sweep.hpp"
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <iostream>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <thread>
+
+#include <signal.h>
+
+#include "core/error.hpp"
+#include "core/io.hpp"
+#include "experiments/child_process.hpp"
+#include "experiments/dir_lock.hpp"
+#include "experiments/lbt_schema.hpp"
+#include "experiments/run_checkpoint.hpp"
+#include "experiments/sweep/exec_command.hpp"
+#include "experiments/sweep/exec_trial.hpp"
+#include "experiments/sweep/fit_files.hpp"
+#include "experiments/sweep/sweep_adaptive.hpp"
+#include "experiments/sweep/sweep_checks.hpp"
+#include "experiments/sweep/sweep_interrupt.hpp"
+#include "experiments/sweep/sweep_plan.hpp"
+#include "experiments/sweep/sweep_progress.hpp"
+#include "experiments/sweep/sweep_results.hpp"
+#include "experiments/sweep/sweep_search.hpp"
+#include "experiments/sweep/sweep_slurm.hpp"
+#include "experiments/sweep/trial_group.hpp"
+#include "experiments/sweep/trial_lifecycle.hpp"
+
+#ifndef LBT_SOURCE_DIR
+#define LBT_SOURCE_DIR "."
+#endif
+
+namespace lbt::experiments {
+namespace fs = std::filesystem;
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+bool is_sweep_key(const std::string& assignment) {
+  return assignment.rfind("sweep.", 0) == 0;
+}
+
+int available_cores() {
+  if (const char* s = std::getenv("SLURM_CPUS_PER_TASK"); s && std::atoi(s) > 0)
+    return std::atoi(s);
+  return static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+}
+
+class SweepRunner {
+ public:
+  SweepRunner(const SweepOptions& o) : options_(o) {}
+
+  SweepOutcome run() {
+    prepare();
+    if (options_.check_only) {
+      SweepOutcome checked;
+      checked.trials = static_cast<int>(plan_.size());
+      return checked;
+    }
+    SweepOutcome out;
+    out.dir = dir_;
+    out.trials = static_cast<int>(plan_.size());
+    for (const auto& t : plan_) results_.push_back(read_trial_result(t, trial_dir(t)));
+    grow();
+    resolve_trial_name();
+    if (options_.launcher == "slurm" && !array_task() && !options_.collect_only) {
+      write_slurm_script();
+      return out;
+    }
+    std::vector<int> todo;
+    for (const auto& t : plan_) {
+      if (options_.collect_only) break;
+      if (options_.trial_index >= 0 && t.index != options_.trial_index) continue;
+      const std::string& st = results_[t.index].status;
+      if (is_final_status(st) && !(options_.retry_failed && (st == "failed" || st == "timeout"))) {
+        ++out.skipped;
+        continue;
+      }
+      todo.push_back(t.index);
+    }
+    if (options_.trial_index >= static_cast<int>(plan_.size())) {
+      throw ConfigError("--trial-index " + std::to_string(options_.trial_index) +
+                            " is past the plan's " + std::to_string(plan_.size()) + " trials",
+                        "array indices run from 0 to " + std::to_string(plan_.size() - 1));
+    }
+    if (options_.progress && !options_.collect_only) {
+      std::fprintf(
+          stderr, "[sweep] %s: %zu trials, %zu to run (%d finished before), %d jobs x %d threads\n",
+          dir_.c_str(), plan_.size(), todo.size(), out.skipped, jobs_, threads_);
+    }
+    // Processes of an earlier sweep's trial would write into the directory a trial now clears.
+    if (!options_.collect_only) {
+      if (array_task())
+        refuse_live_trial_groups(dir_ / "trials", plan_[options_.trial_index].name);
+      else
+        refuse_live_trial_groups(dir_ / "trials");
+    }
+    run_trials(todo);
+    out.ran = static_cast<int>(todo.size());
+    out.trials = static_cast<int>(plan_.size());  // the search and the seeds added trials
+    write_tables();
+    if ((out.interrupt_signal = sweep_interrupt_signal())) return out;  // no fit, no plots
+    for (const auto& r : results_) {
+      out.reached += r.status == "reached_target";
+      const bool failed = r.status == "failed" || r.status == "timeout";
+      out.failed += failed;
+      if (failed && (options_.trial_index < 0 || r.trial.index == options_.trial_index)) {
+        out.failed_trials.push_back(r.trial.name + ": " + r.message);
+      }
+    }
+    if (options_.trial_index < 0) {
+      for (const std::string& w :
+           target_noise_warnings(results_, trainer::parse_target(settings_.target)))
+        std::fprintf(stderr, "[sweep] warning: %s\n", w.c_str());
+      nlohmann::json fit;  // null when skipped
+      try {
+        fit = fit_sweep(dir_, analysis::FitOptions{});
+        out.fit_note = analysis::format_fit_line(fit);
+      } catch (const Error& e) {
+        out.fit_note = std::string("skipped: ") + e.what();
+      }
+      // sweep.adaptive: the adaptive trials against the fit (adaptive.json).
+      if (const nlohmann::json a = write_adaptive_json(dir_, results_, fit); !a.is_null())
+        out.adaptive_table = format_adaptive_table(a);
+      if (options_.plots) {
+        std::string warning = make_sweep_plots(dir_);
+        if (!warning.empty()) std::fprintf(stderr, "[sweep] warning: %s\n", warning.c_str());
+      }
+    }
+    return out;
+  }
+
+ private:
+  void prepare() {
+    if (options_.launcher != "local" && options_.launcher != "slurm") {
+      throw ConfigError("--launcher '" + options_.launcher + "' is not local or slurm",
+                        "use --launcher local");
+    }
+    if (options_.jobs < 1) throw ConfigError("--jobs must be >= 1", "e.g. --jobs 2");
+    refuse_trial_keys(options_.sets);
+    config_ = load_config(options_.config_path, options_.sets, &std::cerr);
+    settings_ =
+        read_sweep_settings(config_, options_.batch_sizes, options_.lr_trials, options_.target);
+    plan_ = make_plan(settings_);
+    if (options_.exec_command.empty()) {
+      validate_trial_configs(config_, plan_);
+    } else {
+      // A program's trials get no prune step (the protocol has none); an unknown placeholder
+      // or an unterminated quote fails now, not in N trials.
+      settings_.search.prune = false;
+      check_exec_template(options_.exec_command, plan_.front(), settings_.base_seed);
+    }
+    if (options_.check_only) return;  // nothing is written
+
+    dir_ = options_.out.empty()
+               ? fs::path("runs") / ("sweep-" + options_.config_path.stem().string())
+               : options_.out;
+    fs::create_directories(dir_ / "trials");
+    dir_ = fs::canonical(dir_);
+    // Before anything in the directory is read or written: a second sweep on it would run the
+    // same trials again and clear the first one's running trials as "unfinished".
+    lock_ = DirLock(dir_ / "sweep.lock",
+                    array_task() ? DirLock::Mode::kShared : DirLock::Mode::kExclusive);
+    lbt_ = options_.lbt_binary.empty() ? self_executable() : options_.lbt_binary;
+    jobs_ = array_task() ? 1 : options_.jobs;
+    threads_ = std::max(1, available_cores() / jobs_);
+
+    const fs::path manifest = dir_ / "sweep.json";
+    const std::string base_config = trial_base_config(options_.config_path);
+    nlohmann::json m = {{"config", fs::absolute(options_.config_path).string()},
+                        {"batch_sizes", settings_.batch_sizes},
+                        {"target", settings_.target},
+                        {"scaling", settings_.scaling},
+                        {"reference_batch", settings_.reference_batch},
+                        {"base_lr", settings_.base_lr},
+                        {"lr_search", settings_.lr_search},
+                        {"search",
+                         {{"refine_ratio", settings_.search.refine_ratio},
+                          {"max_trials", settings_.search.max_trials},
+                          {"prune", settings_.search.prune},
+                          {"eval_growth", settings_.eval_growth}}},
+                        {"seeds", settings_.seeds},
+                        {"exec", options_.exec_command},
+                        {"sets", trial_sets()},
+                        {"trials", plan_json(plan_)}};
+    check_same_plan(dir_, m, base_config, options_.extend);
+    if (array_task() && fs::exists(dir_ / "base_config.toml")) return;
+    io::atomic_write(dir_ / "base_config.toml", base_config);
+    io::atomic_write(manifest, m.dump(2) + "\n");
+  }
+
+  fs::path trial_dir(const Trial& t) const { return dir_ / "trials" / t.name; }
+
+  // The --set options the trials get: sweep.* ones shape the plan, compared as such (batch
+  // sizes, trials, search, seeds), so --extend can add seeds given by --set.
+  std::vector<std::string> trial_sets() const {
+    std::vector<std::string> sets;
+    for (const auto& s : options_.sets) {
+      if (!is_sweep_key(s)) sets.push_back(s);
+    }
+    return sets;
+  }
+
+  bool array_task() const { return options_.trial_index >= 0 || !options_.trial_name.empty(); }
+
+  // Adds the trials the finished ones decide (the LR search's next round, the seeds); returns
+  // the indices of those still to run. Not in an array task: it runs its own trial only.
+  std::vector<int> grow() {
+    const std::size_t before = plan_.size();
+    grow_plan(
+        settings_, plan_, results_,
+        [&](const Trial& t) { return read_trial_result(t, trial_dir(t)); }, decisions_);
+    std::vector<int> added;
+    for (std::size_t i = before; i < plan_.size(); ++i) {
+      if (!is_final_status(results_[i].status)) added.push_back(static_cast<int>(i));
+    }
+    return added;
+  }
+
+  // --trial NAME (the SLURM array's way to name its trial: indices of a growing plan may move).
+  void resolve_trial_name() {
+    if (options_.trial_name.empty()) return;
+    for (const Trial& t : plan_) {
+      if (t.name == options_.trial_name) {
+        options_.trial_index = t.index;
+        return;
+      }
+    }
+    throw ConfigError("--trial " + options_.trial_name + " is not in the sweep's plan",
+                      "run the sbatch script that `lbt sweep --launcher slurm` wrote last");
+  }
+
+  std::vector<std::string> child_args(const Trial& t, bool resume) const {
+    // No --overwrite: run_trials has just emptied the directory but for train.log, which this
+    // process holds open (replacing the directory would send the log into the deleted one).
+    std::vector<std::string> a = {"train",
+                                  "--config",
+                                  (dir_ / "base_config.toml").string(),
+                                  "--out",
+                                  trial_dir(t).string(),
+                                  "--quiet",
+                                  "--set",
+                                  "train.threads=" + std::to_string(threads_)};
+    for (const auto& s : options_.sets) {
+      if (!is_sweep_key(s)) a.insert(a.end(), {"--set", s});
+    }
+    for (const auto& s : t.overrides) a.insert(a.end(), {"--set", s});
+    if (resume) a.insert(a.end(), {"--resume", trial_dir(t).string()});
+    return a;
+  }
+
+  struct Running {
+    int index;
+    TrialClock clock;
+  };
+
+  void run_trials(std::vector<int>& todo) {
+    std::map<pid_t, Running> running;  // pid (its process group's id) -> trial
+    // A crash of the sweep (an exception out of here) takes the trials' groups with it.
+    struct KillOnUnwind {
+      std::map<pid_t, Running>& running;
+      ~KillOnUnwind() {
+        for (const auto& [pid, r] : running) ::kill(-pid, SIGKILL);
+        for (const auto& [pid, r] : running) {
+          try {
+            wait_child(pid);
+          } catch (const Error&) {  // already reaped: nothing left to wait for
+          }
+        }
+      }
+    } guard{running};
+    std::size_t next = 0;
+    int done = 0;
+    const auto start = Clock::now();
+    const double limit =
+        effective_trial_timeout(settings_.trial_timeout, !options_.exec_command.empty());
+    // After SIGINT/SIGTERM no trial starts; the running ones save their state and end.
+    auto more = [&] { return next < todo.size() && !sweep_interrupted(); };
+    while (more() || !running.empty()) {
+      while (more() && static_cast<int>(running.size()) < jobs_) {
+        const Trial t = plan_[todo[next++]];
+        running[start_trial(t)] = {t.index, start_trial_clock(limit)};
+        results_[t.index].status = "running";
+      }
+      const std::optional<ChildExit> e = wait_for_trial(running);
+      if (!e) continue;  // a time limit passed
+      auto it = running.find(e->pid);
+      if (it == running.end()) continue;
+      const Trial t = plan_[it->second.index];  // a copy: grow() may reallocate the plan
+      const TrialClock clock = it->second.clock;
+      running.erase(it);
+      finish_trial(t, *e, clock);
+      ++done;
+      if (!array_task()) {
+        for (int i : grow()) todo.push_back(i);
+      }
+      write_tables();
+      if (options_.progress) {
+        const double elapsed = std::chrono::duration<double>(Clock::now() - start).count();
+        print_trial_progress(results_[t.index], {done, todo.size() - next, running.size()},
+                             elapsed);
+      }
+    }
+  }
+
+  // The next trial to end, or nullopt when a time limit passes first (its group signalled).
+  static std::optional<ChildExit> wait_for_trial(std::map<pid_t, Running>& running) {
+    auto next_look = TrialClockPoint::max();
+    for (auto& [pid, r] : running)
+      next_look = std::min(next_look, enforce_trial_clock(pid, r.clock));
+    if (next_look == TrialClockPoint::max()) return wait_any_child();
+    return wait_any_child_until(next_look);
+  }
+
+  // An unfinished trial continues from its checkpoint, or starts clean (sweep_interrupt); a
+  // program (--exec) starts clean: the protocol has no resume. Returns its pid.
+  pid_t start_trial(const Trial& t) {
+    bool resume = false;
+    if (options_.exec_command.empty()) {
+      resume = prepare_trial_dir(trial_dir(t), threads_);
+    } else {
+      fs::remove_all(trial_dir(t));
+      fs::create_directories(trial_dir(t));
+    }
+    const pid_t pid = spawn_trial(t, resume);
+    record_trial_group(trial_dir(t), pid);
+    return pid;
+  }
+
+  // The program's argument words (exec_command.hpp): no value is ever read as shell code.
+  // command.sh holds the same command as one shell line, to rerun it by hand.
+  pid_t spawn_trial(const Trial& t, bool resume) {
+    if (options_.exec_command.empty())
+      return spawn_logged(lbt_, child_args(t, resume), trial_dir(t) / "train.log");
+    const ExecCommand command = build_exec_command(
+        options_.exec_command, placeholder_values(t, settings_.base_seed, trial_dir(t)));
+    io::atomic_write(trial_dir(t) / "command.sh", shell_line(command.argv) + "\n");
+    const std::vector<std::string> args(command.argv.begin() + 1, command.argv.end());
+    return spawn_logged(command.argv.front(), args, trial_dir(t) / "program.log");
+  }
+
+  // One trial's files never end the sweep: whatever reading or writing them throws (a program
+  // that removed its directory, made a file unreadable) makes that trial failed.
+  void finish_trial(const Trial& t, const ChildExit& e, const TrialClock& clock) {
+    forget_trial_group(trial_dir(t));
+    try {
+      results_[t.index] = settle_trial(t, e, clock);
+    } catch (const std::exception& error) {
+      TrialResult r;
+      r.trial = t;
+      r.status = "failed";
+      r.message = std::string("its run directory could not be read or written: ") + error.what();
+      results_[t.index] = r;
+    }
+  }
+
+  TrialResult settle_trial(const Trial& t, const ChildExit& e, const TrialClock& clock) {
+    const fs::path dir = trial_dir(t);
+    if (clock.timed_out) {
+      write_trial_verdict(t, dir, "timeout", timeout_message(clock));
+      return read_trial_result(t, dir);
+    }
+    if (!fs::is_directory(dir)) {
+      write_trial_verdict(t, dir, "failed",
+                          "its run directory " + dir.string() + " was deleted while it ran (a " +
+                              "trial may only add files there)");
+      return read_trial_result(t, dir);
+    }
+    // A program stopped by the sweep's forwarded signal is unfinished: a rerun redoes it.
+    if (!options_.exec_command.empty() && !stopped_by_interrupt(e)) {
+      const std::string warning = write_exec_summary(
+          t, dir, trainer::parse_target(settings_.target), e, dir / "program.log");
+      if (!warning.empty()) std::fprintf(stderr, "[sweep] warning: %s\n", warning.c_str());
+    }
+    TrialResult r = read_trial_result(t, dir);
+    // A child that ended without a final summary crashed (or its config failed before the run
+    // directory existed): record that as "failed" with the log's last lines, so it is final.
+    // "interrupted" (the trial saved its state on SIGINT/SIGTERM, or the sweep's forwarded
+    // signal ended it) is unfinished, not failed: a rerun continues it.
+    if (!is_final_status(r.status) && r.status != "interrupted" && !stopped_by_interrupt(e)) {
+      const std::string why = e.signal ? "killed by signal " + std::to_string(e.signal)
+                                       : "exited with code " + std::to_string(e.exit_code);
+      const std::string log = tail_lines(dir / "train.log", 3);
+      write_trial_verdict(t, dir, "failed", why + (log.empty() ? "" : ": " + log));
+      r = read_trial_result(t, dir);
+    }
+    if (stopped_by_interrupt(e) && !is_final_status(r.status)) r.status = "interrupted";
+    return r;
+  }
+
+  void write_tables() {
+    // Array tasks each see only their own trial; rescan so the CSVs hold every finished one.
+    if (options_.trial_index >= 0) {
+      for (const auto& t : plan_) {
+        if (t.index != options_.trial_index) results_[t.index] = read_trial_result(t, trial_dir(t));
+      }
+    }
+    write_sweep_csv(dir_ / "sweep.csv", results_, dir_);
+    write_best_csv(dir_ / "best.csv", results_, dir_, decisions_);
+  }
+
+  // The SLURM array for the trials decided so far and not yet finished (sweep_slurm.hpp).
+  void write_slurm_script() {
+    std::vector<std::string> pending;
+    for (const TrialResult& r : results_) {
+      if (!is_final_status(r.status)) pending.push_back(r.trial.name);
+    }
+    write_slurm_array({dir_, lbt_, options_, settings_, pending, plan_.size()});
+  }
+
+  SweepOptions options_;
+  Config config_;
+  SweepSettings settings_;
+  std::vector<Trial> plan_;
+  std::vector<TrialResult> results_;
+  std::map<std::int64_t, std::string> decisions_;  // the LR search's last word per batch size
+  fs::path dir_, lbt_;
+  DirLock lock_;  // held until the runner ends
+  int jobs_ = 1, threads_ = 1;
+};
+
+}  // namespace
+
+SweepOutcome run_sweep(const SweepOptions& options) {
+  return SweepRunner(options).run();
+}
+
+std::string make_sweep_plots(const fs::path& sweep_dir) {
+  const char* env = std::getenv("LBT_NOTEBOOKS_DIR");
+  const fs::path script = fs::path(env ? env : LBT_SOURCE_DIR "/notebooks") / "lbt_sweep_plots.py";
+  if (!fs::exists(script))
+    return "plot script " + script.string() + " not found (set LBT_NOTEBOOKS_DIR)";
+  if (!fs::exists("/usr/bin/python3")) return "/usr/bin/python3 not found: no plots";
+  const std::string cmd = "/usr/bin/python3 " + shell_quote(script.string()) + " " +
+                          shell_quote(sweep_dir.string()) + " >" +
+                          shell_quote((sweep_dir / "plots.log").string()) + " 2>&1";
+  const int rc = std::system(cmd.c_str());
+  if (rc != 0) return "plots failed; see " + (sweep_dir / "plots.log").string();
+  return "";
+}
+
+}  // namespace lbt::experiments

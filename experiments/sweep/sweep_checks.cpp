@@ -1,0 +1,241 @@
+// What a sweep checks before it runs anything; see sweep_checks.hpp.
+#include "experiments/sweep/sweep_checks.hpp"
+
+#include <toml++/toml.h>
+
+#include <iostream>
+#include <map>
+#include <optional>
+#include <sstream>
+
+#include "core/error.hpp"
+#include "core/io.hpp"
+#include "experiments/json_file.hpp"
+#include "experiments/lbt_schema.hpp"
+#include "experiments/run_check.hpp"
+#include "experiments/run_checkpoint.hpp"
+#include "experiments/sweep/sweep_interrupt.hpp"
+#include "trainer/config/run_config.hpp"
+#include "trainer/data/load.hpp"
+#include "trainer/interrupt.hpp"
+
+namespace lbt::experiments {
+namespace fs = std::filesystem;
+
+// Keys the sweep sets for every trial: a --set of one would be overridden, so it is refused.
+void refuse_trial_keys(const std::vector<std::string>& sets) {
+  const std::pair<const char*, const char*> owned[] = {
+      {"train.global_batch", "--batch-sizes or sweep.batch_sizes"},
+      {"train.steps", "sweep.max_steps or sweep.max_examples"},
+      {"train.epochs", "sweep.max_examples"},
+      {"train.eval_every", "sweep.eval_every_examples"},
+      {"train.eval_growth", "sweep.eval_growth"},
+      {"train.prune_at_step", "sweep.prune"},
+      {"train.stop_at_target", "nothing: a sweep's trials stop at the target"},
+  };
+  for (const auto& s : sets) {
+    const std::string key = s.substr(0, s.find('='));
+    for (const auto& [owned_key, instead] : owned) {
+      if (key == owned_key) {
+        throw ConfigError(
+            "lbt sweep sets " + key + " for each trial; --set " + s + " would be overridden",
+            "drop it; use " + std::string(instead));
+      }
+    }
+  }
+}
+
+// The trials' config: the sweep's file without its [sweep] table (the trainer rejects
+// keys it does not read), kept in the sweep directory so every trial and array task uses it.
+std::string trial_base_config(const fs::path& config_path) {
+  toml::table table;
+  try {
+    table = toml::parse_file(config_path.string());
+  } catch (const toml::parse_error& e) {
+    throw ConfigError(config_path.string() + ": " + std::string(e.description()),
+                      "fix the TOML syntax at the reported line");
+  }
+  table.erase("sweep");
+  std::ostringstream ss;
+  ss << "# Written by lbt sweep from " << config_path.string() << " without its [sweep] table.\n"
+     << table << "\n";
+  return ss.str();
+}
+
+namespace {
+
+// The trials whose checks cover the plan: the first of each batch size (the LR trials at a batch
+// differ only in optimizer.lr, optimizer.momentum and train.seed, in ranges read_sweep_settings
+// checked) and every adaptive trial. One per batch size keeps a plan of 100,000 batch sizes
+// seconds long.
+std::vector<const Trial*> trials_to_check(const std::vector<Trial>& plan) {
+  std::vector<const Trial*> chosen;
+  for (const Trial& t : plan) {
+    if (t.adaptive || chosen.empty() || chosen.back()->batch_size != t.batch_size)
+      chosen.push_back(&t);
+  }
+  return chosen;
+}
+
+// Ctrl-C or SIGTERM while checking: nothing is written yet, so the sweep just stops.
+void throw_if_interrupted(std::size_t checked, std::size_t total) {
+  const int signal = sweep_interrupt_signal();
+  if (signal == 0) return;
+  throw Interrupted(signal,
+                    std::string("lbt sweep stopped by ") + trainer::signal_name(signal) +
+                        " while checking its trials (" + std::to_string(checked) + " of " +
+                        std::to_string(total) + " checked); nothing was written",
+                    "rerun the same command to check (and run) the sweep");
+}
+
+// `trial`'s config as `lbt train` will resolve it: the sweep's config without [sweep], with the
+// trial's overrides.
+trainer::RunConfig resolve_trial(const Config& base, const Trial& trial, Config& c) {
+  c = Config(base);
+  for (const auto& s : trial.overrides) c.set(s);
+  c.validate(lbt_schema());
+  return trainer::resolve_run_config(c, 1);
+}
+
+// The error of one trial's check, naming the trial.
+ConfigError in_trial(const Trial& trial, const ConfigError& e) {
+  const std::string batch = trial.adaptive ? "adaptive" : "B=" + std::to_string(trial.batch_size);
+  return ConfigError("trial " + trial.name + " (" + batch + ", " + std::to_string(trial.steps) +
+                         " steps): " + e.what(),
+                     e.hint());
+}
+
+}  // namespace
+
+// Resolves each batch size's trial config the way `lbt train` will and checks what its run
+// checks before the first step (run_check.hpp), so that a bad key, a model whose layers do not
+// fit the data, a micro-batch layout or a warmup longer than a trial's budget fails now, not
+// in N children. The data are loaded and the model's shapes built once (neither depends on
+// the batch).
+void validate_trial_configs(const Config& sweep_config, const std::vector<Trial>& plan) {
+  Config base = sweep_config;
+  base.erase("sweep");  // else every copy below carries sweep.batch_sizes: quadratic in them
+  const std::vector<const Trial*> trials = trials_to_check(plan);
+  std::optional<data::Splits> splits;
+  std::unique_ptr<nn::Model> model;
+  Config c;
+  for (std::size_t i = 0; i < trials.size(); ++i) {
+    throw_if_interrupted(i, trials.size());
+    const Trial& trial = *trials[i];
+    trainer::RunConfig run;
+    try {
+      run = resolve_trial(base, trial, c);
+    } catch (const ConfigError& e) {
+      throw in_trial(trial, e);
+    }
+    if (!model) {  // the first trial: the data and the model's shapes are every trial's
+      check_model_spec(run.train);
+      splits = data::load_splits(run.train.data, run.train.seed);
+      model = model_for_data(run.train, splits->train);
+      check_optimizer(run, *model);
+    }
+    try {
+      check_run_at_batch(c, run, *model, splits->train.n, i == 0 ? &std::cerr : nullptr);
+    } catch (const ConfigError& e) {
+      throw in_trial(trial, e);
+    }
+  }
+}
+
+nlohmann::json plan_json(const std::vector<Trial>& plan) {
+  nlohmann::json trials = nlohmann::json::array();
+  for (const auto& t : plan) {
+    trials.push_back({{"name", t.name},
+                      {"index", t.index},
+                      {"batch_size", t.batch_size},
+                      {"lr", t.lr},
+                      {"lr_multiplier", t.multiplier},
+                      {"momentum", t.momentum},
+                      {"seed", t.seed},
+                      {"prune_at_step", t.prune_at_step},
+                      {"steps", t.steps},
+                      {"eval_every", t.eval_every},
+                      {"overrides", t.overrides}});
+  }
+  return trials;
+}
+
+// A resumed sweep must mean the same experiment: trials planned under other settings (another
+// target, seed, model, --set, LR or budget) would be mixed into one CSV as if they belonged to
+// this plan. Names every difference; new trials (more batch sizes) only with `extend`.
+void check_same_plan(const fs::path& dir, const nlohmann::json& now, const std::string& base_config,
+                     bool extend) {
+  const fs::path manifest = dir / "sweep.json";
+  if (!fs::exists(manifest)) return;
+  // lbt writes it atomically: one that does not parse was cut or edited, and without it the
+  // trials on disk cannot be told to belong to this plan.
+  const nlohmann::json old = read_json_object(
+      manifest, "restore it, or delete it to rerun without the check that the trials in " +
+                    dir.string() + " were planned with these settings");
+  std::vector<std::string> differs;
+  for (const char* key :
+       {"target", "scaling", "reference_batch", "base_lr", "lr_search", "search", "exec", "sets"}) {
+    if (old.contains(key) && old[key] != now[key]) {
+      differs.push_back(std::string(key == std::string("sets") ? "--set options" : key) + ": " +
+                        old[key].dump() + " -> " + now[key].dump());
+    }
+  }
+  // The trials' config (the sweep's file without [sweep]), key by key.
+  if (fs::exists(dir / "base_config.toml")) {
+    const auto before = flatten_config(io::read_file(dir / "base_config.toml"));
+    const auto after = flatten_config(base_config);
+    for (const auto& [key, value] : after) {
+      auto it = before.find(key);
+      if (it == before.end() || it->second != value) {
+        differs.push_back(key + ": " + (it == before.end() ? "(unset)" : it->second) + " -> " +
+                          value);
+      }
+    }
+    for (const auto& [key, value] : before) {
+      if (!after.count(key)) differs.push_back(key + ": " + value + " -> (unset)");
+    }
+  }
+  std::map<std::string, nlohmann::json> old_trials, new_trials;
+  for (const auto& t : old.value("trials", nlohmann::json::array()))
+    old_trials[t.value("name", "")] = t;
+  for (const auto& t : now["trials"]) new_trials[t.value("name", "")] = t;
+  std::string added, dropped;
+  for (const auto& [name, t] : new_trials) {
+    auto it = old_trials.find(name);
+    if (it == old_trials.end()) {
+      added += (added.empty() ? "" : ", ") + name;
+      continue;
+    }
+    const auto& o = it->second;
+    const double lr = t["lr"], old_lr = o.value("lr", 0.0);
+    if (std::abs(old_lr - lr) > 1e-9 * std::abs(lr) || o.value("steps", 0LL) != t["steps"] ||
+        o.value("eval_every", 0LL) != t["eval_every"] ||
+        std::abs(o.value("momentum", -1.0) - t["momentum"].get<double>()) > 1e-12) {
+      differs.push_back("trial " + name + ": lr " + std::to_string(old_lr) + ", steps " +
+                        std::to_string(o.value("steps", 0LL)) + " -> lr " + std::to_string(lr) +
+                        ", steps " + t["steps"].dump());
+    }
+  }
+  for (const auto& [name, t] : old_trials) {
+    if (!new_trials.count(name)) dropped += (dropped.empty() ? "" : ", ") + name;
+  }
+  if (!dropped.empty()) differs.push_back("trials no longer in the plan: " + dropped);
+  // More seeds extend the plan (the search's trials stay); fewer would drop finished trials.
+  const int old_seeds = old.value("seeds", 1), new_seeds = now.value("seeds", 1);
+  if (new_seeds < old_seeds || (new_seeds > old_seeds && !extend)) {
+    differs.push_back("sweep.seeds: " + std::to_string(old_seeds) + " -> " +
+                      std::to_string(new_seeds) +
+                      (new_seeds > old_seeds ? " (pass --extend to add the seeds)" : ""));
+  }
+  if (!added.empty() && !extend)
+    differs.push_back("new trials: " + added + " (pass --extend to add them)");
+  if (differs.empty()) return;
+  std::string list;
+  for (const auto& d : differs) list += "\n  " + d;
+  throw ConfigError(
+      "sweep directory " + dir.string() + " holds a sweep planned with other settings:" + list,
+      "rerun with the same config and options to resume it; --extend adds trials of "
+      "new batch sizes to it; for another experiment use a new --out");
+}
+
+}  // namespace lbt::experiments

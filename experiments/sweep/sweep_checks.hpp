@@ -1,0 +1,35 @@
+// What `lbt sweep` checks before it runs any trial: --set keys it sets itself (refused), every
+// trial's config and schedule (resolved as `lbt train` will), and a rerun's plan against the one
+// recorded in sweep.json (the same experiment, or --extend).
+#pragma once
+#include <filesystem>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "core/config.hpp"
+#include "experiments/sweep/sweep_plan.hpp"
+
+namespace lbt::experiments {
+
+// Throws ConfigError for a --set of a key the sweep sets per trial, naming what to use instead.
+void refuse_trial_keys(const std::vector<std::string>& sets);
+
+// The trials' config: the sweep's file without its [sweep] table, as TOML text.
+std::string trial_base_config(const std::filesystem::path& config_path);
+
+// Checks what every trial's run checks before its first step (run_check.hpp), at each batch size
+// of the plan: the trial's config resolved, the model's layer shapes on the data, the optimizer,
+// the micro-batch layout and the schedule against the trial's budget. Stops with Interrupted
+// (exit 130/143) on the sweep's first SIGINT/SIGTERM, between batch sizes.
+void validate_trial_configs(const Config& sweep_config, const std::vector<Trial>& plan);
+
+// The plan's trials as recorded in sweep.json.
+nlohmann::json plan_json(const std::vector<Trial>& plan);
+
+// Refuses a rerun whose plan (`now`, sweep.json's content) differs from the recorded one,
+// naming every difference; new trials only with `extend`.
+void check_same_plan(const std::filesystem::path& dir, const nlohmann::json& now,
+                     const std::string& base_config, bool extend);
+
+}  // namespace lbt::experiments

@@ -1,0 +1,143 @@
+// Stopping and continuing a sweep; see sweep_interrupt.hpp. Only async-signal-safe calls in the
+// handler.
+#include "experiments/sweep/sweep_interrupt.hpp"
+
+#include <signal.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <nlohmann/json.hpp>
+
+#include "core/io.hpp"
+#include "experiments/run_checkpoint.hpp"
+#include "experiments/sweep/exec_command.hpp"
+#include "trainer/checkpoint.hpp"
+
+namespace lbt::experiments {
+namespace fs = std::filesystem;
+namespace {
+
+volatile sig_atomic_t g_signal = 0;
+// Inside a SLURM job, SIGTERM (before the time limit, or scancel) reaches every process of the
+// job step, the trials included; forwarding it too would give each trial a second signal, which
+// it takes as "exit at once", losing the checkpoint. Read once at install (getenv is not
+// async-signal-safe).
+volatile sig_atomic_t g_slurm_signals_trials = 0;
+
+void on_signal(int sig) {
+  // Second signal: at once. The trials' process groups are killed with this process (their
+  // leaders would die by PR_SET_PDEATHSIG, not what they started); each lbt trial keeps its
+  // newest complete checkpoint, so a rerun still continues it.
+  if (g_signal != 0) {
+    signal_child_groups(SIGKILL);
+    _exit(128 + sig);
+  }
+  g_signal = sig;
+  if (!(sig == SIGTERM && g_slurm_signals_trials)) forward_signal_to_children(sig);
+  const char msg[] =
+      "\nlbt sweep: stopping: the running trials save a checkpoint and stop, no new trial "
+      "starts; signal again to exit at once\n";
+  [[maybe_unused]] const ssize_t n = ::write(STDERR_FILENO, msg, sizeof msg - 1);
+}
+
+std::string status_of(const fs::path& trial_dir) {
+  std::error_code ec;
+  if (!fs::exists(trial_dir / "summary.json", ec)) return "";
+  const auto j = nlohmann::json::parse(io::read_file(trial_dir / "summary.json"), nullptr, false);
+  return j.is_object() && j.contains("status") && j["status"].is_string()
+             ? j["status"].get<std::string>()
+             : "";
+}
+
+std::string threads_of(const fs::path& trial_dir) {
+  std::error_code ec;
+  if (!fs::exists(trial_dir / "config.toml", ec)) return "";
+  const auto keys = flatten_config(io::read_file(trial_dir / "config.toml"));
+  const auto it = keys.find("train.threads");
+  return it == keys.end() ? "" : it->second;
+}
+
+// A crash of the sweep (a bad access, an abort from std::terminate) takes the trials' groups
+// with it, then dies of the same signal (SA_RESETHAND: the default action this time).
+void on_crash(int sig) {
+  signal_child_groups(SIGKILL);
+  ::raise(sig);
+}
+
+void install_crash_handlers() {
+  struct sigaction sa;
+  std::memset(&sa, 0, sizeof sa);
+  sa.sa_handler = on_crash;
+  sigemptyset(&sa.sa_mask);
+  sa.sa_flags = SA_RESETHAND | SA_NODEFER;
+  for (int sig : {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT}) sigaction(sig, &sa, nullptr);
+}
+
+}  // namespace
+
+void install_sweep_interrupt_handlers() {
+  install_crash_handlers();
+  g_slurm_signals_trials = std::getenv("SLURM_JOB_ID") != nullptr;
+  struct sigaction sa;
+  std::memset(&sa, 0, sizeof sa);
+  sa.sa_handler = on_signal;
+  sigemptyset(&sa.sa_mask);
+  sa.sa_flags = SA_RESTART;  // waitpid goes on: the trials' exits are what the sweep waits for
+  sigaction(SIGINT, &sa, nullptr);
+  sigaction(SIGTERM, &sa, nullptr);
+}
+
+int sweep_interrupt_signal() {
+  return g_signal;
+}
+
+bool stopped_by_interrupt(const ChildExit& exit) {
+  if (g_signal == 0) return false;
+  if (exit.signal == SIGINT || exit.signal == SIGTERM) return true;
+  return exit.exit_code == 128 + SIGINT || exit.exit_code == 128 + SIGTERM;
+}
+
+bool prepare_trial_dir(const fs::path& trial_dir, int threads) {
+  const bool resumable = !trainer::list_checkpoints(trial_dir / "checkpoints").empty() &&
+                         status_of(trial_dir) != "failed" &&
+                         threads_of(trial_dir) == std::to_string(threads);
+  if (resumable) return true;
+  // A torn run of a killed sweep, a failed trial (--retry-failed) or one stopped under another
+  // --jobs: start it clean.
+  fs::remove_all(trial_dir);
+  fs::create_directories(trial_dir);
+  return false;
+}
+
+// Every option the sweep was given, so the command continues the same sweep (sweep.json refuses
+// a rerun whose settings differ). Not --check, which runs nothing.
+std::string sweep_resume_command(const SweepOptions& o, const fs::path& dir) {
+  std::string cmd = "lbt sweep --config " + shell_word(o.config_path.string()) + " --out " +
+                    shell_word(dir.string());
+  if (!o.batch_sizes.empty()) {
+    std::string sizes;
+    for (auto b : o.batch_sizes) {
+      if (!sizes.empty()) sizes += ',';  // not ("" or ",") + to_string: GCC 12's -Wrestrict
+      sizes += std::to_string(b);        // false positive on operator+(const char*, string&&)
+    }
+    cmd += " --batch-sizes " + sizes;
+  }
+  if (!o.target.empty()) cmd += " --target " + shell_word(o.target);
+  if (o.lr_trials > 0) cmd += " --lr-trials " + std::to_string(o.lr_trials);
+  if (o.jobs != 1) cmd += " --jobs " + std::to_string(o.jobs);
+  for (const auto& s : o.sets) cmd += " --set " + shell_word(s);
+  if (o.launcher != "local") cmd += " --launcher " + shell_word(o.launcher);
+  if (o.submit) cmd += " --submit";
+  if (!o.exec_command.empty()) cmd += " --exec " + shell_word(o.exec_command);
+  if (o.trial_index >= 0) cmd += " --trial-index " + std::to_string(o.trial_index);
+  if (!o.trial_name.empty()) cmd += " --trial " + shell_word(o.trial_name);
+  if (o.retry_failed) cmd += " --retry-failed";
+  if (o.extend) cmd += " --extend";
+  if (o.collect_only) cmd += " --collect";
+  if (!o.plots) cmd += " --no-plots";
+  if (!o.progress) cmd += " --quiet";
+  return cmd;
+}
+
+}  // namespace lbt::experiments

@@ -1,0 +1,38 @@
+// Stopping and continuing a sweep. SIGINT (Ctrl-C) or SIGTERM to `lbt sweep` is forwarded once
+// to its running trials, which finish their step, save a checkpoint and exit "interrupted"; the
+// sweep starts no new trial, waits for them, writes sweep.csv and best.csv and exits 130/143.
+// A second signal exits at once (the trials are killed with it; what they saved stays). A rerun
+// continues each unfinished trial from its newest checkpoint (bit for bit: the trainer's resume)
+// or, without one, runs it again from the start.
+#pragma once
+#include <filesystem>
+#include <string>
+
+#include "experiments/child_process.hpp"
+#include "experiments/sweep/sweep.hpp"
+
+namespace lbt::experiments {
+
+// Installs the handlers (`lbt sweep` does; a library user may not want them).
+void install_sweep_interrupt_handlers();
+
+// The first SIGINT/SIGTERM received since install_sweep_interrupt_handlers, or 0.
+int sweep_interrupt_signal();
+inline bool sweep_interrupted() {
+  return sweep_interrupt_signal() != 0;
+}
+
+// True when the sweep was interrupted and the trial ended because of it: it saved its state
+// (exit 130/143), or the forwarded signal came before it could (killed by SIGINT/SIGTERM).
+// Such a trial is unfinished, not failed: a rerun continues it.
+bool stopped_by_interrupt(const ChildExit& exit);
+
+// Makes `trial_dir` ready for its trial; returns true when the trial should resume there
+// (`lbt train --resume`): it holds a checkpoint, did not fail, and ran with `threads` compute
+// threads (another count would not continue bit for bit). Otherwise the directory is emptied.
+bool prepare_trial_dir(const std::filesystem::path& trial_dir, int threads);
+
+// The `lbt sweep` command line that continues this sweep (for the interrupted message).
+std::string sweep_resume_command(const SweepOptions& options, const std::filesystem::path& dir);
+
+}  // namespace lbt::experiments

@@ -1,0 +1,75 @@
+// The SLURM array script; see sweep_slurm.hpp.
+#include "experiments/sweep/sweep_slurm.hpp"
+
+#include <cstdio>
+#include <cstdlib>
+
+#include "core/error.hpp"
+#include "core/io.hpp"
+
+namespace lbt::experiments {
+namespace fs = std::filesystem;
+
+std::string shell_quote(const std::string& s) {
+  std::string q = "'";
+  for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return q + "'";
+}
+
+void write_slurm_array(const SlurmArray& a) {
+  const SweepOptions& options = a.options;
+  const SweepSettings& settings = a.settings;
+  const fs::path& dir = a.dir;
+  const std::string& time = settings.slurm_time;
+  const std::int64_t cpus = settings.slurm_cpus_per_task;
+  const auto& extra = settings.slurm_options;
+  fs::create_directories(dir / "slurm");
+  std::string cmd = shell_quote(a.lbt.string()) + " sweep --config " +
+                    shell_quote(fs::absolute(options.config_path).string()) + " --out " +
+                    shell_quote(dir.string());
+  std::string sizes;
+  for (auto b : settings.batch_sizes) sizes += (sizes.empty() ? "" : ",") + std::to_string(b);
+  cmd += " --batch-sizes " + sizes + " --target " + shell_quote(settings.target);
+  if (options.lr_trials > 0) cmd += " --lr-trials " + std::to_string(options.lr_trials);
+  for (const auto& s : options.sets) cmd += " --set " + shell_quote(s);
+  if (!options.exec_command.empty()) cmd += " --exec " + shell_quote(options.exec_command);
+  // The trials decided so far and not yet finished, by name: the adaptive search adds the
+  // next round once these end, so rerun this command after the array to submit it.
+  std::string names;
+  for (const std::string& name : a.pending) names += (names.empty() ? "" : " ") + name;
+  const std::size_t pending = a.pending.size();
+  const std::string collect = cmd + " --collect";
+  if (pending == 0) {
+    std::fprintf(stderr, "[sweep] every trial of the plan has ended; collect with\n  %s\n",
+                 collect.c_str());
+    return;
+  }
+  cmd += " --no-plots --trial \"${trials[$SLURM_ARRAY_TASK_ID]}\"";
+  std::string script = "#!/bin/bash\n# Written by lbt sweep: one array task per trial (" +
+                       std::to_string(pending) + " of the " + std::to_string(a.planned) +
+                       " planned so far). When the array has ended, rerun\n#   lbt sweep ... "
+                       "--launcher slurm\n# for the LR search's next round and the seeds, "
+                       "until it says every trial has ended; then\n#   " +
+                       collect + "\n";
+  script += "#SBATCH --job-name=lbt-sweep\n";
+  script += "#SBATCH --array=0-" + std::to_string(pending - 1) + "%" +
+            std::to_string(options.jobs) + "\n";
+  script += "#SBATCH --cpus-per-task=" + std::to_string(cpus) + "\n";
+  script += "#SBATCH --time=" + time + "\n";
+  script += "#SBATCH --output=" + (dir / "slurm" / "%A_%a.out").string() + "\n";
+  for (const auto& line : extra) script += "#SBATCH " + line + "\n";
+  script += "set -euo pipefail\ntrials=(" + names + ")\nexec " + cmd + "\n";
+  const fs::path file = dir / "sweep.sbatch";
+  io::atomic_write(file, script);
+  fs::permissions(file, fs::perms::owner_exec, fs::perm_options::add);
+  std::fprintf(stderr, "[sweep] wrote %s (%zu array tasks)\n", file.c_str(), pending);
+  if (options.submit) {
+    const int rc = std::system(("sbatch " + shell_quote(file.string())).c_str());
+    if (rc != 0) {
+      throw Error("sbatch " + file.string() + " failed (exit " + std::to_string(rc) + ")",
+                  "check that SLURM's sbatch is on PATH, or submit the script by hand");
+    }
+  }
+}
+
+}  // namespace lbt::experiments

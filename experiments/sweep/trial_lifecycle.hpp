@@ -1,0 +1,43 @@
+// A running trial's time limit (sweep.trial_timeout) and the summaries the sweep writes itself
+// for a trial that could not write its own: `timeout`, or `failed` (crashed, its run directory
+// deleted, its files unreadable). A trial past its limit gets SIGTERM on its process group, then
+// SIGKILL after a grace of a tenth of the limit (2 s to 30 s): time to flush, never a hang.
+#pragma once
+#include <sys/types.h>
+
+#include <chrono>
+#include <filesystem>
+#include <string>
+
+#include "experiments/sweep/sweep_plan.hpp"
+
+namespace lbt::experiments {
+
+using TrialClockPoint = std::chrono::steady_clock::time_point;
+
+// sweep.trial_timeout as it applies: > 0 as set; 0 (the default): 7200 s for an --exec program
+// (sweep.slurm_time's default, the limit a SLURM array task gets), none for lbt's own trials,
+// whose step budget and divergence check end them; < 0: none. Returns 0 for none.
+double effective_trial_timeout(double configured, bool exec);
+
+struct TrialClock {
+  double limit_s = 0;  // 0: none
+  TrialClockPoint deadline = TrialClockPoint::max(), kill_at = TrialClockPoint::max();
+  bool timed_out = false;
+};
+
+TrialClock start_trial_clock(double limit_s);
+
+// Signals the group `pgid` when its trial is past its deadline (SIGTERM) or past the grace after
+// it (SIGKILL); returns the next time the clock needs a look (max: never).
+TrialClockPoint enforce_trial_clock(pid_t pgid, TrialClock& clock);
+
+// run_dir/summary.json with `status` (failed, timeout) and `error`, written by the sweep. Makes
+// the directory again when the trial deleted it.
+void write_trial_verdict(const Trial& trial, const std::filesystem::path& run_dir,
+                         const std::string& status, const std::string& error);
+
+// The verdict of a trial past its limit.
+std::string timeout_message(const TrialClock& clock);
+
+}  // namespace lbt::experiments

@@ -1,0 +1,94 @@
+// A trial's noise scale; see trial_noise.hpp.
+#include "experiments/sweep/trial_noise.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "experiments/sweep/sweep_results.hpp"
+
+namespace lbt::experiments {
+namespace {
+
+// A line of lbt's noise.jsonl: an object with an estimator and an integer step. Anything else
+// (a torn last line, a hand edit) is skipped: a trial's noise is never worth a sweep.
+bool is_record(const nlohmann::json& j) {
+  return j.is_object() && j.contains("estimator") && j.contains("step") &&
+         j["step"].is_number_integer();
+}
+
+}  // namespace
+
+TrialNoise read_trial_noise(const std::filesystem::path& run_dir, std::int64_t steps_to_target) {
+  std::map<std::string, std::map<std::int64_t, double>> by_estimator;  // step -> b_simple
+  std::ifstream in(run_dir / "noise.jsonl");
+  for (std::string line; std::getline(in, line);) {
+    const auto j = nlohmann::json::parse(line, nullptr, false);
+    if (!is_record(j) || !j["estimator"].is_string()) continue;
+    auto& steps = by_estimator[j["estimator"].get<std::string>()];
+    const auto step = j["step"].get<std::int64_t>();
+    if (j.contains("b_simple") && j["b_simple"].is_number()) {
+      steps[step] = j["b_simple"].get<double>();
+    } else {
+      steps.erase(step);  // a later record of the step that is not resolved replaces it
+    }
+  }
+  TrialNoise n;
+  const auto it = by_estimator.count("two_batch") && !by_estimator["two_batch"].empty()
+                      ? by_estimator.find("two_batch")
+                      : by_estimator.find("per_example");
+  if (it == by_estimator.end() || it->second.empty()) return n;
+  const auto& values = it->second;
+  n.records = static_cast<int>(values.size());
+  n.start = values.begin()->second;
+  std::vector<double> all;
+  for (const auto& [step, b] : values) {
+    all.push_back(b);
+    if (steps_to_target >= 0 && step <= steps_to_target) n.at_target = b;
+  }
+  std::sort(all.begin(), all.end());
+  const std::size_t m = all.size();
+  n.averaged = m % 2 ? all[m / 2] : 0.5 * (all[m / 2 - 1] + all[m / 2]);
+  return n;
+}
+
+double read_trial_b_noise(const std::filesystem::path& run_dir) {
+  std::map<std::int64_t, double> by_step;  // the last record per step wins
+  std::ifstream in(run_dir / "noise.jsonl");
+  for (std::string line; std::getline(in, line);) {
+    const auto j = nlohmann::json::parse(line, nullptr, false);
+    if (!is_record(j) || j["estimator"] != "hessian") continue;
+    const auto step = j["step"].get<std::int64_t>();
+    if (j.contains("b_noise") && j["b_noise"].is_number())
+      by_step[step] = j["b_noise"].get<double>();
+    else
+      by_step.erase(step);
+  }
+  if (by_step.empty()) return TrialNoise::kNone;
+  std::vector<double> all;
+  for (const auto& [step, b] : by_step) all.push_back(b);
+  std::sort(all.begin(), all.end());
+  const std::size_t m = all.size();
+  return m % 2 ? all[m / 2] : 0.5 * (all[m / 2 - 1] + all[m / 2]);
+}
+
+std::vector<double> best_trials_b_noise(const std::filesystem::path& sweep_dir) {
+  std::vector<double> values;
+  const auto best_csv = sweep_dir / "best.csv";
+  if (!std::filesystem::exists(best_csv)) return values;
+  const CsvTable best = read_csv(best_csv);
+  const int cd = best.column("run_dir"), cs = best.column("status");
+  if (cd < 0 || cs < 0) return values;
+  for (const auto& row : best.rows) {
+    if (row[cs] != "reached_target" || row[cd].empty()) continue;
+    const double b = read_trial_b_noise(sweep_dir / row[cd]);
+    if (std::isfinite(b)) values.push_back(b);
+  }
+  return values;
+}
+
+}  // namespace lbt::experiments

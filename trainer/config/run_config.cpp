@@ -1,0 +1,111 @@
+// Resolving a run's config; see run_config.hpp.
+#include "trainer/config/run_config.hpp"
+
+#include <cmath>
+
+#include "noise/noise_keys.hpp"
+#include "optim/optimizer_keys.hpp"
+#include "schedules/schedule_keys.hpp"
+#include "trainer/config/train_keys.hpp"
+#include "trainer/data/sampler.hpp"
+
+namespace lbt::trainer {
+
+const Schema& run_schema() {
+  static const Schema schema = [] {
+    Schema s;
+    s.add(train_keys())
+        .add(optim::optimizer_keys())
+        .add(schedules::schedule_keys())
+        .add(noise::noise_keys());
+    return s;
+  }();
+  return schema;
+}
+
+schedules::ScheduleOptions read_run_schedule(Config& config) {
+  return schedules::read_schedule_options(
+      config, config.get_int(Schema::in(train_keys(), "train.global_batch")));
+}
+
+RunConfig resolve_run_config(Config& config, int world_size) {
+  RunConfig run;
+  run.train = read_train_config(config, world_size);
+  run.optimizer = optim::read_optimizer_options(config);
+  run.schedule = read_run_schedule(config);
+  run.noise = noise::read_online_options(config);
+  // "auto": at accum 2 micro-batch 0 alone (a third of the cost for twice the variance of a
+  // step's |G|^2: the cheaper form per unit of precision), from 3 micro-batches all of them
+  // (k(k-1)/2 pairs cut the variance faster than their cost grows); noise/online_estimator.hpp
+  if (run.noise.small_batches == "auto") run.noise.all_micro_batches = run.train.accum_steps >= 3;
+  // noise.small_batches chooses among micro-batches; on several ranks or without accumulation
+  // there are none to choose from, so "first" would be ignored: refused instead.
+  if (run.noise.enabled && run.noise.small_batches == "first" &&
+      (world_size > 1 || run.train.accum_steps < 2)) {
+    config.fail("noise.small_batches",
+                "\"all\" here (\"first\" picks among micro-batches of "
+                "one process with train.accum_steps >= 2)",
+                "\"first\" with " + std::to_string(world_size) + " rank(s) and accum_steps " +
+                    std::to_string(run.train.accum_steps),
+                "remove noise.small_batches, or set train.accum_steps >= 2 on one process");
+  }
+  // The noise estimators read the allreduced gradient, which local SGD's steps do not form
+  // (local_sgd.hpp): they measure in the synchronous phase only, so it must exist.
+  const LocalSgdOptions& local = run.train.local_sgd;
+  if (run.noise.enabled && local.enabled() && local.post_local_after == 0) {
+    config.fail("noise.enabled",
+                "false when every step is local SGD (no step allreduces the gradient the noise "
+                "scale needs)",
+                "true with train.sync_every = " + std::to_string(local.sync_every) +
+                    " and train.post_local_after = 0",
+                "set train.post_local_after = S > 0 to measure during the first S (synchronous) "
+                "steps, or noise.enabled = false");
+  }
+  // The adaptive batch follows the measured noise scale (adaptive_batch.hpp): it must be measured.
+  if (run.train.adaptive.enabled && !run.noise.enabled) {
+    config.fail("noise.enabled",
+                "true with train.batch_schedule = \"adaptive\" (the batch follows "
+                "the measured noise scale)",
+                "false", "--set noise.enabled=true");
+  }
+  return run;
+}
+
+StepBudget step_budget(const TrainConfig& train, std::int64_t train_examples, int world_size) {
+  // The sampler's own count (it throws when the data hold less than one global batch).
+  const data::ShardedSampler sampler(train_examples, 0, world_size, 0, train.micro_batch,
+                                     train.accum_steps);
+  StepBudget budget;
+  budget.steps_per_epoch = sampler.steps_per_epoch();
+  budget.total_steps =
+      train.steps > 0 ? train.steps
+                      : static_cast<std::int64_t>(std::ceil(train.epochs * budget.steps_per_epoch));
+  return budget;
+}
+
+StepBudget schedule_budget(const TrainConfig& train, std::int64_t train_examples,
+                           std::int64_t steps_per_epoch, int world_size) {
+  if (train_examples > 0) return step_budget(train, train_examples, world_size);
+  StepBudget budget;
+  budget.steps_per_epoch = steps_per_epoch;
+  budget.total_steps = train.steps > 0
+                           ? train.steps
+                           : static_cast<std::int64_t>(std::ceil(train.epochs * steps_per_epoch));
+  return budget;
+}
+
+schedules::Schedule run_schedule(const RunConfig& run, const StepBudget& budget,
+                                 std::ostream* warnings,
+                                 std::vector<std::pair<std::string, std::int64_t>>* boundaries,
+                                 schedules::WarmupPastRun warmup_past_run) {
+  schedules::ScheduleContext context{run.optimizer.lr,
+                                     run.train.global_batch,
+                                     budget.steps_per_epoch,
+                                     budget.total_steps,
+                                     warnings,
+                                     boundaries,
+                                     warmup_past_run};
+  return schedules::make_schedule(run.schedule, context);
+}
+
+}  // namespace lbt::trainer

@@ -1,0 +1,359 @@
+// Training config; see train_config.hpp.
+#include "trainer/config/train_config.hpp"
+
+#include <cmath>
+#include <sstream>
+#include <thread>
+
+#include "core/error.hpp"
+#include "nn/layer_fields.hpp"
+#include "trainer/config/train_keys.hpp"
+#include "trainer/target_reading.hpp"
+
+namespace lbt::trainer {
+bool Target::met(double measured) const {
+  return at_least ? measured >= value : measured <= value;
+}
+
+std::string Target::text() const {
+  if (!enabled()) return "";
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%s%s%g", metric.c_str(), at_least ? ">=" : "<=", value);
+  return buf;
+}
+
+Target parse_target(const std::string& text) {
+  Target t;
+  if (text.empty() || text == "none") return t;
+  const auto ge = text.find(">="), le = text.find("<=");
+  const auto op = ge != std::string::npos ? ge : le;
+  auto bad = [&]() -> Target {
+    throw ConfigError("train.target '" + text + "' is not METRIC>=VALUE or METRIC<=VALUE",
+                      "e.g. val_accuracy>=0.88 or val_loss<=0.35 (metrics: val_accuracy, val_loss; "
+                      "regression: val_mse, val_r2)");
+  };
+  if (op == std::string::npos) return bad();
+  t.metric = text.substr(0, op);
+  t.at_least = op == ge;
+  try {
+    std::size_t used = 0;
+    t.value = std::stod(text.substr(op + 2), &used);
+    if (used != text.size() - op - 2) return bad();
+  } catch (const std::exception&) {
+    return bad();
+  }
+  if (t.metric != "val_accuracy" && t.metric != "val_loss" && t.metric != "val_mse" &&
+      t.metric != "val_r2")
+    return bad();
+  return t;
+}
+
+namespace {
+
+const KeySpec& key(std::string_view name) {
+  return Schema::in(train_keys(), name);
+}
+
+std::string num(double x) {
+  std::ostringstream out;
+  out << x;
+  return out.str();
+}
+
+void require_positive(const Config& c, const char* key, double value, const char* hint) {
+  if (!(value > 0)) c.fail(key, "> 0", std::to_string(value), hint);
+}
+
+// model.layers when the config has it (model.spec is then not read, so it stays out of the
+// resolved config), else model.spec; both is an error.
+void read_model(Config& c, TrainConfig& t) {
+  if (!c.has("model.layers")) {
+    t.model_spec = c.get_string(key("model.spec"));
+    return;
+  }
+  if (c.has("model.spec")) {
+    throw ConfigError(c.source() + ": model.spec and model.layers are both set",
+                      "keep one: remove model.spec (a preset's spec = ... or --set model.spec) to "
+                      "use the [[model.layers]] list");
+  }
+  t.model_layers = nn::read_layers(c.get_table_list(key("model.layers")), c.source());
+}
+
+// train.overlap_comm and its bucket: whole 64-byte lines (core/params.cpp aligns every tensor
+// to 16 floats), so buckets start where segments may and no two ranks share a cache line.
+void read_overlap(Config& c, TrainConfig& t) {
+  t.overlap_comm = c.get_bool(key("train.overlap_comm"));
+  if (!t.overlap_comm) return;
+  constexpr std::size_t kAlignFloats = 16;
+  const double mib = c.get_double(key("train.bucket_mb"));
+  const double floats = mib * double(1 << 20) / sizeof(float);
+  if (!(floats >= kAlignFloats) || !std::isfinite(floats)) {
+    c.fail("train.bucket_mb",
+           "at least one tensor's segment alignment, 64 bytes (" + num(64.0 / double(1 << 20)) +
+               " MiB)",
+           num(mib), "e.g. train.bucket_mb=1");
+  }
+  t.bucket_floats = static_cast<std::size_t>(floats) / kAlignFloats * kAlignFloats;
+}
+
+// model.*: the network, its loss and its initialisation.
+void read_model_section(Config& c, TrainConfig& t) {
+  read_model(c, t);
+  t.loss = c.get_string(key("model.loss"));
+  const std::string init = c.get_string(key("model.init"));
+  if (init == "he")
+    t.init = nn::InitScheme::kHe;
+  else if (init == "glorot")
+    t.init = nn::InitScheme::kGlorot;
+  else if (init == "zero")
+    t.init = nn::InitScheme::kZero;
+  else
+    c.fail("model.init", "one of: he, glorot, zero", "'" + init + "'");
+}
+
+// data.image_shape "C,H,W" as positive sizes.
+std::vector<std::int64_t> read_image_shape(Config& c) {
+  std::vector<std::int64_t> image_shape;
+  const std::string shape = c.get_string(key("data.image_shape"));
+  std::stringstream ss(shape);
+  for (std::string item; std::getline(ss, item, ',');) {
+    try {
+      image_shape.push_back(std::stoll(item));
+    } catch (const std::exception&) {
+      c.fail("data.image_shape", "comma-separated positive sizes such as 1,28,28",
+             "'" + shape + "'");
+    }
+    if (image_shape.back() <= 0) c.fail("data.image_shape", "positive sizes", "'" + shape + "'");
+  }
+  return image_shape;
+}
+
+// A CSV file's column layout: a class label or regression targets, and its header.
+void read_csv_layout(Config& c, DataConfig& d) {
+  const bool label_set = c.has("data.label_column");
+  d.label_column = c.get_string(key("data.label_column"));
+  d.target_columns = c.get_string_list(key("data.target_columns"));
+  // One column layout per file: a class label or regression targets, never both.
+  if (label_set && !d.target_columns.empty()) {
+    c.fail("data.label_column", "unset when data.target_columns is set (regression)",
+           "'" + d.label_column + "'",
+           "remove data.label_column for regression, or data.target_columns for classification");
+  }
+  d.csv_header = c.get_string(key("data.csv_header"));
+  if (d.csv_header != "auto" && d.csv_header != "true" && d.csv_header != "false") {
+    c.fail("data.csv_header", "one of: auto, true, false", "'" + d.csv_header + "'");
+  }
+}
+
+// The features and labels of npy/csv files, and the shape of their examples.
+void read_file_data(Config& c, DataConfig& d) {
+  d.train_features = c.get_string(key("data.train_features"));
+  d.test_features = c.get_string(key("data.test_features"));
+  if (d.format == "npy") {
+    d.train_labels = c.get_string(key("data.train_labels"));
+    d.test_labels = c.get_string(key("data.test_labels"));
+  } else {
+    read_csv_layout(c, d);
+  }
+  d.num_classes = c.get_int(key("data.num_classes"));
+  d.image_shape = read_image_shape(c);
+  if (d.train_features.empty()) {
+    c.fail(
+        "data.train_features", "a path to a ." + d.format + " file", "nothing",
+        "set data.train_features" + std::string(d.format == "npy" ? " and data.train_labels" : ""));
+  }
+  if (d.format == "npy" && d.train_labels.empty())
+    c.fail("data.train_labels", "a path to a .npy file", "nothing");
+  if (d.num_classes < 0) c.fail("data.num_classes", ">= 0", std::to_string(d.num_classes));
+}
+
+// data.*: the dataset, its files or synthetic problem, and the split.
+void read_data(Config& c, DataConfig& d) {
+  d.dataset = c.get_string(key("data.dataset"));
+  c.get_string(key("data.format"));  // recorded as given; data_format_of resolves it
+  d.format = data_format_of(c);
+  if (d.format == "synthetic") d.format.clear();  // the loader keys on data.dataset
+  if (d.format == "idx" || d.format == "cifar10") d.path = c.get_string(key("data.path"));
+  d.validation_size = c.get_int(key("data.validation_size"));
+  d.train_limit = c.get_int(key("data.train_limit"));
+  d.normalize = c.get_bool(key("data.normalize"));
+  d.augment_crop_padding = c.get_int(key("data.augment.crop_padding"));
+  d.augment_flip = c.get_bool(key("data.augment.flip"));
+  if (d.augment_crop_padding < 0)
+    c.fail("data.augment.crop_padding", ">= 0", std::to_string(d.augment_crop_padding));
+  if (d.format == "npy" || d.format == "csv") read_file_data(c, d);
+  if (d.dataset == "synthetic-regression") {
+    d.synthetic_examples = c.get_int(key("data.synthetic.examples"));
+    d.synthetic_dim = c.get_int(key("data.synthetic.dim"));
+    d.synthetic_noise = c.get_double(key("data.synthetic.noise"));
+  } else if (d.format != "idx" && d.format != "cifar10" && d.format != "npy" && d.format != "csv") {
+    if (d.format.empty()) {
+      c.fail("data.dataset",
+             "one of: fashion-mnist, mnist, cifar10, synthetic-regression (or set data.format)",
+             "'" + d.dataset + "'");
+    }
+    c.fail("data.format", "one of: idx, cifar10, npy, csv", "'" + d.format + "'");
+  }
+  if (d.validation_size < 0)
+    c.fail("data.validation_size", ">= 0", std::to_string(d.validation_size));
+  if (d.train_limit < 0) c.fail("data.train_limit", ">= 0", std::to_string(d.train_limit));
+}
+
+// train.target_definition, ema_horizon and target_band (target_reading.hpp); the horizon
+// against the run's length is check_ema_horizon's, once the step budget is known.
+void read_target_reading(Config& c, TrainConfig& t) {
+  t.target_definition = parse_target_definition(c.get_string(key("train.target_definition")));
+  t.ema_horizon = c.get_double(key("train.ema_horizon"));
+  t.target_band = c.get_double(key("train.target_band"));
+  if (!(t.ema_horizon > 0.0 && t.ema_horizon <= 0.5))
+    c.fail("train.ema_horizon", "in (0, 0.5]", num(t.ema_horizon), "e.g. 0.1");
+  if (!(t.target_band >= 0.0 && t.target_band < 1.0))
+    c.fail("train.target_band", "in [0, 1)", num(t.target_band), "e.g. 0.01");
+}
+
+// train.*: the batch, length, evaluation and target of the run; returns train.seed as read.
+std::int64_t read_run(Config& c, TrainConfig& t) {
+  t.global_batch = c.get_int(key("train.global_batch"));
+  t.micro_batch = c.get_int(key("train.micro_batch"));
+  t.accum_steps = c.get_int(key("train.accum_steps"));
+  t.steps = c.get_int(key("train.steps"));
+  t.epochs = c.get_double(key("train.epochs"));
+  t.eval_every = c.get_int(key("train.eval_every"));
+  t.log_every = c.get_int(key("train.log_every"));
+  t.eval_batch = c.get_int(key("train.eval_batch"));
+  const std::int64_t seed = c.get_int(key("train.seed"));
+  t.threads = static_cast<int>(c.get_int(key("train.threads")));
+  t.target = parse_target(c.get_string(key("train.target")));
+  t.stop_at_target = c.get_bool(key("train.stop_at_target"));
+  t.eval_growth = c.get_double(key("train.eval_growth"));
+  t.target_resolution = c.get_double(key("train.target_resolution"));
+  t.prune_at_step = c.get_int(key("train.prune_at_step"));
+  read_target_reading(c, t);
+  if (!(t.eval_growth >= 1.0 && std::isfinite(t.eval_growth)))
+    c.fail("train.eval_growth", ">= 1 (1: every eval_every steps)", num(t.eval_growth), "e.g. 1.5");
+  if (!(t.target_resolution >= 0.0 && t.target_resolution <= 1.0)) {
+    c.fail("train.target_resolution", "in [0, 1] (0: the exact step, 1: no refinement)",
+           num(t.target_resolution), "e.g. 0.05 for a bracket within 5% of steps-to-target");
+  }
+  if (t.prune_at_step < 0) c.fail("train.prune_at_step", ">= 0", std::to_string(t.prune_at_step));
+  if (t.prune_at_step > 0 && !t.target.enabled()) {
+    c.fail("train.prune_at_step", "0 without train.target", std::to_string(t.prune_at_step),
+           "set train.target, or leave prune_at_step at 0");
+  }
+  return seed;
+}
+
+// Divergence handling, communicator and checkpoints; returns train.on_divergence as read.
+std::string read_guards_and_checkpoints(Config& c, TrainConfig& t) {
+  t.divergence.factor = c.get_double(key("train.divergence_factor"));
+  const std::string on_divergence = c.get_string(key("train.on_divergence"));
+  t.divergence.skip_spikes = on_divergence == "skip";
+  if (t.divergence.skip_spikes) t.divergence.skip_limit = c.get_int(key("train.skip_limit"));
+  t.comm_backend = c.get_string(key("comm.backend"));
+  t.checkpoint_every = c.get_int(key("train.checkpoint_every"));
+  t.checkpoint_every_seconds = c.get_double(key("train.checkpoint_every_seconds"));
+  t.checkpoint_keep = static_cast<int>(c.get_int(key("train.checkpoint_keep")));
+  t.checkpoint_final = c.get_bool(key("train.checkpoint_final"));
+  if (t.checkpoint_every < 0)
+    c.fail("train.checkpoint_every", ">= 0", std::to_string(t.checkpoint_every));
+  if (!(t.checkpoint_every_seconds >= 0))
+    c.fail("train.checkpoint_every_seconds", ">= 0", std::to_string(t.checkpoint_every_seconds));
+  if (t.checkpoint_keep < 1)
+    c.fail("train.checkpoint_keep", ">= 1", std::to_string(t.checkpoint_keep));
+  t.local_sgd = read_local_sgd(c, t.checkpoint_every);
+  read_overlap(c, t);
+
+  return on_divergence;
+}
+
+// The train.* values read above, each in its range.
+void check_run(const Config& c, const TrainConfig& t, std::int64_t seed,
+               const std::string& on_divergence) {
+  if (seed < 0) c.fail("train.seed", ">= 0", std::to_string(seed));
+  require_positive(c, "train.global_batch", static_cast<double>(t.global_batch),
+                   "e.g. --set train.global_batch=128");
+  if (t.micro_batch < 0)
+    c.fail("train.micro_batch", ">= 0 (0: derived)", std::to_string(t.micro_batch));
+  if (t.accum_steps < 0)
+    c.fail("train.accum_steps", ">= 0 (0: derived)", std::to_string(t.accum_steps));
+  if (t.steps < 0) c.fail("train.steps", ">= 0", std::to_string(t.steps));
+  if (t.steps == 0) require_positive(c, "train.epochs", t.epochs, "or set train.steps");
+  require_positive(c, "train.eval_every", static_cast<double>(t.eval_every), "e.g. 500");
+  require_positive(c, "train.log_every", static_cast<double>(t.log_every), "e.g. 50");
+  require_positive(c, "train.eval_batch", static_cast<double>(t.eval_batch), "e.g. 2000");
+  if (t.threads < 0) c.fail("train.threads", ">= 0", std::to_string(t.threads));
+  require_positive(c, "train.divergence_factor", t.divergence.factor, "e.g. 20");
+  if (on_divergence != "stop" && on_divergence != "skip") {
+    c.fail("train.on_divergence", "\"stop\" or \"skip\"", "'" + on_divergence + "'");
+  }
+  if (t.divergence.skip_limit < 1) {
+    c.fail("train.skip_limit", ">= 1", std::to_string(t.divergence.skip_limit), "e.g. 5");
+  }
+}
+
+// Adaptive batch size (adaptive_batch.hpp): the batch follows the noise scale, so no global
+// batch is resolved once. True when it is on.
+bool read_adaptive(Config& c, TrainConfig& t, int world_size) {
+  t.adaptive = read_adaptive_batch(c, world_size, t.global_batch, t.micro_batch, t.accum_steps);
+  if (!t.adaptive.enabled) return false;
+  if (t.local_sgd.enabled()) {
+    c.fail("train.batch_schedule",
+           "\"fixed\" with local SGD (train.sync_every > 1: no step forms the global gradient "
+           "the noise scale needs, and the periods are counted in steps)",
+           "\"adaptive\"", "set train.sync_every = 1, or train.batch_schedule = \"fixed\"");
+  }
+  return true;
+}
+
+// Resolves global = world x micro x accum; any two fix the third.
+void resolve_batch(const Config& c, TrainConfig& t, int world_size) {
+  const std::int64_t per_rank_fail = t.global_batch % world_size;
+  if (per_rank_fail != 0) {
+    c.fail("train.global_batch",
+           "divisible by the number of ranks (" + std::to_string(world_size) + ")",
+           std::to_string(t.global_batch),
+           "choose a global batch that is a multiple of the world size, or run with another -np");
+  }
+  const std::int64_t per_rank = t.global_batch / world_size;
+  if (t.micro_batch == 0 && t.accum_steps == 0) {
+    t.accum_steps = 1;
+    t.micro_batch = per_rank;
+  } else if (t.micro_batch == 0) {
+    if (per_rank % t.accum_steps != 0) {
+      c.fail("train.accum_steps", "a divisor of global_batch / ranks = " + std::to_string(per_rank),
+             std::to_string(t.accum_steps));
+    }
+    t.micro_batch = per_rank / t.accum_steps;
+  } else {
+    if (per_rank % t.micro_batch != 0) {
+      c.fail("train.micro_batch",
+             "a divisor of global_batch / ranks = " + std::to_string(t.global_batch) + " / " +
+                 std::to_string(world_size) + " = " + std::to_string(per_rank),
+             std::to_string(t.micro_batch),
+             "pick micro_batch so that ranks x micro_batch x accum_steps = global_batch");
+    }
+    const std::int64_t accum = per_rank / t.micro_batch;
+    if (t.accum_steps != 0 && t.accum_steps != accum) {
+      c.fail("train.accum_steps", "global_batch / (ranks x micro_batch) = " + std::to_string(accum),
+             std::to_string(t.accum_steps),
+             "drop one of micro_batch / accum_steps and let lbt derive it");
+    }
+    t.accum_steps = accum;
+  }
+}
+
+}  // namespace
+
+TrainConfig read_train_config(Config& c, int world_size) {
+  TrainConfig t;
+  read_model_section(c, t);
+  read_data(c, t.data);
+  const std::int64_t seed = read_run(c, t);
+  const std::string on_divergence = read_guards_and_checkpoints(c, t);
+  check_run(c, t, seed, on_divergence);
+  t.seed = static_cast<std::uint64_t>(seed);
+  if (!read_adaptive(c, t, world_size)) resolve_batch(c, t, world_size);
+  return t;
+}
+
+}  // namespace lbt::trainer

@@ -12,6 +12,7 @@
 #include "core/config.hpp"
 #include "experiments/lbt_schema.hpp"
 #include "experiments/noise_run.hpp"
+#include "experiments/plots.hpp"
 #include "experiments/run_check.hpp"
 #include "trainer/interrupt.hpp"
 
@@ -71,14 +72,10 @@ void add_noise_command(CLI::App& app) {
     std::printf("run directory: %s (noise.jsonl)\n", result.run.run_dir.c_str());
     std::fflush(stdout);
     if (!args->no_plot) {
-      // Debian's matplotlib belongs to /usr/bin/python3 (another python3 may come first on PATH)
-      const std::string cmdline = "/usr/bin/python3 '" LBT_SOURCE_DIR
-                                  "/notebooks/lbt_plot_noise.py' '" +
-                                  result.run.run_dir.string() + "'";
-      if (std::system(cmdline.c_str()) != 0) {
-        std::fprintf(stderr, "warning: plot failed (%s); noise.jsonl is complete\n",
-                     cmdline.c_str());
-      }
+      const std::string why =
+          experiments::run_plot_script("lbt_plot_noise.py", {result.run.run_dir.string()});
+      if (!why.empty())
+        std::fprintf(stderr, "warning: plot failed (%s); noise.jsonl is complete\n", why.c_str());
     }
   });
 }

@@ -12,6 +12,7 @@
 #include "cli/option_checks.hpp"
 #include "core/error.hpp"
 #include "experiments/child_process.hpp"
+#include "experiments/plots.hpp"
 #include "experiments/scaling/scaling.hpp"
 
 namespace lbt::cli {
@@ -67,7 +68,7 @@ void add_scaling_command(CLI::App& app) {
       if (eq == std::string::npos) throw ConfigError("--mca '" + m + "' is not NAME=VALUE");
       o->mpirun_args.insert(o->mpirun_args.end(), {"--mca", m.substr(0, eq), m.substr(eq + 1)});
     }
-    o->plot_script = std::filesystem::path(LBT_SOURCE_DIR) / "notebooks" / "lbt_plot_scaling.py";
+    o->plot_script = experiments::plot_script("lbt_plot_scaling.py");
     experiments::run_scaling(*o);
   });
 }

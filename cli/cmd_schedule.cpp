@@ -25,20 +25,11 @@
 #include "core/config.hpp"
 #include "core/error.hpp"
 #include "experiments/lbt_schema.hpp"
+#include "experiments/plots.hpp"
 #include "trainer/config/run_config.hpp"
 #include "trainer/data/load.hpp"
 
-#ifndef LBT_SOURCE_DIR
-#define LBT_SOURCE_DIR "."
-#endif
-
 namespace lbt::cli {
-
-// Where notebooks/ lives: env LBT_SOURCE_DIR, else the build's source directory.
-std::string lbt_source_dir() {
-  if (const char* env = std::getenv("LBT_SOURCE_DIR"); env && *env) return env;
-  return LBT_SOURCE_DIR;
-}
 
 namespace {
 
@@ -54,13 +45,26 @@ struct ScheduleArgs {
   bool log_y = false;
 };
 
-std::string shell_quote(const std::string& s) {
-  std::string out = "'";
-  for (char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return out + "'";
+// The plot's data, beside it: out.png -> out.csv. A CSV there that lbt schedule did not write
+// (its header is not step,lr...) is someone's data: refused, not replaced.
+std::filesystem::path plot_data_path(const std::string& plot) {
+  const auto csv_path = std::filesystem::path(plot).replace_extension(".csv");
+  if (csv_path == std::filesystem::path(plot)) {
+    throw ConfigError("--plot " + plot + " names a CSV file; the plot is an image",
+                      "give an image name (out.png, out.pdf, out.svg): its data goes beside it");
+  }
+  std::string header;
+  if (std::ifstream existing{csv_path};
+      existing && std::getline(existing, header) && !header.starts_with("step,lr")) {
+    throw ConfigError("--plot " + plot + ": its data would replace " + csv_path.string() +
+                          ", which lbt schedule did not write",
+                      "choose another --plot name, or move that file");
+  }
+  return csv_path;
 }
 
 void run_schedule(const ScheduleArgs& args) {
+  if (!args.plot.empty()) plot_data_path(args.plot);  // refused before any work
   Config config = experiments::load_config(args.config_path, args.sets, notes_stream());
   if (args.steps > 0) config.set("train.steps=" + std::to_string(args.steps));
   const trainer::RunConfig base = trainer::resolve_run_config(config, args.workers);
@@ -123,17 +127,15 @@ void run_schedule(const ScheduleArgs& args) {
   std::cout << csv.str();
 
   if (!args.plot.empty()) {
-    const auto csv_path = std::filesystem::path(args.plot).replace_extension(".csv");
+    const std::filesystem::path csv_path = plot_data_path(args.plot);
     std::ofstream(csv_path) << csv.str();
-    const std::string script = lbt_source_dir() + "/notebooks/lbt_plot.py";
-    const std::string command = "/usr/bin/python3 " + shell_quote(script) + " schedule " +
-                                shell_quote(csv_path.string()) + " " + shell_quote(args.plot) +
-                                " --marks " + shell_quote(marks.dump()) +
-                                (args.log_y ? " --log-y" : "");
-    if (std::system(command.c_str()) != 0) {
-      throw Error("plotting failed: " + command,
-                  "needs /usr/bin/python3 with matplotlib (python3-matplotlib); set LBT_SOURCE_DIR "
-                  "to the lbt source tree if notebooks/lbt_plot.py is not found; the CSV is in " +
+    std::vector<std::string> plot_args = {"schedule", csv_path.string(), args.plot, "--marks",
+                                          marks.dump()};
+    if (args.log_y) plot_args.push_back("--log-y");
+    if (const std::string why = experiments::run_plot_script("lbt_plot.py", plot_args);
+        !why.empty()) {
+      throw Error("plotting failed: " + why,
+                  "needs /usr/bin/python3 with matplotlib (python3-matplotlib); the CSV is in " +
                       csv_path.string());
     }
     std::cerr << "wrote " << args.plot << " (data: " << csv_path.string() << ")\n";

@@ -18,6 +18,7 @@
 #include "experiments/child_process.hpp"
 #include "experiments/dir_lock.hpp"
 #include "experiments/lbt_schema.hpp"
+#include "experiments/plots.hpp"
 #include "experiments/run_checkpoint.hpp"
 #include "experiments/sweep/exec_command.hpp"
 #include "experiments/sweep/exec_trial.hpp"
@@ -32,10 +33,6 @@
 #include "experiments/sweep/sweep_slurm.hpp"
 #include "experiments/sweep/trial_group.hpp"
 #include "experiments/sweep/trial_lifecycle.hpp"
-
-#ifndef LBT_SOURCE_DIR
-#define LBT_SOURCE_DIR "."
-#endif
 
 namespace lbt::experiments {
 namespace fs = std::filesystem;
@@ -433,17 +430,9 @@ SweepOutcome run_sweep(const SweepOptions& options) {
 }
 
 std::string make_sweep_plots(const fs::path& sweep_dir) {
-  const char* env = std::getenv("LBT_NOTEBOOKS_DIR");
-  const fs::path script = fs::path(env ? env : LBT_SOURCE_DIR "/notebooks") / "lbt_sweep_plots.py";
-  if (!fs::exists(script))
-    return "plot script " + script.string() + " not found (set LBT_NOTEBOOKS_DIR)";
-  if (!fs::exists("/usr/bin/python3")) return "/usr/bin/python3 not found: no plots";
-  const std::string cmd = "/usr/bin/python3 " + shell_quote(script.string()) + " " +
-                          shell_quote(sweep_dir.string()) + " >" +
-                          shell_quote((sweep_dir / "plots.log").string()) + " 2>&1";
-  const int rc = std::system(cmd.c_str());
-  if (rc != 0) return "plots failed; see " + (sweep_dir / "plots.log").string();
-  return "";
+  const fs::path log = sweep_dir / "plots.log";
+  fs::remove(log);  // this run's output only
+  return run_plot_script("lbt_sweep_plots.py", {sweep_dir.string()}, log);
 }
 
 }  // namespace lbt::experiments

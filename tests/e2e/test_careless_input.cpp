@@ -199,3 +199,24 @@ BOOST_AUTO_TEST_CASE(train_refuses_activations_past_the_machine_naming_the_wides
   BOOST_TEST(m.code == 0, m.err);
   BOOST_TEST(m.out.find("per rank: 0 (optimizer state replicated") != std::string::npos, m.out);
 }
+
+// `lbt schedule --plot out.png` writes its data to out.csv: a CSV there that lbt schedule did not
+// write is refused before any work and kept; its own is replaced; a .csv plot name is refused.
+BOOST_AUTO_TEST_CASE(schedule_plot_never_replaces_a_csv_it_did_not_write) {
+  const fs::path dir = scratch() / "schedule_plot";
+  fs::create_directories(dir);
+  const std::string config = LBT_SOURCE_DIR "/experiments/configs/synthetic_regression.toml";
+  const std::string run = "schedule --config " + config + " --steps 30 --plot ";
+  std::ofstream(dir / "lr.csv") << "epoch,loss\n1,0.5\n";
+  expect_refusal(run_lbt(run + (dir / "lr.png").string()), 2,
+                 {(dir / "lr.csv").string(), "lbt schedule did not write"});
+  BOOST_TEST(slurp(dir / "lr.csv") == "epoch,loss\n1,0.5\n");
+  BOOST_TEST(!fs::exists(dir / "lr.png"));
+  expect_refusal(run_lbt(run + (dir / "lr.csv").string()), 2, {"names a CSV file"});
+
+  Result r = run_lbt(run + (dir / "mine.png").string());
+  BOOST_REQUIRE_MESSAGE(r.code == 0, r.err);
+  r = run_lbt(run + (dir / "mine.png").string());  // its own data: replaced
+  BOOST_TEST(r.code == 0, r.err);
+  BOOST_TEST(slurp(dir / "mine.csv").starts_with("step,lr\n"));
+}

@@ -277,3 +277,24 @@ BOOST_AUTO_TEST_CASE(a_malformed_noise_line_and_a_deleted_run_directory_cost_one
              std::string::npos);
   BOOST_TEST(column(deleted, "64_0", "status") == "reached_target");
 }
+
+// The plotting scripts (experiments/plots.hpp) take the paths a user chose as arguments of a
+// child process, never through a shell: `lbt noise --out` and `lbt schedule --plot` with names a
+// shell would run draw their figures and run nothing.
+BOOST_AUTO_TEST_CASE(plots_of_hostile_paths_are_drawn_and_run_nothing) {
+  const fs::path home = scratch() / "hostile_plots";
+  fs::create_directories(home);
+  const std::string config = LBT_SOURCE_DIR "/experiments/configs/synthetic_regression.toml";
+  const fs::path noise_dir = home / ("noise " + kHostile);
+  auto r = run_argv({"noise", "--config", config, "--steps", "40", "--quiet", "--out",
+                     noise_dir.string()},
+                    home);
+  BOOST_REQUIRE_MESSAGE(r.code == 0, r.err);
+  BOOST_TEST(r.err.find("plot failed") == std::string::npos, r.err);
+  BOOST_TEST(fs::exists(noise_dir / "noise.png"));
+  const fs::path plot = home / ("lr " + kHostile + ".png");
+  r = run_argv({"schedule", "--config", config, "--steps", "50", "--plot", plot.string()}, home);
+  BOOST_REQUIRE_MESSAGE(r.code == 0, r.err);
+  BOOST_TEST(fs::exists(plot));
+  BOOST_TEST(no_pwned(home));
+}

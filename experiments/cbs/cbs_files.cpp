@@ -1,0 +1,235 @@
+// lbt cbs's files; see cbs_files.hpp.
+#include "experiments/cbs/cbs_files.hpp"
+
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <limits>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "core/io.hpp"
+#include "experiments/sweep_slurm.hpp"
+
+#ifndef LBT_SOURCE_DIR
+#define LBT_SOURCE_DIR "."
+#endif
+
+namespace lbt::experiments {
+namespace fs = std::filesystem;
+namespace {
+
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+
+// null, never NaN or 0, for what was not measured.
+nlohmann::json number(double v) {
+  return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json();
+}
+
+std::string cell(double v) {
+  if (!std::isfinite(v)) return "";
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.9g", v);
+  return buf;
+}
+
+bool resolved_record(const nlohmann::json& j) {
+  return j.is_object() && j.contains("estimator") && j["estimator"].is_string() &&
+         j.contains("step") && j["step"].is_number_integer() && j.contains("b_simple") &&
+         j["b_simple"].is_number();
+}
+
+double ci_end(const nlohmann::json& j, int i) {
+  if (!j.contains("b_simple_ci95") || !j["b_simple_ci95"].is_array()) return kNaN;
+  const auto& v = j["b_simple_ci95"];
+  return v.size() == 2 && v[i].is_number() ? v[i].get<double>() : kNaN;
+}
+
+// The nearest resolved record of one estimator (an earlier one on a tie).
+NoiseAtStep nearest(const std::vector<nlohmann::json>& records, std::int64_t step) {
+  NoiseAtStep n{kNaN, kNaN, kNaN, -1, ""};
+  std::int64_t best = -1;
+  for (const auto& j : records) {
+    const std::int64_t s = j["step"].get<std::int64_t>();
+    const std::int64_t d = std::llabs(s - step);
+    if (best >= 0 && (d > best || (d == best && s > n.step))) continue;
+    best = d;
+    n = {j["b_simple"].get<double>(), ci_end(j, 0), ci_end(j, 1), s,
+         j["estimator"].get<std::string>()};
+  }
+  return n;
+}
+
+nlohmann::json bound_json(const CbsPoint& p, const std::vector<std::int64_t>& ks) {
+  if (p.estimate.bound == "below")
+    return {{"kind", "below"}, {"batch", ks.size() > 1 ? ks[1] * p.batch : p.batch}};
+  if (p.estimate.bound == "at_least") return {{"kind", "at_least"}, {"batch", ks.back() * p.batch}};
+  return nullptr;
+}
+
+// Resolved on the grid (not a bound, not unmeasured): the estimate in examples.
+bool resolved(const CbsEstimate& e) {
+  return e.bound.empty() && e.k_max > 0;
+}
+
+nlohmann::json branch_json(const BranchResult& r) {
+  const Branch& b = r.branch;
+  nlohmann::json j = {{"name", b.name},           {"k", b.multiplier},   {"seed_index", b.seed_index},
+                      {"order_seed", b.order_seed}, {"batch", b.global_batch}, {"steps", b.steps},
+                      {"examples", b.examples},     {"status", r.status},  {"val_loss", number(r.loss)}};
+  if (!r.message.empty()) j["error"] = r.message;
+  return j;
+}
+
+// The mean over seeds of the finite losses of multiplier k (NaN: none).
+double mean_loss(const CbsPoint& p, std::int64_t k) {
+  double sum = 0.0;
+  int n = 0;
+  for (const BranchResult& r : p.branches) {
+    if (r.branch.multiplier == k && std::isfinite(r.loss)) {
+      sum += r.loss;
+      ++n;
+    }
+  }
+  return n ? sum / n : kNaN;
+}
+
+nlohmann::json point_json(const CbsPoint& p, const CbsSettings& settings) {
+  const CbsEstimate& e = p.estimate;
+  const bool interval = settings.seeds >= 2 && e.k_max > 0;
+  nlohmann::json losses = nlohmann::json::object();
+  for (std::int64_t k : settings.multipliers) {
+    nlohmann::json per_seed = nlohmann::json::array();
+    for (int s = 0; s < settings.seeds; ++s) {
+      double l = kNaN;
+      for (const BranchResult& r : p.branches)
+        if (r.branch.multiplier == k && r.branch.seed_index == s) l = r.loss;
+      per_seed.push_back(number(l));
+    }
+    losses[std::to_string(k)] = per_seed;
+  }
+  nlohmann::json branches = nlohmann::json::array();
+  for (const BranchResult& r : p.branches) branches.push_back(branch_json(r));
+  return {{"step", p.step},
+          {"batch", p.batch},
+          {"branch_examples", p.examples},
+          {"cbs", resolved(e) ? nlohmann::json(e.k_max * p.batch) : nlohmann::json()},
+          {"cbs_interval", interval ? nlohmann::json({e.k_lo * p.batch, e.k_hi * p.batch})
+                                    : nlohmann::json()},
+          {"bound", bound_json(p, settings.multipliers)},
+          {"k_max", e.k_max > 0 ? nlohmann::json(e.k_max) : nlohmann::json()},
+          {"k_max_per_seed", e.k_max_per_seed},
+          {"tolerance", number(e.tolerance)},
+          {"tolerance_measured", e.tolerance_measured},
+          {"reference_loss", number(e.reference_loss)},
+          {"reference_loss_std", number(e.reference_std)},
+          {"b_simple", number(p.noise.b_simple)},
+          {"b_simple_ci95", {number(p.noise.ci_lo), number(p.noise.ci_hi)}},
+          {"b_simple_step", p.noise.step >= 0 ? nlohmann::json(p.noise.step) : nlohmann::json()},
+          {"b_simple_estimator", p.noise.estimator},
+          {"val_loss", losses},
+          {"branches", branches}};
+}
+
+}  // namespace
+
+NoiseAtStep read_noise_at_step(const fs::path& run_dir, std::int64_t step) {
+  std::map<std::string, std::vector<nlohmann::json>> by_estimator;
+  std::ifstream in(run_dir / "noise.jsonl");
+  for (std::string line; std::getline(in, line);) {
+    const auto j = nlohmann::json::parse(line, nullptr, false);
+    if (resolved_record(j)) by_estimator[j["estimator"].get<std::string>()].push_back(j);
+  }
+  for (const char* name : {"two_batch", "per_example"})
+    if (by_estimator.count(name)) return nearest(by_estimator[name], step);
+  return {kNaN, kNaN, kNaN, -1, ""};
+}
+
+void write_cbs_json(const fs::path& path, const CbsSettings& settings,
+                    const std::vector<CbsPoint>& points) {
+  nlohmann::json j = {
+      {"reference", settings.reference.string()},
+      {"definition",
+       "Merrill et al. 2025 (arXiv:2505.23971): CBS = k_max x B, k_max the largest multiplier k "
+       "such that every branch at k' x B, 1 < k' <= k, trained for branch_examples from the "
+       "checkpoint, ends with val_loss <= reference_loss + tolerance"},
+      {"reference_loss", "mean over data-order seeds of the k = 1 branch's final val_loss"},
+      {"tolerance_rule",
+       settings.tolerance_given < 0
+           ? "measured at each step: " + cell(kToleranceStds) +
+                 " x the sample std over data-order seeds of the k = 1 branch's final val_loss"
+           : "given: --tolerance " + cell(settings.tolerance_given)},
+      {"interval",
+       "cbs is the lower median over data-order seeds of k_max x B; cbs_interval their range "
+       "(min, max); null with one seed"},
+      {"bound", "below: even the smallest k > 1 was outside the tolerance, CBS < that batch; "
+                "at_least: the largest k was inside, CBS >= that batch; cbs is null then"},
+      {"lr", "the reference's schedule at the same data position (examples) times " +
+                 settings.scaling + " scaling from B to k x B"},
+      {"multipliers", settings.multipliers},
+      {"seeds", settings.seeds},
+      {"scaling", settings.scaling},
+      {"points", nlohmann::json::array()}};
+  for (const CbsPoint& p : points) j["points"].push_back(point_json(p, settings));
+  io::atomic_write(path, j.dump(2) + "\n");
+}
+
+void write_cbs_csv(const fs::path& path, const CbsSettings& settings,
+                   const std::vector<CbsPoint>& points) {
+  std::ostringstream out;
+  out << "step,batch,branch_examples,cbs,cbs_lo,cbs_hi,bound,bound_batch,k_max,tolerance,"
+         "tolerance_measured,reference_loss,reference_loss_std,b_simple,b_simple_lo,b_simple_hi,"
+         "b_simple_step";
+  for (std::int64_t k : settings.multipliers) out << ",val_loss_k" << k;
+  out << "\n";
+  for (const CbsPoint& p : points) {
+    const CbsEstimate& e = p.estimate;
+    const nlohmann::json bound = bound_json(p, settings.multipliers);
+    const bool interval = settings.seeds >= 2 && e.k_max > 0;
+    out << p.step << ',' << p.batch << ',' << p.examples << ','
+        << (resolved(e) ? std::to_string(e.k_max * p.batch) : "") << ','
+        << (interval ? std::to_string(e.k_lo * p.batch) : "") << ','
+        << (interval ? std::to_string(e.k_hi * p.batch) : "") << ','
+        << (bound.is_null() ? "" : bound["kind"].get<std::string>()) << ','
+        << (bound.is_null() ? "" : std::to_string(bound["batch"].get<std::int64_t>())) << ','
+        << (e.k_max > 0 ? std::to_string(e.k_max) : "") << ',' << cell(e.tolerance) << ','
+        << (e.tolerance_measured ? "true" : "false") << ',' << cell(e.reference_loss) << ','
+        << cell(e.reference_std) << ',' << cell(p.noise.b_simple) << ',' << cell(p.noise.ci_lo)
+        << ',' << cell(p.noise.ci_hi) << ','
+        << (p.noise.step >= 0 ? std::to_string(p.noise.step) : "");
+    for (std::int64_t k : settings.multipliers) out << ',' << cell(mean_loss(p, k));
+    out << "\n";
+  }
+  io::atomic_write(path, out.str());
+}
+
+void write_branches_csv(const fs::path& path, const std::vector<CbsPoint>& points) {
+  std::ostringstream out;
+  out << "name,step,k,seed_index,order_seed,batch,steps,examples,status,val_loss\n";
+  for (const CbsPoint& p : points) {
+    for (const BranchResult& r : p.branches) {
+      const Branch& b = r.branch;
+      out << b.name << ',' << b.step << ',' << b.multiplier << ',' << b.seed_index << ','
+          << b.order_seed << ',' << b.global_batch << ',' << b.steps << ',' << b.examples << ','
+          << r.status << ',' << cell(r.loss) << "\n";
+    }
+  }
+  io::atomic_write(path, out.str());
+}
+
+std::string make_cbs_plot(const fs::path& out) {
+  const char* env = std::getenv("LBT_NOTEBOOKS_DIR");
+  const fs::path script = fs::path(env ? env : LBT_SOURCE_DIR "/notebooks") / "lbt_cbs_plot.py";
+  if (!fs::exists(script))
+    return "plot script " + script.string() + " not found (set LBT_NOTEBOOKS_DIR)";
+  if (!fs::exists("/usr/bin/python3")) return "/usr/bin/python3 not found: no cbs.png";
+  const std::string cmd = "/usr/bin/python3 " + shell_quote(script.string()) + " " +
+                          shell_quote(out.string()) + " >" +
+                          shell_quote((out / "plot.log").string()) + " 2>&1";
+  if (std::system(cmd.c_str()) != 0) return "cbs.png failed; see " + (out / "plot.log").string();
+  return "";
+}
+
+}  // namespace lbt::experiments

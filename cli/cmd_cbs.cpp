@@ -100,8 +100,8 @@ void add_cbs_command(CLI::App& app) {
                   "LR rule from B to k x B: none, linear or sqrt (default: the run's "
                   "schedule.scaling)");
   cmd->add_option("--out,-o", o->out, "output directory (default: RUN_DIR/cbs); a rerun resumes");
-  cmd->add_flag("--no-plots", [o](std::int64_t) { o->plots = false; }, "write no cbs.png");
-  cmd->add_flag("--quiet,-q", [o](std::int64_t) { o->progress = false; }, "no progress lines");
+  cmd->add_flag_callback("--no-plots", [o] { o->plots = false; }, "write no cbs.png");
+  cmd->add_flag_callback("--quiet,-q", [o] { o->progress = false; }, "no progress lines");
   cmd->callback([o] {
     experiments::install_sweep_interrupt_handlers();
     report(experiments::run_cbs(*o), *o);

@@ -5,7 +5,7 @@
 //
 // Why the loop's step starts at S for every k: at k = 1 the branch is then the reference's own
 // continuation bit for bit (the same data blocks, the same schedule steps, Adam's bias
-// correction at the same count), which tests/experiments/test_cbs_branch.cpp checks. At k > 1
+// correction at the same count), which tests/experiments/test_cbs_branch_e2e.cpp checks. At k > 1
 // the branch's data position within an epoch differs from the reference's; with another
 // train.order_seed (lbt cbs's other seeds) every position is an equally fresh draw.
 #pragma once

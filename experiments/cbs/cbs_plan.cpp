@@ -17,7 +17,10 @@ namespace {
 
 std::string join(const std::vector<std::int64_t>& values) {
   std::string s;
-  for (std::int64_t v : values) s += (s.empty() ? "" : ",") + std::to_string(v);
+  for (std::int64_t v : values) {
+    if (!s.empty()) s += ',';
+    s += std::to_string(v);
+  }
   return s;
 }
 

@@ -3,7 +3,8 @@
   cbs.png   CBS(step) (Merrill et al. 2025: branches at k x B from the run's checkpoints; the
             bar is the range over data-order seeds; a triangle down is a bound "below the
             smallest k > 1", a triangle up "at least the largest k") and B_simple(step) from the
-            run's noise.jsonl with its ci95 (McCandlish et al. 2018), both in examples, log y.
+            run's noise.jsonl with its ci95 (McCandlish et al. 2018; an open triangle: not
+            resolved there, the ci95's lower end), both in examples, log y.
 
 usage: /usr/bin/python3 notebooks/lbt_cbs_plot.py CBS_DIR
 """
@@ -34,6 +35,12 @@ def plot_cbs(points: list[dict], ax) -> None:
 
 
 def plot_b_simple(points: list[dict], ax) -> None:
+    # Not resolved at that step: the record's lower ci95 end, a bound (B_simple is large there).
+    bounded = [p for p in points if p["b_simple"] is None and p["b_simple_ci95"][0]]
+    if bounded:
+        ax.scatter([p["b_simple_step"] for p in bounded],
+                   [p["b_simple_ci95"][0] for p in bounded], marker="^", facecolors="none",
+                   edgecolors=COLORS["fit"], s=50, label="B_simple unresolved: ci95 lower end")
     noisy = [p for p in points if p["b_simple"] is not None]
     if not noisy:
         return

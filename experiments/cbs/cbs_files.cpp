@@ -35,10 +35,13 @@ std::string cell(double v) {
   return buf;
 }
 
-bool resolved_record(const nlohmann::json& j) {
+bool is_record(const nlohmann::json& j) {
   return j.is_object() && j.contains("estimator") && j["estimator"].is_string() &&
-         j.contains("step") && j["step"].is_number_integer() && j.contains("b_simple") &&
-         j["b_simple"].is_number();
+         j.contains("step") && j["step"].is_number_integer();
+}
+
+double value_of(const nlohmann::json& j, const char* key) {
+  return j.contains(key) && j[key].is_number() ? j[key].get<double>() : kNaN;
 }
 
 double ci_end(const nlohmann::json& j, int i) {
@@ -47,19 +50,9 @@ double ci_end(const nlohmann::json& j, int i) {
   return v.size() == 2 && v[i].is_number() ? v[i].get<double>() : kNaN;
 }
 
-// The nearest resolved record of one estimator (an earlier one on a tie).
-NoiseAtStep nearest(const std::vector<nlohmann::json>& records, std::int64_t step) {
-  NoiseAtStep n{kNaN, kNaN, kNaN, -1, ""};
-  std::int64_t best = -1;
-  for (const auto& j : records) {
-    const std::int64_t s = j["step"].get<std::int64_t>();
-    const std::int64_t d = std::llabs(s - step);
-    if (best >= 0 && (d > best || (d == best && s > n.step))) continue;
-    best = d;
-    n = {j["b_simple"].get<double>(), ci_end(j, 0), ci_end(j, 1), s,
-         j["estimator"].get<std::string>()};
-  }
-  return n;
+NoiseAtStep from_record(const nlohmann::json& j) {
+  return {value_of(j, "b_simple"), ci_end(j, 0), ci_end(j, 1), j["step"].get<std::int64_t>(),
+          j["estimator"].get<std::string>()};
 }
 
 nlohmann::json bound_json(const CbsPoint& p, const std::vector<std::int64_t>& ks) {
@@ -136,15 +129,33 @@ nlohmann::json point_json(const CbsPoint& p, const CbsSettings& settings) {
 }  // namespace
 
 NoiseAtStep read_noise_at_step(const fs::path& run_dir, std::int64_t step) {
-  std::map<std::string, std::vector<nlohmann::json>> by_estimator;
+  // The records of the logged step nearest `step` (the earlier one on a tie), one per estimator;
+  // the last line of a step wins (a resumed run rewrites its lines).
+  std::map<std::string, nlohmann::json> at_nearest;
+  std::int64_t nearest = -1;
   std::ifstream in(run_dir / "noise.jsonl");
   for (std::string line; std::getline(in, line);) {
     const auto j = nlohmann::json::parse(line, nullptr, false);
-    if (resolved_record(j)) by_estimator[j["estimator"].get<std::string>()].push_back(j);
+    if (!is_record(j)) continue;
+    const std::int64_t s = j["step"].get<std::int64_t>();
+    const std::int64_t d = std::llabs(s - step), best = std::llabs(nearest - step);
+    if (nearest >= 0 && (d > best || (d == best && s > nearest))) continue;
+    if (s != nearest) at_nearest.clear();
+    nearest = s;
+    at_nearest[j["estimator"].get<std::string>()] = j;
   }
-  for (const char* name : {"two_batch", "per_example"})
-    if (by_estimator.count(name)) return nearest(by_estimator[name], step);
-  return {kNaN, kNaN, kNaN, -1, ""};
+  // A resolved value where one estimator has it (the two-batch one first), else the record as
+  // it is: b_simple null with the bounds it has. Never the nearest *resolved* record: a value
+  // is resolved when its window's |G|^2 happened to come out large, so picking those would
+  // bias B_simple low where it is large.
+  NoiseAtStep unresolved{kNaN, kNaN, kNaN, -1, ""};
+  for (const char* name : {"two_batch", "per_example"}) {
+    if (!at_nearest.count(name)) continue;
+    const NoiseAtStep n = from_record(at_nearest[name]);
+    if (std::isfinite(n.b_simple)) return n;
+    if (unresolved.step < 0) unresolved = n;
+  }
+  return unresolved;
 }
 
 void write_cbs_json(const fs::path& path, const CbsSettings& settings,

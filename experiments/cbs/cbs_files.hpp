@@ -12,9 +12,10 @@
 
 namespace lbt::experiments {
 
-// McCandlish et al. 2018's B_simple from the reference's noise log at the record nearest a step
-// (the window's "now" value and its ci95; two_batch's where it has one, else per_example's;
-// records where it is not resolved are skipped). NaN where there is none.
+// McCandlish et al. 2018's B_simple from the reference's noise log at the logged step nearest a
+// step: the window's "now" value and its ci95, of the two-batch estimator or, where only it has
+// resolved the value there, the per-example one. Unresolved there: b_simple NaN (null in
+// cbs.json) with the bounds the record has (a lower bound: B_simple is large). No log: step -1.
 struct NoiseAtStep {
   double b_simple = 0.0, ci_lo = 0.0, ci_hi = 0.0;
   std::int64_t step = -1;  // the record's step (-1: none)

@@ -21,6 +21,7 @@ struct CbsReference {
   double noise = 0.5;
   std::string extra;     // more TOML lines for [train]
   std::string schedule;  // more TOML lines for [schedule]
+  std::string noise_keys = "every = 5\nestimator = \"two_batch\"\n";  // [noise]
 };
 
 // Writes the config and runs `lbt train` into scratch()/name; returns the run directory.
@@ -37,7 +38,7 @@ inline std::filesystem::path train_reference(const std::string& name, const CbsR
                      << r.extra << "[optimizer]\nname = \"sgd\"\nlr = " << r.lr
                      << "\nmomentum = " << r.momentum << "\n[schedule]\nscaling = \"" << r.scaling
                      << "\"\nreference_batch = " << r.batch << "\n" << r.schedule
-                     << "[noise]\nenabled = true\nevery = 5\nestimator = \"two_batch\"\n";
+                     << "[noise]\nenabled = true\n" << r.noise_keys;
   const auto dir = scratch() / name;
   const CliResult res = run_lbt("train --config " + cfg.string() + " --out " + dir.string() +
                                 " --quiet");

@@ -59,6 +59,9 @@ def main(cbs_dir: Path) -> None:
     fig, ax = plt.subplots()
     plot_cbs(points, ax)
     plot_b_simple(points, ax)
+    if points:  # the reference's own batch: CBS below it means the run was past critical there
+        ax.axhline(points[0]["batch"], color=COLORS["perfect"], lw=0.8, ls=":",
+                   label="reference batch B")
     ax.set_yscale("log", base=2)
     ax.set_xlabel("step of the reference run")
     ax.set_ylabel("batch (examples)")

@@ -89,6 +89,13 @@ double mean_loss(const CbsPoint& p, std::int64_t k) {
   return n ? sum / n : kNaN;
 }
 
+// The branches of a step that ended with `status` (the rest failed, timed out or are missing).
+std::size_t count_status(const CbsPoint& p, const std::string& status) {
+  std::size_t n = 0;
+  for (const BranchResult& r : p.branches) n += r.status == status;
+  return n;
+}
+
 nlohmann::json point_json(const CbsPoint& p, const CbsSettings& settings) {
   const CbsEstimate& e = p.estimate;
   const bool interval = settings.seeds >= 2 && e.k_max > 0;
@@ -192,7 +199,7 @@ void write_cbs_csv(const fs::path& path, const CbsSettings& settings,
   std::ostringstream out;
   out << "step,batch,branch_examples,cbs,cbs_lo,cbs_hi,bound,bound_batch,k_max,tolerance,"
          "tolerance_measured,reference_loss,reference_loss_std,b_simple,b_simple_lo,b_simple_hi,"
-         "b_simple_step";
+         "b_simple_step,completed,diverged,failed";
   for (std::int64_t k : settings.multipliers) out << ",val_loss_k" << k;
   out << "\n";
   for (const CbsPoint& p : points) {
@@ -209,7 +216,9 @@ void write_cbs_csv(const fs::path& path, const CbsSettings& settings,
         << (e.tolerance_measured ? "true" : "false") << ',' << cell(e.reference_loss) << ','
         << cell(e.reference_std) << ',' << cell(p.noise.b_simple) << ',' << cell(p.noise.ci_lo)
         << ',' << cell(p.noise.ci_hi) << ','
-        << (p.noise.step >= 0 ? std::to_string(p.noise.step) : "");
+        << (p.noise.step >= 0 ? std::to_string(p.noise.step) : "") << ','
+        << count_status(p, "completed") << ',' << count_status(p, "diverged") << ','
+        << p.branches.size() - count_status(p, "completed") - count_status(p, "diverged");
     for (std::int64_t k : settings.multipliers) out << ',' << cell(mean_loss(p, k));
     out << "\n";
   }

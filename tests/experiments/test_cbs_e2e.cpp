@@ -112,6 +112,31 @@ BOOST_AUTO_TEST_CASE(cbs_grows_over_training_as_b_simple_does_and_its_interval_h
   BOOST_TEST(again.out.find("(0 run now)") != std::string::npos, again.out);
 }
 
+BOOST_AUTO_TEST_CASE(a_branch_that_diverges_is_a_recorded_outcome_not_a_failure) {
+  // Linear scaling to k = 128: SGD's LR 0.05 x 128 = 6.4 is past 2 / lambda_max = 2 for these
+  // unit-variance inputs, so that branch's loss grows by (6.4 - 1)^2 per step until the
+  // trainer's divergence check stops it.
+  const fs::path out = scratch() / "cbs_diverged";
+  const auto r = run_lbt("cbs --from " + reference().string() +
+                         " --at-steps 300 --multipliers 1,2,128 --scaling linear --examples 16384 "
+                         "--seeds 2 --jobs 2 --no-plots --out " + out.string());
+  BOOST_TEST_REQUIRE(r.code == 0, r.err);
+  const auto p = nlohmann::json::parse(slurp(out / "cbs.json"))["points"][0];
+  for (const auto& b : p["branches"]) {
+    BOOST_TEST_CONTEXT(b["name"]) {
+      BOOST_TEST(b["status"] == (b["k"] == 128 ? "diverged" : "completed"));
+      BOOST_TEST(b["val_loss"].is_null() == (b["k"] == 128));
+    }
+  }
+  BOOST_TEST(p["val_loss"]["128"][0].is_null());
+  BOOST_TEST(p["k_max"].get<std::int64_t>() <= 2);  // k = 128 is outside
+  // cbs.csv counts the outcomes: 4 completed, 2 diverged, 0 failed.
+  const auto rows = lines_starting(slurp(out / "cbs.csv"), "300,16,");
+  BOOST_TEST_REQUIRE(rows.size() == 1u);
+  BOOST_TEST(rows[0].find(",4,2,0,") != std::string::npos, rows[0]);
+  BOOST_TEST(lines_starting(slurp(out / "branches.csv"), "step300_k128_s1,300,128,1,").size() == 1u);
+}
+
 BOOST_AUTO_TEST_CASE(a_step_without_a_checkpoint_names_the_steps_that_have_one) {
   const auto r = run_lbt("cbs --from " + reference().string() + " --at-steps 7 --out " +
                          (scratch() / "bad_step").string());

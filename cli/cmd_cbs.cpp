@@ -23,8 +23,8 @@ std::string number_text(double v, const char* format) {
 }
 
 // "256 [128-512]", "< 128", ">= 2048", or "-" (unmeasured).
-std::string cbs_text(const experiments::CbsPoint& p, std::int64_t smallest_k, std::int64_t largest_k,
-                     int seeds) {
+std::string cbs_text(const experiments::CbsPoint& p, std::int64_t smallest_k,
+                     std::int64_t largest_k, int seeds) {
   const auto& e = p.estimate;
   if (e.bound == "unmeasured" || e.k_max == 0) return "-";
   if (e.bound == "below") return "< " + std::to_string(smallest_k * p.batch);
@@ -96,14 +96,17 @@ void add_cbs_command(CLI::App& app) {
                   "data-order seeds per branch (train.order_seed = the run's seed + 0, 1, ...; "
                   "seed 0 is the reference's own order); the interval is their range")
       ->check(whole_number<int>());
-  cmd->add_option("--jobs,-j", o->jobs, "concurrent branches; each gets max(1, cores / jobs) threads")
+  cmd->add_option("--jobs,-j", o->jobs,
+                  "concurrent branches; each gets max(1, cores / jobs) threads")
       ->check(whole_number<int>());
   cmd->add_option("--scaling", o->scaling,
                   "LR rule from B to k x B: none, linear or sqrt (default: the run's "
                   "schedule.scaling)");
   cmd->add_option("--out,-o", o->out, "output directory (default: RUN_DIR/cbs); a rerun resumes");
-  cmd->add_flag_callback("--no-plots", [o] { o->plots = false; }, "write no cbs.png");
-  cmd->add_flag_callback("--quiet,-q", [o] { o->progress = false; }, "no progress lines");
+  cmd->add_flag_callback(
+      "--no-plots", [o] { o->plots = false; }, "write no cbs.png");
+  cmd->add_flag_callback(
+      "--quiet,-q", [o] { o->progress = false; }, "no progress lines");
   cmd->callback([o] {
     experiments::install_sweep_interrupt_handlers();
     report(experiments::run_cbs(*o), *o);

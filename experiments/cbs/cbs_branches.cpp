@@ -77,7 +77,7 @@ void write_failed(const fs::path& dir, const ChildExit& e) {
 
 std::vector<std::string> branch_train_args(const Branch& branch, const ReferenceRun& ref,
                                            const fs::path& dir, int threads, bool resume) {
-  std::vector<std::string> a = {"train", "--config", fs::absolute(ref.config_path).string(),
+  std::vector<std::string> a = {"train", "--config",   fs::absolute(ref.config_path).string(),
                                 "--out", dir.string(), "--quiet"};
   for (const std::string& s : branch_sets(branch, ref, threads)) a.insert(a.end(), {"--set", s});
   if (resume) a.insert(a.end(), {"--resume", dir.string()});

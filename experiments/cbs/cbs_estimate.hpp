@@ -36,8 +36,7 @@ struct CbsEstimate {
 
 // `multipliers`: sorted, holding 1; `tolerance` < 0: measured (kToleranceStds x reference_std).
 CbsEstimate estimate_cbs(const std::vector<BranchLoss>& losses,
-                         const std::vector<std::int64_t>& multipliers, int seeds,
-                         double tolerance);
+                         const std::vector<std::int64_t>& multipliers, int seeds, double tolerance);
 
 // k_max of one seed: the largest k such that every multiplier in (1, k] has a finite loss within
 // `tolerance` of `reference_loss` (1 when k = 2 already fails).

@@ -69,9 +69,15 @@ bool resolved(const CbsEstimate& e) {
 
 nlohmann::json branch_json(const BranchResult& r) {
   const Branch& b = r.branch;
-  nlohmann::json j = {{"name", b.name},           {"k", b.multiplier},   {"seed_index", b.seed_index},
-                      {"order_seed", b.order_seed}, {"batch", b.global_batch}, {"steps", b.steps},
-                      {"examples", b.examples},     {"status", r.status},  {"val_loss", number(r.loss)}};
+  nlohmann::json j = {{"name", b.name},
+                      {"k", b.multiplier},
+                      {"seed_index", b.seed_index},
+                      {"order_seed", b.order_seed},
+                      {"batch", b.global_batch},
+                      {"steps", b.steps},
+                      {"examples", b.examples},
+                      {"status", r.status},
+                      {"val_loss", number(r.loss)}};
   if (!r.message.empty()) j["error"] = r.message;
   return j;
 }
@@ -116,8 +122,8 @@ nlohmann::json point_json(const CbsPoint& p, const CbsSettings& settings) {
           {"batch", p.batch},
           {"branch_examples", p.examples},
           {"cbs", resolved(e) ? nlohmann::json(e.k_max * p.batch) : nlohmann::json()},
-          {"cbs_interval", interval ? nlohmann::json({e.k_lo * p.batch, e.k_hi * p.batch})
-                                    : nlohmann::json()},
+          {"cbs_interval",
+           interval ? nlohmann::json({e.k_lo * p.batch, e.k_hi * p.batch}) : nlohmann::json()},
           {"bound", bound_json(p, settings.multipliers)},
           {"k_max", e.k_max > 0 ? nlohmann::json(e.k_max) : nlohmann::json()},
           {"k_max_per_seed", e.k_max_per_seed},
@@ -182,8 +188,9 @@ void write_cbs_json(const fs::path& path, const CbsSettings& settings,
       {"interval",
        "cbs is the lower median over data-order seeds of k_max x B; cbs_interval their range "
        "(min, max); null with one seed"},
-      {"bound", "below: even the smallest k > 1 was outside the tolerance, CBS < that batch; "
-                "at_least: the largest k was inside, CBS >= that batch; cbs is null then"},
+      {"bound",
+       "below: even the smallest k > 1 was outside the tolerance, CBS < that batch; "
+       "at_least: the largest k was inside, CBS >= that batch; cbs is null then"},
       {"lr", "the reference's schedule at the same data position (examples) times " +
                  settings.scaling + " scaling from B to k x B"},
       {"multipliers", settings.multipliers},

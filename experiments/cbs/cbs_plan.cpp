@@ -70,7 +70,8 @@ ReferenceRun read_reference_run(const fs::path& run_dir, const std::string& scal
 
 std::int64_t branch_examples(const CbsOptions& options, const ReferenceRun& reference) {
   if (options.examples > 0) return options.examples;
-  const std::int64_t k_max = *std::max_element(options.multipliers.begin(), options.multipliers.end());
+  const std::int64_t k_max =
+      *std::max_element(options.multipliers.begin(), options.multipliers.end());
   return 8 * k_max * reference.global_batch;
 }
 
@@ -98,19 +99,21 @@ void check_steps(const CbsOptions& options, const ReferenceRun& ref) {
 
 void check_multipliers(const CbsOptions& options, const ReferenceRun& ref, std::int64_t examples) {
   for (std::int64_t k : options.multipliers) {
-    if (k < 1) throw ConfigError("--multipliers: " + std::to_string(k) + " is not >= 1", "e.g. 1,2,4,8,16");
+    if (k < 1)
+      throw ConfigError("--multipliers: " + std::to_string(k) + " is not >= 1", "e.g. 1,2,4,8,16");
     const std::int64_t batch = k * ref.global_batch;
     if (batch > ref.train_examples) {
-      throw ConfigError("--multipliers " + std::to_string(k) + ": the batch " + std::to_string(k) +
-                            " x " + std::to_string(ref.global_batch) + " = " + std::to_string(batch) +
-                            " is larger than the training set (" +
-                            std::to_string(ref.train_examples) + " examples)",
-                        "drop multipliers above " +
-                            std::to_string(ref.train_examples / ref.global_batch));
+      throw ConfigError(
+          "--multipliers " + std::to_string(k) + ": the batch " + std::to_string(k) + " x " +
+              std::to_string(ref.global_batch) + " = " + std::to_string(batch) +
+              " is larger than the training set (" + std::to_string(ref.train_examples) +
+              " examples)",
+          "drop multipliers above " + std::to_string(ref.train_examples / ref.global_batch));
     }
     if (examples / batch < 1) {
-      throw ConfigError("--examples " + std::to_string(examples) + " is less than one step at k = " +
-                            std::to_string(k) + " (batch " + std::to_string(batch) + ")",
+      throw ConfigError("--examples " + std::to_string(examples) +
+                            " is less than one step at k = " + std::to_string(k) + " (batch " +
+                            std::to_string(batch) + ")",
                         "give --examples at least " + std::to_string(batch));
     }
   }
@@ -140,7 +143,8 @@ std::vector<Branch> make_cbs_plan(const CbsOptions& options, const ReferenceRun&
         b.global_batch = k * ref.global_batch;
         b.steps = examples / b.global_batch;
         b.examples = b.steps * b.global_batch;
-        b.name = "step" + std::to_string(step) + "_k" + std::to_string(k) + "_s" + std::to_string(s);
+        b.name =
+            "step" + std::to_string(step) + "_k" + std::to_string(k) + "_s" + std::to_string(s);
         plan.push_back(b);
       }
     }

@@ -37,11 +37,12 @@ inline std::filesystem::path train_reference(const std::string& name, const CbsR
                      << "\ncheckpoint_keep = 1000\n"
                      << r.extra << "[optimizer]\nname = \"sgd\"\nlr = " << r.lr
                      << "\nmomentum = " << r.momentum << "\n[schedule]\nscaling = \"" << r.scaling
-                     << "\"\nreference_batch = " << r.batch << "\n" << r.schedule
-                     << "[noise]\nenabled = true\n" << r.noise_keys;
+                     << "\"\nreference_batch = " << r.batch << "\n"
+                     << r.schedule << "[noise]\nenabled = true\n"
+                     << r.noise_keys;
   const auto dir = scratch() / name;
-  const CliResult res = run_lbt("train --config " + cfg.string() + " --out " + dir.string() +
-                                " --quiet");
+  const CliResult res =
+      run_lbt("train --config " + cfg.string() + " --out " + dir.string() + " --quiet");
   if (res.code != 0) throw std::runtime_error("reference run failed: " + res.err);
   return dir;
 }

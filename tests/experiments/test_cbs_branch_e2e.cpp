@@ -40,9 +40,8 @@ lbt::test::CliResult branch(const std::string& name, int batch, int accum, int s
   return run_lbt("train --config " + (reference() / "config.toml").string() + " --out " +
                  (scratch() / name).string() + " --quiet --set train.branch_from='\"" +
                  ckpt.string() + "\"' --set train.global_batch=" + std::to_string(batch) +
-                 " --set train.accum_steps=" + std::to_string(accum) +
-                 " --set train.steps=" + std::to_string(steps) + " --set noise.enabled=false" +
-                 extra);
+                 " --set train.accum_steps=" + std::to_string(accum) + " --set train.steps=" +
+                 std::to_string(steps) + " --set noise.enabled=false" + extra);
 }
 
 }  // namespace
@@ -63,7 +62,8 @@ BOOST_AUTO_TEST_CASE(the_k1_branch_with_the_reference_order_is_its_own_continuat
     }
   }
   const auto ref_summary = nlohmann::json::parse(lbt::test::slurp(reference() / "summary.json"));
-  const auto br_summary = nlohmann::json::parse(lbt::test::slurp(scratch() / "k1" / "summary.json"));
+  const auto br_summary =
+      nlohmann::json::parse(lbt::test::slurp(scratch() / "k1" / "summary.json"));
   BOOST_TEST(br_summary["final_val_loss"].get<double>() ==
              ref_summary["final_val_loss"].get<double>());
   BOOST_TEST(br_summary["examples"].get<std::int64_t>() == 60 * 32);

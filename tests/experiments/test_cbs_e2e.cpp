@@ -66,7 +66,8 @@ BOOST_AUTO_TEST_CASE(cbs_grows_over_training_as_b_simple_does_and_its_interval_h
   const fs::path out = scratch() / "cbs";
   const std::string args = "cbs --from " + reference().string() +
                            " --at-steps 5,40,300 --multipliers 1,2,4,8,16 --examples 512 "
-                           "--seeds 3 --out " + out.string();
+                           "--seeds 3 --out " +
+                           out.string();
   const auto r = run_lbt(args + " --jobs 2");
   BOOST_TEST_REQUIRE(r.code == 0, r.err);
   BOOST_TEST_MESSAGE(r.out);
@@ -93,8 +94,7 @@ BOOST_AUTO_TEST_CASE(cbs_grows_over_training_as_b_simple_does_and_its_interval_h
       // weights; the last checkpoint's step was never taken: the one before), its value or,
       // where the window did not resolve it, its lower bound.
       const std::int64_t logged = p["b_simple_step"].get<std::int64_t>();
-      BOOST_TEST((logged == p["step"].get<std::int64_t>() ||
-                  (p["step"] == 300 && logged == 299)));
+      BOOST_TEST((logged == p["step"].get<std::int64_t>() || (p["step"] == 300 && logged == 299)));
       BOOST_TEST((p["b_simple"].is_number() || p["b_simple_ci95"][0].is_number()));
       const auto& iv = p["cbs_interval"];
       const std::int64_t est = k_max_of(p) * 16;
@@ -119,7 +119,8 @@ BOOST_AUTO_TEST_CASE(a_branch_that_diverges_is_a_recorded_outcome_not_a_failure)
   const fs::path out = scratch() / "cbs_diverged";
   const auto r = run_lbt("cbs --from " + reference().string() +
                          " --at-steps 300 --multipliers 1,2,128 --scaling linear --examples 16384 "
-                         "--seeds 2 --jobs 2 --no-plots --out " + out.string());
+                         "--seeds 2 --jobs 2 --no-plots --out " +
+                         out.string());
   BOOST_TEST_REQUIRE(r.code == 0, r.err);
   const auto p = nlohmann::json::parse(slurp(out / "cbs.json"))["points"][0];
   for (const auto& b : p["branches"]) {
@@ -134,7 +135,8 @@ BOOST_AUTO_TEST_CASE(a_branch_that_diverges_is_a_recorded_outcome_not_a_failure)
   const auto rows = lines_starting(slurp(out / "cbs.csv"), "300,16,");
   BOOST_TEST_REQUIRE(rows.size() == 1u);
   BOOST_TEST(rows[0].find(",4,2,0,") != std::string::npos, rows[0]);
-  BOOST_TEST(lines_starting(slurp(out / "branches.csv"), "step300_k128_s1,300,128,1,").size() == 1u);
+  BOOST_TEST(lines_starting(slurp(out / "branches.csv"), "step300_k128_s1,300,128,1,").size() ==
+             1u);
 }
 
 BOOST_AUTO_TEST_CASE(a_step_without_a_checkpoint_names_the_steps_that_have_one) {
@@ -151,9 +153,9 @@ BOOST_AUTO_TEST_CASE(a_step_without_a_checkpoint_names_the_steps_that_have_one) 
 
 BOOST_AUTO_TEST_CASE(a_batch_larger_than_the_training_set_is_refused_before_any_branch) {
   // 8192 examples less 1024 for validation: 7168; k = 1024 asks for 8192.
-  const auto r = run_lbt("cbs --from " + reference().string() +
-                         " --at-steps 5 --multipliers 1,2,1024 --out " +
-                         (scratch() / "bad_k").string());
+  const auto r =
+      run_lbt("cbs --from " + reference().string() + " --at-steps 5 --multipliers 1,2,1024 --out " +
+              (scratch() / "bad_k").string());
   BOOST_TEST(r.code == 2);
   const auto errors = lines_starting(r.err, "error:");
   BOOST_TEST_REQUIRE(errors.size() == 1u, r.err);

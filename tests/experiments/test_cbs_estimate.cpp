@@ -32,9 +32,9 @@ std::vector<BranchLoss> table(const std::vector<std::vector<double>>& by_k) {
 BOOST_AUTO_TEST_CASE(measured_tolerance_is_two_stds_of_the_reference_branch_and_k_max_is_per_seed) {
   // k = 1: mean 1.0, sample std 0.1 -> tolerance 0.2, threshold 1.2.
   const auto losses = table({{1.0, 1.1, 0.9},
-                             {1.1, 1.25, 1.0},    // in, out, in
-                             {1.15, 1.0, 1.3},    // in, (after a miss), out
-                             {1.5, 1.0, 1.0}});   // out, -, -
+                             {1.1, 1.25, 1.0},   // in, out, in
+                             {1.15, 1.0, 1.3},   // in, (after a miss), out
+                             {1.5, 1.0, 1.0}});  // out, -, -
   const auto e = estimate_cbs(losses, {1, 2, 4, 8}, 3, -1.0);
   BOOST_TEST(std::abs(e.reference_loss - 1.0) < 1e-12);
   BOOST_TEST(std::abs(e.reference_std - 0.1) < 1e-12);

@@ -287,8 +287,7 @@ RunResult run_training(Config& config, const RunOptions& options, comm::Communic
   data::Splits splits = data::load_splits(cfg.data, cfg.seed);
   auto model = make_model(cfg, splits, comm.rank());
   data::ShardedSampler sampler(splits.train.n, cfg.data_order_seed(), comm.size(), comm.rank(),
-                               cfg.micro_batch,
-                               cfg.accum_steps);
+                               cfg.micro_batch, cfg.accum_steps);
   const trainer::StepBudget budget = trainer::step_budget(cfg, splits.train.n, comm.size());
   const std::int64_t total_steps = budget.total_steps;
   trainer::check_ema_horizon(cfg, total_steps, config.source());
@@ -309,7 +308,7 @@ RunResult run_training(Config& config, const RunOptions& options, comm::Communic
   // Rank 0 speaks for all.
   // A branch (train.branch_from) continues its reference's schedule (cbs/branch_start.hpp).
   const BranchOptions branch{cfg.branch_from, cfg.global_batch, run.schedule.scaling,
-                             comm.size(), splits.train.n, run.noise.enabled};
+                             comm.size(),     splits.train.n,   run.noise.enabled};
   schedules::Schedule schedule =
       cfg.branch_from.empty()
           ? trainer::run_schedule(run, budget, comm.rank() == 0 ? &std::cerr : nullptr, nullptr,
@@ -328,8 +327,7 @@ RunResult run_training(Config& config, const RunOptions& options, comm::Communic
   trainer::LoopState resume_from;
   const bool resumed =
       resume_run(result.run_dir, options, identity, comm, *model, *optimizer, resume_from);
-  if (!resumed && !cfg.branch_from.empty())
-    resume_from = start_branch(branch, *model, *optimizer);
+  if (!resumed && !cfg.branch_from.empty()) resume_from = start_branch(branch, *model, *optimizer);
   const Sharding sharding =
       share_parameters(comm, *model, *optimizer, static_cast<bool>(probe), cfg.local_sgd.enabled());
   const SummaryParts summary{cfg,         model->describe(),         optimizer->describe(),

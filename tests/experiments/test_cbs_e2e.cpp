@@ -9,6 +9,7 @@
 #include <string>
 
 #include "cbs_support.hpp"
+#include "experiments/dir_lock.hpp"
 #include "trainer/checkpoint.hpp"
 #include "trainer/data/synthetic.hpp"
 
@@ -137,6 +138,37 @@ BOOST_AUTO_TEST_CASE(a_branch_that_diverges_is_a_recorded_outcome_not_a_failure)
   BOOST_TEST(rows[0].find(",4,2,0,") != std::string::npos, rows[0]);
   BOOST_TEST(lines_starting(slurp(out / "branches.csv"), "step300_k128_s1,300,128,1,").size() ==
              1u);
+}
+
+BOOST_AUTO_TEST_CASE(a_rerun_continues_adds_branches_and_refuses_other_settings) {
+  const fs::path out = scratch() / "cbs_rerun";
+  const std::string common = "cbs --from " + reference().string() +
+                             " --multipliers 1,2 --seeds 2 --no-plots --out " + out.string();
+  const auto first = run_lbt(common + " --at-steps 5 --examples 256");
+  BOOST_TEST_REQUIRE(first.code == 0, first.err);
+  BOOST_TEST(first.out.find("branches: 4 (4 run now)") != std::string::npos, first.out);
+  // Another step adds its branches; the finished ones are read back.
+  const auto more = run_lbt(common + " --at-steps 5,10 --examples 256");
+  BOOST_TEST_REQUIRE(more.code == 0, more.err);
+  BOOST_TEST(more.out.find("branches: 8 (4 run now)") != std::string::npos, more.out);
+  // A branch without its final summary (a killed one, with no checkpoint yet) runs again.
+  fs::remove(out / "branches" / "step10_k2_s1" / "summary.json");
+  const auto again = run_lbt(common + " --at-steps 5,10 --examples 256");
+  BOOST_TEST_REQUIRE(again.code == 0, again.err);
+  BOOST_TEST(again.out.find("branches: 8 (1 run now)") != std::string::npos, again.out);
+  // Branches of another length would mix two measurements under the same names.
+  const auto other = run_lbt(common + " --at-steps 5 --examples 512");
+  BOOST_TEST(other.code == 2);
+  BOOST_TEST(lines_starting(other.err, "error:").size() == 1u, other.err);
+  BOOST_TEST(other.err.find("holds branches of other settings") != std::string::npos, other.err);
+  // While one lbt cbs holds the directory, a second one is refused.
+  {
+    const lbt::experiments::DirLock held(out / "cbs.lock",
+                                         lbt::experiments::DirLock::Mode::kExclusive);
+    const auto second = run_lbt(common + " --at-steps 5 --examples 256");
+    BOOST_TEST(second.code == 2);
+    BOOST_TEST(second.err.find("in use") != std::string::npos, second.err);
+  }
 }
 
 BOOST_AUTO_TEST_CASE(a_step_without_a_checkpoint_names_the_steps_that_have_one) {

@@ -104,6 +104,18 @@ BOOST_AUTO_TEST_CASE(cbs_grows_over_training_as_b_simple_does_and_its_interval_h
       BOOST_TEST(p["branches"].size() == 15u);  // 5 multipliers x 3 seeds
     }
   }
+  // lbt cbs's own k = 1 branch in the reference's order continues the reference bit for bit
+  // (where it runs with the reference's thread count: GEMMs split their sums by thread).
+  const fs::path k1 = out / "branches" / "step40_k1_s0";
+  if (slurp(k1 / "config.toml").find("threads = 1\n") != std::string::npos) {
+    const auto ref = lbt::test::metrics_by_step(reference());
+    const auto br = lbt::test::metrics_by_step(k1);
+    BOOST_TEST_REQUIRE(br.size() == 32u);  // 512 examples at 16: steps 41..72
+    for (const auto& [step, line] : br)
+      BOOST_TEST(line["loss"].get<double>() == ref.at(step)["loss"].get<double>(), "step " << step);
+  } else {
+    BOOST_TEST_MESSAGE("skipped the bit-for-bit check: the branches ran with other threads");
+  }
   BOOST_TEST(lines_starting(slurp(out / "cbs.csv"), "5,16,512,").size() == 1u);
   BOOST_TEST(lines_starting(slurp(out / "branches.csv"), "step300_k16_s2,300,16,2,").size() == 1u);
   BOOST_TEST(fs::exists(out / "cbs.png"), slurp(out / "plot.log"));

@@ -15,6 +15,7 @@ void add_noise_command(CLI::App& app);
 void add_plan_command(CLI::App& app);
 void add_memory_command(CLI::App& app);
 void add_doctor_command(CLI::App& app);
+void add_cbs_command(CLI::App& app);
 
 // Where config notes go: stderr on the first rank (or without MPI), nowhere on the others.
 std::ostream* notes_stream();

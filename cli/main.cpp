@@ -91,6 +91,7 @@ int main(int argc, char** argv) {
   lbt::cli::add_plan_command(app);
   lbt::cli::add_memory_command(app);
   lbt::cli::add_doctor_command(app);
+  lbt::cli::add_cbs_command(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

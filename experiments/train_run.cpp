@@ -14,6 +14,7 @@
 #include "core/error.hpp"
 #include "core/gemm.hpp"
 #include "core/rng.hpp"
+#include "experiments/branch_start.hpp"
 #include "experiments/hessian_probe.hpp"
 #include "experiments/rank_agreement.hpp"
 #include "experiments/run_check.hpp"
@@ -285,8 +286,8 @@ RunResult run_training(Config& config, const RunOptions& options, comm::Communic
   check_model_spec(cfg);  // before the data load
   data::Splits splits = data::load_splits(cfg.data, cfg.seed);
   auto model = make_model(cfg, splits, comm.rank());
-  data::ShardedSampler sampler(splits.train.n, cfg.seed, comm.size(), comm.rank(), cfg.micro_batch,
-                               cfg.accum_steps);
+  data::ShardedSampler sampler(splits.train.n, cfg.data_order_seed(), comm.size(), comm.rank(),
+                               cfg.micro_batch, cfg.accum_steps);
   const trainer::StepBudget budget = trainer::step_budget(cfg, splits.train.n, comm.size());
   const std::int64_t total_steps = budget.total_steps;
   trainer::check_ema_horizon(cfg, total_steps, config.source());
@@ -305,8 +306,14 @@ RunResult run_training(Config& config, const RunOptions& options, comm::Communic
   auto optimizer =
       optim::make_optimizer(run.optimizer, model->store().num_params(), model->backend());
   // Rank 0 speaks for all.
-  schedules::Schedule schedule = trainer::run_schedule(
-      run, budget, comm.rank() == 0 ? &std::cerr : nullptr, nullptr, options.warmup_past_run);
+  // A branch (train.branch_from) continues its reference's schedule (branch_start.hpp).
+  const BranchOptions branch{cfg.branch_from, cfg.global_batch, run.schedule.scaling,
+                             comm.size(),     splits.train.n,   run.noise.enabled};
+  schedules::Schedule schedule =
+      cfg.branch_from.empty()
+          ? trainer::run_schedule(run, budget, comm.rank() == 0 ? &std::cerr : nullptr, nullptr,
+                                  options.warmup_past_run)
+          : branch_schedule(branch);
 
   // Every rank starts from rank 0's parameters, whatever its RNG did.
   auto params = model->store().params();
@@ -320,6 +327,7 @@ RunResult run_training(Config& config, const RunOptions& options, comm::Communic
   trainer::LoopState resume_from;
   const bool resumed =
       resume_run(result.run_dir, options, identity, comm, *model, *optimizer, resume_from);
+  if (!resumed && !cfg.branch_from.empty()) resume_from = start_branch(branch, *model, *optimizer);
   const Sharding sharding =
       share_parameters(comm, *model, *optimizer, static_cast<bool>(probe), cfg.local_sgd.enabled());
   const SummaryParts summary{cfg,         model->describe(),         optimizer->describe(),

@@ -222,6 +222,10 @@ std::int64_t read_run(Config& c, TrainConfig& t) {
   t.log_every = c.get_int(key("train.log_every"));
   t.eval_batch = c.get_int(key("train.eval_batch"));
   const std::int64_t seed = c.get_int(key("train.seed"));
+  t.order_seed = c.get_int(key("train.order_seed"));
+  if (t.order_seed < -1)
+    c.fail("train.order_seed", ">= -1 (-1: train.seed)", std::to_string(t.order_seed));
+  t.branch_from = c.get_string(key("train.branch_from"));
   t.threads = static_cast<int>(c.get_int(key("train.threads")));
   t.target = parse_target(c.get_string(key("train.target")));
   t.stop_at_target = c.get_bool(key("train.stop_at_target"));

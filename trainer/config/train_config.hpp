@@ -70,6 +70,11 @@ struct TrainConfig {
   double epochs = 0.0;     // budget in epochs when steps == 0
   std::int64_t eval_every = 0, log_every = 0, eval_batch = 0;
   std::uint64_t seed = 0;
+  std::int64_t order_seed = -1;  // the sampler's seed; -1: seed (train.order_seed)
+  std::string branch_from;       // a checkpoint of another run to branch from ("" none)
+  std::uint64_t data_order_seed() const {
+    return order_seed >= 0 ? static_cast<std::uint64_t>(order_seed) : seed;
+  }
   int threads = 0;  // per rank; 0: cores / local ranks
   Target target;
   bool stop_at_target = false;

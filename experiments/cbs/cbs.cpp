@@ -1,0 +1,108 @@
+// lbt cbs; see cbs.hpp.
+#include "experiments/cbs/cbs.hpp"
+
+#include <algorithm>
+#include <nlohmann/json.hpp>
+
+#include "core/error.hpp"
+#include "core/io.hpp"
+#include "experiments/cbs/cbs_branches.hpp"
+#include "experiments/child_process.hpp"
+#include "experiments/dir_lock.hpp"
+#include "experiments/json_file.hpp"
+#include "experiments/sweep/sweep_interrupt.hpp"
+
+namespace lbt::experiments {
+namespace fs = std::filesystem;
+namespace {
+
+void check_options(const CbsOptions& o) {
+  if (o.jobs < 1) throw ConfigError("--jobs must be >= 1", "e.g. --jobs 2");
+  if (!o.scaling.empty() && o.scaling != "none" && o.scaling != "linear" && o.scaling != "sqrt")
+    throw ConfigError("--scaling '" + o.scaling + "' is not none, linear or sqrt",
+                      "leave it out to use the run's schedule.scaling");
+  // The default tolerance is measured from the spread of the k = 1 branch over seeds.
+  if (o.seeds < 2 && o.tolerance < 0)
+    throw ConfigError("--seeds 1 leaves the tolerance unmeasured: its default is " +
+                          std::to_string(static_cast<int>(kToleranceStds)) +
+                          " x the std of the k = 1 branch's val_loss over data-order seeds",
+                      "use --seeds 2 or more, or give --tolerance");
+}
+
+// What every branch in OUT was run with; a rerun with other settings would mix branches of two
+// measurements under the same names.
+void check_same_settings(const fs::path& out, const nlohmann::json& settings) {
+  const fs::path file = out / "cbs_settings.json";
+  if (fs::exists(file)) {
+    const nlohmann::json before = read_json_object(file, "remove it with OUT/branches");
+    if (before != settings) {
+      throw ConfigError(out.string() + " holds branches of other settings (" + before.dump() +
+                            "; now " + settings.dump() + ")",
+                        "give another --out, or the same --from, --examples and --scaling");
+    }
+    return;
+  }
+  io::atomic_write(file, settings.dump(2) + "\n");
+}
+
+std::vector<std::int64_t> with_one(std::vector<std::int64_t> ks) {
+  ks.push_back(1);
+  std::sort(ks.begin(), ks.end());
+  ks.erase(std::unique(ks.begin(), ks.end()), ks.end());
+  return ks;
+}
+
+// One checkpoint's branches read back, its estimate and the noise scale there.
+CbsPoint measure_point(std::int64_t step, const std::vector<Branch>& plan, const fs::path& dir,
+                       const ReferenceRun& ref, const CbsOptions& o) {
+  CbsPoint p;
+  p.step = step;
+  p.batch = ref.global_batch;
+  p.examples = branch_examples(o, ref);
+  std::vector<BranchLoss> losses;
+  for (const Branch& b : plan) {
+    if (b.step != step) continue;
+    p.branches.push_back(read_branch_result(b, dir / b.name));
+    losses.push_back({b.multiplier, b.seed_index, p.branches.back().loss});
+  }
+  p.estimate = estimate_cbs(losses, with_one(o.multipliers), o.seeds, o.tolerance);
+  p.noise = read_noise_at_step(ref.dir, step);
+  return p;
+}
+
+}  // namespace
+
+CbsOutcome run_cbs(const CbsOptions& o) {
+  check_options(o);
+  const ReferenceRun ref = read_reference_run(o.run_dir, o.scaling);
+  const std::vector<Branch> plan = make_cbs_plan(o, ref);  // bad input stops here
+  CbsOutcome result;
+  result.out = o.out.empty() ? o.run_dir / "cbs" : o.out;
+  fs::create_directories(result.out / "branches");
+  result.out = fs::canonical(result.out);
+  const DirLock lock(result.out / "cbs.lock", DirLock::Mode::kExclusive);
+  check_same_settings(result.out, {{"reference", fs::canonical(ref.dir).string()},
+                                   {"branch_examples", branch_examples(o, ref)},
+                                   {"scaling", ref.scaling}});
+  const BranchRunOptions run{result.out / "branches",
+                             o.lbt_binary.empty() ? self_executable() : o.lbt_binary, o.jobs,
+                             o.progress};
+  result.ran = run_branches(plan, ref, run);
+  result.branches = static_cast<int>(plan.size());
+  if (const int sig = sweep_interrupt_signal()) {
+    throw Interrupted(sig, "lbt cbs interrupted; the running branches saved their state",
+                      "rerun the same command: it continues them");
+  }
+  for (std::int64_t step : o.steps)
+    result.points.push_back(measure_point(step, plan, result.out / "branches", ref, o));
+  const CbsSettings settings{fs::canonical(ref.dir), with_one(o.multipliers), o.seeds, ref.scaling,
+                             o.tolerance};
+  write_cbs_json(result.out / "cbs.json", settings, result.points);
+  write_cbs_csv(result.out / "cbs.csv", settings, result.points);
+  write_branches_csv(result.out / "branches.csv", result.points);
+  if (o.plots)
+    if (std::string w = make_cbs_plot(result.out); !w.empty()) result.warnings.push_back(w);
+  return result;
+}
+
+}  // namespace lbt::experiments

@@ -1,0 +1,145 @@
+// lbt cbs's branch processes; see cbs_branches.hpp.
+#include "experiments/cbs/cbs_branches.hpp"
+
+#include <signal.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <map>
+#include <nlohmann/json.hpp>
+
+#include "core/error.hpp"
+#include "core/io.hpp"
+#include "experiments/child_process.hpp"
+#include "experiments/json_file.hpp"
+#include "experiments/sweep/sweep_interrupt.hpp"
+#include "experiments/sweep/sweep_results.hpp"
+#include "experiments/sweep/trial_group.hpp"
+#include "trainer/checkpoint.hpp"
+
+namespace lbt::experiments {
+namespace fs = std::filesystem;
+namespace {
+
+std::string set(const std::string& key, const std::string& value) {
+  return key + "=" + value;
+}
+
+// The keys that make a run a branch: where it starts, its batch and length, its data order.
+// No target and no noise scale (the reference's noise.jsonl has it), one evaluation at the end
+// (its val_loss is what the branches are compared by), no final checkpoint (a finished branch
+// is never continued); checkpoints by wall time stay, so a killed branch resumes.
+std::vector<std::string> branch_sets(const Branch& b, const ReferenceRun& ref, int threads) {
+  const std::int64_t end = b.step + b.steps;  // train.steps counts from 0
+  const fs::path ckpt = trainer::checkpoint_path(fs::absolute(ref.dir) / "checkpoints", b.step);
+  return {set("train.branch_from", "\"" + ckpt.string() + "\""),
+          set("train.global_batch", std::to_string(b.global_batch)),
+          set("train.micro_batch", std::to_string(ref.micro_batch)),
+          set("train.accum_steps", std::to_string(b.global_batch / ref.micro_batch)),
+          set("train.steps", std::to_string(end)),
+          set("train.order_seed", std::to_string(b.order_seed)),
+          set("train.threads", std::to_string(threads)),
+          set("train.target", "\"\""),
+          set("train.stop_at_target", "false"),
+          set("train.prune_at_step", "0"),
+          set("train.eval_every", std::to_string(end)),
+          set("train.eval_growth", "1.0"),
+          set("train.checkpoint_every", "0"),
+          set("train.checkpoint_keep", "1"),
+          set("train.checkpoint_final", "false"),
+          set("noise.enabled", "false"),
+          set("schedule.scaling", "\"" + ref.scaling + "\"")};
+}
+
+int branch_threads(int jobs) {
+  return std::max(1, available_cores() / std::max(1, jobs));
+}
+
+bool finished(const fs::path& dir) {
+  if (!fs::exists(dir / "summary.json")) return false;
+  const auto j = nlohmann::json::parse(io::read_file(dir / "summary.json"), nullptr, false);
+  return j.is_object() && j.contains("status") && j["status"].is_string() &&
+         is_final_status(j["status"].get<std::string>());
+}
+
+// summary.json of a branch that ended without writing its own final one.
+void write_failed(const fs::path& dir, const ChildExit& e) {
+  const std::string why = e.signal ? "killed by signal " + std::to_string(e.signal)
+                                   : "exited with code " + std::to_string(e.exit_code);
+  const std::string log = tail_lines(dir / "train.log", 3);
+  const nlohmann::json s = {{"status", "failed"}, {"error", why + (log.empty() ? "" : ": " + log)}};
+  fs::create_directories(dir);
+  io::atomic_write(dir / "summary.json", s.dump(2) + "\n");
+}
+
+}  // namespace
+
+std::vector<std::string> branch_train_args(const Branch& branch, const ReferenceRun& ref,
+                                           const fs::path& dir, int threads, bool resume) {
+  std::vector<std::string> a = {"train", "--config",   fs::absolute(ref.config_path).string(),
+                                "--out", dir.string(), "--quiet"};
+  for (const std::string& s : branch_sets(branch, ref, threads)) a.insert(a.end(), {"--set", s});
+  if (resume) a.insert(a.end(), {"--resume", dir.string()});
+  return a;
+}
+
+int run_branches(const std::vector<Branch>& plan, const ReferenceRun& ref,
+                 const BranchRunOptions& o) {
+  refuse_live_trial_groups(o.branches_dir);
+  std::vector<const Branch*> todo;
+  for (const Branch& b : plan)
+    if (!finished(o.branches_dir / b.name)) todo.push_back(&b);
+  const int threads = branch_threads(o.jobs);
+  if (o.progress)
+    std::fprintf(stderr, "[cbs] %zu branches, %zu to run, %d jobs x %d threads\n", plan.size(),
+                 todo.size(), o.jobs, threads);
+  std::map<pid_t, const Branch*> running;
+  std::size_t next = 0, done = 0;
+  auto more = [&] { return next < todo.size() && !sweep_interrupted(); };
+  while (more() || !running.empty()) {
+    while (more() && static_cast<int>(running.size()) < o.jobs) {
+      const Branch& b = *todo[next++];
+      const fs::path dir = o.branches_dir / b.name;
+      const bool resume = prepare_trial_dir(dir, threads);
+      const pid_t pid =
+          spawn_logged(o.lbt, branch_train_args(b, ref, dir, threads, resume), dir / "train.log");
+      record_trial_group(dir, pid);
+      running[pid] = &b;
+    }
+    const ChildExit e = wait_any_child();
+    const auto it = running.find(e.pid);
+    if (it == running.end()) continue;
+    const Branch& b = *it->second;
+    running.erase(it);
+    const fs::path dir = o.branches_dir / b.name;
+    forget_trial_group(dir);
+    if (!finished(dir) && !stopped_by_interrupt(e)) write_failed(dir, e);
+    ++done;
+    if (o.progress) {
+      const BranchResult r = read_branch_result(b, dir);
+      std::fprintf(stderr, "[cbs] %zu/%zu %s: %s, val_loss %.6g\n", done, todo.size(),
+                   b.name.c_str(), r.status.c_str(), r.loss);
+    }
+  }
+  return static_cast<int>(done);
+}
+
+BranchResult read_branch_result(const Branch& branch, const fs::path& dir) {
+  BranchResult r;
+  r.branch = branch;
+  r.loss = std::nan("");
+  if (!fs::exists(dir / "summary.json")) {
+    r.status = "missing";
+    return r;
+  }
+  const nlohmann::json s = read_json_object(dir / "summary.json", "rerun lbt cbs: it reruns it");
+  r.status = s.value("status", "missing");
+  r.message = s.value("error", "");
+  // A diverged branch's loss is no loss after the budget: it is outside any tolerance.
+  if (r.status == "completed" && s.contains("final_val_loss") && s["final_val_loss"].is_number())
+    r.loss = s["final_val_loss"].get<double>();
+  return r;
+}
+
+}  // namespace lbt::experiments

@@ -1,0 +1,251 @@
+// lbt cbs's files; see cbs_files.hpp.
+#include "experiments/cbs/cbs_files.hpp"
+
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <limits>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "core/io.hpp"
+#include "experiments/plots.hpp"
+
+namespace lbt::experiments {
+namespace fs = std::filesystem;
+namespace {
+
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+
+// null, never NaN or 0, for what was not measured.
+nlohmann::json number(double v) {
+  return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json();
+}
+
+std::string cell(double v) {
+  if (!std::isfinite(v)) return "";
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.9g", v);
+  return buf;
+}
+
+bool is_record(const nlohmann::json& j) {
+  return j.is_object() && j.contains("estimator") && j["estimator"].is_string() &&
+         j.contains("step") && j["step"].is_number_integer();
+}
+
+double value_of(const nlohmann::json& j, const char* key) {
+  return j.contains(key) && j[key].is_number() ? j[key].get<double>() : kNaN;
+}
+
+double ci_end(const nlohmann::json& j, int i) {
+  if (!j.contains("b_simple_ci95") || !j["b_simple_ci95"].is_array()) return kNaN;
+  const auto& v = j["b_simple_ci95"];
+  return v.size() == 2 && v[i].is_number() ? v[i].get<double>() : kNaN;
+}
+
+NoiseAtStep from_record(const nlohmann::json& j) {
+  return {value_of(j, "b_simple"), ci_end(j, 0), ci_end(j, 1), j["step"].get<std::int64_t>(),
+          j["estimator"].get<std::string>()};
+}
+
+nlohmann::json bound_json(const CbsPoint& p, const std::vector<std::int64_t>& ks) {
+  if (p.estimate.bound == "below")
+    return {{"kind", "below"}, {"batch", ks.size() > 1 ? ks[1] * p.batch : p.batch}};
+  if (p.estimate.bound == "at_least") return {{"kind", "at_least"}, {"batch", ks.back() * p.batch}};
+  return nullptr;
+}
+
+// Resolved on the grid (not a bound, not unmeasured): the estimate in examples.
+bool resolved(const CbsEstimate& e) {
+  return e.bound.empty() && e.k_max > 0;
+}
+
+nlohmann::json branch_json(const BranchResult& r) {
+  const Branch& b = r.branch;
+  nlohmann::json j = {{"name", b.name},
+                      {"k", b.multiplier},
+                      {"seed_index", b.seed_index},
+                      {"order_seed", b.order_seed},
+                      {"batch", b.global_batch},
+                      {"steps", b.steps},
+                      {"examples", b.examples},
+                      {"status", r.status},
+                      {"val_loss", number(r.loss)}};
+  if (!r.message.empty()) j["error"] = r.message;
+  return j;
+}
+
+// The mean over seeds of the finite losses of multiplier k (NaN: none).
+double mean_loss(const CbsPoint& p, std::int64_t k) {
+  double sum = 0.0;
+  int n = 0;
+  for (const BranchResult& r : p.branches) {
+    if (r.branch.multiplier == k && std::isfinite(r.loss)) {
+      sum += r.loss;
+      ++n;
+    }
+  }
+  return n ? sum / n : kNaN;
+}
+
+// The branches of a step that ended with `status` (the rest failed, timed out or are missing).
+std::size_t count_status(const CbsPoint& p, const std::string& status) {
+  std::size_t n = 0;
+  for (const BranchResult& r : p.branches) n += r.status == status;
+  return n;
+}
+
+nlohmann::json point_json(const CbsPoint& p, const CbsSettings& settings) {
+  const CbsEstimate& e = p.estimate;
+  const bool interval = settings.seeds >= 2 && e.k_max > 0;
+  nlohmann::json losses = nlohmann::json::object();
+  for (std::int64_t k : settings.multipliers) {
+    nlohmann::json per_seed = nlohmann::json::array();
+    for (int s = 0; s < settings.seeds; ++s) {
+      double l = kNaN;
+      for (const BranchResult& r : p.branches)
+        if (r.branch.multiplier == k && r.branch.seed_index == s) l = r.loss;
+      per_seed.push_back(number(l));
+    }
+    losses[std::to_string(k)] = per_seed;
+  }
+  nlohmann::json branches = nlohmann::json::array();
+  for (const BranchResult& r : p.branches) branches.push_back(branch_json(r));
+  return {{"step", p.step},
+          {"batch", p.batch},
+          {"branch_examples", p.examples},
+          {"cbs", resolved(e) ? nlohmann::json(e.k_max * p.batch) : nlohmann::json()},
+          {"cbs_interval",
+           interval ? nlohmann::json({e.k_lo * p.batch, e.k_hi * p.batch}) : nlohmann::json()},
+          {"bound", bound_json(p, settings.multipliers)},
+          {"k_max", e.k_max > 0 ? nlohmann::json(e.k_max) : nlohmann::json()},
+          {"k_max_per_seed", e.k_max_per_seed},
+          {"tolerance", number(e.tolerance)},
+          {"tolerance_measured", e.tolerance_measured},
+          {"reference_loss", number(e.reference_loss)},
+          {"reference_loss_std", number(e.reference_std)},
+          {"b_simple", number(p.noise.b_simple)},
+          {"b_simple_ci95", {number(p.noise.ci_lo), number(p.noise.ci_hi)}},
+          {"b_simple_step", p.noise.step >= 0 ? nlohmann::json(p.noise.step) : nlohmann::json()},
+          {"b_simple_estimator", p.noise.estimator},
+          {"val_loss", losses},
+          {"branches", branches}};
+}
+
+}  // namespace
+
+NoiseAtStep read_noise_at_step(const fs::path& run_dir, std::int64_t step) {
+  // The records of the logged step nearest `step` (the earlier one on a tie), one per estimator;
+  // the last line of a step wins (a resumed run rewrites its lines).
+  std::map<std::string, nlohmann::json> at_nearest;
+  std::int64_t nearest = -1;
+  std::ifstream in(run_dir / "noise.jsonl");
+  for (std::string line; std::getline(in, line);) {
+    const auto j = nlohmann::json::parse(line, nullptr, false);
+    if (!is_record(j)) continue;
+    const std::int64_t s = j["step"].get<std::int64_t>();
+    const std::int64_t d = std::llabs(s - step), best = std::llabs(nearest - step);
+    if (nearest >= 0 && (d > best || (d == best && s > nearest))) continue;
+    if (s != nearest) at_nearest.clear();
+    nearest = s;
+    at_nearest[j["estimator"].get<std::string>()] = j;
+  }
+  // A resolved value where one estimator has it (the two-batch one first), else the record as
+  // it is: b_simple null with the bounds it has. Never the nearest *resolved* record: a value
+  // is resolved when its window's |G|^2 happened to come out large, so picking those would
+  // bias B_simple low where it is large.
+  NoiseAtStep unresolved{kNaN, kNaN, kNaN, -1, ""};
+  for (const char* name : {"two_batch", "per_example"}) {
+    if (!at_nearest.count(name)) continue;
+    const NoiseAtStep n = from_record(at_nearest[name]);
+    if (std::isfinite(n.b_simple)) return n;
+    if (unresolved.step < 0) unresolved = n;
+  }
+  return unresolved;
+}
+
+void write_cbs_json(const fs::path& path, const CbsSettings& settings,
+                    const std::vector<CbsPoint>& points) {
+  nlohmann::json j = {
+      {"reference", settings.reference.string()},
+      {"definition",
+       "Merrill et al. 2025 (arXiv:2505.23971): CBS = k_max x B, k_max the largest multiplier k "
+       "such that every branch at k' x B, 1 < k' <= k, trained for branch_examples from the "
+       "checkpoint, ends with val_loss <= reference_loss + tolerance"},
+      {"reference_loss", "mean over data-order seeds of the k = 1 branch's final val_loss"},
+      {"tolerance_rule",
+       settings.tolerance_given < 0
+           ? "measured at each step: " + cell(kToleranceStds) +
+                 " x the sample std over data-order seeds of the k = 1 branch's final val_loss"
+           : "given: --tolerance " + cell(settings.tolerance_given)},
+      {"interval",
+       "cbs is the lower median over data-order seeds of k_max x B; cbs_interval their range "
+       "(min, max); null with one seed"},
+      {"bound",
+       "below: even the smallest k > 1 was outside the tolerance, CBS < that batch; "
+       "at_least: the largest k was inside, CBS >= that batch; cbs is null then"},
+      {"lr", "the reference's schedule at the same data position (examples) times " +
+                 settings.scaling + " scaling from B to k x B"},
+      {"multipliers", settings.multipliers},
+      {"seeds", settings.seeds},
+      {"scaling", settings.scaling},
+      {"points", nlohmann::json::array()}};
+  for (const CbsPoint& p : points) j["points"].push_back(point_json(p, settings));
+  io::atomic_write(path, j.dump(2) + "\n");
+}
+
+void write_cbs_csv(const fs::path& path, const CbsSettings& settings,
+                   const std::vector<CbsPoint>& points) {
+  std::ostringstream out;
+  out << "step,batch,branch_examples,cbs,cbs_lo,cbs_hi,bound,bound_batch,k_max,tolerance,"
+         "tolerance_measured,reference_loss,reference_loss_std,b_simple,b_simple_lo,b_simple_hi,"
+         "b_simple_step,completed,diverged,failed";
+  for (std::int64_t k : settings.multipliers) out << ",val_loss_k" << k;
+  out << "\n";
+  for (const CbsPoint& p : points) {
+    const CbsEstimate& e = p.estimate;
+    const nlohmann::json bound = bound_json(p, settings.multipliers);
+    const bool interval = settings.seeds >= 2 && e.k_max > 0;
+    out << p.step << ',' << p.batch << ',' << p.examples << ','
+        << (resolved(e) ? std::to_string(e.k_max * p.batch) : "") << ','
+        << (interval ? std::to_string(e.k_lo * p.batch) : "") << ','
+        << (interval ? std::to_string(e.k_hi * p.batch) : "") << ','
+        << (bound.is_null() ? "" : bound["kind"].get<std::string>()) << ','
+        << (bound.is_null() ? "" : std::to_string(bound["batch"].get<std::int64_t>())) << ','
+        << (e.k_max > 0 ? std::to_string(e.k_max) : "") << ',' << cell(e.tolerance) << ','
+        << (e.tolerance_measured ? "true" : "false") << ',' << cell(e.reference_loss) << ','
+        << cell(e.reference_std) << ',' << cell(p.noise.b_simple) << ',' << cell(p.noise.ci_lo)
+        << ',' << cell(p.noise.ci_hi) << ','
+        << (p.noise.step >= 0 ? std::to_string(p.noise.step) : "") << ','
+        << count_status(p, "completed") << ',' << count_status(p, "diverged") << ','
+        << p.branches.size() - count_status(p, "completed") - count_status(p, "diverged");
+    for (std::int64_t k : settings.multipliers) out << ',' << cell(mean_loss(p, k));
+    out << "\n";
+  }
+  io::atomic_write(path, out.str());
+}
+
+void write_branches_csv(const fs::path& path, const std::vector<CbsPoint>& points) {
+  std::ostringstream out;
+  out << "name,step,k,seed_index,order_seed,batch,steps,examples,status,val_loss\n";
+  for (const CbsPoint& p : points) {
+    for (const BranchResult& r : p.branches) {
+      const Branch& b = r.branch;
+      out << b.name << ',' << b.step << ',' << b.multiplier << ',' << b.seed_index << ','
+          << b.order_seed << ',' << b.global_batch << ',' << b.steps << ',' << b.examples << ','
+          << r.status << ',' << cell(r.loss) << "\n";
+    }
+  }
+  io::atomic_write(path, out.str());
+}
+
+std::string make_cbs_plot(const fs::path& out) {
+  const fs::path log = out / "plot.log";
+  fs::remove(log);  // this run's output only
+  return run_plot_script("lbt_cbs_plot.py", {out.string()}, log);
+}
+
+}  // namespace lbt::experiments

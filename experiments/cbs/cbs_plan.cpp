@@ -1,0 +1,155 @@
+// lbt cbs's plan; see cbs_plan.hpp.
+#include "experiments/cbs/cbs_plan.hpp"
+
+#include <algorithm>
+#include <string>
+
+#include "core/error.hpp"
+#include "experiments/json_file.hpp"
+#include "experiments/lbt_schema.hpp"
+#include "trainer/checkpoint.hpp"
+#include "trainer/config/run_config.hpp"
+#include "trainer/data/load.hpp"
+
+namespace lbt::experiments {
+namespace fs = std::filesystem;
+namespace {
+
+std::string join(const std::vector<std::int64_t>& values) {
+  std::string s;
+  for (std::int64_t v : values) {
+    if (!s.empty()) s += ',';
+    s += std::to_string(v);
+  }
+  return s;
+}
+
+// The steps of RUN/checkpoints/step_N.ckpt, ascending.
+std::vector<std::int64_t> checkpoint_steps(const fs::path& run_dir) {
+  std::vector<std::int64_t> steps;
+  for (const fs::path& p : trainer::list_checkpoints(run_dir / "checkpoints")) {
+    const std::string stem = p.stem().string();  // step_0000000200
+    if (stem.rfind("step_", 0) == 0) steps.push_back(std::stoll(stem.substr(5)));
+  }
+  std::sort(steps.begin(), steps.end());
+  return steps;
+}
+
+int world_size_of(const fs::path& run_dir) {
+  const fs::path summary = run_dir / "summary.json";
+  if (!fs::exists(summary)) return 1;
+  return read_json_object(summary, "rerun the reference run").value("world_size", 1);
+}
+
+}  // namespace
+
+ReferenceRun read_reference_run(const fs::path& run_dir, const std::string& scaling_override) {
+  ReferenceRun ref;
+  ref.dir = run_dir;
+  ref.config_path = run_dir / "config.toml";
+  if (!fs::is_directory(run_dir) || !fs::is_regular_file(ref.config_path)) {
+    throw ConfigError(run_dir.string() + " is not a run directory (no config.toml in it)",
+                      "give --from the directory lbt train wrote: config.toml, metrics.jsonl, "
+                      "checkpoints/step_N.ckpt");
+  }
+  Config config = load_config(ref.config_path, {}, nullptr);  // the error lbt train gives
+  ref.world_size = world_size_of(run_dir);
+  const trainer::RunConfig run = trainer::resolve_run_config(config, ref.world_size);
+  if (run.train.adaptive.enabled) {
+    throw ConfigError(run_dir.string() + " ran with train.batch_schedule = adaptive",
+                      "lbt cbs branches from a run with a fixed batch");
+  }
+  ref.global_batch = run.train.global_batch;
+  ref.micro_batch = run.train.micro_batch;
+  ref.seed = static_cast<std::int64_t>(run.train.data_order_seed());
+  ref.train_examples = data::load_splits(run.train.data, run.train.seed).train.n;
+  ref.scaling = scaling_override.empty() ? run.schedule.scaling : scaling_override;
+  ref.checkpoint_steps = checkpoint_steps(run_dir);
+  return ref;
+}
+
+std::int64_t branch_examples(const CbsOptions& options, const ReferenceRun& reference) {
+  if (options.examples > 0) return options.examples;
+  const std::int64_t k_max =
+      *std::max_element(options.multipliers.begin(), options.multipliers.end());
+  return 8 * k_max * reference.global_batch;
+}
+
+namespace {
+
+void check_steps(const CbsOptions& options, const ReferenceRun& ref) {
+  if (options.steps.empty())
+    throw ConfigError("--at-steps is empty", "e.g. --at-steps 200,800,3200");
+  for (std::int64_t s : options.steps) {
+    if (std::find(ref.checkpoint_steps.begin(), ref.checkpoint_steps.end(), s) ==
+        ref.checkpoint_steps.end()) {
+      throw ConfigError(
+          "--at-steps " + std::to_string(s) + ": " + ref.dir.string() +
+              " has no checkpoint of step " + std::to_string(s) +
+              (ref.checkpoint_steps.empty() ? " (it has none)"
+                                            : " (it has steps " + join(ref.checkpoint_steps) + ")"),
+          ref.checkpoint_steps.empty()
+              ? "rerun the reference with --set train.checkpoint_every=N --set "
+                "train.checkpoint_keep=1000"
+              : "choose steps from that list, or rerun the reference with train.checkpoint_every "
+                "and a larger train.checkpoint_keep");
+    }
+  }
+}
+
+void check_multipliers(const CbsOptions& options, const ReferenceRun& ref, std::int64_t examples) {
+  for (std::int64_t k : options.multipliers) {
+    if (k < 1)
+      throw ConfigError("--multipliers: " + std::to_string(k) + " is not >= 1", "e.g. 1,2,4,8,16");
+    const std::int64_t batch = k * ref.global_batch;
+    if (batch > ref.train_examples) {
+      throw ConfigError(
+          "--multipliers " + std::to_string(k) + ": the batch " + std::to_string(k) + " x " +
+              std::to_string(ref.global_batch) + " = " + std::to_string(batch) +
+              " is larger than the training set (" + std::to_string(ref.train_examples) +
+              " examples)",
+          "drop multipliers above " + std::to_string(ref.train_examples / ref.global_batch));
+    }
+    if (examples / batch < 1) {
+      throw ConfigError("--examples " + std::to_string(examples) +
+                            " is less than one step at k = " + std::to_string(k) + " (batch " +
+                            std::to_string(batch) + ")",
+                        "give --examples at least " + std::to_string(batch));
+    }
+  }
+}
+
+}  // namespace
+
+std::vector<Branch> make_cbs_plan(const CbsOptions& options, const ReferenceRun& ref) {
+  if (options.seeds < 1) throw ConfigError("--seeds must be >= 1", "e.g. --seeds 3");
+  if (options.multipliers.empty()) throw ConfigError("--multipliers is empty", "e.g. 1,2,4,8,16");
+  check_steps(options, ref);
+  const std::int64_t examples = branch_examples(options, ref);
+  check_multipliers(options, ref, examples);
+  std::vector<std::int64_t> ks = options.multipliers;
+  ks.push_back(1);  // the reference branch, always
+  std::sort(ks.begin(), ks.end());
+  ks.erase(std::unique(ks.begin(), ks.end()), ks.end());
+  std::vector<Branch> plan;
+  for (std::int64_t step : options.steps) {
+    for (int s = 0; s < options.seeds; ++s) {
+      for (std::int64_t k : ks) {
+        Branch b;
+        b.step = step;
+        b.multiplier = k;
+        b.seed_index = s;
+        b.order_seed = ref.seed + s;
+        b.global_batch = k * ref.global_batch;
+        b.steps = examples / b.global_batch;
+        b.examples = b.steps * b.global_batch;
+        b.name =
+            "step" + std::to_string(step) + "_k" + std::to_string(k) + "_s" + std::to_string(s);
+        plan.push_back(b);
+      }
+    }
+  }
+  return plan;
+}
+
+}  // namespace lbt::experiments

@@ -22,7 +22,10 @@ set(CMAKE_FIND_ROOT_PATH_MODE_PACKAGE BOTH)
 set(ENV{PKG_CONFIG_LIBDIR} /usr/lib/aarch64-linux-gnu/pkgconfig:/usr/share/pkgconfig)
 set(ENV{PKG_CONFIG_PATH} "")
 
-# CTest (and CMake's try_run) run the aarch64 programs through qemu-user; -L points the
-# emulated dynamic loader at the cross toolchain's libraries, and the arm64 packages' are found
-# in /usr/lib/aarch64-linux-gnu behind it.
-set(CMAKE_CROSSCOMPILING_EMULATOR qemu-aarch64 -L /usr/aarch64-linux-gnu)
+# CTest (and CMake's try_run) run the aarch64 programs through qemu-user. No -L prefix: the
+# arm64 packages bring Debian's arm64 libc6, libstdc++6 and libgomp1, whose loader
+# /lib/ld-linux-aarch64.so.1 then finds them all through /etc/ld.so.cache. With
+# -L /usr/aarch64-linux-gnu the cross toolchain's loader (glibc 2.36-8cross1) took libc.so.6
+# from that cache (the arm64 package's, another build of 2.36): a mismatched pair, and every
+# program that started a second thread hung at 100% CPU.
+set(CMAKE_CROSSCOMPILING_EMULATOR qemu-aarch64)

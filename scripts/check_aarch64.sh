@@ -48,9 +48,10 @@ done
 if [ ${#missing[@]} -gt 0 ] || [ $added_arch = 1 ]; then
   echo "check_aarch64: installing ${missing[*]}"
   $sudo_cmd apt-get update -qq
-  [ ${#missing[@]} -gt 0 ] &&
+  if [ ${#missing[@]} -gt 0 ]; then
     DEBIAN_FRONTEND=noninteractive $sudo_cmd apt-get install -y -qq --no-install-recommends \
       "${missing[@]}"
+  fi
 fi
 phase_done packages
 

@@ -70,12 +70,12 @@ void Model::check_params_fit() const {
     for (std::size_t k = first_segment_[i]; k < end; ++k) n += store_.segments()[k].size;
     if (n > largest_params) largest = i, largest_params = n;
   }
-  throw ConfigError(
-      origin_text(spec_) + ": " + std::to_string(store_.num_params()) +
-          " parameters with their gradients take " +
-          (bytes ? format_bytes(*bytes) : std::string("past 2^63 bytes")) + ", more than " +
-          machine_text() + "; the largest layer is " + layers_[largest]->describe(),
-      "make the model smaller (fewer or narrower layers)");
+  throw ConfigError(origin_text(spec_) + ": " + std::to_string(store_.num_params()) +
+                        " parameters with their gradients take " +
+                        (bytes ? format_bytes(*bytes) : std::string("past 2^63 bytes")) +
+                        ", more than " + machine_text() + "; the largest layer is " +
+                        layers_[largest]->describe(),
+                    "make the model smaller (fewer or narrower layers)");
 }
 
 void Model::register_params() {

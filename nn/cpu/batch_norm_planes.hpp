@@ -17,13 +17,14 @@ void grad_sums(const float* p, const float* dy, std::int64_t n, float mean, floa
 
 // The forward's y = fma(p, scale, shift) (+ fma(r, r_scale, r_shift) when r is not null), then
 // max(., 0) with relu; a NaN stays NaN.
-void affine(const float* p, float scale, float shift, const float* r, float r_scale,
-            float r_shift, bool relu, std::int64_t n, float* y);
+void affine(const float* p, float scale, float shift, const float* r, float r_scale, float r_shift,
+            bool relu, std::int64_t n, float* y);
 
 // m = dy where out > 0, else 0 (the ReLU after a residual sum).
 void mask_by_positive(const float* out, const float* dy, std::int64_t n, float* m);
 
-// dx = k fma(mean - p, b, g - a) = k (g - a - (p - mean) b), g = dy or, with relu, dy where fma(p, scale, shift) > 0.
+// dx = k fma(mean - p, b, g - a) = k (g - a - (p - mean) b), g = dy or, with relu, dy where
+// fma(p, scale, shift) > 0.
 void input_grad(const float* p, const float* dy, std::int64_t n, float k, float a, float b,
                 float mean, bool relu, float scale, float shift, float* dx);
 

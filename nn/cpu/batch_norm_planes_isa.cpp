@@ -71,8 +71,8 @@ void grad_sums(const float* p, const float* dy, std::int64_t n, float mean, floa
 // std::fma, so that the backward's mask (relu) recomputes these bits exactly; std::max keeps
 // a NaN (the divergence check downstream must see it). An absent residual map is the identity:
 // fma(r, 1, -0) is r, -0 included.
-void affine(const float* p, float scale, float shift, const float* r, float r_scale,
-            float r_shift, bool relu, std::int64_t n, float* q) {
+void affine(const float* p, float scale, float shift, const float* r, float r_scale, float r_shift,
+            bool relu, std::int64_t n, float* q) {
   if (r && relu) {
 #pragma omp simd
     for (std::int64_t i = 0; i < n; ++i)

@@ -286,9 +286,8 @@ BOOST_AUTO_TEST_CASE(plots_of_hostile_paths_are_drawn_and_run_nothing) {
   fs::create_directories(home);
   const std::string config = LBT_SOURCE_DIR "/experiments/configs/synthetic_regression.toml";
   const fs::path noise_dir = home / ("noise " + kHostile);
-  auto r = run_argv({"noise", "--config", config, "--steps", "40", "--quiet", "--out",
-                     noise_dir.string()},
-                    home);
+  auto r = run_argv(
+      {"noise", "--config", config, "--steps", "40", "--quiet", "--out", noise_dir.string()}, home);
   BOOST_REQUIRE_MESSAGE(r.code == 0, r.err);
   BOOST_TEST(r.err.find("plot failed") == std::string::npos, r.err);
   BOOST_TEST(fs::exists(noise_dir / "noise.png"));

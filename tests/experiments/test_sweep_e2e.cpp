@@ -398,10 +398,10 @@ BOOST_AUTO_TEST_CASE(a_rerun_with_other_settings_is_refused_and_extend_adds_only
   BOOST_TEST(r.code == 0, r.err);
 }
 
-// Steps to target that does not depend on how often you look: the same training runs (the synthetic preset, one LR per batch size, 3 seeds) read
-// at the default cadence (evaluations 1.5x apart) and at a 10x denser one (1.05x: spaced 0.05 of
-// the step instead of 0.5) give B_crit inside each other's intervals; fit.json names the
-// definition and carries the sensitivity of both readings.
+// Steps to target that does not depend on how often you look: the same training runs (the synthetic
+// preset, one LR per batch size, 3 seeds) read at the default cadence (evaluations 1.5x apart) and
+// at a 10x denser one (1.05x: spaced 0.05 of the step instead of 0.5) give B_crit inside each
+// other's intervals; fit.json names the definition and carries the sensitivity of both readings.
 BOOST_AUTO_TEST_CASE(
     b_crit_at_the_default_cadence_and_a_10x_denser_one_lie_in_each_others_intervals) {
   const std::string preset =

@@ -1,19 +1,47 @@
 // `lbt plan --from SWEEP_DIR (--workers N --micro-batch M | --max-steps S | --max-examples E)
 //  [--out FILE [--overwrite]]`: the global batch, LR and schedule to run at scale, with predicted
-//  steps and
-// examples to the target; writes a config `lbt train` runs as is; and its memory per rank
-// (as `lbt memory --config PLAN --workers N --memory M` reports it).
+//  steps and examples to the target; writes a config `lbt train` runs as is; and its memory per
+//  rank (as `lbt memory --config PLAN --workers N --memory M` reports it).
+// `lbt plan --from CBS_DIR [--workers N --micro-batch M] [--max-batch B]`: a batch warmup that
+//  follows the critical batch lbt cbs measured (experiments/cbs/batch_warmup.hpp).
 #include <cstdio>
+#include <filesystem>
 #include <memory>
 #include <string>
 
 #include "cli/commands.hpp"
 #include "cli/option_checks.hpp"
 #include "core/error.hpp"
+#include "experiments/cbs/batch_warmup.hpp"
 #include "experiments/memory/memory_report.hpp"
 #include "experiments/sweep/scale_plan.hpp"
 
 namespace lbt::cli {
+namespace {
+
+// From lbt cbs's directory: the budget is the reference run's, so only the layout is given.
+void plan_warmup(const experiments::ScalePlanOptions& o, const std::string& from,
+                 const std::string& out, std::int64_t max_batch, const std::string& memory) {
+  if (o.max_steps > 0 || o.max_examples > 0)
+    throw ConfigError("--max-steps and --max-examples are for sweep directories; " + from +
+                          " is lbt cbs's (the warmup keeps the reference run's examples)",
+                      "drop them; pass --workers N --micro-batch M and --max-batch B");
+  if ((o.workers > 0) != (o.micro_batch > 0))
+    throw ConfigError("--workers and --micro-batch go together",
+                      "e.g. --workers 8 --micro-batch 64, or neither (the reference's layout)");
+  experiments::MemoryOptions m;
+  m.runtime_bytes = trainer::resident_bytes_now();  // before the plan loads any data
+  m.memory = trainer::parse_memory_size(memory, "--memory");
+  const auto plan =
+      experiments::plan_batch_warmup({from, o.workers, o.micro_batch, max_batch, out, o.overwrite});
+  std::printf("%s", experiments::format_warmup_plan(plan).c_str());
+  m.config_path = plan["config"].get<std::string>();
+  m.workers = plan["workers"].get<int>();
+  std::printf("memory (lbt memory --config %s --workers %d):\n%s", m.config_path.c_str(), m.workers,
+              experiments::format_memory_summary(experiments::memory_report(m)).c_str());
+}
+
+}  // namespace
 
 void add_plan_command(CLI::App& app) {
   auto o = std::make_shared<experiments::ScalePlanOptions>();
@@ -23,8 +51,11 @@ void add_plan_command(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand(
       "plan",
       "What to run at scale, from a sweep: global batch, LR, schedule, predicted steps "
-      "and examples to the target, regime; writes a config for lbt train");
-  cmd->add_option("--from", *from, "sweep directory (written by lbt sweep)")
+      "and examples to the target, regime; or, from lbt cbs's directory, a batch warmup that "
+      "follows the measured critical batch; writes a config for lbt train");
+  auto max_batch = std::make_shared<std::int64_t>(0);
+  cmd->add_option("--from", *from,
+                  "sweep directory (written by lbt sweep), or lbt cbs's directory (cbs.json)")
       ->required()
       ->check(CLI::ExistingDirectory);
   cmd->add_option("--workers", o->workers, "budget: this many data-parallel workers ...")
@@ -37,6 +68,9 @@ void add_plan_command(CLI::App& app) {
   cmd->add_option("--max-examples", o->max_examples,
                   "budget: at most this many examples (the largest batch that fits, fewest steps)")
       ->check(whole_number<std::int64_t>());
+  cmd->add_option("--max-batch", *max_batch,
+                  "from lbt cbs: the largest batch of the warmup (default: the training set)")
+      ->check(whole_number<std::int64_t>());
   cmd->add_option("--out,-o", *out,
                   "the config to write (default: SWEEP_DIR/plan.toml); an existing file is "
                   "replaced only if lbt plan wrote it");
@@ -45,7 +79,14 @@ void add_plan_command(CLI::App& app) {
       ->check(whole_number<int>());
   cmd->add_option("--memory", *memory,
                   "memory per rank for the plan's memory lines, e.g. 16GiB, 80GB (default 16GiB)");
-  cmd->callback([o, from, out, memory] {
+  cmd->callback([o, from, out, memory, max_batch] {
+    if (std::filesystem::exists(std::filesystem::path(*from) / "cbs.json")) {
+      plan_warmup(*o, *from, *out, *max_batch, *memory);
+      return;
+    }
+    if (*max_batch > 0)
+      throw ConfigError("--max-batch is for lbt cbs's directories; " + *from + " has no cbs.json",
+                        "drop --max-batch, or give --from the directory lbt cbs wrote");
     // The budget's flags are named here; analysis/plan.cpp checks the same without them.
     if ((o->workers > 0) + (o->max_steps > 0) + (o->max_examples > 0) != 1) {
       throw ConfigError("lbt plan needs exactly one budget",

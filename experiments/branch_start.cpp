@@ -44,7 +44,8 @@ schedules::Schedule reference_schedule(const trainer::LoadedCheckpoint& ck,
   const int world = ck.header.value("world_size", 1);
   const trainer::RunConfig run = trainer::resolve_run_config(config, world);
   if (run.train.adaptive.enabled) {
-    throw ConfigError(ck.path.string() + " is from a run with train.batch_schedule = adaptive",
+    throw ConfigError(ck.path.string() + " is from a run with train.batch_schedule = " +
+                          (run.train.adaptive.follows_noise() ? "adaptive" : "steps"),
                       "branch from a run with a fixed batch");
   }
   const trainer::StepBudget budget = trainer::step_budget(run.train, options.train_examples, world);

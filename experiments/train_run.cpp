@@ -21,6 +21,7 @@
 #include "experiments/run_checkpoint.hpp"
 #include "experiments/trial_readings.hpp"
 #include "nn/model.hpp"
+#include "trainer/batch_steps.hpp"
 #include "trainer/comm/communicator.hpp"
 #include "trainer/config/run_config.hpp"
 #include "trainer/config/train_keys.hpp"
@@ -94,12 +95,14 @@ nlohmann::json summary_json(const trainer::TrainConfig& cfg, const trainer::Trai
     s["last_finite_loss"] = measured(o.last_finite_loss);
     s["divergence_reason"] = o.divergence_reason;
   }
-  // Adaptive batch: global_batch above is the first steps' (batch_min); examples and
+  // Adaptive or stepped batch: global_batch above is the first steps'; examples and
   // examples_to_target are sums of the batches used.
   if (cfg.adaptive.enabled) {
-    s["batch_schedule"] = "adaptive";
+    s["batch_schedule"] = cfg.adaptive.follows_noise() ? "adaptive" : "steps";
     s["batch_min"] = cfg.adaptive.batch_min;
     s["batch_max"] = cfg.adaptive.batch_max;
+    if (!cfg.adaptive.follows_noise())
+      s["batch_steps"] = trainer::format_batch_steps(cfg.adaptive.steps);
   }
   return s;
 }

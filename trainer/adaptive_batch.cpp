@@ -29,6 +29,10 @@ std::int64_t adaptive_accum(const AdaptiveBatchOptions& o, double b_simple, bool
   return std::abs(next - now) > o.hysteresis * now ? k : accum;
 }
 
+std::int64_t stepped_accum(const AdaptiveBatchOptions& o, std::int64_t examples_seen) {
+  return batch_at(o.steps, examples_seen) / o.step_examples;
+}
+
 namespace {
 
 const KeySpec& key(std::string_view name) {
@@ -64,12 +68,51 @@ void read_rule(Config& c, AdaptiveBatchOptions& a) {
            "e.g. --set train.batch_sqrt_scale=512 (B = sqrt(512 x B_simple))");
 }
 
+// micro_batch 0: the smallest batch over the ranks; every batch a whole number of ranks x
+// micro_batch. Sets step_examples.
+void resolve_layout(Config& c, AdaptiveBatchOptions& a, const char* smallest_key, int world_size,
+                    std::int64_t& micro_batch, std::int64_t accum_steps) {
+  const std::string schedule = a.steps.empty() ? "adaptive" : "steps";
+  if (accum_steps != 0)
+    c.fail("train.accum_steps",
+           "0 with train.batch_schedule = \"" + schedule + "\" (the batch moves it)",
+           std::to_string(accum_steps), "set train.micro_batch instead");
+  if (micro_batch == 0) {
+    if (a.batch_min % world_size != 0)
+      c.fail(smallest_key, "divisible by the number of ranks (" + std::to_string(world_size) + ")",
+             std::to_string(a.batch_min), "or set train.micro_batch");
+    micro_batch = a.batch_min / world_size;
+  }
+  a.step_examples = world_size * micro_batch;
+}
+
+// train.batch_schedule = "steps": the stages of train.batch_steps (batch_steps.hpp).
+void read_steps(Config& c, AdaptiveBatchOptions& a, int world_size, std::int64_t& global_batch,
+                std::int64_t& micro_batch, std::int64_t& accum_steps) {
+  a.steps = parse_batch_steps(c.get_string(key("train.batch_steps")), "train.batch_steps");
+  a.batch_min = a.batch_max = a.steps.front().batch;
+  for (const BatchStep& s : a.steps) {
+    a.batch_min = std::min(a.batch_min, s.batch);
+    a.batch_max = std::max(a.batch_max, s.batch);
+  }
+  resolve_layout(c, a, "train.batch_steps", world_size, micro_batch, accum_steps);
+  for (const BatchStep& s : a.steps)
+    require_realisable(c, "train.batch_steps", s.batch, a.step_examples, world_size, micro_batch);
+  global_batch = a.steps.front().batch;
+  accum_steps = global_batch / a.step_examples;
+}
+
 }  // namespace
 
 AdaptiveBatchOptions read_adaptive_batch(Config& c, int world_size, std::int64_t& global_batch,
                                          std::int64_t& micro_batch, std::int64_t& accum_steps) {
   AdaptiveBatchOptions a;
-  a.enabled = c.get_string(key("train.batch_schedule")) == "adaptive";
+  const std::string schedule = c.get_string(key("train.batch_schedule"));
+  a.enabled = schedule != "fixed";
+  if (schedule == "steps") {
+    read_steps(c, a, world_size, global_batch, micro_batch, accum_steps);
+    return a;
+  }
   if (!a.enabled) return a;
   a.batch_min = c.get_int(key("train.batch_min"));
   a.batch_max = c.get_int(key("train.batch_max"));
@@ -83,17 +126,7 @@ AdaptiveBatchOptions read_adaptive_batch(Config& c, int world_size, std::int64_t
            std::to_string(a.batch_max));
   if (!(a.hysteresis >= 0.0 && a.hysteresis < 1.0))
     c.fail("train.batch_hysteresis", "in [0, 1)", std::to_string(a.hysteresis), "e.g. 0.1");
-  if (accum_steps != 0)
-    c.fail("train.accum_steps", "0 with train.batch_schedule = \"adaptive\" (the batch moves it)",
-           std::to_string(accum_steps), "set train.micro_batch instead");
-  if (micro_batch == 0) {
-    if (a.batch_min % world_size != 0)
-      c.fail("train.batch_min",
-             "divisible by the number of ranks (" + std::to_string(world_size) + ")",
-             std::to_string(a.batch_min), "or set train.micro_batch");
-    micro_batch = a.batch_min / world_size;
-  }
-  a.step_examples = world_size * micro_batch;
+  resolve_layout(c, a, "train.batch_min", world_size, micro_batch, accum_steps);
   require_realisable(c, "train.batch_min", a.batch_min, a.step_examples, world_size, micro_batch);
   require_realisable(c, "train.batch_max", a.batch_max, a.step_examples, world_size, micro_batch);
   global_batch = a.batch_min;

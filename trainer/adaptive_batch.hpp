@@ -10,23 +10,30 @@
 //             fixed batch is analysis/adaptive_gain.hpp's gamma (App. D, eq. D.5). The schedule is
 //             counted in
 // examples (position = examples seen / batch_min) and the LR follows schedule.scaling at B(t).
+//
+// train.batch_schedule = "steps" (batch_steps.hpp) shares the layout and the counting in
+// examples: the batch then follows a planned piecewise-constant schedule instead.
 #pragma once
 #include <cstdint>
+#include <vector>
 
 #include "core/config.hpp"
+#include "trainer/batch_steps.hpp"
 
 namespace lbt::trainer {
 
 enum class BatchRule { BSimple, Sqrt };  // train.batch_rule
 
 struct AdaptiveBatchOptions {
-  bool enabled = false;  // train.batch_schedule = "adaptive"
+  bool enabled = false;          // the batch varies: train.batch_schedule = "adaptive" or "steps"
+  std::vector<BatchStep> steps;  // "steps": the planned stages (empty: "adaptive")
   BatchRule rule = BatchRule::BSimple;
   double sqrt_scale = 0.0;         // examples; B0 of the sqrt rule
   std::int64_t batch_min = 0;      // examples; the first steps' batch (before B_simple resolves)
   std::int64_t batch_max = 0;      // examples
   std::int64_t step_examples = 0;  // ranks x micro_batch: the batch moves in these steps
   double hysteresis = 0.1;         // change only when |B_new - B| > hysteresis x B
+  bool follows_noise() const { return enabled && steps.empty(); }
   std::int64_t accum_min() const { return batch_min / step_examples; }
   std::int64_t accum_max() const { return batch_max / step_examples; }
 };
@@ -41,11 +48,15 @@ double rule_batch(const AdaptiveBatchOptions& options, double b_simple);
 std::int64_t adaptive_accum(const AdaptiveBatchOptions& options, double b_simple, bool resolved,
                             std::int64_t accum);
 
+// The accumulation count of the step after `examples_seen` examples under train.batch_steps.
+std::int64_t stepped_accum(const AdaptiveBatchOptions& options, std::int64_t examples_seen);
+
 // Reads train.batch_schedule, train.batch_rule, train.batch_sqrt_scale, train.batch_min,
-// train.batch_max, train.batch_hysteresis and
-// resolves the layout: micro_batch (given, or batch_min / ranks), the realisable set
-// {ranks x micro_batch x k} that batch_min and batch_max must belong to. Sets the run's
-// starting layout (global_batch = batch_min). Throws ConfigError naming the key.
+// train.batch_max, train.batch_hysteresis (adaptive) or train.batch_steps (steps) and
+// resolves the layout: micro_batch (given, or the smallest batch / ranks), the realisable set
+// {ranks x micro_batch x k} that every batch must belong to. Sets the run's starting layout
+// (global_batch = batch_min, or the first stage's batch: the unit of train.steps and of the
+// schedule's position). Throws ConfigError naming the key.
 AdaptiveBatchOptions read_adaptive_batch(Config& config, int world_size, std::int64_t& global_batch,
                                          std::int64_t& micro_batch, std::int64_t& accum_steps);
 

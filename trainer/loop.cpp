@@ -42,15 +42,15 @@ TrainLoop::TrainLoop(TrainContext& ctx)
   // noise.jsonl's method line is written once, by the fresh run (a resumed one keeps it)
   log_noise_note(noise_, state_.step == 0 ? ctx.run_dir : nullptr, ctx.comm.rank() == 0);
   if (state_.step > 0) noise_.load_state(state_.noise_state);  // resumed: continue the EMAs
-  if (adaptive_) set_accum(accum_);  // resumed mid-change: the batch it had chosen
+  if (variable_batch_) set_accum(accum_);  // resumed mid-change: the batch it had chosen
   start_data_at(state_.step);
 }
 
-// An adaptive batch counts the data position in micro-batches (examples seen / (ranks x
+// A varying batch counts the data position in micro-batches (examples seen / (ranks x
 // micro_batch)), as the accumulation count changes; a fixed one in steps.
 void TrainLoop::start_data_at(std::int64_t step) {
   prefetch_.reset();  // one prefetch thread at a time
-  if (adaptive_) {
+  if (variable_batch_) {
     const data::Prefetcher::Stream from{state_.examples_seen / cfg_.adaptive.step_examples};
     prefetch_ = std::make_unique<data::Prefetcher>(ctx_.data.train, ctx_.sampler, cfg_.micro_batch,
                                                    from, /*depth=*/3, augment_);
@@ -100,25 +100,35 @@ TrainLoop::StepResult TrainLoop::step(std::int64_t step, bool replay) {
   update_ema(step + 1);           // the weights' EMA that steps-to-target reads
   out_.steps = state_.step = step + 1;
   out_.examples = state_.examples_seen += r.global_batch = global_batch_now();
-  if (!replay)
-    r.batch_changed = adapt_batch(r);  // adaptive: the next steps' batch from the noise scale
+  r.batch_changed = next_batch(r, replay);  // adaptive or steps: the next steps' batch
   return r;
 }
 
-// Fixed batch: the schedule at the step. Adaptive batch: the schedule counted in examples
-// (its steps are batch_min's, so warmup and decay stay at the same data position) and the
-// LR rescaled by schedule.scaling from batch_min to this step's batch.
+// Fixed batch: the schedule at the step. Varying batch: the schedule counted in examples (its
+// steps are the first batch's, so warmup and decay stay at the same data position) and the
+// LR rescaled by schedule.scaling from the first batch to this step's batch.
 double TrainLoop::lr_at(std::int64_t step) const {
-  if (!adaptive_) return ctx_.schedule(step);
+  if (!variable_batch_) return ctx_.schedule(step);
   const std::int64_t position = state_.examples_seen / cfg_.global_batch;
   return ctx_.schedule(position) *
          schedules::scaling_factor(ctx_.lr_scaling, global_batch_now(), cfg_.global_batch);
 }
 
+// The next step's batch: the planned stage at the examples seen (a replay meets the same
+// stages), or the noise scale's (adapt_batch; a replay feeds no noise estimate and keeps it).
+bool TrainLoop::next_batch(const StepResult& r, bool replay) {
+  if (!variable_batch_) return false;
+  if (follows_noise_) return !replay && adapt_batch(r);
+  const std::int64_t accum = stepped_accum(cfg_.adaptive, state_.examples_seen);
+  if (accum == accum_) return false;
+  set_accum(accum);
+  return true;
+}
+
 // McCandlish et al. 2018, App. D: at each noise report, the batch moves towards the EMA
 // B_simple (clipped, realisable, with hysteresis: adaptive_batch.hpp); batch_min until resolved.
 bool TrainLoop::adapt_batch(const StepResult& r) {
-  if (!adaptive_ || !r.noise_reported) return false;
+  if (!r.noise_reported) return false;
   const noise::NoiseScale* averaged = noise_.averaged();
   if (!averaged) return false;
   const std::int64_t accum =
@@ -135,7 +145,7 @@ void TrainLoop::set_accum(std::int64_t accum) {
 }
 
 double TrainLoop::epoch_now() const {
-  if (!adaptive_) return static_cast<double>(out_.steps) / ctx_.sampler.steps_per_epoch();
+  if (!variable_batch_) return static_cast<double>(out_.steps) / ctx_.sampler.steps_per_epoch();
   const auto per_epoch = ctx_.sampler.per_rank() * ctx_.comm.size();
   return static_cast<double>(state_.examples_seen) / static_cast<double>(per_epoch);
 }
@@ -154,7 +164,7 @@ void TrainLoop::forward_backward(std::int64_t step, bool replay) {
     sums_.correct() += static_cast<double>(correct);
     sums_.examples() += static_cast<double>(b);
     // Overlap: buckets are final only in the last micro-batch's backward.
-    const bool last = micro + 1 == cfg_.accum_steps;
+    const bool last = micro + 1 == accum_;
     const bool hook = overlap_ && last && !cfg_.local_sgd.local_step(step);
     static const nn::Model::GradsReady kNoHook;
     model_.backward(batch.x.data(), b, /*accumulate=*/micro > 0, hook ? grads_ready_ : kNoHook);
@@ -251,7 +261,7 @@ void TrainLoop::sync_parameters(std::int64_t step) {
   average_over_ranks(store_.params(), ctx_.optimizer, store_.grads(), ctx_.comm);
 }
 
-// metrics.jsonl (a skipped step is always logged, marked "skipped"; so is an adaptive batch's
+// metrics.jsonl (a skipped step is always logged, marked "skipped"; so is a varying batch's
 // change) and the progress line.
 void TrainLoop::log_step(const StepResult& r) {
   ++window_steps_;
@@ -270,7 +280,7 @@ void TrainLoop::log_step(const StepResult& r) {
     if (ctx_.run_dir) {
       nlohmann::json line = {
           {"step", out_.steps}, {"epoch", epoch}, {"lr", r.lr}, {"loss", r.loss}};
-      if (adaptive_) {
+      if (variable_batch_) {
         line["global_batch"] = r.global_batch;
         line["examples"] = state_.examples_seen;
         // Each change has its line, at the step that decided it (before any checkpoint of
@@ -297,7 +307,7 @@ void TrainLoop::log_step(const StepResult& r) {
 TrainOutcome TrainLoop::run() {
   const double wall_before = out_.wall_time_s;  // time spent before a resume
   next_eval_ = at_sync(next_eval_after(state_.step, cfg_.eval_every, cfg_.eval_growth));
-  if (out_.steps_to_target < 0 && !state_.below_target && !adaptive_) take_lo_snapshot();
+  if (out_.steps_to_target < 0 && !state_.below_target && !follows_noise_) take_lo_snapshot();
   // A resume from a run's final checkpoint (status no longer "running") trains no more steps.
   for (std::int64_t s = state_.step;
        s < ctx_.total_steps && !examples_budget_spent() && out_.status == "running"; ++s) {

@@ -7,6 +7,7 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 
+#include "trainer/adaptive_batch.hpp"
 #include "trainer/snapshot.hpp"
 #include "trainer/train_loop.hpp"
 
@@ -25,13 +26,13 @@ TrainLoop::Continue TrainLoop::evaluate_if_due() {
     out_.examples_to_target = state_.examples_seen;  // the batches actually used
     // An adaptive run's batches depend on the noise EMAs of steps a replay does not feed, so
     // its crossing stays at the evaluation grid: (steps_lo, steps_to_target].
-    if (!adaptive_) refine_crossing();
+    if (!follows_noise_) refine_crossing();
     state_.below_target.reset();  // not needed any more (nor in checkpoints)
   } else if (out_.steps_to_target < 0) {
     out_.steps_lo = out_.steps;
     // The replay starts where the metric was clearly short of the target: a crossing in the
     // band above it, before this evaluation, is then found too.
-    if (!adaptive_ && clearly_below(cfg_.target, last_metric_, cfg_.target_band))
+    if (!follows_noise_ && clearly_below(cfg_.target, last_metric_, cfg_.target_band))
       take_lo_snapshot();
   }
   if (other_seen_ >= 0 && out_.other_hi < 0) out_.other_hi = other_seen_;
@@ -63,7 +64,7 @@ bool TrainLoop::evaluate_now(bool refinement) {
     other_seen_ = out_.steps;
   if (ctx_.run_dir) {
     nlohmann::json line = {{"step", out_.steps}, {"epoch", epoch_now()}, {"val_loss", e.loss}};
-    if (adaptive_) line["examples"] = state_.examples_seen;
+    if (variable_batch_) line["examples"] = state_.examples_seen;
     if (e.regression) {
       line["val_mse"] = e.mse;
       line["val_r2"] = e.r2;
@@ -133,7 +134,7 @@ void TrainLoop::refine_crossing() {
   // Met nowhere before the coarse crossing: the last coarse evaluation below it bounds it too.
   out_.steps_lo = w.bracket.hi < coarse_hi ? w.bracket.lo : std::max(w.bracket.lo, coarse_lo);
   out_.steps_to_target = w.bracket.hi;
-  out_.examples_to_target = w.bracket.hi * cfg_.global_batch;
+  out_.examples_to_target = examples_at_step(w.bracket.hi);
   out_.refinement_evals = w.evals;
 }
 
@@ -152,6 +153,7 @@ void TrainLoop::restore_model(const ModelSnapshot& snapshot) {
 void TrainLoop::restore(const ModelSnapshot& snapshot, const LoopState& state) {
   restore_model(snapshot);
   state_ = state;
+  if (variable_batch_) set_accum(state_.batch_accum);
   start_data_at(state_.step);
 }
 
@@ -161,7 +163,8 @@ void TrainLoop::restore_below_target() {
   const auto below = state_.below_target;
   restore_model(below->model);
   state_.step = below->step;
-  state_.examples_seen = below->step * cfg_.global_batch;  // fixed batch only (no refinement)
+  state_.examples_seen = examples_at_step(below->step);  // fixed or planned: not adaptive
+  if (variable_batch_) set_accum(stepped_accum(cfg_.adaptive, state_.examples_seen));
   state_.divergence = below->divergence;
   state_.ema = below->ema;
   state_.ema_updated = below->ema_updated;

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "trainer/batch_steps.hpp"
 #include "trainer/data/prefetch.hpp"
 #include "trainer/evaluation.hpp"
 #include "trainer/loop.hpp"
@@ -37,7 +38,7 @@ class TrainLoop {
     double loss, grad_norm, lr;
     std::int64_t global_batch;  // this step's examples over all ranks
     bool stop, checkpoint_due, noise_reported;
-    bool batch_changed;       // adaptive: the next step's batch differs from this one's
+    bool batch_changed;       // adaptive or steps: the next step's batch differs from this one's
     std::string skip_reason;  // why judge_step skipped or stopped
   };
   enum class Continue { kGoOn, kStop };
@@ -51,7 +52,8 @@ class TrainLoop {
   double lr_at(std::int64_t step) const;
   void apply_update(std::int64_t step, const StepResult& r, bool replay);
   void sync_parameters(std::int64_t step);
-  bool adapt_batch(const StepResult& r);  // true: the batch changed
+  bool next_batch(const StepResult& r, bool replay);  // true: the batch changed
+  bool adapt_batch(const StepResult& r);              // adaptive: from the noise scale
   void set_accum(std::int64_t accum);
   void start_data_at(std::int64_t step);
   void start_overlap();
@@ -76,11 +78,17 @@ class TrainLoop {
   void swap_ema();
 
   std::int64_t global_batch_now() const {
-    return adaptive_ ? accum_ * cfg_.adaptive.step_examples : cfg_.global_batch;
+    return variable_batch_ ? accum_ * cfg_.adaptive.step_examples : cfg_.global_batch;
   }
-  // Adaptive: the budget is in examples (total_steps x batch_min); the run may end sooner.
+  // The examples seen after `steps` steps, where the batches do not depend on the run's
+  // measurements (a fixed batch or planned stages): where a replay from that step stands.
+  std::int64_t examples_at_step(std::int64_t steps) const {
+    return variable_batch_ ? examples_after(cfg_.adaptive.steps, steps) : steps * cfg_.global_batch;
+  }
+  // A varying batch: the budget is in examples (total_steps x the first batch); the run may end
+  // sooner.
   bool examples_budget_spent() const {
-    return adaptive_ && state_.examples_seen >= ctx_.total_steps * cfg_.global_batch;
+    return variable_batch_ && state_.examples_seen >= ctx_.total_steps * cfg_.global_batch;
   }
   bool last_step() const { return out_.steps == ctx_.total_steps || examples_budget_spent(); }
   // Local SGD (local_sgd.hpp): whether every rank holds the same parameters after `steps`
@@ -102,7 +110,8 @@ class TrainLoop {
   ParameterStore& store_;
   LoopState state_;
   TrainOutcome& out_;
-  const bool adaptive_ = cfg_.adaptive.enabled;
+  const bool variable_batch_ = cfg_.adaptive.enabled;         // adaptive or steps
+  const bool follows_noise_ = cfg_.adaptive.follows_noise();  // adaptive: no replay
   std::int64_t accum_;  // micro-batches per step now (fixed: train.accum_steps)
   float grad_scale_;    // mean over this rank's examples
   const data::AugmentOptions augment_;

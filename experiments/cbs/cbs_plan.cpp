@@ -56,7 +56,8 @@ ReferenceRun read_reference_run(const fs::path& run_dir, const std::string& scal
   ref.world_size = world_size_of(run_dir);
   const trainer::RunConfig run = trainer::resolve_run_config(config, ref.world_size);
   if (run.train.adaptive.enabled) {
-    throw ConfigError(run_dir.string() + " ran with train.batch_schedule = adaptive",
+    throw ConfigError(run_dir.string() + " ran with train.batch_schedule = " +
+                          (run.train.adaptive.follows_noise() ? "adaptive" : "steps"),
                       "lbt cbs branches from a run with a fixed batch");
   }
   ref.global_batch = run.train.global_batch;

@@ -160,27 +160,6 @@ nlohmann::json plan_json(const ScalePlanOptions& o, const SweepForPlan& sweep,
   return plan;
 }
 
-// The first words of every config lbt plan writes: how it knows a file it may replace.
-constexpr std::string_view kPlanHeader = "# Written by lbt plan from ";
-
-// lbt plan replaces only its own config (a file whose first line is its header) unless told
-// to: an --out that names someone's file must not cost them the file.
-void check_plan_out(const fs::path& out, bool overwrite) {
-  std::error_code ec;
-  if (fs::is_directory(out, ec)) {
-    throw ConfigError("lbt plan --out " + out.string() + " is a directory",
-                      "pass a file name, e.g. --out " + (out / "plan.toml").string());
-  }
-  if (overwrite || !fs::exists(out, ec)) return;
-  std::ifstream in(out);
-  std::string first;
-  std::getline(in, first);
-  if (first.starts_with(kPlanHeader)) return;
-  throw ConfigError("lbt plan --out " + out.string() +
-                        ": the file exists and lbt plan did not write it (no \"# Written by lbt "
-                        "plan\" first line)",
-                    "pass another --out, or add --overwrite to replace it");
-}
 
 // The config `lbt train` runs as is, headed by what it predicts.
 void write_plan_config(const fs::path& out, const ScalePlanOptions& o, const Config& config,
@@ -198,6 +177,23 @@ void write_plan_config(const fs::path& out, const ScalePlanOptions& o, const Con
 }
 
 }  // namespace
+
+void check_plan_out(const fs::path& out, bool overwrite) {
+  std::error_code ec;
+  if (fs::is_directory(out, ec)) {
+    throw ConfigError("lbt plan --out " + out.string() + " is a directory",
+                      "pass a file name, e.g. --out " + (out / "plan.toml").string());
+  }
+  if (overwrite || !fs::exists(out, ec)) return;
+  std::ifstream in(out);
+  std::string first;
+  std::getline(in, first);
+  if (first.starts_with(kPlanHeader)) return;
+  throw ConfigError("lbt plan --out " + out.string() +
+                        ": the file exists and lbt plan did not write it (no \"# Written by lbt "
+                        "plan\" first line)",
+                    "pass another --out, or add --overwrite to replace it");
+}
 
 nlohmann::json plan_at_scale(const ScalePlanOptions& o) {
   const fs::path out = o.out.empty() ? o.sweep_dir / "plan.toml" : o.out;

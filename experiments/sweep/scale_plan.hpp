@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <string_view>
 
 namespace lbt::experiments {
 
@@ -34,5 +35,12 @@ nlohmann::json plan_at_scale(const ScalePlanOptions& options);
 
 // The plan as lines for a terminal.
 std::string format_scale_plan(const nlohmann::json& plan);
+
+// The first words of every config lbt plan writes: how it knows a file it may replace.
+inline constexpr std::string_view kPlanHeader = "# Written by lbt plan from ";
+
+// lbt plan replaces only its own config (a file whose first line is kPlanHeader) unless told
+// to: an --out that names someone's file must not cost them the file. Throws ConfigError.
+void check_plan_out(const std::filesystem::path& out, bool overwrite);
 
 }  // namespace lbt::experiments

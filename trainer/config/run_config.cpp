@@ -62,7 +62,7 @@ RunConfig resolve_run_config(Config& config, int world_size) {
                 "steps, or noise.enabled = false");
   }
   // The adaptive batch follows the measured noise scale (adaptive_batch.hpp): it must be measured.
-  if (run.train.adaptive.enabled && !run.noise.enabled) {
+  if (run.train.adaptive.follows_noise() && !run.noise.enabled) {
     config.fail("noise.enabled",
                 "true with train.batch_schedule = \"adaptive\" (the batch follows "
                 "the measured noise scale)",

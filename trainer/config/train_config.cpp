@@ -295,8 +295,8 @@ void check_run(const Config& c, const TrainConfig& t, std::int64_t seed,
   }
 }
 
-// Adaptive batch size (adaptive_batch.hpp): the batch follows the noise scale, so no global
-// batch is resolved once. True when it is on.
+// A batch that varies (adaptive_batch.hpp: it follows the noise scale, or the planned stages of
+// batch_steps.hpp), so no global batch is resolved once. True when it is on.
 bool read_adaptive(Config& c, TrainConfig& t, int world_size) {
   t.adaptive = read_adaptive_batch(c, world_size, t.global_batch, t.micro_batch, t.accum_steps);
   if (!t.adaptive.enabled) return false;
@@ -304,7 +304,8 @@ bool read_adaptive(Config& c, TrainConfig& t, int world_size) {
     c.fail("train.batch_schedule",
            "\"fixed\" with local SGD (train.sync_every > 1: no step forms the global gradient "
            "the noise scale needs, and the periods are counted in steps)",
-           "\"adaptive\"", "set train.sync_every = 1, or train.batch_schedule = \"fixed\"");
+           t.adaptive.follows_noise() ? "\"adaptive\"" : "\"steps\"",
+           "set train.sync_every = 1, or train.batch_schedule = \"fixed\"");
   }
   return true;
 }

@@ -1,0 +1,210 @@
+// lbt plan --from CBS_DIR; see batch_warmup.hpp.
+#include "experiments/cbs/batch_warmup.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <sstream>
+
+#include "core/error.hpp"
+#include "core/io.hpp"
+#include "experiments/cbs/cbs_plan.hpp"
+#include "experiments/json_file.hpp"
+#include "experiments/lbt_schema.hpp"
+#include "experiments/sweep/scale_plan.hpp"
+#include "schedules/scaling.hpp"
+#include "trainer/config/run_config.hpp"
+
+namespace lbt::experiments {
+namespace fs = std::filesystem;
+
+std::vector<trainer::BatchStep> warmup_stages(const std::vector<CbsReading>& readings,
+                                              std::int64_t grid, std::int64_t max_batch) {
+  const std::int64_t top = std::max(grid, max_batch / grid * grid);
+  auto on_grid = [&](std::int64_t b) { return std::clamp(b / grid * grid, grid, top); };
+  std::vector<trainer::BatchStep> stages;
+  auto add = [&](std::int64_t from, std::int64_t batch) {
+    if (!stages.empty()) batch = std::max(batch, stages.back().batch);  // a warmup: never down
+    if (!stages.empty() && batch == stages.back().batch) return;
+    if (!stages.empty() && from == stages.back().from_examples) stages.pop_back();
+    stages.push_back({from, batch});
+  };
+  add(0, on_grid(readings.empty() ? grid : readings.front().batch));
+  for (const CbsReading& r : readings)
+    if (r.safe_batch) add(r.step * r.batch, on_grid(*r.safe_batch));
+  return stages;
+}
+
+namespace {
+
+[[noreturn]] void bad_cbs_json(const fs::path& path, const std::string& what) {
+  throw DataError(path.string() + ": " + what,
+                  "rerun the lbt cbs command that wrote it (finished branches are kept)");
+}
+
+std::int64_t whole(const nlohmann::json& j, const char* key, const fs::path& path) {
+  const auto it = j.find(key);
+  if (it == j.end() || !it->is_number_integer() || it->get<std::int64_t>() < 0)
+    bad_cbs_json(path, std::string("a point without a whole \"") + key + "\"");
+  return it->get<std::int64_t>();
+}
+
+// A point's safe batch (CbsReading): its estimate, else what its bound says.
+std::optional<std::int64_t> safe_batch(const nlohmann::json& point, std::int64_t batch) {
+  const auto cbs = point.find("cbs");
+  if (cbs != point.end() && cbs->is_number()) return std::llround(cbs->get<double>());
+  const auto bound = point.find("bound");
+  if (bound == point.end() || !bound->is_object()) return std::nullopt;
+  const std::string kind = bound->value("kind", "");
+  if (kind == "below") return batch;  // 2B was outside the tolerance; B is the reference
+  if (kind == "at_least") return bound->value("batch", batch);
+  return std::nullopt;
+}
+
+struct CbsFile {
+  fs::path reference;
+  std::string scaling;
+  std::vector<CbsReading> readings;
+  nlohmann::json points;
+};
+
+CbsFile read_cbs_file(const fs::path& dir) {
+  const fs::path path = dir / "cbs.json";
+  const nlohmann::json j =
+      read_json_object(path, "run lbt cbs --from RUN_DIR --out " + dir.string());
+  CbsFile f;
+  if (!j.contains("reference") || !j["reference"].is_string() || !j.contains("scaling") ||
+      !j["scaling"].is_string() || !j.contains("points") || !j["points"].is_array())
+    bad_cbs_json(path, "not lbt cbs's file (no \"reference\", \"scaling\" and \"points\")");
+  f.reference = j["reference"].get<std::string>();
+  f.scaling = j["scaling"].get<std::string>();
+  f.points = j["points"];
+  for (const nlohmann::json& p : f.points) {
+    if (!p.is_object()) bad_cbs_json(path, "a point that is not an object");
+    CbsReading r{whole(p, "step", path), whole(p, "batch", path), std::nullopt};
+    r.safe_batch = safe_batch(p, r.batch);
+    f.readings.push_back(r);
+  }
+  std::sort(f.readings.begin(), f.readings.end(),
+            [](const CbsReading& a, const CbsReading& b) { return a.step < b.step; });
+  if (std::none_of(f.readings.begin(), f.readings.end(),
+                   [](const CbsReading& r) { return r.safe_batch.has_value(); }))
+    throw ConfigError(path.string() + " has no measured point (every CBS is null)",
+                      "rerun lbt cbs at more steps or with --tolerance");
+  return f;
+}
+
+std::string number(double x) {
+  std::ostringstream s;
+  s.precision(6);
+  s << x;
+  return s.str();
+}
+
+}  // namespace
+
+nlohmann::json plan_batch_warmup(const WarmupPlanOptions& o) {
+  const fs::path out = o.out.empty() ? o.cbs_dir / "plan.toml" : o.out;
+  check_plan_out(out, o.overwrite);  // before any work
+  const CbsFile cbs = read_cbs_file(o.cbs_dir);
+  const fs::path ref_config = cbs.reference / "config.toml";
+  if (!fs::is_regular_file(ref_config))
+    throw ConfigError("the reference run of " + (o.cbs_dir / "cbs.json").string() + " (" +
+                          cbs.reference.string() + ") has no config.toml",
+                      "restore the reference run directory, or rerun lbt cbs on it");
+  const ReferenceRun reference = read_reference_run(cbs.reference, cbs.scaling);
+  Config config = load_config(ref_config, {}, nullptr);
+  const trainer::RunConfig ref = trainer::resolve_run_config(config, reference.world_size);
+  const int world = o.workers > 0 ? o.workers : 1;
+  const std::int64_t micro = o.workers > 0 ? o.micro_batch : reference.micro_batch;
+  const std::int64_t grid = world * micro;
+  const std::int64_t max_batch = o.max_batch > 0 ? o.max_batch : reference.train_examples;
+  if (grid > max_batch)
+    throw ConfigError("lbt plan: the smallest batch of " + std::to_string(world) + " workers x " +
+                          std::to_string(micro) + " examples is larger than " +
+                          (o.max_batch > 0 ? "--max-batch" : "the training set") + " (" +
+                          std::to_string(max_batch) + ")",
+                      "pass fewer --workers or a smaller --micro-batch");
+  const std::vector<trainer::BatchStep> stages = warmup_stages(cbs.readings, grid, max_batch);
+
+  // The reference's budget in examples, counted in steps of the first stage's batch; the LR at
+  // the reference's own reference batch, under the rule the branches measured with.
+  const std::int64_t ref_examples =
+      trainer::step_budget(ref.train, reference.train_examples, reference.world_size).total_steps *
+      reference.global_batch;
+  const std::int64_t first = stages.front().batch;
+  const std::int64_t steps = (ref_examples + first - 1) / first;
+  for (const std::string& s :
+       {std::string("train.batch_schedule=steps"),
+        "train.batch_steps=" + trainer::format_batch_steps(stages),
+        "train.micro_batch=" + std::to_string(micro), std::string("train.accum_steps=0"),
+        "train.steps=" + std::to_string(steps), "schedule.scaling=" + cbs.scaling,
+        "schedule.reference_batch=" + std::to_string(ref.schedule.reference_batch)}) {
+    config.set(s);
+  }
+  config.validate(lbt_schema());
+  const trainer::RunConfig run = trainer::resolve_run_config(config, world);  // as lbt train
+  trainer::run_schedule(run, trainer::step_budget(run.train, reference.train_examples, world),
+                        nullptr);
+
+  const auto rule = schedules::scaling_rule(cbs.scaling);
+  nlohmann::json plan = {{"cbs_dir", fs::absolute(o.cbs_dir).string()},
+                         {"reference", cbs.reference.string()},
+                         {"workers", world},
+                         {"micro_batch", micro},
+                         {"max_batch", max_batch},
+                         {"scaling", cbs.scaling},
+                         {"reference_batch", ref.schedule.reference_batch},
+                         {"budget_examples", steps * first},
+                         {"train_steps", steps},
+                         {"batch_steps", trainer::format_batch_steps(stages)},
+                         {"stages", nlohmann::json::array()}};
+  for (const trainer::BatchStep& s : stages) {
+    plan["stages"].push_back(
+        {{"from_examples", s.from_examples},
+         {"from_reference_step", static_cast<double>(s.from_examples) / reference.global_batch},
+         {"batch", s.batch},
+         {"lr_factor", schedules::scaling_factor(rule, s.batch, first)}});
+  }
+  plan["readings"] = nlohmann::json::array();
+  for (const CbsReading& r : cbs.readings)
+    plan["readings"].push_back(
+        {{"step", r.step},
+         {"batch", r.batch},
+         {"safe_batch", r.safe_batch ? nlohmann::json(*r.safe_batch) : nlohmann::json()}});
+  std::ostringstream toml;
+  toml << kPlanHeader << fs::absolute(o.cbs_dir).string() << ": a batch warmup "
+       << trainer::format_batch_steps(stages) << " (examples:batch), " << cbs.scaling
+       << " LR scaling.\n# Run it as is: lbt train --config " << out.string() << "\n"
+       << config.resolved_toml();
+  io::atomic_write(out, toml.str());
+  plan["config"] = fs::absolute(out).string();
+  io::atomic_write(o.cbs_dir / "plan.json", plan.dump(2) + "\n");
+  return plan;
+}
+
+std::string format_warmup_plan(const nlohmann::json& p) {
+  std::ostringstream ss;
+  ss << "plan: a batch warmup from the critical batch measured in "
+     << p["cbs_dir"].get<std::string>() << "\n  " << p["workers"].get<int>()
+     << " worker(s) x micro-batch " << p["micro_batch"].get<std::int64_t>() << ", batches up to "
+     << p["max_batch"].get<std::int64_t>() << ", LR by " << p["scaling"].get<std::string>()
+     << " scaling from the first stage's batch\n"
+     << "   from example   (reference step)      batch   LR x\n";
+  for (const auto& s : p["stages"]) {
+    char line[128];
+    std::snprintf(line, sizeof line, "  %14lld   %16s %10lld   %s\n",
+                  static_cast<long long>(s["from_examples"].get<std::int64_t>()),
+                  ("(" + number(s["from_reference_step"].get<double>()) + ")").c_str(),
+                  static_cast<long long>(s["batch"].get<std::int64_t>()),
+                  number(s["lr_factor"].get<double>()).c_str());
+    ss << line;
+  }
+  ss << "  budget: the reference's " << p["budget_examples"].get<std::int64_t>()
+     << " examples (train.steps = " << p["train_steps"].get<std::int64_t>()
+     << " steps of the first batch)\n"
+     << "  config: " << p["config"].get<std::string>() << " (lbt train --config it as is)\n";
+  return ss.str();
+}
+
+}  // namespace lbt::experiments

@@ -35,7 +35,7 @@ std::string cbs_text(const experiments::CbsPoint& p, std::int64_t smallest_k,
   return s;
 }
 
-std::string noise_text(const experiments::NoiseAtStep& n) {
+std::string noise_text(const experiments::BSimpleAtStep& n) {
   if (n.step < 0) return "-";
   if (!std::isfinite(n.b_simple))  // not resolved there: what the record bounds it by
     return ">= " + number_text(n.ci_lo, "%.1f") + " (unresolved) @" + std::to_string(n.step);

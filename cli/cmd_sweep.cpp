@@ -85,7 +85,7 @@ void add_sweep_options(CLI::App* cmd, SweepArgs& a) {
 }
 
 // An interrupted sweep says how to continue it; its exit code is the signal's.
-void throw_if_interrupted(const experiments::SweepOutcome& r, const experiments::SweepOptions& o) {
+void throw_if_sweep_interrupted(const experiments::SweepOutcome& r, const experiments::SweepOptions& o) {
   if (r.interrupt_signal == 0) return;
   throw Interrupted(r.interrupt_signal,
                     std::string("sweep interrupted by ") +
@@ -139,7 +139,7 @@ void add_sweep_command(CLI::App& app) {
     else
       experiments::install_sweep_interrupt_handlers();
     const auto r = experiments::run_sweep(o);
-    throw_if_interrupted(r, o);
+    throw_if_sweep_interrupted(r, o);
     report_sweep(r, o);
   });
 }

@@ -12,4 +12,9 @@ namespace lbt::experiments {
 // does not, or where it is not a JSON object.
 nlohmann::json read_json_object(const std::filesystem::path& path, const std::string& hint);
 
+// A measurement as summary.json writes it: null where it was not measured (NaN), never NaN.
+inline nlohmann::json null_if_nan(double v) {
+  return v != v ? nlohmann::json() : nlohmann::json(v);
+}
+
 }  // namespace lbt::experiments

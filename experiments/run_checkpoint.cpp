@@ -36,7 +36,7 @@ nlohmann::json outcome_json(const trainer::TrainOutcome& o) {
 }
 
 // NaN (trainer::kNotMeasured) is written as null.
-double number(const nlohmann::json& v) {
+double number_or_unmeasured(const nlohmann::json& v) {
   return v.is_number() ? v.get<double>() : trainer::kNotMeasured;
 }
 
@@ -52,20 +52,20 @@ void outcome_from_json(const nlohmann::json& j, trainer::TrainOutcome& o) {
   o.steps_lo = j.at("steps_lo");
   o.refinement_evals = j.at("refinement_evals");
   o.other_hi = j.value("other_hi", std::int64_t{-1});
-  o.best_val_accuracy = number(j.at("best_val_accuracy"));
-  o.best_val_loss = number(j.at("best_val_loss"));
-  o.final_val_accuracy = number(j.at("final_val_accuracy"));
-  o.final_val_loss = number(j.at("final_val_loss"));
+  o.best_val_accuracy = number_or_unmeasured(j.at("best_val_accuracy"));
+  o.best_val_loss = number_or_unmeasured(j.at("best_val_loss"));
+  o.final_val_accuracy = number_or_unmeasured(j.at("final_val_accuracy"));
+  o.final_val_loss = number_or_unmeasured(j.at("final_val_loss"));
   // regression metrics: absent from checkpoints written before they existed
   auto optional = [&](const char* key) {
-    return j.contains(key) ? number(j[key]) : trainer::kNotMeasured;
+    return j.contains(key) ? number_or_unmeasured(j[key]) : trainer::kNotMeasured;
   };
   o.best_val_mse = optional("best_val_mse");
   o.best_val_r2 = optional("best_val_r2");
   o.final_val_mse = optional("final_val_mse");
   o.final_val_r2 = optional("final_val_r2");
-  o.last_loss = number(j.at("last_loss"));
-  o.last_finite_loss = number(j.at("last_finite_loss"));
+  o.last_loss = number_or_unmeasured(j.at("last_loss"));
+  o.last_finite_loss = number_or_unmeasured(j.at("last_finite_loss"));
   o.wall_time_s = j.at("wall_time_s");
 }
 

@@ -16,6 +16,7 @@
 #include "core/rng.hpp"
 #include "experiments/branch_start.hpp"
 #include "experiments/hessian_probe.hpp"
+#include "experiments/json_file.hpp"
 #include "experiments/rank_agreement.hpp"
 #include "experiments/run_check.hpp"
 #include "experiments/run_checkpoint.hpp"
@@ -43,11 +44,6 @@ int default_threads(int world_size) {
 
 namespace {
 
-// null for a metric never measured (trainer::kNotMeasured), never a 0 that reads as a value.
-nlohmann::json measured(double v) {
-  return std::isnan(v) ? nlohmann::json() : nlohmann::json(v);
-}
-
 nlohmann::json summary_json(const trainer::TrainConfig& cfg, const trainer::TrainOutcome& o,
                             const std::string& model, const std::string& optimizer, int world_size,
                             std::int64_t steps_per_epoch) {
@@ -72,15 +68,15 @@ nlohmann::json summary_json(const trainer::TrainConfig& cfg, const trainer::Trai
       {"steps_hi", o.steps_to_target >= 0 ? nlohmann::json(o.steps_to_target) : nlohmann::json()},
       {"target_resolution", cfg.target_resolution},
       {"refinement_evals", o.refinement_evals},
-      {"best_val_accuracy", measured(o.best_val_accuracy)},
-      {"best_val_loss", measured(o.best_val_loss)},
-      {"final_val_accuracy", measured(o.final_val_accuracy)},
-      {"final_val_loss", measured(o.final_val_loss)},
+      {"best_val_accuracy", null_if_nan(o.best_val_accuracy)},
+      {"best_val_loss", null_if_nan(o.best_val_loss)},
+      {"final_val_accuracy", null_if_nan(o.final_val_accuracy)},
+      {"final_val_loss", null_if_nan(o.final_val_loss)},
       // regression (null for classification): mean squared error and R^2, as sklearn's
-      {"best_val_mse", measured(o.best_val_mse)},
-      {"best_val_r2", measured(o.best_val_r2)},
-      {"final_val_mse", measured(o.final_val_mse)},
-      {"final_val_r2", measured(o.final_val_r2)},
+      {"best_val_mse", null_if_nan(o.best_val_mse)},
+      {"best_val_r2", null_if_nan(o.best_val_r2)},
+      {"final_val_mse", null_if_nan(o.final_val_mse)},
+      {"final_val_r2", null_if_nan(o.final_val_r2)},
       {"last_loss", o.status == "running" && o.steps == 0 ? nlohmann::json()
                     : std::isfinite(o.last_loss)          ? nlohmann::json(o.last_loss)
                                                  : nlohmann::json(std::to_string(o.last_loss))},
@@ -92,7 +88,7 @@ nlohmann::json summary_json(const trainer::TrainConfig& cfg, const trainer::Trai
   if (o.skipped_steps > 0) s["skipped_steps"] = o.skipped_steps;
   if (o.status == "diverged") {
     s["diverged_step"] = o.diverged_step;
-    s["last_finite_loss"] = measured(o.last_finite_loss);
+    s["last_finite_loss"] = null_if_nan(o.last_finite_loss);
     s["divergence_reason"] = o.divergence_reason;
   }
   // Adaptive or stepped batch: global_batch above is the first steps'; examples and

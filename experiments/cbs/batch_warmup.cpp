@@ -94,7 +94,7 @@ CbsFile read_cbs_file(const fs::path& dir) {
   return f;
 }
 
-std::string number(double x) {
+std::string short_number(double x) {
   std::ostringstream s;
   s.precision(6);
   s << x;
@@ -195,9 +195,9 @@ std::string format_warmup_plan(const nlohmann::json& p) {
     char line[128];
     std::snprintf(line, sizeof line, "  %14lld   %16s %10lld   %s\n",
                   static_cast<long long>(s["from_examples"].get<std::int64_t>()),
-                  ("(" + number(s["from_reference_step"].get<double>()) + ")").c_str(),
+                  ("(" + short_number(s["from_reference_step"].get<double>()) + ")").c_str(),
                   static_cast<long long>(s["batch"].get<std::int64_t>()),
-                  number(s["lr_factor"].get<double>()).c_str());
+                  short_number(s["lr_factor"].get<double>()).c_str());
     ss << line;
   }
   ss << "  budget: the reference's " << p["budget_examples"].get<std::int64_t>()

@@ -8,12 +8,12 @@
 namespace lbt::experiments {
 namespace {
 
-constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+constexpr double kUnmeasured = std::numeric_limits<double>::quiet_NaN();
 
 double loss_of(const std::vector<BranchLoss>& losses, std::int64_t k, int seed) {
   for (const BranchLoss& l : losses)
     if (l.multiplier == k && l.seed_index == seed) return l.loss;
-  return kNaN;  // not run (yet): outside, like a failed branch
+  return kUnmeasured;  // not run (yet): outside, like a failed branch
 }
 
 // The finite k = 1 losses over seeds.
@@ -27,11 +27,11 @@ std::vector<double> reference_losses(const std::vector<BranchLoss>& losses, int 
 double mean(const std::vector<double>& v) {
   double sum = 0.0;
   for (double x : v) sum += x;
-  return v.empty() ? kNaN : sum / static_cast<double>(v.size());
+  return v.empty() ? kUnmeasured : sum / static_cast<double>(v.size());
 }
 
 double sample_std(const std::vector<double>& v) {
-  if (v.size() < 2) return kNaN;
+  if (v.size() < 2) return kUnmeasured;
   const double m = mean(v);
   double ss = 0.0;
   for (double x : v) ss += (x - m) * (x - m);

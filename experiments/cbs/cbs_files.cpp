@@ -24,14 +24,14 @@ nlohmann::json number(double v) {
   return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json();
 }
 
-std::string cell(double v) {
+std::string csv_cell(double v) {
   if (!std::isfinite(v)) return "";
   char buf[32];
   std::snprintf(buf, sizeof buf, "%.9g", v);
   return buf;
 }
 
-bool is_record(const nlohmann::json& j) {
+bool is_estimator_record(const nlohmann::json& j) {
   return j.is_object() && j.contains("estimator") && j["estimator"].is_string() &&
          j.contains("step") && j["step"].is_number_integer();
 }
@@ -46,7 +46,7 @@ double ci_end(const nlohmann::json& j, int i) {
   return v.size() == 2 && v[i].is_number() ? v[i].get<double>() : kNaN;
 }
 
-NoiseAtStep from_record(const nlohmann::json& j) {
+BSimpleAtStep from_record(const nlohmann::json& j) {
   return {value_of(j, "b_simple"), ci_end(j, 0), ci_end(j, 1), j["step"].get<std::int64_t>(),
           j["estimator"].get<std::string>()};
 }
@@ -137,7 +137,7 @@ nlohmann::json point_json(const CbsPoint& p, const CbsSettings& settings) {
 
 }  // namespace
 
-NoiseAtStep read_noise_at_step(const fs::path& run_dir, std::int64_t step) {
+BSimpleAtStep read_noise_at_step(const fs::path& run_dir, std::int64_t step) {
   // The records of the logged step nearest `step` (the earlier one on a tie), one per estimator;
   // the last line of a step wins (a resumed run rewrites its lines).
   std::map<std::string, nlohmann::json> at_nearest;
@@ -145,7 +145,7 @@ NoiseAtStep read_noise_at_step(const fs::path& run_dir, std::int64_t step) {
   std::ifstream in(run_dir / "noise.jsonl");
   for (std::string line; std::getline(in, line);) {
     const auto j = nlohmann::json::parse(line, nullptr, false);
-    if (!is_record(j)) continue;
+    if (!is_estimator_record(j)) continue;
     const std::int64_t s = j["step"].get<std::int64_t>();
     const std::int64_t d = std::llabs(s - step), best = std::llabs(nearest - step);
     if (nearest >= 0 && (d > best || (d == best && s > nearest))) continue;
@@ -157,10 +157,10 @@ NoiseAtStep read_noise_at_step(const fs::path& run_dir, std::int64_t step) {
   // it is: b_simple null with the bounds it has. Never the nearest *resolved* record: a value
   // is resolved when its window's |G|^2 happened to come out large, so picking those would
   // bias B_simple low where it is large.
-  NoiseAtStep unresolved{kNaN, kNaN, kNaN, -1, ""};
+  BSimpleAtStep unresolved{kNaN, kNaN, kNaN, -1, ""};
   for (const char* name : {"two_batch", "per_example"}) {
     if (!at_nearest.count(name)) continue;
-    const NoiseAtStep n = from_record(at_nearest[name]);
+    const BSimpleAtStep n = from_record(at_nearest[name]);
     if (std::isfinite(n.b_simple)) return n;
     if (unresolved.step < 0) unresolved = n;
   }
@@ -178,9 +178,9 @@ void write_cbs_json(const fs::path& path, const CbsSettings& settings,
       {"reference_loss", "mean over data-order seeds of the k = 1 branch's final val_loss"},
       {"tolerance_rule",
        settings.tolerance_given < 0
-           ? "measured at each step: " + cell(kToleranceStds) +
+           ? "measured at each step: " + csv_cell(kToleranceStds) +
                  " x the sample std over data-order seeds of the k = 1 branch's final val_loss"
-           : "given: --tolerance " + cell(settings.tolerance_given)},
+           : "given: --tolerance " + csv_cell(settings.tolerance_given)},
       {"interval",
        "cbs is the lower median over data-order seeds of k_max x B; cbs_interval their range "
        "(min, max); null with one seed"},
@@ -215,14 +215,14 @@ void write_cbs_csv(const fs::path& path, const CbsSettings& settings,
         << (interval ? std::to_string(e.k_hi * p.batch) : "") << ','
         << (bound.is_null() ? "" : bound["kind"].get<std::string>()) << ','
         << (bound.is_null() ? "" : std::to_string(bound["batch"].get<std::int64_t>())) << ','
-        << (e.k_max > 0 ? std::to_string(e.k_max) : "") << ',' << cell(e.tolerance) << ','
-        << (e.tolerance_measured ? "true" : "false") << ',' << cell(e.reference_loss) << ','
-        << cell(e.reference_std) << ',' << cell(p.noise.b_simple) << ',' << cell(p.noise.ci_lo)
-        << ',' << cell(p.noise.ci_hi) << ','
+        << (e.k_max > 0 ? std::to_string(e.k_max) : "") << ',' << csv_cell(e.tolerance) << ','
+        << (e.tolerance_measured ? "true" : "false") << ',' << csv_cell(e.reference_loss) << ','
+        << csv_cell(e.reference_std) << ',' << csv_cell(p.noise.b_simple) << ',' << csv_cell(p.noise.ci_lo)
+        << ',' << csv_cell(p.noise.ci_hi) << ','
         << (p.noise.step >= 0 ? std::to_string(p.noise.step) : "") << ','
         << count_status(p, "completed") << ',' << count_status(p, "diverged") << ','
         << p.branches.size() - count_status(p, "completed") - count_status(p, "diverged");
-    for (std::int64_t k : settings.multipliers) out << ',' << cell(mean_loss(p, k));
+    for (std::int64_t k : settings.multipliers) out << ',' << csv_cell(mean_loss(p, k));
     out << "\n";
   }
   io::atomic_write(path, out.str());
@@ -236,7 +236,7 @@ void write_branches_csv(const fs::path& path, const std::vector<CbsPoint>& point
       const Branch& b = r.branch;
       out << b.name << ',' << b.step << ',' << b.multiplier << ',' << b.seed_index << ','
           << b.order_seed << ',' << b.global_batch << ',' << b.steps << ',' << b.examples << ','
-          << r.status << ',' << cell(r.loss) << "\n";
+          << r.status << ',' << csv_cell(r.loss) << "\n";
     }
   }
   io::atomic_write(path, out.str());

@@ -16,18 +16,18 @@ namespace lbt::experiments {
 // step: the window's "now" value and its ci95, of the two-batch estimator or, where only it has
 // resolved the value there, the per-example one. Unresolved there: b_simple NaN (null in
 // cbs.json) with the bounds the record has (a lower bound: B_simple is large). No log: step -1.
-struct NoiseAtStep {
+struct BSimpleAtStep {
   double b_simple = 0.0, ci_lo = 0.0, ci_hi = 0.0;
   std::int64_t step = -1;  // the record's step (-1: none)
   std::string estimator;
 };
-NoiseAtStep read_noise_at_step(const std::filesystem::path& run_dir, std::int64_t step);
+BSimpleAtStep read_noise_at_step(const std::filesystem::path& run_dir, std::int64_t step);
 
 // One checkpoint's measurement.
 struct CbsPoint {
   std::int64_t step = 0, batch = 0, examples = 0;  // examples: per branch
   CbsEstimate estimate;
-  NoiseAtStep noise;
+  BSimpleAtStep noise;
   std::vector<BranchResult> branches;
 };
 

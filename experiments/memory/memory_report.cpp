@@ -164,7 +164,7 @@ MemoryReport memory_report(const MemoryOptions& o) {
 namespace {
 
 // Right-aligned in 14 columns, or wider: a cell is never cut (a 19-digit batch size).
-std::string cell(const std::string& text) {
+std::string right_aligned(const std::string& text) {
   return std::string(text.size() < 14 ? 14 - text.size() : 1, ' ') + text;
 }
 
@@ -172,7 +172,7 @@ std::string row(const std::string& name, const std::vector<std::int64_t>& values
   char head[40];
   std::snprintf(head, sizeof head, "  %-30s", name.c_str());
   std::string line = head;
-  for (std::int64_t v : values) line += cell(trainer::format_bytes(v));
+  for (std::int64_t v : values) line += right_aligned(trainer::format_bytes(v));
   return line + "\n";
 }
 
@@ -190,7 +190,7 @@ std::string parts_table(const MemoryReport& r) {
   std::snprintf(head, sizeof head, "  %-30s", "global batch / micro-batch");
   ss << head;
   for (std::size_t i = 0; i < r.estimates.size(); ++i) {
-    ss << cell(std::to_string(r.global_batches[i]) + " / " +
+    ss << right_aligned(std::to_string(r.global_batches[i]) + " / " +
                std::to_string(r.estimates[i].micro_batch));
   }
   ss << "\n";

@@ -72,7 +72,7 @@ void check_key(const std::string& spec, const std::string& key) {
   }
 }
 
-std::string range(const Spread& s, const char* format) {
+std::string spread_text(const Spread& s, const char* format) {
   char text[128];
   const std::string f = std::string(format) + " [" + format + "-" + format + "]";
   std::snprintf(text, sizeof text, f.c_str(), s.median, s.min, s.max);
@@ -234,14 +234,14 @@ void print_compare_table(const std::vector<ScalingSummary>& rows,
       std::string ratio = "(baseline)", diff;
       for (const VariantRatio& c : ratios) {
         if (c.workers == k && c.variant == r.variant) {
-          ratio = range(c.ratio, "%.3f");
+          ratio = spread_text(c.ratio, "%.3f");
           diff = signed_range(c.efficiency);
         }
       }
       const Spread sps{r.samples_per_s, r.samples_per_s_min, r.samples_per_s_max};
       const Spread eff{r.efficiency, r.efficiency_min, r.efficiency_max};
       std::printf("%7d  %-*s %26s %22s %22s %28s\n", k, width, r.variant.c_str(),
-                  range(sps, "%.0f").c_str(), range(eff, "%.3f").c_str(), ratio.c_str(),
+                  spread_text(sps, "%.0f").c_str(), spread_text(eff, "%.3f").c_str(), ratio.c_str(),
                   diff.c_str());
     }
   }

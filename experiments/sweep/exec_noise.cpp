@@ -36,7 +36,7 @@ std::string malformed(const nlohmann::json& j) {
   return "";
 }
 
-NoiseLines read_noise_lines(const fs::path& file) {
+NoiseLines read_exec_noise_lines(const fs::path& file) {
   NoiseLines out;
   std::error_code ec;
   if (!fs::is_regular_file(file, ec)) return out;
@@ -61,7 +61,7 @@ NoiseLines read_noise_lines(const fs::path& file) {
 }  // namespace
 
 TrialNoise read_exec_noise(const fs::path& run_dir, std::int64_t steps_to_target) {
-  const std::vector<Sample> samples = read_noise_lines(run_dir / "noise.jsonl").samples;
+  const std::vector<Sample> samples = read_exec_noise_lines(run_dir / "noise.jsonl").samples;
   // B_simple of samples [from, to): the ratio of the means (each estimate is unbiased, their
   // ratio is not: average first); unresolved (NaN) while the mean |G|^2 is not positive.
   const auto ratio = [&](std::size_t from, std::size_t to) {
@@ -86,7 +86,7 @@ TrialNoise read_exec_noise(const fs::path& run_dir, std::int64_t steps_to_target
 
 std::string exec_noise_warning(const fs::path& run_dir) {
   const fs::path file = run_dir / "noise.jsonl";
-  const NoiseLines lines = read_noise_lines(file);
+  const NoiseLines lines = read_exec_noise_lines(file);
   if (lines.skipped == 0) return "";
   return file.string() + ": " + std::to_string(lines.skipped) + " line(s) skipped, the first at " +
          lines.first_skipped + " (the protocol: {\"step\", \"g_small_sq\", \"g_big_sq\", " +

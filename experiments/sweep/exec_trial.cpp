@@ -6,6 +6,7 @@
 
 #include "core/error.hpp"
 #include "core/io.hpp"
+#include "experiments/json_file.hpp"
 #include "experiments/sweep/exec_command.hpp"
 
 namespace lbt::experiments {
@@ -86,10 +87,6 @@ EvalLog read_eval_log(const fs::path& file, const trainer::Target& target) {
   return log;
 }
 
-nlohmann::json measured(double v) {
-  return std::isnan(v) ? nlohmann::json() : nlohmann::json(v);
-}
-
 }  // namespace
 
 void check_exec_template(const std::string& command, const Trial& trial, std::int64_t base_seed) {
@@ -130,8 +127,8 @@ std::string write_exec_summary(const Trial& t, const fs::path& run_dir,
   nlohmann::json s = {{"global_batch", t.batch_size},
                       {"target", target.text()},
                       {"steps", log.steps},
-                      {"best_val_loss", measured(log.best_loss)},
-                      {"best_val_accuracy", measured(log.best_accuracy)},
+                      {"best_val_loss", null_if_nan(log.best_loss)},
+                      {"best_val_accuracy", null_if_nan(log.best_accuracy)},
                       {"written_by", "lbt sweep --exec"}};
   if (!noise_warning.empty()) s["noise_warning"] = noise_warning;
   if (e.signal != 0 || e.exit_code != 0) {

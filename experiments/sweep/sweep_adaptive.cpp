@@ -22,7 +22,7 @@ void for_each_line(const fs::path& file, F f) {
   }
 }
 
-double number_or_nan(const nlohmann::json& j, const char* key) {
+double field_or_nan(const nlohmann::json& j, const char* key) {
   return j.contains(key) && j[key].is_number() ? j[key].get<double>() : std::nan("");
 }
 
@@ -42,7 +42,7 @@ std::vector<analysis::TrajectoryPoint> read_adaptive_trajectory(const fs::path& 
     auto& e =
         ema.try_emplace(n["step"].get<std::int64_t>(), std::nan(""), std::nan("")).first->second;
     (n.value("estimator", std::string()) == "per_example" ? e.first : e.second) =
-        number_or_nan(n, "b_simple_ema");
+        field_or_nan(n, "b_simple_ema");
   });
   std::vector<analysis::TrajectoryPoint> out;
   for (const auto& [t, e] : ema) {

@@ -50,7 +50,7 @@ std::string status_of(const fs::path& trial_dir) {
              : "";
 }
 
-std::string threads_of(const fs::path& trial_dir) {
+std::string trial_threads(const fs::path& trial_dir) {
   std::error_code ec;
   if (!fs::exists(trial_dir / "config.toml", ec)) return "";
   const auto keys = flatten_config(io::read_file(trial_dir / "config.toml"));
@@ -101,7 +101,7 @@ bool stopped_by_interrupt(const ChildExit& exit) {
 bool prepare_trial_dir(const fs::path& trial_dir, int threads) {
   const bool resumable = !trainer::list_checkpoints(trial_dir / "checkpoints").empty() &&
                          status_of(trial_dir) != "failed" &&
-                         threads_of(trial_dir) == std::to_string(threads);
+                         trial_threads(trial_dir) == std::to_string(threads);
   if (resumable) return true;
   // A torn run of a killed sweep, a failed trial (--retry-failed) or one stopped under another
   // --jobs: start it clean.

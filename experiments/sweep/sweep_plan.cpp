@@ -28,7 +28,7 @@ std::string exact(double v) {
   return std::string(buf, std::to_chars(buf, buf + sizeof buf, v).ptr);
 }
 
-std::string number(double v) {
+std::string key_number(double v) {
   char buf[32];
   std::snprintf(buf, sizeof buf, "%.6g", v);
   return buf;
@@ -98,15 +98,15 @@ void check_lr_search(const Config& c, SweepSettings& s, int lr_trials) {
     c.fail("sweep.lr_search", "one of: adaptive, grid, log_uniform", "'" + s.lr_search + "'");
   }
   if (!(s.search.refine_ratio > 1.0) || !std::isfinite(s.search.refine_ratio)) {
-    c.fail("sweep.lr_refine_ratio", "> 1", number(s.search.refine_ratio),
+    c.fail("sweep.lr_refine_ratio", "> 1", key_number(s.search.refine_ratio),
            "e.g. 1.4142 (neighbouring LRs at most 2^(1/2) apart)");
   }
   if (s.seeds < 1) c.fail("sweep.seeds", ">= 1", std::to_string(s.seeds), "e.g. 3");
   if (!(s.eval_growth >= 1.0))
-    c.fail("sweep.eval_growth", ">= 1", number(s.eval_growth), "e.g. 1.5");
+    c.fail("sweep.eval_growth", ">= 1", key_number(s.eval_growth), "e.g. 1.5");
   if (s.lr_search != "log_uniform" && !s.lr_multipliers.empty()) {
     for (double m : s.lr_multipliers) {
-      if (!(m > 0)) c.fail("sweep.lr_multipliers", "all > 0", number(m));
+      if (!(m > 0)) c.fail("sweep.lr_multipliers", "all > 0", key_number(m));
     }
     if (lr_trials > 0 && lr_trials != static_cast<int>(s.lr_multipliers.size())) {
       throw ConfigError("--lr-trials " + std::to_string(lr_trials) + " disagrees with the " +
@@ -122,11 +122,11 @@ void check_lr_search(const Config& c, SweepSettings& s, int lr_trials) {
   }
   if (s.lr_trials < 1) c.fail("sweep.lr_trials", ">= 1", std::to_string(s.lr_trials));
   if (!(s.lr_min_factor > 0) || !(s.lr_max_factor >= s.lr_min_factor)) {
-    c.fail("sweep.lr_min_factor", "> 0 and <= sweep.lr_max_factor", number(s.lr_min_factor));
+    c.fail("sweep.lr_min_factor", "> 0 and <= sweep.lr_max_factor", key_number(s.lr_min_factor));
   }
   if (s.search_momentum &&
       !(0 <= s.momentum_min && s.momentum_min < s.momentum_max && s.momentum_max < 1)) {
-    c.fail("sweep.momentum_min", "0 <= momentum_min < momentum_max < 1", number(s.momentum_min));
+    c.fail("sweep.momentum_min", "0 <= momentum_min < momentum_max < 1", key_number(s.momentum_min));
   }
 }
 
@@ -135,7 +135,7 @@ void check_budget_and_target(const Config& c, const SweepSettings& s) {
   if (s.max_examples < 0) c.fail("sweep.max_examples", ">= 0", std::to_string(s.max_examples));
   if (s.max_steps < 0) c.fail("sweep.max_steps", ">= 0", std::to_string(s.max_steps));
   if (!std::isfinite(s.trial_timeout))
-    c.fail("sweep.trial_timeout", "a number of seconds", number(s.trial_timeout), "e.g. 3600");
+    c.fail("sweep.trial_timeout", "a number of seconds", key_number(s.trial_timeout), "e.g. 3600");
   if (s.max_examples == 0 && s.max_steps == 0) {
     throw ConfigError("a sweep needs a step budget per trial",
                       "set sweep.max_examples (e.g. 20 epochs' worth) and/or sweep.max_steps");
@@ -159,7 +159,7 @@ SweepSettings read_sweep_settings(Config& c, const std::vector<std::int64_t>& ba
   check_budget_and_target(c, s);
   if (s.adaptive && s.adaptive_rule == "sqrt" && !(s.adaptive_sqrt_scale > 0.0))
     c.fail("sweep.adaptive_sqrt_scale", "> 0 with sweep.adaptive_rule = \"sqrt\"",
-           number(s.adaptive_sqrt_scale), "e.g. --set sweep.adaptive_sqrt_scale=512");
+           key_number(s.adaptive_sqrt_scale), "e.g. --set sweep.adaptive_sqrt_scale=512");
   return s;
 }
 

@@ -28,7 +28,7 @@ std::string csv_field(const std::string& s) {
 }
 
 // An empty cell for a value never measured (NaN), as pandas and lbt's readers expect.
-std::string num(double v) {
+std::string csv_number(double v) {
   if (std::isnan(v)) return "";
   char buf[32];
   std::snprintf(buf, sizeof buf, "%.6g", v);
@@ -39,7 +39,7 @@ std::string opt_int(std::int64_t v) {
   return v >= 0 ? std::to_string(v) : "";
 }
 std::string opt_num(double v) {
-  return std::isfinite(v) ? num(v) : "";
+  return std::isfinite(v) ? csv_number(v) : "";
 }  // empty: not measured
 
 // Each reading's bracket, fluctuation and best value (empty: not met or not recorded).
@@ -56,12 +56,12 @@ std::string reading_columns(const TrialResult& r) {
 
 std::string trial_columns(const TrialResult& r, const fs::path& sweep_dir) {
   const Trial& t = r.trial;
-  std::string momentum = t.momentum >= 0 ? num(t.momentum) : "";
-  return csv_field(t.name) + "," + std::to_string(t.batch_size) + "," + num(t.lr) + "," + momentum +
+  std::string momentum = t.momentum >= 0 ? csv_number(t.momentum) : "";
+  return csv_field(t.name) + "," + std::to_string(t.batch_size) + "," + csv_number(t.lr) + "," + momentum +
          "," + std::to_string(t.seed) + "," + r.status + "," + opt_int(r.steps_to_target) + "," +
          opt_int(r.examples_to_target) + "," + opt_int(r.steps_lo) + "," +
-         opt_int(r.steps_to_target) + "," + std::to_string(r.steps) + "," + num(r.wall_time_s) +
-         "," + num(r.best_val_accuracy) + "," + num(r.best_val_loss) + "," +
+         opt_int(r.steps_to_target) + "," + std::to_string(r.steps) + "," + csv_number(r.wall_time_s) +
+         "," + csv_number(r.best_val_accuracy) + "," + csv_number(r.best_val_loss) + "," +
          csv_field((fs::path("trials") / t.name).string()) + "," + opt_num(r.noise.start) + "," +
          opt_num(r.noise.at_target) + "," + opt_num(r.noise.averaged) + "," + r.definition +
          reading_columns(r);
@@ -247,8 +247,8 @@ std::vector<std::string> target_noise_warnings(const std::vector<TrialResult>& r
     const double gap = std::abs(g.best - target.value);
     if (!(std::isfinite(g.fluctuation) && gap < 2.0 * g.fluctuation)) continue;
     warnings.push_back("B=" + std::to_string(row.batch_size) + ": the best " + target.metric +
-                       " (" + row.best->definition + ") " + num(g.best) + " is within 2 x its " +
-                       "fluctuation " + num(g.fluctuation) + " of the target " + num(target.value) +
+                       " (" + row.best->definition + ") " + csv_number(g.best) + " is within 2 x its " +
+                       "fluctuation " + csv_number(g.fluctuation) + " of the target " + csv_number(target.value) +
                        ": its steps-to-target is a first passage of noise; "
                        "lower the target");
   }
@@ -292,7 +292,7 @@ void write_best_csv(const fs::path& path, const std::vector<TrialResult>& result
     const auto decision = decisions.find(row.batch_size);
     out += ',' + std::to_string(row.trials) + ',' + std::to_string(row.reached) +
            (row.lr_at_edge ? ",true," : ",false,") + std::to_string(row.seeds.size()) + ',' +
-           std::to_string(row.seeds_reached) + ',' + num(row.steps_median) + ',' +
+           std::to_string(row.seeds_reached) + ',' + csv_number(row.steps_median) + ',' +
            opt_int(row.steps_min) + ',' + opt_int(row.steps_max) + ',' +
            csv_field(decision == decisions.end() ? "" : decision->second) + '\n';
   }

@@ -235,10 +235,10 @@ std::vector<std::map<std::int64_t, double>> read_schedule_csv(const std::string&
 
 BOOST_AUTO_TEST_CASE(lbt_schedule_equals_the_lr_the_trainer_logged_bit_for_bit_for_every_preset) {
   // Each preset at two batch sizes, on a small slice of its data so that epochs are a few
-  // steps (1024 examples: 16 and 4): the run length and steps per epoch come from
-  // train.epochs / train.steps and the data on both sides. metrics.jsonl's step N logs the LR
-  // of update N, schedule(N - 1).
-  const std::string slice = " --set data.train_limit=1024 --set data.validation_size=1000";
+  // steps (512 training examples after the 1000 held out: 8 and 2): the run length and steps
+  // per epoch come from train.epochs / train.steps and the data on both sides. metrics.jsonl's
+  // step N logs the LR of update N, schedule(N - 1).
+  const std::string slice = " --set data.train_limit=1512 --set data.validation_size=1000";
   const std::string quiet =
       " --set train.eval_every=100000 --set train.log_every=1"
       " --set train.stop_at_target=false --set train.checkpoint_final=false"

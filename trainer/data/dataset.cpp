@@ -3,13 +3,28 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <numeric>
+
+#ifdef __linux__
+#include <sys/mman.h>
+#endif
 
 #include "core/error.hpp"
 #include "core/rng.hpp"
 #include "trainer/data/sampler.hpp"
 
 namespace lbt::data {
+
+void reserve_untouched(std::vector<float>& x, std::size_t floats) {
+  x.reserve(floats);
+#ifdef __linux__
+  constexpr std::uintptr_t kHuge = std::uintptr_t{2} << 20;
+  const auto begin = (reinterpret_cast<std::uintptr_t>(x.data()) + kHuge - 1) & ~(kHuge - 1);
+  const auto end = reinterpret_cast<std::uintptr_t>(x.data() + x.capacity()) & ~(kHuge - 1);
+  if (end > begin) madvise(reinterpret_cast<void*>(begin), end - begin, MADV_HUGEPAGE);
+#endif
+}
 
 Dataset subset(const Dataset& source, const std::vector<std::int64_t>& indices) {
   Dataset out;
@@ -19,12 +34,20 @@ Dataset subset(const Dataset& source, const std::vector<std::int64_t>& indices) 
   out.shape = source.shape;
   out.num_classes = source.num_classes;
   out.target_dim = source.target_dim;
-  out.x.resize(static_cast<std::size_t>(out.n * out.dim));
+  // Appended row by row into reserved memory: resize() would first zero every byte the rows
+  // then overwrite (Fashion-MNIST's split wrote 188 MB twice).
+  reserve_untouched(out.x, static_cast<std::size_t>(out.n * out.dim));
+  for (const std::int64_t i : indices)
+    out.x.insert(out.x.end(), source.row(i), source.row(i) + out.dim);
   if (source.is_classification()) out.labels.resize(static_cast<std::size_t>(out.n));
   if (source.target_dim > 0) out.targets.resize(static_cast<std::size_t>(out.n * out.target_dim));
   for (std::int64_t r = 0; r < out.n; ++r) {
-    source.copy_example(indices[static_cast<std::size_t>(r)], r, out.x.data(), out.labels.data(),
-                        out.targets.data());
+    const auto i = indices[static_cast<std::size_t>(r)];
+    if (source.is_classification()) out.labels[r] = source.labels[i];
+    if (source.target_dim > 0)
+      std::copy(source.targets.begin() + i * out.target_dim,
+                source.targets.begin() + (i + 1) * out.target_dim,
+                out.targets.begin() + r * out.target_dim);
   }
   return out;
 }
@@ -32,8 +55,8 @@ Dataset subset(const Dataset& source, const std::vector<std::int64_t>& indices) 
 void split_validation(const Dataset& full, std::int64_t validation_size, std::uint64_t seed,
                       Dataset& train, Dataset& validation) {
   if (validation_size < 0 || validation_size >= full.n) {
-    throw ConfigError("data.validation_size must be in [0, " + std::to_string(full.n) +
-                          ") for " + full.name + ", got " + std::to_string(validation_size),
+    throw ConfigError("data.validation_size must be in [0, " + std::to_string(full.n) + ") for " +
+                          full.name + ", got " + std::to_string(validation_size),
                       "hold out fewer examples, e.g. --set data.validation_size=10000");
   }
   auto rng = make_rng(seed, RngStream::kValidationSplit);

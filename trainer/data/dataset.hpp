@@ -33,6 +33,11 @@ struct Dataset {
   }
 };
 
+// Reserves `floats` values in `x` (empty) without touching them and asks the kernel for huge
+// pages there (madvise; a no-op where there are none): filling Fashion-MNIST's 188 MB in 4 KiB
+// pages took a page fault per 1024 floats, a third of a load's time on a virtual machine.
+void reserve_untouched(std::vector<float>& x, std::size_t floats);
+
 // Rows `indices` of `source`, in that order.
 Dataset subset(const Dataset& source, const std::vector<std::int64_t>& indices);
 

@@ -35,7 +35,9 @@ IdxArray read_idx(const std::filesystem::path& path) {
   // A large buffer for dataset files, a small one for tiny files (fuzzing, tests).
   std::error_code size_error;
   const auto file_size = std::filesystem::file_size(path, size_error);
-  gzbuffer(file.get(), size_error ? 1u << 16 : static_cast<unsigned>(std::clamp<std::uintmax_t>(file_size, 8192, 1u << 20)));
+  gzbuffer(file.get(), size_error ? 1u << 16
+                                  : static_cast<unsigned>(
+                                        std::clamp<std::uintmax_t>(file_size, 8192, 1u << 20)));
 
   std::int64_t offset = 0;
   auto read_exact = [&](void* dst, std::size_t bytes, const char* what) {
@@ -62,7 +64,8 @@ IdxArray read_idx(const std::filesystem::path& path) {
 
   unsigned char magic[4];
   read_exact(magic, 4, "header");
-  const std::uint32_t magic_value = (std::uint32_t(magic[0]) << 24) | (std::uint32_t(magic[1]) << 16) |
+  const std::uint32_t magic_value = (std::uint32_t(magic[0]) << 24) |
+                                    (std::uint32_t(magic[1]) << 16) |
                                     (std::uint32_t(magic[2]) << 8) | magic[3];
   if (magic[0] != 0 || magic[1] != 0 || magic[2] != 0x08 || magic[3] < 1 || magic[3] > 4) {
     throw DataError(path.string() + ": not an unsigned-byte IDX file: magic at byte 0 is " +
@@ -74,8 +77,8 @@ IdxArray read_idx(const std::filesystem::path& path) {
   for (int d = 0; d < magic[3]; ++d) {
     unsigned char b[4];
     read_exact(b, 4, "dimension sizes");
-    std::int64_t size = (std::int64_t(b[0]) << 24) | (std::int64_t(b[1]) << 16) |
-                        (std::int64_t(b[2]) << 8) | b[3];
+    std::int64_t size =
+        (std::int64_t(b[0]) << 24) | (std::int64_t(b[1]) << 16) | (std::int64_t(b[2]) << 8) | b[3];
     if (size <= 0 || size > (1ll << 31)) {
       throw DataError(path.string() + ": implausible dimension " + std::to_string(d) + " = " +
                       std::to_string(size) + " at byte " + std::to_string(offset - 4));
@@ -117,10 +120,13 @@ Dataset load_idx_pair(const std::filesystem::path& images, const std::filesystem
   d.n = img.dims[0];
   d.dim = 1;
   d.shape = {1};
-  for (std::size_t i = 1; i < img.dims.size(); ++i) d.dim *= img.dims[i], d.shape.push_back(img.dims[i]);
+  for (std::size_t i = 1; i < img.dims.size(); ++i)
+    d.dim *= img.dims[i], d.shape.push_back(img.dims[i]);
   d.num_classes = num_classes;
-  d.x.resize(img.bytes.size());
-  for (std::size_t i = 0; i < img.bytes.size(); ++i) d.x[i] = img.bytes[i] * (1.0f / 255.0f);
+  // Converted into untouched memory (resize() would zero 4 bytes per pixel first).
+  reserve_untouched(d.x, img.bytes.size());
+  d.x.insert(d.x.end(), img.bytes.begin(), img.bytes.end());
+  for (float& v : d.x) v *= 1.0f / 255.0f;
   d.labels.resize(static_cast<std::size_t>(d.n));
   for (std::int64_t i = 0; i < d.n; ++i) {
     if (lab.bytes[i] >= num_classes) {

@@ -3,6 +3,7 @@
 
 #include <filesystem>
 #include <numeric>
+#include <utility>
 
 #include "core/error.hpp"
 #include "trainer/data/cifar10.hpp"
@@ -39,7 +40,9 @@ std::filesystem::path find_idx(const std::filesystem::path& dir, const std::stri
                       stem + "[.gz]");
 }
 
-Dataset truncate(const Dataset& d, std::int64_t limit) {
+// By value: without a limit the data move through (a copy of Fashion-MNIST's 188 MB of floats
+// was a fifth of every load's time).
+Dataset truncate(Dataset d, std::int64_t limit) {
   if (limit <= 0 || limit >= d.n) return d;
   std::vector<std::int64_t> first(static_cast<std::size_t>(limit));
   std::iota(first.begin(), first.end(), 0);
@@ -98,7 +101,7 @@ Splits load_splits(const trainer::DataConfig& config, std::uint64_t seed) {
                         std::to_string(full.target_dim),
                     "save the test labels with the training labels' dtype and shape");
   }
-  full = truncate(full, config.train_limit);
+  full = truncate(std::move(full), config.train_limit);
   if (config.validation_size > 0) {
     split_validation(full, config.validation_size, seed, s.train, s.validation);
   } else {

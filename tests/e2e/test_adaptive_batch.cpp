@@ -14,9 +14,11 @@
 #include <nlohmann/json.hpp>
 
 #include "support/cli_runner.hpp"
-#include "trainer/checkpoint.hpp"
+#include "support/run_lines.hpp"
 
 namespace fs = std::filesystem;
+using lbt::test::final_params;
+using lbt::test::lines_without_timing;
 using lbt::test::run_lbt;
 using lbt::test::scratch;
 using lbt::test::slurp;
@@ -30,27 +32,6 @@ const std::string kAdaptive =
     " --set train.steps=400 --set optimizer.lr=0.02 --set noise.every=1 --set noise.ema=0.9"
     " --set noise.window_steps=20 --set train.log_every=1 --set train.threads=1"
     " --set train.eval_every=40";
-
-// metrics.jsonl / eval.jsonl lines without their timing fields.
-std::vector<nlohmann::json> lines_without_timing(const fs::path& file) {
-  std::vector<nlohmann::json> out;
-  std::istringstream in(slurp(file));
-  for (std::string line; std::getline(in, line);) {
-    auto j = nlohmann::json::parse(line);
-    j.erase("wall_time");
-    j.erase("samples_per_s");
-    out.push_back(j);
-  }
-  return out;
-}
-
-std::vector<std::byte> final_params(const fs::path& run) {
-  const auto summary = nlohmann::json::parse(slurp(run / "summary.json"));
-  const std::int64_t steps = summary["steps"];
-  const auto ck =
-      lbt::trainer::read_checkpoint(lbt::trainer::checkpoint_path(run / "checkpoints", steps));
-  return ck.sections.at("params");
-}
 
 // Step s's global batch from metrics.jsonl (s counts steps done, from 1).
 std::map<std::int64_t, std::int64_t> batches_by_step(const fs::path& run) {

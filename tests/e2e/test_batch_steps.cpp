@@ -13,9 +13,11 @@
 #include <vector>
 
 #include "support/cli_runner.hpp"
-#include "trainer/checkpoint.hpp"
+#include "support/run_lines.hpp"
 
 namespace fs = std::filesystem;
+using lbt::test::final_params;
+using lbt::test::lines_without_timing;
 using lbt::test::run_lbt;
 using lbt::test::scratch;
 using lbt::test::slurp;
@@ -34,25 +36,6 @@ const std::string kStepped =
     " --set train.batch_schedule=steps"
     " --set train.batch_steps='0:32, 320:64, 1000:128' --set train.steps=60";
 
-std::vector<nlohmann::json> lines(const fs::path& file) {
-  std::vector<nlohmann::json> out;
-  std::istringstream in(slurp(file));
-  for (std::string line; std::getline(in, line);) {
-    auto j = nlohmann::json::parse(line);
-    j.erase("wall_time");
-    j.erase("samples_per_s");
-    out.push_back(j);
-  }
-  return out;
-}
-
-std::vector<std::byte> final_params(const fs::path& run) {
-  const auto summary = nlohmann::json::parse(slurp(run / "summary.json"));
-  const auto ck = lbt::trainer::read_checkpoint(
-      lbt::trainer::checkpoint_path(run / "checkpoints", summary["steps"].get<std::int64_t>()));
-  return ck.sections.at("params");
-}
-
 }  // namespace
 
 // Worked by hand: steps 1-10 take 32 (320 examples after step 10); the stage at 320 starts with
@@ -63,7 +46,7 @@ BOOST_AUTO_TEST_CASE(every_step_takes_the_stage_s_batch_and_the_rule_s_lr) {
   const fs::path run = scratch() / "stepped";
   const auto r = run_lbt(kStepped + " --out " + run.string());
   BOOST_TEST_REQUIRE(r.code == 0, r.err);
-  const auto metrics = lines(run / "metrics.jsonl");
+  const auto metrics = lines_without_timing(run / "metrics.jsonl");
   BOOST_TEST_REQUIRE(metrics.size() == 28u);
   std::int64_t examples = 0;
   for (const auto& m : metrics) {
@@ -94,7 +77,8 @@ BOOST_AUTO_TEST_CASE(one_stage_is_the_fixed_batch_run_bit_for_bit) {
       run_lbt(kBase + " --set train.global_batch=64 --set train.steps=30 --out " + fixed.string());
   BOOST_TEST_REQUIRE(a.code == 0, a.err);
   BOOST_TEST_REQUIRE(b.code == 0, b.err);
-  const auto ms = lines(stepped / "metrics.jsonl"), mf = lines(fixed / "metrics.jsonl");
+  const auto ms = lines_without_timing(stepped / "metrics.jsonl"),
+             mf = lines_without_timing(fixed / "metrics.jsonl");
   BOOST_TEST_REQUIRE(ms.size() == mf.size());
   for (std::size_t i = 0; i < ms.size(); ++i) {
     BOOST_TEST(ms[i]["loss"].get<double>() == mf[i]["loss"].get<double>(), "step " << i + 1);
@@ -118,7 +102,8 @@ BOOST_AUTO_TEST_CASE(resume_right_after_a_change_is_bit_exact) {
   const auto b = run_lbt("train --resume " + resumed.string() + " --quiet");
   BOOST_TEST_REQUIRE(b.code == 0, b.err);
   BOOST_TEST(final_params(resumed) == final_params(whole));
-  BOOST_TEST(lines(resumed / "metrics.jsonl") == lines(whole / "metrics.jsonl"));
+  BOOST_TEST(lines_without_timing(resumed / "metrics.jsonl") ==
+             lines_without_timing(whole / "metrics.jsonl"));
 }
 
 // The crossing of val_loss <= 9.0 (near step 24) read on a grid of 10 steps and refined to one

@@ -19,7 +19,8 @@
 namespace lbt::experiments {
 namespace {
 
-constexpr const char* kOwnerPrefix = "lbt sweep (pid ";
+// An exclusive owner's line: "COMMAND (pid N on host H)"; array tasks write "... (last: pid".
+constexpr const char* kOwnerPid = " (pid ";
 
 std::string this_host() {
   char host[256] = {};
@@ -65,8 +66,9 @@ Owner read_owner(int fd) {
 // held only by processes it left behind, its trials between fork and exec, dying with it
 // (PR_SET_PDEATHSIG).
 bool owner_has_exited(const Owner& o) {
-  if (o.line.rfind(kOwnerPrefix, 0) != 0) return false;  // array tasks: the line names only one
-  const std::string rest = o.line.substr(std::strlen(kOwnerPrefix));
+  const auto pid_at = o.line.find(kOwnerPid);
+  if (pid_at == std::string::npos) return false;  // array tasks: the line names only one
+  const std::string rest = o.line.substr(pid_at + std::strlen(kOwnerPid));
   const auto on_host = rest.find(" on host ");
   if (on_host == std::string::npos || o.started.empty()) return false;
   const std::string host = rest.substr(on_host + 9, rest.size() - on_host - 10);  // drop ')'
@@ -88,29 +90,30 @@ int lock_after_owner_exit(int fd, int op) {
   }
 }
 
-[[noreturn]] void refuse(const std::filesystem::path& lock_file, const Owner& owner) {
+[[noreturn]] void refuse(const std::filesystem::path& lock_file, const Owner& owner,
+                         const std::string& command) {
   const std::string dir = lock_file.parent_path().string(), who = owner.line;
+  const std::string what = command == "lbt sweep" ? "sweep directory " : command + " directory ";
   if (owner_has_exited(owner)) {
     throw ConfigError(
-        "sweep directory " + dir + " is still locked by processes that " + who +
-            " left running after it exited",
+        what + dir + " is still locked by processes that " + who + " left running after it exited",
         "list them with `fuser -v " + lock_file.string() + "`, stop them, then run again");
   }
-  throw ConfigError("sweep directory " + dir + " is in use by " +
-                        (who.empty() ? std::string("another lbt sweep") : who),
-                    "wait for that sweep to end (or stop it), or choose another --out; the "
-                    "lock is released when its process exits");
+  throw ConfigError(what + dir + " is in use by " + (who.empty() ? "another " + command : who),
+                    "wait for that " + command +
+                        " to end (or stop it), or choose another --out; "
+                        "the lock is released when its process exits");
 }
 
 }  // namespace
 
-DirLock::DirLock(const std::filesystem::path& lock_file, Mode mode) {
+DirLock::DirLock(const std::filesystem::path& lock_file, Mode mode, const char* command) {
   // O_CLOEXEC: trials and plot scripts started by this process must not inherit the lock, or
   // a trial orphaned for a moment would keep the directory locked after the sweep died.
   fd_ = ::open(lock_file.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
   if (fd_ < 0) {
     throw Error("cannot open " + lock_file.string() + ": " + std::strerror(errno),
-                "check that the sweep directory is writable");
+                "check that the directory is writable");
   }
   const int op = (mode == Mode::kExclusive ? LOCK_EX : LOCK_SH) | LOCK_NB;
   if (::flock(fd_, op) != 0) {
@@ -126,13 +129,13 @@ DirLock::DirLock(const std::filesystem::path& lock_file, Mode mode) {
         throw Error("cannot lock " + lock_file.string() + ": " + std::strerror(err),
                     "the file system may not support flock; use a local directory for --out");
       }
-      refuse(lock_file, owner);
+      refuse(lock_file, owner, command);
     }
   }
-  const std::string who =
-      std::string(mode == Mode::kExclusive ? kOwnerPrefix : "lbt sweep array tasks (last: pid ") +
-      std::to_string(::getpid()) + " on host " + this_host() + ")\nstarted " +
-      start_time_of(::getpid()) + "\n";
+  const std::string who = std::string(command) +
+                          (mode == Mode::kExclusive ? kOwnerPid : " array tasks (last: pid ") +
+                          std::to_string(::getpid()) + " on host " + this_host() + ")\nstarted " +
+                          start_time_of(::getpid()) + "\n";
   if (::ftruncate(fd_, 0) == 0) {
     [[maybe_unused]] const ssize_t w = ::pwrite(fd_, who.data(), who.size(), 0);
   }

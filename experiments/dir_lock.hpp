@@ -1,5 +1,6 @@
-// Ownership of a sweep directory: an advisory lock (flock(2)) on DIR/sweep.lock, which holds the
-// owner's host and pid for the message a second sweep prints. The kernel releases the lock when
+// Ownership of a sweep's (or lbt cbs's) directory: an advisory lock (flock(2)) on DIR/sweep.lock
+// (DIR/cbs.lock), which holds the owner's command, host and pid for the message a second one
+// prints. The kernel releases the lock when
 // the owner's process ends, however it ends (kill -9 included), so a stale lock cannot outlive
 // it; the file itself is left in place and means nothing without the lock.
 #pragma once
@@ -15,8 +16,9 @@ class DirLock {
   };
   DirLock() = default;
   // Takes the lock without waiting; throws ConfigError (exit 2) naming the owner when another
-  // process holds it.
-  DirLock(const std::filesystem::path& lock_file, Mode mode);
+  // process holds it. `command` names this process's command in the owner line a refused
+  // process prints ("lbt sweep (pid 12 on host h)", "lbt cbs (pid ...)").
+  DirLock(const std::filesystem::path& lock_file, Mode mode, const char* command = "lbt sweep");
   DirLock(DirLock&& other) noexcept;
   DirLock& operator=(DirLock&& other) noexcept;
   DirLock(const DirLock&) = delete;

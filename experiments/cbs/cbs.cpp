@@ -80,7 +80,7 @@ CbsOutcome run_cbs(const CbsOptions& o) {
   result.out = o.out.empty() ? o.run_dir / "cbs" : o.out;
   fs::create_directories(result.out / "branches");
   result.out = fs::canonical(result.out);
-  const DirLock lock(result.out / "cbs.lock", DirLock::Mode::kExclusive);
+  const DirLock lock(result.out / "cbs.lock", DirLock::Mode::kExclusive, "lbt cbs");
   check_same_settings(result.out, {{"reference", fs::canonical(ref.dir).string()},
                                    {"branch_examples", branch_examples(o, ref)},
                                    {"scaling", ref.scaling}});

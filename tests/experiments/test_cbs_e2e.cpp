@@ -5,6 +5,7 @@
 // any branch runs.
 #include <boost/test/unit_test.hpp>
 
+#include <unistd.h>
 #include <cmath>
 #include <string>
 
@@ -176,10 +177,14 @@ BOOST_AUTO_TEST_CASE(a_rerun_continues_adds_branches_and_refuses_other_settings)
   // While one lbt cbs holds the directory, a second one is refused.
   {
     const lbt::experiments::DirLock held(out / "cbs.lock",
-                                         lbt::experiments::DirLock::Mode::kExclusive);
+                                         lbt::experiments::DirLock::Mode::kExclusive, "lbt cbs");
     const auto second = run_lbt(common + " --at-steps 5 --examples 256");
     BOOST_TEST(second.code == 2);
-    BOOST_TEST(second.err.find("in use") != std::string::npos, second.err);
+    // Named as lbt cbs's directory and owner, not a sweep's.
+    BOOST_TEST(second.err.find("error: lbt cbs directory ") == 0, second.err);
+    BOOST_TEST(second.err.find(" is in use by lbt cbs (pid " + std::to_string(::getpid())) !=
+                   std::string::npos,
+               second.err);
   }
 }
 

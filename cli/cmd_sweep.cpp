@@ -85,7 +85,8 @@ void add_sweep_options(CLI::App* cmd, SweepArgs& a) {
 }
 
 // An interrupted sweep says how to continue it; its exit code is the signal's.
-void throw_if_sweep_interrupted(const experiments::SweepOutcome& r, const experiments::SweepOptions& o) {
+void throw_if_sweep_interrupted(const experiments::SweepOutcome& r,
+                                const experiments::SweepOptions& o) {
   if (r.interrupt_signal == 0) return;
   throw Interrupted(r.interrupt_signal,
                     std::string("sweep interrupted by ") +

@@ -217,8 +217,8 @@ void write_cbs_csv(const fs::path& path, const CbsSettings& settings,
         << (bound.is_null() ? "" : std::to_string(bound["batch"].get<std::int64_t>())) << ','
         << (e.k_max > 0 ? std::to_string(e.k_max) : "") << ',' << csv_cell(e.tolerance) << ','
         << (e.tolerance_measured ? "true" : "false") << ',' << csv_cell(e.reference_loss) << ','
-        << csv_cell(e.reference_std) << ',' << csv_cell(p.noise.b_simple) << ',' << csv_cell(p.noise.ci_lo)
-        << ',' << csv_cell(p.noise.ci_hi) << ','
+        << csv_cell(e.reference_std) << ',' << csv_cell(p.noise.b_simple) << ','
+        << csv_cell(p.noise.ci_lo) << ',' << csv_cell(p.noise.ci_hi) << ','
         << (p.noise.step >= 0 ? std::to_string(p.noise.step) : "") << ','
         << count_status(p, "completed") << ',' << count_status(p, "diverged") << ','
         << p.branches.size() - count_status(p, "completed") - count_status(p, "diverged");

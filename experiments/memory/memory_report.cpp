@@ -191,7 +191,7 @@ std::string parts_table(const MemoryReport& r) {
   ss << head;
   for (std::size_t i = 0; i < r.estimates.size(); ++i) {
     ss << right_aligned(std::to_string(r.global_batches[i]) + " / " +
-               std::to_string(r.estimates[i].micro_batch));
+                        std::to_string(r.estimates[i].micro_batch));
   }
   ss << "\n";
   using E = trainer::MemoryEstimate;

@@ -160,7 +160,6 @@ nlohmann::json plan_json(const ScalePlanOptions& o, const SweepForPlan& sweep,
   return plan;
 }
 
-
 // The config `lbt train` runs as is, headed by what it predicts.
 void write_plan_config(const fs::path& out, const ScalePlanOptions& o, const Config& config,
                        std::int64_t B, const analysis::LrChoice& lr, const analysis::Prediction& p,

@@ -126,7 +126,8 @@ void check_lr_search(const Config& c, SweepSettings& s, int lr_trials) {
   }
   if (s.search_momentum &&
       !(0 <= s.momentum_min && s.momentum_min < s.momentum_max && s.momentum_max < 1)) {
-    c.fail("sweep.momentum_min", "0 <= momentum_min < momentum_max < 1", key_number(s.momentum_min));
+    c.fail("sweep.momentum_min", "0 <= momentum_min < momentum_max < 1",
+           key_number(s.momentum_min));
   }
 }
 

@@ -57,14 +57,14 @@ std::string reading_columns(const TrialResult& r) {
 std::string trial_columns(const TrialResult& r, const fs::path& sweep_dir) {
   const Trial& t = r.trial;
   std::string momentum = t.momentum >= 0 ? csv_number(t.momentum) : "";
-  return csv_field(t.name) + "," + std::to_string(t.batch_size) + "," + csv_number(t.lr) + "," + momentum +
-         "," + std::to_string(t.seed) + "," + r.status + "," + opt_int(r.steps_to_target) + "," +
-         opt_int(r.examples_to_target) + "," + opt_int(r.steps_lo) + "," +
-         opt_int(r.steps_to_target) + "," + std::to_string(r.steps) + "," + csv_number(r.wall_time_s) +
-         "," + csv_number(r.best_val_accuracy) + "," + csv_number(r.best_val_loss) + "," +
-         csv_field((fs::path("trials") / t.name).string()) + "," + opt_num(r.noise.start) + "," +
-         opt_num(r.noise.at_target) + "," + opt_num(r.noise.averaged) + "," + r.definition +
-         reading_columns(r);
+  return csv_field(t.name) + "," + std::to_string(t.batch_size) + "," + csv_number(t.lr) + "," +
+         momentum + "," + std::to_string(t.seed) + "," + r.status + "," +
+         opt_int(r.steps_to_target) + "," + opt_int(r.examples_to_target) + "," +
+         opt_int(r.steps_lo) + "," + opt_int(r.steps_to_target) + "," + std::to_string(r.steps) +
+         "," + csv_number(r.wall_time_s) + "," + csv_number(r.best_val_accuracy) + "," +
+         csv_number(r.best_val_loss) + "," + csv_field((fs::path("trials") / t.name).string()) +
+         "," + opt_num(r.noise.start) + "," + opt_num(r.noise.at_target) + "," +
+         opt_num(r.noise.averaged) + "," + r.definition + reading_columns(r);
 }
 
 const char* kTrialHeader =
@@ -247,8 +247,9 @@ std::vector<std::string> target_noise_warnings(const std::vector<TrialResult>& r
     const double gap = std::abs(g.best - target.value);
     if (!(std::isfinite(g.fluctuation) && gap < 2.0 * g.fluctuation)) continue;
     warnings.push_back("B=" + std::to_string(row.batch_size) + ": the best " + target.metric +
-                       " (" + row.best->definition + ") " + csv_number(g.best) + " is within 2 x its " +
-                       "fluctuation " + csv_number(g.fluctuation) + " of the target " + csv_number(target.value) +
+                       " (" + row.best->definition + ") " + csv_number(g.best) +
+                       " is within 2 x its " + "fluctuation " + csv_number(g.fluctuation) +
+                       " of the target " + csv_number(target.value) +
                        ": its steps-to-target is a first passage of noise; "
                        "lower the target");
   }

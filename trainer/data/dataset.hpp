@@ -15,7 +15,7 @@ struct Dataset {
   std::vector<float> x;              // [n, dim]
   std::vector<std::int32_t> labels;  // [n] when classification
   std::int64_t num_classes = 0;
-  std::vector<float> targets;        // [n, target_dim] when regression
+  std::vector<float> targets;  // [n, target_dim] when regression
   std::int64_t target_dim = 0;
 
   bool is_classification() const { return num_classes > 0; }

@@ -19,6 +19,19 @@
 namespace lbt::cli {
 namespace {
 
+// The plan's memory per rank, as `lbt memory --config PLAN --workers N --memory M` reports it.
+// `runtime_bytes` is read before the plan loads any data.
+void print_memory(const std::string& config_path, int workers, std::int64_t runtime_bytes,
+                  const std::string& memory) {
+  experiments::MemoryOptions m;
+  m.runtime_bytes = runtime_bytes;
+  m.memory = trainer::parse_memory_size(memory, "--memory");
+  m.config_path = config_path;
+  m.workers = workers;
+  std::printf("memory (lbt memory --config %s --workers %d):\n%s", m.config_path.c_str(), m.workers,
+              experiments::format_memory_summary(experiments::memory_report(m)).c_str());
+}
+
 // From lbt cbs's directory: the budget is the reference run's, so only the layout is given.
 void plan_warmup(const experiments::ScalePlanOptions& o, const std::string& from,
                  const std::string& out, std::int64_t max_batch, const std::string& memory) {
@@ -29,16 +42,13 @@ void plan_warmup(const experiments::ScalePlanOptions& o, const std::string& from
   if ((o.workers > 0) != (o.micro_batch > 0))
     throw ConfigError("--workers and --micro-batch go together",
                       "e.g. --workers 8 --micro-batch 64, or neither (the reference's layout)");
-  experiments::MemoryOptions m;
-  m.runtime_bytes = trainer::resident_bytes_now();  // before the plan loads any data
-  m.memory = trainer::parse_memory_size(memory, "--memory");
+  trainer::parse_memory_size(memory, "--memory");  // bad --memory: refused before any work
+  const auto runtime_bytes = trainer::resident_bytes_now();
   const auto plan =
       experiments::plan_batch_warmup({from, o.workers, o.micro_batch, max_batch, out, o.overwrite});
   std::printf("%s", experiments::format_warmup_plan(plan).c_str());
-  m.config_path = plan["config"].get<std::string>();
-  m.workers = plan["workers"].get<int>();
-  std::printf("memory (lbt memory --config %s --workers %d):\n%s", m.config_path.c_str(), m.workers,
-              experiments::format_memory_summary(experiments::memory_report(m)).c_str());
+  print_memory(plan["config"].get<std::string>(), plan["workers"].get<int>(), runtime_bytes,
+               memory);
 }
 
 }  // namespace
@@ -96,18 +106,14 @@ void add_plan_command(CLI::App& app) {
       throw ConfigError("--workers needs --micro-batch M (examples per worker and step)",
                         "e.g. --workers 8 --micro-batch 64");
     }
-    experiments::MemoryOptions m;
-    m.runtime_bytes = trainer::resident_bytes_now();  // before the plan loads any data
-    m.memory = trainer::parse_memory_size(*memory, "--memory");
+    trainer::parse_memory_size(*memory, "--memory");  // bad --memory: refused before any work
+    const auto runtime_bytes = trainer::resident_bytes_now();
     o->sweep_dir = *from;
     o->out = *out;
     const auto plan = experiments::plan_at_scale(*o);
     std::printf("%s", experiments::format_scale_plan(plan).c_str());
-    m.config_path = plan["config"].get<std::string>();
-    m.workers = o->workers > 0 ? o->workers : 1;
-    std::printf("memory (lbt memory --config %s --workers %d):\n%s", m.config_path.c_str(),
-                m.workers,
-                experiments::format_memory_summary(experiments::memory_report(m)).c_str());
+    print_memory(plan["config"].get<std::string>(), o->workers > 0 ? o->workers : 1, runtime_bytes,
+                 *memory);
   });
 }
 

@@ -65,7 +65,6 @@ struct CbsFile {
   fs::path reference;
   std::string scaling;
   std::vector<CbsReading> readings;
-  nlohmann::json points;
 };
 
 CbsFile read_cbs_file(const fs::path& dir) {
@@ -78,8 +77,7 @@ CbsFile read_cbs_file(const fs::path& dir) {
     bad_cbs_json(path, "not lbt cbs's file (no \"reference\", \"scaling\" and \"points\")");
   f.reference = j["reference"].get<std::string>();
   f.scaling = j["scaling"].get<std::string>();
-  f.points = j["points"];
-  for (const nlohmann::json& p : f.points) {
+  for (const nlohmann::json& p : j["points"]) {
     if (!p.is_object()) bad_cbs_json(path, "a point that is not an object");
     CbsReading r{whole(p, "step", path), whole(p, "batch", path), std::nullopt};
     r.safe_batch = safe_batch(p, r.batch);

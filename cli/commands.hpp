@@ -6,6 +6,10 @@
 
 namespace lbt::cli {
 
+// The whole command line (cli/main.cpp): lbt's main and lbt-cuda's (cli/lbt_main.cpp,
+// cli/cuda_main.cpp) call it after registering what their program can run.
+int run_lbt(int argc, char** argv);
+
 void add_train_command(CLI::App& app);
 void add_schedule_command(CLI::App& app);
 void add_sweep_command(CLI::App& app);

@@ -51,7 +51,7 @@ int report_failure(int code, const std::string& what, const std::string& hint) {
 
 }  // namespace
 
-int main(int argc, char** argv) {
+int lbt::cli::run_lbt(int argc, char** argv) {
   // A fixed threshold: every allocation of 1 MiB or more is its own mapping, returned to the
   // kernel when freed. glibc's default raises the threshold to the size of each large block
   // freed, so the buffers an evaluation batch outgrows (the model's activations at the

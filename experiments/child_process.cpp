@@ -232,6 +232,20 @@ std::filesystem::path self_executable() {
   return std::filesystem::read_symlink("/proc/self/exe");
 }
 
+void exec_with_own_arguments(const std::filesystem::path& program) {
+  std::ifstream in("/proc/self/cmdline", std::ios::binary);
+  std::vector<std::string> args;
+  for (std::string arg; std::getline(in, arg, '\0');) args.push_back(arg);
+  if (args.empty()) args.emplace_back();
+  args.front() = program.string();
+  std::vector<char*> argv;
+  for (std::string& arg : args) argv.push_back(arg.data());
+  argv.push_back(nullptr);
+  execv(argv.front(), argv.data());
+  throw Error("cannot run " + program.string() + ": " + std::strerror(errno),
+              "build it beside lbt (cmake --build build)");
+}
+
 int available_cores() {
   cpu_set_t set;
   CPU_ZERO(&set);

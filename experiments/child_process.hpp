@@ -61,6 +61,10 @@ std::string tail_lines(const std::filesystem::path& path, int max_lines);
 // The path of the running executable (/proc/self/exe).
 std::filesystem::path self_executable();
 
+// Replaces this process by `program` with this process's own arguments (/proc/self/cmdline), as
+// if it had been started so. Returns only by throwing Error (it cannot run `program`).
+[[noreturn]] void exec_with_own_arguments(const std::filesystem::path& program);
+
 // Cores this process may run on (its CPU affinity mask).
 int available_cores();
 

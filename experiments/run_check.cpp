@@ -7,6 +7,7 @@
 #include "noise/online_estimator.hpp"
 #include "optim/optimizer_options.hpp"
 #include "trainer/data/load.hpp"
+#include "trainer/device_support.hpp"
 #include "trainer/noise_log.hpp"
 #include "trainer/target_reading.hpp"
 #include "trainer/task.hpp"
@@ -66,6 +67,7 @@ void check_run(Config& config, std::ostream* warnings) {
   const data::Splits splits = data::load_splits(run.train.data, run.train.seed);
   const auto model = model_for_data(run.train, splits.train);
   check_optimizer(run, *model);
+  if (run.train.device != "cpu") trainer::device_mlp_widths(run, 1, splits.train.dim);
   check_run_at_batch(config, run, *model, splits.train.n, warnings);
 }
 

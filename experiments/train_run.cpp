@@ -27,6 +27,7 @@
 #include "trainer/config/run_config.hpp"
 #include "trainer/config/train_keys.hpp"
 #include "trainer/data/load.hpp"
+#include "trainer/device_support.hpp"
 #include "trainer/memory_estimate.hpp"
 #include "trainer/noise_log.hpp"
 #include "trainer/sharded_step.hpp"
@@ -123,6 +124,30 @@ noise::OnlineOptions noise_options_for(const trainer::RunConfig& run, const RunO
                          trainer::per_example_support(model));
   }
   return noise_options;
+}
+
+// model.device other than cpu: what the device's step is built from, after every check that it
+// can run this run (trainer/device_support.hpp) and that this program has it (lbt-cuda; lbt train
+// execs it, cli/cmd_train.cpp). nullptr for cpu.
+std::unique_ptr<trainer::DeviceStep> make_device_step(const trainer::RunConfig& run, int ranks,
+                                                      const data::Splits& splits,
+                                                      const nn::Model& model, bool probe) {
+  const trainer::TrainConfig& cfg = run.train;
+  if (cfg.device == "cpu") return nullptr;
+  std::vector<std::int64_t> widths = trainer::device_mlp_widths(run, ranks, splits.train.dim);
+  if (!splits.train.is_classification())
+    throw ConfigError("model.device=" + cfg.device + " trains classifiers only; " +
+                          splits.train.name + " has float targets",
+                      "set model.device=cpu");
+  if (probe)
+    throw ConfigError("model.device=" + cfg.device + " has no B_noise probe (noise.hessian)",
+                      "set noise.hessian.every=0, or model.device=cpu");
+  const trainer::DeviceStepFactory* factory = trainer::device_step_factory(cfg.device);
+  if (!factory)
+    throw ConfigError("model.device=" + cfg.device + " runs in lbt-cuda, not in this program",
+                      "run lbt train (it starts lbt-cuda), or set model.device=cpu");
+  const std::int64_t max_batch = std::max(cfg.micro_batch, cfg.eval_batch);
+  return (*factory)({model, std::move(widths), run.optimizer, max_batch});
 }
 
 // Every rank loads the same checkpoint (rank 0 wrote it). Returns whether one was restored.
@@ -327,6 +352,13 @@ RunResult run_training(Config& config, const RunOptions& options, comm::Communic
   const bool resumed =
       resume_run(result.run_dir, options, identity, comm, *model, *optimizer, resume_from);
   if (!resumed && !cfg.branch_from.empty()) resume_from = start_branch(branch, *model, *optimizer);
+  // The device starts from the host's state: initialised, resumed or branched.
+  const std::unique_ptr<trainer::DeviceStep> device =
+      make_device_step(run, comm.size(), splits, *model, static_cast<bool>(probe));
+  if (device) {
+    device->push(model->store(), *optimizer, resume_from.ema);
+    if (comm.rank() == 0) std::fprintf(stderr, "lbt: steps on %s\n", device->describe().c_str());
+  }
   const Sharding sharding =
       share_parameters(comm, *model, *optimizer, static_cast<bool>(probe), cfg.local_sgd.enabled());
   const SummaryParts summary{cfg,         model->describe(),         optimizer->describe(),
@@ -339,6 +371,7 @@ RunResult run_training(Config& config, const RunOptions& options, comm::Communic
                             run_dir.get(), options.progress, noise_options,
                             /*probe=*/{},  resume_from};
   if (cfg.adaptive.enabled) ctx.lr_scaling = schedules::scaling_rule(run.schedule.scaling);
+  ctx.device = device.get();
   ProbeContext probe_context{*model, splits, cfg, run_dir.get()};
   if (probe) ctx.probe = [&](std::int64_t step) { probe(step, probe_context); };
   ctx.checkpoint_every = cfg.checkpoint_every;

@@ -25,6 +25,7 @@ TrainLoop::TrainLoop(TrainContext& ctx)
       cfg_(ctx.config),
       model_(ctx.model),
       store_(model_.store()),
+      device_(ctx.device),
       state_(ctx.resume_from),
       out_(state_.outcome),
       accum_(state_.batch_accum > 0 ? state_.batch_accum : cfg_.accum_steps),
@@ -35,7 +36,7 @@ TrainLoop::TrainLoop(TrainContext& ctx)
       noise_(ctx.noise, ctx.comm.size(), cfg_.micro_batch, cfg_.accum_steps, store_.segments(),
              per_example_support(model_), model_.backend()),
       sums_(noise_.num_slots()) {
-  model_.reserve(cfg_.micro_batch);
+  if (!device_) model_.reserve(cfg_.micro_batch);
   if (cfg_.overlap_comm) start_overlap();
   if (!ctx.data.train.is_classification()) progress_.set_val_label("val_mse");
   out_.total_steps = ctx.total_steps;
@@ -157,20 +158,30 @@ void TrainLoop::forward_backward(std::int64_t step, bool replay) {
   sums_.clear_batch();
   for (std::int64_t micro = 0; micro < accum_; ++micro) {
     const data::Batch& batch = prefetch_->next();
-    const float* logits = model_.forward(batch.x.data(), b, true);
     std::int64_t correct = 0;
-    sums_.loss() += batch_loss(model_, logits, ctx_.data.train, batch.labels.data(),
-                               batch.targets.data(), b, grad_scale_, true, &correct);
+    sums_.loss() += device_ ? device_->forward_backward(batch, grad_scale_, micro > 0, &correct)
+                            : host_forward_backward(step, micro, batch, replay, &correct);
     sums_.correct() += static_cast<double>(correct);
     sums_.examples() += static_cast<double>(b);
-    // Overlap: buckets are final only in the last micro-batch's backward.
-    const bool last = micro + 1 == accum_;
-    const bool hook = overlap_ && last && !cfg_.local_sgd.local_step(step);
-    static const nn::Model::GradsReady kNoHook;
-    model_.backward(batch.x.data(), b, /*accumulate=*/micro > 0, hook ? grads_ready_ : kNoHook);
-    if (!replay && !cfg_.local_sgd.local_step(step))
-      noise_.after_micro_batch(step, store_.grads(), example_taps(model_, batch.x.data(), taps_));
   }
+}
+
+// One micro-batch on the host model; the noise estimator reads its gradient.
+double TrainLoop::host_forward_backward(std::int64_t step, std::int64_t micro,
+                                        const data::Batch& batch, bool replay,
+                                        std::int64_t* correct) {
+  const std::int64_t b = cfg_.micro_batch;
+  const float* logits = model_.forward(batch.x.data(), b, true);
+  const double loss = batch_loss(model_, logits, ctx_.data.train, batch.labels.data(),
+                                 batch.targets.data(), b, grad_scale_, true, correct);
+  // Overlap: buckets are final only in the last micro-batch's backward.
+  const bool last = micro + 1 == accum_;
+  const bool hook = overlap_ && last && !cfg_.local_sgd.local_step(step);
+  static const nn::Model::GradsReady kNoHook;
+  model_.backward(batch.x.data(), b, /*accumulate=*/micro > 0, hook ? grads_ready_ : kNoHook);
+  if (!replay && !cfg_.local_sgd.local_step(step))
+    noise_.after_micro_batch(step, store_.grads(), example_taps(model_, batch.x.data(), taps_));
+  return loss;
 }
 
 // One fused allreduce of the flat gradient buffer (its squared norm on the way), then one of
@@ -196,6 +207,8 @@ TrainLoop::StepResult TrainLoop::reduce(std::int64_t step, bool replay) {
   StepResult r{};
   if (!local && overlap_)  // the buckets backward started, and the rest
     r.grad_norm = std::sqrt(overlap_->finish());
+  else if (!local && device_)  // one rank (run_training refuses more on a device)
+    r.grad_norm = std::sqrt(device_->grad_sq_norm());
   else if (!local)
     r.grad_norm = std::sqrt(ctx_.comm.allreduce_sq_norm(store_.grads(), comm::ReduceOp::kAvg));
   ctx_.comm.allreduce(sums_.all(), comm::ReduceOp::kSum);
@@ -240,7 +253,9 @@ bool TrainLoop::update_noise(std::int64_t step, const StepResult& r) {
 // The optimizer step over this rank's segments. A skipped spike drops this batch; the step
 // still counts, so the schedule and the sampler stay where an uninterrupted run would be.
 void TrainLoop::apply_update(std::int64_t step, const StepResult& r, bool replay) {
-  if (r.verdict == StepVerdict::kUpdate) {
+  if (r.verdict == StepVerdict::kUpdate && device_) {
+    device_->update(r.lr, step);
+  } else if (r.verdict == StepVerdict::kUpdate) {
     const std::span<const Segment> segments = ctx_.shared_params
                                                   ? std::span<const Segment>(ctx_.update_segments)
                                                   : std::span<const Segment>(store_.segments());
@@ -332,6 +347,7 @@ TrainOutcome TrainLoop::run() {
   if (!in_sync(out_.steps))
     average_over_ranks(store_.params(), ctx_.optimizer, store_.grads(), ctx_.comm);
   progress_.finish();
+  from_device();  // the run's model is the host's from here (summary, final checkpoint)
   out_.wall_time_s = wall_before + seconds_since(t_start_);
   out_.samples_per_s = state_.examples_seen / std::max(out_.wall_time_s, 1e-9);
   if (out_.status == "running") out_.status = final_status();

@@ -16,6 +16,7 @@
 #include "trainer/config/train_config.hpp"
 #include "trainer/data/load.hpp"
 #include "trainer/data/sampler.hpp"
+#include "trainer/device_step.hpp"
 #include "trainer/divergence.hpp"
 #include "trainer/run_dir.hpp"
 #include "trainer/snapshot.hpp"
@@ -135,6 +136,9 @@ struct TrainContext {
   // Adaptive batch: schedule.scaling, applied at each step's batch relative to the batch the
   // schedule was built for (config.global_batch = batch_min).
   schedules::ScalingRule lr_scaling = schedules::ScalingRule::kNone;
+  // model.device other than cpu: the device that computes each step (device_step.hpp), with the
+  // model and optimizer above as its host mirror. nullptr: the host computes.
+  DeviceStep* device = nullptr;
 };
 
 TrainOutcome train(TrainContext& context);

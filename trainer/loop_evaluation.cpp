@@ -53,8 +53,8 @@ TrainLoop::Continue TrainLoop::evaluate_if_due() {
 // With a target, the weights' EMA is evaluated too and logged under "ema"; target_met is
 // train.target_definition's.
 bool TrainLoop::evaluate_now(bool refinement) {
-  const Evaluation e = evaluate(model_, ctx_.data.validation, ctx_.comm, cfg_.eval_batch);
-  const Evaluation ema = ema_on() ? evaluate_ema() : Evaluation{};
+  const Evaluation e = evaluate_split(false);
+  const Evaluation ema = ema_on() ? evaluate_split(true) : Evaluation{};
   const bool on_ema = cfg_.target_definition == TargetDefinition::kEma;
   const double raw_value = e.metric(cfg_.target.metric), ema_value = ema.metric(cfg_.target.metric);
   last_metric_ = on_ema ? ema_value : raw_value;
@@ -121,6 +121,7 @@ void TrainLoop::keep_best_and_final(const Evaluation& e) {
 // coarse crossing, untouched.
 void TrainLoop::refine_crossing() {
   const std::int64_t coarse_lo = out_.steps_lo, coarse_hi = out_.steps_to_target;
+  from_device();
   const ModelSnapshot at_crossing = take_snapshot(model_, ctx_.optimizer);
   const LoopState crossing_state = state_;
   restore_below_target();
@@ -139,6 +140,7 @@ void TrainLoop::refine_crossing() {
 }
 
 void TrainLoop::take_lo_snapshot() {
+  from_device();
   state_.below_target = std::make_shared<const BelowTargetState>(
       BelowTargetState{state_.step, state_.divergence, take_snapshot(model_, ctx_.optimizer),
                        state_.ema, state_.ema_updated});
@@ -153,6 +155,7 @@ void TrainLoop::restore_model(const ModelSnapshot& snapshot) {
 void TrainLoop::restore(const ModelSnapshot& snapshot, const LoopState& state) {
   restore_model(snapshot);
   state_ = state;
+  to_device();
   if (variable_batch_) set_accum(state_.batch_accum);
   start_data_at(state_.step);
 }
@@ -168,6 +171,7 @@ void TrainLoop::restore_below_target() {
   state_.divergence = below->divergence;
   state_.ema = below->ema;
   state_.ema_updated = below->ema_updated;
+  to_device();
   start_data_at(state_.step);
 }
 
@@ -175,12 +179,20 @@ void TrainLoop::restore_below_target() {
 // Local SGD: only where every rank holds the average, so every rank's EMA is the same.
 void TrainLoop::update_ema(std::int64_t steps) {
   if (!ema_on() || !in_sync(steps)) return;
-  const std::span<const float> w = store_.params();
-  if (state_.ema.size() != w.size()) state_.ema.assign(w.begin(), w.end());  // fresh run
   const auto alpha =
       static_cast<float>(ema_weight(steps, steps - state_.ema_updated, cfg_.ema_horizon));
-  for (std::size_t i = 0; i < w.size(); ++i) state_.ema[i] += alpha * (w[i] - state_.ema[i]);
   state_.ema_updated = steps;
+  if (device_) return device_->update_ema(alpha);  // its EMA starts from its weights too
+  const std::span<const float> w = store_.params();
+  if (state_.ema.size() != w.size()) state_.ema.assign(w.begin(), w.end());  // fresh run
+  for (std::size_t i = 0; i < w.size(); ++i) state_.ema[i] += alpha * (w[i] - state_.ema[i]);
+}
+
+// The validation split at the weights or at their EMA, where the weights are.
+Evaluation TrainLoop::evaluate_split(bool ema) {
+  if (device_) return device_->evaluate(ctx_.data.validation, cfg_.eval_batch, ema);
+  return ema ? evaluate_ema()
+             : evaluate(model_, ctx_.data.validation, ctx_.comm, cfg_.eval_batch);
 }
 
 // The EMA's metrics: the weights and the EMA trade places for the evaluation. Layer buffers

@@ -46,6 +46,8 @@ class TrainLoop {
   // The step and its parts (loop.cpp).
   StepResult step(std::int64_t step, bool replay);
   void forward_backward(std::int64_t step, bool replay);
+  double host_forward_backward(std::int64_t step, std::int64_t micro, const data::Batch& batch,
+                               bool replay, std::int64_t* correct);
   StepResult reduce(std::int64_t step, bool replay);
   StepVerdict judge(std::int64_t step, StepResult& r);
   bool update_noise(std::int64_t step, const StepResult& r);
@@ -100,14 +102,25 @@ class TrainLoop {
     return cfg_.local_sgd.sync_point_at_or_after(steps, ctx_.total_steps);
   }
   void checkpoint() {
+    from_device();
     state_.noise_state = noise_.save_state();
     ctx_.checkpoint(state_);
   }
+  // model.device: the host mirror (model, optimizer state, EMA) made the device's before the
+  // loop reads it, and the device's made the host's after the loop restored it.
+  void from_device() {
+    if (device_) device_->pull(store_, ctx_.optimizer, state_.ema);
+  }
+  void to_device() {
+    if (device_) device_->push(store_, ctx_.optimizer, state_.ema);
+  }
+  Evaluation evaluate_split(bool ema);
 
   TrainContext& ctx_;
   const TrainConfig& cfg_;
   nn::Model& model_;
   ParameterStore& store_;
+  DeviceStep* const device_;  // model.device's step, or nullptr (the host computes)
   LoopState state_;
   TrainOutcome& out_;
   const bool variable_batch_ = cfg_.adaptive.enabled;         // adaptive or steps

@@ -53,6 +53,9 @@ void copy_to_device(void* to, const void* from, std::size_t bytes) {
 void copy_to_host(void* to, const void* from, std::size_t bytes) {
   check(cudaMemcpy(to, from, bytes, cudaMemcpyDeviceToHost), "cudaMemcpy to host");
 }
+void copy_on_device(void* to, const void* from, std::size_t bytes) {
+  check(cudaMemcpy(to, from, bytes, cudaMemcpyDeviceToDevice), "cudaMemcpy on device");
+}
 void zero_bytes(void* p, std::size_t bytes) {
   check(cudaMemset(p, 0, bytes), "cudaMemset");
 }
@@ -118,7 +121,19 @@ __global__ void block_sum_squares(const float* x, std::size_t n, double* out) {
   if (threadIdx.x == 0) out[blockIdx.x] = lane[0];
 }
 
+__global__ void move_towards_kernel(float* ema, const float* w, float alpha, std::size_t n) {
+  const std::size_t i = blockIdx.x * static_cast<std::size_t>(kThreads) + threadIdx.x;
+  if (i < n) ema[i] += alpha * (w[i] - ema[i]);
+}
+
 }  // namespace
+
+void Gpu::move_towards(float* ema, const float* w, float alpha, std::size_t n) const {
+  if (n == 0) return;
+  const auto blocks = static_cast<unsigned>((n + kThreads - 1) / kThreads);
+  move_towards_kernel<<<blocks, kThreads, 0, h_->stream>>>(ema, w, alpha, n);
+  check(cudaGetLastError(), "move_towards");
+}
 
 double Gpu::sum_squares(const float* x, std::size_t n) const {
   constexpr int kBlocks = 264;  // two per SM on an H100/H200; any count gives a fixed order

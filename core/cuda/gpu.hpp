@@ -27,6 +27,7 @@ void* allocate_bytes(std::size_t bytes);
 void free_bytes(void* p) noexcept;
 void copy_to_device(void* to, const void* from, std::size_t bytes);
 void copy_to_host(void* to, const void* from, std::size_t bytes);
+void copy_on_device(void* to, const void* from, std::size_t bytes);
 void zero_bytes(void* p, std::size_t bytes);
 
 // A typed device allocation, zeroed, freed with its owner.
@@ -70,6 +71,9 @@ class Gpu {
             const float* b, int ldb, float beta, float* c, int ldc) const;
   // sum x_i^2 accumulated in double, per block then in block order: the same value every run.
   double sum_squares(const float* x, std::size_t n) const;
+  // ema += alpha (w - ema), element by element, rounded as the host's loop (no fused
+  // multiply-add): the weights' EMA that steps-to-target reads (trainer/target_reading.hpp).
+  void move_towards(float* ema, const float* w, float alpha, std::size_t n) const;
   // Waits for everything queued on the stream.
   void synchronize() const;
   void* stream() const;  // cudaStream_t

@@ -21,13 +21,39 @@ DeviceMlp::DeviceMlp(const lbt::cuda::Gpu& gpu, std::vector<std::int64_t> dims,
     const Layer layer{dims[l], dims[l + 1], offset, offset + dims[l] * dims[l + 1]};
     layers_.push_back(layer);
     offset = layer.bias + layer.out;
+  }
+  allocate(dims, max_batch, static_cast<std::size_t>(offset));
+}
+
+DeviceMlp::DeviceMlp(const lbt::cuda::Gpu& gpu, std::vector<std::int64_t> dims,
+                     std::int64_t max_batch, const std::vector<Segment>& segments,
+                     std::size_t num_params)
+    : gpu_(gpu) {
+  if (dims.size() < 2 || segments.size() != 2 * (dims.size() - 1))
+    throw ConfigError("an MLP's segment table has a weight and a bias per layer");
+  for (std::size_t l = 0; l + 1 < dims.size(); ++l) {
+    const Segment& w = segments[2 * l];
+    const Segment& b = segments[2 * l + 1];
+    if (w.size != static_cast<std::size_t>(dims[l] * dims[l + 1]) ||
+        b.size != static_cast<std::size_t>(dims[l + 1]))
+      throw ConfigError("segment " + w.name + " or " + b.name + " does not fit layer " +
+                        std::to_string(l) + " of the MLP");
+    layers_.push_back({dims[l], dims[l + 1], static_cast<std::int64_t>(w.offset),
+                       static_cast<std::int64_t>(b.offset)});
+  }
+  allocate(dims, max_batch, num_params);
+}
+
+void DeviceMlp::allocate(const std::vector<std::int64_t>& dims, std::int64_t max_batch,
+                         std::size_t num_params) {
+  for (const Layer& layer : layers_) {
     const auto size = static_cast<std::size_t>(max_batch * layer.out);
     pre_.emplace_back(size);
     post_.emplace_back(size);
     acts_grad_.emplace_back(size);
   }
-  params_ = DeviceArray<float>(static_cast<std::size_t>(offset));
-  grads_ = DeviceArray<float>(static_cast<std::size_t>(offset));
+  params_ = DeviceArray<float>(num_params);
+  grads_ = DeviceArray<float>(num_params);
   const std::int64_t widest = *std::max_element(dims.begin(), dims.end());
   input_grad_ = DeviceArray<float>(static_cast<std::size_t>(max_batch * widest));
   row_loss_ = DeviceArray<double>(static_cast<std::size_t>(max_batch));
@@ -68,16 +94,17 @@ double DeviceMlp::loss_sum(std::int64_t batch, std::int64_t* correct) const {
 
 // Last layer first: dW = dy^T x, db = column sums of dy, dx = dy W; through the ReLU below it
 // the gradient of its input is dx where its output is positive.
-void DeviceMlp::backward(const float* x, std::int64_t batch) {
+void DeviceMlp::backward(const float* x, std::int64_t batch, bool accumulate) {
+  const float beta = accumulate ? 1.0f : 0.0f;
   for (std::size_t l = layers_.size(); l-- > 0;) {
     const Layer& L = layers_[l];
     const float* dy = acts_grad_[l].data();
     const float* in = l == 0 ? x : post_[l - 1].data();
     const int B = static_cast<int>(batch), I = static_cast<int>(L.in), O = static_cast<int>(L.out);
-    gpu_.gemm(true, false, O, I, B, 1.0f, dy, O, in, I, 0.0f, grads_.data() + L.weight, I);
+    gpu_.gemm(true, false, O, I, B, 1.0f, dy, O, in, I, beta, grads_.data() + L.weight, I);
     // db = 1^T dy as a GEMM: one thread per column was 10 threads reading 8192 rows each for
     // the last layer at batch 8192, most of the step.
-    gpu_.gemm(false, false, 1, O, B, 1.0f, ones_.data(), B, dy, O, 0.0f, grads_.data() + L.bias, O);
+    gpu_.gemm(false, false, 1, O, B, 1.0f, ones_.data(), B, dy, O, beta, grads_.data() + L.bias, O);
     if (l == 0) return;
     gpu_.gemm(false, false, B, I, O, 1.0f, dy, O, params_.data() + L.weight, I, 0.0f,
               input_grad_.data(), I);

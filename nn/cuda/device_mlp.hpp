@@ -2,12 +2,13 @@
 // activations live on the GPU: cuBLAS GEMMs and our kernels, laid out exactly as the CPU Model's
 // ParameterStore (per layer: weight [out, in] row-major, then bias [out]), so a CPU model's
 // flat buffers copy across and the two backends can be compared op by op (lbt doctor). It is
-// the GPU's first model; `lbt train` does not run it yet (README, "What has run where").
+// the GPU's first model, the one `lbt train` runs with model.device = "cuda" (trainer/cuda/).
 #pragma once
 #include <cstdint>
 #include <vector>
 
 #include "core/cuda/gpu.hpp"
+#include "core/params.hpp"
 
 namespace lbt::nn::cuda {
 
@@ -15,10 +16,17 @@ class DeviceMlp {
  public:
   // dims: {784, 512, 512, 10}; buffers sized for batches up to max_batch.
   DeviceMlp(const lbt::cuda::Gpu& gpu, std::vector<std::int64_t> dims, std::int64_t max_batch);
+  // The same in a CPU model's own layout: `segments` is its table (per layer weight then bias,
+  // each tensor where the ParameterStore put it, padding included) over `num_params` floats.
+  DeviceMlp(const lbt::cuda::Gpu& gpu, std::vector<std::int64_t> dims, std::int64_t max_batch,
+            const std::vector<Segment>& segments, std::size_t num_params);
 
   std::size_t num_params() const { return params_.size(); }
   float* params() { return params_.data(); }
   float* grads() { return grads_.data(); }
+  // The parameters' buffer itself: a caller may swap another of the same size in (the weights'
+  // EMA for an evaluation) and back.
+  lbt::cuda::DeviceArray<float>& param_buffer() { return params_; }
 
   // x: device [batch, dims[0]] -> device logits [batch, dims.back()], valid until the next call.
   const float* forward(const float* x, std::int64_t batch);
@@ -27,8 +35,9 @@ class DeviceMlp {
   void loss(const std::int32_t* labels, std::int64_t batch, float grad_scale);
   // Sum of the last loss's rows, and its correct predictions (copies them to the host).
   double loss_sum(std::int64_t batch, std::int64_t* correct = nullptr) const;
-  // Backpropagates the output grad into grads() (overwritten).
-  void backward(const float* x, std::int64_t batch);
+  // Backpropagates the output grad into grads(): overwritten, or added to when `accumulate`
+  // (gradient accumulation over micro-batches).
+  void backward(const float* x, std::int64_t batch, bool accumulate = false);
   // The output grad the last loss wrote, [batch, classes] on the device.
   const float* output_grad() const { return acts_grad_.back().data(); }
   // Hidden layer l's ReLU output from the last forward, [batch, dims[l + 1]] on the device.
@@ -38,6 +47,8 @@ class DeviceMlp {
   struct Layer {
     std::int64_t in, out, weight, bias;  // offsets into the flat buffers
   };
+  void allocate(const std::vector<std::int64_t>& dims, std::int64_t max_batch,
+                std::size_t num_params);
   const lbt::cuda::Gpu& gpu_;
   std::vector<Layer> layers_;
   lbt::cuda::DeviceArray<float> params_, grads_;

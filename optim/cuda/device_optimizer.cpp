@@ -208,12 +208,28 @@ void DeviceOptimizer::step(float* params, const float* grads, double lr, std::in
   impl_->base_step(params, grads, lr, step, impl_->coupled_decay());
 }
 
+namespace {
+template <class Impl>
+auto* state_buffer(Impl& impl, const std::string& name) {
+  auto* buffer = name == "momentum" ? &impl.momentum
+                 : name == "m"      ? &impl.m
+                 : name == "v"      ? &impl.v
+                                    : nullptr;
+  return buffer && buffer->size() ? buffer : nullptr;
+}
+}  // namespace
+
 std::vector<float> DeviceOptimizer::state(const std::string& name) const {
-  const DeviceArray<float>* buffer = name == "momentum" ? &impl_->momentum
-                                     : name == "m"      ? &impl_->m
-                                     : name == "v"      ? &impl_->v
-                                                        : nullptr;
-  return buffer && buffer->size() ? buffer->download() : std::vector<float>{};
+  const auto* buffer = state_buffer(*impl_, name);
+  return buffer ? buffer->download() : std::vector<float>{};
+}
+
+void DeviceOptimizer::set_state(const std::string& name, std::span<const float> values) {
+  auto* buffer = state_buffer(*impl_, name);
+  if (!buffer || buffer->size() != values.size())
+    throw Error("the GPU optimizer keeps no state '" + name + "' of " +
+                std::to_string(values.size()) + " floats");
+  buffer->upload(values);
 }
 
 }  // namespace lbt::optim::cuda

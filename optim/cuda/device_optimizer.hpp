@@ -5,6 +5,7 @@
 #pragma once
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -25,6 +26,9 @@ class DeviceOptimizer {
   void step(float* params, const float* grads, double lr, std::int64_t step);
   // A state buffer copied to the host, or empty when the optimizer keeps none of that name.
   std::vector<float> state(const std::string& name) const;
+  // Overwrites a state buffer from the host (a checkpoint or snapshot restored); a name the
+  // optimizer keeps none of, or a size that differs, is an Error.
+  void set_state(const std::string& name, std::span<const float> values);
 
  private:
   struct Impl;

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Packs what the GPU machine runs (scripts/gpu/check.sh) into .gpu/bundle.tar.gz: lbt, lbt-doctor,
-# test_gpu and bench_gpu_mlp_step from a CUDA build here, with the shared libraries they need
+# Packs what the GPU machine runs (scripts/gpu/check.sh) into .gpu/bundle.tar.gz: lbt, lbt-cuda,
+# lbt-doctor, the gpu suites and bench_gpu_mlp_step from a CUDA build here (and Fashion-MNIST into
+# .gpu/fashion-mnist, which the machine lacks), with the shared libraries they need
 # that a bare CUDA image lacks (OpenBLAS, toml++, OpenMPI, Boost.Test, cudart). cuBLAS, cuDNN and
 # NCCL are the GPU machine's own (hundreds of MB, and matched to its driver); so are glibc and
 # libstdc++, newer there than here. Nothing can be installed there.
@@ -10,9 +11,11 @@ cd "$(dirname "$0")/../.."
 build=${1:-build}
 stage=$(mktemp -d)
 mkdir -p "$stage/lib" "$stage/bench" .gpu
-cp "$build/cli/lbt" "$build/cli/lbt-doctor" "$build/tests/gpu/test_gpu" "$stage/"
+cp "$build/cli/lbt" "$build/cli/lbt-cuda" "$build/cli/lbt-doctor" "$build/tests/gpu/test_gpu" \
+   "$build/tests/gpu/test_gpu_training" "$stage/"
 cp "$build/bench/bench_gpu_mlp_step" "$stage/bench/"
-for exe in "$stage/lbt-doctor" "$stage/test_gpu" "$stage/bench/bench_gpu_mlp_step"; do
+for exe in "$stage/lbt-cuda" "$stage/lbt-doctor" "$stage/test_gpu" "$stage/test_gpu_training" \
+           "$stage/bench/bench_gpu_mlp_step"; do
   ldd "$exe" | awk '/=> \//{print $3}'
 done | sort -u | while read -r lib; do
   case $(basename "$lib") in
@@ -22,6 +25,8 @@ done | sort -u | while read -r lib; do
   esac
 done
 tar czf .gpu/bundle.tar.gz -C "$stage" .
+mkdir -p .gpu/fashion-mnist
+cp /usr/share/datasets/fashion-mnist/*.gz .gpu/fashion-mnist/
 rm -rf "$stage"
 grep -qx '/.gpu/' .git/info/exclude 2>/dev/null || echo '/.gpu/' >>.git/info/exclude
 ls -la .gpu/bundle.tar.gz

@@ -1,28 +1,63 @@
 #!/usr/bin/env bash
 # The GPU machine's whole check, one command (run there from the repository root with the
-# bundle of scripts/gpu/bundle.sh carried in .gpu/): machine facts, lbt doctor --device cuda,
-# the gpu test suite, and the MLP step beside PyTorch eager and CUDA graph (LBT_GPU_BENCH=0
-# skips it). Writes its logs to
-# $OUT (the device tool's folder) or /tmp/lbt-gpu-out.
+# bundle of scripts/gpu/bundle.sh carried in .gpu/), in order of what matters most, each part
+# with its own time limit: machine facts, lbt doctor --device cuda, the gpu suites (ctest -L
+# gpu's tests: the ops, and lbt train on the GPU beside the CPU), lbt train's throughput on the
+# GPU, the default Fashion-MNIST sweep on the GPU, and the MLP step beside PyTorch eager and CUDA
+# graph. STAGES (default "doctor tests train sweep bench") picks parts. Logs go to $OUT (the
+# device tool's folder) or /tmp/lbt-gpu-out.
 set -uo pipefail
 out=${OUT:-/tmp/lbt-gpu-out}
+stages=" ${STAGES:-doctor tests train sweep bench} "
 mkdir -p "$out" /tmp/lbt-gpu
 tar xzf .gpu/bundle.tar.gz -C /tmp/lbt-gpu
+data=$PWD/.gpu/fashion-mnist
+lbt=/tmp/lbt-gpu/lbt
 # cuBLAS, cuDNN and NCCL as the machine has them (CUDA's folders, or PyTorch's nvidia wheels).
 libdirs=$(find /usr/local /usr/lib /opt -name 'libnccl.so.2' -o -name 'libcublasLt.so.13' \
             -o -name 'libcudnn_ops.so.9' 2>/dev/null | xargs -r -n1 dirname | sort -u | paste -sd:)
 export LD_LIBRARY_PATH="/tmp/lbt-gpu/lib:${libdirs}:${LD_LIBRARY_PATH:-}"
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+has() { [[ $stages == *" $1 "* ]]; }
 {
   nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv
   grep -m1 'model name' /proc/cpuinfo; nproc; ldd --version | head -1
-  echo "LD_LIBRARY_PATH=$LD_LIBRARY_PATH"
-  ldd /tmp/lbt-gpu/lbt | grep -E 'not found|cublas|nccl|cudnn|cudart'
+  ldd /tmp/lbt-gpu/lbt-cuda | grep -E 'not found|cublas|nccl|cudnn|cudart'
 } 2>&1 | tee "$out/machine.txt"
-echo "== lbt doctor --device cuda"
-timeout 120 /tmp/lbt-gpu/lbt doctor --device cuda 2>&1 | tee "$out/doctor.txt"
-echo "== test_gpu (ctest -L gpu's suite)"
-timeout 180 /tmp/lbt-gpu/test_gpu --log_level=test_suite 2>&1 | tail -30 | tee "$out/test_gpu.txt"
-[ "${LBT_GPU_BENCH:-1}" = 1 ] || exit 0
-echo "== MLP step: lbt vs PyTorch on this GPU"
-ROUNDS=${ROUNDS:-3} timeout 300 bash bench/run_gpu_bench.sh /tmp/lbt-gpu "${SECONDS_PER_BATCH:-1}" 2>&1 |
-  tee "$out/gpu_bench.txt"
+if has doctor; then
+  echo "== lbt doctor --device cuda"
+  timeout 90 "$lbt" doctor --device cuda 2>&1 | tee "$out/doctor.txt"
+fi
+if has tests; then
+  echo "== test_gpu_training (lbt train on the GPU beside the CPU), test_gpu (the ops)"
+  LBT_BINARY=$lbt LBT_FMNIST_DIR=$data timeout 150 /tmp/lbt-gpu/test_gpu_training \
+    --log_level=test_suite 2>&1 | tail -40 | tee "$out/test_gpu_training.txt"
+  timeout 60 /tmp/lbt-gpu/test_gpu --log_level=test_suite 2>&1 | tail -8 | tee "$out/test_gpu.txt"
+fi
+if has train; then
+  echo "== lbt train on the GPU: 784-512-512-10, momentum SGD, samples/s over the whole run"
+  for b in 128 512 2048; do
+    timeout 60 "$lbt" train --config experiments/configs/fmnist_mlp.toml --quiet \
+      --set model.device=cuda --set data.path="$data" --set train.target= \
+      --set train.global_batch=$b --set train.steps=600 --set train.eval_every=600 \
+      --set schedule.warmup=0 --out /tmp/train_$b --overwrite >/dev/null 2>"$out/train_$b.err"
+    python3 -c "import json,sys; s=json.load(open('/tmp/train_$b/summary.json')); \
+print('B=$b', s['status'], 'samples/s', round(s['samples_per_s']), 'wall', round(s['wall_time_s'],2), \
+'val_acc', s.get('final_val_accuracy'))"
+  done 2>&1 | tee "$out/train.txt"
+fi
+if has sweep; then
+  echo "== the default Fashion-MNIST MLP sweep on the GPU (--jobs ${JOBS:-8})"
+  start=$(date +%s.%N)
+  timeout 200 "$lbt" sweep --config experiments/configs/fmnist_mlp_sweep.toml --jobs "${JOBS:-8}" \
+    --set model.device=cuda --set data.path="$data" --out /tmp/sweep >"$out/sweep.log" 2>&1
+  rc=$?
+  echo "sweep exit $rc in $(python3 -c "print(round($(date +%s.%N) - $start, 1))") s" | tee "$out/sweep.txt"
+  tail -25 "$out/sweep.log" | tee -a "$out/sweep.txt"
+  cp /tmp/sweep/sweep.csv "$out/" 2>/dev/null
+fi
+if has bench; then
+  echo "== MLP step: lbt vs PyTorch on this GPU"
+  ROUNDS=${ROUNDS:-2} timeout 150 bash bench/run_gpu_bench.sh /tmp/lbt-gpu "${SECONDS_PER_BATCH:-0.5}" 2>&1 |
+    tee "$out/gpu_bench.txt"
+fi

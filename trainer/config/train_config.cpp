@@ -100,6 +100,7 @@ void read_overlap(Config& c, TrainConfig& t) {
 void read_model_section(Config& c, TrainConfig& t) {
   read_model(c, t);
   t.loss = c.get_string(key("model.loss"));
+  t.device = c.get_string(key("model.device"));
   const std::string init = c.get_string(key("model.init"));
   if (init == "he")
     t.init = nn::InitScheme::kHe;

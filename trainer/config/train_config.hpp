@@ -63,6 +63,7 @@ struct TrainConfig {
   // auto | cross_entropy | mse; checked against the loaded data by check_task (task.hpp).
   // mse is 1/2 sum_j (pred_j - y_j)^2 per example, averaged over examples.
   std::string loss = "auto";
+  std::string device = "cpu";  // model.device: cpu | cuda (trainer/device_support.hpp)
   nn::InitScheme init = nn::InitScheme::kHe;
   DataConfig data;
   std::int64_t global_batch = 0, micro_batch = 0, accum_steps = 0;  // resolved

@@ -42,6 +42,10 @@ std::vector<KeySpec> model_keys() {
        "auto: cross_entropy for integer labels, mse for float targets | cross_entropy | mse "
        "(per example 1/2 sum_j (pred_j - y_j)^2, averaged over examples)",
        {"auto", "cross_entropy", "mse"}},
+      {"model.device", kString, "\"cpu\"",
+       "where the steps run: cpu | cuda (one NVIDIA GPU, an MLP of Linear and ReLU layers, run "
+       "by lbt-cuda; docs/gpu.md)",
+       {"cpu", "cuda"}},
   };
   // clang-format on
 }

@@ -1,0 +1,7 @@
+// lbt: the command line on the CPU backend. A run with model.device = "cuda" goes on in
+// lbt-cuda beside it (cli/cmd_train.cpp), which alone loads the CUDA libraries.
+#include "cli/commands.hpp"
+
+int main(int argc, char** argv) {
+  return lbt::cli::run_lbt(argc, argv);
+}

@@ -1,0 +1,79 @@
+// register_cuda_training and the cached self-check of cuda_training.hpp.
+#include "experiments/cuda_training.hpp"
+
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <string>
+#include <unistd.h>
+
+#include "core/cuda/gpu.hpp"
+#include "core/error.hpp"
+#include "experiments/child_process.hpp"
+#include "experiments/device_check.hpp"
+#include "trainer/cuda/cuda_step.hpp"
+
+namespace lbt::experiments {
+namespace {
+
+namespace fs = std::filesystem;
+
+// $XDG_CACHE_HOME/lbt, else ~/.cache/lbt; empty where neither is set.
+fs::path cache_dir() {
+  if (const char* xdg = std::getenv("XDG_CACHE_HOME"); xdg && *xdg) return fs::path(xdg) / "lbt";
+  if (const char* home = std::getenv("HOME"); home && *home)
+    return fs::path(home) / ".cache" / "lbt";
+  return {};
+}
+
+// What a passed check stands for: the device, the libraries loaded and this very program (its
+// size and modification time: a rebuild checks again).
+std::string check_key() {
+  const fs::path exe = self_executable();
+  std::error_code ec;
+  const auto size = fs::file_size(exe, ec);
+  const auto mtime = fs::last_write_time(exe, ec).time_since_epoch().count();
+  const std::string what = lbt::cuda::describe_device() + "|" + lbt::cuda::library_versions() +
+                           "|" + exe.string() + "|" + std::to_string(size) + "|" +
+                           std::to_string(mtime);
+  char hex[17];
+  std::snprintf(hex, sizeof hex, "%016zx", std::hash<std::string>{}(what));
+  return hex;
+}
+
+// Runs the doctor's check unless this device and build passed it before; refuses the device
+// when a row is outside its tolerance. The cache is a convenience: where it cannot be written
+// the check runs at every start.
+void check_device_once() {
+  const fs::path dir = cache_dir();
+  const fs::path passed = dir.empty() ? fs::path() : dir / ("cuda-check-" + check_key() + ".txt");
+  std::error_code ec;
+  if (!passed.empty() && fs::exists(passed, ec)) return;
+  std::fprintf(stderr, "lbt: checking %s against the CPU backend (once per device and build)\n",
+               lbt::cuda::describe_device().c_str());
+  const DeviceCheckReport report = check_cuda_device(1);
+  if (!report.ok()) {
+    std::fputs(format_report(report).c_str(), stderr);
+    throw DeviceError("the GPU disagrees with the CPU backend (table above): lbt trains nothing on it",
+                      "report the table (lbt doctor --device cuda prints it); train with model.device=cpu");
+  }
+  if (passed.empty()) return;
+  fs::create_directories(dir, ec);
+  const fs::path tmp = passed.string() + "." + std::to_string(getpid());
+  std::ofstream(tmp) << format_report(report);
+  fs::rename(tmp, passed, ec);
+}
+
+}  // namespace
+
+void register_cuda_training() {
+  trainer::register_device_step("cuda", [](const trainer::DeviceStepSetup& setup) {
+    lbt::cuda::require_gpu();
+    check_device_once();
+    return trainer::cuda::make_cuda_step(setup);
+  });
+}
+
+}  // namespace lbt::experiments

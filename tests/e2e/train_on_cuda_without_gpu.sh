@@ -1,0 +1,27 @@
+#!/bin/sh
+# model.device=cuda without a GPU (or without CUDA in the build): one error line and a hint,
+# exit 2, no run directory; where a GPU is, the run trains (exit 0). A run the GPU cannot do yet
+# (here the noise scale) is refused alike on every machine, before any GPU is looked for.
+#   usage: train_on_cuda_without_gpu.sh LBT SOURCE_DIR
+lbt=$1 config=$2/experiments/configs/fmnist_mlp.toml
+d=$(mktemp -d) && trap 'rm -rf "$d"' EXIT
+fail() { echo "$1"; cat "$d/err"; exit 1; }
+
+"$lbt" train --config "$config" --quiet --set model.device=cuda --set train.steps=2 --set schedule.warmup=0 \
+  --out "$d/run" 2>"$d/err" >/dev/null
+rc=$?
+if [ $rc -ne 0 ]; then
+  [ $rc -eq 2 ] || fail "exit $rc"
+  head -1 "$d/err" | grep -Eq '^error: (no usable NVIDIA GPU|model.device=cuda: this lbt was built without CUDA)' ||
+    fail "unexpected first line"
+  [ "$(wc -l <"$d/err")" -eq 2 ] || fail "not one error line and a hint"
+  [ ! -e "$d/run" ] || fail "a run directory was written"
+fi
+
+"$lbt" train --config "$config" --quiet --set model.device=cuda --set noise.enabled=true \
+  --out "$d/run2" 2>"$d/err" >/dev/null
+rc=$?
+[ $rc -eq 2 ] || fail "noise on cuda: exit $rc"
+[ ! -e "$d/run2" ] || fail "noise on cuda: a run directory was written"
+grep -q '^error: model.device=cuda does not estimate the gradient noise scale yet' "$d/err" ||
+  fail "noise on cuda: unexpected message"

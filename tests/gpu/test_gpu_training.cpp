@@ -1,0 +1,139 @@
+// lbt train with model.device=cuda on a real GPU, through the lbt binary (which execs
+// lbt-cuda), against the same run on the CPU backend: the losses step by step within float32
+// round-off of sums in another order (ReLU flips from round-off move weights discretely, so
+// the bound is on the loss relative to its fall, as lbt doctor's 100-step row), a resumed run
+// bit for bit, steps-to-target refined on the GPU equal to evaluating after every step there.
+// Fashion-MNIST from LBT_FMNIST_DIR (default /usr/share/datasets/fashion-mnist). Skipped
+// (exit 77) where there is no GPU or no data.
+#define BOOST_TEST_MODULE gpu_training
+#include <boost/test/unit_test.hpp>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+
+#include "core/cuda/gpu.hpp"
+#include "support/cli_runner.hpp"
+#include "support/run_lines.hpp"
+
+namespace fs = std::filesystem;
+using lbt::test::final_params;
+using lbt::test::lines_without_timing;
+using lbt::test::run_lbt;
+using lbt::test::scratch;
+using lbt::test::slurp;
+
+namespace {
+
+std::string data_dir() {
+  const char* dir = std::getenv("LBT_FMNIST_DIR");
+  return dir && *dir ? dir : "/usr/share/datasets/fashion-mnist";
+}
+
+// Runs before Boost.Test, so a machine without a GPU or the data skips in one line.
+const bool kReady = [] {
+  std::string why;
+  if (lbt::cuda::device_count(&why) == 0) {
+    std::printf("skipped: no CUDA device (%s)\n", why.c_str());
+    std::exit(77);
+  }
+  if (!fs::exists(fs::path(data_dir()) / "train-labels-idx1-ubyte.gz")) {
+    std::printf("skipped: no Fashion-MNIST in %s (set LBT_FMNIST_DIR)\n", data_dir().c_str());
+    std::exit(77);
+  }
+  return true;
+}();
+
+// A small MLP, momentum SGD at batch 64, every step logged.
+std::string base() {
+  return std::string("train --config ") + LBT_SOURCE_DIR +
+         "/experiments/configs/fmnist_mlp.toml --quiet --set data.path=" + data_dir() +
+         " --set model.spec=mlp:784-128-10 --set train.global_batch=64 --set train.log_every=1"
+         " --set train.eval_every=25 --set train.steps=100 --set schedule.warmup=0";
+}
+
+std::vector<double> losses(const fs::path& run) {
+  std::vector<double> out;
+  for (const auto& m : lines_without_timing(run / "metrics.jsonl")) out.push_back(m["loss"]);
+  return out;
+}
+
+void check_follows_cpu(const std::string& options, const std::string& name) {
+  const fs::path cpu = scratch() / (name + "_cpu"), gpu = scratch() / (name + "_gpu");
+  const auto a = run_lbt(base() + options + " --out " + cpu.string());
+  const auto b = run_lbt(base() + options + " --set model.device=cuda --out " + gpu.string());
+  BOOST_TEST_REQUIRE(a.code == 0, a.err);
+  BOOST_TEST_REQUIRE(b.code == 0, b.err);
+  const auto lc = losses(cpu), lg = losses(gpu);
+  BOOST_TEST_REQUIRE(lc.size() == 100u);
+  BOOST_TEST_REQUIRE(lg.size() == lc.size());
+  // The first step: the same weights, one forward; sums in another order.
+  BOOST_TEST(std::abs(lg[0] - lc[0]) <= 1e-5 * lc[0], "step 1: " << lg[0] << " vs " << lc[0]);
+  const double fall = lc.front() - lc.back();
+  BOOST_TEST_REQUIRE(fall > 0.5);
+  BOOST_TEST(std::abs(lg.back() - lc.back()) <= 1e-3 * fall,
+             "step 100: " << lg.back() << " vs " << lc.back() << ", fall " << fall);
+  const auto sc = nlohmann::json::parse(slurp(cpu / "summary.json")),
+             sg = nlohmann::json::parse(slurp(gpu / "summary.json"));
+  BOOST_TEST(std::abs(sg["final_val_accuracy"].get<double>() -
+                      sc["final_val_accuracy"].get<double>()) <= 0.005);
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(momentum_sgd_on_the_gpu_follows_the_cpu) {
+  BOOST_REQUIRE(kReady);
+  check_follows_cpu("", "momentum");
+}
+
+BOOST_AUTO_TEST_CASE(adamw_and_lamb_on_the_gpu_follow_the_cpu) {
+  check_follows_cpu(" --set optimizer.name=adamw --set optimizer.lr=0.001"
+                    " --set optimizer.weight_decay=0.01", "adamw");
+  check_follows_cpu(" --set optimizer.name=lamb --set optimizer.lr=0.01", "lamb");
+}
+
+// Accumulation: 2 micro-batches of 32 make the batch of 64 (sums in another order).
+BOOST_AUTO_TEST_CASE(accumulated_micro_batches_follow_the_cpu) {
+  check_follows_cpu(" --set train.micro_batch=32", "accum");
+}
+
+BOOST_AUTO_TEST_CASE(a_resumed_gpu_run_ends_bit_for_bit_where_the_whole_run_ends) {
+  const fs::path whole = scratch() / "whole", resumed = scratch() / "resumed";
+  const auto a = run_lbt(base() + " --set model.device=cuda --set train.checkpoint_every=40" +
+                         " --set 'train.target=val_accuracy>=0.99' --out " + whole.string());
+  BOOST_TEST_REQUIRE(a.code == 0, a.err);
+  fs::copy(whole, resumed, fs::copy_options::recursive);
+  for (const auto& entry : fs::directory_iterator(resumed / "checkpoints")) {
+    const std::string name = entry.path().filename().string();
+    if (name.rfind("step_", 0) == 0 && std::stoll(name.substr(5)) > 40) fs::remove(entry.path());
+  }
+  const auto b = run_lbt("train --resume " + resumed.string() + " --quiet");
+  BOOST_TEST_REQUIRE(b.code == 0, b.err);
+  BOOST_TEST(final_params(resumed) == final_params(whole));
+  BOOST_TEST(lines_without_timing(resumed / "metrics.jsonl") ==
+             lines_without_timing(whole / "metrics.jsonl"));
+}
+
+// The replay from the snapshot below the target meets the run's own steps bit for bit, on the
+// GPU too: the refined crossing is the step that evaluating after every step finds, for both
+// readings (the weights' EMA and the raw first passage).
+BOOST_AUTO_TEST_CASE(refined_steps_to_target_equals_evaluating_every_step) {
+  for (const std::string definition : {"ema", "first_passage"}) {
+    const std::string target = " --set model.device=cuda --set 'train.target=val_accuracy>=0.8'"
+                               " --set train.target_resolution=0 --set train.steps=300"
+                               " --set train.target_definition=" + definition;
+    const fs::path coarse = scratch() / ("coarse_" + definition),
+                   every = scratch() / ("every_" + definition);
+    const auto a = run_lbt(base() + target + " --out " + coarse.string());
+    const auto b = run_lbt(base() + target + " --set train.eval_every=1 --out " + every.string());
+    BOOST_TEST_REQUIRE(a.code == 0, a.err);
+    BOOST_TEST_REQUIRE(b.code == 0, b.err);
+    const auto sa = nlohmann::json::parse(slurp(coarse / "summary.json")),
+               sb = nlohmann::json::parse(slurp(every / "summary.json"));
+    BOOST_TEST_CONTEXT(definition) {
+      BOOST_TEST_REQUIRE(sb["steps_to_target"].is_number());
+      BOOST_TEST(sa["steps_to_target"] == sb["steps_to_target"]);
+    }
+  }
+}

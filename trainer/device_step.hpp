@@ -1,0 +1,68 @@
+// model.device = "cuda": the step's arithmetic on a device that keeps the parameters, their
+// gradient, the optimizer's state and the weights' EMA for the whole run (trainer/cuda/). The
+// loop (loop.cpp) stays the algorithm: it draws the batches, judges divergence, asks the
+// schedule and evaluates; the device computes. The host's model, optimizer state and
+// LoopState::ema are the device's mirror, written by pull() where the loop reads them
+// (snapshots, checkpoints, the run's end) and read back by push() after it restores them.
+#pragma once
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/params.hpp"
+#include "nn/model.hpp"
+#include "optim/optimizer.hpp"
+#include "optim/optimizer_options.hpp"
+#include "trainer/data/dataset.hpp"
+#include "trainer/data/prefetch.hpp"
+
+namespace lbt::trainer {
+
+struct Evaluation;
+
+class DeviceStep {
+ public:
+  virtual ~DeviceStep() = default;
+  // One micro-batch: forward, softmax cross-entropy x grad_scale, backward into the gradient
+  // (added to it when `accumulate`). Returns the loss summed over the examples; `correct` the
+  // argmax hits.
+  virtual double forward_backward(const data::Batch& batch, float grad_scale, bool accumulate,
+                                  std::int64_t* correct) = 0;
+  virtual double grad_sq_norm() = 0;  // |g|^2 of the step's gradient, summed in double
+  virtual void update(double lr, std::int64_t step) = 0;  // the optimizer, every segment
+  // The weights' EMA: ema += alpha (w - ema), where an absent EMA (a fresh run) is first the
+  // weights, as the host's (loop_evaluation.cpp, update_ema).
+  virtual void update_ema(float alpha) = 0;
+  // The split's loss and accuracy at the weights, or at their EMA; the split is uploaded once.
+  virtual Evaluation evaluate(const data::Dataset& split, std::int64_t eval_batch, bool ema) = 0;
+  // The device's parameters and optimizer state into the host's; its EMA into `ema` (left as
+  // is while the device has none).
+  virtual void pull(ParameterStore& store, optim::Optimizer& optimizer,
+                    std::vector<float>& ema) = 0;
+  // The host's into the device's (after a resume, a branch's start or a snapshot's restore);
+  // an empty `ema` leaves the device without one.
+  virtual void push(const ParameterStore& store, const optim::Optimizer& optimizer,
+                    const std::vector<float>& ema) = 0;
+  virtual std::string describe() const = 0;  // "NVIDIA H100 80GB HBM3, sm_90, 79 GiB"
+};
+
+// What a device's step is built from: the host model (its parameter layout and segment table,
+// after the optimizer's exclusions), the optimizer's options, the largest batch it will see.
+struct DeviceStepSetup {
+  const nn::Model& model;
+  std::vector<std::int64_t> mlp_widths;  // IN, H1, ..., OUT of the Linear/ReLU stack
+  const optim::OptimizerOptions& optimizer;
+  std::int64_t max_batch = 0;  // the larger of the micro-batch and the evaluation batch
+};
+
+using DeviceStepFactory = std::function<std::unique_ptr<DeviceStep>(const DeviceStepSetup&)>;
+
+// The program that can run a device registers its factory before main's work (lbt-cuda:
+// cli/cuda_main.cpp); lbt itself registers none.
+void register_device_step(const std::string& device, DeviceStepFactory factory);
+// nullptr when this program has no factory for `device`.
+const DeviceStepFactory* device_step_factory(const std::string& device);
+
+}  // namespace lbt::trainer

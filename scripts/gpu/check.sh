@@ -49,7 +49,7 @@ fi
 if has sweep; then
   echo "== the default Fashion-MNIST MLP sweep on the GPU (--jobs ${JOBS:-8})"
   start=$(date +%s.%N)
-  timeout 200 "$lbt" sweep --config experiments/configs/fmnist_mlp_sweep.toml --jobs "${JOBS:-8}" \
+  timeout 120 "$lbt" sweep --config experiments/configs/fmnist_mlp_sweep.toml --jobs "${JOBS:-8}" \
     --set model.device=cuda --set data.path="$data" --out /tmp/sweep >"$out/sweep.log" 2>&1
   rc=$?
   echo "sweep exit $rc in $(python3 -c "print(round($(date +%s.%N) - $start, 1))") s" | tee "$out/sweep.txt"
@@ -58,6 +58,6 @@ if has sweep; then
 fi
 if has bench; then
   echo "== MLP step: lbt vs PyTorch on this GPU"
-  ROUNDS=${ROUNDS:-2} timeout 150 bash bench/run_gpu_bench.sh /tmp/lbt-gpu "${SECONDS_PER_BATCH:-0.5}" 2>&1 |
+  ROUNDS=${ROUNDS:-2} timeout 90 bash bench/run_gpu_bench.sh /tmp/lbt-gpu "${SECONDS_PER_BATCH:-0.5}" 2>&1 |
     tee "$out/gpu_bench.txt"
 fi

@@ -22,6 +22,7 @@ has() { [[ $stages == *" $1 "* ]]; }
 {
   nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv
   grep -m1 'model name' /proc/cpuinfo; nproc; ldd --version | head -1
+  command -v nvidia-cuda-mps-control || echo "no nvidia-cuda-mps-control"
   ldd /tmp/lbt-gpu/lbt-cuda | grep -E 'not found|cublas|nccl|cudnn|cudart'
 } 2>&1 | tee "$out/machine.txt"
 if has doctor; then
@@ -35,19 +36,37 @@ if has tests; then
   timeout 60 /tmp/lbt-gpu/test_gpu --log_level=test_suite 2>&1 | tail -8 | tee "$out/test_gpu.txt"
 fi
 if has train; then
-  echo "== lbt train on the GPU: 784-512-512-10, momentum SGD, samples/s over the whole run"
+  echo "== lbt train on the GPU: 784-512-512-10, momentum SGD at LR 0.05, 3000 steps: samples/s"
+  echo "   as the median of metrics.jsonl's windows of 50 steps (the first left out) and the whole run"
   for b in 128 512 2048; do
     timeout 60 "$lbt" train --config experiments/configs/fmnist_mlp.toml --quiet \
       --set model.device=cuda --set data.path="$data" --set train.target= \
-      --set train.global_batch=$b --set train.steps=600 --set train.eval_every=600 \
-      --set schedule.warmup=0 --out /tmp/train_$b --overwrite >/dev/null 2>"$out/train_$b.err"
-    python3 -c "import json,sys; s=json.load(open('/tmp/train_$b/summary.json')); \
-print('B=$b', s['status'], 'samples/s', round(s['samples_per_s']), 'wall', round(s['wall_time_s'],2), \
-'val_acc', s.get('final_val_accuracy'))"
+      --set train.global_batch=$b --set schedule.reference_batch=$b --set train.steps=3000 \
+      --set train.eval_every=3000 --set schedule.warmup=0 --set train.epochs=0 \
+      --out /tmp/train_$b --overwrite >/dev/null 2>"$out/train_$b.err"
+    python3 - "$b" <<'PY'
+import json, statistics, sys
+b = sys.argv[1]; run = f"/tmp/train_{b}"
+s = json.load(open(f"{run}/summary.json"))
+w = [json.loads(l)["samples_per_s"] for l in open(f"{run}/metrics.jsonl")][1:]
+print(f"B={b} {s['status']} steps {s['steps']} window median {statistics.median(w):,.0f} "
+      f"[{min(w):,.0f}-{max(w):,.0f}] whole run {s['samples_per_s']:,.0f} val_acc {s.get('final_val_accuracy')}")
+PY
   done 2>&1 | tee "$out/train.txt"
+  echo "== one trial's fixed cost: lbt train for 1 step, start to exit" | tee -a "$out/train.txt"
+  for i in 1 2; do
+    t0=$(date +%s.%N)
+    "$lbt" train --config experiments/configs/fmnist_mlp.toml --quiet --set model.device=cuda \
+      --set data.path="$data" --set train.steps=1 --set schedule.warmup=0 --set train.target= \
+      --out /tmp/one --overwrite >/dev/null 2>&1
+    python3 -c "print('one step, start to exit: %.2f s' % ($(date +%s.%N) - $t0))"
+  done 2>&1 | tee -a "$out/train.txt"
 fi
 if has sweep; then
-  echo "== the default Fashion-MNIST MLP sweep on the GPU (--jobs ${JOBS:-8})"
+  echo "== the default Fashion-MNIST MLP sweep on the GPU (--jobs ${JOBS:-8}, MPS=${MPS:-0})"
+  # MPS (CUDA's multi-process service) lets the trials' processes share the GPU at once rather
+  # than in time slices.
+  if [ "${MPS:-0}" = 1 ]; then nvidia-cuda-mps-control -d && echo "MPS daemon started"; fi
   start=$(date +%s.%N)
   timeout 120 "$lbt" sweep --config experiments/configs/fmnist_mlp_sweep.toml --jobs "${JOBS:-8}" \
     --set model.device=cuda --set data.path="$data" --out /tmp/sweep >"$out/sweep.log" 2>&1
@@ -55,6 +74,7 @@ if has sweep; then
   echo "sweep exit $rc in $(python3 -c "print(round($(date +%s.%N) - $start, 1))") s" | tee "$out/sweep.txt"
   tail -25 "$out/sweep.log" | tee -a "$out/sweep.txt"
   cp /tmp/sweep/sweep.csv "$out/" 2>/dev/null
+  if [ "${MPS:-0}" = 1 ]; then echo quit | nvidia-cuda-mps-control; fi
 fi
 if has bench; then
   echo "== MLP step: lbt vs PyTorch on this GPU"

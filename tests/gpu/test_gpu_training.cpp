@@ -101,6 +101,7 @@ BOOST_AUTO_TEST_CASE(accumulated_micro_batches_follow_the_cpu) {
 BOOST_AUTO_TEST_CASE(a_resumed_gpu_run_ends_bit_for_bit_where_the_whole_run_ends) {
   const fs::path whole = scratch() / "whole", resumed = scratch() / "resumed";
   const auto a = run_lbt(base() + " --set model.device=cuda --set train.checkpoint_every=40" +
+                         " --set train.checkpoint_keep=100 --set train.checkpoint_every_seconds=0" +
                          " --set 'train.target=val_accuracy>=0.99' --out " + whole.string());
   BOOST_TEST_REQUIRE(a.code == 0, a.err);
   fs::copy(whole, resumed, fs::copy_options::recursive);

@@ -16,6 +16,8 @@
 #include "nn/backend.hpp"
 #include "nn/cuda/cudnn_conv.hpp"
 #include "nn/cuda/device_mlp.hpp"
+#include "nn/cuda/device_net.hpp"
+#include "nn/layer_spec.hpp"
 #include "nn/model.hpp"
 #include "optim/cuda/device_optimizer.hpp"
 #include "optim/optimizer_options.hpp"
@@ -237,8 +239,8 @@ void check_mlp_step(const Gpu& gpu, Rng& rng, std::uint64_t seed,
 // Trains the CPU model 100 SGD-momentum steps on the batches (lr 0.01, where training is
 // stable: at 0.05 this MLP is chaotic on random labels).
 void train_cpu(nn::Model& model, optim::Optimizer& opt, const std::vector<Segment>& segments,
-               const std::vector<Batch>& batches, std::int64_t batch) {
-  for (std::int64_t step = 0; step < 100; ++step) {
+               const std::vector<Batch>& batches, std::int64_t batch, std::int64_t steps) {
+  for (std::int64_t step = 0; step < steps; ++step) {
     const Batch& b = batches[static_cast<std::size_t>(step % 4)];
     const float* logits = model.forward(b.x.data(), batch, true);
     model.backend().softmax_cross_entropy(logits, b.labels.data(), batch, 10, model.output_grad(),
@@ -249,18 +251,46 @@ void train_cpu(nn::Model& model, optim::Optimizer& opt, const std::vector<Segmen
 }
 
 // The summed cross-entropy of both backends' models on the batches.
-std::pair<double, double> losses(MlpPair& m, const std::vector<Batch>& batches,
-                                 std::int64_t batch) {
+std::pair<double, double> losses(nn::Model& cpu_model, nn::cuda::DeviceModel& gpu_model,
+                                 const std::vector<Batch>& batches, std::int64_t batch) {
   double cpu = 0.0, gpu = 0.0;
   for (const Batch& b : batches) {
-    const float* logits = m.cpu->forward(b.x.data(), batch, false);
-    cpu += m.cpu->backend().softmax_cross_entropy(logits, b.labels.data(), batch, 10, nullptr, 1.0f,
-                                                  nullptr);
-    m.gpu.forward(b.dx.data(), batch);
-    m.gpu.loss(b.dlabels.data(), batch, 1.0f);
-    gpu += m.gpu.loss_sum(batch);
+    const float* logits = cpu_model.forward(b.x.data(), batch, false);
+    cpu += cpu_model.backend().softmax_cross_entropy(logits, b.labels.data(), batch, 10, nullptr,
+                                                     1.0f, nullptr);
+    gpu_model.forward(b.dx.data(), batch);
+    gpu_model.loss(b.dlabels.data(), batch, 1.0f);
+    gpu += gpu_model.loss_sum(batch, nullptr);
   }
   return {cpu, gpu};
+}
+
+// `steps` SGD-momentum steps (lr 0.01) of the GPU's model on the batches, in turn.
+void train_gpu(const Gpu& gpu, nn::cuda::DeviceModel& model, const std::vector<Segment>& segments,
+               std::size_t num_params, const std::vector<Batch>& batches, std::int64_t batch,
+               std::int64_t steps) {
+  optim::OptimizerOptions o;
+  o.name = "momentum";
+  o.sgd.momentum = 0.9;
+  optim::cuda::DeviceOptimizer opt(gpu, o, segments, num_params);
+  for (std::int64_t step = 0; step < steps; ++step) {
+    const Batch& b = batches[static_cast<std::size_t>(step % 4)];
+    model.forward(b.dx.data(), batch);
+    model.loss(b.dlabels.data(), batch, 1.0f / batch);
+    model.backward(b.dx.data(), batch, false);
+    opt.step(model.params(), model.grads(), 0.01, step);
+  }
+}
+
+// The training row: the loss both reach, read against how far it fell (see check_mlp_training).
+DeviceCheckRow training_row(const std::string& op, double start, double cpu_end, double gpu_end,
+                            double params_relative) {
+  char why[220];
+  std::snprintf(why, sizeof why,
+                "relative to the loss's fall %.2f -> %.2f; ReLU flips from round-off move "
+                "weights discretely (the parameters differ by %.1e of the largest)",
+                start, cpu_end, params_relative);
+  return {op, std::fabs(gpu_end - cpu_end), std::fabs(start - cpu_end), 1e-3, why};
 }
 
 // 100 steps of the MLP on four random batches on both backends, compared by the loss they reach,
@@ -280,28 +310,54 @@ void check_mlp_training(const Gpu& gpu, Rng& rng, std::uint64_t seed,
   o.name = "momentum";
   o.sgd.momentum = 0.9;
   const std::vector<Segment> segments = m.cpu->store().segments();
-  const double cpu_start = losses(m, batches, batch).first;
+  const double cpu_start = losses(*m.cpu, m.gpu, batches, batch).first;
   auto cpu_opt = optim::make_optimizer(o, m.gpu.num_params());
-  train_cpu(*m.cpu, *cpu_opt, segments, batches, batch);
-  optim::cuda::DeviceOptimizer gpu_opt(gpu, o, segments, m.gpu.num_params());
-  for (std::int64_t step = 0; step < 100; ++step) {
-    const Batch& b = batches[static_cast<std::size_t>(step % 4)];
-    m.gpu.forward(b.dx.data(), batch);
-    m.gpu.loss(b.dlabels.data(), batch, 1.0f / batch);
-    m.gpu.backward(b.dx.data(), batch);
-    gpu_opt.step(m.gpu.params(), m.gpu.grads(), 0.01, step);
-  }
-  const auto [cpu_end, gpu_end] = losses(m, batches, batch);
+  train_cpu(*m.cpu, *cpu_opt, segments, batches, batch, 100);
+  train_gpu(gpu, m.gpu, segments, m.gpu.num_params(), batches, batch, 100);
+  const auto [cpu_end, gpu_end] = losses(*m.cpu, m.gpu, batches, batch);
   const std::span<const float> cpu_params = m.cpu->store().params();
   const DeviceCheckRow params =
       compare("", download(m.gpu.params(), cpu_params.size()), cpu_params, 0.0);
-  char why[220];
-  std::snprintf(why, sizeof why,
-                "relative to the loss's fall %.2f -> %.2f; ReLU flips from round-off move "
-                "weights discretely (the parameters differ by %.1e of the largest)",
-                cpu_start, cpu_end, params.relative());
-  rows.push_back({"MLP 100 SGD-momentum steps (loss)", std::fabs(gpu_end - cpu_end),
-                  std::fabs(cpu_start - cpu_end), 1e-3, why});
+  rows.push_back(training_row("MLP 100 SGD-momentum steps (loss)", cpu_start, cpu_end, gpu_end,
+                              params.relative()));
+}
+
+// Shallue et al.'s simple CNN (cnn:simple: conv 5x5 32, ReLU, pool 2, conv 5x5 64, ReLU, pool
+// 2, Linear 1024, ReLU, Linear 10) on the GPU's convolutional stack (nn/cuda/device_net.hpp)
+// beside the CPU model: the logits of one batch, then 30 SGD-momentum steps on four random
+// batches of 32 compared by the loss they reach, as the MLP's.
+void check_cnn(const Gpu& gpu, Rng& rng, std::uint64_t seed, std::vector<DeviceCheckRow>& rows) {
+  const std::int64_t batch = 32;
+  auto cpu = nn::Model::from_spec("cnn:simple", nn::InitScheme::kHe);
+  Rng init = make_rng(seed, RngStream::kInit);
+  cpu->build(init);
+  cpu->reserve(batch);
+  const std::vector<Segment> segments = cpu->store().segments();
+  const std::span<const float> start = cpu->store().params();
+  nn::cuda::DeviceNet net(gpu, nn::expand_spec("cnn:simple", {1, 28, 28}).layers, {1, 28, 28},
+                          batch, segments, start.size());
+  lbt::cuda::copy_to_device(net.params(), start.data(), start.size() * sizeof(float));
+  std::vector<Batch> batches;
+  for (int i = 0; i < 4; ++i) batches.push_back(random_batch(rng, batch, 784, 10));
+  const float* logits = cpu->forward(batches[0].x.data(), batch, false);
+  const std::vector<float> cpu_logits(logits, logits + batch * 10);
+  rows.push_back(compare("simple CNN forward, B=32",
+                         download(net.forward(batches[0].dx.data(), batch), cpu_logits.size()),
+                         cpu_logits, sum_tolerance(3136),
+                         "float32 sums of up to 3136 products in another order"));
+  optim::OptimizerOptions o;
+  o.name = "momentum";
+  o.sgd.momentum = 0.9;
+  const double cpu_start = losses(*cpu, net, batches, batch).first;
+  auto cpu_opt = optim::make_optimizer(o, start.size());
+  train_cpu(*cpu, *cpu_opt, segments, batches, batch, 30);
+  train_gpu(gpu, net, segments, start.size(), batches, batch, 30);
+  const auto [cpu_end, gpu_end] = losses(*cpu, net, batches, batch);
+  const std::span<const float> cpu_params = cpu->store().params();
+  const DeviceCheckRow params =
+      compare("", download(net.params(), cpu_params.size()), cpu_params, 0.0);
+  rows.push_back(training_row("simple CNN 30 SGD-momentum steps (loss)", cpu_start, cpu_end,
+                              gpu_end, params.relative()));
 }
 
 struct ConvCase {
@@ -430,6 +486,7 @@ DeviceCheckReport check_cuda_device(std::uint64_t seed) {
   check_sum_squares(gpu, rng, report.rows);
   check_mlp_step(gpu, rng, seed, report.rows);
   check_mlp_training(gpu, rng, seed, report.rows);
+  check_cnn(gpu, rng, seed, report.rows);
   check_convolutions(rng, seed, report.rows);
   check_optimizers(gpu, rng, seed, report.rows);
   check_nccl(gpu, rng, report.rows);

@@ -134,7 +134,7 @@ std::unique_ptr<trainer::DeviceStep> make_device_step(const trainer::RunConfig& 
                                                       const nn::Model& model, bool probe) {
   const trainer::TrainConfig& cfg = run.train;
   if (cfg.device == "cpu") return nullptr;
-  std::vector<std::int64_t> widths = trainer::device_mlp_widths(run, ranks, splits.train.dim);
+  trainer::DeviceModelPlan plan = trainer::device_model_plan(run, ranks, splits.train.shape);
   if (!splits.train.is_classification())
     throw ConfigError("model.device=" + cfg.device + " trains classifiers only; " +
                           splits.train.name + " has float targets",
@@ -147,7 +147,10 @@ std::unique_ptr<trainer::DeviceStep> make_device_step(const trainer::RunConfig& 
     throw ConfigError("model.device=" + cfg.device + " runs in lbt-cuda, not in this program",
                       "run lbt train (it starts lbt-cuda), or set model.device=cpu");
   const std::int64_t max_batch = std::max(cfg.micro_batch, cfg.eval_batch);
-  return (*factory)({model, std::move(widths), run.optimizer, max_batch});
+  // Augmented batches are made on the host; plain ones are drawn on the device.
+  const bool augmented = cfg.data.augment_crop_padding > 0 || cfg.data.augment_flip;
+  return (*factory)(
+      {model, std::move(plan), run.optimizer, max_batch, augmented ? nullptr : &splits.train});
 }
 
 // Every rank loads the same checkpoint (rank 0 wrote it). Returns whether one was restored.

@@ -17,6 +17,7 @@
 #include "optim/optimizer_options.hpp"
 #include "trainer/data/dataset.hpp"
 #include "trainer/data/prefetch.hpp"
+#include "trainer/device_support.hpp"
 
 namespace lbt::trainer {
 
@@ -28,8 +29,12 @@ class DeviceStep {
   // One micro-batch: forward, softmax cross-entropy x grad_scale, backward into the gradient
   // (added to it when `accumulate`). Returns the loss summed over the examples; `correct` the
   // argmax hits.
+  // A batch without features (Features::kRowsOnly) is drawn from the training split the device
+  // keeps (keeps_train_split()).
   virtual double forward_backward(const data::Batch& batch, float grad_scale, bool accumulate,
                                   std::int64_t* correct) = 0;
+  // Whether the device holds the training split: the loop's batches then carry only rows.
+  virtual bool keeps_train_split() const = 0;
   virtual double grad_sq_norm() = 0;  // |g|^2 of the step's gradient, summed in double
   virtual void update(double lr, std::int64_t step) = 0;  // the optimizer, every segment
   // The weights' EMA: ema += alpha (w - ema), where an absent EMA (a fresh run) is first the
@@ -52,9 +57,12 @@ class DeviceStep {
 // after the optimizer's exclusions), the optimizer's options, the largest batch it will see.
 struct DeviceStepSetup {
   const nn::Model& model;
-  std::vector<std::int64_t> mlp_widths;  // IN, H1, ..., OUT of the Linear/ReLU stack
+  DeviceModelPlan plan;  // its layers, input shape and, for a plain MLP, its widths
   const optim::OptimizerOptions& optimizer;
   std::int64_t max_batch = 0;  // the larger of the micro-batch and the evaluation batch
+  // The training split to keep on the device and draw batches from there; nullptr: every batch
+  // brings its features (augmented data: the host augments).
+  const data::Dataset* train = nullptr;
 };
 
 using DeviceStepFactory = std::function<std::unique_ptr<DeviceStep>(const DeviceStepSetup&)>;

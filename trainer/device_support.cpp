@@ -1,6 +1,8 @@
-// device_mlp_widths: the checks of device_support.hpp, one ConfigError per thing not built.
+// device_model_plan: the checks of device_support.hpp, one ConfigError per thing not built.
 #include "trainer/device_support.hpp"
 
+#include <functional>
+#include <numeric>
 #include <string>
 
 #include "core/error.hpp"
@@ -32,10 +34,20 @@ std::vector<std::int64_t> stack_widths(const std::vector<nn::LayerSpec>& layers,
   return widths;
 }
 
+// The layers the GPU's convolutional stack runs (nn/cuda/device_net.hpp).
+bool device_net_runs(const std::vector<nn::LayerSpec>& layers) {
+  for (const nn::LayerSpec& l : layers) {
+    const bool ok = l.type == "conv" || l.type == "relu" || l.type == "linear" ||
+                    (l.type == "pool" && l.stride == l.kernel);
+    if (!ok) return false;
+  }
+  return !layers.empty() && layers.back().type == "linear";
+}
+
 }  // namespace
 
-std::vector<std::int64_t> device_mlp_widths(const RunConfig& run, int ranks,
-                                            std::int64_t input_dim) {
+DeviceModelPlan device_model_plan(const RunConfig& run, int ranks,
+                                  const std::vector<std::int64_t>& data_shape) {
   const TrainConfig& t = run.train;
   const std::string& d = t.device;
   if (ranks > 1)
@@ -48,14 +60,25 @@ std::vector<std::int64_t> device_mlp_widths(const RunConfig& run, int ranks,
   if (t.overlap_comm) refuse(d, "has no gradient reduction to overlap", "set train.overlap_comm=false");
   if (t.local_sgd.enabled()) refuse(d, "does not run local SGD", "set train.sync_every=1");
   if (t.loss == "mse") refuse(d, "trains with softmax cross-entropy only", "set model.loss=auto");
-  const std::vector<nn::LayerSpec> layers =
-      t.model_layers.empty() ? nn::expand_spec(t.model_spec, {}).layers : t.model_layers;
-  std::vector<std::int64_t> widths = stack_widths(layers, input_dim);
-  if (widths.empty())
-    refuse(d, "runs an MLP of Linear layers (with bias) and ReLUs between them so far; " +
-                  t.model_name() + " is not one",
-           "use model.spec=mlp:IN-H1-...-OUT");
-  return widths;
+  DeviceModelPlan plan;
+  plan.input_shape = data_shape;
+  if (t.model_layers.empty()) {
+    nn::ExpandedSpec spec = nn::expand_spec(t.model_spec, data_shape);
+    plan.layers = std::move(spec.layers);
+    if (!spec.input_shape.empty()) plan.input_shape = spec.input_shape;
+  } else {
+    plan.layers = t.model_layers;
+  }
+  if (plan.input_shape.size() == 2) plan.input_shape.insert(plan.input_shape.begin(), 1);
+  const std::int64_t features =
+      std::accumulate(plan.input_shape.begin(), plan.input_shape.end(), std::int64_t{1},
+                      std::multiplies<>());
+  plan.mlp_widths = stack_widths(plan.layers, plan.input_shape.empty() ? 0 : features);
+  if (plan.mlp_widths.empty() && !device_net_runs(plan.layers))
+    refuse(d, "runs Linear, ReLU, conv and max-pool layers (pools with stride = kernel), ending "
+              "in a Linear; " + t.model_name() + " has others",
+           "use model.spec=mlp:IN-H1-...-OUT or cnn:simple");
+  return plan;
 }
 
 }  // namespace lbt::trainer

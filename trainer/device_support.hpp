@@ -1,19 +1,28 @@
 // What a run on model.device = "cuda" can be today (trainer/device_step.hpp, docs/gpu.md): one
-// process, an MLP of Linear (with bias) and ReLU layers, softmax cross-entropy, every optimizer
-// and schedule, a fixed or planned batch, targets, checkpoints and resume. Anything else is a
-// ConfigError naming the key and the fix, before any file is written.
+// process; a model of Linear, ReLU, convolution and max-pool layers (windows side by side);
+// softmax cross-entropy; every optimizer and schedule, a fixed or planned batch, targets,
+// checkpoints and resume. Anything else is a ConfigError naming the key and the fix, before any
+// file is written.
 #pragma once
 #include <cstdint>
 #include <vector>
 
+#include "nn/layer_spec.hpp"
 #include "trainer/config/run_config.hpp"
 
 namespace lbt::trainer {
 
-// The widths IN, H1, ..., OUT of the run's Linear/ReLU stack on `run.train.device` (input_dim:
-// the data's example size, for a layer list that does not name its input). Throws ConfigError
-// for anything the device cannot run. Not called for cpu.
-std::vector<std::int64_t> device_mlp_widths(const RunConfig& run, int ranks,
-                                            std::int64_t input_dim);
+// The model a device runs: its layers, the example's shape they take, and where they are a
+// Linear (with bias) / ReLU stack, its widths IN, H1, ..., OUT (the GPU's MLP); else empty.
+struct DeviceModelPlan {
+  std::vector<nn::LayerSpec> layers;
+  std::vector<std::int64_t> input_shape;  // [C, H, W], or [features]
+  std::vector<std::int64_t> mlp_widths;
+};
+
+// data_shape: one example's shape as the data gives it (empty before the data is loaded: the
+// spec's own). Throws ConfigError for anything `run.train.device` cannot run. Not for cpu.
+DeviceModelPlan device_model_plan(const RunConfig& run, int ranks,
+                                  const std::vector<std::int64_t>& data_shape);
 
 }  // namespace lbt::trainer

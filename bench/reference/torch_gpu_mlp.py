@@ -1,8 +1,9 @@
 """PyTorch's MLP training step on a GPU, as bench/gpu_mlp_step.cpp times lbt's: 784-512-512-10,
 forward, cross-entropy, backward, SGD momentum 0.9, fp32 (TF32 off), a fixed batch on the device.
+--model cnn: Shallue et al.'s simple CNN (lbt's cnn:simple) on 1x28x28 images instead.
 Eager mode, and with --graph the whole step captured in a CUDA graph (what framework overhead
 costs). Prints CSV rows impl,batch,samples_per_s,min,max (median [min-max] over windows).
-    python3 torch_gpu_mlp.py [--batches 32,128,...] [--seconds 1] [--graph]
+    python3 torch_gpu_mlp.py [--batches 32,128,...] [--seconds 1] [--graph] [--model mlp|cnn]
 """
 import argparse
 import statistics
@@ -42,6 +43,7 @@ def main():
     p.add_argument("--batches", default="32,128,512,2048,8192")
     p.add_argument("--seconds", type=float, default=1.0)
     p.add_argument("--graph", action="store_true")
+    p.add_argument("--model", choices=["mlp", "cnn"], default="mlp")
     a = p.parse_args()
     torch.backends.cuda.matmul.allow_tf32 = False
     torch.backends.cudnn.allow_tf32 = False
@@ -49,11 +51,18 @@ def main():
     print("impl,batch,samples_per_s,min,max", flush=True)
     for batch in (int(b) for b in a.batches.split(",")):
         torch.manual_seed(1)
-        model = torch.nn.Sequential(torch.nn.Linear(784, 512), torch.nn.ReLU(),
-                                    torch.nn.Linear(512, 512), torch.nn.ReLU(),
-                                    torch.nn.Linear(512, 10)).to(dev)
+        nn = torch.nn
+        if a.model == "cnn":
+            model = nn.Sequential(nn.Conv2d(1, 32, 5, padding=2), nn.ReLU(), nn.MaxPool2d(2),
+                                  nn.Conv2d(32, 64, 5, padding=2), nn.ReLU(), nn.MaxPool2d(2),
+                                  nn.Flatten(), nn.Linear(3136, 1024), nn.ReLU(),
+                                  nn.Linear(1024, 10)).to(dev)
+            x = torch.rand(batch, 1, 28, 28, device=dev)
+        else:
+            model = nn.Sequential(nn.Linear(784, 512), nn.ReLU(), nn.Linear(512, 512), nn.ReLU(),
+                                  nn.Linear(512, 10)).to(dev)
+            x = torch.rand(batch, 784, device=dev)
         opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
-        x = torch.rand(batch, 784, device=dev)
         y = torch.arange(batch, device=dev) % 10
         step = step_fn(model, opt, x, y)
         impl = "torch_eager"

@@ -126,7 +126,23 @@ __global__ void move_towards_kernel(float* ema, const float* w, float alpha, std
   if (i < n) ema[i] += alpha * (w[i] - ema[i]);
 }
 
+// One block per row, its threads along the row.
+__global__ void gather_rows_kernel(const float* table, std::int64_t dim, const std::int32_t* rows,
+                                   float* out) {
+  const float* from = table + static_cast<std::int64_t>(rows[blockIdx.x]) * dim;
+  float* to = out + static_cast<std::int64_t>(blockIdx.x) * dim;
+  for (std::int64_t j = threadIdx.x; j < dim; j += blockDim.x) to[j] = from[j];
+}
+
 }  // namespace
+
+void Gpu::gather_rows(const float* table, std::int64_t dim, const std::int32_t* rows,
+                      std::int64_t count, float* out) const {
+  if (count == 0) return;
+  gather_rows_kernel<<<static_cast<unsigned>(count), kThreads, 0, h_->stream>>>(table, dim, rows,
+                                                                               out);
+  check(cudaGetLastError(), "gather_rows");
+}
 
 void Gpu::move_towards(float* ema, const float* w, float alpha, std::size_t n) const {
   if (n == 0) return;

@@ -74,6 +74,10 @@ class Gpu {
   // ema += alpha (w - ema), element by element, rounded as the host's loop (no fused
   // multiply-add): the weights' EMA that steps-to-target reads (trainer/target_reading.hpp).
   void move_towards(float* ema, const float* w, float alpha, std::size_t n) const;
+  // out[i, :] = table[rows[i], :] for i < count: a batch drawn from a dataset kept on the device
+  // (rows: device int32s).
+  void gather_rows(const float* table, std::int64_t dim, const std::int32_t* rows,
+                   std::int64_t count, float* out) const;
   // Waits for everything queued on the stream.
   void synchronize() const;
   void* stream() const;  // cudaStream_t

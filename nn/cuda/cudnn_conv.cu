@@ -92,14 +92,15 @@ void CudnnConv2d::forward(const float* x, const float* w, const float* b, float*
 }
 
 void CudnnConv2d::backward(const float* x, const float* w, const float* dy, float* dx, float* dw,
-                           float* db) {
+                           float* db, bool accumulate) {
   Descriptors& d = *d_;
   const float one = 1.0f, zero = 0.0f;
+  const float* beta = accumulate ? &one : &zero;
   check(cudnnConvolutionBackwardFilter(d.handle, &one, d.x, x, d.y, dy, d.conv, kBackwardFilter,
-                                       d.workspace.data(), d.workspace.size() * 4, &zero, d.w, dw),
+                                       d.workspace.data(), d.workspace.size() * 4, beta, d.w, dw),
         "cudnnConvolutionBackwardFilter");
   if (db)
-    check(cudnnConvolutionBackwardBias(d.handle, &one, d.y, dy, &zero, d.bias, db),
+    check(cudnnConvolutionBackwardBias(d.handle, &one, d.y, dy, beta, d.bias, db),
           "cudnnConvolutionBackwardBias");
   if (dx)
     check(cudnnConvolutionBackwardData(d.handle, &one, d.w, w, d.y, dy, d.conv, kBackwardData,

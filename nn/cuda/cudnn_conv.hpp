@@ -18,8 +18,10 @@ class CudnnConv2d {
   Shape3 out_shape() const { return out_; }
   // Device pointers; b may be null (no bias).
   void forward(const float* x, const float* w, const float* b, float* y);
-  // dx = W^T * dy (skipped when dx is null), dw = dy * x, db = sum of dy over batch and plane.
-  void backward(const float* x, const float* w, const float* dy, float* dx, float* dw, float* db);
+  // dx = W^T * dy (skipped when dx is null), dw = dy * x, db = sum of dy over batch and plane;
+  // dw and db added to when `accumulate` (micro-batches).
+  void backward(const float* x, const float* w, const float* dy, float* dx, float* dw, float* db,
+                bool accumulate = false);
 
  private:
   struct Descriptors;

@@ -9,10 +9,11 @@
 
 #include "core/cuda/gpu.hpp"
 #include "core/params.hpp"
+#include "nn/cuda/device_model.hpp"
 
 namespace lbt::nn::cuda {
 
-class DeviceMlp {
+class DeviceMlp final : public DeviceModel {
  public:
   // dims: {784, 512, 512, 10}; buffers sized for batches up to max_batch.
   DeviceMlp(const lbt::cuda::Gpu& gpu, std::vector<std::int64_t> dims, std::int64_t max_batch);
@@ -22,22 +23,20 @@ class DeviceMlp {
             const std::vector<Segment>& segments, std::size_t num_params);
 
   std::size_t num_params() const { return params_.size(); }
-  float* params() { return params_.data(); }
-  float* grads() { return grads_.data(); }
-  // The parameters' buffer itself: a caller may swap another of the same size in (the weights'
-  // EMA for an evaluation) and back.
-  lbt::cuda::DeviceArray<float>& param_buffer() { return params_; }
+  float* params() override { return params_.data(); }
+  float* grads() override { return grads_.data(); }
+  lbt::cuda::DeviceArray<float>& param_buffer() override { return params_; }
 
   // x: device [batch, dims[0]] -> device logits [batch, dims.back()], valid until the next call.
-  const float* forward(const float* x, std::int64_t batch);
+  const float* forward(const float* x, std::int64_t batch) override;
   // Softmax cross-entropy of the last forward against device labels [batch]: per-row losses
   // (double) and hits stay on the device; d(loss)/d(logits) x grad_scale into the output grad.
-  void loss(const std::int32_t* labels, std::int64_t batch, float grad_scale);
+  void loss(const std::int32_t* labels, std::int64_t batch, float grad_scale) override;
   // Sum of the last loss's rows, and its correct predictions (copies them to the host).
-  double loss_sum(std::int64_t batch, std::int64_t* correct = nullptr) const;
+  double loss_sum(std::int64_t batch, std::int64_t* correct = nullptr) const override;
   // Backpropagates the output grad into grads(): overwritten, or added to when `accumulate`
   // (gradient accumulation over micro-batches).
-  void backward(const float* x, std::int64_t batch, bool accumulate = false);
+  void backward(const float* x, std::int64_t batch, bool accumulate = false) override;
   // The output grad the last loss wrote, [batch, classes] on the device.
   const float* output_grad() const { return acts_grad_.back().data(); }
   // Hidden layer l's ReLU output from the last forward, [batch, dims[l + 1]] on the device.

@@ -1,4 +1,4 @@
-// DeviceMlp's kernels: grid-stride loops over elements, one thread per row where a row is
+// DeviceMlp's and DeviceNet's kernels: grid-stride loops over elements, one thread per row where a row is
 // reduced (no atomics, so every run adds in the same order).
 #include <cuda_runtime.h>
 
@@ -57,6 +57,39 @@ __global__ void softmax_cross_entropy_kernel(const float* logits, const std::int
   }
 }
 
+// One thread per output element of [planes, ho, wo]: the window's maximum.
+__global__ void max_pool_forward_kernel(const float* x, float* y, std::int64_t planes,
+                                        std::int64_t h, std::int64_t w, std::int64_t k,
+                                        std::int64_t ho, std::int64_t wo) {
+  for (std::int64_t i = first_index(); i < planes * ho * wo; i += stride()) {
+    const std::int64_t p = i / (ho * wo), r = i / wo % ho, c = i % wo;
+    const float* window = x + (p * h + r * k) * w + c * k;
+    float best = window[0];
+    for (std::int64_t a = 0; a < k; ++a)
+      for (std::int64_t b = 0; b < k; ++b) best = fmaxf(best, window[a * w + b]);
+    y[i] = best;
+  }
+}
+
+// Windows side by side (stride = kernel): each input element is in at most one window, so the
+// gradient goes to the window's first maximum in row-major order (the CPU's MaxPool2d) with no
+// atomics. dx must be zero beforehand (rows and columns past the last window get nothing).
+__global__ void max_pool_backward_kernel(const float* x, const float* y, const float* dy,
+                                         float* dx, std::int64_t planes, std::int64_t h,
+                                         std::int64_t w, std::int64_t k, std::int64_t ho,
+                                         std::int64_t wo) {
+  for (std::int64_t i = first_index(); i < planes * ho * wo; i += stride()) {
+    const std::int64_t p = i / (ho * wo), r = i / wo % ho, c = i % wo;
+    const std::int64_t corner = (p * h + r * k) * w + c * k;
+    for (std::int64_t a = 0, found = 0; a < k && !found; ++a)
+      for (std::int64_t b = 0; b < k && !found; ++b)
+        if (x[corner + a * w + b] == y[i]) {
+          dx[corner + a * w + b] = dy[i];
+          found = 1;
+        }
+  }
+}
+
 void launched(const char* what) {
   lbt::cuda::check(cudaGetLastError(), what);
 }
@@ -84,6 +117,24 @@ void softmax_cross_entropy(const float* logits, const std::int32_t* labels, std:
   softmax_cross_entropy_kernel<<<blocks_for(rows), kThreads>>>(
       logits, labels, rows, classes, dlogits, grad_scale, row_loss, row_hit);
   launched("softmax_cross_entropy_kernel");
+}
+
+void max_pool_forward(const float* x, float* y, std::int64_t planes, std::int64_t h,
+                      std::int64_t w, std::int64_t k) {
+  const std::int64_t ho = h / k, wo = w / k;
+  max_pool_forward_kernel<<<blocks_for(planes * ho * wo), kThreads>>>(x, y, planes, h, w, k, ho,
+                                                                       wo);
+  launched("max_pool_forward_kernel");
+}
+
+void max_pool_backward(const float* x, const float* y, const float* dy, float* dx,
+                       std::int64_t planes, std::int64_t h, std::int64_t w, std::int64_t k) {
+  const std::int64_t ho = h / k, wo = w / k;
+  lbt::cuda::check(cudaMemset(dx, 0, static_cast<std::size_t>(planes * h * w) * sizeof(float)),
+                   "cudaMemset");
+  max_pool_backward_kernel<<<blocks_for(planes * ho * wo), kThreads>>>(x, y, dy, dx, planes, h, w,
+                                                                        k, ho, wo);
+  launched("max_pool_backward_kernel");
 }
 
 }  // namespace lbt::nn::cuda

@@ -53,6 +53,24 @@ print(f"B={b} {s['status']} steps {s['steps']} window median {statistics.median(
       f"[{min(w):,.0f}-{max(w):,.0f}] whole run {s['samples_per_s']:,.0f} val_acc {s.get('final_val_accuracy')}")
 PY
   done 2>&1 | tee "$out/train.txt"
+  echo "== lbt train on the GPU: cnn:simple, momentum SGD at LR 0.02, 1000 steps; PyTorch's eager step" | tee -a "$out/train.txt"
+  for b in 32 128 512; do
+    timeout 60 "$lbt" train --config experiments/configs/fmnist_cnn.toml --quiet \
+      --set model.device=cuda --set data.path="$data" --set train.target= \
+      --set train.global_batch=$b --set train.steps=1000 --set train.eval_every=1000 \
+      --set schedule.warmup=0 --set train.epochs=0 --set optimizer.lr=0.02 \
+      --out /tmp/train_$b --overwrite >/dev/null 2>"$out/train_cnn_$b.err"
+    python3 - "$b" <<'PY'
+import json, statistics, sys
+b = sys.argv[1]; run = f"/tmp/train_{b}"
+s = json.load(open(f"{run}/summary.json"))
+w = [json.loads(l)["samples_per_s"] for l in open(f"{run}/metrics.jsonl")][1:]
+print(f"CNN B={b} {s['status']} steps {s['steps']} window median {statistics.median(w):,.0f} "
+      f"[{min(w):,.0f}-{max(w):,.0f}] whole run {s['samples_per_s']:,.0f} val_acc {s.get('final_val_accuracy')}")
+PY
+  done 2>&1 | tee -a "$out/train.txt"
+  timeout 60 python3 bench/reference/torch_gpu_mlp.py --model cnn --batches 32,128,512 \
+    --seconds 0.5 2>&1 | tee -a "$out/train.txt"
   echo "== one trial's fixed cost: lbt train for 1 step, start to exit" | tee -a "$out/train.txt"
   for i in 1 2; do
     t0=$(date +%s.%N)

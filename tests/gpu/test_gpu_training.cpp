@@ -1,5 +1,5 @@
 // lbt train with model.device=cuda on a real GPU, through the lbt binary (which execs
-// lbt-cuda), against the same run on the CPU backend: the losses step by step within float32
+// lbt-cuda), against the same run on the CPU backend (an MLP, and the simple CNN): the losses step by step within float32
 // round-off of sums in another order (ReLU flips from round-off move weights discretely, so
 // the bound is on the loss relative to its fall, as lbt doctor's 100-step row), a resumed run
 // bit for bit, steps-to-target refined on the GPU equal to evaluating after every step there.
@@ -91,6 +91,12 @@ BOOST_AUTO_TEST_CASE(adamw_and_lamb_on_the_gpu_follow_the_cpu) {
   check_follows_cpu(" --set optimizer.name=adamw --set optimizer.lr=0.001"
                     " --set optimizer.weight_decay=0.01", "adamw");
   check_follows_cpu(" --set optimizer.name=lamb --set optimizer.lr=0.01", "lamb");
+}
+
+// Shallue et al.'s simple CNN on the GPU's convolutional stack (cuDNN, our pools), beside the
+// CPU's: 100 steps, momentum SGD.
+BOOST_AUTO_TEST_CASE(the_simple_cnn_on_the_gpu_follows_the_cpu) {
+  check_follows_cpu(" --set model.spec=cnn:simple --set optimizer.lr=0.02", "cnn");
 }
 
 // Accumulation: 2 micro-batches of 32 make the batch of 64 (sums in another order).

@@ -1,11 +1,13 @@
 // Prefetch ring; see prefetch.hpp.
 #include "trainer/data/prefetch.hpp"
 
+#include "core/error.hpp"
+
 namespace lbt::data {
 
 Prefetcher::Prefetcher(const Dataset& data, ShardedSampler sampler, std::int64_t micro_batch,
                        std::int64_t accum_steps, std::int64_t first_step, int depth,
-                       AugmentOptions augment)
+                       AugmentOptions augment, Features features)
     : data_(data),
       sampler_(std::move(sampler)),
       micro_(micro_batch),
@@ -13,12 +15,13 @@ Prefetcher::Prefetcher(const Dataset& data, ShardedSampler sampler, std::int64_t
       ring_(static_cast<std::size_t>(depth)),
       indices_(static_cast<std::size_t>(micro_batch)),
       augment_(augment),
+      features_(features),
       first_step_(first_step) {
   start();
 }
 
 Prefetcher::Prefetcher(const Dataset& data, ShardedSampler sampler, std::int64_t micro_batch,
-                       Stream stream, int depth, AugmentOptions augment)
+                       Stream stream, int depth, AugmentOptions augment, Features features)
     : data_(data),
       sampler_(std::move(sampler)),
       micro_(micro_batch),
@@ -26,14 +29,19 @@ Prefetcher::Prefetcher(const Dataset& data, ShardedSampler sampler, std::int64_t
       ring_(static_cast<std::size_t>(depth)),
       indices_(static_cast<std::size_t>(micro_batch)),
       augment_(augment),
+      features_(features),
       first_step_(stream.first_micro),
       stream_(true) {
   start();
 }
 
 void Prefetcher::start() {
+  if (features_ == Features::kRowsOnly && augment_.enabled())
+    throw Error("a prefetcher that copies no features cannot augment them");
   for (Batch& b : ring_) {
-    b.x.resize(static_cast<std::size_t>(micro_ * data_.dim));
+    b.has_features = features_ == Features::kCopied;
+    b.rows.resize(static_cast<std::size_t>(micro_));
+    if (b.has_features) b.x.resize(static_cast<std::size_t>(micro_ * data_.dim));
     b.labels.resize(static_cast<std::size_t>(micro_));
     b.targets.resize(
         static_cast<std::size_t>(micro_ * std::max<std::int64_t>(data_.target_dim, 1)));
@@ -74,6 +82,12 @@ void Prefetcher::fill_slot(Batch& batch, std::int64_t slot_index) {
 
 void Prefetcher::gather(Batch& batch, std::int64_t augment_stream) {
   batch.size = micro_;
+  for (std::int64_t r = 0; r < micro_; ++r) batch.rows[r] = static_cast<std::int32_t>(indices_[r]);
+  if (features_ == Features::kRowsOnly) {
+    if (data_.is_classification())
+      for (std::int64_t r = 0; r < micro_; ++r) batch.labels[r] = data_.labels[indices_[r]];
+    return;
+  }
   for (std::int64_t r = 0; r < micro_; ++r) {
     data_.copy_example(indices_[r], r, batch.x.data(), batch.labels.data(), batch.targets.data());
   }

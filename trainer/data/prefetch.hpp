@@ -19,14 +19,21 @@ struct Batch {
   AlignedBuffer x;                   // [size, dim]
   std::vector<std::int32_t> labels;  // [size] (classification)
   AlignedBuffer targets;             // [size, target_dim] (regression)
+  std::vector<std::int32_t> rows;    // [size]: the dataset's rows drawn, in order
+  bool has_features = true;          // false: x is not filled (Features::kRowsOnly)
 };
+
+// What a batch carries: the examples' features (and labels or targets), or only which rows they
+// are and their labels, for a consumer that keeps the dataset elsewhere (a GPU) and draws the
+// features there. Rows only is for data without augmentation.
+enum class Features { kCopied, kRowsOnly };
 
 class Prefetcher {
  public:
   // Produces micro-batches for steps first_step, first_step + 1, ... in order.
   Prefetcher(const Dataset& data, ShardedSampler sampler, std::int64_t micro_batch,
              std::int64_t accum_steps, std::int64_t first_step, int depth = 3,
-             AugmentOptions augment = {});
+             AugmentOptions augment = {}, Features features = Features::kCopied);
   ~Prefetcher();
   Prefetcher(const Prefetcher&) = delete;
   Prefetcher& operator=(const Prefetcher&) = delete;
@@ -37,7 +44,7 @@ class Prefetcher {
     std::int64_t first_micro = 0;
   };
   Prefetcher(const Dataset& data, ShardedSampler sampler, std::int64_t micro_batch, Stream stream,
-             int depth = 3, AugmentOptions augment = {});
+             int depth = 3, AugmentOptions augment = {}, Features features = Features::kCopied);
 
   // Blocks until the next micro-batch is ready; valid until the following call.
   const Batch& next();
@@ -56,6 +63,7 @@ class Prefetcher {
   std::vector<Batch> ring_;
   std::vector<std::int64_t> indices_;
   AugmentOptions augment_;
+  Features features_;
   std::vector<float> scratch_;
   std::int64_t produced_ = 0, consumed_ = 0, first_step_ = 0;
   bool stream_ = false;  // micro-batches counted from first_step_ as a micro-batch index

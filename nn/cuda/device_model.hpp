@@ -1,0 +1,31 @@
+// A model whose parameters, gradients and activations live on the GPU, in the CPU model's flat
+// layout (its ParameterStore's segment table), so a CPU model's buffers copy across: the MLP
+// (device_mlp.hpp) and the convolutional stack (device_net.hpp). The trainer's GPU step
+// (trainer/cuda/) runs either through this.
+#pragma once
+#include <cstdint>
+
+#include "core/cuda/gpu.hpp"
+
+namespace lbt::nn::cuda {
+
+class DeviceModel {
+ public:
+  virtual ~DeviceModel() = default;
+  virtual float* params() = 0;
+  virtual float* grads() = 0;
+  // The parameters' buffer itself: a caller may swap another of the same size in (the weights'
+  // EMA for an evaluation) and back.
+  virtual lbt::cuda::DeviceArray<float>& param_buffer() = 0;
+  // x: device [batch, features] -> device logits [batch, classes], valid until the next call.
+  virtual const float* forward(const float* x, std::int64_t batch) = 0;
+  // Softmax cross-entropy of the last forward against device labels [batch]: per-row losses
+  // (double) and hits stay on the device; d(loss)/d(logits) x grad_scale into the output grad.
+  virtual void loss(const std::int32_t* labels, std::int64_t batch, float grad_scale) = 0;
+  // Sum of the last loss's rows, and its correct predictions (copies them to the host).
+  virtual double loss_sum(std::int64_t batch, std::int64_t* correct) const = 0;
+  // Backpropagates the output grad into grads(): overwritten, or added to when `accumulate`.
+  virtual void backward(const float* x, std::int64_t batch, bool accumulate) = 0;
+};
+
+}  // namespace lbt::nn::cuda

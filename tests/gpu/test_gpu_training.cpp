@@ -59,6 +59,8 @@ std::vector<double> losses(const fs::path& run) {
   return out;
 }
 
+// On an H100 (2026-11-26) the last loss differed by 2e-8 to 7e-8 of the fall for the MLP's
+// optimizers and 2.8e-5 for the simple CNN (cuDNN's sums in another order); the bound is 1e-3.
 void check_follows_cpu(const std::string& options, const std::string& name) {
   const fs::path cpu = scratch() / (name + "_cpu"), gpu = scratch() / (name + "_gpu");
   const auto a = run_lbt(base() + options + " --out " + cpu.string());
@@ -72,6 +74,8 @@ void check_follows_cpu(const std::string& options, const std::string& name) {
   BOOST_TEST(std::abs(lg[0] - lc[0]) <= 1e-5 * lc[0], "step 1: " << lg[0] << " vs " << lc[0]);
   const double fall = lc.front() - lc.back();
   BOOST_TEST_REQUIRE(fall > 0.5);
+  BOOST_TEST_MESSAGE(name << ": step 100 loss GPU " << lg.back() << " CPU " << lc.back()
+                            << ", |difference| / fall = " << std::abs(lg.back() - lc.back()) / fall);
   BOOST_TEST(std::abs(lg.back() - lc.back()) <= 1e-3 * fall,
              "step 100: " << lg.back() << " vs " << lc.back() << ", fall " << fall);
   const auto sc = nlohmann::json::parse(slurp(cpu / "summary.json")),

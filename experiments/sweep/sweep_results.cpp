@@ -48,8 +48,9 @@ std::string reading_columns(const TrialResult& r) {
   for (const char* name : kReadingNames) {
     const auto it = r.readings.find(name);
     const TrialResult::Reading g = it == r.readings.end() ? TrialResult::Reading{} : it->second;
-    out += "," + opt_int(g.hi >= 0 ? g.lo : -1) + "," + opt_int(g.hi) + "," +
-           opt_num(g.fluctuation) + "," + opt_num(g.best);
+    // Appended piece by piece: "," + std::string&& trips GCC 12's false -Wrestrict.
+    out.append(",").append(opt_int(g.hi >= 0 ? g.lo : -1)).append(",").append(opt_int(g.hi));
+    out.append(",").append(opt_num(g.fluctuation)).append(",").append(opt_num(g.best));
   }
   return out;
 }

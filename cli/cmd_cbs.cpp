@@ -89,8 +89,9 @@ void add_cbs_command(CLI::App& app) {
                   "the std of the k = 1 branch's val_loss over the data-order seeds)")
       ->check(positive_number());
   cmd->add_option("--examples", o->examples,
-                  "examples per branch (default: 8 x the largest k x B, i.e. 8 steps at the "
-                  "largest batch)")
+                  "examples per branch (default: measured per checkpoint from the reference's "
+                  "val_loss curve, its fall 4 x its noise, 8 to 64 steps at the largest batch; "
+                  "docs/cbs.md)")
       ->check(whole_number<std::int64_t>());
   cmd->add_option("--seeds", o->seeds,
                   "data-order seeds per branch (train.order_seed = the run's seed + 0, 1, ...; "

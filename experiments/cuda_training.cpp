@@ -30,7 +30,7 @@ fs::path cache_dir() {
 
 // What a passed check stands for: the device, the libraries loaded and this very program (its
 // size and modification time: a rebuild checks again).
-std::string check_key() {
+std::string device_check_key() {
   const fs::path exe = self_executable();
   std::error_code ec;
   const auto size = fs::file_size(exe, ec);
@@ -48,7 +48,7 @@ std::string check_key() {
 // the check runs at every start.
 void check_device_once() {
   const fs::path dir = cache_dir();
-  const fs::path passed = dir.empty() ? fs::path() : dir / ("cuda-check-" + check_key() + ".txt");
+  const fs::path passed = dir.empty() ? fs::path() : dir / ("cuda-check-" + device_check_key() + ".txt");
   std::error_code ec;
   if (!passed.empty() && fs::exists(passed, ec)) return;
   std::fprintf(stderr, "lbt: checking %s against the CPU backend (once per device and build)\n",

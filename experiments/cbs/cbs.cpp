@@ -1,6 +1,9 @@
 // lbt cbs; see cbs.hpp.
 #include "experiments/cbs/cbs.hpp"
 
+#include <cmath>
+#include <cstdio>
+
 #include <algorithm>
 #include <nlohmann/json.hpp>
 
@@ -58,7 +61,11 @@ CbsPoint measure_point(std::int64_t step, const std::vector<Branch>& plan, const
   CbsPoint p;
   p.step = step;
   p.batch = ref.global_batch;
-  p.examples = branch_examples(o, ref);
+  p.length = branch_length(o, ref, step);
+  p.examples = p.length.examples;
+  p.loss_at_checkpoint = std::nan("");
+  for (const EvalPoint& e : ref.eval_curve)
+    if (e.examples == step * ref.global_batch) p.loss_at_checkpoint = e.val_loss;
   std::vector<BranchLoss> losses;
   for (const Branch& b : plan) {
     if (b.step != step) continue;
@@ -82,7 +89,7 @@ CbsOutcome run_cbs(const CbsOptions& o) {
   result.out = fs::canonical(result.out);
   const DirLock lock(result.out / "cbs.lock", DirLock::Mode::kExclusive, "lbt cbs");
   check_same_settings(result.out, {{"reference", fs::canonical(ref.dir).string()},
-                                   {"branch_examples", branch_examples(o, ref)},
+                                   {"branch_examples", o.examples},  // 0: measured
                                    {"scaling", ref.scaling}});
   const BranchRunOptions run{result.out / "branches",
                              o.lbt_binary.empty() ? self_executable() : o.lbt_binary, o.jobs,
@@ -93,8 +100,19 @@ CbsOutcome run_cbs(const CbsOptions& o) {
     throw Interrupted(sig, "lbt cbs interrupted; the running branches saved their state",
                       "rerun the same command: it continues them");
   }
-  for (std::int64_t step : o.steps)
+  for (std::int64_t step : o.steps) {
     result.points.push_back(measure_point(step, plan, result.out / "branches", ref, o));
+    const CbsPoint& p = result.points.back();
+    if (p.fall_in_tolerances() < 2.0) {  // NaN (unmeasured) passes
+      char text[240];
+      std::snprintf(text, sizeof text,
+                    "step %lld: the reference branch fell only %.2g tolerances in %lld examples, "
+                    "so its CBS compares noise: give a longer --examples",
+                    static_cast<long long>(step), p.fall_in_tolerances(),
+                    static_cast<long long>(p.examples));
+      result.warnings.push_back(text);
+    }
+  }
   const CbsSettings settings{fs::canonical(ref.dir), with_one(o.multipliers), o.seeds, ref.scaling,
                              o.tolerance};
   write_cbs_json(result.out / "cbs.json", settings, result.points);

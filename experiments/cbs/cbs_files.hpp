@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "experiments/cbs/cbs_branches.hpp"
+#include "experiments/cbs/branch_length.hpp"
 #include "experiments/cbs/cbs_estimate.hpp"
 
 namespace lbt::experiments {
@@ -26,6 +27,14 @@ BSimpleAtStep read_noise_at_step(const std::filesystem::path& run_dir, std::int6
 // One checkpoint's measurement.
 struct CbsPoint {
   std::int64_t step = 0, batch = 0, examples = 0;  // examples: per branch
+  BranchLength length;                             // how `examples` was chosen
+  // The reference's val_loss at the checkpoint (NaN: it did not evaluate there), and how many
+  // tolerances the reference branch fell below it: the measurement compares more than noise
+  // only where this is well above 1.
+  double loss_at_checkpoint = 0.0;
+  double fall_in_tolerances() const {
+    return (loss_at_checkpoint - estimate.reference_loss) / estimate.tolerance;
+  }
   CbsEstimate estimate;
   BSimpleAtStep noise;
   std::vector<BranchResult> branches;

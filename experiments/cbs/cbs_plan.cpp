@@ -2,6 +2,8 @@
 #include "experiments/cbs/cbs_plan.hpp"
 
 #include <algorithm>
+#include <fstream>
+#include <nlohmann/json.hpp>
 #include <string>
 
 #include "core/error.hpp"
@@ -35,6 +37,22 @@ std::vector<std::int64_t> checkpoint_steps(const fs::path& run_dir) {
   return steps;
 }
 
+// eval.jsonl's evaluations in order (refinement evaluations left out: they replay steps), each
+// at the examples seen: its "examples" field, else step x B (a fixed batch).
+std::vector<EvalPoint> read_eval_curve(const fs::path& run_dir, std::int64_t global_batch) {
+  std::vector<EvalPoint> curve;
+  std::ifstream in(run_dir / "eval.jsonl");
+  for (std::string line; std::getline(in, line);) {
+    const nlohmann::json e = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
+    if (!e.is_object() || e.value("refinement", false) || !e.contains("val_loss") ||
+        !e["val_loss"].is_number() || !e.contains("step"))
+      continue;
+    const std::int64_t step = e["step"].get<std::int64_t>();
+    curve.push_back({e.value("examples", step * global_batch), e["val_loss"].get<double>()});
+  }
+  return curve;
+}
+
 int world_size_of(const fs::path& run_dir) {
   const fs::path summary = run_dir / "summary.json";
   if (!fs::exists(summary)) return 1;
@@ -66,14 +84,17 @@ ReferenceRun read_reference_run(const fs::path& run_dir, const std::string& scal
   ref.train_examples = data::load_splits(run.train.data, run.train.seed).train.n;
   ref.scaling = scaling_override.empty() ? run.schedule.scaling : scaling_override;
   ref.checkpoint_steps = checkpoint_steps(run_dir);
+  ref.eval_curve = read_eval_curve(run_dir, ref.global_batch);
   return ref;
 }
 
-std::int64_t branch_examples(const CbsOptions& options, const ReferenceRun& reference) {
-  if (options.examples > 0) return options.examples;
+BranchLength branch_length(const CbsOptions& options, const ReferenceRun& reference,
+                           std::int64_t step) {
+  if (options.examples > 0) return {options.examples, 0.0, 0.0, 0, "given by --examples"};
   const std::int64_t k_max =
       *std::max_element(options.multipliers.begin(), options.multipliers.end());
-  return 8 * k_max * reference.global_batch;
+  return measured_branch_length(reference.eval_curve, step * reference.global_batch,
+                                std::max<std::int64_t>(k_max, 1) * reference.global_batch);
 }
 
 namespace {
@@ -111,7 +132,7 @@ void check_multipliers(const CbsOptions& options, const ReferenceRun& ref, std::
               " examples)",
           "drop multipliers above " + std::to_string(ref.train_examples / ref.global_batch));
     }
-    if (examples / batch < 1) {
+    if (examples > 0 && examples / batch < 1) {  // given; a measured length is whole steps
       throw ConfigError("--examples " + std::to_string(examples) +
                             " is less than one step at k = " + std::to_string(k) + " (batch " +
                             std::to_string(batch) + ")",
@@ -126,14 +147,14 @@ std::vector<Branch> make_cbs_plan(const CbsOptions& options, const ReferenceRun&
   if (options.seeds < 1) throw ConfigError("--seeds must be >= 1", "e.g. --seeds 3");
   if (options.multipliers.empty()) throw ConfigError("--multipliers is empty", "e.g. 1,2,4,8,16");
   check_steps(options, ref);
-  const std::int64_t examples = branch_examples(options, ref);
-  check_multipliers(options, ref, examples);
+  check_multipliers(options, ref, options.examples);
   std::vector<std::int64_t> ks = options.multipliers;
   ks.push_back(1);  // the reference branch, always
   std::sort(ks.begin(), ks.end());
   ks.erase(std::unique(ks.begin(), ks.end()), ks.end());
   std::vector<Branch> plan;
   for (std::int64_t step : options.steps) {
+    const std::int64_t examples = branch_length(options, ref, step).examples;
     for (int s = 0; s < options.seeds; ++s) {
       for (std::int64_t k : ks) {
         Branch b;

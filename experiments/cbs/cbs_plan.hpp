@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "experiments/cbs/branch_length.hpp"
+
 namespace lbt::experiments {
 
 struct CbsOptions {
@@ -15,7 +17,7 @@ struct CbsOptions {
   std::vector<std::int64_t> steps;        // checkpoint steps to branch from
   std::vector<std::int64_t> multipliers;  // k; 1 (the reference branch) is added if missing
   double tolerance = -1.0;                // < 0: measured (cbs_estimate.hpp)
-  std::int64_t examples = 0;              // per branch; 0: 8 x max(k) x B
+  std::int64_t examples = 0;              // per branch; 0: measured per step (branch_length.hpp)
   int seeds = 3;                          // data-order seeds per (step, k)
   int jobs = 1;
   std::string scaling;               // "": the reference's schedule.scaling
@@ -35,6 +37,7 @@ struct ReferenceRun {
   std::int64_t train_examples = 0;  // the training split's size
   std::string scaling;              // the rule the branches apply
   std::vector<std::int64_t> checkpoint_steps;  // steps with a checkpoint, ascending
+  std::vector<EvalPoint> eval_curve;  // eval.jsonl's evaluations (not refinements), in order
 };
 
 // Reads and checks RUN_DIR: a ConfigError (exit 2) when it is not a run directory or its config
@@ -55,7 +58,9 @@ struct Branch {
 // branch shorter than one step, seeds < 1, an empty list.
 std::vector<Branch> make_cbs_plan(const CbsOptions& options, const ReferenceRun& reference);
 
-// The examples per branch: options.examples, or 8 x max(k) x B (8 steps at the largest batch).
-std::int64_t branch_examples(const CbsOptions& options, const ReferenceRun& reference);
+// The examples per branch from the checkpoint at `step`: options.examples, or measured from the
+// reference's loss noise around it (branch_length.hpp).
+BranchLength branch_length(const CbsOptions& options, const ReferenceRun& reference,
+                           std::int64_t step);
 
 }  // namespace lbt::experiments

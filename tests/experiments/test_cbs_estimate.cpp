@@ -8,6 +8,7 @@
 #include <limits>
 #include <vector>
 
+#include "experiments/cbs/branch_length.hpp"
 #include "experiments/cbs/cbs_estimate.hpp"
 
 using lbt::experiments::BranchLoss;
@@ -67,3 +68,67 @@ BOOST_AUTO_TEST_CASE(one_seed_without_a_given_tolerance_is_unmeasured_not_zero) 
   BOOST_TEST(e.k_max == 0);
   BOOST_TEST(std::isnan(e.tolerance));
 }
+
+// The branch length from the reference's loss noise (experiments/cbs/branch_length.hpp). The
+// curves are a line plus residuals (+a, -a, -a, +a) repeated, which sum to zero against 1 and
+// against the examples over each group of four, so the least-squares line is the line itself
+// and the residuals' standard deviation on n - 2 degrees of freedom is a sqrt(n / (n - 2)).
+BOOST_AUTO_TEST_SUITE(branch_length)
+
+using lbt::experiments::EvalPoint;
+using lbt::experiments::measured_branch_length;
+
+// 16 evaluations every 1000 examples from `from`: val_loss = 2 - slope x (e - from) + r.
+std::vector<EvalPoint> curve(std::int64_t from, double slope, double a) {
+  const double pattern[4] = {a, -a, -a, a};
+  std::vector<EvalPoint> points;
+  for (int i = 0; i < 16; ++i) {
+    const std::int64_t e = from + 1000 * i;
+    points.push_back({e, 2.0 - slope * 1000.0 * i + pattern[i % 4]});
+  }
+  return points;
+}
+
+BOOST_AUTO_TEST_CASE(the_branch_falls_four_noise_deviations_in_whole_steps) {
+  // noise 0.01 sqrt(16/14) = 0.0106904; 4 x noise / 1e-5 = 4276.15 examples = 16.7 steps at
+  // 256: 17 steps, 4352 examples (the floor is 8 steps, 2048; the cap 64 steps, 16384).
+  const auto b = measured_branch_length(curve(5000, 1e-5, 0.01), 5000, 256);
+  BOOST_TEST(b.evaluations == 16);
+  BOOST_TEST(b.fall_per_example == 1e-5, boost::test_tools::tolerance(1e-9));
+  BOOST_TEST(b.noise == 0.01 * std::sqrt(16.0 / 14.0), boost::test_tools::tolerance(1e-9));
+  BOOST_TEST(b.examples == 17 * 256);
+}
+
+BOOST_AUTO_TEST_CASE(quiet_curves_take_the_floor_and_noisy_ones_the_cap) {
+  // 4 x 0.0001 x 1.069 / 1e-5 = 42.8 examples: the floor, 8 x 256.
+  BOOST_TEST(measured_branch_length(curve(0, 1e-5, 0.0001), 0, 256).examples == 8 * 256);
+  // 4 x 0.5 x 1.069 / 1e-5 = 213,809 examples: the cap, 64 x 256.
+  const auto capped = measured_branch_length(curve(0, 1e-5, 0.5), 0, 256);
+  BOOST_TEST(capped.examples == 64 * 256);
+  BOOST_TEST(capped.rule.find("capped") != std::string::npos, capped.rule);
+}
+
+BOOST_AUTO_TEST_CASE(a_loss_that_does_not_fall_or_too_few_evaluations_take_the_floor) {
+  const auto flat = measured_branch_length(curve(0, 0.0, 0.01), 0, 256);
+  BOOST_TEST(flat.examples == 8 * 256);
+  BOOST_TEST(flat.rule.find("does not fall") != std::string::npos, flat.rule);
+  // Three evaluations within the cap's 16384 examples on either side of the checkpoint.
+  std::vector<EvalPoint> sparse = {{0, 2.0}, {10000, 1.9}, {20000, 1.8}, {40000, 1.7}};
+  const auto few = measured_branch_length(sparse, 10000, 256);
+  BOOST_TEST(few.evaluations == 3);
+  BOOST_TEST(few.examples == 8 * 256);
+  BOOST_TEST(few.rule.find("fewer than 4") != std::string::npos, few.rule);
+}
+
+// Evaluations after the checkpoint are the reference branch's own data; only where fewer than
+// four lie within the cap does the line reach back before it.
+BOOST_AUTO_TEST_CASE(the_line_runs_through_the_evaluations_after_the_checkpoint) {
+  std::vector<EvalPoint> points = curve(20000, 1e-5, 0.01);
+  // Before the checkpoint the loss fell ten times faster: not read while 16 points follow.
+  for (int i = 1; i <= 4; ++i) points.insert(points.begin(), {20000 - 1000 * i, 2.0 + 0.1 * i});
+  const auto b = measured_branch_length(points, 20000, 256);
+  BOOST_TEST(b.evaluations == 16);
+  BOOST_TEST(b.fall_per_example == 1e-5, boost::test_tools::tolerance(1e-9));
+}
+
+BOOST_AUTO_TEST_SUITE_END()

@@ -191,9 +191,11 @@ std::string format_warmup_plan(const nlohmann::json& p) {
      << "   from example   (reference step)      batch   LR x\n";
   for (const auto& s : p["stages"]) {
     char line[128];
+    // Appended piece by piece: "(" + std::string&& trips GCC 12's false -Wrestrict.
+    std::string step = "(";
+    step.append(short_number(s["from_reference_step"].get<double>())).append(")");
     std::snprintf(line, sizeof line, "  %14lld   %16s %10lld   %s\n",
-                  static_cast<long long>(s["from_examples"].get<std::int64_t>()),
-                  ("(" + short_number(s["from_reference_step"].get<double>()) + ")").c_str(),
+                  static_cast<long long>(s["from_examples"].get<std::int64_t>()), step.c_str(),
                   static_cast<long long>(s["batch"].get<std::int64_t>()),
                   short_number(s["lr_factor"].get<double>()).c_str());
     ss << line;

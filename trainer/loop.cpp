@@ -353,7 +353,10 @@ TrainOutcome TrainLoop::run() {
   progress_.finish();
   from_device();  // the run's model is the host's from here (summary, final checkpoint)
   out_.wall_time_s = wall_before + seconds_since(t_start_);
-  out_.samples_per_s = state_.examples_seen / std::max(out_.wall_time_s, 1e-9);
+  // This process's own examples over its own time: a branch starts from its reference's
+  // examples (examples_seen) with none of its time; a resumed run's earlier part ran elsewhere.
+  out_.samples_per_s =
+      (state_.examples_seen - examples_at_start_) / std::max(seconds_since(t_start_), 1e-9);
   if (out_.status == "running") out_.status = final_status();
   if (ctx_.checkpoint) checkpoint();  // the final state, whatever the status
   return out_;

@@ -20,6 +20,7 @@
 #include "core/rng.hpp"
 #include "core/tensor.hpp"
 #include "nn/backend.hpp"
+#include "nn/model.hpp"
 
 using namespace lbt;
 

@@ -4,8 +4,17 @@
 #include <omp.h>
 
 #include <algorithm>
+#include <cstdlib>
+#include <cstring>
+#include <string>
 
+#include "core/cpu_path.hpp"
+#include "core/error.hpp"
 #include "core/tensor.hpp"
+
+#ifdef LBT_HAVE_DNNL
+#include <dnnl.h>
+#endif
 
 #ifdef LBT_HAVE_OPENBLAS
 extern "C" {
@@ -42,6 +51,22 @@ void sgemm_one(bool trans_a, bool trans_b, int m, int n, int k, float alpha, con
 #endif
 }
 
+// oneDNN's GEMM (dnnl_sgemm: row-major, its own OpenMP threads) on the AVX-512 path: on the
+// MLP's layers it ran 1.13-1.34x OpenBLAS's at every batch there; on AVX2 the two were within
+// 10% either way, so OpenBLAS stays (bench/cpu_paths.md). LBT_GEMM=openblas turns it off, for
+// on-vs-off benchmarks in one run.
+bool gemm_by_dnnl() {
+#ifdef LBT_HAVE_DNNL
+  static const bool on = [] {
+    const char* choice = std::getenv("LBT_GEMM");
+    return cpu_path() == CpuPath::kAvx512 && !(choice && std::strcmp(choice, "openblas") == 0);
+  }();
+  return on;
+#else
+  return false;
+#endif
+}
+
 // Below this many flops a product is split by hand: each OpenMP thread multiplies its own
 // slice with a single-threaded call (OpenBLAS runs single-threaded inside a parallel region).
 // OpenBLAS's own threading costs more than it gains on the small products of small-batch
@@ -52,6 +77,16 @@ constexpr double kSplitBelowFlops = 2.0e8;
 
 void sgemm(bool trans_a, bool trans_b, int m, int n, int k, float alpha, const float* a, int lda,
            const float* b, int ldb, float beta, float* c, int ldc) {
+#ifdef LBT_HAVE_DNNL
+  if (gemm_by_dnnl()) {
+    if (dnnl_sgemm(trans_a ? 'T' : 'N', trans_b ? 'T' : 'N', m, n, k, alpha, a, lda, b, ldb,
+                   beta, c, ldc) != dnnl_success)
+      throw Error("oneDNN's sgemm refused a " + std::to_string(m) + " x " + std::to_string(n) +
+                      " x " + std::to_string(k) + " product",
+                  "rerun with LBT_GEMM=openblas and report it");
+    return;
+  }
+#endif
   const int threads = omp_in_parallel() ? 1 : omp_get_max_threads();
   const double flops = 2.0 * m * n * k;
   if (threads == 1 || flops >= kSplitBelowFlops) {
@@ -95,6 +130,7 @@ void set_num_threads(int threads) {
 int num_threads() { return omp_get_max_threads(); }
 
 const char* gemm_backend() {
+  if (gemm_by_dnnl()) return "onednn";
 #ifdef LBT_HAVE_OPENBLAS
   return "openblas";
 #else

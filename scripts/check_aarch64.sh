@@ -59,7 +59,8 @@ phase_done packages
 if [ ! -f $build/CMakeCache.txt ]; then
   # MPI and pybind11 are not looked for at all: the host's would be found, for x86-64.
   cmake -S . -B $build -G Ninja -DCMAKE_TOOLCHAIN_FILE=cmake/aarch64-linux-gnu.cmake \
-    -DCMAKE_BUILD_TYPE=Release -DLBT_WITH_OPENBLAS=OFF -DLBT_WITH_MPI=OFF -DLBT_WITH_CUDA=OFF \
+    -DCMAKE_BUILD_TYPE=Release -DLBT_WITH_OPENBLAS=OFF -DLBT_WITH_DNNL=OFF -DLBT_WITH_MPI=OFF \
+    -DLBT_WITH_CUDA=OFF \
     -DLBT_WITH_PYTHON=OFF -DLBT_BUILD_BENCH=OFF \
     -DCMAKE_DISABLE_FIND_PACKAGE_MPI=ON -DCMAKE_DISABLE_FIND_PACKAGE_pybind11=ON >/dev/null
 fi

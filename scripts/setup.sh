@@ -9,6 +9,7 @@ packages=(
   libeigen3-dev libboost-test-dev libopenmpi-dev openmpi-bin zlib1g-dev
   nlohmann-json3-dev libtomlplusplus-dev libcli11-dev
   libopenblas-dev libopenblas0-openmp
+  libdnnl-dev  # oneDNN's GEMM on the AVX-512 path (core/gemm.cpp)
   dataset-fashion-mnist
   python3-matplotlib python3-pandas python3-numpy jupyter-nbconvert python3-ipykernel
   pybind11-dev python3-dev python3-scipy

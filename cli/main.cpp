@@ -16,6 +16,7 @@
 #include "cli/commands.hpp"
 #include "cli/option_checks.hpp"
 #include "core/cpu_path.hpp"
+#include "core/gemm.hpp"
 #include "core/error.hpp"
 #include "experiments/lbt_schema.hpp"
 #include "trainer/comm/communicator.hpp"
@@ -61,8 +62,12 @@ int lbt::cli::run_lbt(int argc, char** argv) {
   CLI::App app{
       "lbt: large-batch training research toolkit.\n"
       "Batch-size sweeps, gradient noise scale, LR schedules and large-batch optimizers."};
-  // The version and which copy of the CPU kernels runs here, and why (core/cpu_path.hpp).
-  app.set_version_flag("--version", [] { return "lbt 0.1.0\n" + lbt::cpu_path_report(); });
+  // The version, which copy of the CPU kernels runs here and why (core/cpu_path.hpp), and which
+  // library multiplies the large matrices (core/gemm.cpp).
+  app.set_version_flag("--version", [] {
+    return "lbt 0.1.0\n" + lbt::cpu_path_report() + "\ngemm " + lbt::gemm_backend() +
+           " (LBT_GEMM=openblas: OpenBLAS)";
+  });
   app.footer(
       "Exit codes:\n"
       "  0    done; for lbt sweep: every trial ended as reached_target, budget_exhausted,\n"

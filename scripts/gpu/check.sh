@@ -19,6 +19,18 @@ libdirs=$(find /usr/local /usr/lib /opt -name 'libnccl.so.2' -o -name 'libcublas
 export LD_LIBRARY_PATH="/tmp/lbt-gpu/lib:${libdirs}:${LD_LIBRARY_PATH:-}"
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 has() { [[ $stages == *" $1 "* ]]; }
+# throughput LABEL RUN_DIR: the median [range] of metrics.jsonl's samples_per_s windows (the
+# first, with start-up, left out) and the whole run's.
+throughput() {
+  python3 - "$1" "$2" <<'PY'
+import json, statistics, sys
+label, run = sys.argv[1], sys.argv[2]
+s = json.load(open(f"{run}/summary.json"))
+w = [json.loads(l)["samples_per_s"] for l in open(f"{run}/metrics.jsonl")][1:]
+print(f"{label} {s['status']} steps {s['steps']} window median {statistics.median(w):,.0f} "
+      f"[{min(w):,.0f}-{max(w):,.0f}] whole run {s['samples_per_s']:,.0f} val_acc {s.get('final_val_accuracy')}")
+PY
+}
 {
   nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv
   grep -m1 'model name' /proc/cpuinfo; nproc; ldd --version | head -1
@@ -44,14 +56,7 @@ if has train; then
       --set train.global_batch=$b --set schedule.reference_batch=$b --set train.steps=3000 \
       --set train.eval_every=3000 --set schedule.warmup=0 --set train.epochs=0 \
       --out /tmp/train_$b --overwrite >/dev/null 2>"$out/train_$b.err"
-    python3 - "$b" <<'PY'
-import json, statistics, sys
-b = sys.argv[1]; run = f"/tmp/train_{b}"
-s = json.load(open(f"{run}/summary.json"))
-w = [json.loads(l)["samples_per_s"] for l in open(f"{run}/metrics.jsonl")][1:]
-print(f"B={b} {s['status']} steps {s['steps']} window median {statistics.median(w):,.0f} "
-      f"[{min(w):,.0f}-{max(w):,.0f}] whole run {s['samples_per_s']:,.0f} val_acc {s.get('final_val_accuracy')}")
-PY
+    throughput "MLP B=$b" /tmp/train_$b
   done 2>&1 | tee "$out/train.txt"
   echo "== lbt train on the GPU: cnn:simple, momentum SGD at LR 0.02, 1000 steps; PyTorch's eager step" | tee -a "$out/train.txt"
   for b in 32 128 512; do
@@ -60,14 +65,7 @@ PY
       --set train.global_batch=$b --set train.steps=1000 --set train.eval_every=1000 \
       --set schedule.warmup=0 --set train.epochs=0 --set optimizer.lr=0.02 \
       --out /tmp/train_$b --overwrite >/dev/null 2>"$out/train_cnn_$b.err"
-    python3 - "$b" <<'PY'
-import json, statistics, sys
-b = sys.argv[1]; run = f"/tmp/train_{b}"
-s = json.load(open(f"{run}/summary.json"))
-w = [json.loads(l)["samples_per_s"] for l in open(f"{run}/metrics.jsonl")][1:]
-print(f"CNN B={b} {s['status']} steps {s['steps']} window median {statistics.median(w):,.0f} "
-      f"[{min(w):,.0f}-{max(w):,.0f}] whole run {s['samples_per_s']:,.0f} val_acc {s.get('final_val_accuracy')}")
-PY
+    throughput "CNN B=$b" /tmp/train_$b
   done 2>&1 | tee -a "$out/train.txt"
   timeout 60 python3 bench/reference/torch_gpu_mlp.py --model cnn --batches 32,128,512 \
     --seconds 0.5 2>&1 | tee -a "$out/train.txt"

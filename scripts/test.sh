@@ -43,7 +43,7 @@ sanitizer_build() {
 sanitizer_tests() {
   # OpenMP's and OpenBLAS's thread pools keep allocations until exit: not leaks of ours.
   ASAN_OPTIONS=detect_leaks=0 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-    ctest --test-dir build-asan --output-on-failure -j1 -L unit
+    ctest --test-dir build-asan --output-on-failure -j"$(nproc)" -L unit
 }
 if [ "${LBT_SKIP_SANITIZERS:-0}" != 1 ]; then
   stage "sanitizer build (build-asan)" sanitizer_build

@@ -93,7 +93,8 @@ std::vector<LayerBuffers> buffers(int batch, Rng& rng) {
 
 int main(int argc, char** argv) {
   const bench::Args args(argc, argv);
-  const std::vector<std::int64_t> batches = bench::parse_list(args.get("--batches", "32,128,512,2048"));
+  const std::vector<std::int64_t> batches =
+      bench::parse_list(args.get("--batches", "32,128,512,2048"));
   const int threads = static_cast<int>(args.get_int("--threads", 2));
   const bench::Windows windows{0.2, 3, 0.2, args.get_double("--seconds", 1.0)};
   set_num_threads(threads);
@@ -112,7 +113,8 @@ int main(int argc, char** argv) {
     model.build(rng);
     const auto& built = model.layers();
     const auto lbt_step = [&](std::int64_t) {
-      for (int i = 0; i < kLayers; ++i) built[i]->forward(L[i].x.data(), L[i].y.data(), batch, true);
+      for (int i = 0; i < kLayers; ++i)
+        built[i]->forward(L[i].x.data(), L[i].y.data(), batch, true);
       for (int i = kLayers - 1; i >= 0; --i)
         built[i]->backward(L[i].x.data(), L[i].y.data(), L[i].dy.data(),
                            i > 0 ? L[i].dx.data() : nullptr, batch, false);
@@ -122,11 +124,11 @@ int main(int argc, char** argv) {
       std::fflush(stdout);
     };
     report("lbt_linear", bench::samples_per_second(lbt_step, batch, windows));
-    report("openblas_gemm", bench::samples_per_second(
-                                [&](std::int64_t) { library_step(openblas_gemm, L, batch); },
-                                batch, windows));
-    report("onednn_gemm", bench::samples_per_second(
-                              [&](std::int64_t) { library_step(onednn_gemm, L, batch); }, batch,
-                              windows));
+    report("openblas_gemm",
+           bench::samples_per_second([&](std::int64_t) { library_step(openblas_gemm, L, batch); },
+                                     batch, windows));
+    report("onednn_gemm",
+           bench::samples_per_second([&](std::int64_t) { library_step(onednn_gemm, L, batch); },
+                                     batch, windows));
   }
 }

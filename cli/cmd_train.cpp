@@ -107,8 +107,7 @@ void report_run(const experiments::RunResult& result) {
 // model.device = "cuda" where this program has no GPU step (lbt, not lbt-cuda): the run goes on
 // in lbt-cuda beside it, with the same arguments, before anything is loaded or written.
 void continue_on_device(Config& config) {
-  const std::string device =
-      config.get_string(Schema::in(trainer::train_keys(), "model.device"));
+  const std::string device = config.get_string(Schema::in(trainer::train_keys(), "model.device"));
   if (device == "cpu" || trainer::device_step_factory(device)) return;
   // What the device cannot run yet is refused here too, built with CUDA or not.
   trainer::device_model_plan(trainer::resolve_run_config(config, 1), 1, {});

@@ -16,8 +16,8 @@
 #include "cli/commands.hpp"
 #include "cli/option_checks.hpp"
 #include "core/cpu_path.hpp"
-#include "core/gemm.hpp"
 #include "core/error.hpp"
+#include "core/gemm.hpp"
 #include "experiments/lbt_schema.hpp"
 #include "trainer/comm/communicator.hpp"
 

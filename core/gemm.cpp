@@ -79,8 +79,8 @@ void sgemm(bool trans_a, bool trans_b, int m, int n, int k, float alpha, const f
            const float* b, int ldb, float beta, float* c, int ldc) {
 #ifdef LBT_HAVE_DNNL
   if (gemm_by_dnnl()) {
-    if (dnnl_sgemm(trans_a ? 'T' : 'N', trans_b ? 'T' : 'N', m, n, k, alpha, a, lda, b, ldb,
-                   beta, c, ldc) != dnnl_success)
+    if (dnnl_sgemm(trans_a ? 'T' : 'N', trans_b ? 'T' : 'N', m, n, k, alpha, a, lda, b, ldb, beta,
+                   c, ldc) != dnnl_success)
       throw Error("oneDNN's sgemm refused a " + std::to_string(m) + " x " + std::to_string(n) +
                       " x " + std::to_string(k) + " product",
                   "rerun with LBT_GEMM=openblas and report it");

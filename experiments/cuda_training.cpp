@@ -1,13 +1,13 @@
 // register_cuda_training and the cached self-check of cuda_training.hpp.
 #include "experiments/cuda_training.hpp"
 
+#include <unistd.h>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <functional>
 #include <string>
-#include <unistd.h>
 
 #include "core/cuda/gpu.hpp"
 #include "core/error.hpp"
@@ -48,7 +48,8 @@ std::string device_check_key() {
 // the check runs at every start.
 void check_device_once() {
   const fs::path dir = cache_dir();
-  const fs::path passed = dir.empty() ? fs::path() : dir / ("cuda-check-" + device_check_key() + ".txt");
+  const fs::path passed =
+      dir.empty() ? fs::path() : dir / ("cuda-check-" + device_check_key() + ".txt");
   std::error_code ec;
   if (!passed.empty() && fs::exists(passed, ec)) return;
   std::fprintf(stderr, "lbt: checking %s against the CPU backend (once per device and build)\n",
@@ -56,8 +57,9 @@ void check_device_once() {
   const DeviceCheckReport report = check_cuda_device(1);
   if (!report.ok()) {
     std::fputs(format_report(report).c_str(), stderr);
-    throw DeviceError("the GPU disagrees with the CPU backend (table above): lbt trains nothing on it",
-                      "report the table (lbt doctor --device cuda prints it); train with model.device=cpu");
+    throw DeviceError(
+        "the GPU disagrees with the CPU backend (table above): lbt trains nothing on it",
+        "report the table (lbt doctor --device cuda prints it); train with model.device=cpu");
   }
   if (passed.empty()) return;
   fs::create_directories(dir, ec);

@@ -79,7 +79,6 @@ std::int64_t relu_flips(const nn::Model& cpu, nn::cuda::DeviceMlp& gpu, const fl
   return flips;
 }
 
-
 // Trains the CPU model 100 SGD-momentum steps on the batches (lr 0.01, where training is
 // stable: at 0.05 this MLP is chaotic on random labels).
 void train_cpu(nn::Model& model, optim::Optimizer& opt, const std::vector<Segment>& segments,

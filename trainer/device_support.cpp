@@ -12,8 +12,7 @@ namespace lbt::trainer {
 namespace {
 
 void refuse(const std::string& device, const std::string& what, const std::string& hint) {
-  throw ConfigError("model.device=" + device + " " + what,
-                    hint + ", or set model.device=cpu");
+  throw ConfigError("model.device=" + device + " " + what, hint + ", or set model.device=cpu");
 }
 
 // Linear (with bias), then ReLU + Linear any number of times: DeviceMlp's layers.
@@ -51,13 +50,15 @@ DeviceModelPlan device_model_plan(const RunConfig& run, int ranks,
   const TrainConfig& t = run.train;
   const std::string& d = t.device;
   if (ranks > 1)
-    refuse(d, "runs one process: " + std::to_string(ranks) +
-                  " ranks would need NCCL across ranks, which is not built yet",
+    refuse(d,
+           "runs one process: " + std::to_string(ranks) +
+               " ranks would need NCCL across ranks, which is not built yet",
            "run one process (no mpirun)");
   if (run.noise.enabled)
     refuse(d, "does not estimate the gradient noise scale yet (noise.enabled)",
            "set noise.enabled=false (lbt noise runs on the CPU)");
-  if (t.overlap_comm) refuse(d, "has no gradient reduction to overlap", "set train.overlap_comm=false");
+  if (t.overlap_comm)
+    refuse(d, "has no gradient reduction to overlap", "set train.overlap_comm=false");
   if (t.local_sgd.enabled()) refuse(d, "does not run local SGD", "set train.sync_every=1");
   if (t.loss == "mse") refuse(d, "trains with softmax cross-entropy only", "set model.loss=auto");
   DeviceModelPlan plan;
@@ -70,13 +71,14 @@ DeviceModelPlan device_model_plan(const RunConfig& run, int ranks,
     plan.layers = t.model_layers;
   }
   if (plan.input_shape.size() == 2) plan.input_shape.insert(plan.input_shape.begin(), 1);
-  const std::int64_t features =
-      std::accumulate(plan.input_shape.begin(), plan.input_shape.end(), std::int64_t{1},
-                      std::multiplies<>());
+  const std::int64_t features = std::accumulate(plan.input_shape.begin(), plan.input_shape.end(),
+                                                std::int64_t{1}, std::multiplies<>());
   plan.mlp_widths = stack_widths(plan.layers, plan.input_shape.empty() ? 0 : features);
   if (plan.mlp_widths.empty() && !device_net_runs(plan.layers))
-    refuse(d, "runs Linear, ReLU, conv and max-pool layers (pools with stride = kernel), ending "
-              "in a Linear; " + t.model_name() + " has others",
+    refuse(d,
+           "runs Linear, ReLU, conv and max-pool layers (pools with stride = kernel), ending "
+           "in a Linear; " +
+               t.model_name() + " has others",
            "use model.spec=mlp:IN-H1-...-OUT or cnn:simple");
   return plan;
 }

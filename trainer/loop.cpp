@@ -52,17 +52,17 @@ TrainLoop::TrainLoop(TrainContext& ctx)
 void TrainLoop::start_data_at(std::int64_t step) {
   prefetch_.reset();  // one prefetch thread at a time
   // A device holding the training split draws the examples itself: the host sends their rows.
-  const auto features = device_ && device_->keeps_train_split() ? data::Features::kRowsOnly
-                                                                : data::Features::kCopied;
+  const auto features =
+      device_ && device_->keeps_train_split() ? data::Features::kRowsOnly : data::Features::kCopied;
   if (variable_batch_) {
     const data::Prefetcher::Stream from{state_.examples_seen / cfg_.adaptive.step_examples};
     prefetch_ = std::make_unique<data::Prefetcher>(ctx_.data.train, ctx_.sampler, cfg_.micro_batch,
                                                    from, /*depth=*/3, augment_, features);
     return;
   }
-  prefetch_ = std::make_unique<data::Prefetcher>(ctx_.data.train, ctx_.sampler, cfg_.micro_batch,
-                                                 cfg_.accum_steps, step, /*depth=*/3, augment_,
-                                                 features);
+  prefetch_ =
+      std::make_unique<data::Prefetcher>(ctx_.data.train, ctx_.sampler, cfg_.micro_batch,
+                                         cfg_.accum_steps, step, /*depth=*/3, augment_, features);
 }
 
 // train.overlap_comm: backward starts reducing each bucket of the gradient as soon as the last

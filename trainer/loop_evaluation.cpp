@@ -191,8 +191,7 @@ void TrainLoop::update_ema(std::int64_t steps) {
 // The validation split at the weights or at their EMA, where the weights are.
 Evaluation TrainLoop::evaluate_split(bool ema) {
   if (device_) return device_->evaluate(ctx_.data.validation, cfg_.eval_batch, ema);
-  return ema ? evaluate_ema()
-             : evaluate(model_, ctx_.data.validation, ctx_.comm, cfg_.eval_batch);
+  return ema ? evaluate_ema() : evaluate(model_, ctx_.data.validation, ctx_.comm, cfg_.eval_batch);
 }
 
 // The EMA's metrics: the weights and the EMA trade places for the evaluation. Layer buffers

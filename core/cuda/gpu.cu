@@ -140,7 +140,7 @@ void Gpu::gather_rows(const float* table, std::int64_t dim, const std::int32_t* 
                       std::int64_t count, float* out) const {
   if (count == 0) return;
   gather_rows_kernel<<<static_cast<unsigned>(count), kThreads, 0, h_->stream>>>(table, dim, rows,
-                                                                               out);
+                                                                                out);
   check(cudaGetLastError(), "gather_rows");
 }
 

@@ -38,8 +38,9 @@ BranchLine fit_branch_line(const std::vector<EvalPoint>& points) {
 }
 
 // The evaluations within `window` examples after `from` (and before it, where too few lie after).
-std::vector<EvalPoint> points_near_checkpoint(const std::vector<EvalPoint>& curve, std::int64_t from,
-                                     std::int64_t window, bool both_sides) {
+std::vector<EvalPoint> points_near_checkpoint(const std::vector<EvalPoint>& curve,
+                                              std::int64_t from, std::int64_t window,
+                                              bool both_sides) {
   std::vector<EvalPoint> points;
   for (const EvalPoint& p : curve) {
     const bool after = p.examples >= from && p.examples <= from + window;
@@ -83,14 +84,14 @@ BranchLength measured_branch_length(const std::vector<EvalPoint>& curve, std::in
   }
   const double needed = kFallInNoise * line.noise / -line.slope;
   const double steps = std::ceil(needed / static_cast<double>(largest_batch));
-  const std::int64_t whole = static_cast<std::int64_t>(std::min<double>(steps, kMaxSteps)) *
-                             largest_batch;
+  const std::int64_t whole =
+      static_cast<std::int64_t>(std::min<double>(steps, kMaxSteps)) * largest_batch;
   b.examples = std::clamp(whole, floor, cap);
   std::snprintf(text, sizeof text,
                 "val_loss falls %.3g per example with noise %.3g over %d evaluations: %.0f "
                 "examples fall %.0f x the noise%s",
                 -line.slope, line.noise, b.evaluations, needed, kFallInNoise,
-                b.examples == floor && whole < floor ? " (the floor is longer)"
+                b.examples == floor && whole < floor                     ? " (the floor is longer)"
                 : b.examples == cap && needed > static_cast<double>(cap) ? " (capped)"
                                                                          : "");
   b.rule = text;

@@ -7,8 +7,8 @@
 #include <string>
 #include <vector>
 
-#include "experiments/cbs/cbs_branches.hpp"
 #include "experiments/cbs/branch_length.hpp"
+#include "experiments/cbs/cbs_branches.hpp"
 #include "experiments/cbs/cbs_estimate.hpp"
 
 namespace lbt::experiments {

@@ -56,8 +56,9 @@ DeviceNet::DeviceNet(const lbt::cuda::Gpu& gpu, const std::vector<LayerSpec>& la
       op.weight = take_segment(segments, next, l.out * shape.size(), i);
       if (l.bias) op.bias = take_segment(segments, next, l.out, i);
     } else {
-      throw ConfigError("the GPU runs conv, pool (stride = kernel), relu and linear layers; layer " +
-                        std::to_string(i) + " is " + l.type);
+      throw ConfigError(
+          "the GPU runs conv, pool (stride = kernel), relu and linear layers; layer " +
+          std::to_string(i) + " is " + l.type);
     }
     shape = op.out;
     op.y = DeviceArray<float>(static_cast<std::size_t>(max_batch * shape.size()));
@@ -136,7 +137,8 @@ void DeviceNet::backward_op(Op& op, const float* in, float* dx, std::int64_t bat
                                   op.bias >= 0 ? grads + op.bias : nullptr, accumulate);
       return;
     case Kind::kPool:
-      if (dx) max_pool_backward(in, op.y.data(), dy, dx, batch * op.in.c, op.in.h, op.in.w, op.kernel);
+      if (dx)
+        max_pool_backward(in, op.y.data(), dy, dx, batch * op.in.c, op.in.h, op.in.w, op.kernel);
       return;
     case Kind::kRelu:
       if (dx) relu_backward(op.y.data(), dy, dx, batch * op.in.size());

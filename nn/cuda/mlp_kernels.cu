@@ -1,5 +1,5 @@
-// DeviceMlp's and DeviceNet's kernels: grid-stride loops over elements, one thread per row where a row is
-// reduced (no atomics, so every run adds in the same order).
+// DeviceMlp's and DeviceNet's kernels: grid-stride loops over elements, one thread per row where a
+// row is reduced (no atomics, so every run adds in the same order).
 #include <cuda_runtime.h>
 
 #include "core/cuda/check.cuh"
@@ -74,10 +74,9 @@ __global__ void max_pool_forward_kernel(const float* x, float* y, std::int64_t p
 // Windows side by side (stride = kernel): each input element is in at most one window, so the
 // gradient goes to the window's first maximum in row-major order (the CPU's MaxPool2d) with no
 // atomics. dx must be zero beforehand (rows and columns past the last window get nothing).
-__global__ void max_pool_backward_kernel(const float* x, const float* y, const float* dy,
-                                         float* dx, std::int64_t planes, std::int64_t h,
-                                         std::int64_t w, std::int64_t k, std::int64_t ho,
-                                         std::int64_t wo) {
+__global__ void max_pool_backward_kernel(const float* x, const float* y, const float* dy, float* dx,
+                                         std::int64_t planes, std::int64_t h, std::int64_t w,
+                                         std::int64_t k, std::int64_t ho, std::int64_t wo) {
   for (std::int64_t i = first_index(); i < planes * ho * wo; i += stride()) {
     const std::int64_t p = i / (ho * wo), r = i / wo % ho, c = i % wo;
     const std::int64_t corner = (p * h + r * k) * w + c * k;
@@ -119,11 +118,11 @@ void softmax_cross_entropy(const float* logits, const std::int32_t* labels, std:
   launched("softmax_cross_entropy_kernel");
 }
 
-void max_pool_forward(const float* x, float* y, std::int64_t planes, std::int64_t h,
-                      std::int64_t w, std::int64_t k) {
+void max_pool_forward(const float* x, float* y, std::int64_t planes, std::int64_t h, std::int64_t w,
+                      std::int64_t k) {
   const std::int64_t ho = h / k, wo = w / k;
   max_pool_forward_kernel<<<blocks_for(planes * ho * wo), kThreads>>>(x, y, planes, h, w, k, ho,
-                                                                       wo);
+                                                                      wo);
   launched("max_pool_forward_kernel");
 }
 
@@ -133,7 +132,7 @@ void max_pool_backward(const float* x, const float* y, const float* dy, float* d
   lbt::cuda::check(cudaMemset(dx, 0, static_cast<std::size_t>(planes * h * w) * sizeof(float)),
                    "cudaMemset");
   max_pool_backward_kernel<<<blocks_for(planes * ho * wo), kThreads>>>(x, y, dy, dx, planes, h, w,
-                                                                        k, ho, wo);
+                                                                       k, ho, wo);
   launched("max_pool_backward_kernel");
 }
 

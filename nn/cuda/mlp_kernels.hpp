@@ -19,8 +19,8 @@ void softmax_cross_entropy(const float* logits, const std::int32_t* labels, std:
 
 // Max pooling over `planes` planes of [h, w] (NCHW: planes = batch x channels) in k x k windows
 // side by side (stride k, no padding): y [planes, h / k, w / k].
-void max_pool_forward(const float* x, float* y, std::int64_t planes, std::int64_t h,
-                      std::int64_t w, std::int64_t k);
+void max_pool_forward(const float* x, float* y, std::int64_t planes, std::int64_t h, std::int64_t w,
+                      std::int64_t k);
 // dx (zeroed here) gets dy at each window's first maximum in row-major order, as the CPU's
 // MaxPool2d.
 void max_pool_backward(const float* x, const float* y, const float* dy, float* dx,

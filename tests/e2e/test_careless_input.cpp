@@ -178,7 +178,7 @@ BOOST_AUTO_TEST_CASE(a_conv_too_large_for_any_machine_is_refused_naming_it_befor
   // 10^6 channels of [200028, 200028]: 284 PiB for one example, in memory and train alike.
   const fs::path huge =
       conv_config("huge_conv", "out_channels = 1000000\nkernel = 1\npadding = 100000\n");
-  for (const std::string command :
+  for (const std::string& command :
        {std::string("memory"),
         "train --quiet --set train.steps=2 --out " + (scratch() / "huge_run").string()}) {
     expect_refusal(

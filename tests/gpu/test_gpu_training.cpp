@@ -1,9 +1,9 @@
 // lbt train with model.device=cuda on a real GPU, through the lbt binary (which execs
-// lbt-cuda), against the same run on the CPU backend (an MLP, and the simple CNN): the losses step by step within float32
-// round-off of sums in another order (ReLU flips from round-off move weights discretely, so
-// the bound is on the loss relative to its fall, as lbt doctor's 100-step row), a resumed run
-// bit for bit, steps-to-target refined on the GPU equal to evaluating after every step there.
-// Fashion-MNIST from LBT_FMNIST_DIR (default /usr/share/datasets/fashion-mnist). Skipped
+// lbt-cuda), against the same run on the CPU backend (an MLP, and the simple CNN): the losses step
+// by step within float32 round-off of sums in another order (ReLU flips from round-off move weights
+// discretely, so the bound is on the loss relative to its fall, as lbt doctor's 100-step row), a
+// resumed run bit for bit, steps-to-target refined on the GPU equal to evaluating after every step
+// there. Fashion-MNIST from LBT_FMNIST_DIR (default /usr/share/datasets/fashion-mnist). Skipped
 // (exit 77) where there is no GPU or no data.
 #define BOOST_TEST_MODULE gpu_training
 #include <boost/test/unit_test.hpp>
@@ -75,7 +75,7 @@ void check_follows_cpu(const std::string& options, const std::string& name) {
   const double fall = lc.front() - lc.back();
   BOOST_TEST_REQUIRE(fall > 0.5);
   BOOST_TEST_MESSAGE(name << ": step 100 loss GPU " << lg.back() << " CPU " << lc.back()
-                            << ", |difference| / fall = " << std::abs(lg.back() - lc.back()) / fall);
+                          << ", |difference| / fall = " << std::abs(lg.back() - lc.back()) / fall);
   BOOST_TEST(std::abs(lg.back() - lc.back()) <= 1e-3 * fall,
              "step 100: " << lg.back() << " vs " << lc.back() << ", fall " << fall);
   const auto sc = nlohmann::json::parse(slurp(cpu / "summary.json")),
@@ -92,8 +92,10 @@ BOOST_AUTO_TEST_CASE(momentum_sgd_on_the_gpu_follows_the_cpu) {
 }
 
 BOOST_AUTO_TEST_CASE(adamw_and_lamb_on_the_gpu_follow_the_cpu) {
-  check_follows_cpu(" --set optimizer.name=adamw --set optimizer.lr=0.001"
-                    " --set optimizer.weight_decay=0.01", "adamw");
+  check_follows_cpu(
+      " --set optimizer.name=adamw --set optimizer.lr=0.001"
+      " --set optimizer.weight_decay=0.01",
+      "adamw");
   check_follows_cpu(" --set optimizer.name=lamb --set optimizer.lr=0.01", "lamb");
 }
 
@@ -131,9 +133,11 @@ BOOST_AUTO_TEST_CASE(a_resumed_gpu_run_ends_bit_for_bit_where_the_whole_run_ends
 // readings (the weights' EMA and the raw first passage).
 BOOST_AUTO_TEST_CASE(refined_steps_to_target_equals_evaluating_every_step) {
   for (const std::string definition : {"ema", "first_passage"}) {
-    const std::string target = " --set model.device=cuda --set 'train.target=val_accuracy>=0.8'"
-                               " --set train.target_resolution=0 --set train.steps=300"
-                               " --set train.target_definition=" + definition;
+    const std::string target =
+        " --set model.device=cuda --set 'train.target=val_accuracy>=0.8'"
+        " --set train.target_resolution=0 --set train.steps=300"
+        " --set train.target_definition=" +
+        definition;
     const fs::path coarse = scratch() / ("coarse_" + definition),
                    every = scratch() / ("every_" + definition);
     const auto a = run_lbt(base() + target + " --out " + coarse.string());

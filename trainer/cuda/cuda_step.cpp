@@ -34,9 +34,8 @@ std::unique_ptr<nn::cuda::DeviceModel> make_device_model(const lbt::cuda::Gpu& g
     return std::make_unique<nn::cuda::DeviceMlp>(gpu, s.plan.mlp_widths, s.max_batch, segments, n);
   const std::vector<std::int64_t>& shape = s.plan.input_shape;
   if (shape.size() != 3) throw ConfigError("the GPU's convolutions take images [C, H, W]");
-  return std::make_unique<nn::cuda::DeviceNet>(gpu, s.plan.layers,
-                                               nn::Shape3{shape[0], shape[1], shape[2]},
-                                               s.max_batch, segments, n);
+  return std::make_unique<nn::cuda::DeviceNet>(
+      gpu, s.plan.layers, nn::Shape3{shape[0], shape[1], shape[2]}, s.max_batch, segments, n);
 }
 
 std::int64_t example_size(const DeviceStepSetup& s) {

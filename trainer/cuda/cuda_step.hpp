@@ -1,6 +1,7 @@
 // The DeviceStep of model.device = "cuda" (trainer/device_step.hpp): an MLP or a convolutional
-// stack on one NVIDIA GPU (nn/cuda/device_mlp.hpp, device_net.hpp) with every optimizer's fused step (optim/cuda/), the gradient's norm
-// and the weights' EMA on the device; the validation split uploaded once and evaluated there.
+// stack on one NVIDIA GPU (nn/cuda/device_mlp.hpp, device_net.hpp) with every optimizer's fused
+// step (optim/cuda/), the gradient's norm and the weights' EMA on the device; the validation split
+// uploaded once and evaluated there.
 #pragma once
 #include <memory>
 

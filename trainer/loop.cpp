@@ -149,8 +149,13 @@ void TrainLoop::set_accum(std::int64_t accum) {
   noise_.set_accum(accum_);
 }
 
+// Examples over an epoch's: for a fixed batch the same double as steps / steps_per_epoch, and
+// right for a cbs branch too, whose steps before its checkpoint were its reference's, at another
+// batch.
 double TrainLoop::epoch_now() const {
-  if (!variable_batch_) return static_cast<double>(out_.steps) / ctx_.sampler.steps_per_epoch();
+  if (!variable_batch_)
+    return static_cast<double>(state_.examples_seen) /
+           static_cast<double>(ctx_.sampler.steps_per_epoch() * cfg_.global_batch);
   const auto per_epoch = ctx_.sampler.per_rank() * ctx_.comm.size();
   return static_cast<double>(state_.examples_seen) / static_cast<double>(per_epoch);
 }

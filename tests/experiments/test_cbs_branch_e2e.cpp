@@ -91,6 +91,12 @@ BOOST_AUTO_TEST_CASE(a_k2_branch_takes_the_reference_lr_at_the_same_examples_tim
       const double want = 2.0 * ref.at(21 + 2 * j)["lr"].get<double>();
       const double got = br.at(21 + j)["lr"].get<double>();
       BOOST_TEST(std::abs(got - want) <= 1e-12 * std::abs(want));
+      // The epoch counts the data seen: that of reference step 22 + 2 j, up to the epoch's
+      // last partial batch, which each batch leaves out in its own way (not 21 + j of the
+      // branch's bigger steps).
+      const double epoch = br.at(21 + j)["epoch"].get<double>();
+      const double ref_epoch = ref.at(22 + 2 * j)["epoch"].get<double>();
+      BOOST_TEST(std::abs(epoch - ref_epoch) <= 0.02 * ref_epoch, epoch << " vs " << ref_epoch);
     }
   }
 }

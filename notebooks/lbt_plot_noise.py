@@ -93,6 +93,11 @@ def noise_over_training(sweep_dir, out_png):
         return None
     with best.open() as f:
         rows = [r for r in csv.DictReader(f) if r.get("run_dir")]
+    for r in rows:  # an edited best.csv must not send us outside the sweep's trials
+        parts = Path(r["run_dir"]).parts
+        if Path(r["run_dir"]).is_absolute() or not parts or parts[0] != "trials" or ".." in parts:
+            raise ValueError(f"{best}: run_dir '{r['run_dir']}' is not a trial folder of this "
+                             "sweep (trials/NAME); restore best.csv")
     curves = []
     for r in sorted(rows, key=lambda r: float(r["batch_size"])):
         data = load(sweep_dir / r["run_dir"])

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "core/error.hpp"
 #include "experiments/sweep/sweep_results.hpp"
 
 namespace lbt::experiments {
@@ -76,6 +77,20 @@ double read_trial_b_noise(const std::filesystem::path& run_dir) {
   return m % 2 ? all[m / 2] : 0.5 * (all[m / 2 - 1] + all[m / 2]);
 }
 
+namespace {
+
+// A trial's folder as best.csv names it: trials/NAME, nothing absolute and no "..", so an edited
+// file cannot send lbt fit to read runs outside the sweep.
+bool names_a_trial(const std::string& run_dir) {
+  const std::filesystem::path p(run_dir);
+  if (p.is_absolute() || p.empty() || *p.begin() != "trials") return false;
+  for (const auto& part : p)
+    if (part == "..") return false;
+  return true;
+}
+
+}  // namespace
+
 std::vector<double> best_trials_b_noise(const std::filesystem::path& sweep_dir) {
   std::vector<double> values;
   const auto best_csv = sweep_dir / "best.csv";
@@ -85,6 +100,11 @@ std::vector<double> best_trials_b_noise(const std::filesystem::path& sweep_dir) 
   if (cd < 0 || cs < 0) return values;
   for (const auto& row : best.rows) {
     if (row[cs] != "reached_target" || row[cd].empty()) continue;
+    if (!names_a_trial(row[cd])) {
+      throw DataError(best_csv.string() + ": run_dir '" + row[cd] +
+                          "' is not a trial folder of this sweep (trials/NAME)",
+                      "restore best.csv: rerunning lbt sweep on this directory rewrites it");
+    }
     const double b = read_trial_b_noise(sweep_dir / row[cd]);
     if (std::isfinite(b)) values.push_back(b);
   }

@@ -101,6 +101,22 @@ BOOST_AUTO_TEST_CASE(plan_out_refuses_a_file_it_did_not_write_and_replaces_its_o
   BOOST_TEST(slurp(victim).starts_with("# Written by lbt plan from "));
 }
 
+// An edited best.csv cannot send lbt fit to read runs outside the sweep.
+BOOST_AUTO_TEST_CASE(a_best_csv_run_dir_outside_the_trials_is_refused) {
+  for (const std::string outside : {"../../elsewhere", "/tmp", "trials/../../elsewhere"}) {
+    BOOST_TEST_CONTEXT(outside) {
+      const fs::path dir = sweep_copy("best_run_dir");
+      std::string text = slurp(dir / "best.csv");
+      const auto at = text.find(",trials/");
+      BOOST_REQUIRE(at != std::string::npos);
+      text.replace(at + 1, text.find(',', at + 1) - at - 1, outside);
+      std::ofstream(dir / "best.csv", std::ios::trunc) << text;
+      expect_refusal(run_lbt("fit --no-plots " + dir.string()), 3,
+                     {(dir / "best.csv").string(), "run_dir '" + outside + "'"});
+    }
+  }
+}
+
 BOOST_AUTO_TEST_CASE(best_csv_cut_mid_header_fails_naming_it_instead_of_using_the_scaling_rule) {
   const fs::path dir = sweep_copy("best_header");
   cut(dir / "best.csv", 100);

@@ -42,12 +42,18 @@ void sgemm_one(bool trans_a, bool trans_b, int m, int n, int k, float alpha, con
   Eigen::Map<MatrixRM, 0, Stride> C(c, m, n, Stride(ldc));
   CMap A(a, trans_a ? k : m, trans_a ? m : k, Stride(lda));
   CMap B(b, trans_b ? n : k, trans_b ? k : n, Stride(ldb));
-  if (beta == 0.0f) C.setZero();
-  else if (beta != 1.0f) C *= beta;
-  if (!trans_a && !trans_b) C.noalias() += alpha * A * B;
-  else if (trans_a && !trans_b) C.noalias() += alpha * A.transpose() * B;
-  else if (!trans_a && trans_b) C.noalias() += alpha * A * B.transpose();
-  else C.noalias() += alpha * A.transpose() * B.transpose();
+  if (beta == 0.0f)
+    C.setZero();
+  else if (beta != 1.0f)
+    C *= beta;
+  if (!trans_a && !trans_b)
+    C.noalias() += alpha * A * B;
+  else if (trans_a && !trans_b)
+    C.noalias() += alpha * A.transpose() * B;
+  else if (!trans_a && trans_b)
+    C.noalias() += alpha * A * B.transpose();
+  else
+    C.noalias() += alpha * A.transpose() * B.transpose();
 #endif
 }
 
@@ -127,7 +133,9 @@ void set_num_threads(int threads) {
 #endif
 }
 
-int num_threads() { return omp_get_max_threads(); }
+int num_threads() {
+  return omp_get_max_threads();
+}
 
 const char* gemm_backend() {
   if (gemm_by_dnnl()) return "onednn";

@@ -139,7 +139,7 @@ class TrainLoop {
   Clock::time_point t_start_ = Clock::now(), t_window_ = t_start_, t_checkpoint_ = t_start_;
   std::int64_t window_steps_ = 0, window_examples_from_ = state_.examples_seen;
   const std::int64_t examples_at_start_ = state_.examples_seen;  // a resume's or a branch's
-  std::int64_t next_eval_ = 0;         // the next step that evaluates
+  std::int64_t next_eval_ = 0;                                   // the next step that evaluates
   double last_metric_ = kNotMeasured;  // the definition's metric at the last evaluation
   std::int64_t other_seen_ = -1;       // an evaluation at which the other reading met
 };

@@ -1,5 +1,6 @@
 // End to end through the real `lbt` binary: a short Fashion-MNIST run whose loss falls and
-// whose run directory parses, and the CLI's error messages for bad input.
+// whose run directory parses, divergence, the CLI's error messages for bad input, and --help
+// against every preset key (lbt schedule's checks: test_e2e_schedules.cpp).
 #define BOOST_TEST_MODULE e2e
 #include <boost/test/unit_test.hpp>
 
@@ -16,49 +17,9 @@
 
 #include <toml++/toml.h>
 
-#include "support/cli_runner.hpp"
+#include "e2e_support.hpp"
 
-namespace fs = std::filesystem;
-
-namespace {
-
-using lbt::test::scratch;
-using lbt::test::slurp;
-
-using Result = lbt::test::CliResult;
-using lbt::test::run_lbt;
-
-fs::path write_config(const std::string& name, const std::string& text) {
-  fs::path p = scratch() / name;
-  std::ofstream(p) << text;
-  return p;
-}
-
-const std::string kConfig = std::string(LBT_SOURCE_DIR) + "/experiments/configs/fmnist_mlp.toml";
-// A small real slice of Fashion-MNIST: seconds, not minutes.
-const std::string kSmall =
-    " --set data.train_limit=6000 --set data.validation_size=1000"
-    " --set model.spec=mlp:784-64-10 --set train.steps=120"
-    " --set train.eval_every=40 --set train.log_every=10 --quiet";
-
-std::vector<nlohmann::json> read_jsonl(const fs::path& p) {
-  std::vector<nlohmann::json> lines;
-  std::ifstream in(p);
-  std::string line;
-  while (std::getline(in, line)) lines.push_back(nlohmann::json::parse(line));
-  return lines;
-}
-
-// The npy_regression preset reads runs/regression-data/ relative to the working directory:
-// write it here with the preset's generator, as docs/training.md ("Regression data") says to.
-void ensure_regression_data() {
-  if (fs::exists("runs/regression-data/x_train.npy")) return;
-  const std::string cmd = "/usr/bin/python3 " + std::string(LBT_SOURCE_DIR) +
-                          "/examples/make_regression_npy.py >/dev/null";
-  BOOST_REQUIRE_EQUAL(std::system(cmd.c_str()), 0);
-}
-
-}  // namespace
+using namespace lbt::test::e2e;
 
 BOOST_AUTO_TEST_CASE(short_fashion_mnist_run_learns_and_writes_a_parseable_run_directory) {
   const fs::path run = scratch() / "run";
@@ -211,132 +172,6 @@ BOOST_AUTO_TEST_CASE(help_lists_every_option_and_config_key_with_defaults) {
                         "[sweep]", "train_features = \"\"", "[schedule]"}) {
     BOOST_TEST(train.out.find(s) != std::string::npos, s);
   }
-}
-
-// lbt schedule's CSV as {step -> lr} per column, parsed with strtod (the shortest round-trip
-// text reads back as the very double).
-std::vector<std::map<std::int64_t, double>> read_schedule_csv(const std::string& csv) {
-  std::vector<std::map<std::int64_t, double>> columns;
-  std::istringstream in(csv);
-  std::string line;
-  std::getline(in, line);
-  columns.resize(static_cast<std::size_t>(std::count(line.begin(), line.end(), ',')));
-  while (std::getline(in, line)) {
-    std::istringstream fields(line);
-    std::string step, value;
-    std::getline(fields, step, ',');
-    for (auto& column : columns) {
-      std::getline(fields, value, ',');
-      if (!value.empty()) column[std::stoll(step)] = std::strtod(value.c_str(), nullptr);
-    }
-  }
-  return columns;
-}
-
-BOOST_AUTO_TEST_CASE(lbt_schedule_equals_the_lr_the_trainer_logged_bit_for_bit_for_every_preset) {
-  // Each preset at two batch sizes, on a small slice of its data so that epochs are a few
-  // steps (512 training examples after the 1000 held out: 8 and 2): the run length and steps
-  // per epoch come from train.epochs / train.steps and the data on both sides. metrics.jsonl's
-  // step N logs the LR of update N, schedule(N - 1).
-  const std::string slice = " --set data.train_limit=1512 --set data.validation_size=1000";
-  const std::string quiet =
-      " --set train.eval_every=100000 --set train.log_every=1"
-      " --set train.stop_at_target=false --set train.checkpoint_final=false"
-      " --set train.divergence_factor=1e30 --quiet";
-  ensure_regression_data();
-  int presets = 0;
-  for (const auto& entry :
-       fs::directory_iterator(std::string(LBT_SOURCE_DIR) + "/experiments/configs")) {
-    if (entry.path().extension() != ".toml") continue;
-    const std::string config = entry.path().string();
-    if (slurp(entry.path()).find("cifar10") != std::string::npos &&
-        !fs::exists("cifar-10-batches-bin")) {
-      BOOST_TEST_MESSAGE("skipped " << config << ": no CIFAR-10 data here");
-      continue;
-    }
-    ++presets;
-    for (int batch : {64, 256}) {
-      BOOST_TEST_CONTEXT(entry.path().filename().string() << " at B=" << batch) {
-        const std::string sets = slice + " --set train.global_batch=" + std::to_string(batch);
-        const fs::path run = scratch() / ("preset_" + entry.path().stem().string());
-        fs::remove_all(run);
-        Result train =
-            run_lbt("train --config " + config + sets + quiet + " --out " + run.string());
-        BOOST_REQUIRE_MESSAGE(train.code == 0, train.err);
-        Result curve = run_lbt("schedule --config " + config + sets);
-        BOOST_REQUIRE_MESSAGE(curve.code == 0, curve.err);
-        const auto lr_at = read_schedule_csv(curve.out).at(0);
-        const auto metrics = read_jsonl(run / "metrics.jsonl");
-        const auto summary = nlohmann::json::parse(slurp(run / "summary.json"));
-        BOOST_TEST(lr_at.size() == summary["total_steps"].get<std::size_t>());
-        BOOST_TEST(metrics.size() == summary["steps"].get<std::size_t>());
-        std::size_t differ = 0;
-        for (const auto& m : metrics) {
-          const std::int64_t step = m["step"];
-          differ += m["lr"].get<double>() != lr_at.at(step - 1);
-        }
-        BOOST_TEST(differ == 0u);
-      }
-    }
-  }
-  BOOST_TEST(presets >= 11);
-}
-
-BOOST_AUTO_TEST_CASE(schedule_columns_differ_by_the_scaling_rule_from_the_config_batch) {
-  // fmnist_mlp.toml: global batch 128, Goyal's linear rule from reference batch 128.
-  Result r =
-      run_lbt("schedule --config " + kConfig +
-              " --set schedule.recipe=none --set schedule.warmup=0 --set schedule.decay=constant"
-              " --set schedule.scaling=linear -b 128,1024 --steps-per-epoch 10");
-  BOOST_REQUIRE_MESSAGE(r.code == 0, r.err);
-  const auto columns = read_schedule_csv(r.out);
-  BOOST_REQUIRE_EQUAL(columns.size(), 2u);
-  for (const auto& [step, lr] : columns[0]) BOOST_TEST(columns[1].at(step) == 8 * lr);
-  Result sqrt =
-      run_lbt("schedule --config " + kConfig +
-              " --set schedule.recipe=none --set schedule.warmup=0 --set schedule.decay=constant"
-              " --set schedule.scaling=sqrt -b 32,128 --steps-per-epoch 10");
-  const auto halves = read_schedule_csv(sqrt.out);
-  BOOST_TEST(halves[0].at(0) * 2 == halves[1].at(0));
-}
-
-// A warmup longer than the run refuses lbt train only where it changes the LR; lbt schedule and
-// lbt noise show what was asked, with a note (the preset's 1-epoch warmup at its own batch is
-// flat at the peak: Goyal et al.'s warmup climbs from the reference batch's LR).
-BOOST_AUTO_TEST_CASE(a_warmup_longer_than_the_run_is_a_note_where_it_changes_nothing) {
-  Result plot = run_lbt("schedule --config " + kConfig + " -b 128,1024 --steps 50");
-  BOOST_REQUIRE_MESSAGE(plot.code == 0, plot.err);
-  BOOST_TEST(
-      plot.err.find("note: the warmup's 390 steps outlast the run's 50 steps") != std::string::npos,
-      plot.err);
-  const auto columns = read_schedule_csv(plot.out);
-  BOOST_REQUIRE_EQUAL(columns.size(), 2u);
-  BOOST_TEST(columns[0].size() == 50u);
-  BOOST_TEST(columns[0].at(49) == 0.05);  // flat at optimizer.lr
-
-  // 5,000 training examples: 1 epoch is 39 steps at B=128 (flat) and 10 at B=512 (climbs).
-  const std::string slice =
-      " --set data.train_limit=6000 --set data.validation_size=1000"
-      " --set model.spec=mlp:784-64-10 --quiet";
-  const fs::path noise_run = scratch() / "noise_short_warmup";
-  Result noise =
-      run_lbt("noise --config " + kConfig + slice + " --steps 30 --out " + noise_run.string());
-  BOOST_TEST(noise.code == 0, noise.err);
-  BOOST_TEST(
-      noise.err.find("note: the warmup's 39 steps outlast the run's 30 steps") != std::string::npos,
-      noise.err);
-  BOOST_TEST(fs::exists(noise_run / "noise.jsonl"));
-
-  Result flat = run_lbt("train --config " + kConfig + slice + " --set train.steps=30 --out " +
-                        (scratch() / "flat_warmup").string());
-  BOOST_TEST(flat.code == 0, flat.err);
-  Result climbs = run_lbt("train --config " + kConfig + slice +
-                          " --set train.steps=5 --set train.global_batch=512 --out " +
-                          (scratch() / "climbing_warmup").string());
-  BOOST_TEST(climbs.code == 2, climbs.err);
-  BOOST_TEST(
-      climbs.err.find("schedule.warmup must be at most the run's 5 steps") != std::string::npos,
-      climbs.err);
 }
 
 namespace {

@@ -3,7 +3,6 @@
 #include "nn/cuda/device_mlp.hpp"
 
 #include <algorithm>
-#include <numeric>
 
 #include "core/error.hpp"
 #include "nn/cuda/mlp_kernels.hpp"
@@ -14,7 +13,7 @@ using lbt::cuda::DeviceArray;
 
 DeviceMlp::DeviceMlp(const lbt::cuda::Gpu& gpu, std::vector<std::int64_t> dims,
                      std::int64_t max_batch)
-    : gpu_(gpu) {
+    : gpu_(gpu), rows_(max_batch) {
   if (dims.size() < 2) throw ConfigError("an MLP needs at least an input and an output width");
   std::int64_t offset = 0;
   for (std::size_t l = 0; l + 1 < dims.size(); ++l) {
@@ -28,7 +27,7 @@ DeviceMlp::DeviceMlp(const lbt::cuda::Gpu& gpu, std::vector<std::int64_t> dims,
 DeviceMlp::DeviceMlp(const lbt::cuda::Gpu& gpu, std::vector<std::int64_t> dims,
                      std::int64_t max_batch, const std::vector<Segment>& segments,
                      std::size_t num_params)
-    : gpu_(gpu) {
+    : gpu_(gpu), rows_(max_batch) {
   if (dims.size() < 2 || segments.size() != 2 * (dims.size() - 1))
     throw ConfigError("an MLP's segment table has a weight and a bias per layer");
   for (std::size_t l = 0; l + 1 < dims.size(); ++l) {
@@ -56,8 +55,6 @@ void DeviceMlp::allocate(const std::vector<std::int64_t>& dims, std::int64_t max
   grads_ = DeviceArray<float>(num_params);
   const std::int64_t widest = *std::max_element(dims.begin(), dims.end());
   input_grad_ = DeviceArray<float>(static_cast<std::size_t>(max_batch * widest));
-  row_loss_ = DeviceArray<double>(static_cast<std::size_t>(max_batch));
-  row_hit_ = DeviceArray<std::int32_t>(static_cast<std::size_t>(max_batch));
   ones_ = DeviceArray<float>(
       std::span<const float>(std::vector<float>(static_cast<std::size_t>(max_batch), 1.0f)));
 }
@@ -82,14 +79,11 @@ const float* DeviceMlp::forward(const float* x, std::int64_t batch) {
 void DeviceMlp::loss(const std::int32_t* labels, std::int64_t batch, float grad_scale) {
   const Layer& last = layers_.back();
   softmax_cross_entropy(pre_.back().data(), labels, batch, last.out, acts_grad_.back().data(),
-                        grad_scale, row_loss_.data(), row_hit_.data());
+                        grad_scale, rows_.loss.data(), rows_.hit.data());
 }
 
 double DeviceMlp::loss_sum(std::int64_t batch, std::int64_t* correct) const {
-  const std::vector<double> rows = row_loss_.download();
-  const std::vector<std::int32_t> hits = row_hit_.download();
-  if (correct) *correct = std::accumulate(hits.begin(), hits.begin() + batch, std::int64_t{0});
-  return std::accumulate(rows.begin(), rows.begin() + batch, 0.0);
+  return rows_.sum(batch, correct);
 }
 
 // Last layer first: dW = dy^T x, db = column sums of dy, dx = dy W; through the ReLU below it

@@ -53,8 +53,7 @@ class DeviceMlp final : public DeviceModel {
   lbt::cuda::DeviceArray<float> params_, grads_;
   std::vector<lbt::cuda::DeviceArray<float>> pre_, post_, acts_grad_;  // per layer [max_batch, out]
   lbt::cuda::DeviceArray<float> input_grad_;                           // scratch for dx
-  lbt::cuda::DeviceArray<double> row_loss_;
-  lbt::cuda::DeviceArray<std::int32_t> row_hit_;
+  LossRows rows_;
   lbt::cuda::DeviceArray<float> ones_;  // [max_batch]: the bias gradient's 1^T dy
 };
 

@@ -4,10 +4,27 @@
 // (trainer/cuda/) runs either through this.
 #pragma once
 #include <cstdint>
+#include <numeric>
+#include <vector>
 
 #include "core/cuda/gpu.hpp"
 
 namespace lbt::nn::cuda {
+
+// A batch's softmax cross-entropy per row on the device (loss in double, argmax hit), and their
+// sums on the host: what both models' loss() writes and loss_sum() reads.
+struct LossRows {
+  explicit LossRows(std::int64_t max_batch)
+      : loss(static_cast<std::size_t>(max_batch)), hit(static_cast<std::size_t>(max_batch)) {}
+  double sum(std::int64_t batch, std::int64_t* correct) const {
+    const std::vector<double> rows = loss.download();
+    const std::vector<std::int32_t> hits = hit.download();
+    if (correct) *correct = std::accumulate(hits.begin(), hits.begin() + batch, std::int64_t{0});
+    return std::accumulate(rows.begin(), rows.begin() + batch, 0.0);
+  }
+  lbt::cuda::DeviceArray<double> loss;
+  lbt::cuda::DeviceArray<std::int32_t> hit;
+};
 
 class DeviceModel {
  public:

@@ -2,7 +2,6 @@
 // and mlp_kernels.hpp.
 #include "nn/cuda/device_net.hpp"
 
-#include <numeric>
 #include <string>
 
 #include "core/error.hpp"
@@ -28,7 +27,7 @@ std::int64_t take_segment(const std::vector<Segment>& segments, std::size_t& nex
 DeviceNet::DeviceNet(const lbt::cuda::Gpu& gpu, const std::vector<LayerSpec>& layers, Shape3 input,
                      std::int64_t max_batch, const std::vector<Segment>& segments,
                      std::size_t num_params)
-    : gpu_(gpu) {
+    : gpu_(gpu), rows_(max_batch) {
   Shape3 shape = input;
   std::size_t next = 0;
   for (std::size_t i = 0; i < layers.size(); ++i) {
@@ -69,8 +68,6 @@ DeviceNet::DeviceNet(const lbt::cuda::Gpu& gpu, const std::vector<LayerSpec>& la
     throw ConfigError("the GPU's network ends in a linear layer and uses every parameter");
   params_ = DeviceArray<float>(num_params);
   grads_ = DeviceArray<float>(num_params);
-  row_loss_ = DeviceArray<double>(static_cast<std::size_t>(max_batch));
-  row_hit_ = DeviceArray<std::int32_t>(static_cast<std::size_t>(max_batch));
   ones_ = DeviceArray<float>(
       std::span<const float>(std::vector<float>(static_cast<std::size_t>(max_batch), 1.0f)));
 }
@@ -115,14 +112,11 @@ const float* DeviceNet::forward(const float* x, std::int64_t batch) {
 void DeviceNet::loss(const std::int32_t* labels, std::int64_t batch, float grad_scale) {
   Op& last = ops_.back();
   softmax_cross_entropy(last.y.data(), labels, batch, last.out.c, last.dy.data(), grad_scale,
-                        row_loss_.data(), row_hit_.data());
+                        rows_.loss.data(), rows_.hit.data());
 }
 
 double DeviceNet::loss_sum(std::int64_t batch, std::int64_t* correct) const {
-  const std::vector<double> rows = row_loss_.download();
-  const std::vector<std::int32_t> hits = row_hit_.download();
-  if (correct) *correct = std::accumulate(hits.begin(), hits.begin() + batch, std::int64_t{0});
-  return std::accumulate(rows.begin(), rows.begin() + batch, 0.0);
+  return rows_.sum(batch, correct);
 }
 
 // op.dy holds d(loss)/d(op's output); writes the parameters' gradients and, where dx is not

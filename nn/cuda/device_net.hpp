@@ -52,8 +52,7 @@ class DeviceNet final : public DeviceModel {
   const lbt::cuda::Gpu& gpu_;
   std::vector<Op> ops_;
   lbt::cuda::DeviceArray<float> params_, grads_;
-  lbt::cuda::DeviceArray<double> row_loss_;
-  lbt::cuda::DeviceArray<std::int32_t> row_hit_;
+  LossRows rows_;
   lbt::cuda::DeviceArray<float> ones_;  // [max_batch]: a Linear bias gradient's 1^T dy
 };
 

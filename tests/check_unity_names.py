@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Names private to a file stay private in a unity build (LBT_UNITY, docs/development.md): the
-files of experiments/ and of cli/ are compiled in batches, one translation unit each, so two
+files of experiments/, cli/ and trainer/ are compiled in batches, one translation unit each, so two
 files' anonymous-namespace helpers of one name meet there, as a redefinition or, worse, as two
 overloads the compiler silently picks between. Lists every function, type or constant that an
 anonymous namespace defines in two files of one unity target; run by CTest as `unity_names`;
@@ -12,7 +12,7 @@ import re
 import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-TARGETS = {"lbt_experiments": "experiments/**/*.cpp", "lbt": "cli/*.cpp"}
+TARGETS = {"lbt_experiments": "experiments/**/*.cpp", "lbt": "cli/*.cpp", "lbt_trainer": "trainer/**/*.cpp"}
 ANONYMOUS = re.compile(r"\nnamespace \{\n(.*?)\n\}  // namespace", re.S)
 TYPE = re.compile(r"(?:template\s*<.*>\s*)?(?:struct|class|enum class|enum|using)\s+(\w+)")
 CONSTANT = re.compile(r"(?:static\s+)?(?:inline\s+)?(?:constexpr|const)\s+[\w:<>, *&]+?\s(\w+)\s*(?:=|\[|\{)")

@@ -35,10 +35,6 @@ std::int64_t stepped_accum(const AdaptiveBatchOptions& o, std::int64_t examples_
 
 namespace {
 
-const KeySpec& key(std::string_view name) {
-  return Schema::in(train_keys(), name);
-}
-
 // batch_min / batch_max must be ranks x micro_batch x k for a whole k >= 1.
 void require_realisable(Config& c, const char* name, std::int64_t batch, std::int64_t step,
                         int world_size, std::int64_t micro_batch) {
@@ -59,9 +55,9 @@ std::string shortest(double v) {
 
 // train.batch_rule and, for sqrt, its scale B0 (examples, > 0).
 void read_rule(Config& c, AdaptiveBatchOptions& a) {
-  const std::string rule = c.get_string(key("train.batch_rule"));
+  const std::string rule = c.get_string(train_key("train.batch_rule"));
   a.rule = rule == "sqrt" ? BatchRule::Sqrt : BatchRule::BSimple;
-  a.sqrt_scale = c.get_double(key("train.batch_sqrt_scale"));
+  a.sqrt_scale = c.get_double(train_key("train.batch_sqrt_scale"));
   if (a.rule == BatchRule::Sqrt && !(a.sqrt_scale > 0.0 && std::isfinite(a.sqrt_scale)))
     c.fail("train.batch_sqrt_scale", "> 0 examples with train.batch_rule = \"sqrt\"",
            shortest(a.sqrt_scale),
@@ -89,7 +85,7 @@ void resolve_layout(Config& c, AdaptiveBatchOptions& a, const char* smallest_key
 // train.batch_schedule = "steps": the stages of train.batch_steps (batch_steps.hpp).
 void read_steps(Config& c, AdaptiveBatchOptions& a, int world_size, std::int64_t& global_batch,
                 std::int64_t& micro_batch, std::int64_t& accum_steps) {
-  a.steps = parse_batch_steps(c.get_string(key("train.batch_steps")), "train.batch_steps");
+  a.steps = parse_batch_steps(c.get_string(train_key("train.batch_steps")), "train.batch_steps");
   a.batch_min = a.batch_max = a.steps.front().batch;
   for (const BatchStep& s : a.steps) {
     a.batch_min = std::min(a.batch_min, s.batch);
@@ -107,16 +103,16 @@ void read_steps(Config& c, AdaptiveBatchOptions& a, int world_size, std::int64_t
 AdaptiveBatchOptions read_adaptive_batch(Config& c, int world_size, std::int64_t& global_batch,
                                          std::int64_t& micro_batch, std::int64_t& accum_steps) {
   AdaptiveBatchOptions a;
-  const std::string schedule = c.get_string(key("train.batch_schedule"));
+  const std::string schedule = c.get_string(train_key("train.batch_schedule"));
   a.enabled = schedule != "fixed";
   if (schedule == "steps") {
     read_steps(c, a, world_size, global_batch, micro_batch, accum_steps);
     return a;
   }
   if (!a.enabled) return a;
-  a.batch_min = c.get_int(key("train.batch_min"));
-  a.batch_max = c.get_int(key("train.batch_max"));
-  a.hysteresis = c.get_double(key("train.batch_hysteresis"));
+  a.batch_min = c.get_int(train_key("train.batch_min"));
+  a.batch_max = c.get_int(train_key("train.batch_max"));
+  a.hysteresis = c.get_double(train_key("train.batch_hysteresis"));
   read_rule(c, a);
   if (a.batch_min <= 0)
     c.fail("train.batch_min", "> 0 with train.batch_schedule = \"adaptive\"",

@@ -16,8 +16,8 @@ std::int64_t LocalSgdOptions::sync_point_at_or_after(std::int64_t steps,
 
 LocalSgdOptions read_local_sgd(Config& c, std::int64_t checkpoint_every) {
   LocalSgdOptions l;
-  l.sync_every = c.get_int(Schema::in(train_keys(), "train.sync_every"));
-  l.post_local_after = c.get_int(Schema::in(train_keys(), "train.post_local_after"));
+  l.sync_every = c.get_int(train_key("train.sync_every"));
+  l.post_local_after = c.get_int(train_key("train.post_local_after"));
   if (l.sync_every < 1) {
     c.fail("train.sync_every", ">= 1 (1: synchronous data parallel)", std::to_string(l.sync_every),
            "e.g. --set train.sync_every=4 to average parameters every 4 steps");

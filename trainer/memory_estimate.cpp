@@ -46,10 +46,10 @@ std::int64_t evaluation_bytes(const MemoryModel& m) {
          aligned_buffer_bytes(m.eval_batch * std::max<std::int64_t>(m.target_dim, 1));
 }
 
-constexpr std::int64_t kPage = 4096;
+constexpr std::int64_t kPageBytes = 4096;
 
 std::int64_t pages_of(std::int64_t bytes) {
-  return (bytes + kPage - 1) / kPage * kPage;
+  return (bytes + kPageBytes - 1) / kPageBytes * kPageBytes;
 }
 
 // The pages of rank `rank`'s share of [0, n) in one peer's slot: ShmReducer::range_of's
@@ -58,12 +58,12 @@ std::int64_t pages_of(std::int64_t bytes) {
 std::int64_t share_pages(std::int64_t n, int workers, int rank) {
   const std::int64_t chunk = ((n + workers - 1) / workers + 15) / 16 * 16;
   const std::int64_t lo = std::min(n, rank * chunk), hi = std::min(n, lo + chunk);
-  return hi > lo ? pages_of((hi - lo) * 4) + kPage : 0;
+  return hi > lo ? pages_of((hi - lo) * 4) + kPageBytes : 0;
 }
 
 // The reducing thread of train.overlap_comm: its stack's pages it touches (reduce_loop's frame,
 // the thread descriptor and TLS glibc puts at the stack's top); it allocates nothing else.
-constexpr std::int64_t kReducerThreadBytes = 3 * kPage;
+constexpr std::int64_t kReducerThreadBytes = 3 * kPageBytes;
 
 }  // namespace
 
@@ -73,7 +73,7 @@ std::int64_t shm_slot_bytes(std::int64_t n) {
 
 std::int64_t shm_peer_bytes(std::int64_t n, int workers, int rank, std::int64_t bucket_floats) {
   if (workers <= 1 || n <= 0) return 0;
-  std::int64_t one_peer = kPage;  // the page of its norm partial and bucket counters
+  std::int64_t one_peer = kPageBytes;  // the page of its norm partial and bucket counters
   if (bucket_floats <= 0) {
     one_peer += share_pages(n, workers, rank);
   } else {

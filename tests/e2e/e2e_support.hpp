@@ -4,6 +4,8 @@
 #pragma once
 #include <boost/test/unit_test.hpp>
 
+#include <unistd.h>
+
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -47,11 +49,18 @@ inline std::vector<nlohmann::json> read_jsonl(const fs::path& p) {
 
 // The npy_regression preset reads runs/regression-data/ relative to the working directory:
 // write it here with the preset's generator, as docs/training.md ("Regression data") says to.
+// Written aside and renamed into place: test_e2e's parts run as concurrent CTest tests, and
+// one must not read the files while another writes them.
 inline void ensure_regression_data() {
-  if (fs::exists("runs/regression-data/x_train.npy")) return;
+  const fs::path dir = "runs/regression-data";
+  if (fs::exists(dir / "x_train.npy")) return;
+  const fs::path aside = "runs/regression-data.part" + std::to_string(::getpid());
   const std::string cmd = "/usr/bin/python3 " + std::string(LBT_SOURCE_DIR) +
-                          "/examples/make_regression_npy.py >/dev/null";
+                          "/examples/make_regression_npy.py --out " + aside.string() + " >/dev/null";
   BOOST_REQUIRE_EQUAL(std::system(cmd.c_str()), 0);
+  std::error_code already_there;
+  fs::rename(aside, dir, already_there);
+  if (already_there) fs::remove_all(aside);
 }
 
 }  // namespace lbt::test::e2e

@@ -50,10 +50,6 @@ Target parse_target(const std::string& text) {
 
 namespace {
 
-const KeySpec& key(std::string_view name) {
-  return Schema::in(train_keys(), name);
-}
-
 std::string num(double x) {
   std::ostringstream out;
   out << x;
@@ -68,7 +64,7 @@ void require_positive(const Config& c, const char* key, double value, const char
 // resolved config), else model.spec; both is an error.
 void read_model(Config& c, TrainConfig& t) {
   if (!c.has("model.layers")) {
-    t.model_spec = c.get_string(key("model.spec"));
+    t.model_spec = c.get_string(train_key("model.spec"));
     return;
   }
   if (c.has("model.spec")) {
@@ -76,16 +72,16 @@ void read_model(Config& c, TrainConfig& t) {
                       "keep one: remove model.spec (a preset's spec = ... or --set model.spec) to "
                       "use the [[model.layers]] list");
   }
-  t.model_layers = nn::read_layers(c.get_table_list(key("model.layers")), c.source());
+  t.model_layers = nn::read_layers(c.get_table_list(train_key("model.layers")), c.source());
 }
 
 // train.overlap_comm and its bucket: whole 64-byte lines (core/params.cpp aligns every tensor
 // to 16 floats), so buckets start where segments may and no two ranks share a cache line.
 void read_overlap(Config& c, TrainConfig& t) {
-  t.overlap_comm = c.get_bool(key("train.overlap_comm"));
+  t.overlap_comm = c.get_bool(train_key("train.overlap_comm"));
   if (!t.overlap_comm) return;
   constexpr std::size_t kAlignFloats = 16;
-  const double mib = c.get_double(key("train.bucket_mb"));
+  const double mib = c.get_double(train_key("train.bucket_mb"));
   const double floats = mib * double(1 << 20) / sizeof(float);
   if (!(floats >= kAlignFloats) || !std::isfinite(floats)) {
     c.fail("train.bucket_mb",
@@ -99,9 +95,9 @@ void read_overlap(Config& c, TrainConfig& t) {
 // model.*: the network, its loss and its initialisation.
 void read_model_section(Config& c, TrainConfig& t) {
   read_model(c, t);
-  t.loss = c.get_string(key("model.loss"));
-  t.device = c.get_string(key("model.device"));
-  const std::string init = c.get_string(key("model.init"));
+  t.loss = c.get_string(train_key("model.loss"));
+  t.device = c.get_string(train_key("model.device"));
+  const std::string init = c.get_string(train_key("model.init"));
   if (init == "he")
     t.init = nn::InitScheme::kHe;
   else if (init == "glorot")
@@ -115,7 +111,7 @@ void read_model_section(Config& c, TrainConfig& t) {
 // data.image_shape "C,H,W" as positive sizes.
 std::vector<std::int64_t> read_image_shape(Config& c) {
   std::vector<std::int64_t> image_shape;
-  const std::string shape = c.get_string(key("data.image_shape"));
+  const std::string shape = c.get_string(train_key("data.image_shape"));
   std::stringstream ss(shape);
   for (std::string item; std::getline(ss, item, ',');) {
     try {
@@ -132,15 +128,15 @@ std::vector<std::int64_t> read_image_shape(Config& c) {
 // A CSV file's column layout: a class label or regression targets, and its header.
 void read_csv_layout(Config& c, DataConfig& d) {
   const bool label_set = c.has("data.label_column");
-  d.label_column = c.get_string(key("data.label_column"));
-  d.target_columns = c.get_string_list(key("data.target_columns"));
+  d.label_column = c.get_string(train_key("data.label_column"));
+  d.target_columns = c.get_string_list(train_key("data.target_columns"));
   // One column layout per file: a class label or regression targets, never both.
   if (label_set && !d.target_columns.empty()) {
     c.fail("data.label_column", "unset when data.target_columns is set (regression)",
            "'" + d.label_column + "'",
            "remove data.label_column for regression, or data.target_columns for classification");
   }
-  d.csv_header = c.get_string(key("data.csv_header"));
+  d.csv_header = c.get_string(train_key("data.csv_header"));
   if (d.csv_header != "auto" && d.csv_header != "true" && d.csv_header != "false") {
     c.fail("data.csv_header", "one of: auto, true, false", "'" + d.csv_header + "'");
   }
@@ -148,15 +144,15 @@ void read_csv_layout(Config& c, DataConfig& d) {
 
 // The features and labels of npy/csv files, and the shape of their examples.
 void read_file_data(Config& c, DataConfig& d) {
-  d.train_features = c.get_string(key("data.train_features"));
-  d.test_features = c.get_string(key("data.test_features"));
+  d.train_features = c.get_string(train_key("data.train_features"));
+  d.test_features = c.get_string(train_key("data.test_features"));
   if (d.format == "npy") {
-    d.train_labels = c.get_string(key("data.train_labels"));
-    d.test_labels = c.get_string(key("data.test_labels"));
+    d.train_labels = c.get_string(train_key("data.train_labels"));
+    d.test_labels = c.get_string(train_key("data.test_labels"));
   } else {
     read_csv_layout(c, d);
   }
-  d.num_classes = c.get_int(key("data.num_classes"));
+  d.num_classes = c.get_int(train_key("data.num_classes"));
   d.image_shape = read_image_shape(c);
   if (d.train_features.empty()) {
     c.fail(
@@ -170,23 +166,23 @@ void read_file_data(Config& c, DataConfig& d) {
 
 // data.*: the dataset, its files or synthetic problem, and the split.
 void read_data(Config& c, DataConfig& d) {
-  d.dataset = c.get_string(key("data.dataset"));
-  c.get_string(key("data.format"));  // recorded as given; data_format_of resolves it
+  d.dataset = c.get_string(train_key("data.dataset"));
+  c.get_string(train_key("data.format"));  // recorded as given; data_format_of resolves it
   d.format = data_format_of(c);
   if (d.format == "synthetic") d.format.clear();  // the loader keys on data.dataset
-  if (d.format == "idx" || d.format == "cifar10") d.path = c.get_string(key("data.path"));
-  d.validation_size = c.get_int(key("data.validation_size"));
-  d.train_limit = c.get_int(key("data.train_limit"));
-  d.normalize = c.get_bool(key("data.normalize"));
-  d.augment_crop_padding = c.get_int(key("data.augment.crop_padding"));
-  d.augment_flip = c.get_bool(key("data.augment.flip"));
+  if (d.format == "idx" || d.format == "cifar10") d.path = c.get_string(train_key("data.path"));
+  d.validation_size = c.get_int(train_key("data.validation_size"));
+  d.train_limit = c.get_int(train_key("data.train_limit"));
+  d.normalize = c.get_bool(train_key("data.normalize"));
+  d.augment_crop_padding = c.get_int(train_key("data.augment.crop_padding"));
+  d.augment_flip = c.get_bool(train_key("data.augment.flip"));
   if (d.augment_crop_padding < 0)
     c.fail("data.augment.crop_padding", ">= 0", std::to_string(d.augment_crop_padding));
   if (d.format == "npy" || d.format == "csv") read_file_data(c, d);
   if (d.dataset == "synthetic-regression") {
-    d.synthetic_examples = c.get_int(key("data.synthetic.examples"));
-    d.synthetic_dim = c.get_int(key("data.synthetic.dim"));
-    d.synthetic_noise = c.get_double(key("data.synthetic.noise"));
+    d.synthetic_examples = c.get_int(train_key("data.synthetic.examples"));
+    d.synthetic_dim = c.get_int(train_key("data.synthetic.dim"));
+    d.synthetic_noise = c.get_double(train_key("data.synthetic.noise"));
   } else if (d.format != "idx" && d.format != "cifar10" && d.format != "npy" && d.format != "csv") {
     if (d.format.empty()) {
       c.fail("data.dataset",
@@ -203,9 +199,9 @@ void read_data(Config& c, DataConfig& d) {
 // train.target_definition, ema_horizon and target_band (target_reading.hpp); the horizon
 // against the run's length is check_ema_horizon's, once the step budget is known.
 void read_target_reading(Config& c, TrainConfig& t) {
-  t.target_definition = parse_target_definition(c.get_string(key("train.target_definition")));
-  t.ema_horizon = c.get_double(key("train.ema_horizon"));
-  t.target_band = c.get_double(key("train.target_band"));
+  t.target_definition = parse_target_definition(c.get_string(train_key("train.target_definition")));
+  t.ema_horizon = c.get_double(train_key("train.ema_horizon"));
+  t.target_band = c.get_double(train_key("train.target_band"));
   if (!(t.ema_horizon > 0.0 && t.ema_horizon <= 0.5))
     c.fail("train.ema_horizon", "in (0, 0.5]", num(t.ema_horizon), "e.g. 0.1");
   if (!(t.target_band >= 0.0 && t.target_band < 1.0))
@@ -214,25 +210,25 @@ void read_target_reading(Config& c, TrainConfig& t) {
 
 // train.*: the batch, length, evaluation and target of the run; returns train.seed as read.
 std::int64_t read_run(Config& c, TrainConfig& t) {
-  t.global_batch = c.get_int(key("train.global_batch"));
-  t.micro_batch = c.get_int(key("train.micro_batch"));
-  t.accum_steps = c.get_int(key("train.accum_steps"));
-  t.steps = c.get_int(key("train.steps"));
-  t.epochs = c.get_double(key("train.epochs"));
-  t.eval_every = c.get_int(key("train.eval_every"));
-  t.log_every = c.get_int(key("train.log_every"));
-  t.eval_batch = c.get_int(key("train.eval_batch"));
-  const std::int64_t seed = c.get_int(key("train.seed"));
-  t.order_seed = c.get_int(key("train.order_seed"));
+  t.global_batch = c.get_int(train_key("train.global_batch"));
+  t.micro_batch = c.get_int(train_key("train.micro_batch"));
+  t.accum_steps = c.get_int(train_key("train.accum_steps"));
+  t.steps = c.get_int(train_key("train.steps"));
+  t.epochs = c.get_double(train_key("train.epochs"));
+  t.eval_every = c.get_int(train_key("train.eval_every"));
+  t.log_every = c.get_int(train_key("train.log_every"));
+  t.eval_batch = c.get_int(train_key("train.eval_batch"));
+  const std::int64_t seed = c.get_int(train_key("train.seed"));
+  t.order_seed = c.get_int(train_key("train.order_seed"));
   if (t.order_seed < -1)
     c.fail("train.order_seed", ">= -1 (-1: train.seed)", std::to_string(t.order_seed));
-  t.branch_from = c.get_string(key("train.branch_from"));
-  t.threads = static_cast<int>(c.get_int(key("train.threads")));
-  t.target = parse_target(c.get_string(key("train.target")));
-  t.stop_at_target = c.get_bool(key("train.stop_at_target"));
-  t.eval_growth = c.get_double(key("train.eval_growth"));
-  t.target_resolution = c.get_double(key("train.target_resolution"));
-  t.prune_at_step = c.get_int(key("train.prune_at_step"));
+  t.branch_from = c.get_string(train_key("train.branch_from"));
+  t.threads = static_cast<int>(c.get_int(train_key("train.threads")));
+  t.target = parse_target(c.get_string(train_key("train.target")));
+  t.stop_at_target = c.get_bool(train_key("train.stop_at_target"));
+  t.eval_growth = c.get_double(train_key("train.eval_growth"));
+  t.target_resolution = c.get_double(train_key("train.target_resolution"));
+  t.prune_at_step = c.get_int(train_key("train.prune_at_step"));
   read_target_reading(c, t);
   if (!(t.eval_growth >= 1.0 && std::isfinite(t.eval_growth)))
     c.fail("train.eval_growth", ">= 1 (1: every eval_every steps)", num(t.eval_growth), "e.g. 1.5");
@@ -250,15 +246,15 @@ std::int64_t read_run(Config& c, TrainConfig& t) {
 
 // Divergence handling, communicator and checkpoints; returns train.on_divergence as read.
 std::string read_guards_and_checkpoints(Config& c, TrainConfig& t) {
-  t.divergence.factor = c.get_double(key("train.divergence_factor"));
-  const std::string on_divergence = c.get_string(key("train.on_divergence"));
+  t.divergence.factor = c.get_double(train_key("train.divergence_factor"));
+  const std::string on_divergence = c.get_string(train_key("train.on_divergence"));
   t.divergence.skip_spikes = on_divergence == "skip";
-  if (t.divergence.skip_spikes) t.divergence.skip_limit = c.get_int(key("train.skip_limit"));
-  t.comm_backend = c.get_string(key("comm.backend"));
-  t.checkpoint_every = c.get_int(key("train.checkpoint_every"));
-  t.checkpoint_every_seconds = c.get_double(key("train.checkpoint_every_seconds"));
-  t.checkpoint_keep = static_cast<int>(c.get_int(key("train.checkpoint_keep")));
-  t.checkpoint_final = c.get_bool(key("train.checkpoint_final"));
+  if (t.divergence.skip_spikes) t.divergence.skip_limit = c.get_int(train_key("train.skip_limit"));
+  t.comm_backend = c.get_string(train_key("comm.backend"));
+  t.checkpoint_every = c.get_int(train_key("train.checkpoint_every"));
+  t.checkpoint_every_seconds = c.get_double(train_key("train.checkpoint_every_seconds"));
+  t.checkpoint_keep = static_cast<int>(c.get_int(train_key("train.checkpoint_keep")));
+  t.checkpoint_final = c.get_bool(train_key("train.checkpoint_final"));
   if (t.checkpoint_every < 0)
     c.fail("train.checkpoint_every", ">= 0", std::to_string(t.checkpoint_every));
   if (!(t.checkpoint_every_seconds >= 0))

@@ -212,4 +212,8 @@ const std::vector<KeySpec>& train_keys() {
   return keys;
 }
 
+const KeySpec& train_key(std::string_view name) {
+  return Schema::in(train_keys(), name);
+}
+
 }  // namespace lbt::trainer

@@ -24,13 +24,13 @@ std::vector<std::string> split(const std::string& line) {
   return out;
 }
 
-std::string trim(const std::string& s) {
+std::string trim_field(const std::string& s) {
   const auto b = s.find_first_not_of(" \t\""), e = s.find_last_not_of(" \t\"");
   return b == std::string::npos ? "" : s.substr(b, e - b + 1);
 }
 
 bool parse_number(const std::string& field, double& v) {
-  const std::string t = trim(field);
+  const std::string t = trim_field(field);
   if (t.empty()) return false;
   char* end = nullptr;
   v = std::strtod(t.c_str(), &end);
@@ -106,7 +106,7 @@ void read_row(const std::vector<std::string>& fields, const ColumnRoles& roles,
     double v;
     const std::int64_t role = roles.role[c];
     if (!parse_number(fields[c], v)) {
-      const std::string text = trim(fields[c]);
+      const std::string text = trim_field(fields[c]);
       if (role < 0) {
         throw DataError(
             where + ": field " + std::to_string(c + 1) + " ('" + text + "') is not a number",
@@ -120,7 +120,7 @@ void read_row(const std::vector<std::string>& fields, const ColumnRoles& roles,
     }
     if (role == ColumnRoles::kLabel) {
       if (v < 0 || v != std::floor(v) || v > 1e9) {
-        throw DataError(where + ": label " + trim(fields[c]) + " is not a non-negative integer",
+        throw DataError(where + ": label " + trim_field(fields[c]) + " is not a non-negative integer",
                         "labels are class indices 0..classes-1; for real-valued targets set "
                         "data.target_columns");
       }
@@ -173,7 +173,7 @@ Dataset load_csv(const std::filesystem::path& path, const CsvOptions& options,
   d.name = name;
   while (std::getline(in, line)) {
     ++line_no;
-    if (trim(line).empty()) continue;
+    if (trim_field(line).empty()) continue;
     const std::string where = path.string() + ":" + std::to_string(line_no);
     auto fields = split(line);
     if (columns < 0) {
@@ -184,7 +184,7 @@ Dataset load_csv(const std::filesystem::path& path, const CsvOptions& options,
       const bool is_header = options.header == "true" || (options.header == "auto" && !numeric);
       std::vector<std::string> header;
       if (is_header)
-        for (const auto& f : fields) header.push_back(trim(f));
+        for (const auto& f : fields) header.push_back(trim_field(f));
       if (columns < 2) throw DataError(where + ": need a label and at least one feature column");
       roles = column_roles(options, header, columns, where);
       d.target_dim = static_cast<std::int64_t>(options.target_columns.size());

@@ -56,7 +56,8 @@ inline void ensure_regression_data() {
   if (fs::exists(dir / "x_train.npy")) return;
   const fs::path aside = "runs/regression-data.part" + std::to_string(::getpid());
   const std::string cmd = "/usr/bin/python3 " + std::string(LBT_SOURCE_DIR) +
-                          "/examples/make_regression_npy.py --out " + aside.string() + " >/dev/null";
+                          "/examples/make_regression_npy.py --out " + aside.string() +
+                          " >/dev/null";
   BOOST_REQUIRE_EQUAL(std::system(cmd.c_str()), 0);
   std::error_code already_there;
   fs::rename(aside, dir, already_there);

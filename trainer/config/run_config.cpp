@@ -24,8 +24,7 @@ const Schema& run_schema() {
 }
 
 schedules::ScheduleOptions read_run_schedule(Config& config) {
-  return schedules::read_schedule_options(
-      config, config.get_int(train_key("train.global_batch")));
+  return schedules::read_schedule_options(config, config.get_int(train_key("train.global_batch")));
 }
 
 RunConfig resolve_run_config(Config& config, int world_size) {

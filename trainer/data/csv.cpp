@@ -120,9 +120,10 @@ void read_row(const std::vector<std::string>& fields, const ColumnRoles& roles,
     }
     if (role == ColumnRoles::kLabel) {
       if (v < 0 || v != std::floor(v) || v > 1e9) {
-        throw DataError(where + ": label " + trim_field(fields[c]) + " is not a non-negative integer",
-                        "labels are class indices 0..classes-1; for real-valued targets set "
-                        "data.target_columns");
+        throw DataError(
+            where + ": label " + trim_field(fields[c]) + " is not a non-negative integer",
+            "labels are class indices 0..classes-1; for real-valued targets set "
+            "data.target_columns");
       }
       d.labels.push_back(static_cast<std::int32_t>(v));
     } else if (role >= 0) {

@@ -13,15 +13,16 @@ set(LBT_ISA_FLAGS_generic "")
 set(LBT_ISA_FLAGS_avx2 -mavx2 -mfma)
 set(LBT_ISA_FLAGS_avx512 -mavx512f -mavx512bw -mavx512dq -mavx512vl -mavx2 -mfma)
 
-# lbt_add_isa_sources(target LIBS lib... SOURCES src...): the sources compiled per ISA into
-# target; LIBS give their include paths and flags (OpenMP, Eigen, ...).
+# lbt_add_isa_sources(target LIBS lib... SOURCES src... [OPTIONS flag...]): the sources compiled
+# per ISA into target; LIBS give their include paths and flags (OpenMP, Eigen, ...), OPTIONS
+# more compile flags for every copy.
 function(lbt_add_isa_sources target)
-  cmake_parse_arguments(ARG "" "" "LIBS;SOURCES" ${ARGN})
+  cmake_parse_arguments(ARG "" "" "LIBS;SOURCES;OPTIONS" ${ARGN})
   foreach(isa ${LBT_ISAS})
     set(obj ${target}_${isa})
     add_library(${obj} OBJECT ${ARG_SOURCES})
     # -Wno-psabi: see core/vec16.hpp.
-    target_compile_options(${obj} PRIVATE ${LBT_ISA_FLAGS_${isa}} -Wno-psabi)
+    target_compile_options(${obj} PRIVATE ${LBT_ISA_FLAGS_${isa}} -Wno-psabi ${ARG_OPTIONS})
     target_compile_definitions(${obj} PRIVATE LBT_ISA_NS=isa_${isa})
     target_link_libraries(${obj} PRIVATE ${ARG_LIBS})
     target_sources(${target} PRIVATE $<TARGET_OBJECTS:${obj}>)

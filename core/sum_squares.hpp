@@ -24,25 +24,17 @@ Acc lane_sum(std::size_t n, Term&& term) {
   return lanes[0];
 }
 
-// Sum of v[i]^2 in double.
-inline double sum_squares(const float* v, std::size_t n) {
-  return lane_sum<double, 32>(n, [v](std::size_t i) {
-    const double x = v[i];
-    return x * x;
-  });
-}
+// Sum of v[i]^2 in double, on the CPU path in use (sum_squares_isa.cpp: the gradient's norm is
+// taken every step, and compiled for the baseline it ran two doubles to an instruction). Every
+// path gives the same bits: x^2 of a float is exact in double and the lanes are fixed.
+double sum_squares(const float* v, std::size_t n);
 
 inline double sum_squares(std::span<const float> v) {
   return sum_squares(v.data(), v.size());
 }
 
 // v *= scale, returning the sum of the scaled squares: one pass where scaling and then norming
-// would read the buffer twice (the gradient average after an MPI sum).
-inline double scale_and_sum_squares(float* v, std::size_t n, float scale) {
-  return lane_sum<double, 32>(n, [v, scale](std::size_t i) {
-    const double x = v[i] *= scale;
-    return x * x;
-  });
-}
+// would read the buffer twice (the gradient average after an MPI sum). Per CPU path, as above.
+double scale_and_sum_squares(float* v, std::size_t n, float scale);
 
 }  // namespace lbt

@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "optim/flat_ops.hpp"
+#include "optim/fused_loops.hpp"
 #include "optim/update_rules.hpp"
 
 namespace lbt::optim {
@@ -79,14 +80,9 @@ void Adam::step_transformed(const StepInput& in, std::span<const GradTransform> 
     const Segment& seg = in.segments[s];
     const float scale = transforms[s].scale, l2 = transforms[s].l2;
     const float wd = seg.weight_decay ? decoupled_wd : 0.0f;
-    // Local restrict pointers: otherwise each store may alias the closure and GCC gathers.
-    float* __restrict wp = in.params.data() + seg.offset;       // [seg.size]
-    const float* __restrict gp = in.grads.data() + seg.offset;  // [seg.size]
-    float* __restrict mp = m_all + seg.offset;
-    float* __restrict vp = v_all + seg.offset;
-#pragma omp simd
-    for (std::size_t i = begin; i < end; ++i)
-      rules::adam(wp[i], mp[i], vp[i], rules::transformed_grad(gp[i], wp[i], scale, l2), wd, lr, k);
+    const std::size_t first = seg.offset + begin;
+    loops::adam(in.params.data() + first, m_all + first, v_all + first, in.grads.data() + first,
+                end - begin, scale, l2, wd, lr, k);
   });
 }
 

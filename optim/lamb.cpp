@@ -8,6 +8,7 @@
 
 #include "optim/adam.hpp"
 #include "optim/flat_ops.hpp"
+#include "optim/fused_loops.hpp"
 #include "optim/phi_config.hpp"
 #include "optim/update_rules.hpp"
 
@@ -70,25 +71,14 @@ void Lamb::step(const StepInput& in) {
   auto moments_and_norms = [=, &in, &trusted](const detail::Chunk& c) {
     const Segment& seg = in.segments[c.segment];
     const float lambda = seg.weight_decay ? wd : 0.0f;
-    // Local restrict pointers: otherwise each store may alias the closure and GCC gathers.
-    float* __restrict wp = in.params.data() + seg.offset;
-    const float* __restrict gp = in.grads.data() + seg.offset;
-    float* __restrict mp = m_all + seg.offset;
-    float* __restrict vp = v_all + seg.offset;
-    if (!trusted[c.segment]) {  // AdamW step in one pass
-#pragma omp simd
-      for (std::size_t i = c.begin; i < c.end; ++i)
-        rules::adam(wp[i], mp[i], vp[i], gp[i], lambda, lr, k);
+    const std::size_t first = seg.offset + c.begin, n = c.end - c.begin;
+    float* w = in.params.data() + first;
+    const float* g = in.grads.data() + first;
+    if (!trusted[c.segment]) {  // AdamW step in one pass (g' = 1 (g + 0 w) = g)
+      loops::adam(w, m_all + first, v_all + first, g, n, 1.0f, 0.0f, lambda, lr, k);
       return std::array<double, 2>{0.0, 0.0};
     }
-    double ww = 0, uu = 0;
-#pragma omp simd reduction(+ : ww, uu)
-    for (std::size_t i = c.begin; i < c.end; ++i) {
-      rules::adam_moments(mp[i], vp[i], gp[i], k);
-      ww += rules::square(wp[i]);
-      uu += rules::square(rules::adam_direction(mp[i], vp[i], wp[i], lambda, k));
-    }
-    return std::array<double, 2>{ww, uu};
+    return loops::lamb_moments_and_norms(w, m_all + first, v_all + first, g, n, lambda, k);
   };
   // Pass 2, trust-ratio segments: w -= lr * ratio * u.
   auto update = [=, this, &in, &trusted](const detail::Chunk& c,
@@ -98,13 +88,9 @@ void Lamb::step(const StepInput& in) {
     const float lambda = seg.weight_decay ? wd : 0.0f;
     const float size =
         static_cast<float>(in.lr * lamb_ratio(options_, std::sqrt(sums[0]), std::sqrt(sums[1])));
-    // Local restrict pointers: otherwise each store may alias the closure and GCC gathers.
-    float* __restrict wp = in.params.data() + seg.offset;
-    const float* __restrict mp = m_all + seg.offset;
-    const float* __restrict vp = v_all + seg.offset;
-#pragma omp simd
-    for (std::size_t i = c.begin; i < c.end; ++i)
-      wp[i] -= size * rules::adam_direction(mp[i], vp[i], wp[i], lambda, k);
+    const std::size_t first = seg.offset + c.begin;
+    loops::lamb_update(in.params.data() + first, m_all + first, v_all + first, c.end - c.begin,
+                       lambda, size, k);
   };
   detail::norms_then_update<2>(detail::plan_groups(in.segments), moments_and_norms, update);
 }

@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "optim/flat_ops.hpp"
+#include "optim/fused_loops.hpp"
 #include "optim/trust_ratio.hpp"
 
 namespace lbt::optim {
@@ -42,16 +43,9 @@ void Larc::step(const StepInput& in) {
   const auto plan =
       detail::plan_chunks(in.segments, [](const Segment& seg) { return seg.trust_ratio; });
   auto norms = [&in](const detail::Chunk& c) {
-    const std::size_t offset = in.segments[c.segment].offset;
-    // Local restrict pointers: otherwise each store may alias the closure and GCC gathers.
-    const float* __restrict wp = in.params.data() + offset;
-    const float* __restrict gp = in.grads.data() + offset;
-    double ww = 0, gg = 0;
-#pragma omp simd reduction(+ : ww, gg)
-    for (std::size_t i = c.begin; i < c.end; ++i) {
-      ww += double(wp[i]) * double(wp[i]);
-      gg += double(gp[i]) * double(gp[i]);
-    }
+    const std::size_t first = in.segments[c.segment].offset + c.begin;
+    const auto [ww, gg, unused] = loops::weight_and_grad_norms(
+        in.params.data() + first, in.grads.data() + first, c.end - c.begin, 0.0);
     return std::array<double, 2>{ww, gg};
   };
   const auto sums = detail::sum_chunks<2>(plan, in.segments.size(), norms);

@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "optim/flat_ops.hpp"
+#include "optim/fused_loops.hpp"
 #include "optim/phi_config.hpp"
 #include "optim/update_rules.hpp"
 
@@ -60,19 +61,9 @@ void Lars::step(const StepInput& in) {
   auto norms = [&in, wd](const detail::Chunk& c) {
     const Segment& seg = in.segments[c.segment];
     if (!seg.trust_ratio) return std::array<double, 3>{};
-    const double beta = seg.weight_decay ? wd : 0.0;
-    // Local restrict pointers: otherwise each store may alias the closure and GCC gathers.
-    const float* __restrict wp = in.params.data() + seg.offset;
-    const float* __restrict gp = in.grads.data() + seg.offset;
-    double ww = 0, gg = 0, uu = 0;
-#pragma omp simd reduction(+ : ww, gg, uu)
-    for (std::size_t i = c.begin; i < c.end; ++i) {
-      const double wi = wp[i], gi = gp[i], ui = gi + beta * wi;
-      ww += rules::square(wi);
-      gg += rules::square(gi);
-      uu += rules::square(ui);
-    }
-    return std::array<double, 3>{ww, gg, uu};
+    const std::size_t first = seg.offset + c.begin;
+    return loops::weight_and_grad_norms(in.params.data() + first, in.grads.data() + first,
+                                        c.end - c.begin, seg.weight_decay ? wd : 0.0);
   };
   // Pass 2: v = m v + a (g + beta w); w -= c v, with (a, c) = (lr*local_lr, 1) or
   // (local_lr, lr).
@@ -87,19 +78,11 @@ void Lars::step(const StepInput& in) {
     const float beta = static_cast<float>(decay);
     const float a = static_cast<float>(before ? in.lr * local_lr : local_lr);
     const float c = static_cast<float>(before ? 1.0 : in.lr);
-    // Local restrict pointers: otherwise each store may alias the closure and GCC gathers.
-    float* __restrict wp = in.params.data() + seg.offset;
-    const float* __restrict gp = in.grads.data() + seg.offset;
-    float* __restrict vp = momentum ? momentum + seg.offset : nullptr;
-    if (!vp) {
-#pragma omp simd
-      for (std::size_t k = chunk.begin; k < chunk.end; ++k)
-        rules::lars_plain(wp[k], gp[k], beta, a, c);
-      return;
-    }
-#pragma omp simd
-    for (std::size_t k = chunk.begin; k < chunk.end; ++k)
-      rules::lars_momentum(wp[k], vp[k], gp[k], beta, a, c, one_minus_mu);
+    const std::size_t first = seg.offset + chunk.begin, n = chunk.end - chunk.begin;
+    float* w = in.params.data() + first;
+    const float* g = in.grads.data() + first;
+    if (!momentum) return loops::lars_plain(w, g, n, beta, a, c);
+    loops::lars_momentum(w, momentum + first, g, n, beta, a, c, one_minus_mu);
   };
   detail::norms_then_update<3>(detail::plan_groups(in.segments), norms, update);
 }

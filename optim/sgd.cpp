@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "optim/flat_ops.hpp"
+#include "optim/fused_loops.hpp"
 #include "optim/update_rules.hpp"
 
 namespace lbt::optim {
@@ -57,19 +58,10 @@ void Sgd::step_transformed(const StepInput& in, std::span<const GradTransform> t
     const auto [s, begin, end] = plan[c];
     const std::size_t offset = in.segments[s].offset;
     const float scale = transforms[s].scale, l2 = transforms[s].l2;
-    // Local restrict pointers: otherwise each store may alias the closure and GCC gathers.
-    float* __restrict wp = in.params.data() + offset;       // [segment size]
-    const float* __restrict gp = in.grads.data() + offset;  // [segment size]
-    float* __restrict bufp = momentum ? momentum + offset : nullptr;
-    if (!bufp) {
-#pragma omp simd
-      for (std::size_t i = begin; i < end; ++i)
-        rules::sgd_plain(wp[i], rules::transformed_grad(gp[i], wp[i], scale, l2), k.lr);
-      return;
-    }
-#pragma omp simd
-    for (std::size_t i = begin; i < end; ++i)
-      rules::sgd_momentum(wp[i], bufp[i], rules::transformed_grad(gp[i], wp[i], scale, l2), k);
+    float* w = in.params.data() + offset + begin;
+    const float* g = in.grads.data() + offset + begin;
+    if (!momentum) return loops::sgd_plain(w, g, end - begin, scale, l2, k.lr);
+    loops::sgd_momentum(w, momentum + offset + begin, g, end - begin, scale, l2, k);
   });
 }
 

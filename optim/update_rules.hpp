@@ -1,5 +1,5 @@
 // The per-element update of every optimizer, written once for both backends: the CPU's fused
-// kernels (sgd.cpp, adam.cpp, lars.cpp, lamb.cpp, under `#pragma omp simd`) and the CUDA kernels
+// loops (fused_loops_isa.cpp, once per CPU path, under `#pragma omp simd`) and the CUDA kernels
 // (optim/cuda/) call these, so the golden tests against torch.optim cover the GPU's arithmetic.
 // Per-segment scalars (learning rate, trust ratios, bias corrections) are computed on the host
 // in double and arrive here rounded once to float. Neither compiler may contract a product and a

@@ -5,9 +5,11 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include <cmath>
 #include <csignal>
 #include <filesystem>
 #include <fstream>
+#include <random>
 #include <stdexcept>
 #include <vector>
 
@@ -19,6 +21,7 @@
 #include "core/params.hpp"
 #include "core/rng.hpp"
 #include "core/sum_squares.hpp"
+#include "support/cpu_paths.hpp"
 
 using namespace lbt;
 
@@ -180,14 +183,36 @@ BOOST_AUTO_TEST_CASE(parameter_store_moves_gradients_into_lent_memory) {
   BOOST_CHECK_THROW(store.place_grads(small.span(), nullptr), Error);
 }
 
-BOOST_AUTO_TEST_CASE(sum_squares_matches_the_closed_form_at_every_tail_length) {
-  // sum_{i<n} i^2 = (n-1) n (2n-1) / 6, exact in double for these n.
-  for (std::size_t n : {0, 1, 31, 32, 33, 95, 1000}) {
-    std::vector<float> v(n);
-    for (std::size_t i = 0; i < n; ++i) v[i] = static_cast<float>(i);
-    const double expected = n == 0 ? 0.0 : (n - 1.0) * n * (2.0 * n - 1.0) / 6.0;
-    BOOST_TEST(sum_squares(v) == expected, "n = " << n);
-  }
+BOOST_AUTO_TEST_CASE(sum_squares_matches_the_closed_form_at_every_tail_length_on_every_path) {
+  // sum_{i<n} i^2 = (n-1) n (2n-1) / 6, exact in double for these n; scaled by 2 (exact in
+  // float), 4 times that. Each path's copy must give it.
+  test::on_every_cpu_path([] {
+    for (std::size_t n : {0, 1, 31, 32, 33, 95, 1000}) {
+      std::vector<float> v(n);
+      for (std::size_t i = 0; i < n; ++i) v[i] = static_cast<float>(i);
+      const double expected = n == 0 ? 0.0 : (n - 1.0) * n * (2.0 * n - 1.0) / 6.0;
+      BOOST_TEST(sum_squares(v) == expected, "n = " << n);
+      BOOST_TEST(scale_and_sum_squares(v.data(), n, 2.0f) == 4.0 * expected, "n = " << n);
+      for (std::size_t i = 0; i < n; ++i) BOOST_TEST_REQUIRE(v[i] == 2.0f * static_cast<float>(i));
+    }
+  });
+}
+
+BOOST_AUTO_TEST_CASE(sum_squares_gives_the_same_bits_on_every_path) {
+  // Inexact sums (random values of mixed scale): the fixed lanes make the result a function of
+  // the terms alone, whatever the vector width; a long-double sum bounds its error.
+  auto rng = make_rng(3, RngStream::kInit);
+  std::normal_distribution<float> normal;
+  std::vector<float> v(100003);
+  for (std::size_t i = 0; i < v.size(); ++i) v[i] = normal(rng) * (i % 7 == 0 ? 1e3f : 1e-2f);
+  long double exact = 0;
+  for (float x : v) exact += static_cast<long double>(x) * x;
+  std::vector<double> sums;
+  test::on_every_cpu_path([&] {
+    sums.push_back(sum_squares(v));
+    BOOST_TEST(std::abs(sums.back() - static_cast<double>(exact)) <= 1e-12 * sums.back());
+  });
+  for (double s : sums) BOOST_TEST(s == sums.front());
 }
 
 BOOST_AUTO_TEST_CASE(rng_streams_are_reproducible_and_independent) {

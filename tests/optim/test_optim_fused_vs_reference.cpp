@@ -13,6 +13,7 @@
 
 #include "optim/flat_ops.hpp"
 #include "optim_fixture.hpp"
+#include "support/cpu_paths.hpp"
 
 using namespace lbt;
 
@@ -220,6 +221,41 @@ BOOST_AUTO_TEST_CASE(lamb_variants_and_scopes_accumulate_the_reference_update) {
       {"name='lamb'\nweight_decay=0.0\n[optimizer.lamb]\nscope='decayed'", 1e-2, false},
       {"name='lamb'\n[optimizer.lamb]\nphi='clamp'\nclamp_min=0.5\nclamp_max=2.0", 1e-2, true},
   });
+}
+
+BOOST_AUTO_TEST_CASE(every_cpu_path_takes_the_same_steps_bit_for_bit) {
+  // The element loops are compiled once per CPU path (optim/fused_loops.hpp) without contraction
+  // into fused multiply-adds, and the norms of LARS, LARC and LAMB add in fixed lanes: 10 steps on
+  // each path this machine has must end on the same bits (the cases above check the startup
+  // path against the reference). LARC runs its bases' loops.
+  const std::vector<std::string> configs = {
+      "name='sgd'\nmomentum=0.0\nweight_decay=0.01",
+      "name='momentum'\nmomentum=0.9\ndampening=0.1\nweight_decay=0.01",
+      "name='nesterov'\nmomentum=0.9\nweight_decay=0.001",
+      "name='adam'\nweight_decay=0.01",
+      "name='adam'\neps_inside_sqrt=true\neps=1e-6",
+      "name='adamw'\nweight_decay=0.1",
+      "name='larc'\nweight_decay=0.01\n[optimizer.larc]\nmode='scale'\nbase='nesterov'",
+      "name='lars'\nweight_decay=0.01\n[optimizer.lars]\ndenominator='exact'",
+      "name='lars'\nmomentum=0.0",
+      "name='lamb'\nweight_decay=0.01\n[optimizer.lamb]\nscope='decayed'",
+  };
+  for (const std::string& body : configs) {
+    BOOST_TEST_CONTEXT(body) {
+      std::vector<std::vector<float>> ends;
+      test::on_every_cpu_path([&] {
+        MixedScaleProblem p;
+        auto opt = test::build("[optimizer]\n" + body + "\n", p.w.size());
+        for (int t = 0; t < 10; ++t) test::do_step(*opt, p.w, p.grads(t), p.segments, 1e-2, t);
+        ends.push_back(p.w);
+      });
+      for (const auto& w : ends) {
+        std::size_t differ = 0;
+        for (std::size_t i = 0; i < w.size(); ++i) differ += w[i] != ends.front()[i];
+        BOOST_TEST(differ == 0u);
+      }
+    }
+  }
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -44,6 +44,34 @@ inline void do_step(optim::Optimizer& opt, std::vector<float>& w, const std::vec
   opt.step({w, g, segments, lr, step});
 }
 
+// The [optimizer] table bodies of every optimizer and variant: SGD, momentum, Nesterov, Adam
+// (eps inside and outside the root), AdamW, LARS's denominators and placements, LARC's modes
+// over its bases, LAMB's options.
+inline const std::vector<std::string>& every_variant() {
+  static const std::vector<std::string> variants = {
+      "name='sgd'\nmomentum=0.0\nweight_decay=0.01",
+      "name='momentum'\nmomentum=0.9\ndampening=0.1\nweight_decay=0.01",
+      "name='nesterov'\nmomentum=0.9\nweight_decay=0.001",
+      "name='adam'\nweight_decay=0.01",
+      "name='adam'\neps_inside_sqrt=true\neps=1e-6",
+      "name='adamw'\nweight_decay=0.1",
+      "name='lars'\n[optimizer.lars]\ndenominator='paper'\nlr_placement='before_momentum'",
+      "name='lars'\nweight_decay=0.01\n[optimizer.lars]\ndenominator='exact'\nlr_placement='after_"
+      "momentum'",
+      "name='lars'\nmomentum=0.0\n[optimizer.lars]\nsafe_zero_norm=false\neps=1e-3\ntrust_"
+      "coefficient=0.01",
+      "name='lars'\n[optimizer.lars]\nphi='clamp'\nclamp_min=0.001\nclamp_max=0.002",
+      "name='larc'\nweight_decay=0.01\n[optimizer.larc]\nmode='clip'\nbase='momentum'",
+      "name='larc'\nweight_decay=0.01\n[optimizer.larc]\nmode='scale'\nbase='nesterov'",
+      "name='larc'\n[optimizer.larc]\nmode='clip'\nbase='adamw'",
+      "name='larc'\n[optimizer.larc]\nmode='scale'\nbase='adam'\ntrust_coefficient=0.5",
+      "name='lamb'",
+      "name='lamb'\n[optimizer.lamb]\nphi='clamp'\nclamp_min=0.5\nclamp_max=2.0",
+      "name='lamb'\nweight_decay=0.0\n[optimizer.lamb]\nscope='decayed'\nbias_correction=false",
+  };
+  return variants;
+}
+
 // Segment norm in double, as the paper writes |x|.
 inline double norm(const std::vector<double>& x, std::size_t begin, std::size_t end) {
   double s = 0;

@@ -119,28 +119,7 @@ BOOST_AUTO_TEST_CASE(larc_with_huge_trust_coefficient_matches_its_base) {
 }
 
 BOOST_AUTO_TEST_CASE(fused_matches_reference_over_100_random_steps_for_every_variant) {
-  const std::vector<std::string> configs = {
-      "name='sgd'\nmomentum=0.0\nweight_decay=0.01",
-      "name='momentum'\nmomentum=0.9\ndampening=0.1\nweight_decay=0.01",
-      "name='nesterov'\nmomentum=0.9\nweight_decay=0.001",
-      "name='adam'\nweight_decay=0.01",
-      "name='adam'\neps_inside_sqrt=true\neps=1e-6",
-      "name='adamw'\nweight_decay=0.1",
-      "name='lars'\n[optimizer.lars]\ndenominator='paper'\nlr_placement='before_momentum'",
-      "name='lars'\nweight_decay=0.01\n[optimizer.lars]\ndenominator='exact'\nlr_placement='after_"
-      "momentum'",
-      "name='lars'\nmomentum=0.0\n[optimizer.lars]\nsafe_zero_norm=false\neps=1e-3\ntrust_"
-      "coefficient=0.01",
-      "name='lars'\n[optimizer.lars]\nphi='clamp'\nclamp_min=0.001\nclamp_max=0.002",
-      "name='larc'\nweight_decay=0.01\n[optimizer.larc]\nmode='clip'\nbase='momentum'",
-      "name='larc'\nweight_decay=0.01\n[optimizer.larc]\nmode='scale'\nbase='nesterov'",
-      "name='larc'\n[optimizer.larc]\nmode='clip'\nbase='adamw'",
-      "name='larc'\n[optimizer.larc]\nmode='scale'\nbase='adam'\ntrust_coefficient=0.5",
-      "name='lamb'",
-      "name='lamb'\n[optimizer.lamb]\nphi='clamp'\nclamp_min=0.5\nclamp_max=2.0",
-      "name='lamb'\nweight_decay=0.0\n[optimizer.lamb]\nscope='decayed'\nbias_correction=false",
-  };
-  for (const auto& body : configs) {
+  for (const auto& body : test::every_variant()) {
     BOOST_TEST_CONTEXT(body) {
       const std::string toml = "[optimizer]\n" + body + "\n";
       expect_same_run(toml, toml, true, true, false, 1e-5, 1e-4);

@@ -228,19 +228,7 @@ BOOST_AUTO_TEST_CASE(every_cpu_path_takes_the_same_steps_bit_for_bit) {
   // into fused multiply-adds, and the norms of LARS, LARC and LAMB add in fixed lanes: 10 steps on
   // each path this machine has must end on the same bits (the cases above check the startup
   // path against the reference). LARC runs its bases' loops.
-  const std::vector<std::string> configs = {
-      "name='sgd'\nmomentum=0.0\nweight_decay=0.01",
-      "name='momentum'\nmomentum=0.9\ndampening=0.1\nweight_decay=0.01",
-      "name='nesterov'\nmomentum=0.9\nweight_decay=0.001",
-      "name='adam'\nweight_decay=0.01",
-      "name='adam'\neps_inside_sqrt=true\neps=1e-6",
-      "name='adamw'\nweight_decay=0.1",
-      "name='larc'\nweight_decay=0.01\n[optimizer.larc]\nmode='scale'\nbase='nesterov'",
-      "name='lars'\nweight_decay=0.01\n[optimizer.lars]\ndenominator='exact'",
-      "name='lars'\nmomentum=0.0",
-      "name='lamb'\nweight_decay=0.01\n[optimizer.lamb]\nscope='decayed'",
-  };
-  for (const std::string& body : configs) {
+  for (const std::string& body : test::every_variant()) {
     BOOST_TEST_CONTEXT(body) {
       std::vector<std::vector<float>> ends;
       test::on_every_cpu_path([&] {

@@ -1,7 +1,10 @@
 // Layers and losses: finite-difference gradient checks and hand-computed loss values.
 #include <boost/test/unit_test.hpp>
 
+#include <algorithm>
 #include <cmath>
+#include <cstring>
+#include <limits>
 #include <random>
 #include <vector>
 
@@ -184,6 +187,27 @@ BOOST_AUTO_TEST_CASE(input_gradient_of_linear_and_relu_matches_finite_difference
   fc.backward(x.data(), h.data(), dh.data(), dx.data(), 1, false);
   auto r = check_gradient(x.data(), x.size(), loss, dx.data(), 1e-3);
   BOOST_TEST(r.max_error < kTolerance);
+}
+
+BOOST_AUTO_TEST_CASE(relu_is_std_max_bit_for_bit_on_special_values) {
+  // 37 values (two vectors of 16 and a tail) of every kind, repeated: forward equals
+  // std::max(x, 0.0f) bit for bit (a NaN passes, -0 stays -0: x unless x < 0) and backward passes
+  // dy where y > 0, else +0. test_nn_avx2 and test_nn_generic run it on the other copies.
+  const float nan = std::numeric_limits<float>::quiet_NaN(), inf = INFINITY;
+  const std::vector<float> kinds = {nan, -0.0f, 0.0f, -1.5f, 2.5f, inf, -inf, 1e-40f, -1e-40f};
+  std::vector<float> x(37), y(37), dy(37), dx(37);
+  for (std::size_t i = 0; i < x.size(); ++i) {
+    x[i] = kinds[i % kinds.size()];
+    dy[i] = 0.25f * static_cast<float>(i) - 3.0f;
+  }
+  nn::Relu relu(37);
+  relu.forward(x.data(), y.data(), 1, true);
+  relu.backward(x.data(), y.data(), dy.data(), dx.data(), 1, false);
+  for (std::size_t i = 0; i < x.size(); ++i) {
+    const float want = std::max(x[i], 0.0f), want_dx = y[i] > 0.0f ? dy[i] : 0.0f;
+    BOOST_TEST(std::memcmp(&y[i], &want, sizeof want) == 0, "x = " << x[i] << ", y = " << y[i]);
+    BOOST_TEST(std::memcmp(&dx[i], &want_dx, sizeof want_dx) == 0, "x = " << x[i]);
+  }
 }
 
 BOOST_AUTO_TEST_CASE(linear_equals_a_written_out_product_at_small_and_large_batches) {

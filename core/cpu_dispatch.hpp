@@ -1,7 +1,9 @@
 // Calling the copy of a kernel for the CPU path in use (core/cpu_path.hpp). A kernel file
 // compiled once per ISA (CMake's lbt_add_isa_sources) defines its functions in namespace
 // LBT_ISA_NS: isa_generic, isa_avx2 or isa_avx512. Its dispatching file declares them in each
-// with LBT_FOR_EACH_ISA and forwards each public function with LBT_CPU_DISPATCH.
+// with LBT_FOR_EACH_ISA and forwards each public function with LBT_CPU_DISPATCH, written as a
+// statement (`LBT_CPU_DISPATCH(fn, a, b);`: without the semicolon clang-format takes the
+// function for a declaration and breaks its layout).
 #pragma once
 #include "core/cpu_path.hpp"
 

@@ -16,7 +16,7 @@ LBT_FOR_EACH_ISA(LBT_DECLARE)
 
 void panel_gemm(int rows, int cols, int K, const float* a, std::ptrdiff_t a_row, std::ptrdiff_t a_k,
                 const float* b, std::ptrdiff_t ldb, float* c, std::ptrdiff_t ldc, bool accumulate) {
-  LBT_CPU_DISPATCH(panel_gemm, rows, cols, K, a, a_row, a_k, b, ldb, c, ldc, accumulate)
+  LBT_CPU_DISPATCH(panel_gemm, rows, cols, K, a, a_row, a_k, b, ldb, c, ldc, accumulate);
 }
 
 }  // namespace lbt

@@ -14,11 +14,11 @@ LBT_FOR_EACH_ISA(LBT_DECLARE)
 #undef LBT_DECLARE
 
 double sum_squares(const float* v, std::size_t n) {
-  LBT_CPU_DISPATCH(sum_squares, v, n)
+  LBT_CPU_DISPATCH(sum_squares, v, n);
 }
 
 double scale_and_sum_squares(float* v, std::size_t n, float scale) {
-  LBT_CPU_DISPATCH(scale_and_sum_squares, v, n, scale)
+  LBT_CPU_DISPATCH(scale_and_sum_squares, v, n, scale);
 }
 
 }  // namespace lbt

@@ -74,42 +74,42 @@ void arrange_input_grad(const float* w, int out, int in, int k, float* wf) {
 }
 
 void forward(const float* xp, const Geometry& g, const float* wt, int out, float* yp) {
-  LBT_CPU_DISPATCH(forward, xp, g, wt, out, yp)
+  LBT_CPU_DISPATCH(forward, xp, g, wt, out, yp);
 }
 
 void weight_grad_lanes(const float* dyq, int out_channels, const float* xp, const Geometry& g,
                        float* lanes) {
-  LBT_CPU_DISPATCH(weight_grad_lanes, dyq, out_channels, xp, g, lanes)
+  LBT_CPU_DISPATCH(weight_grad_lanes, dyq, out_channels, xp, g, lanes);
 }
 
 void arrange_input_grad_stride2(const float* w, int out, int in, float* wf) {
-  LBT_CPU_DISPATCH(arrange_input_grad_stride2, w, out, in, wf)
+  LBT_CPU_DISPATCH(arrange_input_grad_stride2, w, out, in, wf);
 }
 
 std::size_t input_grad_stride2_scratch(const Geometry& g, int out_channels) {
-  LBT_CPU_DISPATCH(input_grad_stride2_scratch, g, out_channels)
+  LBT_CPU_DISPATCH(input_grad_stride2_scratch, g, out_channels);
 }
 
 void input_grad_stride2(const float* dy, const Geometry& g, int out_channels, const float* wf,
                         float* scratch, float* dx) {
-  LBT_CPU_DISPATCH(input_grad_stride2, dy, g, out_channels, wf, scratch, dx)
+  LBT_CPU_DISPATCH(input_grad_stride2, dy, g, out_channels, wf, scratch, dx);
 }
 
 void reduce_lanes(const float* const* lanes, int parts, std::size_t n, bool accumulate, float* dw) {
-  LBT_CPU_DISPATCH(reduce_lanes, lanes, parts, n, accumulate, dw)
+  LBT_CPU_DISPATCH(reduce_lanes, lanes, parts, n, accumulate, dw);
 }
 
 void pad_planes(const float* x, const Geometry& g, float* xp) {
-  LBT_CPU_DISPATCH(pad_planes, x, g, xp)
+  LBT_CPU_DISPATCH(pad_planes, x, g, xp);
 }
 
 void unpad_planes(const float* yp, const Geometry& g, const float* bias, float* y, float* moments) {
-  LBT_CPU_DISPATCH(unpad_planes, yp, g, bias, y, moments)
+  LBT_CPU_DISPATCH(unpad_planes, yp, g, bias, y, moments);
 }
 
 const float* prepare_dy(const float* dy, const Geometry& g, int out_channels, float* dst,
                         const BatchNormGradMap* map) {
-  LBT_CPU_DISPATCH(prepare_dy, dy, g, out_channels, dst, map)
+  LBT_CPU_DISPATCH(prepare_dy, dy, g, out_channels, dst, map);
 }
 
 }  // namespace lbt::nn::conv_direct

@@ -17,11 +17,11 @@ LBT_FOR_EACH_ISA(LBT_DECLARE)
 #undef LBT_DECLARE
 
 void forward(const float* x, float* y, std::int64_t n) {
-  LBT_CPU_DISPATCH(forward, x, y, n)
+  LBT_CPU_DISPATCH(forward, x, y, n);
 }
 
 void backward(const float* y, const float* dy, float* dx, std::int64_t n) {
-  LBT_CPU_DISPATCH(backward, y, dy, dx, n)
+  LBT_CPU_DISPATCH(backward, y, dy, dx, n);
 }
 
 }  // namespace relu

@@ -37,32 +37,32 @@ std::int64_t group_size(const Shape& s) {
 }
 
 std::size_t transformed_size(int r, int in, int out) {
-  LBT_CPU_DISPATCH(transformed_size, r, in, out)
+  LBT_CPU_DISPATCH(transformed_size, r, in, out);
 }
 
 void transform_weights(const float* w, int out, int in, int r, bool input_grad, float* u) {
-  LBT_CPU_DISPATCH(transform_weights, w, out, in, r, input_grad, u)
+  LBT_CPU_DISPATCH(transform_weights, w, out, in, r, input_grad, u);
 }
 
 void weight_grad_from_transformed(const float* du, int out, int in, int r, bool accumulate,
                                   float* dw) {
-  LBT_CPU_DISPATCH(weight_grad_from_transformed, du, out, in, r, accumulate, dw)
+  LBT_CPU_DISPATCH(weight_grad_from_transformed, du, out, in, r, accumulate, dw);
 }
 
 void convolve(const Shape& s, const float* x, std::int64_t count, const float* u, const float* bias,
               float* y, Workspace& ws, const ChannelAffine* x_affine, float* y_moments) {
-  LBT_CPU_DISPATCH(convolve, s, x, count, u, bias, y, ws, x_affine, y_moments)
+  LBT_CPU_DISPATCH(convolve, s, x, count, u, bias, y, ws, x_affine, y_moments);
 }
 
 void accumulate_weight_grad(const Shape& s, const float* x, const float* dy, std::int64_t count,
                             float* du, Workspace& ws, const ChannelAffine* x_affine,
                             const BatchNormGradMap* dy_map) {
-  LBT_CPU_DISPATCH(accumulate_weight_grad, s, x, dy, count, du, ws, x_affine, dy_map)
+  LBT_CPU_DISPATCH(accumulate_weight_grad, s, x, dy, count, du, ws, x_affine, dy_map);
 }
 
 void input_grad_after_weight_grad(const Shape& s, std::int64_t count, const float* u, float* dx,
                                   Workspace& ws, const float* dx_addend) {
-  LBT_CPU_DISPATCH(input_grad_after_weight_grad, s, count, u, dx, ws, dx_addend)
+  LBT_CPU_DISPATCH(input_grad_after_weight_grad, s, count, u, dx, ws, dx_addend);
 }
 
 }  // namespace lbt::nn::winograd

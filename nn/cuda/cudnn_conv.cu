@@ -1,8 +1,18 @@
-// CudnnConv2d: cuDNN's convolution (the legacy descriptor API of cuDNN 9) with fixed,
-// deterministic algorithms: implicit GEMM forward, algorithm 1 for both backward passes.
+// CudnnConv2d: cuDNN's convolution (the legacy descriptor API of cuDNN 9) with deterministic
+// algorithms chosen per shape from cuDNN's heuristics: no timing, so every process on a device
+// chooses the same ones and runs repeat bit for bit. The choice is vetted once per layer and
+// batch size against the fixed algorithms lbt ran before (implicit GEMM forward, algorithm 1
+// for both backward passes), which the self-check compares with the CPU; LBT_CUDNN_ALGOS=fixed
+// keeps those, to compare speeds.
 #include <cudnn.h>
 
 #include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <random>
+#include <string>
+#include <vector>
 
 #include "core/cuda/check.cuh"
 #include "nn/cuda/cudnn_conv.hpp"
@@ -10,20 +20,167 @@
 namespace lbt::nn::cuda {
 
 using lbt::cuda::check;
+using lbt::cuda::DeviceArray;
+
+namespace {
+
+struct Algorithms {
+  cudnnConvolutionFwdAlgo_t forward = CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM;
+  cudnnConvolutionBwdDataAlgo_t backward_data = CUDNN_CONVOLUTION_BWD_DATA_ALGO_1;
+  cudnnConvolutionBwdFilterAlgo_t backward_filter = CUDNN_CONVOLUTION_BWD_FILTER_ALGO_1;
+  bool operator==(const Algorithms&) const = default;
+};
+
+// An algorithm whose workspace is larger is passed over: a small model's layer should not
+// take GPU memory a sweep's concurrent trials need.
+constexpr std::size_t kMaxWorkspaceBytes = std::size_t{64} << 20;
+
+// A chosen algorithm is kept when it agrees with the fixed one to this much of the largest
+// value: float32 sums in another order differ by ~1e-6 of it; a wrong kernel by far more.
+constexpr double kVetTolerance = 1e-4;
+
+}  // namespace
 
 struct CudnnConv2d::Descriptors {
   cudnnHandle_t handle = nullptr;
   cudnnTensorDescriptor_t x = nullptr, y = nullptr, bias = nullptr;
   cudnnFilterDescriptor_t w = nullptr;
   cudnnConvolutionDescriptor_t conv = nullptr;
-  lbt::cuda::DeviceArray<float> workspace;
+  Algorithms algorithms;
+  DeviceArray<float> workspace;
+  std::size_t x_size = 0, w_size = 0, y_size = 0;  // elements at this batch size
 };
 
 namespace {
 
-constexpr auto kForward = CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM;
-constexpr auto kBackwardData = CUDNN_CONVOLUTION_BWD_DATA_ALGO_1;
-constexpr auto kBackwardFilter = CUDNN_CONVOLUTION_BWD_FILTER_ALGO_1;
+using Descriptors = CudnnConv2d::Descriptors;
+
+// The first of cuDNN's ranked candidates (fastest expected first) that is deterministic, runs
+// in FMA math (no TF32: the CPU comparison holds to float32 round-off) and fits the workspace
+// cap; `fallback` when none does. Perf is cudnnConvolution{Fwd,BwdData,BwdFilter}AlgoPerf_t.
+template <class Perf, class Algo>
+Algo first_deterministic(const Perf* ranked, int count, Algo fallback) {
+  for (int i = 0; i < count; ++i) {
+    const Perf& p = ranked[i];
+    if (p.status == CUDNN_STATUS_SUCCESS && p.determinism == CUDNN_DETERMINISTIC &&
+        p.mathType == CUDNN_FMA_MATH && p.memory <= kMaxWorkspaceBytes)
+      return p.algo;
+  }
+  return fallback;
+}
+
+Algorithms heuristic_algorithms(const Descriptors& d) {
+  Algorithms fixed, a;
+  int count = 0;
+  cudnnConvolutionFwdAlgoPerf_t fwd[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
+  check(cudnnGetConvolutionForwardAlgorithm_v7(d.handle, d.x, d.w, d.conv, d.y,
+                                               CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &count, fwd),
+        "cudnnGetConvolutionForwardAlgorithm_v7");
+  a.forward = first_deterministic(fwd, count, fixed.forward);
+  cudnnConvolutionBwdDataAlgoPerf_t data[CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT];
+  check(cudnnGetConvolutionBackwardDataAlgorithm_v7(
+            d.handle, d.w, d.y, d.conv, d.x, CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, &count, data),
+        "cudnnGetConvolutionBackwardDataAlgorithm_v7");
+  a.backward_data = first_deterministic(data, count, fixed.backward_data);
+  cudnnConvolutionBwdFilterAlgoPerf_t filter[CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT];
+  check(
+      cudnnGetConvolutionBackwardFilterAlgorithm_v7(
+          d.handle, d.x, d.y, d.conv, d.w, CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT, &count, filter),
+      "cudnnGetConvolutionBackwardFilterAlgorithm_v7");
+  a.backward_filter = first_deterministic(filter, count, fixed.backward_filter);
+  return a;
+}
+
+std::size_t workspace_bytes(const Descriptors& d, const Algorithms& a) {
+  std::size_t fwd = 0, bwd_data = 0, bwd_filter = 0;
+  check(cudnnGetConvolutionForwardWorkspaceSize(d.handle, d.x, d.w, d.conv, d.y, a.forward, &fwd),
+        "cudnnGetConvolutionForwardWorkspaceSize");
+  check(cudnnGetConvolutionBackwardDataWorkspaceSize(d.handle, d.w, d.y, d.conv, d.x,
+                                                     a.backward_data, &bwd_data),
+        "cudnnGetConvolutionBackwardDataWorkspaceSize");
+  check(cudnnGetConvolutionBackwardFilterWorkspaceSize(d.handle, d.x, d.y, d.conv, d.w,
+                                                       a.backward_filter, &bwd_filter),
+        "cudnnGetConvolutionBackwardFilterWorkspaceSize");
+  return std::max({fwd, bwd_data, bwd_filter});
+}
+
+void forward_pass(Descriptors& d, const Algorithms& a, const float* x, const float* w, float* y) {
+  const float one = 1.0f, zero = 0.0f;
+  check(cudnnConvolutionForward(d.handle, &one, d.x, x, d.w, w, d.conv, a.forward,
+                                d.workspace.data(), d.workspace.size() * 4, &zero, d.y, y),
+        "cudnnConvolutionForward");
+}
+
+void filter_pass(Descriptors& d, const Algorithms& a, const float* x, const float* dy, float beta,
+                 float* dw) {
+  const float one = 1.0f;
+  check(cudnnConvolutionBackwardFilter(d.handle, &one, d.x, x, d.y, dy, d.conv, a.backward_filter,
+                                       d.workspace.data(), d.workspace.size() * 4, &beta, d.w, dw),
+        "cudnnConvolutionBackwardFilter");
+}
+
+void data_pass(Descriptors& d, const Algorithms& a, const float* w, const float* dy, float* dx) {
+  const float one = 1.0f, zero = 0.0f;
+  check(cudnnConvolutionBackwardData(d.handle, &one, d.w, w, d.y, dy, d.conv, a.backward_data,
+                                     d.workspace.data(), d.workspace.size() * 4, &zero, d.x, dx),
+        "cudnnConvolutionBackwardData");
+}
+
+DeviceArray<float> random_array(std::size_t n, std::mt19937& gen) {
+  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+  std::vector<float> host(n);
+  for (float& v : host) v = u(gen);
+  return DeviceArray<float>{std::span<const float>(host)};
+}
+
+// max |a - b| within kVetTolerance of max |b| (a NaN fails).
+bool nearly_equal(const DeviceArray<float>& a, const DeviceArray<float>& b) {
+  const std::vector<float> ha = a.download(), hb = b.download();
+  double diff = 0.0, scale = 0.0;
+  for (std::size_t i = 0; i < ha.size(); ++i) {
+    const double e = std::fabs(static_cast<double>(ha[i]) - hb[i]);
+    diff = std::isnan(e) ? INFINITY : std::max(diff, e);
+    scale = std::max(scale, std::fabs(static_cast<double>(hb[i])));
+  }
+  return diff <= kVetTolerance * scale;
+}
+
+// Each pass by `chosen` beside the fixed algorithms on the same random x, W and dy.
+bool agrees_with_fixed(Descriptors& d, const Algorithms& chosen) {
+  std::mt19937 gen(20261127);
+  const DeviceArray<float> x = random_array(d.x_size, gen), w = random_array(d.w_size, gen),
+                           dy = random_array(d.y_size, gen);
+  const Algorithms fixed;
+  DeviceArray<float> mine(d.y_size), theirs(d.y_size);
+  forward_pass(d, chosen, x.data(), w.data(), mine.data());
+  forward_pass(d, fixed, x.data(), w.data(), theirs.data());
+  if (!nearly_equal(mine, theirs)) return false;
+  mine = DeviceArray<float>(d.x_size), theirs = DeviceArray<float>(d.x_size);
+  data_pass(d, chosen, w.data(), dy.data(), mine.data());
+  data_pass(d, fixed, w.data(), dy.data(), theirs.data());
+  if (!nearly_equal(mine, theirs)) return false;
+  mine = DeviceArray<float>(d.w_size), theirs = DeviceArray<float>(d.w_size);
+  filter_pass(d, chosen, x.data(), dy.data(), 0.0f, mine.data());
+  filter_pass(d, fixed, x.data(), dy.data(), 0.0f, theirs.data());
+  return nearly_equal(mine, theirs);
+}
+
+// The heuristics' algorithms where they agree with the fixed ones; the workspace for both.
+void choose_algorithms(Descriptors& d) {
+  const Algorithms fixed;
+  const char* env = std::getenv("LBT_CUDNN_ALGOS");
+  const Algorithms chosen = env && std::string(env) == "fixed" ? fixed : heuristic_algorithms(d);
+  const std::size_t bytes = std::max(workspace_bytes(d, fixed), workspace_bytes(d, chosen));
+  d.workspace = DeviceArray<float>((bytes + 3) / 4);
+  d.algorithms = chosen;
+  if (chosen == fixed || agrees_with_fixed(d, chosen)) return;
+  std::fprintf(stderr,
+               "lbt: cuDNN's algorithms (fwd %d, bwd data %d, bwd filter %d) disagree "
+               "with the fixed ones on this convolution; using the fixed ones\n",
+               static_cast<int>(chosen.forward), static_cast<int>(chosen.backward_data),
+               static_cast<int>(chosen.backward_filter));
+  d.algorithms = fixed;
+}
 
 void set_nchw(cudnnTensorDescriptor_t d, std::int64_t n, Shape3 s) {
   check(cudnnSetTensor4dDescriptor(d, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, static_cast<int>(n),
@@ -60,16 +217,10 @@ CudnnConv2d::CudnnConv2d(Shape3 in, const Conv2dOptions& o, std::int64_t batch)
   out_ = {c, h, w};
   set_nchw(d.y, batch, out_);
   set_nchw(d.bias, 1, {c, 1, 1});
-  std::size_t fwd = 0, bwd_data = 0, bwd_filter = 0;
-  check(cudnnGetConvolutionForwardWorkspaceSize(d.handle, d.x, d.w, d.conv, d.y, kForward, &fwd),
-        "cudnnGetConvolutionForwardWorkspaceSize");
-  check(cudnnGetConvolutionBackwardDataWorkspaceSize(d.handle, d.w, d.y, d.conv, d.x, kBackwardData,
-                                                     &bwd_data),
-        "cudnnGetConvolutionBackwardDataWorkspaceSize");
-  check(cudnnGetConvolutionBackwardFilterWorkspaceSize(d.handle, d.x, d.y, d.conv, d.w,
-                                                       kBackwardFilter, &bwd_filter),
-        "cudnnGetConvolutionBackwardFilterWorkspaceSize");
-  d.workspace = lbt::cuda::DeviceArray<float>((std::max({fwd, bwd_data, bwd_filter}) + 3) / 4);
+  d.x_size = static_cast<std::size_t>(batch * in.size());
+  d.w_size = static_cast<std::size_t>(o.out_channels * in.c * o.kernel * o.kernel);
+  d.y_size = static_cast<std::size_t>(batch * out_.size());
+  choose_algorithms(d);
 }
 
 CudnnConv2d::~CudnnConv2d() {
@@ -84,28 +235,26 @@ CudnnConv2d::~CudnnConv2d() {
 
 void CudnnConv2d::forward(const float* x, const float* w, const float* b, float* y) {
   Descriptors& d = *d_;
-  const float one = 1.0f, zero = 0.0f;
-  check(cudnnConvolutionForward(d.handle, &one, d.x, x, d.w, w, d.conv, kForward,
-                                d.workspace.data(), d.workspace.size() * 4, &zero, d.y, y),
-        "cudnnConvolutionForward");
+  forward_pass(d, d.algorithms, x, w, y);
+  const float one = 1.0f;
   if (b) check(cudnnAddTensor(d.handle, &one, d.bias, b, &one, d.y, y), "cudnnAddTensor");
 }
 
 void CudnnConv2d::backward(const float* x, const float* w, const float* dy, float* dx, float* dw,
                            float* db, bool accumulate) {
   Descriptors& d = *d_;
-  const float one = 1.0f, zero = 0.0f;
-  const float* beta = accumulate ? &one : &zero;
-  check(cudnnConvolutionBackwardFilter(d.handle, &one, d.x, x, d.y, dy, d.conv, kBackwardFilter,
-                                       d.workspace.data(), d.workspace.size() * 4, beta, d.w, dw),
-        "cudnnConvolutionBackwardFilter");
+  const float one = 1.0f, beta = accumulate ? 1.0f : 0.0f;
+  filter_pass(d, d.algorithms, x, dy, beta, dw);
   if (db)
-    check(cudnnConvolutionBackwardBias(d.handle, &one, d.y, dy, beta, d.bias, db),
+    check(cudnnConvolutionBackwardBias(d.handle, &one, d.y, dy, &beta, d.bias, db),
           "cudnnConvolutionBackwardBias");
-  if (dx)
-    check(cudnnConvolutionBackwardData(d.handle, &one, d.w, w, d.y, dy, d.conv, kBackwardData,
-                                       d.workspace.data(), d.workspace.size() * 4, &zero, d.x, dx),
-          "cudnnConvolutionBackwardData");
+  if (dx) data_pass(d, d.algorithms, w, dy, dx);
+}
+
+std::string CudnnConv2d::algorithms() const {
+  const Algorithms& a = d_->algorithms;
+  return "fwd " + std::to_string(a.forward) + ", bwd data " + std::to_string(a.backward_data) +
+         ", bwd filter " + std::to_string(a.backward_filter);
 }
 
 }  // namespace lbt::nn::cuda

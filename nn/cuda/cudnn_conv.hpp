@@ -1,9 +1,11 @@
 // A 2-D convolution over NCHW images on the GPU through cuDNN: y = W * x + b, W [out_c, in_c,
 // k, k] as the CPU's Conv2d (nn/cpu/conv2d.hpp), with the gradients of x, W and b. fp32 math
-// without TF32 (CUDNN_FMA_MATH), deterministic algorithms, so runs repeat exactly.
+// without TF32 (CUDNN_FMA_MATH), deterministic algorithms chosen per shape by cuDNN's heuristics
+// (cudnn_conv.cu), so runs repeat exactly.
 #pragma once
 #include <cstdint>
 #include <memory>
+#include <string>
 
 #include "core/cuda/gpu.hpp"
 #include "nn/layer_options.hpp"
@@ -16,6 +18,9 @@ class CudnnConv2d {
   CudnnConv2d(Shape3 in, const Conv2dOptions& options, std::int64_t batch);
   ~CudnnConv2d();
   Shape3 out_shape() const { return out_; }
+  // The cuDNN algorithm numbers chosen (cudnnConvolution{Fwd,BwdData,BwdFilter}Algo_t), for
+  // reports: "fwd 1, bwd data 1, bwd filter 1".
+  std::string algorithms() const;
   // Device pointers; b may be null (no bias).
   void forward(const float* x, const float* w, const float* b, float* y);
   // dx = W^T * dy (skipped when dx is null), dw = dy * x, db = sum of dy over batch and plane;
@@ -23,8 +28,9 @@ class CudnnConv2d {
   void backward(const float* x, const float* w, const float* dy, float* dx, float* dw, float* db,
                 bool accumulate = false);
 
+  struct Descriptors;  // cuDNN's handle and descriptors (cudnn_conv.cu)
+
  private:
-  struct Descriptors;
   std::unique_ptr<Descriptors> d_;
   Shape3 in_, out_;
 };

@@ -58,14 +58,18 @@ if has train; then
       --out /tmp/train_$b --overwrite >/dev/null 2>"$out/train_$b.err"
     throughput "MLP B=$b" /tmp/train_$b
   done 2>&1 | tee "$out/train.txt"
-  echo "== lbt train on the GPU: cnn:simple, momentum SGD at LR 0.02, 1000 steps; PyTorch's eager step" | tee -a "$out/train.txt"
+  echo "== lbt train on the GPU: cnn:simple, momentum SGD at LR 0.02, 1000 steps, cuDNN's" \
+    "algorithms chosen per shape, then the fixed ones (LBT_CUDNN_ALGOS=fixed); PyTorch's eager step" |
+    tee -a "$out/train.txt"
   for b in 32 128 512; do
-    timeout 60 "$lbt" train --config experiments/configs/fmnist_cnn.toml --quiet \
-      --set model.device=cuda --set data.path="$data" --set train.target= \
-      --set train.global_batch=$b --set train.steps=1000 --set train.eval_every=1000 \
-      --set schedule.warmup=0 --set train.epochs=0 --set optimizer.lr=0.02 \
-      --out /tmp/train_$b --overwrite >/dev/null 2>"$out/train_cnn_$b.err"
-    throughput "CNN B=$b" /tmp/train_$b
+    for algos in chosen fixed; do
+      LBT_CUDNN_ALGOS=$algos timeout 60 "$lbt" train --config experiments/configs/fmnist_cnn.toml \
+        --quiet --set model.device=cuda --set data.path="$data" --set train.target= \
+        --set train.global_batch=$b --set train.steps=1000 --set train.eval_every=1000 \
+        --set schedule.warmup=0 --set train.epochs=0 --set optimizer.lr=0.02 \
+        --out /tmp/train_$b --overwrite >/dev/null 2>"$out/train_cnn_${b}_$algos.err"
+      throughput "CNN B=$b algorithms $algos" /tmp/train_$b
+    done
   done 2>&1 | tee -a "$out/train.txt"
   timeout 60 python3 bench/reference/torch_gpu_mlp.py --model cnn --batches 32,128,512 \
     --seconds 0.5 2>&1 | tee -a "$out/train.txt"

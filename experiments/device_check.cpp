@@ -17,6 +17,7 @@
 #include "nn/backend.hpp"
 #include "nn/cuda/cudnn_conv.hpp"
 #include "nn/model.hpp"
+#include "noise/cuda/gradient_reader.hpp"
 #include "optim/cuda/device_optimizer.hpp"
 #include "optim/optimizer_options.hpp"
 #endif
@@ -131,6 +132,41 @@ void check_sum_squares(const Gpu& gpu, Rng& rng, std::vector<DeviceCheckRow>& ro
   const double on_gpu = gpu.sum_squares(dx.data(), x.size());
   rows.push_back({"noise |g|^2 (double sum, 1M)", std::fabs(on_gpu - cpu), cpu, 1e-12,
                   "double sums in another order"});
+}
+
+// The two-batch noise sums of 3 accumulated micro-batches (online_estimator.cpp: |A_k -
+// A_{k-1}|^2 per segment), and the segments' |A|^2, by the GPU's reader beside the host's.
+void check_noise_reader(const Gpu& gpu, Rng& rng, std::vector<DeviceCheckRow>& rows) {
+  const std::vector<Segment> segments = {{"a", 0, 300001, ParamKind::kWeight},
+                                         {"b", 300032, 77, ParamKind::kBias},
+                                         {"c", 300128, 1 << 18, ParamKind::kWeight}};
+  const std::size_t n = 300128 + (1 << 18);
+  std::vector<float> accumulated(n, 0.0f), previous(n);
+  DeviceArray<float> on_gpu(n);
+  noise::HostGradientReader host(accumulated, segments, previous.data());
+  noise::cuda::CudaGradientReader device(gpu, on_gpu.data(), segments);
+  double error = 0.0, scale = 0.0;
+  auto compare_sums = [&](const std::vector<double>& a, const std::vector<double>& b) {
+    for (std::size_t s = 0; s < a.size(); ++s) {
+      error = std::max(error, std::fabs(a[s] - b[s]));
+      scale = std::max(scale, std::fabs(b[s]));
+    }
+  };
+  const int micro_batches = 3;
+  for (int k = 0; k < micro_batches; ++k) {
+    const std::vector<float> g = uniform(n, rng);
+    for (std::size_t i = 0; i < n; ++i) accumulated[i] += g[i] / micro_batches;
+    on_gpu.upload(accumulated);
+    std::vector<double> want(segments.size()), got(segments.size());
+    host.segment_change_sq_norms(want, k == 0, k + 1 == micro_batches);
+    device.segment_change_sq_norms(got, k == 0, k + 1 == micro_batches);
+    compare_sums(got, want);
+    host.segment_sq_norms(want);
+    device.segment_sq_norms(got);
+    compare_sums(got, want);
+  }
+  rows.push_back({"noise two-batch sums, 3 micro-batches", error, scale, 1e-12,
+                  "double sums of float differences in another order"});
 }
 
 void check_nccl(const Gpu& gpu, Rng& rng, std::vector<DeviceCheckRow>& rows) {
@@ -265,6 +301,7 @@ DeviceCheckReport check_cuda_device(std::uint64_t seed) {
   Rng rng = make_rng(seed, RngStream::kSynthetic);
   check_gemms(gpu, rng, report.rows);
   check_sum_squares(gpu, rng, report.rows);
+  check_noise_reader(gpu, rng, report.rows);
   device_check::check_mlp_step(gpu, rng, seed, report.rows);
   device_check::check_mlp_training(gpu, rng, seed, report.rows);
   device_check::check_cnn(gpu, rng, seed, report.rows);

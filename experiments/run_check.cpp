@@ -49,7 +49,7 @@ trainer::StepBudget check_run_at_batch(Config& config, const trainer::RunConfig&
   if (run.noise.enabled) {
     read_hessian_options(config);
     noise::choose_method(run.noise, 1, run.train.micro_batch, run.train.accum_steps,
-                         trainer::per_example_support(model));
+                         trainer::per_example_support(model, run.train.device));
   }
   trainer::run_schedule(run, budget, warnings);
   return budget;

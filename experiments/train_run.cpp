@@ -121,7 +121,7 @@ noise::OnlineOptions noise_options_for(const trainer::RunConfig& run, const RunO
   noise_options.layout_note = options.noise_layout_note;
   if (noise_options.enabled) {
     noise::choose_method(noise_options, comm.size(), run.train.micro_batch, run.train.accum_steps,
-                         trainer::per_example_support(model));
+                         trainer::per_example_support(model, run.train.device));
   }
   return noise_options;
 }

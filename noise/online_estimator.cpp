@@ -12,45 +12,6 @@
 
 namespace lbt::noise {
 
-namespace {
-
-// sum_{i in [begin, end)} term(i) in double with 32 independent partial sums: a single
-// accumulator chain waits on the add latency each element (1.6x slower on this machine).
-template <class Term>
-double lane_sum(std::size_t begin, std::size_t end, Term&& term) {
-  constexpr std::size_t kLanes = 32;
-  double lanes[kLanes] = {};
-  std::size_t i = begin;
-  for (; i + kLanes <= end; i += kLanes) {
-#pragma omp simd
-    for (std::size_t k = 0; k < kLanes; ++k) lanes[k] += term(i + k);
-  }
-  double sum = 0.0;
-  for (; i < end; ++i) sum += term(i);
-  for (double lane : lanes) sum += lane;
-  return sum;
-}
-
-// sum_{i < n} term(i): one thread up to 4M elements (a thread wake-up costs more than it saves
-// below that: with both changes the MLP's two-batch hook went from 0.31 to 0.07 ms a step,
-// bench/noise_overhead.cpp), else fixed 1M blocks in parallel, combined in block order so the
-// result does not depend on the thread count.
-template <class Term>
-double sum_over(std::size_t n, Term&& term) {
-  constexpr std::size_t kBlock = std::size_t{1} << 20;
-  if (n <= 4 * kBlock) return lane_sum(0, n, term);
-  const auto blocks = static_cast<std::ptrdiff_t>((n + kBlock - 1) / kBlock);
-  std::vector<double> partial(static_cast<std::size_t>(blocks));
-#pragma omp parallel for schedule(static)
-  for (std::ptrdiff_t b = 0; b < blocks; ++b) {
-    const std::size_t begin = static_cast<std::size_t>(b) * kBlock;
-    partial[static_cast<std::size_t>(b)] = lane_sum(begin, std::min(n, begin + kBlock), term);
-  }
-  return std::accumulate(partial.begin(), partial.end(), 0.0);
-}
-
-}  // namespace
-
 std::size_t OnlineOptions::window() const {
   return static_cast<std::size_t>(std::max<std::int64_t>(1, window_steps / every));
 }
@@ -153,17 +114,17 @@ OnlineEstimator::OnlineEstimator(const OnlineOptions& options, int world_size,
   }
 }
 
-void OnlineEstimator::segment_sq_norms(std::span<const float> v, std::span<double> out) const {
-  for (std::size_t s = 0; s < num_segments_; ++s) {
-    const float* p = v.data() + segments_[s].offset;
-    out[s] = sum_over(segments_[s].size, [p](std::size_t i) {
-      const double x = p[i];
-      return x * x;
-    });
-  }
+HostGradientReader OnlineEstimator::host_reader(std::span<const float> grads) {
+  return HostGradientReader(grads, segments_, previous_.data());
 }
 
 void OnlineEstimator::after_micro_batch(std::int64_t step, std::span<const float> grads,
+                                        ExampleTaps taps) {
+  HostGradientReader reader = host_reader(grads);
+  after_micro_batch(step, reader, taps);
+}
+
+void OnlineEstimator::after_micro_batch(std::int64_t step, GradientReader& grads,
                                         ExampleTaps taps) {
   if (!active(step)) return;
   if (small_ == SmallBatch::kMicroBatch) {
@@ -175,40 +136,15 @@ void OnlineEstimator::after_micro_batch(std::int64_t step, std::span<const float
       // a noisier estimate for the EMA to smooth.
       if (micro_seen_ == 0) {
         scratch_sq_.resize(num_segments_);
-        segment_sq_norms(grads, scratch_sq_);
+        grads.segment_sq_norms(scratch_sq_);
         for (std::size_t s = 0; s < num_segments_; ++s) small_sq_[s] += scale * scratch_sq_[s];
         small_count_ += 1.0;
       }
     } else {
       // This micro-batch added g_k / accum to the buffer: |g_k|^2 = accum^2 |A_k - A_{k-1}|^2.
-      // One fused pass reads A_k and A_{k-1} and stores A_k for the next micro-batch (the last
-      // one has no successor and skips the store).
-      const bool first = micro_seen_ == 0;  // A_0 = 0: no need to clear previous_
-      const bool last = micro_seen_ + 1 == accum_;
-      for (std::size_t s = 0; s < num_segments_; ++s) {
-        const float* cur = grads.data() + segments_[s].offset;
-        float* prev = previous_.data() + segments_[s].offset;
-        double sum;
-        if (first) {
-          sum = sum_over(segments_[s].size, [cur, prev](std::size_t i) {
-            prev[i] = cur[i];
-            const double d = cur[i];
-            return d * d;
-          });
-        } else if (last) {
-          sum = sum_over(segments_[s].size, [cur, prev](std::size_t i) {
-            const double d = cur[i] - prev[i];
-            return d * d;
-          });
-        } else {
-          sum = sum_over(segments_[s].size, [cur, prev](std::size_t i) {
-            const double d = cur[i] - prev[i];
-            prev[i] = cur[i];
-            return d * d;
-          });
-        }
-        small_sq_[s] += scale * sum;
-      }
+      scratch_sq_.resize(num_segments_);
+      grads.segment_change_sq_norms(scratch_sq_, micro_seen_ == 0, micro_seen_ + 1 == accum_);
+      for (std::size_t s = 0; s < num_segments_; ++s) small_sq_[s] += scale * scratch_sq_[s];
       small_count_ += 1.0;
     }
   }
@@ -242,10 +178,16 @@ void OnlineEstimator::after_micro_batch(std::int64_t step, std::span<const float
 
 void OnlineEstimator::before_allreduce(std::int64_t step, std::span<const float> grads,
                                        std::span<double> slots) {
+  HostGradientReader reader = host_reader(grads);
+  before_allreduce(step, reader, slots);
+}
+
+void OnlineEstimator::before_allreduce(std::int64_t step, GradientReader& grads,
+                                       std::span<double> slots) {
   std::fill(slots.begin(), slots.end(), 0.0);
   if (!active(step)) return;
   if (small_ == SmallBatch::kRankLocal) {
-    segment_sq_norms(grads, small_sq_);  // this rank's gradient, before averaging
+    grads.segment_sq_norms(small_sq_);  // this rank's gradient, before averaging
     small_count_ = 1.0;
   }
   // slots: [sum |g_small|^2, #small batches, sum |g_n|^2, #examples, per segment: small, examples]
@@ -276,9 +218,16 @@ void OnlineEstimator::update(EstimatorReport& r, std::vector<NoiseScaleTracker>&
 const NoiseReport* OnlineEstimator::after_allreduce(std::int64_t step, std::span<const float> grads,
                                                     double grad_norm,
                                                     std::span<const double> slots) {
+  HostGradientReader reader = host_reader(grads);
+  return after_allreduce(step, reader, grad_norm, slots);
+}
+
+const NoiseReport* OnlineEstimator::after_allreduce(std::int64_t step, GradientReader& grads,
+                                                    double grad_norm,
+                                                    std::span<const double> slots) {
   if (!active(step)) return nullptr;
   const double g_big_sq = grad_norm * grad_norm;  // |G_B|^2 of the global mean gradient
-  if (options_.per_segment) segment_sq_norms(grads, big_sq_);
+  if (options_.per_segment) grads.segment_sq_norms(big_sq_);
   report_.step = step;
   if (two_batch_index_ >= 0 && slots[1] > 0.0) {
     const double g_small_sq = slots[0] / slots[1];  // mean over all small batches of all ranks

@@ -17,6 +17,7 @@
 #include "core/params.hpp"
 #include "core/tensor.hpp"
 #include "noise/gradient_noise.hpp"
+#include "noise/gradient_reader.hpp"
 #include "noise/per_example.hpp"
 #include "noise/per_example_conv.hpp"
 
@@ -111,12 +112,17 @@ class OnlineEstimator {
   // After each micro-batch's backward: `grads` holds the accumulated gradient so far, `taps`
   // the Linear and Conv2d layers' inputs and output deltas of this micro-batch.
   void after_micro_batch(std::int64_t step, std::span<const float> grads, ExampleTaps taps);
+  // The same on a gradient a GradientReader reads (a device's; no per-example taps there).
+  void after_micro_batch(std::int64_t step, GradientReader& grads, ExampleTaps taps = {});
   // Before the gradient allreduce: writes this rank's sums into `slots` ([num_slots()]).
   void before_allreduce(std::int64_t step, std::span<const float> grads, std::span<double> slots);
+  void before_allreduce(std::int64_t step, GradientReader& grads, std::span<double> slots);
   // After the allreduce (grads = global mean gradient, slots summed over ranks). Returns the
   // report on active steps, else nullptr. grad_norm: |G_B|, which the trainer already has.
   const NoiseReport* after_allreduce(std::int64_t step, std::span<const float> grads,
                                      double grad_norm, std::span<const double> slots);
+  const NoiseReport* after_allreduce(std::int64_t step, GradientReader& grads, double grad_norm,
+                                     std::span<const double> slots);
   // Instead of after_allreduce, for a step whose gradient is not used (a skipped spike):
   // drops this step's sums, leaves the EMAs as they were.
   void discard_step();
@@ -147,7 +153,7 @@ class OnlineEstimator {
  private:
   enum class SmallBatch { kNone, kRankLocal, kMicroBatch };
   std::size_t averaged_index() const;
-  void segment_sq_norms(std::span<const float> v, std::span<double> out) const;
+  HostGradientReader host_reader(std::span<const float> grads);
   void update(EstimatorReport& r, std::vector<NoiseScaleTracker>& seg_trackers,
               NoiseScaleTracker& tracker, const NoiseEstimate& total,
               std::span<const double> seg_small, double small_count, bool per_example);

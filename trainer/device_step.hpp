@@ -13,6 +13,7 @@
 
 #include "core/params.hpp"
 #include "nn/model.hpp"
+#include "noise/gradient_reader.hpp"
 #include "optim/optimizer.hpp"
 #include "optim/optimizer_options.hpp"
 #include "trainer/data/dataset.hpp"
@@ -36,6 +37,8 @@ class DeviceStep {
   // Whether the device holds the training split: the loop's batches then carry only rows.
   virtual bool keeps_train_split() const = 0;
   virtual double grad_sq_norm() = 0;  // |g|^2 of the step's gradient, summed in double
+  // The gradient buffer as the noise estimator reads it (per-segment sums on the device).
+  virtual noise::GradientReader& gradient_reader() = 0;
   virtual void update(double lr, std::int64_t step) = 0;  // the optimizer, every segment
   // The weights' EMA: ema += alpha (w - ema), where an absent EMA (a fresh run) is first the
   // weights, as the host's (loop_evaluation.cpp, update_ema).

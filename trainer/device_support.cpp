@@ -54,9 +54,12 @@ DeviceModelPlan device_model_plan(const RunConfig& run, int ranks,
            "runs one process: " + std::to_string(ranks) +
                " ranks would need NCCL across ranks, which is not built yet",
            "run one process (no mpirun)");
-  if (run.noise.enabled)
-    refuse(d, "does not estimate the gradient noise scale yet (noise.enabled)",
-           "set noise.enabled=false (lbt noise runs on the CPU)");
+  if (run.noise.enabled && !run.noise.two_batch)
+    refuse(d, "estimates the noise scale by two_batch only: it computes no per-example norms",
+           "set noise.estimator=two_batch with train.accum_steps >= 2");
+  if (t.adaptive.enabled && t.adaptive.follows_noise())
+    refuse(d, "does not yet let the batch follow the noise scale (train.batch_schedule=adaptive)",
+           "set train.batch_schedule=fixed or steps");
   if (t.overlap_comm)
     refuse(d, "has no gradient reduction to overlap", "set train.overlap_comm=false");
   if (t.local_sgd.enabled()) refuse(d, "does not run local SGD", "set train.sync_every=1");

@@ -34,7 +34,7 @@ TrainLoop::TrainLoop(TrainContext& ctx)
                static_cast<std::uint64_t>(ctx.comm.rank())},
       progress_(ctx.progress && ctx.comm.rank() == 0, ctx.total_steps),
       noise_(ctx.noise, ctx.comm.size(), cfg_.micro_batch, cfg_.accum_steps, store_.segments(),
-             per_example_support(model_), model_.backend()),
+             per_example_support(model_, cfg_.device), model_.backend()),
       sums_(noise_.num_slots()) {
   if (!device_) model_.reserve(cfg_.micro_batch);
   if (cfg_.overlap_comm) start_overlap();
@@ -168,7 +168,7 @@ void TrainLoop::forward_backward(std::int64_t step, bool replay) {
   for (std::int64_t micro = 0; micro < accum_; ++micro) {
     const data::Batch& batch = prefetch_->next();
     std::int64_t correct = 0;
-    sums_.loss() += device_ ? device_->forward_backward(batch, grad_scale_, micro > 0, &correct)
+    sums_.loss() += device_ ? device_forward_backward(step, micro, batch, replay, &correct)
                             : host_forward_backward(step, micro, batch, replay, &correct);
     sums_.correct() += static_cast<double>(correct);
     sums_.examples() += static_cast<double>(b);
@@ -193,6 +193,15 @@ double TrainLoop::host_forward_backward(std::int64_t step, std::int64_t micro,
   return loss;
 }
 
+// One micro-batch on the device; the noise estimator reads its gradient there.
+double TrainLoop::device_forward_backward(std::int64_t step, std::int64_t micro,
+                                          const data::Batch& batch, bool replay,
+                                          std::int64_t* correct) {
+  const double loss = device_->forward_backward(batch, grad_scale_, micro > 0, correct);
+  if (!replay) noise_.after_micro_batch(step, device_->gradient_reader());
+  return loss;
+}
+
 // One fused allreduce of the flat gradient buffer (its squared norm on the way), then one of
 // the small sums: loss, correct, examples, the noise estimator's sums, and two votes that ride
 // along so every rank acts on them after the same step: stop (a signal reached a rank) and
@@ -207,7 +216,10 @@ TrainLoop::StepResult TrainLoop::reduce(std::int64_t step, bool replay) {
     std::ranges::fill(sums_.noise(), 0.0);
     local_sq = sum_squares(store_.grads());
   } else {
-    if (!replay) noise_.before_allreduce(step, store_.grads(), sums_.noise());  // the small batch
+    if (!replay && device_)  // the small batch
+      noise_.before_allreduce(step, device_->gradient_reader(), sums_.noise());
+    else if (!replay)
+      noise_.before_allreduce(step, store_.grads(), sums_.noise());
     local_sq = 0.0;
   }
   stop_vote = replay ? 0 : interrupt_signal();
@@ -249,8 +261,10 @@ StepVerdict TrainLoop::judge(std::int64_t step, StepResult& r) {
 bool TrainLoop::update_noise(std::int64_t step, const StepResult& r) {
   if (r.verdict == StepVerdict::kSkip) {
     noise_.discard_step();
-  } else if (const auto* report =
-                 noise_.after_allreduce(step, store_.grads(), r.grad_norm, sums_.noise())) {
+  } else if (const auto* report = device_ ? noise_.after_allreduce(step, device_->gradient_reader(),
+                                                                   r.grad_norm, sums_.noise())
+                                          : noise_.after_allreduce(step, store_.grads(),
+                                                                   r.grad_norm, sums_.noise())) {
     log_noise(*report, ctx_.noise.window_steps, ctx_.run_dir);
     if (const auto* h = noise_.headline())
       progress_.set_noise_scale(h->b_simple, h->ci_low, h->ci_high);

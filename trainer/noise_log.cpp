@@ -13,7 +13,9 @@ nlohmann::json number(double v) {
 
 }  // namespace
 
-noise::PerExampleSupport per_example_support(const nn::Model& model) {
+noise::PerExampleSupport per_example_support(const nn::Model& model, const std::string& device) {
+  if (device != "cpu")
+    return {false, "model.device=" + device + " computes no per-example gradient norms"};
   const auto& layers = model.layers();
   for (const auto& layer : layers) {
     if (layer->couples_examples()) {

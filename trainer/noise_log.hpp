@@ -13,8 +13,10 @@
 namespace lbt::trainer {
 
 // Per-example norms are exact when every parameter is in a Linear or Conv2d layer and no
-// layer couples the examples of a batch (Layer::couples_examples: BatchNorm).
-noise::PerExampleSupport per_example_support(const nn::Model& model);
+// layer couples the examples of a batch (Layer::couples_examples: BatchNorm), and the model
+// runs on the CPU (a device's step computes no per-example norms; its two-batch sums it does).
+noise::PerExampleSupport per_example_support(const nn::Model& model,
+                                             const std::string& device = "cpu");
 
 // Each Linear and Conv2d layer's input and output delta from the last forward/backward on
 // input `x` (no allocation after the first call).

@@ -48,6 +48,8 @@ class TrainLoop {
   void forward_backward(std::int64_t step, bool replay);
   double host_forward_backward(std::int64_t step, std::int64_t micro, const data::Batch& batch,
                                bool replay, std::int64_t* correct);
+  double device_forward_backward(std::int64_t step, std::int64_t micro, const data::Batch& batch,
+                                 bool replay, std::int64_t* correct);
   StepResult reduce(std::int64_t step, bool replay);
   StepVerdict judge(std::int64_t step, StepResult& r);
   bool update_noise(std::int64_t step, const StepResult& r);

@@ -104,13 +104,21 @@ constexpr int kThreads = 256;
 
 // One double per block: the block's sum of squares, its threads' partial sums added in a fixed
 // tree, so the result does not depend on scheduling.
-__global__ void block_sum_squares(const float* x, std::size_t n, double* out) {
+// sum (x_i - p_i)^2 in double per block, each difference rounded to float as the host's loop
+// (p == nullptr: sum x_i^2); p_i := x_i where `keep`.
+__global__ void block_sum_squares(const float* x, float* previous, bool keep, std::size_t n,
+                                  double* out) {
   __shared__ double lane[kThreads];
   double s = 0.0;
   for (std::size_t i = blockIdx.x * static_cast<std::size_t>(kThreads) + threadIdx.x; i < n;
        i += static_cast<std::size_t>(gridDim.x) * kThreads) {
-    const double v = x[i];
-    s += v * v;
+    float v = x[i];
+    if (previous) {
+      v = __fsub_rn(x[i], previous[i]);
+      if (keep) previous[i] = x[i];
+    }
+    const double d = v;
+    s += d * d;
   }
   lane[threadIdx.x] = s;
   __syncthreads();
@@ -152,9 +160,14 @@ void Gpu::move_towards(float* ema, const float* w, float alpha, std::size_t n) c
 }
 
 double Gpu::sum_squares(const float* x, std::size_t n) const {
+  return sum_squared_change(x, nullptr, n, false);
+}
+
+double Gpu::sum_squared_change(const float* x, float* previous, std::size_t n, bool keep) const {
   constexpr int kBlocks = 264;  // two per SM on an H100/H200; any count gives a fixed order
   if (h_->partials.size() < kBlocks) h_->partials = DeviceArray<double>(kBlocks);
-  block_sum_squares<<<kBlocks, kThreads, 0, h_->stream>>>(x, n, h_->partials.data());
+  block_sum_squares<<<kBlocks, kThreads, 0, h_->stream>>>(x, previous, keep, n,
+                                                          h_->partials.data());
   check(cudaGetLastError(), "block_sum_squares");
   std::vector<double> parts(kBlocks);
   check(cudaMemcpyAsync(parts.data(), h_->partials.data(), kBlocks * sizeof(double),

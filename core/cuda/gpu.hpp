@@ -71,6 +71,10 @@ class Gpu {
             const float* b, int ldb, float beta, float* c, int ldc) const;
   // sum x_i^2 accumulated in double, per block then in block order: the same value every run.
   double sum_squares(const float* x, std::size_t n) const;
+  // sum (x_i - previous_i)^2 likewise, each difference rounded to float first (the noise
+  // estimator's change of the gradient between micro-batches, noise/gradient_reader.hpp);
+  // previous := x where `keep`.
+  double sum_squared_change(const float* x, float* previous, std::size_t n, bool keep) const;
   // ema += alpha (w - ema), element by element, rounded as the host's loop (no fused
   // multiply-add): the weights' EMA that steps-to-target reads (trainer/target_reading.hpp).
   void move_towards(float* ema, const float* w, float alpha, std::size_t n) const;

@@ -152,3 +152,54 @@ BOOST_AUTO_TEST_CASE(refined_steps_to_target_equals_evaluating_every_step) {
     }
   }
 }
+
+namespace {
+
+// noise.jsonl's estimate lines (the method line left out).
+std::vector<nlohmann::json> noise_lines(const fs::path& run) {
+  std::vector<nlohmann::json> out;
+  for (const auto& line : lines_without_timing(run / "noise.jsonl"))
+    if (line.contains("step")) out.push_back(line);
+  return out;
+}
+
+// The two-batch noise scale on the GPU (noise/cuda/gradient_reader) beside the CPU's, from the
+// same runs' gradients: each report's |G|^2 and tr(Sigma) estimates within `tolerance` of the
+// magnitude they are differences of, E|G_b|^2 = |G|^2 + tr(Sigma) / b (the CPU's), and
+// tr(Sigma) within b times that. Step 0: the same weights (sums in another order); later
+// steps: the runs' weights apart by round-off.
+void check_noise_follows_cpu(const std::string& options, const std::string& name) {
+  const std::string noise = " --set noise.enabled=true --set noise.estimator=two_batch" + options +
+                            " --set noise.every=5 --set train.steps=40";
+  const fs::path cpu = scratch() / (name + "_cpu"), gpu = scratch() / (name + "_gpu");
+  const auto a = run_lbt(base() + noise + " --out " + cpu.string());
+  const auto b = run_lbt(base() + noise + " --set model.device=cuda --out " + gpu.string());
+  BOOST_TEST_REQUIRE(a.code == 0, a.err);
+  BOOST_TEST_REQUIRE(b.code == 0, b.err);
+  const auto nc = noise_lines(cpu), ng = noise_lines(gpu);
+  BOOST_TEST_REQUIRE(nc.size() == 8u);
+  BOOST_TEST_REQUIRE(ng.size() == nc.size());
+  for (std::size_t i = 0; i < nc.size(); ++i) {
+    const double small = nc[i]["b_small"].get<double>();
+    const double g = nc[i]["G_sq_step"].get<double>(), t = nc[i]["trace_sigma_step"].get<double>();
+    const double scale = std::abs(g) + std::abs(t) / small, tolerance = i == 0 ? 1e-4 : 1e-3;
+    BOOST_TEST_CONTEXT(name << " step " << nc[i]["step"]) {
+      BOOST_TEST(ng[i]["step"] == nc[i]["step"]);
+      BOOST_TEST(std::abs(ng[i]["G_sq_step"].get<double>() - g) <= tolerance * scale);
+      BOOST_TEST(std::abs(ng[i]["trace_sigma_step"].get<double>() - t) <=
+                 tolerance * small * scale);
+    }
+  }
+}
+
+}  // namespace
+
+// 4 micro-batches of 16 read as "all" (|A_k - A_{k-1}|^2 on the device, per segment reported),
+// and 2 of 32 as "first" (|A_0|^2).
+BOOST_AUTO_TEST_CASE(the_noise_scale_on_the_gpu_follows_the_cpu) {
+  check_noise_follows_cpu(
+      " --set train.micro_batch=16 --set noise.small_batches=all --set noise.per_segment=true",
+      "noise_all");
+  check_noise_follows_cpu(" --set train.micro_batch=32 --set noise.small_batches=first",
+                          "noise_first");
+}

@@ -10,6 +10,7 @@
 #include "core/error.hpp"
 #include "nn/cuda/device_mlp.hpp"
 #include "nn/cuda/device_net.hpp"
+#include "noise/cuda/gradient_reader.hpp"
 #include "optim/cuda/device_optimizer.hpp"
 #include "trainer/loop.hpp"
 
@@ -55,7 +56,8 @@ class CudaStep final : public DeviceStep {
         labels_(static_cast<std::size_t>(s.max_batch)),
         rows_(static_cast<std::size_t>(s.max_batch)),
         ema_(n_),
-        max_batch_(s.max_batch) {
+        max_batch_(s.max_batch),
+        reader_(gpu_, model_->grads(), s.model.store().segments()) {
     // The training split on the device: a step copies up its rows, not its examples (at batch
     // 2048, 8 KB instead of 6.4 MB).
     if (s.train) train_ = &upload(*s.train);
@@ -82,6 +84,8 @@ class CudaStep final : public DeviceStep {
   bool keeps_train_split() const override { return train_ != nullptr; }
 
   double grad_sq_norm() override { return gpu_.sum_squares(model_->grads(), n_); }
+
+  noise::GradientReader& gradient_reader() override { return reader_; }
 
   void update(double lr, std::int64_t step) override {
     optimizer_.step(model_->params(), model_->grads(), lr, step);
@@ -165,6 +169,7 @@ class CudaStep final : public DeviceStep {
   const std::int64_t max_batch_;
   std::map<const data::Dataset*, DeviceSplit> splits_;
   const DeviceSplit* train_ = nullptr;
+  noise::cuda::CudaGradientReader reader_;
 };
 
 }  // namespace

@@ -4,8 +4,9 @@
 # with its own time limit: machine facts, lbt doctor --device cuda, the gpu suites (ctest -L
 # gpu's tests: the ops, and lbt train on the GPU beside the CPU), lbt train's throughput on the
 # GPU, the default Fashion-MNIST sweep on the GPU, and the MLP step beside PyTorch eager and CUDA
-# graph. STAGES (default "doctor tests train sweep bench") picks parts. Logs go to $OUT (the
-# device tool's folder) or /tmp/lbt-gpu-out.
+# graph. STAGES (default "doctor tests train sweep bench") picks parts; "scaling" (not in the
+# default) runs lbt scaling on the machine's CPU cores, 1 to 16 ranks (issue 40's first CPU
+# scaling figures past 2 ranks). Logs go to $OUT (the device tool's folder) or /tmp/lbt-gpu-out.
 set -uo pipefail
 out=${OUT:-/tmp/lbt-gpu-out}
 stages=" ${STAGES:-doctor tests train sweep bench} "
@@ -100,4 +101,19 @@ if has bench; then
   echo "== MLP step: lbt vs PyTorch on this GPU"
   ROUNDS=${ROUNDS:-2} timeout 90 bash bench/run_gpu_bench.sh /tmp/lbt-gpu "${SECONDS_PER_BATCH:-0.5}" 2>&1 |
     tee "$out/gpu_bench.txt"
+fi
+if has scaling; then
+  echo "== lbt scaling on the CPU cores: MLP and simple CNN, strong and weak, 1-16 ranks"
+  workers=${SCALING_WORKERS:-1,2,4,8,16}
+  for model in mlp cnn; do
+    for kind in strong weak; do
+      timeout 150 "$lbt" scaling --config experiments/configs/fmnist_$model.toml -w "$workers" \
+        --steps "${SCALING_STEPS:-60}" --repeats 1 --set data.path="$data" \
+        $([ $kind = weak ] && echo --weak) --out /tmp/scaling_${model}_$kind \
+        >"$out/scaling_${model}_$kind.log" 2>&1
+      echo "$model $kind: exit $?"
+      cp /tmp/scaling_${model}_$kind/scaling.csv "$out/scaling_${model}_$kind.csv" 2>/dev/null
+      tail -8 "$out/scaling_${model}_$kind.log"
+    done
+  done 2>&1 | tee "$out/scaling.txt"
 fi

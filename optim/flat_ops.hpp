@@ -44,19 +44,44 @@ inline std::vector<Chunk> plan_chunks(std::span<const Segment> segments) {
   return plan_chunks(segments, [](const Segment&) { return true; });
 }
 
+// Which thread runs each chunk: the plan's elements cut into equal shares, one per thread, and
+// each chunk run by the thread whose share holds its middle element. Chunks are not alike (a
+// segment's last one is short, a bias is one short chunk), so OpenMP's static schedule, equal
+// chunk counts, left the MLP 784-512-512-10's second thread 2/3 of the first's work; this split
+// is within half a chunk of even, and, unlike a round-robin or least-loaded one, keeps each
+// thread's memory contiguous (those ran the momentum step 20% slower on 10 equal segments).
+inline std::vector<int> assign_chunks(const std::vector<Chunk>& plan, int threads) {
+  std::size_t total = 0;
+  for (const Chunk& c : plan) total += c.end - c.begin;
+  std::vector<int> owner(plan.size());
+  std::size_t before = 0;
+  for (std::size_t i = 0; i < plan.size(); ++i) {
+    const std::size_t size = plan[i].end - plan[i].begin, middle = before + size / 2;
+    owner[i] = static_cast<int>(middle * static_cast<std::size_t>(threads) / total);
+    before += size;
+  }
+  return owner;
+}
+
 // Calls body(i) for each chunk index i of the plan: in one parallel region when the plan holds
 // more than a chunk's worth of elements, else serially (a tiny model is not worth a wake-up).
+// Each chunk's work does not depend on the thread that runs it, so neither do the results.
 template <class Body>
 void for_each_chunk(const std::vector<Chunk>& plan, Body&& body) {
   std::size_t elements = 0;
   for (const Chunk& c : plan) elements += c.end - c.begin;
-  const auto n = static_cast<std::ptrdiff_t>(plan.size());
-  if (elements <= kChunk) {
-    for (std::ptrdiff_t i = 0; i < n; ++i) body(static_cast<std::size_t>(i));
+  const int threads = omp_in_parallel() ? 1 : omp_get_max_threads();
+  if (elements <= kChunk || threads == 1) {
+    for (std::size_t i = 0; i < plan.size(); ++i) body(i);
     return;
   }
-#pragma omp parallel for schedule(static)
-  for (std::ptrdiff_t i = 0; i < n; ++i) body(static_cast<std::size_t>(i));
+  const std::vector<int> owner = assign_chunks(plan, threads);
+#pragma omp parallel num_threads(threads)
+  {
+    const int me = omp_get_thread_num();
+    for (std::size_t i = 0; i < plan.size(); ++i)
+      if (owner[i] == me) body(i);
+  }
 }
 
 // K sums per segment: partial(chunk) returns the K partial sums of one chunk; the result has

@@ -166,6 +166,37 @@ BOOST_AUTO_TEST_CASE(group_plan_cuts_segments_the_same_way_at_any_thread_count) 
   }
 }
 
+BOOST_AUTO_TEST_CASE(chunks_go_to_threads_in_contiguous_shares_within_a_chunk_of_even) {
+  // The MLP 784-512-512-10's table (OpenMP's static schedule gave its 2 threads 401,920 and
+  // 267,786 elements) and 10 equal segments of a long and a short chunk each.
+  std::vector<std::vector<std::size_t>> tables = {{401408, 512, 262144, 512, 5120, 10}};
+  tables.emplace_back(10, 66970);
+  for (const auto& sizes : tables) {
+    std::vector<Segment> segments;
+    std::size_t offset = 0, total = 0;
+    for (std::size_t size : sizes) {
+      segments.push_back(
+          make_segment("s" + std::to_string(offset), offset, size, ParamKind::kWeight));
+      offset += size;
+      total += size;
+    }
+    const auto plan = optim::detail::plan_chunks(segments);
+    for (int threads : {2, 3, 4}) {
+      const std::vector<int> owner = optim::detail::assign_chunks(plan, threads);
+      std::vector<double> load(static_cast<std::size_t>(threads), 0.0);
+      for (std::size_t i = 0; i < plan.size(); ++i) {
+        if (i > 0) BOOST_TEST(owner[i] >= owner[i - 1], "chunk " << i << " out of order");
+        load[static_cast<std::size_t>(owner[i])] +=
+            static_cast<double>(plan[i].end - plan[i].begin);
+      }
+      // Each of the threads - 1 cuts moves a share's end by at most half a chunk.
+      const double even = static_cast<double>(total) / threads;
+      const double bound = (threads == 2 ? 0.5 : 1.0) * optim::detail::kChunk;
+      for (double l : load) BOOST_TEST(std::abs(l - even) <= bound, l << " vs " << even);
+    }
+  }
+}
+
 BOOST_AUTO_TEST_CASE(layer_wise_steps_are_bitwise_identical_at_any_thread_count) {
   // Norms are summed per chunk and combined in chunk order: 1 and 3 threads give the same bits
   // (a resumed run may change train.threads).

@@ -6,22 +6,15 @@
 # best algorithm (auto, or direct where auto took Winograd) with reorders to/from NCHW ("io") and
 # without ("blocked"), and speed ratios oneDNN / lbt (> 1: oneDNN faster). spread: the largest
 # (max - min) / median of the three columns' per-round medians, for judging a ratio against noise.
-#   usage: bash bench/run_conv_libraries.sh [build dir]   env: ROUNDS (2), BATCHES, THREADS (2)
+#   usage: bash bench/run_conv_libraries.sh [build dir]   env: ROUNDS (2), BATCHES, THREADS (2),
+#          RAW (a file to keep the per-round rows in)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build=${1:-build}
-rounds=${ROUNDS:-2}
-rows=$(mktemp)
-run() {  # run ISA_LABEL [env...]
-  local label=$1
-  shift
-  env "$@" "$build/bench/bench_conv_libraries" --batches "${BATCHES:-32,128,512}" \
-    --threads "${THREADS:-2}" | sed "1d;s/^/$label,$round,/" >>"$rows"
-}
-for round in $(seq 1 "$rounds"); do
-  run native -u LBT_CPU -u OPENBLAS_CORETYPE -u ONEDNN_MAX_CPU_ISA
-  run avx2 LBT_CPU=avx2 OPENBLAS_CORETYPE=Haswell ONEDNN_MAX_CPU_ISA=AVX2
-done
+rows=${RAW:-$(mktemp)}  # RAW=FILE keeps the per-round rows
+: >"$rows"
+source bench/library_rounds.sh
+library_rounds "$build/bench/bench_conv_libraries" 32,128,512 "$rows"
 /usr/bin/python3 - "$rows" <<'PY'
 import collections, statistics, sys
 ms = collections.defaultdict(list)  # (isa, model, layer, batch, impl) -> per-round medians
@@ -56,4 +49,4 @@ for isa in ("native", "avx2"):  # which ISA oneDNN's kernels ran on
                     for name in path[k].split(" (")[0].split(" / ")})
     print(f"oneDNN implementations ({isa}): " + "; ".join(kinds))
 PY
-rm -f "$rows"
+[[ -n ${RAW:-} ]] || rm -f "$rows"

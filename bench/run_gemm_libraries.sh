@@ -3,22 +3,15 @@
 # (bench/gemm_libraries.cpp): the CPU's own paths, then every library held to AVX2 (LBT_CPU=avx2,
 # OPENBLAS_CORETYPE=Haswell, ONEDNN_MAX_CPU_ISA=AVX2), ROUNDS interleaved rounds each; prints
 # median [min-max] over rounds of each impl's samples/s and its ratio to lbt's.
-#   usage: bash bench/run_gemm_libraries.sh [build dir]   env: ROUNDS (2), BATCHES, THREADS (2)
+#   usage: bash bench/run_gemm_libraries.sh [build dir]   env: ROUNDS (2), BATCHES, THREADS (2),
+#          RAW (a file to keep the per-round rows in)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build=${1:-build}
-rounds=${ROUNDS:-2}
-rows=$(mktemp)
-run() {  # run ISA_LABEL [env...]
-  local label=$1
-  shift
-  env "$@" "$build/bench/bench_gemm_libraries" --batches "${BATCHES:-32,128,512,2048}" \
-    --threads "${THREADS:-2}" | sed "1d;s/^/$label,$round,/" >>"$rows"
-}
-for round in $(seq 1 "$rounds"); do
-  run native -u LBT_CPU -u OPENBLAS_CORETYPE -u ONEDNN_MAX_CPU_ISA
-  run avx2 LBT_CPU=avx2 OPENBLAS_CORETYPE=Haswell ONEDNN_MAX_CPU_ISA=AVX2
-done
+rows=${RAW:-$(mktemp)}  # RAW=FILE keeps the per-round rows
+: >"$rows"
+source bench/library_rounds.sh
+library_rounds "$build/bench/bench_gemm_libraries" 32,128,512,2048 "$rows"
 /usr/bin/python3 - "$rows" <<'PY'
 import collections, statistics, sys
 rate = collections.defaultdict(list)
@@ -32,3 +25,4 @@ for isa in ("native", "avx2"):
         print(f"{isa} | {b} | {m['lbt_linear']:,.0f} | {m['openblas_gemm']:,.0f} | {m['onednn_gemm']:,.0f} | "
               f"{m['openblas_gemm'] / m['lbt_linear']:.2f} | {m['onednn_gemm'] / m['lbt_linear']:.2f}")
 PY
+[[ -n ${RAW:-} ]] || rm -f "$rows"

@@ -12,6 +12,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <nlohmann/json.hpp>
+#include <utility>
 
 #include "core/cuda/gpu.hpp"
 #include "support/cli_runner.hpp"
@@ -61,12 +62,20 @@ std::vector<double> losses(const fs::path& run) {
 
 // On an H100 (2026-11-26) the last loss differed by 2e-8 to 7e-8 of the fall for the MLP's
 // optimizers and 2.8e-5 for the simple CNN (cuDNN's sums in another order); the bound is 1e-3.
-void check_follows_cpu(const std::string& options, const std::string& name) {
+// The run of base() + options on the CPU and on the GPU: their run directories, both required
+// to have ended with exit 0.
+std::pair<fs::path, fs::path> run_on_cpu_and_gpu(const std::string& options,
+                                                 const std::string& name) {
   const fs::path cpu = scratch() / (name + "_cpu"), gpu = scratch() / (name + "_gpu");
   const auto a = run_lbt(base() + options + " --out " + cpu.string());
   const auto b = run_lbt(base() + options + " --set model.device=cuda --out " + gpu.string());
   BOOST_TEST_REQUIRE(a.code == 0, a.err);
   BOOST_TEST_REQUIRE(b.code == 0, b.err);
+  return {cpu, gpu};
+}
+
+void check_follows_cpu(const std::string& options, const std::string& name) {
+  const auto [cpu, gpu] = run_on_cpu_and_gpu(options, name);
   const auto lc = losses(cpu), lg = losses(gpu);
   BOOST_TEST_REQUIRE(lc.size() == 100u);
   BOOST_TEST_REQUIRE(lg.size() == lc.size());
@@ -171,11 +180,7 @@ std::vector<nlohmann::json> noise_lines(const fs::path& run) {
 void check_noise_follows_cpu(const std::string& options, const std::string& name) {
   const std::string noise = " --set noise.enabled=true --set noise.estimator=two_batch" + options +
                             " --set noise.every=5 --set train.steps=40";
-  const fs::path cpu = scratch() / (name + "_cpu"), gpu = scratch() / (name + "_gpu");
-  const auto a = run_lbt(base() + noise + " --out " + cpu.string());
-  const auto b = run_lbt(base() + noise + " --set model.device=cuda --out " + gpu.string());
-  BOOST_TEST_REQUIRE(a.code == 0, a.err);
-  BOOST_TEST_REQUIRE(b.code == 0, b.err);
+  const auto [cpu, gpu] = run_on_cpu_and_gpu(noise, name);
   const auto nc = noise_lines(cpu), ng = noise_lines(gpu);
   BOOST_TEST_REQUIRE(nc.size() == 8u);
   BOOST_TEST_REQUIRE(ng.size() == nc.size());

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "core/cuda/check.cuh"
+#include "core/error.hpp"
 #include "nn/cuda/cudnn_conv.hpp"
 
 namespace lbt::nn::cuda {
@@ -169,8 +170,20 @@ bool agrees_with_fixed(Descriptors& d, const Algorithms& chosen) {
 void choose_algorithms(Descriptors& d) {
   const Algorithms fixed;
   const char* env = std::getenv("LBT_CUDNN_ALGOS");
-  const Algorithms chosen = env && std::string(env) == "fixed" ? fixed : heuristic_algorithms(d);
-  const std::size_t bytes = std::max(workspace_bytes(d, fixed), workspace_bytes(d, chosen));
+  Algorithms chosen = fixed;
+  std::size_t bytes = workspace_bytes(d, fixed);
+  // A cuDNN that will not rank or size its algorithms (an older library, an odd shape) leaves
+  // the fixed ones, which ran before; such queries change no GPU state.
+  if (!(env && std::string(env) == "fixed")) {
+    try {
+      const Algorithms ranked = heuristic_algorithms(d);
+      bytes = std::max(bytes, workspace_bytes(d, ranked));
+      chosen = ranked;
+    } catch (const DeviceError& e) {
+      std::fprintf(stderr, "lbt: cuDNN's algorithm heuristics failed (%s); using the fixed ones\n",
+                   e.what());
+    }
+  }
   d.workspace = DeviceArray<float>((bytes + 3) / 4);
   d.algorithms = chosen;
   if (chosen == fixed || agrees_with_fixed(d, chosen)) return;

@@ -118,11 +118,19 @@ BOOST_AUTO_TEST_CASE(larc_with_huge_trust_coefficient_matches_its_base) {
       1e-5);
 }
 
-BOOST_AUTO_TEST_CASE(fused_matches_reference_over_100_random_steps_for_every_variant) {
+// 100 steps; 30 under AddressSanitizer, where the reference loops ran 34 s of the sanitizer
+// stage (the Release build keeps 100, and the round-off suite bounds the drift over 200).
+#if defined(__SANITIZE_ADDRESS__)
+constexpr int kRandomSteps = 30;
+#else
+constexpr int kRandomSteps = 100;
+#endif
+
+BOOST_AUTO_TEST_CASE(fused_matches_reference_over_random_steps_for_every_variant) {
   for (const auto& body : test::every_variant()) {
     BOOST_TEST_CONTEXT(body) {
       const std::string toml = "[optimizer]\n" + body + "\n";
-      expect_same_run(toml, toml, true, true, false, 1e-5, 1e-4);
+      expect_same_run(toml, toml, true, true, false, 1e-5, 1e-4, kRandomSteps);
     }
   }
 }

@@ -16,8 +16,8 @@
 // Before timing, per layer and batch, oneDNN's y, dx, dW and db are checked against lbt's (max
 // |difference| / max |lbt's value|, printed to stderr); a forward worse than 1e-4 aborts.
 // Milliseconds per pass, median [min-max] of 0.2 s windows (bench/harness.hpp). The last column
-// names the path: lbt's kernel (mirroring Conv2d's choice, conv2d.cpp) or oneDNN's
-// implementations (forward / backward data / backward weights) and the reorders _nchw_io runs.
+// names the path: lbt's kernel (Conv2d::path_name) or oneDNN's implementations (forward /
+// backward data / backward weights) and the reorders _nchw_io runs.
 // bench/run_conv_libraries.sh runs it natively and with everything held to AVX2.
 //   usage: bench_conv_libraries [--batches 32,128,512] [--threads 2] [--seconds 1]
 #include <omp.h>
@@ -112,26 +112,6 @@ std::vector<ConvLayer> conv_layers(const std::string& spec) {
     }
   }
   return out;
-}
-
-// Which of Conv2d's paths runs this layer: the choice its constructor makes (conv2d.cpp), from
-// the public tests it uses; Winograd's is Conv2d's own answer.
-std::string lbt_path(const nn::Conv2d& conv) {
-  const nn::Conv2dOptions& o = conv.options();
-  const nn::Shape3 in = conv.in_shape(), out = conv.out_shape();
-  if (conv.reads_affine_input()) return "winograd";
-  if (o.allow_direct &&
-      nn::conv_direct::supports(static_cast<int>(o.kernel), static_cast<int>(o.stride),
-                                static_cast<int>(o.padding), static_cast<int>(o.out_channels),
-                                static_cast<int>(in.h), static_cast<int>(in.w))) {
-    const bool lanes =
-        o.kernel == 3 && out.plane() >= 256 && out.c * in.c * o.kernel * o.kernel <= 16384;
-    return lanes ? "direct (dW lanes)" : "direct (dW im2col)";
-  }
-  if (o.allow_direct && o.kernel == 1 && o.stride == 2 && o.padding == 0 && in.h % 2 == 0 &&
-      in.w % 2 == 0 && in.c % 16 == 0 && out.c % 16 == 0 && out.plane() % 16 == 0)
-    return "1x1 subsampled";
-  return "im2col";
 }
 
 // One layer's activations and gradients at one batch, NCHW as lbt keeps them.
@@ -396,7 +376,7 @@ void measure(const ConvLayer& l, std::int64_t batch, const bench::Windows& windo
   report(l, batch, "lbt",
          bench::samples_per_second([&](std::int64_t) { lbt.pass(buf, batch, l.input_grad); }, batch,
                                    windows),
-         lbt_path(*lbt.conv));
+         lbt.conv->path_name());
   OnednnConv dnn(l, out, batch, lbt, buf, dnnl::algorithm::convolution_auto);
   measure_onednn(l, batch, windows, lbt, buf, dnn, "onednn");
   if (!dnn.winograd()) return;

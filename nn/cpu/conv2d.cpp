@@ -42,6 +42,12 @@ Conv2d::Conv2d(Shape3 in, Conv2dOptions options, InitScheme init)
   dw_lanes_ = planes_ && opt_.kernel == 3 && out_.h * out_.w >= 256 && out_.c * rows_ <= 16384;
 }
 
+const char* Conv2d::path_name() const {
+  if (winograd_) return "winograd";
+  if (planes_) return dw_lanes_ ? "direct (dW lanes)" : "direct (dW im2col)";
+  return subsampled_ ? "1x1 subsampled" : "im2col";
+}
+
 std::string Conv2d::describe() const {
   return "Conv2d(" + std::to_string(in_.c) + "->" + std::to_string(opt_.out_channels) + ", k" +
          std::to_string(opt_.kernel) + " s" + std::to_string(opt_.stride) + " p" +

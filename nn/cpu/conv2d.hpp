@@ -25,6 +25,9 @@ class Conv2d final : public Layer {
  public:
   Conv2d(Shape3 in, Conv2dOptions options, InitScheme init);
   std::string describe() const override;
+  // The path the constructor chose, for reports (bench/conv_libraries.cpp): "winograd",
+  // "direct (dW lanes)", "direct (dW im2col)", "1x1 subsampled" or "im2col".
+  const char* path_name() const;
   std::int64_t in_features() const override { return in_.size(); }
   std::int64_t out_features() const override { return out_.size(); }
   const char* param_prefix() const override { return "conv"; }

@@ -112,6 +112,9 @@ class OnlineEstimator {
   // After each micro-batch's backward: `grads` holds the accumulated gradient so far, `taps`
   // the Linear and Conv2d layers' inputs and output deltas of this micro-batch.
   void after_micro_batch(std::int64_t step, std::span<const float> grads, ExampleTaps taps);
+  // The reader the span overloads use: the host's buffer `grads` with the estimator's copy of
+  // the previous micro-batch's gradient.
+  HostGradientReader host_reader(std::span<const float> grads);
   // The same on a gradient a GradientReader reads (a device's; no per-example taps there).
   void after_micro_batch(std::int64_t step, GradientReader& grads, ExampleTaps taps = {});
   // Before the gradient allreduce: writes this rank's sums into `slots` ([num_slots()]).
@@ -153,7 +156,6 @@ class OnlineEstimator {
  private:
   enum class SmallBatch { kNone, kRankLocal, kMicroBatch };
   std::size_t averaged_index() const;
-  HostGradientReader host_reader(std::span<const float> grads);
   void update(EstimatorReport& r, std::vector<NoiseScaleTracker>& seg_trackers,
               NoiseScaleTracker& tracker, const NoiseEstimate& total,
               std::span<const double> seg_small, double small_count, bool per_example);

@@ -189,7 +189,7 @@ double TrainLoop::host_forward_backward(std::int64_t step, std::int64_t micro,
   static const nn::Model::GradsReady kNoHook;
   model_.backward(batch.x.data(), b, /*accumulate=*/micro > 0, hook ? grads_ready_ : kNoHook);
   if (!replay && !cfg_.local_sgd.local_step(step))
-    noise_.after_micro_batch(step, store_.grads(), example_taps(model_, batch.x.data(), taps_));
+    noise_.after_micro_batch(step, host_gradient_, example_taps(model_, batch.x.data(), taps_));
   return loss;
 }
 
@@ -216,10 +216,8 @@ TrainLoop::StepResult TrainLoop::reduce(std::int64_t step, bool replay) {
     std::ranges::fill(sums_.noise(), 0.0);
     local_sq = sum_squares(store_.grads());
   } else {
-    if (!replay && device_)  // the small batch
-      noise_.before_allreduce(step, device_->gradient_reader(), sums_.noise());
-    else if (!replay)
-      noise_.before_allreduce(step, store_.grads(), sums_.noise());
+    if (!replay)
+      noise_.before_allreduce(step, gradient_reader(), sums_.noise());  // the small batch
     local_sq = 0.0;
   }
   stop_vote = replay ? 0 : interrupt_signal();
@@ -261,10 +259,8 @@ StepVerdict TrainLoop::judge(std::int64_t step, StepResult& r) {
 bool TrainLoop::update_noise(std::int64_t step, const StepResult& r) {
   if (r.verdict == StepVerdict::kSkip) {
     noise_.discard_step();
-  } else if (const auto* report = device_ ? noise_.after_allreduce(step, device_->gradient_reader(),
-                                                                   r.grad_norm, sums_.noise())
-                                          : noise_.after_allreduce(step, store_.grads(),
-                                                                   r.grad_norm, sums_.noise())) {
+  } else if (const auto* report =
+                 noise_.after_allreduce(step, gradient_reader(), r.grad_norm, sums_.noise())) {
     log_noise(*report, ctx_.noise.window_steps, ctx_.run_dir);
     if (const auto* h = noise_.headline())
       progress_.set_noise_scale(h->b_simple, h->ci_low, h->ci_high);

@@ -117,6 +117,10 @@ class TrainLoop {
     if (device_) device_->push(store_, ctx_.optimizer, state_.ema);
   }
   Evaluation evaluate_split(bool ema);
+  // This rank's step gradient as the noise estimator reads it: on the device, or the host's.
+  noise::GradientReader& gradient_reader() {
+    return device_ ? device_->gradient_reader() : host_gradient_;
+  }
 
   TrainContext& ctx_;
   const TrainConfig& cfg_;
@@ -133,6 +137,7 @@ class TrainLoop {
   std::unique_ptr<data::Prefetcher> prefetch_;
   Progress progress_;
   noise::OnlineEstimator noise_;
+  noise::HostGradientReader host_gradient_ = noise_.host_reader(store_.grads());
   TapBuffers taps_;
   // train.overlap_comm: the gradient allreduce in buckets, started from backward's hook
   std::unique_ptr<comm::BucketedAllreduce> overlap_;

@@ -31,8 +31,39 @@ void openblas_set_num_threads(int threads);
 namespace lbt {
 namespace {
 
-void sgemm_one(bool trans_a, bool trans_b, int m, int n, int k, float alpha, const float* a,
+// oneDNN's GEMM (dnnl_sgemm: row-major, its own OpenMP threads) on the AVX-512 path: on the
+// MLP's layers it ran 1.13-1.34x OpenBLAS's at every batch there; on AVX2 the two were within
+// 10% either way, so OpenBLAS stays (bench/cpu_paths.md). LBT_GEMM=openblas turns it off, for
+// on-vs-off benchmarks in one run.
+bool gemm_by_dnnl() {
+#ifdef LBT_HAVE_DNNL
+  static const bool on = [] {
+    const char* choice = std::getenv("LBT_GEMM");
+    return cpu_path() == CpuPath::kAvx512 && !(choice && std::strcmp(choice, "openblas") == 0);
+  }();
+  return on;
+#else
+  return false;
+#endif
+}
+
+[[noreturn]] void throw_refused(int m, int n, int k) {
+  throw Error("oneDNN's sgemm refused a " + std::to_string(m) + " x " + std::to_string(n) + " x " +
+                  std::to_string(k) + " product",
+              "rerun with LBT_GEMM=openblas and report it");
+}
+
+// One product by the chosen library: with its own threads outside a parallel region, on the
+// calling thread inside one. False where oneDNN refused it (thrown by the caller, outside any
+// parallel region, which an exception must not leave).
+bool sgemm_one(bool trans_a, bool trans_b, int m, int n, int k, float alpha, const float* a,
                int lda, const float* b, int ldb, float beta, float* c, int ldc) {
+#ifdef LBT_HAVE_DNNL
+  if (gemm_by_dnnl()) {
+    return dnnl_sgemm(trans_a ? 'T' : 'N', trans_b ? 'T' : 'N', m, n, k, alpha, a, lda, b, ldb,
+                      beta, c, ldc) == dnnl_success;
+  }
+#endif
 #ifdef LBT_HAVE_OPENBLAS
   cblas_sgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans,
               trans_b ? CblasTrans : CblasNoTrans, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
@@ -55,48 +86,29 @@ void sgemm_one(bool trans_a, bool trans_b, int m, int n, int k, float alpha, con
   else
     C.noalias() += alpha * A.transpose() * B.transpose();
 #endif
-}
-
-// oneDNN's GEMM (dnnl_sgemm: row-major, its own OpenMP threads) on the AVX-512 path: on the
-// MLP's layers it ran 1.13-1.34x OpenBLAS's at every batch there; on AVX2 the two were within
-// 10% either way, so OpenBLAS stays (bench/cpu_paths.md). LBT_GEMM=openblas turns it off, for
-// on-vs-off benchmarks in one run.
-bool gemm_by_dnnl() {
-#ifdef LBT_HAVE_DNNL
-  static const bool on = [] {
-    const char* choice = std::getenv("LBT_GEMM");
-    return cpu_path() == CpuPath::kAvx512 && !(choice && std::strcmp(choice, "openblas") == 0);
-  }();
-  return on;
-#else
-  return false;
-#endif
+  return true;
 }
 
 // Below this many flops a product is split by hand: each OpenMP thread multiplies its own
-// slice with a single-threaded call (OpenBLAS runs single-threaded inside a parallel region).
-// OpenBLAS's own threading costs more than it gains on the small products of small-batch
-// steps (measured: 1 thread beat 2 at batch 32 on the MLP); above it, its threading wins.
-constexpr double kSplitBelowFlops = 2.0e8;
+// slice with a single-threaded call (the libraries run single-threaded inside a parallel
+// region). OpenBLAS's own threading costs more than it gains on the small products of
+// small-batch steps (measured: 1 thread beat 2 at batch 32 on the MLP); above 2e8 flops it
+// wins. oneDNN's own partition of the MLP's products left each of 2 threads waiting 8-9% of a
+// batch-128 step (perf); split by hand, the step ran 1.06-1.10x at batch 128, 1.00-1.04x at
+// 512 (2e9 against 2e8) and level at 2048 and on the CNNs (bench/cpu_paths.md, 2026-11-27).
+double split_below_flops() {
+  return gemm_by_dnnl() ? 2.0e9 : 2.0e8;
+}
 
 }  // namespace
 
 void sgemm(bool trans_a, bool trans_b, int m, int n, int k, float alpha, const float* a, int lda,
            const float* b, int ldb, float beta, float* c, int ldc) {
-#ifdef LBT_HAVE_DNNL
-  if (gemm_by_dnnl()) {
-    if (dnnl_sgemm(trans_a ? 'T' : 'N', trans_b ? 'T' : 'N', m, n, k, alpha, a, lda, b, ldb, beta,
-                   c, ldc) != dnnl_success)
-      throw Error("oneDNN's sgemm refused a " + std::to_string(m) + " x " + std::to_string(n) +
-                      " x " + std::to_string(k) + " product",
-                  "rerun with LBT_GEMM=openblas and report it");
-    return;
-  }
-#endif
   const int threads = omp_in_parallel() ? 1 : omp_get_max_threads();
   const double flops = 2.0 * m * n * k;
-  if (threads == 1 || flops >= kSplitBelowFlops) {
-    sgemm_one(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+  if (threads == 1 || flops >= split_below_flops()) {
+    if (!sgemm_one(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc))
+      throw_refused(m, n, k);
     return;
   }
   // Split C[m, n] into `threads` slices along its larger side (columns in multiples of 16 so
@@ -105,7 +117,8 @@ void sgemm(bool trans_a, bool trans_b, int m, int n, int k, float alpha, const f
   const int extent = split_columns ? n : m;
   const int grain = split_columns ? 16 : 1;
   const int chunk = ((extent + threads - 1) / threads + grain - 1) / grain * grain;
-#pragma omp parallel num_threads(threads)
+  bool refused = false;
+#pragma omp parallel num_threads(threads) reduction(|| : refused)
   {
     const int begin = omp_get_thread_num() * chunk;
     const int size = std::min(chunk, extent - begin);
@@ -113,15 +126,17 @@ void sgemm(bool trans_a, bool trans_b, int m, int n, int k, float alpha, const f
       if (split_columns) {
         // op(B) columns [begin, begin + size): B stored [k, n] (offset begin) or [n, k] (rows).
         const float* b_slice = trans_b ? b + static_cast<std::ptrdiff_t>(begin) * ldb : b + begin;
-        sgemm_one(trans_a, trans_b, m, size, k, alpha, a, lda, b_slice, ldb, beta, c + begin, ldc);
+        refused = !sgemm_one(trans_a, trans_b, m, size, k, alpha, a, lda, b_slice, ldb, beta,
+                             c + begin, ldc);
       } else {
         // op(A) rows [begin, begin + size): A stored [m, k] (rows) or [k, m] (offset begin).
         const float* a_slice = trans_a ? a + begin : a + static_cast<std::ptrdiff_t>(begin) * lda;
-        sgemm_one(trans_a, trans_b, size, n, k, alpha, a_slice, lda, b, ldb, beta,
-                  c + static_cast<std::ptrdiff_t>(begin) * ldc, ldc);
+        refused = !sgemm_one(trans_a, trans_b, size, n, k, alpha, a_slice, lda, b, ldb, beta,
+                             c + static_cast<std::ptrdiff_t>(begin) * ldc, ldc);
       }
     }
   }
+  if (refused) throw_refused(m, n, k);
 }
 
 void set_num_threads(int threads) {

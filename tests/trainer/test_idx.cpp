@@ -73,6 +73,32 @@ BOOST_AUTO_TEST_CASE(reads_plain_and_gzip_files_alike) {
   }
 }
 
+// data.train_limit: the first examples only, the same values as a full read; the rest is still
+// read, so a file cut short or too long fails as it would without the limit.
+BOOST_AUTO_TEST_CASE(a_limit_keeps_the_first_examples_and_still_checks_the_whole_file) {
+  TempDir dir;
+  const auto labels = dir.write("lab", labels3());
+  const auto full = data::load_idx_pair(dir.write("img", images3()), labels, 10, "t");
+  const auto first2 = data::load_idx_pair(dir.write("img", images3()), labels, 10, "t", 2);
+  BOOST_TEST(first2.n == 2);
+  BOOST_TEST(first2.x == std::vector<float>(full.x.begin(), full.x.begin() + 8),
+             boost::test_tools::per_element());
+  BOOST_TEST(
+      first2.labels == std::vector<std::int32_t>(full.labels.begin(), full.labels.begin() + 2),
+      boost::test_tools::per_element());
+  BOOST_TEST(data::load_idx_pair(dir.write("img", images3()), labels, 10, "t", 7).n == 3);
+  auto cut = images3();
+  cut.resize(cut.size() - 1);
+  BOOST_TEST(data_error_of([&] {
+               data::load_idx_pair(dir.write("cut", cut), labels, 10, "t", 1);
+             }).find("truncated payload: expected 12 bytes") != std::string::npos);
+  auto longer = images3();
+  longer.push_back(0);
+  BOOST_TEST(data_error_of([&] {
+               data::load_idx_pair(dir.write("long", longer), labels, 10, "t", 1);
+             }).find("longer") != std::string::npos);
+}
+
 BOOST_AUTO_TEST_CASE(missing_file_names_the_path_and_the_package) {
   auto msg = data_error_of([] { data::read_idx("/nonexistent/train-images-idx3-ubyte.gz"); });
   BOOST_TEST(msg.find("/nonexistent/train-images-idx3-ubyte.gz") != std::string::npos);

@@ -19,8 +19,11 @@ struct IdxArray {
 IdxArray read_idx(const std::filesystem::path& path);
 
 // Reads an images file ([n, rows, cols]) and a labels file ([n]) into a dataset with pixel
-// values scaled to [0, 1]; checks that the counts agree and labels are < num_classes.
+// values scaled to [0, 1]; checks that the counts agree and labels are < num_classes. With
+// max_examples > 0 only the first max_examples examples are kept (data.train_limit: the rest
+// is read and checked, not converted).
 Dataset load_idx_pair(const std::filesystem::path& images, const std::filesystem::path& labels,
-                      std::int64_t num_classes, const std::string& name);
+                      std::int64_t num_classes, const std::string& name,
+                      std::int64_t max_examples = 0);
 
 }  // namespace lbt::data

@@ -86,7 +86,8 @@ Splits load_splits(const trainer::DataConfig& config, std::uint64_t seed) {
   } else {
     const std::filesystem::path dir = config.path;
     full = load_idx_pair(find_idx(dir, "train-images-idx3-ubyte"),
-                         find_idx(dir, "train-labels-idx1-ubyte"), 10, config.dataset);
+                         find_idx(dir, "train-labels-idx1-ubyte"), 10, config.dataset,
+                         config.train_limit);
     s.test = load_idx_pair(find_idx(dir, "t10k-images-idx3-ubyte"),
                            find_idx(dir, "t10k-labels-idx1-ubyte"), 10, config.dataset + "-test");
   }

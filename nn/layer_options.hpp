@@ -12,6 +12,7 @@ struct Conv2dOptions {
   bool bias = true;            // off before BatchNorm, whose shift makes a bias redundant
   bool allow_direct = true;    // CPU: false always runs im2col + GEMM (tests compare the paths)
   bool allow_winograd = true;  // CPU: false takes the direct path where Winograd's would apply
+  bool allow_library = true;   // CPU: false keeps lbt's kernels where oneDNN's would run (tests)
 };
 
 struct BatchNormOptions {

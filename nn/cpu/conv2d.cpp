@@ -40,9 +40,18 @@ Conv2d::Conv2d(Shape3 in, Conv2dOptions options, InitScheme init)
                                  static_cast<int>(in_.w));
   subsampled_ = subsampled_pointwise();
   dw_lanes_ = planes_ && opt_.kernel == 3 && out_.h * out_.w >= 256 && out_.c * rows_ <= 16384;
+  // oneDNN's kernels beat the direct one on 3x3 stride-2 convolutions on AVX2 (1.18-1.36x a
+  // training pass of ResNet-8's two, reorders included; its step 1.04-1.11x). On AVX-512 the
+  // step measured 0.98-1.06x, so lbt's kernel stays there (bench/cpu_paths.md).
+  if (opt_.allow_direct && opt_.allow_library && !opt_.bias && opt_.kernel == 3 &&
+      opt_.stride == 2 && opt_.padding == 1 && OnednnConv::takes_strided_3x3()) {
+    onednn_ = std::make_unique<OnednnConv>(in_, out_, opt_.kernel, opt_.stride, opt_.padding);
+    planes_ = winograd_ = subsampled_ = dw_lanes_ = false;
+  }
 }
 
 const char* Conv2d::path_name() const {
+  if (onednn_) return "oneDNN";
   if (winograd_) return "winograd";
   if (planes_) return dw_lanes_ ? "direct (dW lanes)" : "direct (dW im2col)";
   return subsampled_ ? "1x1 subsampled" : "im2col";
@@ -221,6 +230,7 @@ int Conv2d::threads_for(std::int64_t batch) const {
 }
 
 void Conv2d::forward(const float* x, float* y, std::int64_t batch, bool) {
+  if (onednn_) return onednn_->forward(x, w_, y, batch);
   if (winograd_) return forward_winograd(x, y, batch);
   if (planes_) return forward_planes(x, y, batch);
   if (subsampled_) return forward_subsampled(x, y, batch);

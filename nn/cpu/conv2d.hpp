@@ -7,11 +7,15 @@
 // (ResNet's and the simple CNN's), run directly over padded planes (conv_direct.hpp);
 // 1x1 stride-2 ones (ResNet's projections) with channels and output planes multiples of 16
 // are products on the subsampled image (conv2d_subsampled.cpp); the rest use per-image
-// im2col + GEMM (Chellapilla et al. 2006; Caffe's conv). Tests hold them equal.
+// im2col + GEMM (Chellapilla et al. 2006; Caffe's conv). On the AVX2 path 3x3 stride-2 ones
+// without bias run oneDNN's primitives instead (conv2d_onednn.hpp), which beat the direct
+// kernel there. Tests hold them equal.
 #pragma once
+#include <memory>
 #include <vector>
 
 #include "core/tensor.hpp"
+#include "nn/cpu/conv2d_onednn.hpp"
 #include "nn/cpu/conv_direct.hpp"
 #include "nn/cpu/linear.hpp"
 #include "nn/cpu/winograd.hpp"
@@ -26,7 +30,7 @@ class Conv2d final : public Layer {
   Conv2d(Shape3 in, Conv2dOptions options, InitScheme init);
   std::string describe() const override;
   // The path the constructor chose, for reports (bench/conv_libraries.cpp): "winograd",
-  // "direct (dW lanes)", "direct (dW im2col)", "1x1 subsampled" or "im2col".
+  // "direct (dW lanes)", "direct (dW im2col)", "1x1 subsampled", "oneDNN" or "im2col".
   const char* path_name() const;
   std::int64_t in_features() const override { return in_.size(); }
   std::int64_t out_features() const override { return out_.size(); }
@@ -144,6 +148,7 @@ class Conv2d final : public Layer {
   AlignedBuffer w_winograd_, w_winograd_dx_;
   std::vector<winograd::Workspace> winograd_ws_;
   std::vector<AlignedBuffer> dw_winograd_;
+  std::unique_ptr<OnednnConv> onednn_;  // the oneDNN path, where the constructor chose it
 };
 
 }  // namespace lbt::nn

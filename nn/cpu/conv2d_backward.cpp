@@ -92,6 +92,7 @@ void Conv2d::add_bias_grad(const float* dyn, bool first, float* db_t) const {
 
 void Conv2d::backward(const float* x, const float*, const float* dy, float* dx, std::int64_t batch,
                       bool accumulate) {
+  if (onednn_) return onednn_->backward(x, w_, dy, dx, dw_, batch, accumulate);
   if (winograd_) return backward_winograd(x, dy, dx, batch, accumulate);
   if (subsampled_) return backward_subsampled(x, dy, dx, batch, accumulate);
   backward_direct_or_im2col(x, dy, dx, batch, accumulate, nullptr);

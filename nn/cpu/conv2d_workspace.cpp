@@ -10,6 +10,7 @@
 namespace lbt::nn {
 
 std::int64_t Conv2d::workspace_bytes(std::int64_t batch, int threads) const {
+  if (onednn_) return onednn_->workspace_bytes(batch);
   const auto bytes = [](std::size_t floats) {
     return aligned_buffer_bytes(static_cast<std::int64_t>(floats));
   };

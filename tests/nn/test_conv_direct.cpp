@@ -7,8 +7,10 @@
 
 #include <algorithm>
 #include <cmath>
+#include <string>
 #include <vector>
 
+#include "core/cpu_path.hpp"
 #include "nn/cpu/conv2d.hpp"
 #include "nn/cpu/conv_direct.hpp"
 #include "support/conv_paths.hpp"
@@ -47,7 +49,8 @@ BOOST_AUTO_TEST_CASE(direct_convolution_equals_im2col_and_gemm) {
                                 .stride = c.stride,
                                 .padding = c.kernel / 2,
                                 .bias = c.bias,
-                                .allow_winograd = false};
+                                .allow_winograd = false,
+                                .allow_library = false};
     BOOST_TEST_CONTEXT("in " << c.in.text() << " -> " << c.out << ", k" << c.kernel << " s"
                              << c.stride) {
       BOOST_TEST(nn::conv_direct::supports(static_cast<int>(c.kernel), static_cast<int>(c.stride),
@@ -131,7 +134,12 @@ BOOST_AUTO_TEST_CASE(output_moments_are_each_planes_sums_about_its_first_value) 
     BOOST_TEST_CONTEXT(c.in.text() << " -> " << c.out << ", stride " << c.stride) {
       Built b;
       build(b, c.in,
-            {.out_channels = c.out, .kernel = 3, .stride = c.stride, .padding = 1, .bias = false});
+            {.out_channels = c.out,
+             .kernel = 3,
+             .stride = c.stride,
+             .padding = 1,
+             .bias = false,
+             .allow_library = false});
       BOOST_REQUIRE(b.conv->writes_output_moments());
       const auto params = normal_vector(b.store.num_params(), 60, 0.3f);
       std::copy(params.begin(), params.end(), b.store.params().begin());
@@ -172,6 +180,55 @@ BOOST_AUTO_TEST_CASE(direct_path_is_chosen_only_for_the_shapes_it_computes) {
   BOOST_TEST(!supports(1, 1, 0, 16, 8, 8));  // pointwise: its own GEMM
   BOOST_TEST(!supports(7, 1, 3, 16, 8, 8));
   BOOST_TEST(!supports(3, 1, 1, 12, 8, 8));  // not a multiple of the 8-channel block
+}
+
+// On the AVX2 path the 3x3 stride-2 convolutions without bias (ResNet's downsampling ones) run
+// oneDNN's primitives (conv2d_onednn.hpp): the same outputs and gradients as im2col + GEMM,
+// overwritten and accumulated, with one layer taking a batch, a smaller last batch (its own
+// primitives) and the first batch again; ResNet-8's two shapes and an odd one. On other paths,
+// with a bias, with allow_library = false (the other tests here, which test lbt's direct
+// kernel on every path) or under LBT_CONV=lbt the layer keeps lbt's kernels.
+BOOST_AUTO_TEST_CASE(onednn_path_equals_im2col_where_it_is_chosen) {
+  const bool routed = nn::OnednnConv::takes_strided_3x3();
+  BOOST_TEST(routed == (cpu_path() == CpuPath::kAvx2 && nn::OnednnConv::available()));
+  struct Case {
+    nn::Shape3 in;
+    std::int64_t out;
+  };
+  for (const Case c : {Case{{16, 32, 32}, 32}, Case{{32, 16, 16}, 64}, Case{{8, 7, 9}, 8}}) {
+    BOOST_TEST_CONTEXT(c.in.text() << " -> " << c.out) {
+      nn::Conv2dOptions opt{
+          .out_channels = c.out, .kernel = 3, .stride = 2, .padding = 1, .bias = false};
+      Built path, gemm, with_bias;
+      build(path, c.in, opt);
+      BOOST_TEST((std::string(path.conv->path_name()) == "oneDNN") == routed);
+      opt.bias = true;
+      build(with_bias, c.in, opt);
+      BOOST_TEST(std::string(with_bias.conv->path_name()) != "oneDNN");
+      opt.bias = false;
+      opt.allow_library = false;
+      Built kept;
+      build(kept, c.in, opt);
+      BOOST_TEST(std::string(kept.conv->path_name()) != "oneDNN");
+      opt.allow_direct = false;
+      build(gemm, c.in, opt);
+      const auto params = normal_vector(path.store.num_params(), 7, 0.2f);
+      std::copy(params.begin(), params.end(), path.store.params().begin());
+      std::copy(params.begin(), params.end(), gemm.store.params().begin());
+      for (const std::int64_t batch : {6, 3, 6}) {
+        const auto x = normal_vector(static_cast<std::size_t>(batch * c.in.size()), 8 + batch);
+        const auto dy =
+            normal_vector(static_cast<std::size_t>(batch * path.conv->out_features()), 9);
+        for (const bool accumulate : {false, true}) {
+          const auto got = lbt::test::run_pass(path, x, dy, batch, accumulate);
+          const auto want = lbt::test::run_pass(gemm, x, dy, batch, accumulate);
+          expect_close(got.y, want.y, "y");
+          expect_close(got.dx, want.dx, "dx");
+          expect_close(got.grads, want.grads, accumulate ? "accumulated grads" : "grads");
+        }
+      }
+    }
+  }
 }
 
 // The im2col path's weight gradient takes several images per GEMM (Conv2d::dw_group, side by

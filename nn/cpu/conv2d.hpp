@@ -1,15 +1,14 @@
 // 2-D convolution over NCHW images, y = W * x + b, W: [out_c, in_c, k, k] (PyTorch layout),
 // optional bias [out_c]. Each OpenMP thread takes whole images with its own workspace, which
 // stays in L2; single-threaded kernels run side by side instead of one 2-thread GEMM per image.
-// Four paths: "same" convolutions (stride 1, 3x3 or 5x5, padding k/2) with in_c and out_c
-// multiples of 16 use Winograd's minimal filtering (winograd.hpp);
-// other "same" convolutions and 3x3 stride-2 padding-1 ones, with out_c a multiple of 8
-// (ResNet's and the simple CNN's), run directly over padded planes (conv_direct.hpp);
-// 1x1 stride-2 ones (ResNet's projections) with channels and output planes multiples of 16
-// are products on the subsampled image (conv2d_subsampled.cpp); the rest use per-image
-// im2col + GEMM (Chellapilla et al. 2006; Caffe's conv). On the AVX2 path 3x3 stride-2 ones
-// without bias run oneDNN's primitives instead (conv2d_onednn.hpp), which beat the direct
-// kernel there. Tests hold them equal.
+// Four paths of lbt's own: "same" convolutions (stride 1, 3x3 or 5x5, padding k/2) with in_c and
+// out_c multiples of 16 use Winograd's minimal filtering (winograd.hpp); other "same" convolutions
+// and 3x3 stride-2 padding-1 ones, with out_c a multiple of 8 (ResNet's and the simple CNN's), run
+// directly over padded planes (conv_direct.hpp); 1x1 stride-2 ones (ResNet's projections) with
+// channels and output planes multiples of 16 are products on the subsampled image
+// (conv2d_subsampled.cpp); the rest use per-image im2col + GEMM (Chellapilla et al. 2006; Caffe's
+// conv). On the AVX2 path 3x3 stride-2 ones without bias run oneDNN's primitives instead
+// (conv2d_onednn.hpp), which beat the direct kernel there. Tests hold them equal.
 #pragma once
 #include <memory>
 #include <vector>

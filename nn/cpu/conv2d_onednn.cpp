@@ -131,6 +131,7 @@ void OnednnConv::forward(const float* x, const float* w, float* y, std::int64_t 
   p.fy->write_back(p.stream);
   p.stream.wait();
   forward_x_ = x;
+  forward_batch_ = batch;
 }
 
 void OnednnConv::backward(const float* x, const float* w, const float* dy, float* dx, float* dw,
@@ -140,8 +141,8 @@ void OnednnConv::backward(const float* x, const float* w, const float* dy, float
   dw_scratch_.resize(wsize);
   // The weight gradient's x is the forward's copy where both took the same layout and x is
   // the buffer the last forward read (a training step: forward then backward on one input).
-  const bool reuse_x =
-      x == forward_x_ && p.fx->copied && p.wx->staged.get_desc() == p.fx->staged.get_desc();
+  const bool reuse_x = x == forward_x_ && batch == forward_batch_ && p.fx->copied &&
+                       p.wx->staged.get_desc() == p.fx->staged.get_desc();
   const dnnl::memory& wdy = p.wdy->in(p.stream, dy);
   p.backward_weights.execute(p.stream,
                              {{DNNL_ARG_SRC, reuse_x ? p.fx->staged : p.wx->in(p.stream, x)},

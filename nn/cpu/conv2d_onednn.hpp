@@ -29,7 +29,8 @@ class OnednnConv {
   // y = W * x over `batch` images.
   void forward(const float* x, const float* w, float* y, std::int64_t batch);
   // dw (+)= the weight gradient; dx = the input gradient where dx is not null. x is the input
-  // of the last forward (its reordered copy is reused when x is the same buffer).
+  // of the last forward, unchanged since (a training step): its reordered copy is reused when x
+  // is the same buffer at the same batch size.
   void backward(const float* x, const float* w, const float* dy, float* dx, float* dw,
                 std::int64_t batch, bool accumulate);
   // The reordered copies and the weight-gradient scratch one batch size holds.
@@ -43,7 +44,9 @@ class OnednnConv {
   std::int64_t kernel_, stride_, padding_;
   std::map<std::int64_t, std::unique_ptr<Primitives>> by_batch_;
   AlignedBuffer dw_scratch_;
-  const float* forward_x_ = nullptr;  // the x whose reordered copy the forward left
+  // The x (and batch size) whose reordered copy the last forward left.
+  const float* forward_x_ = nullptr;
+  std::int64_t forward_batch_ = 0;
 };
 
 }  // namespace lbt::nn

@@ -58,10 +58,10 @@ struct Staged {
     staged = copied ? dnnl::memory(wanted, cpu_engine()) : plain;
     if (copied) reorder = input ? dnnl::reorder(plain, staged) : dnnl::reorder(staged, plain);
   }
-  // Points at lbt's buffer; for an input with `fill`, copies it into the primitive's layout.
-  const dnnl::memory& in(dnnl::stream& s, const float* data, bool fill = true) {
+  // Points at lbt's buffer (an input) and copies it into the primitive's layout.
+  const dnnl::memory& in(dnnl::stream& s, const float* data) {
     plain.set_data_handle(const_cast<float*>(data));
-    if (copied && fill) reorder.execute(s, plain, staged);
+    if (copied) reorder.execute(s, plain, staged);
     return staged;
   }
   const dnnl::memory& out(float* data) {
@@ -70,9 +70,6 @@ struct Staged {
   }
   void write_back(dnnl::stream& s) {
     if (copied) reorder.execute(s, staged, plain);
-  }
-  std::int64_t copy_bytes() const {
-    return copied ? static_cast<std::int64_t>(staged.get_desc().get_size()) : 0;
   }
 };
 

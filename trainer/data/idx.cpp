@@ -31,10 +31,10 @@ class IdxReader {
   const std::vector<std::int64_t>& dims() const { return dims_; }
   std::int64_t payload_bytes() const { return payload_bytes_; }
 
-  // The payload in pieces of at most `piece` bytes, each handed to consume(data, bytes) in order;
-  // a payload shorter than the header says, corrupt data or trailing bytes throw.
+  // The payload in pieces of at most 1 MiB, each handed to consume(data, bytes) in order; a
+  // payload shorter than the header says, corrupt data or trailing bytes throw.
   template <typename Consume>
-  void read_payload(std::size_t piece, Consume&& consume);
+  void read_payload(Consume&& consume);
 
  private:
   void read_exact(void* dst, std::size_t bytes, const char* what, std::int64_t section_start,
@@ -115,7 +115,8 @@ void IdxReader::read_exact(void* dst, std::size_t bytes, const char* what,
 }
 
 template <typename Consume>
-void IdxReader::read_payload(std::size_t piece, Consume&& consume) {
+void IdxReader::read_payload(Consume&& consume) {
+  constexpr std::size_t piece = std::size_t{1} << 20;
   const std::int64_t start = offset_;
   const auto total = static_cast<std::size_t>(payload_bytes_);
   std::vector<std::uint8_t> buffer(std::min(piece, total));
@@ -140,7 +141,7 @@ IdxArray read_idx(const std::filesystem::path& path) {
   IdxArray out;
   out.dims = reader.dims();
   out.bytes.reserve(static_cast<std::size_t>(reader.payload_bytes()));
-  reader.read_payload(1u << 20, [&](const std::uint8_t* data, std::size_t bytes) {
+  reader.read_payload([&](const std::uint8_t* data, std::size_t bytes) {
     out.bytes.insert(out.bytes.end(), data, data + bytes);
   });
   return out;
@@ -186,7 +187,7 @@ Dataset load_idx_pair(const std::filesystem::path& images, const std::filesystem
   // the file, no zeroed floats); the rest is still read, so a damaged file fails the same way.
   const auto kept_bytes = static_cast<std::size_t>(d.n * d.dim);
   reserve_untouched(d.x, kept_bytes);
-  img.read_payload(1u << 20, [&](const std::uint8_t* data, std::size_t bytes) {
+  img.read_payload([&](const std::uint8_t* data, std::size_t bytes) {
     const std::size_t from = d.x.size();
     d.x.insert(d.x.end(), data, data + std::min(bytes, kept_bytes - from));
     for (std::size_t i = from; i < d.x.size(); ++i) d.x[i] *= 1.0f / 255.0f;

@@ -29,22 +29,28 @@ struct TempDir {
   fs::path path = fs::temp_directory_path() / ("lbt_idx_" + std::to_string(::getpid()));
   TempDir() { fs::create_directories(path); }
   ~TempDir() { fs::remove_all(path); }
-  fs::path write(const std::string& name, const std::vector<unsigned char>& bytes, bool gz = false) {
+  fs::path write(const std::string& name, const std::vector<unsigned char>& bytes,
+                 bool gz = false) {
     fs::path p = path / name;
     if (gz) {
       gzFile f = gzopen(p.c_str(), "wb");
       gzwrite(f, bytes.data(), static_cast<unsigned>(bytes.size()));
       gzclose(f);
     } else {
-      std::ofstream(p, std::ios::binary).write(reinterpret_cast<const char*>(bytes.data()), bytes.size());
+      std::ofstream(p, std::ios::binary)
+          .write(reinterpret_cast<const char*>(bytes.data()), bytes.size());
     }
     return p;
   }
 };
 
 // 3 images of 2x2 and their labels.
-std::vector<unsigned char> images3() { return idx_bytes(3, {3, 2, 2}, {0, 255, 51, 102, 1, 2, 3, 4, 5, 6, 7, 8}); }
-std::vector<unsigned char> labels3() { return idx_bytes(1, {3}, {9, 0, 4}); }
+std::vector<unsigned char> images3() {
+  return idx_bytes(3, {3, 2, 2}, {0, 255, 51, 102, 1, 2, 3, 4, 5, 6, 7, 8});
+}
+std::vector<unsigned char> labels3() {
+  return idx_bytes(1, {3}, {9, 0, 4});
+}
 
 template <class F>
 std::string data_error_of(F&& f) {
@@ -63,10 +69,11 @@ BOOST_AUTO_TEST_SUITE(idx_reader)
 BOOST_AUTO_TEST_CASE(reads_plain_and_gzip_files_alike) {
   TempDir dir;
   for (bool gz : {false, true}) {
-    auto d = data::load_idx_pair(dir.write("img", images3(), gz), dir.write("lab", labels3(), gz), 10, "t");
+    auto d = data::load_idx_pair(dir.write("img", images3(), gz), dir.write("lab", labels3(), gz),
+                                 10, "t");
     BOOST_TEST(d.n == 3);
     BOOST_TEST(d.dim == 4);
-    BOOST_TEST(d.x[1] == 1.0f);              // 255 / 255
+    BOOST_TEST(d.x[1] == 1.0f);                                       // 255 / 255
     BOOST_TEST(d.x[2] == 0.2f, boost::test_tools::tolerance(1e-6f));  // 51 / 255
     BOOST_TEST(d.labels[0] == 9);
     BOOST_TEST(d.labels[2] == 4);
@@ -131,10 +138,12 @@ BOOST_AUTO_TEST_CASE(truncated_header_and_trailing_bytes_are_errors) {
   TempDir dir;
   auto head = images3();
   head.resize(6);
-  BOOST_TEST(data_error_of([&] { data::read_idx(dir.write("h", head)); }).find("truncated") != std::string::npos);
+  BOOST_TEST(data_error_of([&] { data::read_idx(dir.write("h", head)); }).find("truncated") !=
+             std::string::npos);
   auto longer = images3();
   longer.push_back(0);
-  BOOST_TEST(data_error_of([&] { data::read_idx(dir.write("l", longer)); }).find("longer") != std::string::npos);
+  BOOST_TEST(data_error_of([&] { data::read_idx(dir.write("l", longer)); }).find("longer") !=
+             std::string::npos);
 }
 
 BOOST_AUTO_TEST_CASE(corrupt_gzip_stream_is_a_data_error) {
@@ -159,7 +168,8 @@ BOOST_AUTO_TEST_CASE(image_and_label_count_mismatch_names_both_files) {
 BOOST_AUTO_TEST_CASE(label_out_of_range_is_reported_with_its_index) {
   TempDir dir;
   auto msg = data_error_of([&] {
-    data::load_idx_pair(dir.write("img", images3()), dir.write("lab", idx_bytes(1, {3}, {1, 12, 2})), 10, "t");
+    data::load_idx_pair(dir.write("img", images3()),
+                        dir.write("lab", idx_bytes(1, {3}, {1, 12, 2})), 10, "t");
   });
   BOOST_TEST(msg.find("label 12 at index 1") != std::string::npos);
 }

@@ -305,6 +305,7 @@ DeviceCheckReport check_cuda_device(std::uint64_t seed) {
   device_check::check_mlp_step(gpu, rng, seed, report.rows);
   device_check::check_mlp_training(gpu, rng, seed, report.rows);
   device_check::check_cnn(gpu, rng, seed, report.rows);
+  device_check::check_resnet(gpu, rng, seed, report.rows);
   check_convolutions(rng, seed, report.rows);
   check_optimizers(gpu, rng, seed, report.rows);
   check_nccl(gpu, rng, report.rows);

@@ -1,6 +1,6 @@
-// lbt doctor's model rows (device_check_parts.hpp): the MLP's step and 100 training steps, and
-// the simple CNN's logits and 20 training steps, each GPU model beside the CPU model with the
-// same parameters.
+// lbt doctor's model rows (device_check_parts.hpp): the MLP's step and 100 training steps, the
+// simple CNN's logits and 20 training steps, and ResNet-8's logits, gradients, running statistics
+// and 20 training steps, each GPU model beside the CPU model with the same parameters.
 #include <cmath>
 #include <cstdio>
 #include <random>
@@ -102,7 +102,7 @@ std::pair<double, double> losses(nn::Model& cpu_model, nn::cuda::DeviceModel& gp
     const float* logits = cpu_model.forward(b.x.data(), batch, false);
     cpu += cpu_model.backend().softmax_cross_entropy(logits, b.labels.data(), batch, 10, nullptr,
                                                      1.0f, nullptr);
-    gpu_model.forward(b.dx.data(), batch);
+    gpu_model.forward(b.dx.data(), batch, /*train=*/false);
     gpu_model.loss(b.dlabels.data(), batch, 1.0f);
     gpu += gpu_model.loss_sum(batch, nullptr);
   }
@@ -119,11 +119,36 @@ void train_gpu(const Gpu& gpu, nn::cuda::DeviceModel& model, const std::vector<S
   optim::cuda::DeviceOptimizer opt(gpu, o, segments, num_params);
   for (std::int64_t step = 0; step < steps; ++step) {
     const Batch& b = batches[static_cast<std::size_t>(step % 4)];
-    model.forward(b.dx.data(), batch);
+    model.forward(b.dx.data(), batch, /*train=*/true);
     model.loss(b.dlabels.data(), batch, 1.0f / batch);
     model.backward(b.dx.data(), batch, false);
     opt.step(model.params(), model.grads(), lr, step);
   }
+}
+
+// A CPU model of `spec` built from the seed, and the GPU's network with its parameters and
+// layer buffers (BatchNorms' running statistics).
+struct NetPair {
+  std::unique_ptr<nn::Model> cpu;
+  std::unique_ptr<nn::cuda::DeviceNet> gpu;
+};
+NetPair make_net_pair(const Gpu& gpu, const std::string& spec, nn::Shape3 input, std::int64_t batch,
+                      std::uint64_t seed) {
+  NetPair pair{nn::Model::from_spec(spec, nn::InitScheme::kHe), nullptr};
+  Rng init = make_rng(seed, RngStream::kInit);
+  pair.cpu->build(init);
+  pair.cpu->reserve(batch);
+  const std::span<const float> params = pair.cpu->store().params();
+  pair.gpu = std::make_unique<nn::cuda::DeviceNet>(
+      gpu, nn::expand_spec(spec, {input.c, input.h, input.w}).layers, input, batch,
+      pair.cpu->store().segments(), params.size());
+  lbt::cuda::copy_to_device(pair.gpu->params(), params.data(), params.size() * sizeof(float));
+  const auto host = pair.cpu->buffers();
+  const auto device = pair.gpu->buffers();
+  if (host.size() != device.size())
+    throw Error("device check: the GPU " + spec + "'s buffers differ from the CPU model's");
+  for (std::size_t i = 0; i < host.size(); ++i) device[i]->upload(host[i]);
+  return pair;
 }
 
 // The training row: the loss both reach, read against how far it fell (see check_mlp_training).
@@ -135,6 +160,27 @@ DeviceCheckRow training_row(const std::string& op, double start, double cpu_end,
                 "weights discretely (the parameters differ by %.1e of the largest)",
                 start, cpu_end, params_relative);
   return {op, std::fabs(gpu_end - cpu_end), std::fabs(start - cpu_end), tolerance, why};
+}
+
+// `steps` SGD-momentum steps (lr 0.001) of both models of the pair on the batches, compared by
+// the loss they reach in eval mode, read against its fall; 1e-2 of it (check_cnn says why).
+void train_both(const Gpu& gpu, NetPair& m, const std::vector<Batch>& batches, std::int64_t batch,
+                std::int64_t steps, const std::string& name, std::vector<DeviceCheckRow>& rows) {
+  optim::OptimizerOptions o;
+  o.name = "momentum";
+  o.sgd.momentum = 0.9;
+  const std::vector<Segment> segments = m.cpu->store().segments();
+  const std::size_t n = m.cpu->store().num_params();
+  const double cpu_start = losses(*m.cpu, *m.gpu, batches, batch).first;
+  auto cpu_opt = optim::make_optimizer(o, n);
+  train_cpu(*m.cpu, *cpu_opt, segments, batches, batch, steps, 0.001);
+  train_gpu(gpu, *m.gpu, segments, n, batches, batch, steps, 0.001);
+  const auto [cpu_end, gpu_end] = losses(*m.cpu, *m.gpu, batches, batch);
+  const std::span<const float> cpu_params = m.cpu->store().params();
+  const DeviceCheckRow params =
+      compare("", download(m.gpu->params(), cpu_params.size()), cpu_params, 0.0);
+  rows.push_back(training_row(name + " " + std::to_string(steps) + " SGD-momentum steps (loss)",
+                              cpu_start, cpu_end, gpu_end, params.relative(), 1e-2));
 }
 
 }  // namespace
@@ -152,13 +198,13 @@ void check_mlp_step(const Gpu& gpu, Rng& rng, std::uint64_t seed,
   do {
     b = random_batch(rng, batch, dims[0], 10);
     logits = m.cpu->forward(b.x.data(), batch, true);
-    m.gpu.forward(b.dx.data(), batch);
+    m.gpu.forward(b.dx.data(), batch, /*train=*/true);
     ++draws;
   } while (relu_flips(*m.cpu, m.gpu, b.x.data(), dims, batch) > 0 && draws < 20);
   const std::vector<float> cpu_logits(logits, logits + batch * 10);
   rows.push_back(compare("MLP 784-512-512-10 forward, B=64",
-                         download(m.gpu.forward(b.dx.data(), batch), cpu_logits.size()), cpu_logits,
-                         sum_tolerance(784), "float32 sums of 784 products"));
+                         download(m.gpu.forward(b.dx.data(), batch, true), cpu_logits.size()),
+                         cpu_logits, sum_tolerance(784), "float32 sums of 784 products"));
   std::int64_t cpu_hits = 0, gpu_hits = 0;
   const double cpu_loss = m.cpu->backend().softmax_cross_entropy(
       logits, b.labels.data(), batch, 10, m.cpu->output_grad(), 1.0f / batch, &cpu_hits);
@@ -221,36 +267,60 @@ void check_mlp_training(const Gpu& gpu, Rng& rng, std::uint64_t seed,
 // the tolerance here is 1e-2 of the fall.
 void check_cnn(const Gpu& gpu, Rng& rng, std::uint64_t seed, std::vector<DeviceCheckRow>& rows) {
   const std::int64_t batch = 32;
-  auto cpu = nn::Model::from_spec("cnn:simple", nn::InitScheme::kHe);
-  Rng init = make_rng(seed, RngStream::kInit);
-  cpu->build(init);
-  cpu->reserve(batch);
-  const std::vector<Segment> segments = cpu->store().segments();
-  const std::span<const float> start = cpu->store().params();
-  nn::cuda::DeviceNet net(gpu, nn::expand_spec("cnn:simple", {1, 28, 28}).layers, {1, 28, 28},
-                          batch, segments, start.size());
-  lbt::cuda::copy_to_device(net.params(), start.data(), start.size() * sizeof(float));
+  NetPair m = make_net_pair(gpu, "cnn:simple", {1, 28, 28}, batch, seed);
   std::vector<Batch> batches;
   for (int i = 0; i < 4; ++i) batches.push_back(random_batch(rng, batch, 784, 10));
-  const float* logits = cpu->forward(batches[0].x.data(), batch, false);
+  const float* logits = m.cpu->forward(batches[0].x.data(), batch, false);
   const std::vector<float> cpu_logits(logits, logits + batch * 10);
-  rows.push_back(compare("simple CNN forward, B=32",
-                         download(net.forward(batches[0].dx.data(), batch), cpu_logits.size()),
-                         cpu_logits, sum_tolerance(3136),
-                         "float32 sums of up to 3136 products in another order"));
-  optim::OptimizerOptions o;
-  o.name = "momentum";
-  o.sgd.momentum = 0.9;
-  const double cpu_start = losses(*cpu, net, batches, batch).first;
-  auto cpu_opt = optim::make_optimizer(o, start.size());
-  train_cpu(*cpu, *cpu_opt, segments, batches, batch, 20, 0.001);
-  train_gpu(gpu, net, segments, start.size(), batches, batch, 20, 0.001);
-  const auto [cpu_end, gpu_end] = losses(*cpu, net, batches, batch);
-  const std::span<const float> cpu_params = cpu->store().params();
-  const DeviceCheckRow params =
-      compare("", download(net.params(), cpu_params.size()), cpu_params, 0.0);
-  rows.push_back(training_row("simple CNN 20 SGD-momentum steps (loss)", cpu_start, cpu_end,
-                              gpu_end, params.relative(), 1e-2));
+  rows.push_back(compare(
+      "simple CNN forward, B=32",
+      download(m.gpu->forward(batches[0].dx.data(), batch, false), cpu_logits.size()), cpu_logits,
+      sum_tolerance(3136), "float32 sums of up to 3136 products in another order"));
+  train_both(gpu, m, batches, batch, 20, "simple CNN", rows);
+}
+
+// He et al.'s ResNet-8 (resnet:8: conv 3x3 16, BatchNorm, ReLU, three basic blocks of 16, 32 and
+// 64 channels, the last two with projection shortcuts, global average pool, Linear 10) on the
+// GPU's network beside the CPU model, on random CIFAR-shaped batches of 32: the logits in train
+// mode (the batch's statistics) and every gradient of one step, then 20 SGD-momentum steps
+// compared by the loss both reach in eval mode (the running statistics each side kept). The
+// tolerances are not float32 round-off of one sum: 7 convolutions of up to 576 products, each
+// renormalised by its BatchNorm, carry it through; and with 16k-65k ReLUs per layer some sit
+// within round-off of their kink at one backend and not the other, each moving a weight
+// gradient by that position's share (about 1e-5 of it at B = 32). 1e-4 of the largest logit,
+// 1e-3 of the largest gradient: a wrong statistic, map or gradient moves them by its own size.
+void check_resnet(const Gpu& gpu, Rng& rng, std::uint64_t seed, std::vector<DeviceCheckRow>& rows) {
+  const std::int64_t batch = 32, features = 3 * 32 * 32;
+  NetPair m = make_net_pair(gpu, "resnet:8", {3, 32, 32}, batch, seed);
+  std::vector<Batch> batches;
+  for (int i = 0; i < 4; ++i) batches.push_back(random_batch(rng, batch, features, 10));
+  const Batch& b = batches[0];
+  const float* logits = m.cpu->forward(b.x.data(), batch, true);
+  const std::vector<float> cpu_logits(logits, logits + batch * 10);
+  rows.push_back(compare("ResNet-8 forward, train mode, B=32",
+                         download(m.gpu->forward(b.dx.data(), batch, true), cpu_logits.size()),
+                         cpu_logits, 1e-4,
+                         "7 convolutions and BatchNorms, float32 sums in another order"));
+  m.cpu->backend().softmax_cross_entropy(logits, b.labels.data(), batch, 10, m.cpu->output_grad(),
+                                         1.0f / batch, nullptr);
+  m.cpu->backward(b.x.data(), batch, false);
+  m.gpu->loss(b.dlabels.data(), batch, 1.0f / batch);
+  m.gpu->backward(b.dx.data(), batch, false);
+  const std::span<const float> cpu_grads = m.cpu->store().grads();
+  rows.push_back(compare("ResNet-8 backward (all gradients)",
+                         download(m.gpu->grads(), cpu_grads.size()), cpu_grads, 1e-3,
+                         "through the BatchNorms' batch statistics; ReLUs at their kink"));
+  const auto host_buffers = m.cpu->buffers();
+  const auto device_buffers = m.gpu->buffers();
+  std::vector<float> cpu_running, gpu_running;
+  for (std::size_t i = 0; i < host_buffers.size(); ++i) {
+    cpu_running.insert(cpu_running.end(), host_buffers[i].begin(), host_buffers[i].end());
+    const std::vector<float> d = device_buffers[i]->download();
+    gpu_running.insert(gpu_running.end(), d.begin(), d.end());
+  }
+  rows.push_back(compare("  BatchNorm running statistics", gpu_running, cpu_running, 1e-4,
+                         "from the batch's mean and variance, as the logits"));
+  train_both(gpu, m, batches, batch, 20, "ResNet-8", rows);
 }
 
 }  // namespace lbt::experiments::device_check

@@ -32,5 +32,9 @@ void check_mlp_training(const lbt::cuda::Gpu& gpu, Rng& rng, std::uint64_t seed,
 // The simple CNN's logits at B = 32 and 20 training steps.
 void check_cnn(const lbt::cuda::Gpu& gpu, Rng& rng, std::uint64_t seed,
                std::vector<DeviceCheckRow>& rows);
+// ResNet-8's logits and gradients in train mode at B = 32, its BatchNorms' running statistics,
+// and 20 training steps.
+void check_resnet(const lbt::cuda::Gpu& gpu, Rng& rng, std::uint64_t seed,
+                  std::vector<DeviceCheckRow>& rows);
 
 }  // namespace lbt::experiments::device_check

@@ -359,7 +359,7 @@ RunResult run_training(Config& config, const RunOptions& options, comm::Communic
   const std::unique_ptr<trainer::DeviceStep> device =
       make_device_step(run, comm.size(), splits, *model, static_cast<bool>(probe));
   if (device) {
-    device->push(model->store(), *optimizer, resume_from.ema);
+    device->push(*model, *optimizer, resume_from.ema);
     if (comm.rank() == 0) std::fprintf(stderr, "lbt: steps on %s\n", device->describe().c_str());
   }
   const Sharding sharding =

@@ -45,13 +45,12 @@ class DeviceStep {
   virtual void update_ema(float alpha) = 0;
   // The split's loss and accuracy at the weights, or at their EMA; the split is uploaded once.
   virtual Evaluation evaluate(const data::Dataset& split, std::int64_t eval_batch, bool ema) = 0;
-  // The device's parameters and optimizer state into the host's; its EMA into `ema` (left as
-  // is while the device has none).
-  virtual void pull(ParameterStore& store, optim::Optimizer& optimizer,
-                    std::vector<float>& ema) = 0;
+  // The device's parameters, layer buffers (BatchNorms' running statistics) and optimizer state
+  // into the host's; its EMA into `ema` (left as is while the device has none).
+  virtual void pull(nn::Model& model, optim::Optimizer& optimizer, std::vector<float>& ema) = 0;
   // The host's into the device's (after a resume, a branch's start or a snapshot's restore);
   // an empty `ema` leaves the device without one.
-  virtual void push(const ParameterStore& store, const optim::Optimizer& optimizer,
+  virtual void push(nn::Model& model, const optim::Optimizer& optimizer,
                     const std::vector<float>& ema) = 0;
   virtual std::string describe() const = 0;  // "NVIDIA H100 80GB HBM3, sm_90, 79 GiB"
 };

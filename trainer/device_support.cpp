@@ -33,11 +33,14 @@ std::vector<std::int64_t> stack_widths(const std::vector<nn::LayerSpec>& layers,
   return widths;
 }
 
-// The layers the GPU's convolutional stack runs (nn/cuda/device_net.hpp).
+// The layers the GPU's network runs (nn/cuda/device_net.hpp): all but dropout, and pools only
+// with windows side by side.
 bool device_net_runs(const std::vector<nn::LayerSpec>& layers) {
   for (const nn::LayerSpec& l : layers) {
+    const bool pool = l.type == "pool" || l.type == "avgpool";
     const bool ok = l.type == "conv" || l.type == "relu" || l.type == "linear" ||
-                    (l.type == "pool" && l.stride == l.kernel);
+                    l.type == "batchnorm" || l.type == "residual" || l.type == "global_avgpool" ||
+                    (pool && l.stride == l.kernel);
     if (!ok) return false;
   }
   return !layers.empty() && layers.back().type == "linear";
@@ -79,10 +82,10 @@ DeviceModelPlan device_model_plan(const RunConfig& run, int ranks,
   plan.mlp_widths = stack_widths(plan.layers, plan.input_shape.empty() ? 0 : features);
   if (plan.mlp_widths.empty() && !device_net_runs(plan.layers))
     refuse(d,
-           "runs Linear, ReLU, conv and max-pool layers (pools with stride = kernel), ending "
-           "in a Linear; " +
+           "runs linear, relu, conv, batchnorm, residual, global_avgpool, pool and avgpool "
+           "layers (pools with stride = kernel), ending in a linear; " +
                t.model_name() + " has others",
-           "use model.spec=mlp:IN-H1-...-OUT or cnn:simple");
+           "use model.spec=mlp:IN-H1-...-OUT, cnn:simple or resnet:N");
   return plan;
 }
 

@@ -1,5 +1,6 @@
 // What a run on model.device = "cuda" can be today (trainer/device_step.hpp, docs/gpu.md): one
-// process; a model of Linear, ReLU, convolution and max-pool layers (windows side by side);
+// process; a model of Linear, ReLU, convolution, BatchNorm, residual-block and pooling layers
+// (windows side by side), no dropout;
 // softmax cross-entropy; every optimizer and schedule, a fixed or planned batch, targets,
 // checkpoints and resume. Anything else is a ConfigError naming the key and the fix, before any
 // file is written.

@@ -111,10 +111,10 @@ class TrainLoop {
   // model.device: the host mirror (model, optimizer state, EMA) made the device's before the
   // loop reads it, and the device's made the host's after the loop restored it.
   void from_device() {
-    if (device_) device_->pull(store_, ctx_.optimizer, state_.ema);
+    if (device_) device_->pull(model_, ctx_.optimizer, state_.ema);
   }
   void to_device() {
-    if (device_) device_->push(store_, ctx_.optimizer, state_.ema);
+    if (device_) device_->push(model_, ctx_.optimizer, state_.ema);
   }
   Evaluation evaluate_split(bool ema);
   // This rank's step gradient as the noise estimator reads it: on the device, or the host's.

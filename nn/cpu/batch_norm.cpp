@@ -14,6 +14,7 @@
 #include <utility>
 
 #include "core/error.hpp"
+#include "nn/batch_norm_math.hpp"
 #include "nn/cpu/batch_norm_planes.hpp"
 
 namespace lbt::nn {
@@ -142,27 +143,18 @@ void BatchNorm::forward_fused(const float* x, float* y, std::int64_t batch, bool
     }
 #pragma omp for schedule(static)
     for (std::int64_t c = 0; c < C; ++c) {
-      if (train) {
-        const double m = static_cast<double>(M);
+      const bn::ChannelMap map = [&] {
+        if (!train)
+          return bn::eval_map(running_mean_[c], running_var_[c], opt_.eps, gamma_[c], beta_[c]);
         const auto [sum, sum_squares] =
             x_moments ? sums_from_moments(x_moments, batch, C, HW, c)
                       : std::pair{sum_over_images(lanes + c * 32, batch, C * 32),
                                   sum_over_images(lanes + c * 32 + 16, batch, C * 32)};
-        const double mean_d = sum / m, sq = sum_squares / m;
-        const double var = std::max(0.0, sq - mean_d * mean_d), mom = opt_.momentum;
-        mean_[c] = static_cast<float>(x[c * HW] + mean_d);
-        inv_std_[c] = static_cast<float>(1.0 / std::sqrt(var + opt_.eps));
-        running_mean_[c] = static_cast<float>((1.0 - mom) * running_mean_[c] + mom * mean_[c]);
-        running_var_[c] = static_cast<float>((1.0 - mom) * running_var_[c] +
-                                             mom * var * m / static_cast<double>(M - 1));
-      } else {
-        mean_[c] = running_mean_[c];
-        inv_std_[c] =
-            static_cast<float>(1.0 / std::sqrt(static_cast<double>(running_var_[c]) + opt_.eps));
-      }
-      // y = scale x + shift with scale = gamma inv_std, shift = beta - mean scale.
-      scale_[c] = gamma_[c] * inv_std_[c];
-      shift_[c] = beta_[c] - mean_[c] * scale_[c];
+        return bn::train_map(sum, sum_squares, x[c * HW], M, opt_.momentum, opt_.eps, gamma_[c],
+                             beta_[c], running_mean_[c], running_var_[c]);
+      }();
+      mean_[c] = map.mean, inv_std_[c] = map.inv_std;
+      scale_[c] = map.scale, shift_[c] = map.shift;
     }
     if (y) {  // not in forward_statistics
 #pragma omp for schedule(static)
@@ -207,17 +199,12 @@ void BatchNorm::backward_masked(const float* x, const float* out, const float* d
     }
 #pragma omp for schedule(static)
     for (std::int64_t c = 0; c < C; ++c) {
-      const double sum_dy = sum_over_images(lanes + c * 32, batch, C * 32);
-      const double sum_dy_xhat = sum_over_images(lanes + c * 32 + 16, batch, C * 32) * inv_std_[c];
-      dgamma_[c] = static_cast<float>(accumulate ? dgamma_[c] + sum_dy_xhat : sum_dy_xhat);
-      dbeta_[c] = static_cast<float>(accumulate ? dbeta_[c] + sum_dy : sum_dy);
-      // dx = k (dy - a - (x - mean) b): k = gamma inv_std; a = mean(dy), b = mean(dy x_hat)
-      // inv_std in train mode, a = b = 0 in eval mode (the statistics are constants there).
-      dx_k_[c] = gamma_[c] * inv_std_[c];
-      dx_a_[c] = last_train_ ? static_cast<float>(sum_dy / static_cast<double>(M)) : 0.0f;
-      dx_b_[c] = last_train_
-                     ? static_cast<float>(sum_dy_xhat / static_cast<double>(M)) * inv_std_[c]
-                     : 0.0f;
+      const bn::ChannelMap map{mean_[c], inv_std_[c], scale_[c], shift_[c]};
+      const bn::GradCoefficients g =
+          bn::grad_coefficients(sum_over_images(lanes + c * 32, batch, C * 32),
+                                sum_over_images(lanes + c * 32 + 16, batch, C * 32), map, gamma_[c],
+                                M, last_train_, accumulate, dgamma_[c], dbeta_[c]);
+      dx_k_[c] = g.k, dx_a_[c] = g.a, dx_b_[c] = g.b;
     }
     if (dx) {
 #pragma omp for schedule(static)

@@ -4,6 +4,7 @@
 // (cudnn_conv.cu), so runs repeat exactly.
 #pragma once
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <string>
 
@@ -33,6 +34,23 @@ class CudnnConv2d {
  private:
   std::unique_ptr<Descriptors> d_;
   Shape3 in_, out_;
+};
+
+// One layer's convolutions: cuDNN's descriptors and algorithms are per batch size, made at the
+// first use of each.
+class CudnnConvByBatch {
+ public:
+  CudnnConvByBatch(Shape3 in, const Conv2dOptions& options) : in_(in), options_(options) {}
+  CudnnConv2d& at(std::int64_t batch) {
+    std::unique_ptr<CudnnConv2d>& conv = convs_[batch];
+    if (!conv) conv = std::make_unique<CudnnConv2d>(in_, options_, batch);
+    return *conv;
+  }
+
+ private:
+  Shape3 in_;
+  Conv2dOptions options_;
+  std::map<std::int64_t, std::unique_ptr<CudnnConv2d>> convs_;
 };
 
 }  // namespace lbt::nn::cuda

@@ -60,7 +60,7 @@ void DeviceMlp::allocate(const std::vector<std::int64_t>& dims, std::int64_t max
 }
 
 // Per layer y = b (broadcast), y += x W^T; ReLU between layers (post_), none after the last.
-const float* DeviceMlp::forward(const float* x, std::int64_t batch) {
+const float* DeviceMlp::forward(const float* x, std::int64_t batch, bool) {
   const float* in = x;
   for (std::size_t l = 0; l < layers_.size(); ++l) {
     const Layer& L = layers_[l];

@@ -27,8 +27,9 @@ class DeviceMlp final : public DeviceModel {
   float* grads() override { return grads_.data(); }
   lbt::cuda::DeviceArray<float>& param_buffer() override { return params_; }
 
-  // x: device [batch, dims[0]] -> device logits [batch, dims.back()], valid until the next call.
-  const float* forward(const float* x, std::int64_t batch) override;
+  // x: device [batch, dims[0]] -> device logits [batch, dims.back()], valid until the next call
+  // (`train` changes nothing: an MLP has no BatchNorm).
+  const float* forward(const float* x, std::int64_t batch, bool train = true) override;
   // Softmax cross-entropy of the last forward against device labels [batch]: per-row losses
   // (double) and hits stay on the device; d(loss)/d(logits) x grad_scale into the output grad.
   void loss(const std::int32_t* labels, std::int64_t batch, float grad_scale) override;

@@ -35,7 +35,8 @@ class DeviceModel {
   // EMA for an evaluation) and back.
   virtual lbt::cuda::DeviceArray<float>& param_buffer() = 0;
   // x: device [batch, features] -> device logits [batch, classes], valid until the next call.
-  virtual const float* forward(const float* x, std::int64_t batch) = 0;
+  // `train`: batch statistics in the BatchNorms (running ones updated), else the running ones.
+  virtual const float* forward(const float* x, std::int64_t batch, bool train) = 0;
   // Softmax cross-entropy of the last forward against device labels [batch]: per-row losses
   // (double) and hits stay on the device; d(loss)/d(logits) x grad_scale into the output grad.
   virtual void loss(const std::int32_t* labels, std::int64_t batch, float grad_scale) = 0;
@@ -43,6 +44,8 @@ class DeviceModel {
   virtual double loss_sum(std::int64_t batch, std::int64_t* correct) const = 0;
   // Backpropagates the output grad into grads(): overwritten, or added to when `accumulate`.
   virtual void backward(const float* x, std::int64_t batch, bool accumulate) = 0;
+  // The layers' buffers (BatchNorms' running statistics) in the CPU model's buffers() order.
+  virtual std::vector<lbt::cuda::DeviceArray<float>*> buffers() { return {}; }
 };
 
 }  // namespace lbt::nn::cuda

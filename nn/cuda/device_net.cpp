@@ -1,5 +1,5 @@
-// DeviceNet: the CPU model's Conv2d, MaxPool2d, ReLU and Linear (nn/cpu/) with cuDNN, cuBLAS
-// and mlp_kernels.hpp.
+// DeviceNet: the CPU model's Conv2d, MaxPool2d, AvgPool2d, GlobalAvgPool, ReLU, BatchNorm,
+// BasicBlock and Linear (nn/cpu/) with cuDNN, cuBLAS, mlp_kernels.hpp and batch_norm.hpp.
 #include "nn/cuda/device_net.hpp"
 
 #include <string>
@@ -24,6 +24,63 @@ std::int64_t take_segment(const std::vector<Segment>& segments, std::size_t& nex
 
 }  // namespace
 
+DeviceNet::Op DeviceNet::make_op(const LayerSpec& l, std::size_t i, Shape3 shape,
+                                 std::int64_t max_batch, const std::vector<Segment>& segments,
+                                 std::size_t& next) {
+  Op op{};
+  op.in = shape;
+  op.out = shape;
+  auto take = [&](std::int64_t size) { return take_segment(segments, next, size, i); };
+  const bool side_by_side = l.stride == l.kernel;  // pools: windows side by side
+  if (l.type == "conv") {
+    op.kind = Kind::kConv;
+    op.conv = std::make_unique<CudnnConvByBatch>(
+        shape, Conv2dOptions{l.out, l.kernel, l.stride, l.padding, l.bias});
+    op.out = {l.out, (shape.h + 2 * l.padding - l.kernel) / l.stride + 1,
+              (shape.w + 2 * l.padding - l.kernel) / l.stride + 1};
+    op.weight = take(l.out * shape.c * l.kernel * l.kernel);
+    if (l.bias) op.bias = take(l.out);
+  } else if ((l.type == "pool" || l.type == "avgpool") && side_by_side) {
+    op.kind = l.type == "pool" ? Kind::kMaxPool : Kind::kAvgPool;
+    op.kernel = l.kernel;
+    op.out = {shape.c, shape.h / l.kernel, shape.w / l.kernel};
+  } else if (l.type == "global_avgpool") {
+    op.kind = Kind::kGlobalAvgPool;
+    op.out = {shape.c, 1, 1};
+  } else if (l.type == "relu") {
+    op.kind = Kind::kRelu;
+  } else if (l.type == "batchnorm") {
+    op.kind = Kind::kBatchNorm;
+    op.norm = std::make_unique<DeviceBatchNorm>(shape, max_batch);
+    op.weight = take(shape.c);
+    op.bias = take(shape.c);
+  } else if (l.type == "residual") {
+    op.kind = Kind::kResidual;
+    std::vector<std::int64_t> at;
+    for (std::int64_t size : DeviceBasicBlock::param_sizes(shape, l.out, l.stride))
+      at.push_back(take(size));
+    DeviceBasicBlock::Offsets offsets{at[0], at[1], at[2], at[3], at[4], at[5]};
+    if (at.size() == 9)
+      offsets.proj_conv = at[6], offsets.proj_gamma = at[7], offsets.proj_beta = at[8];
+    op.block = std::make_unique<DeviceBasicBlock>(shape, l.out, l.stride, max_batch, offsets);
+    op.out = op.block->out_shape();
+  } else if (l.type == "linear") {
+    op.kind = Kind::kLinear;
+    op.in = {shape.size(), 1, 1};
+    op.out = {l.out, 1, 1};
+    op.weight = take(l.out * shape.size());
+    if (l.bias) op.bias = take(l.out);
+  } else {
+    throw ConfigError(
+        "the GPU runs conv, pool and avgpool (stride = kernel), global_avgpool, relu, batchnorm, "
+        "residual and linear layers; layer " +
+        std::to_string(i) + " is " + l.type);
+  }
+  op.y = DeviceArray<float>(static_cast<std::size_t>(max_batch * op.out.size()));
+  op.dy = DeviceArray<float>(static_cast<std::size_t>(max_batch * op.out.size()));
+  return op;
+}
+
 DeviceNet::DeviceNet(const lbt::cuda::Gpu& gpu, const std::vector<LayerSpec>& layers, Shape3 input,
                      std::int64_t max_batch, const std::vector<Segment>& segments,
                      std::size_t num_params)
@@ -31,38 +88,8 @@ DeviceNet::DeviceNet(const lbt::cuda::Gpu& gpu, const std::vector<LayerSpec>& la
   Shape3 shape = input;
   std::size_t next = 0;
   for (std::size_t i = 0; i < layers.size(); ++i) {
-    const LayerSpec& l = layers[i];
-    Op op{};
-    op.in = shape;
-    if (l.type == "conv") {
-      op.kind = Kind::kConv;
-      op.conv = {l.out, l.kernel, l.stride, l.padding, l.bias};
-      op.out = {l.out, (shape.h + 2 * l.padding - l.kernel) / l.stride + 1,
-                (shape.w + 2 * l.padding - l.kernel) / l.stride + 1};
-      op.weight = take_segment(segments, next, l.out * shape.c * l.kernel * l.kernel, i);
-      if (l.bias) op.bias = take_segment(segments, next, l.out, i);
-    } else if (l.type == "pool" && l.stride == l.kernel) {
-      op.kind = Kind::kPool;
-      op.kernel = l.kernel;
-      op.out = {shape.c, shape.h / l.kernel, shape.w / l.kernel};
-    } else if (l.type == "relu") {
-      op.kind = Kind::kRelu;
-      op.out = shape;
-    } else if (l.type == "linear") {
-      op.kind = Kind::kLinear;
-      op.in = {shape.size(), 1, 1};
-      op.out = {l.out, 1, 1};
-      op.weight = take_segment(segments, next, l.out * shape.size(), i);
-      if (l.bias) op.bias = take_segment(segments, next, l.out, i);
-    } else {
-      throw ConfigError(
-          "the GPU runs conv, pool (stride = kernel), relu and linear layers; layer " +
-          std::to_string(i) + " is " + l.type);
-    }
-    shape = op.out;
-    op.y = DeviceArray<float>(static_cast<std::size_t>(max_batch * shape.size()));
-    op.dy = DeviceArray<float>(static_cast<std::size_t>(max_batch * shape.size()));
-    ops_.push_back(std::move(op));
+    ops_.push_back(make_op(layers[i], i, shape, max_batch, segments, next));
+    shape = ops_.back().out;
   }
   if (ops_.empty() || ops_.back().kind != Kind::kLinear || next != segments.size())
     throw ConfigError("the GPU's network ends in a linear layer and uses every parameter");
@@ -72,38 +99,41 @@ DeviceNet::DeviceNet(const lbt::cuda::Gpu& gpu, const std::vector<LayerSpec>& la
       std::span<const float>(std::vector<float>(static_cast<std::size_t>(max_batch), 1.0f)));
 }
 
-CudnnConv2d& DeviceNet::conv_at(Op& op, std::int64_t batch) {
-  std::unique_ptr<CudnnConv2d>& conv = op.convs[batch];
-  if (!conv) conv = std::make_unique<CudnnConv2d>(op.in, op.conv, batch);
-  return *conv;
-}
-
-void DeviceNet::forward_op(Op& op, const float* in, std::int64_t batch) {
+void DeviceNet::forward_op(Op& op, const float* in, std::int64_t batch, bool train) {
   float* y = op.y.data();
+  const float* params = params_.data();
   switch (op.kind) {
     case Kind::kConv:
-      conv_at(op, batch).forward(in, params_.data() + op.weight,
-                                 op.bias >= 0 ? params_.data() + op.bias : nullptr, y);
+      op.conv->at(batch).forward(in, params + op.weight, op.bias >= 0 ? params + op.bias : nullptr,
+                                 y);
       return;
-    case Kind::kPool:
+    case Kind::kMaxPool:
       return max_pool_forward(in, y, batch * op.in.c, op.in.h, op.in.w, op.kernel);
+    case Kind::kAvgPool:
+      return avg_pool_forward(in, y, batch * op.in.c, op.in.h, op.in.w, op.kernel);
+    case Kind::kGlobalAvgPool:
+      return global_avg_pool_forward(in, y, batch * op.in.c, op.in.plane());
     case Kind::kRelu:
       return relu_forward(in, y, batch * op.in.size());
+    case Kind::kBatchNorm:
+      return op.norm->forward(in, y, batch, train, params + op.weight, params + op.bias);
+    case Kind::kResidual:
+      return op.block->forward(in, y, batch, train, params);
     case Kind::kLinear: {
       const int B = static_cast<int>(batch), I = static_cast<int>(op.in.c),
                 O = static_cast<int>(op.out.c);
-      if (op.bias >= 0) broadcast_rows(params_.data() + op.bias, y, batch, O);
-      gpu_.gemm(false, true, B, O, I, 1.0f, in, I, params_.data() + op.weight, I,
+      if (op.bias >= 0) broadcast_rows(params + op.bias, y, batch, O);
+      gpu_.gemm(false, true, B, O, I, 1.0f, in, I, params + op.weight, I,
                 op.bias >= 0 ? 1.0f : 0.0f, y, O);
       return;
     }
   }
 }
 
-const float* DeviceNet::forward(const float* x, std::int64_t batch) {
+const float* DeviceNet::forward(const float* x, std::int64_t batch, bool train) {
   const float* in = x;
   for (Op& op : ops_) {
-    forward_op(op, in, batch);
+    forward_op(op, in, batch, train);
     in = op.y.data();
   }
   return in;
@@ -127,15 +157,28 @@ void DeviceNet::backward_op(Op& op, const float* in, float* dx, std::int64_t bat
   float* grads = grads_.data();
   switch (op.kind) {
     case Kind::kConv:
-      conv_at(op, batch).backward(in, params_.data() + op.weight, dy, dx, grads + op.weight,
+      op.conv->at(batch).backward(in, params_.data() + op.weight, dy, dx, grads + op.weight,
                                   op.bias >= 0 ? grads + op.bias : nullptr, accumulate);
       return;
-    case Kind::kPool:
+    case Kind::kMaxPool:
       if (dx)
         max_pool_backward(in, op.y.data(), dy, dx, batch * op.in.c, op.in.h, op.in.w, op.kernel);
       return;
+    case Kind::kAvgPool:
+      if (dx) avg_pool_backward(dy, dx, batch * op.in.c, op.in.h, op.in.w, op.kernel);
+      return;
+    case Kind::kGlobalAvgPool:
+      if (dx) global_avg_pool_backward(dy, dx, batch * op.in.c, op.in.plane());
+      return;
     case Kind::kRelu:
       if (dx) relu_backward(op.y.data(), dy, dx, batch * op.in.size());
+      return;
+    case Kind::kBatchNorm:
+      op.norm->backward(in, dy, dx, batch, accumulate, params_.data() + op.weight,
+                        grads + op.weight, grads + op.bias);
+      return;
+    case Kind::kResidual:
+      op.block->backward(in, op.y.data(), dy, dx, batch, accumulate, params_.data(), grads);
       return;
     case Kind::kLinear: {
       const int B = static_cast<int>(batch), I = static_cast<int>(op.in.c),
@@ -157,6 +200,16 @@ void DeviceNet::backward(const float* x, std::int64_t batch, bool accumulate) {
     float* dx = i == 0 ? nullptr : ops_[i - 1].dy.data();
     backward_op(ops_[i], in, dx, batch, accumulate);
   }
+}
+
+std::vector<DeviceArray<float>*> DeviceNet::buffers() {
+  std::vector<DeviceArray<float>*> out;
+  for (Op& op : ops_) {
+    if (op.norm) out.insert(out.end(), {&op.norm->running_mean(), &op.norm->running_var()});
+    if (op.block)
+      for (DeviceArray<float>* b : op.block->buffers()) out.push_back(b);
+  }
+  return out;
 }
 
 }  // namespace lbt::nn::cuda

@@ -75,7 +75,7 @@ class CudaStep final : public DeviceStep {
       gpu_.gather_rows(train_->x.data(), in_, rows_.data(), b, x_.data());
     }
     lbt::cuda::copy_to_device(labels_.data(), batch.labels.data(), ints);
-    model_->forward(x_.data(), b);
+    model_->forward(x_.data(), b, /*train=*/true);
     model_->loss(labels_.data(), b, grad_scale);
     model_->backward(x_.data(), b, accumulate);  // queued before the loss is read back
     return model_->loss_sum(b, correct);
@@ -105,7 +105,7 @@ class CudaStep final : public DeviceStep {
     const std::int64_t chunk = std::min(eval_batch, max_batch_);
     for (std::int64_t start = 0; start < split.n; start += chunk) {
       const std::int64_t b = std::min(chunk, split.n - start);
-      model_->forward(d.x.data() + start * in_, b);
+      model_->forward(d.x.data() + start * in_, b, /*train=*/false);
       model_->loss(d.labels.data() + start, b, 0.0f);
       std::int64_t correct = 0;
       loss += model_->loss_sum(b, &correct);
@@ -122,8 +122,12 @@ class CudaStep final : public DeviceStep {
     return e;
   }
 
-  void pull(ParameterStore& store, optim::Optimizer& optimizer, std::vector<float>& ema) override {
-    lbt::cuda::copy_to_host(store.params().data(), model_->params(), n_ * sizeof(float));
+  void pull(nn::Model& model, optim::Optimizer& optimizer, std::vector<float>& ema) override {
+    lbt::cuda::copy_to_host(model.store().params().data(), model_->params(), n_ * sizeof(float));
+    const auto host = model.buffers();
+    const auto device = layer_buffers(host);
+    for (std::size_t i = 0; i < host.size(); ++i)
+      lbt::cuda::copy_to_host(host[i].data(), device[i]->data(), host[i].size_bytes());
     for (auto& [name, buffer] : optimizer.state().buffers()) {
       const std::vector<float> values = optimizer_.state(name);
       std::copy(values.begin(), values.end(), buffer.data());
@@ -131,9 +135,13 @@ class CudaStep final : public DeviceStep {
     if (has_ema_) ema = ema_.download();
   }
 
-  void push(const ParameterStore& store, const optim::Optimizer& optimizer,
+  void push(nn::Model& model, const optim::Optimizer& optimizer,
             const std::vector<float>& ema) override {
-    lbt::cuda::copy_to_device(model_->params(), store.params().data(), n_ * sizeof(float));
+    lbt::cuda::copy_to_device(model_->params(), model.store().params().data(), n_ * sizeof(float));
+    const auto host = model.buffers();
+    const auto device = layer_buffers(host);
+    for (std::size_t i = 0; i < host.size(); ++i)
+      lbt::cuda::copy_to_device(device[i]->data(), host[i].data(), host[i].size_bytes());
     for (const auto& [name, buffer] : optimizer.state().buffers())
       optimizer_.set_state(name, std::span<const float>(buffer.data(), buffer.size()));
     has_ema_ = ema.size() == n_;
@@ -143,6 +151,16 @@ class CudaStep final : public DeviceStep {
   std::string describe() const override { return lbt::cuda::describe_device(); }
 
  private:
+  // The device model's layer buffers, checked against the host model's, pair by pair.
+  std::vector<DeviceArray<float>*> layer_buffers(const std::vector<std::span<float>>& host) {
+    std::vector<DeviceArray<float>*> device = model_->buffers();
+    bool same = device.size() == host.size();
+    for (std::size_t i = 0; same && i < host.size(); ++i)
+      same = device[i]->size() == host[i].size();
+    if (!same) throw Error("the GPU model's layer buffers differ from the CPU model's");
+    return device;
+  }
+
   void set_ema_to_weights() {
     lbt::cuda::copy_on_device(ema_.data(), model_->params(), n_ * sizeof(float));
     has_ema_ = true;

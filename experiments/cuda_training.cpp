@@ -8,11 +8,13 @@
 #include <fstream>
 #include <functional>
 #include <string>
+#include <vector>
 
 #include "core/cuda/gpu.hpp"
 #include "core/error.hpp"
 #include "experiments/child_process.hpp"
 #include "experiments/device_check.hpp"
+#include "nn/layer_spec.hpp"
 #include "trainer/cuda/cuda_step.hpp"
 
 namespace lbt::experiments {
@@ -44,9 +46,11 @@ std::string device_check_key() {
 }
 
 // Runs the doctor's check unless this device and build passed it before; refuses the device
-// when a row is outside its tolerance. The cache is a convenience: where it cannot be written
-// the check runs at every start.
-void check_device_once() {
+// when a row the run relies on is outside its tolerance (a row that vouches only for layers the
+// run does not use, DeviceCheckRow::layers, is reported and does not stop it). Only a check
+// passed whole is cached. The cache is a convenience: where it cannot be written the check runs
+// at every start.
+void check_device_once(const std::vector<std::string>& layer_types) {
   const fs::path dir = cache_dir();
   const fs::path passed =
       dir.empty() ? fs::path() : dir / ("cuda-check-" + device_check_key() + ".txt");
@@ -55,11 +59,17 @@ void check_device_once() {
   std::fprintf(stderr, "lbt: checking %s against the CPU backend (once per device and build)\n",
                lbt::cuda::describe_device().c_str());
   const DeviceCheckReport report = check_cuda_device(1);
-  if (!report.ok()) {
+  if (!report.ok_for(layer_types)) {
     std::fputs(format_report(report).c_str(), stderr);
     throw DeviceError(
         "the GPU disagrees with the CPU backend (table above): lbt trains nothing on it",
         "report the table (lbt doctor --device cuda prints it); train with model.device=cpu");
+  }
+  if (!report.ok()) {
+    std::fputs(format_report(report).c_str(), stderr);
+    std::fputs("lbt: the rows that disagree cover layers this run does not use: it trains\n",
+               stderr);
+    return;
   }
   if (passed.empty()) return;
   fs::create_directories(dir, ec);
@@ -73,7 +83,9 @@ void check_device_once() {
 void register_cuda_training() {
   trainer::register_device_step("cuda", [](const trainer::DeviceStepSetup& setup) {
     lbt::cuda::require_gpu();
-    check_device_once();
+    std::vector<std::string> layer_types;
+    for (const nn::LayerSpec& l : setup.plan.layers) layer_types.push_back(l.type);
+    check_device_once(layer_types);
     return trainer::cuda::make_cuda_step(setup);
   });
 }

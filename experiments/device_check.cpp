@@ -28,6 +28,16 @@ bool DeviceCheckReport::ok() const {
   return std::all_of(rows.begin(), rows.end(), [](const DeviceCheckRow& r) { return r.ok(); });
 }
 
+bool DeviceCheckReport::ok_for(const std::vector<std::string>& layer_types) const {
+  auto relied_on = [&](const DeviceCheckRow& r) {
+    return r.layers.empty() || std::any_of(r.layers.begin(), r.layers.end(), [&](auto& t) {
+             return std::find(layer_types.begin(), layer_types.end(), t) != layer_types.end();
+           });
+  };
+  return std::all_of(rows.begin(), rows.end(),
+                     [&](const DeviceCheckRow& r) { return r.ok() || !relied_on(r); });
+}
+
 std::string format_report(const DeviceCheckReport& report) {
   std::string out = "device: " + report.device + "\nlibraries: " + report.libraries + "\n";
   char line[256];
@@ -35,12 +45,23 @@ std::string format_report(const DeviceCheckReport& report) {
                 "tolerance", "verdict");
   out += line;
   for (const DeviceCheckRow& r : report.rows) {
-    std::snprintf(line, sizeof line, "%-34s %12.3e %12.3e %10.1e  %s\n", r.op.c_str(),
+    std::snprintf(line, sizeof line, "%-34s %12.3e %12.3e %10.1e  %s", r.op.c_str(),
                   r.max_abs_error, r.relative(), r.tolerance, r.ok() ? "ok" : "DISAGREES");
     out += line;
+    if (!r.ok() && !r.layers.empty()) {
+      out += " (refuses runs with";
+      for (const std::string& t : r.layers) out += " " + t;
+      out += ")";
+    }
+    out += "\n";
   }
-  out += report.ok() ? "the GPU agrees with the CPU backend on every op\n"
-                     : "the GPU DISAGREES with the CPU backend: do not train on it\n";
+  if (report.ok())
+    out += "the GPU agrees with the CPU backend on every op\n";
+  else if (report.ok_for({}))
+    out +=
+        "the GPU DISAGREES with the CPU backend on the layers named: runs using them are refused\n";
+  else
+    out += "the GPU DISAGREES with the CPU backend: do not train on it\n";
   for (const DeviceCheckRow& r : report.rows) {
     if (!r.why.empty()) out += "  " + r.op + ": " + r.why + "\n";
   }
@@ -81,6 +102,10 @@ DeviceCheckRow compare(std::string op, std::span<const float> gpu, std::span<con
     row.scale = std::max(row.scale, std::fabs(static_cast<double>(cpu[i])));
   }
   return row;
+}
+
+void cover(std::vector<DeviceCheckRow>& rows, std::size_t first, std::vector<std::string> layers) {
+  for (std::size_t i = first; i < rows.size(); ++i) rows[i].layers = layers;
 }
 
 std::vector<float> uniform(std::size_t n, Rng& rng, float lo, float hi) {
@@ -304,9 +329,19 @@ DeviceCheckReport check_cuda_device(std::uint64_t seed) {
   check_noise_reader(gpu, rng, report.rows);
   device_check::check_mlp_step(gpu, rng, seed, report.rows);
   device_check::check_mlp_training(gpu, rng, seed, report.rows);
+  // Rows that vouch for some layers only: a disagreement refuses only runs that use them.
+  std::size_t first = report.rows.size();
   device_check::check_cnn(gpu, rng, seed, report.rows);
+  device_check::cover(report.rows, first, {"conv", "pool"});
+  first = report.rows.size();
   device_check::check_resnet(gpu, rng, seed, report.rows);
+  device_check::cover(report.rows, first, {"batchnorm", "residual", "global_avgpool"});
+  first = report.rows.size();
+  device_check::check_small_net(gpu, rng, seed, report.rows);
+  device_check::cover(report.rows, first, {"avgpool", "batchnorm"});
+  first = report.rows.size();
   check_convolutions(rng, seed, report.rows);
+  device_check::cover(report.rows, first, {"conv", "residual"});
   check_optimizers(gpu, rng, seed, report.rows);
   check_nccl(gpu, rng, report.rows);
   return report;

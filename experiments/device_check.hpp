@@ -14,6 +14,9 @@ struct DeviceCheckRow {
   double scale;          // max |cpu|: the error is read relative to it
   double tolerance;      // on max_abs_error / scale; 0: bit for bit
   std::string why;       // where the tolerance comes from
+  // The layer types (LayerSpec::type) only this row vouches for: a run is refused for its
+  // disagreement only where it uses one of them. Empty: every run relies on the row.
+  std::vector<std::string> layers = {};
   double relative() const { return scale > 0 ? max_abs_error / scale : max_abs_error; }
   bool ok() const { return relative() <= tolerance; }
 };
@@ -23,6 +26,8 @@ struct DeviceCheckReport {
   std::string libraries;  // CUDA runtime, cuBLAS, cuDNN, NCCL versions
   std::vector<DeviceCheckRow> rows;
   bool ok() const;
+  // Whether a run of these layer types may train: every row it relies on agrees.
+  bool ok_for(const std::vector<std::string>& layer_types) const;
 };
 
 // Whether this lbt was built with the CUDA parts (LBT_WITH_CUDA found nvcc).

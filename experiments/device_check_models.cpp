@@ -126,27 +126,27 @@ void train_gpu(const Gpu& gpu, nn::cuda::DeviceModel& model, const std::vector<S
   }
 }
 
-// A CPU model of `spec` built from the seed, and the GPU's network with its parameters and
+// A CPU model of the layers built from the seed, and the GPU's network with its parameters and
 // layer buffers (BatchNorms' running statistics).
 struct NetPair {
   std::unique_ptr<nn::Model> cpu;
   std::unique_ptr<nn::cuda::DeviceNet> gpu;
 };
-NetPair make_net_pair(const Gpu& gpu, const std::string& spec, nn::Shape3 input, std::int64_t batch,
-                      std::uint64_t seed) {
-  NetPair pair{nn::Model::from_spec(spec, nn::InitScheme::kHe), nullptr};
+NetPair make_net_pair(const Gpu& gpu, const std::vector<nn::LayerSpec>& layers, nn::Shape3 input,
+                      std::int64_t batch, std::uint64_t seed) {
+  NetPair pair{nn::Model::from_layers(layers, nn::InitScheme::kHe, {input.c, input.h, input.w}),
+               nullptr};
   Rng init = make_rng(seed, RngStream::kInit);
   pair.cpu->build(init);
   pair.cpu->reserve(batch);
   const std::span<const float> params = pair.cpu->store().params();
-  pair.gpu = std::make_unique<nn::cuda::DeviceNet>(
-      gpu, nn::expand_spec(spec, {input.c, input.h, input.w}).layers, input, batch,
-      pair.cpu->store().segments(), params.size());
+  pair.gpu = std::make_unique<nn::cuda::DeviceNet>(gpu, layers, input, batch,
+                                                   pair.cpu->store().segments(), params.size());
   lbt::cuda::copy_to_device(pair.gpu->params(), params.data(), params.size() * sizeof(float));
   const auto host = pair.cpu->buffers();
   const auto device = pair.gpu->buffers();
   if (host.size() != device.size())
-    throw Error("device check: the GPU " + spec + "'s buffers differ from the CPU model's");
+    throw Error("device check: the GPU network's buffers differ from the CPU model's");
   for (std::size_t i = 0; i < host.size(); ++i) device[i]->upload(host[i]);
   return pair;
 }
@@ -160,6 +160,20 @@ DeviceCheckRow training_row(const std::string& op, double start, double cpu_end,
                 "weights discretely (the parameters differ by %.1e of the largest)",
                 start, cpu_end, params_relative);
   return {op, std::fabs(gpu_end - cpu_end), std::fabs(start - cpu_end), tolerance, why};
+}
+
+// Every BatchNorm's running mean and variance, GPU against CPU.
+DeviceCheckRow compare_running_statistics(NetPair& m, double tolerance) {
+  const auto host = m.cpu->buffers();
+  const auto device = m.gpu->buffers();
+  std::vector<float> cpu, gpu;
+  for (std::size_t i = 0; i < host.size(); ++i) {
+    cpu.insert(cpu.end(), host[i].begin(), host[i].end());
+    const std::vector<float> d = device[i]->download();
+    gpu.insert(gpu.end(), d.begin(), d.end());
+  }
+  return compare("  BatchNorm running statistics", gpu, cpu, tolerance,
+                 "from the batch's mean and variance, as the logits");
 }
 
 // `steps` SGD-momentum steps (lr 0.001) of both models of the pair on the batches, compared by
@@ -267,7 +281,8 @@ void check_mlp_training(const Gpu& gpu, Rng& rng, std::uint64_t seed,
 // the tolerance here is 1e-2 of the fall.
 void check_cnn(const Gpu& gpu, Rng& rng, std::uint64_t seed, std::vector<DeviceCheckRow>& rows) {
   const std::int64_t batch = 32;
-  NetPair m = make_net_pair(gpu, "cnn:simple", {1, 28, 28}, batch, seed);
+  NetPair m = make_net_pair(gpu, nn::expand_spec("cnn:simple", {1, 28, 28}).layers, {1, 28, 28},
+                            batch, seed);
   std::vector<Batch> batches;
   for (int i = 0; i < 4; ++i) batches.push_back(random_batch(rng, batch, 784, 10));
   const float* logits = m.cpu->forward(batches[0].x.data(), batch, false);
@@ -291,7 +306,8 @@ void check_cnn(const Gpu& gpu, Rng& rng, std::uint64_t seed, std::vector<DeviceC
 // 1e-3 of the largest gradient: a wrong statistic, map or gradient moves them by its own size.
 void check_resnet(const Gpu& gpu, Rng& rng, std::uint64_t seed, std::vector<DeviceCheckRow>& rows) {
   const std::int64_t batch = 32, features = 3 * 32 * 32;
-  NetPair m = make_net_pair(gpu, "resnet:8", {3, 32, 32}, batch, seed);
+  NetPair m =
+      make_net_pair(gpu, nn::expand_spec("resnet:8", {3, 32, 32}).layers, {3, 32, 32}, batch, seed);
   std::vector<Batch> batches;
   for (int i = 0; i < 4; ++i) batches.push_back(random_batch(rng, batch, features, 10));
   const Batch& b = batches[0];
@@ -310,17 +326,48 @@ void check_resnet(const Gpu& gpu, Rng& rng, std::uint64_t seed, std::vector<Devi
   rows.push_back(compare("ResNet-8 backward (all gradients)",
                          download(m.gpu->grads(), cpu_grads.size()), cpu_grads, 1e-3,
                          "through the BatchNorms' batch statistics; ReLUs at their kink"));
-  const auto host_buffers = m.cpu->buffers();
-  const auto device_buffers = m.gpu->buffers();
-  std::vector<float> cpu_running, gpu_running;
-  for (std::size_t i = 0; i < host_buffers.size(); ++i) {
-    cpu_running.insert(cpu_running.end(), host_buffers[i].begin(), host_buffers[i].end());
-    const std::vector<float> d = device_buffers[i]->download();
-    gpu_running.insert(gpu_running.end(), d.begin(), d.end());
-  }
-  rows.push_back(compare("  BatchNorm running statistics", gpu_running, cpu_running, 1e-4,
-                         "from the batch's mean and variance, as the logits"));
+  rows.push_back(compare_running_statistics(m, 1e-4));
   train_both(gpu, m, batches, batch, 20, "ResNet-8", rows);
+}
+
+// The layers ResNet-8 does not have: average pools (windows side by side) and a BatchNorm over
+// a Linear's features (BatchNorm1d, H = W = 1), in a small network on random batches of 16:
+// logits and gradients in train mode, running statistics, logits in eval mode.
+void check_small_net(const Gpu& gpu, Rng& rng, std::uint64_t seed,
+                     std::vector<DeviceCheckRow>& rows) {
+  const std::int64_t batch = 16;
+  const std::vector<nn::LayerSpec> layers = {
+      {.type = "conv", .out = 8, .kernel = 3, .padding = 1},
+      {.type = "relu"},
+      {.type = "avgpool", .kernel = 2, .stride = 2},
+      {.type = "linear", .out = 32},
+      {.type = "batchnorm"},
+      {.type = "relu"},
+      {.type = "linear", .out = 10},
+  };
+  NetPair m = make_net_pair(gpu, layers, {3, 12, 12}, batch, seed);
+  const Batch b = random_batch(rng, batch, 3 * 12 * 12, 10);
+  const float* logits = m.cpu->forward(b.x.data(), batch, true);
+  const std::vector<float> cpu_logits(logits, logits + batch * 10);
+  const std::string name = "avgpool, BatchNorm1d net";
+  rows.push_back(compare(name + " forward, train mode",
+                         download(m.gpu->forward(b.dx.data(), batch, true), cpu_logits.size()),
+                         cpu_logits, 1e-4,
+                         "sums of up to 288 products, then a batch's statistics"));
+  m.cpu->backend().softmax_cross_entropy(logits, b.labels.data(), batch, 10, m.cpu->output_grad(),
+                                         1.0f / batch, nullptr);
+  m.cpu->backward(b.x.data(), batch, false);
+  m.gpu->loss(b.dlabels.data(), batch, 1.0f / batch);
+  m.gpu->backward(b.dx.data(), batch, false);
+  const std::span<const float> cpu_grads = m.cpu->store().grads();
+  rows.push_back(compare("  backward (all gradients)", download(m.gpu->grads(), cpu_grads.size()),
+                         cpu_grads, 1e-3, "as ResNet-8's"));
+  rows.push_back(compare_running_statistics(m, 1e-4));
+  const float* eval = m.cpu->forward(b.x.data(), batch, false);
+  rows.push_back(compare("  forward, eval mode",
+                         download(m.gpu->forward(b.dx.data(), batch, false), cpu_logits.size()),
+                         std::vector<float>(eval, eval + batch * 10), 1e-4,
+                         "through the running statistics"));
 }
 
 }  // namespace lbt::experiments::device_check

@@ -21,6 +21,9 @@ double sum_tolerance(std::int64_t k);
 DeviceCheckRow compare(std::string op, std::span<const float> gpu, std::span<const float> cpu,
                        double tolerance, std::string why = {});
 
+// Marks rows[first...] as vouching only for runs with these layer types (DeviceCheckRow::layers).
+void cover(std::vector<DeviceCheckRow>& rows, std::size_t first, std::vector<std::string> layers);
+
 std::vector<float> uniform(std::size_t n, Rng& rng, float lo = -1.0f, float hi = 1.0f);
 std::vector<float> download(const float* device, std::size_t n);
 
@@ -36,5 +39,9 @@ void check_cnn(const lbt::cuda::Gpu& gpu, Rng& rng, std::uint64_t seed,
 // and 20 training steps.
 void check_resnet(const lbt::cuda::Gpu& gpu, Rng& rng, std::uint64_t seed,
                   std::vector<DeviceCheckRow>& rows);
+// Average pools and a BatchNorm over features, in a small network: logits and gradients in
+// train mode, running statistics, logits in eval mode.
+void check_small_net(const lbt::cuda::Gpu& gpu, Rng& rng, std::uint64_t seed,
+                     std::vector<DeviceCheckRow>& rows);
 
 }  // namespace lbt::experiments::device_check

@@ -3,7 +3,7 @@
 # bundle of scripts/gpu/bundle.sh carried in .gpu/), in order of what matters most, each part
 # with its own time limit: machine facts, lbt doctor --device cuda, the gpu suites (ctest -L
 # gpu's tests: the ops, and lbt train on the GPU beside the CPU), lbt train's throughput on the
-# GPU, the default Fashion-MNIST sweep on the GPU, and the MLP step beside PyTorch eager and CUDA
+# GPU (MLP, simple CNN, ResNet-8, each beside PyTorch eager), the default Fashion-MNIST sweep on the GPU, and the MLP step beside PyTorch eager and CUDA
 # graph. STAGES (default "doctor tests train sweep bench") picks parts; "scaling" (not in the
 # default) runs lbt scaling on the machine's CPU cores, 1 to 16 ranks (issue 40's first CPU
 # scaling figures past 2 ranks). Logs go to $OUT (the device tool's folder) or /tmp/lbt-gpu-out.
@@ -44,7 +44,7 @@ if has doctor; then
 fi
 if has tests; then
   echo "== test_gpu_training (lbt train on the GPU beside the CPU), test_gpu (the ops)"
-  LBT_BINARY=$lbt LBT_FMNIST_DIR=$data timeout 150 /tmp/lbt-gpu/test_gpu_training \
+  LBT_BINARY=$lbt LBT_FMNIST_DIR=$data timeout 240 /tmp/lbt-gpu/test_gpu_training \
     --log_level=test_suite 2>&1 | tail -40 | tee "$out/test_gpu_training.txt"
   timeout 60 /tmp/lbt-gpu/test_gpu --log_level=test_suite 2>&1 | tail -8 | tee "$out/test_gpu.txt"
 fi
@@ -73,6 +73,19 @@ if has train; then
     done
   done 2>&1 | tee -a "$out/train.txt"
   timeout 60 python3 bench/reference/torch_gpu_mlp.py --model cnn --batches 32,128,512 \
+    --seconds 0.5 2>&1 | tee -a "$out/train.txt"
+  echo "== lbt train on the GPU: resnet:8 on Fashion-MNIST, momentum SGD at LR 0.05, 300 steps;" \
+    "PyTorch's eager step" | tee -a "$out/train.txt"
+  for b in 32 128 512; do
+    timeout 60 "$lbt" train --config experiments/configs/fmnist_mlp.toml --quiet \
+      --set model.spec=resnet:8 --set model.device=cuda --set data.path="$data" \
+      --set train.target= --set train.global_batch=$b --set schedule.reference_batch=$b \
+      --set train.steps=300 --set train.eval_every=300 --set schedule.warmup=0 \
+      --set train.epochs=0 --set optimizer.lr=0.05 --out /tmp/train_$b --overwrite \
+      >/dev/null 2>"$out/train_resnet_$b.err"
+    throughput "ResNet-8 B=$b" /tmp/train_$b
+  done 2>&1 | tee -a "$out/train.txt"
+  timeout 60 python3 bench/reference/torch_gpu_mlp.py --model resnet8 --batches 32,128,512 \
     --seconds 0.5 2>&1 | tee -a "$out/train.txt"
   echo "== one trial's fixed cost: lbt train for 1 step, start to exit" | tee -a "$out/train.txt"
   for i in 1 2; do

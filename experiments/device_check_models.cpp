@@ -13,6 +13,8 @@
 #include "nn/cuda/device_net.hpp"
 #include "nn/layer_spec.hpp"
 #include "nn/model.hpp"
+#include "noise/cuda/per_example_sums.hpp"
+#include "noise/per_example.hpp"
 #include "optim/cuda/device_optimizer.hpp"
 #include "optim/optimizer.hpp"
 #include "optim/optimizer_options.hpp"
@@ -197,6 +199,30 @@ void train_both(const Gpu& gpu, NetPair& m, const std::vector<Batch>& batches, s
                               cpu_start, cpu_end, gpu_end, params.relative(), 1e-2));
 }
 
+// The per-example noise estimator's per-segment sums of |g_n|^2 (noise/per_example.hpp) after
+// the MLP's backward: the GPU's (noise/cuda/per_example_sums.hpp) beside the host's. Each
+// example's row sums in float in another order, then double; they agree as the forward.
+void check_per_example_sums(MlpPair& m, const Batch& b, const std::vector<std::int64_t>& dims,
+                            std::int64_t batch, std::vector<DeviceCheckRow>& rows) {
+  std::vector<noise::LinearTap> on_cpu, on_gpu;
+  for (std::size_t l = 0; l + 1 < dims.size(); ++l) {
+    const std::size_t i = 2 * l;  // Linear, ReLU, Linear, ...
+    const std::ptrdiff_t bias = static_cast<std::ptrdiff_t>(i + 1);
+    on_cpu.push_back({m.cpu->layer_input(i, b.x.data()), m.cpu->layer_output_grad(i), dims[l],
+                      dims[l + 1], i, bias});
+    on_gpu.push_back({l == 0 ? b.dx.data() : m.gpu.hidden_output(l - 1), m.gpu.layer_output_grad(l),
+                      dims[l], dims[l + 1], i, bias});
+  }
+  const std::size_t segments = m.cpu->store().segments().size();
+  std::vector<double> cpu(segments, 0.0), gpu(segments, 0.0);
+  noise::add_per_example_sq_norms(on_cpu, batch, 1.0 / batch, cpu);
+  noise::cuda::CudaPerExampleSums(batch).add(on_gpu, batch, 1.0 / batch, gpu);
+  rows.push_back(compare("  per-example |g_n|^2 sums", std::vector<float>(gpu.begin(), gpu.end()),
+                         std::vector<float>(cpu.begin(), cpu.end()), sum_tolerance(784),
+                         "each example's float row sums in another order, then double"));
+  rows.back().layers = {"per_example_noise"};  // only runs that estimate per example rely on it
+}
+
 }  // namespace
 
 // One forward, loss and backward on both backends, compared at each stage; the batch is drawn
@@ -240,6 +266,7 @@ void check_mlp_step(const Gpu& gpu, Rng& rng, std::uint64_t seed,
                          "batch drawn " +
                              std::to_string(draws) +
                              " time(s) until every ReLU was on or off at both"));
+  check_per_example_sums(m, b, dims, batch, rows);
 }
 
 // 100 steps of the MLP on four random batches on both backends, compared by the loss they reach,

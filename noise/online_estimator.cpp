@@ -148,7 +148,13 @@ void OnlineEstimator::after_micro_batch(std::int64_t step, GradientReader& grads
       small_count_ += 1.0;
     }
   }
-  if (per_example_index_ >= 0) {
+  if (per_example_index_ >= 0 && !taps.segment_sums.empty()) {
+    if (taps.segment_sums.size() != num_segments_)
+      throw Error("per-example sums: " + std::to_string(taps.segment_sums.size()) +
+                  " segments, the model has " + std::to_string(num_segments_));
+    for (std::size_t s = 0; s < num_segments_; ++s) example_sq_[s] += taps.segment_sums[s];
+    example_count_ += static_cast<double>(micro_batch_);
+  } else if (per_example_index_ >= 0) {
     if (!taps_checked_) {
       std::vector<bool> covered(num_segments_, false);
       for (const LinearTap& t : taps.linear) {

@@ -70,10 +70,13 @@ struct NoiseMethod {
 NoiseMethod choose_method(const OnlineOptions& options, int world_size, std::int64_t micro_batch,
                           std::int64_t accum, const PerExampleSupport& support);
 
-// The per-example estimator's view of one micro-batch: the Linear and Conv2d layers.
+// The per-example estimator's view of one micro-batch: the Linear and Conv2d layers, or the
+// per-segment sums of |g_n|^2 over its examples already made where the activations live (a
+// device's, noise/cuda/per_example_sums.hpp; [num_segments], covering every segment).
 struct ExampleTaps {
   std::span<const LinearTap> linear;
   std::span<const ConvTap> conv;
+  std::span<const double> segment_sums;
 };
 
 // One estimator's view at a report step.
@@ -115,7 +118,7 @@ class OnlineEstimator {
   // The reader the span overloads use: the host's buffer `grads` with the estimator's copy of
   // the previous micro-batch's gradient.
   HostGradientReader host_reader(std::span<const float> grads);
-  // The same on a gradient a GradientReader reads (a device's; no per-example taps there).
+  // The same on a gradient a GradientReader reads (a device's, with its per-example sums).
   void after_micro_batch(std::int64_t step, GradientReader& grads, ExampleTaps taps = {});
   // Before the gradient allreduce: writes this rank's sums into `slots` ([num_slots()]).
   void before_allreduce(std::int64_t step, std::span<const float> grads, std::span<double> slots);
@@ -135,6 +138,8 @@ class OnlineEstimator {
   // What runs and why (enabled only).
   const NoiseMethod& method() const { return method_; }
   bool two_batch_available() const { return small_ != SmallBatch::kNone; }
+  // Whether the per-example estimator runs (it reads ExampleTaps on active steps).
+  bool per_example_running() const { return per_example_index_ >= 0; }
   const OnlineOptions& options() const { return options_; }
   // Every tracker's running sums in a fixed order, for checkpoints; load_state refuses
   // (DataError) a state saved with different estimators or segments.

@@ -1,6 +1,8 @@
 // Per-example gradient norms of Linear layers; see per_example.hpp.
 #include "noise/per_example.hpp"
 
+#include "noise/per_example_rule.hpp"
+
 namespace lbt::noise {
 
 double add_per_example_sq_norms(std::span<const LinearTap> taps, std::int64_t batch,
@@ -18,9 +20,7 @@ double add_per_example_sq_norms(std::span<const LinearTap> taps, std::int64_t ba
       for (std::int64_t i = 0; i < t.in; ++i) x_sq += x[i] * x[i];
 #pragma omp simd reduction(+ : dy_sq)
       for (std::int64_t o = 0; o < t.out; ++o) dy_sq += dy[o] * dy[o];
-      const double delta_sq = static_cast<double>(dy_sq) * inv_scale_sq;  // |delta_n|^2
-      weight_sum += static_cast<double>(x_sq) * delta_sq;                 // |x_n|^2 |delta_n|^2
-      bias_sum += delta_sq;                                               // |delta_n|^2
+      add_example_shares(x_sq, dy_sq, inv_scale_sq, weight_sum, bias_sum);
     }
     segment_sums[t.weight_segment] += weight_sum;
     total += weight_sum;

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -37,6 +38,10 @@ class DeviceStep {
   // Whether the device holds the training split: the loop's batches then carry only rows.
   virtual bool keeps_train_split() const = 0;
   virtual double grad_sq_norm() = 0;  // |g|^2 of the step's gradient, summed in double
+  // The per-example estimator's sums over the last micro-batch, per segment (noise/
+  // online_estimator.hpp's ExampleTaps::segment_sums), made on the device; valid until the next
+  // call. Only for a step set up with DeviceStepSetup::per_example_noise.
+  virtual std::span<const double> per_example_sums(double grad_scale) = 0;
   // The gradient buffer as the noise estimator reads it (per-segment sums on the device).
   virtual noise::GradientReader& gradient_reader() = 0;
   virtual void update(double lr, std::int64_t step) = 0;  // the optimizer, every segment
@@ -65,6 +70,8 @@ struct DeviceStepSetup {
   // The training split to keep on the device and draw batches from there; nullptr: every batch
   // brings its features (augmented data: the host augments).
   const data::Dataset* train = nullptr;
+  // The noise estimator reads per-example norms (per_example_sums); a plain MLP only.
+  bool per_example_noise = false;
 };
 
 using DeviceStepFactory = std::function<std::unique_ptr<DeviceStep>(const DeviceStepSetup&)>;

@@ -57,9 +57,6 @@ DeviceModelPlan device_model_plan(const RunConfig& run, int ranks,
            "runs one process: " + std::to_string(ranks) +
                " ranks would need NCCL across ranks, which is not built yet",
            "run one process (no mpirun)");
-  if (run.noise.enabled && !run.noise.two_batch)
-    refuse(d, "estimates the noise scale by two_batch only: it computes no per-example norms",
-           "set noise.estimator=two_batch with train.accum_steps >= 2");
   if (t.adaptive.enabled && t.adaptive.follows_noise())
     refuse(d, "does not yet let the batch follow the noise scale (train.batch_schedule=adaptive)",
            "set train.batch_schedule=fixed or steps");
@@ -80,6 +77,12 @@ DeviceModelPlan device_model_plan(const RunConfig& run, int ranks,
   const std::int64_t features = std::accumulate(plan.input_shape.begin(), plan.input_shape.end(),
                                                 std::int64_t{1}, std::multiplies<>());
   plan.mlp_widths = stack_widths(plan.layers, plan.input_shape.empty() ? 0 : features);
+  if (run.noise.enabled && !run.noise.two_batch && plan.mlp_widths.empty())
+    refuse(d,
+           "computes per-example gradient norms for MLPs only (Linear layers with biases and "
+           "ReLUs); " +
+               t.model_name() + " is not one",
+           "set noise.estimator=two_batch with train.accum_steps >= 2");
   if (plan.mlp_widths.empty() && !device_net_runs(plan.layers))
     refuse(d,
            "runs linear, relu, conv, batchnorm, residual, global_avgpool, pool and avgpool "

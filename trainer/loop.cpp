@@ -198,7 +198,11 @@ double TrainLoop::device_forward_backward(std::int64_t step, std::int64_t micro,
                                           const data::Batch& batch, bool replay,
                                           std::int64_t* correct) {
   const double loss = device_->forward_backward(batch, grad_scale_, micro > 0, correct);
-  if (!replay) noise_.after_micro_batch(step, device_->gradient_reader());
+  if (replay) return loss;
+  noise::ExampleTaps taps;
+  if (noise_.per_example_running() && noise_.active(step))
+    taps.segment_sums = device_->per_example_sums(grad_scale_);
+  noise_.after_micro_batch(step, device_->gradient_reader(), taps);
   return loss;
 }
 

@@ -14,9 +14,17 @@ nlohmann::json number(double v) {
 }  // namespace
 
 noise::PerExampleSupport per_example_support(const nn::Model& model, const std::string& device) {
-  if (device != "cpu")
-    return {false, "model.device=" + device + " computes no per-example gradient norms"};
   const auto& layers = model.layers();
+  if (device != "cpu") {  // the GPU's per-example sums are its MLP's (trainer/cuda/cuda_step.cpp)
+    for (const auto& layer : layers) {
+      const auto* linear = dynamic_cast<const nn::Linear*>(layer.get());
+      if (dynamic_cast<const nn::Conv2d*>(layer.get()) || (linear && !linear->has_bias()))
+        return {false, "model.device=" + device +
+                           " computes per-example gradient norms for MLPs only (Linear layers "
+                           "with biases and ReLUs), not " +
+                           layer->describe()};
+    }
+  }
   for (const auto& layer : layers) {
     if (layer->couples_examples()) {
       return {false,

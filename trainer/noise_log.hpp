@@ -13,8 +13,9 @@
 namespace lbt::trainer {
 
 // Per-example norms are exact when every parameter is in a Linear or Conv2d layer and no
-// layer couples the examples of a batch (Layer::couples_examples: BatchNorm), and the model
-// runs on the CPU (a device's step computes no per-example norms; its two-batch sums it does).
+// layer couples the examples of a batch (Layer::couples_examples: BatchNorm); on a device
+// (model.device=cuda), only for an MLP of Linear layers with biases and ReLUs (the GPU's
+// per-example sums are its MLP's).
 noise::PerExampleSupport per_example_support(const nn::Model& model,
                                              const std::string& device = "cpu");
 

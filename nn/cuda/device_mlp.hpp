@@ -42,6 +42,12 @@ class DeviceMlp final : public DeviceModel {
   const float* output_grad() const { return acts_grad_.back().data(); }
   // Hidden layer l's ReLU output from the last forward, [batch, dims[l + 1]] on the device.
   const float* hidden_output(std::size_t l) const { return post_[l].data(); }
+  // Linear layer l: its widths, and d(loss)/d(its output) from the last loss and backward,
+  // [batch, out] on the device (the per-example noise sums read it).
+  std::size_t num_layers() const { return layers_.size(); }
+  std::int64_t layer_in(std::size_t l) const { return layers_[l].in; }
+  std::int64_t layer_out(std::size_t l) const { return layers_[l].out; }
+  const float* layer_output_grad(std::size_t l) const { return acts_grad_[l].data(); }
 
  private:
   struct Layer {

@@ -1,8 +1,8 @@
 #!/bin/sh
 # model.device=cuda without a GPU (or without CUDA in the build): one error line and a hint,
 # exit 2, no run directory; where a GPU is, the run trains (exit 0). A run the GPU cannot do yet
-# (here the per-example noise estimator) is refused alike on every machine, before any GPU is
-# looked for.
+# (here the per-example noise estimator on a CNN) is refused alike on every machine, before any
+# GPU is looked for.
 #   usage: train_on_cuda_without_gpu.sh LBT SOURCE_DIR
 lbt=$1 config=$2/experiments/configs/fmnist_mlp.toml
 d=$(mktemp -d) && trap 'rm -rf "$d"' EXIT
@@ -20,9 +20,9 @@ if [ $rc -ne 0 ]; then
 fi
 
 "$lbt" train --config "$config" --quiet --set model.device=cuda --set noise.enabled=true \
-  --set noise.estimator=per_example --out "$d/run2" 2>"$d/err" >/dev/null
+  --set noise.estimator=per_example --set model.spec=cnn:simple --out "$d/run2" 2>"$d/err" >/dev/null
 rc=$?
 [ $rc -eq 2 ] || fail "noise on cuda: exit $rc"
 [ ! -e "$d/run2" ] || fail "noise on cuda: a run directory was written"
-grep -q '^error: model.device=cuda estimates the noise scale by two_batch only' "$d/err" ||
+grep -q '^error: model.device=cuda computes per-example gradient norms for MLPs only' "$d/err" ||
   fail "noise on cuda: unexpected message"

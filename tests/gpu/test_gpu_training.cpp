@@ -193,14 +193,16 @@ std::vector<nlohmann::json> noise_lines(const fs::path& run) {
   return out;
 }
 
-// The two-batch noise scale on the GPU (noise/cuda/gradient_reader) beside the CPU's, from the
-// same runs' gradients: each report's |G|^2 and tr(Sigma) estimates within `tolerance` of the
-// magnitude they are differences of, E|G_b|^2 = |G|^2 + tr(Sigma) / b (the CPU's), and
-// tr(Sigma) within b times that. Step 0: the same weights (sums in another order); later
-// steps: the runs' weights apart by round-off.
-void check_noise_follows_cpu(const std::string& options, const std::string& name) {
-  const std::string noise = " --set noise.enabled=true --set noise.estimator=two_batch" + options +
-                            " --set noise.every=5 --set train.steps=40";
+// The noise scale on the GPU beside the CPU's, from the same runs' gradients: two_batch
+// (noise/cuda/gradient_reader) or per_example (noise/cuda/per_example_sums, b = 1). Each
+// report's |G|^2 and tr(Sigma) estimates within `tolerance` of the magnitude they are
+// differences of, E|G_b|^2 = |G|^2 + tr(Sigma) / b (the CPU's), and tr(Sigma) within b times
+// that. Step 0: the same weights (sums in another order); later steps: the runs' weights apart
+// by round-off.
+void check_noise_follows_cpu(const std::string& options, const std::string& name,
+                             const std::string& estimator = "two_batch") {
+  const std::string noise = " --set noise.enabled=true --set noise.estimator=" + estimator +
+                            options + " --set noise.every=5 --set train.steps=40";
   const auto [cpu, gpu] = run_on_cpu_and_gpu(noise, name);
   const auto nc = noise_lines(cpu), ng = noise_lines(gpu);
   BOOST_TEST_REQUIRE(nc.size() == 8u);
@@ -228,4 +230,11 @@ BOOST_AUTO_TEST_CASE(the_noise_scale_on_the_gpu_follows_the_cpu) {
       "noise_all");
   check_noise_follows_cpu(" --set train.micro_batch=32 --set noise.small_batches=first",
                           "noise_first");
+}
+
+// Per-example norms of the MLP's Linear layers on the GPU (not yet run on a GPU: written
+// 2026-11-27 without one), from one batch and from 2 micro-batches.
+BOOST_AUTO_TEST_CASE(the_per_example_noise_scale_on_the_gpu_follows_the_cpu) {
+  check_noise_follows_cpu("", "per_example", "per_example");
+  check_noise_follows_cpu(" --set train.micro_batch=32", "per_example_accum", "per_example");
 }

@@ -11,6 +11,7 @@
 #include "nn/cuda/device_mlp.hpp"
 #include "nn/cuda/device_net.hpp"
 #include "noise/cuda/gradient_reader.hpp"
+#include "noise/cuda/per_example_sums.hpp"
 #include "optim/cuda/device_optimizer.hpp"
 #include "trainer/loop.hpp"
 
@@ -57,7 +58,13 @@ class CudaStep final : public DeviceStep {
         rows_(static_cast<std::size_t>(s.max_batch)),
         ema_(n_),
         max_batch_(s.max_batch),
-        reader_(gpu_, model_->grads(), s.model.store().segments()) {
+        reader_(gpu_, model_->grads(), s.model.store().segments()),
+        mlp_(dynamic_cast<nn::cuda::DeviceMlp*>(model_.get())) {
+    if (s.per_example_noise) {
+      if (!mlp_) throw ConfigError("per-example noise norms on the GPU: an MLP only");
+      example_sums_ = std::make_unique<noise::cuda::CudaPerExampleSums>(s.max_batch);
+      segment_sums_.resize(s.model.store().segments().size());
+    }
     // The training split on the device: a step copies up its rows, not its examples (at batch
     // 2048, 8 KB instead of 6.4 MB).
     if (s.train) train_ = &upload(*s.train);
@@ -75,6 +82,7 @@ class CudaStep final : public DeviceStep {
       gpu_.gather_rows(train_->x.data(), in_, rows_.data(), b, x_.data());
     }
     lbt::cuda::copy_to_device(labels_.data(), batch.labels.data(), ints);
+    last_batch_ = b;
     model_->forward(x_.data(), b, /*train=*/true);
     model_->loss(labels_.data(), b, grad_scale);
     model_->backward(x_.data(), b, accumulate);  // queued before the loss is read back
@@ -84,6 +92,19 @@ class CudaStep final : public DeviceStep {
   bool keeps_train_split() const override { return train_ != nullptr; }
 
   double grad_sq_norm() override { return gpu_.sum_squares(model_->grads(), n_); }
+
+  // The MLP's layer l is segments 2l (weight) and 2l + 1 (bias), as DeviceMlp's table.
+  std::span<const double> per_example_sums(double grad_scale) override {
+    if (!example_sums_) throw Error("per-example sums asked of a step set up without them");
+    std::vector<noise::LinearTap> taps;
+    for (std::size_t l = 0; l < mlp_->num_layers(); ++l)
+      taps.push_back({l == 0 ? x_.data() : mlp_->hidden_output(l - 1), mlp_->layer_output_grad(l),
+                      mlp_->layer_in(l), mlp_->layer_out(l), 2 * l,
+                      static_cast<std::ptrdiff_t>(2 * l + 1)});
+    std::fill(segment_sums_.begin(), segment_sums_.end(), 0.0);
+    example_sums_->add(taps, last_batch_, grad_scale, segment_sums_);
+    return segment_sums_;
+  }
 
   noise::GradientReader& gradient_reader() override { return reader_; }
 
@@ -188,6 +209,10 @@ class CudaStep final : public DeviceStep {
   std::map<const data::Dataset*, DeviceSplit> splits_;
   const DeviceSplit* train_ = nullptr;
   noise::cuda::CudaGradientReader reader_;
+  nn::cuda::DeviceMlp* const mlp_;  // model_ where it is a plain MLP, else nullptr
+  std::unique_ptr<noise::cuda::CudaPerExampleSums> example_sums_;  // per_example_noise only
+  std::vector<double> segment_sums_;
+  std::int64_t last_batch_ = 0;
 };
 
 }  // namespace

@@ -326,11 +326,13 @@ void check_cnn(const Gpu& gpu, Rng& rng, std::uint64_t seed, std::vector<DeviceC
 // GPU's network beside the CPU model, on random CIFAR-shaped batches of 32: the logits in train
 // mode (the batch's statistics) and every gradient of one step, then 20 SGD-momentum steps
 // compared by the loss both reach in eval mode (the running statistics each side kept). The
-// tolerances are not float32 round-off of one sum: 7 convolutions of up to 576 products, each
-// renormalised by its BatchNorm, carry it through; and with 16k-65k ReLUs per layer some sit
-// within round-off of their kink at one backend and not the other, each moving a weight
-// gradient by that position's share (about 1e-5 of it at B = 32). 1e-4 of the largest logit,
-// 1e-3 of the largest gradient: a wrong statistic, map or gradient moves them by its own size.
+// tolerances come from two paths of the CPU backend itself, AVX-512 against generic kernels on
+// one AMD EPYC (2026-11-27, six seeds, this data and model): logits 0.5-1.7e-6 of the largest;
+// gradients 3e-6 for two seeds and 1.0-3.2e-3 for the other four (some of the 16k-65k ReLUs per
+// layer sit within round-off of their kink on one path and not the other, and the BatchNorms'
+// backward spreads each flip over its channel); the eval loss after 20 steps 5e-7 of its fall.
+// Hence 1e-4 of the largest logit, 1e-2 of the largest gradient: a wrong statistic, map or
+// gradient moves them by its own size.
 void check_resnet(const Gpu& gpu, Rng& rng, std::uint64_t seed, std::vector<DeviceCheckRow>& rows) {
   const std::int64_t batch = 32, features = 3 * 32 * 32;
   NetPair m =
@@ -351,8 +353,9 @@ void check_resnet(const Gpu& gpu, Rng& rng, std::uint64_t seed, std::vector<Devi
   m.gpu->backward(b.dx.data(), batch, false);
   const std::span<const float> cpu_grads = m.cpu->store().grads();
   rows.push_back(compare("ResNet-8 backward (all gradients)",
-                         download(m.gpu->grads(), cpu_grads.size()), cpu_grads, 1e-3,
-                         "through the BatchNorms' batch statistics; ReLUs at their kink"));
+                         download(m.gpu->grads(), cpu_grads.size()), cpu_grads, 1e-2,
+                         "ReLUs at their kink, spread by the BatchNorms' backward: two CPU "
+                         "paths differ by up to 3.2e-3"));
   rows.push_back(compare_running_statistics(m, 1e-4));
   train_both(gpu, m, batches, batch, 20, "ResNet-8", rows);
 }
@@ -388,7 +391,9 @@ void check_small_net(const Gpu& gpu, Rng& rng, std::uint64_t seed,
   m.gpu->backward(b.dx.data(), batch, false);
   const std::span<const float> cpu_grads = m.cpu->store().grads();
   rows.push_back(compare("  backward (all gradients)", download(m.gpu->grads(), cpu_grads.size()),
-                         cpu_grads, 1e-3, "as ResNet-8's"));
+                         cpu_grads, 1e-3,
+                         "two CPU paths differ by up to 1.7e-6 (six seeds); room for a ReLU at "
+                         "its kink"));
   rows.push_back(compare_running_statistics(m, 1e-4));
   const float* eval = m.cpu->forward(b.x.data(), batch, false);
   rows.push_back(compare("  forward, eval mode",

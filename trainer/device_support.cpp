@@ -57,9 +57,6 @@ DeviceModelPlan device_model_plan(const RunConfig& run, int ranks,
            "runs one process: " + std::to_string(ranks) +
                " ranks would need NCCL across ranks, which is not built yet",
            "run one process (no mpirun)");
-  if (t.adaptive.enabled && t.adaptive.follows_noise())
-    refuse(d, "does not yet let the batch follow the noise scale (train.batch_schedule=adaptive)",
-           "set train.batch_schedule=fixed or steps");
   if (t.overlap_comm)
     refuse(d, "has no gradient reduction to overlap", "set train.overlap_comm=false");
   if (t.local_sgd.enabled()) refuse(d, "does not run local SGD", "set train.sync_every=1");

@@ -1,9 +1,9 @@
 // What a run on model.device = "cuda" can be today (trainer/device_step.hpp, docs/gpu.md): one
 // process; a model of Linear, ReLU, convolution, BatchNorm, residual-block and pooling layers
 // (windows side by side), no dropout;
-// softmax cross-entropy; every optimizer and schedule, a fixed or planned batch, targets,
-// checkpoints and resume. Anything else is a ConfigError naming the key and the fix, before any
-// file is written.
+// softmax cross-entropy; every optimizer and schedule, a fixed, planned or adaptive batch,
+// targets, checkpoints and resume; the noise scale by two_batch, and per_example for an MLP.
+// Anything else is a ConfigError naming the key and the fix, before any file is written.
 #pragma once
 #include <cstdint>
 #include <vector>

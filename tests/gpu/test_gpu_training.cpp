@@ -75,7 +75,7 @@ std::pair<fs::path, fs::path> run_on_cpu_and_gpu(const std::string& options,
 }
 
 void check_follows_cpu(const std::string& options, const std::string& name,
-                       double fall_bound = 1e-3) {
+                       double fall_bound = 1e-3, double accuracy_bound = 0.005) {
   const auto [cpu, gpu] = run_on_cpu_and_gpu(options, name);
   const auto lc = losses(cpu), lg = losses(gpu);
   BOOST_TEST_REQUIRE(lc.size() == 100u);
@@ -91,7 +91,7 @@ void check_follows_cpu(const std::string& options, const std::string& name,
   const auto sc = nlohmann::json::parse(slurp(cpu / "summary.json")),
              sg = nlohmann::json::parse(slurp(gpu / "summary.json"));
   BOOST_TEST(std::abs(sg["final_val_accuracy"].get<double>() -
-                      sc["final_val_accuracy"].get<double>()) <= 0.005);
+                      sc["final_val_accuracy"].get<double>()) <= accuracy_bound);
 }
 
 }  // namespace
@@ -117,10 +117,11 @@ BOOST_AUTO_TEST_CASE(the_simple_cnn_on_the_gpu_follows_the_cpu) {
 
 // He et al.'s ResNet-8 (BatchNorms, residual blocks with projections, global average pool) on
 // the GPU's network, beside the CPU's: 100 steps, momentum SGD. Not yet run on a GPU (written
-// 2026-11-27 without one); the bound on the last loss is lbt doctor's for its 20 steps, 1e-2 of
-// the fall: the batch statistics carry round-off further than the simple CNN's pools.
+// 2026-11-27 without one). This run on two paths of the CPU backend (AVX-512 and generic
+// kernels) ended 1.1e-3 of the loss's fall and 0.024 in validation accuracy apart (ReLUs at
+// their kink, spread by the BatchNorms); the bounds are 1e-2 of the fall and 0.05.
 BOOST_AUTO_TEST_CASE(resnet8_on_the_gpu_follows_the_cpu) {
-  check_follows_cpu(" --set model.spec=resnet:8 --set optimizer.lr=0.05", "resnet", 1e-2);
+  check_follows_cpu(" --set model.spec=resnet:8 --set optimizer.lr=0.05", "resnet", 1e-2, 0.05);
 }
 
 // Accumulation: 2 micro-batches of 32 make the batch of 64 (sums in another order).
@@ -230,6 +231,32 @@ BOOST_AUTO_TEST_CASE(the_noise_scale_on_the_gpu_follows_the_cpu) {
       "noise_all");
   check_noise_follows_cpu(" --set train.micro_batch=32 --set noise.small_batches=first",
                           "noise_first");
+}
+
+// The batch that follows the noise scale (train.batch_schedule=adaptive, McCandlish et al.
+// 2018, App. D) on the GPU beside the CPU: micro-batches of 16, the batch moved at each noise
+// report (every 5 steps) towards the EMA B_simple (both estimators, per_example's on the GPU's
+// MLP); on the CPU this run moves from 32 to 48 at about step 190. The estimates agree to
+// round-off (above), so the first move, its step and its batch, is the CPU's; later moves may
+// part where an estimate sits at a rounding edge. Not yet run on a GPU (written 2026-11-27).
+BOOST_AUTO_TEST_CASE(the_adaptive_batch_on_the_gpu_follows_the_cpu) {
+  const std::string adaptive =
+      " --set train.batch_schedule=adaptive --set train.batch_min=32 --set train.batch_max=512"
+      " --set train.micro_batch=16 --set train.steps=300 --set noise.enabled=true"
+      " --set noise.estimator=both --set noise.every=5";
+  const auto [cpu, gpu] = run_on_cpu_and_gpu(adaptive, "adaptive");
+  // The first line whose batch differs from the first line's: {step, batch}.
+  auto first_move = [](const fs::path& run) {
+    const auto lines = lines_without_timing(run / "metrics.jsonl");
+    for (const auto& m : lines)
+      if (m["global_batch"] != lines.front()["global_batch"])
+        return std::pair<double, double>(m["step"], m["global_batch"]);
+    return std::pair<double, double>(-1, -1);
+  };
+  const auto on_cpu = first_move(cpu), on_gpu = first_move(gpu);
+  BOOST_TEST_REQUIRE(on_cpu.first > 0);  // the batch moved
+  BOOST_TEST(on_gpu.first == on_cpu.first);
+  BOOST_TEST(on_gpu.second == on_cpu.second);
 }
 
 // Per-example norms of the MLP's Linear layers on the GPU (not yet run on a GPU: written

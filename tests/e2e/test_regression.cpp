@@ -222,6 +222,14 @@ BOOST_AUTO_TEST_CASE(bad_regression_input_stops_with_one_line_naming_file_and_pl
          {"word.csv:4", "target column 'y' (field 3)", "'eight'"});
   expect(run("csv_uneven", csv("uneven", "a,b,y\n1,2,3\n4,5\n6,7,8\n", targets)), 3,
          {"uneven.csv:3", "expected 3 fields, got 2"});
+  // no rows at all: a CSV with its header alone, and [0, 3] / [0] arrays
+  expect(run("csv_empty", csv("empty", "a,b,y\n", targets)), 3, {"empty.csv", "no data rows"});
+  lbt::test::write_npy(dir / "x0.npy", "<f8", {0, 3}, {});
+  lbt::test::write_npy(dir / "y0.npy", "<f4", {0}, {});
+  std::string empty = base;
+  empty.replace(empty.find("x.npy"), 5, "x0.npy");
+  empty.replace(empty.find("y.npy"), 5, "y0.npy");
+  expect(run("npy_empty", empty), 3, {"x0.npy", "no examples: shape (0, 3)"});
   // a class label column and target columns at once
   expect(run("both", csv("both", "a,b,y\n1,2,3\n4,5,6\n", targets + "label_column = \"a\"\n")), 2,
          {"data.label_column", "data.target_columns"});

@@ -54,6 +54,9 @@ Dataset subset(const Dataset& source, const std::vector<std::int64_t>& indices) 
 
 void split_validation(const Dataset& full, std::int64_t validation_size, std::uint64_t seed,
                       Dataset& train, Dataset& validation) {
+  if (full.n == 0)
+    throw ConfigError(full.name + " has no training examples (its training files hold 0 rows)",
+                      "point data.* at files with examples");
   if (validation_size < 0 || validation_size >= full.n) {
     throw ConfigError("data.validation_size must be in [0, " + std::to_string(full.n) + ") for " +
                           full.name + ", got " + std::to_string(validation_size),

@@ -231,6 +231,9 @@ Dataset load_npy_pair(const std::filesystem::path& features, const std::filesyst
   NpyArray fx = read_npy(features), fy = read_npy(labels);
   if (fx.shape.empty())
     throw DataError(features.string() + ": features must have shape (n, ...), got a scalar");
+  if (fx.shape[0] == 0)
+    throw DataError(features.string() + ": no examples: shape " + shape_text(fx.shape),
+                    "the file holds an empty array");
   // Float labels are regression targets [n] or [n, k]; integer labels are class indices [n].
   const bool regression = fy.dtype == "float32" || fy.dtype == "float64";
   const bool column = fy.shape.size() == 2 && (fy.shape[1] == 1 || (regression && fy.shape[1] > 0));

@@ -7,7 +7,9 @@
 #include <cmath>
 #include <cstdio>
 #include <fstream>
+#include <iterator>
 #include <span>
+#include <sstream>
 
 #include <sys/resource.h>
 
@@ -260,6 +262,65 @@ std::int64_t resident_bytes_now() {
     if (std::sscanf(line.c_str(), "VmRSS: %lld kB", &kib) == 1) return kib * 1024;
   }
   return 0;
+}
+
+namespace {
+
+// The first number in a file ("max", absent or unreadable: -1).
+std::int64_t read_bytes(const std::filesystem::path& file) {
+  std::ifstream in(file);
+  long long v = -1;
+  if (!(in >> v)) return -1;
+  return v;
+}
+
+// limit - usage of one cgroup directory's two files; -1 where unlimited or unreadable. v1 writes
+// "no limit" as a huge page-rounded number (2^63 - 4096 on x86-64).
+std::int64_t headroom_in(const std::filesystem::path& dir, const char* limit_file,
+                         const char* usage_file) {
+  const std::int64_t limit = read_bytes(dir / limit_file), usage = read_bytes(dir / usage_file);
+  if (limit < 0 || usage < 0 || limit >= (std::int64_t{1} << 62)) return -1;
+  return std::max<std::int64_t>(limit - usage, 0);
+}
+
+}  // namespace
+
+std::int64_t cgroup_headroom_bytes(const std::filesystem::path& cgroup_root,
+                                   const std::string& proc_self_cgroup) {
+  std::istringstream lines(proc_self_cgroup);
+  for (std::string line; std::getline(lines, line);) {
+    // "0::/path" (v2), "4:memory:/path" or "4:cpu,memory:/path" (v1)
+    const auto first = line.find(':'), second = line.find(':', first + 1);
+    if (first == std::string::npos || second == std::string::npos) continue;
+    const std::string controllers = line.substr(first + 1, second - first - 1);
+    const std::filesystem::path group =
+        std::filesystem::path(line.substr(second + 1)).relative_path();
+    const bool v2 = line.compare(0, first, "0") == 0 && controllers.empty();
+    const bool v1 = ("," + controllers + ",").find(",memory,") != std::string::npos;
+    if (!v2 && !v1) continue;
+    const std::filesystem::path base = v2 ? cgroup_root : cgroup_root / "memory";
+    for (const std::filesystem::path& dir : {base / group, base}) {
+      const std::int64_t room =
+          v2 ? headroom_in(dir, "memory.max", "memory.current")
+             : headroom_in(dir, "memory.limit_in_bytes", "memory.usage_in_bytes");
+      if (room >= 0) return room;
+    }
+  }
+  return -1;
+}
+
+std::int64_t available_memory_bytes() {
+  std::int64_t available = -1;
+  std::ifstream meminfo("/proc/meminfo");
+  for (std::string line; std::getline(meminfo, line);) {
+    long long kib = 0;
+    if (std::sscanf(line.c_str(), "MemAvailable: %lld kB", &kib) == 1) available = kib * 1024;
+  }
+  std::ifstream self("/proc/self/cgroup");
+  const std::string groups{std::istreambuf_iterator<char>(self), {}};
+  const std::int64_t room = cgroup_headroom_bytes("/sys/fs/cgroup", groups);
+  if (room < 0) return available;
+  return available < 0 ? room : std::min(available, room);
 }
 
 }  // namespace lbt::trainer

@@ -7,6 +7,7 @@
 // checked against a real run's peak resident set (`lbt memory --probe`).
 #pragma once
 #include <cstdint>
+#include <filesystem>
 #include <string>
 
 #include "nn/model.hpp"
@@ -85,6 +86,17 @@ std::string format_bytes(std::int64_t bytes);
 std::int64_t resident_bytes_now();
 // This process's peak resident set so far (getrusage's ru_maxrss), in bytes.
 std::int64_t peak_resident_bytes();
+
+// What a memory cgroup leaves new allocations of this process: its limit less its usage, from
+// cgroup v2 (memory.max, memory.current) or v1 (memory.limit_in_bytes, memory.usage_in_bytes)
+// of the group `proc_self_cgroup` (/proc/self/cgroup's text) names under `cgroup_root`
+// (/sys/fs/cgroup), or that root's own files where the group's path is not visible (a
+// container's namespace). -1 where no limit is set or nothing is readable.
+std::int64_t cgroup_headroom_bytes(const std::filesystem::path& cgroup_root,
+                                   const std::string& proc_self_cgroup);
+// Bytes this machine lets this process still allocate: the smaller of MemAvailable and the
+// cgroup's headroom (a container's limit is not in /proc/meminfo); -1 where neither is known.
+std::int64_t available_memory_bytes();
 
 // Bytes of one rank's slot in a shm_reducer.hpp window of n floats: n rounded up to 16 floats,
 // three 64-byte lines (norm partial, bucket counters, OpenMPI's header offset), whole pages.

@@ -53,19 +53,9 @@ std::vector<std::int64_t> probe_batches(const MemoryOptions& o, std::int64_t mic
   return {batches.begin(), batches.end()};
 }
 
-// Bytes the machine has free for new processes (MemAvailable); -1 where unknown.
-std::int64_t available_bytes() {
-  std::ifstream meminfo("/proc/meminfo");
-  for (std::string line; std::getline(meminfo, line);) {
-    long long kib = 0;
-    if (std::sscanf(line.c_str(), "MemAvailable: %lld kB", &kib) == 1) return kib * 1024;
-  }
-  return -1;
-}
-
 // N ranks at once need N times a rank's memory: refuse probes this machine cannot hold.
 void check_probes_fit(const trainer::MemoryModel& m, const std::vector<std::int64_t>& batches) {
-  const std::int64_t available = available_bytes();
+  const std::int64_t available = trainer::available_memory_bytes();
   const std::int64_t b = *std::max_element(batches.begin(), batches.end());
   const std::int64_t need = m.workers * trainer::estimate_memory(m, b).total();
   if (available < 0 || need <= available) return;

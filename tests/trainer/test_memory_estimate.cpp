@@ -3,7 +3,11 @@
 // state per method, the largest micro-batch at its boundary, and --memory strings.
 #include <boost/test/unit_test.hpp>
 
+#include <unistd.h>
+
 #include <cstdint>
+#include <filesystem>
+#include <fstream>
 #include <memory>
 #include <string>
 
@@ -239,6 +243,41 @@ BOOST_AUTO_TEST_CASE(bytes_print_in_binary_units) {
   BOOST_TEST(format_bytes(512) == "512 B");
   BOOST_TEST(format_bytes(3 * kMiB / 2) == "1.50 MiB");
   BOOST_TEST(format_bytes(std::int64_t{80} << 30) == "80.00 GiB");
+}
+
+// A container's memory limit is not in /proc/meminfo: the cgroup's headroom, read from a
+// hand-made cgroup tree (v2, v1 beside a v2 root line, a path the namespace hides, no limit).
+BOOST_AUTO_TEST_CASE(cgroup_headroom_is_the_limit_less_the_usage_of_the_named_group) {
+  namespace fs = std::filesystem;
+  const fs::path root = fs::temp_directory_path() / ("lbt_cgroup_" + std::to_string(::getpid()));
+  auto put = [&](const fs::path& file, const std::string& text) {
+    fs::create_directories(file.parent_path());
+    std::ofstream(file) << text << "\n";
+  };
+  put(root / "v2/user.slice/job/memory.max", "1000000");
+  put(root / "v2/user.slice/job/memory.current", "250000");
+  BOOST_TEST(cgroup_headroom_bytes(root / "v2", "0::/user.slice/job\n") == 750000);
+  put(root / "v2max/job/memory.max", "max");
+  put(root / "v2max/job/memory.current", "250000");
+  BOOST_TEST(cgroup_headroom_bytes(root / "v2max", "0::/job\n") == -1);
+  // v1, its memory line after a v2 root line whose files are absent
+  put(root / "v1/memory/api/abc/memory.limit_in_bytes", "2000000");
+  put(root / "v1/memory/api/abc/memory.usage_in_bytes", "500000");
+  const std::string hybrid = "0::/\n5:devices:/\n4:cpu,memory:/api/abc\n";
+  BOOST_TEST(cgroup_headroom_bytes(root / "v1", hybrid) == 1500000);
+  // the group's path not visible inside the container: the root's own files
+  put(root / "ns/memory/memory.limit_in_bytes", "3000000");
+  put(root / "ns/memory/memory.usage_in_bytes", "3500000");
+  BOOST_TEST(cgroup_headroom_bytes(root / "ns", "4:memory:/hidden/path\n") == 0);
+  // v1's "no limit"
+  put(root / "none/memory/memory.limit_in_bytes", "9223372036854771712");
+  put(root / "none/memory/memory.usage_in_bytes", "500000");
+  BOOST_TEST(cgroup_headroom_bytes(root / "none", "4:memory:/\n") == -1);
+  BOOST_TEST(cgroup_headroom_bytes(root / "absent", "0::/x\n4:memory:/x\n") == -1);
+  fs::remove_all(root);
+  // This machine's answer: a positive number, or unknown.
+  const std::int64_t available = available_memory_bytes();
+  BOOST_TEST((available == -1 || available > 0));
 }
 
 BOOST_AUTO_TEST_SUITE_END()

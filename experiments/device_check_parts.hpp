@@ -1,15 +1,21 @@
-// The pieces of lbt doctor's check (device_check.hpp) shared by its two files: the tolerances
-// and comparisons (device_check.cpp) and the models' rows (device_check_models.cpp). CUDA
-// builds only; not for use outside the check.
+// The pieces of lbt doctor's check (device_check.hpp) shared by its files: the tolerances and
+// comparisons (device_check.cpp), the MLP's rows and the batches and training loops
+// (device_check_models.cpp), and the networks' rows (device_check_nets.cpp). CUDA builds only;
+// not for use outside the check.
 #pragma once
 #include <cstdint>
 #include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/cuda/gpu.hpp"
+#include "core/params.hpp"
 #include "core/rng.hpp"
 #include "experiments/device_check.hpp"
+#include "nn/cuda/device_model.hpp"
+#include "nn/model.hpp"
+#include "optim/optimizer.hpp"
 
 namespace lbt::experiments::device_check {
 
@@ -26,6 +32,31 @@ void cover(std::vector<DeviceCheckRow>& rows, std::size_t first, std::vector<std
 
 std::vector<float> uniform(std::size_t n, Rng& rng, float lo = -1.0f, float hi = 1.0f);
 std::vector<float> download(const float* device, std::size_t n);
+
+// A batch of random examples in [0, 1) and labels, on the host and on the device.
+struct Batch {
+  std::vector<float> x;
+  std::vector<std::int32_t> labels;
+  lbt::cuda::DeviceArray<float> dx;
+  lbt::cuda::DeviceArray<std::int32_t> dlabels;
+};
+Batch random_batch(Rng& rng, std::int64_t batch, std::int64_t features, std::int32_t classes);
+
+// `steps` SGD-momentum steps (momentum 0.9) of the CPU's model, or the GPU's, on the batches in
+// turn, with softmax cross-entropy over 10 classes.
+void train_cpu(nn::Model& model, optim::Optimizer& opt, const std::vector<Segment>& segments,
+               const std::vector<Batch>& batches, std::int64_t batch, std::int64_t steps,
+               double lr = 0.01);
+void train_gpu(const lbt::cuda::Gpu& gpu, nn::cuda::DeviceModel& model,
+               const std::vector<Segment>& segments, std::size_t num_params,
+               const std::vector<Batch>& batches, std::int64_t batch, std::int64_t steps,
+               double lr = 0.01);
+// The summed cross-entropy of both backends' models on the batches, in eval mode: {cpu, gpu}.
+std::pair<double, double> losses(nn::Model& cpu_model, nn::cuda::DeviceModel& gpu_model,
+                                 const std::vector<Batch>& batches, std::int64_t batch);
+// The training row: the loss both reach, read against how far it fell (check_mlp_training).
+DeviceCheckRow training_row(const std::string& op, double start, double cpu_end, double gpu_end,
+                            double params_relative, double tolerance = 1e-3);
 
 // The MLP 784-512-512-10's forward, loss and backward at B = 64, and 100 training steps.
 void check_mlp_step(const lbt::cuda::Gpu& gpu, Rng& rng, std::uint64_t seed,

@@ -18,12 +18,9 @@
 #include "experiments/child_process.hpp"
 #include "experiments/dir_lock.hpp"
 #include "experiments/lbt_schema.hpp"
-#include "experiments/plots.hpp"
 #include "experiments/run_checkpoint.hpp"
 #include "experiments/sweep/exec_command.hpp"
 #include "experiments/sweep/exec_trial.hpp"
-#include "experiments/sweep/fit_files.hpp"
-#include "experiments/sweep/sweep_adaptive.hpp"
 #include "experiments/sweep/sweep_checks.hpp"
 #include "experiments/sweep/sweep_interrupt.hpp"
 #include "experiments/sweep/sweep_plan.hpp"
@@ -31,6 +28,7 @@
 #include "experiments/sweep/sweep_results.hpp"
 #include "experiments/sweep/sweep_search.hpp"
 #include "experiments/sweep/sweep_slurm.hpp"
+#include "experiments/sweep/sweep_summary.hpp"
 #include "experiments/sweep/trial_group.hpp"
 #include "experiments/sweep/trial_lifecycle.hpp"
 
@@ -71,22 +69,7 @@ class SweepRunner {
       write_slurm_script();
       return out;
     }
-    std::vector<int> todo;
-    for (const auto& t : plan_) {
-      if (options_.collect_only) break;
-      if (options_.trial_index >= 0 && t.index != options_.trial_index) continue;
-      const std::string& st = results_[t.index].status;
-      if (is_final_status(st) && !(options_.retry_failed && (st == "failed" || st == "timeout"))) {
-        ++out.skipped;
-        continue;
-      }
-      todo.push_back(t.index);
-    }
-    if (options_.trial_index >= static_cast<int>(plan_.size())) {
-      throw ConfigError("--trial-index " + std::to_string(options_.trial_index) +
-                            " is past the plan's " + std::to_string(plan_.size()) + " trials",
-                        "array indices run from 0 to " + std::to_string(plan_.size() - 1));
-    }
+    std::vector<int> todo = trials_to_run(out);
     if (options_.progress && !options_.collect_only) {
       std::fprintf(
           stderr, "[sweep] %s: %zu trials, %zu to run (%d finished before), %d jobs x %d threads\n",
@@ -104,37 +87,33 @@ class SweepRunner {
     out.trials = static_cast<int>(plan_.size());  // the search and the seeds added trials
     write_tables();
     if ((out.interrupt_signal = sweep_interrupt_signal())) return out;  // no fit, no plots
-    for (const auto& r : results_) {
-      out.reached += r.status == "reached_target";
-      const bool failed = r.status == "failed" || r.status == "timeout";
-      out.failed += failed;
-      if (failed && (options_.trial_index < 0 || r.trial.index == options_.trial_index)) {
-        out.failed_trials.push_back(r.trial.name + ": " + r.message);
-      }
-    }
-    if (options_.trial_index < 0) {
-      for (const std::string& w :
-           target_noise_warnings(results_, trainer::parse_target(settings_.target)))
-        std::fprintf(stderr, "[sweep] warning: %s\n", w.c_str());
-      nlohmann::json fit;  // null when skipped
-      try {
-        fit = fit_sweep(dir_, analysis::FitOptions{});
-        out.fit_note = analysis::format_fit_line(fit);
-      } catch (const Error& e) {
-        out.fit_note = std::string("skipped: ") + e.what();
-      }
-      // sweep.adaptive: the adaptive trials against the fit (adaptive.json).
-      if (const nlohmann::json a = write_adaptive_json(dir_, results_, fit); !a.is_null())
-        out.adaptive_table = format_adaptive_table(a);
-      if (options_.plots) {
-        std::string warning = make_sweep_plots(dir_);
-        if (!warning.empty()) std::fprintf(stderr, "[sweep] warning: %s\n", warning.c_str());
-      }
-    }
+    summarise_sweep(dir_, results_, settings_.target, options_.trial_index, options_.plots, out);
     return out;
   }
 
  private:
+  // The plan's trials this invocation runs: not final (failed ones again with --retry-failed),
+  // and only its own in an array task; the final ones counted as skipped.
+  std::vector<int> trials_to_run(SweepOutcome& out) const {
+    if (options_.trial_index >= static_cast<int>(plan_.size())) {
+      throw ConfigError("--trial-index " + std::to_string(options_.trial_index) +
+                            " is past the plan's " + std::to_string(plan_.size()) + " trials",
+                        "array indices run from 0 to " + std::to_string(plan_.size() - 1));
+    }
+    std::vector<int> todo;
+    for (const auto& t : plan_) {
+      if (options_.collect_only) break;
+      if (options_.trial_index >= 0 && t.index != options_.trial_index) continue;
+      const std::string& st = results_[t.index].status;
+      if (is_final_status(st) && !(options_.retry_failed && (st == "failed" || st == "timeout"))) {
+        ++out.skipped;
+        continue;
+      }
+      todo.push_back(t.index);
+    }
+    return todo;
+  }
+
   void prepare() {
     if (options_.launcher != "local" && options_.launcher != "slurm") {
       throw ConfigError("--launcher '" + options_.launcher + "' is not local or slurm",
@@ -169,28 +148,32 @@ class SweepRunner {
     jobs_ = array_task() ? 1 : options_.jobs;
     threads_ = std::max(1, available_cores() / jobs_);
 
-    const fs::path manifest = dir_ / "sweep.json";
     const std::string base_config = trial_base_config(options_.config_path);
-    nlohmann::json m = {{"config", fs::absolute(options_.config_path).string()},
-                        {"batch_sizes", settings_.batch_sizes},
-                        {"target", settings_.target},
-                        {"scaling", settings_.scaling},
-                        {"reference_batch", settings_.reference_batch},
-                        {"base_lr", settings_.base_lr},
-                        {"lr_search", settings_.lr_search},
-                        {"search",
-                         {{"refine_ratio", settings_.search.refine_ratio},
-                          {"max_trials", settings_.search.max_trials},
-                          {"prune", settings_.search.prune},
-                          {"eval_growth", settings_.eval_growth}}},
-                        {"seeds", settings_.seeds},
-                        {"exec", options_.exec_command},
-                        {"sets", trial_sets()},
-                        {"trials", plan_json(plan_)}};
+    const nlohmann::json m = manifest();
     check_same_plan(dir_, m, base_config, options_.extend);
     if (array_task() && fs::exists(dir_ / "base_config.toml")) return;
     io::atomic_write(dir_ / "base_config.toml", base_config);
-    io::atomic_write(manifest, m.dump(2) + "\n");
+    io::atomic_write(dir_ / "sweep.json", m.dump(2) + "\n");
+  }
+
+  // sweep.json: what decides the plan, which a rerun must match (check_same_plan).
+  nlohmann::json manifest() const {
+    return {{"config", fs::absolute(options_.config_path).string()},
+            {"batch_sizes", settings_.batch_sizes},
+            {"target", settings_.target},
+            {"scaling", settings_.scaling},
+            {"reference_batch", settings_.reference_batch},
+            {"base_lr", settings_.base_lr},
+            {"lr_search", settings_.lr_search},
+            {"search",
+             {{"refine_ratio", settings_.search.refine_ratio},
+              {"max_trials", settings_.search.max_trials},
+              {"prune", settings_.search.prune},
+              {"eval_growth", settings_.eval_growth}}},
+            {"seeds", settings_.seeds},
+            {"exec", options_.exec_command},
+            {"sets", trial_sets()},
+            {"trials", plan_json(plan_)}};
   }
 
   fs::path trial_dir(const Trial& t) const { return dir_ / "trials" / t.name; }
@@ -427,12 +410,6 @@ class SweepRunner {
 
 SweepOutcome run_sweep(const SweepOptions& options) {
   return SweepRunner(options).run();
-}
-
-std::string make_sweep_plots(const fs::path& sweep_dir) {
-  const fs::path log = sweep_dir / "plots.log";
-  fs::remove(log);  // this run's output only
-  return run_plot_script("lbt_sweep_plots.py", {sweep_dir.string()}, log);
 }
 
 }  // namespace lbt::experiments

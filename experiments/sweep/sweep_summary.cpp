@@ -1,0 +1,50 @@
+// summarise_sweep and make_sweep_plots; see sweep_summary.hpp and sweep.hpp.
+#include "experiments/sweep/sweep_summary.hpp"
+
+#include <cstdio>
+#include <nlohmann/json.hpp>
+
+#include "analysis/sweep_fit.hpp"
+#include "core/error.hpp"
+#include "experiments/plots.hpp"
+#include "experiments/sweep/fit_files.hpp"
+#include "experiments/sweep/sweep_adaptive.hpp"
+#include "trainer/config/train_config.hpp"
+
+namespace lbt::experiments {
+
+void summarise_sweep(const std::filesystem::path& dir, const std::vector<TrialResult>& results,
+                     const std::string& target, int trial_index, bool plots, SweepOutcome& out) {
+  for (const auto& r : results) {
+    out.reached += r.status == "reached_target";
+    const bool failed = r.status == "failed" || r.status == "timeout";
+    out.failed += failed;
+    if (failed && (trial_index < 0 || r.trial.index == trial_index))
+      out.failed_trials.push_back(r.trial.name + ": " + r.message);
+  }
+  if (trial_index >= 0) return;
+  for (const std::string& w : target_noise_warnings(results, trainer::parse_target(target)))
+    std::fprintf(stderr, "[sweep] warning: %s\n", w.c_str());
+  nlohmann::json fit;  // null when skipped
+  try {
+    fit = fit_sweep(dir, analysis::FitOptions{});
+    out.fit_note = analysis::format_fit_line(fit);
+  } catch (const Error& e) {
+    out.fit_note = std::string("skipped: ") + e.what();
+  }
+  // sweep.adaptive: the adaptive trials against the fit (adaptive.json).
+  if (const nlohmann::json a = write_adaptive_json(dir, results, fit); !a.is_null())
+    out.adaptive_table = format_adaptive_table(a);
+  if (plots) {
+    const std::string warning = make_sweep_plots(dir);
+    if (!warning.empty()) std::fprintf(stderr, "[sweep] warning: %s\n", warning.c_str());
+  }
+}
+
+std::string make_sweep_plots(const std::filesystem::path& sweep_dir) {
+  const std::filesystem::path log = sweep_dir / "plots.log";
+  std::filesystem::remove(log);  // this run's output only
+  return run_plot_script("lbt_sweep_plots.py", {sweep_dir.string()}, log);
+}
+
+}  // namespace lbt::experiments

@@ -2,9 +2,10 @@
 // backward; PyTorch's running statistics), written once for both backends: the CPU's layer
 // (cpu/batch_norm.cpp) and the GPU's (cuda/batch_norm.cu) call these with their own sums over
 // the channel's batch x H x W values, so the CPU's tests against PyTorch cover the GPU's
-// statistics, running averages, affine map and gradient coefficients. Neither compiler contracts
-// a product and a sum here (lbt_nn's portable files are built without FMA; nvcc --fmad=false);
-// the fused multiply-adds are the explicit fmaf's.
+// statistics, running averages, affine map and gradient coefficients. On x86-64 neither compiler
+// contracts a product and a sum here (lbt_nn's portable files are built without FMA; nvcc
+// --fmad=false), so the per-channel values agree bit for bit given the same sums; the fused
+// multiply-adds are the explicit fmaf's. (aarch64's g++ may contract: FMA is its baseline.)
 #pragma once
 #include <cstdint>
 

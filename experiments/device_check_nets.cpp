@@ -61,6 +61,32 @@ DeviceCheckRow compare_running_statistics(NetPair& m, double tolerance) {
                  "from the batch's mean and variance, as the logits");
 }
 
+// A bound on a row's relative error, and where it comes from.
+struct Tolerance {
+  double bound;
+  std::string why;
+};
+
+// One train-mode step of both models on the batch: the logits (the batch's statistics), then
+// every gradient of softmax cross-entropy averaged over the batch.
+void compare_train_step(NetPair& m, const Batch& b, std::int64_t batch, const std::string& name,
+                        const Tolerance& logits_tolerance, const Tolerance& grads_tolerance,
+                        std::vector<DeviceCheckRow>& rows) {
+  const float* logits = m.cpu->forward(b.x.data(), batch, true);
+  const std::vector<float> cpu_logits(logits, logits + batch * 10);
+  rows.push_back(compare(name + " forward, train mode",
+                         download(m.gpu->forward(b.dx.data(), batch, true), cpu_logits.size()),
+                         cpu_logits, logits_tolerance.bound, logits_tolerance.why));
+  m.cpu->backend().softmax_cross_entropy(logits, b.labels.data(), batch, 10, m.cpu->output_grad(),
+                                         1.0f / batch, nullptr);
+  m.cpu->backward(b.x.data(), batch, false);
+  m.gpu->loss(b.dlabels.data(), batch, 1.0f / batch);
+  m.gpu->backward(b.dx.data(), batch, false);
+  const std::span<const float> cpu_grads = m.cpu->store().grads();
+  rows.push_back(compare("  backward (all gradients)", download(m.gpu->grads(), cpu_grads.size()),
+                         cpu_grads, grads_tolerance.bound, grads_tolerance.why));
+}
+
 // `steps` SGD-momentum steps (lr 0.001) of both models of the pair on the batches, compared by
 // the loss they reach in eval mode, read against its fall; 1e-2 of it (check_cnn says why).
 void train_both(const Gpu& gpu, NetPair& m, const std::vector<Batch>& batches, std::int64_t batch,
@@ -125,23 +151,12 @@ void check_resnet(const Gpu& gpu, Rng& rng, std::uint64_t seed, std::vector<Devi
       make_net_pair(gpu, nn::expand_spec("resnet:8", {3, 32, 32}).layers, {3, 32, 32}, batch, seed);
   std::vector<Batch> batches;
   for (int i = 0; i < 4; ++i) batches.push_back(random_batch(rng, batch, features, 10));
-  const Batch& b = batches[0];
-  const float* logits = m.cpu->forward(b.x.data(), batch, true);
-  const std::vector<float> cpu_logits(logits, logits + batch * 10);
-  rows.push_back(compare("ResNet-8 forward, train mode, B=32",
-                         download(m.gpu->forward(b.dx.data(), batch, true), cpu_logits.size()),
-                         cpu_logits, 1e-4,
-                         "7 convolutions and BatchNorms, float32 sums in another order"));
-  m.cpu->backend().softmax_cross_entropy(logits, b.labels.data(), batch, 10, m.cpu->output_grad(),
-                                         1.0f / batch, nullptr);
-  m.cpu->backward(b.x.data(), batch, false);
-  m.gpu->loss(b.dlabels.data(), batch, 1.0f / batch);
-  m.gpu->backward(b.dx.data(), batch, false);
-  const std::span<const float> cpu_grads = m.cpu->store().grads();
-  rows.push_back(compare("ResNet-8 backward (all gradients)",
-                         download(m.gpu->grads(), cpu_grads.size()), cpu_grads, 1e-2,
-                         "ReLUs at their kink, spread by the BatchNorms' backward: two CPU "
-                         "paths differ by up to 3.2e-3"));
+  compare_train_step(m, batches[0], batch, "ResNet-8, B=32",
+                     {1e-4, "7 convolutions and BatchNorms, float32 sums in another order"},
+                     {1e-2,
+                      "ReLUs at their kink, spread by the BatchNorms' backward: two CPU "
+                      "paths differ by up to 3.2e-3"},
+                     rows);
   rows.push_back(compare_running_statistics(m, 1e-4));
   train_both(gpu, m, batches, batch, 20, "ResNet-8", rows);
 }
@@ -163,29 +178,18 @@ void check_small_net(const Gpu& gpu, Rng& rng, std::uint64_t seed,
   };
   NetPair m = make_net_pair(gpu, layers, {3, 12, 12}, batch, seed);
   const Batch b = random_batch(rng, batch, 3 * 12 * 12, 10);
-  const float* logits = m.cpu->forward(b.x.data(), batch, true);
-  const std::vector<float> cpu_logits(logits, logits + batch * 10);
-  const std::string name = "avgpool, BatchNorm1d net";
-  rows.push_back(compare(name + " forward, train mode",
-                         download(m.gpu->forward(b.dx.data(), batch, true), cpu_logits.size()),
-                         cpu_logits, 1e-4,
-                         "sums of up to 288 products, then a batch's statistics"));
-  m.cpu->backend().softmax_cross_entropy(logits, b.labels.data(), batch, 10, m.cpu->output_grad(),
-                                         1.0f / batch, nullptr);
-  m.cpu->backward(b.x.data(), batch, false);
-  m.gpu->loss(b.dlabels.data(), batch, 1.0f / batch);
-  m.gpu->backward(b.dx.data(), batch, false);
-  const std::span<const float> cpu_grads = m.cpu->store().grads();
-  rows.push_back(compare("  backward (all gradients)", download(m.gpu->grads(), cpu_grads.size()),
-                         cpu_grads, 1e-3,
-                         "two CPU paths differ by up to 1.7e-6 (six seeds); room for a ReLU at "
-                         "its kink"));
+  compare_train_step(m, b, batch, "avgpool, BatchNorm1d net",
+                     {1e-4, "sums of up to 288 products, then a batch's statistics"},
+                     {1e-3,
+                      "two CPU paths differ by up to 1.7e-6 (six seeds); room for a ReLU "
+                      "at its kink"},
+                     rows);
   rows.push_back(compare_running_statistics(m, 1e-4));
   const float* eval = m.cpu->forward(b.x.data(), batch, false);
+  const std::vector<float> cpu_eval(eval, eval + batch * 10);
   rows.push_back(compare("  forward, eval mode",
-                         download(m.gpu->forward(b.dx.data(), batch, false), cpu_logits.size()),
-                         std::vector<float>(eval, eval + batch * 10), 1e-4,
-                         "through the running statistics"));
+                         download(m.gpu->forward(b.dx.data(), batch, false), cpu_eval.size()),
+                         cpu_eval, 1e-4, "through the running statistics"));
 }
 
 }  // namespace lbt::experiments::device_check

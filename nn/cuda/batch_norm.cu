@@ -12,25 +12,12 @@
 #include "core/error.hpp"
 #include "nn/batch_norm_math.hpp"
 #include "nn/cuda/batch_norm.hpp"
+#include "nn/cuda/grid_stride.cuh"
 
 namespace lbt::nn::cuda {
 namespace {
 
-constexpr int kThreads = 256;
-
-int blocks_for(std::int64_t n) {
-  return static_cast<int>(std::min<std::int64_t>((n + kThreads - 1) / kThreads, 65535));
-}
-__device__ std::int64_t first_index() {
-  return blockIdx.x * std::int64_t{kThreads} + threadIdx.x;
-}
-__device__ std::int64_t stride() {
-  return std::int64_t{gridDim.x} * kThreads;
-}
-
-void launched(const char* what) {
-  lbt::cuda::check(cudaGetLastError(), what);
-}
+using namespace grid;  // kThreads, blocks_for, first_index, stride, launched
 
 // The layout of the per-channel records on the device.
 constexpr int kMapFloats = 4;   // bn::ChannelMap

@@ -3,23 +3,13 @@
 #include <cuda_runtime.h>
 
 #include "core/cuda/check.cuh"
+#include "nn/cuda/grid_stride.cuh"
 #include "nn/cuda/mlp_kernels.hpp"
 
 namespace lbt::nn::cuda {
 namespace {
 
-constexpr int kThreads = 256;
-
-int blocks_for(std::int64_t n) {
-  return static_cast<int>(std::min<std::int64_t>((n + kThreads - 1) / kThreads, 65535));
-}
-
-__device__ std::int64_t first_index() {
-  return blockIdx.x * std::int64_t{kThreads} + threadIdx.x;
-}
-__device__ std::int64_t stride() {
-  return std::int64_t{gridDim.x} * kThreads;
-}
+using namespace grid;  // kThreads, blocks_for, first_index, stride, launched
 
 __global__ void broadcast_rows_kernel(const float* b, float* y, std::int64_t rows,
                                       std::int64_t cols) {
@@ -87,10 +77,6 @@ __global__ void max_pool_backward_kernel(const float* x, const float* y, const f
           found = 1;
         }
   }
-}
-
-void launched(const char* what) {
-  lbt::cuda::check(cudaGetLastError(), what);
 }
 
 }  // namespace

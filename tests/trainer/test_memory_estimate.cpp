@@ -250,28 +250,26 @@ BOOST_AUTO_TEST_CASE(bytes_print_in_binary_units) {
 BOOST_AUTO_TEST_CASE(cgroup_headroom_is_the_limit_less_the_usage_of_the_named_group) {
   namespace fs = std::filesystem;
   const fs::path root = fs::temp_directory_path() / ("lbt_cgroup_" + std::to_string(::getpid()));
-  auto put = [&](const fs::path& file, const std::string& text) {
-    fs::create_directories(file.parent_path());
-    std::ofstream(file) << text << "\n";
+  // A group directory's limit and usage files (v2 names, or v1's).
+  auto group = [&](const fs::path& dir, bool v2, const std::string& limit,
+                   const std::string& usage) {
+    fs::create_directories(root / dir);
+    std::ofstream(root / dir / (v2 ? "memory.max" : "memory.limit_in_bytes")) << limit << "\n";
+    std::ofstream(root / dir / (v2 ? "memory.current" : "memory.usage_in_bytes")) << usage << "\n";
   };
-  put(root / "v2/user.slice/job/memory.max", "1000000");
-  put(root / "v2/user.slice/job/memory.current", "250000");
+  group("v2/user.slice/job", true, "1000000", "250000");
   BOOST_TEST(cgroup_headroom_bytes(root / "v2", "0::/user.slice/job\n") == 750000);
-  put(root / "v2max/job/memory.max", "max");
-  put(root / "v2max/job/memory.current", "250000");
+  group("v2max/job", true, "max", "250000");
   BOOST_TEST(cgroup_headroom_bytes(root / "v2max", "0::/job\n") == -1);
   // v1, its memory line after a v2 root line whose files are absent
-  put(root / "v1/memory/api/abc/memory.limit_in_bytes", "2000000");
-  put(root / "v1/memory/api/abc/memory.usage_in_bytes", "500000");
+  group("v1/memory/api/abc", false, "2000000", "500000");
   const std::string hybrid = "0::/\n5:devices:/\n4:cpu,memory:/api/abc\n";
   BOOST_TEST(cgroup_headroom_bytes(root / "v1", hybrid) == 1500000);
   // the group's path not visible inside the container: the root's own files
-  put(root / "ns/memory/memory.limit_in_bytes", "3000000");
-  put(root / "ns/memory/memory.usage_in_bytes", "3500000");
+  group("ns/memory", false, "3000000", "3500000");
   BOOST_TEST(cgroup_headroom_bytes(root / "ns", "4:memory:/hidden/path\n") == 0);
   // v1's "no limit"
-  put(root / "none/memory/memory.limit_in_bytes", "9223372036854771712");
-  put(root / "none/memory/memory.usage_in_bytes", "500000");
+  group("none/memory", false, "9223372036854771712", "500000");
   BOOST_TEST(cgroup_headroom_bytes(root / "none", "4:memory:/\n") == -1);
   BOOST_TEST(cgroup_headroom_bytes(root / "absent", "0::/x\n4:memory:/x\n") == -1);
   fs::remove_all(root);

@@ -1,7 +1,8 @@
-// DeviceBatchNorm and the ResNet's elementwise and pooling kernels (batch_norm.hpp). A channel's
-// sums: blocks_per_channel() blocks each take a fixed slice of the batch's images, every thread a
-// fixed stride of the slice's values, in double; a tree in shared memory per block, then one
-// thread per channel adds the blocks in order. No atomics: the same sums every run.
+// DeviceBatchNorm and the ResNet's elementwise and pooling kernels (batch_norm.hpp); what each
+// thread computes is kernel_bodies.hpp's, tested on the CPU. A channel's sums: bn_blocks_per_
+// channel() blocks each take a fixed slice of the batch's images, every thread a fixed stride of
+// the slice's values, in double; a tree in shared memory per block, then one thread per channel
+// adds the blocks in order. No atomics: the same sums every run.
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -13,54 +14,45 @@
 #include "nn/batch_norm_math.hpp"
 #include "nn/cuda/batch_norm.hpp"
 #include "nn/cuda/grid_stride.cuh"
+#include "nn/cuda/kernel_bodies.hpp"
 
 namespace lbt::nn::cuda {
 namespace {
 
 using namespace grid;  // kThreads, blocks_for, first_index, stride, launched
 
-// The layout of the per-channel records on the device.
-constexpr int kMapFloats = 4;   // bn::ChannelMap
-constexpr int kGradFloats = 3;  // bn::GradCoefficients
-__device__ bn::ChannelMap load_map(const float* maps, std::int64_t c) {
-  const float* m = maps + c * kMapFloats;
-  return {m[0], m[1], m[2], m[3]};
-}
+using namespace body;  // kernel_bodies.hpp: what each thread computes
 
-// The two sums a BatchNorm pass needs over channel c's values: forward, d = x - k and d^2 with
-// k = x[c, 0] of the first image (the CPU's shift); backward, dy and dy (x - mean).
+// The two sums a BatchNorm pass needs over channel c's values (kernel_bodies.hpp's terms).
 struct ForwardTerms {
   const float* x;
-  __device__ void at(std::int64_t i, std::int64_t first, float, double& s1, double& s2) const {
-    const float d = x[i] - x[first];
-    s1 += d;
-    s2 += static_cast<double>(d) * d;
+  __device__ void add(std::int64_t e, std::int64_t c, std::int64_t HW, float, double& s1,
+                      double& s2) const {
+    bn_forward_terms(x, e, c, HW, s1, s2);
   }
 };
 struct BackwardTerms {
   const float* x;
   const float* dy;
-  __device__ void at(std::int64_t i, std::int64_t, float mean, double& s1, double& s2) const {
-    s1 += dy[i];
-    s2 += static_cast<double>(dy[i]) * (x[i] - mean);
+  __device__ void add(std::int64_t e, std::int64_t, std::int64_t, float mean, double& s1,
+                      double& s2) const {
+    bn_backward_terms(x, dy, e, mean, s1, s2);
   }
 };
 
-// Grid (blocks per channel, C): block (p, c) sums channel c over images [p per, (p + 1) per)
-// into partials[(c P + p) 2 + {0, 1}].
+// Grid (P blocks per channel, C): block (p, c) sums channel c over its slice of the batch
+// (bn_slice) into partials[(c P + p) 2 + {0, 1}]: each thread a stride of the values, then a
+// tree in shared memory.
 template <class Terms>
 __global__ void channel_sums_kernel(Terms terms, const float* maps, std::int64_t batch,
-                                    std::int64_t C, std::int64_t HW, std::int64_t per,
-                                    double* partials) {
+                                    std::int64_t C, std::int64_t HW, double* partials) {
   __shared__ double s1[kThreads], s2[kThreads];
   const std::int64_t c = blockIdx.y, P = gridDim.x, p = blockIdx.x;
-  const std::int64_t n0 = p * per, n1 = n0 + per < batch ? n0 + per : batch;
-  const float mean = maps ? maps[c * kMapFloats] : 0.0f;
+  const Slice slice = bn_slice(p, P, batch);
+  const float mean = maps ? load_map(maps, c).mean : 0.0f;
   double a = 0.0, b = 0.0;
-  for (std::int64_t i = threadIdx.x; i < (n1 - n0) * HW; i += kThreads) {
-    const std::int64_t n = n0 + i / HW;
-    terms.at((n * C + c) * HW + i % HW, c * HW, mean, a, b);
-  }
+  for (std::int64_t i = threadIdx.x; i < slice.images() * HW; i += kThreads)
+    terms.add(bn_element(slice, i, c, C, HW), c, HW, mean, a, b);
   s1[threadIdx.x] = a;
   s2[threadIdx.x] = b;
   __syncthreads();
@@ -74,15 +66,6 @@ __global__ void channel_sums_kernel(Terms terms, const float* maps, std::int64_t
   if (threadIdx.x == 0) {
     partials[(c * P + p) * 2] = s1[0];
     partials[(c * P + p) * 2 + 1] = s2[0];
-  }
-}
-
-__device__ void add_partials(const double* partials, std::int64_t c, std::int64_t P, double& s1,
-                             double& s2) {
-  s1 = 0.0, s2 = 0.0;
-  for (std::int64_t p = 0; p < P; ++p) {
-    s1 += partials[(c * P + p) * 2];
-    s2 += partials[(c * P + p) * 2 + 1];
   }
 }
 
@@ -100,17 +83,16 @@ struct Statistics {
 __global__ void channel_map_kernel(Statistics s, const double* partials, std::int64_t P, bool train,
                                    float* maps) {
   for (std::int64_t c = first_index(); c < s.C; c += stride()) {
-    bn::ChannelMap m;
-    if (train) {
-      double sum = 0.0, sum_squares = 0.0;
-      add_partials(partials, c, P, sum, sum_squares);
-      m = bn::train_map(sum, sum_squares, s.x[c * s.HW], s.count, s.momentum, s.eps, s.gamma[c],
-                        s.beta[c], s.running_mean[c], s.running_var[c]);
-    } else {
-      m = bn::eval_map(s.running_mean[c], s.running_var[c], s.eps, s.gamma[c], s.beta[c]);
+    if (!train) {
+      store_map(maps, c,
+                bn::eval_map(s.running_mean[c], s.running_var[c], s.eps, s.gamma[c], s.beta[c]));
+      continue;
     }
-    float* out = maps + c * kMapFloats;
-    out[0] = m.mean, out[1] = m.inv_std, out[2] = m.scale, out[3] = m.shift;
+    double sum = 0.0, sum_squares = 0.0;
+    bn_add_partials(partials, c, P, sum, sum_squares);
+    store_map(maps, c,
+              bn::train_map(sum, sum_squares, s.x[c * s.HW], s.count, s.momentum, s.eps, s.gamma[c],
+                            s.beta[c], s.running_mean[c], s.running_var[c]));
   }
 }
 
@@ -120,38 +102,27 @@ __global__ void grad_coefficients_kernel(const double* partials, std::int64_t P,
                                          float* grads) {
   for (std::int64_t c = first_index(); c < C; c += stride()) {
     double sum_dy = 0.0, sum_dy_centred = 0.0;
-    add_partials(partials, c, P, sum_dy, sum_dy_centred);
-    const bn::GradCoefficients g =
-        bn::grad_coefficients(sum_dy, sum_dy_centred, load_map(maps, c), gamma[c], count, train,
-                              accumulate, dgamma[c], dbeta[c]);
-    float* out = grads + c * kGradFloats;
-    out[0] = g.k, out[1] = g.a, out[2] = g.b;
+    bn_add_partials(partials, c, P, sum_dy, sum_dy_centred);
+    store_grad(grads, c,
+               bn::grad_coefficients(sum_dy, sum_dy_centred, load_map(maps, c), gamma[c], count,
+                                     train, accumulate, dgamma[c], dbeta[c]));
   }
 }
 
 __global__ void apply_map_kernel(const float* x, const float* maps, float* y, std::int64_t n,
                                  std::int64_t C, std::int64_t HW) {
-  for (std::int64_t i = first_index(); i < n; i += stride()) {
-    const float* m = maps + (i / HW % C) * kMapFloats;
-    y[i] = fmaf(x[i], m[2], m[3]);
-  }
+  for (std::int64_t i = first_index(); i < n; i += stride()) y[i] = bn_output(x, maps, i, C, HW);
 }
 
 __global__ void input_grad_kernel(const float* x, const float* dy, const float* maps,
                                   const float* grads, float* dx, std::int64_t n, std::int64_t C,
                                   std::int64_t HW) {
-  for (std::int64_t i = first_index(); i < n; i += stride()) {
-    const std::int64_t c = i / HW % C;
-    const float* g = grads + c * kGradFloats;
-    dx[i] = bn::input_grad(x[i], dy[i], {g[0], g[1], g[2]}, maps[c * kMapFloats]);
-  }
+  for (std::int64_t i = first_index(); i < n; i += stride())
+    dx[i] = bn_input_grad(x, dy, maps, grads, i, C, HW);
 }
 
 __global__ void add_relu_kernel(const float* a, const float* b, float* y, std::int64_t n) {
-  for (std::int64_t i = first_index(); i < n; i += stride()) {
-    const float v = a[i] + b[i];
-    y[i] = v < 0.0f ? 0.0f : v;
-  }
+  for (std::int64_t i = first_index(); i < n; i += stride()) y[i] = relu_of_sum(a[i], b[i]);
 }
 
 __global__ void add_into_kernel(const float* x, float* y, std::int64_t n) {
@@ -160,11 +131,8 @@ __global__ void add_into_kernel(const float* x, float* y, std::int64_t n) {
 
 __global__ void global_avg_pool_forward_kernel(const float* x, float* y, std::int64_t planes,
                                                std::int64_t plane, float scale) {
-  for (std::int64_t p = first_index(); p < planes; p += stride()) {
-    float s = 0.0f;
-    for (std::int64_t i = 0; i < plane; ++i) s += x[p * plane + i];
-    y[p] = s * scale;
-  }
+  for (std::int64_t p = first_index(); p < planes; p += stride())
+    y[p] = plane_mean(x, p, plane, scale);
 }
 
 __global__ void global_avg_pool_backward_kernel(const float* dy, float* dx, std::int64_t planes,
@@ -176,24 +144,16 @@ __global__ void global_avg_pool_backward_kernel(const float* dy, float* dx, std:
 __global__ void avg_pool_forward_kernel(const float* x, float* y, std::int64_t planes,
                                         std::int64_t h, std::int64_t w, std::int64_t k,
                                         std::int64_t ho, std::int64_t wo, float scale) {
-  for (std::int64_t i = first_index(); i < planes * ho * wo; i += stride()) {
-    const std::int64_t p = i / (ho * wo), r = i / wo % ho, c = i % wo;
-    const float* window = x + (p * h + r * k) * w + c * k;
-    float s = 0.0f;
-    for (std::int64_t a = 0; a < k; ++a)
-      for (std::int64_t b = 0; b < k; ++b) s += window[a * w + b];
-    y[i] = s * scale;
-  }
+  for (std::int64_t i = first_index(); i < planes * ho * wo; i += stride())
+    y[i] = avg_pool_output(x, i, h, w, k, ho, wo, scale);
 }
 
 // One thread per input element: its window's gradient, or 0 past the last window.
 __global__ void avg_pool_backward_kernel(const float* dy, float* dx, std::int64_t planes,
                                          std::int64_t h, std::int64_t w, std::int64_t k,
                                          std::int64_t ho, std::int64_t wo, float scale) {
-  for (std::int64_t i = first_index(); i < planes * h * w; i += stride()) {
-    const std::int64_t p = i / (h * w), r = i / w % h / k, c = i % w / k;
-    dx[i] = r < ho && c < wo ? dy[(p * ho + r) * wo + c] * scale : 0.0f;
-  }
+  for (std::int64_t i = first_index(); i < planes * h * w; i += stride())
+    dx[i] = avg_pool_input_grad(dy, i, h, w, k, ho, wo, scale);
 }
 
 }  // namespace
@@ -206,28 +166,21 @@ DeviceBatchNorm::DeviceBatchNorm(Shape3 shape, std::int64_t max_batch, BatchNorm
           std::span<const float>(std::vector<float>(static_cast<std::size_t>(shape.c), 1.0f))),
       map_(static_cast<std::size_t>(shape.c * kMapFloats)),
       grad_(static_cast<std::size_t>(shape.c * kGradFloats)),
-      partials_(static_cast<std::size_t>(shape.c * blocks_per_channel(max_batch) * 2)) {
+      partials_(static_cast<std::size_t>(shape.c * bn_blocks_per_channel(max_batch, shape.c) * 2)) {
   if (opt_.relu) throw Error("DeviceBatchNorm: the GPU's network applies the ReLU as a layer");
-}
-
-// Enough blocks to fill a GPU (about 512 in all) without slicing the batch finer than an image.
-std::int64_t DeviceBatchNorm::blocks_per_channel(std::int64_t batch) const {
-  const std::int64_t wanted = std::max<std::int64_t>(1, 512 / shape_.c);
-  return std::max<std::int64_t>(1, std::min(batch, wanted));
 }
 
 void DeviceBatchNorm::forward(const float* x, float* y, std::int64_t batch, bool train,
                               const float* gamma, const float* beta) {
-  const std::int64_t C = shape_.c, HW = shape_.plane(), P = blocks_per_channel(batch);
+  const std::int64_t C = shape_.c, HW = shape_.plane(), P = bn_blocks_per_channel(batch, C);
   if (train && batch * HW < 2)
     throw ConfigError("BatchNorm in train mode needs more than one value per channel, got batch " +
                           std::to_string(batch) + " of " + shape_.text(),
                       "use a micro-batch of at least 2");
   last_train_ = train;
   if (train) {
-    const std::int64_t per = (batch + P - 1) / P;
     channel_sums_kernel<<<dim3(static_cast<unsigned>(P), static_cast<unsigned>(C)), kThreads>>>(
-        ForwardTerms{x}, nullptr, batch, C, HW, per, partials_.data());
+        ForwardTerms{x}, nullptr, batch, C, HW, partials_.data());
     launched("channel_sums_kernel (BatchNorm forward)");
   }
   const Statistics s{x, gamma, beta,       running_mean_.data(), running_var_.data(),
@@ -241,10 +194,9 @@ void DeviceBatchNorm::forward(const float* x, float* y, std::int64_t batch, bool
 
 void DeviceBatchNorm::backward(const float* x, const float* dy, float* dx, std::int64_t batch,
                                bool accumulate, const float* gamma, float* dgamma, float* dbeta) {
-  const std::int64_t C = shape_.c, HW = shape_.plane(), P = blocks_per_channel(batch);
-  const std::int64_t per = (batch + P - 1) / P;
+  const std::int64_t C = shape_.c, HW = shape_.plane(), P = bn_blocks_per_channel(batch, C);
   channel_sums_kernel<<<dim3(static_cast<unsigned>(P), static_cast<unsigned>(C)), kThreads>>>(
-      BackwardTerms{x, dy}, map_.data(), batch, C, HW, per, partials_.data());
+      BackwardTerms{x, dy}, map_.data(), batch, C, HW, partials_.data());
   launched("channel_sums_kernel (BatchNorm backward)");
   grad_coefficients_kernel<<<blocks_for(C), kThreads>>>(partials_.data(), P, map_.data(), gamma, C,
                                                         batch * HW, last_train_, accumulate, dgamma,

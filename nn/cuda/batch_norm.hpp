@@ -32,9 +32,6 @@ class DeviceBatchNorm {
   lbt::cuda::DeviceArray<float>& running_var() { return running_var_; }
 
  private:
-  // Blocks per channel for a batch (a fixed function of it, so the sums' order is too).
-  std::int64_t blocks_per_channel(std::int64_t batch) const;
-
   Shape3 shape_;
   BatchNormOptions opt_;
   lbt::cuda::DeviceArray<float> running_mean_, running_var_;

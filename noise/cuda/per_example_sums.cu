@@ -15,17 +15,14 @@ namespace {
 
 constexpr int kThreads = 256;
 
-// Thread n: example n's |x_n|^2 and |dy_n|^2 in float, in index order, and its shares.
+// Thread n: example n's shares (per_example_rule.hpp's add_example_row).
 __global__ void example_shares_kernel(const float* x, const float* dy, std::int64_t batch,
                                       std::int64_t in, std::int64_t out, double inv_scale_sq,
                                       double* rows) {
   const std::int64_t n = blockIdx.x * std::int64_t{kThreads} + threadIdx.x;
   if (n >= batch) return;
-  float x_sq = 0.0f, dy_sq = 0.0f;
-  for (std::int64_t i = 0; i < in; ++i) x_sq += x[n * in + i] * x[n * in + i];
-  for (std::int64_t o = 0; o < out; ++o) dy_sq += dy[n * out + o] * dy[n * out + o];
   double weight = 0.0, bias = 0.0;
-  add_example_shares(x_sq, dy_sq, inv_scale_sq, weight, bias);
+  add_example_row(x, dy, n, in, out, inv_scale_sq, weight, bias);
   rows[2 * n] = weight;
   rows[2 * n + 1] = bias;
 }

@@ -13,6 +13,7 @@
 #include "noise/hessian_noise.hpp"
 #include "noise/online_estimator.hpp"
 #include "noise/per_example.hpp"
+#include "noise/per_example_rule.hpp"
 #include "noise/runs.hpp"
 #include "support/recording_device.hpp"
 #include "support/tolerance.hpp"
@@ -130,6 +131,13 @@ BOOST_AUTO_TEST_CASE(per_example_norms_match_explicit_outer_products) {
   const double weight_total = noise::add_per_example_sq_norms({&no_bias, 1}, B, scale, weight_only);
   BOOST_TEST(close(weight_only[0], want_w, 1e-9, 1e-5));
   BOOST_TEST(close(weight_total, want_w, 1e-9, 1e-5));
+  // What each GPU thread computes (noise/cuda/per_example_sums.cu), one example at a time, added
+  // in example order: the same sums.
+  double gpu_w = 0, gpu_b = 0;
+  for (int n = 0; n < B; ++n)
+    noise::add_example_row(x.data(), dy.data(), n, I, O, 1.0 / (scale * scale), gpu_w, gpu_b);
+  BOOST_TEST(close(gpu_w, want_w, 1e-9, 1e-5));
+  BOOST_TEST(close(gpu_b, want_b, 1e-9, 1e-5));
 }
 
 BOOST_AUTO_TEST_CASE(tracker_is_bias_corrected_and_its_interval_shrinks_to_the_constant) {

@@ -3,6 +3,7 @@
 //   dx += conv_s^T bn_s^T dz (projection), in the order the CPU block adds them.
 #include "nn/cuda/basic_block.hpp"
 
+#include "core/error.hpp"
 #include "nn/cuda/mlp_kernels.hpp"
 
 namespace lbt::nn::cuda {
@@ -27,25 +28,20 @@ lbt::cuda::DeviceArray<float> activations(std::int64_t batch, Shape3 shape) {
 
 }  // namespace
 
-std::vector<std::int64_t> DeviceBasicBlock::param_sizes(Shape3 in, std::int64_t out_channels,
-                                                        std::int64_t stride) {
-  const std::int64_t o = out_channels;
-  std::vector<std::int64_t> sizes{o * in.c * 9, o, o, o * o * 9, o, o};
-  if (needs_projection(in, out_channels, stride)) sizes.insert(sizes.end(), {o * in.c, o, o});
-  return sizes;
-}
-
 DeviceBasicBlock::DeviceBasicBlock(Shape3 in, std::int64_t out_channels, std::int64_t stride,
-                                   std::int64_t max_batch, const Offsets& offsets)
+                                   std::int64_t max_batch, const std::vector<std::int64_t>& params)
     : in_(in),
       out_{out_channels, (in.h - 1) / stride + 1, (in.w - 1) / stride + 1},
-      at_(offsets),
+      at_{params.at(0), params.at(1), params.at(2), params.at(3), params.at(4), params.at(5)},
       conv1_(in, conv3x3(out_channels, stride)),
       conv2_(out_, conv3x3(out_channels, 1)),
       bn1_(out_, max_batch),
       bn2_(out_, max_batch) {
   for (auto* a : {&a1_, &r1_, &a2_, &b2_, &gz_, &g1_, &g2_}) *a = activations(max_batch, out_);
+  if (needs_projection(in, out_channels, stride) != (params.size() == 9))
+    throw Error("a basic block's parameters do not fit its shapes");
   if (needs_projection(in, out_channels, stride)) {
+    at_.proj_conv = params[6], at_.proj_gamma = params[7], at_.proj_beta = params[8];
     proj_conv_ = std::make_unique<CudnnConvByBatch>(in, projection(out_channels, stride));
     proj_bn_ = std::make_unique<DeviceBatchNorm>(out_, max_batch);
     sa_ = activations(max_batch, out_);

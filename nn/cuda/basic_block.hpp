@@ -17,17 +17,10 @@ namespace lbt::nn::cuda {
 
 class DeviceBasicBlock {
  public:
-  // Where each parameter sits in the flat buffers, in the CPU block's order.
-  struct Offsets {
-    std::int64_t conv1, bn1_gamma, bn1_beta, conv2, bn2_gamma, bn2_beta;
-    std::int64_t proj_conv = -1, proj_gamma = -1, proj_beta = -1;  // -1: identity shortcut
-  };
-  // The sizes of the block's parameters in that order (6, or 9 with a projection).
-  static std::vector<std::int64_t> param_sizes(Shape3 in, std::int64_t out_channels,
-                                               std::int64_t stride);
-
+  // params: where each parameter sits in the flat buffers, in the CPU block's order (conv1, bn1
+  // gamma, beta, conv2, bn2 gamma, beta[, projection conv, gamma, beta]; device_net_plan.hpp).
   DeviceBasicBlock(Shape3 in, std::int64_t out_channels, std::int64_t stride,
-                   std::int64_t max_batch, const Offsets& offsets);
+                   std::int64_t max_batch, const std::vector<std::int64_t>& params);
   Shape3 out_shape() const { return out_; }
   // Device pointers; params and grads are the network's flat buffers.
   void forward(const float* x, float* y, std::int64_t batch, bool train, const float* params);
@@ -38,6 +31,10 @@ class DeviceBasicBlock {
   std::vector<lbt::cuda::DeviceArray<float>*> buffers();
 
  private:
+  struct Offsets {
+    std::int64_t conv1, bn1_gamma, bn1_beta, conv2, bn2_gamma, bn2_beta;
+    std::int64_t proj_conv = -1, proj_gamma = -1, proj_beta = -1;  // -1: identity shortcut
+  };
   Shape3 in_, out_;
   Offsets at_;
   CudnnConvByBatch conv1_, conv2_;

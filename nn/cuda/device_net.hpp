@@ -15,6 +15,7 @@
 #include "nn/cuda/batch_norm.hpp"
 #include "nn/cuda/cudnn_conv.hpp"
 #include "nn/cuda/device_model.hpp"
+#include "nn/device_net_plan.hpp"
 #include "nn/layer_spec.hpp"
 #include "nn/shape.hpp"
 
@@ -39,28 +40,16 @@ class DeviceNet final : public DeviceModel {
   std::vector<lbt::cuda::DeviceArray<float>*> buffers() override;
 
  private:
-  enum class Kind {
-    kConv,
-    kMaxPool,
-    kAvgPool,
-    kGlobalAvgPool,
-    kRelu,
-    kBatchNorm,
-    kResidual,
-    kLinear
-  };
+  using Kind = DeviceOpKind;
   struct Op {
-    Kind kind;
-    Shape3 in, out;  // a Linear's: {features, 1, 1}
-    std::int64_t kernel = 0;
-    std::int64_t weight = -1, bias = -1;  // offsets into the flat buffers; -1: none
+    DeviceOpPlan plan;                    // kind, shapes, parameter offsets (device_net_plan.hpp)
+    std::int64_t weight = -1, bias = -1;  // plan.params' first two, or -1: none
     lbt::cuda::DeviceArray<float> y, dy;  // [max_batch, out.size()]
     std::unique_ptr<CudnnConvByBatch> conv;
     std::unique_ptr<DeviceBatchNorm> norm;  // weight, bias: its gamma, beta
     std::unique_ptr<DeviceBasicBlock> block;
   };
-  Op make_op(const LayerSpec& l, std::size_t index, Shape3 in, std::int64_t max_batch,
-             const std::vector<Segment>& segments, std::size_t& next);
+  static Op make_op(DeviceOpPlan plan, std::int64_t max_batch);
   void forward_op(Op& op, const float* in, std::int64_t batch, bool train);
   void backward_op(Op& op, const float* in, float* dx, std::int64_t batch, bool accumulate);
 

@@ -86,6 +86,7 @@ void register_cuda_training() {
     std::vector<std::string> layer_types;
     for (const nn::LayerSpec& l : setup.plan.layers) layer_types.push_back(l.type);
     if (setup.per_example_noise) layer_types.push_back("per_example_noise");
+    if (setup.two_batch_noise) layer_types.push_back("two_batch_noise");
     check_device_once(layer_types);
     return trainer::cuda::make_cuda_step(setup);
   });

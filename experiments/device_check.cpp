@@ -190,8 +190,12 @@ void check_noise_reader(const Gpu& gpu, Rng& rng, std::vector<DeviceCheckRow>& r
     device.segment_sq_norms(got);
     compare_sums(got, want);
   }
-  rows.push_back({"noise two-batch sums, 3 micro-batches", error, scale, 1e-12,
-                  "double sums of float differences in another order"});
+  rows.push_back({"noise two-batch sums, 3 micro-batches",
+                  error,
+                  scale,
+                  1e-12,
+                  "double sums of float differences in another order",
+                  {"two_batch_noise"}});
 }
 
 void check_nccl(const Gpu& gpu, Rng& rng, std::vector<DeviceCheckRow>& rows) {

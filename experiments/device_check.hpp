@@ -14,9 +14,9 @@ struct DeviceCheckRow {
   double scale;          // max |cpu|: the error is read relative to it
   double tolerance;      // on max_abs_error / scale; 0: bit for bit
   std::string why;       // where the tolerance comes from
-  // The layer types (LayerSpec::type, or "per_example_noise" for the per-example estimator's
-  // sums) only this row vouches for: a run is refused for its disagreement only where it uses
-  // one of them. Empty: every run relies on the row.
+  // The layer types (LayerSpec::type, or "per_example_noise" / "two_batch_noise" for a noise
+  // estimator's sums) only this row vouches for: a run is refused for its disagreement only where
+  // it uses one of them. Empty: every run relies on the row.
   std::vector<std::string> layers = {};
   double relative() const { return scale > 0 ? max_abs_error / scale : max_abs_error; }
   bool ok() const { return relative() <= tolerance; }

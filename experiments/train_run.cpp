@@ -149,12 +149,12 @@ std::unique_ptr<trainer::DeviceStep> make_device_step(const trainer::RunConfig& 
   const std::int64_t max_batch = std::max(cfg.micro_batch, cfg.eval_batch);
   // Augmented batches are made on the host; plain ones are drawn on the device.
   const bool augmented = cfg.data.augment_crop_padding > 0 || cfg.data.augment_flip;
-  const bool per_example =
-      run.noise.enabled && noise::choose_method(run.noise, ranks, cfg.micro_batch, cfg.accum_steps,
-                                                trainer::per_example_support(model, cfg.device))
-                               .per_example;
+  const noise::NoiseMethod noise =
+      run.noise.enabled ? noise::choose_method(run.noise, ranks, cfg.micro_batch, cfg.accum_steps,
+                                               trainer::per_example_support(model, cfg.device))
+                        : noise::NoiseMethod{};
   return (*factory)({model, std::move(plan), run.optimizer, max_batch,
-                     augmented ? nullptr : &splits.train, per_example});
+                     augmented ? nullptr : &splits.train, noise.per_example, noise.two_batch});
 }
 
 // Every rank loads the same checkpoint (rank 0 wrote it). Returns whether one was restored.

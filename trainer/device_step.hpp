@@ -70,8 +70,10 @@ struct DeviceStepSetup {
   // The training split to keep on the device and draw batches from there; nullptr: every batch
   // brings its features (augmented data: the host augments).
   const data::Dataset* train = nullptr;
-  // The noise estimator reads per-example norms (per_example_sums); a plain MLP only.
-  bool per_example_noise = false;
+  // The noise estimators the run uses: per-example norms (per_example_sums; a plain MLP only),
+  // and the two-batch sums of the gradient's changes (gradient_reader). The self-check names
+  // them among the run's parts (experiments/cuda_training.cpp).
+  bool per_example_noise = false, two_batch_noise = false;
 };
 
 using DeviceStepFactory = std::function<std::unique_ptr<DeviceStep>(const DeviceStepSetup&)>;

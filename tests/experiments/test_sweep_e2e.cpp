@@ -21,6 +21,7 @@
 
 #include "experiments/sweep/sweep_results.hpp"
 #include "support/cli_runner.hpp"
+#include "sweep_fixtures.hpp"
 #include "trainer/data/synthetic.hpp"
 
 namespace fs = std::filesystem;
@@ -30,53 +31,7 @@ using Result = lbt::test::CliResult;
 using lbt::test::scratch;
 using lbt::test::slurp;
 
-namespace {
-
-// Seconds per trial: 4096 examples of d = 16; the budget in steps sets the trial's length.
-fs::path write_config(const std::string& name, const std::string& target, int max_steps) {
-  const fs::path p = scratch() / name;
-  std::ofstream(p) << "[model]\nspec = \"linear:16-1\"\ninit = \"zero\"\n"
-                   << "[data]\ndataset = \"synthetic-regression\"\nvalidation_size = 1024\n"
-                   << "[data.synthetic]\nexamples = 4096\ndim = 16\nnoise = 0.5\n"
-                   << "[train]\ntarget = \"" << target << "\"\nlog_every = 50\n"
-                   << "[optimizer]\nname = \"sgd\"\nlr = 0.05\nmomentum = 0.0\n"
-                   << "[schedule]\nscaling = \"sqrt\"\nreference_batch = 32\n"
-                   << "[sweep]\nbatch_sizes = [8, 32, 128, 512]\n"
-                   << "lr_multipliers = [0.5, 2.0]\nmax_steps = " << max_steps
-                   << "\neval_every_examples = 64\nlr_search = \"grid\"\n";
-  return p;
-}
-
-std::map<std::string, fs::file_time_type> summary_times(const fs::path& sweep) {
-  std::map<std::string, fs::file_time_type> t;
-  for (const auto& e : fs::directory_iterator(sweep / "trials")) {
-    if (fs::exists(e.path() / "summary.json"))
-      t[e.path().filename()] = fs::last_write_time(e.path() / "summary.json");
-  }
-  return t;
-}
-
-// `lbt sweep --jobs 1 --no-plots` in its own process group (which holds the trials too), its
-// output in `log`.
-pid_t start_sweep(const fs::path& cfg, const fs::path& dir, const std::string& log) {
-  const pid_t pid = fork();
-  if (pid == 0) {
-    setpgid(0, 0);
-    const int fd = open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    dup2(fd, 1), dup2(fd, 2);
-    execl(LBT_BINARY, LBT_BINARY, "sweep", "--config", cfg.c_str(), "--jobs", "1", "--out",
-          dir.c_str(), "--no-plots", static_cast<char*>(nullptr));
-    _exit(127);
-  }
-  setpgid(pid, pid);
-  return pid;
-}
-
-std::string status_of(const fs::path& run) {
-  return nlohmann::json::parse(slurp(run / "summary.json")).value("status", "");
-}
-
-}  // namespace
+using namespace lbt::test::sweep_e2e;
 
 BOOST_AUTO_TEST_CASE(
     tiny_synthetic_sweep_writes_statuses_csvs_fit_and_plots_and_resumes_without_redoing) {
@@ -309,93 +264,6 @@ BOOST_AUTO_TEST_CASE(a_sweep_measures_the_noise_scale_per_trial_and_the_fit_repo
   BOOST_TEST(std::system(plots.c_str()) == 0);
   BOOST_TEST(fs::exists(dir / "plots" / "steps_vs_batch.png"));
   BOOST_TEST(fs::exists(dir / "plots" / "noise_vs_training.png"));
-}
-
-// One sweep owns its directory: a second on it exits 2 at once, naming the first (two would run
-// the same trials twice and clear each other's running trials).
-BOOST_AUTO_TEST_CASE(a_second_sweep_on_a_busy_directory_exits_2_naming_the_owner) {
-  // A trial far longer than the test (it is killed below): 6000 steps took 0.3 s, so the owner's
-  // first trial could end before the second sweep looked.
-  const fs::path cfg = write_config("busy.toml", "val_loss<=0.1", 2000000);
-  const fs::path dir = scratch() / "busy";
-  const std::string log = (scratch() / "busy.log").string();
-  const pid_t first = start_sweep(cfg, dir, log);
-  // Wait for its first trial to start.
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
-  while (!fs::exists(dir / "trials" / "8_0" / "summary.json") &&
-         std::chrono::steady_clock::now() < deadline) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
-  const auto t0 = std::chrono::steady_clock::now();
-  // `timeout`: without the lock (main 38e797a) this second sweep ran the whole plan again.
-  const fs::path err = scratch() / "busy_second.err";
-  const int raw =
-      std::system(("timeout 30 " + std::string(LBT_BINARY) + " sweep --config " + cfg.string() +
-                   " --jobs 1 --out " + dir.string() + " --no-plots >/dev/null 2>" + err.string())
-                      .c_str());
-  Result r{WIFEXITED(raw) ? WEXITSTATUS(raw) : -1, "", slurp(err)};
-  const double seconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  BOOST_TEST(r.code == 2, "stderr: " << r.err);
-  BOOST_TEST(seconds < 10.0);
-  BOOST_TEST(r.err.find("pid " + std::to_string(first)) != std::string::npos, r.err);
-  BOOST_TEST(r.err.find("in use") != std::string::npos, r.err);
-  // The owner's trial was not disturbed: it is still running.
-  BOOST_TEST(status_of(dir / "trials" / "8_0") == "running");
-  // The kernel releases the lock when the owner dies, however it dies.
-  kill(-first, SIGKILL);
-  int status = 0;
-  waitpid(first, &status, 0);
-  std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  r = run_lbt("sweep --config " + cfg.string() + " --out " + dir.string() +
-              " --collect --no-plots");
-  BOOST_TEST(r.code == 0, "stderr: " << r.err);
-}
-
-// A sweep whose trials crashed (not diverged) exits 6 listing them. Here every trial's program
-// exits 1 (a model that does not fit the data is found by the sweep's checks before any trial).
-BOOST_AUTO_TEST_CASE(a_sweep_with_failed_trials_exits_6_listing_them) {
-  const fs::path cfg = write_config("crash.toml", "val_loss<=0.14", 20);
-  const fs::path dir = scratch() / "crash";
-  Result r = run_lbt("sweep --config " + cfg.string() + " --jobs 2 --out " + dir.string() +
-                     " --no-plots --exec false");
-  BOOST_TEST(r.code == 6, "stderr: " << r.err);
-  BOOST_TEST(r.err.find("8 of 8 trials failed") != std::string::npos, r.err);
-  BOOST_TEST(r.err.find("512_1") != std::string::npos, r.err);
-  BOOST_TEST(r.err.find("--retry-failed") != std::string::npos, r.err);
-  // Diverged trials are an outcome: exit 0 (see fit_refuses... for budget_exhausted).
-  const fs::path diverged = scratch() / "diverged";
-  r = run_lbt("sweep --config " + cfg.string() + " --jobs 2 --out " + diverged.string() +
-              " --no-plots --set sweep.lr_multipliers=[1e7]");
-  BOOST_TEST(r.code == 0, "stderr: " << r.err);
-  const auto t = read_csv(diverged / "sweep.csv");
-  for (const auto& row : t.rows) BOOST_TEST(row[t.column("status")] == "diverged");
-}
-
-// A rerun with changed settings is refused naming what differs (the old trials do not belong
-// to the new plan); --extend adds new batch sizes only.
-BOOST_AUTO_TEST_CASE(a_rerun_with_other_settings_is_refused_and_extend_adds_only_new_trials) {
-  const fs::path cfg = write_config("plan.toml", "val_loss<=0.14", 20);
-  const fs::path dir = scratch() / "plan";
-  const std::string base =
-      "sweep --config " + cfg.string() + " --jobs 2 --no-plots --out " + dir.string();
-  Result r = run_lbt(base);
-  BOOST_REQUIRE_MESSAGE(r.code == 0, r.err);
-  r = run_lbt(base + " --target 'val_loss<=0.2'");
-  BOOST_TEST(r.code == 2);
-  BOOST_TEST(r.err.find("target") != std::string::npos, r.err);
-  r = run_lbt(base + " --set train.seed=7");
-  BOOST_TEST(r.code == 2);
-  BOOST_TEST(r.err.find("train.seed=7") != std::string::npos, r.err);
-  r = run_lbt(base + " --batch-sizes 8,32,128,512,1024");
-  BOOST_TEST(r.code == 2);
-  BOOST_TEST(r.err.find("--extend") != std::string::npos, r.err);
-  r = run_lbt(base + " --batch-sizes 8,32,128,512,1024 --extend");
-  BOOST_REQUIRE_MESSAGE(r.code == 0, r.err);
-  BOOST_TEST(r.out.find("sweep: 10 trials (2 run now, 8 kept)") != std::string::npos, r.out);
-  // The extended plan is the directory's plan now: a plain rerun of it resumes.
-  r = run_lbt(base + " --batch-sizes 8,32,128,512,1024");
-  BOOST_TEST(r.code == 0, r.err);
 }
 
 // Steps to target that does not depend on how often you look: the same training runs (the synthetic

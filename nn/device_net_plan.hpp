@@ -34,9 +34,10 @@ struct DeviceOpPlan {
   // linear weight[, bias]; batchnorm gamma, beta; residual conv1, bn1 gamma, beta, conv2, bn2
   // gamma, beta[, projection conv, gamma, beta].
   std::vector<std::int64_t> params;
-  bool bias() const {
-    return (kind == DeviceOpKind::kConv || kind == DeviceOpKind::kLinear) && params.size() == 2;
-  }
+  // The first two of them, or -1: a conv's or linear's weight and bias, a batchnorm's gamma
+  // and beta (a residual block reads all of `params`).
+  std::int64_t weight() const { return params.empty() ? -1 : params[0]; }
+  std::int64_t bias() const { return params.size() > 1 ? params[1] : -1; }
 };
 
 // layers: conv, pool and avgpool (stride = kernel), global_avgpool, relu, batchnorm, residual

@@ -13,8 +13,6 @@ using lbt::cuda::DeviceArray;
 
 DeviceNet::Op DeviceNet::make_op(DeviceOpPlan plan, std::int64_t max_batch) {
   Op op;
-  if (!plan.params.empty()) op.weight = plan.params[0];
-  if (plan.params.size() > 1) op.bias = plan.params[1];
   if (plan.kind == Kind::kConv) op.conv = std::make_unique<CudnnConvByBatch>(plan.in, plan.conv);
   if (plan.kind == Kind::kBatchNorm)
     op.norm = std::make_unique<DeviceBatchNorm>(plan.in, max_batch);
@@ -44,8 +42,8 @@ void DeviceNet::forward_op(Op& op, const float* in, std::int64_t batch, bool tra
   const float* params = params_.data();
   switch (op.plan.kind) {
     case Kind::kConv:
-      op.conv->at(batch).forward(in, params + op.weight, op.bias >= 0 ? params + op.bias : nullptr,
-                                 y);
+      op.conv->at(batch).forward(in, params + op.plan.weight(),
+                                 op.plan.bias() >= 0 ? params + op.plan.bias() : nullptr, y);
       return;
     case Kind::kMaxPool:
       return max_pool_forward(in, y, batch * op.plan.in.c, op.plan.in.h, op.plan.in.w,
@@ -58,15 +56,16 @@ void DeviceNet::forward_op(Op& op, const float* in, std::int64_t batch, bool tra
     case Kind::kRelu:
       return relu_forward(in, y, batch * op.plan.in.size());
     case Kind::kBatchNorm:
-      return op.norm->forward(in, y, batch, train, params + op.weight, params + op.bias);
+      return op.norm->forward(in, y, batch, train, params + op.plan.weight(),
+                              params + op.plan.bias());
     case Kind::kResidual:
       return op.block->forward(in, y, batch, train, params);
     case Kind::kLinear: {
       const int B = static_cast<int>(batch), I = static_cast<int>(op.plan.in.c),
                 O = static_cast<int>(op.plan.out.c);
-      if (op.bias >= 0) broadcast_rows(params + op.bias, y, batch, O);
-      gpu_.gemm(false, true, B, O, I, 1.0f, in, I, params + op.weight, I,
-                op.bias >= 0 ? 1.0f : 0.0f, y, O);
+      if (op.plan.bias() >= 0) broadcast_rows(params + op.plan.bias(), y, batch, O);
+      gpu_.gemm(false, true, B, O, I, 1.0f, in, I, params + op.plan.weight(), I,
+                op.plan.bias() >= 0 ? 1.0f : 0.0f, y, O);
       return;
     }
   }
@@ -99,8 +98,9 @@ void DeviceNet::backward_op(Op& op, const float* in, float* dx, std::int64_t bat
   float* grads = grads_.data();
   switch (op.plan.kind) {
     case Kind::kConv:
-      op.conv->at(batch).backward(in, params_.data() + op.weight, dy, dx, grads + op.weight,
-                                  op.bias >= 0 ? grads + op.bias : nullptr, accumulate);
+      op.conv->at(batch).backward(
+          in, params_.data() + op.plan.weight(), dy, dx, grads + op.plan.weight(),
+          op.plan.bias() >= 0 ? grads + op.plan.bias() : nullptr, accumulate);
       return;
     case Kind::kMaxPool:
       if (dx)
@@ -118,8 +118,8 @@ void DeviceNet::backward_op(Op& op, const float* in, float* dx, std::int64_t bat
       if (dx) relu_backward(op.y.data(), dy, dx, batch * op.plan.in.size());
       return;
     case Kind::kBatchNorm:
-      op.norm->backward(in, dy, dx, batch, accumulate, params_.data() + op.weight,
-                        grads + op.weight, grads + op.bias);
+      op.norm->backward(in, dy, dx, batch, accumulate, params_.data() + op.plan.weight(),
+                        grads + op.plan.weight(), grads + op.plan.bias());
       return;
     case Kind::kResidual:
       op.block->backward(in, op.y.data(), dy, dx, batch, accumulate, params_.data(), grads);
@@ -128,11 +128,13 @@ void DeviceNet::backward_op(Op& op, const float* in, float* dx, std::int64_t bat
       const int B = static_cast<int>(batch), I = static_cast<int>(op.plan.in.c),
                 O = static_cast<int>(op.plan.out.c);
       const float beta = accumulate ? 1.0f : 0.0f;
-      gpu_.gemm(true, false, O, I, B, 1.0f, dy, O, in, I, beta, grads + op.weight, I);
-      if (op.bias >= 0)
-        gpu_.gemm(false, false, 1, O, B, 1.0f, ones_.data(), B, dy, O, beta, grads + op.bias, O);
+      gpu_.gemm(true, false, O, I, B, 1.0f, dy, O, in, I, beta, grads + op.plan.weight(), I);
+      if (op.plan.bias() >= 0)
+        gpu_.gemm(false, false, 1, O, B, 1.0f, ones_.data(), B, dy, O, beta, grads + op.plan.bias(),
+                  O);
       if (dx)
-        gpu_.gemm(false, false, B, I, O, 1.0f, dy, O, params_.data() + op.weight, I, 0.0f, dx, I);
+        gpu_.gemm(false, false, B, I, O, 1.0f, dy, O, params_.data() + op.plan.weight(), I, 0.0f,
+                  dx, I);
       return;
     }
   }

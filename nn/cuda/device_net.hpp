@@ -43,10 +43,9 @@ class DeviceNet final : public DeviceModel {
   using Kind = DeviceOpKind;
   struct Op {
     DeviceOpPlan plan;                    // kind, shapes, parameter offsets (device_net_plan.hpp)
-    std::int64_t weight = -1, bias = -1;  // plan.params' first two, or -1: none
     lbt::cuda::DeviceArray<float> y, dy;  // [max_batch, out.size()]
     std::unique_ptr<CudnnConvByBatch> conv;
-    std::unique_ptr<DeviceBatchNorm> norm;  // weight, bias: its gamma, beta
+    std::unique_ptr<DeviceBatchNorm> norm;  // plan.weight(), bias(): its gamma, beta
     std::unique_ptr<DeviceBasicBlock> block;
   };
   static Op make_op(DeviceOpPlan plan, std::int64_t max_batch);

@@ -5,7 +5,6 @@
 // adds the blocks in order. No atomics: the same sums every run.
 #include <cuda_runtime.h>
 
-#include <algorithm>
 #include <string>
 #include <vector>
 

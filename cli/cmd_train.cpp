@@ -110,7 +110,7 @@ void continue_on_device(Config& config) {
   const std::string device = config.get_string(Schema::in(trainer::train_keys(), "model.device"));
   if (device == "cpu" || trainer::device_step_factory(device)) return;
   // What the device cannot run yet is refused here too, built with CUDA or not.
-  trainer::device_model_plan(trainer::resolve_run_config(config, 1), 1, {});
+  trainer::device_model_plan(trainer::resolve_run_config(config, 1), {});
   const std::filesystem::path program = experiments::self_executable().parent_path() / "lbt-cuda";
   if (!std::filesystem::exists(program)) {
     throw ConfigError("model.device=" + device + ": this lbt was built without CUDA (no " +

@@ -16,6 +16,7 @@
 #include "experiments/device_check.hpp"
 #include "nn/layer_spec.hpp"
 #include "trainer/cuda/cuda_step.hpp"
+#include "trainer/device_placement.hpp"
 
 namespace lbt::experiments {
 namespace {
@@ -83,12 +84,17 @@ void check_device_once(const std::vector<std::string>& layer_types) {
 void register_cuda_training() {
   trainer::register_device_step("cuda", [](const trainer::DeviceStepSetup& setup) {
     lbt::cuda::require_gpu();
+    // Several ranks: each on its GPU (or sharing one), before anything touches a device.
+    const trainer::DevicePlacement placement =
+        setup.comm ? trainer::place_on_devices(*setup.comm, lbt::cuda::device_count())
+                   : trainer::DevicePlacement{};
+    lbt::cuda::select_device(placement.device);
     std::vector<std::string> layer_types;
     for (const nn::LayerSpec& l : setup.plan.layers) layer_types.push_back(l.type);
     if (setup.per_example_noise) layer_types.push_back("per_example_noise");
     if (setup.two_batch_noise) layer_types.push_back("two_batch_noise");
     check_device_once(layer_types);
-    return trainer::cuda::make_cuda_step(setup);
+    return trainer::cuda::make_cuda_step(setup, placement);
   });
 }
 

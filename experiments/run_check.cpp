@@ -67,7 +67,7 @@ void check_run(Config& config, std::ostream* warnings) {
   const data::Splits splits = data::load_splits(run.train.data, run.train.seed);
   const auto model = model_for_data(run.train, splits.train);
   check_optimizer(run, *model);
-  if (run.train.device != "cpu") trainer::device_model_plan(run, 1, splits.train.shape);
+  if (run.train.device != "cpu") trainer::device_model_plan(run, splits.train.shape);
   check_run_at_batch(config, run, *model, splits.train.n, warnings);
 }
 

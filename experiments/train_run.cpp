@@ -20,10 +20,12 @@
 #include "experiments/rank_agreement.hpp"
 #include "experiments/run_check.hpp"
 #include "experiments/run_checkpoint.hpp"
+#include "experiments/train_device.hpp"
 #include "experiments/trial_readings.hpp"
 #include "nn/model.hpp"
 #include "trainer/batch_steps.hpp"
 #include "trainer/comm/communicator.hpp"
+#include "trainer/comm/node_ranks.hpp"
 #include "trainer/config/run_config.hpp"
 #include "trainer/config/train_keys.hpp"
 #include "trainer/data/load.hpp"
@@ -37,10 +39,9 @@
 namespace lbt::experiments {
 
 int default_threads(int world_size) {
-  int local_ranks = world_size;
-  if (const char* s = std::getenv("OMPI_COMM_WORLD_LOCAL_SIZE")) local_ranks = std::atoi(s);
+  const int local_ranks = comm::node_ranks(0, world_size).local_size;
   const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  return std::max(1, cores / std::max(1, local_ranks));
+  return std::max(1, cores / local_ranks);
 }
 
 namespace {
@@ -126,37 +127,6 @@ noise::OnlineOptions noise_options_for(const trainer::RunConfig& run, const RunO
   return noise_options;
 }
 
-// model.device other than cpu: what the device's step is built from, after every check that it
-// can run this run (trainer/device_support.hpp) and that this program has it (lbt-cuda; lbt train
-// execs it, cli/cmd_train.cpp). nullptr for cpu.
-std::unique_ptr<trainer::DeviceStep> make_device_step(const trainer::RunConfig& run, int ranks,
-                                                      const data::Splits& splits,
-                                                      const nn::Model& model, bool probe) {
-  const trainer::TrainConfig& cfg = run.train;
-  if (cfg.device == "cpu") return nullptr;
-  trainer::DeviceModelPlan plan = trainer::device_model_plan(run, ranks, splits.train.shape);
-  if (!splits.train.is_classification())
-    throw ConfigError("model.device=" + cfg.device + " trains classifiers only; " +
-                          splits.train.name + " has float targets",
-                      "set model.device=cpu");
-  if (probe)
-    throw ConfigError("model.device=" + cfg.device + " has no B_noise probe (noise.hessian)",
-                      "set noise.hessian.every=0, or model.device=cpu");
-  const trainer::DeviceStepFactory* factory = trainer::device_step_factory(cfg.device);
-  if (!factory)
-    throw ConfigError("model.device=" + cfg.device + " runs in lbt-cuda, not in this program",
-                      "run lbt train (it starts lbt-cuda), or set model.device=cpu");
-  const std::int64_t max_batch = std::max(cfg.micro_batch, cfg.eval_batch);
-  // Augmented batches are made on the host; plain ones are drawn on the device.
-  const bool augmented = cfg.data.augment_crop_padding > 0 || cfg.data.augment_flip;
-  const noise::NoiseMethod noise =
-      run.noise.enabled ? noise::choose_method(run.noise, ranks, cfg.micro_batch, cfg.accum_steps,
-                                               trainer::per_example_support(model, cfg.device))
-                        : noise::NoiseMethod{};
-  return (*factory)({model, std::move(plan), run.optimizer, max_batch,
-                     augmented ? nullptr : &splits.train, noise.per_example, noise.two_batch});
-}
-
 // Every rank loads the same checkpoint (rank 0 wrote it). Returns whether one was restored.
 bool resume_run(const std::filesystem::path& run_dir, const RunOptions& options,
                 const RunIdentity& identity, const comm::Communicator& comm, nn::Model& model,
@@ -184,10 +154,10 @@ struct Sharding {
 };
 
 Sharding share_parameters(comm::Communicator& comm, nn::Model& model,
-                          const optim::Optimizer& optimizer, bool probing, bool local_sgd) {
+                          const optim::Optimizer& optimizer, bool own_copies, bool local_sgd) {
   const std::size_t num_params = model.store().num_params();
   Sharding sharding{{0, num_params}, false};
-  if (comm.size() > 1 && optimizer.elementwise() && !probing && !local_sgd) {
+  if (comm.size() > 1 && optimizer.elementwise() && !own_copies && !local_sgd) {
     comm::LentMemory shared = comm.shared_parameter_memory(num_params);
     if (!shared.floats.empty()) {
       model.place_params(shared.floats, std::move(shared.owner), comm.rank() == 0);
@@ -361,13 +331,14 @@ RunResult run_training(Config& config, const RunOptions& options, comm::Communic
   if (!resumed && !cfg.branch_from.empty()) resume_from = start_branch(branch, *model, *optimizer);
   // The device starts from the host's state: initialised, resumed or branched.
   const std::unique_ptr<trainer::DeviceStep> device =
-      make_device_step(run, comm.size(), splits, *model, static_cast<bool>(probe));
+      make_device_step(run, comm, splits, *model, static_cast<bool>(probe));
   if (device) {
     device->push(*model, *optimizer, resume_from.ema);
     if (comm.rank() == 0) std::fprintf(stderr, "lbt: steps on %s\n", device->describe().c_str());
   }
+  // A probe perturbs each rank's parameters; a device steps on its own copy of them.
   const Sharding sharding =
-      share_parameters(comm, *model, *optimizer, static_cast<bool>(probe), cfg.local_sgd.enabled());
+      share_parameters(comm, *model, *optimizer, probe || device, cfg.local_sgd.enabled());
   const SummaryParts summary{cfg,         model->describe(),         optimizer->describe(),
                              comm.size(), sampler.steps_per_epoch(), result.run_dir};
   std::unique_ptr<trainer::RunDirectory> run_dir = open_run_dir(
@@ -397,6 +368,9 @@ RunResult run_training(Config& config, const RunOptions& options, comm::Communic
   }
   result.outcome = train_with_summary(ctx, run_dir.get(), summary);
   const auto final_params = model->store().params();
+  // The host's ranks share one all-reduced gradient by construction; GPUs must also step alike.
+  if (device && comm.size() > 1)
+    comm::check_identical(comm, std::as_bytes(final_params), "final parameters of the GPU ranks");
   result.final_params.assign(final_params.begin(), final_params.end());
   return result;
 }

@@ -17,6 +17,7 @@
 #include "noise/gradient_reader.hpp"
 #include "optim/optimizer.hpp"
 #include "optim/optimizer_options.hpp"
+#include "trainer/comm/communicator.hpp"
 #include "trainer/data/dataset.hpp"
 #include "trainer/data/prefetch.hpp"
 #include "trainer/device_support.hpp"
@@ -37,7 +38,9 @@ class DeviceStep {
                                   std::int64_t* correct) = 0;
   // Whether the device holds the training split: the loop's batches then carry only rows.
   virtual bool keeps_train_split() const = 0;
-  virtual double grad_sq_norm() = 0;  // |g|^2 of the step's gradient, summed in double
+  // The step's gradient averaged over the ranks (as it is with one rank; the same floats on every
+  // rank), and its |g|^2 summed in double: comm::Communicator::allreduce_sq_norm on the device.
+  virtual double allreduce_sq_norm() = 0;
   // The per-example estimator's sums over the last micro-batch, per segment (noise/
   // online_estimator.hpp's ExampleTaps::segment_sums), made on the device; valid until the next
   // call. Only for a step set up with DeviceStepSetup::per_example_noise.
@@ -74,6 +77,9 @@ struct DeviceStepSetup {
   // and the two-batch sums of the gradient's changes (gradient_reader). The self-check names
   // them among the run's parts (experiments/cuda_training.cpp).
   bool per_example_noise = false, two_batch_noise = false;
+  // The run's ranks: each steps on its own device, or ranks share one (device_placement.hpp);
+  // the gradients are averaged across them every step.
+  comm::Communicator* comm = nullptr;
 };
 
 using DeviceStepFactory = std::function<std::unique_ptr<DeviceStep>(const DeviceStepSetup&)>;

@@ -48,15 +48,10 @@ bool device_net_runs(const std::vector<nn::LayerSpec>& layers) {
 
 }  // namespace
 
-DeviceModelPlan device_model_plan(const RunConfig& run, int ranks,
+DeviceModelPlan device_model_plan(const RunConfig& run,
                                   const std::vector<std::int64_t>& data_shape) {
   const TrainConfig& t = run.train;
   const std::string& d = t.device;
-  if (ranks > 1)
-    refuse(d,
-           "runs one process: " + std::to_string(ranks) +
-               " ranks would need NCCL across ranks, which is not built yet",
-           "run one process (no mpirun)");
   if (t.overlap_comm)
     refuse(d, "has no gradient reduction to overlap", "set train.overlap_comm=false");
   if (t.local_sgd.enabled()) refuse(d, "does not run local SGD", "set train.sync_every=1");

@@ -230,8 +230,8 @@ TrainLoop::StepResult TrainLoop::reduce(std::int64_t step, bool replay) {
   StepResult r{};
   if (!local && overlap_)  // the buckets backward started, and the rest
     r.grad_norm = std::sqrt(overlap_->finish());
-  else if (!local && device_)  // one rank (run_training refuses more on a device)
-    r.grad_norm = std::sqrt(device_->grad_sq_norm());
+  else if (!local && device_)
+    r.grad_norm = std::sqrt(device_->allreduce_sq_norm());
   else if (!local)
     r.grad_norm = std::sqrt(ctx_.comm.allreduce_sq_norm(store_.grads(), comm::ReduceOp::kAvg));
   ctx_.comm.allreduce(sums_.all(), comm::ReduceOp::kSum);

@@ -6,6 +6,7 @@
 #include <cudnn.h>
 #include <nccl.h>
 
+#include <cstring>
 #include <string>
 
 #include "core/cuda/check.cuh"
@@ -32,9 +33,22 @@ void require_gpu() {
                       "the CUDA parts need a machine with an NVIDIA GPU and its driver");
 }
 
+namespace {
+int g_selected_device = 0;
+}  // namespace
+
+void select_device(int ordinal) {
+  check(cudaSetDevice(ordinal), "cudaSetDevice");
+  g_selected_device = ordinal;
+}
+
+int selected_device() {
+  return g_selected_device;
+}
+
 std::string describe_device() {
   cudaDeviceProp p{};
-  check(cudaGetDeviceProperties(&p, 0), "cudaGetDeviceProperties");
+  check(cudaGetDeviceProperties(&p, g_selected_device), "cudaGetDeviceProperties");
   return std::string(p.name) + ", sm_" + std::to_string(p.major) + std::to_string(p.minor) + ", " +
          std::to_string(p.totalGlobalMem >> 30) + " GiB";
 }
@@ -68,7 +82,7 @@ struct Gpu::Handles {
 
 Gpu::Gpu() : h_(std::make_unique<Handles>()) {
   require_gpu();
-  check(cudaSetDevice(0), "cudaSetDevice");
+  check(cudaSetDevice(g_selected_device), "cudaSetDevice");
   check(cublasCreate(&h_->blas), "cublasCreate");
   check(cublasSetStream(h_->blas, h_->stream), "cublasSetStream");
   // fp32 with at least fp32's mantissa (no TF32), so the GEMMs agree with the CPU's to float
@@ -179,9 +193,43 @@ double Gpu::sum_squared_change(const float* x, float* previous, std::size_t n, b
   return total;
 }
 
+void Gpu::scale(float* x, float alpha, std::size_t n) const {
+  if (n == 0) return;
+  check(cublasSscal_64(h_->blas, static_cast<std::int64_t>(n), &alpha, x, 1), "cublasSscal");
+}
+
+static_assert(kNcclUniqueIdBytes == NCCL_UNIQUE_ID_BYTES);
+
+std::vector<std::byte> nccl_unique_id() {
+  ncclUniqueId id{};
+  check(ncclGetUniqueId(&id), "ncclGetUniqueId");
+  const auto* bytes = reinterpret_cast<const std::byte*>(id.internal);
+  return {bytes, bytes + sizeof id.internal};
+}
+
+NcclCommunicator::NcclCommunicator(std::span<const std::byte> unique_id, int ranks, int rank) {
+  ncclUniqueId id{};
+  if (unique_id.size() != sizeof id.internal)
+    throw DeviceError("NCCL: a unique id of the wrong size");
+  std::memcpy(id.internal, unique_id.data(), sizeof id.internal);
+  ncclComm_t comm = nullptr;
+  check(ncclCommInitRank(&comm, ranks, id, rank), "ncclCommInitRank");
+  comm_ = comm;
+}
+
+NcclCommunicator::~NcclCommunicator() {
+  if (comm_) ncclCommDestroy(static_cast<ncclComm_t>(comm_));
+}
+
+void NcclCommunicator::allreduce_sum(const Gpu& gpu, float* data, std::size_t count) const {
+  check(ncclAllReduce(data, data, count, ncclFloat, ncclSum, static_cast<ncclComm_t>(comm_),
+                      static_cast<cudaStream_t>(gpu.stream())),
+        "ncclAllReduce");
+}
+
 void nccl_allreduce_one_rank(const Gpu& gpu, float* data, std::size_t count) {
   ncclComm_t comm = nullptr;
-  int device = 0;
+  int device = g_selected_device;
   check(ncclCommInitAll(&comm, 1, &device), "ncclCommInitAll");
   const ncclResult_t r = ncclAllReduce(data, data, count, ncclFloat, ncclSum, comm,
                                        static_cast<cudaStream_t>(gpu.stream()));

@@ -18,7 +18,13 @@ int device_count(std::string* why = nullptr);
 // Throws ConfigError "no usable NVIDIA GPU: WHY" when device_count() is 0.
 void require_gpu();
 
-// Name and compute capability of device 0, for reports ("NVIDIA H200, sm_90").
+// The device this process steps on (a CUDA ordinal; 0 until chosen): every Gpu made after the
+// call, and describe_device, use it. With several ranks each takes its own
+// (trainer/device_placement.hpp).
+void select_device(int ordinal);
+int selected_device();
+
+// Name and compute capability of the selected device, for reports ("NVIDIA H200, sm_90").
 std::string describe_device();
 
 // Raw device memory (cudaMalloc) and copies. Every part runs on the legacy default stream, so a
@@ -57,8 +63,8 @@ class DeviceArray {
   std::unique_ptr<T, void (*)(void*)> p_{nullptr, &free_bytes};
 };
 
-// Device 0 and one cuBLAS handle (fp32 math: no TF32, so GEMMs agree with the CPU's to float32
-// round-off). Every kernel of a Gpu's parts runs on its stream.
+// The selected device and one cuBLAS handle (fp32 math: no TF32, so GEMMs agree with the CPU's to
+// float32 round-off). Every kernel of a Gpu's parts runs on its stream.
 class Gpu {
  public:
   Gpu();
@@ -82,6 +88,8 @@ class Gpu {
   // (rows: device int32s).
   void gather_rows(const float* table, std::int64_t dim, const std::int32_t* rows,
                    std::int64_t count, float* out) const;
+  // x *= alpha, element by element (cublasSscal: each product rounded once, as the host's).
+  void scale(float* x, float alpha, std::size_t n) const;
   // Waits for everything queued on the stream.
   void synchronize() const;
   void* stream() const;  // cudaStream_t
@@ -95,6 +103,24 @@ class Gpu {
 // GPU: the library path the trainer's gradient reduction takes with one rank per GPU. NCCL
 // refuses two ranks on one device, so a single-GPU machine checks the one-rank path only.
 void nccl_allreduce_one_rank(const Gpu& gpu, float* data, std::size_t count);
+
+// NCCL across ranks, one GPU each (ncclCommInitRank, collective over the ranks). The ranks'
+// bootstrap, rank 0's unique id, travels by the caller's communicator (MPI), which this header
+// does not name: rank 0 calls nccl_unique_id and broadcasts its bytes.
+inline constexpr std::size_t kNcclUniqueIdBytes = 128;  // NCCL_UNIQUE_ID_BYTES
+std::vector<std::byte> nccl_unique_id();
+class NcclCommunicator {
+ public:
+  NcclCommunicator(std::span<const std::byte> unique_id, int ranks, int rank);
+  ~NcclCommunicator();
+  NcclCommunicator(const NcclCommunicator&) = delete;
+  NcclCommunicator& operator=(const NcclCommunicator&) = delete;
+  // Sum over the ranks, in place, queued on the gpu's stream.
+  void allreduce_sum(const Gpu& gpu, float* data, std::size_t count) const;
+
+ private:
+  void* comm_ = nullptr;  // ncclComm_t
+};
 
 // The NCCL, cuDNN, cuBLAS and CUDA runtime versions linked ("CUDA 13.0, cuBLAS 13.0.0, ...").
 std::string library_versions();

@@ -36,6 +36,8 @@ PY
   nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv
   grep -m1 'model name' /proc/cpuinfo; nproc; ldd --version | head -1
   command -v nvidia-cuda-mps-control || echo "no nvidia-cuda-mps-control"
+  # The two-rank GPU test runs the bundle's OpenMPI 4.1 libraries under this machine's mpiexec.
+  mpiexec --version 2>&1 | head -1 || echo "no mpiexec"
   ldd /tmp/lbt-gpu/lbt-cuda | grep -E 'not found|cublas|nccl|cudnn|cudart'
 } 2>&1 | tee "$out/machine.txt"
 if has doctor; then
@@ -44,7 +46,7 @@ if has doctor; then
 fi
 if has tests; then
   echo "== test_gpu_training (lbt train on the GPU beside the CPU), test_gpu (the ops)"
-  LBT_BINARY=$lbt LBT_FMNIST_DIR=$data timeout 240 /tmp/lbt-gpu/test_gpu_training \
+  LBT_BINARY=$lbt LBT_FMNIST_DIR=$data timeout 300 /tmp/lbt-gpu/test_gpu_training \
     --log_level=test_suite 2>&1 | tail -40 | tee "$out/test_gpu_training.txt"
   timeout 60 /tmp/lbt-gpu/test_gpu --log_level=test_suite 2>&1 | tail -8 | tee "$out/test_gpu.txt"
 fi

@@ -15,6 +15,7 @@
 #include "trainer/comm/communicator.hpp"
 #include "trainer/comm/mpi_communicator.hpp"
 #include "trainer/data/sampler.hpp"
+#include "trainer/device_placement.hpp"
 
 using namespace lbt;
 
@@ -194,4 +195,20 @@ BOOST_AUTO_TEST_CASE(gradient_memory_is_never_lent_twice_at_once_and_is_reused_a
 BOOST_AUTO_TEST_CASE(ranks_asking_for_different_gradient_sizes_fail_together) {
   auto& c = world();
   BOOST_CHECK_THROW(c.gradient_memory(10 + static_cast<std::size_t>(c.rank())), CommError);
+}
+
+// model.device=cuda under mpirun (trainer/device_placement.hpp), with device counts given: mpirun
+// on one machine sets OMPI_COMM_WORLD_LOCAL_RANK, so rank r is local rank r here.
+BOOST_AUTO_TEST_CASE(gpu_placement_is_a_gpu_per_rank_or_the_host_for_every_rank) {
+  comm::Communicator& c = world();
+  const trainer::DevicePlacement own = trainer::place_on_devices(c, c.size());
+  BOOST_TEST(own.device == c.rank());
+  BOOST_TEST((own.reduction == trainer::GradientReduction::kNccl));
+  const trainer::DevicePlacement shared = trainer::place_on_devices(c, 1);
+  BOOST_TEST(shared.device == 0);
+  BOOST_TEST((shared.reduction == trainer::GradientReduction::kHost));
+  // One rank seeing fewer GPUs than ranks (a machine of a job with fewer): NCCL needs every rank
+  // or none, so every rank goes through the host.
+  const trainer::DevicePlacement mixed = trainer::place_on_devices(c, c.rank() == 0 ? 1 : c.size());
+  BOOST_TEST((mixed.reduction == trainer::GradientReduction::kHost));
 }

@@ -2,9 +2,10 @@
 # model.device=cuda without a GPU (or without CUDA in the build): one error line and a hint,
 # exit 2, no run directory; where a GPU is, the run trains (exit 0). A run the GPU cannot do yet
 # (here the per-example noise estimator on a CNN) is refused alike on every machine, before any
-# GPU is looked for.
-#   usage: train_on_cuda_without_gpu.sh LBT SOURCE_DIR
-lbt=$1 config=$2/experiments/configs/fmnist_mlp.toml
+# GPU is looked for. With MPIEXEC, two ranks alike: several ranks are no longer refused as such,
+# so without a GPU every rank ends with the same error (exit 2); with one, both train on it.
+#   usage: train_on_cuda_without_gpu.sh LBT SOURCE_DIR [MPIEXEC]
+lbt=$1 config=$2/experiments/configs/fmnist_mlp.toml mpiexec=$3
 d=$(mktemp -d) && trap 'rm -rf "$d"' EXIT
 fail() { echo "$1"; cat "$d/err"; exit 1; }
 
@@ -26,3 +27,14 @@ rc=$?
 [ ! -e "$d/run2" ] || fail "noise on cuda: a run directory was written"
 grep -q '^error: model.device=cuda computes per-example gradient norms for MLPs only' "$d/err" ||
   fail "noise on cuda: unexpected message"
+
+[ -n "$mpiexec" ] || exit 0
+"$mpiexec" --oversubscribe -np 2 "$lbt" train --config "$config" --quiet --set model.device=cuda \
+  --set train.steps=2 --set schedule.warmup=0 --out "$d/run3" 2>"$d/err" >/dev/null
+rc=$?
+if [ $rc -ne 0 ]; then
+  [ $rc -eq 2 ] || fail "two ranks: exit $rc"
+  grep -Eq '^error: (rank [01] of 2: )?(no usable NVIDIA GPU|model.device=cuda: this lbt was built without CUDA)' \
+    "$d/err" || fail "two ranks: unexpected message"
+  [ ! -e "$d/run3" ] || fail "two ranks: a run directory was written"
+fi

@@ -1,5 +1,6 @@
 // lbt train with model.device=cuda on a real GPU, through the lbt binary (which execs
-// lbt-cuda), against the same run on the CPU backend (an MLP, the simple CNN, ResNet-8): the losses
+// lbt-cuda), against the same run on the CPU backend (an MLP, the simple CNN, ResNet-8, two
+// ranks under mpirun): the losses
 // step by step within float32 round-off of sums in another order (ReLU flips from round-off move
 // weights discretely, so the bound is on the loss relative to its fall, as lbt doctor's 100-step
 // row), a resumed run bit for bit, steps-to-target refined on the GPU equal to evaluating after
@@ -62,21 +63,24 @@ std::vector<double> losses(const fs::path& run) {
 
 // On an H100 (2026-11-26) the last loss differed by 2e-8 to 7e-8 of the fall for the MLP's
 // optimizers and 2.8e-5 for the simple CNN (cuDNN's sums in another order); the bound is 1e-3.
-// The run of base() + options on the CPU and on the GPU: their run directories, both required
-// to have ended with exit 0.
+// The run of base() + options on the CPU and on the GPU, both under `launcher` (mpiexec for
+// several ranks): their run directories, both required to have ended with exit 0.
 std::pair<fs::path, fs::path> run_on_cpu_and_gpu(const std::string& options,
-                                                 const std::string& name) {
+                                                 const std::string& name,
+                                                 const std::string& launcher = "") {
   const fs::path cpu = scratch() / (name + "_cpu"), gpu = scratch() / (name + "_gpu");
-  const auto a = run_lbt(base() + options + " --out " + cpu.string());
-  const auto b = run_lbt(base() + options + " --set model.device=cuda --out " + gpu.string());
+  const auto a = run_lbt(base() + options + " --out " + cpu.string(), launcher);
+  const auto b =
+      run_lbt(base() + options + " --set model.device=cuda --out " + gpu.string(), launcher);
   BOOST_TEST_REQUIRE(a.code == 0, a.err);
   BOOST_TEST_REQUIRE(b.code == 0, b.err);
   return {cpu, gpu};
 }
 
 void check_follows_cpu(const std::string& options, const std::string& name,
-                       double fall_bound = 1e-3, double accuracy_bound = 0.005) {
-  const auto [cpu, gpu] = run_on_cpu_and_gpu(options, name);
+                       double fall_bound = 1e-3, double accuracy_bound = 0.005,
+                       const std::string& launcher = "") {
+  const auto [cpu, gpu] = run_on_cpu_and_gpu(options, name, launcher);
   const auto lc = losses(cpu), lg = losses(gpu);
   BOOST_TEST_REQUIRE(lc.size() == 100u);
   BOOST_TEST_REQUIRE(lg.size() == lc.size());
@@ -201,10 +205,11 @@ std::vector<nlohmann::json> noise_lines(const fs::path& run) {
 // that. Step 0: the same weights (sums in another order); later steps: the runs' weights apart
 // by round-off.
 void check_noise_follows_cpu(const std::string& options, const std::string& name,
-                             const std::string& estimator = "two_batch") {
+                             const std::string& estimator = "two_batch",
+                             const std::string& launcher = "") {
   const std::string noise = " --set noise.enabled=true --set noise.estimator=" + estimator +
                             options + " --set noise.every=5 --set train.steps=40";
-  const auto [cpu, gpu] = run_on_cpu_and_gpu(noise, name);
+  const auto [cpu, gpu] = run_on_cpu_and_gpu(noise, name, launcher);
   const auto nc = noise_lines(cpu), ng = noise_lines(gpu);
   BOOST_TEST_REQUIRE(nc.size() == 8u);
   BOOST_TEST_REQUIRE(ng.size() == nc.size());
@@ -264,4 +269,20 @@ BOOST_AUTO_TEST_CASE(the_adaptive_batch_on_the_gpu_follows_the_cpu) {
 BOOST_AUTO_TEST_CASE(the_per_example_noise_scale_on_the_gpu_follows_the_cpu) {
   check_noise_follows_cpu("", "per_example", "per_example");
   check_noise_follows_cpu(" --set train.micro_batch=32", "per_example_accum", "per_example");
+}
+
+// Two ranks (mpirun -np 2), 32 examples each: on a one-GPU machine they share the GPU and
+// average their gradients through MPI; with two GPUs or more each takes its own and NCCL
+// averages them, after its exact-sum check (trainer/device_placement.hpp). Beside two ranks on
+// the CPU: the losses, the final accuracy, and the noise scale read from the two ranks'
+// gradients (two_batch, the ranks as the small batches). Not yet run on a GPU (written
+// 2026-11-27 without one).
+BOOST_AUTO_TEST_CASE(two_ranks_on_the_gpu_follow_two_ranks_on_the_cpu) {
+  if (std::string(MPIEXEC).empty()) {
+    BOOST_TEST_MESSAGE("skipped: this build has no MPI");
+    return;
+  }
+  const std::string mpirun = std::string(MPIEXEC) + " --oversubscribe -np 2 ";
+  check_follows_cpu("", "two_ranks", 1e-3, 0.005, mpirun);
+  check_noise_follows_cpu("", "two_ranks_noise", "two_batch", mpirun);
 }

@@ -42,10 +42,16 @@ inline CliResult run_command(const std::string& command) {
   return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, slurp(out), slurp(err)};
 }
 
-inline CliResult run_lbt(const std::string& args) {
-  // $LBT_BINARY, where set, runs another copy (the GPU machine runs a bundle built here).
+// The lbt program the tests run: $LBT_BINARY, where set, runs another copy (the GPU machine runs
+// a bundle built here).
+inline std::string lbt_binary() {
   const char* other = std::getenv("LBT_BINARY");
-  return run_command(std::string(other && *other ? other : LBT_BINARY) + " " + args);
+  return other && *other ? other : LBT_BINARY;
+}
+
+// `launcher` (mpiexec and its options, with a trailing space) goes in front of the program.
+inline CliResult run_lbt(const std::string& args, const std::string& launcher = "") {
+  return run_command(launcher + lbt_binary() + " " + args);
 }
 
 }  // namespace lbt::test

@@ -13,6 +13,7 @@
 #include "noise/cuda/gradient_reader.hpp"
 #include "noise/cuda/per_example_sums.hpp"
 #include "optim/cuda/device_optimizer.hpp"
+#include "trainer/cuda/gradient_allreduce.hpp"
 #include "trainer/loop.hpp"
 
 namespace lbt::trainer::cuda {
@@ -48,8 +49,9 @@ std::int64_t example_size(const DeviceStepSetup& s) {
 
 class CudaStep final : public DeviceStep {
  public:
-  explicit CudaStep(const DeviceStepSetup& s)
-      : n_(s.model.store().num_params()),
+  CudaStep(const DeviceStepSetup& s, const DevicePlacement& placement)
+      : placement_(placement),
+        n_(s.model.store().num_params()),
         in_(example_size(s)),
         model_(make_device_model(gpu_, s)),
         optimizer_(gpu_, s.optimizer, s.model.store().segments(), n_),
@@ -68,6 +70,11 @@ class CudaStep final : public DeviceStep {
     // The training split on the device: a step copies up its rows, not its examples (at batch
     // 2048, 8 KB instead of 6.4 MB).
     if (s.train) train_ = &upload(*s.train);
+    if (placement.reduction != GradientReduction::kNone) {
+      if (!s.comm) throw Error("a GPU step over several ranks needs their communicator");
+      allreduce_ = make_gradient_allreduce(gpu_, *s.comm, placement.reduction);
+      ranks_ = s.comm->size();
+    }
   }
 
   double forward_backward(const data::Batch& batch, float grad_scale, bool accumulate,
@@ -91,7 +98,10 @@ class CudaStep final : public DeviceStep {
 
   bool keeps_train_split() const override { return train_ != nullptr; }
 
-  double grad_sq_norm() override { return gpu_.sum_squares(model_->grads(), n_); }
+  double allreduce_sq_norm() override {
+    if (allreduce_) allreduce_->average(model_->grads(), n_);
+    return gpu_.sum_squares(model_->grads(), n_);
+  }
 
   // The MLP's layer l is segments 2l (weight) and 2l + 1 (bias), as DeviceMlp's table.
   std::span<const double> per_example_sums(double grad_scale) override {
@@ -169,7 +179,15 @@ class CudaStep final : public DeviceStep {
     if (has_ema_) ema_.upload(ema);
   }
 
-  std::string describe() const override { return lbt::cuda::describe_device(); }
+  // "NVIDIA H100 80GB HBM3, sm_90, 79 GiB (device 1), 8 ranks, gradients by NCCL"
+  std::string describe() const override {
+    std::string d =
+        lbt::cuda::describe_device() + " (device " + std::to_string(placement_.device) + ")";
+    if (allreduce_)
+      d += ", " + std::to_string(ranks_) + " ranks, gradients by " +
+           trainer::describe(placement_.reduction);
+    return d;
+  }
 
  private:
   // The device model's layer buffers, checked against the host model's, pair by pair.
@@ -196,7 +214,8 @@ class CudaStep final : public DeviceStep {
     return d;
   }
 
-  lbt::cuda::Gpu gpu_;  // first: the rest allocate on it
+  const DevicePlacement placement_;
+  lbt::cuda::Gpu gpu_;  // before the rest: they allocate on it
   const std::size_t n_;
   const std::int64_t in_;
   std::unique_ptr<nn::cuda::DeviceModel> model_;
@@ -213,12 +232,15 @@ class CudaStep final : public DeviceStep {
   std::unique_ptr<noise::cuda::CudaPerExampleSums> example_sums_;  // per_example_noise only
   std::vector<double> segment_sums_;
   std::int64_t last_batch_ = 0;
+  std::unique_ptr<GradientAllreduce> allreduce_;  // several ranks only
+  int ranks_ = 1;
 };
 
 }  // namespace
 
-std::unique_ptr<DeviceStep> make_cuda_step(const DeviceStepSetup& setup) {
-  return std::make_unique<CudaStep>(setup);
+std::unique_ptr<DeviceStep> make_cuda_step(const DeviceStepSetup& setup,
+                                           const DevicePlacement& placement) {
+  return std::make_unique<CudaStep>(setup, placement);
 }
 
 }  // namespace lbt::trainer::cuda

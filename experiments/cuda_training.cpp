@@ -84,11 +84,15 @@ void check_device_once(const std::vector<std::string>& layer_types) {
 void register_cuda_training() {
   trainer::register_device_step("cuda", [](const trainer::DeviceStepSetup& setup) {
     lbt::cuda::require_gpu();
-    // Several ranks: each on its GPU (or sharing one), before anything touches a device.
-    const trainer::DevicePlacement placement =
-        setup.comm ? trainer::place_on_devices(*setup.comm, lbt::cuda::device_count())
-                   : trainer::DevicePlacement{};
-    lbt::cuda::select_device(placement.device);
+    // Several ranks: each on its GPU (or sharing one), before anything else touches a device.
+    trainer::DevicePlacement placement;
+    if (setup.comm) {
+      const comm::Communicator& c = *setup.comm;
+      placement.device =
+          trainer::device_for_rank(comm::node_ranks(c.rank(), c.size()), lbt::cuda::device_count());
+      lbt::cuda::select_device(placement.device);
+      placement.reduction = trainer::choose_reduction(*setup.comm, lbt::cuda::device_uuid());
+    }
     std::vector<std::string> layer_types;
     for (const nn::LayerSpec& l : setup.plan.layers) layer_types.push_back(l.type);
     if (setup.per_example_noise) layer_types.push_back("per_example_noise");

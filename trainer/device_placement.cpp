@@ -1,27 +1,34 @@
-// place_rank and its agreement over the ranks.
+// device_for_rank and choose_reduction.
 #include "trainer/device_placement.hpp"
 
-#include <span>
+#include <set>
+#include <vector>
 
 #include "core/error.hpp"
 
 namespace lbt::trainer {
 
-DevicePlacement place_rank(const comm::NodeRanks& node, int ranks, int devices) {
-  if (devices < 1) throw Error("place_rank: no device to place a rank on");
-  DevicePlacement p;
-  p.device = node.local_rank % devices;
-  if (ranks > 1)
-    p.reduction = node.local_size > devices ? GradientReduction::kHost : GradientReduction::kNccl;
-  return p;
+int device_for_rank(const comm::NodeRanks& node, int devices) {
+  if (devices < 1) throw Error("device_for_rank: no device to place a rank on");
+  return node.local_rank % devices;
 }
 
-DevicePlacement place_on_devices(comm::Communicator& comm, int devices) {
-  DevicePlacement p = place_rank(comm::node_ranks(comm.rank(), comm.size()), comm.size(), devices);
-  double shares = p.reduction == GradientReduction::kHost ? 1.0 : 0.0;
-  comm.allreduce(std::span<double>(&shares, 1), comm::ReduceOp::kMax);
-  if (shares > 0) p.reduction = GradientReduction::kHost;
-  return p;
+GradientReduction choose_reduction(comm::Communicator& comm, std::span<const std::byte> device_id) {
+  if (comm.size() == 1) return GradientReduction::kNone;
+  // Every rank's identity, a byte per float (exact), gathered in rank order.
+  constexpr std::size_t kIdFloats = 64;
+  if (device_id.size() > kIdFloats) throw Error("choose_reduction: a device id over 64 bytes");
+  std::vector<float> mine(kIdFloats, -1.0f);
+  for (std::size_t i = 0; i < device_id.size(); ++i)
+    mine[i] = static_cast<float>(std::to_integer<unsigned>(device_id[i]));
+  std::vector<float> all(kIdFloats * static_cast<std::size_t>(comm.size()));
+  comm.allgather(mine, all);
+  std::set<std::vector<float>> distinct;
+  for (std::size_t r = 0; r < all.size(); r += kIdFloats)
+    distinct.emplace(all.begin() + static_cast<std::ptrdiff_t>(r),
+                     all.begin() + static_cast<std::ptrdiff_t>(r + kIdFloats));
+  return distinct.size() == static_cast<std::size_t>(comm.size()) ? GradientReduction::kNccl
+                                                                  : GradientReduction::kHost;
 }
 
 std::string describe(GradientReduction reduction) {

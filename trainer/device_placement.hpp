@@ -1,9 +1,11 @@
 // model.device = "cuda" with several ranks (mpirun): which GPU each rank steps on and how the
-// ranks' gradients meet. With a GPU per rank NCCL all-reduces them on the GPUs. With more ranks on
-// a machine than it has GPUs, ranks share GPUs (two ranks on a one-GPU machine: how the multi-rank
-// loop is tested there); NCCL refuses two ranks on one device, so every rank's gradient then goes
+// ranks' gradients meet. With a GPU per rank NCCL all-reduces them on the GPUs. Where two ranks
+// hold the same GPU (more ranks on a machine than it has GPUs; two ranks on a one-GPU machine
+// is how the multi-rank loop is tested there), NCCL refuses them, so every rank's gradient goes
 // through the host's communicator (MPI) instead.
 #pragma once
+#include <cstddef>
+#include <span>
 #include <string>
 
 #include "trainer/comm/communicator.hpp"
@@ -22,15 +24,16 @@ struct DevicePlacement {
   GradientReduction reduction = GradientReduction::kNone;
 };
 
-// This rank's placement from its place on the machine alone: device local_rank mod `devices`;
-// NCCL unless the machine's ranks outnumber its GPUs. `devices` >= 1.
-DevicePlacement place_rank(const comm::NodeRanks& node, int ranks, int devices);
+// The GPU a rank takes among the `devices` (>= 1) its process sees: local rank mod devices. A
+// launcher that gives each rank its own CUDA_VISIBLE_DEVICES leaves one: device 0.
+int device_for_rank(const comm::NodeRanks& node, int devices);
 
-// place_rank for this process, then agreed by every rank (collective): if any machine's ranks
-// share a GPU, every rank reduces through the host, as NCCL needs all of them or none.
-DevicePlacement place_on_devices(comm::Communicator& comm, int devices);
+// Collective: kNone for one rank; else kNccl unless two ranks' devices have the same identity
+// (`device_id`: the GPU's UUID, the same bytes on every rank that holds that GPU, at most 64),
+// then kHost on every rank (NCCL needs all of them or none).
+GradientReduction choose_reduction(comm::Communicator& comm, std::span<const std::byte> device_id);
 
-// "NCCL", "the host (MPI)", for the line that says where a run steps.
+// "NCCL", "the host's communicator (ranks share GPUs)", for the line that says where a run steps.
 std::string describe(GradientReduction reduction);
 
 }  // namespace lbt::trainer

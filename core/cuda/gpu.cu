@@ -46,6 +46,13 @@ int selected_device() {
   return g_selected_device;
 }
 
+std::vector<std::byte> device_uuid() {
+  cudaDeviceProp p{};
+  check(cudaGetDeviceProperties(&p, g_selected_device), "cudaGetDeviceProperties");
+  const auto* bytes = reinterpret_cast<const std::byte*>(p.uuid.bytes);
+  return {bytes, bytes + sizeof p.uuid.bytes};
+}
+
 std::string describe_device() {
   cudaDeviceProp p{};
   check(cudaGetDeviceProperties(&p, g_selected_device), "cudaGetDeviceProperties");

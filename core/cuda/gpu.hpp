@@ -24,6 +24,9 @@ void require_gpu();
 void select_device(int ordinal);
 int selected_device();
 
+// The selected device's UUID (16 bytes): ranks holding the same GPU see the same bytes.
+std::vector<std::byte> device_uuid();
+
 // Name and compute capability of the selected device, for reports ("NVIDIA H200, sm_90").
 std::string describe_device();
 

@@ -1,7 +1,8 @@
 // Where a rank steps with model.device=cuda (trainer/device_placement.hpp) and where it sits on
 // its machine (trainer/comm/node_ranks.hpp): the launcher's variables believed only when whole
-// and in range, a GPU per local rank with NCCL, ranks sharing GPUs through the host. The
-// agreement across ranks runs under mpirun in tests/comm/test_comm.cpp.
+// and in range, the GPU of the local rank's index. How the ranks' gradients meet (NCCL, or the
+// host where two ranks hold one GPU) is decided across ranks: tests/comm/test_comm.cpp, under
+// mpirun.
 #include <boost/test/unit_test.hpp>
 
 #include <cstdlib>
@@ -86,38 +87,21 @@ BOOST_AUTO_TEST_CASE(node_ranks_ignore_values_that_are_not_whole_or_out_of_range
   }
 }
 
-BOOST_AUTO_TEST_CASE(each_local_rank_takes_its_own_gpu_and_nccl_while_there_are_enough) {
-  // One rank: device 0, nothing to reduce, however many GPUs.
-  const trainer::DevicePlacement one = trainer::place_rank({0, 1}, 1, 8);
-  BOOST_TEST(one.device == 0);
-  BOOST_TEST((one.reduction == GradientReduction::kNone));
-  // Two machines of four GPUs, four ranks each: local rank r on GPU r, NCCL.
-  for (int r = 0; r < 4; ++r) {
-    const trainer::DevicePlacement p = trainer::place_rank({r, 4}, 8, 4);
-    BOOST_TEST(p.device == r);
-    BOOST_TEST((p.reduction == GradientReduction::kNccl));
-  }
-  // Fewer ranks than GPUs: the first ones.
-  BOOST_TEST(trainer::place_rank({1, 2}, 2, 8).device == 1);
+BOOST_AUTO_TEST_CASE(each_local_rank_takes_the_gpu_of_its_index_round_robin) {
+  BOOST_TEST(trainer::device_for_rank({0, 1}, 8) == 0);
+  for (int r = 0; r < 4; ++r) BOOST_TEST(trainer::device_for_rank({r, 4}, 4) == r);
+  BOOST_TEST(trainer::device_for_rank({1, 2}, 8) == 1);  // fewer ranks than GPUs: the first
+  // More ranks than GPUs: round robin (they then share, and choose_reduction sees it).
+  BOOST_TEST(trainer::device_for_rank({1, 2}, 1) == 0);
+  BOOST_TEST(trainer::device_for_rank({3, 4}, 2) == 1);
+  // Each rank given its own CUDA_VISIBLE_DEVICES sees one GPU: device 0 of its own.
+  BOOST_TEST(trainer::device_for_rank({3, 4}, 1) == 0);
+  BOOST_CHECK_THROW(trainer::device_for_rank({0, 1}, 0), Error);
 }
 
-BOOST_AUTO_TEST_CASE(ranks_that_outnumber_the_gpus_share_them_through_the_host) {
-  // Two ranks on a one-GPU machine (how the loop's multi-rank path is tested there).
-  for (int r = 0; r < 2; ++r) {
-    const trainer::DevicePlacement p = trainer::place_rank({r, 2}, 2, 1);
-    BOOST_TEST(p.device == 0);
-    BOOST_TEST((p.reduction == GradientReduction::kHost));
-  }
-  // Four ranks on two GPUs: round robin.
-  BOOST_TEST(trainer::place_rank({3, 4}, 4, 2).device == 1);
-  BOOST_TEST((trainer::place_rank({3, 4}, 4, 2).reduction == GradientReduction::kHost));
-  BOOST_CHECK_THROW(trainer::place_rank({0, 1}, 1, 0), Error);
-}
-
-BOOST_AUTO_TEST_CASE(one_process_is_placed_on_device_zero_with_nothing_to_reduce) {
-  LauncherEnv env({});
+BOOST_AUTO_TEST_CASE(one_process_has_nothing_to_reduce) {
   comm::LocalCommunicator local;
-  const trainer::DevicePlacement p = trainer::place_on_devices(local, 2);
-  BOOST_TEST(p.device == 0);
-  BOOST_TEST((p.reduction == GradientReduction::kNone));
+  const std::byte id[16] = {};
+  BOOST_TEST((trainer::choose_reduction(local, id) == GradientReduction::kNone));
+  BOOST_TEST(trainer::describe(GradientReduction::kNccl) == "NCCL");
 }

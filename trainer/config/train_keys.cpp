@@ -43,8 +43,9 @@ std::vector<KeySpec> model_keys() {
        "(per example 1/2 sum_j (pred_j - y_j)^2, averaged over examples)",
        {"auto", "cross_entropy", "mse"}},
       {"model.device", kString, "\"cpu\"",
-       "where the steps run: cpu | cuda (one NVIDIA GPU; linear, relu, conv, pool, batchnorm "
-       "and residual layers, e.g. an MLP, cnn:simple or resnet:N; run by lbt-cuda; docs/gpu.md)",
+       "where the steps run: cpu | cuda (an NVIDIA GPU per rank, or ranks sharing one; linear, "
+       "relu, conv, pool, batchnorm and residual layers, e.g. an MLP, cnn:simple or resnet:N; "
+       "run by lbt-cuda; docs/gpu.md)",
        {"cpu", "cuda"}},
   };
   // clang-format on

@@ -46,7 +46,8 @@ if has doctor; then
 fi
 if has tests; then
   echo "== test_gpu_training (lbt train on the GPU beside the CPU), test_gpu (the ops)"
-  LBT_BINARY=$lbt LBT_FMNIST_DIR=$data timeout 300 /tmp/lbt-gpu/test_gpu_training \
+  LBT_MPIEXEC=$(command -v mpiexec || command -v mpirun) \
+    LBT_BINARY=$lbt LBT_FMNIST_DIR=$data timeout 300 /tmp/lbt-gpu/test_gpu_training \
     --log_level=test_suite 2>&1 | tail -40 | tee "$out/test_gpu_training.txt"
   timeout 60 /tmp/lbt-gpu/test_gpu --log_level=test_suite 2>&1 | tail -8 | tee "$out/test_gpu.txt"
 fi

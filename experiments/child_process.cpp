@@ -10,6 +10,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <cstdlib>
@@ -92,14 +93,37 @@ static std::string exec_failure_message(const std::string& program) {
   return "lbt sweep: could not execute " + program + " (not found, or not an executable file)\n";
 }
 
+// This process's environment with `extra` ("NAME=value") added, a same-named variable replaced.
+static std::vector<std::string> environment_with(const std::vector<std::string>& extra) {
+  auto name_of = [](const std::string& entry) { return entry.substr(0, entry.find('=')); };
+  std::vector<std::string> all;
+  for (char** e = environ; e && *e; ++e) {
+    const std::string entry(*e);
+    const bool replaced = std::any_of(extra.begin(), extra.end(), [&](const std::string& x) {
+      return name_of(x) == name_of(entry);
+    });
+    if (!replaced) all.push_back(entry);
+  }
+  all.insert(all.end(), extra.begin(), extra.end());
+  return all;
+}
+
+// argv or envp for exec: pointers into `words`, then nullptr.
+static std::vector<char*> c_strings(std::vector<std::string>& words) {
+  std::vector<char*> out;
+  for (auto& w : words) out.push_back(w.data());
+  out.push_back(nullptr);
+  return out;
+}
+
 pid_t spawn_logged(const std::filesystem::path& program, const std::vector<std::string>& args,
-                   const std::filesystem::path& log_file) {
-  // Build argv before fork: only async-signal-safe calls are allowed in the child.
+                   const std::filesystem::path& log_file, const std::vector<std::string>& env) {
+  // Build argv and envp before fork: only async-signal-safe calls are allowed in the child.
   std::vector<std::string> all{program.string()};
   all.insert(all.end(), args.begin(), args.end());
-  std::vector<char*> argv;
-  for (auto& a : all) argv.push_back(a.data());
-  argv.push_back(nullptr);
+  std::vector<char*> argv = c_strings(all);
+  std::vector<std::string> env_words = environment_with(env);
+  std::vector<char*> envp = c_strings(env_words);
   const std::string log = log_file.string();
   const std::string found = find_executable(program.string());
   const std::string failure = exec_failure_message(program.string());
@@ -131,7 +155,7 @@ pid_t spawn_logged(const std::filesystem::path& program, const std::vector<std::
     dup2(null_fd, 0);
     dup2(fd, 1);
     dup2(fd, 2);
-    if (!found.empty()) execv(found.c_str(), argv.data());
+    if (!found.empty()) execve(found.c_str(), argv.data(), envp.data());
     [[maybe_unused]] const ssize_t n = ::write(2, failure.data(), failure.size());
     _exit(127);
   }

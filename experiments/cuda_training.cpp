@@ -79,20 +79,26 @@ void check_device_once(const std::vector<std::string>& layer_types) {
   fs::rename(tmp, passed, ec);
 }
 
+// This process's GPU, selected before anything else touches one (trainer/device_placement.hpp):
+// one process takes its sweep trial's (device 0 outside a sweep); a rank takes its local
+// rank's, and the ranks choose how their gradients meet (collective).
+trainer::DevicePlacement place_this_process(comm::Communicator* comm) {
+  const int devices = lbt::cuda::device_count();
+  trainer::DevicePlacement placement;
+  placement.device =
+      comm ? trainer::device_for_rank(comm::node_ranks(comm->rank(), comm->size()), devices)
+           : trainer::device_for_trial(devices);
+  lbt::cuda::select_device(placement.device);
+  if (comm) placement.reduction = trainer::choose_reduction(*comm, lbt::cuda::device_uuid());
+  return placement;
+}
+
 }  // namespace
 
 void register_cuda_training() {
   trainer::register_device_step("cuda", [](const trainer::DeviceStepSetup& setup) {
     lbt::cuda::require_gpu();
-    // Several ranks: each on its GPU (or sharing one), before anything else touches a device.
-    trainer::DevicePlacement placement;
-    if (setup.comm) {
-      const comm::Communicator& c = *setup.comm;
-      placement.device =
-          trainer::device_for_rank(comm::node_ranks(c.rank(), c.size()), lbt::cuda::device_count());
-      lbt::cuda::select_device(placement.device);
-      placement.reduction = trainer::choose_reduction(*setup.comm, lbt::cuda::device_uuid());
-    }
+    const trainer::DevicePlacement placement = place_this_process(setup.comm);
     std::vector<std::string> layer_types;
     for (const nn::LayerSpec& l : setup.plan.layers) layer_types.push_back(l.type);
     if (setup.per_example_noise) layer_types.push_back("per_example_noise");

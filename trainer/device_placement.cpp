@@ -1,6 +1,7 @@
 // device_for_rank and choose_reduction.
 #include "trainer/device_placement.hpp"
 
+#include <cstdlib>
 #include <set>
 #include <vector>
 
@@ -11,6 +12,16 @@ namespace lbt::trainer {
 int device_for_rank(const comm::NodeRanks& node, int devices) {
   if (devices < 1) throw Error("device_for_rank: no device to place a rank on");
   return node.local_rank % devices;
+}
+
+int device_for_trial(int devices) {
+  if (devices < 1) throw Error("device_for_trial: no device to place a trial on");
+  const char* text = std::getenv("LBT_TRIAL_INDEX");
+  if (!text || !*text) return 0;
+  char* end = nullptr;
+  const long index = std::strtol(text, &end, 10);
+  if (*end != '\0' || index < 0) return 0;
+  return static_cast<int>(index % devices);
 }
 
 GradientReduction choose_reduction(comm::Communicator& comm, std::span<const std::byte> device_id) {

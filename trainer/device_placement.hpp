@@ -28,6 +28,11 @@ struct DevicePlacement {
 // launcher that gives each rank its own CUDA_VISIBLE_DEVICES leaves one: device 0.
 int device_for_rank(const comm::NodeRanks& node, int devices);
 
+// One process started by lbt sweep: the GPU of its trial's place in the plan, LBT_TRIAL_INDEX
+// mod `devices` (>= 1), so a sweep's concurrent trials spread over a machine's GPUs; 0 where
+// the variable is not a whole number >= 0.
+int device_for_trial(int devices);
+
 // Collective: kNone for one rank; else kNccl unless two ranks' devices have the same identity
 // (`device_id`: the GPU's UUID, the same bytes on every rank that holds that GPU, at most 64),
 // then kHost on every rank (NCCL needs all of them or none).

@@ -315,15 +315,18 @@ class SweepRunner {
   }
 
   // The program's argument words (exec_command.hpp): no value is ever read as shell code.
-  // command.sh holds the same command as one shell line, to rerun it by hand.
+  // command.sh holds the same command as one shell line, to rerun it by hand. Every trial's
+  // environment names its place in the plan, LBT_TRIAL_INDEX: on a machine with several GPUs
+  // a trial on model.device=cuda takes GPU (index mod GPUs), so concurrent trials spread.
   pid_t spawn_trial(const Trial& t, bool resume) {
+    const std::vector<std::string> env{"LBT_TRIAL_INDEX=" + std::to_string(t.index)};
     if (options_.exec_command.empty())
-      return spawn_logged(lbt_, child_args(t, resume), trial_dir(t) / "train.log");
+      return spawn_logged(lbt_, child_args(t, resume), trial_dir(t) / "train.log", env);
     const ExecCommand command = build_exec_command(
         options_.exec_command, placeholder_values(t, settings_.base_seed, trial_dir(t)));
     io::atomic_write(trial_dir(t) / "command.sh", shell_line(command.argv) + "\n");
     const std::vector<std::string> args(command.argv.begin() + 1, command.argv.end());
-    return spawn_logged(command.argv.front(), args, trial_dir(t) / "program.log");
+    return spawn_logged(command.argv.front(), args, trial_dir(t) / "program.log", env);
   }
 
   // One trial's files never end the sweep: whatever reading or writing them throws (a program

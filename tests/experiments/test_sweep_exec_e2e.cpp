@@ -102,4 +102,25 @@ BOOST_AUTO_TEST_CASE(bad_programs_and_placeholders_are_one_line_errors) {
   BOOST_TEST(trials.rows[0][trials.column("message")].find("wrote no") != std::string::npos);
 }
 
+// Every trial's environment names its place in the plan, LBT_TRIAL_INDEX (a trial on
+// model.device=cuda takes GPU index mod GPUs, so concurrent trials spread over a machine's
+// GPUs): a shell program writes it down, then fails (no eval.jsonl), which ends nothing.
+BOOST_AUTO_TEST_CASE(each_trial_is_told_its_place_in_the_plan) {
+  const fs::path dir = scratch() / "exec_index", cfg = scratch() / "exec_index.toml";
+  std::ofstream(cfg) << "[train]\ntarget = \"val_loss<=0.14\"\n[optimizer]\nlr = 0.2\n"
+                     << "[sweep]\nbatch_sizes = [16, 64, 256]\nseeds = 2\nmax_steps = 100\n";
+  const auto r =
+      run_lbt("sweep --config " + cfg.string() + " --jobs 2 --no-plots --out " + dir.string() +
+              " --exec 'printf %s \"$LBT_TRIAL_INDEX\" > {run_dir}/index.txt'");
+  BOOST_TEST(r.code == 6, r.err);  // every trial failed
+  // The plan: batch sizes in order, seeds 0..2 within each.
+  int index = 0;
+  for (const std::string batch : {"16", "64", "256"}) {
+    for (int k = 0; k < 3; ++k, ++index) {
+      const fs::path file = dir / "trials" / (batch + "_" + std::to_string(k)) / "index.txt";
+      BOOST_TEST(slurp(file) == std::to_string(index), file);
+    }
+  }
+}
+
 BOOST_AUTO_TEST_SUITE_END()

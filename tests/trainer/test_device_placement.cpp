@@ -105,3 +105,24 @@ BOOST_AUTO_TEST_CASE(one_process_has_nothing_to_reduce) {
   BOOST_TEST((trainer::choose_reduction(local, id) == GradientReduction::kNone));
   BOOST_TEST(trainer::describe(GradientReduction::kNccl) == "NCCL");
 }
+
+BOOST_AUTO_TEST_CASE(a_sweeps_trials_take_the_gpus_in_turn) {
+  const char* old = std::getenv("LBT_TRIAL_INDEX");
+  const std::optional<std::string> saved = old ? std::optional<std::string>(old) : std::nullopt;
+  unsetenv("LBT_TRIAL_INDEX");
+  BOOST_TEST(trainer::device_for_trial(4) == 0);  // not in a sweep
+  for (int index : {0, 1, 5, 11}) {
+    setenv("LBT_TRIAL_INDEX", std::to_string(index).c_str(), 1);
+    BOOST_TEST(trainer::device_for_trial(4) == index % 4);
+    BOOST_TEST(trainer::device_for_trial(1) == 0);
+  }
+  for (const char* bad : {"", "x", "-3", "2.5"}) {
+    setenv("LBT_TRIAL_INDEX", bad, 1);
+    BOOST_TEST(trainer::device_for_trial(4) == 0, bad);
+  }
+  BOOST_CHECK_THROW(trainer::device_for_trial(0), Error);
+  if (saved)
+    setenv("LBT_TRIAL_INDEX", saved->c_str(), 1);
+  else
+    unsetenv("LBT_TRIAL_INDEX");
+}

@@ -12,6 +12,7 @@
 
 #include "core/error.hpp"
 #include "tolerance.hpp"
+#include "trainer/allreduce_check.hpp"
 #include "trainer/comm/communicator.hpp"
 #include "trainer/comm/mpi_communicator.hpp"
 #include "trainer/data/sampler.hpp"
@@ -215,4 +216,23 @@ BOOST_AUTO_TEST_CASE(gradients_meet_by_nccl_unless_two_ranks_hold_one_gpu) {
   std::vector<std::byte> own = id(0);
   own.resize(static_cast<std::size_t>(8 + c.rank()));
   BOOST_TEST((trainer::choose_reduction(c, own) == trainer::GradientReduction::kNccl));
+}
+
+// The exact-sum check every GPU all-reduce across ranks passes first (trainer/allreduce_check.hpp),
+// run through MPI's all-reduce (the way ranks sharing a GPU average): its averages are the exact
+// ones, past the 8 MiB chunk boundary; one element off on one rank is found, by index.
+BOOST_AUTO_TEST_CASE(the_gpu_allreduce_check_passes_mpis_average_and_catches_one_wrong_element) {
+  comm::Communicator& c = world();
+  const std::size_t n = comm::MpiCommunicator::kChunkBytes / sizeof(float) + 1001;
+  std::vector<float> v = trainer::exact_sum_contribution(c.rank(), n);
+  c.allreduce(std::span<float>(v), comm::ReduceOp::kAvg);
+  BOOST_TEST(!trainer::first_inexact_element(v, c.size()).has_value());
+  // Element 7 of the average is 8 (R + 1) / 2 (its pattern value is 8).
+  BOOST_TEST(v[7] == 8.0f * static_cast<float>(c.size() + 1) / 2.0f);
+  std::vector<float> wrong = trainer::exact_sum_contribution(c.rank(), n);
+  if (c.rank() == c.size() - 1) wrong[n - 5] += 1.0f;
+  c.allreduce(std::span<float>(wrong), comm::ReduceOp::kAvg);
+  const auto at = trainer::first_inexact_element(wrong, c.size());
+  BOOST_TEST_REQUIRE(at.has_value());
+  BOOST_TEST(*at == n - 5);
 }

@@ -5,12 +5,14 @@
 // mpirun.
 #include <boost/test/unit_test.hpp>
 
+#include <cmath>
 #include <cstdlib>
 #include <map>
 #include <optional>
 #include <string>
 
 #include "core/error.hpp"
+#include "trainer/allreduce_check.hpp"
 #include "trainer/comm/local_communicator.hpp"
 #include "trainer/comm/node_ranks.hpp"
 #include "trainer/device_placement.hpp"
@@ -125,4 +127,24 @@ BOOST_AUTO_TEST_CASE(a_sweeps_trials_take_the_gpus_in_turn) {
     setenv("LBT_TRIAL_INDEX", saved->c_str(), 1);
   else
     unsetenv("LBT_TRIAL_INDEX");
+}
+
+// The exact-sum check's vectors (trainer/allreduce_check.hpp) by hand: rank r's element i is
+// (r + 1)(i mod 13 + 1); over 3 ranks element 12 sums to 13 x 6 = 78, averaged 78 x (1/3) = 26.
+BOOST_AUTO_TEST_CASE(the_allreduce_checks_vectors_and_averages_by_hand) {
+  const std::vector<float> r2 = trainer::exact_sum_contribution(2, 27);
+  BOOST_TEST(r2[0] == 3.0f);
+  BOOST_TEST(r2[12] == 39.0f);
+  BOOST_TEST(r2[13] == 3.0f);
+  BOOST_TEST(trainer::exact_average(12, 3) == 26.0f);
+  BOOST_TEST(trainer::exact_average(0, 1) == 1.0f);
+  std::vector<float> average(27);
+  for (std::size_t i = 0; i < average.size(); ++i) {
+    float sum = 0.0f;
+    for (int r = 0; r < 3; ++r) sum += trainer::exact_sum_contribution(r, 27)[i];
+    average[i] = sum * (1.0f / 3.0f);
+  }
+  BOOST_TEST(!trainer::first_inexact_element(average, 3).has_value());
+  average[20] = std::nextafter(average[20], 100.0f);  // one ulp
+  BOOST_TEST(trainer::first_inexact_element(average, 3).value_or(0) == 20u);
 }

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "core/error.hpp"
+#include "trainer/allreduce_check.hpp"
 
 namespace lbt::trainer::cuda {
 namespace {
@@ -52,28 +53,21 @@ class HostAllreduce final : public GradientAllreduce {
   std::vector<float> host_;
 };
 
-// Element i of rank r is (r + 1)(i mod 13 + 1): whole numbers whose sum over R ranks,
-// (i mod 13 + 1) R (R + 1) / 2, every float adds exactly in any order while below 2^24. Four
-// million elements, so NCCL splits them into chunks and channels as it does a model's gradient.
+// trainer/allreduce_check.hpp's vectors, 4M floats, so NCCL splits them into chunks and
+// channels as it does a model's gradient.
 void check_exact_sum(GradientAllreduce& reduce, comm::Communicator& comm) {
   constexpr std::size_t kCount = std::size_t{1} << 22;
-  const int r = comm.size();
-  std::vector<float> mine(kCount);
-  for (std::size_t i = 0; i < kCount; ++i)
-    mine[i] = static_cast<float>((comm.rank() + 1) * static_cast<int>(i % 13 + 1));
+  const std::vector<float> mine = exact_sum_contribution(comm.rank(), kCount);
   lbt::cuda::DeviceArray<float> on_device{std::span<const float>(mine)};
   reduce.average(on_device.data(), kCount);
   const std::vector<float> got = on_device.download();
-  for (std::size_t i = 0; i < kCount; ++i) {
-    const float sum = static_cast<float>(static_cast<int>(i % 13 + 1) * r * (r + 1) / 2);
-    const float want = sum * (1.0f / static_cast<float>(r));
-    if (got[i] != want)
-      throw DeviceError("the GPUs' gradient all-reduce over " + std::to_string(r) +
-                            " ranks is wrong at element " + std::to_string(i) + ": " +
-                            std::to_string(got[i]) + " instead of " + std::to_string(want) +
-                            ": lbt trains nothing on these GPUs",
-                        "run one rank per machine, or model.device=cpu; report the message");
-  }
+  if (const auto i = first_inexact_element(got, comm.size()))
+    throw DeviceError("the GPUs' gradient all-reduce over " + std::to_string(comm.size()) +
+                          " ranks is wrong at element " + std::to_string(*i) + ": " +
+                          std::to_string(got[*i]) + " instead of " +
+                          std::to_string(exact_average(*i, comm.size())) +
+                          ": lbt trains nothing on these GPUs",
+                      "run one rank per machine, or model.device=cpu; report the message");
 }
 
 }  // namespace

@@ -20,9 +20,10 @@ class GradientAllreduce {
 };
 
 // Collective: every rank calls it with the same reduction. Before it returns, the reduction
-// has summed a vector of whole numbers across the ranks and every rank has checked the result
-// against the exact sum (a DeviceError naming the first wrong element otherwise): code that no
-// multi-GPU machine has run yet checks itself before any run relies on it.
+// has averaged a vector of whole numbers across the ranks and every rank has checked the result
+// against the exact one (trainer/allreduce_check.hpp; a DeviceError naming the first wrong
+// element otherwise): code that no multi-GPU machine has run yet checks itself before any run
+// relies on it.
 std::unique_ptr<GradientAllreduce> make_gradient_allreduce(const lbt::cuda::Gpu& gpu,
                                                            comm::Communicator& comm,
                                                            GradientReduction reduction);

@@ -1,7 +1,7 @@
 // device_for_rank and choose_reduction.
 #include "trainer/device_placement.hpp"
 
-#include <cstdlib>
+#include <limits>
 #include <set>
 #include <vector>
 
@@ -16,12 +16,8 @@ int device_for_rank(const comm::NodeRanks& node, int devices) {
 
 int device_for_trial(int devices) {
   if (devices < 1) throw Error("device_for_trial: no device to place a trial on");
-  const char* text = std::getenv("LBT_TRIAL_INDEX");
-  if (!text || !*text) return 0;
-  char* end = nullptr;
-  const long index = std::strtol(text, &end, 10);
-  if (*end != '\0' || index < 0) return 0;
-  return static_cast<int>(index % devices);
+  return comm::int_from_env("LBT_TRIAL_INDEX", 0, std::numeric_limits<int>::max()).value_or(0) %
+         devices;
 }
 
 GradientReduction choose_reduction(comm::Communicator& comm, std::span<const std::byte> device_id) {

@@ -42,10 +42,6 @@ void select_device(int ordinal) {
   g_selected_device = ordinal;
 }
 
-int selected_device() {
-  return g_selected_device;
-}
-
 std::vector<std::byte> device_uuid() {
   cudaDeviceProp p{};
   check(cudaGetDeviceProperties(&p, g_selected_device), "cudaGetDeviceProperties");

@@ -22,7 +22,6 @@ void require_gpu();
 // call, and describe_device, use it. With several ranks each takes its own
 // (trainer/device_placement.hpp).
 void select_device(int ordinal);
-int selected_device();
 
 // The selected device's UUID (16 bytes): ranks holding the same GPU see the same bytes.
 std::vector<std::byte> device_uuid();

@@ -5,9 +5,7 @@
 #include <optional>
 
 namespace lbt::comm {
-namespace {
 
-// The variable's value as a whole number in [low, high], or nothing.
 std::optional<int> int_from_env(const char* name, long low, long high) {
   const char* text = std::getenv(name);
   if (!text || !*text) return std::nullopt;
@@ -16,6 +14,8 @@ std::optional<int> int_from_env(const char* name, long low, long high) {
   if (*end != '\0' || v < low || v > high) return std::nullopt;
   return static_cast<int>(v);
 }
+
+namespace {
 
 std::optional<NodeRanks> from_env(const char* rank_name, const char* size_name, int size) {
   const std::optional<int> local_size = int_from_env(size_name, 1, size);

@@ -2,6 +2,7 @@
 // and their count. The GPU a rank steps on (trainer/device_placement.hpp) and the threads a rank
 // takes (experiments/train_run.hpp, default_threads) follow from it.
 #pragma once
+#include <optional>
 
 namespace lbt::comm {
 
@@ -14,5 +15,9 @@ struct NodeRanks {
 // and Intel MPI's MPI_LOCALRANKID/MPI_LOCALNRANKS. Where neither pair is set (or either value is
 // not a number in range), every rank is taken to be on one machine: {rank, size}.
 NodeRanks node_ranks(int rank, int size);
+
+// The environment variable `name` as a whole number in [low, high], or nothing (unset, empty, not
+// a whole number, out of range): how a launcher's variables are read.
+std::optional<int> int_from_env(const char* name, long low, long high);
 
 }  // namespace lbt::comm

@@ -19,6 +19,16 @@ libdirs=$(find /usr/local /usr/lib /opt -name 'libnccl.so.2' -o -name 'libcublas
             -o -name 'libcudnn_ops.so.9' 2>/dev/null | xargs -r -n1 dirname | sort -u | paste -sd:)
 export LD_LIBRARY_PATH="/tmp/lbt-gpu/lib:${libdirs}:${LD_LIBRARY_PATH:-}"
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+# Where the machine has its own OpenMPI (an mpiexec and a libmpi.so.40 ldconfig knows), its
+# launcher starts its own library rather than the bundle's Debian 4.1 copy (same soname, so the
+# same ABI): the bundle's is removed. Otherwise the bundle's stays.
+if command -v mpiexec >/dev/null && ldconfig -p 2>/dev/null | grep -q 'libmpi\.so\.40 '; then
+  rm -f /tmp/lbt-gpu/lib/libmpi.so.40 /tmp/lbt-gpu/lib/libopen-rte.so.40 \
+        /tmp/lbt-gpu/lib/libopen-pal.so.40
+  mpi_note="the machine's libmpi.so.40"
+else
+  mpi_note="the bundle's libmpi.so.40 (Debian's OpenMPI 4.1)"
+fi
 has() { [[ $stages == *" $1 "* ]]; }
 # throughput LABEL RUN_DIR: the median [range] of metrics.jsonl's samples_per_s windows (the
 # first, with start-up, left out) and the whole run's.
@@ -36,8 +46,9 @@ PY
   nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv
   grep -m1 'model name' /proc/cpuinfo; nproc; ldd --version | head -1
   command -v nvidia-cuda-mps-control || echo "no nvidia-cuda-mps-control"
-  # The two-rank GPU test runs the bundle's OpenMPI 4.1 libraries under this machine's mpiexec.
+  # The two-rank GPU test and the scaling stage run under this machine's mpiexec.
   mpiexec --version 2>&1 | head -1 || echo "no mpiexec"
+  echo "MPI library: $mpi_note"
   ldd /tmp/lbt-gpu/lbt-cuda | grep -E 'not found|cublas|nccl|cudnn|cudart'
 } 2>&1 | tee "$out/machine.txt"
 if has doctor; then

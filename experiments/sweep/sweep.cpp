@@ -334,7 +334,9 @@ class SweepRunner {
   void finish_trial(const Trial& t, const ChildExit& e, const TrialClock& clock) {
     forget_trial_group(trial_dir(t));
     try {
-      results_[t.index] = settle_trial(t, e, clock);
+      const trainer::Target program_target = trainer::parse_target(settings_.target);
+      results_[t.index] = settle_trial(t, trial_dir(t), e, clock,
+                                       options_.exec_command.empty() ? nullptr : &program_target);
     } catch (const std::exception& error) {
       TrialResult r;
       r.trial = t;
@@ -342,40 +344,6 @@ class SweepRunner {
       r.message = std::string("its run directory could not be read or written: ") + error.what();
       results_[t.index] = r;
     }
-  }
-
-  TrialResult settle_trial(const Trial& t, const ChildExit& e, const TrialClock& clock) {
-    const fs::path dir = trial_dir(t);
-    if (clock.timed_out) {
-      write_trial_verdict(t, dir, "timeout", timeout_message(clock));
-      return read_trial_result(t, dir);
-    }
-    if (!fs::is_directory(dir)) {
-      write_trial_verdict(t, dir, "failed",
-                          "its run directory " + dir.string() + " was deleted while it ran (a " +
-                              "trial may only add files there)");
-      return read_trial_result(t, dir);
-    }
-    // A program stopped by the sweep's forwarded signal is unfinished: a rerun redoes it.
-    if (!options_.exec_command.empty() && !stopped_by_interrupt(e)) {
-      const std::string warning = write_exec_summary(
-          t, dir, trainer::parse_target(settings_.target), e, dir / "program.log");
-      if (!warning.empty()) std::fprintf(stderr, "[sweep] warning: %s\n", warning.c_str());
-    }
-    TrialResult r = read_trial_result(t, dir);
-    // A child that ended without a final summary crashed (or its config failed before the run
-    // directory existed): record that as "failed" with the log's last lines, so it is final.
-    // "interrupted" (the trial saved its state on SIGINT/SIGTERM, or the sweep's forwarded
-    // signal ended it) is unfinished, not failed: a rerun continues it.
-    if (!is_final_status(r.status) && r.status != "interrupted" && !stopped_by_interrupt(e)) {
-      const std::string why = e.signal ? "killed by signal " + std::to_string(e.signal)
-                                       : "exited with code " + std::to_string(e.exit_code);
-      const std::string log = tail_lines(dir / "train.log", 3);
-      write_trial_verdict(t, dir, "failed", why + (log.empty() ? "" : ": " + log));
-      r = read_trial_result(t, dir);
-    }
-    if (stopped_by_interrupt(e) && !is_final_status(r.status)) r.status = "interrupted";
-    return r;
   }
 
   void write_tables() {

@@ -1,7 +1,8 @@
-// A running trial's time limit (sweep.trial_timeout) and the summaries the sweep writes itself
-// for a trial that could not write its own: `timeout`, or `failed` (crashed, its run directory
-// deleted, its files unreadable). A trial past its limit gets SIGTERM on its process group, then
-// SIGKILL after a grace of a tenth of the limit (2 s to 30 s): time to flush, never a hang.
+// A running trial's time limit (sweep.trial_timeout), what its end means for its result, and
+// the summaries the sweep writes itself for a trial that could not write its own: `timeout`, or
+// `failed` (crashed, its run directory deleted, its files unreadable). A trial past its limit gets
+// SIGTERM on its process group, then SIGKILL after a grace of a tenth of the limit (2 s to 30 s):
+// time to flush, never a hang.
 #pragma once
 #include <sys/types.h>
 
@@ -9,7 +10,10 @@
 #include <filesystem>
 #include <string>
 
+#include "experiments/child_process.hpp"
 #include "experiments/sweep/sweep_plan.hpp"
+#include "experiments/sweep/sweep_results.hpp"
+#include "trainer/config/train_config.hpp"
 
 namespace lbt::experiments {
 
@@ -39,5 +43,14 @@ void write_trial_verdict(const Trial& trial, const std::filesystem::path& run_di
 
 // The verdict of a trial past its limit.
 std::string timeout_message(const TrialClock& clock);
+
+// A trial's result once its process ended: its own summary.json, or the sweep's verdict where it
+// could not write one (timeout; failed: its directory deleted, or it ended without a final
+// summary, with its log's last lines). A program's (--exec; `program_target`, else nullptr)
+// summary is first written from its output. Stopped by the sweep's forwarded signal, an
+// unfinished trial is "interrupted": a rerun continues it.
+TrialResult settle_trial(const Trial& trial, const std::filesystem::path& run_dir,
+                         const ChildExit& exit, const TrialClock& clock,
+                         const trainer::Target* program_target);
 
 }  // namespace lbt::experiments

@@ -224,7 +224,7 @@ bool overlap(const nlohmann::json& a, const nlohmann::json& b) {
 }  // namespace
 
 nlohmann::json fit_sensitivity(const std::map<std::string, std::vector<MeasuredPoint>>& readings,
-                               const FitOptions& options) {
+                               const std::string& definition, const FitOptions& options) {
   nlohmann::json out = {{"readings", nlohmann::json::object()}};
   std::vector<std::string> fitted;
   for (const auto& [name, points] : readings) {
@@ -244,13 +244,17 @@ nlohmann::json fit_sensitivity(const std::map<std::string, std::vector<MeasuredP
     }
   }
   out["agree"] = fitted.size() < 2 ? nlohmann::json() : nlohmann::json(disagree.empty());
-  out["warning"] = disagree.empty() ? nlohmann::json()
-                                    : nlohmann::json(
-                                          "the readings of steps-to-target disagree beyond their "
-                                          "intervals: " +
-                                          disagree +
-                                          "; the target sits in the metric's noise: lower it, or "
-                                          "use train.target_definition=ema");
+  if (disagree.empty()) {
+    out["warning"] = nullptr;
+    return out;
+  }
+  const std::string advice =
+      definition == "ema"
+          ? "the fit reads the EMA, the reading that noise moves least; a lower target makes "
+            "them agree"
+          : "lower it, or use train.target_definition=ema";
+  out["warning"] = "the readings of steps-to-target disagree beyond their intervals: " + disagree +
+                   "; the target sits in the metric's noise: " + advice;
   return out;
 }
 
@@ -280,8 +284,9 @@ nlohmann::json fit_measurements(const SweepMeasurements& sweep, const FitOptions
   add_measured_noise(fit, sweep, f.resolved ? f.B_crit : NAN, options);
   fit["target_definition"] =
       sweep.definition.empty() ? nlohmann::json() : nlohmann::json(sweep.definition);
-  fit["sensitivity"] =
-      sweep.readings.empty() ? nlohmann::json() : fit_sensitivity(sweep.readings, options);
+  fit["sensitivity"] = sweep.readings.empty()
+                           ? nlohmann::json()
+                           : fit_sensitivity(sweep.readings, sweep.definition, options);
   return fit;
 }
 

@@ -44,9 +44,10 @@ struct SweepMeasurements {
 
 // fit.json's sensitivity: S_min, E_min and B_crit with intervals under each reading (null with
 // a reason below 3 batch sizes), and a warning when two readings' intervals of any of them do
-// not overlap: the target then sits in the metric's noise.
+// not overlap: the target then sits in the metric's noise. Its advice follows `definition`,
+// the reading the headline fit used: ema is already the well-conditioned one.
 nlohmann::json fit_sensitivity(const std::map<std::string, std::vector<MeasuredPoint>>& readings,
-                               const FitOptions& options);
+                               const std::string& definition, const FitOptions& options);
 
 // fit.json's content. Throws lbt::Error when fewer than 3 distinct batch sizes reached the
 // target (the caller names the sweep's files in its own, earlier check).

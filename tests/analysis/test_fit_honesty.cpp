@@ -7,6 +7,7 @@
 
 #include <cmath>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "analysis/measured_fit.hpp"
@@ -108,6 +109,31 @@ BOOST_AUTO_TEST_CASE(bracket_draws_centre_on_the_estimate_rather_than_below_it) 
   for (const auto& f : fits) below += f.E_min < point.E_min;
   BOOST_TEST(below > 100);
   BOOST_TEST(below < 300);
+}
+
+// Two readings of one sweep's steps (the EMA's and the raw first passage), far apart (S_min 40
+// vs 120, B_crit 300 vs 1000): fit.json's sensitivity says they disagree, with advice that
+// follows the reading the headline fit used; readings drawn from one law agree, no warning.
+BOOST_AUTO_TEST_CASE(readings_that_disagree_are_named_with_advice_for_the_definition_used) {
+  std::mt19937_64 rng(7);
+  const std::vector<double> batches = {16, 32, 64, 128, 256, 512, 1024, 2048};
+  const auto ema = bracketed_sweep(batches, 40, 300, 0.05, 3, rng);
+  const auto raw = bracketed_sweep(batches, 120, 1000, 0.05, 3, rng);
+  const FitOptions options{.resamples = 200};
+  for (const std::string definition : {"ema", "first_passage"}) {
+    const nlohmann::json s =
+        fit_sensitivity({{"ema", ema}, {"first_passage", raw}}, definition, options);
+    BOOST_TEST(s["agree"] == false);
+    const std::string warning = s["warning"].get<std::string>();
+    BOOST_TEST(warning.find("B_crit (ema [") != std::string::npos, warning);
+    const bool advises_ema = warning.find("use train.target_definition=ema") != std::string::npos;
+    BOOST_TEST(advises_ema == (definition != "ema"), definition << ": " << warning);
+  }
+  const auto same_law = bracketed_sweep(batches, 40, 300, 0.05, 3, rng);
+  const nlohmann::json s =
+      fit_sensitivity({{"ema", ema}, {"first_passage", same_law}}, "ema", options);
+  BOOST_TEST(s["agree"] == true);
+  BOOST_TEST(s["warning"].is_null());
 }
 
 BOOST_AUTO_TEST_SUITE_END()

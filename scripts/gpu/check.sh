@@ -21,8 +21,9 @@ export LD_LIBRARY_PATH="/tmp/lbt-gpu/lib:${libdirs}:${LD_LIBRARY_PATH:-}"
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 # Where the machine has its own OpenMPI (an mpiexec and a libmpi.so.40 ldconfig knows), its
 # launcher starts its own library rather than the bundle's Debian 4.1 copy (same soname, so the
-# same ABI): the bundle's is removed. Otherwise the bundle's stays.
-if command -v mpiexec >/dev/null && ldconfig -p 2>/dev/null | grep -q 'libmpi\.so\.40 '; then
+# same ABI): the bundle's is removed. Otherwise the bundle's stays. (grep reads all of ldconfig's
+# list: `grep -q` would stop at the match, and ldconfig's SIGPIPE fail the test under pipefail.)
+if command -v mpiexec >/dev/null && ldconfig -p 2>/dev/null | grep 'libmpi\.so\.40 ' >/dev/null; then
   rm -f /tmp/lbt-gpu/lib/libmpi.so.40 /tmp/lbt-gpu/lib/libopen-rte.so.40 \
         /tmp/lbt-gpu/lib/libopen-pal.so.40
   mpi_note="the machine's libmpi.so.40"
@@ -34,8 +35,10 @@ has() { [[ $stages == *" $1 "* ]]; }
 # first, with start-up, left out) and the whole run's.
 throughput() {
   python3 - "$1" "$2" <<'PY'
-import json, statistics, sys
+import json, os, statistics, sys
 label, run = sys.argv[1], sys.argv[2]
+if not os.path.exists(f"{run}/summary.json"):
+    sys.exit(f"{label}: no run (no {run}/summary.json; its stderr is in the .err file beside)")
 s = json.load(open(f"{run}/summary.json"))
 w = [json.loads(l)["samples_per_s"] for l in open(f"{run}/metrics.jsonl")][1:]
 print(f"{label} {s['status']} steps {s['steps']} window median {statistics.median(w):,.0f} "
@@ -47,7 +50,7 @@ PY
   grep -m1 'model name' /proc/cpuinfo; nproc; ldd --version | head -1
   command -v nvidia-cuda-mps-control || echo "no nvidia-cuda-mps-control"
   # The two-rank GPU test and the scaling stage run under this machine's mpiexec.
-  mpiexec --version 2>&1 | head -1 || echo "no mpiexec"
+  if command -v mpiexec >/dev/null; then mpiexec --version 2>&1 | sed -n 1p; else echo "no mpiexec"; fi
   echo "MPI library: $mpi_note"
   ldd /tmp/lbt-gpu/lbt-cuda | grep -E 'not found|cublas|nccl|cudnn|cudart'
 } 2>&1 | tee "$out/machine.txt"

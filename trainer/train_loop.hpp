@@ -1,6 +1,6 @@
-// The training loop's object, private to trainer/loop.cpp (the step and the run) and
-// trainer/loop_evaluation.cpp (evaluations, steps-to-target and its refinement); other code
-// calls trainer::train (loop.hpp).
+// The training loop's object, private to trainer/loop.cpp (the step and the run),
+// trainer/loop_batch.cpp (the batch and the data position) and trainer/loop_evaluation.cpp
+// (evaluations, steps-to-target and its refinement); other code calls trainer::train (loop.hpp).
 #pragma once
 #include <chrono>
 #include <cstdint>
@@ -53,17 +53,19 @@ class TrainLoop {
   StepResult reduce(std::int64_t step, bool replay);
   StepVerdict judge(std::int64_t step, StepResult& r);
   bool update_noise(std::int64_t step, const StepResult& r);
-  double lr_at(std::int64_t step) const;
   void apply_update(std::int64_t step, const StepResult& r, bool replay);
   void sync_parameters(std::int64_t step);
-  bool next_batch(const StepResult& r, bool replay);  // true: the batch changed
-  bool adapt_batch(const StepResult& r);              // adaptive: from the noise scale
-  void set_accum(std::int64_t accum);
-  void start_data_at(std::int64_t step);
   void start_overlap();
   void log_step(const StepResult& r);
   bool checkpoint_due(const StepResult& r) const;
   std::string final_status() const;
+
+  // The batch, its LR and the data position (loop_batch.cpp).
+  double lr_at(std::int64_t step) const;
+  bool next_batch(const StepResult& r, bool replay);  // true: the batch changed
+  bool adapt_batch(const StepResult& r);              // adaptive: from the noise scale
+  void set_accum(std::int64_t accum);
+  void start_data_at(std::int64_t step);
   double epoch_now() const;
 
   // Evaluations and the target's crossing (loop_evaluation.cpp).

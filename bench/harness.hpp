@@ -1,15 +1,21 @@
 // The benchmarks' shared harness: `--key value` arguments, a steady-clock timer, repeated timing
 // after a warm-up, throughput over fixed windows, and the median [min-max] every bench reports.
-// Header-only and free of lbt's libraries, so each bench links only what it measures.
+// Header-only, so each bench links only what it measures; its one call into lbt is lbt_core's
+// check of the kernel choices (core/kernel_choice.hpp), which every bench links anyway.
 #pragma once
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
+#include <cstdio>
+#include <cstdlib>
 #include <map>
 #include <set>
 #include <sstream>
 #include <string>
 #include <vector>
+
+#include "core/error.hpp"
+#include "core/kernel_choice.hpp"
 
 namespace lbt::bench {
 
@@ -87,7 +93,15 @@ inline std::vector<std::int64_t> parse_list(const std::string& text) {
 // `--key value` pairs (a later one wins); a bench reads each with its default.
 class Args {
  public:
+  // Refuses a misspelt LBT_GEMM / LBT_CONV / LBT_CUDNN_ALGOS (exit 2): an on-vs-off run must
+  // not time the default twice.
   Args(int argc, char** argv) {
+    try {
+      check_kernel_choices();
+    } catch (const Error& e) {
+      std::fprintf(stderr, "error: %s\nhint: %s\n", e.what(), e.hint().c_str());
+      std::exit(e.exit_code());
+    }
     for (int i = 1; i + 1 < argc; i += 2) values_[argv[i]] = argv[i + 1];
   }
   std::string get(const std::string& key, const std::string& fallback) const {

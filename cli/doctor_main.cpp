@@ -5,10 +5,12 @@
 #include <string>
 
 #include "core/error.hpp"
+#include "core/kernel_choice.hpp"
 #include "experiments/device_check.hpp"
 
 int main(int argc, char** argv) {
   try {
+    lbt::check_kernel_choices();
     const std::uint64_t seed = argc > 1 ? std::strtoull(argv[1], nullptr, 10) : 1;
     const lbt::experiments::DeviceCheckReport report = lbt::experiments::check_cuda_device(seed);
     std::fputs(lbt::experiments::format_report(report).c_str(), stdout);

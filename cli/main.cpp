@@ -18,6 +18,7 @@
 #include "core/cpu_path.hpp"
 #include "core/error.hpp"
 #include "core/gemm.hpp"
+#include "core/kernel_choice.hpp"
 #include "experiments/lbt_schema.hpp"
 #include "trainer/comm/communicator.hpp"
 
@@ -98,6 +99,7 @@ int lbt::cli::run_lbt(int argc, char** argv) {
   lbt::cli::add_doctor_command(app);
   lbt::cli::add_cbs_command(app);
   try {
+    lbt::check_kernel_choices();  // LBT_GEMM=openbals must not quietly benchmark oneDNN twice
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     return lbt::cli::report_parse_error(app, e);

@@ -4,12 +4,11 @@
 #include <omp.h>
 
 #include <algorithm>
-#include <cstdlib>
-#include <cstring>
 #include <string>
 
 #include "core/cpu_path.hpp"
 #include "core/error.hpp"
+#include "core/kernel_choice.hpp"
 #include "core/tensor.hpp"
 
 #ifdef LBT_HAVE_DNNL
@@ -38,8 +37,7 @@ namespace {
 bool gemm_by_dnnl() {
 #ifdef LBT_HAVE_DNNL
   static const bool on = [] {
-    const char* choice = std::getenv("LBT_GEMM");
-    return cpu_path() == CpuPath::kAvx512 && !(choice && std::strcmp(choice, "openblas") == 0);
+    return cpu_path() == CpuPath::kAvx512 && kernel_choice(KernelChoice::kGemm) == "onednn";
   }();
   return on;
 #else

@@ -3,11 +3,11 @@
 // tensor whose chosen layout differs from lbt's, a copy in that layout and the reorders.
 #include "nn/cpu/conv2d_onednn.hpp"
 
-#include <cstdlib>
 #include <cstring>
 #include <stdexcept>
 
 #include "core/cpu_path.hpp"
+#include "core/kernel_choice.hpp"
 
 #ifdef LBT_HAVE_DNNL
 #include <dnnl.hpp>
@@ -17,10 +17,7 @@ namespace lbt::nn {
 
 bool OnednnConv::available() {
 #ifdef LBT_HAVE_DNNL
-  static const bool on = [] {
-    const char* choice = std::getenv("LBT_CONV");
-    return !(choice && std::strcmp(choice, "lbt") == 0);
-  }();
+  static const bool on = kernel_choice(KernelChoice::kConv) == "onednn";
   return on;
 #else
   return false;

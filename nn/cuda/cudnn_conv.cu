@@ -9,13 +9,13 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
-#include <cstdlib>
 #include <random>
 #include <string>
 #include <vector>
 
 #include "core/cuda/check.cuh"
 #include "core/error.hpp"
+#include "core/kernel_choice.hpp"
 #include "nn/cuda/cudnn_conv.hpp"
 
 namespace lbt::nn::cuda {
@@ -169,12 +169,11 @@ bool agrees_with_fixed(Descriptors& d, const Algorithms& chosen) {
 // The heuristics' algorithms where they agree with the fixed ones; the workspace for both.
 void choose_algorithms(Descriptors& d) {
   const Algorithms fixed;
-  const char* env = std::getenv("LBT_CUDNN_ALGOS");
   Algorithms chosen = fixed;
   std::size_t bytes = workspace_bytes(d, fixed);
   // A cuDNN that will not rank or size its algorithms (an older library, an odd shape) leaves
   // the fixed ones, which ran before; such queries change no GPU state.
-  if (!(env && std::string(env) == "fixed")) {
+  if (kernel_choice(KernelChoice::kCudnnAlgos) == "chosen") {
     try {
       const Algorithms ranked = heuristic_algorithms(d);
       bytes = std::max(bytes, workspace_bytes(d, ranked));

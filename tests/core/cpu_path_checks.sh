@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The CPU path through the real binary: `lbt --version` names the path and why; LBT_CPU forces
-# one, and an unknown value is one line and exit code 2. With qemu-x86_64 (Debian qemu-user),
+# one, and an unknown value is one line and exit code 2; so is a misspelt LBT_GEMM, LBT_CONV or
+# LBT_CUDNN_ALGOS (with a hint line). With qemu-x86_64 (Debian qemu-user),
 # the same binary on emulated CPUs: `-cpu max` has AVX2 + FMA and no AVX-512, `-cpu qemu64` is
 # the baseline x86-64. There lbt must choose avx2 / generic, refuse LBT_CPU=avx512 in one line,
 # and a build for AVX-512 (cpu_native_probe) must say so in one line instead of dying of SIGILL.
@@ -34,6 +35,18 @@ expect "forced generic" 0 "^cpu path generic \(forced by LBT_CPU=generic; detect
   env LBT_CPU=generic "$lbt" --version
 expect "unknown path" 2 "^error: LBT_CPU=sse9 is not a CPU path; use avx512, avx2 or generic$" \
   env LBT_CPU=sse9 "$lbt" --version
+
+# The kernel choices (core/kernel_choice.hpp): a value each takes is used, a misspelt one refused
+# at start (error and hint lines, exit 2) rather than read as the default.
+expect "LBT_GEMM=openblas" 0 "^gemm openblas " env LBT_GEMM=openblas "$lbt" --version
+for bad in LBT_GEMM=openbals LBT_CONV=onednn2 LBT_CUDNN_ALGOS=fast; do
+  out=$(env "$bad" "$lbt" --version 2>&1); rc=$?
+  if [ "$rc" = 2 ] && [ "$(printf '%s\n' "$out" | wc -l)" = 2 ] &&
+     printf '%s\n' "$out" | sed -n 1p | grep -Eq "^error: $bad is not one of its values: " &&
+     printf '%s\n' "$out" | sed -n 2p | grep -q "^hint: set ${bad%%=*} to one of them, or unset it$"
+  then echo "ok: $bad refused: $(printf '%s\n' "$out" | sed -n 1p)"
+  else fail "$bad: exit $rc: $out"; fi
+done
 
 if command -v qemu-x86_64 >/dev/null; then
   expect "AVX2 CPU (qemu -cpu max)" 0 "^cpu path avx2 \(detected: .*avx2 fma" \

@@ -19,6 +19,7 @@
 #include <fstream>
 
 #include "core/error.hpp"
+#include "trainer/comm/node_ranks.hpp"
 
 namespace lbt::experiments {
 namespace {
@@ -275,6 +276,11 @@ int available_cores() {
   CPU_ZERO(&set);
   if (sched_getaffinity(0, sizeof set, &set) == 0) return std::max(1, CPU_COUNT(&set));
   return static_cast<int>(std::max(1L, sysconf(_SC_NPROCESSORS_ONLN)));
+}
+
+int task_cores() {
+  if (const auto slurm = comm::int_from_env("SLURM_CPUS_PER_TASK", 1, 1 << 20)) return *slurm;
+  return available_cores();
 }
 
 std::vector<std::string> mpirun_local_args(int ranks) {

@@ -67,8 +67,13 @@ std::filesystem::path self_executable();
 // if it had been started so. Returns only by throwing Error (it cannot run `program`).
 [[noreturn]] void exec_with_own_arguments(const std::filesystem::path& program);
 
-// Cores this process may run on (its CPU affinity mask).
+// Cores this process may run on (its CPU affinity mask: taskset, a cgroup cpuset, mpirun's or
+// Slurm's binding).
 int available_cores();
+
+// The cores this task was given: SLURM_CPUS_PER_TASK where Slurm set it (a whole number from 1),
+// else available_cores().
+int task_cores();
 
 // mpirun's arguments for `ranks` processes on this machine (what follows the launcher's name):
 // -np N --oversubscribe, and no core binding past available_cores(), which would refuse the

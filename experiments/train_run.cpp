@@ -15,6 +15,7 @@
 #include "core/gemm.hpp"
 #include "core/rng.hpp"
 #include "experiments/branch_start.hpp"
+#include "experiments/child_process.hpp"
 #include "experiments/hessian_probe.hpp"
 #include "experiments/json_file.hpp"
 #include "experiments/rank_agreement.hpp"
@@ -38,10 +39,14 @@
 
 namespace lbt::experiments {
 
+int threads_per_rank(int task_cores, int machine_cores, int local_ranks) {
+  return std::max(1, std::min(task_cores, machine_cores / std::max(1, local_ranks)));
+}
+
 int default_threads(int world_size) {
   const int local_ranks = comm::node_ranks(0, world_size).local_size;
-  const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  return std::max(1, cores / local_ranks);
+  const int machine_cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  return threads_per_rank(task_cores(), machine_cores, local_ranks);
 }
 
 namespace {
@@ -197,12 +202,13 @@ std::function<void(const trainer::LoopState&)> checkpoint_saver(
 struct SummaryParts {
   const trainer::TrainConfig& cfg;
   std::string model, optimizer;
-  int world_size;
+  int world_size, threads;  // threads: per rank, train.threads or its default
   std::int64_t steps_per_epoch;
   std::filesystem::path run_dir;
 
   nlohmann::json of(const trainer::TrainOutcome& o) const {
     nlohmann::json s = summary_json(cfg, o, model, optimizer, world_size, steps_per_epoch);
+    s["threads"] = threads;
     add_readings(s, run_dir / "eval.jsonl", cfg, o);  // steps-to-target under each reading
     return s;
   }
@@ -339,8 +345,8 @@ RunResult run_training(Config& config, const RunOptions& options, comm::Communic
   // A probe perturbs each rank's parameters; a device steps on its own copy of them.
   const Sharding sharding =
       share_parameters(comm, *model, *optimizer, probe || device, cfg.local_sgd.enabled());
-  const SummaryParts summary{cfg,         model->describe(),         optimizer->describe(),
-                             comm.size(), sampler.steps_per_epoch(), result.run_dir};
+  const SummaryParts summary{cfg,     model->describe(),         optimizer->describe(), comm.size(),
+                             threads, sampler.steps_per_epoch(), result.run_dir};
   std::unique_ptr<trainer::RunDirectory> run_dir = open_run_dir(
       result, options, resumed, resume_from.step, config, summary, total_steps, comm.rank());
 

@@ -51,8 +51,13 @@ struct RunResult {
   std::vector<float> final_params;
 };
 
-// Compute threads per rank when train.threads is 0: the cores over the ranks on this node.
+// Compute threads per rank when train.threads is 0: the cores this task was given
+// (task_cores(): Slurm's count, else its affinity mask), at most the machine's cores over the
+// ranks on it. A process held to fewer cores than the machine has (taskset, a cgroup cpuset,
+// mpirun's --bind-to core) runs that many threads, not one per core it cannot use.
 int default_threads(int world_size);
+// The rule: max(1, min(task_cores, machine_cores / local_ranks)).
+int threads_per_rank(int task_cores, int machine_cores, int local_ranks);
 
 // Throws lbt::Error for bad config or data; a failure after the run directory exists is
 // recorded there as status "failed" (with the message) before the error propagates.

@@ -53,7 +53,7 @@ std::vector<std::string> branch_sets(const Branch& b, const ReferenceRun& ref, i
 }
 
 int branch_threads(int jobs) {
-  return std::max(1, available_cores() / std::max(1, jobs));
+  return std::max(1, task_cores() / std::max(1, jobs));
 }
 
 bool finished(const fs::path& dir) {

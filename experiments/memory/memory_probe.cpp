@@ -62,6 +62,7 @@ std::vector<std::int64_t> probe_once(const ProbeSetup& o, std::int64_t b, const 
   std::vector<std::string> sets = o.sets;
   sets.push_back("train.global_batch=" + std::to_string(b * o.workers));
   sets.push_back("train.micro_batch=" + std::to_string(b));
+  sets.push_back("train.threads=" + std::to_string(o.threads));
   // A constant LR: the schedule allocates nothing, and a preset's warmup outlasts 2 steps.
   sets.insert(sets.end(),
               {"train.accum_steps=0", "train.steps=2", "schedule.recipe=none",

@@ -15,6 +15,7 @@ struct ProbeSetup {
   std::filesystem::path config_path;
   std::vector<std::string> sets;  // --set key=value
   int workers = 1;
+  int threads = 1;  // per rank: the estimate's, so mpirun's core binding cannot change it
 };
 
 // One micro-batch's run: each rank's peak resident set in bytes, in rank order.

@@ -95,7 +95,7 @@ MemoryReport memory_report(const MemoryOptions& o) {
   const std::int64_t runtime =
       o.runtime_bytes >= 0 ? o.runtime_bytes : trainer::resident_bytes_now();
   const trainer::RunConfig base = resolve_at(o, 0, o.workers);
-  const ProbeSetup setup{o.config_path, o.sets, o.workers};
+  const ProbeSetup setup{o.config_path, o.sets, o.workers, threads_of(base.train, o.workers)};
   const std::vector<std::int64_t> batches = probe_batches(o, base.train.micro_batch);
   // One rank's probe forks this process: before it loads anything (a child's peak would
   // otherwise start from its parent's). mpirun's ranks start from mpirun's own.

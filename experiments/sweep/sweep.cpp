@@ -4,12 +4,10 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
-#include <cstdlib>
 #include <iostream>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
-#include <thread>
 
 #include <signal.h>
 
@@ -40,12 +38,6 @@ using Clock = std::chrono::steady_clock;
 
 bool is_sweep_key(const std::string& assignment) {
   return assignment.rfind("sweep.", 0) == 0;
-}
-
-int available_cores() {
-  if (const char* s = std::getenv("SLURM_CPUS_PER_TASK"); s && std::atoi(s) > 0)
-    return std::atoi(s);
-  return static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
 }
 
 class SweepRunner {
@@ -146,7 +138,7 @@ class SweepRunner {
                     array_task() ? DirLock::Mode::kShared : DirLock::Mode::kExclusive);
     lbt_ = options_.lbt_binary.empty() ? self_executable() : options_.lbt_binary;
     jobs_ = array_task() ? 1 : options_.jobs;
-    threads_ = std::max(1, available_cores() / jobs_);
+    threads_ = std::max(1, task_cores() / jobs_);
 
     const std::string base_config = trial_base_config(options_.config_path);
     const nlohmann::json m = manifest();

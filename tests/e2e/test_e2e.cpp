@@ -4,6 +4,7 @@
 #define BOOST_TEST_MODULE e2e
 #include <boost/test/unit_test.hpp>
 
+#include <sched.h>
 #include <sys/wait.h>
 
 #include <algorithm>
@@ -55,6 +56,29 @@ BOOST_AUTO_TEST_CASE(short_fashion_mnist_run_learns_and_writes_a_parseable_run_d
   Result again = run_lbt("train --config " + kConfig + kSmall + " --out " + run.string());
   BOOST_TEST(again.code != 0);
   BOOST_TEST(again.err.find("already holds a run") != std::string::npos);
+}
+
+// train.threads = 0 runs a thread per core the process may use: pinned to one core (taskset),
+// one thread, not one per core of the machine crowded onto that core (summary.json's threads);
+// unpinned, every core this test may use.
+BOOST_AUTO_TEST_CASE(default_threads_follow_the_cores_the_process_may_use) {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  BOOST_REQUIRE(sched_getaffinity(0, sizeof set, &set) == 0);
+  const int cores = CPU_COUNT(&set);
+  int first = 0;
+  while (!CPU_ISSET(first, &set)) ++first;
+  const std::string args = "train --config " + kConfig + kSmall + " --set train.steps=5 --out ";
+  for (const bool pinned : {true, false}) {
+    const fs::path run = scratch() / (pinned ? "pinned" : "unpinned");
+    const std::string launcher = std::string("env -u SLURM_CPUS_PER_TASK ") +
+                                 (pinned ? "taskset -c " + std::to_string(first) + " " : "");
+    const Result r = run_lbt(args + run.string(), launcher);
+    BOOST_TEST_INFO("stderr: " << r.err);
+    BOOST_REQUIRE_EQUAL(r.code, 0);
+    const auto summary = nlohmann::json::parse(slurp(run / "summary.json"));
+    BOOST_TEST(summary["threads"].get<int>() == (pinned ? 1 : cores));
+  }
 }
 
 BOOST_AUTO_TEST_CASE(huge_learning_rate_ends_as_diverged_not_as_a_crash) {

@@ -145,7 +145,7 @@ std::vector<KeySpec> run_keys() {
        "seed of the data order alone (the sampler's epoch permutations; -1: train.seed): lbt cbs's branches vary it to measure the spread of a continuation without changing the data or the model"},
       {"train.branch_from", kString, "\"\"",
        "a checkpoint (RUN/checkpoints/step_N.ckpt) of another run to branch from (lbt cbs, Merrill et al. 2025): parameters, optimizer state and layer buffers are that run's at step N, the loop continues from step N, and the LR is that run's schedule at the same data position (step N + j x k at this run's step N + j, k = train.global_batch / its batch, an integer) times schedule.scaling from its batch to this one; train.steps counts from 0 as usual (\"\": a run of its own)"},
-      {"train.threads", kInt, "0", "compute threads per rank (0: cores / ranks)"},
+      {"train.threads", kInt, "0", "compute threads per rank (0: the cores this process may use, at most the machine's cores / its ranks)"},
       {"train.target", kString, "\"\"",
        "METRIC>=VALUE or METRIC<=VALUE, e.g. val_accuracy>=0.88 (classification), val_mse<=0.1 or val_r2>=0.9 (regression), val_loss<=0.35: records steps to reach it"},
       {"train.stop_at_target", kBool, "false", "end the run when the target is met"},

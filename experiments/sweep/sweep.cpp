@@ -255,12 +255,15 @@ class SweepRunner {
         effective_trial_timeout(settings_.trial_timeout, !options_.exec_command.empty());
     // After SIGINT/SIGTERM no trial starts; the running ones save their state and end.
     auto more = [&] { return next < todo.size() && !sweep_interrupted(); };
-    while (more() || !running.empty()) {
+    auto fill = [&] {
       while (more() && static_cast<int>(running.size()) < jobs_) {
         const Trial t = plan_[todo[next++]];
         running[start_trial(t)] = {t.index, start_trial_clock(limit)};
         results_[t.index].status = "running";
       }
+    };
+    while (more() || !running.empty()) {
+      fill();
       const std::optional<ChildExit> e = wait_for_trial(running);
       if (!e) continue;  // a time limit passed
       auto it = running.find(e->pid);
@@ -273,6 +276,7 @@ class SweepRunner {
       if (!array_task()) {
         for (int i : grow()) todo.push_back(i);
       }
+      fill();  // the next trials start before the tables and the progress line count them
       write_tables();
       if (options_.progress) {
         const double elapsed = std::chrono::duration<double>(Clock::now() - start).count();

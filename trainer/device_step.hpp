@@ -24,7 +24,7 @@
 
 namespace lbt::trainer {
 
-struct Evaluation;
+struct ClassificationSums;
 
 class DeviceStep {
  public:
@@ -51,8 +51,10 @@ class DeviceStep {
   // The weights' EMA: ema += alpha (w - ema), where an absent EMA (a fresh run) is first the
   // weights, as the host's (loop_evaluation.cpp, update_ema).
   virtual void update_ema(float alpha) = 0;
-  // The split's loss and accuracy at the weights, or at their EMA; the split is uploaded once.
-  virtual Evaluation evaluate(const data::Dataset& split, std::int64_t eval_batch, bool ema) = 0;
+  // The sums over examples [begin, end) of the split at the weights, or at their EMA (each rank
+  // scores its own share; loop_evaluation.cpp adds them); the split is uploaded once.
+  virtual ClassificationSums evaluate(const data::Dataset& split, std::int64_t begin,
+                                      std::int64_t end, std::int64_t eval_batch, bool ema) = 0;
   // The device's parameters, layer buffers (BatchNorms' running statistics) and optimizer state
   // into the host's; its EMA into `ema` (left as is while the device has none).
   virtual void pull(nn::Model& model, optim::Optimizer& optimizer, std::vector<float>& ema) = 0;

@@ -90,17 +90,28 @@ Evaluation evaluate(nn::Model& model, const data::Dataset& data, comm::Communica
     if (k > 0) add_regression_sums(out, targets.data(), b, k, sums.data() + 3);
   }
   comm.allreduce(std::span<double>(sums), comm::ReduceOp::kSum);
+  if (k == 0) return classification_evaluation({sums[0], sums[1], sums[2]});
   Evaluation e;
-  e.regression = k > 0;
+  e.regression = true;
   e.count = static_cast<std::int64_t>(sums[2]);
-  if (!e.regression) e.accuracy = 0.0;  // an empty split reads 0, as it always has
   if (e.count > 0) {
     e.loss = sums[0] / sums[2];
-    if (e.regression) {
-      regression_metrics(sums.data() + 3, k, sums[2], e);
-    } else {
-      e.accuracy = sums[1] / sums[2];
-    }
+    regression_metrics(sums.data() + 3, k, sums[2], e);
+  }
+  return e;
+}
+
+ExampleRange contiguous_share(std::int64_t n, int rank, int ranks) {
+  return {n * rank / ranks, n * (rank + 1) / ranks};
+}
+
+Evaluation classification_evaluation(const ClassificationSums& sums) {
+  Evaluation e;
+  e.count = static_cast<std::int64_t>(sums.count);
+  e.accuracy = 0.0;  // an empty split reads 0, as it always has
+  if (e.count > 0) {
+    e.loss = sums.loss / sums.count;
+    e.accuracy = sums.correct / sums.count;
   }
   return e;
 }

@@ -46,6 +46,21 @@ struct Evaluation {
 Evaluation evaluate(nn::Model& model, const data::Dataset& data, comm::Communicator& comm,
                     std::int64_t eval_batch);
 
+// A classification split's sums over some of its examples (the losses, the argmax hits, the
+// examples), to be added over the ranks before the metrics are made from them.
+struct ClassificationSums {
+  double loss = 0.0, correct = 0.0, count = 0.0;
+};
+// Loss and accuracy per example from the sums of the whole split (an empty split: accuracy 0).
+Evaluation classification_evaluation(const ClassificationSums& sums);
+
+// Rank r's contiguous share of n examples over `ranks`: [r n / ranks, (r + 1) n / ranks), the
+// shares in rank order tiling [0, n) (how a device rank scores its part of the split).
+struct ExampleRange {
+  std::int64_t begin = 0, end = 0;
+};
+ExampleRange contiguous_share(std::int64_t n, int rank, int ranks);
+
 struct TrainOutcome {
   // reached_target | budget_exhausted | completed | diverged | pruned (train.prune_at_step)
   // | interrupted (SIGINT/SIGTERM)

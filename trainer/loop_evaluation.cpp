@@ -6,6 +6,7 @@
 #include <cmath>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <span>
 
 #include "trainer/adaptive_batch.hpp"
 #include "trainer/snapshot.hpp"
@@ -190,8 +191,21 @@ void TrainLoop::update_ema(std::int64_t steps) {
 
 // The validation split at the weights or at their EMA, where the weights are.
 Evaluation TrainLoop::evaluate_split(bool ema) {
-  if (device_) return device_->evaluate(ctx_.data.validation, cfg_.eval_batch, ema);
+  if (device_) return evaluate_on_device(ema);
   return ema ? evaluate_ema() : evaluate(model_, ctx_.data.validation, ctx_.comm, cfg_.eval_batch);
+}
+
+// Each rank's device scores its contiguous share of the split, [r n / K, (r + 1) n / K), and the
+// sums meet over the host's communicator: every rank reads the same metrics for 1/K of the work.
+// One rank scores the whole split in the order it always has.
+Evaluation TrainLoop::evaluate_on_device(bool ema) {
+  const data::Dataset& split = ctx_.data.validation;
+  const ExampleRange share = contiguous_share(split.n, ctx_.comm.rank(), ctx_.comm.size());
+  const ClassificationSums mine =
+      device_->evaluate(split, share.begin, share.end, cfg_.eval_batch, ema);
+  double sums[3] = {mine.loss, mine.correct, mine.count};
+  ctx_.comm.allreduce(std::span<double>(sums), comm::ReduceOp::kSum);
+  return classification_evaluation({sums[0], sums[1], sums[2]});
 }
 
 // The EMA's metrics: the weights and the EMA trade places for the evaluation. Layer buffers

@@ -119,6 +119,7 @@ class TrainLoop {
     if (device_) device_->push(model_, ctx_.optimizer, state_.ema);
   }
   Evaluation evaluate_split(bool ema);
+  Evaluation evaluate_on_device(bool ema);
   // This rank's step gradient as the noise estimator reads it: on the device, or the host's.
   noise::GradientReader& gradient_reader() {
     return device_ ? device_->gradient_reader() : host_gradient_;

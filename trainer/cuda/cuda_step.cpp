@@ -127,30 +127,24 @@ class CudaStep final : public DeviceStep {
     gpu_.move_towards(ema_.data(), model_->params(), alpha, n_);
   }
 
-  Evaluation evaluate(const data::Dataset& split, std::int64_t eval_batch, bool ema) override {
+  ClassificationSums evaluate(const data::Dataset& split, std::int64_t begin, std::int64_t end,
+                              std::int64_t eval_batch, bool ema) override {
     if (ema && !has_ema_) set_ema_to_weights();  // no step yet: the EMA is the weights
     const DeviceSplit& d = upload(split);
     if (ema) std::swap(model_->param_buffer(), ema_);
-    double loss = 0.0;
-    std::int64_t hits = 0;
+    ClassificationSums sums;
     const std::int64_t chunk = std::min(eval_batch, max_batch_);
-    for (std::int64_t start = 0; start < split.n; start += chunk) {
-      const std::int64_t b = std::min(chunk, split.n - start);
+    for (std::int64_t start = begin; start < end; start += chunk) {
+      const std::int64_t b = std::min(chunk, end - start);
       model_->forward(d.x.data() + start * in_, b, /*train=*/false);
       model_->loss(d.labels.data() + start, b, 0.0f);
       std::int64_t correct = 0;
-      loss += model_->loss_sum(b, &correct);
-      hits += correct;
+      sums.loss += model_->loss_sum(b, &correct);
+      sums.correct += static_cast<double>(correct);
     }
     if (ema) std::swap(model_->param_buffer(), ema_);
-    Evaluation e;
-    e.count = split.n;
-    e.accuracy = 0.0;  // an empty split reads 0, as the host's evaluate
-    if (split.n > 0) {
-      e.loss = loss / static_cast<double>(split.n);
-      e.accuracy = static_cast<double>(hits) / static_cast<double>(split.n);
-    }
-    return e;
+    sums.count = static_cast<double>(end - begin);
+    return sums;
   }
 
   void pull(nn::Model& model, optim::Optimizer& optimizer, std::vector<float>& ema) override {

@@ -65,6 +65,15 @@ def _interval(fit, key):
     return tuple(i)
 
 
+def estimate_text(fit, key, intervals=None):
+    """fit.json's KEY with its 95% interval for a legend: "300 [211, 457]"; "(no interval)"
+    where the interval is null (every figure lbt prints carries one or says it has none)."""
+    band = _interval({"intervals": intervals if intervals is not None else fit.get("intervals")},
+                     key)
+    text = f"{fit[key]:.3g}"
+    return text + (f" [{band[0]:.3g}, {band[1]:.3g}]" if band else " (no interval)")
+
+
 def mark_noise_scales(ax, fit):
     """On a plot whose x axis is the batch size: the measured B_simple as a line with its band,
     and B_noise (Hessian probes) likewise, beside the fitted B_crit. Nothing when absent."""
@@ -76,8 +85,7 @@ def mark_noise_scales(ax, fit):
         if not finite(value):
             continue
         band = _interval(fit, key)
-        text = f"{label} = {value:.3g}" + (f" [{band[0]:.3g}, {band[1]:.3g}]" if band else "")
-        ax.axvline(value, color=color, lw=1.2, label=text)
+        ax.axvline(value, color=color, lw=1.2, label=f"{label} = {estimate_text(fit, key)}")
         if band:
             ax.axvspan(max(band[0], 1e-12), band[1], color=color, alpha=0.12)
 

@@ -21,6 +21,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import lbt_runs  # noqa: E402
 import lbt_plot_noise  # noqa: E402
+from lbt_plot_noise import estimate_text  # noqa: E402
 from lbt_runs import COLORS, plt, np  # noqa: E402
 
 
@@ -67,7 +68,8 @@ def steps_vs_batch(sweep: lbt_runs.Sweep, ax) -> None:
     elif fit:
         b = np.geomspace(best["batch_size"].min() / 1.5, best["batch_size"].max() * 1.5, 200)
         ax.plot(b, lbt_runs.fitted_steps(fit, b), color=COLORS["fit"],
-                label=f"fit: S_min={fit['S_min']:.3g}, B_crit={fit['B_crit']:.3g}")
+                label=f"fit: S_min={estimate_text(fit, 'S_min')}, "
+                      f"B_crit={estimate_text(fit, 'B_crit')} (95%)")
         ax.axhline(fit["S_min"], color=COLORS["fit"], lw=0.8, ls=":")
         reg = fit["regimes"]
         lo, hi = reg["perfect_scaling"]["model_max_batch"], reg["maximal_data_parallelism"]["model_min_batch"]
@@ -75,6 +77,10 @@ def steps_vs_batch(sweep: lbt_runs.Sweep, ax) -> None:
         if hi < b.max():
             ax.axvspan(hi, b.max(), color=COLORS["fit"], alpha=0.08, label="maximal data parallelism")
         ax.axvline(fit["B_crit"], color=COLORS["fit"], lw=0.8, ls="--")
+        band = (fit.get("intervals") or {}).get("B_crit")
+        if band:  # the dashed line's uncertainty
+            ax.axvspan(band[0], band[1], color="0.5", alpha=0.12, lw=0,
+                       label="B_crit (dashed), its 95% interval")
         lbt_plot_noise.mark_noise_scales(ax, fit)  # measured B_simple / B_noise beside B_crit
     ax.set_xscale("log", base=2)
     ax.set_yscale("log")
@@ -91,10 +97,12 @@ def examples_vs_batch(sweep: lbt_runs.Sweep, ax) -> None:
     ax.plot(best["batch_size"], lbt_runs.best_steps(best) * best["batch_size"], "o-",
             color=COLORS["data"], label="best (B, LR) per batch size")
     fit = sweep.fit
-    if fit and len(best):
+    if fit and fit.get("E_min") is None:  # unresolved: the steps do not fall with the batch
+        ax.plot([], [], " ", label="fit: no critical batch (steps do not fall as B grows)")
+    elif fit and len(best):
         b = np.geomspace(best["batch_size"].min() / 1.5, best["batch_size"].max() * 1.5, 200)
         ax.plot(b, lbt_runs.fitted_steps(fit, b) * b, color=COLORS["fit"],
-                label=f"fit: E_min={fit['E_min']:.3g}")
+                label=f"fit: E_min={estimate_text(fit, 'E_min')} (95%)")
         ax.axhline(fit["E_min"], color=COLORS["fit"], lw=0.8, ls=":")
     mark_adaptive(sweep, ax, "examples_to_target")
     ax.set_xscale("log", base=2)
@@ -124,7 +132,8 @@ def lr_vs_batch(sweep: lbt_runs.Sweep, ax) -> None:
                 label=f"fit: lr ∝ B^{law['alpha']:.2f} [{a_lo:.2f}, {a_hi:.2f}]")
         if law.get("B_noise_resolved"):
             ax.plot(b, law["eps_max"] / (1 + law["B_noise"] / b), ":", color=COLORS["fit"],
-                    label=f"eps_max/(1+B_noise/B): B_noise={law['B_noise']:.3g}")
+                    label="eps_max/(1+B_noise/B): B_noise="
+                          f"{estimate_text(law, 'B_noise', ci)} (95%)")
     else:
         ax.plot(best["batch_size"], best["lr"], "o-", color=COLORS["data"], label="best LR")
     if len(best):

@@ -1,0 +1,65 @@
+"""The sweep plots (notebooks/lbt_sweep_plots.py) on copies of the committed test sweep: with a
+resolved fit every fitted figure in a legend carries its 95% interval (S_min, B_crit, E_min:
+"value [lo, hi]"), and with a fit that found no critical batch (fit.json's B_crit and E_min null,
+as lbt fit writes when the steps do not fall with the batch) every plot is still drawn and says
+so instead of failing.
+
+usage: /usr/bin/python3 check_plot_legends.py NOTEBOOKS_DIR SWEEP_DIR SCRATCH_DIR
+"""
+import json
+import re
+import shutil
+import sys
+from pathlib import Path
+
+notebooks, sweep_dir, scratch = (Path(a) for a in sys.argv[1:4])
+sys.path.insert(0, str(notebooks))
+import lbt_runs  # noqa: E402
+import lbt_sweep_plots  # noqa: E402
+from lbt_runs import plt  # noqa: E402
+
+WITH_INTERVAL = r"=[0-9.e+]+ \[[0-9.e+]+, [0-9.e+]+\]"
+failures = []
+
+
+def legends(path):
+    """Each plot's legend texts, drawn from the sweep at `path`."""
+    sweep = lbt_runs.load_sweep(path)
+    texts = {}
+    for name in ("steps_vs_batch", "examples_vs_batch", "lr_vs_batch"):
+        fig, ax = plt.subplots()
+        getattr(lbt_sweep_plots, name)(sweep, ax)
+        texts[name] = [t.get_text() for t in ax.get_legend().get_texts()]
+        plt.close(fig)
+    return texts
+
+
+def expect(ok, what):
+    print(("ok: " if ok else "FAIL: ") + what)
+    if not ok:
+        failures.append(what)
+
+
+def copy(name):
+    dest = scratch / name
+    shutil.rmtree(dest, ignore_errors=True)
+    shutil.copytree(sweep_dir, dest)
+    return dest
+
+
+resolved = legends(copy("resolved"))
+for plot, key in (("steps_vs_batch", "S_min"), ("steps_vs_batch", "B_crit"),
+                  ("examples_vs_batch", "E_min")):
+    found = [t for t in resolved[plot] if re.search(key + WITH_INTERVAL, t)]
+    expect(bool(found), f"{plot}: {key} with its interval in {resolved[plot]}")
+
+unresolved_dir = copy("unresolved")
+fit = json.loads((unresolved_dir / "fit.json").read_text())
+fit.update(B_crit=None, E_min=None, regimes=None, warning="no critical batch")
+fit["intervals"].update(B_crit=None, E_min=None)
+(unresolved_dir / "fit.json").write_text(json.dumps(fit))
+unresolved = legends(unresolved_dir)
+for plot in ("steps_vs_batch", "examples_vs_batch"):
+    expect(any("no critical batch" in t for t in unresolved[plot]),
+           f"{plot} of an unresolved fit says so: {unresolved[plot]}")
+sys.exit(1 if failures else 0)

@@ -70,6 +70,20 @@ std::function<void(std::int64_t, ProbeContext&)> hessian_probe(
   };
 }
 
+noise::HessianNoise b_simple_of_batches(const std::vector<std::vector<float>>& small,
+                                        std::int64_t b) {
+  const std::size_t K = small.size();
+  std::vector<double> gram(K * K);
+  for (std::size_t k = 0; k < K; ++k)
+    for (std::size_t l = k; l < K; ++l) {
+      double dot = 0.0;
+      for (std::size_t i = 0; i < small[k].size(); ++i)
+        dot += static_cast<double>(small[k][i]) * small[l][i];
+      gram[k * K + l] = gram[l * K + k] = dot;
+    }
+  return noise::hessian_noise_from_products(gram, K, static_cast<double>(b));
+}
+
 // Hessian-weighted B_noise at the current parameters (noise/hessian_noise.hpp), written to
 // noise.jsonl as estimator "hessian". Parameters are restored; gradients are scratch here.
 void probe_b_noise(std::int64_t step, ProbeContext& ctx, const HessianOptions& h) {
@@ -103,16 +117,7 @@ void probe_b_noise(std::int64_t step, ProbeContext& ctx, const HessianOptions& h
   const auto buffers = model.buffers();
   for (std::size_t i = 0; i < buffers.size(); ++i)
     std::copy(saved_buffers[i].begin(), saved_buffers[i].end(), buffers[i].begin());
-  // B_simple from the same small batches, for comparison: tr(Sigma) and |G|^2 as in hessian_noise
-  std::vector<double> mean(n, 0.0);
-  for (const auto& g : small)
-    for (std::size_t i = 0; i < n; ++i) mean[i] += g[i] / small.size();
-  double spread = 0.0, mean_sq = 0.0;
-  for (const auto& g : small)
-    for (std::size_t i = 0; i < n; ++i) spread += (g[i] - mean[i]) * (g[i] - mean[i]);
-  for (double m : mean) mean_sq += m * m;
-  const double tr = b * spread / (small.size() - 1.0);
-  const double G_sq = mean_sq - tr / (small.size() * static_cast<double>(b));
+  const noise::HessianNoise simple = b_simple_of_batches(small, b);
   if (ctx.run_dir) {
     ctx.run_dir->append_noise(
         {{"step", step},
@@ -122,7 +127,9 @@ void probe_b_noise(std::int64_t step, ProbeContext& ctx, const HessianOptions& h
          {"resolved", r.resolved},
          {"tr_H_sigma", r.tr_H_sigma},
          {"gHg", r.gHg},
-         {"b_simple_same_batches", tr / G_sq},
+         {"b_simple_same_batches", finite_or_null(simple.b_noise)},
+         {"b_simple_same_batches_ci95",
+          {finite_or_null(simple.ci_low), finite_or_null(simple.ci_high)}},
          {"small_batches", small.size()},
          {"b_small", b},
          {"hvp_examples", big_rows.size()}});

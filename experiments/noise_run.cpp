@@ -94,6 +94,10 @@ NoiseAtStep noise_row(std::int64_t s, const char* name, const nlohmann::json& li
     row.ci_low = num(line["b_noise_ci95"][0]);
     row.ci_high = num(line["b_noise_ci95"][1]);
     row.b_simple = num(line["b_simple_same_batches"]);
+    if (const auto ci = line.find("b_simple_same_batches_ci95"); ci != line.end()) {
+      row.same_low = num((*ci)[0]);
+      row.same_high = num((*ci)[1]);
+    }
   } else {
     row.b_simple = num(line["b_simple"]);
     row.ci_low = num(line["b_simple_ci95"][0]);
@@ -128,11 +132,51 @@ void read_noise_rows(const std::vector<nlohmann::json>& lines, const std::vector
       }
     }
   }
+  for (const auto& j : lines) {
+    result.last_step = std::max(result.last_step, j["step"].get<std::int64_t>());
+    if (j["estimator"] != "hessian") continue;
+    result.b_noise_step = j["step"].get<std::int64_t>();
+    result.final_b_noise = number_or_nan(j["b_noise"]);
+    result.b_noise_low = number_or_nan(j["b_noise_ci95"][0]);
+    result.b_noise_high = number_or_nan(j["b_noise_ci95"][1]);
+  }
+}
+
+// "12.3 [10.1, 15.2]", "not resolved (>= 40)", or "-" before two measurements.
+std::string estimate_text(double value, double low, double high) {
+  char buf[96];
+  if (std::isfinite(value) && std::isfinite(high)) {
+    std::snprintf(buf, sizeof buf, "%.4g [%.4g, %.4g]", value, low, high);
+  } else if (std::isfinite(low)) {
+    std::snprintf(buf, sizeof buf, "not resolved (>= %.4g)", low);
+  } else {
+    return "-";
+  }
+  return buf;
 }
 
 std::string recommendation(const NoiseRunResult& result) {
-  char buf[640];
-  if (std::isfinite(result.final_b_simple) && std::isfinite(result.final_high)) {
+  char buf[800];
+  // McCandlish et al. 2018 (eq. 2.8, sec. 2.3): the critical batch is about B_noise, which the
+  // Hessian probe measures; B_simple equals it only where the Hessian is a multiple of the
+  // identity, and is the cheaper proxy where no probe ran, or none near the end (both grow as
+  // the loss falls: a probe from the start would understate it).
+  const bool b_noise_now = result.b_noise_step + result.window_steps >= result.last_step;
+  if (b_noise_now && std::isfinite(result.final_b_noise) && std::isfinite(result.b_noise_high)) {
+    const std::string b_simple =
+        estimate_text(result.final_b_simple, result.final_low, result.final_high);
+    std::snprintf(
+        buf, sizeof buf,
+        "Recommendation: the critical batch size is about B_noise (McCandlish et al. 2018), "
+        "measured by the Hessian probe at step %lld: %.0f [%.0f, %.0f], so global batches up to "
+        "about %.0f should cut steps almost in proportion, while larger ones mostly spend more "
+        "examples for little gain. B_simple now (over the last %lld steps), its cheaper proxy, "
+        "reads %s: it equals B_noise only where the Hessian is a multiple of the identity. Both "
+        "grow as the loss falls: re-measure later in training.",
+        static_cast<long long>(result.b_noise_step), result.final_b_noise, result.b_noise_low,
+        result.b_noise_high, result.final_b_noise, static_cast<long long>(result.window_steps),
+        b_simple.c_str());
+  } else if (std::isfinite(result.final_b_simple) && std::isfinite(result.final_high)) {
     std::snprintf(
         buf, sizeof buf,
         "Recommendation: the critical batch size is about B_noise (McCandlish et al. "
@@ -183,23 +227,6 @@ NoiseRunResult run_noise(Config& config, const NoiseRunOptions& options) {
   return result;
 }
 
-namespace {
-
-// "12.3 [10.1, 15.2]", "not resolved (>= 40)", or "-" before two measurements.
-std::string estimate_text(double value, double low, double high) {
-  char buf[96];
-  if (std::isfinite(value) && std::isfinite(high)) {
-    std::snprintf(buf, sizeof buf, "%.4g [%.4g, %.4g]", value, low, high);
-  } else if (std::isfinite(low)) {
-    std::snprintf(buf, sizeof buf, "not resolved (>= %.4g)", low);
-  } else {
-    return "-";
-  }
-  return buf;
-}
-
-}  // namespace
-
 std::string format_noise_report(const NoiseRunResult& r) {
   std::ostringstream ss;
   char buf[256];
@@ -208,7 +235,7 @@ std::string format_noise_report(const NoiseRunResult& r) {
   ss << "B_simple now: over the measurements of the last " << r.window_steps
      << " steps (noise.window_steps); averaged: the EMA over training (noise.ema), which lags a "
         "growing B_simple. 95% Fieller intervals.\n";
-  std::snprintf(buf, sizeof buf, "%8s %8s  %-12s %-32s %-32s %s\n", "at_step", "measured",
+  std::snprintf(buf, sizeof buf, "%8s %8s  %-12s %-38s %-32s %s\n", "at_step", "measured",
                 "estimator", "B_simple now [95%]", "B_simple averaged [95%]", "B_noise [95%]");
   ss << buf;
   for (const auto& row : r.rows) {
@@ -216,13 +243,11 @@ std::string format_noise_report(const NoiseRunResult& r) {
     std::string now = estimate_text(row.b_simple, row.ci_low, row.ci_high), avg = "-";
     if (row.estimator == "hessian") {
       bn = estimate_text(row.b_noise, row.ci_low, row.ci_high);
-      char same[48];
-      std::snprintf(same, sizeof same, "%.4g (same batches)", row.b_simple);
-      now = same;
+      now = estimate_text(row.b_simple, row.same_low, row.same_high) + " (same batches)";
     } else {
       avg = estimate_text(row.b_simple_ema, row.ema_low, row.ema_high);
     }
-    std::snprintf(buf, sizeof buf, "%8lld %8lld  %-12s %-32s %-32s %s\n",
+    std::snprintf(buf, sizeof buf, "%8lld %8lld  %-12s %-38s %-32s %s\n",
                   static_cast<long long>(row.requested), static_cast<long long>(row.measured),
                   row.estimator.c_str(), now.c_str(), avg.c_str(), bn.c_str());
     ss << buf;

@@ -2,6 +2,7 @@
 // requested steps, and report B_simple with 95% intervals for both estimators at those steps
 // (McCandlish, Kaplan, Amodei 2018, arXiv:1812.06162: B_crit ~ B_noise, B_simple its proxy).
 #pragma once
+#include <cmath>
 #include <cstdint>
 #include <filesystem>
 #include <string>
@@ -26,12 +27,18 @@ struct NoiseAtStep {
   double b_simple = 0.0, ci_low = 0.0, ci_high = 0.0;
   double b_simple_ema = 0.0, ema_low = 0.0, ema_high = 0.0;
   double b_noise = 0.0;  // hessian rows only (their ci_low/ci_high are B_noise's interval)
+  // hessian rows: b_simple is B_simple on the probe's own small batches, with this interval
+  double same_low = NAN, same_high = NAN;
 };
 
 struct NoiseRunResult {
   RunResult run;
   std::vector<NoiseAtStep> rows;
   double final_b_simple = 0.0, final_low = 0.0, final_high = 0.0;  // "now", at the end
+  // The last Hessian probe's B_noise and 95% interval (NaN where none ran or it is unresolved).
+  double final_b_noise = NAN, b_noise_low = NAN, b_noise_high = NAN;
+  std::int64_t b_noise_step = -1;
+  std::int64_t last_step = 0;  // the last measurement's
   std::int64_t window_steps = 0;
   std::string recommendation;         // one sentence
   std::string method, method_reason;  // noise.jsonl's method line: what ran and why

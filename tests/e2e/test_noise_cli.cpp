@@ -8,6 +8,7 @@
 #include <boost/test/unit_test.hpp>
 
 #include <cmath>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -143,4 +144,38 @@ BOOST_AUTO_TEST_CASE(layouts_that_cannot_give_two_batch_sizes_are_refused_before
       BOOST_TEST(!fs::exists(out / "summary.json"));
     }
   }
+}
+
+// The recommendation takes the Hessian probe's B_noise (McCandlish et al.'s estimate of the
+// critical batch) where a probe near the run's end resolved it, quoting noise.jsonl's value and
+// interval, with B_simple beside it; a probe before the last noise.window_steps (100) of a run
+// is not quoted as the run's. The probe's own B_simple carries an interval (never a bare or
+// negative number).
+BOOST_AUTO_TEST_CASE(the_recommendation_quotes_a_resolved_b_noise_from_the_runs_end) {
+  const std::string synthetic = "noise --config " + kConfigs + "synthetic_regression.toml" +
+                                " --quiet --no-plot --overwrite --out ";
+  const fs::path out = scratch() / "b_noise_at_end";
+  const auto r = run_lbt(synthetic + out.string() + " --steps 100 --at-steps 99");
+  BOOST_REQUIRE_MESSAGE(r.code == 0, r.err);
+  nlohmann::json probe;
+  for (const auto& j : read_jsonl(out / "noise.jsonl"))
+    if (j.contains("estimator") && j["estimator"] == "hessian") probe = j;
+  BOOST_REQUIRE(probe.is_object());
+  BOOST_REQUIRE(probe["resolved"].get<bool>());
+  char quoted[128];
+  std::snprintf(quoted, sizeof quoted,
+                "measured by the Hessian probe at step 99: %.0f [%.0f, %.0f]",
+                probe["b_noise"].get<double>(), probe["b_noise_ci95"][0].get<double>(),
+                probe["b_noise_ci95"][1].get<double>());
+  BOOST_TEST(r.out.find(quoted) != std::string::npos, r.out);
+  const auto& same = probe["b_simple_same_batches_ci95"];
+  BOOST_TEST(same[0].get<double>() >= 0.0);
+  BOOST_TEST(same[0].get<double>() <= probe["b_simple_same_batches"].get<double>());
+  BOOST_TEST(probe["b_simple_same_batches"].get<double>() <= same[1].get<double>());
+
+  const fs::path early = scratch() / "b_noise_at_start";
+  const auto e = run_lbt(synthetic + early.string() + " --steps 300 --at-steps 0");
+  BOOST_REQUIRE_MESSAGE(e.code == 0, e.err);
+  BOOST_TEST(e.out.find("Recommendation:") != std::string::npos, e.out);
+  BOOST_TEST(e.out.find("Hessian probe") == std::string::npos, e.out);
 }

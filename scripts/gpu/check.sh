@@ -30,7 +30,13 @@ if command -v mpiexec >/dev/null && ldconfig -p 2>/dev/null | grep 'libmpi\.so\.
 else
   mpi_note="the bundle's libmpi.so.40 (Debian's OpenMPI 4.1)"
 fi
-has() { [[ $stages == *" $1 "* ]]; }
+# has STAGE: the stage was asked for; it also writes, into stages.txt, the seconds since the
+# script started at which the stage begins (the next line's minus this one's: its time), what a
+# rerun within the device's time can afford.
+has() {
+  [[ $stages == *" $1 "* ]] || return 1
+  echo "$1 starts at ${SECONDS} s" >>"$out/stages.txt"
+}
 # throughput LABEL RUN_DIR: the median [range] of metrics.jsonl's samples_per_s windows (the
 # first, with start-up, left out) and the whole run's.
 throughput() {
@@ -147,3 +153,4 @@ if has scaling; then
     done
   done 2>&1 | tee "$out/scaling.txt"
 fi
+echo "all done at ${SECONDS} s" >>"$out/stages.txt"

@@ -32,7 +32,8 @@ void add_noise_command(CLI::App& app) {
   auto args = std::make_shared<NoiseArgs>();
   CLI::App* cmd = app.add_subcommand(
       "noise",
-      "Gradient noise scale B_simple during training (McCandlish et al. 2018), with 95% intervals");
+      "Gradient noise scale during training: B_simple and the Hessian-weighted B_noise (McCandlish "
+      "et al. 2018), with 95% intervals, and the critical batch they suggest");
   cmd->add_option("--config,-c", args->config_path,
                   "TOML config (e.g. experiments/configs/synthetic_regression.toml)")
       ->required()

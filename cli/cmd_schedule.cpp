@@ -43,6 +43,7 @@ struct ScheduleArgs {
   int workers = 1;
   std::string plot;
   bool log_y = false;
+  std::string plot_x = "auto";  // step | epoch | auto (epoch for several batches)
 };
 
 // The plot's data, beside it: out.png -> out.csv. A CSV there that lbt schedule did not write
@@ -82,6 +83,7 @@ void run_schedule(const ScheduleArgs& args) {
   std::vector<schedules::Schedule> curves;
   std::vector<std::int64_t> lengths;
   nlohmann::json marks = nlohmann::json::object();  // column -> [[name, step], ...] for --plot
+  nlohmann::json per_epoch = nlohmann::json::object();  // column -> steps per epoch
   for (std::int64_t B : batches) {
     if (B <= 0 || B % args.workers != 0) {
       throw ConfigError(
@@ -100,7 +102,9 @@ void run_schedule(const ScheduleArgs& args) {
     curves.push_back(trainer::run_schedule(run, budget, curves.empty() ? &std::cerr : nullptr,
                                            &boundaries, schedules::WarmupPastRun::kNote));
     lengths.push_back(budget.total_steps);
-    marks[batches.size() == 1 ? "lr" : "lr_B" + std::to_string(B)] = boundaries;
+    const std::string column = batches.size() == 1 ? "lr" : "lr_B" + std::to_string(B);
+    marks[column] = boundaries;
+    per_epoch[column] = budget.steps_per_epoch;
   }
   const std::int64_t total_steps = *std::max_element(lengths.begin(), lengths.end());
 
@@ -129,8 +133,12 @@ void run_schedule(const ScheduleArgs& args) {
   if (!args.plot.empty()) {
     const std::filesystem::path csv_path = plot_data_path(args.plot);
     std::ofstream(csv_path) << csv.str();
-    std::vector<std::string> plot_args = {"schedule", csv_path.string(), args.plot, "--marks",
-                                          marks.dump()};
+    // Several batches run different steps over the same data: against epochs they line up.
+    const std::string x =
+        args.plot_x != "auto" ? args.plot_x : (batches.size() > 1 ? "epoch" : "step");
+    std::vector<std::string> plot_args = {"schedule", csv_path.string(),   args.plot,
+                                          "--marks",  marks.dump(),        "--x",
+                                          x,          "--steps-per-epoch", per_epoch.dump()};
     if (args.log_y) plot_args.push_back("--log-y");
     if (const std::string why = experiments::run_plot_script("lbt_plot.py", plot_args);
         !why.empty()) {
@@ -175,6 +183,10 @@ void add_schedule_command(CLI::App& app) {
   cmd->add_option("--plot", args->plot,
                   "Also draw the curve to this image (writes the CSV beside it)");
   cmd->add_flag("--log-y", args->log_y, "Logarithmic LR axis in the plot");
+  cmd->add_option("--plot-x", args->plot_x,
+                  "The plot's x axis: step, epoch, or auto (epoch when several batches are "
+                  "given: their runs cover the same data in different steps; default auto)")
+      ->check(CLI::IsMember({"auto", "step", "epoch"}));
   cmd->footer(config_keys_footer());
   cmd->callback([args] { run_schedule(*args); });
 }

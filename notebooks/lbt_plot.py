@@ -2,9 +2,10 @@
 """Plots for lbt from the files its commands write (CSV, run directories).
 
     /usr/bin/python3 notebooks/lbt_plot.py schedule CSV OUT.png [--log-y] [--title T]
+        [--x step|epoch --steps-per-epoch '{"lr_B128": 390, ...}']
 
-`schedule` draws lr against step, one line per column after `step` (the CSV that
-`lbt schedule` prints). `style()` sets the look shared by every lbt plot; other plotting
+`schedule` draws lr against step (or epoch: step / the column's steps per epoch), one line per
+column after `step` (the CSV that `lbt schedule` prints). `style()` sets the look shared by every lbt plot; other plotting
 code imports it (`from lbt_plot import style`).
 """
 import argparse
@@ -48,31 +49,42 @@ def read_columns(path):
     return header, columns
 
 
-def plot_schedule(csv_path, out_path, log_y=False, title=None, marks=None):
-    style()
+def draw_schedule(ax, csv_path, log_y=False, title=None, marks=None, x="step",
+                  steps_per_epoch=None):
+    """The schedule CSV's columns on `ax`, against step or, with x="epoch", against
+    step / steps_per_epoch[column] (each batch's own epoch length)."""
     header, columns = read_columns(csv_path)
     if header[0] != "step" or len(header) < 2:
         raise SystemExit(f"error: {csv_path}: expected a header 'step,lr...', got {header}")
-    fig, ax = plt.subplots()
     styles = {"warmup end": ":", "decay start": "--", "decay end": "-."}
     for name, values in zip(header[1:], columns[1:]):
         label = name[3:].replace("B", "B = ") if name.startswith("lr_") else name
-        steps = columns[0][: len(values)]
+        per = (steps_per_epoch or {}).get(name, 0) if x == "epoch" else 1
+        if x == "epoch" and per <= 0:
+            raise SystemExit(f"error: no steps per epoch for column {name}: plot against step")
+        steps = [s / per for s in columns[0][: len(values)]]
         (line,) = ax.plot(steps, values, label=label)
         # The schedule's boundaries, in the column's colour (from `lbt schedule --plot`).
         for boundary, step in (marks or {}).get(name, []):
-            ax.axvline(step, color=line.get_color(), linestyle=styles.get(boundary, ":"),
+            ax.axvline(step / per, color=line.get_color(), linestyle=styles.get(boundary, ":"),
                        linewidth=0.8, alpha=0.8)
     if marks and any(marks.values()):
         ax.text(0.99, 0.99, "dotted: warmup end, dashed: decay start, dash-dot: decay end",
                 transform=ax.transAxes, ha="right", va="top", fontsize="x-small")
-    ax.set_xlabel("step")
+    ax.set_xlabel(x)
     ax.set_ylabel("learning rate")
     if log_y:
         ax.set_yscale("log")
     if len(header) > 2:
         ax.legend(title="global batch")
     ax.set_title(title or "LR schedule")
+
+
+def plot_schedule(csv_path, out_path, log_y=False, title=None, marks=None, x="step",
+                  steps_per_epoch=None):
+    style()
+    fig, ax = plt.subplots()
+    draw_schedule(ax, csv_path, log_y, title, marks, x, steps_per_epoch)
     fig.savefig(out_path)
     plt.close(fig)
 
@@ -86,10 +98,13 @@ def main(argv=None):
     p.add_argument("--log-y", action="store_true", help="logarithmic lr axis")
     p.add_argument("--title")
     p.add_argument("--marks", help="JSON {column: [[boundary, step], ...]} to draw as lines")
+    p.add_argument("--x", choices=["step", "epoch"], default="step", help="the x axis")
+    p.add_argument("--steps-per-epoch", help="JSON {column: steps per epoch}, for --x epoch")
     args = parser.parse_args(argv)
     if args.command == "schedule":
         marks = json.loads(args.marks) if args.marks else None
-        plot_schedule(args.csv, args.out, args.log_y, args.title, marks)
+        per_epoch = json.loads(args.steps_per_epoch) if args.steps_per_epoch else None
+        plot_schedule(args.csv, args.out, args.log_y, args.title, marks, args.x, per_epoch)
     return 0
 
 

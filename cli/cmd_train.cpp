@@ -94,6 +94,13 @@ void report_run(const experiments::RunResult& result) {
         "wall: %.1fs  (%.0f samples/s)\n",
         o.status.c_str(), static_cast<long long>(o.steps), metric(o.best_val_accuracy).c_str(),
         metric(o.final_val_loss).c_str(), o.wall_time_s, o.samples_per_s);
+    const trainer::AccuracyInterval ci =
+        trainer::accuracy_interval(o.final_val_accuracy, result.val_examples);
+    if (std::isfinite(ci.low)) {
+      std::printf(
+          "final val_accuracy: %.4f [%.4f, %.4f] (95%%, Wilson, %lld validation examples)\n",
+          o.final_val_accuracy, ci.low, ci.high, static_cast<long long>(result.val_examples));
+    }
   }
   if (o.steps_to_target >= 0) {
     // Shallue's steps-to-result with its bracket: not met at steps_lo, met at steps_to_target.

@@ -205,10 +205,18 @@ struct SummaryParts {
   int world_size, threads;  // threads: per rank, train.threads or its default
   std::int64_t steps_per_epoch;
   std::filesystem::path run_dir;
+  std::int64_t val_examples;
 
   nlohmann::json of(const trainer::TrainOutcome& o) const {
     nlohmann::json s = summary_json(cfg, o, model, optimizer, world_size, steps_per_epoch);
     s["threads"] = threads;
+    // The final accuracy's resolution: the validation split's size, and the 95% Wilson
+    // interval it gives (null where no accuracy was measured).
+    s["val_examples"] = val_examples;
+    const trainer::AccuracyInterval ci =
+        trainer::accuracy_interval(o.final_val_accuracy, val_examples);
+    s["final_val_accuracy_ci95"] =
+        std::isfinite(ci.low) ? nlohmann::json::array({ci.low, ci.high}) : nlohmann::json();
     add_readings(s, run_dir / "eval.jsonl", cfg, o);  // steps-to-target under each reading
     return s;
   }
@@ -345,8 +353,10 @@ RunResult run_training(Config& config, const RunOptions& options, comm::Communic
   // A probe perturbs each rank's parameters; a device steps on its own copy of them.
   const Sharding sharding =
       share_parameters(comm, *model, *optimizer, probe || device, cfg.local_sgd.enabled());
-  const SummaryParts summary{cfg,     model->describe(),         optimizer->describe(), comm.size(),
-                             threads, sampler.steps_per_epoch(), result.run_dir};
+  const SummaryParts summary{
+      cfg,     model->describe(),         optimizer->describe(), comm.size(),
+      threads, sampler.steps_per_epoch(), result.run_dir,        splits.validation.n};
+  result.val_examples = splits.validation.n;
   std::unique_ptr<trainer::RunDirectory> run_dir = open_run_dir(
       result, options, resumed, resume_from.step, config, summary, total_steps, comm.rank());
 

@@ -2,6 +2,7 @@
 #include "trainer/evaluation.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <span>
 #include <vector>
 
@@ -99,6 +100,15 @@ Evaluation evaluate(nn::Model& model, const data::Dataset& data, comm::Communica
     regression_metrics(sums.data() + 3, k, sums[2], e);
   }
   return e;
+}
+
+AccuracyInterval accuracy_interval(double accuracy, std::int64_t n) {
+  if (n <= 0 || !std::isfinite(accuracy)) return {NAN, NAN};
+  const double z = 1.959963984540054, z2 = z * z, count = static_cast<double>(n);
+  const double centre = (accuracy + z2 / (2 * count)) / (1 + z2 / count);
+  const double half = z / (1 + z2 / count) *
+                      std::sqrt(accuracy * (1 - accuracy) / count + z2 / (4 * count * count));
+  return {std::max(0.0, centre - half), std::min(1.0, centre + half)};
 }
 
 ExampleRange contiguous_share(std::int64_t n, int rank, int ranks) {

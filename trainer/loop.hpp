@@ -54,6 +54,14 @@ struct ClassificationSums {
 // Loss and accuracy per example from the sums of the whole split (an empty split: accuracy 0).
 Evaluation classification_evaluation(const ClassificationSums& sums);
 
+// The 95% Wilson score interval (Wilson 1927) of an accuracy measured on n examples: the
+// resolution a validation split of that size gives (its sampling of the population), within
+// [0, 1]; [NaN, NaN] for n = 0 or an accuracy not measured.
+struct AccuracyInterval {
+  double low = 0.0, high = 0.0;
+};
+AccuracyInterval accuracy_interval(double accuracy, std::int64_t n);
+
 // Rank r's contiguous share of n examples over `ranks`: [r n / ranks, (r + 1) n / ranks), the
 // shares in rank order tiling [0, n) (how a device rank scores its part of the split).
 struct ExampleRange {

@@ -1,15 +1,16 @@
-// The metrics made from sums, as the GPU's ranks make them (loop_evaluation.cpp): each rank's
-// contiguous share of the validation split, summed over the ranks, gives the host's evaluation
-// of the whole split, at any number of ranks: the shares tile the split (every example counted
-// once), and at one rank, whose chunks are the host's, the metrics are the same numbers. At
-// more, the shares cut the forward passes into other batch sizes, whose GEMMs round the logits
-// in another order: the mean loss agrees to float32 round-off (measured 1.9e-11 relative) and
-// the accuracy to an argmax flip.
+// The final accuracy's Wilson interval (last case), and the metrics made from sums as the
+// GPU's ranks make them (loop_evaluation.cpp): each rank's contiguous share of the validation
+// split, summed over the ranks, gives the host's evaluation of the whole split, at any number of
+// ranks: the shares tile the split (every example counted once), and at one rank, whose chunks are
+// the host's, the metrics are the same numbers. At more, the shares cut the forward passes into
+// other batch sizes, whose GEMMs round the logits in another order: the mean loss agrees to float32
+// round-off (measured 1.9e-11 relative) and the accuracy to an argmax flip.
 #include <boost/test/unit_test.hpp>
 
 #include <algorithm>
 #include <cmath>
 #include <random>
+#include <utility>
 #include <vector>
 
 #include "core/rng.hpp"
@@ -88,6 +89,32 @@ BOOST_AUTO_TEST_CASE(the_shares_sums_give_the_whole_splits_metrics) {
   const Evaluation empty = classification_evaluation({});
   BOOST_TEST(empty.count == 0);
   BOOST_TEST(empty.accuracy == 0.0);
+}
+
+// The final accuracy's 95% Wilson interval: its ends are the p0 whose score test just accepts
+// the measured accuracy, (acc - p0)^2 = z^2 p0 (1 - p0) / n (the interval's definition, checked
+// here instead of its closed form), it holds the accuracy, and at the edges it has the known
+// forms: n of n right gives [n / (n + z^2), 1], none right [0, z^2 / (n + z^2)].
+BOOST_AUTO_TEST_CASE(the_final_accuracys_interval_is_wilsons) {
+  const double z = 1.959963984540054, z2 = z * z;
+  for (const auto& [accuracy, n] : std::vector<std::pair<double, std::int64_t>>{
+           {0.9, 100}, {0.9054, 10000}, {0.5, 7}, {0.13, 1000}}) {
+    const AccuracyInterval ci = accuracy_interval(accuracy, n);
+    BOOST_TEST(ci.low < accuracy);
+    BOOST_TEST(accuracy < ci.high);
+    for (const double p0 : {ci.low, ci.high}) {
+      const double lhs = (accuracy - p0) * (accuracy - p0), rhs = z2 * p0 * (1 - p0) / n;
+      BOOST_TEST(lhs == rhs, boost::test_tools::tolerance(1e-9));
+    }
+  }
+  const AccuracyInterval all = accuracy_interval(1.0, 10), none = accuracy_interval(0.0, 10);
+  BOOST_TEST(all.low == 10 / (10 + z2), boost::test_tools::tolerance(1e-12));
+  BOOST_TEST(all.high == 1.0, boost::test_tools::tolerance(1e-12));
+  BOOST_TEST(none.low >= 0.0);
+  BOOST_TEST(none.low < 1e-15);
+  BOOST_TEST(none.high == z2 / (10 + z2), boost::test_tools::tolerance(1e-12));
+  BOOST_TEST(std::isnan(accuracy_interval(0.5, 0).low));
+  BOOST_TEST(std::isnan(accuracy_interval(NAN, 100).high));
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -82,7 +82,7 @@ void run_schedule(const ScheduleArgs& args) {
 
   std::vector<schedules::Schedule> curves;
   std::vector<std::int64_t> lengths;
-  nlohmann::json marks = nlohmann::json::object();  // column -> [[name, step], ...] for --plot
+  nlohmann::json marks = nlohmann::json::object();      // column -> [[name, step], ...] for --plot
   nlohmann::json per_epoch = nlohmann::json::object();  // column -> steps per epoch
   for (std::int64_t B : batches) {
     if (B <= 0 || B % args.workers != 0) {

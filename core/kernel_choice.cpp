@@ -19,7 +19,7 @@ struct Variable {
 constexpr std::array<Variable, 3> kVariables = {{
     {KernelChoice::kGemm, "LBT_GEMM", {"onednn", "openblas"}},
     {KernelChoice::kConv, "LBT_CONV", {"onednn", "lbt"}},
-    {KernelChoice::kCudnnAlgos, "LBT_CUDNN_ALGOS", {"chosen", "fixed"}},
+    {KernelChoice::kCudnnAlgos, "LBT_CUDNN_ALGOS", {"fixed", "chosen"}},
 }};
 
 const Variable& variable(KernelChoice choice) {

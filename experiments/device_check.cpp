@@ -237,9 +237,10 @@ void check_convolutions(Rng& rng, std::uint64_t seed, std::vector<DeviceCheckRow
     const float* bias = c.options.bias ? dparams.data() + weights : nullptr;
     gpu.forward(dx_in.data(), dparams.data(), bias, dy_out.data());
     const std::int64_t taps = c.in.c * c.options.kernel * c.options.kernel;
-    rows.push_back(compare(std::string(c.name) + " forward", dy_out.download(),
-                           std::vector<float>(y, y + batch * out.size()), sum_tolerance(taps),
-                           "float32 sums over channels and taps in another order"));
+    rows.push_back(compare(
+        std::string(c.name) + " forward", dy_out.download(),
+        std::vector<float>(y, y + batch * out.size()), sum_tolerance(taps),
+        "float32 sums over channels and taps in another order (cuDNN's " + gpu.algorithms() + ")"));
     const std::vector<float> dy = uniform(static_cast<std::size_t>(batch * out.size()), rng);
     std::copy(dy.begin(), dy.end(), cpu.output_grad());
     cpu.backward(x.data(), batch, false);

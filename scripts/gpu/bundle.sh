@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Packs what the GPU machine runs (scripts/gpu/check.sh) into .gpu/bundle.tar.gz: lbt, lbt-cuda,
+# Packs what the GPU machine runs (scripts/gpu/check.sh) into .gpu/bundle.tar.xz: lbt, lbt-cuda,
 # lbt-doctor, the gpu suites and bench_gpu_mlp_step from a CUDA build here (and Fashion-MNIST into
 # .gpu/fashion-mnist, which the machine lacks), with the shared libraries they need
 # that a bare CUDA image lacks (OpenBLAS, toml++, OpenMPI, Boost.Test, cudart). cuBLAS, cuDNN and
@@ -24,9 +24,12 @@ done | sort -u | while read -r lib; do
     *) cp -L "$lib" "$stage/lib/" ;;
   esac
 done
-tar czf .gpu/bundle.tar.gz -C "$stage" .
+# xz, not gzip: oneDNN's library alone is 38 MB, and the device tool carries 64 MiB in all
+# (the tree, this bundle and Fashion-MNIST): gzip's 33 MB bundle no longer fits, xz's 17 MB does.
+rm -f .gpu/bundle.tar.gz
+XZ_OPT=-T2 tar cJf .gpu/bundle.tar.xz -C "$stage" .
 mkdir -p .gpu/fashion-mnist
 cp /usr/share/datasets/fashion-mnist/*.gz .gpu/fashion-mnist/
 rm -rf "$stage"
 grep -qx '/.gpu/' .git/info/exclude 2>/dev/null || echo '/.gpu/' >>.git/info/exclude
-ls -la .gpu/bundle.tar.gz
+ls -la .gpu/bundle.tar.xz

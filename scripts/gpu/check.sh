@@ -11,7 +11,10 @@ set -uo pipefail
 out=${OUT:-/tmp/lbt-gpu-out}
 stages=" ${STAGES:-doctor tests train sweep bench} "
 mkdir -p "$out" /tmp/lbt-gpu
-tar xzf .gpu/bundle.tar.gz -C /tmp/lbt-gpu
+# (Python's tarfile where the machine has no xz binary.)
+tar xJf .gpu/bundle.tar.xz -C /tmp/lbt-gpu 2>/dev/null ||
+  python3 -c 'import sys, tarfile; tarfile.open(sys.argv[1]).extractall(sys.argv[2])' \
+    .gpu/bundle.tar.xz /tmp/lbt-gpu
 data=$PWD/.gpu/fashion-mnist
 lbt=/tmp/lbt-gpu/lbt
 # cuBLAS, cuDNN and NCCL as the machine has them (CUDA's folders, or PyTorch's nvidia wheels).
@@ -70,6 +73,10 @@ if has tests; then
     LBT_BINARY=$lbt LBT_FMNIST_DIR=$data timeout 300 /tmp/lbt-gpu/test_gpu_training \
     --log_level=test_suite 2>&1 | tail -40 | tee "$out/test_gpu_training.txt"
   timeout 60 /tmp/lbt-gpu/test_gpu --log_level=test_suite 2>&1 | tail -8 | tee "$out/test_gpu.txt"
+  echo "== the simple CNN beside the CPU again, with cuDNN's fixed algorithms (LBT_CUDNN_ALGOS=fixed)"
+  LBT_CUDNN_ALGOS=fixed LBT_BINARY=$lbt LBT_FMNIST_DIR=$data timeout 60 \
+    /tmp/lbt-gpu/test_gpu_training --run_test=the_simple_cnn_on_the_gpu_follows_the_cpu \
+    --log_level=test_suite 2>&1 | tail -6 | tee "$out/test_gpu_training_cnn_fixed.txt"
 fi
 if has train; then
   echo "== lbt train on the GPU: 784-512-512-10, momentum SGD at LR 0.05, 3000 steps: samples/s"
@@ -130,7 +137,7 @@ if has sweep; then
   rc=$?
   echo "sweep exit $rc in $(python3 -c "print(round($(date +%s.%N) - $start, 1))") s" | tee "$out/sweep.txt"
   tail -25 "$out/sweep.log" | tee -a "$out/sweep.txt"
-  cp /tmp/sweep/sweep.csv "$out/" 2>/dev/null
+  cp /tmp/sweep/sweep.csv /tmp/sweep/plots.log "$out/" 2>/dev/null
   if [ "${MPS:-0}" = 1 ]; then echo quit | nvidia-cuda-mps-control; fi
 fi
 if has bench; then

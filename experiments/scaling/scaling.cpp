@@ -127,8 +127,8 @@ ScalingRow read_scaling_run(const fs::path& run_dir) {
     throw Error(run_dir.string() + " diverged at step " + std::to_string(row.steps) + " (" +
                     summary.value("divergence_reason", std::string("loss not finite")) +
                     "), so it has no throughput window",
-                "the study runs without warmup (schedule.warmup=0); lower the LR, e.g. --set "
-                "schedule.scaling=none (a step's cost does not depend on the LR)");
+                "the study runs without warmup, at the config's LR at every batch; lower it, "
+                "e.g. --set optimizer.lr=0.01 (a step's cost does not depend on the LR)");
   }
   std::vector<nlohmann::json> lines;
   std::istringstream metrics(io::read_file(run_dir / "metrics.jsonl"));

@@ -94,8 +94,10 @@ std::vector<std::string> study_sets(std::int64_t steps) {
           "train.eval_every=" + std::to_string(steps),
           "train.log_every=" + std::to_string(log_every), "train.stop_at_target=false",
           // A throughput window of a few steps: no warmup (its LR does not change a step's
-          // cost, and a preset's warmup in epochs may outlast the window).
-          "schedule.warmup=0"};
+          // cost, and a preset's warmup in epochs may outlast the window), and the config's LR
+          // at every batch: weak scaling multiplies the batch by the workers, and the linear
+          // rule's LR without warmup diverged the MLP at 8 workers (B = 1024, 2026-11-27).
+          "schedule.warmup=0", "schedule.scaling=none"};
 }
 
 std::vector<ScalingVariant> parse_compare(const std::string& spec) {

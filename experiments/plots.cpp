@@ -7,6 +7,8 @@
 
 #include <cerrno>
 #include <cstdlib>
+#include <fstream>
+#include <string_view>
 
 #ifndef LBT_SOURCE_DIR
 #define LBT_SOURCE_DIR "."
@@ -66,8 +68,26 @@ std::string run_plot_script(const std::string& name, const std::vector<std::stri
   const std::string how = WIFEXITED(status)
                               ? "exited " + std::to_string(WEXITSTATUS(status))
                               : "was killed by signal " + std::to_string(WTERMSIG(status));
+  if (const std::string module = missing_python_module(log); !module.empty())
+    return script.filename().string() + " " + how + ": " + module;
   return script.filename().string() + " " + how +
          (log.empty() ? std::string() : "; see " + log.string());
+}
+
+std::string missing_python_module(const fs::path& log) {
+  std::ifstream in(log);
+  constexpr std::string_view kMarker = "ModuleNotFoundError: No module named '";
+  std::string module;
+  for (std::string line; std::getline(in, line);) {
+    const auto at = line.find(kMarker);
+    if (at == std::string::npos) continue;
+    const auto begin = at + kMarker.size(), end = line.find('\'', begin);
+    if (end != std::string::npos) module = line.substr(begin, end - begin);
+  }
+  if (module.empty()) return "";
+  const std::string top = module.substr(0, module.find('.'));
+  return std::string(kPython) + " has no module " + top + " (apt-get install python3-" + top +
+         "), so the figures were skipped";
 }
 
 }  // namespace lbt::experiments

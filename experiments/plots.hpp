@@ -19,4 +19,9 @@ std::filesystem::path plot_script(const std::string& name);
 std::string run_plot_script(const std::string& name, const std::vector<std::string>& args,
                             const std::filesystem::path& log = {});
 
+// Where a plot script's `log` ends in Python's "ModuleNotFoundError: No module named 'M'", one
+// line naming the module and its Debian package (python3-M: matplotlib is what a machine's
+// Python most often lacks); otherwise "".
+std::string missing_python_module(const std::filesystem::path& log);
+
 }  // namespace lbt::experiments

@@ -18,6 +18,7 @@
 #include "core/io.hpp"
 #include "experiments/child_process.hpp"
 #include "experiments/lbt_schema.hpp"
+#include "experiments/plots.hpp"
 #include "experiments/scaling/scaling.hpp"
 #include "experiments/scaling/scaling_compare.hpp"
 #include "trainer/config/run_config.hpp"
@@ -229,6 +230,8 @@ void plot_scaling(const ScalingOptions& o, const fs::path& csv_path) {
   const fs::path plot_log = o.out / "plot.log";
   if (run_process(plot, plot_log) == 0) {
     std::printf("plots in %s (scaling_*.png)\n", o.out.c_str());
+  } else if (const std::string module = missing_python_module(plot_log); !module.empty()) {
+    std::printf("warning: %s; scaling.csv is complete\n", module.c_str());
   } else {
     std::printf("warning: plotting failed (%s); scaling.csv is complete:\n%s\n",
                 join_command(plot).c_str(), tail(plot_log, 800).c_str());

@@ -4,8 +4,11 @@ forward, cross-entropy, backward, SGD momentum 0.9, fp32 (TF32 off), a fixed bat
 resnet8: He et al.'s ResNet-8 (lbt's resnet:8: BatchNorm, basic blocks with 1x1 projection
 shortcuts, global average pool) on 1x28x28 images.
 Eager mode, and with --graph the whole step captured in a CUDA graph (what framework overhead
-costs). Prints CSV rows impl,batch,samples_per_s,min,max (median [min-max] over windows).
-    python3 torch_gpu_mlp.py [--batches 32,128,...] [--seconds 1] [--graph] [--model mlp|cnn|resnet8]
+costs). Prints CSV rows impl,batch,samples_per_s,min,max (median [min-max] over windows); with
+--profile instead, torch.profiler's table of the GPU time per kernel over 10 eager steps (what
+lbt's kernels are to be compared with: scripts/gpu/check.sh's profile stage).
+    python3 torch_gpu_mlp.py [--batches 32,128,...] [--seconds 1] [--graph | --profile]
+                             [--model mlp|cnn|resnet8]
 """
 import argparse
 import statistics
@@ -64,11 +67,25 @@ def rate(step, batch, seconds):
     return statistics.median_high(rates), min(rates), max(rates)
 
 
+def profile(step, batch):
+    for _ in range(20):
+        step()
+    torch.cuda.synchronize()
+    activities = [torch.profiler.ProfilerActivity.CUDA]
+    with torch.profiler.profile(activities=activities) as prof:
+        for _ in range(10):
+            step()
+        torch.cuda.synchronize()
+    print(f"batch {batch}: 10 eager steps, GPU time per kernel")
+    print(prof.key_averages().table(sort_by="cuda_time_total", row_limit=25, max_name_column_width=70))
+
+
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("--batches", default="32,128,512,2048,8192")
     p.add_argument("--seconds", type=float, default=1.0)
     p.add_argument("--graph", action="store_true")
+    p.add_argument("--profile", action="store_true")
     p.add_argument("--model", choices=["mlp", "cnn", "resnet8"], default="mlp")
     a = p.parse_args()
     torch.backends.cuda.matmul.allow_tf32 = False
@@ -95,6 +112,9 @@ def main():
         y = torch.arange(batch, device=dev) % 10
         step = step_fn(model, opt, x, y)
         impl = "torch_eager"
+        if a.profile:
+            profile(step, batch)
+            continue
         if a.graph:
             side = torch.cuda.Stream()
             side.wait_stream(torch.cuda.current_stream())

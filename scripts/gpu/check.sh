@@ -3,10 +3,12 @@
 # bundle of scripts/gpu/bundle.sh carried in .gpu/), in order of what matters most, each part
 # with its own time limit: machine facts, lbt doctor --device cuda, the gpu suites (ctest -L
 # gpu's tests: the ops, and lbt train on the GPU beside the CPU), lbt train's throughput on the
-# GPU (MLP, simple CNN, ResNet-8, each beside PyTorch eager), the default Fashion-MNIST sweep on the GPU, and the MLP step beside PyTorch eager and CUDA
-# graph. STAGES (default "doctor tests train sweep bench") picks parts; "scaling" (not in the
-# default) runs lbt scaling on the machine's CPU cores, 1 to 16 ranks (issue 40's first CPU
-# scaling figures past 2 ranks). Logs go to $OUT (the device tool's folder) or /tmp/lbt-gpu-out.
+# GPU (MLP, simple CNN, ResNet-8, each beside PyTorch eager), the default Fashion-MNIST sweep on
+# the GPU, and the MLP step beside PyTorch eager and CUDA graph. STAGES (default "doctor tests
+# train sweep bench") picks parts; not in the default: "profile" (the simple CNN's GPU time per
+# kernel at B = 512, lbt's and PyTorch's) and "scaling" (lbt scaling on the machine's CPU cores,
+# 1 to 16 ranks). Logs go to $OUT (the device tool's folder) or /tmp/lbt-gpu-out; the device
+# tool brings back 8 files, so pack them (OUT=/tmp/o bash check.sh; tar czf $OUT/all.tgz ...).
 set -uo pipefail
 out=${OUT:-/tmp/lbt-gpu-out}
 stages=" ${STAGES:-doctor tests train sweep bench} "
@@ -144,6 +146,30 @@ if has bench; then
   echo "== MLP step: lbt vs PyTorch on this GPU"
   ROUNDS=${ROUNDS:-2} timeout 90 bash bench/run_gpu_bench.sh /tmp/lbt-gpu "${SECONDS_PER_BATCH:-0.5}" 2>&1 |
     tee "$out/gpu_bench.txt"
+fi
+if has profile; then
+  # Where the simple CNN's step spends its GPU time at B = 512, where PyTorch's eager step is
+  # faster (docs/gpu.md): Nsight Compute's duration of each of lbt's kernels over steps 11-20
+  # (the self-check cached by a first run, so the launches skipped are start-up and 10 steps),
+  # and torch.profiler's table for PyTorch's step.
+  echo "== profile: the simple CNN at B=512, lbt's kernels (ncu) and PyTorch's (torch.profiler)"
+  timeout 60 "$lbt" train --config experiments/configs/fmnist_cnn.toml --quiet \
+    --set model.device=cuda --set data.path="$data" --set train.steps=2 --set train.target= \
+    --out /tmp/prof --overwrite >/dev/null 2>&1
+  if command -v ncu >/dev/null; then
+    timeout 240 ncu --target-processes all --clock-control none --metrics gpu__time_duration.sum \
+      --launch-skip 400 --launch-count 400 --print-summary per-kernel \
+      "$lbt" train --config experiments/configs/fmnist_cnn.toml --quiet --set model.device=cuda \
+      --set data.path="$data" --set train.target= --set train.global_batch=512 \
+      --set train.steps=30 --set train.eval_every=1000 --set schedule.warmup=0 \
+      --set train.epochs=0 --out /tmp/prof --overwrite >"$out/profile_lbt.txt" 2>&1
+    echo "ncu exit $?: $out/profile_lbt.txt"
+  else
+    echo "no ncu on this machine"
+  fi
+  timeout 60 python3 bench/reference/torch_gpu_mlp.py --model cnn --batches 512 --profile \
+    >"$out/profile_torch.txt" 2>&1
+  echo "torch.profiler exit $?: $out/profile_torch.txt"
 fi
 if has scaling; then
   echo "== lbt scaling on the CPU cores: MLP and simple CNN, strong and weak, 1-16 ranks"

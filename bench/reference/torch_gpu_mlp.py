@@ -77,7 +77,9 @@ def profile(step, batch):
             step()
         torch.cuda.synchronize()
     print(f"batch {batch}: 10 eager steps, GPU time per kernel")
-    print(prof.key_averages().table(sort_by="cuda_time_total", row_limit=25, max_name_column_width=70))
+    table = prof.key_averages().table(sort_by="cuda_time_total", row_limit=25,
+                                      max_name_column_width=70)
+    print(table)
 
 
 def main():

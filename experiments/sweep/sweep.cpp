@@ -75,6 +75,7 @@ class SweepRunner {
         refuse_live_trial_groups(dir_ / "trials");
     }
     run_trials(todo);
+    if (shared_failure_) throw_shared_failure();
     out.ran = static_cast<int>(todo.size());
     out.trials = static_cast<int>(plan_.size());  // the search and the seeds added trials
     write_tables();
@@ -253,8 +254,9 @@ class SweepRunner {
     const auto start = Clock::now();
     const double limit =
         effective_trial_timeout(settings_.trial_timeout, !options_.exec_command.empty());
-    // After SIGINT/SIGTERM no trial starts; the running ones save their state and end.
-    auto more = [&] { return next < todo.size() && !sweep_interrupted(); };
+    // After SIGINT/SIGTERM no trial starts; the running ones save their state and end. After a
+    // failure every trial shares, none starts either.
+    auto more = [&] { return next < todo.size() && !sweep_interrupted() && !shared_failure_; };
     auto fill = [&] {
       while (more() && static_cast<int>(running.size()) < jobs_) {
         const Trial t = plan_[todo[next++]];
@@ -272,6 +274,8 @@ class SweepRunner {
       const TrialClock clock = it->second.clock;
       running.erase(it);
       finish_trial(t, *e, clock);
+      const TrialResult ended = results_[t.index];
+      if (options_.exec_command.empty()) note_shared_failure(t, *e);
       ++done;
       if (!array_task()) {
         for (int i : grow()) todo.push_back(i);
@@ -280,10 +284,32 @@ class SweepRunner {
       write_tables();
       if (options_.progress) {
         const double elapsed = std::chrono::duration<double>(Clock::now() - start).count();
-        print_trial_progress(results_[t.index], {done, todo.size() - next, running.size()},
-                             elapsed);
+        print_trial_progress(ended, {done, todo.size() - next, running.size()}, elapsed);
       }
     }
+  }
+
+  // A trial that failed as every trial would (shared_failure) is left unfinished, its verdict
+  // removed, so a rerun once the machine is fixed runs it; the first such failure ends the sweep.
+  void note_shared_failure(const Trial& t, const ChildExit& e) {
+    std::optional<SharedFailure> f = shared_failure(e, trial_dir(t));
+    if (!f) return;
+    fs::remove(trial_dir(t) / "summary.json");
+    results_[t.index] = read_trial_result(t, trial_dir(t));
+    if (shared_failure_) return;
+    shared_failure_ = std::move(f);
+    shared_failure_trial_ = t.name;
+  }
+
+  [[noreturn]] void throw_shared_failure() const {
+    const std::string what =
+        "trial " + shared_failure_trial_ + " failed before training on " +
+        "what every trial shares, so the sweep stopped: " + shared_failure_->error;
+    const std::string hint =
+        (shared_failure_->hint.empty() ? std::string("fix that") : shared_failure_->hint) +
+        "; then rerun: the same command continues this sweep, other "
+        "settings need a new --out";
+    throw ConfigError(what, hint);
   }
 
   // The next trial to end, or nullopt when a time limit passes first (its group signalled).
@@ -371,6 +397,8 @@ class SweepRunner {
   fs::path dir_, lbt_;
   DirLock lock_;  // held until the runner ends
   int jobs_ = 1, threads_ = 1;
+  std::optional<SharedFailure> shared_failure_;  // the first trial's (note_shared_failure)
+  std::string shared_failure_trial_;
 };
 
 }  // namespace

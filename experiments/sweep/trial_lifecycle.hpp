@@ -8,6 +8,7 @@
 
 #include <chrono>
 #include <filesystem>
+#include <optional>
 #include <string>
 
 #include "experiments/child_process.hpp"
@@ -52,5 +53,18 @@ std::string timeout_message(const TrialClock& clock);
 TrialResult settle_trial(const Trial& trial, const std::filesystem::path& run_dir,
                          const ChildExit& exit, const TrialClock& clock,
                          const trainer::Target* program_target);
+
+// What an lbt trial failed on where every trial would fail alike: it exited 2 (a ConfigError)
+// although the sweep had checked every trial's config before the first, so the cause is the
+// machine's or a check only the trial's program makes (no usable GPU, a build without CUDA, a
+// GPU run of a regression). Not exit 4 (a DeviceError): a GPU out of memory at one batch size
+// is that trial's. Its `error:` and `hint:` lines from train.log, without those prefixes.
+struct SharedFailure {
+  std::string error, hint;
+};
+
+// The trial's shared failure, or nullopt for any other ending (a signal, another exit code).
+std::optional<SharedFailure> shared_failure(const ChildExit& exit,
+                                            const std::filesystem::path& run_dir);
 
 }  // namespace lbt::experiments

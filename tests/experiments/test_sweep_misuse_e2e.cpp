@@ -84,6 +84,33 @@ BOOST_AUTO_TEST_CASE(a_sweep_with_failed_trials_exits_6_listing_them) {
   for (const auto& row : t.rows) BOOST_TEST(row[t.column("status")] == "diverged");
 }
 
+// A failure every trial would share, which the sweep's checks before the first trial cannot
+// see (the GPU is only found by the trial's own program): model.device=cuda on a regression
+// exits 2 in the trial on every machine (no GPU, no CUDA in the build, or classifiers only).
+// The sweep stops after the first such trial, exits 2 naming it and the cause, and leaves it
+// unfinished (no verdict), so a rerun on a fixed machine runs it; before, all 8 trials ran and
+// failed alike, each recorded as failed for good.
+BOOST_AUTO_TEST_CASE(a_failure_every_trial_shares_stops_the_sweep_at_the_first_trial) {
+  const fs::path cfg = write_config("shared.toml", "val_loss<=0.14", 20);
+  const fs::path dir = scratch() / "shared";
+  const Result r = run_lbt("sweep --config " + cfg.string() + " --jobs 1 --out " + dir.string() +
+                           " --no-plots --set model.device=cuda");
+  BOOST_TEST(r.code == 2, "stderr: " << r.err);
+  const std::string first = "error: trial 8_0 failed before training on what every trial shares";
+  BOOST_TEST(r.err.find(first) != std::string::npos, r.err);
+  BOOST_TEST(r.err.find("model.device") != std::string::npos, r.err);
+  BOOST_TEST(r.err.find("the same command continues this sweep") != std::string::npos, r.err);
+  int trials = 0;
+  for (const auto& e : fs::directory_iterator(dir / "trials")) {
+    ++trials;
+    BOOST_TEST(!fs::exists(e.path() / "summary.json"), e.path());
+  }
+  BOOST_TEST(trials == 1);
+  const auto t = read_csv(dir / "sweep.csv");
+  BOOST_TEST_REQUIRE(t.rows.size() == 8u);
+  for (const auto& row : t.rows) BOOST_TEST(row[t.column("status")] == "pending");
+}
+
 // A rerun with changed settings is refused naming what differs (the old trials do not belong
 // to the new plan); --extend adds new batch sizes only.
 BOOST_AUTO_TEST_CASE(a_rerun_with_other_settings_is_refused_and_extend_adds_only_new_trials) {

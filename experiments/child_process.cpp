@@ -242,6 +242,17 @@ std::string tail_lines(const std::filesystem::path& path, int max_lines) {
   return out;
 }
 
+std::optional<ErrorLines> lbt_error_lines(const std::filesystem::path& log) {
+  std::ifstream in(log);
+  ErrorLines lines;
+  for (std::string line; std::getline(in, line);) {
+    if (line.rfind("error: ", 0) == 0) lines.error = line.substr(7);
+    if (line.rfind("hint: ", 0) == 0) lines.hint = line.substr(6);
+  }
+  if (lines.error.empty()) return std::nullopt;
+  return lines;
+}
+
 void forward_signal_to_children(int signal) {
   g_forwarded = signal;
   for (auto& slot : g_children) tell(slot, slot.pid.load(), signal);

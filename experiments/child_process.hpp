@@ -60,6 +60,14 @@ void signal_child_groups(int signal);
 // The last `max_lines` non-empty lines of a text file (for failure messages).
 std::string tail_lines(const std::filesystem::path& path, int max_lines);
 
+// The `error:` and `hint:` lines (their text after the prefix; the last of each) that an lbt
+// child's failure wrote to its log (cli/main.cpp), which launchers such as mpirun surround
+// with their own lines; nullopt where the log has no error line.
+struct ErrorLines {
+  std::string error, hint;
+};
+std::optional<ErrorLines> lbt_error_lines(const std::filesystem::path& log);
+
 // The path of the running executable (/proc/self/exe).
 std::filesystem::path self_executable();
 

@@ -205,6 +205,15 @@ ScalingRow run_one(const ScalingOptions& o, const ScalingVariant& v, int k, int 
   std::printf("%s: %s\n", tag.c_str(), join_command(args).c_str());
   std::fflush(stdout);
   const int rc = run_process(args, log);
+  // lbt's own error and hint, without the launcher's lines around them; exit 2 (a config the
+  // trainer alone could refuse: no GPU for model.device=cuda) stays exit 2.
+  if (const std::optional<ErrorLines> lines = rc != 0 ? lbt_error_lines(log) : std::nullopt) {
+    const std::string what = "the run " + tag + " exited with status " + std::to_string(rc) +
+                             " (its log: " + log.string() + "): " + lines->error;
+    const std::string hint = lines->hint.empty() ? "run the command above by hand" : lines->hint;
+    if (rc == 2) throw ConfigError(what, hint);
+    throw Error(what, hint);
+  }
   if (rc != 0) {
     throw Error("the run " + tag + " exited with status " + std::to_string(rc) + "; its log " +
                     log.string() + " ends:\n" + tail(log, 1500),

@@ -292,7 +292,7 @@ class SweepRunner {
   // A trial that failed as every trial would (shared_failure) is left unfinished, its verdict
   // removed, so a rerun once the machine is fixed runs it; the first such failure ends the sweep.
   void note_shared_failure(const Trial& t, const ChildExit& e) {
-    std::optional<SharedFailure> f = shared_failure(e, trial_dir(t));
+    std::optional<ErrorLines> f = shared_failure(e, trial_dir(t));
     if (!f) return;
     fs::remove(trial_dir(t) / "summary.json");
     results_[t.index] = read_trial_result(t, trial_dir(t));
@@ -397,7 +397,7 @@ class SweepRunner {
   fs::path dir_, lbt_;
   DirLock lock_;  // held until the runner ends
   int jobs_ = 1, threads_ = 1;
-  std::optional<SharedFailure> shared_failure_;  // the first trial's (note_shared_failure)
+  std::optional<ErrorLines> shared_failure_;  // the first trial's (note_shared_failure)
   std::string shared_failure_trial_;
 };
 

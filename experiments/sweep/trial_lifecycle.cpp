@@ -6,7 +6,6 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
-#include <fstream>
 #include <nlohmann/json.hpp>
 
 #include "core/io.hpp"
@@ -102,16 +101,9 @@ TrialResult settle_trial(const Trial& t, const fs::path& dir, const ChildExit& e
   return r;
 }
 
-std::optional<SharedFailure> shared_failure(const ChildExit& e, const fs::path& dir) {
+std::optional<ErrorLines> shared_failure(const ChildExit& e, const fs::path& dir) {
   if (e.signal != 0 || e.exit_code != 2) return std::nullopt;
-  SharedFailure f;
-  std::ifstream log(dir / "train.log");
-  for (std::string line; std::getline(log, line);) {
-    if (line.rfind("error: ", 0) == 0) f.error = line.substr(7);
-    if (line.rfind("hint: ", 0) == 0) f.hint = line.substr(6);
-  }
-  if (f.error.empty()) return std::nullopt;  // not lbt's one-line error: left as a failure
-  return f;
+  return lbt_error_lines(dir / "train.log");
 }
 
 }  // namespace lbt::experiments

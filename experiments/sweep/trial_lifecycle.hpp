@@ -58,13 +58,9 @@ TrialResult settle_trial(const Trial& trial, const std::filesystem::path& run_di
 // although the sweep had checked every trial's config before the first, so the cause is the
 // machine's or a check only the trial's program makes (no usable GPU, a build without CUDA, a
 // GPU run of a regression). Not exit 4 (a DeviceError): a GPU out of memory at one batch size
-// is that trial's. Its `error:` and `hint:` lines from train.log, without those prefixes.
-struct SharedFailure {
-  std::string error, hint;
-};
-
-// The trial's shared failure, or nullopt for any other ending (a signal, another exit code).
-std::optional<SharedFailure> shared_failure(const ChildExit& exit,
-                                            const std::filesystem::path& run_dir);
+// is that trial's. Its `error:` and `hint:` lines from train.log; nullopt for any other ending
+// (a signal, another exit code, no error line).
+std::optional<ErrorLines> shared_failure(const ChildExit& exit,
+                                         const std::filesystem::path& run_dir);
 
 }  // namespace lbt::experiments

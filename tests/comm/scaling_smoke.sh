@@ -25,4 +25,19 @@ for r in 1 2; do
   [ -f "$out/workers-2/repeat-$r/summary.json" ] && grep -q '"world_size": 2' "$out/workers-2/repeat-$r/summary.json" \
     || { echo "FAIL: the 2-worker run of repeat $r did not run on 2 ranks"; exit 1; }
 done
+# A run the trainer refuses (model.device=cuda on a regression: exit 2 on every machine, GPU or
+# not) stops the study at its first run with the trainer's own error and hint, exit 2, not the
+# launcher's lines around them.
+set +e
+"$lbt" scaling --config "$config" --workers 1 --steps 5 --repeats 1 --out "$out/refused" \
+  --set data.dataset=synthetic-regression --set data.synthetic.examples=512 \
+  --set data.synthetic.dim=8 --set data.validation_size=64 --set model.spec=linear:8-1 \
+  --set train.target=none --set model.device=cuda >/dev/null 2>"$out/refused.err"
+rc=$?
+set -e
+err=$(grep -v '^note: ' "$out/refused.err")
+[ "$rc" = 2 ] || { echo "FAIL: a refused run: exit $rc, want 2: $err"; exit 1; }
+[ "$(printf '%s\n' "$err" | wc -l)" = 2 ] || { echo "FAIL: want error and hint lines only: $err"; exit 1; }
+printf '%s\n' "$err" | grep -q '^error: the run repeat 1/1, workers 1 exited with status 2 (its log: .*): ' \
+  || { echo "FAIL: the error line: $err"; exit 1; }
 echo PASS

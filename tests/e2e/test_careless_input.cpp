@@ -2,7 +2,8 @@
 // or edited (best.csv, sweep.csv, sweep.json) fail naming the file and the fix instead of
 // falling back silently; `lbt plan --out` never replaces a file it did not write; `lbt memory`
 // refuses sizes past 64 bits; a layer too large for the machine is refused, named, before any
-// allocation. Exit codes as the README lists them: 2 config, 3 data.
+// allocation; a validation split too large gets a size that fits. Exit codes as the README
+// lists them: 2 config, 3 data.
 #define BOOST_TEST_MODULE careless_input
 #include <boost/test/unit_test.hpp>
 
@@ -235,4 +236,23 @@ BOOST_AUTO_TEST_CASE(schedule_plot_never_replaces_a_csv_it_did_not_write) {
   r = run_lbt(run + (dir / "mine.png").string());  // its own data: replaced
   BOOST_TEST(r.code == 0, r.err);
   BOOST_TEST(slurp(dir / "mine.csv").starts_with("step,lr\n"));
+}
+
+// A validation split as large as the data is refused with a hint that fits this data: it said
+// "e.g. --set data.validation_size=10000" whatever the data held, even when 10000 was the
+// refused value. The suggested size then trains.
+BOOST_AUTO_TEST_CASE(a_validation_split_too_large_suggests_one_that_fits) {
+  const fs::path cfg = scratch() / "sweep.toml";
+  (void)real_sweep();  // writes the config
+  const std::string run = "train --config " + cfg.string() + " --quiet --set train.steps=5" +
+                          " --set data.synthetic.examples=512 --out " +
+                          (scratch() / "split").string() + " --overwrite";
+  const Result r = run_lbt(run + " --set data.validation_size=10000");
+  expect_refusal(r, 2, {"data.validation_size must be in [0, 512)", "got 10000"});
+  const std::string suggested = "--set data.validation_size=102";
+  BOOST_TEST(r.err.find("hint: hold out fewer examples than the 512, e.g. " + suggested) !=
+                 std::string::npos,
+             r.err);
+  const Result ok = run_lbt(run + " " + suggested);
+  BOOST_TEST(ok.code == 0, ok.err);
 }

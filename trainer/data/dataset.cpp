@@ -58,9 +58,11 @@ void split_validation(const Dataset& full, std::int64_t validation_size, std::ui
     throw ConfigError(full.name + " has no training examples (its training files hold 0 rows)",
                       "point data.* at files with examples");
   if (validation_size < 0 || validation_size >= full.n) {
+    // The example is a fifth of what there is (the hint once said 10000 whatever the data).
     throw ConfigError("data.validation_size must be in [0, " + std::to_string(full.n) + ") for " +
                           full.name + ", got " + std::to_string(validation_size),
-                      "hold out fewer examples, e.g. --set data.validation_size=10000");
+                      "hold out fewer examples than the " + std::to_string(full.n) +
+                          ", e.g. --set data.validation_size=" + std::to_string(full.n / 5));
   }
   auto rng = make_rng(seed, RngStream::kValidationSplit);
   std::vector<std::int64_t> perm = permutation(full.n, rng);

@@ -75,7 +75,7 @@ class SweepRunner {
         refuse_live_trial_groups(dir_ / "trials");
     }
     run_trials(todo);
-    if (shared_failure_) throw_shared_failure();
+    if (shared_failure_) throw shared_failure_error(shared_failure_trial_, *shared_failure_);
     out.ran = static_cast<int>(todo.size());
     out.trials = static_cast<int>(plan_.size());  // the search and the seeds added trials
     write_tables();
@@ -299,17 +299,6 @@ class SweepRunner {
     if (shared_failure_) return;
     shared_failure_ = std::move(f);
     shared_failure_trial_ = t.name;
-  }
-
-  [[noreturn]] void throw_shared_failure() const {
-    const std::string what =
-        "trial " + shared_failure_trial_ + " failed before training on " +
-        "what every trial shares, so the sweep stopped: " + shared_failure_->error;
-    const std::string hint =
-        (shared_failure_->hint.empty() ? std::string("fix that") : shared_failure_->hint) +
-        "; then rerun: the same command continues this sweep, other "
-        "settings need a new --out";
-    throw ConfigError(what, hint);
   }
 
   // The next trial to end, or nullopt when a time limit passes first (its group signalled).

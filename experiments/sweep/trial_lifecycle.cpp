@@ -106,4 +106,13 @@ std::optional<ErrorLines> shared_failure(const ChildExit& e, const fs::path& dir
   return lbt_error_lines(dir / "train.log");
 }
 
+ConfigError shared_failure_error(const std::string& trial_name, const ErrorLines& failure) {
+  const std::string what = "trial " + trial_name + " failed before training on what every " +
+                           "trial shares, so the sweep stopped: " + failure.error;
+  const std::string hint = (failure.hint.empty() ? std::string("fix that") : failure.hint) +
+                           "; then rerun: the same command continues this sweep, other " +
+                           "settings need a new --out";
+  return ConfigError(what, hint);
+}
+
 }  // namespace lbt::experiments

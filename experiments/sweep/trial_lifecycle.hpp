@@ -11,6 +11,7 @@
 #include <optional>
 #include <string>
 
+#include "core/error.hpp"
 #include "experiments/child_process.hpp"
 #include "experiments/sweep/sweep_plan.hpp"
 #include "experiments/sweep/sweep_results.hpp"
@@ -62,5 +63,9 @@ TrialResult settle_trial(const Trial& trial, const std::filesystem::path& run_di
 // (a signal, another exit code, no error line).
 std::optional<ErrorLines> shared_failure(const ChildExit& exit,
                                          const std::filesystem::path& run_dir);
+
+// What the sweep exits with (2) after the shared failure of trial `trial_name`: its error and
+// hint, and how to go on.
+ConfigError shared_failure_error(const std::string& trial_name, const ErrorLines& failure);
 
 }  // namespace lbt::experiments

@@ -144,8 +144,9 @@ void add_train_command(CLI::App& app) {
   cmd->add_flag("--quiet,-q", args->quiet, "No progress line");
   cmd->add_flag("--check", args->check,
                 "Check everything the run checks before its first step: the config, the data, "
-                "the model's layer shapes (no weights), the optimizer and the schedule; print the "
-                "resolved config.toml; train nothing");
+                "the model's layer shapes (no weights), the optimizer, the schedule and, for "
+                "model.device=cuda, that a GPU is usable; print the resolved config.toml; train "
+                "nothing");
   cmd->add_option("--resume", args->resume,
                   "RUN_DIR: continue that run from its newest intact checkpoint (bit for bit); "
                   "auto: continue --out's run if it has a checkpoint, else start it");
@@ -154,6 +155,8 @@ void add_train_command(CLI::App& app) {
     const experiments::RunOptions options = run_options(*args);
     Config config = experiments::load_config(args->config_path, args->sets, notes_stream());
     if (args->check) {
+      // A device's run is checked by its program (lbt-cuda), which can ask for the GPU too.
+      continue_on_device(config);
       trainer::install_check_interrupt_handlers();
       // Everything the run checks before its first step (the model's layer shapes, the data,
       // the optimizer, the schedule at the run's budget), with no weights and no training.

@@ -96,16 +96,19 @@ trainer::DevicePlacement place_this_process(comm::Communicator* comm) {
 }  // namespace
 
 void register_cuda_training() {
-  trainer::register_device_step("cuda", [](const trainer::DeviceStepSetup& setup) {
-    lbt::cuda::require_gpu();
-    const trainer::DevicePlacement placement = place_this_process(setup.comm);
-    std::vector<std::string> layer_types;
-    for (const nn::LayerSpec& l : setup.plan.layers) layer_types.push_back(l.type);
-    if (setup.per_example_noise) layer_types.push_back("per_example_noise");
-    if (setup.two_batch_noise) layer_types.push_back("two_batch_noise");
-    check_device_once(layer_types);
-    return trainer::cuda::make_cuda_step(setup, placement);
-  });
+  trainer::register_device_step(
+      "cuda",
+      [](const trainer::DeviceStepSetup& setup) {
+        lbt::cuda::require_gpu();
+        const trainer::DevicePlacement placement = place_this_process(setup.comm);
+        std::vector<std::string> layer_types;
+        for (const nn::LayerSpec& l : setup.plan.layers) layer_types.push_back(l.type);
+        if (setup.per_example_noise) layer_types.push_back("per_example_noise");
+        if (setup.two_batch_noise) layer_types.push_back("two_batch_noise");
+        check_device_once(layer_types);
+        return trainer::cuda::make_cuda_step(setup, placement);
+      },
+      [] { lbt::cuda::require_gpu(); });
 }
 
 }  // namespace lbt::experiments

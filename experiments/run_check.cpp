@@ -3,6 +3,7 @@
 
 #include "core/error.hpp"
 #include "experiments/hessian_probe.hpp"
+#include "experiments/train_device.hpp"
 #include "nn/layer_spec.hpp"
 #include "noise/online_estimator.hpp"
 #include "optim/optimizer_options.hpp"
@@ -61,14 +62,21 @@ void check_optimizer(const trainer::RunConfig& run, const nn::Model& model) {
   optim::apply_exclusions(run.optimizer, segments);
 }
 
+void check_device_parts(Config& config, const trainer::RunConfig& run, const data::Dataset& train) {
+  if (run.train.device == "cpu") return;
+  trainer::device_model_plan(run, train.shape);
+  const bool probe = run.noise.enabled && hessian_probe(read_hessian_options(config), {});
+  check_device_run(run, train, probe);
+}
+
 void check_run(Config& config, std::ostream* warnings) {
   const trainer::RunConfig run = trainer::resolve_run_config(config, 1);
   check_model_spec(run.train);
   const data::Splits splits = data::load_splits(run.train.data, run.train.seed);
   const auto model = model_for_data(run.train, splits.train);
   check_optimizer(run, *model);
-  if (run.train.device != "cpu") trainer::device_model_plan(run, splits.train.shape);
   check_run_at_batch(config, run, *model, splits.train.n, warnings);
+  check_device_parts(config, run, splits.train);  // last: the machine's GPU among them
 }
 
 }  // namespace lbt::experiments

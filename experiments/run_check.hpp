@@ -38,6 +38,11 @@ trainer::StepBudget check_run_at_batch(Config& config, const trainer::RunConfig&
                                        const nn::Model& model, std::int64_t train_examples,
                                        std::ostream* warnings);
 
+// For a run on a device (model.device other than cpu; nothing for cpu): what the device can
+// run (trainer/device_support.hpp), the data and the B_noise probe it takes (classification, no
+// probe) and, in the program that has the device (lbt-cuda), that the machine can use it.
+void check_device_parts(Config& config, const trainer::RunConfig& run, const data::Dataset& train);
+
 // All of it for `config` as `lbt train --check` sees it (one process): resolves the config,
 // loads the data, builds the model's shapes and checks the run at its batch. Throws the
 // ConfigError or DataError the run would stop with.

@@ -10,6 +10,19 @@
 #include "trainer/device_support.hpp"
 
 namespace lbt::experiments {
+namespace {
+
+void check_device_data(const trainer::TrainConfig& cfg, const data::Dataset& train, bool probe) {
+  if (!train.is_classification())
+    throw ConfigError("model.device=" + cfg.device + " trains classifiers only; " + train.name +
+                          " has float targets",
+                      "set model.device=cpu");
+  if (probe)
+    throw ConfigError("model.device=" + cfg.device + " has no B_noise probe (noise.hessian)",
+                      "set noise.hessian.every=0, or model.device=cpu");
+}
+
+}  // namespace
 
 std::unique_ptr<trainer::DeviceStep> make_device_step(const trainer::RunConfig& run,
                                                       comm::Communicator& comm,
@@ -18,13 +31,7 @@ std::unique_ptr<trainer::DeviceStep> make_device_step(const trainer::RunConfig& 
   const trainer::TrainConfig& cfg = run.train;
   if (cfg.device == "cpu") return nullptr;
   trainer::DeviceModelPlan plan = trainer::device_model_plan(run, splits.train.shape);
-  if (!splits.train.is_classification())
-    throw ConfigError("model.device=" + cfg.device + " trains classifiers only; " +
-                          splits.train.name + " has float targets",
-                      "set model.device=cpu");
-  if (probe)
-    throw ConfigError("model.device=" + cfg.device + " has no B_noise probe (noise.hessian)",
-                      "set noise.hessian.every=0, or model.device=cpu");
+  check_device_data(cfg, splits.train, probe);
   const trainer::DeviceStepFactory* factory = trainer::device_step_factory(cfg.device);
   if (!factory)
     throw ConfigError("model.device=" + cfg.device + " runs in lbt-cuda, not in this program",
@@ -40,6 +47,12 @@ std::unique_ptr<trainer::DeviceStep> make_device_step(const trainer::RunConfig& 
   return (*factory)({model, std::move(plan), run.optimizer, max_batch,
                      augmented ? nullptr : &splits.train, noise.per_example, noise.two_batch,
                      comm.size() > 1 ? &comm : nullptr});
+}
+
+void check_device_run(const trainer::RunConfig& run, const data::Dataset& train, bool probe) {
+  if (run.train.device == "cpu") return;
+  check_device_data(run.train, train, probe);
+  if (const trainer::DeviceProbe* usable = trainer::device_probe(run.train.device)) (*usable)();
 }
 
 }  // namespace lbt::experiments

@@ -19,4 +19,9 @@ std::unique_ptr<trainer::DeviceStep> make_device_step(const trainer::RunConfig& 
                                                       const data::Splits& splits,
                                                       const nn::Model& model, bool probe);
 
+// What make_device_step checks before it builds anything, for `lbt train --check`: the data
+// (classification only), the B_noise probe (`probe`: none on a device) and, where this program
+// has the device (lbt-cuda), that the machine can use it (a GPU). Nothing for cpu.
+void check_device_run(const trainer::RunConfig& run, const data::Dataset& train, bool probe);
+
 }  // namespace lbt::experiments

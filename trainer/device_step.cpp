@@ -6,20 +6,30 @@
 namespace lbt::trainer {
 namespace {
 
-std::map<std::string, DeviceStepFactory>& factories() {
-  static std::map<std::string, DeviceStepFactory> registered;
+struct Registered {
+  DeviceStepFactory factory;
+  DeviceProbe probe;
+};
+
+std::map<std::string, Registered>& registry() {
+  static std::map<std::string, Registered> registered;
   return registered;
 }
 
 }  // namespace
 
-void register_device_step(const std::string& device, DeviceStepFactory factory) {
-  factories()[device] = std::move(factory);
+void register_device_step(const std::string& device, DeviceStepFactory factory, DeviceProbe probe) {
+  registry()[device] = {std::move(factory), std::move(probe)};
 }
 
 const DeviceStepFactory* device_step_factory(const std::string& device) {
-  const auto it = factories().find(device);
-  return it == factories().end() ? nullptr : &it->second;
+  const auto it = registry().find(device);
+  return it == registry().end() ? nullptr : &it->second.factory;
+}
+
+const DeviceProbe* device_probe(const std::string& device) {
+  const auto it = registry().find(device);
+  return it == registry().end() ? nullptr : &it->second.probe;
 }
 
 }  // namespace lbt::trainer

@@ -86,10 +86,15 @@ struct DeviceStepSetup {
 
 using DeviceStepFactory = std::function<std::unique_ptr<DeviceStep>(const DeviceStepSetup&)>;
 
-// The program that can run a device registers its factory before main's work (lbt-cuda:
-// cli/cuda_main.cpp); lbt itself registers none.
-void register_device_step(const std::string& device, DeviceStepFactory factory);
-// nullptr when this program has no factory for `device`.
+// Throws ConfigError where this machine cannot step on the device at all (no usable GPU):
+// what the factory checks first, for `lbt train --check`.
+using DeviceProbe = std::function<void()>;
+
+// The program that can run a device registers its factory and probe before main's work
+// (lbt-cuda: cli/cuda_main.cpp); lbt itself registers none.
+void register_device_step(const std::string& device, DeviceStepFactory factory, DeviceProbe probe);
+// nullptr when this program has no factory (or probe) for `device`.
 const DeviceStepFactory* device_step_factory(const std::string& device);
+const DeviceProbe* device_probe(const std::string& device);
 
 }  // namespace lbt::trainer

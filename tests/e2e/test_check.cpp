@@ -11,6 +11,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <regex>
@@ -236,4 +237,36 @@ BOOST_AUTO_TEST_CASE(range_errors_are_one_line_errors_with_exit_code_2) {
       BOOST_TEST(longest_number(r.err) <= 20, r.err);  // the value given, never a 300-digit bound
     }
   }
+}
+
+// --check of a GPU run checks what the run checks before its first step: a regression is refused
+// (classifiers only; in a build without CUDA, no lbt-cuda) by train and sweep --check alike, and
+// with no GPU visible --check stops where a one-step run stops, with the same error line. Before,
+// --check passed both (exit 0) and the run, or every trial of the sweep, failed.
+BOOST_AUTO_TEST_CASE(check_of_a_gpu_run_stops_where_the_run_stops) {
+  const fs::path cfg = write_file("gpu_regression.toml", kSyntheticRun);
+  for (const std::string command : {"train", "sweep"}) {
+    const fs::path with_sweep =
+        write_file("gpu_sweep.toml", std::string(kSyntheticRun) + kSweepSection);
+    const auto r =
+        run_lbt(command + " --check --config " + (command == "train" ? cfg : with_sweep).string() +
+                " --set model.device=cuda");
+    BOOST_TEST(r.code == 2, command << ": " << r.err);
+    BOOST_TEST(r.err.find("model.device=cuda") != std::string::npos, command << ": " << r.err);
+  }
+  setenv("CUDA_VISIBLE_DEVICES", "-1", 1);
+  const std::string mlp = "train --config " + std::string(LBT_SOURCE_DIR) +
+                          "/experiments/configs/fmnist_mlp.toml --set model.device=cuda";
+  const auto checked = run_lbt(mlp + " --check");
+  const auto ran = run_lbt(mlp + " --set train.steps=1 --quiet --out " +
+                           (scratch() / "gpu_run").string() + " --overwrite");
+  unsetenv("CUDA_VISIBLE_DEVICES");
+  BOOST_TEST(ran.code == 2, ran.err);
+  BOOST_TEST(checked.code == ran.code, checked.err);
+  const auto error_line = [](const std::string& err) {
+    const auto at = err.find("error: ");
+    return at == std::string::npos ? std::string() : err.substr(at, err.find('\n', at) - at);
+  };
+  BOOST_TEST(!error_line(ran.err).empty(), ran.err);
+  BOOST_TEST(error_line(checked.err) == error_line(ran.err));
 }

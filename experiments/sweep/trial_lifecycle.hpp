@@ -58,9 +58,9 @@ TrialResult settle_trial(const Trial& trial, const std::filesystem::path& run_di
 // What an lbt trial failed on where every trial would fail alike: it exited 2 (a ConfigError)
 // although the sweep had checked every trial's config before the first, so the cause is the
 // machine's, found only by the trial's own program (no usable GPU, a build without CUDA). Not
-// exit 4 (a DeviceError): a GPU out of memory at one batch size
-// is that trial's. Its `error:` and `hint:` lines from train.log; nullopt for any other ending
-// (a signal, another exit code, no error line).
+// exit 4 (a DeviceError): a GPU out of memory at one batch size is that trial's. Its `error:`
+// and `hint:` lines from train.log; nullopt for any other ending (a signal, another exit code,
+// no error line).
 std::optional<ErrorLines> shared_failure(const ChildExit& exit,
                                          const std::filesystem::path& run_dir);
 

@@ -244,12 +244,11 @@ BOOST_AUTO_TEST_CASE(range_errors_are_one_line_errors_with_exit_code_2) {
 // with no GPU visible --check stops where a one-step run stops, with the same error line. Before,
 // --check passed both (exit 0) and the run, or every trial of the sweep, failed.
 BOOST_AUTO_TEST_CASE(check_of_a_gpu_run_stops_where_the_run_stops) {
-  const fs::path cfg = write_file("gpu_regression.toml", kSyntheticRun);
+  const fs::path train = write_file("gpu_regression.toml", kSyntheticRun);
+  const fs::path sweep = write_file("gpu_sweep.toml", std::string(kSyntheticRun) + kSweepSection);
   for (const std::string command : {"train", "sweep"}) {
-    const fs::path with_sweep =
-        write_file("gpu_sweep.toml", std::string(kSyntheticRun) + kSweepSection);
     const auto r =
-        run_lbt(command + " --check --config " + (command == "train" ? cfg : with_sweep).string() +
+        run_lbt(command + " --check --config " + (command == "train" ? train : sweep).string() +
                 " --set model.device=cuda");
     BOOST_TEST(r.code == 2, command << ": " << r.err);
     BOOST_TEST(r.err.find("model.device=cuda") != std::string::npos, command << ": " << r.err);

@@ -54,6 +54,16 @@ std::string choose_noise_layout(Config& config) {
          "train.accum_steps or train.micro_batch to choose another layout.";
 }
 
+// lbt noise trains in lbt itself, which has no device step (lbt train goes on in lbt-cuda):
+// said at --check as at the start, not after --check has passed.
+void refuse_device(Config& config) {
+  const std::string device = config.get_string(Schema::in(trainer::train_keys(), "model.device"));
+  if (device == "cpu") return;
+  throw ConfigError("lbt noise runs on the CPU only, not on model.device=" + device,
+                    "set model.device=cpu; on the GPU, lbt train --set noise.enabled=true "
+                    "estimates B_simple as it trains");
+}
+
 // lbt noise turns the estimator on unless the config says otherwise.
 void enable_noise(Config& config) {
   if (!config.has("noise.enabled")) config.set("noise.enabled=true");
@@ -201,6 +211,7 @@ std::string recommendation(const NoiseRunResult& result) {
 }  // namespace
 
 void check_noise_config(Config& config) {
+  refuse_device(config);
   enable_noise(config);
   read_hessian_options(config);
   choose_noise_layout(config);
@@ -209,6 +220,7 @@ void check_noise_config(Config& config) {
 
 NoiseRunResult run_noise(Config& config, const NoiseRunOptions& options) {
   if (options.steps > 0) config.set("train.steps=" + std::to_string(options.steps));
+  refuse_device(config);
   enable_noise(config);
   const HessianOptions h = read_hessian_options(config);
   NoiseRunOptions o = options;

@@ -253,6 +253,17 @@ BOOST_AUTO_TEST_CASE(check_of_a_gpu_run_stops_where_the_run_stops) {
     BOOST_TEST(r.code == 2, command << ": " << r.err);
     BOOST_TEST(r.err.find("model.device=cuda") != std::string::npos, command << ": " << r.err);
   }
+  // lbt noise has no GPU step: refused at --check as at the start, with the same line.
+  const auto noise_check =
+      run_lbt("noise --check --config " + train.string() + " --set model.device=cuda");
+  const auto noise_run =
+      run_lbt("noise --no-plot --config " + train.string() + " --set model.device=cuda --out " +
+              (scratch() / "gpu_noise").string());
+  BOOST_TEST(noise_check.code == 2, noise_check.err);
+  BOOST_TEST(noise_run.code == 2, noise_run.err);
+  BOOST_TEST(noise_check.err.find("lbt noise runs on the CPU only") != std::string::npos,
+             noise_check.err);
+  BOOST_TEST(noise_run.err == noise_check.err);
   setenv("CUDA_VISIBLE_DEVICES", "-1", 1);
   const std::string mlp = "train --config " + std::string(LBT_SOURCE_DIR) +
                           "/experiments/configs/fmnist_mlp.toml --set model.device=cuda";

@@ -13,7 +13,7 @@ namespace lbt {
 enum class KernelChoice { kGemm, kConv, kCudnnAlgos };
 
 // The value set in the environment where it is one the variable takes, else its default (the
-// first: onednn, onednn, chosen).
+// first: onednn, onednn, fixed).
 std::string_view kernel_choice(KernelChoice choice);
 
 // Throws ConfigError (exit 2) naming the first variable set to a value it does not take and

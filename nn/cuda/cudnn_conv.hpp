@@ -1,7 +1,7 @@
 // A 2-D convolution over NCHW images on the GPU through cuDNN: y = W * x + b, W [out_c, in_c,
 // k, k] as the CPU's Conv2d (nn/cpu/conv2d.hpp), with the gradients of x, W and b. fp32 math
-// without TF32 (CUDNN_FMA_MATH), deterministic algorithms chosen per shape by cuDNN's heuristics
-// (cudnn_conv.cu), so runs repeat exactly.
+// without TF32 (CUDNN_FMA_MATH), fixed deterministic algorithms or (LBT_CUDNN_ALGOS=chosen)
+// those cuDNN's heuristics rank first per shape (cudnn_conv.cu), so runs repeat exactly.
 #pragma once
 #include <cstdint>
 #include <map>

@@ -51,6 +51,16 @@ int report_failure(int code, const std::string& what, const std::string& hint) {
   return code;
 }
 
+// --version's GEMM line: the library and what chose it. It read "gemm onednn (LBT_GEMM=openblas:
+// OpenBLAS)", as if the variable were set.
+std::string gemm_line() {
+  const std::string backend = lbt::gemm_backend();
+  if (backend == "onednn") return "gemm onednn (LBT_GEMM=openblas runs OpenBLAS instead)";
+  if (std::getenv("LBT_GEMM") && lbt::kernel_choice(lbt::KernelChoice::kGemm) == "openblas")
+    return "gemm " + backend + " (set by LBT_GEMM=openblas)";
+  return "gemm " + backend + " (oneDNN's GEMM runs on the AVX-512 path of a build with oneDNN)";
+}
+
 }  // namespace
 
 int lbt::cli::run_lbt(int argc, char** argv) {
@@ -65,10 +75,8 @@ int lbt::cli::run_lbt(int argc, char** argv) {
       "Batch-size sweeps, gradient noise scale, LR schedules and large-batch optimizers."};
   // The version, which copy of the CPU kernels runs here and why (core/cpu_path.hpp), and which
   // library multiplies the large matrices (core/gemm.cpp).
-  app.set_version_flag("--version", [] {
-    return "lbt 0.1.0\n" + lbt::cpu_path_report() + "\ngemm " + lbt::gemm_backend() +
-           " (LBT_GEMM=openblas: OpenBLAS)";
-  });
+  app.set_version_flag("--version",
+                       [] { return "lbt 0.1.0\n" + lbt::cpu_path_report() + "\n" + gemm_line(); });
   app.footer(
       "Exit codes:\n"
       "  0    done; for lbt sweep: every trial ended as reached_target, budget_exhausted,\n"

@@ -93,4 +93,47 @@ std::vector<DeviceOpPlan> plan_device_net(const std::vector<LayerSpec>& layers, 
   return ops;
 }
 
+namespace {
+
+std::string plane(Shape3 s) {
+  return std::to_string(s.h) + "x" + std::to_string(s.w);
+}
+
+std::string volume(Shape3 s) {
+  return std::to_string(s.c) + "x" + plane(s);
+}
+
+std::string stride_text(std::int64_t stride) {
+  return stride == 1 ? "" : " /" + std::to_string(stride);
+}
+
+}  // namespace
+
+std::string describe(const DeviceOpPlan& op) {
+  const std::string channels = std::to_string(op.in.c) + "->" + std::to_string(op.out.c);
+  const std::string window = std::to_string(op.kernel) + "x" + std::to_string(op.kernel);
+  switch (op.kind) {
+    case DeviceOpKind::kConv: {
+      const std::string k = std::to_string(op.conv.kernel);
+      return "conv " + channels + " " + k + "x" + k + stride_text(op.conv.stride) + " on " +
+             plane(op.in);
+    }
+    case DeviceOpKind::kMaxPool:
+      return "maxpool " + window + " on " + volume(op.in);
+    case DeviceOpKind::kAvgPool:
+      return "avgpool " + window + " on " + volume(op.in);
+    case DeviceOpKind::kGlobalAvgPool:
+      return "global_avgpool on " + volume(op.in);
+    case DeviceOpKind::kRelu:
+      return "relu on " + volume(op.in);
+    case DeviceOpKind::kBatchNorm:
+      return "batchnorm on " + volume(op.in);
+    case DeviceOpKind::kResidual:
+      return "residual " + channels + stride_text(op.stride) + " on " + plane(op.in);
+    case DeviceOpKind::kLinear:
+      return "linear " + channels;
+  }
+  return "?";
+}
+
 }  // namespace lbt::nn

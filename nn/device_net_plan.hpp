@@ -5,6 +5,7 @@
 // weights are the CPU model's by construction.
 #pragma once
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "core/params.hpp"
@@ -45,5 +46,10 @@ struct DeviceOpPlan {
 // the GPU does not run or a table the layers do not fit.
 std::vector<DeviceOpPlan> plan_device_net(const std::vector<LayerSpec>& layers, Shape3 input,
                                           const std::vector<Segment>& segments);
+
+// One line naming the op and its shapes, for timings and reports: "conv 1->32 5x5 on 28x28",
+// "conv 16->32 3x3 /2 on 16x16", "maxpool 2x2 on 32x28x28", "linear 3136->1024",
+// "residual 16->32 /2 on 16x16", "relu on 32x28x28".
+std::string describe(const DeviceOpPlan& op);
 
 }  // namespace lbt::nn

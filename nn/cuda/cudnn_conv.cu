@@ -2,7 +2,9 @@
 // deterministic algorithms (implicit GEMM forward, algorithm 1 for both backward passes), which
 // the self-check compares with the CPU. LBT_CUDNN_ALGOS=chosen takes, per layer and batch size,
 // the deterministic ones cuDNN's heuristics rank first (no timing, so every process on a device
-// chooses the same ones and runs repeat bit for bit), each pass vetted against the fixed one.
+// chooses the same ones and runs repeat bit for bit), each pass vetted against the fixed one;
+// LBT_CUDNN_ALGOS=nondeterministic the first ranked, nondeterministic ones included (what
+// PyTorch runs unless told to be deterministic; runs then differ at round-off), vetted too.
 // Fixed is the default: on an H200 (2026-11-27) the choice and its vetting cost about 1 s at
 // every start of a run, and changed the simple CNN's step by -4%, +17% and +2% at batch 32,
 // 128 and 512 (two runs each): a sweep's short trials lose more than they gain.
@@ -58,39 +60,41 @@ namespace {
 
 using Descriptors = CudnnConv2d::Descriptors;
 
-// The first of cuDNN's ranked candidates (fastest expected first) that is deterministic, runs
-// in FMA math (no TF32: the CPU comparison holds to float32 round-off) and fits the workspace
-// cap; `fallback` when none does. Perf is cudnnConvolution{Fwd,BwdData,BwdFilter}AlgoPerf_t.
+// The first of cuDNN's ranked candidates (fastest expected first) that runs in FMA math (no
+// TF32: the CPU comparison holds to float32 round-off), fits the workspace cap and, unless
+// `any_determinism`, is deterministic; `fallback` when none does. Perf is
+// cudnnConvolution{Fwd,BwdData,BwdFilter}AlgoPerf_t.
 template <class Perf, class Algo>
-Algo first_deterministic(const Perf* ranked, int count, Algo fallback) {
+Algo first_ranked(const Perf* ranked, int count, Algo fallback, bool any_determinism) {
   for (int i = 0; i < count; ++i) {
     const Perf& p = ranked[i];
-    if (p.status == CUDNN_STATUS_SUCCESS && p.determinism == CUDNN_DETERMINISTIC &&
-        p.mathType == CUDNN_FMA_MATH && p.memory <= kMaxWorkspaceBytes)
+    if (p.status == CUDNN_STATUS_SUCCESS &&
+        (any_determinism || p.determinism == CUDNN_DETERMINISTIC) && p.mathType == CUDNN_FMA_MATH &&
+        p.memory <= kMaxWorkspaceBytes)
       return p.algo;
   }
   return fallback;
 }
 
-Algorithms heuristic_algorithms(const Descriptors& d) {
+Algorithms heuristic_algorithms(const Descriptors& d, bool any_determinism) {
   Algorithms fixed, a;
   int count = 0;
   cudnnConvolutionFwdAlgoPerf_t fwd[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
   check(cudnnGetConvolutionForwardAlgorithm_v7(d.handle, d.x, d.w, d.conv, d.y,
                                                CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &count, fwd),
         "cudnnGetConvolutionForwardAlgorithm_v7");
-  a.forward = first_deterministic(fwd, count, fixed.forward);
+  a.forward = first_ranked(fwd, count, fixed.forward, any_determinism);
   cudnnConvolutionBwdDataAlgoPerf_t data[CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT];
   check(cudnnGetConvolutionBackwardDataAlgorithm_v7(
             d.handle, d.w, d.y, d.conv, d.x, CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, &count, data),
         "cudnnGetConvolutionBackwardDataAlgorithm_v7");
-  a.backward_data = first_deterministic(data, count, fixed.backward_data);
+  a.backward_data = first_ranked(data, count, fixed.backward_data, any_determinism);
   cudnnConvolutionBwdFilterAlgoPerf_t filter[CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT];
   check(
       cudnnGetConvolutionBackwardFilterAlgorithm_v7(
           d.handle, d.x, d.y, d.conv, d.w, CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT, &count, filter),
       "cudnnGetConvolutionBackwardFilterAlgorithm_v7");
-  a.backward_filter = first_deterministic(filter, count, fixed.backward_filter);
+  a.backward_filter = first_ranked(filter, count, fixed.backward_filter, any_determinism);
   return a;
 }
 
@@ -187,17 +191,18 @@ Algorithms vetted(Descriptors& d, Algorithms chosen) {
   return chosen;
 }
 
-// The fixed algorithms, or (LBT_CUDNN_ALGOS=chosen) the heuristics' vetted ones; the workspace
-// for both.
+// The fixed algorithms, or (LBT_CUDNN_ALGOS=chosen or nondeterministic) the heuristics' vetted
+// ones; the workspace for both.
 void choose_algorithms(Descriptors& d) {
   const Algorithms fixed;
   Algorithms chosen = fixed;
   std::size_t bytes = workspace_bytes(d, fixed);
   // A cuDNN that will not rank or size its algorithms (an older library, an odd shape) leaves
   // the fixed ones, which ran before; such queries change no GPU state.
-  if (kernel_choice(KernelChoice::kCudnnAlgos) == "chosen") {
+  const std::string_view choice = kernel_choice(KernelChoice::kCudnnAlgos);
+  if (choice != "fixed") {
     try {
-      const Algorithms ranked = heuristic_algorithms(d);
+      const Algorithms ranked = heuristic_algorithms(d, choice == "nondeterministic");
       bytes = std::max(bytes, workspace_bytes(d, ranked));
       chosen = ranked;
     } catch (const DeviceError& e) {

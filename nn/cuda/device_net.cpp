@@ -29,8 +29,10 @@ DeviceNet::DeviceNet(const lbt::cuda::Gpu& gpu, const std::vector<LayerSpec>& la
                      std::int64_t max_batch, const std::vector<Segment>& segments,
                      std::size_t num_params)
     : gpu_(gpu), rows_(max_batch) {
-  for (DeviceOpPlan& plan : plan_device_net(layers, input, segments))
+  for (DeviceOpPlan& plan : plan_device_net(layers, input, segments)) {
+    labels_.push_back(std::to_string(ops_.size()) + " " + describe(plan));
     ops_.push_back(make_op(std::move(plan), max_batch));
+  }
   params_ = DeviceArray<float>(num_params);
   grads_ = DeviceArray<float>(num_params);
   ones_ = DeviceArray<float>(
@@ -73,9 +75,11 @@ void DeviceNet::forward_op(Op& op, const float* in, std::int64_t batch, bool tra
 
 const float* DeviceNet::forward(const float* x, std::int64_t batch, bool train) {
   const float* in = x;
-  for (Op& op : ops_) {
-    forward_op(op, in, batch, train);
-    in = op.y.data();
+  for (std::size_t i = 0; i < ops_.size(); ++i) {
+    if (timer_) timer_->begin();
+    forward_op(ops_[i], in, batch, train);
+    if (timer_) timer_->end(labels_[i] + " fwd");
+    in = ops_[i].y.data();
   }
   return in;
 }
@@ -144,7 +148,9 @@ void DeviceNet::backward(const float* x, std::int64_t batch, bool accumulate) {
   for (std::size_t i = ops_.size(); i-- > 0;) {
     const float* in = i == 0 ? x : ops_[i - 1].y.data();
     float* dx = i == 0 ? nullptr : ops_[i - 1].dy.data();
+    if (timer_) timer_->begin();
     backward_op(ops_[i], in, dx, batch, accumulate);
+    if (timer_) timer_->end(labels_[i] + " bwd");
   }
 }
 

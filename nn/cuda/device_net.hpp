@@ -7,9 +7,11 @@
 #pragma once
 #include <cstdint>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "core/cuda/gpu.hpp"
+#include "core/cuda/op_timer.hpp"
 #include "core/params.hpp"
 #include "nn/cuda/basic_block.hpp"
 #include "nn/cuda/batch_norm.hpp"
@@ -39,6 +41,11 @@ class DeviceNet final : public DeviceModel {
   void backward(const float* x, std::int64_t batch, bool accumulate) override;
   std::vector<lbt::cuda::DeviceArray<float>*> buffers() override;
 
+  // With a timer, each op's forward and backward is timed on the stream under "LABEL fwd" and
+  // "LABEL bwd", LABEL its index and describe(plan): where a step's GPU time goes
+  // (bench/gpu_layer_times.cpp). nullptr (the default) times nothing.
+  void time_ops(lbt::cuda::OpTimer* timer) { timer_ = timer; }
+
  private:
   using Kind = DeviceOpKind;
   struct Op {
@@ -57,6 +64,8 @@ class DeviceNet final : public DeviceModel {
   lbt::cuda::DeviceArray<float> params_, grads_;
   LossRows rows_;
   lbt::cuda::DeviceArray<float> ones_;  // [max_batch]: a Linear bias gradient's 1^T dy
+  lbt::cuda::OpTimer* timer_ = nullptr;
+  std::vector<std::string> labels_;  // per op: its index and describe(plan)
 };
 
 }  // namespace lbt::nn::cuda

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Packs what the GPU machine runs (scripts/gpu/check.sh) into .gpu/bundle.tar.xz: lbt, lbt-cuda,
-# lbt-doctor, the gpu suites and bench_gpu_mlp_step from a CUDA build here (and Fashion-MNIST into
+# lbt-doctor, the gpu suites, bench_gpu_mlp_step and bench_gpu_layer_times from a CUDA build here (and Fashion-MNIST into
 # .gpu/fashion-mnist, which the machine lacks), with the shared libraries they need
 # that a bare CUDA image lacks (OpenBLAS, toml++, OpenMPI, Boost.Test, cudart). cuBLAS, cuDNN and
 # NCCL are the GPU machine's own (hundreds of MB, and matched to its driver); so are glibc and
@@ -13,9 +13,9 @@ stage=$(mktemp -d)
 mkdir -p "$stage/lib" "$stage/bench" .gpu
 cp "$build/cli/lbt" "$build/cli/lbt-cuda" "$build/cli/lbt-doctor" "$build/tests/gpu/test_gpu" \
    "$build/tests/gpu/test_gpu_training" "$stage/"
-cp "$build/bench/bench_gpu_mlp_step" "$stage/bench/"
+cp "$build/bench/bench_gpu_mlp_step" "$build/bench/bench_gpu_layer_times" "$stage/bench/"
 for exe in "$stage/lbt-cuda" "$stage/lbt-doctor" "$stage/test_gpu" "$stage/test_gpu_training" \
-           "$stage/bench/bench_gpu_mlp_step"; do
+           "$stage/bench/bench_gpu_mlp_step" "$stage/bench/bench_gpu_layer_times"; do
   ldd "$exe" | awk '/=> \//{print $3}'
 done | sort -u | while read -r lib; do
   case $(basename "$lib") in

@@ -6,7 +6,7 @@
 # GPU (MLP, simple CNN, ResNet-8, each beside PyTorch eager), the default Fashion-MNIST sweep on
 # the GPU, and the MLP step beside PyTorch eager and CUDA graph. STAGES (default "doctor tests
 # train sweep bench") picks parts; not in the default: "profile" (the simple CNN's GPU time per
-# kernel at B = 512, lbt's and PyTorch's) and "scaling" (lbt scaling on the machine's CPU cores,
+# op and per kernel, lbt's with each choice of cuDNN algorithms, and PyTorch's) and "scaling" (lbt scaling on the machine's CPU cores,
 # 1 to 16 ranks). Logs go to $OUT (the device tool's folder) or /tmp/lbt-gpu-out; the device
 # tool brings back 8 files, so pack them (OUT=/tmp/o bash check.sh; tar czf $OUT/all.tgz ...).
 set -uo pipefail
@@ -75,10 +75,12 @@ if has tests; then
     LBT_BINARY=$lbt LBT_FMNIST_DIR=$data timeout 300 /tmp/lbt-gpu/test_gpu_training \
     --log_level=test_suite 2>&1 | tail -40 | tee "$out/test_gpu_training.txt"
   timeout 60 /tmp/lbt-gpu/test_gpu --log_level=test_suite 2>&1 | tail -8 | tee "$out/test_gpu.txt"
-  echo "== the simple CNN beside the CPU again, with cuDNN's algorithms chosen per shape"
-  LBT_CUDNN_ALGOS=chosen LBT_BINARY=$lbt LBT_FMNIST_DIR=$data timeout 60 \
-    /tmp/lbt-gpu/test_gpu_training --run_test=the_simple_cnn_on_the_gpu_follows_the_cpu \
-    --log_level=message 2>&1 | tail -5 | tee "$out/test_gpu_training_cnn_chosen.txt"
+  for algos in chosen nondeterministic; do
+    echo "== the simple CNN beside the CPU again, with LBT_CUDNN_ALGOS=$algos"
+    LBT_CUDNN_ALGOS=$algos LBT_BINARY=$lbt LBT_FMNIST_DIR=$data timeout 60 \
+      /tmp/lbt-gpu/test_gpu_training --run_test=the_simple_cnn_on_the_gpu_follows_the_cpu \
+      --log_level=message 2>&1 | tail -5 | tee "$out/test_gpu_training_cnn_$algos.txt"
+  done
 fi
 if has train; then
   echo "== lbt train on the GPU: 784-512-512-10, momentum SGD at LR 0.05, 3000 steps: samples/s"
@@ -92,10 +94,11 @@ if has train; then
     throughput "MLP B=$b" /tmp/train_$b
   done 2>&1 | tee "$out/train.txt"
   echo "== lbt train on the GPU: cnn:simple, momentum SGD at LR 0.02, 1000 steps, cuDNN's" \
-    "algorithms chosen per shape, then the fixed ones (LBT_CUDNN_ALGOS=fixed); PyTorch's eager step" |
+    "algorithms chosen per shape, the fixed ones, the first ranked nondeterministic included" \
+    "(LBT_CUDNN_ALGOS=chosen, fixed, nondeterministic); PyTorch's eager step" |
     tee -a "$out/train.txt"
   for b in 32 128 512; do
-    for algos in chosen fixed; do
+    for algos in chosen fixed nondeterministic; do
       LBT_CUDNN_ALGOS=$algos timeout 60 "$lbt" train --config experiments/configs/fmnist_cnn.toml \
         --quiet --set model.device=cuda --set data.path="$data" --set train.target= \
         --set train.global_batch=$b --set train.steps=1000 --set train.eval_every=1000 \
@@ -149,9 +152,18 @@ if has bench; then
 fi
 if has profile; then
   # Where the simple CNN's step spends its GPU time at B = 512, where PyTorch's eager step is
-  # faster (docs/gpu.md): Nsight Compute's duration of each of lbt's kernels over steps 11-20
-  # (the self-check cached by a first run, so the launches skipped are start-up and 10 steps),
+  # faster (docs/gpu.md): each of lbt's ops timed by CUDA events (bench_gpu_layer_times) with
+  # each choice of cuDNN algorithms, at B = 128 and 512; Nsight Compute's duration of each of
+  # lbt's kernels over steps 11-20 (the self-check cached by a first run, so the launches
+  # skipped are start-up and 10 steps; ncu may lack the counters' permission in a container);
   # and torch.profiler's table for PyTorch's step.
+  echo "== profile: the simple CNN's ops (CUDA events) with each cuDNN algorithm choice"
+  for b in 512 128; do
+    for algos in fixed chosen nondeterministic; do
+      LBT_CUDNN_ALGOS=$algos timeout 60 /tmp/lbt-gpu/bench/bench_gpu_layer_times \
+        --spec cnn:simple --shape 1,28,28 --batch $b --steps 20
+    done
+  done 2>&1 | tee "$out/layer_times.txt"
   echo "== profile: the simple CNN at B=512, lbt's kernels (ncu) and PyTorch's (torch.profiler)"
   timeout 60 "$lbt" train --config experiments/configs/fmnist_cnn.toml --quiet \
     --set model.device=cuda --set data.path="$data" --set train.steps=2 --set train.target= \

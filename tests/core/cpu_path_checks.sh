@@ -50,6 +50,12 @@ for bad in LBT_GEMM=openbals LBT_CONV=onednn2 LBT_CUDNN_ALGOS=fast; do
   then echo "ok: $bad refused: $(printf '%s\n' "$out" | sed -n 1p)"
   else fail "$bad: exit $rc: $out"; fi
 done
+out=$(env LBT_CUDNN_ALGOS=fast "$lbt" --version 2>&1 | sed -n 1p)
+want="error: LBT_CUDNN_ALGOS=fast is not one of its values: fixed (the default), chosen or nondeterministic"
+if [ "$out" = "$want" ]; then echo "ok: a variable's values listed: $out"
+else fail "LBT_CUDNN_ALGOS=fast: '$out', want '$want'"; fi
+expect "LBT_CUDNN_ALGOS=nondeterministic taken" 0 "^cpu path " \
+  env LBT_CUDNN_ALGOS=nondeterministic "$lbt" --version
 
 if command -v qemu-x86_64 >/dev/null; then
   expect "AVX2 CPU (qemu -cpu max)" 0 "^cpu path avx2 \(detected: .*avx2 fma" \

@@ -3,11 +3,17 @@
 // skipped (exit 77, CTest's SKIP_RETURN_CODE) with the reason.
 #define BOOST_TEST_MODULE gpu
 #include <boost/test/unit_test.hpp>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <vector>
 
 #include "core/cuda/gpu.hpp"
+#include "core/cuda/op_timer.hpp"
+#include "core/rng.hpp"
 #include "experiments/device_check.hpp"
+#include "nn/cuda/device_net.hpp"
+#include "nn/model.hpp"
 
 namespace {
 
@@ -36,4 +42,49 @@ BOOST_AUTO_TEST_CASE(every_gpu_op_agrees_with_the_cpu_backend) {
 // A second seed: agreement is not an accident of one draw.
 BOOST_AUTO_TEST_CASE(agreement_holds_for_another_seed) {
   BOOST_TEST(lbt::experiments::check_cuda_device(12345).ok());
+}
+
+// bench_gpu_layer_times' timer (core/cuda/op_timer.hpp) on the simple CNN's GPU network: every
+// op's forward and backward counted once per step under its label, each interval positive, and
+// the intervals, which follow one another on the one stream, adding to no more than the wall
+// time of the steps they lie in.
+BOOST_AUTO_TEST_CASE(the_op_timer_splits_a_step_among_its_ops) {
+  using namespace lbt;
+  const std::vector<std::int64_t> shape = {1, 28, 28};
+  const std::vector<nn::LayerSpec> layers = nn::expand_spec("cnn:simple", shape).layers;
+  auto cpu = nn::Model::from_layers(layers, nn::InitScheme::kHe, shape);
+  Rng init = make_rng(3, RngStream::kInit);
+  cpu->build(init);
+  const std::span<const float> params = cpu->store().params();
+  const std::int64_t batch = 64, steps = 3;
+  cuda::Gpu gpu;
+  nn::cuda::DeviceNet net(gpu, layers, {1, 28, 28}, batch, cpu->store().segments(), params.size());
+  cuda::copy_to_device(net.params(), params.data(), params.size_bytes());
+  const cuda::DeviceArray<float> x(static_cast<std::size_t>(batch * 784));  // zeros will do
+  std::vector<std::int32_t> labels(static_cast<std::size_t>(batch), 3);
+  const cuda::DeviceArray<std::int32_t> y{std::span<const std::int32_t>(labels)};
+  cuda::OpTimer timer;
+  net.time_ops(&timer);
+  gpu.synchronize();
+  const auto start = std::chrono::steady_clock::now();
+  for (std::int64_t s = 0; s < steps; ++s) {
+    net.forward(x.data(), batch, true);
+    net.loss(y.data(), batch, 1.0f / batch);
+    net.backward(x.data(), batch, false);
+  }
+  timer.collect();
+  const double wall_ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  BOOST_TEST_REQUIRE(timer.totals().size() == 2 * layers.size());  // fwd and bwd per op
+  BOOST_TEST(timer.totals().front().label == "0 conv 1->32 5x5 on 28x28 fwd");
+  BOOST_TEST(timer.totals().back().label == "0 conv 1->32 5x5 on 28x28 bwd");
+  double sum = 0.0;
+  for (const cuda::OpTimer::Total& t : timer.totals()) {
+    BOOST_TEST_CONTEXT(t.label) {
+      BOOST_TEST(t.count == steps);
+      BOOST_TEST(t.ms > 0.0);
+    }
+    sum += t.ms;
+  }
+  BOOST_TEST(sum <= wall_ms);
 }

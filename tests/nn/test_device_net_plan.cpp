@@ -119,4 +119,27 @@ BOOST_AUTO_TEST_CASE(layers_the_gpu_does_not_run_and_tables_that_do_not_fit_are_
   refused(nn::expand_spec("resnet:8", {1, 28, 28}).layers, extra, "uses every parameter");
 }
 
+// The labels a GPU timing prints (bench/gpu_layer_times.cpp): Shallue et al.'s simple CNN on
+// Fashion-MNIST's 1x28x28 images, and ResNet-8's stem and a strided block on 3x32x32.
+BOOST_AUTO_TEST_CASE(each_op_is_named_with_its_shapes) {
+  const nn::Shape3 image{1, 28, 28};
+  std::vector<std::string> names;
+  for (const nn::DeviceOpPlan& op :
+       build(nn::expand_spec("cnn:simple", {1, 28, 28}).layers, image).plan)
+    names.push_back(nn::describe(op));
+  const std::vector<std::string> simple_cnn = {
+      "conv 1->32 5x5 on 28x28",  "relu on 32x28x28", "maxpool 2x2 on 32x28x28",
+      "conv 32->64 5x5 on 14x14", "relu on 64x14x14", "maxpool 2x2 on 64x14x14",
+      "linear 3136->1024",        "relu on 1024x1x1", "linear 1024->10"};
+  BOOST_TEST(names == simple_cnn, boost::test_tools::per_element());
+  const Built resnet = build(nn::expand_spec("resnet:8", {3, 32, 32}).layers, {3, 32, 32});
+  BOOST_TEST(nn::describe(resnet.plan.front()) == "conv 3->16 3x3 on 32x32");
+  std::vector<std::string> blocks;
+  for (const nn::DeviceOpPlan& op : resnet.plan)
+    if (op.kind == DeviceOpKind::kResidual) blocks.push_back(nn::describe(op));
+  const std::vector<std::string> resnet_blocks = {
+      "residual 16->16 on 32x32", "residual 16->32 /2 on 32x32", "residual 32->64 /2 on 16x16"};
+  BOOST_TEST(blocks == resnet_blocks, boost::test_tools::per_element());
+}
+
 BOOST_AUTO_TEST_SUITE_END()

@@ -1,6 +1,8 @@
 // A run's checks before its first step, without training; see run_check.hpp.
 #include "experiments/run_check.hpp"
 
+#include <algorithm>
+
 #include "core/error.hpp"
 #include "experiments/hessian_probe.hpp"
 #include "experiments/train_device.hpp"
@@ -42,10 +44,19 @@ std::unique_ptr<nn::Model> model_for_data(const trainer::TrainConfig& cfg,
   return model;
 }
 
+void check_activations(const trainer::TrainConfig& cfg, const nn::Model& model,
+                       std::int64_t validation_examples, int world) {
+  if (cfg.device != "cpu") return;
+  // trainer/evaluation.cpp: rank 0's share of the split is the largest, ceil(n / world)
+  const std::int64_t share = (validation_examples + world - 1) / world;
+  model.check_activations_fit(std::max(cfg.micro_batch, std::min(cfg.eval_batch, share)));
+}
+
 trainer::StepBudget check_run_at_batch(Config& config, const trainer::RunConfig& run,
-                                       const nn::Model& model, std::int64_t train_examples,
+                                       const nn::Model& model, const data::Splits& splits,
                                        std::ostream* warnings) {
-  const trainer::StepBudget budget = trainer::step_budget(run.train, train_examples, 1);
+  const trainer::StepBudget budget = trainer::step_budget(run.train, splits.train.n, 1);
+  check_activations(run.train, model, splits.validation.n, 1);
   trainer::check_ema_horizon(run.train, budget.total_steps, config.source());
   if (run.noise.enabled) {
     read_hessian_options(config);
@@ -75,7 +86,7 @@ void check_run(Config& config, std::ostream* warnings) {
   const data::Splits splits = data::load_splits(run.train.data, run.train.seed);
   const auto model = model_for_data(run.train, splits.train);
   check_optimizer(run, *model);
-  check_run_at_batch(config, run, *model, splits.train.n, warnings);
+  check_run_at_batch(config, run, *model, splits, warnings);
   check_device_parts(config, run, splits.train);  // last: the machine's GPU among them
 }
 

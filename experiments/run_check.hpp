@@ -12,6 +12,7 @@
 #include "nn/model.hpp"
 #include "trainer/config/run_config.hpp"
 #include "trainer/data/dataset.hpp"
+#include "trainer/data/load.hpp"
 
 namespace lbt::experiments {
 
@@ -30,12 +31,20 @@ std::unique_ptr<nn::Model> model_for_data(const trainer::TrainConfig& cfg,
 // (optimizer.no_decay, no_trust_ratio) against the model's parameter names.
 void check_optimizer(const trainer::RunConfig& run, const nn::Model& model);
 
+// The layers' outputs and gradients a CPU run's model holds on each of `world` processes, at
+// the largest batch it reserves (the micro-batch, or an evaluation chunk of its share of the
+// validation split), against 64 bits and the machine's memory, before anything is allocated:
+// a ConfigError naming the widest layer (nn::Model::check_activations_fit). Nothing for a
+// device, which keeps its activations on the device.
+void check_activations(const trainer::TrainConfig& cfg, const nn::Model& model,
+                       std::int64_t validation_examples, int world);
+
 // The checks of `run` on one process that depend on its global batch: the step budget (a batch
-// the data cannot fill), the EMA's horizon, the noise.hessian keys and the noise estimator the
-// batch layout allows, and the schedule against the budget (its notes go to `warnings`,
-// nullptr: none). Returns the budget.
+// the data cannot fill), the activations at that batch (check_activations), the EMA's horizon,
+// the noise.hessian keys and the noise estimator the batch layout allows, and the schedule
+// against the budget (its notes go to `warnings`, nullptr: none). Returns the budget.
 trainer::StepBudget check_run_at_batch(Config& config, const trainer::RunConfig& run,
-                                       const nn::Model& model, std::int64_t train_examples,
+                                       const nn::Model& model, const data::Splits& splits,
                                        std::ostream* warnings);
 
 // For a run on a device (model.device other than cpu; nothing for cpu): what the device can

@@ -7,6 +7,7 @@
 #include <boost/test/unit_test.hpp>
 
 #include <signal.h>
+#include <sys/sysinfo.h>
 #include <sys/wait.h>
 
 #include <chrono>
@@ -279,4 +280,45 @@ BOOST_AUTO_TEST_CASE(check_of_a_gpu_run_stops_where_the_run_stops) {
   };
   BOOST_TEST(!error_line(ran.err).empty(), ran.err);
   BOOST_TEST(error_line(checked.err) == error_line(ran.err));
+}
+
+// A batch whose activations pass the machine's memory (RAM + swap, read here with sysinfo as
+// lbt reads it) is refused by --check as by the run, with the same error line, before anything
+// is allocated; a sweep --check names the trial whose batch it is. Before, --check passed
+// (exit 0) and the run stopped after allocating the model, at its first step; a sweep's trial
+// at that batch stopped the whole sweep as if every trial shared the failure.
+BOOST_AUTO_TEST_CASE(check_refuses_a_batch_whose_activations_pass_the_machines_memory) {
+  struct sysinfo info {};
+  BOOST_REQUIRE(sysinfo(&info) == 0);
+  const double memory = (static_cast<double>(info.totalram) + static_cast<double>(info.totalswap)) *
+                        static_cast<double>(info.mem_unit);
+  // Hidden width W: each example's hidden output and ReLU with their gradients take 16 W bytes,
+  // so batch 16 takes memory / 4 and batch 1024 sixteen times the memory; the parameters
+  // (about 68 W bytes) take 1/15 of it.
+  const auto width = static_cast<std::int64_t>(memory / 1024.0);
+  BOOST_REQUIRE(width < (std::int64_t{1} << 31));
+  const std::string model = "mlp:16-" + std::to_string(width) + "-1";
+  const fs::path train = write_file("wide.toml", kSyntheticRun);
+  const std::string wide = " --set model.spec=" + model + " --set train.eval_batch=16";
+  const auto checked =
+      run_lbt("train --check -c " + train.string() + wide + " --set train.global_batch=1024");
+  const auto ran = run_lbt("train -c " + train.string() + wide +
+                           " --set train.global_batch=1024 --quiet --out " +
+                           (scratch() / "wide_run").string() + " --overwrite");
+  BOOST_TEST(checked.code == 2, checked.err);
+  BOOST_TEST(ran.code == 2, ran.err);
+  BOOST_TEST(checked.err.find("at batch 1024 its output and gradient take") != std::string::npos,
+             checked.err);
+  const auto error_line = [](const std::string& err) {
+    const auto at = err.find("error: ");
+    return at == std::string::npos ? std::string() : err.substr(at, err.find('\n', at) - at);
+  };
+  BOOST_TEST(error_line(ran.err) == error_line(checked.err));
+  BOOST_TEST(
+      run_lbt("train --check -c " + train.string() + wide + " --set train.global_batch=16").code ==
+      0);
+  const fs::path sweep = write_file("wide_sweep.toml", std::string(kSyntheticRun) + kSweepSection);
+  const auto swept = run_lbt("sweep --check -c " + sweep.string() + wide + " -b 16,1024");
+  BOOST_TEST(swept.code == 2, swept.err);
+  BOOST_TEST(swept.err.find("error: trial 1024_0 (B=1024") != std::string::npos, swept.err);
 }

@@ -50,8 +50,9 @@ void add_noise_command(CLI::App& app) {
   cmd->add_flag("--quiet,-q", args->quiet, "No progress line");
   cmd->add_flag("--no-plot", args->no_plot, "Skip noise.png");
   cmd->add_flag("--check", args->check,
-                "Check the config, the data, the model's layer shapes, the optimizer and the "
-                "schedule as the run would; print the resolved config.toml; run nothing");
+                "Check the config, the data, the model's layer shapes and activations, the "
+                "optimizer, the schedule and the run directory (read only) as the run would; "
+                "print the resolved config.toml; run nothing");
   cmd->footer(config_keys_footer());
   cmd->callback([args] {
     Config config = experiments::load_config(args->config_path, args->sets, notes_stream());
@@ -60,6 +61,9 @@ void add_noise_command(CLI::App& app) {
       if (args->steps > 0) config.set("train.steps=" + std::to_string(args->steps));
       experiments::check_noise_config(config);
       experiments::check_run(config, notes_stream());
+      experiments::check_run_directory(
+          experiments::run_directory_path({args->out, args->overwrite}, config), args->overwrite,
+          false);
       std::printf("%s", config.resolved_toml().c_str());
       return;
     }

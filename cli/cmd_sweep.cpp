@@ -80,8 +80,9 @@ void add_sweep_options(CLI::App* cmd, SweepArgs& a) {
   cmd->add_flag(
       "--check", o.check_only,
       "check what every trial checks before its first step, at each batch size (the model's "
-      "layer shapes, the micro-batch layout, the optimizer, the schedule against its "
-      "budget); run nothing");
+      "layer shapes and activations, the micro-batch layout, the optimizer, the schedule "
+      "against its budget), and the sweep directory (read only: another plan in it); run "
+      "nothing");
 }
 
 // An interrupted sweep says how to continue it; its exit code is the signal's.

@@ -144,9 +144,9 @@ void add_train_command(CLI::App& app) {
   cmd->add_flag("--quiet,-q", args->quiet, "No progress line");
   cmd->add_flag("--check", args->check,
                 "Check everything the run checks before its first step: the config, the data, "
-                "the model's layer shapes (no weights), the optimizer, the schedule and, for "
-                "model.device=cuda, that a GPU is usable; print the resolved config.toml; train "
-                "nothing");
+                "the model's layer shapes (no weights) and activations, the optimizer, the "
+                "schedule, the run directory (read only) and, for model.device=cuda, that a GPU "
+                "is usable; print the resolved config.toml; train nothing");
   cmd->add_option("--resume", args->resume,
                   "RUN_DIR: continue that run from its newest intact checkpoint (bit for bit); "
                   "auto: continue --out's run if it has a checkpoint, else start it");
@@ -161,6 +161,10 @@ void add_train_command(CLI::App& app) {
       // Everything the run checks before its first step (the model's layer shapes, the data,
       // the optimizer, the schedule at the run's budget), with no weights and no training.
       experiments::check_run(config, notes_stream());
+      experiments::check_run_directory(
+          experiments::run_directory_path(options, config),
+          options.overwrite || options.resume != experiments::Resume::kNo,
+          options.resume == experiments::Resume::kRequired);
       std::printf("%s", config.resolved_toml().c_str());
       return;
     }

@@ -9,6 +9,7 @@
 #include <cstring>
 #include <fstream>
 #include <sstream>
+#include <string>
 
 #include "core/error.hpp"
 
@@ -55,6 +56,32 @@ void atomic_write(const std::filesystem::path& path, std::string_view contents) 
     throw Error("cannot rename " + tmp.string() + " to " + path.string() + ": " +
                 std::strerror(err));
   }
+}
+
+namespace {
+
+[[noreturn]] void cannot_create(const std::filesystem::path& path, const std::string& what,
+                                const std::string& reason) {
+  throw Error("cannot create " + what + " " + path.string() + ": " + reason,
+              "check that the parent directory is writable, or choose another --out");
+}
+
+}  // namespace
+
+void create_directories(const std::filesystem::path& path, const std::string& what) {
+  std::error_code ec;
+  std::filesystem::create_directories(path, ec);
+  if (ec) cannot_create(path, what, ec.message());
+}
+
+void check_can_create_directories(const std::filesystem::path& path, const std::string& what) {
+  std::filesystem::path at = std::filesystem::absolute(path);
+  std::error_code ec;
+  while (!std::filesystem::exists(at, ec) && at.has_parent_path() && at != at.parent_path())
+    at = at.parent_path();
+  if (!std::filesystem::is_directory(at, ec))
+    cannot_create(path, what, std::strerror(ENOTDIR));  // as create_directories says it
+  if (::access(at.c_str(), W_OK | X_OK) != 0) cannot_create(path, what, std::strerror(errno));
 }
 
 std::string read_file(const std::filesystem::path& path) {

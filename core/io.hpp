@@ -10,6 +10,16 @@ namespace lbt::io {
 // Writes `contents` to `path` atomically: a temp file beside it, fsync, rename over `path`.
 void atomic_write(const std::filesystem::path& path, std::string_view contents);
 
+// create_directories(path), or an Error "cannot create WHAT PATH: REASON" with a hint. `what`
+// names it for the user: "run directory", "sweep directory".
+void create_directories(const std::filesystem::path& path, const std::string& what);
+
+// What create_directories(path, what) would refuse, found without writing anything (--check):
+// the nearest existing ancestor of `path` (path itself if it exists) must be a directory this
+// process may write into and enter (access(2), so a root process passes wherever permission
+// bits are all that stop it). The same Error.
+void check_can_create_directories(const std::filesystem::path& path, const std::string& what);
+
 // Reads a whole file; throws DataError naming the path when it cannot be read.
 std::string read_file(const std::filesystem::path& path);
 

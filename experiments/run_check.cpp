@@ -5,13 +5,16 @@
 
 #include "core/error.hpp"
 #include "experiments/hessian_probe.hpp"
+#include "experiments/run_checkpoint.hpp"
 #include "experiments/train_device.hpp"
 #include "nn/layer_spec.hpp"
 #include "noise/online_estimator.hpp"
 #include "optim/optimizer_options.hpp"
+#include "trainer/checkpoint.hpp"
 #include "trainer/data/load.hpp"
 #include "trainer/device_support.hpp"
 #include "trainer/noise_log.hpp"
+#include "trainer/run_dir.hpp"
 #include "trainer/target_reading.hpp"
 #include "trainer/task.hpp"
 
@@ -78,6 +81,13 @@ void check_device_parts(Config& config, const trainer::RunConfig& run, const dat
   trainer::device_model_plan(run, train.shape);
   const bool probe = run.noise.enabled && hessian_probe(read_hessian_options(config), {});
   check_device_run(run, train, probe);
+}
+
+void check_run_directory(const std::filesystem::path& dir, bool replace, bool resume_required) {
+  trainer::RunDirectory::check(dir, replace);
+  trainer::LoadedCheckpoint newest;
+  if (resume_required && !trainer::load_latest_checkpoint(dir / "checkpoints", newest))
+    nothing_to_resume(dir);
 }
 
 void check_run(Config& config, std::ostream* warnings) {

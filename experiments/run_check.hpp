@@ -5,6 +5,7 @@
 // since the model's input shape, the classes and a budget in epochs come from them.
 #pragma once
 #include <cstdint>
+#include <filesystem>
 #include <iosfwd>
 #include <memory>
 
@@ -51,6 +52,12 @@ trainer::StepBudget check_run_at_batch(Config& config, const trainer::RunConfig&
 // run (trainer/device_support.hpp), the data and the B_noise probe it takes (classification, no
 // probe) and, in the program that has the device (lbt-cuda), that the machine can use it.
 void check_device_parts(Config& config, const trainer::RunConfig& run, const data::Dataset& train);
+
+// What the run's start would refuse of that directory, found without writing (--check): a run
+// already there unless `replace` (--overwrite or --resume), files not a run's where it would be
+// replaced, a place no directory can be made; with `resume_required` (--resume RUN_DIR), no
+// intact checkpoint there (whether the checkpoint fits this config is read at the start).
+void check_run_directory(const std::filesystem::path& dir, bool replace, bool resume_required);
 
 // All of it for `config` as `lbt train --check` sees it (one process): resolves the config,
 // loads the data, builds the model's shapes and checks the run at its batch. Throws the

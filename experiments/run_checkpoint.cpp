@@ -269,4 +269,10 @@ bool restore_run_checkpoint(const std::filesystem::path& run_dir, trainer::LoopS
   return true;
 }
 
+void nothing_to_resume(const std::filesystem::path& run_dir) {
+  throw ConfigError(
+      "nothing to resume: " + (run_dir / "checkpoints").string() + " holds no intact checkpoint",
+      "start a fresh run, or use --resume auto to fall back to one");
+}
+
 }  // namespace lbt::experiments

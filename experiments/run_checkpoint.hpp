@@ -31,6 +31,9 @@ bool restore_run_checkpoint(const std::filesystem::path& run_dir, trainer::LoopS
                             nn::Model& model, optim::Optimizer& optimizer,
                             const RunIdentity& identity);
 
+// The error of a --resume RUN_DIR whose checkpoints/ holds no intact checkpoint.
+[[noreturn]] void nothing_to_resume(const std::filesystem::path& run_dir);
+
 // "section.key" -> value text of a resolved config.toml (toml++'s printed form).
 std::map<std::string, std::string> flatten_config(const std::string& resolved_toml);
 

@@ -142,11 +142,7 @@ bool resume_run(const std::filesystem::path& run_dir, const RunOptions& options,
     std::fprintf(stderr, "note: resuming %s from its checkpoint of step %lld\n", run_dir.c_str(),
                  static_cast<long long>(resume_from.step));
   }
-  if (!resumed && options.resume == Resume::kRequired) {
-    throw ConfigError(
-        "nothing to resume: " + (run_dir / "checkpoints").string() + " holds no intact checkpoint",
-        "start a fresh run, or use --resume auto to fall back to one");
-  }
+  if (!resumed && options.resume == Resume::kRequired) nothing_to_resume(run_dir);
   return resumed;
 }
 
@@ -280,6 +276,10 @@ trainer::TrainOutcome train_with_summary(trainer::TrainContext& ctx, trainer::Ru
 
 }  // namespace
 
+std::filesystem::path run_directory_path(const RunOptions& options, const Config& config) {
+  return options.out.empty() ? trainer::default_run_path(config.source()) : options.out;
+}
+
 RunResult run_training(Config& config, const RunOptions& options) {
   const std::string backend = config.get_string(Schema::in(trainer::train_keys(), "comm.backend"));
   return run_training(config, options, comm::process_communicator({backend}));
@@ -337,7 +337,7 @@ RunResult run_training(Config& config, const RunOptions& options, comm::Communic
   comm::check_identical(comm, std::as_bytes(params), "initial parameters after the broadcast");
 
   RunResult result;
-  result.run_dir = options.out.empty() ? trainer::default_run_path(config.source()) : options.out;
+  result.run_dir = run_directory_path(options, config);
   const RunIdentity identity{comm.size(),     cfg.global_batch, cfg.micro_batch,
                              cfg.accum_steps, threads,          config.resolved_toml()};
   trainer::LoopState resume_from;

@@ -64,8 +64,12 @@ int threads_per_rank(int task_cores, int machine_cores, int local_ranks);
 // recorded there as status "failed" (with the message) before the error propagates.
 // Runs on the process-wide communicator (comm::process_communicator, backend from comm.backend).
 RunResult run_training(Config& config, const RunOptions& options);
+
 // Runs on `comm` (tests compare a world of K with a local run in the same process). After the
 // parameter broadcast every rank checks that it holds rank 0's parameters (CommError if not).
 RunResult run_training(Config& config, const RunOptions& options, comm::Communicator& comm);
+
+// Where the run writes: --out, or runs/<config stem>-<timestamp>.
+std::filesystem::path run_directory_path(const RunOptions& options, const Config& config);
 
 }  // namespace lbt::experiments

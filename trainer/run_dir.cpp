@@ -33,10 +33,13 @@ bool holds_run(const std::filesystem::path& path) {
          std::filesystem::exists(path / "config.toml");
 }
 
-// Replaces `path` as a whole: renamed aside in one step (so no reader ever sees the old run's
-// checkpoints beside the new run's files, and a later --resume cannot pick them up), then
-// deleted.
-void replace_run_directory(const std::filesystem::path& path) {
+[[noreturn]] void refuse_existing_run(const std::filesystem::path& path) {
+  throw ConfigError("run directory " + path.string() + " already holds a run",
+                    "choose another --out, or pass --overwrite to replace it");
+}
+
+// --overwrite replaces only a directory that holds nothing but a run's files.
+void refuse_foreign_files(const std::filesystem::path& path) {
   for (const auto& entry : std::filesystem::directory_iterator(path)) {
     const std::string name = entry.path().filename().string();
     if (!is_run_file(name)) {
@@ -45,6 +48,13 @@ void replace_run_directory(const std::filesystem::path& path) {
           "move it out of " + path.string() + ", or choose another --out");
     }
   }
+}
+
+// Replaces `path` as a whole: renamed aside in one step (so no reader ever sees the old run's
+// checkpoints beside the new run's files, and a later --resume cannot pick them up), then
+// deleted.
+void replace_run_directory(const std::filesystem::path& path) {
+  refuse_foreign_files(path);
   std::filesystem::path aside = path;
   aside += ".replaced." + std::to_string(::getpid());
   std::error_code ec;
@@ -62,20 +72,21 @@ void replace_run_directory(const std::filesystem::path& path) {
 
 }  // namespace
 
+void RunDirectory::check(const std::filesystem::path& path, bool overwrite) {
+  if (holds_run(path)) {
+    if (!overwrite) refuse_existing_run(path);
+    refuse_foreign_files(path);
+  }
+  io::check_can_create_directories(path, "run directory");
+}
+
 RunDirectory::RunDirectory(const std::filesystem::path& path, bool overwrite) : path_(path) {
   if (holds_run(path)) {
-    if (!overwrite) {
-      throw ConfigError("run directory " + path.string() + " already holds a run",
-                        "choose another --out, or pass --overwrite to replace it");
-    }
+    if (!overwrite) refuse_existing_run(path);
     replace_run_directory(path);
   }
+  io::create_directories(path, "run directory");
   std::error_code ec;
-  std::filesystem::create_directories(path, ec);
-  if (ec) {
-    throw Error("cannot create run directory " + path.string() + ": " + ec.message(),
-                "check that the parent directory is writable");
-  }
   for (const char* name : {"metrics.jsonl", "eval.jsonl", "noise.jsonl"}) {
     std::filesystem::remove(path / name, ec);
   }

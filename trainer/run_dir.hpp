@@ -19,6 +19,10 @@ class RunDirectory {
   // then deleted: its checkpoints cannot be resumed into the new run); a directory that also
   // holds files a run does not write is refused instead, naming one.
   RunDirectory(const std::filesystem::path& path, bool overwrite);
+  // What the constructor would refuse, found without writing anything (--check): a run already
+  // there (without `overwrite`), files that are not a run's (with it), or a place no directory
+  // can be made (io::check_can_create_directories).
+  static void check(const std::filesystem::path& path, bool overwrite);
   // Reopens an existing run to continue it from `step`: metrics lines past `step` (written
   // after the checkpoint by the run that was killed) and any torn last line are dropped, so no
   // step is logged twice.

@@ -2,7 +2,6 @@
 #include "experiments/sweep/sweep.hpp"
 
 #include <chrono>
-#include <cmath>
 #include <cstdio>
 #include <iostream>
 #include <map>
@@ -16,7 +15,6 @@
 #include "experiments/child_process.hpp"
 #include "experiments/dir_lock.hpp"
 #include "experiments/lbt_schema.hpp"
-#include "experiments/run_checkpoint.hpp"
 #include "experiments/sweep/exec_command.hpp"
 #include "experiments/sweep/exec_trial.hpp"
 #include "experiments/sweep/sweep_checks.hpp"
@@ -126,12 +124,15 @@ class SweepRunner {
       settings_.search.prune = false;
       check_exec_template(options_.exec_command, plan_.front(), settings_.base_seed);
     }
-    if (options_.check_only) return;  // nothing is written
-
     dir_ = options_.out.empty()
                ? fs::path("runs") / ("sweep-" + options_.config_path.stem().string())
                : options_.out;
-    fs::create_directories(dir_ / "trials");
+    if (options_.check_only) {  // what the run refuses of its directory; nothing is written
+      io::check_can_create_directories(dir_ / "trials", "sweep directory");
+      check_same_plan(dir_, manifest(), trial_base_config(options_.config_path), options_.extend);
+      return;
+    }
+    io::create_directories(dir_ / "trials", "sweep directory");
     dir_ = fs::canonical(dir_);
     // Before anything in the directory is read or written: a second sweep on it would run the
     // same trials again and clear the first one's running trials as "unfinished".

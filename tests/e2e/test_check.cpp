@@ -322,3 +322,47 @@ BOOST_AUTO_TEST_CASE(check_refuses_a_batch_whose_activations_pass_the_machines_m
   BOOST_TEST(swept.code == 2, swept.err);
   BOOST_TEST(swept.err.find("error: trial 1024_0 (B=1024") != std::string::npos, swept.err);
 }
+
+// --check refuses what the run refuses of its directory, with the run's error line, writing
+// nothing: a directory already holding a run (without --overwrite), a parent that is a file,
+// --resume of a directory with no checkpoint, and a sweep directory planned with other
+// settings. Before, --check passed (exit 0) each of them.
+BOOST_AUTO_TEST_CASE(check_refuses_the_directories_the_run_refuses) {
+  const fs::path train = write_file("dir_run.toml", kSyntheticRun);
+  const fs::path done = scratch() / "dir_done", file = scratch() / "dir_file";
+  std::ofstream(file) << "not a directory\n";
+  BOOST_REQUIRE(run_lbt("train -c " + train.string() + " --quiet --out " + done.string()).code ==
+                0);
+  const auto first_error = [](const std::string& err) {
+    const auto at = err.find("error: ");
+    return at == std::string::npos ? std::string() : err.substr(at, err.find('\n', at) - at);
+  };
+  const std::string base = "train -c " + train.string() + " --quiet";
+  for (const std::string where : {" --out " + done.string(), " --out " + (file / "run").string(),
+                                  " --resume " + (scratch() / "dir_none").string()}) {
+    BOOST_TEST_CONTEXT(where) {
+      const auto checked = run_lbt(base + " --check" + where);
+      const auto ran = run_lbt(base + where);
+      BOOST_TEST(ran.code != 0, ran.err);
+      BOOST_TEST(checked.code == ran.code, checked.err);
+      BOOST_TEST(!first_error(ran.err).empty(), ran.err);
+      BOOST_TEST(first_error(checked.err) == first_error(ran.err));
+    }
+  }
+  BOOST_TEST(!fs::exists(scratch() / "dir_none"));
+  BOOST_TEST(run_lbt(base + " --check --overwrite --out " + done.string()).code == 0);
+
+  const fs::path sweep = write_file("dir_sweep.toml", std::string(kSyntheticRun) + kSweepSection);
+  const std::string swept =
+      "sweep -c " + sweep.string() + " --out " + (scratch() / "dir_sweep").string();
+  BOOST_REQUIRE(run_lbt(swept + " --jobs 2 --no-plots").code == 0);
+  const auto checked = run_lbt(swept + " --check --set optimizer.momentum=0.5");
+  const auto ran = run_lbt(swept + " --set optimizer.momentum=0.5");
+  BOOST_TEST(ran.code == 2, ran.err);
+  BOOST_TEST(checked.code == 2, checked.err);
+  BOOST_TEST(first_error(checked.err).find("holds a sweep planned with other settings") !=
+                 std::string::npos,
+             checked.err);
+  BOOST_TEST(first_error(checked.err) == first_error(ran.err));
+  BOOST_TEST(run_lbt(swept + " --check").code == 0);  // the same plan: it would resume
+}

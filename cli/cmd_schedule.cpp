@@ -24,6 +24,7 @@
 #include "cli/option_checks.hpp"
 #include "core/config.hpp"
 #include "core/error.hpp"
+#include "core/io.hpp"
 #include "experiments/lbt_schema.hpp"
 #include "experiments/plots.hpp"
 #include "trainer/config/run_config.hpp"
@@ -47,7 +48,9 @@ struct ScheduleArgs {
 };
 
 // The plot's data, beside it: out.png -> out.csv. A CSV there that lbt schedule did not write
-// (its header is not step,lr...) is someone's data: refused, not replaced.
+// (its header is not step,lr...) is someone's data: refused, not replaced; so is a place no
+// directory can be made for them (a parent that is a file: Python's traceback said so, after
+// the work, and the hint blamed matplotlib).
 std::filesystem::path plot_data_path(const std::string& plot) {
   const auto csv_path = std::filesystem::path(plot).replace_extension(".csv");
   if (csv_path == std::filesystem::path(plot)) {
@@ -61,6 +64,8 @@ std::filesystem::path plot_data_path(const std::string& plot) {
                           ", which lbt schedule did not write",
                       "choose another --plot name, or move that file");
   }
+  io::check_can_create_directories(std::filesystem::absolute(csv_path).parent_path(),
+                                   "the plot's directory");
   return csv_path;
 }
 
@@ -132,7 +137,9 @@ void run_schedule(const ScheduleArgs& args) {
 
   if (!args.plot.empty()) {
     const std::filesystem::path csv_path = plot_data_path(args.plot);
-    std::ofstream(csv_path) << csv.str();
+    io::create_directories(std::filesystem::absolute(csv_path).parent_path(),
+                           "the plot's directory");
+    io::atomic_write(csv_path, csv.str());
     // Several batches run different steps over the same data: against epochs they line up.
     const std::string x =
         args.plot_x != "auto" ? args.plot_x : (batches.size() > 1 ? "epoch" : "step");

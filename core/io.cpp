@@ -63,7 +63,7 @@ namespace {
 [[noreturn]] void cannot_create(const std::filesystem::path& path, const std::string& what,
                                 const std::string& reason) {
   throw Error("cannot create " + what + " " + path.string() + ": " + reason,
-              "check that the parent directory is writable, or choose another --out");
+              "check that the parent directory is writable, or choose another path");
 }
 
 }  // namespace

@@ -230,6 +230,14 @@ BOOST_AUTO_TEST_CASE(schedule_plot_never_replaces_a_csv_it_did_not_write) {
   BOOST_TEST(slurp(dir / "lr.csv") == "epoch,loss\n1,0.5\n");
   BOOST_TEST(!fs::exists(dir / "lr.png"));
   expect_refusal(run_lbt(run + (dir / "lr.csv").string()), 2, {"names a CSV file"});
+  // A plot under a file: refused in one line before any work (it was Python's traceback after
+  // the work, and a hint that blamed matplotlib); a plot under new directories makes them.
+  std::ofstream(dir / "a_file") << "not a directory\n";
+  expect_refusal(run_lbt(run + (dir / "a_file" / "lr.png").string()), 1,
+                 {"cannot create the plot's directory", "Not a directory"});
+  BOOST_TEST(run_lbt(run + (dir / "new" / "lr.png").string()).err.find("Traceback") ==
+             std::string::npos);
+  BOOST_TEST(slurp(dir / "new" / "lr.csv").starts_with("step,lr\n"));
 
   Result r = run_lbt(run + (dir / "mine.png").string());
   BOOST_REQUIRE_MESSAGE(r.code == 0, r.err);

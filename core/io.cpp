@@ -38,8 +38,9 @@ void atomic_write(const std::filesystem::path& path, std::string_view contents) 
   tmp += ".tmp." + std::to_string(::getpid());
   int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0) {
-    throw Error("cannot create " + tmp.string() + ": " + std::strerror(errno),
-                "check that the directory exists and is writable");
+    // Named as the user named it: the temporary file beside it is ours.
+    throw Error("cannot write " + path.string() + ": " + std::strerror(errno),
+                "check that its directory exists and is writable");
   }
   try {
     write_all(fd, contents, tmp);

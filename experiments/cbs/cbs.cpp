@@ -85,7 +85,7 @@ CbsOutcome run_cbs(const CbsOptions& o) {
   const std::vector<Branch> plan = make_cbs_plan(o, ref);  // bad input stops here
   CbsOutcome result;
   result.out = o.out.empty() ? o.run_dir / "cbs" : o.out;
-  fs::create_directories(result.out / "branches");
+  io::create_directories(result.out / "branches", "lbt cbs directory");
   result.out = fs::canonical(result.out);
   const DirLock lock(result.out / "cbs.lock", DirLock::Mode::kExclusive, "lbt cbs");
   check_same_settings(result.out, {{"reference", fs::canonical(ref.dir).string()},

@@ -284,9 +284,9 @@ std::vector<ScalingSummary> run_scaling(const ScalingOptions& o) {
       o.compare.empty() ? std::vector<ScalingVariant>{{}} : parse_compare(o.compare);
   load_config(o.config, o.sets, &std::cerr);  // its notes once, not once per variant
   const std::vector<std::int64_t> base_batches = check_variants(o, variants);
+  io::create_directories(o.out, "study directory");  // before the header, with a hint
   const int cores = available_cores();
   print_study_header(o, variants, cores);
-  fs::create_directories(o.out);
   set_run_environment();
 
   // Interleaved repeats: a slow minute on a shared machine then hits every (variant, worker

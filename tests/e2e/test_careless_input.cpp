@@ -10,6 +10,8 @@
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "support/cli_runner.hpp"
 
@@ -263,4 +265,35 @@ BOOST_AUTO_TEST_CASE(a_validation_split_too_large_suggests_one_that_fits) {
              r.err);
   const Result ok = run_lbt(run + " " + suggested);
   BOOST_TEST(ok.code == 0, ok.err);
+}
+
+// An output path under a file (a typo of --out) is one error line with a hint naming the path
+// for every command that writes a directory or file; lbt scaling and lbt cbs printed
+// std::filesystem's "filesystem error: cannot create directories: ..." without a hint, lbt
+// plan named its temporary file.
+BOOST_AUTO_TEST_CASE(an_output_path_under_a_file_is_one_line_naming_it) {
+  const fs::path file = scratch() / "plain_file";
+  std::ofstream(file) << "not a directory\n";
+  const fs::path cfg = scratch() / "sweep.toml";
+  (void)real_sweep();  // writes the config
+  const fs::path run = scratch() / "cbs_reference";
+  const Result trained = run_lbt("train --config " + cfg.string() +
+                                 " --quiet --set train.steps=20 --out " + run.string());
+  BOOST_REQUIRE_MESSAGE(trained.code == 0, trained.err);
+  const std::vector<std::pair<std::string, std::string>> commands = {
+      {"scaling --config " + cfg.string() + " -w 1 --steps 5 --repeats 1 --out ", "study"},
+      {"cbs --from " + run.string() + " --at-steps 20 --out ", "cbs"},
+      {"sweep --config " + cfg.string() + " --out ", "sweep"},
+      {"train --config " + cfg.string() + " --set train.steps=5 --out ", "run"},
+      {"plan --from " + real_sweep().string() + " --max-steps 200 --out ", "plan"}};
+  for (const auto& [command, what] : commands) {
+    BOOST_TEST_CONTEXT(command) {
+      const Result r = run_lbt(command + (file / what).string());
+      BOOST_TEST(r.code == 1, r.err);
+      BOOST_TEST(error_line(r.err).find((file / what).string()) != std::string::npos, r.err);
+      BOOST_TEST(error_line(r.err).find("Not a directory") != std::string::npos, r.err);
+      BOOST_TEST(r.err.find("filesystem error") == std::string::npos, r.err);
+      BOOST_TEST(r.err.find("\nhint: ") != std::string::npos, r.err);
+    }
+  }
 }

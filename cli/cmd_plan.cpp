@@ -97,6 +97,11 @@ void add_plan_command(CLI::App& app) {
     if (*max_batch > 0)
       throw ConfigError("--max-batch is for lbt cbs's directories; " + *from + " has no cbs.json",
                         "drop --max-batch, or give --from the directory lbt cbs wrote");
+    // A run directory (or any other) said as such, not as a missing sweep.json.
+    if (!std::filesystem::exists(std::filesystem::path(*from) / "sweep.json"))
+      throw ConfigError("--from " + *from + " is neither a sweep directory (sweep.json) nor lbt " +
+                            "cbs's (cbs.json)",
+                        "give --from the directory lbt sweep or lbt cbs wrote");
     // The budget's flags are named here; analysis/plan.cpp checks the same without them.
     if ((o->workers > 0) + (o->max_steps > 0) + (o->max_examples > 0) != 1) {
       throw ConfigError("lbt plan needs exactly one budget",

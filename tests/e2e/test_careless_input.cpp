@@ -297,3 +297,16 @@ BOOST_AUTO_TEST_CASE(an_output_path_under_a_file_is_one_line_naming_it) {
     }
   }
 }
+
+// lbt plan --from a directory lbt sweep and lbt cbs did not write (here a training run) says so;
+// it said "cannot open DIR/sweep.json" with the hint "check that the file exists".
+BOOST_AUTO_TEST_CASE(plan_from_a_run_directory_names_what_it_takes) {
+  const fs::path cfg = scratch() / "sweep.toml";
+  (void)real_sweep();  // writes the config
+  const fs::path run = scratch() / "plan_from_run";
+  BOOST_REQUIRE(run_lbt("train --config " + cfg.string() + " --quiet --set train.steps=5 --out " +
+                        run.string())
+                    .code == 0);
+  expect_refusal(run_lbt("plan --from " + run.string() + " --max-steps 100"), 2,
+                 {run.string(), "neither a sweep directory (sweep.json) nor lbt cbs's"});
+}

@@ -47,6 +47,13 @@ def load_run(path) -> "lbt_runs.Run":
     """A run directory: summary and config dicts, metrics/eval/noise DataFrames."""
     if not Path(path).is_dir():
         raise FileNotFoundError(f"lbt.load_run: no run directory at {path}")
+    # A directory with none of a run's files (a sweep's, a typo's parent) is not an empty run.
+    if not any((Path(path) / name).exists()
+               for name in ("config.toml", "summary.json", "metrics.jsonl", "eval.jsonl")):
+        what = " (it holds a sweep: lbt.load_sweep reads it)" \
+            if (Path(path) / "sweep.json").exists() else ""
+        raise FileNotFoundError(f"lbt.load_run: {path} is not a run directory: no config.toml, "
+                                f"summary.json, metrics.jsonl or eval.jsonl{what}")
     return lbt_runs.load_run(path)
 
 

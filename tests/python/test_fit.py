@@ -113,6 +113,13 @@ class RunDirectoriesTest(unittest.TestCase):
         self.assertIn("step", run.eval)
         self.assertEqual(run.status, "reached_target")
 
+    def test_a_sweep_directory_is_not_read_as_an_empty_run(self):
+        # load_run of the sweep itself returned a Run with empty tables and no error.
+        with self.assertRaises(FileNotFoundError) as ctx:
+            lbt.load_run(SWEEP)
+        self.assertIn("is not a run directory", str(ctx.exception))
+        self.assertIn("lbt.load_sweep reads it", str(ctx.exception))
+
 
 if __name__ == "__main__":
     unittest.main()

@@ -76,6 +76,38 @@ BOOST_AUTO_TEST_CASE(targets_parse_and_compare) {
   BOOST_CHECK_THROW(trainer::parse_target("accuracy>0.9"), ConfigError);
   BOOST_CHECK_THROW(trainer::parse_target("val_accuracy>=high"), ConfigError);
   BOOST_CHECK_THROW(trainer::parse_target("val_rmse<=0.1"), ConfigError);
+  // Spaces around the operator are read past; the threshold is the same.
+  BOOST_TEST(trainer::parse_target(" val_loss <= 0.3 ").value == 0.3);
+  BOOST_TEST(trainer::parse_target("val_loss <= 0.3").metric == "val_loss");
+}
+
+// A threshold no value of the metric can meet (or none at all) is refused: the run would train
+// its whole budget and say the target was not reached. The ends of each range are allowed.
+BOOST_AUTO_TEST_CASE(targets_no_value_can_meet_are_refused) {
+  for (const char* never :
+       {"val_accuracy>=1.5", "val_accuracy<=-0.1", "val_loss<=-1", "val_mse<=-0.5", "val_r2>=2",
+        "val_loss<=nan", "val_loss<=inf", "val_r2>=-inf"}) {
+    BOOST_TEST_CONTEXT(never) {
+      BOOST_CHECK_THROW(trainer::parse_target(never), ConfigError);
+    }
+  }
+  for (const char* edge : {"val_accuracy>=1", "val_accuracy<=0", "val_loss<=0", "val_r2>=1",
+                           "val_r2>=-3", "val_loss>=100"}) {
+    BOOST_TEST_CONTEXT(edge) {
+      BOOST_TEST(trainer::parse_target(edge).enabled());
+    }
+  }
+  try {
+    trainer::parse_target("val_accuracy>=1.5");
+  } catch (const ConfigError& e) {
+    BOOST_TEST(std::string(e.what()) ==
+               "train.target 'val_accuracy>=1.5' can never be met: val_accuracy lies in [0, 1]");
+  }
+  try {  // a percentage for a fraction: the hint gives the fraction
+    trainer::parse_target("val_accuracy>=85");
+  } catch (const ConfigError& e) {
+    BOOST_TEST(e.hint() == "accuracy is a fraction: val_accuracy>=0.85");
+  }
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -2,6 +2,7 @@
 #include "trainer/config/train_config.hpp"
 
 #include <cmath>
+#include <cstdio>
 #include <sstream>
 #include <thread>
 
@@ -22,6 +23,34 @@ std::string Target::text() const {
   return buf;
 }
 
+namespace {
+
+std::string trimmed(const std::string& s) {
+  const auto first = s.find_first_not_of(" \t"), last = s.find_last_not_of(" \t");
+  return first == std::string::npos ? "" : s.substr(first, last - first + 1);
+}
+
+// A threshold outside the metric's range is never met: the run would train its whole budget
+// and report the target unreached. Accuracy lies in [0, 1], losses and MSE in [0, inf), R^2 in
+// (-inf, 1].
+void refuse_unreachable(const Target& t, const std::string& text) {
+  const bool accuracy = t.metric == "val_accuracy", r2 = t.metric == "val_r2";
+  const double low = r2 ? -INFINITY : 0.0, high = accuracy || r2 ? 1.0 : INFINITY;
+  if (t.at_least ? t.value <= high : t.value >= low) return;
+  const std::string range = accuracy ? "[0, 1]" : r2 ? "(-inf, 1]" : "[0, inf)";
+  // 85 for 85%: the likeliest slip, answered with the fraction meant.
+  const bool percent = accuracy && t.at_least && t.value <= 100.0;
+  char fraction[32];
+  std::snprintf(fraction, sizeof fraction, "%g", t.value / 100.0);
+  throw ConfigError(
+      "train.target '" + text + "' can never be met: " + t.metric + " lies in " + range,
+      percent ? "accuracy is a fraction: val_accuracy>=" + std::string(fraction)
+              : "e.g. val_accuracy>=0.88, val_loss<=0.35, val_mse<=0.25 or "
+                "val_r2>=0.9");
+}
+
+}  // namespace
+
 Target parse_target(const std::string& text) {
   Target t;
   if (text.empty() || text == "none") return t;
@@ -33,18 +62,23 @@ Target parse_target(const std::string& text) {
                       "regression: val_mse, val_r2)");
   };
   if (op == std::string::npos) return bad();
-  t.metric = text.substr(0, op);
+  t.metric = trimmed(text.substr(0, op));  // "val_loss <= 0.2" reads as "val_loss<=0.2"
   t.at_least = op == ge;
+  const std::string value = trimmed(text.substr(op + 2));
   try {
     std::size_t used = 0;
-    t.value = std::stod(text.substr(op + 2), &used);
-    if (used != text.size() - op - 2) return bad();
+    t.value = std::stod(value, &used);
+    if (used != value.size()) return bad();
   } catch (const std::exception&) {
     return bad();
   }
   if (t.metric != "val_accuracy" && t.metric != "val_loss" && t.metric != "val_mse" &&
       t.metric != "val_r2")
     return bad();
+  if (!std::isfinite(t.value))
+    throw ConfigError("train.target '" + text + "': the threshold must be a finite number",
+                      "e.g. val_accuracy>=0.88 or val_loss<=0.35");
+  refuse_unreachable(t, text);
   return t;
 }
 

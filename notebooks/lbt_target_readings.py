@@ -6,7 +6,9 @@ For each sweep: per batch size, the median over the best (B, LR)'s seeds of step
 seeds' range, for the sweep's own reading (steps_hi) and for each reading sweep.csv records
 (ema_steps_hi, first_passage_steps_hi); then B_crit with its 95% interval from fit.json (and
 its sensitivity's, per reading). With two sweeps, B_crit's relative change between them.
-Reads only sweep.csv and fit.json.
+Reads only sweep.csv, best.csv and fit.json (a sweep.csv from before its `best` column: the
+best trial of each batch size, from best.csv). A directory that is not a sweep's is one error
+line and exit status 2.
 """
 from __future__ import annotations
 
@@ -17,11 +19,24 @@ from pathlib import Path
 import pandas as pd
 
 
-def steps_table(sweep: Path) -> pd.DataFrame:
+class NotASweep(Exception):
+    pass
+
+
+def best_trials(sweep: Path) -> pd.DataFrame:
+    """sweep.csv's rows of each batch size's best (B, LR), its seeds included."""
     df = pd.read_csv(sweep / "sweep.csv")
-    df = df[(df["best"].astype(str) == "True") | (df["best"].astype(str) == "true")]
+    if "best" in df:
+        return df[df["best"].astype(str).isin(["True", "true"])]
+    best = pd.read_csv(sweep / "best.csv")  # older sweeps: one best trial per batch size
+    return df[df["trial"].isin(best["trial"])]
+
+
+def steps_table(sweep: Path) -> pd.DataFrame:
+    df = best_trials(sweep)
     rows = []
-    columns = ["steps_hi"] + [c for c in ("ema_steps_hi", "first_passage_steps_hi") if c in df]
+    own = "steps_hi" if "steps_hi" in df else "steps_to_target"  # older sweeps: no bracket
+    columns = [own] + [c for c in ("ema_steps_hi", "first_passage_steps_hi") if c in df]
     for b, g in df.groupby("batch_size"):
         row = {"B": int(b), "seeds": len(g)}
         for c in columns:
@@ -41,7 +56,7 @@ def markdown(df: pd.DataFrame) -> str:
 
 def b_crit(sweep: Path) -> dict[str, tuple[float, float, float]]:
     fit = json.loads((sweep / "fit.json").read_text())
-    out = {"fit": (fit["B_crit"], *fit["intervals"]["B_crit"])}
+    out = {"fit": (fit["B_crit"], *(fit.get("intervals", {}).get("B_crit") or (None, None)))}
     sens = fit.get("sensitivity") or {}
     for name, r in (sens.get("readings") or {}).items():
         if r.get("fitted"):
@@ -51,7 +66,27 @@ def b_crit(sweep: Path) -> dict[str, tuple[float, float, float]]:
     return out
 
 
-def main(dirs: list[str]) -> None:
+def text(v) -> str:
+    return "not resolved" if v is None else f"{v:.4g}"
+
+
+def check_sweep(d: Path) -> None:
+    for name in ("sweep.csv", "best.csv", "fit.json"):
+        if not (d / name).is_file():
+            raise NotASweep(f"{d} has no {name}: give a directory lbt sweep wrote (lbt fit DIR "
+                            "writes fit.json)")
+
+
+def main(dirs: list[str]) -> int:
+    if not dirs:
+        print("usage: lbt_target_readings.py SWEEP_DIR [SWEEP_DIR ...]", file=sys.stderr)
+        return 2
+    try:
+        for d in map(Path, dirs):
+            check_sweep(d)
+    except NotASweep as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
     crits = []
     for d in map(Path, dirs):
         fit = json.loads((d / "fit.json").read_text())
@@ -60,14 +95,16 @@ def main(dirs: list[str]) -> None:
         c = b_crit(d)
         crits.append(c)
         for name, (v, lo, hi) in c.items():
-            print(f"B_crit ({name}) = {v:.4g} [{lo:.4g}, {hi:.4g}]")
+            print(f"B_crit ({name}) = {text(v)} [{text(lo)}, {text(hi)}]")
         print()
     if len(crits) == 2:
         for name in crits[0]:
             if name in crits[1]:
                 a, b = crits[0][name][0], crits[1][name][0]
-                print(f"B_crit ({name}): {a:.4g} -> {b:.4g}, change {100 * (b - a) / a:+.1f}%")
+                change = "" if a is None or b is None else f", change {100 * (b - a) / a:+.1f}%"
+                print(f"B_crit ({name}): {text(a)} -> {text(b)}{change}")
+    return 0
 
 
 if __name__ == "__main__":
-    main(sys.argv[1:])
+    sys.exit(main(sys.argv[1:]))

@@ -218,6 +218,22 @@ void check_noise_config(Config& config) {
   trainer::resolve_run_config(config, 1);
 }
 
+namespace {
+
+// --at-steps past the run's last step (steps - 1) report the last measurement before it, and no
+// B_noise probe ran there: said, not left to the "measured" column.
+std::string past_end_note(const std::vector<std::int64_t>& at, std::int64_t steps) {
+  std::string past;
+  for (std::int64_t s : at)
+    if (s >= steps) past += (past.empty() ? "" : ", ") + std::to_string(s);
+  if (past.empty()) return "";
+  return "past the run's last step (" + std::to_string(steps - 1) + "), --at-steps " + past +
+         " report the last measurement before it, and no B_noise probe ran there (--steps or "
+         "train.steps reaches them)";
+}
+
+}  // namespace
+
 NoiseRunResult run_noise(Config& config, const NoiseRunOptions& options) {
   if (options.steps > 0) config.set("train.steps=" + std::to_string(options.steps));
   refuse_device(config);
@@ -235,6 +251,7 @@ NoiseRunResult run_noise(Config& config, const NoiseRunOptions& options) {
   const std::vector<nlohmann::json> lines = read_noise_lines(result.run.run_dir, result);
   if (at.empty() && result.run.outcome.steps > 0) at.push_back(result.run.outcome.steps - 1);
   read_noise_rows(lines, at, result);
+  result.past_end_note = past_end_note(at, result.run.outcome.steps);
   result.recommendation = recommendation(result);
   return result;
 }
@@ -264,6 +281,7 @@ std::string format_noise_report(const NoiseRunResult& r) {
                   row.estimator.c_str(), now.c_str(), avg.c_str(), bn.c_str());
     ss << buf;
   }
+  if (!r.past_end_note.empty()) ss << "Note: " << r.past_end_note << "\n";
   ss << r.recommendation << "\n";
   return ss.str();
 }

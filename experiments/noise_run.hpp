@@ -43,6 +43,7 @@ struct NoiseRunResult {
   std::string recommendation;         // one sentence
   std::string method, method_reason;  // noise.jsonl's method line: what ran and why
   std::string layout_note;            // set when lbt noise chose the micro-batch layout
+  std::string past_end_note;          // set when --at-steps names steps after the run's last
 };
 
 NoiseRunResult run_noise(Config& config, const NoiseRunOptions& options);

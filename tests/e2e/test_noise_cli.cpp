@@ -179,3 +179,19 @@ BOOST_AUTO_TEST_CASE(the_recommendation_quotes_a_resolved_b_noise_from_the_runs_
   BOOST_TEST(e.out.find("Recommendation:") != std::string::npos, e.out);
   BOOST_TEST(e.out.find("Hessian probe") == std::string::npos, e.out);
 }
+
+// --at-steps past the run's end: the report says so (the rows showed "measured 39" under
+// "at_step 500" and a B_noise of "-" with no word why); steps within the run get no note.
+BOOST_AUTO_TEST_CASE(at_steps_past_the_run_are_said_to_be) {
+  const std::string run = "noise --config " + kConfigs + "synthetic_regression.toml --steps 40" +
+                          " --quiet --no-plot --overwrite --out " + (scratch() / "past").string();
+  const auto past = run_lbt(run + " --at-steps 20,500,900");
+  BOOST_TEST(past.code == 0, past.err);
+  BOOST_TEST(past.out.find("Note: past the run's last step (39), --at-steps 500, 900 report the "
+                           "last measurement before it, and no B_noise probe ran there") !=
+                 std::string::npos,
+             past.out);
+  const auto within = run_lbt(run + " --at-steps 20,39");
+  BOOST_TEST(within.code == 0, within.err);
+  BOOST_TEST(within.out.find("Note: past") == std::string::npos, within.out);
+}

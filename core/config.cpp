@@ -3,6 +3,7 @@
 
 #include <toml++/toml.h>
 #include <algorithm>
+#include <cctype>
 #include <charconv>
 #include <fstream>
 #include <optional>
@@ -256,7 +257,10 @@ std::vector<std::string> Config::validate(const Schema& schema) {
       std::string best = nearest(leaf, names);
       if (!best.empty()) hint = "did you mean '" + best + "'? (" + hint + " or fix the name)";
       hint += "; `lbt train --help` lists every key";
-      throw ConfigError(impl_->source + ": unknown config key '" + leaf + "'", hint);
+      const bool from_set = impl_->overridden.count(leaf) > 0;
+      throw ConfigError(
+          (from_set ? std::string("--set") : impl_->source) + ": unknown config key '" + leaf + "'",
+          hint);
     }
     const toml::node& node = *find_node(impl_->root, leaf);
     if (!has_type(node, spec->type)) fail_type(*this, *spec, node);
@@ -308,7 +312,10 @@ std::string Config::resolved_toml() const {
 
 void Config::fail(std::string_view key, std::string_view constraint, std::string_view got,
                   std::string_view hint) const {
-  throw_config_error(impl_->source, key, constraint, got, hint);
+  // A value from the command line is named as such: "FILE: key must be ..." sent the user to a
+  // file that may not have the key at all.
+  const bool from_set = impl_->overridden.count(std::string(key)) > 0;
+  throw_config_error(from_set ? std::string("--set") : impl_->source, key, constraint, got, hint);
 }
 
 void throw_config_error(std::string_view source, std::string_view key, std::string_view constraint,
@@ -335,10 +342,17 @@ std::size_t edit_distance(std::string_view a, std::string_view b) {
 }
 
 std::string nearest(std::string_view word, const std::vector<std::string>& candidates) {
+  // Case is not a letter of difference: TRAIN.STEPS is train.steps, Adam is adam.
+  auto lower = [](std::string_view s) {
+    std::string out(s);
+    for (char& ch : out) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+    return out;
+  };
+  const std::string w = lower(word);
   std::string best;
   std::size_t best_distance = std::string::npos;
   for (const auto& c : candidates) {
-    std::size_t d = edit_distance(word, c);
+    std::size_t d = edit_distance(w, lower(c));
     if (d < best_distance) best_distance = d, best = c;
   }
   // Only suggest when the match is plausible (at most about a third of the letters differ).

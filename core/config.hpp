@@ -68,7 +68,8 @@ class Config {
   // The fully resolved config (every key read, with its effective value) as TOML text.
   std::string resolved_toml() const;
 
-  // Throws a ConfigError "KEY must be ..., got VALUE" with a hint; for validators.
+  // Throws a ConfigError "SOURCE: KEY must be ..., got VALUE" with a hint; for validators.
+  // SOURCE is the file, or "--set" where the command line set the key.
   [[noreturn]] void fail(std::string_view key, std::string_view constraint, std::string_view got,
                          std::string_view hint = {}) const;
 

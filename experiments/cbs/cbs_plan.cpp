@@ -120,6 +120,14 @@ void check_steps(const CbsOptions& options, const ReferenceRun& ref) {
 }
 
 void check_multipliers(const CbsOptions& options, const ReferenceRun& ref, std::int64_t examples) {
+  // The critical batch is read from branches at k x B with k > 1 against k = 1; with none, every
+  // point read "CBS < 0" (the batch above k = 1 that does not exist).
+  if (std::none_of(options.multipliers.begin(), options.multipliers.end(),
+                   [](std::int64_t k) { return k > 1; }))
+    throw ConfigError(
+        "--multipliers has no multiplier above 1: the critical batch is read from "
+        "branches at k x B against the run's own batch (k = 1)",
+        "e.g. --multipliers 1,2,4,8,16");
   for (std::int64_t k : options.multipliers) {
     if (k < 1)
       throw ConfigError("--multipliers: " + std::to_string(k) + " is not >= 1", "e.g. 1,2,4,8,16");

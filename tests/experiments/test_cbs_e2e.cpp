@@ -213,6 +213,19 @@ BOOST_AUTO_TEST_CASE(a_batch_larger_than_the_training_set_is_refused_before_any_
   BOOST_TEST(!fs::exists(scratch() / "bad_k"));
 }
 
+// Multipliers with none above 1 leave nothing to read the critical batch from: refused before
+// any branch (every point read "CBS < 0" before).
+BOOST_AUTO_TEST_CASE(multipliers_without_one_above_1_are_refused_before_any_branch) {
+  const auto r =
+      run_lbt("cbs --from " + reference().string() + " --at-steps 5 --multipliers 1,1 --out " +
+              (scratch() / "only_1").string());
+  BOOST_TEST(r.code == 2);
+  const auto errors = lines_starting(r.err, "error:");
+  BOOST_TEST_REQUIRE(errors.size() == 1u, r.err);
+  BOOST_TEST(errors[0].find("--multipliers has no multiplier above 1") != std::string::npos, r.err);
+  BOOST_TEST(!fs::exists(scratch() / "only_1"));
+}
+
 BOOST_AUTO_TEST_CASE(a_directory_that_is_not_a_run_is_one_error_and_one_hint) {
   fs::create_directories(scratch() / "not_a_run");
   const auto r = run_lbt("cbs --from " + (scratch() / "not_a_run").string() + " --at-steps 5");

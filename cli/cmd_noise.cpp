@@ -62,8 +62,8 @@ void add_noise_command(CLI::App& app) {
       experiments::check_noise_config(config);
       experiments::check_run(config, notes_stream());
       experiments::check_run_directory(
-          experiments::run_directory_path({args->out, args->overwrite}, config), args->overwrite,
-          false);
+          experiments::run_directory_path({args->out, args->overwrite}, config),
+          {.overwrite = args->overwrite}, config.resolved_toml());
       std::printf("%s", config.resolved_toml().c_str());
       return;
     }

@@ -163,8 +163,9 @@ void add_train_command(CLI::App& app) {
       experiments::check_run(config, notes_stream());
       experiments::check_run_directory(
           experiments::run_directory_path(options, config),
-          options.overwrite || options.resume != experiments::Resume::kNo,
-          options.resume == experiments::Resume::kRequired);
+          {options.overwrite, options.resume != experiments::Resume::kNo,
+           options.resume == experiments::Resume::kRequired},
+          config.resolved_toml());
       std::printf("%s", config.resolved_toml().c_str());
       return;
     }

@@ -83,11 +83,16 @@ void check_device_parts(Config& config, const trainer::RunConfig& run, const dat
   check_device_run(run, train, probe);
 }
 
-void check_run_directory(const std::filesystem::path& dir, bool replace, bool resume_required) {
-  trainer::RunDirectory::check(dir, replace);
+void check_run_directory(const std::filesystem::path& dir, const RunDirectoryUse& use,
+                         const std::string& resolved_toml) {
+  trainer::RunDirectory::check(dir, use.overwrite || use.resume);
+  if (!use.resume) return;
   trainer::LoadedCheckpoint newest;
-  if (resume_required && !trainer::load_latest_checkpoint(dir / "checkpoints", newest))
-    nothing_to_resume(dir);
+  if (!trainer::load_latest_checkpoint(dir / "checkpoints", newest)) {
+    if (use.resume_required) nothing_to_resume(dir);
+    return;
+  }
+  refuse_changed_config(dir, newest.header.at("config").get<std::string>(), resolved_toml);
 }
 
 void check_run(Config& config, std::ostream* warnings) {

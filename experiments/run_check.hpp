@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <iosfwd>
 #include <memory>
+#include <string>
 
 #include "core/config.hpp"
 #include "nn/model.hpp"
@@ -53,11 +54,19 @@ trainer::StepBudget check_run_at_batch(Config& config, const trainer::RunConfig&
 // probe) and, in the program that has the device (lbt-cuda), that the machine can use it.
 void check_device_parts(Config& config, const trainer::RunConfig& run, const data::Dataset& train);
 
-// What the run's start would refuse of that directory, found without writing (--check): a run
-// already there unless `replace` (--overwrite or --resume), files not a run's where it would be
-// replaced, a place no directory can be made; with `resume_required` (--resume RUN_DIR), no
-// intact checkpoint there (whether the checkpoint fits this config is read at the start).
-void check_run_directory(const std::filesystem::path& dir, bool replace, bool resume_required);
+// How a run means to use its directory: --overwrite, --resume auto (resume), --resume RUN_DIR
+// (resume and resume_required).
+struct RunDirectoryUse {
+  bool overwrite = false, resume = false, resume_required = false;
+};
+
+// What the run's start would refuse of its directory, found without writing (--check): a run
+// already there (unless overwritten or resumed), files not a run's where it would be replaced,
+// a place no directory can be made; resuming, no intact checkpoint where one is required, and a
+// checkpoint whose config differs from `resolved_toml` (the keys --check resolved; the ranks,
+// batch layout and threads it was written with are checked at the start).
+void check_run_directory(const std::filesystem::path& dir, const RunDirectoryUse& use,
+                         const std::string& resolved_toml);
 
 // All of it for `config` as `lbt train --check` sees it (one process): resolves the config,
 // loads the data, builds the model's shapes and checks the run at its batch. Throws the

@@ -195,6 +195,26 @@ void save_run_checkpoint(const std::filesystem::path& run_dir, const trainer::Lo
   trainer::prune_checkpoints(dir, keep);
 }
 
+void refuse_changed_config(const std::filesystem::path& run_dir, const std::string& saved_toml,
+                           const std::string& resolved_toml) {
+  const auto saved = flatten_config(saved_toml);
+  const auto now = flatten_config(resolved_toml);
+  std::string differs;
+  for (const auto& [key, value] : now) {
+    auto it = saved.find(key);
+    const std::string before = it == saved.end() ? "(unset)" : it->second;
+    if (before != value && !key_may_change_on_resume(key)) {
+      differs += (differs.empty() ? "" : ", ") + key + ": " + before + " -> " + value;
+    }
+  }
+  if (!differs.empty()) {
+    throw ConfigError(
+        "cannot resume " + run_dir.string() + ": the config changed (" + differs + ")",
+        "resume with the run's own config; only train.log_every and "
+        "train.checkpoint_* may change");
+  }
+}
+
 bool restore_run_checkpoint(const std::filesystem::path& run_dir, trainer::LoopState& state,
                             nn::Model& model, optim::Optimizer& optimizer,
                             const RunIdentity& identity) {
@@ -226,22 +246,7 @@ bool restore_run_checkpoint(const std::filesystem::path& run_dir, trainer::LoopS
             " (train.threads), and a resume would not continue bit for bit",
         "resume with --set train.threads=" + std::to_string(h.at("threads").get<int>()));
   }
-  const auto saved = flatten_config(h.at("config").get<std::string>());
-  const auto now = flatten_config(identity.resolved_config);
-  std::string differs;
-  for (const auto& [key, value] : now) {
-    auto it = saved.find(key);
-    const std::string before = it == saved.end() ? "(unset)" : it->second;
-    if (before != value && !key_may_change_on_resume(key)) {
-      differs += (differs.empty() ? "" : ", ") + key + ": " + before + " -> " + value;
-    }
-  }
-  if (!differs.empty()) {
-    throw ConfigError(
-        "cannot resume " + run_dir.string() + ": the config changed (" + differs + ")",
-        "resume with the run's own config; only train.log_every and "
-        "train.checkpoint_* may change");
-  }
+  refuse_changed_config(run_dir, h.at("config").get<std::string>(), identity.resolved_config);
   ck.copy_to("params", model.store().params());
   for (auto& [name, buffer] : optimizer.state().buffers())
     ck.copy_to("optim/" + name, buffer.span());

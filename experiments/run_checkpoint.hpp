@@ -31,6 +31,12 @@ bool restore_run_checkpoint(const std::filesystem::path& run_dir, trainer::LoopS
                             nn::Model& model, optim::Optimizer& optimizer,
                             const RunIdentity& identity);
 
+// A ConfigError "cannot resume RUN_DIR: the config changed (key: before -> now, ...)" where a
+// key of `resolved_toml` has another value in the checkpoint's `saved_toml`, except the keys that
+// may change on resume; keys the saved config has and `resolved_toml` lacks are not compared.
+void refuse_changed_config(const std::filesystem::path& run_dir, const std::string& saved_toml,
+                           const std::string& resolved_toml);
+
 // The error of a --resume RUN_DIR whose checkpoints/ holds no intact checkpoint.
 [[noreturn]] void nothing_to_resume(const std::filesystem::path& run_dir);
 

@@ -325,8 +325,8 @@ BOOST_AUTO_TEST_CASE(check_refuses_a_batch_whose_activations_pass_the_machines_m
 
 // --check refuses what the run refuses of its directory, with the run's error line, writing
 // nothing: a directory already holding a run (without --overwrite), a parent that is a file,
-// --resume of a directory with no checkpoint, and a sweep directory planned with other
-// settings. Before, --check passed (exit 0) each of them.
+// --resume of a directory with no checkpoint or with another config, and a sweep directory
+// planned with other settings. Before, --check passed (exit 0) each of them.
 BOOST_AUTO_TEST_CASE(check_refuses_the_directories_the_run_refuses) {
   const fs::path train = write_file("dir_run.toml", kSyntheticRun);
   const fs::path done = scratch() / "dir_done", file = scratch() / "dir_file";
@@ -351,6 +351,17 @@ BOOST_AUTO_TEST_CASE(check_refuses_the_directories_the_run_refuses) {
   }
   BOOST_TEST(!fs::exists(scratch() / "dir_none"));
   BOOST_TEST(run_lbt(base + " --check --overwrite --out " + done.string()).code == 0);
+  // A resume whose config changed: refused by both with the same line; one that keeps it passes.
+  const std::string resume = "train --quiet --resume " + done.string();
+  const auto changed_check = run_lbt(resume + " --check --set optimizer.lr=0.2");
+  const auto changed_run = run_lbt(resume + " --set optimizer.lr=0.2");
+  BOOST_TEST(changed_run.code == 2, changed_run.err);
+  BOOST_TEST(changed_check.code == 2, changed_check.err);
+  BOOST_TEST(
+      first_error(changed_check.err).find("the config changed (optimizer.lr") != std::string::npos,
+      changed_check.err);
+  BOOST_TEST(first_error(changed_check.err) == first_error(changed_run.err));
+  BOOST_TEST(run_lbt(resume + " --check --set train.log_every=7").code == 0);
 
   const fs::path sweep = write_file("dir_sweep.toml", std::string(kSyntheticRun) + kSweepSection);
   const std::string swept =

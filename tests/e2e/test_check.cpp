@@ -107,6 +107,12 @@ std::size_t longest_number(const std::string& text) {
   return longest;
 }
 
+// The first "error: ..." line of a command's stderr ("" when there is none).
+std::string error_line(const std::string& err) {
+  const auto at = err.find("error: ");
+  return at == std::string::npos ? std::string() : err.substr(at, err.find('\n', at) - at);
+}
+
 }  // namespace
 
 BOOST_AUTO_TEST_CASE(train_and_sweep_check_refuse_a_bad_model_spec_naming_it) {
@@ -274,10 +280,6 @@ BOOST_AUTO_TEST_CASE(check_of_a_gpu_run_stops_where_the_run_stops) {
   unsetenv("CUDA_VISIBLE_DEVICES");
   BOOST_TEST(ran.code == 2, ran.err);
   BOOST_TEST(checked.code == ran.code, checked.err);
-  const auto error_line = [](const std::string& err) {
-    const auto at = err.find("error: ");
-    return at == std::string::npos ? std::string() : err.substr(at, err.find('\n', at) - at);
-  };
   BOOST_TEST(!error_line(ran.err).empty(), ran.err);
   BOOST_TEST(error_line(checked.err) == error_line(ran.err));
 }
@@ -309,10 +311,6 @@ BOOST_AUTO_TEST_CASE(check_refuses_a_batch_whose_activations_pass_the_machines_m
   BOOST_TEST(ran.code == 2, ran.err);
   BOOST_TEST(checked.err.find("at batch 1024 its output and gradient take") != std::string::npos,
              checked.err);
-  const auto error_line = [](const std::string& err) {
-    const auto at = err.find("error: ");
-    return at == std::string::npos ? std::string() : err.substr(at, err.find('\n', at) - at);
-  };
   BOOST_TEST(error_line(ran.err) == error_line(checked.err));
   BOOST_TEST(
       run_lbt("train --check -c " + train.string() + wide + " --set train.global_batch=16").code ==
@@ -333,10 +331,6 @@ BOOST_AUTO_TEST_CASE(check_refuses_the_directories_the_run_refuses) {
   std::ofstream(file) << "not a directory\n";
   BOOST_REQUIRE(run_lbt("train -c " + train.string() + " --quiet --out " + done.string()).code ==
                 0);
-  const auto first_error = [](const std::string& err) {
-    const auto at = err.find("error: ");
-    return at == std::string::npos ? std::string() : err.substr(at, err.find('\n', at) - at);
-  };
   const std::string base = "train -c " + train.string() + " --quiet";
   for (const std::string where : {" --out " + done.string(), " --out " + (file / "run").string(),
                                   " --resume " + (scratch() / "dir_none").string()}) {
@@ -345,8 +339,8 @@ BOOST_AUTO_TEST_CASE(check_refuses_the_directories_the_run_refuses) {
       const auto ran = run_lbt(base + where);
       BOOST_TEST(ran.code != 0, ran.err);
       BOOST_TEST(checked.code == ran.code, checked.err);
-      BOOST_TEST(!first_error(ran.err).empty(), ran.err);
-      BOOST_TEST(first_error(checked.err) == first_error(ran.err));
+      BOOST_TEST(!error_line(ran.err).empty(), ran.err);
+      BOOST_TEST(error_line(checked.err) == error_line(ran.err));
     }
   }
   BOOST_TEST(!fs::exists(scratch() / "dir_none"));
@@ -358,9 +352,9 @@ BOOST_AUTO_TEST_CASE(check_refuses_the_directories_the_run_refuses) {
   BOOST_TEST(changed_run.code == 2, changed_run.err);
   BOOST_TEST(changed_check.code == 2, changed_check.err);
   BOOST_TEST(
-      first_error(changed_check.err).find("the config changed (optimizer.lr") != std::string::npos,
+      error_line(changed_check.err).find("the config changed (optimizer.lr") != std::string::npos,
       changed_check.err);
-  BOOST_TEST(first_error(changed_check.err) == first_error(changed_run.err));
+  BOOST_TEST(error_line(changed_check.err) == error_line(changed_run.err));
   BOOST_TEST(run_lbt(resume + " --check --set train.log_every=7").code == 0);
 
   const fs::path sweep = write_file("dir_sweep.toml", std::string(kSyntheticRun) + kSweepSection);
@@ -371,9 +365,9 @@ BOOST_AUTO_TEST_CASE(check_refuses_the_directories_the_run_refuses) {
   const auto ran = run_lbt(swept + " --set optimizer.momentum=0.5");
   BOOST_TEST(ran.code == 2, ran.err);
   BOOST_TEST(checked.code == 2, checked.err);
-  BOOST_TEST(first_error(checked.err).find("holds a sweep planned with other settings") !=
+  BOOST_TEST(error_line(checked.err).find("holds a sweep planned with other settings") !=
                  std::string::npos,
              checked.err);
-  BOOST_TEST(first_error(checked.err) == first_error(ran.err));
+  BOOST_TEST(error_line(checked.err) == error_line(ran.err));
   BOOST_TEST(run_lbt(swept + " --check").code == 0);  // the same plan: it would resume
 }

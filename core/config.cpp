@@ -242,6 +242,13 @@ const std::string& Config::source() const {
   return impl_->source;
 }
 
+// "FILE: " for a key the file set; "" for one the command line set (--set, or a command's own
+// option such as --compare, whose message names it): "FILE: key must be ..." sent the user to
+// a file that may not have the key at all.
+std::string Config::where(std::string_view key) const {
+  return impl_->overridden.count(std::string(key)) ? "" : impl_->source + ": ";
+}
+
 std::vector<std::string> Config::validate(const Schema& schema) {
   std::vector<std::string> leaves;
   collect_leaves(impl_->root, "", leaves);
@@ -257,10 +264,7 @@ std::vector<std::string> Config::validate(const Schema& schema) {
       std::string best = nearest(leaf, names);
       if (!best.empty()) hint = "did you mean '" + best + "'? (" + hint + " or fix the name)";
       hint += "; `lbt train --help` lists every key";
-      const bool from_set = impl_->overridden.count(leaf) > 0;
-      throw ConfigError(
-          (from_set ? std::string("--set") : impl_->source) + ": unknown config key '" + leaf + "'",
-          hint);
+      throw ConfigError(where(leaf) + "unknown config key '" + leaf + "'", hint);
     }
     const toml::node& node = *find_node(impl_->root, leaf);
     if (!has_type(node, spec->type)) fail_type(*this, *spec, node);
@@ -312,16 +316,14 @@ std::string Config::resolved_toml() const {
 
 void Config::fail(std::string_view key, std::string_view constraint, std::string_view got,
                   std::string_view hint) const {
-  // A value from the command line is named as such: "FILE: key must be ..." sent the user to a
-  // file that may not have the key at all.
-  const bool from_set = impl_->overridden.count(std::string(key)) > 0;
-  throw_config_error(from_set ? std::string("--set") : impl_->source, key, constraint, got, hint);
+  const std::string w = where(key);
+  throw_config_error(w.empty() ? w : w.substr(0, w.size() - 2), key, constraint, got, hint);
 }
 
 void throw_config_error(std::string_view source, std::string_view key, std::string_view constraint,
                         std::string_view got, std::string_view hint) {
-  std::string message = std::string(source) + ": " + std::string(key) + " must be " +
-                        std::string(constraint) + ", got " + std::string(got);
+  std::string message = (source.empty() ? "" : std::string(source) + ": ") + std::string(key) +
+                        " must be " + std::string(constraint) + ", got " + std::string(got);
   std::string h = hint.empty() ? "set " + std::string(key) + " in the config or with --set " +
                                      std::string(key) + "=VALUE"
                                : std::string(hint);

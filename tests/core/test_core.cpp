@@ -107,11 +107,10 @@ BOOST_AUTO_TEST_CASE(validation_names_wrong_types_values_and_unknown_keys) {
   BOOST_TEST(e.find("did you mean 'opt.learning_rate'") != std::string::npos);
   Config retired = Config::from_string("[opt]\nlr_rule = \"sqrt\"\n");
   BOOST_TEST(error_of(retired).find("use opt.learning_rate") != std::string::npos);
-  // A value the command line set is named as --set's, not the file's (which may not have it).
+  // A value the command line set is not blamed on the file (which may not have the key).
   Config set = Config::from_string("[a]\nx = 3\n", "t.toml");
   set.set("a.x=fast");
-  BOOST_TEST(error_of(set).find("--set: a.x must be a number, got \"fast\"") != std::string::npos,
-             error_of(set));
+  BOOST_TEST(error_of(set).find("a.x must be a number, got \"fast\"") == 0u, error_of(set));
   // Case is no letter of difference in the suggestion.
   Config shouted = Config::from_string("[opt]\nLEARNING_RATE = 0.1\n");
   BOOST_TEST(error_of(shouted).find("did you mean 'opt.learning_rate'") != std::string::npos,

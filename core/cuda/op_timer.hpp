@@ -28,7 +28,6 @@ class OpTimer {
   void end(const std::string& label);  // ... and ends here, counted under `label`
   void collect();                      // waits for the stream; adds the pending intervals
   const std::vector<Total>& totals() const { return totals_; }  // labels in first-seen order
-  void clear() { totals_.clear(); }
 
  private:
   struct Events;

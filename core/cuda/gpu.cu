@@ -14,11 +14,33 @@
 
 namespace lbt::cuda {
 
+namespace {
+
+// "13.0" from CUDA's 13000.
+std::string cuda_version_text(int v) {
+  return std::to_string(v / 1000) + "." + std::to_string(v % 1000 / 10);
+}
+
+// Why cudaGetDeviceCount failed, in the user's terms: the runtime says "CUDA driver version is
+// insufficient for CUDA runtime version" both where no driver is loaded (every CPU machine) and
+// where one is too old, which call for different fixes.
+std::string device_count_failure(cudaError_t e) {
+  if (e != cudaErrorInsufficientDriver) return cudaGetErrorString(e);
+  int driver = 0, runtime = 0;
+  cudaDriverGetVersion(&driver);
+  cudaRuntimeGetVersion(&runtime);
+  if (driver == 0) return "no NVIDIA driver is loaded on this machine";
+  return "the NVIDIA driver supports CUDA " + cuda_version_text(driver) +
+         ", older than this build's CUDA runtime " + cuda_version_text(runtime);
+}
+
+}  // namespace
+
 int device_count(std::string* why) {
   int n = 0;
   const cudaError_t e = cudaGetDeviceCount(&n);
   if (e != cudaSuccess) {
-    if (why) *why = cudaGetErrorString(e);
+    if (why) *why = device_count_failure(e);
     cudaGetLastError();  // clear it: the next call must not see it
     return 0;
   }

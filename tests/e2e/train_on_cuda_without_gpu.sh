@@ -1,6 +1,6 @@
 #!/bin/sh
 # model.device=cuda without a GPU (or without CUDA in the build): one error line and a hint,
-# exit 2, no run directory; where a GPU is, the run trains (exit 0). A run the GPU cannot do yet
+# exit 2, no run directory, and where no NVIDIA driver is loaded the line says so; where a GPU is, the run trains (exit 0). A run the GPU cannot do yet
 # (here the per-example noise estimator on a CNN) is refused alike on every machine, before any
 # GPU is looked for. With MPIEXEC, two ranks alike: several ranks are no longer refused as such,
 # so without a GPU every rank ends with the same error (exit 2); with one, both train on it.
@@ -18,6 +18,12 @@ if [ $rc -ne 0 ]; then
     fail "unexpected first line"
   [ "$(wc -l <"$d/err")" -eq 2 ] || fail "not one error line and a hint"
   [ ! -e "$d/run" ] || fail "a run directory was written"
+  # No driver at all (a CPU machine): said so, not the runtime's "CUDA driver version is
+  # insufficient for CUDA runtime version", which reads as an old driver.
+  if [ ! -e /proc/driver/nvidia/version ] && grep -q 'no usable NVIDIA GPU' "$d/err"; then
+    head -1 "$d/err" | grep -q 'no NVIDIA driver is loaded on this machine$' ||
+      fail "no driver: unexpected reason"
+  fi
 fi
 
 "$lbt" train --config "$config" --quiet --set model.device=cuda --set noise.enabled=true \

@@ -11,6 +11,8 @@
 #include "noise/online_estimator.hpp"
 #include "optim/optimizer_options.hpp"
 #include "trainer/checkpoint.hpp"
+#include "trainer/comm/communicator.hpp"
+#include "trainer/config/train_keys.hpp"
 #include "trainer/data/load.hpp"
 #include "trainer/device_support.hpp"
 #include "trainer/noise_log.hpp"
@@ -57,13 +59,13 @@ void check_activations(const trainer::TrainConfig& cfg, const nn::Model& model,
 
 trainer::StepBudget check_run_at_batch(Config& config, const trainer::RunConfig& run,
                                        const nn::Model& model, const data::Splits& splits,
-                                       std::ostream* warnings) {
-  const trainer::StepBudget budget = trainer::step_budget(run.train, splits.train.n, 1);
-  check_activations(run.train, model, splits.validation.n, 1);
+                                       int world, std::ostream* warnings) {
+  const trainer::StepBudget budget = trainer::step_budget(run.train, splits.train.n, world);
+  check_activations(run.train, model, splits.validation.n, world);
   trainer::check_ema_horizon(run.train, budget.total_steps, config.source());
   if (run.noise.enabled) {
     read_hessian_options(config);
-    noise::choose_method(run.noise, 1, run.train.micro_batch, run.train.accum_steps,
+    noise::choose_method(run.noise, world, run.train.micro_batch, run.train.accum_steps,
                          trainer::per_example_support(model, run.train.device));
   }
   trainer::run_schedule(run, budget, warnings);
@@ -96,12 +98,18 @@ void check_run_directory(const std::filesystem::path& dir, const RunDirectoryUse
 }
 
 void check_run(Config& config, std::ostream* warnings) {
-  const trainer::RunConfig run = trainer::resolve_run_config(config, 1);
+  // The ranks this process was launched with (mpirun -np N lbt train --check: N; else 1, and no
+  // MPI starts), as run_training resolves the run.
+  Config probe = config;  // reading the backend records it; the run reads it again
+  const int world = comm::process_communicator(
+                        {probe.get_string(Schema::in(trainer::train_keys(), "comm.backend"))})
+                        .size();
+  const trainer::RunConfig run = trainer::resolve_run_config(config, world);
   check_model_spec(run.train);
   const data::Splits splits = data::load_splits(run.train.data, run.train.seed);
   const auto model = model_for_data(run.train, splits.train);
   check_optimizer(run, *model);
-  check_run_at_batch(config, run, *model, splits, warnings);
+  check_run_at_batch(config, run, *model, splits, world, warnings);
   check_device_parts(config, run, splits.train);  // last: the machine's GPU among them
 }
 

@@ -41,13 +41,13 @@ void check_optimizer(const trainer::RunConfig& run, const nn::Model& model);
 void check_activations(const trainer::TrainConfig& cfg, const nn::Model& model,
                        std::int64_t validation_examples, int world);
 
-// The checks of `run` on one process that depend on its global batch: the step budget (a batch
-// the data cannot fill), the activations at that batch (check_activations), the EMA's horizon,
-// the noise.hessian keys and the noise estimator the batch layout allows, and the schedule
-// against the budget (its notes go to `warnings`, nullptr: none). Returns the budget.
+// The checks of `run` on `world` processes that depend on its global batch: the step budget (a
+// batch the data cannot fill), the activations at that batch (check_activations), the EMA's
+// horizon, the noise.hessian keys and the noise estimator the batch layout allows, and the
+// schedule against the budget (its notes go to `warnings`, nullptr: none). Returns the budget.
 trainer::StepBudget check_run_at_batch(Config& config, const trainer::RunConfig& run,
                                        const nn::Model& model, const data::Splits& splits,
-                                       std::ostream* warnings);
+                                       int world, std::ostream* warnings);
 
 // For a run on a device (model.device other than cpu; nothing for cpu): what the device can
 // run (trainer/device_support.hpp), the data and the B_noise probe it takes (classification, no
@@ -68,7 +68,8 @@ struct RunDirectoryUse {
 void check_run_directory(const std::filesystem::path& dir, const RunDirectoryUse& use,
                          const std::string& resolved_toml);
 
-// All of it for `config` as `lbt train --check` sees it (one process): resolves the config,
+// All of it for `config` as `lbt train --check` sees it (on the ranks it was launched with: one
+// without mpirun): resolves the config,
 // loads the data, builds the model's shapes and checks the run at its batch. Throws the
 // ConfigError or DataError the run would stop with.
 void check_run(Config& config, std::ostream* warnings);

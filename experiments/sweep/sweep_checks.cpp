@@ -135,7 +135,7 @@ void validate_trial_configs(const Config& sweep_config, const std::vector<Trial>
       check_optimizer(run, *model);
     }
     try {
-      check_run_at_batch(c, run, *model, *splits, i == 0 ? &std::cerr : nullptr);
+      check_run_at_batch(c, run, *model, *splits, /*world=*/1, i == 0 ? &std::cerr : nullptr);
       // The device's checks lbt can make (not the GPU's presence: the first trial finds that).
       if (i == 0) check_device_parts(c, run, splits->train);
     } catch (const ConfigError& e) {

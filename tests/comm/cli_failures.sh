@@ -4,6 +4,8 @@
 #                 0's working directory) while rank 0 waits in the parameter broadcast; the job must exit non-zero (DataError's code 3) within seconds, with
 #                 rank 1's message.
 #   bad_batch:    a global batch not divisible by 2 ranks; every rank rejects it (ConfigError, 2).
+#   bad_batch_check: the same with --check, which checks on the ranks it was launched with (it
+#                 resolved one process and passed before).
 # usage: cli_failures.sh CASE MPIEXEC LBT CONFIG
 set -u
 case_name=$1 mpiexec=$2 lbt=$3 config=$4
@@ -25,6 +27,10 @@ case $case_name in
     rc=$? want_rc=3 want_msg="error: rank 1 of 2: data file not found: fmnist/" ;;
   bad_batch)
     timeout 50 "$mpiexec" --oversubscribe -np 2 "$lbt" $common --set train.global_batch=127 >"$out/log" 2>&1
+    rc=$? want_rc=2 want_msg="train.global_batch must be divisible by the number of ranks (2), got 127" ;;
+  bad_batch_check)
+    timeout 50 "$mpiexec" --oversubscribe -np 2 "$lbt" $common --set train.global_batch=127 --check \
+      >"$out/log" 2>&1
     rc=$? want_rc=2 want_msg="train.global_batch must be divisible by the number of ranks (2), got 127" ;;
   *) echo "unknown case $case_name"; exit 2 ;;
 esac

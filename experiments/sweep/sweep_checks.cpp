@@ -162,6 +162,14 @@ nlohmann::json plan_json(const std::vector<Trial>& plan) {
   return trials;
 }
 
+void check_sweep_directory(const fs::path& dir, bool collect_only, bool check_only) {
+  if (collect_only && !fs::exists(dir / "sweep.json"))
+    throw ConfigError("--collect: " + dir.string() + " holds no sweep (no sweep.json)",
+                      "give --out the sweep directory to collect, or run the sweep without "
+                      "--collect");
+  if (check_only) io::check_can_create_directories(dir / "trials", "sweep directory");
+}
+
 // A resumed sweep must mean the same experiment: trials planned under other settings (another
 // target, seed, model, --set, LR or budget) would be mixed into one CSV as if they belonged to
 // this plan. Names every difference; new trials (more batch sizes) only with `extend`.

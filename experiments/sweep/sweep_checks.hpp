@@ -27,6 +27,11 @@ void validate_trial_configs(const Config& sweep_config, const std::vector<Trial>
 // The plan's trials as recorded in sweep.json.
 nlohmann::json plan_json(const std::vector<Trial>& plan);
 
+// What the sweep refuses of its directory before it writes there: --collect where no sweep is
+// (it wrote an empty one and exited 0), and with --check, read only, a place no directory can
+// be made (io::check_can_create_directories).
+void check_sweep_directory(const std::filesystem::path& dir, bool collect_only, bool check_only);
+
 // Refuses a rerun whose plan (`now`, sweep.json's content) differs from the recorded one,
 // naming every difference; new trials only with `extend`.
 void check_same_plan(const std::filesystem::path& dir, const nlohmann::json& now,

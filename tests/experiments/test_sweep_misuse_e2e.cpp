@@ -63,6 +63,13 @@ BOOST_AUTO_TEST_CASE(a_second_sweep_on_a_busy_directory_exits_2_naming_the_owner
   r = run_lbt("sweep --config " + cfg.string() + " --out " + dir.string() +
               " --collect --no-plots");
   BOOST_TEST(r.code == 0, "stderr: " << r.err);
+  // --collect where no sweep is: refused, nothing written (it wrote an empty sweep, exit 0).
+  const fs::path none = scratch() / "no_sweep_here";
+  r = run_lbt("sweep --config " + cfg.string() + " --out " + none.string() +
+              " --collect --no-plots");
+  BOOST_TEST(r.code == 2, "stderr: " << r.err);
+  BOOST_TEST(r.err.find("holds no sweep (no sweep.json)") != std::string::npos, r.err);
+  BOOST_TEST(!fs::exists(none));
 }
 
 // A sweep whose trials crashed (not diverged) exits 6 listing them. Here every trial's program

@@ -320,10 +320,28 @@ void Config::fail(std::string_view key, std::string_view constraint, std::string
   throw_config_error(w.empty() ? w : w.substr(0, w.size() - 2), key, constraint, got, hint);
 }
 
+namespace {
+
+// std::to_string's fixed six decimals, as validators pass a double: "0.000000" -> "0",
+// "-0.100000" -> "-0.1"; any other text is left as it is.
+std::string plain_number(std::string_view got) {
+  const auto dot = got.find('.');
+  const bool decimal = dot != std::string_view::npos && got.size() - dot == 7 &&
+                       got.find_first_not_of("-0123456789.") == std::string_view::npos &&
+                       got.find('.', dot + 1) == std::string_view::npos;
+  if (!decimal) return std::string(got);
+  std::string out(got);
+  out.erase(out.find_last_not_of('0') + 1);
+  if (out.back() == '.') out.pop_back();
+  return out == "-0" ? "0" : out;
+}
+
+}  // namespace
+
 void throw_config_error(std::string_view source, std::string_view key, std::string_view constraint,
                         std::string_view got, std::string_view hint) {
   std::string message = (source.empty() ? "" : std::string(source) + ": ") + std::string(key) +
-                        " must be " + std::string(constraint) + ", got " + std::string(got);
+                        " must be " + std::string(constraint) + ", got " + plain_number(got);
   std::string h = hint.empty() ? "set " + std::string(key) + " in the config or with --set " +
                                      std::string(key) + "=VALUE"
                                : std::string(hint);

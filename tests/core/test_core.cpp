@@ -111,6 +111,17 @@ BOOST_AUTO_TEST_CASE(validation_names_wrong_types_values_and_unknown_keys) {
   Config set = Config::from_string("[a]\nx = 3\n", "t.toml");
   set.set("a.x=fast");
   BOOST_TEST(error_of(set).find("a.x must be a number, got \"fast\"") == 0u, error_of(set));
+  // A double a validator passes through std::to_string reads as the number, not "0.100000".
+  try {
+    set.fail("a.x", "> 0", std::to_string(-0.1));
+  } catch (const ConfigError& e) {
+    BOOST_TEST(std::string(e.what()) == "a.x must be > 0, got -0.1");
+  }
+  try {
+    set.fail("a.x", "> 0", std::to_string(0.0));
+  } catch (const ConfigError& e) {
+    BOOST_TEST(std::string(e.what()) == "a.x must be > 0, got 0");
+  }
   // Case is no letter of difference in the suggestion.
   Config shouted = Config::from_string("[opt]\nLEARNING_RATE = 0.1\n");
   BOOST_TEST(error_of(shouted).find("did you mean 'opt.learning_rate'") != std::string::npos,

@@ -6,8 +6,8 @@
 # GPU (MLP, simple CNN, ResNet-8, each beside PyTorch eager), the default Fashion-MNIST sweep on
 # the GPU, and the MLP step beside PyTorch eager and CUDA graph. STAGES (default "doctor tests
 # train sweep bench") picks parts; not in the default: "profile" (the simple CNN's GPU time per
-# op and per kernel, lbt's with each choice of cuDNN algorithms, and PyTorch's) and "scaling" (lbt scaling on the machine's CPU cores,
-# 1 to 16 ranks). Logs go to $OUT (the device tool's folder) or /tmp/lbt-gpu-out; the device
+# op and per kernel, lbt's with each choice of cuDNN algorithms, and PyTorch's) and "scaling"
+# (lbt scaling on the machine's CPU cores, 1 to 16 ranks). Logs go to $OUT (the device tool's folder) or /tmp/lbt-gpu-out; the device
 # tool brings back 8 files, so pack them (OUT=/tmp/o bash check.sh; tar czf $OUT/all.tgz ...).
 set -uo pipefail
 out=${OUT:-/tmp/lbt-gpu-out}

@@ -2,9 +2,9 @@
 # Packs what the GPU machine runs (scripts/gpu/check.sh) into .gpu/bundle.tar.xz: lbt, lbt-cuda,
 # lbt-doctor, the gpu suites, bench_gpu_mlp_step and bench_gpu_layer_times from a CUDA build
 # here (and Fashion-MNIST into .gpu/fashion-mnist, which the machine lacks), with the shared
-# libraries they need that a bare CUDA image lacks (OpenBLAS, toml++, OpenMPI, Boost.Test, cudart). cuBLAS, cuDNN and
-# NCCL are the GPU machine's own (hundreds of MB, and matched to its driver); so are glibc and
-# libstdc++, newer there than here. Nothing can be installed there.
+# libraries they need that a bare CUDA image lacks (OpenBLAS, toml++, OpenMPI, Boost.Test,
+# cudart). cuBLAS, cuDNN and NCCL are the GPU machine's own (hundreds of MB, and matched to its
+# driver); so are glibc and libstdc++, newer there than here. Nothing can be installed there.
 #   usage: bash scripts/gpu/bundle.sh [build dir]   (then: device run with carry .gpu)
 set -euo pipefail
 cd "$(dirname "$0")/../.."

@@ -242,7 +242,10 @@ NoiseRunResult run_noise(Config& config, const NoiseRunOptions& options) {
   NoiseRunOptions o = options;
   o.run.noise_layout_note = choose_noise_layout(config);
   o.run.warmup_past_run = schedules::WarmupPastRun::kNote;
-  std::vector<std::int64_t> at = o.at_steps;
+  std::vector<std::int64_t> at =
+      o.at_steps;  // in order, each step once (a repeat was reported twice)
+  std::sort(at.begin(), at.end());
+  at.erase(std::unique(at.begin(), at.end()), at.end());
   o.run.probe = hessian_probe(h, at);
   NoiseRunResult result;
   result.run = run_training(config, o.run);

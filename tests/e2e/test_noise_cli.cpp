@@ -191,7 +191,18 @@ BOOST_AUTO_TEST_CASE(at_steps_past_the_run_are_said_to_be) {
                            "last measurement before it, and no B_noise probe ran there") !=
                  std::string::npos,
              past.out);
-  const auto within = run_lbt(run + " --at-steps 20,39");
+  const auto within = run_lbt(run + " --at-steps 39,20,39");
   BOOST_TEST(within.code == 0, within.err);
   BOOST_TEST(within.out.find("Note: past") == std::string::npos, within.out);
+  // A step given twice is one set of rows, steps in order.
+  const auto rows_at = [&](const std::string& step) {
+    std::size_t n = 0;
+    for (std::size_t at = within.out.find("\n" + step); at != std::string::npos;
+         at = within.out.find("\n" + step, at + 1))
+      ++n;
+    return n;
+  };
+  const std::string at20 = "      20 ", at39 = "      39 ";
+  BOOST_TEST(rows_at(at39) == rows_at(at20), within.out);
+  BOOST_TEST(within.out.find("\n" + at20) < within.out.find("\n" + at39), within.out);
 }

@@ -63,10 +63,12 @@ void check_key(const std::string& spec, const std::string& key) {
   if (key.empty()) {
     throw ConfigError("--compare '" + spec + "' is not KEY=V1,V2[,...]", kCompareExample);
   }
+  // The keys only: the values of train.steps, eval_every and log_every follow --steps, which
+  // this check does not know (it printed "train.steps=2", a placeholder).
   for (const std::string& set : study_sets(2)) {
     if (set.substr(0, set.find('=')) == key) {
-      throw ConfigError("--compare " + key + ": the study sets " + key + " itself (" + set +
-                            " for a throughput window of --steps steps)",
+      throw ConfigError("--compare " + key + ": the study sets " + key +
+                            " itself, the same in every run of its throughput window",
                         "compare another key; --steps sets the window");
     }
   }

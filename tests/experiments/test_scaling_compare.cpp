@@ -187,6 +187,7 @@ BOOST_AUTO_TEST_CASE(bad_compare_specs_are_config_errors) {
   BOOST_TEST(fails_with("train.bucket_mb=1,,4", "empty value"));
   BOOST_TEST(fails_with("train.bucket_mb=", "empty value"));
   BOOST_TEST(fails_with("train.steps=10,20", "the study sets train.steps itself"));
+  BOOST_TEST(!fails_with("train.steps=10,20", "train.steps=2"));  // no placeholder value shown
   // The LR does not change a step's cost; the study keeps the config's at every batch.
   BOOST_TEST(fails_with("schedule.scaling=linear,sqrt", "the study sets schedule.scaling itself"));
   BOOST_TEST(fails_with("model.spec=\"a/b\",a_b", "same directory name"));

@@ -242,11 +242,11 @@ const std::string& Config::source() const {
   return impl_->source;
 }
 
-// "FILE: " for a key the file set; "" for one the command line set (--set, or a command's own
+// The file for a key the file set; "" for one the command line set (--set, or a command's own
 // option such as --compare, whose message names it): "FILE: key must be ..." sent the user to
 // a file that may not have the key at all.
-std::string Config::where(std::string_view key) const {
-  return impl_->overridden.count(std::string(key)) ? "" : impl_->source + ": ";
+std::string Config::source_of(std::string_view key) const {
+  return impl_->overridden.count(std::string(key)) ? "" : impl_->source;
 }
 
 std::vector<std::string> Config::validate(const Schema& schema) {
@@ -264,7 +264,9 @@ std::vector<std::string> Config::validate(const Schema& schema) {
       std::string best = nearest(leaf, names);
       if (!best.empty()) hint = "did you mean '" + best + "'? (" + hint + " or fix the name)";
       hint += "; `lbt train --help` lists every key";
-      throw ConfigError(where(leaf) + "unknown config key '" + leaf + "'", hint);
+      const std::string source = source_of(leaf);
+      throw ConfigError((source.empty() ? "" : source + ": ") + "unknown config key '" + leaf + "'",
+                        hint);
     }
     const toml::node& node = *find_node(impl_->root, leaf);
     if (!has_type(node, spec->type)) fail_type(*this, *spec, node);
@@ -316,8 +318,7 @@ std::string Config::resolved_toml() const {
 
 void Config::fail(std::string_view key, std::string_view constraint, std::string_view got,
                   std::string_view hint) const {
-  const std::string w = where(key);
-  throw_config_error(w.empty() ? w : w.substr(0, w.size() - 2), key, constraint, got, hint);
+  throw_config_error(source_of(key), key, constraint, got, hint);
 }
 
 namespace {

@@ -64,21 +64,20 @@ class Config {
   // the conditions that decide which keys apply).
   std::string peek_string(std::string_view key, std::string_view fallback) const;
   const std::string& source() const;
-  // "SOURCE: " naming where `key`'s value came from for an error message: the file's name, or ""
-  // where the command line set it (its message names the option).
-  std::string where(std::string_view key) const;
 
   // The fully resolved config (every key read, with its effective value) as TOML text.
   std::string resolved_toml() const;
 
   // Throws a ConfigError "SOURCE: KEY must be ..., got VALUE" with a hint; for validators.
-  // SOURCE is the file; none where the command line set the key (where()).
+  // SOURCE is the file; none where the command line set the key (its message names the option).
   [[noreturn]] void fail(std::string_view key, std::string_view constraint, std::string_view got,
                          std::string_view hint = {}) const;
 
   struct Impl;  // public only so file-local helpers in config.cpp can name it
 
  private:
+  // The file `key`'s value came from, for an error message; "" where the command line set it.
+  std::string source_of(std::string_view key) const;
   std::unique_ptr<Impl> impl_;
 };
 

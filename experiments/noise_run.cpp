@@ -11,7 +11,7 @@
 #include "core/error.hpp"
 #include "core/rng.hpp"
 #include "experiments/hessian_probe.hpp"
-#include "trainer/comm/communicator.hpp"
+#include "experiments/run_check.hpp"
 #include "trainer/config/run_config.hpp"
 #include "trainer/config/train_keys.hpp"
 #include "trainer/noise_log.hpp"
@@ -26,8 +26,7 @@ namespace {
 std::string choose_noise_layout(Config& config) {
   if (config.has("train.micro_batch") || config.has("train.accum_steps")) return "";
   Config probe = config;  // resolving records what it read; the run resolves again
-  const std::string backend = probe.get_string(Schema::in(trainer::train_keys(), "comm.backend"));
-  const int world = comm::process_communicator({backend}).size();
+  const int world = launched_ranks(config);
   const trainer::RunConfig run = trainer::resolve_run_config(probe, world);
   if (!run.noise.enabled || !run.noise.two_batch || world >= 2) return "";
   // A layer list's shape comes from the data, not read here: its layers say whether they

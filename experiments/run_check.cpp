@@ -97,13 +97,15 @@ void check_run_directory(const std::filesystem::path& dir, const RunDirectoryUse
   refuse_changed_config(dir, newest.header.at("config").get<std::string>(), resolved_toml);
 }
 
-void check_run(Config& config, std::ostream* warnings) {
-  // The ranks this process was launched with (mpirun -np N lbt train --check: N; else 1, and no
-  // MPI starts), as run_training resolves the run.
+int launched_ranks(const Config& config) {
   Config probe = config;  // reading the backend records it; the run reads it again
-  const int world = comm::process_communicator(
-                        {probe.get_string(Schema::in(trainer::train_keys(), "comm.backend"))})
-                        .size();
+  return comm::process_communicator(
+             {probe.get_string(Schema::in(trainer::train_keys(), "comm.backend"))})
+      .size();
+}
+
+void check_run(Config& config, std::ostream* warnings) {
+  const int world = launched_ranks(config);  // as run_training resolves the run
   const trainer::RunConfig run = trainer::resolve_run_config(config, world);
   check_model_spec(run.train);
   const data::Splits splits = data::load_splits(run.train.data, run.train.seed);

@@ -68,6 +68,10 @@ struct RunDirectoryUse {
 void check_run_directory(const std::filesystem::path& dir, const RunDirectoryUse& use,
                          const std::string& resolved_toml);
 
+// The ranks this process was launched with, on the communicator of `config`'s comm.backend:
+// N under mpirun -np N, else 1 (and then no MPI starts).
+int launched_ranks(const Config& config);
+
 // All of it for `config` as `lbt train --check` sees it (on the ranks it was launched with: one
 // without mpirun): resolves the config,
 // loads the data, builds the model's shapes and checks the run at its batch. Throws the

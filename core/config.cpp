@@ -11,6 +11,7 @@
 #include <stdexcept>
 
 #include "core/error.hpp"
+#include "core/toml_text.hpp"
 #include "core/toml_values.hpp"
 
 namespace lbt {
@@ -311,9 +312,7 @@ std::vector<std::string> Config::validate(const Schema& schema) {
 }
 
 std::string Config::resolved_toml() const {
-  std::ostringstream ss;
-  ss << impl_->resolved << "\n";
-  return ss.str();
+  return toml_text(impl_->resolved) + "\n";
 }
 
 void Config::fail(std::string_view key, std::string_view constraint, std::string_view got,

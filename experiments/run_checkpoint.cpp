@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "core/error.hpp"
+#include "core/toml_text.hpp"
 #include "trainer/checkpoint.hpp"
 #include "trainer/snapshot.hpp"
 
@@ -106,7 +107,7 @@ std::shared_ptr<const trainer::BelowTargetState> read_below_target(
 // "section.key" -> value text, from toml++'s printed form ([section] headers, key = value).
 std::map<std::string, std::string> flatten_config(const std::string& text) {
   std::map<std::string, std::string> out;
-  std::istringstream in(text);
+  std::istringstream in(shortest_floats(text));  // an older lbt printed 0.050000000000000003
   std::string line, section;
   while (std::getline(in, line)) {
     line.erase(0, line.find_first_not_of(' '));  // toml++ indents arrays of tables

@@ -10,6 +10,7 @@
 
 #include "core/error.hpp"
 #include "core/io.hpp"
+#include "core/toml_text.hpp"
 #include "experiments/json_file.hpp"
 #include "experiments/lbt_schema.hpp"
 #include "experiments/run_check.hpp"
@@ -58,7 +59,7 @@ std::string trial_base_config(const fs::path& config_path) {
   table.erase("sweep");
   std::ostringstream ss;
   ss << "# Written by lbt sweep from " << config_path.string() << " without its [sweep] table.\n"
-     << table << "\n";
+     << toml_text(table) << "\n";
   return ss.str();
 }
 

@@ -7,6 +7,7 @@
 
 #include <cmath>
 #include <csignal>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <random>
@@ -21,6 +22,7 @@
 #include "core/params.hpp"
 #include "core/rng.hpp"
 #include "core/sum_squares.hpp"
+#include "core/toml_text.hpp"
 #include "support/cpu_paths.hpp"
 
 using namespace lbt;
@@ -154,6 +156,37 @@ BOOST_AUTO_TEST_CASE(config_invalid_toml_names_file_and_line) {
     BOOST_FAIL("expected ConfigError");
   } catch (const ConfigError& e) {
     BOOST_TEST(std::string(e.what()).find("bad.toml:2") != std::string::npos);
+  }
+}
+
+BOOST_AUTO_TEST_CASE(floats_are_written_short_and_read_back_exactly) {
+  BOOST_TEST(shortest_floats("lr = 0.050000000000000003\n") == "lr = 0.05\n");
+  BOOST_TEST(shortest_floats("x = [ 0.10000000000000001, 2, 8.0 ]") == "x = [ 0.1, 2, 8.0 ]");
+  BOOST_TEST(shortest_floats("big = 1.0000000000000000e+20") == "big = 1e+20");
+  BOOST_TEST(shortest_floats("f = 1.00000000000000000e+02") == "f = 100.0");
+  BOOST_TEST(shortest_floats("z = -0.0") == "z = -0.0");
+  // Strings, comments, integers, dates, times, inf and numbers inside bare keys stay as written.
+  for (const char* same :
+       {"path = '/d/0.050000000000000003'", R"(s = "a \" 0.10000000000000001")",
+        "# 0.10000000000000001", "n = 100", "d = 1979-05-27", "t = 07:32:00.50000000000000001",
+        "i = -inf", "a.1.50000000000000001 = 2", "m = '''x\n0.10000000000000001'''"}) {
+    BOOST_TEST(shortest_floats(same) == same);
+  }
+  // Any double, printed by toml++ and shortened, reads back as the same float, bit for bit.
+  std::mt19937_64 bits(7);
+  std::vector<double> values = {0.05, 3.0, -0.0, 1e22, 5e-324, 1.7976931348623157e308, 0.1 + 0.2};
+  while (values.size() < 5000) {
+    double v;
+    const std::uint64_t b = bits();
+    std::memcpy(&v, &b, sizeof v);
+    if (std::isfinite(v)) values.push_back(v);
+  }
+  for (const double v : values) {
+    const std::string text = toml_text(toml::table{{"v", v}});
+    const toml::table back = toml::parse(text);
+    BOOST_TEST_REQUIRE(back["v"].is_floating_point(), text);
+    const double read = *back["v"].value<double>();
+    BOOST_TEST(std::memcmp(&read, &v, sizeof v) == 0, text);
   }
 }
 

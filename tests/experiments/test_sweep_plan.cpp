@@ -6,7 +6,9 @@
 #include <cmath>
 
 #include "core/error.hpp"
+#include "core/toml_text.hpp"
 #include "experiments/lbt_schema.hpp"
+#include "experiments/run_checkpoint.hpp"
 #include "experiments/sweep/sweep_plan.hpp"
 #include "trainer/config/run_config.hpp"
 
@@ -95,4 +97,16 @@ BOOST_AUTO_TEST_CASE(plan_without_budget_or_target_is_refused) {
   BOOST_CHECK_THROW(read_sweep_settings(c, {}, 0, "val_accuracy>=0.5"), lbt::ConfigError);
   lbt::Config d = lbt::Config::from_string("[sweep]\nbatch_sizes = [32]\nmax_steps = 10\n");
   BOOST_CHECK_THROW(read_sweep_settings(d, {}, 0, ""), lbt::ConfigError);
+}
+
+// A run or sweep written before lbt printed floats short (lr = 0.050000000000000003) resumes
+// under today's config.toml (lr = 0.05): the comparison is of values, not of their digits.
+BOOST_AUTO_TEST_CASE(a_config_printed_with_seventeen_digits_compares_equal_to_its_short_form) {
+  const std::string older = "[optimizer]\nlr = 0.050000000000000003\nmilestones = [ 8.0 ]\n";
+  const std::string today = lbt::toml_text(toml::parse(older));
+  BOOST_TEST(today.find("lr = 0.05\n") != std::string::npos, today);
+  BOOST_TEST((flatten_config(older) == flatten_config(today)));
+  BOOST_CHECK_NO_THROW(refuse_changed_config("run", older, today));
+  BOOST_CHECK_THROW(refuse_changed_config("run", older, "[optimizer]\nlr = 0.05000000000000001\n"),
+                    lbt::ConfigError);
 }

@@ -1,0 +1,99 @@
+#include "core/toml_text.hpp"
+
+#include <algorithm>
+#include <cctype>
+#include <charconv>
+#include <sstream>
+#include <system_error>
+
+namespace lbt {
+namespace {
+
+bool is_number_char(char c) {
+  return (c >= '0' && c <= '9') || c == '+' || c == '-' || c == '.' || c == 'e' || c == 'E';
+}
+
+// What can come before a value's first character: a key's "= ", an array's "[" or ", ", or a
+// line's start. A number inside a bare key (a.1e5) follows a letter, '.' or '-'.
+bool starts_a_value(char before) {
+  return before == ' ' || before == '\t' || before == '\n' || before == '=' || before == '[' ||
+         before == ',' || before == '{';
+}
+
+// A float token in its shortest round-trip form; anything else (an integer, a date, a key
+// such as a.b) is returned unchanged.
+std::string shortest_float(std::string_view token) {
+  if (token.find_first_of(".eE") == std::string_view::npos) return std::string(token);
+  const char* first = token.data() + (token.front() == '+' ? 1 : 0);
+  const char* last = token.data() + token.size();
+  double value = 0.0;
+  const auto [end, error] = std::from_chars(first, last, value);
+  if (error != std::errc() || end != last) return std::string(token);
+  char buffer[32];
+  const auto written = std::to_chars(buffer, buffer + sizeof buffer, value);
+  std::string out(buffer, written.ptr);
+  if (out.find_first_of(".en") == std::string::npos) out += ".0";  // "100" would read as an int
+  return out;
+}
+
+// The length of the string starting at text[i] (a quote), its quotes included: '...', "..."
+// with backslash escapes, or the multi-line ''' and """ forms.
+std::size_t string_length(std::string_view text, std::size_t i) {
+  const char quote = text[i];
+  const std::string_view triple = quote == '"' ? "\"\"\"" : "'''";
+  if (text.substr(i, 3) == triple) {
+    const auto close = text.find(triple, i + 3);
+    return close == std::string_view::npos ? text.size() - i : close + 3 - i;
+  }
+  for (std::size_t j = i + 1; j < text.size(); ++j) {
+    if (quote == '"' && text[j] == '\\') {
+      ++j;
+    } else if (text[j] == quote || text[j] == '\n') {
+      return j + 1 - i;
+    }
+  }
+  return text.size() - i;
+}
+
+}  // namespace
+
+std::string shortest_floats(std::string_view text) {
+  std::string out;
+  out.reserve(text.size());
+  std::size_t i = 0;
+  while (i < text.size()) {
+    const char c = text[i];
+    if (c == '"' || c == '\'') {
+      const std::size_t n = string_length(text, i);
+      out.append(text.substr(i, n));
+      i += n;
+    } else if (c == '#') {
+      const std::size_t n = std::min(text.find('\n', i), text.size()) - i;
+      out.append(text.substr(i, n));
+      i += n;
+    } else if (is_number_char(c) && (i == 0 || starts_a_value(text[i - 1]))) {
+      // A token of number characters only; one that runs into a letter, '_' or ':' (a date, a
+      // time, a bare key such as 1_000) is copied whole.
+      std::size_t j = i;
+      while (j < text.size() && is_number_char(text[j])) ++j;
+      std::size_t k = j;
+      while (k < text.size() && !std::isspace(static_cast<unsigned char>(text[k])) &&
+             text[k] != ',' && text[k] != ']' && text[k] != '}' && text[k] != '=')
+        ++k;
+      out += k == j ? shortest_float(text.substr(i, j - i)) : std::string(text.substr(i, k - i));
+      i = k;
+    } else {
+      out += c;
+      ++i;
+    }
+  }
+  return out;
+}
+
+std::string toml_text(const toml::table& table) {
+  std::ostringstream ss;
+  ss << table;
+  return shortest_floats(ss.str());
+}
+
+}  // namespace lbt

@@ -1,0 +1,20 @@
+// TOML text as lbt writes it (config.toml, a sweep's base_config.toml, plan.toml): toml++'s
+// printer with each float in its shortest form that reads back to the same double.
+#pragma once
+#include <toml++/toml.h>
+
+#include <string>
+#include <string_view>
+
+namespace lbt {
+
+// toml++ prints a double with 17 significant digits ("lr = 0.050000000000000003"): exact, but
+// not what anyone typed. std::to_chars's shortest round-trip form ("0.05") is just as exact.
+std::string toml_text(const toml::table& table);
+
+// The same rewrite on text already printed (by toml++ or by an older lbt): every float outside
+// a string in its shortest form, kept a float ("100.0", not "100"). Comparing configs through
+// it makes a run written by an older lbt compare equal to the same config printed today.
+std::string shortest_floats(std::string_view text);
+
+}  // namespace lbt

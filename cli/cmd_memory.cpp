@@ -90,7 +90,10 @@ void add_memory_command(CLI::App& app) {
       "each, their norm and counter lines, and the train.overlap_comm thread's stack); with\n"
       "an elementwise optimizer the parameters are one window every rank maps.\n\n" +
       config_keys_footer());
-  cmd->callback([args] { run_memory(*args); });
+  cmd->callback([args] {
+    keep_first_of_each(args->options.global_batches);
+    run_memory(*args);
+  });
 }
 
 }  // namespace lbt::cli

@@ -195,7 +195,10 @@ void add_schedule_command(CLI::App& app) {
                   "given: their runs cover the same data in different steps; default auto)")
       ->check(CLI::IsMember({"auto", "step", "epoch"}));
   cmd->footer(config_keys_footer());
-  cmd->callback([args] { run_schedule(*args); });
+  cmd->callback([args] {
+    keep_first_of_each(args->global_batches);
+    run_schedule(*args);
+  });
 }
 
 }  // namespace lbt::cli

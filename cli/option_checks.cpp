@@ -1,6 +1,7 @@
 // Numeric option checks and the command line's error lines; see option_checks.hpp.
 #include "cli/option_checks.hpp"
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <cstdio>
@@ -87,6 +88,13 @@ int report_parse_error(const CLI::App& app, const CLI::ParseError& e) {
   std::fprintf(stderr, "hint: `%s --help` lists the options and the values each takes\n",
                command.c_str());
   return 2;
+}
+
+void keep_first_of_each(std::vector<std::int64_t>& values) {
+  std::vector<std::int64_t> once;
+  for (const std::int64_t v : values)
+    if (std::find(once.begin(), once.end(), v) == once.end()) once.push_back(v);
+  values = std::move(once);
 }
 
 }  // namespace lbt::cli

@@ -7,6 +7,7 @@
 #include <CLI/CLI.hpp>
 #include <cstdint>
 #include <limits>
+#include <vector>
 
 namespace lbt::cli {
 
@@ -28,6 +29,10 @@ CLI::Validator number_in(double min, double max);
 
 // A finite number above 0.
 CLI::Validator positive_number();
+
+// A list option given a value twice (-b 128,128): each value once, in the order first given, so
+// a table or CSV gets no column twice.
+void keep_first_of_each(std::vector<std::int64_t>& values);
 
 // How every error of the command line ends: "error: " + the message and a hint naming the
 // command's --help, exit code 2 (bad option) as the README lists; --help and --version exit 0.

@@ -193,6 +193,17 @@ BOOST_AUTO_TEST_CASE(memory_refuses_a_batch_whose_bytes_pass_64_bits_naming_the_
              ok.out);
 }
 
+BOOST_AUTO_TEST_CASE(a_batch_given_twice_gets_one_column) {
+  const fs::path cfg = scratch() / "sweep.toml";
+  (void)real_sweep();  // writes the config
+  const Result csv = run_lbt("schedule --config " + cfg.string() + " -b 64,32,64 --steps 2");
+  BOOST_REQUIRE_MESSAGE(csv.code == 0, csv.err);
+  BOOST_TEST(csv.out.substr(0, csv.out.find('\n')) == "step,lr_B64,lr_B32", csv.out);
+  const Result table = run_lbt("memory --config " + cfg.string() + " -b 64,64");
+  BOOST_REQUIRE_MESSAGE(table.code == 0, table.err);
+  BOOST_TEST(table.out.find("64 / 64") == table.out.rfind("64 / 64"), table.out);
+}
+
 BOOST_AUTO_TEST_CASE(a_conv_too_large_for_any_machine_is_refused_naming_it_before_allocating) {
   // 10^6 channels of [200028, 200028]: 284 PiB for one example, in memory and train alike.
   const fs::path huge =

@@ -5,6 +5,7 @@
 
 #include "core/error.hpp"
 #include "experiments/hessian_probe.hpp"
+#include "experiments/output_kind.hpp"
 #include "experiments/run_checkpoint.hpp"
 #include "experiments/train_device.hpp"
 #include "nn/layer_spec.hpp"
@@ -87,6 +88,7 @@ void check_device_parts(Config& config, const trainer::RunConfig& run, const dat
 
 void check_run_directory(const std::filesystem::path& dir, const RunDirectoryUse& use,
                          const std::string& resolved_toml) {
+  refuse_other_output(dir, OutputKind::kRun, "this run");
   trainer::RunDirectory::check(dir, use.overwrite || use.resume);
   if (!use.resume) return;
   trainer::LoadedCheckpoint newest;

@@ -18,6 +18,7 @@
 #include "experiments/child_process.hpp"
 #include "experiments/hessian_probe.hpp"
 #include "experiments/json_file.hpp"
+#include "experiments/output_kind.hpp"
 #include "experiments/rank_agreement.hpp"
 #include "experiments/run_check.hpp"
 #include "experiments/run_checkpoint.hpp"
@@ -226,6 +227,7 @@ std::unique_ptr<trainer::RunDirectory> open_run_dir(const RunResult& result,
                                                     const SummaryParts& summary,
                                                     std::int64_t total_steps, int rank) {
   if (rank != 0) return nullptr;
+  if (!resumed) refuse_other_output(result.run_dir, OutputKind::kRun, "this run");
   auto run_dir = resumed ? std::make_unique<trainer::RunDirectory>(
                                trainer::RunDirectory::resume(result.run_dir, resume_step))
                          : std::make_unique<trainer::RunDirectory>(

@@ -13,6 +13,7 @@
 #include "experiments/child_process.hpp"
 #include "experiments/dir_lock.hpp"
 #include "experiments/json_file.hpp"
+#include "experiments/output_kind.hpp"
 #include "experiments/sweep/sweep_interrupt.hpp"
 
 namespace lbt::experiments {
@@ -85,6 +86,7 @@ CbsOutcome run_cbs(const CbsOptions& o) {
   const std::vector<Branch> plan = make_cbs_plan(o, ref);  // bad input stops here
   CbsOutcome result;
   result.out = o.out.empty() ? o.run_dir / "cbs" : o.out;
+  refuse_other_output(result.out, OutputKind::kCbs, "lbt cbs");
   io::create_directories(result.out / "branches", "lbt cbs directory");
   result.out = fs::canonical(result.out);
   const DirLock lock(result.out / "cbs.lock", DirLock::Mode::kExclusive, "lbt cbs");

@@ -18,6 +18,7 @@
 #include "core/io.hpp"
 #include "experiments/child_process.hpp"
 #include "experiments/lbt_schema.hpp"
+#include "experiments/output_kind.hpp"
 #include "experiments/plots.hpp"
 #include "experiments/scaling/scaling.hpp"
 #include "experiments/scaling/scaling_compare.hpp"
@@ -284,6 +285,7 @@ std::vector<ScalingSummary> run_scaling(const ScalingOptions& o) {
       o.compare.empty() ? std::vector<ScalingVariant>{{}} : parse_compare(o.compare);
   load_config(o.config, o.sets, &std::cerr);  // its notes once, not once per variant
   const std::vector<std::int64_t> base_batches = check_variants(o, variants);
+  refuse_other_output(o.out, OutputKind::kScaling, "lbt scaling");
   io::create_directories(o.out, "study directory");  // before the header, with a hint
   const int cores = available_cores();
   print_study_header(o, variants, cores);

@@ -13,6 +13,7 @@
 #include "core/toml_text.hpp"
 #include "experiments/json_file.hpp"
 #include "experiments/lbt_schema.hpp"
+#include "experiments/output_kind.hpp"
 #include "experiments/run_check.hpp"
 #include "experiments/run_checkpoint.hpp"
 #include "experiments/sweep/sweep_interrupt.hpp"
@@ -164,6 +165,7 @@ nlohmann::json plan_json(const std::vector<Trial>& plan) {
 }
 
 void check_sweep_directory(const fs::path& dir, bool collect_only, bool check_only) {
+  refuse_other_output(dir, OutputKind::kSweep, "lbt sweep");
   if (collect_only && !fs::exists(dir / "sweep.json"))
     throw ConfigError("--collect: " + dir.string() + " holds no sweep (no sweep.json)",
                       "give --out the sweep directory to collect, or run the sweep without "

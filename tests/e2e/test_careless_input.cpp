@@ -7,6 +7,7 @@
 #define BOOST_TEST_MODULE careless_input
 #include <boost/test/unit_test.hpp>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -320,4 +321,52 @@ BOOST_AUTO_TEST_CASE(plan_from_a_run_directory_names_what_it_takes) {
                     .code == 0);
   expect_refusal(run_lbt("plan --from " + run.string() + " --max-steps 100"), 2,
                  {run.string(), "neither a sweep directory (sweep.json) nor lbt cbs's"});
+}
+
+// One command's --out that names another's directory (a run, a sweep, a folder inside one) is
+// refused before anything is written: lbt sweep wrote its trials beside a run's checkpoints, lbt
+// cbs its branches into a run's checkpoints/, lbt train its config.toml into a sweep.
+BOOST_AUTO_TEST_CASE(an_out_holding_another_commands_results_is_refused_and_left_as_it_was) {
+  const fs::path cfg = scratch() / "sweep.toml";
+  const fs::path sweep = sweep_copy("mixed_sweep");
+  const fs::path run = scratch() / "mixed_run";
+  fs::remove_all(run);
+  BOOST_REQUIRE(run_lbt("train --config " + cfg.string() + " --quiet --set train.steps=20 --out " +
+                        run.string())
+                    .code == 0);
+  const auto listing = [](const fs::path& dir) {
+    std::vector<std::string> names;
+    for (const auto& e : fs::recursive_directory_iterator(dir)) names.push_back(e.path().string());
+    std::sort(names.begin(), names.end());
+    return names;
+  };
+  const auto run_before = listing(run), sweep_before = listing(sweep);
+  const std::string train = "train --config " + cfg.string() + " --set train.steps=5 --out ";
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"sweep --config " + cfg.string() + " --jobs 2 --out " + run.string(), "a run directory"},
+      {"sweep --config " + cfg.string() + " --check --out " + run.string(), "a run directory"},
+      {"cbs --from " + run.string() + " --at-steps 20 --out " + run.string(), "a run directory"},
+      {"cbs --from " + run.string() + " --at-steps 20 --out " + (run / "checkpoints/").string(),
+       "a folder lbt keeps inside"},
+      {"scaling --config " + cfg.string() + " -w 1 --steps 5 --out " + run.string(),
+       "a run directory"},
+      {train + sweep.string(), "an lbt sweep directory (sweep.json)"},
+      {train + sweep.string() + " --overwrite", "an lbt sweep directory (sweep.json)"},
+      {train + sweep.string() + " --check", "an lbt sweep directory (sweep.json)"},
+      {train + (sweep / "trials").string(), "a folder lbt keeps inside"},
+      {"noise --config " + cfg.string() + " --steps 5 --out " + sweep.string(),
+       "an lbt sweep directory"}};
+  for (const auto& [command, what] : cases) {
+    BOOST_TEST_CONTEXT(command) {
+      expect_refusal(run_lbt(command), 2, {what, "would mix"});
+    }
+  }
+  BOOST_TEST(listing(run) == run_before, "the run directory changed");
+  BOOST_TEST(listing(sweep) == sweep_before, "the sweep directory changed");
+
+  // A directory of unrelated files (notes) is anyone's.
+  const fs::path notes = scratch() / "with_notes";
+  fs::create_directories(notes);
+  std::ofstream(notes / "README.txt") << "my notes\n";
+  BOOST_TEST(run_lbt(train + notes.string() + " --quiet").code == 0);
 }

@@ -1,0 +1,26 @@
+// Which lbt command wrote a directory, told by the files each one keeps there, so that one
+// command's --out never mixes its files into another's results (a sweep written into a run
+// directory, a run into a sweep's): the readers would then take it for either.
+#pragma once
+#include <filesystem>
+#include <string_view>
+
+namespace lbt::experiments {
+
+enum class OutputKind {
+  kNone,     // a new, empty or unrelated directory
+  kRun,      // lbt train or lbt noise: config.toml, summary.json, checkpoints/
+  kInner,    // a folder inside one of these: checkpoints/, trials/, branches/
+  kSweep,    // lbt sweep: sweep.json, base_config.toml
+  kCbs,      // lbt cbs: cbs_settings.json, cbs.json
+  kScaling,  // lbt scaling: scaling.csv, scaling_runs.csv
+};
+
+OutputKind output_kind(const std::filesystem::path& dir);
+
+// Refuses (ConfigError, before anything is written) a `dir` that holds another command's
+// output than `mine`'s; a directory of unrelated files (a README, notes) is accepted.
+void refuse_other_output(const std::filesystem::path& dir, OutputKind mine,
+                         std::string_view command);
+
+}  // namespace lbt::experiments

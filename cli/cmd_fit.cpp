@@ -28,7 +28,8 @@ void add_fit_command(CLI::App& app) {
   cmd->add_option("sweep_dir", a->dir, "directory written by lbt sweep")
       ->required()
       ->check(CLI::ExistingDirectory);
-  cmd->add_option("--resamples", a->resamples, "bootstrap resamples")->check(whole_number<int>());
+  cmd->add_option("--resamples", a->resamples, "bootstrap resamples (default 2000)")
+      ->check(whole_number<int>());
   cmd->add_flag("--no-plots", a->no_plots, "skip notebooks/lbt_sweep_plots.py");
   cmd->callback([a] {
     analysis::FitOptions o;

@@ -85,7 +85,8 @@ void add_plan_command(CLI::App& app) {
                   "the config to write (default: SWEEP_DIR/plan.toml); an existing file is "
                   "replaced only if lbt plan wrote it");
   cmd->add_flag("--overwrite", o->overwrite, "replace --out even if lbt plan did not write it");
-  cmd->add_option("--resamples", o->resamples, "bootstrap resamples for the intervals")
+  cmd->add_option("--resamples", o->resamples,
+                  "bootstrap resamples for the intervals (default 2000)")
       ->check(whole_number<int>());
   cmd->add_option("--memory", *memory,
                   "memory per rank for the plan's memory lines, e.g. 16GiB, 80GB (default 16GiB)");

@@ -50,14 +50,16 @@ void add_sweep_options(CLI::App* cmd, SweepArgs& a) {
                   "e.g. \"val_accuracy>=0.85\" (default: the config's train.target)");
   cmd->add_option("--lr-trials", o.lr_trials, "LR trials per batch size (default: sweep.lr_trials)")
       ->check(whole_number<int>());
-  cmd->add_option("--jobs,-j", o.jobs, "concurrent trials; each gets max(1, cores / jobs) threads")
+  cmd->add_option("--jobs,-j", o.jobs,
+                  "concurrent trials; each gets max(1, cores / jobs) threads (default 1)")
       ->check(whole_number<int>());
   cmd->add_option("--out,-o", a.out,
                   "sweep directory (default: runs/sweep-<config stem>); "
                   "rerunning with the same one resumes");
   cmd->add_option("--set,-s", o.sets,
                   "override a key: sweep.* for the sweep, others for every trial");
-  cmd->add_option("--launcher", o.launcher, "local (child processes) | slurm (writes sweep.sbatch)")
+  cmd->add_option("--launcher", o.launcher,
+                  "local (child processes; the default) | slurm (writes sweep.sbatch)")
       ->check(CLI::IsMember({"local", "slurm"}));
   cmd->add_flag("--submit", o.submit, "slurm: sbatch the written script");
   cmd->add_option("--trial-index", o.trial_index,

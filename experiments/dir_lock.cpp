@@ -93,7 +93,9 @@ int lock_after_owner_exit(int fd, int op) {
 [[noreturn]] void refuse(const std::filesystem::path& lock_file, const Owner& owner,
                          const std::string& command) {
   const std::string dir = lock_file.parent_path().string(), who = owner.line;
-  const std::string what = command == "lbt sweep" ? "sweep directory " : command + " directory ";
+  const std::string what = command == "lbt sweep"   ? "sweep directory "
+                           : command == "lbt train" ? "run directory "
+                                                    : command + " directory ";
   if (owner_has_exited(owner)) {
     throw ConfigError(
         what + dir + " is still locked by processes that " + who + " left running after it exited",
@@ -139,6 +141,19 @@ DirLock::DirLock(const std::filesystem::path& lock_file, Mode mode, const char* 
   if (::ftruncate(fd_, 0) == 0) {
     [[maybe_unused]] const ssize_t w = ::pwrite(fd_, who.data(), who.size(), 0);
   }
+}
+
+void DirLock::check(const std::filesystem::path& lock_file, const char* command) {
+  const int fd = ::open(lock_file.c_str(), O_RDONLY | O_CLOEXEC);  // flock needs no write access
+  if (fd < 0) return;
+  if (::flock(fd, LOCK_EX | LOCK_NB) == 0) {
+    ::close(fd);  // free: released at once
+    return;
+  }
+  const int err = errno;
+  const Owner owner = read_owner(fd);
+  ::close(fd);
+  if (err == EWOULDBLOCK && !owner_has_exited(owner)) refuse(lock_file, owner, command);
 }
 
 DirLock::DirLock(DirLock&& other) noexcept : fd_(other.fd_) {

@@ -1,8 +1,8 @@
-// Ownership of a sweep's (or lbt cbs's) directory: an advisory lock (flock(2)) on DIR/sweep.lock
-// (DIR/cbs.lock), which holds the owner's command, host and pid for the message a second one
-// prints. The kernel releases the lock when
-// the owner's process ends, however it ends (kill -9 included), so a stale lock cannot outlive
-// it; the file itself is left in place and means nothing without the lock.
+// Ownership of a sweep's (or lbt cbs's, or a run's) directory: an advisory lock (flock(2)) on
+// DIR/sweep.lock (DIR/cbs.lock, DIR/run.lock), which holds the owner's command, host and pid for
+// the message a second one prints. The kernel releases the lock when the owner's process ends,
+// however it ends (kill -9 included), so a stale lock cannot outlive it; the file itself is left in
+// place and means nothing without the lock.
 #pragma once
 #include <filesystem>
 
@@ -24,6 +24,10 @@ class DirLock {
   DirLock(const DirLock&) = delete;
   DirLock& operator=(const DirLock&) = delete;
   ~DirLock();
+  bool held() const { return fd_ >= 0; }
+  // What the constructor would refuse (another live process holding `lock_file`), found
+  // without creating or writing the file (--check). Where `lock_file` does not exist, nothing.
+  static void check(const std::filesystem::path& lock_file, const char* command);
 
  private:
   int fd_ = -1;

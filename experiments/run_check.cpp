@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include "core/error.hpp"
+#include "experiments/dir_lock.hpp"
 #include "experiments/hessian_probe.hpp"
 #include "experiments/output_kind.hpp"
 #include "experiments/run_checkpoint.hpp"
@@ -89,6 +90,7 @@ void check_device_parts(Config& config, const trainer::RunConfig& run, const dat
 void check_run_directory(const std::filesystem::path& dir, const RunDirectoryUse& use,
                          const std::string& resolved_toml) {
   refuse_other_output(dir, OutputKind::kRun, "this run");
+  DirLock::check(dir / "run.lock", "lbt train");  // a run still training there
   trainer::RunDirectory::check(dir, use.overwrite || use.resume);
   if (!use.resume) return;
   trainer::LoadedCheckpoint newest;

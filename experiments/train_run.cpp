@@ -18,10 +18,10 @@
 #include "experiments/child_process.hpp"
 #include "experiments/hessian_probe.hpp"
 #include "experiments/json_file.hpp"
-#include "experiments/output_kind.hpp"
 #include "experiments/rank_agreement.hpp"
 #include "experiments/run_check.hpp"
 #include "experiments/run_checkpoint.hpp"
+#include "experiments/run_lock.hpp"
 #include "experiments/train_device.hpp"
 #include "experiments/trial_readings.hpp"
 #include "nn/model.hpp"
@@ -136,8 +136,11 @@ noise::OnlineOptions noise_options_for(const trainer::RunConfig& run, const RunO
 // Every rank loads the same checkpoint (rank 0 wrote it). Returns whether one was restored.
 bool resume_run(const std::filesystem::path& run_dir, const RunOptions& options,
                 const RunIdentity& identity, const comm::Communicator& comm, nn::Model& model,
-                optim::Optimizer& optimizer, trainer::LoopState& resume_from) {
+                optim::Optimizer& optimizer, trainer::LoopState& resume_from, DirLock& lock) {
   if (options.resume == Resume::kNo) return false;
+  // Before its checkpoint is read: a run still training there keeps its directory.
+  if (comm.rank() == 0 && std::filesystem::exists(run_dir / "checkpoints"))
+    lock = lock_run_directory(run_dir);
   const bool resumed = restore_run_checkpoint(run_dir, resume_from, model, optimizer, identity);
   if (resumed && comm.rank() == 0) {
     std::fprintf(stderr, "note: resuming %s from its checkpoint of step %lld\n", run_dir.c_str(),
@@ -220,18 +223,19 @@ struct SummaryParts {
 };
 
 // The run directory, on rank 0 only (the others write nothing), with its config and a pending
-// summary.
+// summary; `lock` holds it (run_lock.hpp) from before its first write to the run's end.
 std::unique_ptr<trainer::RunDirectory> open_run_dir(const RunResult& result,
                                                     const RunOptions& options, bool resumed,
                                                     std::int64_t resume_step, const Config& config,
                                                     const SummaryParts& summary,
-                                                    std::int64_t total_steps, int rank) {
+                                                    std::int64_t total_steps, int rank,
+                                                    DirLock& lock) {
   if (rank != 0) return nullptr;
-  if (!resumed) refuse_other_output(result.run_dir, OutputKind::kRun, "this run");
-  auto run_dir = resumed ? std::make_unique<trainer::RunDirectory>(
-                               trainer::RunDirectory::resume(result.run_dir, resume_step))
-                         : std::make_unique<trainer::RunDirectory>(
-                               result.run_dir, options.overwrite || options.resume != Resume::kNo);
+  auto run_dir =
+      resumed ? std::make_unique<trainer::RunDirectory>(
+                    trainer::RunDirectory::resume(result.run_dir, resume_step))
+              : open_new_run_directory(result.run_dir,
+                                       options.overwrite || options.resume != Resume::kNo, lock);
   run_dir->write_config(config.resolved_toml());
   trainer::TrainOutcome pending;
   pending.total_steps = total_steps;
@@ -343,8 +347,9 @@ RunResult run_training(Config& config, const RunOptions& options, comm::Communic
   const RunIdentity identity{comm.size(),     cfg.global_batch, cfg.micro_batch,
                              cfg.accum_steps, threads,          config.resolved_toml()};
   trainer::LoopState resume_from;
-  const bool resumed =
-      resume_run(result.run_dir, options, identity, comm, *model, *optimizer, resume_from);
+  DirLock run_lock;  // rank 0's, until the run ends
+  const bool resumed = resume_run(result.run_dir, options, identity, comm, *model, *optimizer,
+                                  resume_from, run_lock);
   if (!resumed && !cfg.branch_from.empty()) resume_from = start_branch(branch, *model, *optimizer);
   // The device starts from the host's state: initialised, resumed or branched.
   const std::unique_ptr<trainer::DeviceStep> device =
@@ -360,8 +365,9 @@ RunResult run_training(Config& config, const RunOptions& options, comm::Communic
       cfg,     model->describe(),         optimizer->describe(), comm.size(),
       threads, sampler.steps_per_epoch(), result.run_dir,        splits.validation.n};
   result.val_examples = splits.validation.n;
-  std::unique_ptr<trainer::RunDirectory> run_dir = open_run_dir(
-      result, options, resumed, resume_from.step, config, summary, total_steps, comm.rank());
+  std::unique_ptr<trainer::RunDirectory> run_dir =
+      open_run_dir(result, options, resumed, resume_from.step, config, summary, total_steps,
+                   comm.rank(), run_lock);
 
   trainer::TrainContext ctx{cfg,           *model,           *optimizer,    schedule,
                             comm,          splits,           sampler,       total_steps,

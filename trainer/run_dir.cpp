@@ -20,7 +20,7 @@ namespace {
 bool is_run_file(const std::string& name) {
   static const char* const kRunFiles[] = {"config.toml", "summary.json", "metrics.jsonl",
                                           "eval.jsonl",  "noise.jsonl",  "noise.png",
-                                          "checkpoints", "train.log"};
+                                          "checkpoints", "train.log",    "run.lock"};
   for (const char* f : kRunFiles) {
     if (name == f) return true;
   }

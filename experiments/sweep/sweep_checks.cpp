@@ -11,6 +11,7 @@
 #include "core/error.hpp"
 #include "core/io.hpp"
 #include "core/toml_text.hpp"
+#include "experiments/dir_lock.hpp"
 #include "experiments/json_file.hpp"
 #include "experiments/lbt_schema.hpp"
 #include "experiments/output_kind.hpp"
@@ -170,7 +171,10 @@ void check_sweep_directory(const fs::path& dir, bool collect_only, bool check_on
     throw ConfigError("--collect: " + dir.string() + " holds no sweep (no sweep.json)",
                       "give --out the sweep directory to collect, or run the sweep without "
                       "--collect");
-  if (check_only) io::check_can_create_directories(dir / "trials", "sweep directory");
+  if (check_only) {
+    DirLock::check(dir / "sweep.lock", "lbt sweep");  // another sweep running there
+    io::check_can_create_directories(dir / "trials", "sweep directory");
+  }
 }
 
 // A resumed sweep must mean the same experiment: trials planned under other settings (another

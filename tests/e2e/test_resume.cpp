@@ -173,3 +173,54 @@ BOOST_AUTO_TEST_CASE(resume_refuses_a_changed_config_naming_the_key) {
   auto none = lbt::test::run_lbt("train --resume " + (scratch() / "nothing").string() + " --quiet");
   BOOST_TEST(none.code != 0);
 }
+
+// One writer per run directory (experiments/run_lock.hpp): while a run trains, a second
+// `--resume` of it, an `--overwrite` of it and a `--resume auto` into it are refused naming the
+// live run. Before the lock the resume rewrote metrics.jsonl under the running one, whose later
+// lines went to the unlinked file: 843 of 8000 lines were left.
+BOOST_AUTO_TEST_CASE(a_run_that_is_training_keeps_its_directory) {
+  const fs::path run = scratch() / "busy";
+  fs::remove_all(run);
+  const std::string config = std::string(LBT_SOURCE_DIR) +
+                             "/experiments/configs/synthetic_regression.toml --set train.steps=" +
+                             "5000000 --set train.checkpoint_every=5000 --set noise.enabled=false";
+  const pid_t first = start(std::string(LBT_BINARY) + " train --quiet --config " + config +
+                            " --out " + run.string());
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);
+  while (!fs::exists(run / "checkpoints") || fs::is_empty(run / "checkpoints")) {
+    BOOST_REQUIRE(std::chrono::steady_clock::now() < deadline);
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  for (const std::string& second :
+       {"train --quiet --resume " + run.string(),
+        "train --quiet --config " + config + " --out " + run.string() + " --overwrite",
+        "train --quiet --config " + config + " --out " + run.string() + " --resume auto"}) {
+    for (const std::string& check : {"", " --check"}) {  // --check finds it too, read only
+      BOOST_TEST_CONTEXT(second + check) {
+        const auto r = lbt::test::run_lbt(second + check);
+        BOOST_TEST(r.code == 2, r.err);
+        BOOST_TEST(r.err.find("run directory " + run.string() + " is in use by lbt train (pid " +
+                              std::to_string(first)) != std::string::npos,
+                   r.err);
+      }
+    }
+  }
+  kill(first, SIGTERM);  // saves a checkpoint and exits 143
+  finish(first);
+  // Every line the first run logged is there, in order, each log_every (50) steps apart.
+  std::int64_t previous = 0;
+  const auto lines = lines_without_timing(run / "metrics.jsonl");
+  BOOST_TEST_REQUIRE(lines.size() > 10u);
+  for (const std::string& line : lines) {
+    const auto step = nlohmann::json::parse(line)["step"].get<std::int64_t>();
+    BOOST_TEST_REQUIRE(step == previous + 50);
+    previous = step;
+  }
+  // The run has ended: its lock went with it, and a resume starts (stopped again at once).
+  const pid_t resumed = start(std::string(LBT_BINARY) + " train --quiet --resume " + run.string());
+  std::this_thread::sleep_for(std::chrono::seconds(3));
+  kill(resumed, SIGTERM);
+  int status = 0;
+  waitpid(resumed, &status, 0);
+  BOOST_TEST(!(WIFEXITED(status) && WEXITSTATUS(status) == 2), "the resume was refused");
+}

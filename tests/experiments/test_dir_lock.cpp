@@ -1,6 +1,6 @@
-// The sweep directory lock (experiments/dir_lock.cpp) between real processes: a live owner is
-// named and refused at once; a sweep that was killed while a child it had just forked still held
-// the lock (the race test_soak met) is followed, not refused, once that child is gone.
+// The directory lock (experiments/dir_lock.cpp; sweeps, lbt cbs, runs) between real processes: a
+// live owner is named and refused at once; a sweep that was killed while a child it had just forked
+// still held the lock (the race test_soak met) is followed, not refused, once that child is gone.
 #include <boost/test/unit_test.hpp>
 
 #include <fcntl.h>
@@ -77,6 +77,36 @@ BOOST_AUTO_TEST_CASE(a_live_owner_is_named_and_refused_at_once) {
   [[maybe_unused]] auto w = write(release[1], "x", 1);
   waitpid(pid, nullptr, 0);
   DirLock after_owner(lock_file, DirLock::Mode::kExclusive);  // released when it exited
+}
+
+// --check's read-only look (DirLock::check): a live owner is refused with the constructor's
+// line; a free lock file, or none, passes and is left exactly as it was (no file created).
+BOOST_AUTO_TEST_CASE(the_read_only_check_refuses_a_live_owner_and_writes_nothing) {
+  const fs::path dir = fresh_dir("check");
+  BOOST_CHECK_NO_THROW(DirLock::check(dir / "run.lock", "lbt train"));
+  BOOST_TEST(!fs::exists(dir / "run.lock"));
+  int ready[2], release[2];
+  BOOST_REQUIRE(pipe(ready) == 0 && pipe(release) == 0);
+  const pid_t pid = owner(dir / "run.lock", ready[1], [&](int fd) {
+    [[maybe_unused]] auto w = write(fd, "x", 1);
+    char c;
+    [[maybe_unused]] auto r = read(release[0], &c, 1);
+  });
+  wait_ready(ready[0]);
+  const auto written_at = fs::last_write_time(dir / "run.lock");
+  std::string message;
+  try {
+    DirLock::check(dir / "run.lock", "lbt train");
+  } catch (const lbt::ConfigError& e) {
+    message = e.what();
+  }
+  BOOST_TEST(message.find("run directory " + dir.string() + " is in use by lbt sweep (pid " +
+                          std::to_string(pid)) != std::string::npos,
+             message);
+  [[maybe_unused]] auto w = write(release[1], "x", 1);
+  waitpid(pid, nullptr, 0);
+  BOOST_CHECK_NO_THROW(DirLock::check(dir / "run.lock", "lbt train"));
+  BOOST_TEST((fs::last_write_time(dir / "run.lock") == written_at));
 }
 
 BOOST_AUTO_TEST_CASE(a_dead_owners_lingering_child_delays_the_next_sweep_but_does_not_refuse_it) {

@@ -93,9 +93,10 @@ int lock_after_owner_exit(int fd, int op) {
 [[noreturn]] void refuse(const std::filesystem::path& lock_file, const Owner& owner,
                          const std::string& command) {
   const std::string dir = lock_file.parent_path().string(), who = owner.line;
-  const std::string what = command == "lbt sweep"   ? "sweep directory "
-                           : command == "lbt train" ? "run directory "
-                                                    : command + " directory ";
+  const std::string what = command == "lbt sweep"     ? "sweep directory "
+                           : command == "lbt train"   ? "run directory "
+                           : command == "lbt scaling" ? "study directory "
+                                                      : command + " directory ";
   if (owner_has_exited(owner)) {
     throw ConfigError(
         what + dir + " is still locked by processes that " + who + " left running after it exited",

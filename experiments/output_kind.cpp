@@ -44,9 +44,10 @@ std::string describe(OutputKind kind) {
 }  // namespace
 
 OutputKind output_kind(const fs::path& dir) {
-  if (has_any(dir, {"sweep.json", "base_config.toml"})) return OutputKind::kSweep;
-  if (has_any(dir, {"cbs_settings.json", "cbs.json"})) return OutputKind::kCbs;
-  if (has_any(dir, {"scaling.csv", "scaling_runs.csv"})) return OutputKind::kScaling;
+  if (has_any(dir, {"sweep.json", "base_config.toml", "sweep.lock"})) return OutputKind::kSweep;
+  if (has_any(dir, {"cbs_settings.json", "cbs.json", "cbs.lock"})) return OutputKind::kCbs;
+  if (has_any(dir, {"scaling.csv", "scaling_runs.csv", "scaling.lock"}))
+    return OutputKind::kScaling;
   if (holds_run(dir)) return OutputKind::kRun;
   // A folder the commands keep inside their directories: a run's checkpoints/, a sweep's
   // trials/, lbt cbs's branches/ (each read back by name).

@@ -11,9 +11,9 @@ enum class OutputKind {
   kNone,     // a new, empty or unrelated directory
   kRun,      // lbt train or lbt noise: config.toml, summary.json, checkpoints/
   kInner,    // a folder inside one of these: checkpoints/, trials/, branches/
-  kSweep,    // lbt sweep: sweep.json, base_config.toml
-  kCbs,      // lbt cbs: cbs_settings.json, cbs.json
-  kScaling,  // lbt scaling: scaling.csv, scaling_runs.csv
+  kSweep,    // lbt sweep: sweep.json, base_config.toml, sweep.lock
+  kCbs,      // lbt cbs: cbs_settings.json, cbs.json, cbs.lock
+  kScaling,  // lbt scaling: scaling.csv, scaling_runs.csv, scaling.lock
 };
 
 OutputKind output_kind(const std::filesystem::path& dir);

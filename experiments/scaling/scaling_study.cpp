@@ -17,6 +17,7 @@
 #include "core/error.hpp"
 #include "core/io.hpp"
 #include "experiments/child_process.hpp"
+#include "experiments/dir_lock.hpp"
 #include "experiments/lbt_schema.hpp"
 #include "experiments/output_kind.hpp"
 #include "experiments/plots.hpp"
@@ -287,6 +288,8 @@ std::vector<ScalingSummary> run_scaling(const ScalingOptions& o) {
   const std::vector<std::int64_t> base_batches = check_variants(o, variants);
   refuse_other_output(o.out, OutputKind::kScaling, "lbt scaling");
   io::create_directories(o.out, "study directory");  // before the header, with a hint
+  // One study per directory: a second one's runs would --overwrite the first's as they train.
+  const DirLock lock(o.out / "scaling.lock", DirLock::Mode::kExclusive, "lbt scaling");
   const int cores = available_cores();
   print_study_header(o, variants, cores);
   set_run_environment();

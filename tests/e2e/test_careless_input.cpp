@@ -7,6 +7,10 @@
 #define BOOST_TEST_MODULE careless_input
 #include <boost/test/unit_test.hpp>
 
+#include <fcntl.h>
+#include <sys/file.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
@@ -369,4 +373,21 @@ BOOST_AUTO_TEST_CASE(an_out_holding_another_commands_results_is_refused_and_left
   fs::create_directories(notes);
   std::ofstream(notes / "README.txt") << "my notes\n";
   BOOST_TEST(run_lbt(train + notes.string() + " --quiet").code == 0);
+}
+
+// One lbt scaling per study directory: a second one's runs would --overwrite the first's while
+// they train. Held here by a flock of this process, as a running study holds it.
+BOOST_AUTO_TEST_CASE(a_study_directory_in_use_is_refused) {
+  const fs::path cfg = scratch() / "sweep.toml";
+  (void)real_sweep();  // writes the config
+  const fs::path study = scratch() / "busy_study";
+  fs::create_directories(study);
+  const int fd = ::open((study / "scaling.lock").c_str(), O_RDWR | O_CREAT, 0644);
+  BOOST_REQUIRE(fd >= 0 && ::flock(fd, LOCK_EX | LOCK_NB) == 0);
+  const std::string command =
+      "scaling --config " + cfg.string() + " -w 1 --steps 5 --repeats 1 --out " + study.string();
+  expect_refusal(run_lbt(command), 2, {"study directory " + study.string() + " is in use"});
+  BOOST_TEST(!fs::exists(study / "workers-1"));
+  ::close(fd);
+  BOOST_TEST(run_lbt(command).code == 0);
 }

@@ -71,6 +71,17 @@ void throw_if_interrupted(const experiments::RunResult& result) {
                     "continue it bit for bit with: lbt train --resume " + result.run_dir.string());
 }
 
+// "final val_loss: 0.2853 [0.2742, 0.2964] (95%, ...)": a final mean over the validation
+// examples with its interval (trainer::mean_interval); nothing where it was not measured.
+void print_mean_interval(const char* name, double mean, double sd, std::int64_t n) {
+  const trainer::Interval95 ci = trainer::mean_interval(mean, sd, n);
+  if (!std::isfinite(ci.low)) return;
+  std::printf(
+      "final %s: %.4f [%.4f, %.4f] (95%%, mean +- 1.96 sd/sqrt(n), %lld validation "
+      "examples)\n",
+      name, mean, ci.low, ci.high, static_cast<long long>(n));
+}
+
 // The outcome in a few lines (rank 0 only: the others' run_dir is not written).
 void report_run(const experiments::RunResult& result) {
   if (const auto* comm = comm::active_communicator(); comm && comm->rank() != 0) return;
@@ -88,19 +99,22 @@ void report_run(const experiments::RunResult& result) {
         o.status.c_str(), static_cast<long long>(o.steps), metric(o.final_val_mse).c_str(),
         metric(o.final_val_r2).c_str(), metric(o.final_val_loss).c_str(), o.wall_time_s,
         o.samples_per_s);
+    print_mean_interval("val_mse", o.final_val_mse, o.final_val_mse_sd, result.val_examples);
+    print_mean_interval("val_loss", o.final_val_loss, o.final_val_loss_sd, result.val_examples);
   } else {
     std::printf(
         "status: %s  steps: %lld  best val_accuracy: %s  final val_loss: %s  "
         "wall: %.1fs  (%.0f samples/s)\n",
         o.status.c_str(), static_cast<long long>(o.steps), metric(o.best_val_accuracy).c_str(),
         metric(o.final_val_loss).c_str(), o.wall_time_s, o.samples_per_s);
-    const trainer::AccuracyInterval ci =
+    const trainer::Interval95 ci =
         trainer::accuracy_interval(o.final_val_accuracy, result.val_examples);
     if (std::isfinite(ci.low)) {
       std::printf(
           "final val_accuracy: %.4f [%.4f, %.4f] (95%%, Wilson, %lld validation examples)\n",
           o.final_val_accuracy, ci.low, ci.high, static_cast<long long>(result.val_examples));
     }
+    print_mean_interval("val_loss", o.final_val_loss, o.final_val_loss_sd, result.val_examples);
   }
   if (o.steps_to_target >= 0) {
     // Shallue's steps-to-result with its bracket: not met at steps_lo, met at steps_to_target.

@@ -17,4 +17,9 @@ inline nlohmann::json null_if_nan(double v) {
   return v != v ? nlohmann::json() : nlohmann::json(v);
 }
 
+// [low, high], or null where the interval was not measured (NaN ends).
+inline nlohmann::json interval_or_null(double low, double high) {
+  return low != low || high != high ? nlohmann::json() : nlohmann::json::array({low, high});
+}
+
 }  // namespace lbt::experiments

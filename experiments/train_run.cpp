@@ -213,10 +213,14 @@ struct SummaryParts {
     // The final accuracy's resolution: the validation split's size, and the 95% Wilson
     // interval it gives (null where no accuracy was measured).
     s["val_examples"] = val_examples;
-    const trainer::AccuracyInterval ci =
-        trainer::accuracy_interval(o.final_val_accuracy, val_examples);
+    const auto json = [](trainer::Interval95 ci) { return interval_or_null(ci.low, ci.high); };
     s["final_val_accuracy_ci95"] =
-        std::isfinite(ci.low) ? nlohmann::json::array({ci.low, ci.high}) : nlohmann::json();
+        json(trainer::accuracy_interval(o.final_val_accuracy, val_examples));
+    // The final loss's and mse's: mean +- 1.96 sd / sqrt(n) over the split's examples.
+    s["final_val_loss_ci95"] =
+        json(trainer::mean_interval(o.final_val_loss, o.final_val_loss_sd, val_examples));
+    s["final_val_mse_ci95"] =
+        json(trainer::mean_interval(o.final_val_mse, o.final_val_mse_sd, val_examples));
     add_readings(s, run_dir / "eval.jsonl", cfg, o);  // steps-to-target under each reading
     return s;
   }

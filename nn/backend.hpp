@@ -46,9 +46,11 @@ class Backend : public Device {
                                           InitScheme init) const = 0;
 
   // ---- losses: the sum over the batch; the gradient scaled by grad_scale (nn/cpu/loss.hpp) ----
+  // row_losses (may be null): each example's loss, [batch].
   virtual double softmax_cross_entropy(const float* logits, const std::int32_t* labels,
                                        std::int64_t batch, std::int64_t classes, float* dlogits,
-                                       float grad_scale, std::int64_t* correct) const = 0;
+                                       float grad_scale, std::int64_t* correct,
+                                       double* row_losses = nullptr) const = 0;
   virtual double half_squared_error(const float* pred, const float* target, std::int64_t batch,
                                     std::int64_t dim, float* dpred, float grad_scale) const = 0;
 };

@@ -28,16 +28,26 @@ double batch_loss(nn::Model& model, const float* out, const data::Dataset& data,
 
 namespace {
 
-// Per-output sums for mse and R^2: sums [3 * k] = SSE_j, sum y_j, sum y_j^2 for j < k.
+// The evaluation's sums, added over the ranks: the loss, the argmax hits, the examples, the
+// squares of each example's loss and (regression) of its mean squared error, then per output
+// j < k: SSE_j, sum y_j, sum y_j^2 (for mse and R^2).
+enum Sum { kLoss, kCorrect, kCount, kLossSquares, kMseSquares, kPerOutput };
+
 void add_regression_sums(const float* out, const float* targets, std::int64_t batch, std::int64_t k,
                          double* sums) {
+  double* per_output = sums + kPerOutput;
   for (std::int64_t i = 0; i < batch; ++i) {
+    double sse = 0.0;  // this example's
     for (std::int64_t j = 0; j < k; ++j) {
       const double y = targets[i * k + j], err = static_cast<double>(out[i * k + j]) - y;
-      sums[3 * j] += err * err;
-      sums[3 * j + 1] += y;
-      sums[3 * j + 2] += y * y;
+      sse += err * err;
+      per_output[3 * j] += err * err;
+      per_output[3 * j + 1] += y;
+      per_output[3 * j + 2] += y * y;
     }
+    const double loss = 0.5 * sse, mse = sse / static_cast<double>(k);  // half_squared_error's
+    sums[kLossSquares] += loss * loss;
+    sums[kMseSquares] += mse * mse;
   }
 }
 
@@ -75,40 +85,60 @@ Evaluation evaluate(nn::Model& model, const data::Dataset& data, comm::Communica
   std::vector<std::int32_t> labels(static_cast<std::size_t>(eval_batch));
   AlignedBuffer targets(
       static_cast<std::size_t>(eval_batch * std::max<std::int64_t>(data.target_dim, 1)));
-  // loss, correct, count, then the per-output regression sums (add_regression_sums)
-  std::vector<double> sums(static_cast<std::size_t>(3 + 3 * k), 0.0);
+  std::vector<double> sums(static_cast<std::size_t>(kPerOutput + 3 * k), 0.0);
+  std::vector<double> row_losses(static_cast<std::size_t>(k == 0 ? eval_batch : 0));
   for (std::int64_t start = 0; start < mine; start += eval_batch) {
     const std::int64_t b = std::min(eval_batch, mine - start);
     for (std::int64_t j = 0; j < b; ++j) {
       data.copy_example(r + (start + j) * K, j, x.data(), labels.data(), targets.data());
     }
     const float* out = model.forward(x.data(), b, false);
-    std::int64_t correct = 0;
-    sums[0] +=
-        batch_loss(model, out, data, labels.data(), targets.data(), b, 0.0f, false, &correct);
-    sums[1] += static_cast<double>(correct);
-    sums[2] += static_cast<double>(b);
-    if (k > 0) add_regression_sums(out, targets.data(), b, k, sums.data() + 3);
+    if (k == 0) {
+      std::int64_t correct = 0;
+      sums[kLoss] += model.backend().softmax_cross_entropy(
+          out, labels.data(), b, model.output_dim(), nullptr, 0.0f, &correct, row_losses.data());
+      for (std::int64_t j = 0; j < b; ++j) sums[kLossSquares] += row_losses[j] * row_losses[j];
+      sums[kCorrect] += static_cast<double>(correct);
+    } else {
+      sums[kLoss] += batch_loss(model, out, data, nullptr, targets.data(), b, 0.0f, false, nullptr);
+      add_regression_sums(out, targets.data(), b, k, sums.data());
+    }
+    sums[kCount] += static_cast<double>(b);
   }
   comm.allreduce(std::span<double>(sums), comm::ReduceOp::kSum);
-  if (k == 0) return classification_evaluation({sums[0], sums[1], sums[2]});
+  if (k == 0)
+    return classification_evaluation(
+        {sums[kLoss], sums[kCorrect], sums[kCount], sums[kLossSquares]});
   Evaluation e;
   e.regression = true;
-  e.count = static_cast<std::int64_t>(sums[2]);
+  e.count = static_cast<std::int64_t>(sums[kCount]);
   if (e.count > 0) {
-    e.loss = sums[0] / sums[2];
-    regression_metrics(sums.data() + 3, k, sums[2], e);
+    e.loss = sums[kLoss] / sums[kCount];
+    regression_metrics(sums.data() + kPerOutput, k, sums[kCount], e);
+    e.loss_sd = sample_sd(sums[kLoss], sums[kLossSquares], sums[kCount]);
+    e.mse_sd = sample_sd(e.mse * sums[kCount], sums[kMseSquares], sums[kCount]);
   }
   return e;
 }
 
-AccuracyInterval accuracy_interval(double accuracy, std::int64_t n) {
+Interval95 accuracy_interval(double accuracy, std::int64_t n) {
   if (n <= 0 || !std::isfinite(accuracy)) return {NAN, NAN};
   const double z = 1.959963984540054, z2 = z * z, count = static_cast<double>(n);
   const double centre = (accuracy + z2 / (2 * count)) / (1 + z2 / count);
   const double half = z / (1 + z2 / count) *
                       std::sqrt(accuracy * (1 - accuracy) / count + z2 / (4 * count * count));
   return {std::max(0.0, centre - half), std::min(1.0, centre + half)};
+}
+
+Interval95 mean_interval(double mean, double sd, std::int64_t n) {
+  if (n < 2 || !std::isfinite(mean) || !std::isfinite(sd)) return {NAN, NAN};
+  const double half = 1.959963984540054 * sd / std::sqrt(static_cast<double>(n));
+  return {std::max(0.0, mean - half), mean + half};
+}
+
+double sample_sd(double sum, double squares, double n) {
+  if (!(n >= 2.0)) return NAN;
+  return std::sqrt(std::max(0.0, (squares - sum * sum / n) / (n - 1.0)));
 }
 
 ExampleRange contiguous_share(std::int64_t n, int rank, int ranks) {
@@ -122,6 +152,7 @@ Evaluation classification_evaluation(const ClassificationSums& sums) {
   if (e.count > 0) {
     e.loss = sums.loss / sums.count;
     e.accuracy = sums.correct / sums.count;
+    e.loss_sd = sample_sd(sums.loss, sums.loss_squares, sums.count);
   }
   return e;
 }

@@ -34,6 +34,9 @@ struct Evaluation {
   // mse = mean of (pred - y)^2 over all n x k values; r2 = mean over outputs j of
   // 1 - SSE_j / SST_j, SST_j about the evaluated targets' own mean.
   double mse = kNotMeasured, r2 = kNotMeasured;
+  // The sample standard deviations over the examples of each one's loss and (regression) each
+  // one's mean squared error: with `count`, the resolution of `loss` and `mse` (mean_interval).
+  double loss_sd = kNotMeasured, mse_sd = kNotMeasured;
   bool regression = false;
   std::int64_t count = 0;
   // The value of a train.target metric (val_accuracy, val_loss, val_mse, val_r2); NaN if
@@ -50,17 +53,29 @@ Evaluation evaluate(nn::Model& model, const data::Dataset& data, comm::Communica
 // examples), to be added over the ranks before the metrics are made from them.
 struct ClassificationSums {
   double loss = 0.0, correct = 0.0, count = 0.0;
+  double loss_squares = 0.0;  // the sum of each example's loss squared
 };
 // Loss and accuracy per example from the sums of the whole split (an empty split: accuracy 0).
 Evaluation classification_evaluation(const ClassificationSums& sums);
 
-// The 95% Wilson score interval (Wilson 1927) of an accuracy measured on n examples: the
-// resolution a validation split of that size gives (its sampling of the population), within
-// [0, 1]; [NaN, NaN] for n = 0 or an accuracy not measured.
-struct AccuracyInterval {
+// A 95% interval of a metric measured on a validation split: the resolution the split's size
+// gives (its sampling of the population).
+struct Interval95 {
   double low = 0.0, high = 0.0;
 };
-AccuracyInterval accuracy_interval(double accuracy, std::int64_t n);
+
+// The 95% Wilson score interval (Wilson 1927) of an accuracy measured on n examples, within
+// [0, 1]; [NaN, NaN] for n = 0 or an accuracy not measured.
+Interval95 accuracy_interval(double accuracy, std::int64_t n);
+
+// The 95% interval of a mean over n examples of a quantity that is never negative (a loss, a
+// squared error), from their sample standard deviation: mean +- 1.96 sd / sqrt(n) (the central
+// limit theorem; the validation split's sampling of the population), its lower end held at 0.
+// [NaN, NaN] for n < 2 or a mean or sd not measured.
+Interval95 mean_interval(double mean, double sd, std::int64_t n);
+
+// The sample standard deviation of n values from their sum and sum of squares (NaN for n < 2).
+double sample_sd(double sum, double squares, double n);
 
 // Rank r's contiguous share of n examples over `ranks`: [r n / ranks, (r + 1) n / ranks), the
 // shares in rank order tiling [0, n) (how a device rank scores its part of the split).
@@ -90,6 +105,8 @@ struct TrainOutcome {
   double final_val_accuracy = kNotMeasured, final_val_loss = kNotMeasured, last_loss = kNotMeasured;
   double best_val_mse = kNotMeasured, best_val_r2 = kNotMeasured;  // regression
   double final_val_mse = kNotMeasured, final_val_r2 = kNotMeasured;
+  // Over the final evaluation's examples (Evaluation::loss_sd, mse_sd): the final values' spread.
+  double final_val_loss_sd = kNotMeasured, final_val_mse_sd = kNotMeasured;
   std::int64_t diverged_step = -1, skipped_steps = 0;
   double last_finite_loss = kNotMeasured;
   std::string divergence_reason;

@@ -99,6 +99,8 @@ void TrainLoop::keep_best_and_final(const Evaluation& e) {
   auto lowest = [](double best, double v) { return std::isnan(best) ? v : std::min(best, v); };
   auto highest = [](double best, double v) { return std::isnan(best) ? v : std::max(best, v); };
   out_.final_val_loss = e.loss;
+  out_.final_val_loss_sd = e.loss_sd;
+  out_.final_val_mse_sd = e.mse_sd;
   out_.best_val_loss = lowest(out_.best_val_loss, e.loss);
   if (e.regression) {
     out_.final_val_mse = e.mse;
@@ -203,9 +205,9 @@ Evaluation TrainLoop::evaluate_on_device(bool ema) {
   const ExampleRange share = contiguous_share(split.n, ctx_.comm.rank(), ctx_.comm.size());
   const ClassificationSums mine =
       device_->evaluate(split, share.begin, share.end, cfg_.eval_batch, ema);
-  double sums[3] = {mine.loss, mine.correct, mine.count};
+  double sums[4] = {mine.loss, mine.correct, mine.count, mine.loss_squares};
   ctx_.comm.allreduce(std::span<double>(sums), comm::ReduceOp::kSum);
-  return classification_evaluation({sums[0], sums[1], sums[2]});
+  return classification_evaluation({sums[0], sums[1], sums[2], sums[3]});
 }
 
 // The EMA's metrics: the weights and the EMA trade places for the evaluation. Layer buffers

@@ -70,8 +70,9 @@ class CpuBackend final : public Backend {
 
   double softmax_cross_entropy(const float* logits, const std::int32_t* labels, std::int64_t batch,
                                std::int64_t classes, float* dlogits, float grad_scale,
-                               std::int64_t* correct) const override {
-    return nn::softmax_cross_entropy(logits, labels, batch, classes, dlogits, grad_scale, correct);
+                               std::int64_t* correct, double* row_losses) const override {
+    return nn::softmax_cross_entropy(logits, labels, batch, classes, dlogits, grad_scale, correct,
+                                     row_losses);
   }
   double half_squared_error(const float* pred, const float* target, std::int64_t batch,
                             std::int64_t dim, float* dpred, float grad_scale) const override {

@@ -8,7 +8,7 @@ namespace lbt::nn {
 
 double softmax_cross_entropy(const float* logits, const std::int32_t* labels, std::int64_t batch,
                              std::int64_t classes, float* dlogits, float grad_scale,
-                             std::int64_t* correct) {
+                             std::int64_t* correct, double* row_losses) {
   double total = 0.0;
   std::int64_t hits = 0;
 #pragma omp parallel for reduction(+ : total, hits) if (batch >= 1024)
@@ -20,7 +20,9 @@ double softmax_cross_entropy(const float* logits, const std::int32_t* labels, st
     for (std::int64_t c = 0; c < classes; ++c) sum += std::exp(static_cast<double>(z[c] - zmax));
     const std::int32_t y = labels[r];
     // loss = log(sum exp(z - zmax)) - (z_y - zmax)
-    total += std::log(sum) - static_cast<double>(z[y] - zmax);
+    const double loss = std::log(sum) - static_cast<double>(z[y] - zmax);
+    total += loss;
+    if (row_losses) row_losses[r] = loss;
     hits += (argmax == y);
     if (dlogits) {
       float* d = dlogits + r * classes;

@@ -82,8 +82,8 @@ void DeviceMlp::loss(const std::int32_t* labels, std::int64_t batch, float grad_
                         grad_scale, rows_.loss.data(), rows_.hit.data());
 }
 
-double DeviceMlp::loss_sum(std::int64_t batch, std::int64_t* correct) const {
-  return rows_.sum(batch, correct);
+double DeviceMlp::loss_sum(std::int64_t batch, std::int64_t* correct, double* squares) const {
+  return rows_.sum(batch, correct, squares);
 }
 
 // Last layer first: dW = dy^T x, db = column sums of dy, dx = dy W; through the ReLU below it

@@ -34,7 +34,8 @@ class DeviceMlp final : public DeviceModel {
   // (double) and hits stay on the device; d(loss)/d(logits) x grad_scale into the output grad.
   void loss(const std::int32_t* labels, std::int64_t batch, float grad_scale) override;
   // Sum of the last loss's rows, and its correct predictions (copies them to the host).
-  double loss_sum(std::int64_t batch, std::int64_t* correct = nullptr) const override;
+  double loss_sum(std::int64_t batch, std::int64_t* correct = nullptr,
+                  double* squares = nullptr) const override;
   // Backpropagates the output grad into grads(): overwritten, or added to when `accumulate`
   // (gradient accumulation over micro-batches).
   void backward(const float* x, std::int64_t batch, bool accumulate = false) override;

@@ -16,10 +16,12 @@ namespace lbt::nn::cuda {
 struct LossRows {
   explicit LossRows(std::int64_t max_batch)
       : loss(static_cast<std::size_t>(max_batch)), hit(static_cast<std::size_t>(max_batch)) {}
-  double sum(std::int64_t batch, std::int64_t* correct) const {
+  double sum(std::int64_t batch, std::int64_t* correct, double* squares) const {
     const std::vector<double> rows = loss.download();
     const std::vector<std::int32_t> hits = hit.download();
     if (correct) *correct = std::accumulate(hits.begin(), hits.begin() + batch, std::int64_t{0});
+    if (squares)
+      *squares = std::inner_product(rows.begin(), rows.begin() + batch, rows.begin(), 0.0);
     return std::accumulate(rows.begin(), rows.begin() + batch, 0.0);
   }
   lbt::cuda::DeviceArray<double> loss;
@@ -40,8 +42,10 @@ class DeviceModel {
   // Softmax cross-entropy of the last forward against device labels [batch]: per-row losses
   // (double) and hits stay on the device; d(loss)/d(logits) x grad_scale into the output grad.
   virtual void loss(const std::int32_t* labels, std::int64_t batch, float grad_scale) = 0;
-  // Sum of the last loss's rows, and its correct predictions (copies them to the host).
-  virtual double loss_sum(std::int64_t batch, std::int64_t* correct) const = 0;
+  // Sum of the last loss's rows, its correct predictions and (where `squares` is not null) the
+  // sum of the rows squared (copies them to the host).
+  virtual double loss_sum(std::int64_t batch, std::int64_t* correct,
+                          double* squares = nullptr) const = 0;
   // Backpropagates the output grad into grads(): overwritten, or added to when `accumulate`.
   virtual void backward(const float* x, std::int64_t batch, bool accumulate) = 0;
   // The layers' buffers (BatchNorms' running statistics) in the CPU model's buffers() order.

@@ -90,8 +90,8 @@ void DeviceNet::loss(const std::int32_t* labels, std::int64_t batch, float grad_
                         rows_.loss.data(), rows_.hit.data());
 }
 
-double DeviceNet::loss_sum(std::int64_t batch, std::int64_t* correct) const {
-  return rows_.sum(batch, correct);
+double DeviceNet::loss_sum(std::int64_t batch, std::int64_t* correct, double* squares) const {
+  return rows_.sum(batch, correct, squares);
 }
 
 // op.dy holds d(loss)/d(op's output); writes the parameters' gradients and, where dx is not

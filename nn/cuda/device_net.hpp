@@ -37,7 +37,8 @@ class DeviceNet final : public DeviceModel {
   lbt::cuda::DeviceArray<float>& param_buffer() override { return params_; }
   const float* forward(const float* x, std::int64_t batch, bool train) override;
   void loss(const std::int32_t* labels, std::int64_t batch, float grad_scale) override;
-  double loss_sum(std::int64_t batch, std::int64_t* correct) const override;
+  double loss_sum(std::int64_t batch, std::int64_t* correct,
+                  double* squares = nullptr) const override;
   void backward(const float* x, std::int64_t batch, bool accumulate) override;
   std::vector<lbt::cuda::DeviceArray<float>*> buffers() override;
 

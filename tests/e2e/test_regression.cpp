@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "e2e/regression_files.hpp"
@@ -153,6 +154,18 @@ BOOST_AUTO_TEST_CASE(val_mse_and_r2_match_hand_computation_on_one_and_two_ranks)
     r2 += (1.0 - sse / sst) / k;
   }
   const double mse = sum_sq / (validation * k), loss = 0.5 * sum_sq / validation;
+  // Their 95% intervals: mean +- 1.96 sd / sqrt(n) over the examples' own losses and mses, here
+  // 1/2 |y_i|^2 and |y_i|^2 / k (the zero model's errors are the targets).
+  double loss_ss = 0.0, mse_ss = 0.0;
+  for (std::int64_t i = 0; i < validation; ++i) {
+    double sq = 0.0;
+    for (std::int64_t j = 0; j < k; ++j)
+      sq += double(val.targets[i * k + j]) * val.targets[i * k + j];
+    loss_ss += (0.5 * sq - loss) * (0.5 * sq - loss);
+    mse_ss += (sq / k - mse) * (sq / k - mse);
+  }
+  const double loss_half = 1.959963984540054 * std::sqrt(loss_ss / (validation - 1) / validation),
+               mse_half = 1.959963984540054 * std::sqrt(mse_ss / (validation - 1) / validation);
 
   const auto cfg =
       write_file(dir / "cfg.toml", npy_toml(dir, "linear:3-2", validation, 2, 1, 1e-30));
@@ -167,6 +180,14 @@ BOOST_AUTO_TEST_CASE(val_mse_and_r2_match_hand_computation_on_one_and_two_ranks)
     BOOST_TEST(std::abs(e["val_r2"].get<double>() - r2) <= 1e-9 * std::abs(r2));
     const auto summary = nlohmann::json::parse(slurp(run / "summary.json"));
     BOOST_TEST(std::abs(summary["best_val_r2"].get<double>() - r2) <= 1e-9 * std::abs(r2));
+    for (const auto& [key, mean, half] : {std::tuple{"final_val_loss_ci95", loss, loss_half},
+                                          std::tuple{"final_val_mse_ci95", mse, mse_half}}) {
+      BOOST_TEST_INFO(key);
+      BOOST_REQUIRE(summary[key].is_array());
+      BOOST_TEST(std::abs(summary[key][0].get<double>() - (mean - half)) <= 1e-9 * mean);
+      BOOST_TEST(std::abs(summary[key][1].get<double>() - (mean + half)) <= 1e-9 * mean);
+    }
+    BOOST_TEST(summary["final_val_accuracy_ci95"].is_null());
   };
   const auto one = run_lbt(args + (dir / "np1").string());
   BOOST_TEST_INFO("stderr: " << one.err);

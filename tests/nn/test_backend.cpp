@@ -69,9 +69,10 @@ class RecordingBackend final : public nn::Backend {
   }
   double softmax_cross_entropy(const float* logits, const std::int32_t* labels, std::int64_t batch,
                                std::int64_t classes, float* dlogits, float scale,
-                               std::int64_t* correct) const override {
+                               std::int64_t* correct, double* row_losses) const override {
     calls.push_back("softmax_cross_entropy");
-    return cpu.softmax_cross_entropy(logits, labels, batch, classes, dlogits, scale, correct);
+    return cpu.softmax_cross_entropy(logits, labels, batch, classes, dlogits, scale, correct,
+                                     row_losses);
   }
   double half_squared_error(const float* pred, const float* target, std::int64_t batch,
                             std::int64_t dim, float* dpred, float scale) const override {

@@ -139,8 +139,10 @@ class CudaStep final : public DeviceStep {
       model_->forward(d.x.data() + start * in_, b, /*train=*/false);
       model_->loss(d.labels.data() + start, b, 0.0f);
       std::int64_t correct = 0;
-      sums.loss += model_->loss_sum(b, &correct);
+      double squares = 0.0;
+      sums.loss += model_->loss_sum(b, &correct, &squares);
       sums.correct += static_cast<double>(correct);
+      sums.loss_squares += squares;
     }
     if (ema) std::swap(model_->param_buffer(), ema_);
     sums.count = static_cast<double>(end - begin);

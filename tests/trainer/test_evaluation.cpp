@@ -22,6 +22,23 @@
 using namespace lbt;
 using namespace lbt::trainer;
 
+namespace {
+
+// n examples of `dim` standard normal features, each with a uniformly drawn class label.
+data::Dataset random_split(std::int64_t n, std::int64_t dim, int classes, unsigned seed) {
+  data::Dataset split;
+  split.n = n;
+  split.dim = dim;
+  split.num_classes = classes;
+  std::mt19937 gen(seed);
+  std::normal_distribution<float> z;
+  for (std::int64_t i = 0; i < n * dim; ++i) split.x.push_back(z(gen));
+  for (std::int64_t i = 0; i < n; ++i) split.labels.push_back(static_cast<int>(gen() % classes));
+  return split;
+}
+
+}  // namespace
+
 BOOST_AUTO_TEST_SUITE(evaluation_shares)
 
 BOOST_AUTO_TEST_CASE(contiguous_shares_tile_the_split_in_rank_order) {
@@ -41,14 +58,7 @@ BOOST_AUTO_TEST_CASE(contiguous_shares_tile_the_split_in_rank_order) {
 }
 
 BOOST_AUTO_TEST_CASE(the_shares_sums_give_the_whole_splits_metrics) {
-  data::Dataset split;
-  split.n = 1003;
-  split.dim = 8;
-  split.num_classes = 3;
-  std::mt19937 gen(5);
-  std::normal_distribution<float> z;
-  for (std::int64_t i = 0; i < split.n * split.dim; ++i) split.x.push_back(z(gen));
-  for (std::int64_t i = 0; i < split.n; ++i) split.labels.push_back(static_cast<int>(gen() % 3));
+  const data::Dataset split = random_split(1003, 8, 3, 5);
   auto model = nn::Model::from_spec("mlp:8-16-3", nn::InitScheme::kHe, {8});
   Rng rng = make_rng(1, RngStream::kInit);
   model->build(rng);
@@ -122,14 +132,7 @@ BOOST_AUTO_TEST_CASE(the_final_accuracys_interval_is_wilsons) {
 // textbook formulas (log-sum-exp minus the label's logit; the squared errors), at an eval batch
 // that splits the split into uneven chunks.
 BOOST_AUTO_TEST_CASE(the_spread_of_the_per_example_losses_is_measured) {
-  data::Dataset split;
-  split.n = 503;
-  split.dim = 6;
-  split.num_classes = 4;
-  std::mt19937 gen(11);
-  std::normal_distribution<float> z;
-  for (std::int64_t i = 0; i < split.n * split.dim; ++i) split.x.push_back(z(gen));
-  for (std::int64_t i = 0; i < split.n; ++i) split.labels.push_back(static_cast<int>(gen() % 4));
+  const data::Dataset split = random_split(503, 6, 4, 11);
   auto model = nn::Model::from_spec("mlp:6-16-4", nn::InitScheme::kHe, {6});
   Rng rng = make_rng(2, RngStream::kInit);
   model->build(rng);
@@ -157,6 +160,8 @@ BOOST_AUTO_TEST_CASE(the_spread_of_the_per_example_losses_is_measured) {
 
   // Regression with two outputs: each example's loss is 1/2 its squared error, its mse the
   // squared error over the outputs.
+  std::mt19937 gen(12);
+  std::normal_distribution<float> z;
   data::Dataset reg;
   reg.n = 301;
   reg.dim = 6;

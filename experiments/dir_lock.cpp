@@ -154,7 +154,8 @@ void DirLock::check(const std::filesystem::path& lock_file, const char* command)
   const int err = errno;
   const Owner owner = read_owner(fd);
   ::close(fd);
-  if (err == EWOULDBLOCK && !owner_has_exited(owner)) refuse(lock_file, owner, command);
+  // Held: by its owner, or by what an exited owner left running (refuse() says which).
+  if (err == EWOULDBLOCK) refuse(lock_file, owner, command);
 }
 
 DirLock::DirLock(DirLock&& other) noexcept : fd_(other.fd_) {

@@ -5,6 +5,7 @@
 #include <system_error>
 
 #include "core/error.hpp"
+#include "trainer/run_dir.hpp"
 
 namespace lbt::experiments {
 namespace fs = std::filesystem;
@@ -16,10 +17,6 @@ bool has_any(const fs::path& dir, std::initializer_list<const char*> names) {
   for (const char* name : names)
     if (fs::exists(dir / name, ec)) return true;
   return false;
-}
-
-bool holds_run(const fs::path& dir) {
-  return has_any(dir, {"summary.json", "config.toml", "checkpoints"});
 }
 
 // What the error line calls each kind, with the files that tell it.
@@ -48,7 +45,7 @@ OutputKind output_kind(const fs::path& dir) {
   if (has_any(dir, {"cbs_settings.json", "cbs.json", "cbs.lock"})) return OutputKind::kCbs;
   if (has_any(dir, {"scaling.csv", "scaling_runs.csv", "scaling.lock"}))
     return OutputKind::kScaling;
-  if (holds_run(dir)) return OutputKind::kRun;
+  if (trainer::RunDirectory::holds_run(dir)) return OutputKind::kRun;
   // A folder the commands keep inside their directories: a run's checkpoints/, a sweep's
   // trials/, lbt cbs's branches/ (each read back by name).
   fs::path normal = dir.lexically_normal();

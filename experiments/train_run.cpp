@@ -139,7 +139,7 @@ bool resume_run(const std::filesystem::path& run_dir, const RunOptions& options,
                 optim::Optimizer& optimizer, trainer::LoopState& resume_from, DirLock& lock) {
   if (options.resume == Resume::kNo) return false;
   // Before its checkpoint is read: a run still training there keeps its directory.
-  if (comm.rank() == 0 && std::filesystem::exists(run_dir / "checkpoints"))
+  if (comm.rank() == 0 && trainer::RunDirectory::holds_run(run_dir))
     lock = lock_run_directory(run_dir);
   const bool resumed = restore_run_checkpoint(run_dir, resume_from, model, optimizer, identity);
   if (resumed && comm.rank() == 0) {

@@ -27,12 +27,6 @@ bool is_run_file(const std::string& name) {
   return name.find(".tmp.") != std::string::npos;  // a killed atomic write's leftover
 }
 
-bool holds_run(const std::filesystem::path& path) {
-  return std::filesystem::exists(path / "summary.json") ||
-         std::filesystem::exists(path / "checkpoints") ||
-         std::filesystem::exists(path / "config.toml");
-}
-
 [[noreturn]] void refuse_existing_run(const std::filesystem::path& path) {
   throw ConfigError("run directory " + path.string() + " already holds a run",
                     "choose another --out, or pass --overwrite to replace it");
@@ -71,6 +65,12 @@ void replace_run_directory(const std::filesystem::path& path) {
 }
 
 }  // namespace
+
+bool RunDirectory::holds_run(const std::filesystem::path& path) {
+  return std::filesystem::exists(path / "summary.json") ||
+         std::filesystem::exists(path / "checkpoints") ||
+         std::filesystem::exists(path / "config.toml");
+}
 
 void RunDirectory::check(const std::filesystem::path& path, bool overwrite) {
   if (holds_run(path)) {

@@ -23,6 +23,8 @@ class RunDirectory {
   // there (without `overwrite`), files that are not a run's (with it), or a place no directory
   // can be made (io::check_can_create_directories).
   static void check(const std::filesystem::path& path, bool overwrite);
+  // Whether `path` holds a run: summary.json, config.toml or checkpoints/.
+  static bool holds_run(const std::filesystem::path& path);
   // Reopens an existing run to continue it from `step`: metrics lines past `step` (written
   // after the checkpoint by the run that was killed) and any torn last line are dropped, so no
   // step is logged twice.

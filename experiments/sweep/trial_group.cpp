@@ -11,6 +11,7 @@
 
 #include "core/error.hpp"
 #include "core/io.hpp"
+#include "experiments/dir_lock.hpp"
 
 namespace lbt::experiments {
 namespace fs = std::filesystem;
@@ -113,6 +114,9 @@ void refuse_live_trial_groups(const fs::path& trials_dir, const std::string& onl
   for (const auto& entry : fs::directory_iterator(trials_dir, ec)) {
     if (!entry.is_directory(ec)) continue;
     if (!only.empty() && entry.path().filename() != only) continue;
+    // A trial directory another process trains (an `lbt train --resume` of it by hand, or the
+    // same array task submitted twice): its run.lock is held, and this sweep would clear it.
+    DirLock::check(entry.path() / "run.lock", "lbt train");
     const auto pgid = live_trial_group(entry.path());
     if (!pgid) {
       forget_trial_group(entry.path());

@@ -24,7 +24,8 @@ void forget_trial_group(const std::filesystem::path& trial_dir);
 std::optional<pid_t> live_trial_group(const std::filesystem::path& trial_dir);
 
 // Throws ConfigError (exit 2) naming the first trial under `trials_dir` whose recorded group
-// still runs, with the command that stops it; removes the records of groups that have ended.
+// still runs, with the command that stops it, or whose run.lock another process holds (a run of
+// it started by hand); removes the records of groups that have ended.
 // `only`: that trial's directory alone (a SLURM array task; the others may be running now).
 void refuse_live_trial_groups(const std::filesystem::path& trials_dir,
                               const std::string& only = "");

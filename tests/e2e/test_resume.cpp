@@ -183,9 +183,17 @@ BOOST_AUTO_TEST_CASE(a_run_that_is_training_keeps_its_directory) {
   fs::remove_all(run);
   const std::string config = std::string(LBT_SOURCE_DIR) +
                              "/experiments/configs/synthetic_regression.toml --set train.steps=" +
-                             "5000000 --set train.checkpoint_every=5000 --set noise.enabled=false";
+                             "5000000 --set train.checkpoint_every=5000 --set noise.enabled=false" +
+                             " --set train.threads=1";
   const pid_t first = start(std::string(LBT_BINARY) + " train --quiet --config " + config +
                             " --out " + run.string());
+  // Stopped however this case ends (a failed check included), so no run outlives the test.
+  struct StopAtEnd {
+    pid_t pid;
+    ~StopAtEnd() {
+      if (pid > 0 && kill(pid, SIGKILL) == 0) waitpid(pid, nullptr, 0);
+    }
+  } stop_first{first};
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);
   while (!fs::exists(run / "checkpoints") || fs::is_empty(run / "checkpoints")) {
     BOOST_REQUIRE(std::chrono::steady_clock::now() < deadline);
@@ -207,6 +215,7 @@ BOOST_AUTO_TEST_CASE(a_run_that_is_training_keeps_its_directory) {
   }
   kill(first, SIGTERM);  // saves a checkpoint and exits 143
   finish(first);
+  stop_first.pid = 0;  // waited for: its pid may be another process's now
   // Every line the first run logged is there, in order, each log_every (50) steps apart.
   std::int64_t previous = 0;
   const auto lines = lines_without_timing(run / "metrics.jsonl");

@@ -3,6 +3,7 @@
 #include <boost/test/unit_test.hpp>
 
 #include <signal.h>
+#include <sys/file.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -53,13 +54,29 @@ BOOST_AUTO_TEST_CASE(a_second_sweep_on_a_busy_directory_exits_2_naming_the_owner
   BOOST_TEST(seconds < 10.0);
   BOOST_TEST(r.err.find("pid " + std::to_string(first)) != std::string::npos, r.err);
   BOOST_TEST(r.err.find("in use") != std::string::npos, r.err);
-  // The owner's trial was not disturbed: it is still running.
+  // The owner's trial was not disturbed: it is still running, and holds its run directory
+  // against a resume of it by hand.
   BOOST_TEST(status_of(dir / "trials" / "8_0") == "running");
+  r = run_lbt("train --quiet --resume " + (dir / "trials" / "8_0").string());
+  BOOST_TEST(r.code == 2, r.err);
+  BOOST_TEST(r.err.find("is in use by lbt train") != std::string::npos, r.err);
   // The kernel releases the lock when the owner dies, however it dies.
   kill(-first, SIGKILL);
   int status = 0;
   waitpid(first, &status, 0);
   std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  // A trial directory another process holds (its run.lock, as a run of it started by hand holds
+  // it) stops a rerun before the sweep clears anything.
+  const fs::path held = dir / "trials" / "8_0" / "run.lock";
+  const auto trial_files = summary_times(dir);
+  const int fd = ::open(held.c_str(), O_RDWR);
+  BOOST_REQUIRE(fd >= 0 && ::flock(fd, LOCK_EX | LOCK_NB) == 0);
+  BOOST_REQUIRE(::ftruncate(fd, 0) == 0);  // as a holder does, replacing the killed trial's line
+  r = run_lbt("sweep --config " + cfg.string() + " --out " + dir.string() + " --no-plots");
+  BOOST_TEST(r.code == 2, "stderr: " << r.err);
+  BOOST_TEST(r.err.find("trials/8_0 is in use") != std::string::npos, r.err);
+  BOOST_TEST((summary_times(dir) == trial_files));
+  ::close(fd);
   r = run_lbt("sweep --config " + cfg.string() + " --out " + dir.string() +
               " --collect --no-plots");
   BOOST_TEST(r.code == 0, "stderr: " << r.err);

@@ -73,6 +73,7 @@ class SweepRunner {
         refuse_live_trial_groups(dir_ / "trials");
     }
     run_trials(todo);
+    if (busy_trial_) throw *busy_trial_;
     if (shared_failure_) throw shared_failure_error(shared_failure_trial_, *shared_failure_);
     out.ran = static_cast<int>(todo.size());
     out.trials = static_cast<int>(plan_.size());  // the search and the seeds added trials
@@ -257,10 +258,13 @@ class SweepRunner {
         effective_trial_timeout(settings_.trial_timeout, !options_.exec_command.empty());
     // After SIGINT/SIGTERM no trial starts; the running ones save their state and end. After a
     // failure every trial shares, none starts either.
-    auto more = [&] { return next < todo.size() && !sweep_interrupted() && !shared_failure_; };
+    auto more = [&] {
+      return next < todo.size() && !sweep_interrupted() && !shared_failure_ && !busy_trial_;
+    };
     auto fill = [&] {
       while (more() && static_cast<int>(running.size()) < jobs_) {
         const Trial t = plan_[todo[next++]];
+        if ((busy_trial_ = trial_directory_in_use(trial_dir(t)))) break;
         running[start_trial(t)] = {t.index, start_trial_clock(limit)};
         results_[t.index].status = "running";
       }
@@ -389,6 +393,7 @@ class SweepRunner {
   int jobs_ = 1, threads_ = 1;
   std::optional<ErrorLines> shared_failure_;  // the first trial's (note_shared_failure)
   std::string shared_failure_trial_;
+  std::optional<ConfigError> busy_trial_;  // a trial another process trains: none starts after
 };
 
 }  // namespace

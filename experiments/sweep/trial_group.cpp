@@ -130,4 +130,13 @@ void refuse_live_trial_groups(const fs::path& trials_dir, const std::string& onl
   }
 }
 
+std::optional<ConfigError> trial_directory_in_use(const fs::path& trial_dir) {
+  try {
+    DirLock::check(trial_dir / "run.lock", "lbt train");
+  } catch (const ConfigError& e) {
+    return e;
+  }
+  return std::nullopt;
+}
+
 }  // namespace lbt::experiments

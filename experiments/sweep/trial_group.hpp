@@ -10,6 +10,8 @@
 #include <optional>
 #include <string>
 
+#include "core/error.hpp"
+
 namespace lbt::experiments {
 
 // Writes trial_dir/process.json for the group `pgid` (its leader's pid, just forked).
@@ -29,5 +31,10 @@ std::optional<pid_t> live_trial_group(const std::filesystem::path& trial_dir);
 // `only`: that trial's directory alone (a SLURM array task; the others may be running now).
 void refuse_live_trial_groups(const std::filesystem::path& trials_dir,
                               const std::string& only = "");
+
+// As a trial is about to start: the error naming the process that holds its directory's
+// run.lock (a run of it started by hand while the sweep ran), or nullopt. The sweep then starts
+// no trial, lets the running ones end and exits 2 with it, its trials' files untouched.
+std::optional<ConfigError> trial_directory_in_use(const std::filesystem::path& trial_dir);
 
 }  // namespace lbt::experiments

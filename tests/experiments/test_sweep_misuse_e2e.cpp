@@ -12,9 +12,11 @@
 #include <filesystem>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "experiments/sweep/sweep_results.hpp"
 #include "support/cli_runner.hpp"
+#include "support/processes.hpp"
 #include "sweep_fixtures.hpp"
 
 namespace fs = std::filesystem;
@@ -165,4 +167,32 @@ BOOST_AUTO_TEST_CASE(a_rerun_with_other_settings_is_refused_and_extend_adds_only
   // The extended plan is the directory's plan now: a plain rerun of it resumes.
   r = run_lbt(base + " --batch-sizes 8,32,128,512,1024");
   BOOST_TEST(r.code == 0, r.err);
+}
+
+// A trial directory another process takes while the sweep runs (a run of a trial not yet
+// started, begun by hand): the sweep starts no trial after it, lets the running one end and
+// exits 2 naming the holder; the taken directory is not cleared (it held only its lock here).
+BOOST_AUTO_TEST_CASE(a_trial_taken_by_another_process_mid_sweep_stops_the_sweep_untouched) {
+  const fs::path cfg = write_config("midway.toml", "val_loss<=0.1", 300000);
+  const fs::path dir = scratch() / "midway";
+  const std::string log = (scratch() / "midway.log").string();
+  const pid_t sweep = start_sweep(cfg, dir, log);
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while (!fs::exists(dir / "trials" / "8_0" / "summary.json") &&
+         std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  fs::create_directories(dir / "trials" / "8_1");
+  const int fd = ::open((dir / "trials" / "8_1" / "run.lock").c_str(), O_RDWR | O_CREAT, 0644);
+  BOOST_REQUIRE(fd >= 0 && ::flock(fd, LOCK_EX | LOCK_NB) == 0);
+  const int status = lbt::test::wait_for(sweep, 120);
+  ::close(fd);
+  const std::string text = slurp(log);
+  BOOST_TEST((WIFEXITED(status) && WEXITSTATUS(status) == 2), text);
+  BOOST_TEST(text.find("trials/8_1 is in use") != std::string::npos, text);
+  BOOST_TEST(status_of(dir / "trials" / "8_0") != "running", "the running trial ran to its end");
+  std::vector<std::string> left;
+  for (const auto& e : fs::directory_iterator(dir / "trials" / "8_1"))
+    left.push_back(e.path().filename().string());
+  BOOST_TEST((left == std::vector<std::string>{"run.lock"}));
 }

@@ -29,9 +29,14 @@ std::string shortest_float(std::string_view token) {
   double value = 0.0;
   const auto [end, error] = std::from_chars(first, last, value);
   if (error != std::errc() || end != last) return std::string(token);
-  char buffer[32];
-  const auto written = std::to_chars(buffer, buffer + sizeof buffer, value);
-  std::string out(buffer, written.ptr);
+  // The shortest exact form; the plain decimal one where it is at most 2 characters longer, as
+  // typed (0.0001 rather than 1e-04).
+  char shortest[32], plain[400];
+  const auto s = std::to_chars(shortest, shortest + sizeof shortest, value);
+  const auto p = std::to_chars(plain, plain + sizeof plain, value, std::chars_format::fixed);
+  std::string out = p.ec == std::errc() && p.ptr - plain <= s.ptr - shortest + 2
+                        ? std::string(plain, p.ptr)
+                        : std::string(shortest, s.ptr);
   if (out.find_first_of(".en") == std::string::npos) out += ".0";  // "100" would read as an int
   return out;
 }

@@ -9,7 +9,8 @@
 namespace lbt {
 
 // toml++ prints a double with 17 significant digits ("lr = 0.050000000000000003"): exact, but
-// not what anyone typed. std::to_chars's shortest round-trip form ("0.05") is just as exact.
+// not what anyone typed. std::to_chars's shortest round-trip form ("0.05"; plain decimals up to
+// 2 characters longer than an exponent form: "0.0001", "1e-08") is just as exact.
 std::string toml_text(const toml::table& table);
 
 // The same rewrite on text already printed (by toml++ or by an older lbt): every float outside

@@ -165,6 +165,8 @@ BOOST_AUTO_TEST_CASE(floats_are_written_short_and_read_back_exactly) {
   BOOST_TEST(shortest_floats("big = 1.0000000000000000e+20") == "big = 1e+20");
   BOOST_TEST(shortest_floats("f = 1.00000000000000000e+02") == "f = 100.0");
   BOOST_TEST(shortest_floats("z = -0.0") == "z = -0.0");
+  BOOST_TEST(shortest_floats("w = 0.00010000000000000000") == "w = 0.0001");  // not 1e-04
+  BOOST_TEST(shortest_floats("e = 1.0000000000000001e-08") == "e = 1e-08");
   // Strings, comments, integers, dates, times, inf and numbers inside bare keys stay as written.
   for (const char* same :
        {"path = '/d/0.050000000000000003'", R"(s = "a \" 0.10000000000000001")",

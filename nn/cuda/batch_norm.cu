@@ -39,6 +39,15 @@ struct BackwardTerms {
   }
 };
 
+// A convolution's bias gradient: dy's values alone (the second sum unused).
+struct ValueTerms {
+  const float* dy;
+  __device__ void add(std::int64_t e, std::int64_t, std::int64_t, float, double& s1,
+                      double&) const {
+    s1 += dy[e];
+  }
+};
+
 // Grid (P blocks per channel, C): block (p, c) sums channel c over its slice of the batch
 // (bn_slice) into partials[(c P + p) 2 + {0, 1}]: each thread a stride of the values, then a
 // tree in shared memory.
@@ -92,6 +101,17 @@ __global__ void channel_map_kernel(Statistics s, const double* partials, std::in
     store_map(maps, c,
               bn::train_map(sum, sum_squares, s.x[c * s.HW], s.count, s.momentum, s.eps, s.gamma[c],
                             s.beta[c], s.running_mean[c], s.running_var[c]));
+  }
+}
+
+// One thread per channel: the channel's partial sums in block order, rounded to float.
+__global__ void channel_totals_kernel(const double* partials, std::int64_t P, std::int64_t C,
+                                      bool accumulate, float* out) {
+  for (std::int64_t c = first_index(); c < C; c += stride()) {
+    double sum = 0.0, unused = 0.0;
+    bn_add_partials(partials, c, P, sum, unused);
+    const float total = static_cast<float>(sum);
+    out[c] = accumulate ? out[c] + total : total;
   }
 }
 
@@ -205,6 +225,20 @@ void DeviceBatchNorm::backward(const float* x, const float* dy, float* dx, std::
   const std::int64_t n = batch * shape_.size();
   input_grad_kernel<<<blocks_for(n), kThreads>>>(x, dy, map_.data(), grad_.data(), dx, n, C, HW);
   launched("input_grad_kernel");
+}
+
+std::size_t channel_sum_partials(std::int64_t batch, std::int64_t C) {
+  return static_cast<std::size_t>(C * bn_blocks_per_channel(batch, C) * 2);
+}
+
+void channel_sums(const float* x, std::int64_t batch, std::int64_t C, std::int64_t HW,
+                  double* partials, float* out, bool accumulate) {
+  const std::int64_t P = bn_blocks_per_channel(batch, C);
+  channel_sums_kernel<<<dim3(static_cast<unsigned>(P), static_cast<unsigned>(C)), kThreads>>>(
+      ValueTerms{x}, nullptr, batch, C, HW, partials);
+  launched("channel_sums_kernel (sums per channel)");
+  channel_totals_kernel<<<blocks_for(C), kThreads>>>(partials, P, C, accumulate, out);
+  launched("channel_totals_kernel");
 }
 
 void add_relu(const float* a, const float* b, float* y, std::int64_t n) {

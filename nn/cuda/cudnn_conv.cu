@@ -20,6 +20,7 @@
 #include "core/cuda/check.cuh"
 #include "core/error.hpp"
 #include "core/kernel_choice.hpp"
+#include "nn/cuda/batch_norm.hpp"
 #include "nn/cuda/cudnn_conv.hpp"
 
 namespace lbt::nn::cuda {
@@ -53,6 +54,8 @@ struct CudnnConv2d::Descriptors {
   cudnnConvolutionDescriptor_t conv = nullptr;
   Algorithms algorithms;
   DeviceArray<float> workspace;
+  DeviceArray<double> bias_partials;  // the bias gradient's per-block sums (channel_sums)
+  std::int64_t batch = 0;
   std::size_t x_size = 0, w_size = 0, y_size = 0;  // elements at this batch size
 };
 
@@ -252,6 +255,8 @@ CudnnConv2d::CudnnConv2d(Shape3 in, const Conv2dOptions& o, std::int64_t batch)
   d.x_size = static_cast<std::size_t>(batch * in.size());
   d.w_size = static_cast<std::size_t>(o.out_channels * in.c * o.kernel * o.kernel);
   d.y_size = static_cast<std::size_t>(batch * out_.size());
+  d.batch = batch;
+  d.bias_partials = DeviceArray<double>(channel_sum_partials(batch, c));
   choose_algorithms(d);
 }
 
@@ -275,11 +280,9 @@ void CudnnConv2d::forward(const float* x, const float* w, const float* b, float*
 void CudnnConv2d::backward(const float* x, const float* w, const float* dy, float* dx, float* dw,
                            float* db, bool accumulate) {
   Descriptors& d = *d_;
-  const float one = 1.0f, beta = accumulate ? 1.0f : 0.0f;
+  const float beta = accumulate ? 1.0f : 0.0f;
   filter_pass(d, d.algorithms, x, dy, beta, dw);
-  if (db)
-    check(cudnnConvolutionBackwardBias(d.handle, &one, d.y, dy, &beta, d.bias, db),
-          "cudnnConvolutionBackwardBias");
+  if (db) channel_sums(dy, d.batch, out_.c, out_.plane(), d.bias_partials.data(), db, accumulate);
   if (dx) data_pass(d, d.algorithms, w, dy, dx);
 }
 

@@ -154,8 +154,9 @@ if has profile; then
   # Where the simple CNN's step spends its GPU time at B = 512, where PyTorch's eager step is
   # faster (docs/gpu.md): each of lbt's ops timed by CUDA events (bench_gpu_layer_times) with
   # each choice of cuDNN algorithms, at B = 128 and 512; Nsight Compute's duration of each of
-  # lbt's kernels over steps 11-20 (the self-check cached by a first run, so the launches
-  # skipped are start-up and 10 steps; ncu may lack the counters' permission in a container);
+  # lbt's kernels over 160 launches (about 5 steps) after the first 400 (the self-check cached
+  # by a first run, so those are start-up and about 10 steps; ncu may lack the counters'
+  # permission in a container; on an H100 it had them and took 20 s);
   # and torch.profiler's table for PyTorch's step.
   echo "== profile: the simple CNN's ops (CUDA events) with each cuDNN algorithm choice"
   for b in 512 128; do
@@ -169,8 +170,8 @@ if has profile; then
     --set model.device=cuda --set data.path="$data" --set train.steps=2 --set train.target= \
     --out /tmp/prof --overwrite >/dev/null 2>&1
   if command -v ncu >/dev/null; then
-    timeout 240 ncu --target-processes all --clock-control none --metrics gpu__time_duration.sum \
-      --launch-skip 400 --launch-count 400 --print-summary per-kernel \
+    timeout 150 ncu --target-processes all --clock-control none --metrics gpu__time_duration.sum \
+      --launch-skip 400 --launch-count 160 --print-summary per-kernel \
       "$lbt" train --config experiments/configs/fmnist_cnn.toml --quiet --set model.device=cuda \
       --set data.path="$data" --set train.target= --set train.global_batch=512 \
       --set train.steps=30 --set train.eval_every=1000 --set schedule.warmup=0 \

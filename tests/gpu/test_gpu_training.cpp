@@ -79,7 +79,7 @@ std::pair<fs::path, fs::path> run_on_cpu_and_gpu(const std::string& options,
 
 void check_follows_cpu(const std::string& options, const std::string& name,
                        double fall_bound = 1e-3, double accuracy_bound = 0.005,
-                       const std::string& launcher = "") {
+                       double half_width_bound = 0.05, const std::string& launcher = "") {
   const auto [cpu, gpu] = run_on_cpu_and_gpu(options, name, launcher);
   const auto lc = losses(cpu), lg = losses(gpu);
   BOOST_TEST_REQUIRE(lc.size() == 100u);
@@ -97,8 +97,8 @@ void check_follows_cpu(const std::string& options, const std::string& name,
   BOOST_TEST(std::abs(sg["final_val_accuracy"].get<double>() -
                       sc["final_val_accuracy"].get<double>()) <= accuracy_bound);
   // The final loss's interval from the GPU's per-example loss rows (their squares summed on the
-  // host): around its loss, as wide as the CPU's to a few percent (the same examples, weights
-  // that differ at round-off). Not yet run on a GPU (2026-11-27).
+  // host): around its loss, as wide as the CPU's to `half_width_bound` of it (the same
+  // examples, weights that differ at round-off).
   const auto half_width = [](const nlohmann::json& s) {
     const auto& ci = s["final_val_loss_ci95"];
     BOOST_TEST_REQUIRE(ci.is_array());
@@ -107,7 +107,8 @@ void check_follows_cpu(const std::string& options, const std::string& name,
     return (ci[1].get<double>() - ci[0].get<double>()) / 2;
   };
   const double cpu_half = half_width(sc), gpu_half = half_width(sg);
-  BOOST_TEST(std::abs(gpu_half - cpu_half) <= 0.05 * cpu_half,
+  BOOST_TEST_MESSAGE(name << ": final val_loss half-width GPU " << gpu_half << " CPU " << cpu_half);
+  BOOST_TEST(std::abs(gpu_half - cpu_half) <= half_width_bound * cpu_half,
              "half-widths GPU " << gpu_half << " CPU " << cpu_half);
 }
 
@@ -142,8 +143,12 @@ BOOST_AUTO_TEST_CASE(the_simple_cnn_on_the_gpu_follows_the_cpu) {
 // CPU backend (AVX-512 and generic kernels) ended 1.1e-3 of the loss's fall and 0.024 in
 // validation accuracy apart (ReLUs at their kink, spread by the BatchNorms); the bounds are
 // 1e-2 of the fall and 0.05. On an H200 (2026-11-27) the GPU's ended 1.1e-4 of the fall apart.
+// Its final loss's interval moves with round-off as its accuracy does: 95% half-widths 0.01715,
+// 0.01733 and 0.01926 on the AVX-512, AVX2 and generic paths of one CPU (12% apart), the GPU's
+// 0.0186 beside its machine's CPU's 0.0166 on an H100 (2026-11-27); the bound is 25%.
 BOOST_AUTO_TEST_CASE(resnet8_on_the_gpu_follows_the_cpu) {
-  check_follows_cpu(" --set model.spec=resnet:8 --set optimizer.lr=0.05", "resnet", 1e-2, 0.05);
+  check_follows_cpu(" --set model.spec=resnet:8 --set optimizer.lr=0.05", "resnet", 1e-2, 0.05,
+                    0.25);
 }
 
 // Accumulation: 2 micro-batches of 32 make the batch of 64 (sums in another order).
@@ -305,6 +310,6 @@ BOOST_AUTO_TEST_CASE(two_ranks_on_the_gpu_follow_two_ranks_on_the_cpu) {
     return;
   }
   const std::string mpirun = mpiexec + " --oversubscribe -np 2 ";
-  check_follows_cpu("", "two_ranks", 1e-3, 0.005, mpirun);
+  check_follows_cpu("", "two_ranks", 1e-3, 0.005, 0.05, mpirun);
   check_noise_follows_cpu("", "two_ranks_noise", "two_batch", mpirun);
 }

@@ -44,7 +44,7 @@ struct ValueTerms {
   const float* dy;
   __device__ void add(std::int64_t e, std::int64_t, std::int64_t, float, double& s1,
                       double&) const {
-    s1 += dy[e];
+    value_term(dy, e, s1);
   }
 };
 
@@ -107,12 +107,8 @@ __global__ void channel_map_kernel(Statistics s, const double* partials, std::in
 // One thread per channel: the channel's partial sums in block order, rounded to float.
 __global__ void channel_totals_kernel(const double* partials, std::int64_t P, std::int64_t C,
                                       bool accumulate, float* out) {
-  for (std::int64_t c = first_index(); c < C; c += stride()) {
-    double sum = 0.0, unused = 0.0;
-    bn_add_partials(partials, c, P, sum, unused);
-    const float total = static_cast<float>(sum);
-    out[c] = accumulate ? out[c] + total : total;
-  }
+  for (std::int64_t c = first_index(); c < C; c += stride())
+    store_channel_total(partials, c, P, accumulate, out);
 }
 
 __global__ void grad_coefficients_kernel(const double* partials, std::int64_t P, const float* maps,

@@ -69,6 +69,19 @@ LBT_HOST_DEVICE inline void bn_add_partials(const double* partials, std::int64_t
   }
 }
 
+// A convolution's bias gradient (channel_sums, batch_norm.cu) through the same blocks: its term
+// is the value itself; the channel's total is its partials' first sums in block order, rounded
+// to float, written or (micro-batches) added to out[c].
+LBT_HOST_DEVICE inline void value_term(const float* x, std::int64_t e, double& s1) {
+  s1 += x[e];
+}
+LBT_HOST_DEVICE inline void store_channel_total(const double* partials, std::int64_t c,
+                                                std::int64_t P, bool accumulate, float* out) {
+  double total = 0.0, unused = 0.0;
+  bn_add_partials(partials, c, P, total, unused);
+  out[c] = accumulate ? out[c] + static_cast<float>(total) : static_cast<float>(total);
+}
+
 // The per-channel records on the device: bn::ChannelMap as 4 floats, bn::GradCoefficients as 3.
 constexpr int kMapFloats = 4, kGradFloats = 3;
 LBT_HOST_DEVICE inline void store_map(float* maps, std::int64_t c, const bn::ChannelMap& m) {

@@ -1,10 +1,11 @@
-// The GPU's BatchNorm and pooling kernels' bodies (nn/cuda/kernel_bodies.hpp) run here on the CPU,
-// for every index a grid would give them, against the CPU's own layers: the slices a channel's
-// blocks sum cover each of its values once, whatever the batch and channel count; BatchNorm's
-// forward in both modes, running statistics and backward agree with nn::BatchNorm to float32
-// round-off of sums in another order; the pools equal the CPU's bit for bit (the same sums in the
-// same order) or to round-off (the global pool's CPU sum is vectorised). No GPU needed: what is
-// left to one is the launch and the order of the in-block tree sums.
+// The GPU's BatchNorm, bias-gradient and pooling kernels' bodies (nn/cuda/kernel_bodies.hpp) run
+// here on the CPU, for every index a grid would give them, against the CPU's own layers: the
+// slices a channel's blocks sum cover each of its values once, whatever the batch and channel
+// count; BatchNorm's forward in both modes, running statistics and backward, and a convolution's
+// bias gradient agree with nn::BatchNorm and nn::Conv2d to float32 round-off of sums in another
+// order; the pools equal the CPU's bit for bit (the same sums in the same order) or to round-off
+// (the global pool's CPU sum is vectorised). No GPU needed: what is left to one is the launch and
+// the order of the in-block tree sums.
 #include <boost/test/unit_test.hpp>
 
 #include <algorithm>
@@ -16,8 +17,10 @@
 #include "core/params.hpp"
 #include "core/rng.hpp"
 #include "nn/cpu/batch_norm.hpp"
+#include "nn/cpu/conv2d.hpp"
 #include "nn/cpu/pool.hpp"
 #include "nn/cuda/kernel_bodies.hpp"
+#include "support/layer_check.hpp"
 #include "support/random.hpp"
 
 using namespace lbt;
@@ -40,12 +43,13 @@ double relative_error(const std::vector<float>& a, const std::vector<float>& b) 
   return worst / largest(b);
 }
 
-// A channel's two sums as the GPU's blocks make them: block p of P over its slice, the values
-// each thread would take added here in index order, then the blocks' partials in block order.
+// The partial sums of a channel's blocks as the GPU makes them ([C][P][2]): block p of P over
+// its slice, the values each thread would take added here in index order.
 template <class Terms>
-std::vector<double> channel_sums(std::int64_t batch, std::int64_t C, std::int64_t HW, Terms terms) {
+std::vector<double> channel_partials(std::int64_t batch, std::int64_t C, std::int64_t HW,
+                                     Terms terms) {
   const std::int64_t P = body::bn_blocks_per_channel(batch, C);
-  std::vector<double> partials(static_cast<std::size_t>(C * P * 2)), sums(2 * C);
+  std::vector<double> partials(static_cast<std::size_t>(C * P * 2));
   for (std::int64_t c = 0; c < C; ++c)
     for (std::int64_t p = 0; p < P; ++p) {
       const body::Slice s = body::bn_slice(p, P, batch);
@@ -54,6 +58,15 @@ std::vector<double> channel_sums(std::int64_t batch, std::int64_t C, std::int64_
         terms(body::bn_element(s, i, c, C, HW), c, s1, s2);
       partials[(c * P + p) * 2] = s1, partials[(c * P + p) * 2 + 1] = s2;
     }
+  return partials;
+}
+
+// A channel's two sums: the blocks' partials added in block order.
+template <class Terms>
+std::vector<double> channel_sums(std::int64_t batch, std::int64_t C, std::int64_t HW, Terms terms) {
+  const std::int64_t P = body::bn_blocks_per_channel(batch, C);
+  const std::vector<double> partials = channel_partials(batch, C, HW, terms);
+  std::vector<double> sums(2 * C);
   for (std::int64_t c = 0; c < C; ++c)
     body::bn_add_partials(partials.data(), c, P, sums[2 * c], sums[2 * c + 1]);
   return sums;
@@ -161,6 +174,45 @@ BOOST_AUTO_TEST_CASE(batch_norm_bodies_equal_the_cpu_batch_norm_in_both_modes) {
     for (std::int64_t i = 0; i < n; ++i) y[i] = body::bn_output(x.data(), maps.data(), i, C, HW);
     cpu.forward(x.data(), y_cpu.data(), batch, false);
     BOOST_TEST((y == y_cpu));  // the same map, the same fma: bit for bit
+  }
+}
+
+// A convolution's bias gradient as the GPU's channel_sums makes it (value_term through the
+// BatchNorm's blocks, then store_channel_total) against the CPU Conv2d's: uneven slices (33
+// images, 16 channels' 32 blocks each), one block per channel (600 channels), one image; written,
+// then added to as for a second micro-batch.
+BOOST_AUTO_TEST_CASE(the_bias_gradient_bodies_equal_the_cpu_convolutions) {
+  struct Case {
+    nn::Shape3 in;
+    std::int64_t out_c, batch;
+  };
+  for (const Case& k : {Case{{2, 6, 5}, 16, 33}, Case{{1, 4, 4}, 600, 3}, Case{{3, 5, 5}, 4, 1}}) {
+    nn::Conv2d conv(k.in, {.out_channels = k.out_c, .kernel = 3, .stride = 1, .padding = 1},
+                    nn::InitScheme::kHe);
+    ParameterStore store;
+    lbt::test::bind_fresh(conv, store, "c", 4);
+    const nn::Shape3 out = conv.out_shape();
+    const std::int64_t C = out.c, P = body::bn_blocks_per_channel(k.batch, C);
+    const auto x = normal_vector(k.batch * k.in.size(), 31);
+    auto dy = normal_vector(k.batch * out.size(), 32);
+    for (float& v : dy) v += 0.5f;  // sums far from 0
+    std::vector<float> y(dy.size()), dx(x.size());
+    conv.forward(x.data(), y.data(), k.batch, true);
+    conv.backward(x.data(), y.data(), dy.data(), dx.data(), k.batch, false);
+    const float* db_cpu = store.grads().data() + store.segments()[1].offset;
+
+    const auto partials = channel_partials(k.batch, C, out.plane(),
+                                           [&](std::int64_t e, std::int64_t, double& a, double&) {
+                                             body::value_term(dy.data(), e, a);
+                                           });
+    std::vector<float> db(C, 7.0f);
+    for (std::int64_t c = 0; c < C; ++c)
+      body::store_channel_total(partials.data(), c, P, false, db.data());
+    BOOST_TEST(relative_error(db, std::vector<float>(db_cpu, db_cpu + C)) <= 1e-5);
+    const std::vector<float> once = db;
+    for (std::int64_t c = 0; c < C; ++c)
+      body::store_channel_total(partials.data(), c, P, true, db.data());
+    for (std::int64_t c = 0; c < C; ++c) BOOST_TEST(db[c] == 2.0f * once[c]);
   }
 }
 

@@ -34,10 +34,6 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-bool is_sweep_key(const std::string& assignment) {
-  return assignment.rfind("sweep.", 0) == 0;
-}
-
 class SweepRunner {
  public:
   SweepRunner(const SweepOptions& o) : options_(o) {}
@@ -151,37 +147,12 @@ class SweepRunner {
     io::atomic_write(dir_ / "sweep.json", m.dump(2) + "\n");
   }
 
-  // sweep.json: what decides the plan, which a rerun must match (check_same_plan).
   nlohmann::json manifest() const {
-    return {{"config", fs::absolute(options_.config_path).string()},
-            {"batch_sizes", settings_.batch_sizes},
-            {"target", settings_.target},
-            {"scaling", settings_.scaling},
-            {"reference_batch", settings_.reference_batch},
-            {"base_lr", settings_.base_lr},
-            {"lr_search", settings_.lr_search},
-            {"search",
-             {{"refine_ratio", settings_.search.refine_ratio},
-              {"max_trials", settings_.search.max_trials},
-              {"prune", settings_.search.prune},
-              {"eval_growth", settings_.eval_growth}}},
-            {"seeds", settings_.seeds},
-            {"exec", options_.exec_command},
-            {"sets", trial_sets()},
-            {"trials", plan_json(plan_)}};
+    return sweep_manifest(options_.config_path, settings_, plan_, options_.exec_command,
+                          options_.sets);
   }
 
   fs::path trial_dir(const Trial& t) const { return dir_ / "trials" / t.name; }
-
-  // The --set options the trials get: sweep.* ones shape the plan, compared as such (batch
-  // sizes, trials, search, seeds), so --extend can add seeds given by --set.
-  std::vector<std::string> trial_sets() const {
-    std::vector<std::string> sets;
-    for (const auto& s : options_.sets) {
-      if (!is_sweep_key(s)) sets.push_back(s);
-    }
-    return sets;
-  }
 
   bool array_task() const { return options_.trial_index >= 0 || !options_.trial_name.empty(); }
 
@@ -223,9 +194,7 @@ class SweepRunner {
                                   "--quiet",
                                   "--set",
                                   "train.threads=" + std::to_string(threads_)};
-    for (const auto& s : options_.sets) {
-      if (!is_sweep_key(s)) a.insert(a.end(), {"--set", s});
-    }
+    for (const auto& s : trial_sets(options_.sets)) a.insert(a.end(), {"--set", s});
     for (const auto& s : t.overrides) a.insert(a.end(), {"--set", s});
     if (resume) a.insert(a.end(), {"--resume", trial_dir(t).string()});
     return a;

@@ -165,6 +165,34 @@ nlohmann::json plan_json(const std::vector<Trial>& plan) {
   return trials;
 }
 
+std::vector<std::string> trial_sets(const std::vector<std::string>& sets) {
+  std::vector<std::string> kept;
+  for (const auto& s : sets)
+    if (s.rfind("sweep.", 0) != 0) kept.push_back(s);
+  return kept;
+}
+
+nlohmann::json sweep_manifest(const fs::path& config_path, const SweepSettings& settings,
+                              const std::vector<Trial>& plan, const std::string& exec_command,
+                              const std::vector<std::string>& sets) {
+  return {{"config", fs::absolute(config_path).string()},
+          {"batch_sizes", settings.batch_sizes},
+          {"target", settings.target},
+          {"scaling", settings.scaling},
+          {"reference_batch", settings.reference_batch},
+          {"base_lr", settings.base_lr},
+          {"lr_search", settings.lr_search},
+          {"search",
+           {{"refine_ratio", settings.search.refine_ratio},
+            {"max_trials", settings.search.max_trials},
+            {"prune", settings.search.prune},
+            {"eval_growth", settings.eval_growth}}},
+          {"seeds", settings.seeds},
+          {"exec", exec_command},
+          {"sets", trial_sets(sets)},
+          {"trials", plan_json(plan)}};
+}
+
 void check_sweep_directory(const fs::path& dir, bool collect_only, bool check_only) {
   refuse_other_output(dir, OutputKind::kSweep, "lbt sweep");
   if (collect_only && !fs::exists(dir / "sweep.json"))

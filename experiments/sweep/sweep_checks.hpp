@@ -27,6 +27,16 @@ void validate_trial_configs(const Config& sweep_config, const std::vector<Trial>
 // The plan's trials as recorded in sweep.json.
 nlohmann::json plan_json(const std::vector<Trial>& plan);
 
+// The --set options the trials get: all but the sweep.* ones, which shape the plan and are
+// compared as such (batch sizes, trials, search, seeds), so --extend can add seeds by --set.
+std::vector<std::string> trial_sets(const std::vector<std::string>& sets);
+
+// sweep.json: what decides the plan, which a rerun must match (check_same_plan).
+nlohmann::json sweep_manifest(const std::filesystem::path& config_path,
+                              const SweepSettings& settings, const std::vector<Trial>& plan,
+                              const std::string& exec_command,
+                              const std::vector<std::string>& sets);
+
 // What the sweep refuses of its directory before it writes there: --collect where no sweep is
 // (it wrote an empty one and exited 0), and with --check, read only, a place no directory can
 // be made (io::check_can_create_directories).

@@ -1,12 +1,14 @@
 // Test helpers for regression data: a tiny .npy writer (format 1.0, C order, little-endian),
 // seeded linear-regression draws y = x W*^T + s eps with x ~ N(0, I), and a checkpoint's
-// parameters. Independent of lbt's reader, so the readers are tested against it.
+// parameters. Independent of lbt's reader, so the readers are tested against it. And a linear
+// regression config on such files.
 #pragma once
 #include <cstdint>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <random>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -71,6 +73,28 @@ inline void write_regression(const std::filesystem::path& dir, const RegressionD
   write_npy(dir / "x.npy", "<f4", {r.n, r.d}, r.x);
   write_npy(dir / "y.npy", "<f4",
             r.k == 1 ? std::vector<std::int64_t>{r.n} : std::vector<std::int64_t>{r.n, r.k}, r.y);
+}
+
+// A linear regression config on dir/x.npy, dir/y.npy; `extra` appends TOML lines.
+inline std::string npy_toml(const std::filesystem::path& dir, const std::string& spec,
+                            std::int64_t validation, std::int64_t batch, std::int64_t steps,
+                            double lr, const std::string& extra = "") {
+  std::ostringstream t;
+  t << "[model]\nspec = \"" << spec << "\"\ninit = \"zero\"\n"
+    << "[data]\ndataset = \"reg\"\nformat = \"npy\"\ntrain_features = \""
+    << (dir / "x.npy").string() << "\"\ntrain_labels = \"" << (dir / "y.npy").string()
+    << "\"\nvalidation_size = " << validation << "\nnormalize = false\n"
+    << "[train]\nglobal_batch = " << batch << "\nsteps = " << steps << "\neval_every = " << steps
+    << "\nlog_every = " << steps << "\nthreads = 1\nseed = 3\n"
+    << "[optimizer]\nname = \"sgd\"\nlr = " << lr << "\nmomentum = 0.0\n"
+    << extra;
+  return t.str();
+}
+
+inline std::filesystem::path write_file(const std::filesystem::path& p, const std::string& text) {
+  std::filesystem::create_directories(p.parent_path());
+  std::ofstream(p) << text;
+  return p;
 }
 
 // The final parameters a run saved, flat: the weight [out, in] at 0, the bias [out] last (the

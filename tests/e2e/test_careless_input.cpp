@@ -21,6 +21,7 @@
 #include "support/cli_runner.hpp"
 
 namespace fs = std::filesystem;
+using lbt::test::error_line;
 using lbt::test::run_lbt;
 using lbt::test::scratch;
 using lbt::test::slurp;
@@ -71,11 +72,6 @@ std::size_t after_line(const fs::path& file, int n) {
   std::size_t at = 0;
   for (int i = 0; i < n; ++i) at = text.find('\n', at) + 1;
   return at;
-}
-
-std::string error_line(const std::string& err) {
-  const auto at = err.find("error: ");
-  return at == std::string::npos ? "" : err.substr(at, err.find('\n', at) - at);
 }
 
 // Exit `code` with one error line holding every one of `words`, and a hint line.

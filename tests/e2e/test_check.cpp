@@ -24,6 +24,7 @@
 #include "support/processes.hpp"
 
 namespace fs = std::filesystem;
+using lbt::test::error_line;
 using lbt::test::run_lbt;
 using lbt::test::scratch;
 using lbt::test::slurp;
@@ -108,11 +109,6 @@ std::size_t longest_number(const std::string& text) {
 }
 
 // The first "error: ..." line of a command's stderr ("" when there is none).
-std::string error_line(const std::string& err) {
-  const auto at = err.find("error: ");
-  return at == std::string::npos ? std::string() : err.substr(at, err.find('\n', at) - at);
-}
-
 }  // namespace
 
 BOOST_AUTO_TEST_CASE(train_and_sweep_check_refuse_a_bad_model_spec_naming_it) {
@@ -332,8 +328,8 @@ BOOST_AUTO_TEST_CASE(check_refuses_the_directories_the_run_refuses) {
   BOOST_REQUIRE(run_lbt("train -c " + train.string() + " --quiet --out " + done.string()).code ==
                 0);
   const std::string base = "train -c " + train.string() + " --quiet";
-  for (const std::string where : {" --out " + done.string(), " --out " + (file / "run").string(),
-                                  " --resume " + (scratch() / "dir_none").string()}) {
+  for (const std::string& where : {" --out " + done.string(), " --out " + (file / "run").string(),
+                                   " --resume " + (scratch() / "dir_none").string()}) {
     BOOST_TEST_CONTEXT(where) {
       const auto checked = run_lbt(base + " --check" + where);
       const auto ran = run_lbt(base + where);

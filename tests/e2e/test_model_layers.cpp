@@ -14,6 +14,7 @@
 #include "support/cli_runner.hpp"
 
 namespace fs = std::filesystem;
+using lbt::test::error_line;
 using lbt::test::run_lbt;
 using lbt::test::scratch;
 using lbt::test::slurp;
@@ -55,12 +56,6 @@ std::string conv(int out) {
          "\nkernel = 5\npadding = 2\n";
 }
 const std::string kPool = "[[model.layers]]\ntype = \"pool\"\nkernel = 2\n";
-
-// The "error: ..." line of a failed run's stderr.
-std::string error_line(const std::string& err) {
-  const auto at = err.find("error: ");
-  return at == std::string::npos ? "" : err.substr(at, err.find('\n', at) - at);
-}
 
 }  // namespace
 

@@ -1,7 +1,7 @@
 // Regression from the user's own files through the real `lbt` binary: float .npy labels and
 // CSV data.target_columns train a linear model that recovers a known W*, val_mse / val_r2
-// match hand computations (1 and 2 MPI ranks alike), bad input stops with a one-line error,
-// and the npy_regression preset runs after its generator.
+// match hand computations (1 and 2 MPI ranks alike), and the npy_regression preset runs after
+// its generator. Bad input: test_regression_input.cpp.
 #define BOOST_TEST_MODULE regression
 #include <boost/test/unit_test.hpp>
 
@@ -23,48 +23,20 @@
 #include "trainer/data/npy.hpp"
 
 namespace fs = std::filesystem;
+using lbt::test::error_line;
+using lbt::test::has;
+using lbt::test::npy_toml;
 using lbt::test::read_jsonl;
 using lbt::test::run_command;
 using lbt::test::run_lbt;
 using lbt::test::scratch;
 using lbt::test::slurp;
+using lbt::test::write_file;
 
 namespace {
 
-// A linear regression config on dir/x.npy, dir/y.npy; `extra` appends TOML lines.
-std::string npy_toml(const fs::path& dir, const std::string& spec, std::int64_t validation,
-                     std::int64_t batch, std::int64_t steps, double lr,
-                     const std::string& extra = "") {
-  std::ostringstream t;
-  t << "[model]\nspec = \"" << spec << "\"\ninit = \"zero\"\n"
-    << "[data]\ndataset = \"reg\"\nformat = \"npy\"\ntrain_features = \""
-    << (dir / "x.npy").string() << "\"\ntrain_labels = \"" << (dir / "y.npy").string()
-    << "\"\nvalidation_size = " << validation << "\nnormalize = false\n"
-    << "[train]\nglobal_batch = " << batch << "\nsteps = " << steps << "\neval_every = " << steps
-    << "\nlog_every = " << steps << "\nthreads = 1\nseed = 3\n"
-    << "[optimizer]\nname = \"sgd\"\nlr = " << lr << "\nmomentum = 0.0\n"
-    << extra;
-  return t.str();
-}
-
-fs::path write_file(const fs::path& p, const std::string& text) {
-  fs::create_directories(p.parent_path());
-  std::ofstream(p) << text;
-  return p;
-}
-
 nlohmann::json last_eval(const fs::path& run) {
   return read_jsonl(run / "eval.jsonl").back();
-}
-
-// The "error: ..." line of stderr (the CLI prints it, then "hint: ...").
-std::string error_line(const std::string& err) {
-  const auto at = err.find("error: ");
-  return at == std::string::npos ? "" : err.substr(at, err.find('\n', at) - at);
-}
-
-bool has(const std::string& text, const std::string& part) {
-  return text.find(part) != std::string::npos;
 }
 
 }  // namespace
@@ -198,86 +170,6 @@ BOOST_AUTO_TEST_CASE(val_mse_and_r2_match_hand_computation_on_one_and_two_ranks)
   BOOST_TEST_INFO("stderr: " << two.err);
   BOOST_REQUIRE_EQUAL(two.code, 0);
   check(dir / "np2", "2 ranks");
-}
-
-BOOST_AUTO_TEST_CASE(bad_regression_input_stops_with_one_line_naming_file_and_place) {
-  const fs::path dir = scratch() / "bad";
-  const auto draw = lbt::test::draw_regression(64, 3, 1, 0.1, 13);
-  lbt::test::write_regression(dir, draw);
-  auto run = [&](const std::string& name, const std::string& toml) {
-    const auto cfg = write_file(dir / (name + ".toml"), toml);
-    return run_lbt("train --config " + cfg.string() + " --quiet --overwrite --out " +
-                   (dir / ("run_" + name)).string());
-  };
-  // Each: the exit code (2: config, 3: data file), and what the single error line names.
-  auto expect = [&](const lbt::test::CliResult& r, int code,
-                    const std::vector<std::string>& parts) {
-    BOOST_TEST_INFO("stderr: " << r.err);
-    BOOST_TEST(r.code == code);
-    const std::string line = error_line(r.err);
-    for (const auto& part : parts) BOOST_TEST(has(line, part), part);
-    BOOST_TEST(has(r.err, "hint: "));
-  };
-  const std::string base = npy_toml(dir, "linear:3-1", 16, 8, 2, 0.01);
-
-  // npy: a NaN target, named by file and example index
-  auto y = draw.y;
-  y[37] = std::nan("");
-  lbt::test::write_npy(dir / "y_nan.npy", "<f4", {64}, y);
-  std::string toml = base;
-  toml.replace(toml.find("y.npy"), 5, "y_nan.npy");
-  expect(run("npy_nan", toml), 3, {"y_nan.npy", "example index 37", "nan"});
-
-  // CSV: NaN target, non-numeric target, uneven rows (file:line and column)
-  auto csv = [&](const std::string& name, const std::string& text, const std::string& extra) {
-    write_file(dir / (name + ".csv"), text);
-    return "[model]\nspec = \"linear:2-1\"\n[data]\ndataset = \"c\"\nformat = \"csv\"\n"
-           "train_features = \"" +
-           (dir / (name + ".csv")).string() + "\"\nvalidation_size = 1\nnormalize = false\n" +
-           extra + "[train]\nglobal_batch = 2\nsteps = 1\nthreads = 1\n";
-  };
-  const std::string targets = "target_columns = [\"y\"]\n";
-  expect(run("csv_nan", csv("nan", "a,b,y\n1,2,3\n4,5,nan\n6,7,8\n", targets)), 3,
-         {"nan.csv:3", "target column 'y'", "'nan'"});
-  expect(run("csv_word", csv("word", "a,b,y\n1,2,3\n4,5,6\n6,7,eight\n", targets)), 3,
-         {"word.csv:4", "target column 'y' (field 3)", "'eight'"});
-  expect(run("csv_uneven", csv("uneven", "a,b,y\n1,2,3\n4,5\n6,7,8\n", targets)), 3,
-         {"uneven.csv:3", "expected 3 fields, got 2"});
-  // no rows at all: a CSV with its header alone, and [0, 3] / [0] arrays
-  expect(run("csv_empty", csv("empty", "a,b,y\n", targets)), 3, {"empty.csv", "no data rows"});
-  lbt::test::write_npy(dir / "x0.npy", "<f8", {0, 3}, {});
-  lbt::test::write_npy(dir / "y0.npy", "<f4", {0}, {});
-  std::string empty = base;
-  empty.replace(empty.find("x.npy"), 5, "x0.npy");
-  empty.replace(empty.find("y.npy"), 5, "y0.npy");
-  expect(run("npy_empty", empty), 3, {"x0.npy", "no examples: shape (0, 3)"});
-  // a class label column and target columns at once
-  expect(run("both", csv("both", "a,b,y\n1,2,3\n4,5,6\n", targets + "label_column = \"a\"\n")), 2,
-         {"data.label_column", "data.target_columns"});
-
-  // a loss or target the data cannot have
-  // a loss or target the data cannot have: float targets, then integer labels
-  auto with = [](std::string toml, const std::string& table, const std::string& line) {
-    return toml.insert(toml.find("[" + table + "]\n") + table.size() + 3, line + "\n");
-  };
-  expect(run("ce_on_floats", with(base, "model", "loss = \"cross_entropy\"")), 2,
-         {"model.loss = \"cross_entropy\"", "float targets"});
-  expect(run("acc_on_floats", with(base, "train", "target = \"val_accuracy>=0.9\"")), 2,
-         {"val_accuracy>=0.9", "regression"});
-  std::vector<double> classes;
-  for (std::int64_t i = 0; i < 64; ++i) classes.push_back(static_cast<double>(i % 2));
-  lbt::test::write_npy(dir / "y_int.npy", "<i8", {64}, classes);
-  std::string cls = npy_toml(dir, "linear:3-2", 16, 8, 2, 0.01);
-  cls.replace(cls.find("y.npy"), 5, "y_int.npy");
-  expect(run("mse_on_classes", with(cls, "model", "loss = \"mse\"")), 2,
-         {"model.loss = \"mse\"", "integer class labels"});
-  expect(run("r2_on_classes", with(cls, "train", "target = \"val_r2>=0.9\"")), 2,
-         {"val_r2>=0.9", "classification"});
-  // the classification path is unchanged: integer labels train with cross-entropy
-  const auto ok = run("classes_train", cls);
-  BOOST_TEST_INFO("stderr: " << ok.err);
-  BOOST_TEST(ok.code == 0);
-  BOOST_TEST(last_eval(dir / "run_classes_train").contains("val_accuracy"));
 }
 
 BOOST_AUTO_TEST_CASE(npy_regression_preset_trains_on_the_generators_files) {

@@ -203,7 +203,7 @@ BOOST_AUTO_TEST_CASE(a_run_that_is_training_keeps_its_directory) {
        {"train --quiet --resume " + run.string(),
         "train --quiet --config " + config + " --out " + run.string() + " --overwrite",
         "train --quiet --config " + config + " --out " + run.string() + " --resume auto"}) {
-    for (const std::string& check : {"", " --check"}) {  // --check finds it too, read only
+    for (const char* check : {"", " --check"}) {  // --check finds it too, read only
       BOOST_TEST_CONTEXT(second + check) {
         const auto r = lbt::test::run_lbt(second + check);
         BOOST_TEST(r.code == 2, r.err);

@@ -1,5 +1,6 @@
 // Runs the real `lbt` binary from end-to-end tests: a per-process scratch directory, and
-// `run_lbt(args)` returning the exit code with stdout and stderr captured through files.
+// `run_lbt(args)` returning the exit code with stdout and stderr captured through files, and
+// the error line of its stderr.
 // Needs LBT_BINARY defined to the binary's path (see tests/e2e/CMakeLists.txt).
 #pragma once
 #include <sys/wait.h>
@@ -52,6 +53,16 @@ inline std::string lbt_binary() {
 // `launcher` (mpiexec and its options, with a trailing space) goes in front of the program.
 inline CliResult run_lbt(const std::string& args, const std::string& launcher = "") {
   return run_command(launcher + lbt_binary() + " " + args);
+}
+
+// The "error: ..." line of stderr (the CLI prints it, then "hint: ..."); empty where none.
+inline std::string error_line(const std::string& err) {
+  const auto at = err.find("error: ");
+  return at == std::string::npos ? std::string() : err.substr(at, err.find('\n', at) - at);
+}
+
+inline bool has(const std::string& text, const std::string& part) {
+  return text.find(part) != std::string::npos;
 }
 
 }  // namespace lbt::test

@@ -1,0 +1,104 @@
+// Bad regression input through the real `lbt` binary: .npy and CSV files wrong in one place each
+// (a NaN or non-number target, uneven rows, no examples) stop with exit 3, and a config the data
+// cannot have (a label column and target columns, cross-entropy or val_accuracy on float
+// targets, MSE or val_r2 on class labels) with exit 2; each with one error line naming the file
+// and place or the key, and a hint. Integer labels still train a classifier.
+#define BOOST_TEST_MODULE regression_input
+#include <boost/test/unit_test.hpp>
+
+#include <cmath>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "e2e/regression_files.hpp"
+#include "support/cli_runner.hpp"
+#include "support/run_files.hpp"
+
+namespace fs = std::filesystem;
+using lbt::test::error_line;
+using lbt::test::has;
+using lbt::test::npy_toml;
+using lbt::test::read_jsonl;
+using lbt::test::run_lbt;
+using lbt::test::scratch;
+using lbt::test::write_file;
+
+BOOST_AUTO_TEST_CASE(bad_regression_input_stops_with_one_line_naming_file_and_place) {
+  const fs::path dir = scratch() / "bad";
+  const auto draw = lbt::test::draw_regression(64, 3, 1, 0.1, 13);
+  lbt::test::write_regression(dir, draw);
+  auto run = [&](const std::string& name, const std::string& toml) {
+    const auto cfg = write_file(dir / (name + ".toml"), toml);
+    return run_lbt("train --config " + cfg.string() + " --quiet --overwrite --out " +
+                   (dir / ("run_" + name)).string());
+  };
+  // Each: the exit code (2: config, 3: data file), and what the single error line names.
+  auto expect = [&](const lbt::test::CliResult& r, int code,
+                    const std::vector<std::string>& parts) {
+    BOOST_TEST_INFO("stderr: " << r.err);
+    BOOST_TEST(r.code == code);
+    const std::string line = error_line(r.err);
+    for (const auto& part : parts) BOOST_TEST(has(line, part), part);
+    BOOST_TEST(has(r.err, "hint: "));
+  };
+  const std::string base = npy_toml(dir, "linear:3-1", 16, 8, 2, 0.01);
+
+  // npy: a NaN target, named by file and example index
+  auto y = draw.y;
+  y[37] = std::nan("");
+  lbt::test::write_npy(dir / "y_nan.npy", "<f4", {64}, y);
+  std::string toml = base;
+  toml.replace(toml.find("y.npy"), 5, "y_nan.npy");
+  expect(run("npy_nan", toml), 3, {"y_nan.npy", "example index 37", "nan"});
+
+  // CSV: NaN target, non-numeric target, uneven rows (file:line and column)
+  auto csv = [&](const std::string& name, const std::string& text, const std::string& extra) {
+    write_file(dir / (name + ".csv"), text);
+    return "[model]\nspec = \"linear:2-1\"\n[data]\ndataset = \"c\"\nformat = \"csv\"\n"
+           "train_features = \"" +
+           (dir / (name + ".csv")).string() + "\"\nvalidation_size = 1\nnormalize = false\n" +
+           extra + "[train]\nglobal_batch = 2\nsteps = 1\nthreads = 1\n";
+  };
+  const std::string targets = "target_columns = [\"y\"]\n";
+  expect(run("csv_nan", csv("nan", "a,b,y\n1,2,3\n4,5,nan\n6,7,8\n", targets)), 3,
+         {"nan.csv:3", "target column 'y'", "'nan'"});
+  expect(run("csv_word", csv("word", "a,b,y\n1,2,3\n4,5,6\n6,7,eight\n", targets)), 3,
+         {"word.csv:4", "target column 'y' (field 3)", "'eight'"});
+  expect(run("csv_uneven", csv("uneven", "a,b,y\n1,2,3\n4,5\n6,7,8\n", targets)), 3,
+         {"uneven.csv:3", "expected 3 fields, got 2"});
+  // no rows at all: a CSV with its header alone, and [0, 3] / [0] arrays
+  expect(run("csv_empty", csv("empty", "a,b,y\n", targets)), 3, {"empty.csv", "no data rows"});
+  lbt::test::write_npy(dir / "x0.npy", "<f8", {0, 3}, {});
+  lbt::test::write_npy(dir / "y0.npy", "<f4", {0}, {});
+  std::string empty = base;
+  empty.replace(empty.find("x.npy"), 5, "x0.npy");
+  empty.replace(empty.find("y.npy"), 5, "y0.npy");
+  expect(run("npy_empty", empty), 3, {"x0.npy", "no examples: shape (0, 3)"});
+  // a class label column and target columns at once
+  expect(run("both", csv("both", "a,b,y\n1,2,3\n4,5,6\n", targets + "label_column = \"a\"\n")), 2,
+         {"data.label_column", "data.target_columns"});
+
+  // a loss or target the data cannot have: float targets, then integer labels
+  auto with = [](std::string toml, const std::string& table, const std::string& line) {
+    return toml.insert(toml.find("[" + table + "]\n") + table.size() + 3, line + "\n");
+  };
+  expect(run("ce_on_floats", with(base, "model", "loss = \"cross_entropy\"")), 2,
+         {"model.loss = \"cross_entropy\"", "float targets"});
+  expect(run("acc_on_floats", with(base, "train", "target = \"val_accuracy>=0.9\"")), 2,
+         {"val_accuracy>=0.9", "regression"});
+  std::vector<double> classes;
+  for (std::int64_t i = 0; i < 64; ++i) classes.push_back(static_cast<double>(i % 2));
+  lbt::test::write_npy(dir / "y_int.npy", "<i8", {64}, classes);
+  std::string cls = npy_toml(dir, "linear:3-2", 16, 8, 2, 0.01);
+  cls.replace(cls.find("y.npy"), 5, "y_int.npy");
+  expect(run("mse_on_classes", with(cls, "model", "loss = \"mse\"")), 2,
+         {"model.loss = \"mse\"", "integer class labels"});
+  expect(run("r2_on_classes", with(cls, "train", "target = \"val_r2>=0.9\"")), 2,
+         {"val_r2>=0.9", "classification"});
+  // the classification path is unchanged: integer labels train with cross-entropy
+  const auto ok = run("classes_train", cls);
+  BOOST_TEST_INFO("stderr: " << ok.err);
+  BOOST_TEST(ok.code == 0);
+  BOOST_TEST(read_jsonl(dir / "run_classes_train" / "eval.jsonl").back().contains("val_accuracy"));
+}

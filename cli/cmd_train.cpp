@@ -82,6 +82,13 @@ void print_mean_interval(const char* name, double mean, double sd, std::int64_t 
       name, mean, ci.low, ci.high, static_cast<long long>(n));
 }
 
+void print_accuracy_interval(const char* which, double accuracy, std::int64_t n, const char* note) {
+  const trainer::Interval95 ci = trainer::accuracy_interval(accuracy, n);
+  if (!std::isfinite(ci.low)) return;
+  std::printf("%s val_accuracy: %.4f [%.4f, %.4f] (95%%, Wilson, %lld validation examples%s)\n",
+              which, accuracy, ci.low, ci.high, static_cast<long long>(n), note);
+}
+
 // The outcome in a few lines (rank 0 only: the others' run_dir is not written).
 void report_run(const experiments::RunResult& result) {
   if (const auto* comm = comm::active_communicator(); comm && comm->rank() != 0) return;
@@ -107,13 +114,11 @@ void report_run(const experiments::RunResult& result) {
         "wall: %.1fs  (%.0f samples/s)\n",
         o.status.c_str(), static_cast<long long>(o.steps), metric(o.best_val_accuracy).c_str(),
         metric(o.final_val_loss).c_str(), o.wall_time_s, o.samples_per_s);
-    const trainer::Interval95 ci =
-        trainer::accuracy_interval(o.final_val_accuracy, result.val_examples);
-    if (std::isfinite(ci.low)) {
-      std::printf(
-          "final val_accuracy: %.4f [%.4f, %.4f] (95%%, Wilson, %lld validation examples)\n",
-          o.final_val_accuracy, ci.low, ci.high, static_cast<long long>(result.val_examples));
-    }
+    // The best reading's resolution is its own evaluation's; as the highest of the run's
+    // readings it is biased up, as the line says.
+    print_accuracy_interval("best", o.best_val_accuracy, result.val_examples,
+                            ", the highest of the run's evaluations");
+    print_accuracy_interval("final", o.final_val_accuracy, result.val_examples, "");
     print_mean_interval("val_loss", o.final_val_loss, o.final_val_loss_sd, result.val_examples);
   }
   if (o.steps_to_target >= 0) {

@@ -33,6 +33,8 @@ nlohmann::json outcome_json(const trainer::TrainOutcome& o) {
           {"final_val_r2", o.final_val_r2},
           {"final_val_loss_sd", o.final_val_loss_sd},
           {"final_val_mse_sd", o.final_val_mse_sd},
+          {"best_val_loss_sd", o.best_val_loss_sd},
+          {"best_val_mse_sd", o.best_val_mse_sd},
           {"last_loss", o.last_loss},
           {"last_finite_loss", o.last_finite_loss},
           {"wall_time_s", o.wall_time_s}};
@@ -69,6 +71,8 @@ void outcome_from_json(const nlohmann::json& j, trainer::TrainOutcome& o) {
   o.final_val_r2 = optional("final_val_r2");
   o.final_val_loss_sd = optional("final_val_loss_sd");
   o.final_val_mse_sd = optional("final_val_mse_sd");
+  o.best_val_loss_sd = optional("best_val_loss_sd");
+  o.best_val_mse_sd = optional("best_val_mse_sd");
   o.last_loss = number_or_unmeasured(j.at("last_loss"));
   o.last_finite_loss = number_or_unmeasured(j.at("last_finite_loss"));
   o.wall_time_s = j.at("wall_time_s");

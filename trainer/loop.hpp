@@ -105,8 +105,10 @@ struct TrainOutcome {
   double final_val_accuracy = kNotMeasured, final_val_loss = kNotMeasured, last_loss = kNotMeasured;
   double best_val_mse = kNotMeasured, best_val_r2 = kNotMeasured;  // regression
   double final_val_mse = kNotMeasured, final_val_r2 = kNotMeasured;
-  // Over the final evaluation's examples (Evaluation::loss_sd, mse_sd): the final values' spread.
+  // Over the final evaluation's examples (Evaluation::loss_sd, mse_sd): the final values' spread;
+  // and over the examples of the evaluation that gave the best loss (mse).
   double final_val_loss_sd = kNotMeasured, final_val_mse_sd = kNotMeasured;
+  double best_val_loss_sd = kNotMeasured, best_val_mse_sd = kNotMeasured;
   std::int64_t diverged_step = -1, skipped_steps = 0;
   double last_finite_loss = kNotMeasured;
   std::string divergence_reason;

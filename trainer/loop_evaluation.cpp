@@ -49,6 +49,26 @@ TrainLoop::Continue TrainLoop::evaluate_if_due() {
   return Continue::kGoOn;
 }
 
+namespace {
+
+// An evaluation's metrics in an eval.jsonl line (or its "ema" object): the loss and, for
+// regression, the mse with the sample standard deviation of the examples' own values (each
+// reading's resolution: sd / sqrt(val_examples)), R^2, or the accuracy (its resolution: the
+// split's size, summary.json's val_examples). An sd not measured is null.
+void add_metrics(nlohmann::json& line, const Evaluation& e) {
+  line["val_loss"] = e.loss;
+  line["val_loss_sd"] = std::isnan(e.loss_sd) ? nlohmann::json() : nlohmann::json(e.loss_sd);
+  if (e.regression) {
+    line["val_mse"] = e.mse;
+    line["val_mse_sd"] = std::isnan(e.mse_sd) ? nlohmann::json() : nlohmann::json(e.mse_sd);
+    line["val_r2"] = e.r2;
+  } else {
+    line["val_accuracy"] = e.accuracy;
+  }
+}
+
+}  // namespace
+
 // Evaluates at the current step, logs it to eval.jsonl (refinement evaluations marked) and
 // keeps the best/final metrics; every rank computes the same allreduced metrics.
 // With a target, the weights' EMA is evaluated too and logged under "ema"; target_met is
@@ -64,23 +84,10 @@ bool TrainLoop::evaluate_now(bool refinement) {
       (other_seen_ < 0 || out_.steps < other_seen_))
     other_seen_ = out_.steps;
   if (ctx_.run_dir) {
-    nlohmann::json line = {{"step", out_.steps}, {"epoch", epoch_now()}, {"val_loss", e.loss}};
+    nlohmann::json line = {{"step", out_.steps}, {"epoch", epoch_now()}};
     if (variable_batch_) line["examples"] = state_.examples_seen;
-    if (e.regression) {
-      line["val_mse"] = e.mse;
-      line["val_r2"] = e.r2;
-    } else {
-      line["val_accuracy"] = e.accuracy;
-    }
-    if (ema_on()) {
-      nlohmann::json& m = line["ema"] = {{"val_loss", ema.loss}};
-      if (ema.regression) {
-        m["val_mse"] = ema.mse;
-        m["val_r2"] = ema.r2;
-      } else {
-        m["val_accuracy"] = ema.accuracy;
-      }
-    }
+    add_metrics(line, e);
+    if (ema_on()) add_metrics(line["ema"], ema);
     line["target_met"] = met;
     line["wall_time"] = seconds_since(t_start_);
     if (refinement) line["refinement"] = true;
@@ -94,18 +101,21 @@ bool TrainLoop::evaluate_now(bool refinement) {
 }
 
 // summary.json's best/final metrics: best is the highest accuracy and R^2, the lowest loss and
-// mse, each over the run's own evaluations (a metric may peak at a different step than another).
+// mse, each over the run's own evaluations (a metric may peak at a different step than another);
+// the best loss and mse keep their evaluation's spread, for their intervals.
 void TrainLoop::keep_best_and_final(const Evaluation& e) {
-  auto lowest = [](double best, double v) { return std::isnan(best) ? v : std::min(best, v); };
   auto highest = [](double best, double v) { return std::isnan(best) ? v : std::max(best, v); };
+  auto keep_lowest = [](double& best, double& best_sd, double v, double v_sd) {
+    if (std::isnan(best) || v < best) best = v, best_sd = v_sd;
+  };
   out_.final_val_loss = e.loss;
   out_.final_val_loss_sd = e.loss_sd;
   out_.final_val_mse_sd = e.mse_sd;
-  out_.best_val_loss = lowest(out_.best_val_loss, e.loss);
+  keep_lowest(out_.best_val_loss, out_.best_val_loss_sd, e.loss, e.loss_sd);
   if (e.regression) {
     out_.final_val_mse = e.mse;
     out_.final_val_r2 = e.r2;
-    out_.best_val_mse = lowest(out_.best_val_mse, e.mse);
+    keep_lowest(out_.best_val_mse, out_.best_val_mse_sd, e.mse, e.mse_sd);
     out_.best_val_r2 = highest(out_.best_val_r2, e.r2);
   } else {
     out_.final_val_accuracy = e.accuracy;

@@ -160,6 +160,13 @@ BOOST_AUTO_TEST_CASE(val_mse_and_r2_match_hand_computation_on_one_and_two_ranks)
       BOOST_TEST(std::abs(summary[key][1].get<double>() - (mean + half)) <= 1e-9 * mean);
     }
     BOOST_TEST(summary["final_val_accuracy_ci95"].is_null());
+    // eval.jsonl's spread of each reading, and the best's interval (one evaluation: the final's)
+    BOOST_TEST(std::abs(e["val_loss_sd"].get<double>() - std::sqrt(loss_ss / (validation - 1))) <=
+               1e-9 * loss);
+    BOOST_TEST(std::abs(e["val_mse_sd"].get<double>() - std::sqrt(mse_ss / (validation - 1))) <=
+               1e-9 * mse);
+    BOOST_TEST(summary["best_val_loss_ci95"] == summary["final_val_loss_ci95"]);
+    BOOST_TEST(summary["best_val_mse_ci95"] == summary["final_val_mse_ci95"]);
   };
   const auto one = run_lbt(args + (dir / "np1").string());
   BOOST_TEST_INFO("stderr: " << one.err);
@@ -170,6 +177,58 @@ BOOST_AUTO_TEST_CASE(val_mse_and_r2_match_hand_computation_on_one_and_two_ranks)
   BOOST_TEST_INFO("stderr: " << two.err);
   BOOST_REQUIRE_EQUAL(two.code, 0);
   check(dir / "np2", "2 ranks");
+}
+
+// The best readings' intervals come from their own evaluations: a classifier at a large LR whose
+// validation loss and accuracy peak before the last of 12 evaluations. best_val_accuracy_ci95 is
+// the Wilson interval of eval.jsonl's highest accuracy (written out here), best_val_loss_ci95
+// the lowest loss +- 1.96 of its line's val_loss_sd / sqrt(n); the status lines print the best
+// accuracy's interval and say what it is.
+BOOST_AUTO_TEST_CASE(the_best_readings_carry_their_own_evaluations_intervals) {
+  const fs::path dir = scratch() / "best";
+  const auto draw = lbt::test::draw_regression(400, 3, 1, 0.8, 5);
+  std::vector<double> classes;
+  for (double v : draw.y) classes.push_back(v > 0.0 ? 1.0 : 0.0);
+  lbt::test::write_regression(dir, draw);
+  lbt::test::write_npy(dir / "y.npy", "<i8", {400}, classes);
+  const std::int64_t n = 200;
+  const auto cfg = write_file(dir / "cfg.toml", npy_toml(dir, "linear:3-2", n, 8, 12, 5.0));
+  const auto r =
+      run_lbt("train --config " + cfg.string() +
+              " --set train.eval_every=1 --set train.seed=4 --out " + (dir / "run").string());
+  BOOST_TEST_INFO("stderr: " << r.err);
+  BOOST_REQUIRE_EQUAL(r.code, 0);
+  const auto evals = read_jsonl(dir / "run" / "eval.jsonl");
+  BOOST_REQUIRE_EQUAL(evals.size(), 12u);
+  std::size_t lowest = 0, highest = 0;
+  for (std::size_t i = 0; i < evals.size(); ++i) {
+    if (evals[i]["val_loss"].get<double>() < evals[lowest]["val_loss"].get<double>()) lowest = i;
+    if (evals[i]["val_accuracy"].get<double>() > evals[highest]["val_accuracy"].get<double>())
+      highest = i;
+  }
+  BOOST_TEST_REQUIRE(lowest + 1 < evals.size());  // the case this test is for
+  BOOST_TEST_REQUIRE(highest + 1 < evals.size());
+  const auto summary = nlohmann::json::parse(slurp(dir / "run" / "summary.json"));
+  const double z = 1.959963984540054, p = evals[highest]["val_accuracy"].get<double>();
+  const double centre = (p + z * z / (2 * n)) / (1 + z * z / n),
+               half = z / (1 + z * z / n) * std::sqrt(p * (1 - p) / n + z * z / (4.0 * n * n));
+  BOOST_TEST(std::abs(summary["best_val_accuracy_ci95"][0].get<double>() - (centre - half)) <=
+             1e-12);
+  BOOST_TEST(std::abs(summary["best_val_accuracy_ci95"][1].get<double>() - (centre + half)) <=
+             1e-12);
+  const double loss = evals[lowest]["val_loss"].get<double>(),
+               loss_half = z * evals[lowest]["val_loss_sd"].get<double>() / std::sqrt(double(n));
+  BOOST_TEST(std::abs(summary["best_val_loss_ci95"][0].get<double>() - (loss - loss_half)) <=
+             1e-12);
+  BOOST_TEST(std::abs(summary["best_val_loss_ci95"][1].get<double>() - (loss + loss_half)) <=
+             1e-12);
+  BOOST_TEST(summary["best_val_loss_ci95"] != summary["final_val_loss_ci95"]);
+  char line[160];
+  std::snprintf(line, sizeof line,
+                "best val_accuracy: %.4f [%.4f, %.4f] (95%%, Wilson, 200 validation examples, the "
+                "highest of the run's evaluations)",
+                p, centre - half, centre + half);
+  BOOST_TEST(has(r.out, line), r.out);
 }
 
 BOOST_AUTO_TEST_CASE(npy_regression_preset_trains_on_the_generators_files) {

@@ -84,8 +84,9 @@ bool sweep_csv_predates_brackets(const CsvTable& t) {
 
 std::vector<ScalingPoint> read_best_points(const fs::path& best_csv) {
   if (!fs::exists(best_csv)) {
-    throw Error("no best.csv in " + best_csv.parent_path().string(),
-                "pass a directory written by `lbt sweep` (it rewrites best.csv after every trial)");
+    throw ConfigError(
+        "no best.csv in " + best_csv.parent_path().string(),
+        "pass a directory written by `lbt sweep` (it rewrites best.csv after every trial)");
   }
   const CsvTable t = read_csv(best_csv);
   const std::vector<int> c = t.require({"batch_size", "status", "steps_to_target"});

@@ -128,6 +128,15 @@ BOOST_AUTO_TEST_CASE(best_csv_cut_mid_header_fails_naming_it_instead_of_using_th
   expect_refusal(run_lbt("fit --no-plots " + dir.string()), 3, {(dir / "best.csv").string()});
 }
 
+// A directory that holds no sweep is a wrong option (exit 2), as lbt plan --from says; it exited
+// 1 ("other error").
+BOOST_AUTO_TEST_CASE(lbt_fit_on_a_directory_without_a_sweep_is_a_bad_option) {
+  const fs::path empty = scratch() / "no_sweep_here";
+  fs::create_directories(empty);
+  expect_refusal(run_lbt("fit --no-plots " + empty.string()), 2,
+                 {"no best.csv in " + empty.string()});
+}
+
 BOOST_AUTO_TEST_CASE(a_truncated_sweep_json_is_named_with_the_fix) {
   const fs::path dir = sweep_copy("manifest");
   cut(dir / "sweep.json", 40);

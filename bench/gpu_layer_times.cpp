@@ -87,6 +87,8 @@ void run(const Setup& s) {
               cuda::describe_device().c_str(),
               std::string(kernel_choice(KernelChoice::kCudnnAlgos)).c_str(),
               static_cast<long long>(s.steps));
+  for (const std::string& conv : net.conv_algorithms(s.batch))
+    std::printf("# cuDNN's algorithms, %s\n", conv.c_str());
   std::printf("op,ms_per_step,share\n");
   const auto per_step = static_cast<double>(s.steps);
   for (const cuda::OpTimer::Total& t : timer.totals())

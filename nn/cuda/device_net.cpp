@@ -164,4 +164,11 @@ std::vector<DeviceArray<float>*> DeviceNet::buffers() {
   return out;
 }
 
+std::vector<std::string> DeviceNet::conv_algorithms(std::int64_t batch) {
+  std::vector<std::string> out;
+  for (std::size_t i = 0; i < ops_.size(); ++i)
+    if (ops_[i].conv) out.push_back(labels_[i] + ": " + ops_[i].conv->at(batch).algorithms());
+  return out;
+}
+
 }  // namespace lbt::nn::cuda

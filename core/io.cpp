@@ -33,10 +33,26 @@ void write_all(int fd, std::string_view data, const std::filesystem::path& path)
 
 }  // namespace
 
+void refuse_symbolic_link(const std::filesystem::path& path) {
+  std::error_code ec;
+  if (!std::filesystem::is_symlink(path, ec)) return;
+  throw ConfigError(path.string() +
+                        " is a symbolic link: lbt writes its own file there and "
+                        "will not write through a link onto another file",
+                    "remove the link (or replace it with a copy of what it points to), or use "
+                    "a new directory");
+}
+
+int open_own_file(const std::filesystem::path& path, int flags) {
+  const int fd = ::open(path.c_str(), flags | O_NOFOLLOW | O_CLOEXEC, 0644);
+  if (fd < 0 && errno == ELOOP) refuse_symbolic_link(path);
+  return fd;
+}
+
 void atomic_write(const std::filesystem::path& path, std::string_view contents) {
   auto tmp = path;
   tmp += ".tmp." + std::to_string(::getpid());
-  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  int fd = open_own_file(tmp, O_WRONLY | O_CREAT | O_TRUNC);
   if (fd < 0) {
     // Named as the user named it: the temporary file beside it is ours.
     throw Error("cannot write " + path.string() + ": " + std::strerror(errno),
@@ -94,7 +110,7 @@ std::string read_file(const std::filesystem::path& path) {
 }
 
 LineAppender::LineAppender(const std::filesystem::path& path) : path_(path) {
-  fd_ = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+  fd_ = open_own_file(path, O_WRONLY | O_CREAT | O_APPEND);
   if (fd_ < 0) {
     throw Error("cannot open " + path.string() + " for appending: " + std::strerror(errno),
                 "check that the run directory is writable");

@@ -20,6 +20,17 @@ void create_directories(const std::filesystem::path& path, const std::string& wh
 // bits are all that stop it). The same Error.
 void check_can_create_directories(const std::filesystem::path& path, const std::string& what);
 
+// open(2) of a file lbt writes in its own directories (flags: O_WRONLY or O_RDWR, O_CREAT ...),
+// never through a symbolic link there: a directory from elsewhere (a colleague's run, an
+// unpacked archive) whose metrics.jsonl or run.lock links to ~/.bashrc would otherwise have
+// lbt's lines written onto that file. A link throws ConfigError naming it (exit 2); other
+// failures return -1 with errno set, as open(2).
+int open_own_file(const std::filesystem::path& path, int flags);
+
+// Throws open_own_file's ConfigError where `path` is a symbolic link (for a file a child
+// process opens: the refusal must come from the parent, before the fork).
+void refuse_symbolic_link(const std::filesystem::path& path);
+
 // Reads a whole file; throws DataError naming the path when it cannot be read.
 std::string read_file(const std::filesystem::path& path);
 

@@ -19,6 +19,7 @@
 #include <fstream>
 
 #include "core/error.hpp"
+#include "core/io.hpp"
 #include "trainer/comm/node_ranks.hpp"
 
 namespace lbt::experiments {
@@ -126,6 +127,7 @@ pid_t spawn_logged(const std::filesystem::path& program, const std::vector<std::
   std::vector<std::string> env_words = environment_with(env);
   std::vector<char*> envp = c_strings(env_words);
   const std::string log = log_file.string();
+  io::refuse_symbolic_link(log_file);  // the child opens it without following one, too
   const std::string found = find_executable(program.string());
   const std::string failure = exec_failure_message(program.string());
   const pid_t parent = getpid();
@@ -150,7 +152,7 @@ pid_t spawn_logged(const std::filesystem::path& program, const std::vector<std::
     signal(SIGINT, SIG_DFL);
     signal(SIGTERM, SIG_DFL);
     sigprocmask(SIG_SETMASK, &before, nullptr);
-    const int fd = open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+    const int fd = open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW | O_CLOEXEC, 0644);
     const int null_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
     if (fd < 0 || null_fd < 0) _exit(126);
     dup2(null_fd, 0);

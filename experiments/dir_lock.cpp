@@ -15,6 +15,7 @@
 #include <thread>
 
 #include "core/error.hpp"
+#include "core/io.hpp"
 
 namespace lbt::experiments {
 namespace {
@@ -111,9 +112,9 @@ int lock_after_owner_exit(int fd, int op) {
 }  // namespace
 
 DirLock::DirLock(const std::filesystem::path& lock_file, Mode mode, const char* command) {
-  // O_CLOEXEC: trials and plot scripts started by this process must not inherit the lock, or
-  // a trial orphaned for a moment would keep the directory locked after the sweep died.
-  fd_ = ::open(lock_file.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  // O_CLOEXEC (open_own_file's): trials and plot scripts this process starts must not inherit the
+  // lock, or a trial orphaned for a moment would keep the directory locked after the sweep died.
+  fd_ = io::open_own_file(lock_file, O_RDWR | O_CREAT);
   if (fd_ < 0) {
     throw Error("cannot open " + lock_file.string() + ": " + std::strerror(errno),
                 "check that the directory is writable");

@@ -12,6 +12,7 @@
 #include <fstream>
 
 #include "core/error.hpp"
+#include "core/io.hpp"
 
 namespace lbt::trainer {
 namespace {
@@ -74,7 +75,7 @@ void write_checkpoint(const std::filesystem::path& path, const nlohmann::json& h
   std::filesystem::create_directories(path.parent_path());
   auto tmp = path;
   tmp += ".tmp." + std::to_string(::getpid());
-  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  int fd = io::open_own_file(tmp, O_WRONLY | O_CREAT | O_TRUNC);
   if (fd < 0) {
     throw Error("cannot create " + tmp.string() + ": " + std::strerror(errno),
                 "check that the run directory is writable");

@@ -312,6 +312,36 @@ BOOST_AUTO_TEST_CASE(sgemm_matches_hand_computed_products) {
   BOOST_TEST(e[3] == 77.0f);
 }
 
+// lbt's own files are never written through a symbolic link (io::open_own_file): a run directory
+// from elsewhere whose metrics.jsonl links to another file gets a ConfigError naming the link,
+// and the file it points to keeps its bytes; atomic_write replaces a link (rename), never
+// writes through it; a plain file appends as before.
+BOOST_AUTO_TEST_CASE(a_symbolic_link_in_lbts_place_is_refused_and_its_target_kept) {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::temp_directory_path() / ("lbt_links_" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  const fs::path victim = dir / "victim.txt", link = dir / "metrics.jsonl";
+  std::ofstream(victim) << "precious\n";
+  fs::create_symlink(victim, link);
+  bool refused = false;
+  try {
+    lbt::io::LineAppender out(link);
+  } catch (const lbt::ConfigError& e) {
+    refused = std::string(e.what()).find(link.string() + " is a symbolic link") == 0;
+  }
+  BOOST_TEST(refused);
+  BOOST_CHECK_THROW(lbt::io::refuse_symbolic_link(link), lbt::ConfigError);
+  BOOST_TEST(lbt::io::read_file(victim) == "precious\n");
+  lbt::io::atomic_write(link, "{}\n");
+  BOOST_TEST(!fs::is_symlink(link));
+  BOOST_TEST(lbt::io::read_file(victim) == "precious\n");
+  lbt::io::LineAppender(link).append("{\"step\": 1}");
+  BOOST_TEST(lbt::io::read_file(link) == "{}\n{\"step\": 1}\n");
+  lbt::io::refuse_symbolic_link(dir / "absent");  // nothing there: nothing to refuse
+  fs::remove_all(dir);
+}
+
 // A disk that fills in the middle of a metrics line must not leave a torn
 // line. A file size limit (RLIMIT_FSIZE) stands in for the full disk: the kernel writes up to
 // the limit and returns a short count, as it does on ENOSPC.

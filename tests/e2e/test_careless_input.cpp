@@ -137,6 +137,27 @@ BOOST_AUTO_TEST_CASE(lbt_fit_on_a_directory_without_a_sweep_is_a_bad_option) {
                  {"no best.csv in " + empty.string()});
 }
 
+// A sweep or run directory from elsewhere whose lock files link to another file: the lock's owner
+// line overwrote that file (a resume of a trial, a rerun of the sweep); now each is refused, exit
+// 2 naming the link, and the linked file keeps its bytes.
+BOOST_AUTO_TEST_CASE(lock_files_that_link_elsewhere_are_refused_and_their_targets_kept) {
+  const fs::path dir = sweep_copy("linked_locks");
+  const fs::path victim = scratch() / "linked_locks_victim.txt";
+  std::ofstream(victim) << "precious\n";
+  fs::path trial;
+  for (const auto& e : fs::directory_iterator(dir / "trials")) trial = e.path();
+  for (const fs::path& lock : {dir / "sweep.lock", trial / "run.lock"}) {
+    fs::remove(lock);
+    fs::create_symlink(victim, lock);
+  }
+  expect_refusal(run_lbt("sweep --config " + (scratch() / "sweep.toml").string() +
+                         " --no-plots --quiet --out " + dir.string()),
+                 2, {(dir / "sweep.lock").string() + " is a symbolic link"});
+  expect_refusal(run_lbt("train --quiet --resume " + trial.string()), 2,
+                 {(trial / "run.lock").string() + " is a symbolic link"});
+  BOOST_TEST(slurp(victim) == "precious\n");
+}
+
 BOOST_AUTO_TEST_CASE(a_truncated_sweep_json_is_named_with_the_fix) {
   const fs::path dir = sweep_copy("manifest");
   cut(dir / "sweep.json", 40);

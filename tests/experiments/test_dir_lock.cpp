@@ -10,6 +10,8 @@
 
 #include <chrono>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <string>
 #include <thread>
 
@@ -154,6 +156,20 @@ BOOST_AUTO_TEST_CASE(an_owner_whose_pid_was_reused_counts_as_exited) {
   BOOST_CHECK_NO_THROW(DirLock(lock_file, DirLock::Mode::kExclusive));
   BOOST_TEST(seconds_since(t0) > 0.3);  // it waited for the holder
   waitpid(holder, nullptr, 0);
+}
+
+// A run.lock that links elsewhere (a run directory from an archive or a colleague): the lock's
+// owner line would have overwritten the linked file; now the lock is refused naming the link, and
+// the file keeps its bytes.
+BOOST_AUTO_TEST_CASE(a_lock_file_that_is_a_symbolic_link_is_refused_and_its_target_kept) {
+  const fs::path dir = fresh_dir("link");
+  const fs::path victim = dir / "victim.txt";
+  { std::ofstream(victim) << "precious\n"; }
+  fs::create_symlink(victim, dir / "run.lock");
+  BOOST_CHECK_THROW(DirLock(dir / "run.lock", DirLock::Mode::kExclusive), lbt::ConfigError);
+  std::ifstream in(victim);
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  BOOST_TEST(text == "precious\n");
 }
 
 BOOST_AUTO_TEST_SUITE_END()

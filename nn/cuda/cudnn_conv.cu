@@ -1,10 +1,10 @@
 // CudnnConv2d: cuDNN's convolution (the legacy descriptor API of cuDNN 9) with fixed
 // deterministic algorithms (implicit GEMM forward, algorithm 1 for both backward passes), which
-// the self-check compares with the CPU. LBT_CUDNN_ALGOS=chosen takes, per layer and batch size,
-// the deterministic ones cuDNN's heuristics rank first (no timing, so every process on a device
-// chooses the same ones and runs repeat bit for bit), each pass vetted against the fixed one;
-// LBT_CUDNN_ALGOS=nondeterministic the first ranked, nondeterministic ones included (what
-// PyTorch runs unless told to be deterministic; runs then differ at round-off), vetted too.
+// the self-check compares with the CPU. LBT_CUDNN_ALGOS=chosen takes, per layer, batch size and
+// pass, the first deterministic one cuDNN's heuristics rank (no timing, so every process on a
+// device chooses the same ones and runs repeat bit for bit) that agrees with the fixed one on
+// random data; LBT_CUDNN_ALGOS=nondeterministic the same among all ranked, nondeterministic ones
+// included (what PyTorch runs unless told to be deterministic; runs then differ at round-off).
 // Fixed is the default: on an H200 (2026-11-27) the choice and its vetting cost about 1 s at
 // every start of a run, and changed the simple CNN's step by -4%, +17% and +2% at batch 32,
 // 128 and 512 (two runs each): a sweep's short trials lose more than they gain.
@@ -63,42 +63,50 @@ namespace {
 
 using Descriptors = CudnnConv2d::Descriptors;
 
-// The first of cuDNN's ranked candidates (fastest expected first) that runs in FMA math (no
-// TF32: the CPU comparison holds to float32 round-off), fits the workspace cap and, unless
-// `any_determinism`, is deterministic; `fallback` when none does. Perf is
-// cudnnConvolution{Fwd,BwdData,BwdFilter}AlgoPerf_t.
-template <class Perf, class Algo>
-Algo first_ranked(const Perf* ranked, int count, Algo fallback, bool any_determinism) {
+// cuDNN's ranked candidates for one pass (fastest expected first) that run in FMA math (no TF32:
+// the CPU comparison holds to float32 round-off), fit the workspace cap and, unless
+// `any_determinism`, are deterministic. Perf is cudnnConvolution{Fwd,BwdData,BwdFilter}AlgoPerf_t.
+template <class Perf>
+auto eligible(const Perf* ranked, int count, bool any_determinism) {
+  std::vector<decltype(ranked->algo)> out;
   for (int i = 0; i < count; ++i) {
     const Perf& p = ranked[i];
     if (p.status == CUDNN_STATUS_SUCCESS &&
         (any_determinism || p.determinism == CUDNN_DETERMINISTIC) && p.mathType == CUDNN_FMA_MATH &&
         p.memory <= kMaxWorkspaceBytes)
-      return p.algo;
+      out.push_back(p.algo);
   }
-  return fallback;
+  return out;
 }
 
-Algorithms heuristic_algorithms(const Descriptors& d, bool any_determinism) {
-  Algorithms fixed, a;
+// Each pass's eligible algorithms in cuDNN's order (heuristics, no timing: every process on one
+// device and library ranks alike).
+struct Candidates {
+  std::vector<cudnnConvolutionFwdAlgo_t> forward;
+  std::vector<cudnnConvolutionBwdDataAlgo_t> backward_data;
+  std::vector<cudnnConvolutionBwdFilterAlgo_t> backward_filter;
+};
+
+Candidates heuristic_candidates(const Descriptors& d, bool any_determinism) {
+  Candidates c;
   int count = 0;
   cudnnConvolutionFwdAlgoPerf_t fwd[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
   check(cudnnGetConvolutionForwardAlgorithm_v7(d.handle, d.x, d.w, d.conv, d.y,
                                                CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &count, fwd),
         "cudnnGetConvolutionForwardAlgorithm_v7");
-  a.forward = first_ranked(fwd, count, fixed.forward, any_determinism);
+  c.forward = eligible(fwd, count, any_determinism);
   cudnnConvolutionBwdDataAlgoPerf_t data[CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT];
   check(cudnnGetConvolutionBackwardDataAlgorithm_v7(
             d.handle, d.w, d.y, d.conv, d.x, CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, &count, data),
         "cudnnGetConvolutionBackwardDataAlgorithm_v7");
-  a.backward_data = first_ranked(data, count, fixed.backward_data, any_determinism);
+  c.backward_data = eligible(data, count, any_determinism);
   cudnnConvolutionBwdFilterAlgoPerf_t filter[CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT];
   check(
       cudnnGetConvolutionBackwardFilterAlgorithm_v7(
           d.handle, d.x, d.y, d.conv, d.w, CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT, &count, filter),
       "cudnnGetConvolutionBackwardFilterAlgorithm_v7");
-  a.backward_filter = first_ranked(filter, count, fixed.backward_filter, any_determinism);
-  return a;
+  c.backward_filter = eligible(filter, count, any_determinism);
+  return c;
 }
 
 std::size_t workspace_bytes(const Descriptors& d, const Algorithms& a) {
@@ -155,66 +163,113 @@ bool nearly_equal(const DeviceArray<float>& a, const DeviceArray<float>& b) {
   return diff <= kVetTolerance * scale;
 }
 
-// `chosen` with each pass that differs from the fixed one on the same random x, W and dy by
-// more than kVetTolerance of the largest value replaced by the fixed one; what was replaced is
-// said on stderr. Transforms (Winograd, FFT) round off more than sums in another order do and
-// are the usual reason.
-Algorithms vetted(Descriptors& d, Algorithms chosen) {
+// The workspace the fixed algorithms and every candidate fit in (each within the cap).
+std::size_t candidates_workspace(const Descriptors& d, const Candidates& c) {
+  std::size_t bytes = workspace_bytes(d, Algorithms{});
+  const std::size_t n =
+      std::max({c.forward.size(), c.backward_data.size(), c.backward_filter.size()});
+  for (std::size_t i = 0; i < n; ++i) {
+    Algorithms a;
+    if (i < c.forward.size()) a.forward = c.forward[i];
+    if (i < c.backward_data.size()) a.backward_data = c.backward_data[i];
+    if (i < c.backward_filter.size()) a.backward_filter = c.backward_filter[i];
+    bytes = std::max(bytes, workspace_bytes(d, a));
+  }
+  return bytes;
+}
+
+// The first of `ranked` whose pass (`run(algo, mine)`) agrees with the fixed algorithm's output
+// `theirs` to kVetTolerance of its largest value; the fixed one where it comes first (those after
+// it are ranked slower) or none agrees. Each one passed over is added to `rejected` ("bwd filter
+// 5"): transforms (Winograd, FFT) round off more than sums in another order do, the usual reason.
+template <class Algo, class Run>
+Algo first_agreeing(const std::vector<Algo>& ranked, Algo fixed, const char* pass, Run run,
+                    DeviceArray<float>& mine, const DeviceArray<float>& theirs,
+                    std::string& rejected) {
+  for (const Algo algo : ranked) {
+    if (algo == fixed) return fixed;
+    run(algo, mine);
+    if (nearly_equal(mine, theirs)) return algo;
+    rejected += std::string(" ") + pass + " " + std::to_string(algo);
+  }
+  return fixed;
+}
+
+// Per pass, the first candidate that agrees with the fixed algorithm on the same random x, W and
+// dy (before 2026-11-27 the first candidate only, the fixed one where it did not agree: the
+// simple CNN's second convolution at B = 128 lost Winograd's filter gradient and with it every
+// faster deterministic one). What was passed over is said on stderr.
+Algorithms vetted(Descriptors& d, const Candidates& c) {
+  const Algorithms fixed;
+  auto leads = [](const auto& ranked, auto algo) { return ranked.empty() || ranked[0] == algo; };
+  if (leads(c.forward, fixed.forward) && leads(c.backward_data, fixed.backward_data) &&
+      leads(c.backward_filter, fixed.backward_filter))
+    return fixed;
   std::mt19937 gen(20261127);
   const DeviceArray<float> x = random_array(d.x_size, gen), w = random_array(d.w_size, gen),
                            dy = random_array(d.y_size, gen);
-  const Algorithms fixed;
-  std::string replaced;
+  std::string rejected;
+  Algorithms chosen;
   DeviceArray<float> mine(d.y_size), theirs(d.y_size);
-  forward_pass(d, chosen, x.data(), w.data(), mine.data());
   forward_pass(d, fixed, x.data(), w.data(), theirs.data());
-  if (!nearly_equal(mine, theirs)) {
-    replaced += " fwd " + std::to_string(chosen.forward);
-    chosen.forward = fixed.forward;
-  }
+  chosen.forward = first_agreeing(
+      c.forward, fixed.forward, "fwd",
+      [&](cudnnConvolutionFwdAlgo_t algo, DeviceArray<float>& out) {
+        Algorithms a;
+        a.forward = algo;
+        forward_pass(d, a, x.data(), w.data(), out.data());
+      },
+      mine, theirs, rejected);
   mine = DeviceArray<float>(d.x_size), theirs = DeviceArray<float>(d.x_size);
-  data_pass(d, chosen, w.data(), dy.data(), mine.data());
   data_pass(d, fixed, w.data(), dy.data(), theirs.data());
-  if (!nearly_equal(mine, theirs)) {
-    replaced += " bwd data " + std::to_string(chosen.backward_data);
-    chosen.backward_data = fixed.backward_data;
-  }
+  chosen.backward_data = first_agreeing(
+      c.backward_data, fixed.backward_data, "bwd data",
+      [&](cudnnConvolutionBwdDataAlgo_t algo, DeviceArray<float>& out) {
+        Algorithms a;
+        a.backward_data = algo;
+        data_pass(d, a, w.data(), dy.data(), out.data());
+      },
+      mine, theirs, rejected);
   mine = DeviceArray<float>(d.w_size), theirs = DeviceArray<float>(d.w_size);
-  filter_pass(d, chosen, x.data(), dy.data(), 0.0f, mine.data());
   filter_pass(d, fixed, x.data(), dy.data(), 0.0f, theirs.data());
-  if (!nearly_equal(mine, theirs)) {
-    replaced += " bwd filter " + std::to_string(chosen.backward_filter);
-    chosen.backward_filter = fixed.backward_filter;
-  }
-  if (!replaced.empty())
+  chosen.backward_filter = first_agreeing(
+      c.backward_filter, fixed.backward_filter, "bwd filter",
+      [&](cudnnConvolutionBwdFilterAlgo_t algo, DeviceArray<float>& out) {
+        Algorithms a;
+        a.backward_filter = algo;
+        filter_pass(d, a, x.data(), dy.data(), 0.0f, out.data());
+      },
+      mine, theirs, rejected);
+  if (!rejected.empty())
     std::fprintf(stderr,
                  "lbt: cuDNN's algorithms%s round off beyond %.0e of the fixed ones on this "
-                 "convolution; those passes use the fixed ones\n",
-                 replaced.c_str(), kVetTolerance);
+                 "convolution; the next ranked ones that do not (or the fixed ones) are used\n",
+                 rejected.c_str(), kVetTolerance);
   return chosen;
 }
 
 // The fixed algorithms, or (LBT_CUDNN_ALGOS=chosen or nondeterministic) the heuristics' vetted
-// ones; the workspace for both.
+// ones; the workspace they need.
 void choose_algorithms(Descriptors& d) {
-  const Algorithms fixed;
-  Algorithms chosen = fixed;
-  std::size_t bytes = workspace_bytes(d, fixed);
+  Candidates candidates;
+  std::size_t bytes = workspace_bytes(d, Algorithms{});
   // A cuDNN that will not rank or size its algorithms (an older library, an odd shape) leaves
   // the fixed ones, which ran before; such queries change no GPU state.
   const std::string_view choice = kernel_choice(KernelChoice::kCudnnAlgos);
   if (choice != "fixed") {
     try {
-      const Algorithms ranked = heuristic_algorithms(d, choice == "nondeterministic");
-      bytes = std::max(bytes, workspace_bytes(d, ranked));
-      chosen = ranked;
+      candidates = heuristic_candidates(d, choice == "nondeterministic");
+      bytes = candidates_workspace(d, candidates);
     } catch (const DeviceError& e) {
       std::fprintf(stderr, "lbt: cuDNN's algorithm heuristics failed (%s); using the fixed ones\n",
                    e.what());
+      candidates = {};
     }
   }
   d.workspace = DeviceArray<float>((bytes + 3) / 4);
-  d.algorithms = chosen == fixed ? fixed : vetted(d, chosen);
+  d.algorithms = vetted(d, candidates);
+  const std::size_t needed = workspace_bytes(d, d.algorithms);
+  if (needed < bytes) d.workspace = DeviceArray<float>((needed + 3) / 4);
 }
 
 void set_nchw(cudnnTensorDescriptor_t d, std::int64_t n, Shape3 s) {

@@ -56,10 +56,12 @@ void add_noise_command(CLI::App& app) {
   cmd->footer(config_keys_footer());
   cmd->callback([args] {
     Config config = experiments::load_config(args->config_path, args->sets, notes_stream());
+    // On a GPU (model.device=cuda) lbt noise goes on in lbt-cuda, as lbt train does.
+    continue_on_device(config);
     if (args->check) {
       trainer::install_check_interrupt_handlers();
       if (args->steps > 0) config.set("train.steps=" + std::to_string(args->steps));
-      experiments::check_noise_config(config);
+      experiments::check_noise_config(config, args->at_steps);
       experiments::check_run(config, notes_stream());
       experiments::check_run_directory(
           experiments::run_directory_path({args->out, args->overwrite}, config),

@@ -8,15 +8,12 @@
 #include "cli/commands.hpp"
 #include "core/config.hpp"
 #include "core/error.hpp"
-#include "experiments/child_process.hpp"
 #include "experiments/lbt_schema.hpp"
 #include "experiments/run_check.hpp"
 #include "experiments/train_run.hpp"
 #include "trainer/comm/communicator.hpp"
 #include "trainer/config/run_config.hpp"
 #include "trainer/config/train_keys.hpp"
-#include "trainer/device_step.hpp"
-#include "trainer/device_support.hpp"
 #include "trainer/interrupt.hpp"
 #include "trainer/target_reading.hpp"
 
@@ -128,22 +125,6 @@ void report_run(const experiments::RunResult& result) {
                 static_cast<long long>(o.examples_to_target), static_cast<long long>(o.steps_lo));
   }
   std::printf("run directory: %s\n", result.run_dir.c_str());
-}
-
-// model.device = "cuda" where this program has no GPU step (lbt, not lbt-cuda): the run goes on
-// in lbt-cuda beside it, with the same arguments, before anything is loaded or written.
-void continue_on_device(Config& config) {
-  const std::string device = config.get_string(Schema::in(trainer::train_keys(), "model.device"));
-  if (device == "cpu" || trainer::device_step_factory(device)) return;
-  // What the device cannot run yet is refused here too, built with CUDA or not.
-  trainer::device_model_plan(trainer::resolve_run_config(config, 1), {});
-  const std::filesystem::path program = experiments::self_executable().parent_path() / "lbt-cuda";
-  if (!std::filesystem::exists(program)) {
-    throw ConfigError("model.device=" + device + ": this lbt was built without CUDA (no " +
-                          program.string() + ")",
-                      "rebuild where nvcc is (cmake -DLBT_WITH_CUDA=ON), or set model.device=cpu");
-  }
-  experiments::exec_with_own_arguments(program);
 }
 
 }  // namespace

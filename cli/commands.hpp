@@ -4,6 +4,10 @@
 #include <CLI/CLI.hpp>
 #include <iosfwd>
 
+namespace lbt {
+class Config;
+}
+
 namespace lbt::cli {
 
 // The whole command line (cli/main.cpp): lbt's main and lbt-cuda's (cli/lbt_main.cpp,
@@ -20,6 +24,12 @@ void add_plan_command(CLI::App& app);
 void add_memory_command(CLI::App& app);
 void add_doctor_command(CLI::App& app);
 void add_cbs_command(CLI::App& app);
+
+// model.device other than "cpu" where this program has no step for it (lbt, not lbt-cuda): the
+// command goes on in lbt-cuda beside it, with the same arguments, before anything is loaded or
+// written (exec; lbt itself does not load the CUDA libraries). What the device cannot run is
+// refused first, on every machine, built with CUDA or not. Returns where this program runs it.
+void continue_on_device(Config& config);
 
 // Where config notes go: stderr on the first rank (or without MPI), nowhere on the others.
 std::ostream* notes_stream();

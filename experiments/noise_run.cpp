@@ -19,10 +19,27 @@
 namespace lbt::experiments {
 namespace {
 
-// One process, a model whose per-example norms are not exact (BatchNorm couples examples) and
-// no layout in the config: the two-batch form needs small batches, so split the global batch
-// into micro-batches (4 of >= 32 examples where it divides, else 2). BatchNorm then normalises
-// over each micro-batch, which the note says. Returns the note ("" when nothing changed).
+// Whether the device computes per-example norms for a layer list (an MLP of Linear layers with
+// biases and ReLUs, as trainer::per_example_support says of a built model), without building it:
+// the list's shapes come from the data.
+noise::PerExampleSupport device_support(const std::vector<nn::LayerSpec>& layers,
+                                        const std::string& device) {
+  for (std::size_t i = 0; i < layers.size(); ++i) {
+    const nn::LayerSpec& l = layers[i];
+    if ((l.type != "linear" && l.type != "relu") || (l.type == "linear" && !l.bias))
+      return {false, "model.device=" + device +
+                         " computes per-example gradient norms for MLPs only (Linear layers with "
+                         "biases and ReLUs), not model.layers[" +
+                         std::to_string(i) + "] (" + l.type + ")"};
+  }
+  return {true, ""};
+}
+
+// One process, a model whose per-example norms are not exact (BatchNorm couples examples; on a
+// GPU, anything but an MLP) and no layout in the config: the two-batch form needs small batches, so
+// split the global batch into micro-batches (4 of >= 32 examples where it divides, else 2).
+// BatchNorm then normalises over each micro-batch, which the note says. Returns the note ("" when
+// nothing changed).
 std::string choose_noise_layout(Config& config) {
   if (config.has("train.micro_batch") || config.has("train.accum_steps")) return "";
   Config probe = config;  // resolving records what it read; the run resolves again
@@ -32,13 +49,18 @@ std::string choose_noise_layout(Config& config) {
   // A layer list's shape comes from the data, not read here: its layers say whether they
   // couple examples (batchnorm, residual) without being built.
   noise::PerExampleSupport support;
+  bool coupled = false;  // a BatchNorm: it then normalises over each micro-batch
   if (run.train.model_layers.empty()) {
     auto model = nn::Model::from_spec(run.train.model_spec, run.train.init);
     auto rng = make_rng(run.train.seed, RngStream::kInit);
     model->build(rng);
-    support = trainer::per_example_support(*model);
+    support = trainer::per_example_support(*model, run.train.device);
+    for (const auto& layer : model->layers()) coupled = coupled || layer->couples_examples();
   } else if (std::string reason = nn::coupling_layer(run.train.model_layers); !reason.empty()) {
     support = {false, reason};
+    coupled = true;
+  } else if (run.train.device != "cpu") {
+    support = device_support(run.train.model_layers, run.train.device);
   }
   if (support.exact) return "";
   const std::int64_t B = run.train.global_batch;
@@ -48,19 +70,23 @@ std::string choose_noise_layout(Config& config) {
   return "per-example norms are not exact for " + run.train.model_name() + " (" + support.reason +
          "), so lbt noise splits the global batch of " + std::to_string(B) + " into " +
          std::to_string(accum) + " micro-batches of " + std::to_string(B / accum) +
-         " (train.accum_steps = " + std::to_string(accum) +
-         ") for the two-batch estimator; BatchNorm normalises over each micro-batch. Set "
-         "train.accum_steps or train.micro_batch to choose another layout.";
+         " (train.accum_steps = " + std::to_string(accum) + ") for the two-batch estimator" +
+         (coupled ? "; BatchNorm normalises over each micro-batch" : "") +
+         ". Set train.accum_steps or train.micro_batch to choose another layout.";
 }
 
-// lbt noise trains in lbt itself, which has no device step (lbt train goes on in lbt-cuda):
-// said at --check as at the start, not after --check has passed.
-void refuse_device(Config& config) {
+// On a device (lbt noise goes on in lbt-cuda, as lbt train does) B_simple is measured as on the
+// CPU, but B_noise's Hessian probe runs on the host's model only: a probe lbt noise would run
+// (at --at-steps while noise.hessian.enabled, or every noise.hessian.every steps) is refused at
+// --check as at the start, before anything is written.
+void refuse_device_probe(Config& config, const std::vector<std::int64_t>& at_steps) {
   const std::string device = config.get_string(Schema::in(trainer::train_keys(), "model.device"));
-  if (device == "cpu") return;
-  throw ConfigError("lbt noise runs on the CPU only, not on model.device=" + device,
-                    "set model.device=cpu; on the GPU, lbt train --set noise.enabled=true "
-                    "estimates B_simple as it trains");
+  if (device == "cpu" || !hessian_probe(read_hessian_options(config), at_steps)) return;
+  throw ConfigError("model.device=" + device +
+                        " has no B_noise probe (noise.hessian), which lbt noise runs at "
+                        "--at-steps or every noise.hessian.every steps",
+                    "set noise.hessian.enabled=false and noise.hessian.every=0 to measure "
+                    "B_simple alone on the GPU, or model.device=cpu");
 }
 
 // lbt noise turns the estimator on unless the config says otherwise.
@@ -209,8 +235,8 @@ std::string recommendation(const NoiseRunResult& result) {
 
 }  // namespace
 
-void check_noise_config(Config& config) {
-  refuse_device(config);
+void check_noise_config(Config& config, const std::vector<std::int64_t>& at_steps) {
+  refuse_device_probe(config, at_steps);
   enable_noise(config);
   read_hessian_options(config);
   choose_noise_layout(config);
@@ -235,7 +261,7 @@ std::string past_end_note(const std::vector<std::int64_t>& at, std::int64_t step
 
 NoiseRunResult run_noise(Config& config, const NoiseRunOptions& options) {
   if (options.steps > 0) config.set("train.steps=" + std::to_string(options.steps));
-  refuse_device(config);
+  refuse_device_probe(config, options.at_steps);
   enable_noise(config);
   const HessianOptions h = read_hessian_options(config);
   NoiseRunOptions o = options;

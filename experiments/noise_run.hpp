@@ -47,8 +47,9 @@ struct NoiseRunResult {
 };
 
 NoiseRunResult run_noise(Config& config, const NoiseRunOptions& options);
-// Reads every key run_noise reads (noise on unless set), for `lbt noise --check`.
-void check_noise_config(Config& config);
+// Reads every key run_noise reads (noise on unless set), for `lbt noise --check`; refuses on a
+// device what run_noise refuses there (the B_noise probe at `at_steps` or every N steps).
+void check_noise_config(Config& config, const std::vector<std::int64_t>& at_steps);
 
 // The table printed by `lbt noise` (rows, then the recommendation).
 std::string format_noise_report(const NoiseRunResult& result);

@@ -227,14 +227,10 @@ std::vector<nlohmann::json> noise_lines(const fs::path& run) {
 // differences of, E|G_b|^2 = |G|^2 + tr(Sigma) / b (the CPU's), and tr(Sigma) within b times
 // that. Step 0: the same weights (sums in another order); later steps: the runs' weights apart
 // by round-off.
-void check_noise_follows_cpu(const std::string& options, const std::string& name,
-                             const std::string& estimator = "two_batch",
-                             const std::string& launcher = "") {
-  const std::string noise = " --set noise.enabled=true --set noise.estimator=" + estimator +
-                            options + " --set noise.every=5 --set train.steps=40";
-  const auto [cpu, gpu] = run_on_cpu_and_gpu(noise, name, launcher);
+void check_noise_lines_follow(const fs::path& cpu, const fs::path& gpu, const std::string& name,
+                              std::size_t lines) {
   const auto nc = noise_lines(cpu), ng = noise_lines(gpu);
-  BOOST_TEST_REQUIRE(nc.size() == 8u);
+  BOOST_TEST_REQUIRE(nc.size() == lines);
   BOOST_TEST_REQUIRE(ng.size() == nc.size());
   for (std::size_t i = 0; i < nc.size(); ++i) {
     const double small = nc[i]["b_small"].get<double>();
@@ -247,6 +243,15 @@ void check_noise_follows_cpu(const std::string& options, const std::string& name
                  tolerance * small * scale);
     }
   }
+}
+
+void check_noise_follows_cpu(const std::string& options, const std::string& name,
+                             const std::string& estimator = "two_batch",
+                             const std::string& launcher = "") {
+  const std::string noise = " --set noise.enabled=true --set noise.estimator=" + estimator +
+                            options + " --set noise.every=5 --set train.steps=40";
+  const auto [cpu, gpu] = run_on_cpu_and_gpu(noise, name, launcher);
+  check_noise_lines_follow(cpu, gpu, name, 8);
 }
 
 }  // namespace
@@ -292,6 +297,26 @@ BOOST_AUTO_TEST_CASE(the_adaptive_batch_on_the_gpu_follows_the_cpu) {
 BOOST_AUTO_TEST_CASE(the_per_example_noise_scale_on_the_gpu_follows_the_cpu) {
   check_noise_follows_cpu("", "per_example", "per_example");
   check_noise_follows_cpu(" --set train.micro_batch=32", "per_example_accum", "per_example");
+}
+
+// `lbt noise` on the GPU (since 2026-11-27: lbt execs lbt-cuda, as lbt train does; not yet run
+// on a GPU): the simple CNN, whose per-example norms are not exact, in the layout lbt noise
+// chooses (2 micro-batches of 32, both read), 40 steps, a report every 5; its noise.jsonl
+// beside the CPU's and its report printed. --at-steps with the B_noise probe off: rows, no probe.
+BOOST_AUTO_TEST_CASE(lbt_noise_on_the_gpu_follows_the_cpu) {
+  std::string noise = base() +
+                      " --set model.spec=cnn:simple --set optimizer.lr=0.02"
+                      " --set noise.every=5 --set train.steps=40 --no-plot"
+                      " --set noise.hessian.enabled=false --at-steps 20";
+  noise.replace(0, std::string("train").size(), "noise");
+  const fs::path cpu = scratch() / "lbt_noise_cpu", gpu = scratch() / "lbt_noise_gpu";
+  const auto a = run_lbt(noise + " --out " + cpu.string());
+  const auto b = run_lbt(noise + " --set model.device=cuda --out " + gpu.string());
+  BOOST_TEST_REQUIRE(a.code == 0, a.err);
+  BOOST_TEST_REQUIRE(b.code == 0, b.err);
+  BOOST_TEST(b.out.find("Recommendation: ") != std::string::npos, b.out);
+  BOOST_TEST(b.out.find("2 micro-batches of 32") != std::string::npos, b.out);
+  check_noise_lines_follow(cpu, gpu, "lbt_noise", 8);
 }
 
 // Two ranks (mpirun -np 2), 32 examples each: on a one-GPU machine they share the GPU and

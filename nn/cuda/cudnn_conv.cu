@@ -48,7 +48,7 @@ constexpr double kVetTolerance = 1e-4;
 }  // namespace
 
 struct CudnnConv2d::Descriptors {
-  cudnnHandle_t handle = nullptr;
+  cudnnHandle_t handle = nullptr;  // the process's (process_handle)
   cudnnTensorDescriptor_t x = nullptr, y = nullptr, bias = nullptr;
   cudnnFilterDescriptor_t w = nullptr;
   cudnnConvolutionDescriptor_t conv = nullptr;
@@ -62,6 +62,20 @@ struct CudnnConv2d::Descriptors {
 namespace {
 
 using Descriptors = CudnnConv2d::Descriptors;
+
+// One cuDNN handle for the process, made at its first convolution: cudnnCreate loads cuDNN's
+// kernels and takes device memory, and before 2026-11-27 every convolution (per layer and batch
+// size: a ResNet-20's 19 at two or three batch sizes) made its own. A process uses one device
+// and the default stream. Never destroyed: the driver frees it with the process (a static's
+// destructor could run after the CUDA context is gone).
+cudnnHandle_t process_handle() {
+  static const cudnnHandle_t handle = [] {
+    cudnnHandle_t h = nullptr;
+    check(cudnnCreate(&h), "cudnnCreate");
+    return h;
+  }();
+  return handle;
+}
 
 // cuDNN's ranked candidates for one pass (fastest expected first) that run in FMA math (no TF32:
 // the CPU comparison holds to float32 round-off), fit the workspace cap and, unless
@@ -284,7 +298,7 @@ void set_nchw(cudnnTensorDescriptor_t d, std::int64_t n, Shape3 s) {
 CudnnConv2d::CudnnConv2d(Shape3 in, const Conv2dOptions& o, std::int64_t batch)
     : d_(std::make_unique<Descriptors>()), in_(in) {
   Descriptors& d = *d_;
-  check(cudnnCreate(&d.handle), "cudnnCreate");
+  d.handle = process_handle();
   check(cudnnCreateTensorDescriptor(&d.x), "cudnnCreateTensorDescriptor");
   check(cudnnCreateTensorDescriptor(&d.y), "cudnnCreateTensorDescriptor");
   check(cudnnCreateTensorDescriptor(&d.bias), "cudnnCreateTensorDescriptor");
@@ -322,7 +336,6 @@ CudnnConv2d::~CudnnConv2d() {
   cudnnDestroyTensorDescriptor(d.bias);
   cudnnDestroyTensorDescriptor(d.y);
   cudnnDestroyTensorDescriptor(d.x);
-  cudnnDestroy(d.handle);
 }
 
 void CudnnConv2d::forward(const float* x, const float* w, const float* b, float* y) {

@@ -192,21 +192,26 @@ std::size_t candidates_workspace(const Descriptors& d, const Candidates& c) {
   return bytes;
 }
 
-// The first of `ranked` whose pass (`run(algo, mine)`) agrees with the fixed algorithm's output
-// `theirs` to kVetTolerance of its largest value; the fixed one where it comes first (those after
-// it are ranked slower) or none agrees. Each one passed over is added to `rejected` ("bwd filter
-// 5"): transforms (Winograd, FFT) round off more than sums in another order do, the usual reason.
-template <class Algo, class Run>
-Algo first_agreeing(const std::vector<Algo>& ranked, Algo fixed, const char* pass, Run run,
-                    DeviceArray<float>& mine, const DeviceArray<float>& theirs,
-                    std::string& rejected) {
+// The first of `ranked` whose pass (`pass(algorithms, out)`, `size` floats out) agrees with the
+// fixed algorithm's to kVetTolerance of its largest value; the fixed one where it comes first
+// (those after it are ranked slower) or none agrees. `member` is the pass's field of Algorithms.
+// Each one passed over is added to `rejected` ("bwd filter 5"): transforms (Winograd, FFT) round
+// off more than sums in another order do, the usual reason.
+template <class Algo, class Pass>
+Algo first_agreeing(const std::vector<Algo>& ranked, Algo Algorithms::*member, const char* name,
+                    std::size_t size, Pass pass, std::string& rejected) {
+  const Algorithms fixed;
+  DeviceArray<float> theirs(size), mine(size);
+  pass(fixed, theirs.data());
   for (const Algo algo : ranked) {
-    if (algo == fixed) return fixed;
-    run(algo, mine);
+    if (algo == fixed.*member) break;
+    Algorithms candidate;
+    candidate.*member = algo;
+    pass(candidate, mine.data());
     if (nearly_equal(mine, theirs)) return algo;
-    rejected += std::string(" ") + pass + " " + std::to_string(algo);
+    rejected += std::string(" ") + name + " " + std::to_string(algo);
   }
-  return fixed;
+  return fixed.*member;
 }
 
 // Per pass, the first candidate that agrees with the fixed algorithm on the same random x, W and
@@ -224,36 +229,18 @@ Algorithms vetted(Descriptors& d, const Candidates& c) {
                            dy = random_array(d.y_size, gen);
   std::string rejected;
   Algorithms chosen;
-  DeviceArray<float> mine(d.y_size), theirs(d.y_size);
-  forward_pass(d, fixed, x.data(), w.data(), theirs.data());
   chosen.forward = first_agreeing(
-      c.forward, fixed.forward, "fwd",
-      [&](cudnnConvolutionFwdAlgo_t algo, DeviceArray<float>& out) {
-        Algorithms a;
-        a.forward = algo;
-        forward_pass(d, a, x.data(), w.data(), out.data());
-      },
-      mine, theirs, rejected);
-  mine = DeviceArray<float>(d.x_size), theirs = DeviceArray<float>(d.x_size);
-  data_pass(d, fixed, w.data(), dy.data(), theirs.data());
+      c.forward, &Algorithms::forward, "fwd", d.y_size,
+      [&](const Algorithms& a, float* out) { forward_pass(d, a, x.data(), w.data(), out); },
+      rejected);
   chosen.backward_data = first_agreeing(
-      c.backward_data, fixed.backward_data, "bwd data",
-      [&](cudnnConvolutionBwdDataAlgo_t algo, DeviceArray<float>& out) {
-        Algorithms a;
-        a.backward_data = algo;
-        data_pass(d, a, w.data(), dy.data(), out.data());
-      },
-      mine, theirs, rejected);
-  mine = DeviceArray<float>(d.w_size), theirs = DeviceArray<float>(d.w_size);
-  filter_pass(d, fixed, x.data(), dy.data(), 0.0f, theirs.data());
+      c.backward_data, &Algorithms::backward_data, "bwd data", d.x_size,
+      [&](const Algorithms& a, float* out) { data_pass(d, a, w.data(), dy.data(), out); },
+      rejected);
   chosen.backward_filter = first_agreeing(
-      c.backward_filter, fixed.backward_filter, "bwd filter",
-      [&](cudnnConvolutionBwdFilterAlgo_t algo, DeviceArray<float>& out) {
-        Algorithms a;
-        a.backward_filter = algo;
-        filter_pass(d, a, x.data(), dy.data(), 0.0f, out.data());
-      },
-      mine, theirs, rejected);
+      c.backward_filter, &Algorithms::backward_filter, "bwd filter", d.w_size,
+      [&](const Algorithms& a, float* out) { filter_pass(d, a, x.data(), dy.data(), 0.0f, out); },
+      rejected);
   if (!rejected.empty())
     std::fprintf(stderr,
                  "lbt: cuDNN's algorithms%s round off beyond %.0e of the fixed ones on this "

@@ -228,14 +228,15 @@ std::vector<nlohmann::json> noise_lines(const fs::path& run) {
 // that. Step 0: the same weights (sums in another order); later steps: the runs' weights apart
 // by round-off.
 void check_noise_lines_follow(const fs::path& cpu, const fs::path& gpu, const std::string& name,
-                              std::size_t lines) {
+                              std::size_t lines, double later_tolerance = 1e-3) {
   const auto nc = noise_lines(cpu), ng = noise_lines(gpu);
   BOOST_TEST_REQUIRE(nc.size() == lines);
   BOOST_TEST_REQUIRE(ng.size() == nc.size());
   for (std::size_t i = 0; i < nc.size(); ++i) {
     const double small = nc[i]["b_small"].get<double>();
     const double g = nc[i]["G_sq_step"].get<double>(), t = nc[i]["trace_sigma_step"].get<double>();
-    const double scale = std::abs(g) + std::abs(t) / small, tolerance = i == 0 ? 1e-4 : 1e-3;
+    const double scale = std::abs(g) + std::abs(t) / small,
+                 tolerance = i == 0 ? 1e-4 : later_tolerance;
     BOOST_TEST_CONTEXT(name << " step " << nc[i]["step"]) {
       BOOST_TEST(ng[i]["step"] == nc[i]["step"]);
       BOOST_TEST(std::abs(ng[i]["G_sq_step"].get<double>() - g) <= tolerance * scale);
@@ -303,6 +304,9 @@ BOOST_AUTO_TEST_CASE(the_per_example_noise_scale_on_the_gpu_follows_the_cpu) {
 // on a GPU): the simple CNN, whose per-example norms are not exact, in the layout lbt noise
 // chooses (2 micro-batches of 32, both read), 40 steps, a report every 5; its noise.jsonl
 // beside the CPU's and its report printed. --at-steps with the B_noise probe off: rows, no probe.
+// The CNN's estimates move with round-off far more than the MLP's: this run's two_batch lines on
+// the AVX-512 and generic paths of one CPU (2-core EPYC, 2026-11-27) differed by 4e-7 of the
+// scale at step 0 and up to 0.055 by step 25, so later steps are bounded at 0.1.
 BOOST_AUTO_TEST_CASE(lbt_noise_on_the_gpu_follows_the_cpu) {
   std::string noise = base() +
                       " --set model.spec=cnn:simple --set optimizer.lr=0.02"
@@ -310,13 +314,16 @@ BOOST_AUTO_TEST_CASE(lbt_noise_on_the_gpu_follows_the_cpu) {
                       " --set noise.hessian.enabled=false --at-steps 20";
   noise.replace(0, std::string("train").size(), "noise");
   const fs::path cpu = scratch() / "lbt_noise_cpu", gpu = scratch() / "lbt_noise_gpu";
-  const auto a = run_lbt(noise + " --out " + cpu.string());
+  // The CPU computes the CNN's per-example norms, so lbt noise would not split its batch: the
+  // GPU's layout and estimator are given to it.
+  const auto a = run_lbt(
+      noise + " --set train.accum_steps=2 --set noise.estimator=two_batch --out " + cpu.string());
   const auto b = run_lbt(noise + " --set model.device=cuda --out " + gpu.string());
   BOOST_TEST_REQUIRE(a.code == 0, a.err);
   BOOST_TEST_REQUIRE(b.code == 0, b.err);
   BOOST_TEST(b.out.find("Recommendation: ") != std::string::npos, b.out);
   BOOST_TEST(b.out.find("2 micro-batches of 32") != std::string::npos, b.out);
-  check_noise_lines_follow(cpu, gpu, "lbt_noise", 8);
+  check_noise_lines_follow(cpu, gpu, "lbt_noise", 8, 0.1);
 }
 
 // Two ranks (mpirun -np 2), 32 examples each: on a one-GPU machine they share the GPU and

@@ -28,7 +28,8 @@ void add_cbs_command(CLI::App& app);
 // model.device other than "cpu" where this program has no step for it (lbt, not lbt-cuda): the
 // command goes on in lbt-cuda beside it, with the same arguments, before anything is loaded or
 // written (exec; lbt itself does not load the CUDA libraries). What the device cannot run is
-// refused first, on every machine, built with CUDA or not. Returns where this program runs it.
+// refused first, on every machine, built with CUDA or not. Returns (and the command goes on here)
+// for "cpu" or where this program has the device's step.
 void continue_on_device(Config& config);
 
 // Where config notes go: stderr on the first rank (or without MPI), nowhere on the others.

@@ -38,8 +38,8 @@ noise::PerExampleSupport device_support(const std::vector<nn::LayerSpec>& layers
 // One process, a model whose per-example norms are not exact (BatchNorm couples examples; on a
 // GPU, anything but an MLP) and no layout in the config: the two-batch form needs small batches, so
 // split the global batch into micro-batches (4 of >= 32 examples where it divides, else 2).
-// BatchNorm then normalises over each micro-batch, which the note says. Returns the note ("" when
-// nothing changed).
+// A BatchNorm then normalises over each micro-batch, which the note says where there is one.
+// Returns the note ("" when nothing changed).
 std::string choose_noise_layout(Config& config) {
   if (config.has("train.micro_batch") || config.has("train.accum_steps")) return "";
   Config probe = config;  // resolving records what it read; the run resolves again

@@ -234,7 +234,13 @@ class SweepRunner {
       while (more() && static_cast<int>(running.size()) < jobs_) {
         const Trial t = plan_[todo[next++]];
         if ((busy_trial_ = trial_directory_in_use(trial_dir(t)))) break;
-        running[start_trial(t)] = {t.index, start_trial_clock(limit)};
+        try {  // taken since that look (prepare_trial_dir's lock), or a link where its log goes
+          const pid_t pid = start_trial(t);
+          running[pid] = {t.index, start_trial_clock(limit)};
+        } catch (const ConfigError& e) {
+          busy_trial_ = e;
+          break;
+        }
         results_[t.index].status = "running";
       }
     };

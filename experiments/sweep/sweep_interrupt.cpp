@@ -11,6 +11,7 @@
 
 #include "core/io.hpp"
 #include "experiments/run_checkpoint.hpp"
+#include "experiments/run_lock.hpp"
 #include "experiments/sweep/exec_command.hpp"
 #include "trainer/checkpoint.hpp"
 
@@ -99,14 +100,21 @@ bool stopped_by_interrupt(const ChildExit& exit) {
 }
 
 bool prepare_trial_dir(const fs::path& trial_dir, int threads) {
+  io::create_directories(trial_dir, "trial directory");
+  // The trial's run.lock, held while the directory is read and cleared (its owner line names
+  // this sweep's pid as "lbt train" for those milliseconds): a process that took the directory
+  // after the sweep looked (a resume of the trial by hand) holds the lock, and this throws the
+  // ConfigError naming it before anything is removed. Released on return; the trial's lbt train
+  // takes it.
+  const DirLock clearing = lock_run_directory(trial_dir);
   const bool resumable = !trainer::list_checkpoints(trial_dir / "checkpoints").empty() &&
                          status_of(trial_dir) != "failed" &&
                          trial_threads(trial_dir) == std::to_string(threads);
   if (resumable) return true;
   // A torn run of a killed sweep, a failed trial (--retry-failed) or one stopped under another
-  // --jobs: start it clean.
-  fs::remove_all(trial_dir);
-  fs::create_directories(trial_dir);
+  // --jobs: start it clean (all but the lock, held).
+  for (const auto& entry : fs::directory_iterator(trial_dir))
+    if (entry.path().filename() != "run.lock") fs::remove_all(entry.path());
   return false;
 }
 

@@ -30,6 +30,8 @@ bool stopped_by_interrupt(const ChildExit& exit);
 // Makes `trial_dir` ready for its trial; returns true when the trial should resume there
 // (`lbt train --resume`): it holds a checkpoint, did not fail, and ran with `threads` compute
 // threads (another count would not continue bit for bit). Otherwise the directory is emptied.
+// Both under the trial's run.lock: a ConfigError naming its holder where another process holds
+// it (the directory then untouched).
 bool prepare_trial_dir(const std::filesystem::path& trial_dir, int threads);
 
 // The `lbt sweep` command line that continues this sweep (for the interrupted message).

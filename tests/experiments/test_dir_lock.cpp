@@ -17,6 +17,7 @@
 
 #include "core/error.hpp"
 #include "experiments/dir_lock.hpp"
+#include "experiments/sweep/sweep_interrupt.hpp"
 
 namespace fs = std::filesystem;
 using lbt::experiments::DirLock;
@@ -156,6 +157,40 @@ BOOST_AUTO_TEST_CASE(an_owner_whose_pid_was_reused_counts_as_exited) {
   BOOST_CHECK_NO_THROW(DirLock(lock_file, DirLock::Mode::kExclusive));
   BOOST_TEST(seconds_since(t0) > 0.3);  // it waited for the holder
   waitpid(holder, nullptr, 0);
+}
+
+// A sweep's trial (or lbt cbs's branch) directory that another process took after the sweep
+// looked at it (a resume of the trial by hand): prepare_trial_dir takes the trial's run.lock
+// before it reads or clears anything, so it refuses naming the holder and removes nothing. Before,
+// it removed the directory under the live run.
+BOOST_AUTO_TEST_CASE(a_trial_directory_another_process_holds_is_not_cleared) {
+  const fs::path dir = fresh_dir("trial");
+  { std::ofstream(dir / "metrics.jsonl") << "{\"step\": 1}\n"; }
+  int ready[2], release[2];
+  BOOST_REQUIRE(pipe(ready) == 0 && pipe(release) == 0);
+  const pid_t pid = fork();
+  if (pid == 0) {
+    DirLock lock(dir / "run.lock", DirLock::Mode::kExclusive, "lbt train");
+    [[maybe_unused]] auto w = write(ready[1], "x", 1);
+    char c;
+    [[maybe_unused]] auto r = read(release[0], &c, 1);
+    _exit(0);
+  }
+  wait_ready(ready[0]);
+  std::string message;
+  try {
+    lbt::experiments::prepare_trial_dir(dir, 1);
+  } catch (const lbt::ConfigError& e) {
+    message = e.what();
+  }
+  BOOST_TEST(message.find("in use by lbt train (pid " + std::to_string(pid)) != std::string::npos,
+             message);
+  BOOST_TEST(fs::exists(dir / "metrics.jsonl"));
+  [[maybe_unused]] auto w = write(release[1], "x", 1);
+  waitpid(pid, nullptr, 0);
+  BOOST_TEST(!lbt::experiments::prepare_trial_dir(dir, 1));  // free now: emptied, to start clean
+  BOOST_TEST(!fs::exists(dir / "metrics.jsonl"));
+  BOOST_TEST(fs::exists(dir / "run.lock"));
 }
 
 // A run.lock that links elsewhere (a run directory from an archive or a colleague): the lock's

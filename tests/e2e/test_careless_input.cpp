@@ -1,9 +1,9 @@
-// Careless and hostile input through the real `lbt` binary: a sweep's files cut short
-// or edited (best.csv, sweep.csv, sweep.json) fail naming the file and the fix instead of
-// falling back silently; `lbt plan --out` never replaces a file it did not write; `lbt memory`
-// refuses sizes past 64 bits; a layer too large for the machine is refused, named, before any
-// allocation; a validation split too large gets a size that fits. Exit codes as the README
-// lists them: 2 config, 3 data.
+// Careless and hostile input through the real `lbt` binary: `lbt memory` refuses sizes past 64
+// bits; a layer too large for the machine is refused, named, before any allocation; a
+// validation split too large gets a size that fits; an output path under a file, or holding
+// another command's results, is one line naming it; a batch given twice gets one column. A
+// sweep's damaged files: test_damaged_sweep_files.cpp. Exit codes as the README lists them: 2
+// config, 3 data.
 #define BOOST_TEST_MODULE careless_input
 #include <boost/test/unit_test.hpp>
 
@@ -18,178 +18,18 @@
 #include <utility>
 #include <vector>
 
+#include "e2e/careless_support.hpp"
 #include "support/cli_runner.hpp"
 
 namespace fs = std::filesystem;
 using lbt::test::error_line;
+using lbt::test::expect_refusal;
+using lbt::test::real_sweep;
+using lbt::test::Result;
 using lbt::test::run_lbt;
 using lbt::test::scratch;
 using lbt::test::slurp;
-using Result = lbt::test::CliResult;
-
-namespace {
-
-// A real sweep (8 trials of a few hundred steps on synthetic regression, about a second),
-// made once; tests damage copies of it.
-const fs::path& real_sweep() {
-  static const fs::path dir = [] {
-    const fs::path cfg = scratch() / "sweep.toml";
-    std::ofstream(cfg) << "[model]\nspec = \"linear:16-1\"\ninit = \"zero\"\n"
-                       << "[data]\ndataset = \"synthetic-regression\"\nvalidation_size = 1024\n"
-                       << "[data.synthetic]\nexamples = 4096\ndim = 16\nnoise = 0.5\n"
-                       << "[train]\ntarget = \"val_loss<=0.3\"\nlog_every = 50\n"
-                       << "[optimizer]\nname = \"sgd\"\nlr = 0.05\nmomentum = 0.0\n"
-                       << "[schedule]\nscaling = \"sqrt\"\nreference_batch = 32\n"
-                       << "[sweep]\nbatch_sizes = [8, 32, 128, 512]\nlr_multipliers = [0.5, 2.0]\n"
-                       << "max_steps = 400\neval_every_examples = 64\nlr_search = \"grid\"\n";
-    const fs::path out = scratch() / "sweep";
-    const Result r = run_lbt("sweep --config " + cfg.string() +
-                             " --jobs 2 --no-plots --quiet --out " + out.string());
-    BOOST_REQUIRE_MESSAGE(r.code == 0, r.err);
-    return out;
-  }();
-  return dir;
-}
-
-// A copy of the real sweep named `name`.
-fs::path sweep_copy(const std::string& name) {
-  const fs::path dir = scratch() / name;
-  fs::remove_all(dir);
-  fs::copy(real_sweep(), dir, fs::copy_options::recursive);
-  return dir;
-}
-
-// Keeps the first `bytes` bytes of `file`.
-void cut(const fs::path& file, std::size_t bytes) {
-  const std::string text = slurp(file);
-  BOOST_REQUIRE(bytes < text.size());
-  std::ofstream(file, std::ios::trunc) << text.substr(0, bytes);
-}
-
-// The offset just past the `n`th newline of `file`.
-std::size_t after_line(const fs::path& file, int n) {
-  const std::string text = slurp(file);
-  std::size_t at = 0;
-  for (int i = 0; i < n; ++i) at = text.find('\n', at) + 1;
-  return at;
-}
-
-// Exit `code` with one error line holding every one of `words`, and a hint line.
-void expect_refusal(const Result& r, int code, std::initializer_list<std::string> words) {
-  BOOST_TEST(r.code == code, r.err);
-  const std::string line = error_line(r.err);
-  for (const std::string& w : words) BOOST_TEST(line.find(w) != std::string::npos, line);
-  BOOST_TEST(r.err.find("\nhint: ") != std::string::npos, r.err);
-}
-
-Result plan(const fs::path& dir, const std::string& more = "") {
-  return run_lbt("plan --from " + dir.string() + " --max-steps 200 --resamples 50 " + more);
-}
-
-}  // namespace
-
-BOOST_AUTO_TEST_CASE(plan_out_refuses_a_file_it_did_not_write_and_replaces_its_own) {
-  const fs::path victim = scratch() / "victim.toml";
-  std::ofstream(victim) << "# my own notes\nkeep = true\n";
-  expect_refusal(plan(real_sweep(), "--out " + victim.string()), 2,
-                 {victim.string(), "lbt plan did not write it"});
-  BOOST_TEST(slurp(victim) == "# my own notes\nkeep = true\n");
-
-  const fs::path mine = scratch() / "mine.toml";
-  Result r = plan(real_sweep(), "--out " + mine.string());
-  BOOST_REQUIRE_MESSAGE(r.code == 0, r.err);
-  r = plan(real_sweep(), "--out " + mine.string());  // its own output: replaced
-  BOOST_TEST(r.code == 0, r.err);
-  r = plan(real_sweep(), "--out " + victim.string() + " --overwrite");
-  BOOST_TEST(r.code == 0, r.err);
-  BOOST_TEST(slurp(victim).starts_with("# Written by lbt plan from "));
-}
-
-// An edited best.csv cannot send lbt fit to read runs outside the sweep.
-BOOST_AUTO_TEST_CASE(a_best_csv_run_dir_outside_the_trials_is_refused) {
-  for (const std::string outside : {"../../elsewhere", "/tmp", "trials/../../elsewhere"}) {
-    BOOST_TEST_CONTEXT(outside) {
-      const fs::path dir = sweep_copy("best_run_dir");
-      std::string text = slurp(dir / "best.csv");
-      const auto at = text.find(",trials/");
-      BOOST_REQUIRE(at != std::string::npos);
-      text.replace(at + 1, text.find(',', at + 1) - at - 1, outside);
-      std::ofstream(dir / "best.csv", std::ios::trunc) << text;
-      expect_refusal(run_lbt("fit --no-plots " + dir.string()), 3,
-                     {(dir / "best.csv").string(), "run_dir '" + outside + "'"});
-    }
-  }
-}
-
-BOOST_AUTO_TEST_CASE(best_csv_cut_mid_header_fails_naming_it_instead_of_using_the_scaling_rule) {
-  const fs::path dir = sweep_copy("best_header");
-  cut(dir / "best.csv", 100);
-  expect_refusal(plan(dir), 3, {(dir / "best.csv").string(), "cut short"});
-  expect_refusal(run_lbt("fit --no-plots " + dir.string()), 3, {(dir / "best.csv").string()});
-}
-
-// A directory that holds no sweep is a wrong option (exit 2), as lbt plan --from says; it exited
-// 1 ("other error").
-BOOST_AUTO_TEST_CASE(lbt_fit_on_a_directory_without_a_sweep_is_a_bad_option) {
-  const fs::path empty = scratch() / "no_sweep_here";
-  fs::create_directories(empty);
-  expect_refusal(run_lbt("fit --no-plots " + empty.string()), 2,
-                 {"no best.csv in " + empty.string()});
-}
-
-// A sweep or run directory from elsewhere whose lock files link to another file: the lock's owner
-// line overwrote that file (a resume of a trial, a rerun of the sweep); now each is refused, exit
-// 2 naming the link, and the linked file keeps its bytes.
-BOOST_AUTO_TEST_CASE(lock_files_that_link_elsewhere_are_refused_and_their_targets_kept) {
-  const fs::path dir = sweep_copy("linked_locks");
-  const fs::path victim = scratch() / "linked_locks_victim.txt";
-  std::ofstream(victim) << "precious\n";
-  fs::path trial;
-  for (const auto& e : fs::directory_iterator(dir / "trials")) trial = e.path();
-  for (const fs::path& lock : {dir / "sweep.lock", trial / "run.lock"}) {
-    fs::remove(lock);
-    fs::create_symlink(victim, lock);
-  }
-  expect_refusal(run_lbt("sweep --config " + (scratch() / "sweep.toml").string() +
-                         " --no-plots --quiet --out " + dir.string()),
-                 2, {(dir / "sweep.lock").string() + " is a symbolic link"});
-  expect_refusal(run_lbt("train --quiet --resume " + trial.string()), 2,
-                 {(trial / "run.lock").string() + " is a symbolic link"});
-  BOOST_TEST(slurp(victim) == "precious\n");
-}
-
-BOOST_AUTO_TEST_CASE(a_truncated_sweep_json_is_named_with_the_fix) {
-  const fs::path dir = sweep_copy("manifest");
-  cut(dir / "sweep.json", 40);
-  const Result r = plan(dir);
-  expect_refusal(r, 3, {(dir / "sweep.json").string(), "cut short"});
-  BOOST_TEST(r.err.find("parse_error") == std::string::npos, r.err);
-}
-
-BOOST_AUTO_TEST_CASE(sweep_csv_cut_mid_row_or_at_a_line_end_blames_sweep_csv) {
-  const fs::path mid = sweep_copy("sweep_mid_row");
-  cut(mid / "sweep.csv", after_line(mid / "sweep.csv", 2) + 30);
-  expect_refusal(plan(mid), 3, {(mid / "sweep.csv").string(), "line 3", "cut short"});
-
-  // Whole lines missing: best.csv still lists batch sizes whose best trial sweep.csv lost.
-  const fs::path lines = sweep_copy("sweep_lines");
-  cut(lines / "sweep.csv", after_line(lines / "sweep.csv", 3));
-  for (const Result& r : {plan(lines), run_lbt("fit --no-plots " + lines.string())}) {
-    expect_refusal(r, 3, {(lines / "sweep.csv").string(), "best.csv lists"});
-    BOOST_TEST(error_line(r.err).find("best.csv has") == std::string::npos);
-  }
-}
-
-BOOST_AUTO_TEST_CASE(an_edited_cell_that_is_not_a_number_is_named_by_line_and_column) {
-  const fs::path dir = sweep_copy("edited");
-  std::string text = slurp(dir / "best.csv");
-  const std::size_t row = after_line(dir / "best.csv", 2);  // line 3's first field: the trial
-  const std::size_t field = text.find(',', row) + 1;        // ... then batch_size
-  text.replace(field, text.find(',', field) - field, "3x2");
-  std::ofstream(dir / "best.csv", std::ios::trunc) << text;
-  expect_refusal(run_lbt("fit --no-plots " + dir.string()), 3,
-                 {(dir / "best.csv").string(), "line 3", "batch_size", "'3x2'"});
-}
+using lbt::test::sweep_copy;
 
 namespace {
 

@@ -1,0 +1,130 @@
+// A sweep's files damaged or planted through the real `lbt` binary: best.csv, sweep.csv and
+// sweep.json cut short or edited fail naming the file and the fix instead of falling back
+// silently; `lbt plan --out` never replaces a file it did not write; `lbt fit` on a directory
+// without a sweep is a wrong option; lock files that link elsewhere are refused, their targets
+// kept. Exit codes as the README lists them: 2 config, 3 data.
+#define BOOST_TEST_MODULE damaged_sweep_files
+#include <boost/test/unit_test.hpp>
+
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include "e2e/careless_support.hpp"
+#include "support/cli_runner.hpp"
+
+namespace fs = std::filesystem;
+using lbt::test::after_line;
+using lbt::test::cut;
+using lbt::test::error_line;
+using lbt::test::expect_refusal;
+using lbt::test::plan;
+using lbt::test::real_sweep;
+using lbt::test::Result;
+using lbt::test::run_lbt;
+using lbt::test::scratch;
+using lbt::test::slurp;
+using lbt::test::sweep_copy;
+
+BOOST_AUTO_TEST_CASE(plan_out_refuses_a_file_it_did_not_write_and_replaces_its_own) {
+  const fs::path victim = scratch() / "victim.toml";
+  std::ofstream(victim) << "# my own notes\nkeep = true\n";
+  expect_refusal(plan(real_sweep(), "--out " + victim.string()), 2,
+                 {victim.string(), "lbt plan did not write it"});
+  BOOST_TEST(slurp(victim) == "# my own notes\nkeep = true\n");
+
+  const fs::path mine = scratch() / "mine.toml";
+  Result r = plan(real_sweep(), "--out " + mine.string());
+  BOOST_REQUIRE_MESSAGE(r.code == 0, r.err);
+  r = plan(real_sweep(), "--out " + mine.string());  // its own output: replaced
+  BOOST_TEST(r.code == 0, r.err);
+  r = plan(real_sweep(), "--out " + victim.string() + " --overwrite");
+  BOOST_TEST(r.code == 0, r.err);
+  BOOST_TEST(slurp(victim).starts_with("# Written by lbt plan from "));
+}
+
+// An edited best.csv cannot send lbt fit to read runs outside the sweep.
+BOOST_AUTO_TEST_CASE(a_best_csv_run_dir_outside_the_trials_is_refused) {
+  for (const std::string outside : {"../../elsewhere", "/tmp", "trials/../../elsewhere"}) {
+    BOOST_TEST_CONTEXT(outside) {
+      const fs::path dir = sweep_copy("best_run_dir");
+      std::string text = slurp(dir / "best.csv");
+      const auto at = text.find(",trials/");
+      BOOST_REQUIRE(at != std::string::npos);
+      text.replace(at + 1, text.find(',', at + 1) - at - 1, outside);
+      std::ofstream(dir / "best.csv", std::ios::trunc) << text;
+      expect_refusal(run_lbt("fit --no-plots " + dir.string()), 3,
+                     {(dir / "best.csv").string(), "run_dir '" + outside + "'"});
+    }
+  }
+}
+
+BOOST_AUTO_TEST_CASE(best_csv_cut_mid_header_fails_naming_it_instead_of_using_the_scaling_rule) {
+  const fs::path dir = sweep_copy("best_header");
+  cut(dir / "best.csv", 100);
+  expect_refusal(plan(dir), 3, {(dir / "best.csv").string(), "cut short"});
+  expect_refusal(run_lbt("fit --no-plots " + dir.string()), 3, {(dir / "best.csv").string()});
+}
+
+// A directory that holds no sweep is a wrong option (exit 2), as lbt plan --from says; it exited
+// 1 ("other error").
+BOOST_AUTO_TEST_CASE(lbt_fit_on_a_directory_without_a_sweep_is_a_bad_option) {
+  const fs::path empty = scratch() / "no_sweep_here";
+  fs::create_directories(empty);
+  expect_refusal(run_lbt("fit --no-plots " + empty.string()), 2,
+                 {"no best.csv in " + empty.string()});
+}
+
+// A sweep or run directory from elsewhere whose lock files link to another file: the lock's owner
+// line overwrote that file (a resume of a trial, a rerun of the sweep); now each is refused, exit
+// 2 naming the link, and the linked file keeps its bytes.
+BOOST_AUTO_TEST_CASE(lock_files_that_link_elsewhere_are_refused_and_their_targets_kept) {
+  const fs::path dir = sweep_copy("linked_locks");
+  const fs::path victim = scratch() / "linked_locks_victim.txt";
+  std::ofstream(victim) << "precious\n";
+  fs::path trial;
+  for (const auto& e : fs::directory_iterator(dir / "trials")) trial = e.path();
+  for (const fs::path& lock : {dir / "sweep.lock", trial / "run.lock"}) {
+    fs::remove(lock);
+    fs::create_symlink(victim, lock);
+  }
+  expect_refusal(run_lbt("sweep --config " + (scratch() / "sweep.toml").string() +
+                         " --no-plots --quiet --out " + dir.string()),
+                 2, {(dir / "sweep.lock").string() + " is a symbolic link"});
+  expect_refusal(run_lbt("train --quiet --resume " + trial.string()), 2,
+                 {(trial / "run.lock").string() + " is a symbolic link"});
+  BOOST_TEST(slurp(victim) == "precious\n");
+}
+
+BOOST_AUTO_TEST_CASE(a_truncated_sweep_json_is_named_with_the_fix) {
+  const fs::path dir = sweep_copy("manifest");
+  cut(dir / "sweep.json", 40);
+  const Result r = plan(dir);
+  expect_refusal(r, 3, {(dir / "sweep.json").string(), "cut short"});
+  BOOST_TEST(r.err.find("parse_error") == std::string::npos, r.err);
+}
+
+BOOST_AUTO_TEST_CASE(sweep_csv_cut_mid_row_or_at_a_line_end_blames_sweep_csv) {
+  const fs::path mid = sweep_copy("sweep_mid_row");
+  cut(mid / "sweep.csv", after_line(mid / "sweep.csv", 2) + 30);
+  expect_refusal(plan(mid), 3, {(mid / "sweep.csv").string(), "line 3", "cut short"});
+
+  // Whole lines missing: best.csv still lists batch sizes whose best trial sweep.csv lost.
+  const fs::path lines = sweep_copy("sweep_lines");
+  cut(lines / "sweep.csv", after_line(lines / "sweep.csv", 3));
+  for (const Result& r : {plan(lines), run_lbt("fit --no-plots " + lines.string())}) {
+    expect_refusal(r, 3, {(lines / "sweep.csv").string(), "best.csv lists"});
+    BOOST_TEST(error_line(r.err).find("best.csv has") == std::string::npos);
+  }
+}
+
+BOOST_AUTO_TEST_CASE(an_edited_cell_that_is_not_a_number_is_named_by_line_and_column) {
+  const fs::path dir = sweep_copy("edited");
+  std::string text = slurp(dir / "best.csv");
+  const std::size_t row = after_line(dir / "best.csv", 2);  // line 3's first field: the trial
+  const std::size_t field = text.find(',', row) + 1;        // ... then batch_size
+  text.replace(field, text.find(',', field) - field, "3x2");
+  std::ofstream(dir / "best.csv", std::ios::trunc) << text;
+  expect_refusal(run_lbt("fit --no-plots " + dir.string()), 3,
+                 {(dir / "best.csv").string(), "line 3", "batch_size", "'3x2'"});
+}

@@ -44,7 +44,9 @@ class CrcWriter {
     }
   }
   template <class T>
-  void put(T value) { write(&value, sizeof value); }
+  void put(T value) {
+    write(&value, sizeof value);
+  }
   std::uint32_t crc() const { return static_cast<std::uint32_t>(crc_); }
 
  private:
@@ -116,8 +118,10 @@ LoadedCheckpoint read_checkpoint(const std::filesystem::path& path) {
     return DataError(path.string() + ": " + what + " at byte " + std::to_string(offset),
                      "the checkpoint is damaged; delete it to fall back to an older one");
   };
-  if (raw.size() < sizeof kMagic + 4 + 8 + 4) throw fail("truncated checkpoint (" + std::to_string(raw.size()) + " bytes)", 0);
-  if (std::memcmp(raw.data(), kMagic, sizeof kMagic) != 0) throw fail("not an lbt checkpoint (bad magic)", 0);
+  if (raw.size() < sizeof kMagic + 4 + 8 + 4)
+    throw fail("truncated checkpoint (" + std::to_string(raw.size()) + " bytes)", 0);
+  if (std::memcmp(raw.data(), kMagic, sizeof kMagic) != 0)
+    throw fail("not an lbt checkpoint (bad magic)", 0);
   std::uint32_t stored_crc;
   std::memcpy(&stored_crc, raw.data() + raw.size() - 4, 4);
   const auto crc = static_cast<std::uint32_t>(

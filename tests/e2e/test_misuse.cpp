@@ -119,10 +119,8 @@ void interrupt_then_resume_matches_uninterrupted(int signal, int want_code) {
 
   const fs::path log = scratch() / ("sig_" + tag + ".log");
   const pid_t pid = start_lbt(train(kLong + " --out " + run.string()), log);
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
-  while (line_count(run / "metrics.jsonl") < 20 && std::chrono::steady_clock::now() < deadline) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(2));
-  }
+  lbt::test::wait_until([&] { return line_count(run / "metrics.jsonl") >= 20; }, 30,
+                        std::chrono::milliseconds(2));
   kill(pid, signal);
   const int status = wait_for(pid, 30);
   BOOST_TEST_INFO("log: " << slurp(log));

@@ -16,6 +16,7 @@
 #include <thread>
 
 #include "support/cli_runner.hpp"
+#include "support/processes.hpp"
 #include "trainer/checkpoint.hpp"
 
 namespace fs = std::filesystem;
@@ -92,11 +93,8 @@ void kill_and_resume_matches_uninterrupted(int ranks, int kills, std::uint64_t s
     pid_t job = start(launcher(ranks) + kTrain + " --out " + killed.string() + " --resume auto");
     // Kill once the run is under way: after a random delay past its first checkpoint, which
     // lands inside steps or checkpoint writes alike.
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
-    while (lbt::trainer::list_checkpoints(killed / "checkpoints").empty() &&
-           std::chrono::steady_clock::now() < deadline) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(5));
-    }
+    lbt::test::wait_until(
+        [&] { return !lbt::trainer::list_checkpoints(killed / "checkpoints").empty(); }, 60);
     std::this_thread::sleep_for(
         std::chrono::milliseconds(std::uniform_int_distribution<int>(0, 400)(rng)));
     if (kill(-job, SIGKILL) == 0) ++actual_kills;
@@ -194,11 +192,9 @@ BOOST_AUTO_TEST_CASE(a_run_that_is_training_keeps_its_directory) {
       if (pid > 0 && kill(pid, SIGKILL) == 0) waitpid(pid, nullptr, 0);
     }
   } stop_first{first};
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);
-  while (!fs::exists(run / "checkpoints") || fs::is_empty(run / "checkpoints")) {
-    BOOST_REQUIRE(std::chrono::steady_clock::now() < deadline);
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
+  BOOST_REQUIRE(lbt::test::wait_until(
+      [&] { return fs::exists(run / "checkpoints") && !fs::is_empty(run / "checkpoints"); }, 120,
+      std::chrono::milliseconds(50)));
   for (const std::string& second :
        {"train --quiet --resume " + run.string(),
         "train --quiet --config " + config + " --out " + run.string() + " --overwrite",

@@ -20,6 +20,7 @@
 
 #include "experiments/sweep/sweep_results.hpp"
 #include "support/cli_runner.hpp"
+#include "support/processes.hpp"
 #include "support/run_files.hpp"
 
 namespace fs = std::filesystem;
@@ -133,10 +134,8 @@ BOOST_AUTO_TEST_CASE(a_sweep_killed_inside_an_adaptive_trial_resumes_it_bit_for_
   // The first checkpoint (step 40 of about 8000) of adaptive_0, the last trial to start.
   const fs::path metrics = killed / "trials" / "adaptive_0" / "metrics.jsonl";
   const fs::path checkpoints = killed / "trials" / "adaptive_0" / "checkpoints";
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(90);
-  while (std::chrono::steady_clock::now() < deadline &&
-         !(fs::exists(checkpoints) && !fs::is_empty(checkpoints)))
-    std::this_thread::sleep_for(std::chrono::microseconds(200));
+  lbt::test::wait_until([&] { return fs::exists(checkpoints) && !fs::is_empty(checkpoints); }, 90,
+                        std::chrono::microseconds(200));
   kill(-pid, SIGKILL);
   int status = 0;
   waitpid(pid, &status, 0);

@@ -37,11 +37,7 @@ BOOST_AUTO_TEST_CASE(a_second_sweep_on_a_busy_directory_exits_2_naming_the_owner
   const std::string log = (scratch() / "busy.log").string();
   const pid_t first = start_sweep(cfg, dir, log);
   // Wait for its first trial to start.
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
-  while (!fs::exists(dir / "trials" / "8_0" / "summary.json") &&
-         std::chrono::steady_clock::now() < deadline) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
+  lbt::test::wait_until([&] { return fs::exists(dir / "trials" / "8_0" / "summary.json"); }, 30);
   const auto t0 = std::chrono::steady_clock::now();
   // `timeout`: without the lock (main 38e797a) this second sweep ran the whole plan again.
   const fs::path err = scratch() / "busy_second.err";
@@ -177,11 +173,7 @@ BOOST_AUTO_TEST_CASE(a_trial_taken_by_another_process_mid_sweep_stops_the_sweep_
   const fs::path dir = scratch() / "midway";
   const std::string log = (scratch() / "midway.log").string();
   const pid_t sweep = start_sweep(cfg, dir, log);
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
-  while (!fs::exists(dir / "trials" / "8_0" / "summary.json") &&
-         std::chrono::steady_clock::now() < deadline) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  }
+  lbt::test::wait_until([&] { return fs::exists(dir / "trials" / "8_0" / "summary.json"); }, 60);
   fs::create_directories(dir / "trials" / "8_1");
   const int fd = ::open((dir / "trials" / "8_1" / "run.lock").c_str(), O_RDWR | O_CREAT, 0644);
   BOOST_REQUIRE(fd >= 0 && ::flock(fd, LOCK_EX | LOCK_NB) == 0);

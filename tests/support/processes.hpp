@@ -30,6 +30,18 @@ inline pid_t start_lbt(const std::string& args, const std::filesystem::path& log
   return pid;
 }
 
+// Polls `ready()` every `step` until it holds or `seconds` pass; whether it held.
+template <class Ready>
+bool wait_until(Ready ready, double seconds,
+                std::chrono::microseconds step = std::chrono::milliseconds(5)) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
+  while (!ready()) {
+    if (std::chrono::steady_clock::now() >= deadline) return false;
+    std::this_thread::sleep_for(step);
+  }
+  return true;
+}
+
 // Waits up to `seconds` for the process; returns its wait status, or -1 after killing its
 // process group (a hang).
 inline int wait_for(pid_t pid, double seconds) {

@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <optional>
 
 #include "core/error.hpp"
 #include "core/io.hpp"
@@ -96,20 +97,28 @@ int run_branches(const std::vector<Branch>& plan, const ReferenceRun& ref,
                  todo.size(), o.jobs, threads);
   std::map<pid_t, const Branch*> running;
   std::size_t next = 0, done = 0;
-  auto more = [&] { return next < todo.size() && !sweep_interrupted(); };
+  // A branch directory another process holds (prepare_trial_dir's lock) or a link where its log
+  // goes: no branch starts after it, the running ones end, then its error (exit 2).
+  std::optional<ConfigError> refused;
+  auto more = [&] { return next < todo.size() && !sweep_interrupted() && !refused; };
   while (more() || !running.empty()) {
     while (more() && static_cast<int>(running.size()) < o.jobs) {
       const Branch& b = *todo[next++];
       const fs::path dir = o.branches_dir / b.name;
-      const bool resume = prepare_trial_dir(dir, threads);
-      // Its place in the plan, as a sweep's trials: on several GPUs, branches spread over them.
-      const auto index = static_cast<std::size_t>(&b - plan.data());
-      const pid_t pid =
-          spawn_logged(o.lbt, branch_train_args(b, ref, dir, threads, resume), dir / "train.log",
-                       {"LBT_TRIAL_INDEX=" + std::to_string(index)});
-      record_trial_group(dir, pid);
-      running[pid] = &b;
+      try {
+        const bool resume = prepare_trial_dir(dir, threads);
+        // Its place in the plan, as a sweep's trials: on several GPUs, branches spread over them.
+        const auto index = static_cast<std::size_t>(&b - plan.data());
+        const pid_t pid =
+            spawn_logged(o.lbt, branch_train_args(b, ref, dir, threads, resume), dir / "train.log",
+                         {"LBT_TRIAL_INDEX=" + std::to_string(index)});
+        record_trial_group(dir, pid);
+        running[pid] = &b;
+      } catch (const ConfigError& e) {
+        refused = e;
+      }
     }
+    if (running.empty()) break;
     const ChildExit e = wait_any_child();
     const auto it = running.find(e.pid);
     if (it == running.end()) continue;
@@ -125,6 +134,7 @@ int run_branches(const std::vector<Branch>& plan, const ReferenceRun& ref,
                    b.name.c_str(), r.status.c_str(), r.loss);
     }
   }
+  if (refused) throw *refused;
   return static_cast<int>(done);
 }
 

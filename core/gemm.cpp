@@ -87,11 +87,11 @@ bool sgemm_one(bool trans_a, bool trans_b, int m, int n, int k, float alpha, con
   return true;
 }
 
-// Below this many flops a product is split by hand: each OpenMP thread multiplies its own
-// slice with a single-threaded call (the libraries run single-threaded inside a parallel
-// region). OpenBLAS's own threading costs more than it gains on the small products of
-// small-batch steps (measured: 1 thread beat 2 at batch 32 on the MLP); above 2e8 flops it
-// wins. oneDNN's own partition of the MLP's products left each of 2 threads waiting 8-9% of a
+// From kSplitAboveFlops (gemm.hpp) to this many flops a product is split by hand: each OpenMP
+// thread multiplies its own slice with a single-threaded call (the libraries run single-threaded
+// inside a parallel region). OpenBLAS's own threading costs more than it gains on the small
+// products of small-batch steps (measured: 1 thread beat 2 at batch 32 on the MLP); above 2e8 flops
+// it wins. oneDNN's own partition of the MLP's products left each of 2 threads waiting 8-9% of a
 // batch-128 step (perf); split by hand, the step ran 1.06-1.10x at batch 128, 1.00-1.04x at
 // 512 (2e9 against 2e8) and level at 2048 and on the CNNs (bench/cpu_paths.md, 2026-11-27).
 double split_below_flops() {
@@ -104,7 +104,7 @@ void sgemm(bool trans_a, bool trans_b, int m, int n, int k, float alpha, const f
            const float* b, int ldb, float beta, float* c, int ldc) {
   const int threads = omp_in_parallel() ? 1 : omp_get_max_threads();
   const double flops = 2.0 * m * n * k;
-  if (threads == 1 || flops >= split_below_flops()) {
+  if (threads == 1 || flops < kSplitAboveFlops || flops >= split_below_flops()) {
     if (!sgemm_one(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc))
       throw_refused(m, n, k);
     return;

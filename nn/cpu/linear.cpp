@@ -89,11 +89,11 @@ void Linear::forward_panel(const float* x, float* y, std::int64_t batch) {
   yt_.resize(static_cast<std::size_t>(out_ * B16));
   float* xt = xt_.data();
   float* yt = yt_.data();
-  split_ranges(in_, 16, [&](std::int64_t i0, std::int64_t i1) {
+  split_ranges(in_, 16, in_ * B16 >= kParallelElementsAbove, [&](std::int64_t i0, std::int64_t i1) {
     for (std::int64_t b = 0; b < B16; ++b)
       for (std::int64_t i = i0; i < i1; ++i) xt[i * B16 + b] = b < batch ? x[b * in_ + i] : 0.0f;
   });
-  split_ranges(out_, 16, [&](std::int64_t o0, std::int64_t o1) {
+  split_ranges(out_, 16, worth_splitting(out_, B16, in_), [&](std::int64_t o0, std::int64_t o1) {
     panel_gemm(static_cast<int>(o1 - o0), static_cast<int>(B16), static_cast<int>(in_),
                w_ + o0 * in_, in_, 1, xt, B16, yt + o0 * B16, B16, false);
     // The bias test sits outside the loops, so the with-bias loop is the one it always was.
@@ -113,7 +113,7 @@ void Linear::backward(const float* x, const float*, const float* dy, float* dx, 
   const bool panel = panel_path(batch);
   // dW[O, I] (+)= dy[B, O]^T x[B, I]
   if (panel) {
-    split_ranges(out_, 1, [&](std::int64_t o0, std::int64_t o1) {
+    split_ranges(out_, 1, worth_splitting(O, I, B), [&](std::int64_t o0, std::int64_t o1) {
       panel_gemm(static_cast<int>(o1 - o0), I, B, dy + o0, 1, O, x, I, dw_ + o0 * in_, I,
                  accumulate);
     });
@@ -132,7 +132,7 @@ void Linear::backward(const float* x, const float*, const float* dy, float* dx, 
   // dx[B, I] = dy[B, O] W[O, I]
   if (!dx) return;
   if (panel) {
-    split_ranges(in_, 32, [&](std::int64_t i0, std::int64_t i1) {
+    split_ranges(in_, 32, worth_splitting(B, I, O), [&](std::int64_t i0, std::int64_t i1) {
       panel_gemm(B, static_cast<int>(i1 - i0), O, dy, O, 1, w_ + i0, I, dx + i0, I, false);
     });
   } else {

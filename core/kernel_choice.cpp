@@ -14,13 +14,15 @@ namespace {
 struct Variable {
   KernelChoice choice;
   const char* name;
-  std::array<std::string_view, 3> values;  // the default first; "" past the last
+  std::array<std::string_view, 4> values;  // the default first; "" past the last
 };
 
 constexpr std::array<Variable, 3> kVariables = {{
     {KernelChoice::kGemm, "LBT_GEMM", {"onednn", "openblas"}},
     {KernelChoice::kConv, "LBT_CONV", {"onednn", "lbt"}},
-    {KernelChoice::kCudnnAlgos, "LBT_CUDNN_ALGOS", {"fixed", "chosen", "nondeterministic"}},
+    {KernelChoice::kCudnnAlgos,
+     "LBT_CUDNN_ALGOS",
+     {"fixed", "chosen", "measured", "nondeterministic"}},
 }};
 
 const Variable& variable(KernelChoice choice) {

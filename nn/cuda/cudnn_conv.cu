@@ -5,6 +5,11 @@
 // device chooses the same ones and runs repeat bit for bit) that agrees with the fixed one on
 // random data; LBT_CUDNN_ALGOS=nondeterministic the same among all ranked, nondeterministic ones
 // included (what PyTorch runs unless told to be deterministic; runs then differ at round-off).
+// LBT_CUDNN_ALGOS=measured ranks the deterministic ones by cuDNN's own timing on this device
+// (cudnnFind*, as PyTorch's cudnn.benchmark): the heuristics put algorithm 1 first for the simple
+// CNN's filter gradients (0.7 ms each at batch 512 on an H200, where PyTorch's Winograd took 0.08
+// ms). Timings vary, so two processes may choose differently: each run is deterministic, two runs
+// may differ at round-off.
 // Fixed is the default: on an H200 (2026-11-27) the choice and its vetting cost about 1 s at
 // every start of a run, and changed the simple CNN's step by -4%, +17% and +2% at batch 32,
 // 128 and 512 (two runs each): a sweep's short trials lose more than they gain.
@@ -93,32 +98,34 @@ auto eligible(const Perf* ranked, int count, bool any_determinism) {
   return out;
 }
 
-// Each pass's eligible algorithms in cuDNN's order (heuristics, no timing: every process on one
-// device and library ranks alike).
+// Each pass's eligible algorithms in cuDNN's order: its heuristics' (no timing: every process on
+// one device and library ranks alike) or, `measure`, its timing of each on this device.
 struct Candidates {
   std::vector<cudnnConvolutionFwdAlgo_t> forward;
   std::vector<cudnnConvolutionBwdDataAlgo_t> backward_data;
   std::vector<cudnnConvolutionBwdFilterAlgo_t> backward_filter;
 };
 
-Candidates heuristic_candidates(const Descriptors& d, bool any_determinism) {
+Candidates ranked_candidates(const Descriptors& d, bool any_determinism, bool measure) {
   Candidates c;
   int count = 0;
   cudnnConvolutionFwdAlgoPerf_t fwd[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
-  check(cudnnGetConvolutionForwardAlgorithm_v7(d.handle, d.x, d.w, d.conv, d.y,
-                                               CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &count, fwd),
-        "cudnnGetConvolutionForwardAlgorithm_v7");
+  check((measure ? cudnnFindConvolutionForwardAlgorithm : cudnnGetConvolutionForwardAlgorithm_v7)(
+            d.handle, d.x, d.w, d.conv, d.y, CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &count, fwd),
+        "ranking the forward algorithms");
   c.forward = eligible(fwd, count, any_determinism);
   cudnnConvolutionBwdDataAlgoPerf_t data[CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT];
-  check(cudnnGetConvolutionBackwardDataAlgorithm_v7(
+  check((measure ? cudnnFindConvolutionBackwardDataAlgorithm
+                 : cudnnGetConvolutionBackwardDataAlgorithm_v7)(
             d.handle, d.w, d.y, d.conv, d.x, CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, &count, data),
-        "cudnnGetConvolutionBackwardDataAlgorithm_v7");
+        "ranking the data-gradient algorithms");
   c.backward_data = eligible(data, count, any_determinism);
   cudnnConvolutionBwdFilterAlgoPerf_t filter[CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT];
   check(
-      cudnnGetConvolutionBackwardFilterAlgorithm_v7(
+      (measure ? cudnnFindConvolutionBackwardFilterAlgorithm
+               : cudnnGetConvolutionBackwardFilterAlgorithm_v7)(
           d.handle, d.x, d.y, d.conv, d.w, CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT, &count, filter),
-      "cudnnGetConvolutionBackwardFilterAlgorithm_v7");
+      "ranking the filter-gradient algorithms");
   c.backward_filter = eligible(filter, count, any_determinism);
   return c;
 }
@@ -249,8 +256,8 @@ Algorithms vetted(Descriptors& d, const Candidates& c) {
   return chosen;
 }
 
-// The fixed algorithms, or (LBT_CUDNN_ALGOS=chosen or nondeterministic) the heuristics' vetted
-// ones; the workspace they need.
+// The fixed algorithms, or (LBT_CUDNN_ALGOS=chosen, measured or nondeterministic) the ranked,
+// vetted ones; the workspace they need.
 void choose_algorithms(Descriptors& d) {
   Candidates candidates;
   std::size_t bytes = workspace_bytes(d, Algorithms{});
@@ -259,10 +266,11 @@ void choose_algorithms(Descriptors& d) {
   const std::string_view choice = kernel_choice(KernelChoice::kCudnnAlgos);
   if (choice != "fixed") {
     try {
-      candidates = heuristic_candidates(d, choice == "nondeterministic");
+      candidates = ranked_candidates(d, choice == "nondeterministic", choice == "measured");
       bytes = candidates_workspace(d, candidates);
     } catch (const DeviceError& e) {
-      std::fprintf(stderr, "lbt: cuDNN's algorithm heuristics failed (%s); using the fixed ones\n",
+      std::fprintf(stderr,
+                   "lbt: cuDNN's ranking of its algorithms failed (%s); using the fixed ones\n",
                    e.what());
       candidates = {};
     }

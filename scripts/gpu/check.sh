@@ -7,11 +7,17 @@
 # the GPU, and the MLP step beside PyTorch eager and CUDA graph. STAGES (default "doctor tests
 # train sweep bench") picks parts; not in the default: "profile" (the simple CNN's GPU time per
 # op and per kernel, lbt's with each choice of cuDNN algorithms, and PyTorch's) and "scaling"
-# (lbt scaling on the machine's CPU cores, 1 to 16 ranks). Logs go to $OUT (the device tool's folder) or /tmp/lbt-gpu-out; the device
-# tool brings back 8 files, so pack them (OUT=/tmp/o bash check.sh; tar czf $OUT/all.tgz ...).
+# (lbt scaling on the machine's CPU cores, 1 to 16 ranks). ALGOS (default "chosen fixed measured
+# nondeterministic") lists the LBT_CUDNN_ALGOS values the simple CNN runs with (tests, train,
+# profile), RESNET_ALGOS (default "fixed") ResNet-8's in train; FULL_TESTS=0 runs only the CNN's
+# and ResNet-8's GPU-beside-CPU cases, once per value in ALGOS; NCU=0 skips the profile's ncu
+# run. Logs go to $OUT (the device tool's folder) or /tmp/lbt-gpu-out; the device tool brings
+# back 8 files, so pack them (OUT=/tmp/o bash check.sh; tar czf $OUT/all.tgz ...).
 set -uo pipefail
 out=${OUT:-/tmp/lbt-gpu-out}
 stages=" ${STAGES:-doctor tests train sweep bench} "
+algos_list=${ALGOS:-chosen fixed measured nondeterministic}
+resnet_algos=${RESNET_ALGOS:-fixed}
 mkdir -p "$out" /tmp/lbt-gpu
 # (Python's tarfile where the machine has no xz binary.)
 tar xJf .gpu/bundle.tar.xz -C /tmp/lbt-gpu 2>/dev/null ||
@@ -71,15 +77,19 @@ if has doctor; then
 fi
 if has tests; then
   echo "== test_gpu_training (lbt train on the GPU beside the CPU), test_gpu (the ops)"
-  LBT_MPIEXEC=$(command -v mpiexec || command -v mpirun) \
-    LBT_BINARY=$lbt LBT_FMNIST_DIR=$data timeout 300 /tmp/lbt-gpu/test_gpu_training \
-    --log_level=test_suite 2>&1 | tail -40 | tee "$out/test_gpu_training.txt"
-  timeout 60 /tmp/lbt-gpu/test_gpu --log_level=test_suite 2>&1 | tail -8 | tee "$out/test_gpu.txt"
-  for algos in chosen nondeterministic; do
-    echo "== the simple CNN beside the CPU again, with LBT_CUDNN_ALGOS=$algos"
+  if [ "${FULL_TESTS:-1}" = 1 ]; then
+    LBT_MPIEXEC=$(command -v mpiexec || command -v mpirun) \
+      LBT_BINARY=$lbt LBT_FMNIST_DIR=$data timeout 300 /tmp/lbt-gpu/test_gpu_training \
+      --log_level=test_suite 2>&1 | tail -40 | tee "$out/test_gpu_training.txt"
+    timeout 60 /tmp/lbt-gpu/test_gpu --log_level=test_suite 2>&1 | tail -8 | tee "$out/test_gpu.txt"
+  fi
+  for algos in $algos_list; do
+    [ "${FULL_TESTS:-1}" = 1 ] && [ "$algos" = fixed ] && continue  # the full run had it
+    echo "== the simple CNN and ResNet-8 beside the CPU, with LBT_CUDNN_ALGOS=$algos"
     LBT_CUDNN_ALGOS=$algos LBT_BINARY=$lbt LBT_FMNIST_DIR=$data timeout 60 \
-      /tmp/lbt-gpu/test_gpu_training --run_test=the_simple_cnn_on_the_gpu_follows_the_cpu \
-      --log_level=message 2>&1 | tail -5 | tee "$out/test_gpu_training_cnn_$algos.txt"
+      /tmp/lbt-gpu/test_gpu_training \
+      --run_test=the_simple_cnn_on_the_gpu_follows_the_cpu,resnet8_on_the_gpu_follows_the_cpu \
+      --log_level=message 2>&1 | tail -8 | tee "$out/test_gpu_training_cnn_$algos.txt"
   done
 fi
 if has train; then
@@ -93,12 +103,11 @@ if has train; then
       --out /tmp/train_$b --overwrite >/dev/null 2>"$out/train_$b.err"
     throughput "MLP B=$b" /tmp/train_$b
   done 2>&1 | tee "$out/train.txt"
-  echo "== lbt train on the GPU: cnn:simple, momentum SGD at LR 0.02, 1000 steps, cuDNN's" \
-    "algorithms chosen per shape, the fixed ones, the first ranked nondeterministic included" \
-    "(LBT_CUDNN_ALGOS=chosen, fixed, nondeterministic); PyTorch's eager step" |
+  echo "== lbt train on the GPU: cnn:simple, momentum SGD at LR 0.02, 1000 steps, with each" \
+    "LBT_CUDNN_ALGOS of: $algos_list; PyTorch's eager step" |
     tee -a "$out/train.txt"
   for b in 32 128 512; do
-    for algos in chosen fixed nondeterministic; do
+    for algos in $algos_list; do
       LBT_CUDNN_ALGOS=$algos timeout 60 "$lbt" train --config experiments/configs/fmnist_cnn.toml \
         --quiet --set model.device=cuda --set data.path="$data" --set train.target= \
         --set train.global_batch=$b --set train.steps=1000 --set train.eval_every=1000 \
@@ -109,16 +118,18 @@ if has train; then
   done 2>&1 | tee -a "$out/train.txt"
   timeout 60 python3 bench/reference/torch_gpu_mlp.py --model cnn --batches 32,128,512 \
     --seconds 0.5 2>&1 | tee -a "$out/train.txt"
-  echo "== lbt train on the GPU: resnet:8 on Fashion-MNIST, momentum SGD at LR 0.05, 300 steps;" \
-    "PyTorch's eager step" | tee -a "$out/train.txt"
+  echo "== lbt train on the GPU: resnet:8 on Fashion-MNIST, momentum SGD at LR 0.05, 300 steps," \
+    "with each LBT_CUDNN_ALGOS of: $resnet_algos; PyTorch's eager step" | tee -a "$out/train.txt"
   for b in 32 128 512; do
-    timeout 60 "$lbt" train --config experiments/configs/fmnist_mlp.toml --quiet \
-      --set model.spec=resnet:8 --set model.device=cuda --set data.path="$data" \
-      --set train.target= --set train.global_batch=$b --set schedule.reference_batch=$b \
-      --set train.steps=300 --set train.eval_every=300 --set schedule.warmup=0 \
-      --set train.epochs=0 --set optimizer.lr=0.05 --out /tmp/train_$b --overwrite \
-      >/dev/null 2>"$out/train_resnet_$b.err"
-    throughput "ResNet-8 B=$b" /tmp/train_$b
+    for algos in $resnet_algos; do
+      LBT_CUDNN_ALGOS=$algos timeout 60 "$lbt" train --config experiments/configs/fmnist_mlp.toml \
+        --quiet --set model.spec=resnet:8 --set model.device=cuda --set data.path="$data" \
+        --set train.target= --set train.global_batch=$b --set schedule.reference_batch=$b \
+        --set train.steps=300 --set train.eval_every=300 --set schedule.warmup=0 \
+        --set train.epochs=0 --set optimizer.lr=0.05 --out /tmp/train_$b --overwrite \
+        >/dev/null 2>"$out/train_resnet_${b}_$algos.err"
+      throughput "ResNet-8 B=$b algorithms $algos" /tmp/train_$b
+    done
   done 2>&1 | tee -a "$out/train.txt"
   timeout 60 python3 bench/reference/torch_gpu_mlp.py --model resnet8 --batches 32,128,512 \
     --seconds 0.5 2>&1 | tee -a "$out/train.txt"
@@ -160,7 +171,7 @@ if has profile; then
   # and torch.profiler's table for PyTorch's step.
   echo "== profile: the simple CNN's ops (CUDA events) with each cuDNN algorithm choice"
   for b in 512 128; do
-    for algos in fixed chosen nondeterministic; do
+    for algos in $algos_list; do
       LBT_CUDNN_ALGOS=$algos timeout 60 /tmp/lbt-gpu/bench/bench_gpu_layer_times \
         --spec cnn:simple --shape 1,28,28 --batch $b --steps 20
     done
@@ -169,7 +180,7 @@ if has profile; then
   timeout 60 "$lbt" train --config experiments/configs/fmnist_cnn.toml --quiet \
     --set model.device=cuda --set data.path="$data" --set train.steps=2 --set train.target= \
     --out /tmp/prof --overwrite >/dev/null 2>&1
-  if command -v ncu >/dev/null; then
+  if [ "${NCU:-1}" = 1 ] && command -v ncu >/dev/null; then
     timeout 150 ncu --target-processes all --clock-control none --metrics gpu__time_duration.sum \
       --launch-skip 400 --launch-count 160 --print-summary per-kernel \
       "$lbt" train --config experiments/configs/fmnist_cnn.toml --quiet --set model.device=cuda \
@@ -178,7 +189,7 @@ if has profile; then
       --set train.epochs=0 --out /tmp/prof --overwrite >"$out/profile_lbt.txt" 2>&1
     echo "ncu exit $?: $out/profile_lbt.txt"
   else
-    echo "no ncu on this machine"
+    echo "no ncu run (NCU=0, or none on this machine)"
   fi
   timeout 60 python3 bench/reference/torch_gpu_mlp.py --model cnn --batches 512 --profile \
     >"$out/profile_torch.txt" 2>&1

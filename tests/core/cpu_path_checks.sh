@@ -51,7 +51,7 @@ for bad in LBT_GEMM=openbals LBT_CONV=onednn2 LBT_CUDNN_ALGOS=fast; do
   else fail "$bad: exit $rc: $out"; fi
 done
 out=$(env LBT_CUDNN_ALGOS=fast "$lbt" --version 2>&1 | sed -n 1p)
-want="error: LBT_CUDNN_ALGOS=fast is not one of its values: fixed (the default), chosen or nondeterministic"
+want="error: LBT_CUDNN_ALGOS=fast is not one of its values: fixed (the default), chosen, measured or nondeterministic"
 if [ "$out" = "$want" ]; then echo "ok: a variable's values listed: $out"
 else fail "LBT_CUDNN_ALGOS=fast: '$out', want '$want'"; fi
 expect "LBT_CUDNN_ALGOS=nondeterministic taken" 0 "^cpu path " \

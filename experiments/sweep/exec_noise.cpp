@@ -63,10 +63,18 @@ NoiseLines read_exec_noise_lines(const fs::path& file) {
 TrialNoise read_exec_noise(const fs::path& run_dir, std::int64_t steps_to_target) {
   const std::vector<Sample> samples = read_exec_noise_lines(run_dir / "noise.jsonl").samples;
   // B_simple of samples [from, to): the ratio of the means (each estimate is unbiased, their
-  // ratio is not: average first); unresolved (NaN) while the mean |G|^2 is not positive.
-  const auto ratio = [&](std::size_t from, std::size_t to) {
+  // ratio is not: average first); unresolved (NaN) while the mean |G|^2 is not positive. Its
+  // interval: Fieller's for the ratio of the equally weighted means (NoiseScaleTracker with
+  // no decay), none where that is not resolved (fewer than 2 samples, |G|^2 within noise of 0).
+  const auto ratio = [&](std::size_t from, std::size_t to, TrialNoise::Interval& ci95) {
     double G = 0, T = 0;
-    for (std::size_t i = from; i < to; ++i) G += samples[i].e.G_sq, T += samples[i].e.trace_sigma;
+    noise::NoiseScaleTracker means(1.0);
+    for (std::size_t i = from; i < to; ++i) {
+      G += samples[i].e.G_sq, T += samples[i].e.trace_sigma;
+      means.add(samples[i].e);
+    }
+    const noise::NoiseScale s = means.averaged();
+    ci95 = {s.ci_low, s.ci_high};
     return G > 0 && to > from ? T / G : NAN;
   };
   TrialNoise n;
@@ -74,12 +82,12 @@ TrialNoise read_exec_noise(const fs::path& run_dir, std::int64_t steps_to_target
   if (samples.empty()) return n;
   const std::size_t window =
       std::max<std::size_t>(1, std::min<std::size_t>(20, samples.size() / 4));
-  n.start = ratio(0, window);
-  n.averaged = ratio(0, samples.size());
+  n.start = ratio(0, window, n.start_ci95);
+  n.averaged = ratio(0, samples.size(), n.averaged_ci95);
   if (steps_to_target >= 0) {
     std::size_t end = 0;
     while (end < samples.size() && samples[end].step <= steps_to_target) ++end;
-    n.at_target = ratio(end > window ? end - window : 0, end);
+    n.at_target = ratio(end > window ? end - window : 0, end, n.at_target_ci95);
   }
   return n;
 }

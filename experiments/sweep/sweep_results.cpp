@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -55,6 +56,20 @@ std::string reading_columns(const TrialResult& r) {
   return out;
 }
 
+// An interval's two cells: empty where not recorded, "inf" for an upper bound not resolved.
+std::string interval_columns(const TrialNoise::Interval& ci) {
+  std::string out;
+  return out.append(",").append(csv_number(ci.lo)).append(",").append(csv_number(ci.hi));
+}
+
+// The intervals of best_val_accuracy, best_val_loss and the three B_simple columns, after the
+// readings' columns (so the older columns keep their places).
+std::string interval_columns(const TrialResult& r) {
+  return interval_columns(r.best_val_accuracy_ci95) + interval_columns(r.best_val_loss_ci95) +
+         interval_columns(r.noise.start_ci95) + interval_columns(r.noise.at_target_ci95) +
+         interval_columns(r.noise.averaged_ci95);
+}
+
 std::string trial_columns(const TrialResult& r, const fs::path& sweep_dir) {
   const Trial& t = r.trial;
   std::string momentum = t.momentum >= 0 ? csv_number(t.momentum) : "";
@@ -65,7 +80,8 @@ std::string trial_columns(const TrialResult& r, const fs::path& sweep_dir) {
          "," + csv_number(r.wall_time_s) + "," + csv_number(r.best_val_accuracy) + "," +
          csv_number(r.best_val_loss) + "," + csv_field((fs::path("trials") / t.name).string()) +
          "," + opt_num(r.noise.start) + "," + opt_num(r.noise.at_target) + "," +
-         opt_num(r.noise.averaged) + "," + r.definition + reading_columns(r);
+         opt_num(r.noise.averaged) + "," + r.definition + reading_columns(r) +
+         interval_columns(r);
 }
 
 const char* kTrialHeader =
@@ -73,7 +89,20 @@ const char* kTrialHeader =
     "steps,wall_time_s,"
     "best_val_accuracy,best_val_loss,run_dir,b_simple_start,b_simple_at_target,b_simple_avg,"
     "target_definition,ema_steps_lo,ema_steps_hi,ema_fluctuation,ema_best,"
-    "first_passage_steps_lo,first_passage_steps_hi,first_passage_fluctuation,first_passage_best";
+    "first_passage_steps_lo,first_passage_steps_hi,first_passage_fluctuation,first_passage_best,"
+    "best_val_accuracy_lo,best_val_accuracy_hi,best_val_loss_lo,best_val_loss_hi,"
+    "b_simple_start_lo,b_simple_start_hi,b_simple_at_target_lo,b_simple_at_target_hi,"
+    "b_simple_avg_lo,b_simple_avg_hi";
+
+// A summary.json interval ([lo, hi], either null): NaN where absent or null.
+TrialNoise::Interval summary_interval(const nlohmann::json& s, const char* key) {
+  TrialNoise::Interval ci;
+  const auto it = s.find(key);
+  if (it == s.end() || !it->is_array() || it->size() != 2) return ci;
+  if ((*it)[0].is_number()) ci.lo = (*it)[0].get<double>();
+  if ((*it)[1].is_number()) ci.hi = (*it)[1].get<double>();
+  return ci;
+}
 
 // A string field of summary.json, or `otherwise` when absent or not a string (a summary edited
 // by hand or by a program must not abort the sweep reading it).
@@ -140,6 +169,8 @@ TrialResult read_trial_result(const Trial& trial, const fs::path& run_dir) {
   r.wall_time_s = get_double("wall_time_s");
   r.best_val_accuracy = get_double("best_val_accuracy");
   r.best_val_loss = get_double("best_val_loss");
+  r.best_val_accuracy_ci95 = summary_interval(s, "best_val_accuracy_ci95");
+  r.best_val_loss_ci95 = summary_interval(s, "best_val_loss_ci95");
   if (s.contains("error") && s["error"].is_string()) r.message = s["error"];
   if (s.contains("divergence_reason") && s["divergence_reason"].is_string())
     r.message = s["divergence_reason"];
@@ -288,8 +319,9 @@ void write_best_csv(const fs::path& path, const std::vector<TrialResult>& result
     if (row.best) {
       out += trial_columns(*row.best, sweep_dir);
     } else {
-      out +=
-          ',' + std::to_string(row.batch_size) + ",,,,unreached,,,,,,,,,,,," + std::string(9, ',');
+      // trial, batch_size, lr, momentum, seed, status and the header's other columns empty
+      const auto columns = std::count(kTrialHeader, kTrialHeader + std::strlen(kTrialHeader), ',');
+      out += ',' + std::to_string(row.batch_size) + ",,,,unreached" + std::string(columns - 5, ',');
     }
     const auto decision = decisions.find(row.batch_size);
     out += ',' + std::to_string(row.trials) + ',' + std::to_string(row.reached) +

@@ -30,6 +30,9 @@ struct TrialResult {
   double wall_time_s = std::numeric_limits<double>::quiet_NaN();
   double best_val_accuracy = std::numeric_limits<double>::quiet_NaN();
   double best_val_loss = std::numeric_limits<double>::quiet_NaN();
+  // Their 95% intervals (summary.json's best_val_accuracy_ci95 / best_val_loss_ci95: Wilson's
+  // and mean +- 1.96 sd / sqrt(n) over the validation examples); NaN where not recorded.
+  TrialNoise::Interval best_val_accuracy_ci95, best_val_loss_ci95;
   std::string message;  // failed: the error; diverged: the reason
   TrialNoise noise;     // B_simple at start, at target, averaged (NaN: none measured)
   // summary.json's target_definition ("first_passage" for a program's trial) and its readings

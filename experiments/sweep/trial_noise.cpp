@@ -22,10 +22,24 @@ bool is_record(const nlohmann::json& j) {
          j["step"].is_number_integer();
 }
 
+// A record's 95% interval ("b_simple_ci95": [lo, hi], either null where not resolved).
+TrialNoise::Interval record_interval(const nlohmann::json& j) {
+  TrialNoise::Interval ci;
+  const auto it = j.find("b_simple_ci95");
+  if (it == j.end() || !it->is_array() || it->size() != 2) return ci;
+  if ((*it)[0].is_number()) ci.lo = (*it)[0].get<double>();
+  if ((*it)[1].is_number()) ci.hi = (*it)[1].get<double>();
+  return ci;
+}
+
 }  // namespace
 
 TrialNoise read_trial_noise(const std::filesystem::path& run_dir, std::int64_t steps_to_target) {
-  std::map<std::string, std::map<std::int64_t, double>> by_estimator;  // step -> b_simple
+  struct Value {
+    double b_simple;
+    TrialNoise::Interval ci95;
+  };
+  std::map<std::string, std::map<std::int64_t, Value>> by_estimator;  // step -> B_simple
   std::ifstream in(run_dir / "noise.jsonl");
   for (std::string line; std::getline(in, line);) {
     const auto j = nlohmann::json::parse(line, nullptr, false);
@@ -33,7 +47,7 @@ TrialNoise read_trial_noise(const std::filesystem::path& run_dir, std::int64_t s
     auto& steps = by_estimator[j["estimator"].get<std::string>()];
     const auto step = j["step"].get<std::int64_t>();
     if (j.contains("b_simple") && j["b_simple"].is_number()) {
-      steps[step] = j["b_simple"].get<double>();
+      steps[step] = {j["b_simple"].get<double>(), record_interval(j)};
     } else {
       steps.erase(step);  // a later record of the step that is not resolved replaces it
     }
@@ -45,11 +59,15 @@ TrialNoise read_trial_noise(const std::filesystem::path& run_dir, std::int64_t s
   if (it == by_estimator.end() || it->second.empty()) return n;
   const auto& values = it->second;
   n.records = static_cast<int>(values.size());
-  n.start = values.begin()->second;
+  n.start = values.begin()->second.b_simple;
+  n.start_ci95 = values.begin()->second.ci95;
   std::vector<double> all;
-  for (const auto& [step, b] : values) {
-    all.push_back(b);
-    if (steps_to_target >= 0 && step <= steps_to_target) n.at_target = b;
+  for (const auto& [step, v] : values) {
+    all.push_back(v.b_simple);
+    if (steps_to_target >= 0 && step <= steps_to_target) {
+      n.at_target = v.b_simple;
+      n.at_target_ci95 = v.ci95;
+    }
   }
   std::sort(all.begin(), all.end());
   const std::size_t m = all.size();

@@ -1,7 +1,10 @@
 // A trial's gradient noise scale from its noise.jsonl, as McCandlish et al. 2018 (Table 1)
 // report it: at the start of training, at the step the target was reached, and averaged over
 // training. Values are the "now" B_simple of each record (noise/gradient_noise.hpp); records
-// where it is not resolved are skipped, and a quantity with no resolved record is NaN.
+// where it is not resolved are skipped, and a quantity with no resolved record is NaN. Start
+// and at-target carry their record's 95% interval; the average, a median over records that
+// are not independent draws (a trend, overlapping windows), has none (a program's trial's
+// average is a ratio of means, with its Fieller interval: exec_trial.hpp).
 #pragma once
 #include <cstdint>
 #include <filesystem>
@@ -12,10 +15,14 @@ namespace lbt::experiments {
 
 struct TrialNoise {
   static constexpr double kNone = std::numeric_limits<double>::quiet_NaN();
+  struct Interval {
+    double lo = kNone, hi = kNone;  // NaN: not recorded
+  };
   double start = kNone;      // the earliest resolved value
   double at_target = kNone;  // the last resolved value at or before the target step
   double averaged = kNone;   // the median over the trial's resolved values
-  int records = 0;           // resolved records read
+  Interval start_ci95, at_target_ci95, averaged_ci95;
+  int records = 0;  // resolved records read
 };
 
 // Reads run_dir/noise.jsonl (the two_batch estimator when present, else per_example; the last

@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "experiments/sweep/exec_trial.hpp"
 #include "experiments/sweep/sweep_results.hpp"
 
 using namespace lbt::experiments;
@@ -156,4 +157,88 @@ BOOST_AUTO_TEST_CASE(metrics_never_measured_are_empty_cells_not_zeros) {
   write_sweep_csv(dir / "sweep.csv", results, dir);
   const CsvTable f = read_csv(dir / "sweep.csv");
   BOOST_TEST(f.rows[0][f.column("wall_time_s")] == "");
+}
+
+// The intervals beside the measured values: best_val_accuracy / best_val_loss from the trial's
+// summary.json, B_simple at the start and at the target from the records those values come from
+// (the first resolved one; the last resolved one at or before the target step).
+BOOST_AUTO_TEST_CASE(sweep_csv_carries_each_measured_value_with_its_interval) {
+  const fs::path dir = scratch("intervals");
+  write_run(dir, R"({"status":"reached_target","steps":300,"steps_to_target":300,
+                     "best_val_accuracy":0.86,"best_val_accuracy_ci95":[0.8531,0.8666],
+                     "best_val_loss":0.41,"best_val_loss_ci95":[0.3985,0.4215],
+                     "target":"val_accuracy>=0.85"})");
+  std::ofstream(dir / "noise.jsonl")
+      << R"({"step":50,"estimator":"two_batch","b_simple":null,"b_simple_ci95":[null,null]})"
+         "\n"
+      << R"({"step":100,"estimator":"two_batch","b_simple":120.5,"b_simple_ci95":[80.25,null]})"
+         "\n"
+      << R"({"step":300,"estimator":"two_batch","b_simple":210,"b_simple_ci95":[150,300]})"
+         "\n"
+      << R"({"step":400,"estimator":"two_batch","b_simple":260,"b_simple_ci95":[200,330]})"
+         "\n";
+  const std::vector<TrialResult> results = {read_trial_result(trial("64_0", 64, 0.1), dir)};
+  write_sweep_csv(dir / "sweep.csv", results, dir);
+  const CsvTable t = read_csv(dir / "sweep.csv");
+  BOOST_REQUIRE_EQUAL(t.rows.size(), 1u);
+  const auto cell = [&](const char* column) { return t.rows[0][t.column(column)]; };
+  BOOST_TEST(cell("best_val_accuracy_lo") == "0.8531");
+  BOOST_TEST(cell("best_val_accuracy_hi") == "0.8666");
+  BOOST_TEST(cell("best_val_loss_lo") == "0.3985");
+  BOOST_TEST(cell("best_val_loss_hi") == "0.4215");
+  BOOST_TEST(cell("b_simple_start") == "120.5");
+  BOOST_TEST(cell("b_simple_start_lo") == "80.25");
+  BOOST_TEST(cell("b_simple_start_hi") == "");  // not resolved: empty, never a number
+  BOOST_TEST(cell("b_simple_at_target") == "210");
+  BOOST_TEST(cell("b_simple_at_target_lo") == "150");
+  BOOST_TEST(cell("b_simple_at_target_hi") == "300");
+  BOOST_TEST(cell("b_simple_avg") == "210");  // the median of 120.5, 210 and 260: no interval
+  BOOST_TEST(cell("b_simple_avg_lo") == "");
+  BOOST_TEST(cell("b_simple_avg_hi") == "");
+  // best.csv's row for a batch size no trial reached has as many cells as its header.
+  std::vector<TrialResult> unreached(1);
+  unreached[0].trial = trial("128_0", 128, 0.1), unreached[0].status = "budget_exhausted";
+  write_best_csv(dir / "best.csv", unreached, dir);
+  const CsvTable b = read_csv(dir / "best.csv");
+  BOOST_REQUIRE_EQUAL(b.rows.size(), 1u);
+  BOOST_TEST(b.rows[0].size() == b.header.size());
+  BOOST_TEST(b.rows[0][b.column("status")] == "unreached");
+  BOOST_TEST(b.rows[0][b.column("trials")] == "1");
+}
+
+// A program's (--exec) B_simple is a ratio of means over its raw squared norms: equal samples
+// have no spread, so Fieller's interval is the point T / G itself; with spread the interval
+// holds the estimate and stays >= 0. One sample gives no interval.
+BOOST_AUTO_TEST_CASE(a_programs_b_simple_has_the_fieller_interval_of_its_means) {
+  const fs::path dir = scratch("exec_noise");
+  // b_small 1, b_big 2: |G|^2 = 2 |g_big|^2 - |g_small|^2, tr(Sigma) = 2 (|g_small|^2 - |g_big|^2)
+  const auto line = [](int step, double g_small_sq, double g_big_sq) {
+    return "{\"step\":" + std::to_string(step) + ",\"g_small_sq\":" + std::to_string(g_small_sq) +
+           ",\"g_big_sq\":" + std::to_string(g_big_sq) + ",\"b_small\":1,\"b_big\":2}\n";
+  };
+  {
+    std::ofstream out(dir / "noise.jsonl");
+    for (int step = 1; step <= 8; ++step) out << line(step, 5.0, 3.5);  // G 2, T 3
+  }
+  const TrialNoise same = read_exec_noise(dir, 6);
+  BOOST_TEST(same.averaged == 1.5, boost::test_tools::tolerance(1e-12));
+  BOOST_TEST(same.averaged_ci95.lo == 1.5, boost::test_tools::tolerance(1e-9));
+  BOOST_TEST(same.averaged_ci95.hi == 1.5, boost::test_tools::tolerance(1e-9));
+  BOOST_TEST(same.start_ci95.lo == 1.5, boost::test_tools::tolerance(1e-9));
+  BOOST_TEST(same.at_target_ci95.hi == 1.5, boost::test_tools::tolerance(1e-9));
+  {
+    std::ofstream out(dir / "noise.jsonl");
+    for (int step = 1; step <= 12; ++step)
+      out << line(step, 5.0 + 0.3 * (step % 3), 3.5 + 0.1 * (step % 4));
+  }
+  const TrialNoise spread = read_exec_noise(dir, -1);
+  BOOST_TEST(spread.averaged_ci95.lo >= 0.0);
+  BOOST_TEST(spread.averaged_ci95.lo < spread.averaged);
+  BOOST_TEST(spread.averaged < spread.averaged_ci95.hi);
+  BOOST_TEST(std::isnan(spread.at_target_ci95.lo));  // never reached: no value, no interval
+  std::ofstream(dir / "noise.jsonl") << line(1, 5.0, 3.5);
+  const TrialNoise one = read_exec_noise(dir, -1);
+  BOOST_TEST(one.averaged == 1.5, boost::test_tools::tolerance(1e-12));
+  BOOST_TEST(std::isnan(one.averaged_ci95.lo));
+  BOOST_TEST(std::isnan(one.averaged_ci95.hi));
 }

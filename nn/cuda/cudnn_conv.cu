@@ -58,6 +58,7 @@ struct CudnnConv2d::Descriptors {
   cudnnFilterDescriptor_t w = nullptr;
   cudnnConvolutionDescriptor_t conv = nullptr;
   Algorithms algorithms;
+  std::string ranking;  // cuDNN's rankings they were chosen from ("" for the fixed ones)
   DeviceArray<float> workspace;
   DeviceArray<double> bias_partials;  // the bias gradient's per-block sums (channel_sums)
   std::int64_t batch = 0;
@@ -104,7 +105,35 @@ struct Candidates {
   std::vector<cudnnConvolutionFwdAlgo_t> forward;
   std::vector<cudnnConvolutionBwdDataAlgo_t> backward_data;
   std::vector<cudnnConvolutionBwdFilterAlgo_t> backward_filter;
+  std::string ranking;  // every pass's whole ranking (ranking_text), for reports
 };
+
+// One pass's ranking as cuDNN returned it, for reports: "1 0.702 ms 0 MiB, 5 0.081 ms 97 MiB
+// over the cap, ..." with what keeps each from being a candidate; a time where cuDNN measured
+// one (measured), none from its heuristics.
+template <class Perf>
+std::string ranking_text(const Perf* ranked, int count) {
+  std::string out;
+  char item[64];
+  for (int i = 0; i < count; ++i) {
+    const Perf& p = ranked[i];
+    out += (i ? ", " : "") + std::to_string(static_cast<int>(p.algo));
+    if (p.status != CUDNN_STATUS_SUCCESS) {
+      out += " failed";
+      continue;
+    }
+    if (p.time > 0) {
+      std::snprintf(item, sizeof item, " %.3f ms", static_cast<double>(p.time));
+      out += item;
+    }
+    std::snprintf(item, sizeof item, " %.0f MiB", static_cast<double>(p.memory) / (1 << 20));
+    out += item;
+    if (p.determinism != CUDNN_DETERMINISTIC) out += " nondeterministic";
+    if (p.mathType != CUDNN_FMA_MATH) out += " not FMA";
+    if (p.memory > kMaxWorkspaceBytes) out += " over the cap";
+  }
+  return out;
+}
 
 Candidates ranked_candidates(const Descriptors& d, bool any_determinism, bool measure) {
   Candidates c;
@@ -114,12 +143,14 @@ Candidates ranked_candidates(const Descriptors& d, bool any_determinism, bool me
             d.handle, d.x, d.w, d.conv, d.y, CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &count, fwd),
         "ranking the forward algorithms");
   c.forward = eligible(fwd, count, any_determinism);
+  c.ranking = "fwd " + ranking_text(fwd, count);
   cudnnConvolutionBwdDataAlgoPerf_t data[CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT];
   check((measure ? cudnnFindConvolutionBackwardDataAlgorithm
                  : cudnnGetConvolutionBackwardDataAlgorithm_v7)(
             d.handle, d.w, d.y, d.conv, d.x, CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, &count, data),
         "ranking the data-gradient algorithms");
   c.backward_data = eligible(data, count, any_determinism);
+  c.ranking += "; bwd data " + ranking_text(data, count);
   cudnnConvolutionBwdFilterAlgoPerf_t filter[CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT];
   check(
       (measure ? cudnnFindConvolutionBackwardFilterAlgorithm
@@ -127,6 +158,7 @@ Candidates ranked_candidates(const Descriptors& d, bool any_determinism, bool me
           d.handle, d.x, d.y, d.conv, d.w, CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT, &count, filter),
       "ranking the filter-gradient algorithms");
   c.backward_filter = eligible(filter, count, any_determinism);
+  c.ranking += "; bwd filter " + ranking_text(filter, count);
   return c;
 }
 
@@ -277,6 +309,7 @@ void choose_algorithms(Descriptors& d) {
   }
   d.workspace = DeviceArray<float>((bytes + 3) / 4);
   d.algorithms = vetted(d, candidates);
+  d.ranking = candidates.ranking;
   const std::size_t needed = workspace_bytes(d, d.algorithms);
   if (needed < bytes) d.workspace = DeviceArray<float>((needed + 3) / 4);
 }
@@ -347,6 +380,10 @@ void CudnnConv2d::backward(const float* x, const float* w, const float* dy, floa
   filter_pass(d, d.algorithms, x, dy, beta, dw);
   if (db) channel_sums(dy, d.batch, out_.c, out_.plane(), d.bias_partials.data(), db, accumulate);
   if (dx) data_pass(d, d.algorithms, w, dy, dx);
+}
+
+std::string CudnnConv2d::ranking() const {
+  return d_->ranking;
 }
 
 std::string CudnnConv2d::algorithms() const {

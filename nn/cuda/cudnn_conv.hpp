@@ -1,7 +1,7 @@
 // A 2-D convolution over NCHW images on the GPU through cuDNN: y = W * x + b, W [out_c, in_c,
 // k, k] as the CPU's Conv2d (nn/cpu/conv2d.hpp), with the gradients of x, W and b. fp32 math
-// without TF32 (CUDNN_FMA_MATH), fixed deterministic algorithms or (LBT_CUDNN_ALGOS=chosen)
-// those cuDNN's heuristics rank first per shape (cudnn_conv.cu), so runs repeat exactly.
+// without TF32 (CUDNN_FMA_MATH), fixed deterministic algorithms or (LBT_CUDNN_ALGOS=chosen,
+// measured, nondeterministic) those cuDNN ranks first per shape, vetted (cudnn_conv.cu).
 #pragma once
 #include <cstdint>
 #include <map>
@@ -22,6 +22,9 @@ class CudnnConv2d {
   // The cuDNN algorithm numbers chosen (cudnnConvolution{Fwd,BwdData,BwdFilter}Algo_t), for
   // reports: "fwd 1, bwd data 1, bwd filter 1".
   std::string algorithms() const;
+  // cuDNN's rankings the algorithms were chosen from, per pass, each algorithm with its time
+  // (LBT_CUDNN_ALGOS=measured), workspace and what excluded it; "" with the fixed ones.
+  std::string ranking() const;
   // Device pointers; b may be null (no bias).
   void forward(const float* x, const float* w, const float* b, float* y);
   // dx = W^T * dy (skipped when dx is null), dw = dy * x, db = sum of dy over batch and plane;

@@ -167,7 +167,12 @@ std::vector<DeviceArray<float>*> DeviceNet::buffers() {
 std::vector<std::string> DeviceNet::conv_algorithms(std::int64_t batch) {
   std::vector<std::string> out;
   for (std::size_t i = 0; i < ops_.size(); ++i)
-    if (ops_[i].conv) out.push_back(labels_[i] + ": " + ops_[i].conv->at(batch).algorithms());
+    if (ops_[i].conv) {
+      const CudnnConv2d& conv = ops_[i].conv->at(batch);
+      const std::string ranking = conv.ranking();
+      out.push_back(labels_[i] + ": " + conv.algorithms() +
+                    (ranking.empty() ? "" : " (cuDNN ranked: " + ranking + ")"));
+    }
   return out;
 }
 

@@ -47,7 +47,8 @@ class DeviceNet final : public DeviceModel {
   // (bench/gpu_layer_times.cpp). nullptr (the default) times nothing.
   void time_ops(lbt::cuda::OpTimer* timer) { timer_ = timer; }
   // Each convolution op's cuDNN algorithms at `batch` ("0 conv 1->32 5x5 on 28x28: fwd 0, bwd
-  // data 1, bwd filter 1"): what LBT_CUDNN_ALGOS chose (made at a batch's first use).
+  // data 1, bwd filter 1"): what LBT_CUDNN_ALGOS chose (made at a batch's first use), and
+  // unless fixed, cuDNN's ranking it chose from (CudnnConv2d::ranking).
   std::vector<std::string> conv_algorithms(std::int64_t batch);
 
  private:

@@ -80,8 +80,7 @@ std::string trial_columns(const TrialResult& r, const fs::path& sweep_dir) {
          "," + csv_number(r.wall_time_s) + "," + csv_number(r.best_val_accuracy) + "," +
          csv_number(r.best_val_loss) + "," + csv_field((fs::path("trials") / t.name).string()) +
          "," + opt_num(r.noise.start) + "," + opt_num(r.noise.at_target) + "," +
-         opt_num(r.noise.averaged) + "," + r.definition + reading_columns(r) +
-         interval_columns(r);
+         opt_num(r.noise.averaged) + "," + r.definition + reading_columns(r) + interval_columns(r);
 }
 
 const char* kTrialHeader =

@@ -87,6 +87,21 @@ bool sgemm_one(bool trans_a, bool trans_b, int m, int n, int k, float alpha, con
   return true;
 }
 
+// A product under kSplitAboveFlops, on the calling thread alone. oneDNN would still start its
+// own threads for some (a 1024 x 1 x 16 product did, the tiny model's evaluation): it takes
+// their count from omp_get_max_threads() at each call, so that is 1 for the call. OpenBLAS runs
+// products this small on one thread by itself.
+bool sgemm_alone(bool trans_a, bool trans_b, int m, int n, int k, float alpha, const float* a,
+                 int lda, const float* b, int ldb, float beta, float* c, int ldc) {
+  if (!gemm_by_dnnl())
+    return sgemm_one(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+  const int threads = omp_get_max_threads();
+  omp_set_num_threads(1);
+  const bool done = sgemm_one(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+  omp_set_num_threads(threads);
+  return done;
+}
+
 // From kSplitAboveFlops (gemm.hpp) to this many flops a product is split by hand: each OpenMP
 // thread multiplies its own slice with a single-threaded call (the libraries run single-threaded
 // inside a parallel region). OpenBLAS's own threading costs more than it gains on the small
@@ -104,7 +119,12 @@ void sgemm(bool trans_a, bool trans_b, int m, int n, int k, float alpha, const f
            const float* b, int ldb, float beta, float* c, int ldc) {
   const int threads = omp_in_parallel() ? 1 : omp_get_max_threads();
   const double flops = 2.0 * m * n * k;
-  if (threads == 1 || flops < kSplitAboveFlops || flops >= split_below_flops()) {
+  if (threads > 1 && flops < kSplitAboveFlops) {
+    if (!sgemm_alone(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc))
+      throw_refused(m, n, k);
+    return;
+  }
+  if (threads == 1 || flops >= split_below_flops()) {
     if (!sgemm_one(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc))
       throw_refused(m, n, k);
     return;

@@ -76,8 +76,10 @@ void Linear::forward(const float* x, float* y, std::int64_t batch, bool) {
   const int B = static_cast<int>(batch), I = static_cast<int>(in_), O = static_cast<int>(out_);
   // y[B, O] = b (broadcast), then y += x[B, I] * W[O, I]^T; without a bias y = x W^T (beta 0)
   if (b_) {
-#pragma omp parallel for if (batch * out_ >= kParallelElementsAbove)
-    for (int r = 0; r < B; ++r) std::copy(b_, b_ + O, y + static_cast<std::ptrdiff_t>(r) * O);
+    split_ranges(batch, 1, batch * out_ >= kParallelElementsAbove,
+                 [&](std::int64_t r0, std::int64_t r1) {
+                   for (std::int64_t r = r0; r < r1; ++r) std::copy(b_, b_ + O, y + r * O);
+                 });
   }
   sgemm(false, true, B, O, I, 1.0f, x, I, w_, I, b_ ? 1.0f : 0.0f, y, O);
 }

@@ -70,21 +70,30 @@ BOOST_AUTO_TEST_CASE(fewer_examples_than_one_batch_is_a_config_error) {
   BOOST_CHECK_THROW(data::ShardedSampler(10, 0, 2, 0, 8, 1), ConfigError);
 }
 
+// Both ways of gathering: by next() itself (micro-batches of 4 x 1 floats) and by the thread
+// (4 x 4096 floats, over Prefetcher::kInlineBytes).
 BOOST_AUTO_TEST_CASE(prefetcher_delivers_the_sampler_sequence_in_order) {
-  data::Dataset d;
-  d.n = 64, d.dim = 1, d.num_classes = 64;
-  for (int i = 0; i < 64; ++i) d.x.push_back(static_cast<float>(i)), d.labels.push_back(i);
-  data::ShardedSampler reference(64, 5, 1, 0, 4, 2);
-  data::Prefetcher prefetch(d, data::ShardedSampler(64, 5, 1, 0, 4, 2), 4, 2, 0);
-  for (std::int64_t step = 0; step < 20; ++step) {  // crosses epoch boundaries (8 steps/epoch)
-    for (std::int64_t m = 0; m < 2; ++m) {
-      const auto& batch = prefetch.next();
-      std::int64_t want[4];
-      reference.micro_batch_indices(step, m, want);
-      BOOST_TEST(batch.step == step);
-      for (int i = 0; i < 4; ++i) {
-        BOOST_TEST(batch.x[i] == static_cast<float>(want[i]));
-        BOOST_TEST(batch.labels[i] == want[i]);
+  for (const std::int64_t dim : {1, 4096}) {
+    BOOST_TEST((4 * dim * 4 > data::Prefetcher::kInlineBytes) == (dim == 4096));
+    data::Dataset d;
+    d.n = 64, d.dim = dim, d.num_classes = 64;
+    for (int i = 0; i < 64; ++i) {
+      for (std::int64_t j = 0; j < dim; ++j) d.x.push_back(static_cast<float>(i + j));
+      d.labels.push_back(i);
+    }
+    data::ShardedSampler reference(64, 5, 1, 0, 4, 2);
+    data::Prefetcher prefetch(d, data::ShardedSampler(64, 5, 1, 0, 4, 2), 4, 2, 0);
+    for (std::int64_t step = 0; step < 20; ++step) {  // crosses epoch boundaries (8 steps/epoch)
+      for (std::int64_t m = 0; m < 2; ++m) {
+        const auto& batch = prefetch.next();
+        std::int64_t want[4];
+        reference.micro_batch_indices(step, m, want);
+        BOOST_TEST(batch.step == step);
+        for (int i = 0; i < 4; ++i) {
+          BOOST_TEST(batch.x[i * dim] == static_cast<float>(want[i]));
+          BOOST_TEST(batch.x[i * dim + dim - 1] == static_cast<float>(want[i] + dim - 1));
+          BOOST_TEST(batch.labels[i] == want[i]);
+        }
       }
     }
   }

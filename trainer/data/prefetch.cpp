@@ -46,7 +46,9 @@ void Prefetcher::start() {
     b.targets.resize(
         static_cast<std::size_t>(micro_ * std::max<std::int64_t>(data_.target_dim, 1)));
   }
-  thread_ = std::thread([this] { run(); });
+  const std::int64_t bytes = features_ == Features::kCopied ? micro_ * data_.dim * 4 : micro_ * 4;
+  inline_ = bytes <= kInlineBytes;
+  if (!inline_) thread_ = std::thread([this] { run(); });
 }
 
 Prefetcher::~Prefetcher() {
@@ -55,7 +57,7 @@ Prefetcher::~Prefetcher() {
     stop_ = true;
   }
   cv_.notify_all();
-  thread_.join();
+  if (thread_.joinable()) thread_.join();
 }
 
 void Prefetcher::fill(Batch& batch, std::int64_t step, std::int64_t micro) {
@@ -115,6 +117,12 @@ void Prefetcher::run() {
 }
 
 const Batch& Prefetcher::next() {
+  if (inline_) {
+    Batch& batch =
+        ring_[static_cast<std::size_t>(consumed_ % static_cast<std::int64_t>(ring_.size()))];
+    fill_slot(batch, consumed_++);
+    return batch;
+  }
   std::unique_lock lock(mutex_);
   cv_.wait(lock, [&] { return produced_ > consumed_; });
   const Batch& batch =

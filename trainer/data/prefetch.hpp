@@ -1,5 +1,9 @@
 // Background prefetch: a thread gathers the next micro-batches (rows picked by the sampler)
-// into a small ring of preallocated buffers while the current one computes.
+// into a small ring of preallocated buffers while the current one computes. A micro-batch of
+// at most kInlineBytes of features is gathered by next() itself, on the calling thread: the
+// copy takes less than waking the thread does (a linear 16-1 model at batch 8 stepped in 23 us
+// with the thread, its wake-ups in the kernel the largest part, perf), and results are the
+// same either way (the same rows in the same order).
 #pragma once
 #include <condition_variable>
 #include <cstdint>
@@ -50,6 +54,8 @@ class Prefetcher {
   const Batch& next();
   const ShardedSampler& sampler() const { return sampler_; }
 
+  static constexpr std::int64_t kInlineBytes = 32 << 10;
+
  private:
   void start();
   void run();
@@ -68,6 +74,7 @@ class Prefetcher {
   std::int64_t produced_ = 0, consumed_ = 0, first_step_ = 0;
   bool stream_ = false;  // micro-batches counted from first_step_ as a micro-batch index
   bool stop_ = false;
+  bool inline_ = false;  // gathered by next(), no thread (kInlineBytes)
   std::mutex mutex_;
   std::condition_variable cv_;
   std::thread thread_;

@@ -56,7 +56,8 @@ std::string reading_columns(const TrialResult& r) {
   return out;
 }
 
-// An interval's two cells: empty where not recorded, "inf" for an upper bound not resolved.
+// An interval's two cells: empty where not recorded or not resolved (null), "inf" for a ratio's
+// upper bound that is unbounded (Fieller's, while |G|^2 is within noise of 0).
 std::string interval_columns(const TrialNoise::Interval& ci) {
   std::string out;
   return out.append(",").append(csv_number(ci.lo)).append(",").append(csv_number(ci.hi));
@@ -92,16 +93,6 @@ const char* kTrialHeader =
     "best_val_accuracy_lo,best_val_accuracy_hi,best_val_loss_lo,best_val_loss_hi,"
     "b_simple_start_lo,b_simple_start_hi,b_simple_at_target_lo,b_simple_at_target_hi,"
     "b_simple_avg_lo,b_simple_avg_hi";
-
-// A summary.json interval ([lo, hi], either null): NaN where absent or null.
-TrialNoise::Interval summary_interval(const nlohmann::json& s, const char* key) {
-  TrialNoise::Interval ci;
-  const auto it = s.find(key);
-  if (it == s.end() || !it->is_array() || it->size() != 2) return ci;
-  if ((*it)[0].is_number()) ci.lo = (*it)[0].get<double>();
-  if ((*it)[1].is_number()) ci.hi = (*it)[1].get<double>();
-  return ci;
-}
 
 // A string field of summary.json, or `otherwise` when absent or not a string (a summary edited
 // by hand or by a program must not abort the sweep reading it).
@@ -168,8 +159,8 @@ TrialResult read_trial_result(const Trial& trial, const fs::path& run_dir) {
   r.wall_time_s = get_double("wall_time_s");
   r.best_val_accuracy = get_double("best_val_accuracy");
   r.best_val_loss = get_double("best_val_loss");
-  r.best_val_accuracy_ci95 = summary_interval(s, "best_val_accuracy_ci95");
-  r.best_val_loss_ci95 = summary_interval(s, "best_val_loss_ci95");
+  r.best_val_accuracy_ci95 = read_interval(s, "best_val_accuracy_ci95");
+  r.best_val_loss_ci95 = read_interval(s, "best_val_loss_ci95");
   if (s.contains("error") && s["error"].is_string()) r.message = s["error"];
   if (s.contains("divergence_reason") && s["divergence_reason"].is_string())
     r.message = s["divergence_reason"];

@@ -22,17 +22,16 @@ bool is_record(const nlohmann::json& j) {
          j["step"].is_number_integer();
 }
 
-// A record's 95% interval ("b_simple_ci95": [lo, hi], either null where not resolved).
-TrialNoise::Interval record_interval(const nlohmann::json& j) {
+}  // namespace
+
+TrialNoise::Interval read_interval(const nlohmann::json& object, const char* key) {
   TrialNoise::Interval ci;
-  const auto it = j.find("b_simple_ci95");
-  if (it == j.end() || !it->is_array() || it->size() != 2) return ci;
+  const auto it = object.find(key);
+  if (it == object.end() || !it->is_array() || it->size() != 2) return ci;
   if ((*it)[0].is_number()) ci.lo = (*it)[0].get<double>();
   if ((*it)[1].is_number()) ci.hi = (*it)[1].get<double>();
   return ci;
 }
-
-}  // namespace
 
 TrialNoise read_trial_noise(const std::filesystem::path& run_dir, std::int64_t steps_to_target) {
   struct Value {
@@ -47,7 +46,7 @@ TrialNoise read_trial_noise(const std::filesystem::path& run_dir, std::int64_t s
     auto& steps = by_estimator[j["estimator"].get<std::string>()];
     const auto step = j["step"].get<std::int64_t>();
     if (j.contains("b_simple") && j["b_simple"].is_number()) {
-      steps[step] = {j["b_simple"].get<double>(), record_interval(j)};
+      steps[step] = {j["b_simple"].get<double>(), read_interval(j, "b_simple_ci95")};
     } else {
       steps.erase(step);  // a later record of the step that is not resolved replaces it
     }

@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <limits>
+#include <nlohmann/json_fwd.hpp>
 #include <vector>
 
 namespace lbt::experiments {
@@ -24,6 +25,10 @@ struct TrialNoise {
   Interval start_ci95, at_target_ci95, averaged_ci95;
   int records = 0;  // resolved records read
 };
+
+// An interval written as `key: [lo, hi]` in a JSON object (a noise record's b_simple_ci95, a
+// summary's best_val_loss_ci95): NaN where absent, malformed, or a bound is null (not resolved).
+TrialNoise::Interval read_interval(const nlohmann::json& object, const char* key);
 
 // Reads run_dir/noise.jsonl (the two_batch estimator when present, else per_example; the last
 // record per step wins). `steps_to_target` < 0: at_target is NaN.

@@ -30,9 +30,10 @@ using namespace lbt::test::sweep_e2e;
 // One sweep owns its directory: a second on it exits 2 at once, naming the first (two would run
 // the same trials twice and clear each other's running trials).
 BOOST_AUTO_TEST_CASE(a_second_sweep_on_a_busy_directory_exits_2_naming_the_owner) {
-  // A trial far longer than the test (it is killed below): 6000 steps took 0.3 s, so the owner's
-  // first trial could end before the second sweep looked.
-  const fs::path cfg = write_config("busy.toml", "val_loss<=0.1", 2000000);
+  // A trial far longer than the test (it is killed below): 2,000,000 steps took 3.4 s once a
+  // tiny step woke no second thread (2026-11-27), so the owner's first trial could end before
+  // the second sweep looked; 50,000,000 take over a minute.
+  const fs::path cfg = write_config("busy.toml", "val_loss<=0.1", 50000000);
   const fs::path dir = scratch() / "busy";
   const std::string log = (scratch() / "busy.log").string();
   const pid_t first = start_sweep(cfg, dir, log);
@@ -168,11 +169,12 @@ BOOST_AUTO_TEST_CASE(a_rerun_with_other_settings_is_refused_and_extend_adds_only
 // A trial directory another process takes while the sweep runs (a run of a trial not yet
 // started, begun by hand): the sweep starts no trial after it, lets the running one end and
 // exits 2 naming the holder; the taken directory is not cleared (it held only its lock here).
-// The first trial (100,000 steps, an unreachable target) takes 1 s alone; the wait allows for CI's
-// second test beside it (in CI a 300,000-step trial did not end within 120 s, before
-// core/gemm.hpp's kSplitAboveFlops stopped its tiny products waking both cores each step).
+// The first trial (2,000,000 steps, an unreachable target) takes about 3.5 s alone: long enough
+// for the test to take the second trial's lock first. The wait allows for CI's second test
+// beside it (in CI a 300,000-step trial did not end within 120 s while its tiny products woke
+// both cores each step; since 2026-11-27 none does: bench/contention.sh).
 BOOST_AUTO_TEST_CASE(a_trial_taken_by_another_process_mid_sweep_stops_the_sweep_untouched) {
-  const fs::path cfg = write_config("midway.toml", "val_loss<=0.1", 100000);
+  const fs::path cfg = write_config("midway.toml", "val_loss<=0.1", 2000000);
   const fs::path dir = scratch() / "midway";
   const std::string log = (scratch() / "midway.log").string();
   const pid_t sweep = start_sweep(cfg, dir, log);

@@ -79,6 +79,15 @@ void print_mean_interval(const char* name, double mean, double sd, std::int64_t 
       name, mean, ci.low, ci.high, static_cast<long long>(n));
 }
 
+void print_r2_interval(double r2, double sd, std::int64_t n) {
+  const trainer::Interval95 ci = trainer::r2_interval(r2, sd, n);
+  if (!std::isfinite(ci.low)) return;
+  std::printf(
+      "final val_r2: %.4f [%.4f, %.4f] (95%%, r2 +- 1.96 sd/sqrt(n) by the delta method, %lld "
+      "validation examples)\n",
+      r2, ci.low, ci.high, static_cast<long long>(n));
+}
+
 void print_accuracy_interval(const char* which, double accuracy, std::int64_t n, const char* note) {
   const trainer::Interval95 ci = trainer::accuracy_interval(accuracy, n);
   if (!std::isfinite(ci.low)) return;
@@ -104,6 +113,7 @@ void report_run(const experiments::RunResult& result) {
         metric(o.final_val_r2).c_str(), metric(o.final_val_loss).c_str(), o.wall_time_s,
         o.samples_per_s);
     print_mean_interval("val_mse", o.final_val_mse, o.final_val_mse_sd, result.val_examples);
+    print_r2_interval(o.final_val_r2, o.final_val_r2_sd, result.val_examples);
     print_mean_interval("val_loss", o.final_val_loss, o.final_val_loss_sd, result.val_examples);
   } else {
     std::printf(

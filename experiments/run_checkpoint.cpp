@@ -35,6 +35,8 @@ nlohmann::json outcome_json(const trainer::TrainOutcome& o) {
           {"final_val_mse_sd", o.final_val_mse_sd},
           {"best_val_loss_sd", o.best_val_loss_sd},
           {"best_val_mse_sd", o.best_val_mse_sd},
+          {"final_val_r2_sd", o.final_val_r2_sd},
+          {"best_val_r2_sd", o.best_val_r2_sd},
           {"last_loss", o.last_loss},
           {"last_finite_loss", o.last_finite_loss},
           {"wall_time_s", o.wall_time_s}};
@@ -73,6 +75,8 @@ void outcome_from_json(const nlohmann::json& j, trainer::TrainOutcome& o) {
   o.final_val_mse_sd = optional("final_val_mse_sd");
   o.best_val_loss_sd = optional("best_val_loss_sd");
   o.best_val_mse_sd = optional("best_val_mse_sd");
+  o.final_val_r2_sd = optional("final_val_r2_sd");
+  o.best_val_r2_sd = optional("best_val_r2_sd");
   o.last_loss = number_or_unmeasured(j.at("last_loss"));
   o.last_finite_loss = number_or_unmeasured(j.at("last_finite_loss"));
   o.wall_time_s = j.at("wall_time_s");

@@ -85,6 +85,10 @@ nlohmann::json SummaryParts::of(const trainer::TrainOutcome& o) const {
       json(trainer::mean_interval(o.final_val_loss, o.final_val_loss_sd, val_examples));
   s["final_val_mse_ci95"] =
       json(trainer::mean_interval(o.final_val_mse, o.final_val_mse_sd, val_examples));
+  // R^2's: r2 +- 1.96 sd / sqrt(n), sd its linearisation's over the examples (the delta method
+  // for a ratio of means), the upper end held at 1.
+  s["final_val_r2_ci95"] =
+      json(trainer::r2_interval(o.final_val_r2, o.final_val_r2_sd, val_examples));
   // The best values' the same way, each from its own evaluation: the resolution of that one
   // reading (the best of several noisy readings is biased toward better).
   s["best_val_accuracy_ci95"] = json(trainer::accuracy_interval(o.best_val_accuracy, val_examples));
@@ -92,6 +96,7 @@ nlohmann::json SummaryParts::of(const trainer::TrainOutcome& o) const {
       json(trainer::mean_interval(o.best_val_loss, o.best_val_loss_sd, val_examples));
   s["best_val_mse_ci95"] =
       json(trainer::mean_interval(o.best_val_mse, o.best_val_mse_sd, val_examples));
+  s["best_val_r2_ci95"] = json(trainer::r2_interval(o.best_val_r2, o.best_val_r2_sd, val_examples));
   add_readings(s, run_dir / "eval.jsonl", cfg, o);  // steps-to-target under each reading
   return s;
 }

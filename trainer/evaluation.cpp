@@ -34,12 +34,16 @@ namespace {
 enum Sum { kLoss, kCorrect, kCount, kLossSquares, kMseSquares, kPerOutput };
 
 void add_regression_sums(const float* out, const float* targets, std::int64_t batch, std::int64_t k,
-                         double* sums) {
+                         const std::vector<double>& means, double* sums,
+                         std::vector<double>& squared_errors,
+                         std::vector<double>& squared_deviations) {
   double* per_output = sums + kPerOutput;
   for (std::int64_t i = 0; i < batch; ++i) {
     double sse = 0.0;  // this example's
     for (std::int64_t j = 0; j < k; ++j) {
       const double y = targets[i * k + j], err = static_cast<double>(out[i * k + j]) - y;
+      squared_errors.push_back(err * err);
+      squared_deviations.push_back((y - means[j]) * (y - means[j]));
       sse += err * err;
       per_output[3 * j] += err * err;
       per_output[3 * j + 1] += y;
@@ -49,6 +53,41 @@ void add_regression_sums(const float* out, const float* targets, std::int64_t ba
     sums[kLossSquares] += loss * loss;
     sums[kMseSquares] += mse * mse;
   }
+}
+
+// Each output's mean over the whole split (every rank holds it), for the examples' squared
+// deviations in R^2's standard deviation.
+std::vector<double> target_means(const data::Dataset& data) {
+  const std::int64_t k = data.target_dim;
+  std::vector<double> mean(static_cast<std::size_t>(k), 0.0);
+  for (std::int64_t i = 0; i < data.n; ++i)
+    for (std::int64_t j = 0; j < k; ++j) mean[j] += data.targets[i * k + j];
+  for (double& m : mean) m /= static_cast<double>(std::max<std::int64_t>(data.n, 1));
+  return mean;
+}
+
+// R^2 = 1 - (1/k) sum_j A_j / B_j, A_j and B_j the means over the examples of a_ij = err_ij^2
+// and b_ij = (y_ij - ybar_j)^2. Its linearisation at example i (the delta method for a ratio of
+// means) is psi_i = -(1/k) sum_j (a_ij - (A_j / B_j) b_ij) / B_j, whose mean is 0; returns
+// this rank's sum of psi_i^2 over its examples' (a, b), stored k to an example. Outputs with
+// no spread (B_j = 0) have a fixed R^2_j and add nothing.
+double linearised_squares(const std::vector<double>& a, const std::vector<double>& b,
+                          const double* per_output, std::int64_t k, double n) {
+  std::vector<double> ratio(static_cast<std::size_t>(k)), spread(static_cast<std::size_t>(k));
+  for (std::int64_t j = 0; j < k; ++j) {
+    const double sse = per_output[3 * j], sum_y = per_output[3 * j + 1];
+    spread[j] = (per_output[3 * j + 2] - sum_y * sum_y / n) / n;
+    ratio[j] = spread[j] > 0.0 ? sse / n / spread[j] : 0.0;
+  }
+  double squares = 0.0;
+  for (std::size_t i = 0; i < a.size(); i += static_cast<std::size_t>(k)) {
+    double psi = 0.0;
+    for (std::int64_t j = 0; j < k; ++j)
+      if (spread[j] > 0.0) psi += (a[i + j] - ratio[j] * b[i + j]) / spread[j];
+    psi /= static_cast<double>(k);
+    squares += psi * psi;
+  }
+  return squares;
 }
 
 // mse and R^2 from the reduced sums (n examples). A constant output (SST_j = 0) scores 1 when
@@ -87,6 +126,11 @@ Evaluation evaluate(nn::Model& model, const data::Dataset& data, comm::Communica
       static_cast<std::size_t>(eval_batch * std::max<std::int64_t>(data.target_dim, 1)));
   std::vector<double> sums(static_cast<std::size_t>(kPerOutput + 3 * k), 0.0);
   std::vector<double> row_losses(static_cast<std::size_t>(k == 0 ? eval_batch : 0));
+  const std::vector<double> means = k > 0 ? target_means(data) : std::vector<double>{};
+  // regression: each of this rank's examples' err^2 and (y - ybar)^2, k apiece
+  std::vector<double> squared_errors, squared_deviations;
+  squared_errors.reserve(static_cast<std::size_t>(mine * k));
+  squared_deviations.reserve(static_cast<std::size_t>(mine * k));
   for (std::int64_t start = 0; start < mine; start += eval_batch) {
     const std::int64_t b = std::min(eval_batch, mine - start);
     for (std::int64_t j = 0; j < b; ++j) {
@@ -101,7 +145,8 @@ Evaluation evaluate(nn::Model& model, const data::Dataset& data, comm::Communica
       sums[kCorrect] += static_cast<double>(correct);
     } else {
       sums[kLoss] += batch_loss(model, out, data, nullptr, targets.data(), b, 0.0f, false, nullptr);
-      add_regression_sums(out, targets.data(), b, k, sums.data());
+      add_regression_sums(out, targets.data(), b, k, means, sums.data(), squared_errors,
+                          squared_deviations);
     }
     sums[kCount] += static_cast<double>(b);
   }
@@ -118,6 +163,11 @@ Evaluation evaluate(nn::Model& model, const data::Dataset& data, comm::Communica
     e.loss_sd = sample_sd(sums[kLoss], sums[kLossSquares], sums[kCount]);
     e.mse_sd = sample_sd(e.mse * sums[kCount], sums[kMseSquares], sums[kCount]);
   }
+  // Every rank takes part, as in the allreduce above (the count is the same on all).
+  double squares = linearised_squares(squared_errors, squared_deviations, sums.data() + kPerOutput,
+                                      k, std::max(sums[kCount], 1.0));
+  comm.allreduce(std::span<double>(&squares, 1), comm::ReduceOp::kSum);
+  if (e.count >= 2) e.r2_sd = std::sqrt(squares / (sums[kCount] - 1.0));
   return e;
 }
 
@@ -128,6 +178,12 @@ Interval95 accuracy_interval(double accuracy, std::int64_t n) {
   const double half = z / (1 + z2 / count) *
                       std::sqrt(accuracy * (1 - accuracy) / count + z2 / (4 * count * count));
   return {std::max(0.0, centre - half), std::min(1.0, centre + half)};
+}
+
+Interval95 r2_interval(double r2, double sd, std::int64_t n) {
+  if (n < 2 || !std::isfinite(r2) || !std::isfinite(sd)) return {NAN, NAN};
+  const double half = 1.959963984540054 * sd / std::sqrt(static_cast<double>(n));
+  return {r2 - half, std::min(1.0, r2 + half)};
 }
 
 Interval95 mean_interval(double mean, double sd, std::int64_t n) {

@@ -37,6 +37,10 @@ struct Evaluation {
   // The sample standard deviations over the examples of each one's loss and (regression) each
   // one's mean squared error: with `count`, the resolution of `loss` and `mse` (mean_interval).
   double loss_sd = kNotMeasured, mse_sd = kNotMeasured;
+  // Regression: the standard deviation of R^2's linearisation over the examples (the delta
+  // method: R^2 is a ratio of two means, each output's SSE and SST per example), so that
+  // r2_sd / sqrt(count) is R^2's standard error (r2_interval).
+  double r2_sd = kNotMeasured;
   bool regression = false;
   std::int64_t count = 0;
   // The value of a train.target metric (val_accuracy, val_loss, val_mse, val_r2); NaN if
@@ -74,6 +78,11 @@ Interval95 accuracy_interval(double accuracy, std::int64_t n);
 // [NaN, NaN] for n < 2 or a mean or sd not measured.
 Interval95 mean_interval(double mean, double sd, std::int64_t n);
 
+// The 95% interval of R^2 measured on n examples: r2 +- 1.96 sd / sqrt(n) with sd
+// Evaluation::r2_sd, its upper end held at 1 (R^2 may be negative). [NaN, NaN] for n < 2 or an
+// r2 or sd not measured.
+Interval95 r2_interval(double r2, double sd, std::int64_t n);
+
 // The sample standard deviation of n values from their sum and sum of squares (NaN for n < 2).
 double sample_sd(double sum, double squares, double n);
 
@@ -109,6 +118,7 @@ struct TrainOutcome {
   // and over the examples of the evaluation that gave the best loss (mse).
   double final_val_loss_sd = kNotMeasured, final_val_mse_sd = kNotMeasured;
   double best_val_loss_sd = kNotMeasured, best_val_mse_sd = kNotMeasured;
+  double final_val_r2_sd = kNotMeasured, best_val_r2_sd = kNotMeasured;  // Evaluation::r2_sd
   std::int64_t diverged_step = -1, skipped_steps = 0;
   double last_finite_loss = kNotMeasured;
   std::string divergence_reason;

@@ -53,7 +53,8 @@ namespace {
 
 // An evaluation's metrics in an eval.jsonl line (or its "ema" object): the loss and, for
 // regression, the mse with the sample standard deviation of the examples' own values (each
-// reading's resolution: sd / sqrt(val_examples)), R^2, or the accuracy (its resolution: the
+// reading's resolution: sd / sqrt(val_examples)), R^2 with its linearisation's (the same
+// resolution, Evaluation::r2_sd), or the accuracy (its resolution: the
 // split's size, summary.json's val_examples). An sd not measured is null.
 void add_metrics(nlohmann::json& line, const Evaluation& e) {
   line["val_loss"] = e.loss;
@@ -62,6 +63,7 @@ void add_metrics(nlohmann::json& line, const Evaluation& e) {
     line["val_mse"] = e.mse;
     line["val_mse_sd"] = std::isnan(e.mse_sd) ? nlohmann::json() : nlohmann::json(e.mse_sd);
     line["val_r2"] = e.r2;
+    line["val_r2_sd"] = std::isnan(e.r2_sd) ? nlohmann::json() : nlohmann::json(e.r2_sd);
   } else {
     line["val_accuracy"] = e.accuracy;
   }
@@ -102,7 +104,7 @@ bool TrainLoop::evaluate_now(bool refinement) {
 
 // summary.json's best/final metrics: best is the highest accuracy and R^2, the lowest loss and
 // mse, each over the run's own evaluations (a metric may peak at a different step than another);
-// the best loss and mse keep their evaluation's spread, for their intervals.
+// the best loss, mse and R^2 keep their evaluation's spread, for their intervals.
 void TrainLoop::keep_best_and_final(const Evaluation& e) {
   auto highest = [](double best, double v) { return std::isnan(best) ? v : std::max(best, v); };
   auto keep_lowest = [](double& best, double& best_sd, double v, double v_sd) {
@@ -115,8 +117,10 @@ void TrainLoop::keep_best_and_final(const Evaluation& e) {
   if (e.regression) {
     out_.final_val_mse = e.mse;
     out_.final_val_r2 = e.r2;
+    out_.final_val_r2_sd = e.r2_sd;
     keep_lowest(out_.best_val_mse, out_.best_val_mse_sd, e.mse, e.mse_sd);
-    out_.best_val_r2 = highest(out_.best_val_r2, e.r2);
+    if (std::isnan(out_.best_val_r2) || e.r2 > out_.best_val_r2)
+      out_.best_val_r2 = e.r2, out_.best_val_r2_sd = e.r2_sd;
   } else {
     out_.final_val_accuracy = e.accuracy;
     out_.best_val_accuracy = highest(out_.best_val_accuracy, e.accuracy);

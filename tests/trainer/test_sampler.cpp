@@ -44,7 +44,8 @@ BOOST_AUTO_TEST_CASE(k_ranks_cover_the_same_global_batch_as_one_rank_with_k_time
   const std::int64_t n = 960, b = 8;
   const int K = 4;
   data::ShardedSampler single(n, 11, 1, 0, K * b, 1), accum(n, 11, 1, 0, b, K);
-  for (std::int64_t step : {0, 5, 29, 31}) {  // 30 steps per epoch: 29 ends epoch 0, 31 is in epoch 1
+  for (std::int64_t step :
+       {0, 5, 29, 31}) {  // 30 steps per epoch: 29 ends epoch 0, 31 is in epoch 1
     std::vector<std::int64_t> one(K * b), acc, ranks;
     single.micro_batch_indices(step, 0, one.data());
     for (std::int64_t m = 0; m < K; ++m) {

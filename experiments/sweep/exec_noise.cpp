@@ -67,15 +67,11 @@ TrialNoise read_exec_noise(const fs::path& run_dir, std::int64_t steps_to_target
   // interval: Fieller's for the ratio of the equally weighted means (NoiseScaleTracker with
   // no decay), none where that is not resolved (fewer than 2 samples, |G|^2 within noise of 0).
   const auto ratio = [&](std::size_t from, std::size_t to, TrialNoise::Interval& ci95) {
-    double G = 0, T = 0;
     noise::NoiseScaleTracker means(1.0);
-    for (std::size_t i = from; i < to; ++i) {
-      G += samples[i].e.G_sq, T += samples[i].e.trace_sigma;
-      means.add(samples[i].e);
-    }
+    for (std::size_t i = from; i < to; ++i) means.add(samples[i].e);
     const noise::NoiseScale s = means.averaged();
     ci95 = {s.ci_low, s.ci_high};
-    return G > 0 && to > from ? T / G : NAN;
+    return s.samples > 0 && s.G_sq > 0 ? s.trace_sigma / s.G_sq : NAN;
   };
   TrialNoise n;
   n.records = static_cast<int>(samples.size());

@@ -10,6 +10,20 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
 setup_seconds=$SECONDS
+
+# Both builds and the tests' scratch directories take about 1.1 GiB (Release 0.2, build-asan
+# 0.6, the largest test's runs 0.25); a full disk otherwise shows up as a failed link 15 minutes
+# in. Checked after set-up, whose packages need their own space.
+need_free_disk() {  # need_free_disk DIR: exits 2 unless DIR's file system has 1.5 GiB free
+  local free_kib
+  free_kib=$(df -Pk "$1" | awk 'NR == 2 { print $4 }')
+  if ((free_kib < 1536 * 1024)); then
+    echo "error: $((free_kib / 1024)) MiB free on the file system of $1; the builds and tests need 1.5 GiB: free some space (old test runs leave /tmp/lbt_* directories)" >&2
+    exit 2
+  fi
+}
+need_free_disk .
+need_free_disk "${TMPDIR:-/tmp}"
 # The machine image presets OPENBLAS_CORETYPE=Haswell, which disables OpenBLAS's AVX-512
 # kernels; let OpenBLAS detect the CPU instead.
 unset OPENBLAS_CORETYPE

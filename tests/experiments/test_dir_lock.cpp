@@ -18,6 +18,7 @@
 #include "core/error.hpp"
 #include "experiments/dir_lock.hpp"
 #include "experiments/sweep/sweep_interrupt.hpp"
+#include "support/process_scratch.hpp"
 
 namespace fs = std::filesystem;
 using lbt::experiments::DirLock;
@@ -25,8 +26,8 @@ using lbt::experiments::DirLock;
 namespace {
 
 fs::path fresh_dir(const std::string& name) {
-  const fs::path dir =
-      fs::temp_directory_path() / ("lbt_dir_lock_" + std::to_string(getpid())) / name;
+  static const lbt::test::ProcessScratch scratch(lbt::test::per_process("lbt_dir_lock"));
+  const fs::path dir = scratch.path() / name;
   fs::remove_all(dir);
   fs::create_directories(dir);
   return dir;

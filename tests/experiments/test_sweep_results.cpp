@@ -10,6 +10,7 @@
 
 #include "experiments/sweep/exec_trial.hpp"
 #include "experiments/sweep/sweep_results.hpp"
+#include "support/process_scratch.hpp"
 
 using namespace lbt::experiments;
 namespace fs = std::filesystem;
@@ -17,8 +18,8 @@ namespace fs = std::filesystem;
 namespace {
 
 fs::path scratch(const std::string& name) {
-  fs::path p =
-      fs::temp_directory_path() / ("lbt_sweep_results_" + std::to_string(::getpid())) / name;
+  static const lbt::test::ProcessScratch dir(lbt::test::per_process("lbt_sweep_results"));
+  fs::path p = dir.path() / name;
   fs::remove_all(p);
   fs::create_directories(p);
   return p;

@@ -12,16 +12,14 @@
 #include <sstream>
 #include <string>
 
+#include "process_scratch.hpp"
+
 namespace lbt::test {
 
-inline std::filesystem::path scratch() {
-  static const std::filesystem::path dir = [] {
-    auto p = std::filesystem::temp_directory_path() / ("lbt_test_" + std::to_string(::getpid()));
-    std::filesystem::remove_all(p);
-    std::filesystem::create_directories(p);
-    return p;
-  }();
-  return dir;
+// Removed when the test process exits (tests/support/process_scratch.hpp).
+inline const std::filesystem::path& scratch() {
+  static const ProcessScratch dir(per_process("lbt_test"));
+  return dir.path();
 }
 
 inline std::string slurp(const std::filesystem::path& p) {

@@ -1,17 +1,14 @@
 // register_cuda_training and the cached self-check of cuda_training.hpp.
 #include "experiments/cuda_training.hpp"
 
-#include <unistd.h>
 #include <cstdio>
-#include <cstdlib>
 #include <filesystem>
-#include <fstream>
-#include <functional>
 #include <string>
 #include <vector>
 
 #include "core/cuda/gpu.hpp"
 #include "core/error.hpp"
+#include "core/file_cache.hpp"
 #include "experiments/child_process.hpp"
 #include "experiments/device_check.hpp"
 #include "nn/layer_spec.hpp"
@@ -23,14 +20,6 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// $XDG_CACHE_HOME/lbt, else ~/.cache/lbt; empty where neither is set.
-fs::path cache_dir() {
-  if (const char* xdg = std::getenv("XDG_CACHE_HOME"); xdg && *xdg) return fs::path(xdg) / "lbt";
-  if (const char* home = std::getenv("HOME"); home && *home)
-    return fs::path(home) / ".cache" / "lbt";
-  return {};
-}
-
 // What a passed check stands for: the device, the libraries loaded and this very program (its
 // size and modification time: a rebuild checks again).
 std::string device_check_key() {
@@ -38,12 +27,8 @@ std::string device_check_key() {
   std::error_code ec;
   const auto size = fs::file_size(exe, ec);
   const auto mtime = fs::last_write_time(exe, ec).time_since_epoch().count();
-  const std::string what = lbt::cuda::describe_device() + "|" + lbt::cuda::library_versions() +
-                           "|" + exe.string() + "|" + std::to_string(size) + "|" +
-                           std::to_string(mtime);
-  char hex[17];
-  std::snprintf(hex, sizeof hex, "%016zx", std::hash<std::string>{}(what));
-  return hex;
+  return lbt::cuda::describe_device() + "|" + lbt::cuda::library_versions() + "|" + exe.string() +
+         "|" + std::to_string(size) + "|" + std::to_string(mtime);
 }
 
 // Runs the doctor's check unless this device and build passed it before; refuses the device
@@ -52,11 +37,8 @@ std::string device_check_key() {
 // passed whole is cached. The cache is a convenience: where it cannot be written the check runs
 // at every start.
 void check_device_once(const std::vector<std::string>& layer_types) {
-  const fs::path dir = cache_dir();
-  const fs::path passed =
-      dir.empty() ? fs::path() : dir / ("cuda-check-" + device_check_key() + ".txt");
-  std::error_code ec;
-  if (!passed.empty() && fs::exists(passed, ec)) return;
+  const std::string key = device_check_key();
+  if (file_cache::find("cuda-check", key)) return;
   std::fprintf(stderr, "lbt: checking %s against the CPU backend (once per device and build)\n",
                lbt::cuda::describe_device().c_str());
   const DeviceCheckReport report = check_cuda_device(1);
@@ -72,11 +54,7 @@ void check_device_once(const std::vector<std::string>& layer_types) {
                stderr);
     return;
   }
-  if (passed.empty()) return;
-  fs::create_directories(dir, ec);
-  const fs::path tmp = passed.string() + "." + std::to_string(getpid());
-  std::ofstream(tmp) << format_report(report);
-  fs::rename(tmp, passed, ec);
+  file_cache::store("cuda-check", key, format_report(report));
 }
 
 // This process's GPU, selected before anything else touches one (trainer/device_placement.hpp):

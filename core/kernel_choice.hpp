@@ -4,7 +4,7 @@
 // nn/cpu/conv2d_onednn.cpp), LBT_CUDNN_ALGOS (fixed | chosen | measured | nondeterministic:
 // the fixed deterministic algorithms, cuDNN's deterministic ones per shape as its heuristics or
 // its timing rank them, or its first per shape, nondeterministic ones included, as PyTorch takes
-// them; nn/cuda/cudnn_conv.cu). LBT_CPU is core/cpu_path.hpp's, checked before main. A
+// them; nn/cuda/cudnn_choice.cu). LBT_CPU is core/cpu_path.hpp's, checked before main. A
 // misspelt value must not quietly measure the other side twice: lbt's commands refuse one at
 // start (check_kernel_choices).
 #pragma once

@@ -78,6 +78,12 @@ std::string describe_device() {
          std::to_string(p.totalGlobalMem >> 30) + " GiB";
 }
 
+std::size_t device_memory_bytes() {
+  cudaDeviceProp p{};
+  check(cudaGetDeviceProperties(&p, g_selected_device), "cudaGetDeviceProperties");
+  return p.totalGlobalMem;
+}
+
 void* allocate_bytes(std::size_t bytes) {
   void* p = nullptr;
   check(cudaMalloc(&p, bytes == 0 ? 4 : bytes), "cudaMalloc");

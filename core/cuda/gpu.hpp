@@ -29,6 +29,9 @@ std::vector<std::byte> device_uuid();
 // Name and compute capability of the selected device, for reports ("NVIDIA H200, sm_90").
 std::string describe_device();
 
+// The selected device's memory in bytes (cudaDeviceProp::totalGlobalMem).
+std::size_t device_memory_bytes();
+
 // Raw device memory (cudaMalloc) and copies. Every part runs on the legacy default stream, so a
 // copy is ordered with the kernels before and after it.
 void* allocate_bytes(std::size_t bytes);

@@ -1,7 +1,8 @@
 // A 2-D convolution over NCHW images on the GPU through cuDNN: y = W * x + b, W [out_c, in_c,
 // k, k] as the CPU's Conv2d (nn/cpu/conv2d.hpp), with the gradients of x, W and b. fp32 math
 // without TF32 (CUDNN_FMA_MATH), fixed deterministic algorithms or (LBT_CUDNN_ALGOS=chosen,
-// measured, nondeterministic) those cuDNN ranks first per shape, vetted (cudnn_conv.cu).
+// measured, nondeterministic) those cuDNN ranks first per shape, vetted and cached on disk
+// (cudnn_choice.cu).
 #pragma once
 #include <cstdint>
 #include <map>

@@ -10,7 +10,8 @@
 # (lbt scaling on the machine's CPU cores, 1 to 16 ranks). ALGOS (default "chosen fixed measured
 # nondeterministic") lists the LBT_CUDNN_ALGOS values the simple CNN runs with (tests, train,
 # profile), RESNET_ALGOS (default "fixed") ResNet-8's in train; FULL_TESTS=0 runs only the CNN's
-# and ResNet-8's GPU-beside-CPU cases, once per value in ALGOS; NCU=0 skips the profile's ncu
+# and ResNet-8's GPU-beside-CPU cases, once per value in ALGOS, and the cuDNN choices' cache
+# case; NCU=0 skips the profile's ncu
 # run. Logs go to $OUT (the device tool's folder) or /tmp/lbt-gpu-out; the device tool brings
 # back 8 files, so pack them (OUT=/tmp/o bash check.sh; tar czf $OUT/all.tgz ...).
 set -uo pipefail
@@ -91,6 +92,12 @@ if has tests; then
       --run_test=the_simple_cnn_on_the_gpu_follows_the_cpu,resnet8_on_the_gpu_follows_the_cpu \
       --log_level=message 2>&1 | tail -8 | tee "$out/test_gpu_training_cnn_$algos.txt"
   done
+  if [ "${FULL_TESTS:-1}" != 1 ]; then  # the full run has it too
+    echo "== a measured run's cuDNN choices cached and taken by a second run"
+    LBT_BINARY=$lbt LBT_FMNIST_DIR=$data timeout 90 /tmp/lbt-gpu/test_gpu_training \
+      --run_test=a_second_measured_run_takes_the_cached_choices_and_repeats_bit_for_bit \
+      --log_level=message 2>&1 | tail -8 | tee "$out/test_gpu_training_cache.txt"
+  fi
 fi
 if has train; then
   echo "== lbt train on the GPU: 784-512-512-10, momentum SGD at LR 0.05, 3000 steps: samples/s"

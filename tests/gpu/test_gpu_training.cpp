@@ -151,6 +151,31 @@ BOOST_AUTO_TEST_CASE(resnet8_on_the_gpu_follows_the_cpu) {
                     0.25);
 }
 
+// LBT_CUDNN_ALGOS=measured times cuDNN's algorithms, and timing noise may choose others in
+// another process; the first run's choices are cached (core/file_cache.hpp), so a second run on
+// the same device takes them and repeats the first bit for bit. Written 2026-11-28; not yet run
+// on a GPU.
+BOOST_AUTO_TEST_CASE(a_second_measured_run_takes_the_cached_choices_and_repeats_bit_for_bit) {
+  const fs::path cache = scratch() / "xdg_cache";
+  fs::remove_all(cache);
+  const std::string env = "LBT_CUDNN_ALGOS=measured XDG_CACHE_HOME=" + cache.string() + " ";
+  const std::string cnn = base() +
+                          " --set model.spec=cnn:simple --set optimizer.lr=0.02"
+                          " --set model.device=cuda --out ";
+  const fs::path first = scratch() / "measured_first", second = scratch() / "measured_second";
+  const auto a = run_lbt(cnn + first.string(), env);
+  BOOST_TEST_REQUIRE(a.code == 0, a.err);
+  int choices = 0;
+  for (const auto& e : fs::directory_iterator(cache / "lbt"))
+    choices += e.path().filename().string().rfind("cudnn-algos-", 0) == 0;
+  BOOST_TEST(choices >= 2, choices << " cached choices (two convolutions, two batch sizes)");
+  const auto b = run_lbt(cnn + second.string(), env);
+  BOOST_TEST_REQUIRE(b.code == 0, b.err);
+  BOOST_TEST(lines_without_timing(second / "metrics.jsonl") ==
+             lines_without_timing(first / "metrics.jsonl"));
+  BOOST_TEST(final_params(second) == final_params(first));
+}
+
 // Accumulation: 2 micro-batches of 32 make the batch of 64 (sums in another order).
 BOOST_AUTO_TEST_CASE(accumulated_micro_batches_follow_the_cpu) {
   check_follows_cpu(" --set train.micro_batch=32", "accum");

@@ -8,6 +8,7 @@
 #include "experiments/hessian_probe.hpp"
 #include "experiments/output_kind.hpp"
 #include "experiments/run_checkpoint.hpp"
+#include "experiments/run_lock.hpp"
 #include "experiments/train_device.hpp"
 #include "nn/layer_spec.hpp"
 #include "noise/online_estimator.hpp"
@@ -93,6 +94,7 @@ void check_run_directory(const std::filesystem::path& dir, const RunDirectoryUse
   DirLock::check(dir / "run.lock", "lbt train");  // a run still training there
   trainer::RunDirectory::check(dir, use.overwrite || use.resume);
   if (!use.resume) return;
+  refuse_linked_checkpoints(dir);
   trainer::LoadedCheckpoint newest;
   if (!trainer::load_latest_checkpoint(dir / "checkpoints", newest)) {
     if (use.resume_required) nothing_to_resume(dir);

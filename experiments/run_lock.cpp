@@ -1,6 +1,7 @@
 // One writer per run directory; see run_lock.hpp.
 #include "experiments/run_lock.hpp"
 
+#include "core/error.hpp"
 #include "core/io.hpp"
 #include "experiments/output_kind.hpp"
 
@@ -9,6 +10,17 @@ namespace fs = std::filesystem;
 
 DirLock lock_run_directory(const fs::path& dir) {
   return DirLock(dir / "run.lock", DirLock::Mode::kExclusive, "lbt train");
+}
+
+void refuse_linked_checkpoints(const fs::path& dir) {
+  std::error_code ec;
+  if (!fs::is_symlink(dir / "checkpoints", ec)) return;
+  throw ConfigError((dir / "checkpoints").string() +
+                        " is a symbolic link: lbt prunes and resumes from the checkpoints it "
+                        "finds there, so a directory another run's link shares would mix the "
+                        "two runs",
+                    "replace the link with the directory it points to (mv it here), or put the "
+                    "whole run on that disk (--out there)");
 }
 
 std::unique_ptr<trainer::RunDirectory> open_new_run_directory(const fs::path& dir, bool overwrite,

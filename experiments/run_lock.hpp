@@ -15,6 +15,12 @@ namespace lbt::experiments {
 // DIR/run.lock, taken without waiting; a ConfigError (exit 2) naming the live owner otherwise.
 DirLock lock_run_directory(const std::filesystem::path& dir);
 
+// Refuses (ConfigError, exit 2) a resume of `dir` whose checkpoints/ is a symbolic link: a run
+// writes and prunes its checkpoints there and reads the newest back, so a directory elsewhere
+// that two runs' links share would have one run delete the other's checkpoints and resume from
+// them. (lbt never writes through a link onto a file either: core/io.hpp, open_own_file.)
+void refuse_linked_checkpoints(const std::filesystem::path& dir);
+
 // A new run's directory (trainer::RunDirectory's constructor: a run already there is refused
 // unless `overwrite`, then replaced whole), with `lock` held on it before any file of the run
 // is written or removed; `lock` may already hold the directory (a --resume auto that found no

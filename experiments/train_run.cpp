@@ -80,6 +80,7 @@ bool resume_run(const std::filesystem::path& run_dir, const RunOptions& options,
                 const RunIdentity& identity, const comm::Communicator& comm, nn::Model& model,
                 optim::Optimizer& optimizer, trainer::LoopState& resume_from, DirLock& lock) {
   if (options.resume == Resume::kNo) return false;
+  refuse_linked_checkpoints(run_dir);  // every rank reads them
   // Before its checkpoint is read: a run still training there keeps its directory.
   if (comm.rank() == 0 && trainer::RunDirectory::holds_run(run_dir))
     lock = lock_run_directory(run_dir);

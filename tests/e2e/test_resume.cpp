@@ -11,6 +11,7 @@
 
 #include <chrono>
 #include <filesystem>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <random>
 #include <thread>
@@ -170,6 +171,35 @@ BOOST_AUTO_TEST_CASE(resume_refuses_a_changed_config_naming_the_key) {
   BOOST_TEST(r.err.find("optimizer.lr") != std::string::npos, r.err);
   auto none = lbt::test::run_lbt("train --resume " + (scratch() / "nothing").string() + " --quiet");
   BOOST_TEST(none.code != 0);
+}
+
+// Two runs whose checkpoints/ link to one directory elsewhere (on a larger disk, say) would prune
+// each other's checkpoints and resume from them: a resume through the link is refused naming it,
+// --check too, and the files there are left as they were.
+BOOST_AUTO_TEST_CASE(a_resume_through_a_linked_checkpoints_directory_is_refused) {
+  const fs::path run = scratch() / "linked", elsewhere = scratch() / "elsewhere_checkpoints";
+  fs::remove_all(run);
+  fs::remove_all(elsewhere);
+  BOOST_REQUIRE(finish(start(kTrain + " --set train.steps=60 --out " + run.string())));
+  fs::rename(run / "checkpoints", elsewhere);
+  fs::create_directory_symlink(elsewhere, run / "checkpoints");
+  std::map<std::string, std::string> before;
+  for (const auto& e : fs::directory_iterator(elsewhere))
+    before[e.path().filename().string()] = slurp(e.path());
+  BOOST_TEST_REQUIRE(before.size() >= 2u);
+  for (const char* check : {"", " --check"}) {
+    const auto r = lbt::test::run_lbt("train --resume " + run.string() + " --quiet" + check);
+    BOOST_TEST(r.code == 2, r.err);
+    BOOST_TEST(lbt::test::error_line(r.err) ==
+                   "error: " + (run / "checkpoints").string() +
+                       " is a symbolic link: lbt prunes and resumes from the checkpoints it finds "
+                       "there, so a directory another run's link shares would mix the two runs",
+               r.err);
+  }
+  std::map<std::string, std::string> after;
+  for (const auto& e : fs::directory_iterator(elsewhere))
+    after[e.path().filename().string()] = slurp(e.path());
+  BOOST_TEST((after == before));
 }
 
 // One writer per run directory (experiments/run_lock.hpp): while a run trains, a second

@@ -20,6 +20,7 @@
 
 #include "core/error.hpp"
 #include "core/io.hpp"
+#include "experiments/dir_lock.hpp"
 #include "trainer/comm/node_ranks.hpp"
 
 namespace lbt::experiments {
@@ -119,12 +120,16 @@ static std::vector<char*> c_strings(std::vector<std::string>& words) {
 }
 
 pid_t spawn_logged(const std::filesystem::path& program, const std::vector<std::string>& args,
-                   const std::filesystem::path& log_file, const std::vector<std::string>& env) {
+                   const std::filesystem::path& log_file, const std::vector<std::string>& env,
+                   int pass_lock) {
   // Build argv and envp before fork: only async-signal-safe calls are allowed in the child.
   std::vector<std::string> all{program.string()};
   all.insert(all.end(), args.begin(), args.end());
   std::vector<char*> argv = c_strings(all);
-  std::vector<std::string> env_words = environment_with(env);
+  std::vector<std::string> with = env;
+  if (pass_lock >= 0)
+    with.push_back(std::string(kInheritedLockFd) + "=" + std::to_string(pass_lock));
+  std::vector<std::string> env_words = environment_with(with);
   std::vector<char*> envp = c_strings(env_words);
   const std::string log = log_file.string();
   io::refuse_symbolic_link(log_file);  // the child opens it without following one, too
@@ -158,6 +163,7 @@ pid_t spawn_logged(const std::filesystem::path& program, const std::vector<std::
     dup2(null_fd, 0);
     dup2(fd, 1);
     dup2(fd, 2);
+    if (pass_lock >= 0) fcntl(pass_lock, F_SETFD, 0);  // open across exec: this one only
     if (!found.empty()) execve(found.c_str(), argv.data(), envp.data());
     [[maybe_unused]] const ssize_t n = ::write(2, failure.data(), failure.size());
     _exit(127);

@@ -21,10 +21,13 @@ namespace lbt::experiments {
 // Starts `program args...` as the leader of a new process group (its pid is the group's id);
 // returns its pid. `program` without a '/' is looked up on PATH. The log is appended to (a
 // resumed trial keeps the log of its first part). `env` ("NAME=value" entries) is added to this
-// process's environment for the child, replacing a variable of the same name. Throws
-// lbt::Error when fork fails.
+// process's environment for the child, replacing a variable of the same name. `pass_lock`, a
+// DirLock's descriptor (dir_lock.hpp), is left open in the child and named in its environment,
+// so the child's DirLock of that file holds the lock on without a gap. Throws lbt::Error when
+// fork fails.
 pid_t spawn_logged(const std::filesystem::path& program, const std::vector<std::string>& args,
-                   const std::filesystem::path& log_file, const std::vector<std::string>& env = {});
+                   const std::filesystem::path& log_file, const std::vector<std::string>& env = {},
+                   int pass_lock = -1);
 
 // `program`'s full path: itself when it holds a '/', else the first executable file of that
 // name on PATH; empty when there is none.

@@ -4,10 +4,12 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/file.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <chrono>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <sstream>
@@ -91,6 +93,28 @@ int lock_after_owner_exit(int fd, int op) {
   }
 }
 
+// The descriptor of `lock_file` a parent passed down (kInheritedLockFd): a sweep clears a
+// trial's directory under its run.lock and the trial's lbt train goes on holding it through the
+// same open file (flock belongs to the open file, which fork shares), so no third process can
+// take the directory between the two; before 2026-11-28 the sweep released it first. Taken only
+// when it is `lock_file` itself (same device and inode); the variable is removed, so nothing this
+// process starts sees it, and the descriptor is closed on exec from here on. -1 otherwise.
+int inherited_descriptor(const std::filesystem::path& lock_file) {
+  const char* value = std::getenv(kInheritedLockFd);
+  if (value == nullptr) return -1;
+  char* end = nullptr;
+  const long fd = std::strtol(value, &end, 10);
+  ::unsetenv(kInheritedLockFd);
+  struct stat held {
+  }, named{};
+  if (*value == '\0' || *end != '\0' || fd < 3 || fd > 1 << 20 ||
+      ::fstat(static_cast<int>(fd), &held) != 0 || ::lstat(lock_file.c_str(), &named) != 0 ||
+      !S_ISREG(named.st_mode) || held.st_dev != named.st_dev || held.st_ino != named.st_ino)
+    return -1;
+  ::fcntl(static_cast<int>(fd), F_SETFD, FD_CLOEXEC);
+  return static_cast<int>(fd);
+}
+
 [[noreturn]] void refuse(const std::filesystem::path& lock_file, const Owner& owner,
                          const std::string& command) {
   const std::string dir = lock_file.parent_path().string(), who = owner.line;
@@ -114,7 +138,8 @@ int lock_after_owner_exit(int fd, int op) {
 DirLock::DirLock(const std::filesystem::path& lock_file, Mode mode, const char* command) {
   // O_CLOEXEC (open_own_file's): trials and plot scripts this process starts must not inherit the
   // lock, or a trial orphaned for a moment would keep the directory locked after the sweep died.
-  fd_ = io::open_own_file(lock_file, O_RDWR | O_CREAT);
+  fd_ = inherited_descriptor(lock_file);
+  if (fd_ < 0) fd_ = io::open_own_file(lock_file, O_RDWR | O_CREAT);
   if (fd_ < 0) {
     throw Error("cannot open " + lock_file.string() + ": " + std::strerror(errno),
                 "check that the directory is writable");

@@ -8,6 +8,9 @@
 
 namespace lbt::experiments {
 
+// The environment variable naming a lock descriptor a parent passed down (spawn_logged).
+inline constexpr const char* kInheritedLockFd = "LBT_INHERITED_LOCK_FD";
+
 class DirLock {
  public:
   enum class Mode {
@@ -25,6 +28,10 @@ class DirLock {
   DirLock& operator=(const DirLock&) = delete;
   ~DirLock();
   bool held() const { return fd_ >= 0; }
+  // The descriptor to pass to a child that goes on holding this lock (spawn_logged's
+  // `pass_lock`): the child's DirLock of the same file takes it over (kInheritedLockFd), so no
+  // other process can take the directory between the two. -1 when not held.
+  int descriptor() const { return fd_; }
   // What the constructor would refuse (another live process holding `lock_file`), found
   // without creating or writing the file (--check). Where `lock_file` does not exist, nothing.
   static void check(const std::filesystem::path& lock_file, const char* command);

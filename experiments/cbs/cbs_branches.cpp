@@ -106,12 +106,12 @@ int run_branches(const std::vector<Branch>& plan, const ReferenceRun& ref,
       const Branch& b = *todo[next++];
       const fs::path dir = o.branches_dir / b.name;
       try {
-        const bool resume = prepare_trial_dir(dir, threads);
+        const PreparedTrial prepared = prepare_trial_dir(dir, threads);  // held on by the branch
         // Its place in the plan, as a sweep's trials: on several GPUs, branches spread over them.
         const auto index = static_cast<std::size_t>(&b - plan.data());
-        const pid_t pid =
-            spawn_logged(o.lbt, branch_train_args(b, ref, dir, threads, resume), dir / "train.log",
-                         {"LBT_TRIAL_INDEX=" + std::to_string(index)});
+        const pid_t pid = spawn_logged(
+            o.lbt, branch_train_args(b, ref, dir, threads, prepared.resume), dir / "train.log",
+            {"LBT_TRIAL_INDEX=" + std::to_string(index)}, prepared.lock.descriptor());
         record_trial_group(dir, pid);
         running[pid] = &b;
       } catch (const ConfigError& e) {

@@ -293,14 +293,14 @@ class SweepRunner {
   // An unfinished trial continues from its checkpoint, or starts clean (sweep_interrupt); a
   // program (--exec) starts clean: the protocol has no resume. Returns its pid.
   pid_t start_trial(const Trial& t) {
-    bool resume = false;
+    PreparedTrial prepared;  // its lock passes to the trial's lbt train, then closes here
     if (options_.exec_command.empty()) {
-      resume = prepare_trial_dir(trial_dir(t), threads_);
+      prepared = prepare_trial_dir(trial_dir(t), threads_);
     } else {
       fs::remove_all(trial_dir(t));
       fs::create_directories(trial_dir(t));
     }
-    const pid_t pid = spawn_trial(t, resume);
+    const pid_t pid = spawn_trial(t, prepared);
     record_trial_group(trial_dir(t), pid);
     return pid;
   }
@@ -309,10 +309,11 @@ class SweepRunner {
   // command.sh holds the same command as one shell line, to rerun it by hand. Every trial's
   // environment names its place in the plan, LBT_TRIAL_INDEX: on a machine with several GPUs
   // a trial on model.device=cuda takes GPU (index mod GPUs), so concurrent trials spread.
-  pid_t spawn_trial(const Trial& t, bool resume) {
+  pid_t spawn_trial(const Trial& t, const PreparedTrial& prepared) {
     const std::vector<std::string> env{"LBT_TRIAL_INDEX=" + std::to_string(t.index)};
     if (options_.exec_command.empty())
-      return spawn_logged(lbt_, child_args(t, resume), trial_dir(t) / "train.log", env);
+      return spawn_logged(lbt_, child_args(t, prepared.resume), trial_dir(t) / "train.log", env,
+                          prepared.lock.descriptor());
     const ExecCommand command = build_exec_command(
         options_.exec_command, placeholder_values(t, settings_.base_seed, trial_dir(t)));
     io::atomic_write(trial_dir(t) / "command.sh", shell_line(command.argv) + "\n");

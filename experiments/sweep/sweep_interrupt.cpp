@@ -99,23 +99,22 @@ bool stopped_by_interrupt(const ChildExit& exit) {
   return exit.exit_code == 128 + SIGINT || exit.exit_code == 128 + SIGTERM;
 }
 
-bool prepare_trial_dir(const fs::path& trial_dir, int threads) {
+PreparedTrial prepare_trial_dir(const fs::path& trial_dir, int threads) {
   io::create_directories(trial_dir, "trial directory");
   // The trial's run.lock, held while the directory is read and cleared (its owner line names
-  // this sweep's pid as "lbt train" for those milliseconds): a process that took the directory
-  // after the sweep looked (a resume of the trial by hand) holds the lock, and this throws the
-  // ConfigError naming it before anything is removed. Released on return; the trial's lbt train
-  // takes it.
-  const DirLock clearing = lock_run_directory(trial_dir);
-  const bool resumable = !trainer::list_checkpoints(trial_dir / "checkpoints").empty() &&
-                         status_of(trial_dir) != "failed" &&
-                         trial_threads(trial_dir) == std::to_string(threads);
-  if (resumable) return true;
+  // this sweep's pid as "lbt train" until the trial's lbt train writes its own): a process that
+  // took the directory after the sweep looked (a resume of the trial by hand) holds the lock,
+  // and this throws the ConfigError naming it before anything is removed.
+  PreparedTrial prepared{false, lock_run_directory(trial_dir)};
+  prepared.resume = !trainer::list_checkpoints(trial_dir / "checkpoints").empty() &&
+                    status_of(trial_dir) != "failed" &&
+                    trial_threads(trial_dir) == std::to_string(threads);
+  if (prepared.resume) return prepared;
   // A torn run of a killed sweep, a failed trial (--retry-failed) or one stopped under another
   // --jobs: start it clean (all but the lock, held).
   for (const auto& entry : fs::directory_iterator(trial_dir))
     if (entry.path().filename() != "run.lock") fs::remove_all(entry.path());
-  return false;
+  return prepared;
 }
 
 // Every option the sweep was given, so the command continues the same sweep (sweep.json refuses

@@ -9,6 +9,7 @@
 #include <string>
 
 #include "experiments/child_process.hpp"
+#include "experiments/dir_lock.hpp"
 #include "experiments/sweep/sweep.hpp"
 
 namespace lbt::experiments {
@@ -27,12 +28,17 @@ inline bool sweep_interrupted() {
 // Such a trial is unfinished, not failed: a rerun continues it.
 bool stopped_by_interrupt(const ChildExit& exit);
 
-// Makes `trial_dir` ready for its trial; returns true when the trial should resume there
-// (`lbt train --resume`): it holds a checkpoint, did not fail, and ran with `threads` compute
-// threads (another count would not continue bit for bit). Otherwise the directory is emptied.
-// Both under the trial's run.lock: a ConfigError naming its holder where another process holds
-// it (the directory then untouched).
-bool prepare_trial_dir(const std::filesystem::path& trial_dir, int threads);
+// A trial's directory made ready: `resume` when the trial should resume there (`lbt train
+// --resume`): it holds a checkpoint, did not fail, and ran with `threads` compute threads
+// (another count would not continue bit for bit); otherwise the directory was emptied. Both
+// under the trial's run.lock, `lock`, still held: pass it to the trial's lbt train
+// (spawn_logged's pass_lock), which holds it on, so no other process takes the directory between.
+// A ConfigError naming its holder where another process holds it (the directory untouched).
+struct PreparedTrial {
+  bool resume = false;
+  DirLock lock;
+};
+PreparedTrial prepare_trial_dir(const std::filesystem::path& trial_dir, int threads);
 
 // The `lbt sweep` command line that continues this sweep (for the interrupted message).
 std::string sweep_resume_command(const SweepOptions& options, const std::filesystem::path& dir);

@@ -9,9 +9,11 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <memory>
 #include <string>
 #include <thread>
 
@@ -189,7 +191,7 @@ BOOST_AUTO_TEST_CASE(a_trial_directory_another_process_holds_is_not_cleared) {
   BOOST_TEST(fs::exists(dir / "metrics.jsonl"));
   [[maybe_unused]] auto w = write(release[1], "x", 1);
   waitpid(pid, nullptr, 0);
-  BOOST_TEST(!lbt::experiments::prepare_trial_dir(dir, 1));  // free now: emptied, to start clean
+  BOOST_TEST(!lbt::experiments::prepare_trial_dir(dir, 1).resume);  // free now: emptied, clean
   BOOST_TEST(!fs::exists(dir / "metrics.jsonl"));
   BOOST_TEST(fs::exists(dir / "run.lock"));
 }
@@ -206,6 +208,53 @@ BOOST_AUTO_TEST_CASE(a_lock_file_that_is_a_symbolic_link_is_refused_and_its_targ
   std::ifstream in(victim);
   std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   BOOST_TEST(text == "precious\n");
+}
+
+// A lock passed down (kInheritedLockFd, as lbt sweep passes a trial's run.lock to its lbt
+// train): the child's DirLock of the same file takes the inherited descriptor over, names the
+// child as owner, and the lock outlives the parent's copy with no moment free; a descriptor of
+// another file is not taken (the child is refused like anyone else), and the variable is gone.
+BOOST_AUTO_TEST_CASE(a_lock_passed_to_a_child_is_held_on_without_a_gap) {
+  const fs::path dir = fresh_dir("passed");
+  auto parent = std::make_unique<DirLock>(dir / "run.lock", DirLock::Mode::kExclusive);
+  const int other = ::open((dir / "other").c_str(), O_RDWR | O_CREAT, 0644);
+  BOOST_REQUIRE(other >= 3);
+  int ready[2], release[2];
+  BOOST_REQUIRE(pipe(ready) == 0 && pipe(release) == 0);
+  const pid_t child = fork();
+  if (child == 0) {
+    // Another file's descriptor: not taken, so the parent's lock refuses this child.
+    setenv(lbt::experiments::kInheritedLockFd, std::to_string(other).c_str(), 1);
+    bool refused = false;
+    try {
+      DirLock wrong(dir / "run.lock", DirLock::Mode::kExclusive, "lbt train");
+    } catch (const lbt::ConfigError&) {
+      refused = true;
+    }
+    setenv(lbt::experiments::kInheritedLockFd, std::to_string(parent->descriptor()).c_str(), 1);
+    DirLock taken(dir / "run.lock", DirLock::Mode::kExclusive, "lbt train");
+    const bool gone = std::getenv(lbt::experiments::kInheritedLockFd) == nullptr;
+    [[maybe_unused]] auto w = write(ready[1], refused && gone ? "y" : "n", 1);
+    char c;
+    [[maybe_unused]] auto r = read(release[0], &c, 1);
+    _exit(0);
+  }
+  char verdict = 0;
+  BOOST_REQUIRE_EQUAL(read(ready[0], &verdict, 1), 1);
+  BOOST_TEST(verdict == 'y', "the other file's descriptor was taken, or the variable kept");
+  parent.reset();  // the parent's copy closed: the child's holds the lock on
+  std::string message;
+  try {
+    DirLock third(dir / "run.lock", DirLock::Mode::kExclusive, "lbt sweep");
+  } catch (const lbt::ConfigError& e) {
+    message = e.what();
+  }
+  BOOST_TEST(message.find("in use by lbt train (pid " + std::to_string(child)) != std::string::npos,
+             message);
+  [[maybe_unused]] auto w = write(release[1], "x", 1);
+  waitpid(child, nullptr, 0);
+  BOOST_CHECK_NO_THROW(DirLock(dir / "run.lock", DirLock::Mode::kExclusive));  // its end freed it
+  ::close(other);
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -2,6 +2,7 @@
 // directory, trials that fail, a rerun with other settings (and --extend).
 #include <boost/test/unit_test.hpp>
 
+#include <fcntl.h>
 #include <signal.h>
 #include <sys/file.h>
 #include <sys/wait.h>
@@ -192,4 +193,44 @@ BOOST_AUTO_TEST_CASE(a_trial_taken_by_another_process_mid_sweep_stops_the_sweep_
   for (const auto& e : fs::directory_iterator(dir / "trials" / "8_1"))
     left.push_back(e.path().filename().string());
   BOOST_TEST((left == std::vector<std::string>{"run.lock"}));
+}
+
+// A trial's run.lock passes from the sweep, which clears the trial's directory under it, to the
+// trial's lbt train with no moment free (experiments/dir_lock.hpp, kInheritedLockFd): a process
+// trying the locks of the started trials (those with a train.log) all through a sweep takes none
+// before that trial has ended. Before 2026-11-28 the sweep released the lock first, and such a
+// process (a resume of the trial by hand) could take the directory while lbt train was starting.
+BOOST_AUTO_TEST_CASE(a_trials_lock_passes_from_the_sweep_to_its_lbt_train_without_a_gap) {
+  const fs::path cfg = write_config("handoff.toml", "val_loss<=0.1", 2000);
+  const fs::path dir = scratch() / "handoff";
+  const std::string log = (scratch() / "handoff.log").string();
+  const pid_t sweep = start_sweep(cfg, dir, log);
+  auto ended = [](const fs::path& trial) {  // its summary.json says it has ended
+    std::error_code ec;
+    if (!fs::exists(trial / "summary.json", ec)) return false;
+    const auto s = nlohmann::json::parse(slurp(trial / "summary.json"), nullptr, false);
+    return !s.is_discarded() && s.value("status", "running") != "running";
+  };
+  int tries = 0, status = 0;
+  std::vector<std::string> taken_early;
+  while (::waitpid(sweep, &status, WNOHANG) == 0) {
+    std::error_code ec;
+    for (fs::directory_iterator it(dir / "trials", ec), end; !ec && it != end; it.increment(ec)) {
+      const fs::path trial = it->path();
+      if (!fs::exists(trial / "train.log", ec)) continue;
+      const int fd = ::open((trial / "run.lock").c_str(), O_RDONLY | O_CLOEXEC);
+      if (fd < 0) continue;
+      ++tries;
+      if (::flock(fd, LOCK_EX | LOCK_NB) == 0 && !ended(trial))
+        taken_early.push_back(trial.filename().string());
+      ::close(fd);
+    }
+  }
+  const std::string text = slurp(log);
+  BOOST_TEST((WIFEXITED(status) && WEXITSTATUS(status) != 2), text);
+  BOOST_TEST(text.find("is in use") == std::string::npos, text);
+  BOOST_TEST(tries > 100, tries << " tries");
+  BOOST_TEST(taken_early.empty(), taken_early.size()
+                                      << " trials' locks taken while they ran, the first "
+                                      << (taken_early.empty() ? "" : taken_early[0]));
 }

@@ -104,12 +104,13 @@ int inherited_descriptor(const std::filesystem::path& lock_file) {
   if (value == nullptr) return -1;
   char* end = nullptr;
   const long fd = std::strtol(value, &end, 10);
-  ::unsetenv(kInheritedLockFd);
-  struct stat held {
-  }, named{};
-  if (*value == '\0' || *end != '\0' || fd < 3 || fd > 1 << 20 ||
-      ::fstat(static_cast<int>(fd), &held) != 0 || ::lstat(lock_file.c_str(), &named) != 0 ||
-      !S_ISREG(named.st_mode) || held.st_dev != named.st_dev || held.st_ino != named.st_ino)
+  const bool a_number = *value != '\0' && *end == '\0' && fd >= 3 && fd <= (1 << 20);
+  ::unsetenv(kInheritedLockFd);  // `value` is not read after this
+  struct stat held {};
+  struct stat named {};
+  if (!a_number || ::fstat(static_cast<int>(fd), &held) != 0 ||
+      ::lstat(lock_file.c_str(), &named) != 0 || !S_ISREG(named.st_mode) ||
+      held.st_dev != named.st_dev || held.st_ino != named.st_ino)
     return -1;
   ::fcntl(static_cast<int>(fd), F_SETFD, FD_CLOEXEC);
   return static_cast<int>(fd);

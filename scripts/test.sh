@@ -18,7 +18,7 @@ need_free_disk() {  # need_free_disk DIR: exits 2 unless DIR's file system has 1
   local free_kib
   free_kib=$(df -Pk "$1" | awk 'NR == 2 { print $4 }')
   if ((free_kib < 1536 * 1024)); then
-    echo "error: $((free_kib / 1024)) MiB free on the file system of $1; the builds and tests need 1.5 GiB: free some space (old test runs leave /tmp/lbt_* directories)" >&2
+    echo "error: $((free_kib / 1024)) MiB free on the file system of $1; the builds and tests need 1.5 GiB: free some space (old build trees; /tmp/lbt_* left by test processes that were killed)" >&2
     exit 2
   fi
 }

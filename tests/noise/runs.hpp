@@ -18,6 +18,7 @@
 #include "nn/model.hpp"
 #include "noise/online_estimator.hpp"
 #include "optim/optimizer.hpp"
+#include "support/process_scratch.hpp"
 #include "trainer/comm/communicator.hpp"
 #include "trainer/config/run_config.hpp"
 #include "trainer/data/load.hpp"
@@ -25,6 +26,13 @@
 #include "trainer/loop.hpp"
 
 namespace lbt::test {
+
+// TMP/lbt_test_noise_PID/NAME: a run of the noise suites, removed with the rest when the test
+// process exits (one directory per process, so two builds' suites run at once do not meet).
+inline std::filesystem::path noise_run_dir(const std::string& name) {
+  static const ProcessScratch scratch(per_process("lbt_test_noise"));
+  return scratch.path() / name;
+}
 
 // noise.jsonl lines keyed by estimator name, in file order.
 inline std::map<std::string, std::vector<nlohmann::json>> read_noise(

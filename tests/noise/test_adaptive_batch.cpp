@@ -63,7 +63,7 @@ double clip(double b) {
 // metrics.jsonl line k (step k + 1) holds the batch of 0-based step k; noise.jsonl's
 // per_example line of step k holds the EMA B_simple that chooses step k + 1's batch.
 BOOST_AUTO_TEST_CASE(adaptive_batch_follows_b_simple_on_synthetic_regression) {
-  const auto dir = std::filesystem::temp_directory_path() / "lbt_adaptive_rule";
+  const auto dir = lbt::test::noise_run_dir("adaptive_rule");
   std::filesystem::remove_all(dir);
   lbt::comm::LocalCommunicator comm;
   const auto params = lbt::test::train_config(adaptive_toml(), comm, dir);

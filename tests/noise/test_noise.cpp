@@ -190,7 +190,7 @@ BOOST_AUTO_TEST_CASE(t_quantile_matches_tables) {
 BOOST_AUTO_TEST_CASE(both_estimators_match_the_closed_form_on_synthetic_regression) {
   // w = 0 held fixed (lr 1e-30): 400 steps of global batch 256 = 8 micro-batches of 32
   comm::LocalCommunicator comm;
-  const auto dir = std::filesystem::temp_directory_path() / "lbt_test_noise_synthetic";
+  const auto dir = test::noise_run_dir("synthetic");
   test::train_config(test::synthetic_toml(0, 256, 32, 400, 0.995), comm, dir);
   const auto problem = data::make_linear_regression(65536, 32, 2.0, 0);
   const double closed = test::b_simple_with_bias_at_zero(problem.w_star, 2.0);
@@ -210,7 +210,7 @@ BOOST_AUTO_TEST_CASE(interval_covers_the_truth_in_at_least_93_of_100_seeded_repe
   int covered[4] = {0, 0, 0, 0};
   const int runs = 100;
   for (int seed = 0; seed < runs; ++seed) {
-    const auto dir = std::filesystem::temp_directory_path() / "lbt_test_noise_coverage";
+    const auto dir = test::noise_run_dir("coverage");
     test::train_config(test::synthetic_toml(seed, 256, 32, 120, 0.95), comm, dir);
     const auto problem = data::make_linear_regression(65536, 32, 2.0, seed);
     const double truth = test::dataset_b_simple_at_zero(problem.data);
@@ -251,7 +251,7 @@ BOOST_AUTO_TEST_CASE(auto_small_batches_take_micro_batch_0_at_accum_2_and_all_fr
 
 BOOST_AUTO_TEST_CASE(one_process_without_accumulation_says_two_batch_is_unavailable) {
   comm::LocalCommunicator comm;
-  const auto dir = std::filesystem::temp_directory_path() / "lbt_test_noise_unavailable";
+  const auto dir = test::noise_run_dir("unavailable");
   test::train_config(test::synthetic_toml(0, 64, 64, 20, 0.9), comm, dir);
   std::ifstream in(dir / "noise.jsonl");
   std::string first;
@@ -271,7 +271,7 @@ BOOST_AUTO_TEST_CASE(fashion_mnist_mlp_estimators_agree_within_a_factor_of_1_5) 
       "[optimizer]\nname = \"sgd\"\nlr = 0.05\nmomentum = 0.9\n"
       "[noise]\nenabled = true\nevery = 1\nestimator = \"both\"\nema = 0.9\n";
   comm::LocalCommunicator comm;
-  const auto dir = std::filesystem::temp_directory_path() / "lbt_test_noise_fmnist";
+  const auto dir = test::noise_run_dir("fmnist");
   test::train_config(toml, comm, dir);
   const auto lines = test::read_noise(dir);
   const double two = lines.at("two_batch").back()["b_simple_ema"].get<double>();

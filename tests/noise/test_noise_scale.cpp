@@ -102,13 +102,13 @@ BOOST_AUTO_TEST_CASE(now_follows_the_true_b_simple_while_training_moves_it_and_t
   // lie above its lower bound. (At step 500 the window's estimate is resolved but its
   // interval spans a factor of 5: 10% there needs a larger batch or a longer window.)
   comm::LocalCommunicator comm;
-  const auto dir = std::filesystem::temp_directory_path() / "lbt_test_noise_window";
+  const auto dir = test::noise_run_dir("window");
   const auto problem = data::make_linear_regression(65536, 32, 2.0, 0);
   test::train_config(test::synthetic_toml(0, 256, 32, 1000, 0.95, 0.005, 5, 100), comm, dir);
   const auto lines = test::read_noise(dir);
   int resolved = 0;
   for (std::int64_t step : {100, 300, 500, 995}) {
-    const auto rerun = std::filesystem::temp_directory_path() / "lbt_test_noise_window_rerun";
+    const auto rerun = test::noise_run_dir("window_rerun");
     const auto params = test::train_config(
         test::synthetic_toml(0, 256, 32, step, 0.95, 0.005, 5, 100), comm, rerun);
     const double truth = test::dataset_b_simple_at(problem.data, params[0], params[1][0]);

@@ -34,6 +34,7 @@ count() {  # count NAME ARGS...: lbt train ARGS under the counter; prints the re
   name=$1 && shift
   LD_PRELOAD=$counter LBT_FORK_COUNT_FILE=$d/$name.count "$lbt" train --quiet --out "$d/$name" \
     "$@" >/dev/null 2>"$d/$name.err" || { cat "$d/$name.err" >&2; exit 1; }
+  [ -s "$d/$name.count" ] || { echo "no count: $counter was not loaded" >&2; exit 1; }
   cat "$d/$name.count"
 }
 tiny=$(count tiny --config "$d/linear.toml") || exit 1

@@ -20,28 +20,9 @@ steps=${STEPS:-30000}
 rounds=${ROUNDS:-3}
 out=${OUT:-/tmp/lbt_contention}
 rm -rf "$out" && mkdir -p "$out"
-cat >"$out/linear.toml" <<EOF
-[model]
-spec = "linear:16-1"
-[data]
-dataset = "synthetic-regression"
-validation_size = 1024
-[data.synthetic]
-examples = 4096
-dim = 16
-noise = 0.5
-[train]
-global_batch = 8
-steps = $steps
-eval_every = 8
-[optimizer]
-name = "sgd"
-lr = 0.01
-momentum = 0.0
-EOF
 tiny() {
-  env -u OPENBLAS_CORETYPE "$build/cli/lbt" train --quiet --config "$out/linear.toml" \
-    --out "$out/$1" >/dev/null
+  env -u OPENBLAS_CORETYPE "$build/cli/lbt" train --quiet --config bench/tiny_linear.toml \
+    --set train.steps="$steps" --out "$out/$1" >/dev/null
 }
 for ((r = 0; r < rounds; r++)); do
   tiny "alone$r"

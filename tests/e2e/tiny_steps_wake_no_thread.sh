@@ -3,33 +3,13 @@
 # kSplitAboveFlops, oneDNN held to one thread below it, the micro-batch gathered inline): beside a
 # second busy process each such region's join waits out a scheduler time slice, and CI's sweep
 # tests, run two at a time, timed out on it (2026-11-27; bench/contention.sh measures the time).
-# A linear 16-1 model at batch 8, 2000 steps with 2 threads and an evaluation every 8 steps,
-# under LD_PRELOAD of omp_fork_count.cpp's library: at most one region per 50 steps (0 on the
-# AVX-512 EPYC, 2026-11-28; 4250 with kSplitAboveFlops set to 0). The control, the MLP at batch
-# 128 for 20 steps, must open at least one a step (308 there): the count is live.
+# bench/tiny_linear.toml (linear 16-1 at batch 8, an evaluation every 8 steps), 2000 steps with
+# 2 threads, under LD_PRELOAD of omp_fork_count.cpp's library: at most one region per 50 steps
+# (0 on the AVX-512 EPYC, 2026-11-28; 4250 with kSplitAboveFlops set to 0). The control, the MLP
+# at batch 128 for 20 steps, must open at least one a step (308 there): the count is live.
 #   usage: tiny_steps_wake_no_thread.sh LBT FORK_COUNT_SO SOURCE_DIR
 lbt=$1 counter=$2 source=$3
 d=$(mktemp -d) && trap 'rm -rf "$d"' EXIT
-cat >"$d/linear.toml" <<TOML
-[model]
-spec = "linear:16-1"
-[data]
-dataset = "synthetic-regression"
-validation_size = 1024
-[data.synthetic]
-examples = 4096
-dim = 16
-noise = 0.5
-[train]
-global_batch = 8
-steps = 2000
-eval_every = 8
-threads = 2
-[optimizer]
-name = "sgd"
-lr = 0.01
-momentum = 0.0
-TOML
 count() {  # count NAME ARGS...: lbt train ARGS under the counter; prints the regions opened
   name=$1 && shift
   LD_PRELOAD=$counter LBT_FORK_COUNT_FILE=$d/$name.count "$lbt" train --quiet --out "$d/$name" \
@@ -37,7 +17,8 @@ count() {  # count NAME ARGS...: lbt train ARGS under the counter; prints the re
   [ -s "$d/$name.count" ] || { echo "no count: $counter was not loaded" >&2; exit 1; }
   cat "$d/$name.count"
 }
-tiny=$(count tiny --config "$d/linear.toml") || exit 1
+tiny=$(count tiny --config "$source/bench/tiny_linear.toml" --set train.steps=2000 \
+  --set train.threads=2) || exit 1
 mlp=$(count mlp --config "$source/experiments/configs/fmnist_mlp.toml" --set train.threads=2 \
   --set train.steps=20 --set train.global_batch=128 --set train.eval_every=1000 \
   --set train.target= --set data.train_limit=4096 --set data.validation_size=1024) || exit 1

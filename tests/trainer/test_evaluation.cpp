@@ -37,6 +37,17 @@ data::Dataset random_split(std::int64_t n, std::int64_t dim, int classes, unsign
   return split;
 }
 
+// The model's outputs on every example of `split`, in batches of 64, as evaluate computes them.
+std::vector<double> predictions(nn::Model& model, const data::Dataset& split) {
+  std::vector<double> out;
+  for (std::int64_t start = 0; start < split.n; start += 64) {
+    const std::int64_t b = std::min<std::int64_t>(64, split.n - start);
+    const float* y = model.forward(split.row(start), b, false);
+    out.insert(out.end(), y, y + b * model.output_dim());
+  }
+  return out;
+}
+
 }  // namespace
 
 BOOST_AUTO_TEST_SUITE(evaluation_shares)
@@ -171,12 +182,7 @@ BOOST_AUTO_TEST_CASE(the_spread_of_the_per_example_losses_is_measured) {
   auto linear = nn::Model::from_spec("linear:6-2", nn::InitScheme::kHe, {6});
   linear->build(rng);
   const Evaluation r = evaluate(*linear, reg, one, 64);
-  std::vector<float> pred;
-  for (std::int64_t start = 0; start < reg.n; start += 64) {
-    const std::int64_t b = std::min<std::int64_t>(64, reg.n - start);
-    const float* out = linear->forward(reg.row(start), b, false);
-    pred.insert(pred.end(), out, out + 2 * b);
-  }
+  const std::vector<double> pred = predictions(*linear, reg);
   std::vector<double> half_sse, mse;
   for (std::int64_t i = 0; i < reg.n; ++i) {
     const double a = pred[2 * i] - static_cast<double>(reg.targets[2 * i]),
@@ -241,12 +247,7 @@ BOOST_AUTO_TEST_CASE(r2s_standard_error_agrees_with_the_jackknife) {
   linear->build(rng);
   comm::LocalCommunicator one;
   const Evaluation e = evaluate(*linear, reg, one, 64);
-  std::vector<double> pred;
-  for (std::int64_t start = 0; start < reg.n; start += 64) {
-    const std::int64_t b = std::min<std::int64_t>(64, reg.n - start);
-    const float* out = linear->forward(reg.row(start), b, false);
-    pred.insert(pred.end(), out, out + 2 * b);
-  }
+  const std::vector<double> pred = predictions(*linear, reg);
   const auto r2_without = [&](std::int64_t left_out) {
     double r2 = 0.0;
     for (int j = 0; j < 2; ++j) {

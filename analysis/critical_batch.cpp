@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <set>
 #include <string>
 
@@ -101,13 +102,20 @@ CriticalBatchFit fit_unchecked(const std::vector<ScalingPoint>& points) {
   return fit;
 }
 
+// A reading as a person writes it: 16, 0, 1e+15 (std::to_string gives 16.000000).
+std::string number(double x) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.10g", x);
+  return buf;
+}
+
 }  // namespace
 
 CriticalBatchFit fit_critical_batch(const std::vector<ScalingPoint>& points) {
   for (const auto& q : points) {
     if (!(q.batch_size > 0) || !(q.steps > 0) || !std::isfinite(q.steps)) {
-      throw Error("critical-batch fit: batch size " + std::to_string(q.batch_size) + " has steps " +
-                      std::to_string(q.steps) + "; both must be positive and finite",
+      throw Error("critical-batch fit: batch size " + number(q.batch_size) + " has steps " +
+                      number(q.steps) + "; both must be positive and finite",
                   "pass only batch sizes whose best trial reached the target");
     }
   }

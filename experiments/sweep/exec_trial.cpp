@@ -17,7 +17,8 @@ struct EvalLog {
   std::int64_t steps = 0, steps_to_target = -1, steps_lo = 0, diverged_step = -1;
   int evaluations = 0;
   double best_loss = NAN, best_accuracy = NAN;
-  std::string error;  // malformed input: the trial failed
+  std::string error;        // malformed input: the trial failed
+  std::string past_budget;  // "line N (step S)": the first evaluation past the budget
 };
 
 double metric(const nlohmann::json& line, const char* name) {
@@ -40,6 +41,11 @@ bool read_evaluation(const nlohmann::json& line, const std::string& at,
     return false;
   }
   const auto step = line["step"].get<std::int64_t>();
+  if (step < 0) {
+    log.error = at + ": step " + std::to_string(step) +
+                " is negative (a step counts the optimizer steps taken, from 0)";
+    return false;
+  }
   if (log.evaluations++ > 0 && step <= log.steps) {
     // Steps go forward: a repeated or earlier step is a second run writing into the file (an
     // old trial's program still running) or a program that restarted; its bracket is no reading.
@@ -59,6 +65,14 @@ bool read_evaluation(const nlohmann::json& line, const std::string& at,
   if (!std::isnan(acc))
     log.best_accuracy = std::isnan(log.best_accuracy) ? acc : std::max(log.best_accuracy, acc);
   if (log.steps_to_target >= 0 || std::isnan(watched)) return true;
+  if (target.met(watched) && step == 0) {
+    // lbt's own trials first evaluate after a step; a target the untrained model meets would
+    // put S = 0 into the fit, which reads steps on a log scale.
+    log.error =
+        at + ": the target " + target.text() +
+        " is met at step 0, before any training: it measures nothing (tighten train.target)";
+    return false;
+  }
   if (target.met(watched)) {
     log.steps_to_target = step;
   } else {
@@ -67,7 +81,9 @@ bool read_evaluation(const nlohmann::json& line, const std::string& at,
   return true;
 }
 
-EvalLog read_eval_log(const fs::path& file, const trainer::Target& target) {
+// The program's evaluations up to the trial's step budget ({max_steps}): one past it is not
+// read, as lbt's own trial stops there, so every trial of the sweep is censored at its budget.
+EvalLog read_eval_log(const fs::path& file, const trainer::Target& target, std::int64_t budget) {
   EvalLog log;
   std::error_code ec;
   std::ifstream in;
@@ -81,7 +97,14 @@ EvalLog read_eval_log(const fs::path& file, const trainer::Target& target) {
     ++number;
     if (text.empty()) continue;
     ++lines;
-    if (!read_evaluation(parse_program_line(text), where(file, number), target, log)) break;
+    const nlohmann::json line = parse_program_line(text);
+    if (budget > 0 && line.is_object() && line.contains("step") &&
+        line["step"].is_number_integer() && line["step"].get<std::int64_t>() > budget) {
+      log.past_budget = "line " + std::to_string(number) + " (step " +
+                        std::to_string(line["step"].get<std::int64_t>()) + ")";
+      break;
+    }
+    if (!read_evaluation(line, where(file, number), target, log)) break;
   }
   if (lines == 0) log.error = file.string() + " is empty: the program evaluated nothing";
   return log;
@@ -122,8 +145,14 @@ nlohmann::json parse_program_line(const std::string& text) {
 std::string write_exec_summary(const Trial& t, const fs::path& run_dir,
                                const trainer::Target& target, const ChildExit& e,
                                const fs::path& log_file) {
-  const EvalLog log = read_eval_log(run_dir / "eval.jsonl", target);
+  const fs::path eval_file = run_dir / "eval.jsonl";
+  const EvalLog log = read_eval_log(eval_file, target, t.steps);
   const std::string noise_warning = exec_noise_warning(run_dir);
+  const std::string budget_warning =
+      log.past_budget.empty() ? ""
+                              : eval_file.string() + ": evaluations past the trial's budget of " +
+                                    std::to_string(t.steps) + " steps were not read, from " +
+                                    log.past_budget + " (stop the program at {max_steps})";
   nlohmann::json s = {{"global_batch", t.batch_size},
                       {"target", target.text()},
                       {"steps", log.steps},
@@ -131,6 +160,7 @@ std::string write_exec_summary(const Trial& t, const fs::path& run_dir,
                       {"best_val_accuracy", null_if_nan(log.best_accuracy)},
                       {"written_by", "lbt sweep --exec"}};
   if (!noise_warning.empty()) s["noise_warning"] = noise_warning;
+  if (!budget_warning.empty()) s["budget_warning"] = budget_warning;
   if (e.signal != 0 || e.exit_code != 0) {
     const std::string why = e.signal ? "killed by signal " + std::to_string(e.signal)
                                      : "exited with code " + std::to_string(e.exit_code);
@@ -154,7 +184,11 @@ std::string write_exec_summary(const Trial& t, const fs::path& run_dir,
     s["status"] = "budget_exhausted";
   }
   io::atomic_write(run_dir / "summary.json", s.dump(2) + "\n");
-  return noise_warning.empty() ? "" : t.name + ": " + noise_warning;
+  std::string warnings;
+  for (const std::string& w : {budget_warning, noise_warning}) {
+    if (!w.empty()) warnings += (warnings.empty() ? t.name + ": " : "; ") + w;
+  }
+  return warnings;
 }
 
 }  // namespace lbt::experiments

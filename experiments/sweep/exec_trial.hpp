@@ -6,9 +6,10 @@
 // and the plots treat it as any trial. The protocol:
 //   placeholders  {batch_size} {lr} (the peak LR at B) {seed} {run_dir} {max_steps}
 //                 {eval_every} and every key the sweep sets for the trial, as {section.key}
-//   eval.jsonl    {"step": S, "<metric>": V, ...} with S strictly increasing line by line;
+//   eval.jsonl    {"step": S, "<metric>": V, ...} with S >= 0 strictly increasing line by line;
 //                 steps_to_target = the first step whose metric meets train.target, steps_lo =
-//                 the evaluated step before it
+//                 the evaluated step before it; lines past {max_steps} are not read (a warning
+//                 names the first); a target met at step 0 measures nothing: failed
 //   noise.jsonl   optional: {"step", "g_small_sq", "g_big_sq", "b_small", "b_big"}: squared
 //                 gradient norms at two batch sizes, from which lbt computes B_simple; a line
 //                 that is not such an object is skipped (summary.json's noise_warning names it)
@@ -33,7 +34,8 @@ namespace lbt::experiments {
 void check_exec_template(const std::string& command, const Trial& trial, std::int64_t base_seed);
 
 // After the program ended: writes run_dir/summary.json from its exit and eval.jsonl. Returns a
-// warning for the sweep to print once (noise.jsonl lines skipped), or "".
+// warning for the sweep to print once (evaluations past the budget, noise.jsonl lines skipped),
+// or "".
 std::string write_exec_summary(const Trial& trial, const std::filesystem::path& run_dir,
                                const trainer::Target& target, const ChildExit& exit,
                                const std::filesystem::path& log_file);

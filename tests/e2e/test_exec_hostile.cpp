@@ -252,6 +252,35 @@ BOOST_AUTO_TEST_CASE(non_finite_metrics_diverge_and_steps_out_of_order_fail_nami
   BOOST_TEST(column(dir, "4096_0", "status") == "reached_target");
 }
 
+// Steps are optimizer steps taken, from 0: a negative one is malformed; a target the untrained
+// model meets measures nothing (S = 0 would reach the fit's log scale); evaluations past the
+// trial's budget are not read, as lbt's own trial stops there (the sweep warns, naming the line).
+BOOST_AUTO_TEST_CASE(steps_below_zero_a_target_met_at_step_0_and_evaluations_past_the_budget) {
+  const fs::path dir = scratch() / "steps";
+  const fs::path config = write_config(scratch() / "steps.toml", "16, 64, 256, 1024");
+  const auto r = run_argv({"sweep", "--config", config.string(), "--out", dir.string(),
+                           "--no-plots", "--exec", kProgram + " steps {run_dir} {batch_size}"});
+  BOOST_TEST(r.code == 6, r.err);  // two trials failed
+  BOOST_TEST(column(dir, "16_0", "status") == "failed");
+  BOOST_TEST(column(dir, "16_0", "message").find("eval.jsonl line 1: step -5 is negative") !=
+             std::string::npos);
+  BOOST_TEST(column(dir, "64_0", "status") == "failed");
+  BOOST_TEST(column(dir, "64_0", "message")
+                 .find("eval.jsonl line 1: the target val_loss<=0.14 is met at step 0") !=
+             std::string::npos);
+  BOOST_TEST(column(dir, "256_0", "status") == "budget_exhausted");
+  BOOST_TEST(column(dir, "256_0", "steps") == "2000");
+  BOOST_TEST(column(dir, "256_0", "best_val_loss") == "0.4");
+  const std::string warning = "evaluations past the trial's budget of 3000 steps were not read, " +
+                              std::string("from line 3 (step 5000)");
+  BOOST_TEST(r.err.find("[sweep] warning: 256_0: ") != std::string::npos, r.err);
+  BOOST_TEST(r.err.find(warning) != std::string::npos, r.err);
+  const auto summary = nlohmann::json::parse(slurp(dir / "trials/256_0/summary.json"));
+  BOOST_TEST(summary.value("budget_warning", "").find(warning) != std::string::npos);
+  BOOST_TEST(column(dir, "1024_0", "status") == "reached_target");
+  BOOST_TEST(column(dir, "1024_0", "steps_to_target") == "10");
+}
+
 BOOST_AUTO_TEST_CASE(a_malformed_noise_line_and_a_deleted_run_directory_cost_one_trial_at_most) {
   const fs::path noisy = scratch() / "noisy";
   const fs::path config = write_config(scratch() / "noisy.toml", "16, 64");

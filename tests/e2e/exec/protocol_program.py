@@ -5,6 +5,8 @@ It speaks lbt's protocol (README, "Sweeping any program") and misbehaves as MODE
   argv     writes its arguments to RUN_DIR/argv.json (and stdout) and reaches the target
   values   B=16: a NaN loss, B=64: Infinity, B=256: -Infinity (json.dumps writes them bare);
            B=1024: steps 100 then 10 (out of order); others reach the target
+  steps    B=16: a negative step; B=64: the target met at step 0; B=256: reaches it only at
+           step 5000, past the trial's budget of 3000; others reach the target
   noise    reaches the target; noise.jsonl holds one malformed line among good ones
   delete   B=16: deletes its own run directory; others reach the target
 
@@ -35,6 +37,14 @@ def values(run_dir, batch):
             f.write(json.dumps({"step": 10, "val_loss": 0.1}) + "\n")
 
 
+def steps(run_dir, batch):
+    lines = {16: [(-5, 0.5), (10, 0.1)], 64: [(0, 0.1), (10, 0.1)],
+             256: [(0, 0.5), (2000, 0.4), (5000, 0.1), (6000, 0.1)]}.get(batch, [(10, 0.1)])
+    with open(os.path.join(run_dir, "eval.jsonl"), "a") as f:
+        for step, loss in lines:
+            f.write(json.dumps({"step": step, "val_loss": loss}) + "\n")
+
+
 def noise(run_dir, batch):
     reach(run_dir)
     good = {"b_small": batch, "b_big": 2 * batch, "g_small_sq": 1 + 200 / batch,
@@ -54,6 +64,8 @@ def main(argv):
         reach(run_dir)
     elif mode == "values":
         values(run_dir, batch)
+    elif mode == "steps":
+        steps(run_dir, batch)
     elif mode == "noise":
         noise(run_dir, batch)
     elif mode == "delete":

@@ -107,17 +107,40 @@ std::vector<int> CsvTable::require(const std::vector<std::string>& names) const 
   return columns;
 }
 
+void CsvTable::reject(std::size_t row, const std::string& what) const {
+  throw DataError(path.string() + " line " + std::to_string(lines.at(row)) + ", " + what,
+                  rebuild_csv_hint(path));
+}
+
 double CsvTable::number(std::size_t row, int col) const {
   const std::string& text = rows.at(row).at(static_cast<std::size_t>(col));
   char* end = nullptr;
   const double value = text.empty() ? NAN : std::strtod(text.c_str(), &end);
   if (text.empty() || end != text.c_str() + text.size() || !std::isfinite(value)) {
-    throw DataError(path.string() + " line " + std::to_string(lines.at(row)) + ", column " +
-                        header[static_cast<std::size_t>(col)] + ": '" + text +
-                        "' is not a finite number",
-                    rebuild_csv_hint(path));
+    reject(row, "column " + header[static_cast<std::size_t>(col)] + ": '" + text +
+                    "' is not a finite number");
   }
   return value;
+}
+
+double CsvTable::positive(std::size_t row, int col) const {
+  const double value = number(row, col);
+  if (!(value > 0)) {
+    reject(row, "column " + header[static_cast<std::size_t>(col)] + ": '" +
+                    rows[row][static_cast<std::size_t>(col)] + "' is not positive");
+  }
+  return value;
+}
+
+std::int64_t CsvTable::whole(std::size_t row, int col, std::int64_t min) const {
+  constexpr double kExact = 9007199254740992.0;  // 2^53: whole numbers a double holds exactly
+  const double value = number(row, col);
+  if (value != std::floor(value) || value < static_cast<double>(min) || value > kExact) {
+    reject(row, "column " + header[static_cast<std::size_t>(col)] + ": '" +
+                    rows[row][static_cast<std::size_t>(col)] +
+                    "' is not a whole number >= " + std::to_string(min));
+  }
+  return static_cast<std::int64_t>(value);
 }
 
 }  // namespace lbt::experiments

@@ -6,8 +6,12 @@
 //   - Every line ends in a newline, the last one too (lbt writes them so, as do editors and
 //     pandas): a file that ends mid-line or inside a quote was cut short.
 //   - Every row has the header's field count; a column a reader needs is present (require).
-//   - A number is a whole decimal number, empty meaning "not measured" where a reader says so.
+//   - A number is a whole decimal number, empty meaning "not measured" where a reader says so;
+//     a count (a batch size, a step) a whole number no smaller than its least value (steps_hi
+//     and steps_to_target 1: a target is met after a step), a bracket's steps_lo below its
+//     steps_hi, an LR positive: a number no sweep writes is an edit, refused like text.
 #pragma once
+#include <cstdint>
 #include <filesystem>
 #include <string>
 #include <vector>
@@ -25,6 +29,12 @@ struct CsvTable {
   std::vector<int> require(const std::vector<std::string>& names) const;
   // rows[row][col] as a number; DataError naming file, line, column and text where it is not.
   double number(std::size_t row, int col) const;
+  // The same for a quantity that must be > 0 (a batch size's LR).
+  double positive(std::size_t row, int col) const;
+  // The same for a count (a batch size, a step): a whole number >= `min`, exact in a double.
+  std::int64_t whole(std::size_t row, int col, std::int64_t min) const;
+  // DataError naming the file, the row's line and `what` is wrong there, with the rebuild hint.
+  [[noreturn]] void reject(std::size_t row, const std::string& what) const;
 };
 
 // Reads and checks `path` by the rules above (DataError where it breaks one).

@@ -23,7 +23,7 @@ std::vector<double> read_unreached(const fs::path& best_csv) {
   const CsvTable best = read_csv(best_csv);
   const std::vector<int> c = best.require({"batch_size", "status"});
   for (std::size_t i = 0; i < best.rows.size(); ++i) {
-    if (best.rows[i][c[1]] != "reached_target") unreached.push_back(best.number(i, c[0]));
+    if (best.rows[i][c[1]] != "reached_target") unreached.push_back(best.positive(i, c[0]));
   }
   return unreached;
 }
@@ -53,9 +53,16 @@ std::map<double, MeasuredPoint> read_best_seeds(const CsvTable& t, const std::st
   for (std::size_t i = 0; i < t.rows.size(); ++i) {
     const auto& row = t.rows[i];
     if (row[c[2]] != "true" || row[c[1]] != "reached_target" || row[c[4]].empty()) continue;
-    const double B = t.number(i, c[0]), hi = t.number(i, c[4]);
+    const double B = static_cast<double>(t.whole(i, c[0], 1));
+    // A bracket (lo, hi] of steps: the last evaluation short of the target, the first meeting it.
+    const std::int64_t hi = t.whole(i, c[4], 1),
+                       lo = row[c[3]].empty() ? hi - 1 : t.whole(i, c[3], 0);
+    if (lo >= hi) {
+      t.reject(i, "columns " + prefix + "steps_lo and " + prefix + "steps_hi: the bracket (" +
+                      row[c[3]] + ", " + row[c[4]] + "] holds no step (lo must be below hi)");
+    }
     by_batch[B].batch_size = B;
-    by_batch[B].seeds.push_back({row[c[3]].empty() ? hi - 1 : t.number(i, c[3]), hi});
+    by_batch[B].seeds.push_back({static_cast<double>(lo), static_cast<double>(hi)});
   }
   return by_batch;
 }
@@ -93,7 +100,8 @@ std::vector<ScalingPoint> read_best_points(const fs::path& best_csv) {
   std::vector<ScalingPoint> pts;
   for (std::size_t i = 0; i < t.rows.size(); ++i) {
     if (t.rows[i][c[1]] != "reached_target" || t.rows[i][c[2]].empty()) continue;
-    pts.push_back({t.number(i, c[0]), t.number(i, c[2])});
+    pts.push_back(
+        {static_cast<double>(t.whole(i, c[0], 1)), static_cast<double>(t.whole(i, c[2], 1))});
   }
   return pts;
 }
@@ -125,14 +133,14 @@ std::vector<LrPoint> read_lr_points(const fs::path& sweep_dir) {
   std::map<double, std::vector<double>> tried;
   for (std::size_t i = 0; i < t.rows.size(); ++i) {
     if (cseed >= 0 && t.rows[i][cseed] != "0") continue;  // the search's own trials
-    if (!t.rows[i][c[1]].empty()) tried[t.number(i, c[0])].push_back(t.number(i, c[1]));
+    if (!t.rows[i][c[1]].empty()) tried[t.positive(i, c[0])].push_back(t.positive(i, c[1]));
   }
   std::vector<LrPoint> points;
   for (std::size_t i = 0; i < best.rows.size(); ++i) {
     if (best.rows[i][cb[1]] != "reached_target") continue;
     LrPoint p;
-    p.batch_size = best.number(i, cb[0]);
-    p.lr = p.lr_lo = p.lr_hi = best.number(i, cb[2]);
+    p.batch_size = best.positive(i, cb[0]);
+    p.lr = p.lr_lo = p.lr_hi = best.positive(i, cb[2]);
     for (double lr : tried[p.batch_size]) {
       const double mid = std::sqrt(lr * p.lr);  // the optimum is nearer the best than lr
       if (lr < p.lr && (p.lr_lo == p.lr || mid > p.lr_lo)) p.lr_lo = mid;

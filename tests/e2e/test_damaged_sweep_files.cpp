@@ -6,9 +6,12 @@
 #define BOOST_TEST_MODULE damaged_sweep_files
 #include <boost/test/unit_test.hpp>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 #include <string>
+#include <vector>
 
 #include "e2e/careless_support.hpp"
 #include "support/cli_runner.hpp"
@@ -127,4 +130,71 @@ BOOST_AUTO_TEST_CASE(an_edited_cell_that_is_not_a_number_is_named_by_line_and_co
   std::ofstream(dir / "best.csv", std::ios::trunc) << text;
   expect_refusal(run_lbt("fit --no-plots " + dir.string()), 3,
                  {(dir / "best.csv").string(), "line 3", "batch_size", "'3x2'"});
+}
+
+namespace {
+
+std::vector<std::string> fields_of(const std::string& line) {
+  std::vector<std::string> out;
+  std::stringstream in(line);
+  for (std::string f; std::getline(in, f, ',');) out.push_back(f);
+  return out;
+}
+
+// Sets `column` of the first row whose `where` column reads `is` (the columns before a quoted
+// field: plain CSV), and returns that row's line number.
+int set_cell(const fs::path& csv, const std::string& where, const std::string& is,
+             const std::string& column, const std::string& value) {
+  std::stringstream in(slurp(csv));
+  std::string out, line;
+  std::getline(in, line);
+  const std::vector<std::string> header = fields_of(line);
+  const auto index = [&](const std::string& name) {
+    return static_cast<std::size_t>(std::find(header.begin(), header.end(), name) - header.begin());
+  };
+  out = line + "\n";
+  int number = 1, found = 0;
+  while (std::getline(in, line)) {
+    std::vector<std::string> f = fields_of(line);
+    ++number;
+    if (found == 0 && f.at(index(where)) == is) {
+      found = number;
+      const std::size_t at = index(column);
+      std::size_t start = 0;
+      for (std::size_t i = 0; i < at; ++i) start = line.find(',', start) + 1;
+      line.replace(start, f.at(at).size(), value);
+    }
+    out += line + "\n";
+  }
+  BOOST_REQUIRE(found > 0);
+  std::ofstream(csv, std::ios::trunc) << out;
+  return found;
+}
+
+}  // namespace
+
+// Numbers that parse but cannot be what a sweep wrote: a step that is not a whole number or
+// not positive, an empty bracket, a batch of 0, a negative LR. Each was read as is before
+// (a bracket (lo, hi] with lo > hi moved the fit; a step of 0 failed the fit with exit 1 and a
+// hint about the target).
+BOOST_AUTO_TEST_CASE(an_edited_number_no_sweep_writes_is_named_by_line_and_column) {
+  struct Edit {
+    const char* file;
+    const char* column;
+    const char* value;
+    const char* why;
+  };
+  for (const Edit& e : {Edit{"best.csv", "steps_to_target", "12.5", "is not a whole number >= 1"},
+                        Edit{"best.csv", "steps_to_target", "0", "is not a whole number >= 1"},
+                        Edit{"sweep.csv", "steps_lo", "100000", "holds no step"},
+                        Edit{"sweep.csv", "steps_hi", "-3", "is not a whole number >= 1"},
+                        Edit{"sweep.csv", "batch_size", "0", "is not a whole number >= 1"},
+                        Edit{"best.csv", "lr", "-0.5", "is not positive"}}) {
+    const fs::path dir = sweep_copy("numbers");
+    const std::string where = std::string(e.file) == "best.csv" ? "status" : "best";
+    const int line = set_cell(dir / e.file, where, where == "status" ? "reached_target" : "true",
+                              e.column, e.value);
+    expect_refusal(run_lbt("fit --no-plots " + dir.string()), 3,
+                   {(dir / e.file).string(), "line " + std::to_string(line), e.column, e.why});
+  }
 }

@@ -37,8 +37,11 @@ std::string cbs_text(const experiments::CbsPoint& p, std::int64_t smallest_k,
 
 std::string noise_text(const experiments::BSimpleAtStep& n) {
   if (n.step < 0) return "-";
-  if (!std::isfinite(n.b_simple))  // not resolved there: what the record bounds it by
-    return ">= " + number_text(n.ci_lo, "%.1f") + " (unresolved) @" + std::to_string(n.step);
+  if (!std::isfinite(n.b_simple)) {  // not resolved there: what the record bounds it by
+    const std::string at = " @" + std::to_string(n.step);
+    if (!(n.ci_lo > 0)) return "unresolved" + at;  // ">= 0" would say nothing
+    return ">= " + number_text(n.ci_lo, "%.1f") + " (unresolved)" + at;
+  }
   return number_text(n.b_simple, "%.1f") + " [" + number_text(n.ci_lo, "%.1f") + "-" +
          number_text(n.ci_hi, "%.1f") + "] @" + std::to_string(n.step);
 }

@@ -182,8 +182,10 @@ std::string estimate_text(double value, double low, double high) {
   char buf[96];
   if (std::isfinite(value) && std::isfinite(high)) {
     std::snprintf(buf, sizeof buf, "%.4g [%.4g, %.4g]", value, low, high);
-  } else if (std::isfinite(low)) {
+  } else if (std::isfinite(low) && low > 0) {
     std::snprintf(buf, sizeof buf, "not resolved (>= %.4g)", low);
+  } else if (std::isfinite(low)) {
+    return "not resolved";  // bounded by 0 alone
   } else {
     return "-";
   }

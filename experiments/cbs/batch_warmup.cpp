@@ -42,22 +42,32 @@ namespace {
                   "rerun the lbt cbs command that wrote it (finished branches are kept)");
 }
 
-std::int64_t whole(const nlohmann::json& j, const char* key, const fs::path& path) {
+// j[key] as a whole number >= `min` (exact in a double: lbt cbs writes batches and steps so).
+std::int64_t whole(const nlohmann::json& j, const char* key, std::int64_t min, const fs::path& path,
+                   const char* what = "a point") {
+  constexpr double kExact = 9007199254740992.0;  // 2^53
   const auto it = j.find(key);
-  if (it == j.end() || !it->is_number_integer() || it->get<std::int64_t>() < 0)
-    bad_cbs_json(path, std::string("a point without a whole \"") + key + "\"");
-  return it->get<std::int64_t>();
+  const bool ok = it != j.end() && it->is_number() && std::isfinite(it->get<double>()) &&
+                  it->get<double>() == std::floor(it->get<double>()) &&
+                  it->get<double>() >= static_cast<double>(min) && it->get<double>() <= kExact;
+  if (!ok) {
+    bad_cbs_json(path, std::string(what) + " without a whole \"" + key + "\" >= " +
+                           std::to_string(min) + (it == j.end() ? "" : " (" + it->dump() + ")"));
+  }
+  return static_cast<std::int64_t>(it->get<double>());
 }
 
-// A point's safe batch (CbsReading): its estimate, else what its bound says.
-std::optional<std::int64_t> safe_batch(const nlohmann::json& point, std::int64_t batch) {
+// A point's safe batch (CbsReading): its estimate, else what its bound says. Either is a
+// multiple of the point's batch (k x B), so never below it.
+std::optional<std::int64_t> safe_batch(const nlohmann::json& point, std::int64_t batch,
+                                       const fs::path& path) {
   const auto cbs = point.find("cbs");
-  if (cbs != point.end() && cbs->is_number()) return std::llround(cbs->get<double>());
+  if (cbs != point.end() && !cbs->is_null()) return whole(point, "cbs", batch, path);
   const auto bound = point.find("bound");
   if (bound == point.end() || !bound->is_object()) return std::nullopt;
   const std::string kind = bound->value("kind", "");
   if (kind == "below") return batch;  // 2B was outside the tolerance; B is the reference
-  if (kind == "at_least") return bound->value("batch", batch);
+  if (kind == "at_least") return whole(*bound, "batch", batch, path, "a point's bound");
   return std::nullopt;
 }
 
@@ -79,12 +89,16 @@ CbsFile read_cbs_file(const fs::path& dir) {
   f.scaling = j["scaling"].get<std::string>();
   for (const nlohmann::json& p : j["points"]) {
     if (!p.is_object()) bad_cbs_json(path, "a point that is not an object");
-    CbsReading r{whole(p, "step", path), whole(p, "batch", path), std::nullopt};
-    r.safe_batch = safe_batch(p, r.batch);
+    CbsReading r{whole(p, "step", 0, path), whole(p, "batch", 1, path), std::nullopt};
+    r.safe_batch = safe_batch(p, r.batch, path);
     f.readings.push_back(r);
   }
   std::sort(f.readings.begin(), f.readings.end(),
             [](const CbsReading& a, const CbsReading& b) { return a.step < b.step; });
+  for (std::size_t i = 1; i < f.readings.size(); ++i) {
+    if (f.readings[i].step == f.readings[i - 1].step)
+      bad_cbs_json(path, "two points at step " + std::to_string(f.readings[i].step));
+  }
   if (std::none_of(f.readings.begin(), f.readings.end(),
                    [](const CbsReading& r) { return r.safe_batch.has_value(); }))
     throw ConfigError(path.string() + " has no measured point (every CBS is null)",

@@ -1,7 +1,8 @@
 // `lbt plan --from CBS_DIR` (experiments/cbs/batch_warmup.hpp): the stages worked out by hand
 // from readings; then end to end from a cbs.json written here over a real reference run: the
 // config it writes runs under `lbt train` with the planned batches and the reference's examples;
-// bad input is one error line and exit 2, and a file lbt plan did not write is kept.
+// bad input is one error line and exit 2 (a cbs.json holding numbers lbt cbs never writes: exit
+// 3), and a file lbt plan did not write is kept.
 #include <boost/test/unit_test.hpp>
 
 #include <fstream>
@@ -126,6 +127,43 @@ BOOST_AUTO_TEST_CASE(bad_input_is_one_error_and_keeps_files) {
   BOOST_TEST(r.code == 2, r.err);
   BOOST_TEST(r.err.find("no measured point") != std::string::npos, r.err);
   BOOST_TEST(!fs::exists(empty / "plan.toml"));
+}
+
+// Numbers lbt cbs never writes (a CBS below the point's batch, not whole, a string or past any
+// batch; a batch of 0; two points at one step) are refused naming the file, exit 3. Before, a
+// negative CBS dropped its stage silently, a batch of 0 moved the first stage and 1e300 went
+// through llround (undefined past 2^63).
+BOOST_AUTO_TEST_CASE(a_cbs_json_with_numbers_lbt_cbs_never_writes_is_refused_naming_them) {
+  using nlohmann::json;
+  const json good = {{"step", 40}, {"batch", 16}, {"cbs", 32}};
+  const auto with = [&](const char* key, const json& value) {
+    json p = good;
+    p[key] = value;
+    return json::array({{{"step", 20}, {"batch", 16}, {"cbs", 32}}, p});
+  };
+  const std::vector<std::pair<json, std::string>> cases = {
+      {with("cbs", -32), "a point without a whole \"cbs\" >= 16 (-32)"},
+      {with("cbs", 8), "a point without a whole \"cbs\" >= 16 (8)"},
+      {with("cbs", 32.5), "a point without a whole \"cbs\" >= 16 (32.5)"},
+      {with("cbs", "32"), "a point without a whole \"cbs\" >= 16 (\"32\")"},
+      {with("cbs", 1e300), "a point without a whole \"cbs\" >= 16 (1e+300)"},
+      {with("batch", 0), "a point without a whole \"batch\" >= 1 (0)"},
+      {with("step", 20), "two points at step 20"},
+      {json::array({{{"step", 40},
+                     {"batch", 16},
+                     {"cbs", nullptr},
+                     {"bound", {{"kind", "at_least"}, {"batch", -1}}}}}),
+       "a point's bound without a whole \"batch\" >= 16 (-1)"},
+  };
+  for (const auto& [points, says] : cases) {
+    const fs::path dir = write_cbs_dir("cbs_numbers", points);
+    const auto r = run_lbt("plan --from " + dir.string());
+    BOOST_TEST_CONTEXT(points.dump() << ": " << r.err) {
+      BOOST_TEST(r.code == 3);
+      BOOST_TEST(r.err.substr(0, r.err.find('\n')).find(says) != std::string::npos);
+      BOOST_TEST(!fs::exists(dir / "plan.toml"));
+    }
+  }
 }
 
 BOOST_AUTO_TEST_SUITE_END()

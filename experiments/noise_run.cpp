@@ -104,13 +104,14 @@ std::vector<nlohmann::json> read_noise_lines(const std::filesystem::path& run_di
   std::vector<nlohmann::json> lines;
   for (std::string line; std::getline(in, line);) {
     auto j = nlohmann::json::parse(line, nullptr, false);
-    if (j.is_discarded()) continue;
-    if (j.contains("method")) {
+    if (!j.is_object()) continue;  // a torn line
+    if (j.contains("method") && j["method"].is_string()) {
       result.method = j["method"].get<std::string>();
       result.method_reason = j.value("reason", std::string());
       result.layout_note = j.value("layout", std::string());
     }
-    if (j.contains("estimator")) lines.push_back(std::move(j));
+    if (j.contains("estimator") && j.contains("step") && j["step"].is_number_integer())
+      lines.push_back(std::move(j));
   }
   return lines;
 }

@@ -38,7 +38,7 @@ std::vector<MetricPoint> reading_points(const fs::path& eval_jsonl, TargetDefini
       src = &e["ema"];
     }
     const auto it = src->find(metric);
-    if (!e.contains("step") || it == src->end()) continue;
+    if (!e.contains("step") || !e["step"].is_number_integer() || it == src->end()) continue;
     points.push_back(
         {e["step"].get<std::int64_t>(), it->is_number() ? it->get<double>() : std::nan("")});
   }

@@ -45,7 +45,7 @@ std::vector<EvalPoint> read_eval_curve(const fs::path& run_dir, std::int64_t glo
   for (std::string line; std::getline(in, line);) {
     const nlohmann::json e = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
     if (!e.is_object() || e.value("refinement", false) || !e.contains("val_loss") ||
-        !e["val_loss"].is_number() || !e.contains("step"))
+        !e["val_loss"].is_number() || !e.contains("step") || !e["step"].is_number_integer())
       continue;
     const std::int64_t step = e["step"].get<std::int64_t>();
     curve.push_back({e.value("examples", step * global_batch), e["val_loss"].get<double>()});

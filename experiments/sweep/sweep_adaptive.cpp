@@ -32,16 +32,18 @@ std::vector<analysis::TrajectoryPoint> read_adaptive_trajectory(const fs::path& 
                                                                 std::int64_t until_step) {
   std::map<std::int64_t, double> batch;  // steps done (1-based) -> that step's global batch
   for_each_line(run / "metrics.jsonl", [&](const nlohmann::json& m) {
-    if (m.contains("step") && m.contains("global_batch"))
+    if (m.contains("step") && m["step"].is_number_integer() && m.contains("global_batch") &&
+        m["global_batch"].is_number())
       batch[m["step"].get<std::int64_t>()] = m["global_batch"].get<double>();
   });
   // Step index t's report (0-based) steers the batch of step t + 2 (1-based).
   std::map<std::int64_t, std::pair<double, double>> ema;  // t -> (per_example, two_batch)
   for_each_line(run / "noise.jsonl", [&](const nlohmann::json& n) {
-    if (!n.contains("b_simple_ema") || !n.contains("step")) return;
+    if (!n.contains("b_simple_ema") || !n.contains("step") || !n["step"].is_number_integer())
+      return;
     auto& e =
         ema.try_emplace(n["step"].get<std::int64_t>(), std::nan(""), std::nan("")).first->second;
-    (n.value("estimator", std::string()) == "per_example" ? e.first : e.second) =
+    (n.contains("estimator") && n["estimator"] == "per_example" ? e.first : e.second) =
         field_or_nan(n, "b_simple_ema");
   });
   std::vector<analysis::TrajectoryPoint> out;

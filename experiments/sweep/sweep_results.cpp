@@ -105,7 +105,7 @@ std::string text_field(const nlohmann::json& s, const char* key, const std::stri
 void read_readings(const nlohmann::json& s, TrialResult& r) {
   r.definition = text_field(s, "target_definition", "first_passage");
   const auto step = [](const nlohmann::json& j, const char* k) -> std::int64_t {
-    return j.contains(k) && j[k].is_number() ? j[k].get<std::int64_t>() : -1;
+    return j.contains(k) && j[k].is_number_integer() ? j[k].get<std::int64_t>() : -1;
   };
   const auto number = [](const nlohmann::json& j, const char* k) {
     return j.contains(k) && j[k].is_number() ? j[k].get<double>()
@@ -144,8 +144,10 @@ TrialResult read_trial_result(const Trial& trial, const fs::path& run_dir) {
     r.status = "running";  // unreadable: treat as unfinished, it will be redone
     return r;
   }
+  // A count lbt writes as a whole number; anything else (an edit, a float past 2^63, which no
+  // int64 holds) reads as not measured.
   auto get_int = [&](const char* k) -> std::int64_t {
-    return s.contains(k) && s[k].is_number() ? s[k].get<std::int64_t>() : -1;
+    return s.contains(k) && s[k].is_number_integer() ? s[k].get<std::int64_t>() : -1;
   };
   auto get_double = [&](const char* k) -> double {
     return s.contains(k) && s[k].is_number() ? s[k].get<double>()

@@ -6,6 +6,7 @@
 #include "core/config.hpp"
 #include "core/error.hpp"
 #include "experiments/lbt_schema.hpp"
+#include "experiments/run_checkpoint.hpp"
 #include "schedules/scaling.hpp"
 #include "trainer/checkpoint.hpp"
 #include "trainer/config/run_config.hpp"
@@ -25,6 +26,11 @@ BranchPoint point_of(const trainer::LoadedCheckpoint& ck, const BranchOptions& o
   BranchPoint p;
   p.step = ck.header.at("step").get<std::int64_t>();
   p.reference_batch = ck.header.at("global_batch").get<std::int64_t>();
+  if (p.step < 0 || p.reference_batch < 1) {
+    throw DataError(ck.path.string() + ": step " + std::to_string(p.step) + " at batch " +
+                        std::to_string(p.reference_batch) + " is no point of a run",
+                    "branch from a checkpoint lbt train wrote");
+  }
   if (options.global_batch < p.reference_batch || options.global_batch % p.reference_batch != 0) {
     throw ConfigError("train.branch_from: the branch's train.global_batch " +
                           std::to_string(options.global_batch) + " is not a whole multiple of " +
@@ -52,32 +58,10 @@ schedules::Schedule reference_schedule(const trainer::LoadedCheckpoint& ck,
   return trainer::run_schedule(run, budget, nullptr);
 }
 
-}  // namespace
-
-BranchPoint read_branch_point(const BranchOptions& options) {
-  return point_of(load_reference(options), options);
-}
-
-schedules::Schedule branch_schedule(const BranchOptions& options) {
-  if (options.noise_enabled) {
-    throw ConfigError("train.branch_from: a branch does not measure the noise scale",
-                      "set noise.enabled=false for the branch (the reference run's noise.jsonl "
-                      "has it)");
-  }
-  const trainer::LoadedCheckpoint ck = load_reference(options);
-  const BranchPoint p = point_of(ck, options);
-  const schedules::Schedule reference = reference_schedule(ck, options);
-  // Merrill et al. 2025 rescale the LR with the batch; lbt's rule is the run's schedule.scaling.
-  const double factor = schedules::scaling_factor(schedules::scaling_rule(options.scaling),
-                                                  options.global_batch, p.reference_batch);
-  return [reference, factor, p](std::int64_t step) {
-    return factor * reference(p.step + (step - p.step) * p.multiplier);
-  };
-}
-
-trainer::LoopState start_branch(const BranchOptions& options, nn::Model& model,
-                                optim::Optimizer& optimizer) {
-  const trainer::LoadedCheckpoint ck = load_reference(options);
+// The branch's start: the checkpoint's parameters, optimizer state, layer buffers and random
+// streams, and its loop state at the checkpoint's step.
+trainer::LoopState branch_state(const trainer::LoadedCheckpoint& ck, const BranchOptions& options,
+                                nn::Model& model, optim::Optimizer& optimizer) {
   const BranchPoint p = point_of(ck, options);
   const auto& h = ck.header;
   ck.copy_to("params", model.store().params());
@@ -96,6 +80,44 @@ trainer::LoopState start_branch(const BranchOptions& options, nn::Model& model,
   state.divergence.skipped_steps = h.at("skipped_steps");
   state.outcome.steps = p.step;
   state.outcome.examples = state.examples_seen;
+  return state;
+}
+
+}  // namespace
+
+BranchPoint read_branch_point(const BranchOptions& options) {
+  const trainer::LoadedCheckpoint ck = load_reference(options);
+  BranchPoint p;
+  read_checkpoint_header(ck, [&] { p = point_of(ck, options); });
+  return p;
+}
+
+schedules::Schedule branch_schedule(const BranchOptions& options) {
+  if (options.noise_enabled) {
+    throw ConfigError("train.branch_from: a branch does not measure the noise scale",
+                      "set noise.enabled=false for the branch (the reference run's noise.jsonl "
+                      "has it)");
+  }
+  const trainer::LoadedCheckpoint ck = load_reference(options);
+  BranchPoint p;
+  schedules::Schedule reference;
+  read_checkpoint_header(ck, [&] {
+    p = point_of(ck, options);
+    reference = reference_schedule(ck, options);
+  });
+  // Merrill et al. 2025 rescale the LR with the batch; lbt's rule is the run's schedule.scaling.
+  const double factor = schedules::scaling_factor(schedules::scaling_rule(options.scaling),
+                                                  options.global_batch, p.reference_batch);
+  return [reference, factor, p](std::int64_t step) {
+    return factor * reference(p.step + (step - p.step) * p.multiplier);
+  };
+}
+
+trainer::LoopState start_branch(const BranchOptions& options, nn::Model& model,
+                                optim::Optimizer& optimizer) {
+  const trainer::LoadedCheckpoint ck = load_reference(options);
+  trainer::LoopState state;
+  read_checkpoint_header(ck, [&] { state = branch_state(ck, options, model, optimizer); });
   return state;
 }
 

@@ -100,7 +100,9 @@ void check_run_directory(const std::filesystem::path& dir, const RunDirectoryUse
     if (use.resume_required) nothing_to_resume(dir);
     return;
   }
-  refuse_changed_config(dir, newest.header.at("config").get<std::string>(), resolved_toml);
+  read_checkpoint_header(newest, [&] {
+    refuse_changed_config(dir, newest.header.at("config").get<std::string>(), resolved_toml);
+  });
 }
 
 int launched_ranks(const Config& config) {

@@ -228,11 +228,23 @@ void refuse_changed_config(const std::filesystem::path& run_dir, const std::stri
   }
 }
 
-bool restore_run_checkpoint(const std::filesystem::path& run_dir, trainer::LoopState& state,
-                            nn::Model& model, optim::Optimizer& optimizer,
-                            const RunIdentity& identity) {
-  trainer::LoadedCheckpoint ck;
-  if (!trainer::load_latest_checkpoint(run_dir / "checkpoints", ck)) return false;
+void read_checkpoint_header(const trainer::LoadedCheckpoint& ck,
+                            const std::function<void()>& read) {
+  try {
+    read();
+  } catch (const nlohmann::json::exception& e) {
+    throw DataError(
+        ck.path.string() + ": its header does not hold what lbt writes (" + e.what() + ")",
+        "it was edited or written by another program: move it out of checkpoints/ "
+        "(a resume then takes the one before it)");
+  }
+}
+
+namespace {
+
+void restore_from(const std::filesystem::path& run_dir, const trainer::LoadedCheckpoint& ck,
+                  trainer::LoopState& state, nn::Model& model, optim::Optimizer& optimizer,
+                  const RunIdentity& identity) {
   const auto& h = ck.header;
   const std::string where = ck.path.string();
   if (h.at("world_size").get<int>() != identity.world_size) {
@@ -284,6 +296,16 @@ bool restore_run_checkpoint(const std::filesystem::path& run_dir, trainer::LoopS
   state.divergence.skipped_steps = h.at("skipped_steps");
   state.last_val_accuracy = h.at("last_val_accuracy");
   outcome_from_json(h.at("outcome"), state.outcome);
+}
+
+}  // namespace
+
+bool restore_run_checkpoint(const std::filesystem::path& run_dir, trainer::LoopState& state,
+                            nn::Model& model, optim::Optimizer& optimizer,
+                            const RunIdentity& identity) {
+  trainer::LoadedCheckpoint ck;
+  if (!trainer::load_latest_checkpoint(run_dir / "checkpoints", ck)) return false;
+  read_checkpoint_header(ck, [&] { restore_from(run_dir, ck, state, model, optimizer, identity); });
   return true;
 }
 

@@ -2,11 +2,13 @@
 // layout and resolved config) and the checks made before resuming from one.
 #pragma once
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <string>
 
 #include "nn/model.hpp"
 #include "optim/optimizer.hpp"
+#include "trainer/checkpoint.hpp"
 #include "trainer/loop.hpp"
 
 namespace lbt::experiments {
@@ -30,6 +32,11 @@ void save_run_checkpoint(const std::filesystem::path& run_dir, const trainer::Lo
 bool restore_run_checkpoint(const std::filesystem::path& run_dir, trainer::LoopState& state,
                             nn::Model& model, optim::Optimizer& optimizer,
                             const RunIdentity& identity);
+
+// Runs `read` over `ck`'s header: a field missing or of another type than lbt writes (a
+// checkpoint edited and its checksum recomputed, or another program's) is a DataError naming the
+// file, not nlohmann's bare message.
+void read_checkpoint_header(const trainer::LoadedCheckpoint& ck, const std::function<void()>& read);
 
 // A ConfigError "cannot resume RUN_DIR: the config changed (key: before -> now, ...)" where a
 // key of `resolved_toml` has another value in the checkpoint's `saved_toml`, except the keys that

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "core/error.hpp"
+#include "experiments/branch_start.hpp"
 #include "experiments/json_file.hpp"
 #include "experiments/lbt_schema.hpp"
 #include "trainer/checkpoint.hpp"
@@ -116,6 +117,12 @@ void check_steps(const CbsOptions& options, const ReferenceRun& ref) {
               : "choose steps from that list, or rerun the reference with train.checkpoint_every "
                 "and a larger train.checkpoint_keep");
     }
+    // Read now, so a damaged or edited checkpoint is one error before any branch, not the same
+    // failure in every branch from it.
+    BranchOptions k1;
+    k1.checkpoint = trainer::checkpoint_path(ref.dir / "checkpoints", s);
+    k1.global_batch = ref.global_batch;
+    read_branch_point(k1);
   }
 }
 

@@ -202,6 +202,34 @@ BOOST_AUTO_TEST_CASE(a_resume_through_a_linked_checkpoints_directory_is_refused)
   BOOST_TEST((after == before));
 }
 
+// A checkpoint whose header was edited and its checksum recomputed (or another program's): a
+// field of another type than lbt writes is one error naming the file, exit 3, for --resume and
+// --check alike; before, nlohmann's bare "type must be number" line named no file.
+BOOST_AUTO_TEST_CASE(a_checkpoint_header_of_other_types_is_refused_naming_the_file) {
+  const fs::path run = scratch() / "edited_header";
+  fs::remove_all(run);
+  BOOST_REQUIRE(finish(start(kTrain + " --set train.steps=60 --out " + run.string())));
+  const fs::path newest = lbt::trainer::list_checkpoints(run / "checkpoints").back();
+  const auto ck = lbt::trainer::read_checkpoint(newest);
+  std::vector<lbt::trainer::CheckpointSection> sections;
+  for (const auto& [name, bytes] : ck.sections) sections.push_back({name, bytes});
+  // --check reads the saved config alone; a resume reads every field.
+  for (const auto& [key, check] : {std::pair{"config", " --check"}, std::pair{"config", ""},
+                                   std::pair{"global_batch", ""}, std::pair{"streams", ""}}) {
+    nlohmann::json header = ck.header;
+    header[key] = std::string(key) == "config" ? nlohmann::json(7) : nlohmann::json("x");
+    lbt::trainer::write_checkpoint(newest, header, sections);
+    const auto r = lbt::test::run_lbt("train --resume " + run.string() + " --quiet" + check);
+    BOOST_TEST_CONTEXT(key << check) {
+      BOOST_TEST(r.code == 3, r.err);
+      BOOST_TEST(
+          lbt::test::error_line(r.err).find(
+              newest.string() + ": its header does not hold what lbt writes") != std::string::npos,
+          r.err);
+    }
+  }
+}
+
 // One writer per run directory (experiments/run_lock.hpp): while a run trains, a second
 // `--resume` of it, an `--overwrite` of it and a `--resume auto` into it are refused naming the
 // live run. Before the lock the resume rewrote metrics.jsonl under the running one, whose later

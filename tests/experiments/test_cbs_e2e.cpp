@@ -288,3 +288,28 @@ BOOST_AUTO_TEST_CASE(log_lines_whose_step_is_no_whole_number_are_skipped_as_torn
     BOOST_TEST(a[key] == b[key], key << ": " << a[key].dump() << " vs " << b[key].dump());
   }
 }
+
+// A checkpoint edited and its checksum recomputed: a header field of another type, or a batch
+// of 0 (a division by it followed), is one error naming the file, exit 3, before any branch.
+BOOST_AUTO_TEST_CASE(a_checkpoint_header_lbt_never_writes_is_refused_before_any_branch) {
+  const fs::path edited = scratch() / "edited_header";
+  for (const auto& [value, says] : {std::pair{nlohmann::json("x"), "does not hold what lbt writes"},
+                                    std::pair{nlohmann::json(0), "is no point of a run"}}) {
+    fs::remove_all(edited);
+    fs::copy(reference(), edited, fs::copy_options::recursive);
+    const fs::path file = lbt::trainer::checkpoint_path(edited / "checkpoints", 5);
+    auto ck = lbt::trainer::read_checkpoint(file);
+    ck.header["global_batch"] = value;
+    std::vector<lbt::trainer::CheckpointSection> sections;
+    for (const auto& [name, bytes] : ck.sections) sections.push_back({name, bytes});
+    lbt::trainer::write_checkpoint(file, ck.header, sections);
+    const auto r = run_lbt("cbs --from " + edited.string() + " --at-steps 5 --out " +
+                           (edited / "cbs").string());
+    BOOST_TEST(r.code == 3, r.err);
+    const auto errors = lines_starting(r.err, "error:");
+    BOOST_TEST_REQUIRE(errors.size() == 1u, r.err);
+    BOOST_TEST(errors[0].find(file.string()) != std::string::npos, r.err);
+    BOOST_TEST(errors[0].find(says) != std::string::npos, r.err);
+    BOOST_TEST(!fs::exists(edited / "cbs" / "branches"));
+  }
+}

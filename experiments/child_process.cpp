@@ -17,6 +17,7 @@
 #include <cstring>
 #include <ctime>
 #include <fstream>
+#include <sstream>
 
 #include "core/error.hpp"
 #include "core/io.hpp"
@@ -235,12 +236,23 @@ std::optional<ChildExit> wait_any_child_until(std::chrono::steady_clock::time_po
 }
 
 std::string tail_lines(const std::filesystem::path& path, int max_lines) {
-  std::ifstream in(path);
+  std::ifstream in(path, std::ios::binary | std::ios::ate);
+  const std::streamoff size = in ? static_cast<std::streamoff>(in.tellg()) : 0;
+  const std::streamoff from_byte =
+      std::max<std::streamoff>(0, size - static_cast<std::streamoff>(kTailWindow));
+  std::string window(static_cast<std::size_t>(size - from_byte), '\0');
+  in.seekg(from_byte);
+  in.read(window.data(), static_cast<std::streamsize>(window.size()));
+  window.resize(static_cast<std::size_t>(std::max<std::streamsize>(0, in.gcount())));
+  // A window that starts mid-line drops that line's start, unless the window is all one line.
+  if (const auto nl = window.find('\n'); from_byte > 0 && nl != std::string::npos)
+    window.erase(0, nl + 1);
   std::vector<std::string> lines;
-  std::string line;
-  while (std::getline(in, line)) {
+  std::istringstream text(window);
+  for (std::string line; std::getline(text, line);) {
     // Progress lines end in '\r' updates; keep the text after the last one.
     if (auto cr = line.find_last_of('\r'); cr != std::string::npos) line = line.substr(cr + 1);
+    if (line.size() > kTailLineChars) line = line.substr(0, kTailLineChars) + " ...";
     if (!line.empty()) lines.push_back(line);
   }
   std::string out;

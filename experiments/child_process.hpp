@@ -60,7 +60,11 @@ void forward_signal_to_children(int signal);
 // reaped. Async-signal-safe: the second-signal and crash handlers call it before they exit.
 void signal_child_groups(int signal);
 
-// The last `max_lines` non-empty lines of a text file (for failure messages).
+// The last `max_lines` non-empty lines of a text file, joined by " | " (for failure messages).
+// Reads the file's last kTailWindow bytes alone and keeps a line's first kTailLineChars
+// characters: a program's log may hold gigabytes, or one line of them, and the message is a
+// summary.json field and a sweep.csv cell.
+inline constexpr std::size_t kTailWindow = 64 * 1024, kTailLineChars = 400;
 std::string tail_lines(const std::filesystem::path& path, int max_lines);
 
 // The `error:` and `hint:` lines (their text after the prefix; the last of each) that an lbt

@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "experiments/child_process.hpp"
 #include "experiments/sweep/exec_trial.hpp"
 #include "experiments/sweep/sweep_results.hpp"
 #include "support/process_scratch.hpp"
@@ -242,4 +243,36 @@ BOOST_AUTO_TEST_CASE(a_programs_b_simple_has_the_fieller_interval_of_its_means) 
   BOOST_TEST(one.averaged == 1.5, boost::test_tools::tolerance(1e-12));
   BOOST_TEST(std::isnan(one.averaged_ci95.lo));
   BOOST_TEST(std::isnan(one.averaged_ci95.hi));
+}
+
+// A failed program's message is the end of its log: the last lines, each cut to its first
+// kTailLineChars characters, read from the file's last kTailWindow bytes alone (a program may
+// print gigabytes, or one line of them: the whole log was read into memory before).
+BOOST_AUTO_TEST_CASE(a_failure_message_is_read_from_the_end_of_a_log_however_long) {
+  using lbt::experiments::kTailLineChars;
+  using lbt::experiments::kTailWindow;
+  using lbt::experiments::tail_lines;
+  const fs::path dir = scratch("tails");
+  {
+    std::ofstream log(dir / "long.log");
+    const std::string filler(1000, 'x');
+    for (int i = 0; i < 20000; ++i) log << i << filler << '\n';  // 20 MB
+    log << "Traceback (most recent call last):\nValueError: bad batch\n\n";
+  }
+  BOOST_TEST(tail_lines(dir / "long.log", 2) ==
+             "Traceback (most recent call last): | ValueError: "
+             "bad batch");
+  const std::string three = tail_lines(dir / "long.log", 3);
+  BOOST_TEST(three.rfind("19999xxx", 0) == 0, three);  // the whole line before, cut
+  BOOST_TEST(three.find(std::string(kTailLineChars - 5, 'x') + " ... | Traceback") !=
+             std::string::npos);
+
+  // One line longer than the window: its end is all there is, cut to the line limit.
+  std::ofstream(dir / "one_line.log")
+      << std::string(3 * kTailWindow, 'y') << "\r" << std::string(2 * kTailWindow, 'z');
+  BOOST_TEST(tail_lines(dir / "one_line.log", 3) == std::string(kTailLineChars, 'z') + " ...");
+  std::ofstream(dir / "short.log") << "a\n\nb\r progress 10%\rdone\nc";
+  BOOST_TEST(tail_lines(dir / "short.log", 5) == "a | done | c");
+  BOOST_TEST(tail_lines(dir / "short.log", 1) == "c");
+  BOOST_TEST(tail_lines(dir / "missing.log", 3) == "");
 }

@@ -235,6 +235,27 @@ std::optional<ChildExit> wait_any_child_until(std::chrono::steady_clock::time_po
   }
 }
 
+namespace {
+
+// A log line as message text: terminal escapes (colours: ESC [ ... letter) and other control
+// bytes dropped, a tab made a space; they have no place in a summary.json field or a CSV cell.
+std::string printable(const std::string& line) {
+  std::string out;
+  for (std::size_t i = 0; i < line.size(); ++i) {
+    const auto c = static_cast<unsigned char>(line[i]);
+    if (c == 0x1b && i + 1 < line.size() && line[i + 1] == '[') {
+      for (i += 2; i < line.size() && !(line[i] >= 0x40 && line[i] <= 0x7e); ++i) {
+      }
+      continue;
+    }
+    if (c == '\t') out += ' ';
+    if (c >= 0x20 && c != 0x7f) out += line[i];
+  }
+  return out;
+}
+
+}  // namespace
+
 std::string tail_lines(const std::filesystem::path& path, int max_lines) {
   std::ifstream in(path, std::ios::binary | std::ios::ate);
   const std::streamoff size = in ? static_cast<std::streamoff>(in.tellg()) : 0;
@@ -252,6 +273,7 @@ std::string tail_lines(const std::filesystem::path& path, int max_lines) {
   for (std::string line; std::getline(text, line);) {
     // Progress lines end in '\r' updates; keep the text after the last one.
     if (auto cr = line.find_last_of('\r'); cr != std::string::npos) line = line.substr(cr + 1);
+    line = printable(line);
     if (line.size() > kTailLineChars) line = line.substr(0, kTailLineChars) + " ...";
     if (!line.empty()) lines.push_back(line);
   }

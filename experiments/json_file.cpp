@@ -24,4 +24,25 @@ nlohmann::json read_json_object(const std::filesystem::path& path, const std::st
   return j;
 }
 
+std::string json_text_of_output(const nlohmann::json& j) {
+  return j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
+}
+
+bool is_utf8(const std::string& text) {
+  try {
+    (void)nlohmann::json(text).dump();  // the library's own check of what it can write
+    return true;
+  } catch (const nlohmann::json::type_error&) {
+    return false;
+  }
+}
+
+void require_utf8_path(const std::filesystem::path& dir, const std::string& option) {
+  const std::string absolute = std::filesystem::absolute(dir).string();
+  if (is_utf8(absolute)) return;
+  throw ConfigError(option + " " + dir.string() + ": its path (" + absolute +
+                        ") is not UTF-8, and lbt records it in JSON, which holds UTF-8 only",
+                    "rename the directory, or link it under a UTF-8 name and pass that");
+}
+
 }  // namespace lbt::experiments

@@ -12,6 +12,18 @@ namespace lbt::experiments {
 // does not, or where it is not a JSON object.
 nlohmann::json read_json_object(const std::filesystem::path& path, const std::string& hint);
 
+// The text of a JSON file a field of which holds another program's output (a failed trial's last
+// log lines): bytes that are not UTF-8, which JSON cannot hold, become U+FFFD where dump() would
+// throw and lose the verdict with them.
+std::string json_text_of_output(const nlohmann::json& j);
+
+// Whether `text` is UTF-8, as a path must be that lbt records in a JSON file (cbs.json's
+// reference, plan.json's directory) and reads back.
+bool is_utf8(const std::string& text);
+
+// ConfigError naming `option` and `dir` where its absolute path is not UTF-8.
+void require_utf8_path(const std::filesystem::path& dir, const std::string& option);
+
 // A measurement as summary.json writes it: null where it was not measured (NaN), never NaN.
 inline nlohmann::json null_if_nan(double v) {
   return v != v ? nlohmann::json() : nlohmann::json(v);

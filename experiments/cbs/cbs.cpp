@@ -82,6 +82,7 @@ CbsPoint measure_point(std::int64_t step, const std::vector<Branch>& plan, const
 
 CbsOutcome run_cbs(const CbsOptions& o) {
   check_options(o);
+  require_utf8_path(o.run_dir, "--from");  // cbs.json records the reference run's path
   const ReferenceRun ref = read_reference_run(o.run_dir, o.scaling);
   const std::vector<Branch> plan = make_cbs_plan(o, ref);  // bad input stops here
   CbsOutcome result;

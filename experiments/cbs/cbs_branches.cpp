@@ -71,7 +71,7 @@ void write_failed(const fs::path& dir, const ChildExit& e) {
   const std::string log = tail_lines(dir / "train.log", 3);
   const nlohmann::json s = {{"status", "failed"}, {"error", why + (log.empty() ? "" : ": " + log)}};
   fs::create_directories(dir);
-  io::atomic_write(dir / "summary.json", s.dump(2) + "\n");
+  io::atomic_write(dir / "summary.json", json_text_of_output(s));
 }
 
 }  // namespace

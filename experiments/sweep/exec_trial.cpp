@@ -183,7 +183,7 @@ std::string write_exec_summary(const Trial& t, const fs::path& run_dir,
   } else {
     s["status"] = "budget_exhausted";
   }
-  io::atomic_write(run_dir / "summary.json", s.dump(2) + "\n");
+  io::atomic_write(run_dir / "summary.json", json_text_of_output(s));
   std::string warnings;
   for (const std::string& w : {budget_warning, noise_warning}) {
     if (!w.empty()) warnings += (warnings.empty() ? t.name + ": " : "; ") + w;

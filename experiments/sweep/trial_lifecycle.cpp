@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/io.hpp"
+#include "experiments/json_file.hpp"
 #include "experiments/sweep/exec_trial.hpp"
 #include "experiments/sweep/sweep_interrupt.hpp"
 
@@ -65,7 +66,7 @@ void write_trial_verdict(const Trial& t, const fs::path& run_dir, const std::str
                             {"error", error},
                             {"global_batch", t.batch_size},
                             {"written_by", "lbt sweep"}};
-  io::atomic_write(run_dir / "summary.json", s.dump(2) + "\n");
+  io::atomic_write(run_dir / "summary.json", json_text_of_output(s));
 }
 
 TrialResult settle_trial(const Trial& t, const fs::path& dir, const ChildExit& e,

@@ -198,3 +198,16 @@ BOOST_AUTO_TEST_CASE(an_edited_number_no_sweep_writes_is_named_by_line_and_colum
                    {(dir / e.file).string(), "line " + std::to_string(line), e.column, e.why});
   }
 }
+
+// lbt plan records the sweep's directory in plan.json and plan.toml, and lbt cbs the run's in
+// cbs.json: JSON holds UTF-8 only, so a path that is not is one error naming it (exit 2), where
+// nlohmann's bare "invalid UTF-8 byte" line stopped lbt plan before.
+BOOST_AUTO_TEST_CASE(a_from_directory_whose_path_is_not_utf8_is_refused_naming_it) {
+  const fs::path dir = scratch() / "not_utf8_\xff";
+  fs::remove_all(dir);
+  fs::rename(sweep_copy("to_rename"), dir);
+  expect_refusal(plan(dir), 2, {"--from", "is not UTF-8"});
+  BOOST_TEST(!fs::exists(dir / "plan.json"));
+  expect_refusal(run_lbt("cbs --from " + dir.string() + " --at-steps 1"), 2,
+                 {"--from", "is not UTF-8"});
+}

@@ -307,6 +307,23 @@ BOOST_AUTO_TEST_CASE(a_malformed_noise_line_and_a_deleted_run_directory_cost_one
   BOOST_TEST(column(deleted, "64_0", "status") == "reached_target");
 }
 
+// A program's output is any bytes: its last lines go into summary.json (UTF-8 only: the bytes
+// that are not become U+FFFD) and sweep.csv (no control bytes). Before, the trial's verdict was
+// lost to a JSON exception ("its run directory could not be read or written").
+BOOST_AUTO_TEST_CASE(a_program_printing_bytes_that_are_not_utf8_fails_with_its_message_kept) {
+  const fs::path dir = scratch() / "bytes";
+  const fs::path config = write_config(scratch() / "bytes.toml", "16, 64");
+  const auto r = run_argv({"sweep", "--config", config.string(), "--out", dir.string(),
+                           "--no-plots", "--exec", kProgram + " bytes {run_dir} {batch_size}"});
+  BOOST_TEST(r.code == 6, r.err);
+  BOOST_TEST(column(dir, "16_0", "status") == "failed");
+  BOOST_TEST(column(dir, "16_0", "message") ==
+                 "the program exited with code 1: bad bytes \xEF\xBF\xBD\xEF\xBF\xBD here",
+             column(dir, "16_0", "message"));
+  BOOST_TEST(slurp(dir / "sweep.csv").find('\0') == std::string::npos);
+  BOOST_TEST(column(dir, "64_0", "status") == "reached_target");
+}
+
 // The plotting scripts (experiments/plots.hpp) take the paths a user chose as arguments of a
 // child process, never through a shell: `lbt noise --out` and `lbt schedule --plot` with names a
 // shell would run draw their figures and run nothing.

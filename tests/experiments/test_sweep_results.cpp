@@ -273,6 +273,9 @@ BOOST_AUTO_TEST_CASE(a_failure_message_is_read_from_the_end_of_a_log_however_lon
   BOOST_TEST(tail_lines(dir / "one_line.log", 3) == std::string(kTailLineChars, 'z') + " ...");
   std::ofstream(dir / "short.log") << "a\n\nb\r progress 10%\rdone\nc";
   BOOST_TEST(tail_lines(dir / "short.log", 5) == "a | done | c");
+  // Colours and control bytes are not message text; a tab is a space.
+  std::ofstream(dir / "colour.log") << "\x1b[1;31mError\x1b[0m:\tbad\x01\x7f" << '\0' << "!\n";
+  BOOST_TEST(tail_lines(dir / "colour.log", 1) == "Error: bad!");
   BOOST_TEST(tail_lines(dir / "short.log", 1) == "c");
   BOOST_TEST(tail_lines(dir / "missing.log", 3) == "");
 }

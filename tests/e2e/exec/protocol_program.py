@@ -9,6 +9,7 @@ It speaks lbt's protocol (README, "Sweeping any program") and misbehaves as MODE
            step 5000, past the trial's budget of 3000; others reach the target
   noise    reaches the target; noise.jsonl holds one malformed line among good ones
   delete   B=16: deletes its own run directory; others reach the target
+  bytes    B=16: prints bytes that are not UTF-8 and a NUL, then exits 1; others reach the target
 
 usage: protocol_program.py MODE RUN_DIR BATCH [ARGS...]
 """
@@ -68,6 +69,11 @@ def main(argv):
         steps(run_dir, batch)
     elif mode == "noise":
         noise(run_dir, batch)
+    elif mode == "bytes":
+        if batch == 16:
+            sys.stdout.buffer.write(b"bad bytes \xff\xfe\x00 here\n")
+            return 1
+        reach(run_dir)
     elif mode == "delete":
         if batch == 16:
             shutil.rmtree(run_dir)

@@ -206,6 +206,7 @@ BOOST_AUTO_TEST_CASE(a_from_directory_whose_path_is_not_utf8_is_refused_naming_i
   const fs::path dir = scratch() / "not_utf8_\xff";
   fs::remove_all(dir);
   fs::rename(sweep_copy("to_rename"), dir);
+  fs::remove(dir / "plan.json");  // an earlier case's plan of the shared sweep
   expect_refusal(plan(dir), 2, {"--from", "is not UTF-8"});
   BOOST_TEST(!fs::exists(dir / "plan.json"));
   expect_refusal(run_lbt("cbs --from " + dir.string() + " --at-steps 1"), 2,

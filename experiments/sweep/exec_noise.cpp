@@ -60,8 +60,12 @@ NoiseLines read_exec_noise_lines(const fs::path& file) {
 
 }  // namespace
 
-TrialNoise read_exec_noise(const fs::path& run_dir, std::int64_t steps_to_target) {
-  const std::vector<Sample> samples = read_exec_noise_lines(run_dir / "noise.jsonl").samples;
+TrialNoise read_exec_noise(const fs::path& run_dir, std::int64_t steps_to_target,
+                           std::int64_t budget) {
+  std::vector<Sample> samples = read_exec_noise_lines(run_dir / "noise.jsonl").samples;
+  // Past the trial's budget the program trained on its own; its evaluations there are not read
+  // either (exec_trial.cpp), so every trial's noise covers the steps the sweep gave it.
+  if (budget > 0) std::erase_if(samples, [&](const Sample& s) { return s.step > budget; });
   // B_simple of samples [from, to): the ratio of the means (each estimate is unbiased, their
   // ratio is not: average first); unresolved (NaN) while the mean |G|^2 is not positive. Its
   // interval: Fieller's for the ratio of the equally weighted means (NoiseScaleTracker with

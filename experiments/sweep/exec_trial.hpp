@@ -47,7 +47,9 @@ nlohmann::json parse_program_line(const std::string& text);
 
 // B_simple at the start, at the target and over the run from the program's raw noise.jsonl
 // (McCandlish et al. 2018, App. A.1: the ratio of the means of the unbiased estimates).
-TrialNoise read_exec_noise(const std::filesystem::path& run_dir, std::int64_t steps_to_target);
+// Records past `budget` steps (> 0: the trial's {max_steps}) are not read.
+TrialNoise read_exec_noise(const std::filesystem::path& run_dir, std::int64_t steps_to_target,
+                           std::int64_t budget = 0);
 
 // "" or why lines of run_dir/noise.jsonl were skipped: how many, and the first by number.
 std::string exec_noise_warning(const std::filesystem::path& run_dir);

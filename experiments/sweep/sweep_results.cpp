@@ -181,7 +181,7 @@ TrialResult read_trial_result(const Trial& trial, const fs::path& run_dir) {
   // A program's noise.jsonl holds raw squared norms (exec_trial.hpp), lbt's its estimates.
   if (is_final_status(r.status)) {
     r.noise = text_field(s, "written_by", "") == "lbt sweep --exec"
-                  ? read_exec_noise(run_dir, r.steps_to_target)
+                  ? read_exec_noise(run_dir, r.steps_to_target, trial.steps)
                   : read_trial_noise(run_dir, r.steps_to_target);
   }
   return r;

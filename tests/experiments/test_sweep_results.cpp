@@ -224,6 +224,12 @@ BOOST_AUTO_TEST_CASE(a_programs_b_simple_has_the_fieller_interval_of_its_means) 
   }
   const TrialNoise same = read_exec_noise(dir, 6);
   BOOST_TEST(same.averaged == 1.5, boost::test_tools::tolerance(1e-12));
+  {  // records past a budget of 8 steps (G 1, T 9) are not read
+    std::ofstream out(dir / "noise.jsonl", std::ios::app);
+    for (int step = 9; step <= 12; ++step) out << line(step, 10.0, 5.5);
+  }
+  BOOST_TEST(read_exec_noise(dir, 6, 8).averaged == 1.5, boost::test_tools::tolerance(1e-12));
+  BOOST_TEST(read_exec_noise(dir, 6).averaged > 2.0);  // all 12 read
   BOOST_TEST(same.averaged_ci95.lo == 1.5, boost::test_tools::tolerance(1e-9));
   BOOST_TEST(same.averaged_ci95.hi == 1.5, boost::test_tools::tolerance(1e-9));
   BOOST_TEST(same.start_ci95.lo == 1.5, boost::test_tools::tolerance(1e-9));

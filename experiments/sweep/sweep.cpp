@@ -124,6 +124,7 @@ class SweepRunner {
     dir_ = options_.out.empty()
                ? fs::path("runs") / ("sweep-" + options_.config_path.stem().string())
                : options_.out;
+    if (options_.launcher == "slurm") check_slurm_script_inputs(options_, settings_, dir_);
     check_sweep_directory(dir_, options_.collect_only, options_.check_only);
     if (options_.check_only) {  // and another plan in it; nothing is written
       check_same_plan(dir_, manifest(), trial_base_config(options_.config_path), options_.extend);

@@ -1,6 +1,7 @@
 // The SLURM array script; see sweep_slurm.hpp.
 #include "experiments/sweep/sweep_slurm.hpp"
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 
@@ -14,6 +15,45 @@ std::string shell_quote(const std::string& s) {
   std::string q = "'";
   for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
   return q + "'";
+}
+
+std::string sbatch_quote(const std::string& s) {
+  std::string q = "\"";
+  for (char c : s) {
+    if (c == '"' || c == '\\') q += '\\';
+    q += c;
+  }
+  return q + "\"";
+}
+
+namespace {
+
+bool has_control_character(const std::string& s) {
+  return std::any_of(s.begin(), s.end(), [](char c) {
+    const auto u = static_cast<unsigned char>(c);
+    return u < 0x20 || u == 0x7f;
+  });
+}
+
+void refuse_control_characters(const std::string& what, const std::string& value) {
+  if (!has_control_character(value)) return;
+  throw ConfigError("--launcher slurm: " + what +
+                        " holds a newline or another control character, " +
+                        "which would end a line of sweep.sbatch and start one of shell code",
+                    "remove it (a directory: rename it) or use --launcher local");
+}
+
+}  // namespace
+
+void check_slurm_script_inputs(const SweepOptions& options, const SweepSettings& settings,
+                               const fs::path& dir) {
+  refuse_control_characters("the sweep directory " + fs::absolute(dir).string(),
+                            fs::absolute(dir).string());
+  refuse_control_characters("the config's path", fs::absolute(options.config_path).string());
+  for (const auto& s : options.sets) refuse_control_characters("--set " + s, s);
+  refuse_control_characters("--exec", options.exec_command);
+  refuse_control_characters("sweep.slurm_time", settings.slurm_time);
+  for (const auto& o : settings.slurm_options) refuse_control_characters("sweep.slurm_options", o);
 }
 
 void write_slurm_array(const SlurmArray& a) {
@@ -56,7 +96,7 @@ void write_slurm_array(const SlurmArray& a) {
             std::to_string(options.jobs) + "\n";
   script += "#SBATCH --cpus-per-task=" + std::to_string(cpus) + "\n";
   script += "#SBATCH --time=" + time + "\n";
-  script += "#SBATCH --output=" + (dir / "slurm" / "%A_%a.out").string() + "\n";
+  script += "#SBATCH --output=" + sbatch_quote((dir / "slurm" / "%A_%a.out").string()) + "\n";
   for (const auto& line : extra) script += "#SBATCH " + line + "\n";
   script += "set -euo pipefail\ntrials=(" + names + ")\nexec " + cmd + "\n";
   const fs::path file = dir / "sweep.sbatch";

@@ -27,4 +27,15 @@ void write_slurm_array(const SlurmArray& array);
 // `s` as one word for /bin/sh.
 std::string shell_quote(const std::string& s);
 
+// `s` as one argument of an #SBATCH line: sbatch reads quotes and backslash escapes there (its
+// own parser, not a shell's), so spaces in a path do not split it.
+std::string sbatch_quote(const std::string& s);
+
+// What the script's lines cannot carry: a newline or other control character in the sweep
+// directory, the config's path, a --set, the --exec command, sweep.slurm_time or an entry of
+// sweep.slurm_options would end a comment or an #SBATCH line and start a line of shell code.
+// ConfigError naming which; called before anything is written.
+void check_slurm_script_inputs(const SweepOptions& options, const SweepSettings& settings,
+                               const std::filesystem::path& dir);
+
 }  // namespace lbt::experiments

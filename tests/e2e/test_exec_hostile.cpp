@@ -14,6 +14,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -22,6 +23,7 @@
 #include <vector>
 
 #include "experiments/sweep/sweep_results.hpp"
+#include "experiments/sweep/sweep_slurm.hpp"
 #include "support/cli_runner.hpp"
 #include "support/processes.hpp"
 
@@ -153,6 +155,54 @@ BOOST_AUTO_TEST_CASE(hostile_names_reach_the_program_as_exact_arguments_and_run_
                home);
   BOOST_TEST(r.code == 2);
   BOOST_TEST(r.err.find("error: --exec: unterminated ' quote") != std::string::npos, r.err);
+}
+
+// --launcher slurm writes the sweep's directory, config and command into sweep.sbatch: a comment
+// line, an #SBATCH --output line (sbatch's own quoting) and the shell line that runs the task.
+// Names a shell would run, spaces and quotes run nothing when bash runs the script; a newline
+// (which would end a comment or an #SBATCH line and start a line of shell code) is refused
+// before anything is written. Before, a --out of "x\ntouch PWNED;#" ran touch on the cluster.
+BOOST_AUTO_TEST_CASE(a_slurm_script_of_hostile_names_runs_its_trial_and_nothing_else) {
+  const fs::path home = scratch() / "slurm_hostile";
+  fs::create_directories(home);
+  const fs::path config = write_config(home / "slurm.toml", "64");
+  const std::string one_line = kHostile.substr(0, kHostile.find('\n'));
+  const fs::path out = home / one_line;
+  auto r = run_argv({"sweep", "--config", config.string(), "--out", out.string(), "--launcher",
+                     "slurm", "--exec", kProgram + " argv {run_dir} 64"},
+                    home);
+  BOOST_REQUIRE_MESSAGE(r.code == 0, r.err);
+  const std::string script = slurp(out / "sweep.sbatch");
+  std::string quoted = "\"";
+  for (char c : (fs::canonical(out) / "slurm" / "%A_%a.out").string())
+    quoted += std::string(c == '"' || c == '\\' ? "\\" : "") + c;
+  BOOST_TEST(script.find("\n#SBATCH --output=" + quoted + "\"\n") != std::string::npos, script);
+  // The array task, as SLURM would start it (bash runs the script with the task's index).
+  using lbt::experiments::shell_quote;
+  const int status =
+      std::system(("cd " + shell_quote(home.string()) + " && SLURM_ARRAY_TASK_ID=0 bash " +
+                   shell_quote((out / "sweep.sbatch").string()) + " > task.log 2>&1")
+                      .c_str());
+  BOOST_TEST(WEXITSTATUS(status) == 0, slurp(home / "task.log"));
+  BOOST_TEST(column(out, "64_0", "status") == "reached_target");
+  BOOST_TEST(no_pwned(home));
+
+  for (const std::string& bad : {kHostile, std::string("x\ntouch PWNED;#")}) {
+    const fs::path dir = home / bad;
+    r = run_argv({"sweep", "--config", config.string(), "--out", dir.string(), "--launcher",
+                  "slurm", "--exec", kProgram + " argv {run_dir} 64"},
+                 home);
+    BOOST_TEST(r.code == 2, r.err);
+    BOOST_TEST(r.err.find("--launcher slurm: the sweep directory") != std::string::npos, r.err);
+    BOOST_TEST(!fs::exists(dir));
+  }
+  r = run_argv({"sweep", "--config", config.string(), "--out", (home / "opt").string(),
+                "--launcher", "slurm", "--set", "sweep.slurm_options=[\"--mem=4G\\ntouch PWNED\"]",
+                "--exec", kProgram + " argv {run_dir} 64"},
+               home);
+  BOOST_TEST(r.code == 2, r.err);
+  BOOST_TEST(r.err.find("sweep.slurm_options holds a newline") != std::string::npos, r.err);
+  BOOST_TEST(no_pwned(home));
 }
 
 BOOST_AUTO_TEST_CASE(a_hanging_program_times_out_and_no_process_of_its_group_survives) {

@@ -101,4 +101,13 @@ std::string toml_text(const toml::table& table) {
   return shortest_floats(ss.str());
 }
 
+std::string comment_text(std::string_view text) {
+  std::string out(text);
+  for (char& c : out) {
+    const auto u = static_cast<unsigned char>(c);
+    if (u < 0x20 || u == 0x7f) c = '?';
+  }
+  return out;
+}
+
 }  // namespace lbt

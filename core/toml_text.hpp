@@ -18,4 +18,8 @@ std::string toml_text(const toml::table& table);
 // it makes a run written by an older lbt compare equal to the same config printed today.
 std::string shortest_floats(std::string_view text);
 
+// `text` (a path, say) for a `# ...` comment line: a newline or other control character would
+// end the comment and make the rest TOML, so each is written as '?'.
+std::string comment_text(std::string_view text);
+
 }  // namespace lbt

@@ -8,6 +8,7 @@
 
 #include "core/error.hpp"
 #include "core/io.hpp"
+#include "core/toml_text.hpp"
 #include "experiments/cbs/cbs_plan.hpp"
 #include "experiments/json_file.hpp"
 #include "experiments/lbt_schema.hpp"
@@ -186,9 +187,9 @@ nlohmann::json plan_batch_warmup(const WarmupPlanOptions& o) {
          {"batch", r.batch},
          {"safe_batch", r.safe_batch ? nlohmann::json(*r.safe_batch) : nlohmann::json()}});
   std::ostringstream toml;
-  toml << kPlanHeader << fs::absolute(o.cbs_dir).string() << ": a batch warmup "
+  toml << kPlanHeader << comment_text(fs::absolute(o.cbs_dir).string()) << ": a batch warmup "
        << trainer::format_batch_steps(stages) << " (examples:batch), " << cbs.scaling
-       << " LR scaling.\n# Run it as is: lbt train --config " << out.string() << "\n"
+       << " LR scaling.\n# Run it as is: lbt train --config " << comment_text(out.string()) << "\n"
        << config.resolved_toml();
   io::atomic_write(out, toml.str());
   plan["config"] = fs::absolute(out).string();

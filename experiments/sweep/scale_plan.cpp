@@ -11,6 +11,7 @@
 #include "analysis/plan.hpp"
 #include "core/error.hpp"
 #include "core/io.hpp"
+#include "core/toml_text.hpp"
 #include "experiments/json_file.hpp"
 #include "experiments/lbt_schema.hpp"
 #include "experiments/sweep/fit_files.hpp"
@@ -165,12 +166,12 @@ void write_plan_config(const fs::path& out, const ScalePlanOptions& o, const Con
                        std::int64_t B, const analysis::LrChoice& lr, const analysis::Prediction& p,
                        const std::string& target, const analysis::RegimeCall& regime) {
   std::ostringstream toml;
-  toml << kPlanHeader << fs::absolute(o.sweep_dir).string() << ": global batch " << B
+  toml << kPlanHeader << comment_text(fs::absolute(o.sweep_dir).string()) << ": global batch " << B
        << ", peak LR " << num(lr.lr) << " (" << lr.source << ").\n"
        << "# Predicted steps to " << target << ": " << num(p.steps) << " ["
        << num(p.steps_interval.lo) << ", " << num(p.steps_interval.hi) << "] (" << 100 * o.level
        << "% interval); regime " << analysis::regime_name(regime.regime)
-       << ".\n# Run it as is: lbt train --config " << out.string() << "\n"
+       << ".\n# Run it as is: lbt train --config " << comment_text(out.string()) << "\n"
        << config.resolved_toml();
   io::atomic_write(out, toml.str());
 }

@@ -60,7 +60,8 @@ std::string trial_base_config(const fs::path& config_path) {
   }
   table.erase("sweep");
   std::ostringstream ss;
-  ss << "# Written by lbt sweep from " << config_path.string() << " without its [sweep] table.\n"
+  ss << "# Written by lbt sweep from " << comment_text(config_path.string())
+     << " without its [sweep] table.\n"
      << toml_text(table) << "\n";
   return ss.str();
 }

@@ -212,3 +212,21 @@ BOOST_AUTO_TEST_CASE(a_from_directory_whose_path_is_not_utf8_is_refused_naming_i
   expect_refusal(run_lbt("cbs --from " + dir.string() + " --at-steps 1"), 2,
                  {"--from", "is not UTF-8"});
 }
+
+// plan.toml's header comment names the sweep's directory: a newline in its path ended the comment
+// and made the rest TOML (here a table lbt train refused, or any key it would have read).
+BOOST_AUTO_TEST_CASE(a_plan_of_a_directory_whose_name_holds_newlines_runs_as_written) {
+  const fs::path dir = scratch() / "nl\n[evil]\nx = 1\n";
+  fs::remove_all(dir);
+  fs::rename(sweep_copy("to_rename_nl"), dir);
+  fs::remove(dir / "plan.toml");
+  const Result r =
+      run_lbt("plan --from '" + dir.string() + "' --max-steps 200 --resamples 50");  // quoted
+  BOOST_TEST_REQUIRE(r.code == 0, r.err);
+  const std::string toml = slurp(dir / "plan.toml");
+  BOOST_TEST(toml.rfind("# Written by lbt plan from ", 0) == 0);
+  BOOST_TEST(toml.find("nl?[evil]?x = 1?") != std::string::npos, toml);
+  BOOST_TEST(toml.find("\n[evil]") == std::string::npos, toml);
+  const Result check = run_lbt("train --check --config '" + (dir / "plan.toml").string() + "'");
+  BOOST_TEST(check.code == 0, check.err);
+}

@@ -193,13 +193,19 @@ void print_scaling_table(const std::vector<ScalingSummary>& rows) {
       "\nmedian [min-max] over %d repeat(s); speedup and efficiency against %d worker(s) "
       "of the same repeat:\n",
       rows.front().repeats, rows.front().workers);
-  std::printf("%7s %12s %26s %9s %22s %22s\n", "workers", "global_batch", "samples/s", "epoch_s",
+  std::printf("%7s %12s %26s %26s %22s %22s\n", "workers", "global_batch", "samples/s", "epoch_s",
               "speedup", "efficiency");
   for (const ScalingSummary& r : rows) {
-    std::printf("%7d %12lld %26s %9.2f %22s %22s\n", r.workers,
+    // An epoch's time is the epoch's examples over samples/s: its range is the throughput's,
+    // inverted (printed to 3 digits: a short epoch read "0.00" at a fixed 2 decimals).
+    const double examples = r.epoch_time_s * r.samples_per_s;
+    std::printf("%7d %12lld %26s %26s %22s %22s\n", r.workers,
                 static_cast<long long>(r.global_batch),
                 range(r.samples_per_s, r.samples_per_s_min, r.samples_per_s_max, "%.0f").c_str(),
-                r.epoch_time_s, range(r.speedup, r.speedup_min, r.speedup_max, "%.3f").c_str(),
+                range(r.epoch_time_s, examples / r.samples_per_s_max,
+                      examples / r.samples_per_s_min, "%.3g")
+                    .c_str(),
+                range(r.speedup, r.speedup_min, r.speedup_max, "%.3f").c_str(),
                 range(r.efficiency, r.efficiency_min, r.efficiency_max, "%.3f").c_str());
   }
 }

@@ -2,7 +2,8 @@
 # `lbt scaling --workers 1,2 --repeats 2` end to end on a tiny model (CTest, label mpi): all four
 # runs finish, scaling.csv has a row per worker count with the repeat columns (synthetic
 # regression: no data files to load), the 1-worker row has speedup 1 and efficiency 1, each
-# row has efficiency_min <= efficiency <= efficiency_max, and scaling_runs.csv has every run.
+# row has efficiency_min <= efficiency <= efficiency_max, the printed epoch time has a positive
+# range around it (3 digits: it read 0.00 at a fixed 2 decimals), and scaling_runs.csv has every run.
 # usage: scaling_smoke.sh LBT CONFIG
 set -eu
 lbt=$1 config=$2
@@ -10,8 +11,13 @@ out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
 "$lbt" scaling --config "$config" --workers 1,2 --steps 20 --repeats 2 --out "$out" \
   --set data.dataset=synthetic-regression --set data.synthetic.examples=4096 --set data.synthetic.dim=32 \
-  --set model.spec=mlp:32-16-1 --set data.validation_size=256 --set train.target=none
-cat "$out/scaling.csv" "$out/scaling_runs.csv"
+  --set model.spec=mlp:32-16-1 --set data.validation_size=256 --set train.target=none \
+  > "$out/table.txt"
+cat "$out/table.txt" "$out/scaling.csv" "$out/scaling_runs.csv"
+# workers, global_batch, samples/s and its [min-max], epoch_s and its [lo-hi], ...
+awk '$2 == 128 { n++; split(substr($6, 2, length($6) - 2), r, "-");
+                 if (!(r[1] > 0 && r[1] <= $5 && $5 <= r[2])) { print "FAIL: epoch_s " $5 " " $6; bad = 1 } }
+     END { exit bad || n != 2 }' "$out/table.txt" || { echo "FAIL: want 2 rows, epoch_s in its positive range"; exit 1; }
 want=workers,global_batch,steps,epoch_time_s,samples_per_s,speedup,efficiency,cores,repeats,samples_per_s_min,samples_per_s_max,efficiency_min,efficiency_max
 [ "$(head -n 1 "$out/scaling.csv")" = "$want" ] || { echo "FAIL: scaling.csv header"; exit 1; }
 [ "$(wc -l < "$out/scaling.csv")" -eq 3 ] || { echo "FAIL: want header + 2 rows"; exit 1; }

@@ -108,7 +108,7 @@ void report_run(const experiments::RunResult& result) {
   if (!std::isnan(o.final_val_mse)) {  // regression: no accuracy to report
     std::printf(
         "status: %s  steps: %lld  final val_mse: %s  final val_r2: %s  final val_loss: %s  "
-        "wall: %.1fs  (%.0f samples/s)\n",
+        "wall: %.3gs  (%.0f samples/s)\n",
         o.status.c_str(), static_cast<long long>(o.steps), metric(o.final_val_mse).c_str(),
         metric(o.final_val_r2).c_str(), metric(o.final_val_loss).c_str(), o.wall_time_s,
         o.samples_per_s);
@@ -118,7 +118,7 @@ void report_run(const experiments::RunResult& result) {
   } else {
     std::printf(
         "status: %s  steps: %lld  best val_accuracy: %s  final val_loss: %s  "
-        "wall: %.1fs  (%.0f samples/s)\n",
+        "wall: %.3gs  (%.0f samples/s)\n",
         o.status.c_str(), static_cast<long long>(o.steps), metric(o.best_val_accuracy).c_str(),
         metric(o.final_val_loss).c_str(), o.wall_time_s, o.samples_per_s);
     // The best reading's resolution is its own evaluation's; as the highest of the run's

@@ -163,18 +163,26 @@ void check_ranks_agree(comm::Communicator& comm, const std::string& resolved_tom
   throw ReportedByRankZero(message);
 }
 
-void check_data_agrees(comm::Communicator& comm, const std::vector<data::DataFile>& files) {
-  if (comm.size() == 1) return;
-  // Per file, one line "key size fingerprint" to compare and the same plus the path to show.
-  std::string compared, shown;
+std::vector<std::string> data_fingerprints(const std::vector<data::DataFile>& files) {
+  std::vector<std::string> lines;
   for (const auto& f : files) {
     std::error_code ec;
     const std::uintmax_t size = std::filesystem::file_size(f.path, ec);
     if (ec) throw DataError("data file not found: " + f.path.string(), "check " + f.key);
-    const std::string line =
-        f.key + " " + std::to_string(size) + " " + std::to_string(file_fingerprint(f.path, size));
-    compared += line + "\n";
-    shown += line + " " + f.path.string() + "\n";
+    lines.push_back(f.key + " " + std::to_string(size) + " " +
+                    std::to_string(file_fingerprint(f.path, size)));
+  }
+  return lines;
+}
+
+void check_data_agrees(comm::Communicator& comm, const std::vector<data::DataFile>& files) {
+  if (comm.size() == 1) return;
+  // Per file, one line "key size fingerprint" to compare and the same plus the path to show.
+  std::string compared, shown;
+  const std::vector<std::string> prints = data_fingerprints(files);
+  for (std::size_t i = 0; i < files.size(); ++i) {
+    compared += prints[i] + "\n";
+    shown += prints[i] + " " + files[i].path.string() + "\n";
   }
   const std::vector<Group> groups = differing_groups(comm, compared, shown);
   if (groups.empty()) return;

@@ -31,4 +31,9 @@ void check_ranks_agree(comm::Communicator& comm, const std::string& resolved_tom
 // ReportedByRankZero, as above.
 void check_data_agrees(comm::Communicator& comm, const std::vector<data::DataFile>& files);
 
+// "KEY SIZE FINGERPRINT" per data file, in `files`' order: what the ranks compare, and what a
+// checkpoint records so that a resume on data changed since is refused. DataError where a file
+// cannot be read.
+std::vector<std::string> data_fingerprints(const std::vector<data::DataFile>& files);
+
 }  // namespace lbt::experiments

@@ -167,6 +167,7 @@ void save_run_checkpoint(const std::filesystem::path& run_dir, const trainer::Lo
                            {"accum_steps", identity.accum_steps},
                            {"threads", identity.threads},
                            {"config", identity.resolved_config},
+                           {"data", identity.data},
                            {"streams", model.stream_states()},
                            {"examples_seen", state.examples_seen},
                            {"batch_accum", state.batch_accum},
@@ -242,6 +243,38 @@ void read_checkpoint_header(const trainer::LoadedCheckpoint& ck,
 
 namespace {
 
+// The config names the data's paths, not their contents: a run resumed after its files were
+// regenerated, cut or replaced would train on two datasets in one run. A file whose size or
+// fingerprint differs from the checkpoint's is refused (a checkpoint written before they were
+// recorded is not checked).
+void refuse_changed_data(const std::filesystem::path& run_dir, const trainer::LoadedCheckpoint& ck,
+                         const std::vector<std::string>& now) {
+  if (!ck.header.contains("data")) return;
+  const auto then = ck.header.at("data").get<std::vector<std::string>>();
+  struct Print {
+    std::string key, size, fingerprint, path;
+  };
+  const auto read = [](const std::string& line) {
+    Print p;
+    std::istringstream in(line);
+    in >> p.key >> p.size >> p.fingerprint;
+    std::getline(in >> std::ws, p.path);
+    return p;
+  };
+  for (std::size_t i = 0; i < std::max(then.size(), now.size()); ++i) {
+    const Print a = read(i < then.size() ? then[i] : ""), b = read(i < now.size() ? now[i] : "");
+    if (a.key == b.key && a.size == b.size && a.fingerprint == b.fingerprint) continue;
+    const std::string how = a.size == b.size
+                                ? "the same size, other contents"
+                                : (a.size.empty() ? "none" : a.size + " bytes") + " then, " +
+                                      (b.size.empty() ? "none" : b.size + " bytes") + " now";
+    throw DataError("cannot resume " + run_dir.string() + ": " + (b.key.empty() ? a.key : b.key) +
+                        "'s file " + (b.path.empty() ? a.path : b.path) +
+                        " changed since the checkpoint (" + how + ")",
+                    "resume with the data the run started with, or start a fresh run");
+  }
+}
+
 void restore_from(const std::filesystem::path& run_dir, const trainer::LoadedCheckpoint& ck,
                   trainer::LoopState& state, nn::Model& model, optim::Optimizer& optimizer,
                   const RunIdentity& identity) {
@@ -272,6 +305,7 @@ void restore_from(const std::filesystem::path& run_dir, const trainer::LoadedChe
         "resume with --set train.threads=" + std::to_string(h.at("threads").get<int>()));
   }
   refuse_changed_config(run_dir, h.at("config").get<std::string>(), identity.resolved_config);
+  refuse_changed_data(run_dir, ck, identity.data);
   ck.copy_to("params", model.store().params());
   for (auto& [name, buffer] : optimizer.state().buffers())
     ck.copy_to("optim/" + name, buffer.span());

@@ -5,6 +5,7 @@
 #include <functional>
 #include <map>
 #include <string>
+#include <vector>
 
 #include "nn/model.hpp"
 #include "optim/optimizer.hpp"
@@ -18,6 +19,9 @@ struct RunIdentity {
   std::int64_t global_batch = 0, micro_batch = 0, accum_steps = 0;
   int threads = 1;              // compute threads per rank in effect (train.threads or its default)
   std::string resolved_config;  // config.toml text
+  // The data files: "KEY SIZE FINGERPRINT PATH" (rank_agreement.hpp's fingerprint, then the path
+  // it was read from, shown, not compared: the data may move).
+  std::vector<std::string> data;
 };
 
 // Writes run_dir/checkpoints/step_N.ckpt and keeps the newest `keep`.

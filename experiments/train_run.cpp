@@ -53,6 +53,13 @@ int default_threads(int world_size) {
 
 namespace {
 
+// RunIdentity::data: each file's fingerprint and the path it was read from.
+std::vector<std::string> data_prints(const std::vector<data::DataFile>& files) {
+  std::vector<std::string> lines = data_fingerprints(files);
+  for (std::size_t i = 0; i < files.size(); ++i) lines[i] += " " + files[i].path.string();
+  return lines;
+}
+
 // The run's model for the data's examples (run_check.hpp: the same checks as --check), its
 // random streams seeded for this rank.
 std::unique_ptr<nn::Model> make_model(const trainer::TrainConfig& cfg, const data::Splits& splits,
@@ -263,8 +270,13 @@ RunResult run_training(Config& config, const RunOptions& options, comm::Communic
 
   RunResult result;
   result.run_dir = run_directory_path(options, config);
-  const RunIdentity identity{comm.size(),     cfg.global_batch, cfg.micro_batch,
-                             cfg.accum_steps, threads,          config.resolved_toml()};
+  const RunIdentity identity{comm.size(),
+                             cfg.global_batch,
+                             cfg.micro_batch,
+                             cfg.accum_steps,
+                             threads,
+                             config.resolved_toml(),
+                             data_prints(data::data_files(cfg.data))};
   trainer::LoopState resume_from;
   DirLock run_lock;  // rank 0's, until the run ends
   const bool resumed = resume_run(result.run_dir, options, identity, comm, *model, *optimizer,

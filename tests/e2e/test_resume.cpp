@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdlib>
 #include <filesystem>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -228,6 +229,39 @@ BOOST_AUTO_TEST_CASE(a_checkpoint_header_of_other_types_is_refused_naming_the_fi
           r.err);
     }
   }
+}
+
+// The config names the data's path, not its contents: a run resumed after its files were
+// regenerated would train on two datasets in one run. A checkpoint records each file's size and
+// fingerprint; a resume on a changed file is refused naming its key (exit 3), and resumes again
+// once the file is restored.
+BOOST_AUTO_TEST_CASE(a_resume_on_data_changed_since_the_checkpoint_is_refused) {
+  const fs::path data = scratch() / "fmnist_copy", run = scratch() / "changed_data";
+  fs::remove_all(data);
+  fs::remove_all(run);
+  fs::copy("/usr/share/datasets/fashion-mnist", data);
+  const std::string set_path = " --set data.path=" + data.string();
+  BOOST_REQUIRE(finish(start(kTrain + set_path + " --set train.steps=60 --out " + run.string())));
+  const fs::path labels = data / "train-labels-idx1-ubyte.gz";
+  fs::copy_file(labels, scratch() / "labels.gz", fs::copy_options::overwrite_existing);
+  // Another label for example 92: the same size unzipped, other contents.
+  const std::string edit = "cd " + data.string() +
+                           " && gunzip -c train-labels-idx1-ubyte.gz > l && printf '\\011' | "
+                           "dd of=l bs=1 seek=100 conv=notrunc 2>/dev/null && gzip -c l > "
+                           "train-labels-idx1-ubyte.gz && rm l";
+  BOOST_REQUIRE(std::system(edit.c_str()) == 0);
+  const std::string resume = "train --resume " + run.string() + " --quiet";
+  auto r = lbt::test::run_lbt(resume);
+  BOOST_TEST(r.code == 3, r.err);
+  BOOST_TEST(lbt::test::error_line(r.err) ==
+                 "error: cannot resume " + run.string() + ": data.path's file " + labels.string() +
+                     " changed since the checkpoint (" +
+                     std::to_string(fs::file_size(scratch() / "labels.gz")) + " bytes then, " +
+                     std::to_string(fs::file_size(labels)) + " bytes now)",
+             r.err);
+  fs::copy_file(scratch() / "labels.gz", labels, fs::copy_options::overwrite_existing);
+  r = lbt::test::run_lbt(resume);
+  BOOST_TEST(r.code == 0, r.err);
 }
 
 // One writer per run directory (experiments/run_lock.hpp): while a run trains, a second

@@ -114,7 +114,7 @@ class SweepRunner {
         read_sweep_settings(config_, options_.batch_sizes, options_.lr_trials, options_.target);
     plan_ = make_plan(settings_);
     if (options_.exec_command.empty()) {
-      validate_trial_configs(config_, plan_);
+      data_ = validate_trial_configs(config_, plan_);
     } else {
       // A program's trials get no prune step (the protocol has none); an unknown placeholder
       // or an unterminated quote fails now, not in N trials.
@@ -150,7 +150,7 @@ class SweepRunner {
 
   nlohmann::json manifest() const {
     return sweep_manifest(options_.config_path, settings_, plan_, options_.exec_command,
-                          options_.sets);
+                          options_.sets, data_);
   }
 
   fs::path trial_dir(const Trial& t) const { return dir_ / "trials" / t.name; }
@@ -363,6 +363,7 @@ class SweepRunner {
   Config config_;
   SweepSettings settings_;
   std::vector<Trial> plan_;
+  std::vector<std::string> data_;  // the trials' data files' fingerprints (sweep.json)
   std::vector<TrialResult> results_;
   std::map<std::int64_t, std::string> decisions_;  // the LR search's last word per batch size
   fs::path dir_, lbt_;

@@ -15,6 +15,7 @@
 #include "experiments/json_file.hpp"
 #include "experiments/lbt_schema.hpp"
 #include "experiments/output_kind.hpp"
+#include "experiments/rank_agreement.hpp"
 #include "experiments/run_check.hpp"
 #include "experiments/run_checkpoint.hpp"
 #include "experiments/sweep/sweep_interrupt.hpp"
@@ -116,12 +117,14 @@ ConfigError in_trial(const Trial& trial, const ConfigError& e) {
 // fit the data, a micro-batch layout or a warmup longer than a trial's budget fails now, not
 // in N children. The data are loaded and the model's shapes built once (neither depends on
 // the batch).
-void validate_trial_configs(const Config& sweep_config, const std::vector<Trial>& plan) {
+std::vector<std::string> validate_trial_configs(const Config& sweep_config,
+                                                const std::vector<Trial>& plan) {
   Config base = sweep_config;
   base.erase("sweep");  // else every copy below carries sweep.batch_sizes: quadratic in them
   const std::vector<const Trial*> trials = trials_to_check(plan);
   std::optional<data::Splits> splits;
   std::unique_ptr<nn::Model> model;
+  std::vector<std::string> data;
   Config c;
   for (std::size_t i = 0; i < trials.size(); ++i) {
     throw_if_interrupted(i, trials.size());
@@ -135,6 +138,7 @@ void validate_trial_configs(const Config& sweep_config, const std::vector<Trial>
     if (!model) {  // the first trial: the data and the model's shapes are every trial's
       check_model_spec(run.train);
       splits = data::load_splits(run.train.data, run.train.seed);
+      data = data_fingerprints(data::data_files(run.train.data));
       model = model_for_data(run.train, splits->train);
       check_optimizer(run, *model);
     }
@@ -146,6 +150,7 @@ void validate_trial_configs(const Config& sweep_config, const std::vector<Trial>
       throw in_trial(trial, e);
     }
   }
+  return data;
 }
 
 nlohmann::json plan_json(const std::vector<Trial>& plan) {
@@ -175,7 +180,8 @@ std::vector<std::string> trial_sets(const std::vector<std::string>& sets) {
 
 nlohmann::json sweep_manifest(const fs::path& config_path, const SweepSettings& settings,
                               const std::vector<Trial>& plan, const std::string& exec_command,
-                              const std::vector<std::string>& sets) {
+                              const std::vector<std::string>& sets,
+                              const std::vector<std::string>& data) {
   return {{"config", fs::absolute(config_path).string()},
           {"batch_sizes", settings.batch_sizes},
           {"target", settings.target},
@@ -191,6 +197,7 @@ nlohmann::json sweep_manifest(const fs::path& config_path, const SweepSettings& 
           {"seeds", settings.seeds},
           {"exec", exec_command},
           {"sets", trial_sets(sets)},
+          {"data", data},
           {"trials", plan_json(plan)}};
 }
 
@@ -209,6 +216,35 @@ void check_sweep_directory(const fs::path& dir, bool collect_only, bool check_on
 // A resumed sweep must mean the same experiment: trials planned under other settings (another
 // target, seed, model, --set, LR or budget) would be mixed into one CSV as if they belonged to
 // this plan. Names every difference; new trials (more batch sizes) only with `extend`.
+namespace {
+
+// "data.path (file 2 of 4): 29491 -> 29490 bytes" for the first line of sweep.json's "data" that
+// differs ("KEY SIZE FINGERPRINT" each).
+std::string data_change(const nlohmann::json& before, const nlohmann::json& after) {
+  const auto words = [](const nlohmann::json& lines, std::size_t i) {
+    std::string key, size;
+    if (lines.is_array() && i < lines.size() && lines[i].is_string()) {
+      std::istringstream in(lines[i].get<std::string>());
+      in >> key >> size;
+    }
+    return std::pair{key, size};
+  };
+  const std::size_t n = std::max(before.size(), after.size());
+  for (std::size_t i = 0; i < n; ++i) {
+    if (i < before.size() && i < after.size() && before[i] == after[i]) continue;
+    const auto [key, size] = words(before, i);
+    const auto [key_now, size_now] = words(after, i);
+    return (key.empty() ? key_now : key) + " (file " + std::to_string(i + 1) + " of " +
+           std::to_string(after.size()) + "): " +
+           (size == size_now ? "the same size, other contents"
+                             : (size.empty() ? "none" : size + " bytes") + " -> " +
+                                   (size_now.empty() ? "none" : size_now + " bytes"));
+  }
+  return "?";
+}
+
+}  // namespace
+
 void check_same_plan(const fs::path& dir, const nlohmann::json& now, const std::string& base_config,
                      bool extend) {
   const fs::path manifest = dir / "sweep.json";
@@ -225,6 +261,11 @@ void check_same_plan(const fs::path& dir, const nlohmann::json& now, const std::
       differs.push_back(std::string(key == std::string("sets") ? "--set options" : key) + ": " +
                         old[key].dump() + " -> " + now[key].dump());
     }
+  }
+  // The data's contents (its paths are in the config, compared below).
+  if (old.contains("data") && old["data"] != now["data"]) {
+    differs.push_back("the data files' sizes or contents (" +
+                      data_change(old["data"], now["data"]) + ")");
   }
   // The trials' config (the sweep's file without [sweep]), key by key.
   if (fs::exists(dir / "base_config.toml")) {

@@ -21,8 +21,10 @@ std::string trial_base_config(const std::filesystem::path& config_path);
 // Checks what every trial's run checks before its first step (run_check.hpp), at each batch size
 // of the plan: the trial's config resolved, the model's layer shapes on the data, the optimizer,
 // the micro-batch layout and the schedule against the trial's budget. Stops with Interrupted
-// (exit 130/143) on the sweep's first SIGINT/SIGTERM, between batch sizes.
-void validate_trial_configs(const Config& sweep_config, const std::vector<Trial>& plan);
+// (exit 130/143) on the sweep's first SIGINT/SIGTERM, between batch sizes. Returns the
+// fingerprints of the data files the trials train on (rank_agreement.hpp), for sweep.json.
+std::vector<std::string> validate_trial_configs(const Config& sweep_config,
+                                                const std::vector<Trial>& plan);
 
 // The plan's trials as recorded in sweep.json.
 nlohmann::json plan_json(const std::vector<Trial>& plan);
@@ -31,11 +33,13 @@ nlohmann::json plan_json(const std::vector<Trial>& plan);
 // compared as such (batch sizes, trials, search, seeds), so --extend can add seeds by --set.
 std::vector<std::string> trial_sets(const std::vector<std::string>& sets);
 
-// sweep.json: what decides the plan, which a rerun must match (check_same_plan).
+// sweep.json: what decides the plan, which a rerun must match (check_same_plan), and the
+// fingerprints of the data its trials train on (a rerun on data changed since would mix two
+// datasets in one fit).
 nlohmann::json sweep_manifest(const std::filesystem::path& config_path,
                               const SweepSettings& settings, const std::vector<Trial>& plan,
-                              const std::string& exec_command,
-                              const std::vector<std::string>& sets);
+                              const std::string& exec_command, const std::vector<std::string>& sets,
+                              const std::vector<std::string>& data);
 
 // What the sweep refuses of its directory before it writes there: --collect where no sweep is
 // (it wrote an empty one and exited 0), and with --check, read only, a place no directory can

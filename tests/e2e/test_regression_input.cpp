@@ -102,3 +102,34 @@ BOOST_AUTO_TEST_CASE(bad_regression_input_stops_with_one_line_naming_file_and_pl
   BOOST_TEST(ok.code == 0);
   BOOST_TEST(read_jsonl(dir / "run_classes_train" / "eval.jsonl").back().contains("val_accuracy"));
 }
+
+// A sweep's trials train on the files its config names; a rerun after they were regenerated
+// would keep the finished trials (the old data) beside new ones (the new data) in one fit.
+// sweep.json records the files' sizes and fingerprints, and such a rerun is refused (exit 2),
+// naming the file; restored, the rerun goes on.
+BOOST_AUTO_TEST_CASE(a_sweep_rerun_on_regenerated_data_is_refused_naming_the_file) {
+  const fs::path dir = scratch() / "sweep_data";
+  lbt::test::write_regression(dir, lbt::test::draw_regression(256, 3, 1, 0.1, 13));
+  const fs::path config = write_file(
+      dir / "sweep.toml", npy_toml(dir, "linear:3-1", 64, 16, 40, 0.1,
+                                   "[sweep]\nbatch_sizes = [8, 16]\nlr_search = \"grid\"\n"
+                                   "lr_multipliers = [1.0]\nmax_steps = 40\n"));
+  const std::string sweep = "sweep --config " + config.string() + " --out " +
+                            (dir / "out").string() + " --no-plots --target 'val_loss<=0.5'";
+  auto r = run_lbt(sweep);
+  BOOST_REQUIRE_MESSAGE(r.code == 0, r.err);
+  const std::string kept = lbt::test::slurp(dir / "y.npy");
+  lbt::test::write_regression(dir, lbt::test::draw_regression(256, 3, 1, 0.1, 14));
+  r = run_lbt(sweep);
+  BOOST_TEST(r.code == 2, r.err);
+  BOOST_TEST(
+      error_line(r.err).find("holds a sweep planned with other settings") != std::string::npos,
+      r.err);
+  BOOST_TEST(r.err.find("\n  the data files' sizes or contents (data.train_features (file 1 of "
+                        "2): the same size, other contents)") != std::string::npos,
+             r.err);
+  lbt::test::write_regression(dir, lbt::test::draw_regression(256, 3, 1, 0.1, 13));
+  BOOST_TEST(lbt::test::slurp(dir / "y.npy") == kept);
+  r = run_lbt(sweep);
+  BOOST_TEST(r.code == 0, r.err);
+}

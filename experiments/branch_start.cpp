@@ -63,6 +63,7 @@ schedules::Schedule reference_schedule(const trainer::LoadedCheckpoint& ck,
 trainer::LoopState branch_state(const trainer::LoadedCheckpoint& ck, const BranchOptions& options,
                                 nn::Model& model, optim::Optimizer& optimizer) {
   const BranchPoint p = point_of(ck, options);
+  refuse_changed_data("cannot branch from " + ck.path.string(), ck, options.data);
   const auto& h = ck.header;
   ck.copy_to("params", model.store().params());
   for (auto& [name, buffer] : optimizer.state().buffers())

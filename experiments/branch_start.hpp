@@ -11,6 +11,8 @@
 #pragma once
 #include <cstdint>
 #include <filesystem>
+#include <string>
+#include <vector>
 
 #include "nn/model.hpp"
 #include "optim/optimizer.hpp"
@@ -30,6 +32,7 @@ struct BranchOptions {
   // A branch measures no noise scale: the estimator's EMAs would start from the reference's,
   // taken at another batch layout. Refused with a ConfigError naming the fix.
   bool noise_enabled = false;
+  std::vector<std::string> data;  // the branch's data files (RunIdentity::data): the reference's
 };
 
 // The reference point: its step S, its global batch B and the multiplier k = global_batch / B.

@@ -241,13 +241,7 @@ void read_checkpoint_header(const trainer::LoadedCheckpoint& ck,
   }
 }
 
-namespace {
-
-// The config names the data's paths, not their contents: a run resumed after its files were
-// regenerated, cut or replaced would train on two datasets in one run. A file whose size or
-// fingerprint differs from the checkpoint's is refused (a checkpoint written before they were
-// recorded is not checked).
-void refuse_changed_data(const std::filesystem::path& run_dir, const trainer::LoadedCheckpoint& ck,
+void refuse_changed_data(const std::string& refused, const trainer::LoadedCheckpoint& ck,
                          const std::vector<std::string>& now) {
   if (!ck.header.contains("data")) return;
   const auto then = ck.header.at("data").get<std::vector<std::string>>();
@@ -268,12 +262,14 @@ void refuse_changed_data(const std::filesystem::path& run_dir, const trainer::Lo
                                 ? "the same size, other contents"
                                 : (a.size.empty() ? "none" : a.size + " bytes") + " then, " +
                                       (b.size.empty() ? "none" : b.size + " bytes") + " now";
-    throw DataError("cannot resume " + run_dir.string() + ": " + (b.key.empty() ? a.key : b.key) +
-                        "'s file " + (b.path.empty() ? a.path : b.path) +
-                        " changed since the checkpoint (" + how + ")",
-                    "resume with the data the run started with, or start a fresh run");
+    throw DataError(refused + ": " + (b.key.empty() ? a.key : b.key) + "'s file " +
+                        (b.path.empty() ? a.path : b.path) + " changed since the checkpoint (" +
+                        how + ")",
+                    "use the data the run started with, or start a fresh run on the new data");
   }
 }
+
+namespace {
 
 void restore_from(const std::filesystem::path& run_dir, const trainer::LoadedCheckpoint& ck,
                   trainer::LoopState& state, nn::Model& model, optim::Optimizer& optimizer,
@@ -305,7 +301,7 @@ void restore_from(const std::filesystem::path& run_dir, const trainer::LoadedChe
         "resume with --set train.threads=" + std::to_string(h.at("threads").get<int>()));
   }
   refuse_changed_config(run_dir, h.at("config").get<std::string>(), identity.resolved_config);
-  refuse_changed_data(run_dir, ck, identity.data);
+  refuse_changed_data("cannot resume " + run_dir.string(), ck, identity.data);
   ck.copy_to("params", model.store().params());
   for (auto& [name, buffer] : optimizer.state().buffers())
     ck.copy_to("optim/" + name, buffer.span());

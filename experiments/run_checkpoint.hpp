@@ -42,6 +42,13 @@ bool restore_run_checkpoint(const std::filesystem::path& run_dir, trainer::LoopS
 // file, not nlohmann's bare message.
 void read_checkpoint_header(const trainer::LoadedCheckpoint& ck, const std::function<void()>& read);
 
+// The config names the data's paths, not their contents: a run resumed (or branched) after its
+// files were regenerated, cut or replaced would train on two datasets. DataError "REFUSED: KEY's
+// file PATH changed since the checkpoint (...)" where a file's size or fingerprint in `now`
+// (RunIdentity::data) differs from `ck`'s record; a checkpoint without one is not checked.
+void refuse_changed_data(const std::string& refused, const trainer::LoadedCheckpoint& ck,
+                         const std::vector<std::string>& now);
+
 // A ConfigError "cannot resume RUN_DIR: the config changed (key: before -> now, ...)" where a
 // key of `resolved_toml` has another value in the checkpoint's `saved_toml`, except the keys that
 // may change on resume; keys the saved config has and `resolved_toml` lacks are not compared.

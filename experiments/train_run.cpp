@@ -255,8 +255,14 @@ RunResult run_training(Config& config, const RunOptions& options, comm::Communic
       optim::make_optimizer(run.optimizer, model->store().num_params(), model->backend());
   // Rank 0 speaks for all.
   // A branch (train.branch_from) continues its reference's schedule (branch_start.hpp).
-  const BranchOptions branch{cfg.branch_from, cfg.global_batch, run.schedule.scaling,
-                             comm.size(),     splits.train.n,   run.noise.enabled};
+  const std::vector<std::string> data = data_prints(data::data_files(cfg.data));
+  const BranchOptions branch{cfg.branch_from,
+                             cfg.global_batch,
+                             run.schedule.scaling,
+                             comm.size(),
+                             splits.train.n,
+                             run.noise.enabled,
+                             data};
   schedules::Schedule schedule =
       cfg.branch_from.empty()
           ? trainer::run_schedule(run, budget, comm.rank() == 0 ? &std::cerr : nullptr, nullptr,
@@ -276,7 +282,7 @@ RunResult run_training(Config& config, const RunOptions& options, comm::Communic
                              cfg.accum_steps,
                              threads,
                              config.resolved_toml(),
-                             data_prints(data::data_files(cfg.data))};
+                             data};
   trainer::LoopState resume_from;
   DirLock run_lock;  // rank 0's, until the run ends
   const bool resumed = resume_run(result.run_dir, options, identity, comm, *model, *optimizer,

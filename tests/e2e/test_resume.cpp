@@ -253,12 +253,22 @@ BOOST_AUTO_TEST_CASE(a_resume_on_data_changed_since_the_checkpoint_is_refused) {
   const std::string resume = "train --resume " + run.string() + " --quiet";
   auto r = lbt::test::run_lbt(resume);
   BOOST_TEST(r.code == 3, r.err);
-  BOOST_TEST(lbt::test::error_line(r.err) ==
-                 "error: cannot resume " + run.string() + ": data.path's file " + labels.string() +
-                     " changed since the checkpoint (" +
-                     std::to_string(fs::file_size(scratch() / "labels.gz")) + " bytes then, " +
-                     std::to_string(fs::file_size(labels)) + " bytes now)",
+  const std::string changed =
+      ": data.path's file " + labels.string() + " changed since the checkpoint (" +
+      std::to_string(fs::file_size(scratch() / "labels.gz")) + " bytes then, " +
+      std::to_string(fs::file_size(labels)) + " bytes now)";
+  BOOST_TEST(lbt::test::error_line(r.err) == "error: cannot resume " + run.string() + changed,
              r.err);
+  // A branch from its checkpoint (lbt cbs's) trains on the reference's data as well.
+  const fs::path checkpoint = lbt::trainer::list_checkpoints(run / "checkpoints").front();
+  r = lbt::test::run_lbt("train --config " + (run / "config.toml").string() +
+                         " --set train.branch_from=" + checkpoint.string() +
+                         " --set train.global_batch=128 --set train.steps=70 --quiet --out " +
+                         (scratch() / "changed_data_branch").string());
+  BOOST_TEST(r.code == 3, r.err);
+  BOOST_TEST(
+      lbt::test::error_line(r.err) == "error: cannot branch from " + checkpoint.string() + changed,
+      r.err);
   fs::copy_file(scratch() / "labels.gz", labels, fs::copy_options::overwrite_existing);
   r = lbt::test::run_lbt(resume);
   BOOST_TEST(r.code == 0, r.err);

@@ -191,7 +191,12 @@ trainer::TrainOutcome train_with_summary(trainer::TrainContext& ctx, trainer::Ru
     if (run_dir) {
       trainer::TrainOutcome failed;
       failed.status = "failed";
+      failed.total_steps = ctx.total_steps;
       auto s = summary.of(failed);
+      // How far the loop got is lost with its exception (metrics.jsonl has what it logged):
+      // unknown, not the blank outcome's 0 steps, 0 s and a "nan" loss.
+      for (const char* unknown : {"steps", "examples", "last_loss", "wall_time_s", "samples_per_s"})
+        s[unknown] = nullptr;
       s["error"] = e.what();
       run_dir->write_summary(s);
     }

@@ -274,6 +274,28 @@ BOOST_AUTO_TEST_CASE(a_resume_on_data_changed_since_the_checkpoint_is_refused) {
   BOOST_TEST(r.code == 0, r.err);
 }
 
+// A run that fails mid-way (here its checkpoint is larger than the process may write: ulimit -f,
+// with SIGXFSZ ignored so that write() fails as on a full disk) keeps what it wrote and records
+// the error; how far it got is unknown to the summary (null), never the blank outcome's 0 steps,
+// 0 s and "nan" loss it wrote before.
+BOOST_AUTO_TEST_CASE(a_run_that_fails_mid_way_records_the_error_and_no_made_up_figures) {
+  const fs::path run = scratch() / "file_too_large";
+  fs::remove_all(run);
+  const auto r = lbt::test::run_command("trap '' XFSZ; ulimit -f 200; " + kTrain +
+                                        " --set train.steps=60 --out " + run.string());
+  BOOST_TEST(r.code == 1, r.err);
+  BOOST_TEST(lbt::test::error_line(r.err).find("cannot write checkpoint") != std::string::npos,
+             r.err);
+  const auto s = nlohmann::json::parse(slurp(run / "summary.json"));
+  BOOST_TEST(s["status"] == "failed");
+  BOOST_TEST(s["error"].get<std::string>().find("cannot write checkpoint") != std::string::npos);
+  for (const char* unknown : {"steps", "examples", "last_loss", "wall_time_s", "samples_per_s"})
+    BOOST_TEST(s[unknown].is_null(), unknown << ": " << s[unknown].dump());
+  BOOST_TEST(s["total_steps"] == 60);
+  BOOST_TEST(slurp(run / "metrics.jsonl").find("\"step\":15") != std::string::npos);
+  BOOST_TEST(!fs::exists(run / "checkpoints" / "step_0000000015.ckpt"));
+}
+
 // One writer per run directory (experiments/run_lock.hpp): while a run trains, a second
 // `--resume` of it, an `--overwrite` of it and a `--resume auto` into it are refused naming the
 // live run. Before the lock the resume rewrote metrics.jsonl under the running one, whose later

@@ -155,7 +155,8 @@ std::string write_exec_summary(const Trial& t, const fs::path& run_dir,
                                     log.past_budget + " (stop the program at {max_steps})";
   nlohmann::json s = {{"global_batch", t.batch_size},
                       {"target", target.text()},
-                      {"steps", log.steps},
+                      // the last step the program evaluated; null where it evaluated none
+                      {"steps", log.evaluations > 0 ? nlohmann::json(log.steps) : nlohmann::json()},
                       {"best_val_loss", null_if_nan(log.best_loss)},
                       {"best_val_accuracy", null_if_nan(log.best_accuracy)},
                       {"written_by", "lbt sweep --exec"}};

@@ -77,8 +77,8 @@ std::string trial_columns(const TrialResult& r, const fs::path& sweep_dir) {
   return csv_field(t.name) + "," + std::to_string(t.batch_size) + "," + csv_number(t.lr) + "," +
          momentum + "," + std::to_string(t.seed) + "," + r.status + "," +
          opt_int(r.steps_to_target) + "," + opt_int(r.examples_to_target) + "," +
-         opt_int(r.steps_lo) + "," + opt_int(r.steps_to_target) + "," + std::to_string(r.steps) +
-         "," + csv_number(r.wall_time_s) + "," + csv_number(r.best_val_accuracy) + "," +
+         opt_int(r.steps_lo) + "," + opt_int(r.steps_to_target) + "," + opt_int(r.steps) + "," +
+         csv_number(r.wall_time_s) + "," + csv_number(r.best_val_accuracy) + "," +
          csv_number(r.best_val_loss) + "," + csv_field((fs::path("trials") / t.name).string()) +
          "," + opt_num(r.noise.start) + "," + opt_num(r.noise.at_target) + "," +
          opt_num(r.noise.averaged) + "," + r.definition + reading_columns(r) + interval_columns(r);
@@ -154,7 +154,7 @@ TrialResult read_trial_result(const Trial& trial, const fs::path& run_dir) {
                                              : std::numeric_limits<double>::quiet_NaN();
   };
   r.status = text_field(s, "status", "running");
-  r.steps = std::max<std::int64_t>(0, get_int("steps"));
+  r.steps = get_int("steps");
   r.steps_to_target = get_int("steps_to_target");
   r.examples_to_target = get_int("examples_to_target");
   r.steps_lo = get_int("steps_lo");

@@ -23,7 +23,7 @@ bool is_final_status(const std::string& status);
 struct TrialResult {
   Trial trial;
   std::string status = "pending";  // pending (no summary.json) | running | a final status
-  std::int64_t steps = 0;
+  std::int64_t steps = -1;         // the steps it ran; -1: not recorded (an empty cell)
   std::int64_t steps_to_target = -1, examples_to_target = -1;
   std::int64_t steps_lo = -1;  // reached: the target was not met at this evaluated step
   // NaN: not measured (null or absent in summary.json), an empty cell in the CSVs.

@@ -371,6 +371,7 @@ BOOST_AUTO_TEST_CASE(a_program_printing_bytes_that_are_not_utf8_fails_with_its_m
                  "the program exited with code 1: bad bytes \xEF\xBF\xBD\xEF\xBF\xBD here",
              column(dir, "16_0", "message"));
   BOOST_TEST(slurp(dir / "sweep.csv").find('\0') == std::string::npos);
+  BOOST_TEST(column(dir, "16_0", "steps") == "");  // it evaluated nothing: not 0 steps
   BOOST_TEST(column(dir, "64_0", "status") == "reached_target");
 }
 

@@ -130,8 +130,10 @@ int run_branches(const std::vector<Branch>& plan, const ReferenceRun& ref,
     ++done;
     if (o.progress) {
       const BranchResult r = read_branch_result(b, dir);
-      std::fprintf(stderr, "[cbs] %zu/%zu %s: %s, val_loss %.6g\n", done, todo.size(),
-                   b.name.c_str(), r.status.c_str(), r.loss);
+      char loss[32] = "-";  // a branch that failed or diverged has none
+      if (std::isfinite(r.loss)) std::snprintf(loss, sizeof loss, "%.6g", r.loss);
+      std::fprintf(stderr, "[cbs] %zu/%zu %s: %s, val_loss %s\n", done, todo.size(), b.name.c_str(),
+                   r.status.c_str(), loss);
     }
   }
   if (refused) throw *refused;

@@ -7,6 +7,7 @@
 
 #include "core/error.hpp"
 #include "core/io.hpp"
+#include "core/toml_text.hpp"
 
 namespace lbt::experiments {
 namespace fs = std::filesystem;
@@ -47,10 +48,11 @@ void refuse_control_characters(const std::string& what, const std::string& value
 
 void check_slurm_script_inputs(const SweepOptions& options, const SweepSettings& settings,
                                const fs::path& dir) {
-  refuse_control_characters("the sweep directory " + fs::absolute(dir).string(),
+  // The names in the message with their control characters as '?': the message is one line.
+  refuse_control_characters("the sweep directory " + comment_text(fs::absolute(dir).string()),
                             fs::absolute(dir).string());
   refuse_control_characters("the config's path", fs::absolute(options.config_path).string());
-  for (const auto& s : options.sets) refuse_control_characters("--set " + s, s);
+  for (const auto& s : options.sets) refuse_control_characters("--set " + comment_text(s), s);
   refuse_control_characters("--exec", options.exec_command);
   refuse_control_characters("sweep.slurm_time", settings.slurm_time);
   for (const auto& o : settings.slurm_options) refuse_control_characters("sweep.slurm_options", o);

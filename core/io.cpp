@@ -14,6 +14,23 @@
 #include "core/error.hpp"
 
 namespace lbt::io {
+
+std::string write_failure_hint(int err) {
+  switch (err) {
+    case ENOSPC:
+      return "free disk space where it is written (df -h)";
+    case EDQUOT:
+      return "your disk quota is full: free space under it (quota -s)";
+    case EFBIG:
+      return "the file passed this process's file size limit: raise it (ulimit -f unlimited)";
+    case EACCES:
+    case EPERM:
+    case EROFS:
+      return "check the directory's permissions, or whether its file system is read-only";
+    default:
+      return "check free disk space and permissions";
+  }
+}
 namespace {
 
 void write_all(int fd, std::string_view data, const std::filesystem::path& path) {
@@ -23,8 +40,9 @@ void write_all(int fd, std::string_view data, const std::filesystem::path& path)
     ssize_t n = ::write(fd, p, left);
     if (n < 0) {
       if (errno == EINTR) continue;
-      throw Error("cannot write " + path.string() + ": " + std::strerror(errno),
-                  "check free disk space and permissions");
+      const int err = errno;
+      throw Error("cannot write " + path.string() + ": " + std::strerror(err),
+                  write_failure_hint(err));
     }
     p += n;
     left -= static_cast<std::size_t>(n);
@@ -156,7 +174,7 @@ void LineAppender::append(std::string_view line) {
   }
   throw Error("cannot append to " + path_.string() + ": " + std::strerror(err) +
                   " (the line was not written)",
-              "check free disk space and permissions");
+              write_failure_hint(err));
 }
 
 }  // namespace lbt::io

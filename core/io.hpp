@@ -31,6 +31,10 @@ int open_own_file(const std::filesystem::path& path, int flags);
 // process opens: the refusal must come from the parent, before the fork).
 void refuse_symbolic_link(const std::filesystem::path& path);
 
+// The hint for a write(2) that failed with `err`: ENOSPC the disk, EDQUOT the quota, EFBIG the
+// process's file size limit (ulimit -f), EACCES/EPERM/EROFS the permissions.
+std::string write_failure_hint(int err);
+
 // Reads a whole file; throws DataError naming the path when it cannot be read.
 std::string read_file(const std::filesystem::path& path);
 

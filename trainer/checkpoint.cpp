@@ -36,8 +36,9 @@ class CrcWriter {
       ssize_t w = ::write(fd_, p, n);
       if (w < 0) {
         if (errno == EINTR) continue;
-        throw Error("cannot write checkpoint " + path_.string() + ": " + std::strerror(errno),
-                    "check free disk space");
+        const int err = errno;
+        throw Error("cannot write checkpoint " + path_.string() + ": " + std::strerror(err),
+                    io::write_failure_hint(err));
       }
       p += w;
       n -= static_cast<std::size_t>(w);

@@ -286,6 +286,9 @@ BOOST_AUTO_TEST_CASE(a_run_that_fails_mid_way_records_the_error_and_no_made_up_f
   BOOST_TEST(r.code == 1, r.err);
   BOOST_TEST(lbt::test::error_line(r.err).find("cannot write checkpoint") != std::string::npos,
              r.err);
+  BOOST_TEST(r.err.find("\nhint: the file passed this process's file size limit: raise it "
+                        "(ulimit -f unlimited)") != std::string::npos,
+             r.err);  // not "check free disk space"
   const auto s = nlohmann::json::parse(slurp(run / "summary.json"));
   BOOST_TEST(s["status"] == "failed");
   BOOST_TEST(s["error"].get<std::string>().find("cannot write checkpoint") != std::string::npos);

@@ -4,13 +4,6 @@
 
 #include "core/vec16.hpp"
 
-// GCC 12's _mm512_broadcast_f32x4 and _mm512_permute_ps start from _mm512_undefined_ps(), a
-// self-initialised __m512 that -Wmaybe-uninitialized reports once inlined here (GCC bug 105593,
-// fixed in GCC 13): the value is overwritten whole, so the warning says nothing about this file.
-#if defined(__GNUC__) && !defined(__clang__) && __GNUC__ < 13
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#endif
-
 namespace lbt::LBT_ISA_NS {
 namespace {
 

@@ -158,11 +158,9 @@ BOOST_AUTO_TEST_CASE(hostile_names_reach_the_program_as_exact_arguments_and_run_
   BOOST_TEST(r.err.find("error: --exec: unterminated ' quote") != std::string::npos, r.err);
 }
 
-// --launcher slurm writes the sweep's directory, config and command into sweep.sbatch: a comment
-// line, an #SBATCH --output line (sbatch's own quoting) and the shell line that runs the task.
-// Names a shell would run, spaces and quotes run nothing when bash runs the script; a newline
-// (which would end a comment or an #SBATCH line and start a line of shell code) is refused
-// before anything is written. Before, a --out of "x\ntouch PWNED;#" ran touch on the cluster.
+// --launcher slurm writes names into sweep.sbatch's comment, #SBATCH --output and shell lines:
+// names a shell would run run nothing when bash runs the script; a newline (ending a comment or
+// #SBATCH line) is refused, nothing written. Before, --out "x\ntouch PWNED;#" ran touch.
 BOOST_AUTO_TEST_CASE(a_slurm_script_of_hostile_names_runs_its_trial_and_nothing_else) {
   const fs::path home = scratch() / "slurm_hostile";
   fs::create_directories(home);

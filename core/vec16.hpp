@@ -68,34 +68,55 @@ struct v16i {
 };
 
 // Part by part: r.p[k] = EXPR for every part k.
-#define LBT_V16_PARTS(T, EXPR)               \
-  T r;                                       \
+#define LBT_V16_PARTS(T, EXPR)                      \
+  T r;                                              \
   for (int k = 0; k < kParts; ++k) r.p[k] = (EXPR); \
   return r;
-#define LBT_V16_ARITHMETIC(OP)                                                           \
-  inline v16 operator OP(v16 a, v16 b) { LBT_V16_PARTS(v16, a.p[k] OP b.p[k]) }           \
-  inline v16 operator OP(v16 a, float b) { LBT_V16_PARTS(v16, a.p[k] OP b) }              \
-  inline v16 operator OP(float a, v16 b) { LBT_V16_PARTS(v16, a OP b.p[k]) }              \
-  inline v16& operator OP##=(v16& a, v16 b) { return a = a OP b; }                         \
-  inline v16& operator OP##=(v16& a, float b) { return a = a OP b; }
+#define LBT_V16_ARITHMETIC(OP)                  \
+  inline v16 operator OP(v16 a, v16 b) {        \
+    LBT_V16_PARTS(v16, a.p[k] OP b.p[k])        \
+  }                                             \
+  inline v16 operator OP(v16 a, float b) {      \
+    LBT_V16_PARTS(v16, a.p[k] OP b)             \
+  }                                             \
+  inline v16 operator OP(float a, v16 b) {      \
+    LBT_V16_PARTS(v16, a OP b.p[k])             \
+  }                                             \
+  inline v16& operator OP##=(v16& a, v16 b) {   \
+    return a = a OP b;                          \
+  }                                             \
+  inline v16& operator OP##=(v16& a, float b) { \
+    return a = a OP b;                          \
+  }
 LBT_V16_ARITHMETIC(+)
 LBT_V16_ARITHMETIC(-)
 LBT_V16_ARITHMETIC(*)
 LBT_V16_ARITHMETIC(/)
 #undef LBT_V16_ARITHMETIC
-inline v16 operator-(v16 a) { LBT_V16_PARTS(v16, -a.p[k]) }
+inline v16 operator-(v16 a){LBT_V16_PARTS(v16, -a.p[k])}
 
-#define LBT_V16_COMPARE(OP)                                                              \
-  inline v16i operator OP(v16 a, v16 b) { LBT_V16_PARTS(v16i, a.p[k] OP b.p[k]) }         \
-  inline v16i operator OP(v16 a, float b) { LBT_V16_PARTS(v16i, a.p[k] OP b) }            \
-  inline v16i operator OP(v16i a, int b) { LBT_V16_PARTS(v16i, a.p[k] OP b) }
-LBT_V16_COMPARE(<)
-LBT_V16_COMPARE(>)
-LBT_V16_COMPARE(==)
+#define LBT_V16_COMPARE(OP)                 \
+  inline v16i operator OP(v16 a, v16 b) {   \
+    LBT_V16_PARTS(v16i, a.p[k] OP b.p[k])   \
+  }                                         \
+  inline v16i operator OP(v16 a, float b) { \
+    LBT_V16_PARTS(v16i, a.p[k] OP b)        \
+  }                                         \
+  inline v16i operator OP(v16i a, int b) {  \
+    LBT_V16_PARTS(v16i, a.p[k] OP b)        \
+  }
+LBT_V16_COMPARE(<) LBT_V16_COMPARE(>) LBT_V16_COMPARE(==)
 #undef LBT_V16_COMPARE
-inline v16i operator&(v16i a, v16i b) { LBT_V16_PARTS(v16i, a.p[k] & b.p[k]) }
-inline v16i operator|(v16i a, v16i b) { LBT_V16_PARTS(v16i, a.p[k] | b.p[k]) }
-inline v16i operator~(v16i a) { LBT_V16_PARTS(v16i, ~a.p[k]) }
+    inline v16i
+    operator&(v16i a, v16i b) {
+  LBT_V16_PARTS(v16i, a.p[k] & b.p[k])
+}
+inline v16i operator|(v16i a, v16i b) {
+  LBT_V16_PARTS(v16i, a.p[k] | b.p[k])
+}
+inline v16i operator~(v16i a) {
+  LBT_V16_PARTS(v16i, ~a.p[k])
+}
 #undef LBT_V16_PARTS
 #endif
 

@@ -118,7 +118,7 @@ std::string short_number(double x) {
 
 nlohmann::json plan_batch_warmup(const WarmupPlanOptions& o) {
   const fs::path out = o.out.empty() ? o.cbs_dir / "plan.toml" : o.out;
-  check_plan_out(out, o.overwrite);  // before any work
+  check_plan_out(out, o.overwrite);        // before any work
   require_utf8_path(o.cbs_dir, "--from");  // plan.json and plan.toml name it
   const CbsFile cbs = read_cbs_file(o.cbs_dir);
   const fs::path ref_config = cbs.reference / "config.toml";

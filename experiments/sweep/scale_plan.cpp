@@ -197,7 +197,7 @@ void check_plan_out(const fs::path& out, bool overwrite) {
 
 nlohmann::json plan_at_scale(const ScalePlanOptions& o) {
   const fs::path out = o.out.empty() ? o.sweep_dir / "plan.toml" : o.out;
-  check_plan_out(out, o.overwrite);  // before any work
+  check_plan_out(out, o.overwrite);          // before any work
   require_utf8_path(o.sweep_dir, "--from");  // plan.json and plan.toml name it
   const std::string target = sweep_target(o.sweep_dir);
   const SweepForPlan sweep = fit_sweep_for_plan(o.sweep_dir);

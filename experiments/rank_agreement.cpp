@@ -163,6 +163,22 @@ void check_ranks_agree(comm::Communicator& comm, const std::string& resolved_tom
   throw ReportedByRankZero(message);
 }
 
+DataPrint read_data_print(const std::string& line) {
+  DataPrint p;
+  std::istringstream in(line);
+  in >> p.key >> p.size >> p.fingerprint;
+  std::getline(in >> std::ws, p.path);
+  return p;
+}
+
+std::string data_change(const DataPrint& then, const DataPrint& now) {
+  if (then.size == now.size) return "the same size, other contents";
+  const auto bytes = [](const std::string& size) {
+    return size.empty() ? "none" : size + " bytes";
+  };
+  return bytes(then.size) + " then, " + bytes(now.size) + " now";
+}
+
 std::vector<std::string> data_fingerprints(const std::vector<data::DataFile>& files) {
   std::vector<std::string> lines;
   for (const auto& f : files) {
@@ -196,11 +212,8 @@ void check_data_agrees(comm::Communicator& comm, const std::vector<data::DataFil
   };
   // "key size fingerprint path" -> "path (size bytes)"
   auto describe = [](const std::string& line) {
-    std::istringstream in(line);
-    std::string key, size, print, path;
-    in >> key >> size >> print;
-    std::getline(in >> std::ws, path);
-    return path + " (" + size + " bytes)";
+    const DataPrint p = read_data_print(line);
+    return p.path + " (" + p.size + " bytes)";
   };
   const auto reference = lines(groups.front().shown);
   std::string message = "the ranks would train on different data:";
@@ -209,7 +222,7 @@ void check_data_agrees(comm::Communicator& comm, const std::vector<data::DataFil
     for (std::size_t i = 0; i < std::max(reference.size(), other.size()); ++i) {
       const std::string a = i < reference.size() ? reference[i] : "",
                         b = i < other.size() ? other[i] : "";
-      if (a.substr(0, a.rfind(' ')) == b.substr(0, b.rfind(' '))) continue;  // same contents
+      if (read_data_print(a).same_contents(read_data_print(b))) continue;
       message += " rank 0 reads " + (a.empty() ? "no file" : describe(a)) + " but " +
                  rank_list(groups[g].ranks) + " reads " + (b.empty() ? "no file" : describe(b)) +
                  ", whose contents differ;";

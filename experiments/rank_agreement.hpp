@@ -36,4 +36,17 @@ void check_data_agrees(comm::Communicator& comm, const std::vector<data::DataFil
 // cannot be read.
 std::vector<std::string> data_fingerprints(const std::vector<data::DataFile>& files);
 
+// One such line read back, with the path a checkpoint appends ("" where none).
+struct DataPrint {
+  std::string key, size, fingerprint, path;
+  bool same_contents(const DataPrint& o) const {
+    return key == o.key && size == o.size && fingerprint == o.fingerprint;
+  }
+};
+DataPrint read_data_print(const std::string& line);
+
+// How `now` differs from `then`: "the same size, other contents" or "N bytes then, M bytes now"
+// ("none" for a file missing on one side).
+std::string data_change(const DataPrint& then, const DataPrint& now);
+
 }  // namespace lbt::experiments

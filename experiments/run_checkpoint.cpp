@@ -8,6 +8,7 @@
 
 #include "core/error.hpp"
 #include "core/toml_text.hpp"
+#include "experiments/rank_agreement.hpp"
 #include "trainer/checkpoint.hpp"
 #include "trainer/snapshot.hpp"
 
@@ -245,26 +246,13 @@ void refuse_changed_data(const std::string& refused, const trainer::LoadedCheckp
                          const std::vector<std::string>& now) {
   if (!ck.header.contains("data")) return;
   const auto then = ck.header.at("data").get<std::vector<std::string>>();
-  struct Print {
-    std::string key, size, fingerprint, path;
-  };
-  const auto read = [](const std::string& line) {
-    Print p;
-    std::istringstream in(line);
-    in >> p.key >> p.size >> p.fingerprint;
-    std::getline(in >> std::ws, p.path);
-    return p;
-  };
   for (std::size_t i = 0; i < std::max(then.size(), now.size()); ++i) {
-    const Print a = read(i < then.size() ? then[i] : ""), b = read(i < now.size() ? now[i] : "");
-    if (a.key == b.key && a.size == b.size && a.fingerprint == b.fingerprint) continue;
-    const std::string how = a.size == b.size
-                                ? "the same size, other contents"
-                                : (a.size.empty() ? "none" : a.size + " bytes") + " then, " +
-                                      (b.size.empty() ? "none" : b.size + " bytes") + " now";
+    const DataPrint a = read_data_print(i < then.size() ? then[i] : ""),
+                    b = read_data_print(i < now.size() ? now[i] : "");
+    if (a.same_contents(b)) continue;
     throw DataError(refused + ": " + (b.key.empty() ? a.key : b.key) + "'s file " +
                         (b.path.empty() ? a.path : b.path) + " changed since the checkpoint (" +
-                        how + ")",
+                        data_change(a, b) + ")",
                     "use the data the run started with, or start a fresh run on the new data");
   }
 }

@@ -3,6 +3,7 @@
 
 #include <toml++/toml.h>
 
+#include <algorithm>
 #include <iostream>
 #include <map>
 #include <optional>
@@ -218,27 +219,18 @@ void check_sweep_directory(const fs::path& dir, bool collect_only, bool check_on
 // this plan. Names every difference; new trials (more batch sizes) only with `extend`.
 namespace {
 
-// "data.path (file 2 of 4): 29491 -> 29490 bytes" for the first line of sweep.json's "data" that
-// differs ("KEY SIZE FINGERPRINT" each).
-std::string data_change(const nlohmann::json& before, const nlohmann::json& after) {
-  const auto words = [](const nlohmann::json& lines, std::size_t i) {
-    std::string key, size;
-    if (lines.is_array() && i < lines.size() && lines[i].is_string()) {
-      std::istringstream in(lines[i].get<std::string>());
-      in >> key >> size;
-    }
-    return std::pair{key, size};
+// "data.path (file 2 of 4): 29491 bytes then, 29490 bytes now" for the first line of
+// sweep.json's "data" that differs.
+std::string data_difference(const nlohmann::json& before, const nlohmann::json& after) {
+  const auto print = [](const nlohmann::json& lines, std::size_t i) {
+    const bool has = lines.is_array() && i < lines.size() && lines[i].is_string();
+    return read_data_print(has ? lines[i].get<std::string>() : "");
   };
-  const std::size_t n = std::max(before.size(), after.size());
-  for (std::size_t i = 0; i < n; ++i) {
-    if (i < before.size() && i < after.size() && before[i] == after[i]) continue;
-    const auto [key, size] = words(before, i);
-    const auto [key_now, size_now] = words(after, i);
-    return (key.empty() ? key_now : key) + " (file " + std::to_string(i + 1) + " of " +
-           std::to_string(after.size()) + "): " +
-           (size == size_now ? "the same size, other contents"
-                             : (size.empty() ? "none" : size + " bytes") + " -> " +
-                                   (size_now.empty() ? "none" : size_now + " bytes"));
+  for (std::size_t i = 0; i < std::max(before.size(), after.size()); ++i) {
+    const DataPrint a = print(before, i), b = print(after, i);
+    if (a.same_contents(b)) continue;
+    return (a.key.empty() ? b.key : a.key) + " (file " + std::to_string(i + 1) + " of " +
+           std::to_string(after.size()) + "): " + data_change(a, b);
   }
   return "?";
 }
@@ -265,7 +257,7 @@ void check_same_plan(const fs::path& dir, const nlohmann::json& now, const std::
   // The data's contents (its paths are in the config, compared below).
   if (old.contains("data") && old["data"] != now["data"]) {
     differs.push_back("the data files' sizes or contents (" +
-                      data_change(old["data"], now["data"]) + ")");
+                      data_difference(old["data"], now["data"]) + ")");
   }
   // The trials' config (the sweep's file without [sweep]), key by key.
   if (fs::exists(dir / "base_config.toml")) {

@@ -1,7 +1,6 @@
 // The SLURM array script; see sweep_slurm.hpp.
 #include "experiments/sweep/sweep_slurm.hpp"
 
-#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 
@@ -29,15 +28,8 @@ std::string sbatch_quote(const std::string& s) {
 
 namespace {
 
-bool has_control_character(const std::string& s) {
-  return std::any_of(s.begin(), s.end(), [](char c) {
-    const auto u = static_cast<unsigned char>(c);
-    return u < 0x20 || u == 0x7f;
-  });
-}
-
 void refuse_control_characters(const std::string& what, const std::string& value) {
-  if (!has_control_character(value)) return;
+  if (comment_text(value) == value) return;  // no control character
   throw ConfigError("--launcher slurm: " + what +
                         " holds a newline or another control character, " +
                         "which would end a line of sweep.sbatch and start one of shell code",

@@ -177,11 +177,10 @@ void add_measured_noise(nlohmann::json& fit, const SweepMeasurements& sweep, dou
   fit["B_simple_trials"] = averaged.size();
   fit["intervals"]["B_simple"] = nullptr;
   if (!averaged.empty()) {
-    const double b_simple = median(averaged);
-    fit["B_simple"] = b_simple;
-    fit["b_crit_over_b_simple"] = B_crit / b_simple;
-    if (averaged.size() >= 2)
-      fit["intervals"]["B_simple"] = interval(bootstrap_median(averaged, options, 0xB51));
+    const MeasuredBSimple b_simple = measured_b_simple(averaged, options);
+    fit["B_simple"] = b_simple.median;
+    fit["b_crit_over_b_simple"] = B_crit / b_simple.median;
+    if (b_simple.interval) fit["intervals"]["B_simple"] = interval(*b_simple.interval);
   }
   const std::vector<double>& b_noise = sweep.b_noise;
   fit["B_noise_measured"] = b_noise.empty() ? nlohmann::json() : nlohmann::json(median(b_noise));
@@ -222,6 +221,12 @@ bool overlap(const nlohmann::json& a, const nlohmann::json& b) {
 }
 
 }  // namespace
+
+MeasuredBSimple measured_b_simple(const std::vector<double>& averaged, const FitOptions& options) {
+  MeasuredBSimple b{median(averaged), std::nullopt};
+  if (averaged.size() >= 2) b.interval = bootstrap_median(averaged, options, 0xB51);
+  return b;
+}
 
 nlohmann::json fit_sensitivity(const std::map<std::string, std::vector<MeasuredPoint>>& readings,
                                const std::string& definition, const FitOptions& options) {

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -41,6 +42,14 @@ struct SweepMeasurements {
   std::string definition;
   std::map<std::string, std::vector<MeasuredPoint>> readings;
 };
+
+// The best trials' measured B_simple as fit.json and lbt plan show it: the median of their
+// averaged B_simple, with a percentile-bootstrap interval over those trials (null below 2).
+struct MeasuredBSimple {
+  double median = 0.0;
+  std::optional<Interval> interval;
+};
+MeasuredBSimple measured_b_simple(const std::vector<double>& averaged, const FitOptions& options);
 
 // fit.json's sensitivity: S_min, E_min and B_crit with intervals under each reading (null with
 // a reason below 3 batch sizes), and a warning when two readings' intervals of any of them do

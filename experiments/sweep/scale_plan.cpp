@@ -9,6 +9,7 @@
 #include <string_view>
 
 #include "analysis/plan.hpp"
+#include "analysis/sweep_fit.hpp"
 #include "core/error.hpp"
 #include "core/io.hpp"
 #include "core/toml_text.hpp"
@@ -150,9 +151,13 @@ nlohmann::json plan_json(const ScalePlanOptions& o, const SweepForPlan& sweep,
   // The trials' measured noise scale, beside B_crit (lbt fit writes it when noise.jsonl exist).
   const fs::path best_csv = o.sweep_dir / "best.csv";
   if (auto measured = best_trials_b_simple(best_csv, "b_simple_avg"); !measured.empty()) {
-    const double m = analysis::quantile(measured, 0.5);
+    const auto b =
+        analysis::measured_b_simple(measured, {.resamples = o.resamples, .level = o.level});
     plan["measured_b_simple"] = {
-        {"median", m}, {"trials", measured.size()}, {"b_crit_over_b_simple", sweep.fit.B_crit / m}};
+        {"median", b.median},
+        {"interval", b.interval ? interval(*b.interval) : nlohmann::json()},
+        {"trials", measured.size()},
+        {"b_crit_over_b_simple", sweep.fit.B_crit / b.median}};
   }
   if (o.max_steps > 0 && p.steps_interval.hi > static_cast<double>(o.max_steps)) {
     plan["warning"] =
@@ -249,8 +254,12 @@ std::string format_scale_plan(const nlohmann::json& p) {
      << p["train_steps"].get<std::int64_t>() << " steps\n";
   if (p.contains("measured_b_simple")) {
     const auto& n = p["measured_b_simple"];
+    const auto& ci = n["interval"];
     ss << "  measured B_simple (averaged over training, median over " << n["trials"].get<int>()
        << " best trials): " << num(n["median"].get<double>())
+       << (ci.is_array() ? " [" + num(ci[0].get<double>()) + ", " + num(ci[1].get<double>()) +
+                               "] (" + num(100 * p["interval_level"].get<double>()) + "% bootstrap)"
+                         : std::string(" (one trial: no interval)"))
        << ", B_crit / B_simple = " << num(n["b_crit_over_b_simple"].get<double>()) << "\n";
   }
   if (p.contains("warning")) ss << "  warning: " << p["warning"].get<std::string>() << "\n";

@@ -246,6 +246,17 @@ BOOST_AUTO_TEST_CASE(a_sweep_measures_the_noise_scale_per_trial_and_the_fit_repo
   BOOST_TEST(0.0 <= lo);
   BOOST_TEST(lo <= b);
   BOOST_TEST(b <= hi);
+  // lbt plan shows the same measured B_simple with the same interval, printed and in plan.json.
+  r = run_lbt("plan --from " + dir.string() + " --max-steps 1000");
+  BOOST_TEST_INFO("stderr: " << r.err);
+  BOOST_REQUIRE_EQUAL(r.code, 0);
+  const auto plan = nlohmann::json::parse(slurp(dir / "plan.json"))["measured_b_simple"];
+  BOOST_TEST(plan["median"].get<double>() == b);
+  BOOST_REQUIRE(plan["interval"].is_array());
+  BOOST_TEST(plan["interval"][0].get<double>() == lo);
+  BOOST_TEST(plan["interval"][1].get<double>() == hi);
+  BOOST_TEST(r.out.find("measured B_simple") != std::string::npos);
+  BOOST_TEST(r.out.find("% bootstrap), B_crit / B_simple") != std::string::npos);
   // B_noise from the trials' Hessian probes (noise.hessian.every): the median over the best
   // trials of each one's median resolved probe, an interval around it that stays positive.
   BOOST_TEST(fit["B_noise_measured_trials"].get<int>() >= 2);

@@ -1,6 +1,5 @@
 // The critical-batch fit (analysis/critical_batch.hpp) against data made from the formula
 // S = S_min (1 + B_noise / B) with multiplicative noise.
-#define BOOST_TEST_MODULE analysis
 #include <boost/test/unit_test.hpp>
 
 #include <cmath>

@@ -3,7 +3,6 @@
 // that batch is the rule's applied to the EMA B_simple rank 0 logged (noise.jsonl), clipped and
 // rounded to the layout's step of ranks x micro_batch, and a run resumed from the checkpoint
 // written right after a change ends bit for bit where the uninterrupted run ends.
-#define BOOST_TEST_MODULE adaptive_mpi
 #include <boost/test/unit_test.hpp>
 
 #include <algorithm>

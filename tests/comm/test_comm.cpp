@@ -1,7 +1,6 @@
 // trainer/comm under mpirun (2 and 4 ranks): collectives against closed forms with
 // rank-dependent inputs (flashlight AllReduceTest), the identical-state check, and the sampler's
 // sharding (every index of an epoch on exactly one rank).
-#define BOOST_TEST_MODULE comm
 #include <boost/mpl/list.hpp>
 #include <boost/test/unit_test.hpp>
 

@@ -2,7 +2,6 @@
 // batch K*b, and one rank x b with K accumulation steps give the same parameters after 20 steps
 // to float rounding (Caffe TestLeastSquaresUpdate(devices), CheckAccumulation). Every rank runs
 // the two single-process references itself on a LocalCommunicator, then the world run.
-#define BOOST_TEST_MODULE comm_equivalence
 #include <boost/test/data/test_case.hpp>
 #include <boost/test/unit_test.hpp>
 

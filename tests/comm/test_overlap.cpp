@@ -3,7 +3,6 @@
 // same parameters, losses and gradient norms bit for bit after every step, for buckets from
 // one 64-byte line to the whole buffer, with gradient accumulation and with conv/BatchNorm
 // layers; bad settings are refused on every rank, and by the command line with exit 2.
-#define BOOST_TEST_MODULE overlap
 #include <boost/test/data/test_case.hpp>
 #include <boost/test/unit_test.hpp>
 

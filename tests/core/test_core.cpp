@@ -1,5 +1,4 @@
 // core/: config parsing and validation, flat buffers, rng streams, atomic writes, GEMM.
-#define BOOST_TEST_MODULE core
 #include <boost/test/unit_test.hpp>
 
 #include <sys/resource.h>

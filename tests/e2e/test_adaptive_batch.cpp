@@ -5,7 +5,6 @@
 // checkpoint written right after a batch change (the new accumulation chosen, no step taken
 // with it yet) ends bit for bit where the uninterrupted run ends, with the same logs; bounds
 // the layout cannot realise are a one-line error with exit code 2.
-#define BOOST_TEST_MODULE adaptive_batch
 #include <algorithm>
 #include <boost/test/unit_test.hpp>
 #include <cmath>

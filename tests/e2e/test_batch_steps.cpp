@@ -5,7 +5,6 @@
 // after a change ends where the uninterrupted run ends; steps-to-target is refined as with a
 // fixed batch (the same crossing as evaluating after every step); bad stages are one error line
 // and exit 2.
-#define BOOST_TEST_MODULE batch_steps
 #include <boost/test/unit_test.hpp>
 #include <filesystem>
 #include <nlohmann/json.hpp>

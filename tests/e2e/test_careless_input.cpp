@@ -4,7 +4,6 @@
 // another command's results, is one line naming it; a batch given twice gets one column. A
 // sweep's damaged files: test_damaged_sweep_files.cpp. Exit codes as the README lists them: 2
 // config, 3 data.
-#define BOOST_TEST_MODULE careless_input
 #include <boost/test/unit_test.hpp>
 
 #include <fcntl.h>

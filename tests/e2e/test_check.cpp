@@ -3,7 +3,6 @@
 // still pass; a signal ends a long sweep --check at once with 130/143; range errors on the
 // command line are lbt's one-line errors with the README's exit code 2. Each case failed on
 // main 1b0bf4f.
-#define BOOST_TEST_MODULE check
 #include <boost/test/unit_test.hpp>
 
 #include <signal.h>

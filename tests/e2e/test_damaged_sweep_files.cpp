@@ -3,7 +3,6 @@
 // silently; `lbt plan --out` never replaces a file it did not write; `lbt fit` on a directory
 // without a sweep is a wrong option; lock files that link elsewhere are refused, their targets
 // kept. Exit codes as the README lists them: 2 config, 3 data.
-#define BOOST_TEST_MODULE damaged_sweep_files
 #include <boost/test/unit_test.hpp>
 
 #include <algorithm>

@@ -1,7 +1,6 @@
 // End to end through the real `lbt` binary: a short Fashion-MNIST run whose loss falls and
 // whose run directory parses, divergence, the CLI's error messages for bad input, and --help
 // against every preset key (lbt schedule's checks: test_e2e_schedules.cpp).
-#define BOOST_TEST_MODULE e2e
 #include <boost/test/unit_test.hpp>
 
 #include <sched.h>

@@ -6,7 +6,6 @@
 // continues the sweep; a sweep killed with -9 leaves a group that a rerun refuses to run beside;
 // non-finite metrics diverge, steps out of order fail naming the line, a malformed noise line
 // and a deleted run directory cost one trial at most.
-#define BOOST_TEST_MODULE exec_hostile
 #include <boost/test/unit_test.hpp>
 
 #include <fcntl.h>

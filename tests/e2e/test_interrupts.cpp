@@ -3,7 +3,6 @@
 // continues the trials bit for bit. A second signal (sweep or train) exits at once and what it
 // leaves still resumes bit for bit. On main 37b8730 the sweep died of the signal (its trials
 // SIGKILLed with it) and a rerun started every unfinished trial again from step 0.
-#define BOOST_TEST_MODULE interrupts
 #include <boost/test/unit_test.hpp>
 
 #include <signal.h>

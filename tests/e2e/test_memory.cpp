@@ -2,7 +2,6 @@
 // child processes, one rank or mpirun -np 2 and 4; each rank's peak RSS within 10% of its
 // estimate), the budget's largest micro-batch, and bad input (a --memory string that does not
 // parse, --workers 0, a probe past the machine's memory: exit 2, one error line).
-#define BOOST_TEST_MODULE memory
 #include <boost/test/unit_test.hpp>
 
 #include <regex>

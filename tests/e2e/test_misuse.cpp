@@ -1,6 +1,5 @@
 // Misuse a new user would try, through the real `lbt` binary: each case failed on
 // main 38e797a (mixed runs, silent changes, hangs) and must now end with a clear outcome.
-#define BOOST_TEST_MODULE misuse
 #include <boost/test/unit_test.hpp>
 
 #include <signal.h>

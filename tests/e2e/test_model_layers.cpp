@@ -1,7 +1,6 @@
 // Models through the real `lbt` binary, on a slice of Fashion-MNIST: bias-free layers (spec
 // suffix :nobias) train and feed both noise estimators; a [[model.layers]] list trains bit for
 // bit as its spec string does; bad lists end in exit 2 with one line naming the layer.
-#define BOOST_TEST_MODULE model_layers
 #include <boost/test/unit_test.hpp>
 
 #include <cmath>

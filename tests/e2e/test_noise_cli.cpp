@@ -4,7 +4,6 @@
 // slice of Fashion-MNIST (ResNet-8's CIFAR-10 is not shipped; its preset runs on 1x28x28).
 // Checks what the run writes: the method named with its reason, and every B_simple finite with
 // an interval around it, or null with resolved = false; no lower end below 0.
-#define BOOST_TEST_MODULE noise_cli
 #include <boost/test/unit_test.hpp>
 
 #include <cmath>

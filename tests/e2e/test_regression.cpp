@@ -2,7 +2,6 @@
 // CSV data.target_columns train a linear model that recovers a known W*, val_mse / val_r2
 // match hand computations (1 and 2 MPI ranks alike), and the npy_regression preset runs after
 // its generator. Bad input: test_regression_input.cpp.
-#define BOOST_TEST_MODULE regression
 #include <boost/test/unit_test.hpp>
 
 #include <cmath>

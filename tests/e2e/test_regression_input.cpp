@@ -3,7 +3,6 @@
 // cannot have (a label column and target columns, cross-entropy or val_accuracy on float
 // targets, MSE or val_r2 on class labels) with exit 2; each with one error line naming the file
 // and place or the key, and a hint. Integer labels still train a classifier.
-#define BOOST_TEST_MODULE regression_input
 #include <boost/test/unit_test.hpp>
 
 #include <cmath>

@@ -2,7 +2,6 @@
 // checkpoint writes), resume it, and require the final parameters and optimizer state to equal
 // an uninterrupted run's bit for bit, every logged metric after the resume point to equal the
 // uninterrupted run's, and no temp file or torn line to be left behind. With 1 and 2 ranks.
-#define BOOST_TEST_MODULE resume
 #include <boost/test/unit_test.hpp>
 
 #include <signal.h>

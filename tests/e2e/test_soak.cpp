@@ -6,7 +6,6 @@
 // with the result an undisturbed sweep gets, bit for bit (training resumes bit-exactly).
 // Rounds go on until every trial has ended, at most LBT_SOAK_ROUNDS (default 40) of them or 60 s;
 // LBT_SOAK_SEED changes the seed (default 27).
-#define BOOST_TEST_MODULE soak
 #include <boost/test/unit_test.hpp>
 
 #include <signal.h>

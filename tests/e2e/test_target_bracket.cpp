@@ -3,7 +3,6 @@
 // against the same trial evaluated after every step (the definition itself: the first step
 // meeting the target), through the real binary, with one process and with 2 MPI ranks (whose
 // parameters live in shared memory: the replay must restore them too).
-#define BOOST_TEST_MODULE target_bracket
 #include <boost/test/unit_test.hpp>
 
 #include <algorithm>

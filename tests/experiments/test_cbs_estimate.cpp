@@ -1,7 +1,6 @@
 // lbt cbs's estimate from branch losses (experiments/cbs/cbs_estimate.hpp), against values
 // worked out by hand from Merrill et al. 2025's rule: the largest k whose loss stays within the
 // tolerance of the reference (k = 1) branch's mean loss.
-#define BOOST_TEST_MODULE cbs
 #include <boost/test/unit_test.hpp>
 
 #include <cmath>

@@ -1,7 +1,6 @@
 // End to end through the real `lbt` binary: a tiny sweep on synthetic linear regression
 // (statuses, CSVs, fit.json, plots), a rerun that redoes nothing, and a sweep killed with
 // SIGKILL mid-way then rerun: every trial ends exactly once and no file is torn.
-#define BOOST_TEST_MODULE experiments_e2e
 #include <boost/test/unit_test.hpp>
 
 #include <fcntl.h>

@@ -1,6 +1,5 @@
 // The sweep plan (experiments/sweep/sweep_plan.hpp): its quasi-random LR search and the plan a
 // config turns into. The critical-batch fit's own tests are tests/analysis/test_critical_batch.cpp.
-#define BOOST_TEST_MODULE experiments
 #include <boost/test/unit_test.hpp>
 
 #include <cmath>

@@ -2,7 +2,6 @@
 // A row that vouches for some layer types only (DeviceCheckRow::layers: the ResNet rows, the
 // convolutions) refuses the runs that use one of them; an unscoped row (GEMMs, optimizers)
 // refuses every run. The rows are written by hand; the GPU suite fills them from a real check.
-#define BOOST_TEST_MODULE device_check_report
 #include <boost/test/unit_test.hpp>
 #include <cmath>
 #include <string>

@@ -1,7 +1,6 @@
 // The GPU parts against the CPU backend (experiments/device_check.hpp, what lbt doctor --device
 // cuda prints): every row within its tolerance. Where no GPU is, the test reports itself
 // skipped (exit 77, CTest's SKIP_RETURN_CODE) with the reason.
-#define BOOST_TEST_MODULE gpu
 #include <boost/test/unit_test.hpp>
 #include <chrono>
 #include <cstdio>

@@ -6,7 +6,6 @@
 // row), a resumed run bit for bit, steps-to-target refined on the GPU equal to evaluating after
 // every step there. Fashion-MNIST from LBT_FMNIST_DIR (default /usr/share/datasets/fashion-mnist).
 // Skipped (exit 77) where there is no GPU or no data.
-#define BOOST_TEST_MODULE gpu_training
 #include <boost/test/unit_test.hpp>
 #include <cmath>
 #include <cstdio>

@@ -1,6 +1,5 @@
 // noise/: two-batch and per-example estimators against hand-computed values and closed forms
 // (McCandlish et al. 2018, arXiv:1812.06162, App. A.1), end to end through the trainer.
-#define BOOST_TEST_MODULE noise
 #include <boost/test/unit_test.hpp>
 
 #include <array>

@@ -2,7 +2,6 @@
 // local gradient) equals the one-process accumulation estimator (small batch = micro-batch)
 // on the same global batches. The transport is a test-local MPI communicator, so this suite
 // does not depend on the trainer's MPI backend.
-#define BOOST_TEST_MODULE noise_mpi
 #define OMPI_SKIP_MPICXX 1  // C bindings only
 #include <mpi.h>
 

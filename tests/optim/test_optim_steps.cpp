@@ -1,6 +1,5 @@
 // optim/: one or two steps of every optimizer and variant on a 3-segment table (with a bias),
 // expected values computed in the test from each paper's formulas; the pure trust-ratio helpers.
-#define BOOST_TEST_MODULE optim
 #include <boost/test/unit_test.hpp>
 
 #include <malloc.h>
@@ -28,7 +27,9 @@ struct KeepFreedMemoryInTheHeap {
 };
 BOOST_TEST_GLOBAL_FIXTURE(KeepFreedMemoryInTheHeap);
 
-std::vector<double> as_double(const std::vector<float>& x) { return {x.begin(), x.end()}; }
+std::vector<double> as_double(const std::vector<float>& x) {
+  return {x.begin(), x.end()};
+}
 
 void check_params(const std::vector<float>& got, const std::vector<double>& want) {
   BOOST_REQUIRE_EQUAL(got.size(), want.size());
@@ -37,7 +38,9 @@ void check_params(const std::vector<float>& got, const std::vector<double>& want
                         "param " << i << ": " << got[i] << " vs " << want[i]);
 }
 
-bool is_weight(std::size_t i) { return i < 4 || i >= 6; }  // fc.bias is [4, 6)
+bool is_weight(std::size_t i) {
+  return i < 4 || i >= 6;
+}  // fc.bias is [4, 6)
 
 }  // namespace
 
@@ -58,7 +61,8 @@ BOOST_AUTO_TEST_CASE(trust_ratio_is_one_when_either_norm_is_zero) {
 BOOST_AUTO_TEST_CASE(sgd_heavy_ball_with_dampening_and_decay_two_steps_by_hand) {
   SmallProblem p;
   const double lr = 0.1, mu = 0.9, damp = 0.1, wd = 0.01;
-  auto opt = build("[optimizer]\nname='momentum'\nmomentum=0.9\ndampening=0.1\nweight_decay=0.01\n", 9);
+  auto opt =
+      build("[optimizer]\nname='momentum'\nmomentum=0.9\ndampening=0.1\nweight_decay=0.01\n", 9);
   auto w = as_double(p.w);
   std::vector<double> buf(9);
   for (int t = 0; t < 2; ++t) {
@@ -105,8 +109,10 @@ BOOST_AUTO_TEST_CASE(adam_first_step_with_coupled_decay_and_both_eps_placements)
     BOOST_TEST_CONTEXT("eps_inside_sqrt=" << inside) {
       SmallProblem p;
       const double lr = 0.01, eps = 1e-3, wd = 0.1;
-      auto opt = build(std::string("[optimizer]\nname='adam'\neps=1e-3\nweight_decay=0.1\neps_inside_sqrt=") +
-                           (inside ? "true" : "false") + "\n", 9);
+      auto opt = build(
+          std::string("[optimizer]\nname='adam'\neps=1e-3\nweight_decay=0.1\neps_inside_sqrt=") +
+              (inside ? "true" : "false") + "\n",
+          9);
       std::vector<double> w(9);
       for (std::size_t i = 0; i < 9; ++i) {
         const double gp = p.g[i] + (is_weight(i) ? wd : 0.0) * p.w[i];
@@ -147,8 +153,12 @@ BOOST_AUTO_TEST_CASE(lars_two_steps_by_hand_for_each_denominator_and_lr_placemen
     for (std::string placement : {"before_momentum", "after_momentum"}) {
       BOOST_TEST_CONTEXT(denominator << ", " << placement) {
         SmallProblem p;
-        auto opt = build("[optimizer]\nname='lars'\nweight_decay=0.01\n[optimizer.lars]\ntrust_coefficient=0.01\n"
-                         "denominator='" + denominator + "'\nlr_placement='" + placement + "'\n", 9);
+        auto opt = build(
+            "[optimizer]\nname='lars'\nweight_decay=0.01\n[optimizer.lars]\ntrust_coefficient=0."
+            "01\n"
+            "denominator='" +
+                denominator + "'\nlr_placement='" + placement + "'\n",
+            9);
         auto w = as_double(p.w);
         std::vector<double> v(9);
         const double lrs[2] = {0.5, 0.2};
@@ -160,8 +170,9 @@ BOOST_AUTO_TEST_CASE(lars_two_steps_by_hand_for_each_denominator_and_lr_placemen
             for (std::size_t i = b; i < e; ++i) d[i] = g[i] + bt * w[i];
             double local_lr = 1.0;  // the bias segment has no trust ratio
             if (weight) {
-              const double den = denominator == "paper" ? test::norm(g, b, e) + bt * test::norm(w, b, e)
-                                                        : test::norm(d, b, e);
+              const double den = denominator == "paper"
+                                     ? test::norm(g, b, e) + bt * test::norm(w, b, e)
+                                     : test::norm(d, b, e);
               local_lr = eta * test::norm(w, b, e) / den;
             }
             for (std::size_t i = b; i < e; ++i) {
@@ -186,8 +197,10 @@ BOOST_AUTO_TEST_CASE(lars_clamps_the_ratio_and_moves_a_zero_segment_at_the_globa
   SmallProblem p;
   std::fill(p.w.begin(), p.w.begin() + 4, 0.0f);  // fc.weight at zero: ratio 1 (safe rule)
   // out.weight: eta |w| / (|g| + beta|w|) = 1 * 1.75 / 0.37 ~ 4.7, clamped to 2.
-  auto opt = build("[optimizer]\nname='lars'\nmomentum=0.0\nweight_decay=0.0\n[optimizer.lars]\n"
-                   "trust_coefficient=1.0\nphi='clamp'\nclamp_min=0.0\nclamp_max=2.0\n", 9);
+  auto opt = build(
+      "[optimizer]\nname='lars'\nmomentum=0.0\nweight_decay=0.0\n[optimizer.lars]\n"
+      "trust_coefficient=1.0\nphi='clamp'\nclamp_min=0.0\nclamp_max=2.0\n",
+      9);
   const double lr = 0.1;
   std::vector<double> w(9);
   for (std::size_t i = 0; i < 9; ++i) w[i] = p.w[i] - lr * (i >= 6 ? 2.0 : 1.0) * p.g[i];
@@ -204,8 +217,10 @@ BOOST_AUTO_TEST_CASE(larc_clip_and_scale_one_step_by_hand) {
     BOOST_TEST_CONTEXT(mode) {
       SmallProblem p;
       p.g[2] = -3.0f;  // fc.weight: big gradient, local_lr / lr < 1; out.weight: > 1 (clipped)
-      auto opt = build("[optimizer]\nname='larc'\nmomentum=0.0\nweight_decay=0.01\n[optimizer.larc]\nmode='" +
-                           mode + "'\nbase='sgd'\n", 9);
+      auto opt = build(
+          "[optimizer]\nname='larc'\nmomentum=0.0\nweight_decay=0.01\n[optimizer.larc]\nmode='" +
+              mode + "'\nbase='sgd'\n",
+          9);
       auto w = as_double(p.w);
       std::vector<double> g(p.g.begin(), p.g.end()), want(9);
       int clipped = 0;
@@ -214,7 +229,8 @@ BOOST_AUTO_TEST_CASE(larc_clip_and_scale_one_step_by_hand) {
         const double d = weight ? wd : 0.0;
         double factor = 1.0;
         if (weight) {
-          const double local_lr = c * test::norm(w, b, e) / (test::norm(g, b, e) + d * test::norm(w, b, e) + eps);
+          const double local_lr =
+              c * test::norm(w, b, e) / (test::norm(g, b, e) + d * test::norm(w, b, e) + eps);
           factor = mode == "clip" ? std::min(local_lr / lr, 1.0) : local_lr;
           clipped += local_lr / lr >= 1.0;
         }
@@ -232,7 +248,10 @@ BOOST_AUTO_TEST_CASE(larc_clip_and_scale_one_step_by_hand) {
 BOOST_AUTO_TEST_CASE(lamb_first_step_by_hand_for_scopes_phi_and_bias_correction) {
   const double lr = 0.01, lambda = 0.1, eps = 1e-6, b1 = 0.9, b2 = 0.999;
   const std::vector<std::pair<std::size_t, std::size_t>> ranges = {{0, 4}, {4, 6}, {6, 9}};
-  struct Variant { std::string toml; bool clamp, bias_correction, decayed_scope_no_decay; };
+  struct Variant {
+    std::string toml;
+    bool clamp, bias_correction, decayed_scope_no_decay;
+  };
   const std::vector<Variant> variants = {
       {"", false, true, false},
       {"phi='clamp'\nclamp_min=0.5\nclamp_max=1.5\n", true, true, false},
@@ -242,7 +261,8 @@ BOOST_AUTO_TEST_CASE(lamb_first_step_by_hand_for_scopes_phi_and_bias_correction)
   for (const auto& variant : variants) {
     BOOST_TEST_CONTEXT(variant.toml) {
       SmallProblem p;
-      auto opt = build("[optimizer]\nname='lamb'\nweight_decay=0.1\n[optimizer.lamb]\n" + variant.toml, 9);
+      auto opt =
+          build("[optimizer]\nname='lamb'\nweight_decay=0.1\n[optimizer.lamb]\n" + variant.toml, 9);
       auto w = as_double(p.w);
       std::vector<double> u(9), want(9);
       for (auto [b, e] : ranges) {
@@ -265,7 +285,8 @@ BOOST_AUTO_TEST_CASE(lamb_first_step_by_hand_for_scopes_phi_and_bias_correction)
 
 BOOST_AUTO_TEST_CASE(describe_names_every_switch) {
   auto lars = build("[optimizer]\nname='lars'\n", 9)->describe();
-  for (const char* s : {"momentum=", "wd=", "eta=", "eps=", "denominator=", "lr_placement=", "safe_zero_norm=", "phi="})
+  for (const char* s : {"momentum=", "wd=", "eta=", "eps=", "denominator=", "lr_placement=",
+                        "safe_zero_norm=", "phi="})
     BOOST_TEST(lars.find(s) != std::string::npos, lars << " lacks " << s);
   auto lamb = build("[optimizer]\nname='lamb'\n", 9)->describe();
   for (const char* s : {"b1=", "b2=", "eps=", "bias_correction=", "wd=", "scope=", "phi="})

@@ -1,6 +1,5 @@
 // schedules/: warmup shapes and decays against formulas written here, at step 0, the last step
 // of a phase, the boundary, and past the end (optax _schedule_test.py style).
-#define BOOST_TEST_MODULE schedules
 #include <boost/test/unit_test.hpp>
 
 #include <cmath>
@@ -45,7 +44,7 @@ BOOST_AUTO_TEST_CASE(constant_warmup_holds_start_until_step_w) {
 BOOST_AUTO_TEST_CASE(exponential_warmup_rises_geometrically) {
   auto s = warmup_exponential(0.1, 2.0, 10);
   expect(s, 0, 0.1);
-  expect(s, 5, 0.1 * std::sqrt(20.0));          // halfway in log space
+  expect(s, 5, 0.1 * std::sqrt(20.0));  // halfway in log space
   expect(s, 9, 0.1 * std::pow(20.0, 0.9));
   expect(s, 10, 2.0);
   expect(s, 11, 2.0);
@@ -135,8 +134,8 @@ BOOST_AUTO_TEST_CASE(inverse_time_decay_smooth_and_staircase) {
 BOOST_AUTO_TEST_CASE(polynomial_decay_power_two_reaches_end) {
   auto s = polynomial_decay(2.0, 0.2, 100, 2.0);
   expect(s, 0, 2.0);
-  expect(s, 50, 0.2 + 1.8 * 0.25);     // 0.65
-  expect(s, 99, 0.2 + 1.8 * 0.0001);   // 0.20018
+  expect(s, 50, 0.2 + 1.8 * 0.25);    // 0.65
+  expect(s, 99, 0.2 + 1.8 * 0.0001);  // 0.20018
   expect(s, 100, 0.2);
   expect(s, 200, 0.2);
   BOOST_CHECK_THROW(polynomial_decay(2.0, 0.2, 100, 0.0), std::invalid_argument);
@@ -158,7 +157,7 @@ BOOST_AUTO_TEST_CASE(cosine_decay_to_final_fraction) {
 BOOST_AUTO_TEST_CASE(inverse_sqrt_decay_matches_vaswani_after_warmup) {
   auto s = inverse_sqrt_decay(2.0, 100.0);
   expect(s, 0, 2.0);
-  expect(s, 300, 1.0);                      // 2 * sqrt(100 / 400)
+  expect(s, 300, 1.0);  // 2 * sqrt(100 / 400)
   expect(s, 700, 2.0 * std::sqrt(100.0 / 800.0));
   BOOST_CHECK_THROW(inverse_sqrt_decay(2.0, 0.0), std::invalid_argument);
 }
@@ -192,8 +191,10 @@ BOOST_AUTO_TEST_CASE(linear_and_sqrt_scaling_at_several_batches) {
   const double sqrt_want[] = {0.5, 1.0, std::sqrt(2.0), 2.0, std::sqrt(32.0)};
   for (int i = 0; i < 5; ++i) {
     BOOST_TEST_CONTEXT("B = " << batches[i]) {
-      BOOST_TEST(lbt::test::close(scaling_factor(ScalingRule::kLinear, batches[i], B0), linear_want[i], 0, 1e-15));
-      BOOST_TEST(lbt::test::close(scaling_factor(ScalingRule::kSqrt, batches[i], B0), sqrt_want[i], 0, 1e-15));
+      BOOST_TEST(lbt::test::close(scaling_factor(ScalingRule::kLinear, batches[i], B0),
+                                  linear_want[i], 0, 1e-15));
+      BOOST_TEST(lbt::test::close(scaling_factor(ScalingRule::kSqrt, batches[i], B0), sqrt_want[i],
+                                  0, 1e-15));
       BOOST_TEST(scaling_factor(ScalingRule::kNone, batches[i], B0) == 1.0);
     }
   }

@@ -1,3 +1,0 @@
-// trainer/: IDX reader, sampler, config resolution.
-#define BOOST_TEST_MODULE trainer
-#include <boost/test/unit_test.hpp>

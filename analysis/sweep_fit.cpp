@@ -168,7 +168,7 @@ nlohmann::json fit_intervals(const std::vector<MeasuredPoint>& measured,
 // with a percentile-bootstrap interval over those trials; null where none measured it. Then
 // B_noise (eq. 2.8) as the best trials' Hessian probes measured it (noise.hessian.every): the
 // median of their medians, with a bootstrap interval over trials; null where none did.
-void add_measured_noise(nlohmann::json& fit, const SweepMeasurements& sweep, double B_crit,
+void add_measured_noise(nlohmann::json& fit, const SweepMeasurements& sweep,
                         const FitOptions& options) {
   const std::vector<double>& averaged = sweep.b_simple_avg;
   const std::vector<double>& starts = sweep.b_simple_start;
@@ -176,36 +176,20 @@ void add_measured_noise(nlohmann::json& fit, const SweepMeasurements& sweep, dou
   fit["B_simple_start"] = starts.empty() ? nlohmann::json() : nlohmann::json(median(starts));
   fit["B_simple_trials"] = averaged.size();
   fit["intervals"]["B_simple"] = nullptr;
+  fit["intervals"]["b_crit_over_b_simple"] = nullptr;
   if (!averaged.empty()) {
     const MeasuredBSimple b_simple = measured_b_simple(averaged, options);
     fit["B_simple"] = b_simple.median;
-    fit["b_crit_over_b_simple"] = B_crit / b_simple.median;
     if (b_simple.interval) fit["intervals"]["B_simple"] = interval(*b_simple.interval);
+    const MeasuredRatio ratio = b_crit_over_b_simple(sweep.measured, averaged, options);
+    fit["b_crit_over_b_simple"] = ratio.value ? nlohmann::json(*ratio.value) : nlohmann::json();
+    if (ratio.interval) fit["intervals"]["b_crit_over_b_simple"] = interval(*ratio.interval);
   }
   const std::vector<double>& b_noise = sweep.b_noise;
   fit["B_noise_measured"] = b_noise.empty() ? nlohmann::json() : nlohmann::json(median(b_noise));
   fit["B_noise_measured_trials"] = b_noise.size();
   fit["intervals"]["B_noise_measured"] =
       b_noise.size() >= 2 ? interval(bootstrap_median(b_noise, options, 0xB40)) : nlohmann::json();
-}
-
-// One reading's S_min, E_min and B_crit with the all-sources bootstrap interval of each.
-nlohmann::json fit_one_reading(const std::vector<MeasuredPoint>& points, const FitOptions& o) {
-  if (points.size() < 3)
-    return {{"fitted", false}, {"why", "fewer than 3 batch sizes reached the target"}};
-  const CriticalBatchFit f = fit_critical_batch(point_estimates(points));
-  const BootstrapIntervals ci = intervals_of(
-      measurement_bootstrap_fits(points, {true, true, true}, o.resamples, o.seed), o.level, f);
-  return {{"fitted", true},
-          {"resolved", f.resolved},
-          {"batch_sizes", points.size()},
-          {"S_min", f.S_min},
-          {"E_min", resolved_value(f.E_min, f)},
-          {"B_crit", resolved_value(f.B_crit, f)},
-          {"intervals",
-           {{"S_min", interval(ci.S_min)},
-            {"E_min", resolved_interval(ci.E_min, f)},
-            {"B_crit", resolved_interval(ci.B_crit, f)}}}};
 }
 
 std::string interval_text(const nlohmann::json& i) {
@@ -228,12 +212,50 @@ MeasuredBSimple measured_b_simple(const std::vector<double>& averaged, const Fit
   return b;
 }
 
+MeasuredRatio b_crit_over_b_simple(const std::vector<MeasuredPoint>& measured,
+                                   const std::vector<double>& b_simple_averaged,
+                                   const FitOptions& options) {
+  MeasuredRatio out;
+  const CriticalBatchFit point = fit_critical_batch(point_estimates(measured));
+  if (b_simple_averaged.empty() || !point.resolved) return out;
+  out.value = point.B_crit / median(b_simple_averaged);
+  if (b_simple_averaged.size() < 2) return out;
+  auto rng = make_rng(options.seed, RngStream::kSweep, 0xB52);
+  std::uniform_int_distribution<std::size_t> pick(0, b_simple_averaged.size() - 1);
+  std::vector<double> ratios, sample(b_simple_averaged.size());
+  for (const CriticalBatchFit& f :
+       measurement_bootstrap_fits(measured, {true, true, true}, options.resamples, options.seed)) {
+    for (double& b : sample) b = b_simple_averaged[pick(rng)];
+    ratios.push_back(f.B_crit / median(sample));
+  }
+  out.interval = percentile_interval(ratios, options.level, *out.value);
+  return out;
+}
+
+nlohmann::json fit_with_intervals(const std::vector<MeasuredPoint>& points, const FitOptions& o) {
+  if (points.size() < 3)
+    return {{"fitted", false}, {"why", "fewer than 3 batch sizes reached the target"}};
+  const CriticalBatchFit f = fit_critical_batch(point_estimates(points));
+  const BootstrapIntervals ci = intervals_of(
+      measurement_bootstrap_fits(points, {true, true, true}, o.resamples, o.seed), o.level, f);
+  return {{"fitted", true},
+          {"resolved", f.resolved},
+          {"batch_sizes", points.size()},
+          {"S_min", f.S_min},
+          {"E_min", resolved_value(f.E_min, f)},
+          {"B_crit", resolved_value(f.B_crit, f)},
+          {"intervals",
+           {{"S_min", interval(ci.S_min)},
+            {"E_min", resolved_interval(ci.E_min, f)},
+            {"B_crit", resolved_interval(ci.B_crit, f)}}}};
+}
+
 nlohmann::json fit_sensitivity(const std::map<std::string, std::vector<MeasuredPoint>>& readings,
                                const std::string& definition, const FitOptions& options) {
   nlohmann::json out = {{"readings", nlohmann::json::object()}};
   std::vector<std::string> fitted;
   for (const auto& [name, points] : readings) {
-    out["readings"][name] = fit_one_reading(points, options);
+    out["readings"][name] = fit_with_intervals(points, options);
     if (out["readings"][name]["fitted"].get<bool>()) fitted.push_back(name);
   }
   std::string disagree;
@@ -286,7 +308,7 @@ nlohmann::json fit_measurements(const SweepMeasurements& sweep, const FitOptions
   if (!f.resolved) fit["warning"] = kNoCriticalBatch;
   fit["batch_sizes_unreached"] = sweep.unreached;
   add_lr_law(fit, sweep.lr_points, options);
-  add_measured_noise(fit, sweep, f.resolved ? f.B_crit : NAN, options);
+  add_measured_noise(fit, sweep, options);
   fit["target_definition"] =
       sweep.definition.empty() ? nlohmann::json() : nlohmann::json(sweep.definition);
   fit["sensitivity"] = sweep.readings.empty()

@@ -51,6 +51,26 @@ struct MeasuredBSimple {
 };
 MeasuredBSimple measured_b_simple(const std::vector<double>& averaged, const FitOptions& options);
 
+// B_crit / B_simple (McCandlish et al. 2018 predict B_crit ~ B_noise, B_simple its proxy) with
+// a percentile-bootstrap interval: each of the fit's all-sources replicates (those of fit.json's
+// B_crit interval, measured_fit.hpp) over the median of an independent resample of the trials'
+// B_simple. The two resamples are drawn independently although both come from the same best
+// trials: their correlation is not modelled. No value where the fit resolves no critical batch
+// or no trial measured B_simple; no interval below 2 trials (B_simple then has none).
+struct MeasuredRatio {
+  std::optional<double> value;
+  std::optional<Interval> interval;
+};
+MeasuredRatio b_crit_over_b_simple(const std::vector<MeasuredPoint>& measured,
+                                   const std::vector<double>& b_simple_averaged,
+                                   const FitOptions& options);
+
+// S_min, E_min and B_crit of `points` with the all-sources bootstrap interval of each, as
+// fit.json's sensitivity gives each reading and plan.json its fit: {"fitted": false, "why"}
+// below 3 batch sizes; E_min and B_crit null where no critical batch is resolved.
+nlohmann::json fit_with_intervals(const std::vector<MeasuredPoint>& points,
+                                  const FitOptions& options);
+
 // fit.json's sensitivity: S_min, E_min and B_crit with intervals under each reading (null with
 // a reason below 3 batch sizes), and a warning when two readings' intervals of any of them do
 // not overlap: the target then sits in the metric's noise. Its advice follows `definition`,

@@ -1,7 +1,7 @@
 // `lbt fit SWEEP_DIR`: S_min, E_min, B_crit with bootstrap intervals; writes fit.json.
-#include <cmath>
 #include <cstdio>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <string>
 
 #include "cli/commands.hpp"
@@ -17,6 +17,20 @@ struct FitArgs {
   int resamples = 2000;
   bool no_plots = false;
 };
+
+// "X [lo, hi]" to four significant digits; "X (one trial: no interval)" where the interval is
+// null, "unresolved" where the value is.
+std::string with_interval(const nlohmann::json& value, const nlohmann::json& ci) {
+  if (!value.is_number()) return "unresolved";
+  char text[96];
+  if (ci.is_array()) {
+    std::snprintf(text, sizeof text, "%.4g [%.4g, %.4g]", value.get<double>(), ci[0].get<double>(),
+                  ci[1].get<double>());
+  } else {
+    std::snprintf(text, sizeof text, "%.4g (one trial: no interval)", value.get<double>());
+  }
+  return text;
+}
 }  // namespace
 
 void add_fit_command(CLI::App& app) {
@@ -45,17 +59,12 @@ void add_fit_command(CLI::App& app) {
       std::printf("  %-25s B %s\n", name, range.c_str());
     }
     if (!fit["B_simple"].is_null()) {
-      const auto& ci = fit["intervals"]["B_simple"];
+      const auto& ci = fit["intervals"];
       std::printf(
-          "  measured B_simple (averaged over training, median of %d best trials) = %.4g%s"
-          " (B_crit / B_simple = %.3g)\n",
-          fit["B_simple_trials"].get<int>(), fit["B_simple"].get<double>(),
-          ci.is_null() ? ""
-                       : (" [" + std::to_string(ci[0].get<double>()) + ", " +
-                          std::to_string(ci[1].get<double>()) + "]")
-                             .c_str(),
-          fit["b_crit_over_b_simple"].is_number() ? fit["b_crit_over_b_simple"].get<double>()
-                                                  : NAN);
+          "  measured B_simple (averaged over training, median of %d best trials) = %s, "
+          "B_crit / B_simple = %s (95%% bootstrap)\n",
+          fit["B_simple_trials"].get<int>(), with_interval(fit["B_simple"], ci["B_simple"]).c_str(),
+          with_interval(fit["b_crit_over_b_simple"], ci["b_crit_over_b_simple"]).c_str());
     }
     if (!a->no_plots) {
       const std::string warning = experiments::make_sweep_plots(a->dir);

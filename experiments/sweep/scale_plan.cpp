@@ -34,6 +34,16 @@ nlohmann::json interval(analysis::Interval i) {
   return nlohmann::json::array({i.lo, i.hi});
 }
 
+// "X [lo, hi] (95% bootstrap)", "X (one trial: no interval)", or "unresolved" for null.
+std::string measured_text(const nlohmann::json& value, const nlohmann::json& ci,
+                          const std::string& level) {
+  if (!value.is_number()) return "unresolved";
+  const std::string x = num(value.get<double>());
+  if (!ci.is_array()) return x + " (one trial: no interval)";
+  return x + " [" + num(ci[0].get<double>()) + ", " + num(ci[1].get<double>()) + "] (" + level +
+         ")";
+}
+
 // The sweep's fit as lbt plan needs it: the fit's own points (the median over seeds, so plan
 // and fit.json agree) and the point fit.
 struct SweepForPlan {
@@ -119,6 +129,7 @@ nlohmann::json plan_json(const ScalePlanOptions& o, const SweepForPlan& sweep,
                          const analysis::Prediction& p, const analysis::RegimeCall& regime,
                          std::int64_t eval_every, std::int64_t budget,
                          const trainer::RunConfig& run) {
+  const analysis::FitOptions fit_options{.resamples = o.resamples, .level = o.level};
   nlohmann::json plan = {
       {"sweep_dir", fs::absolute(o.sweep_dir).string()},
       {"budget",
@@ -136,8 +147,7 @@ nlohmann::json plan_json(const ScalePlanOptions& o, const SweepForPlan& sweep,
       {"examples_to_target_interval", interval(p.examples_interval)},
       {"eval_every", eval_every},
       {"interval_level", o.level},
-      {"fit",
-       {{"S_min", sweep.fit.S_min}, {"E_min", sweep.fit.E_min}, {"B_crit", sweep.fit.B_crit}}},
+      {"fit", analysis::fit_with_intervals(sweep.measured, fit_options)},
       {"regime", analysis::regime_name(regime.regime)},
       {"regime_why", regime.why},
       {"schedule",
@@ -151,13 +161,15 @@ nlohmann::json plan_json(const ScalePlanOptions& o, const SweepForPlan& sweep,
   // The trials' measured noise scale, beside B_crit (lbt fit writes it when noise.jsonl exist).
   const fs::path best_csv = o.sweep_dir / "best.csv";
   if (auto measured = best_trials_b_simple(best_csv, "b_simple_avg"); !measured.empty()) {
-    const auto b =
-        analysis::measured_b_simple(measured, {.resamples = o.resamples, .level = o.level});
+    const auto b = analysis::measured_b_simple(measured, fit_options);
+    const auto ratio = analysis::b_crit_over_b_simple(sweep.measured, measured, fit_options);
     plan["measured_b_simple"] = {
         {"median", b.median},
         {"interval", b.interval ? interval(*b.interval) : nlohmann::json()},
         {"trials", measured.size()},
-        {"b_crit_over_b_simple", sweep.fit.B_crit / b.median}};
+        {"b_crit_over_b_simple", ratio.value ? nlohmann::json(*ratio.value) : nlohmann::json()},
+        {"b_crit_over_b_simple_interval",
+         ratio.interval ? interval(*ratio.interval) : nlohmann::json()}};
   }
   if (o.max_steps > 0 && p.steps_interval.hi > static_cast<double>(o.max_steps)) {
     plan["warning"] =
@@ -254,13 +266,12 @@ std::string format_scale_plan(const nlohmann::json& p) {
      << p["train_steps"].get<std::int64_t>() << " steps\n";
   if (p.contains("measured_b_simple")) {
     const auto& n = p["measured_b_simple"];
-    const auto& ci = n["interval"];
+    const std::string level = num(100 * p["interval_level"].get<double>()) + "% bootstrap";
     ss << "  measured B_simple (averaged over training, median over " << n["trials"].get<int>()
-       << " best trials): " << num(n["median"].get<double>())
-       << (ci.is_array() ? " [" + num(ci[0].get<double>()) + ", " + num(ci[1].get<double>()) +
-                               "] (" + num(100 * p["interval_level"].get<double>()) + "% bootstrap)"
-                         : std::string(" (one trial: no interval)"))
-       << ", B_crit / B_simple = " << num(n["b_crit_over_b_simple"].get<double>()) << "\n";
+       << " best trials): " << measured_text(n["median"], n["interval"], level)
+       << ", B_crit / B_simple = "
+       << measured_text(n["b_crit_over_b_simple"], n["b_crit_over_b_simple_interval"], level)
+       << "\n";
   }
   if (p.contains("warning")) ss << "  warning: " << p["warning"].get<std::string>() << "\n";
   ss << "  config: " << p["config"].get<std::string>() << " (lbt train --config it as is)\n";

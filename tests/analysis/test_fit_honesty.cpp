@@ -8,6 +8,7 @@
 #include <cmath>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "analysis/measured_fit.hpp"
@@ -134,6 +135,43 @@ BOOST_AUTO_TEST_CASE(readings_that_disagree_are_named_with_advice_for_the_defini
       fit_sensitivity({{"ema", ema}, {"first_passage", same_law}}, "ema", options);
   BOOST_TEST(s["agree"] == true);
   BOOST_TEST(s["warning"].is_null());
+}
+
+// B_crit / B_simple carries an interval. With every trial's B_simple equal to b, resampling the
+// trials changes nothing, so the ratio's interval is fit.json's B_crit interval divided by b
+// (the same replicates: same seed and sources). Spread B_simple widens it; one trial gives the
+// ratio without an interval, no trial or no critical batch no ratio at all.
+BOOST_AUTO_TEST_CASE(b_crit_over_b_simple_has_the_b_crit_interval_over_a_constant_b_simple) {
+  std::mt19937_64 rng(11);
+  SweepMeasurements sweep;
+  sweep.measured = bracketed_sweep({16, 64, 256, 1024, 4096}, 40, 300, 0.05, 3, rng);
+  sweep.b_simple_avg = {150, 150, 150, 150};
+  const FitOptions options{.resamples = 400};
+  const nlohmann::json fit = fit_measurements(sweep, options);
+  const double b_crit = fit["B_crit"], lo = fit["intervals"]["B_crit"][0],
+               hi = fit["intervals"]["B_crit"][1];
+  BOOST_TEST(fit["b_crit_over_b_simple"].get<double>() == b_crit / 150,
+             boost::test_tools::tolerance(1e-12));
+  const auto& ratio = fit["intervals"]["b_crit_over_b_simple"];
+  BOOST_REQUIRE(ratio.is_array());
+  BOOST_TEST(ratio[0].get<double>() == lo / 150, boost::test_tools::tolerance(1e-12));
+  BOOST_TEST(ratio[1].get<double>() == hi / 150, boost::test_tools::tolerance(1e-12));
+
+  const MeasuredRatio spread =
+      b_crit_over_b_simple(sweep.measured, {40, 80, 150, 300, 600}, options);
+  BOOST_REQUIRE(spread.value && spread.interval);
+  expect_inside(*spread.interval, *spread.value, "B_crit / B_simple");
+  BOOST_TEST(spread.interval->hi / spread.interval->lo > hi / lo);
+
+  const MeasuredRatio one = b_crit_over_b_simple(sweep.measured, {150}, options);
+  BOOST_TEST(one.value.has_value());
+  BOOST_TEST(!one.interval.has_value());
+  BOOST_TEST(!b_crit_over_b_simple(sweep.measured, {}, options).value.has_value());
+  std::vector<MeasuredPoint> rising;  // steps that rise with the batch: no critical batch
+  for (const auto& [B, S] :
+       {std::pair{16.0, 100.0}, {64.0, 120.0}, {256.0, 150.0}, {1024.0, 200.0}})
+    rising.push_back({B, {{S - 5, S}}});
+  BOOST_TEST(!b_crit_over_b_simple(rising, {150, 160}, options).value.has_value());
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -256,6 +256,15 @@ BOOST_AUTO_TEST_CASE(a_sweep_measures_the_noise_scale_per_trial_and_the_fit_repo
   BOOST_TEST(plan["interval"][1].get<double>() == hi);
   BOOST_TEST(r.out.find("measured B_simple") != std::string::npos);
   BOOST_TEST(r.out.find("% bootstrap), B_crit / B_simple") != std::string::npos);
+  // ... and the ratio to B_crit and the fit itself with fit.json's intervals.
+  BOOST_REQUIRE(fit["intervals"]["b_crit_over_b_simple"].is_array());
+  BOOST_TEST(plan["b_crit_over_b_simple"] == fit["b_crit_over_b_simple"]);
+  BOOST_TEST(plan["b_crit_over_b_simple_interval"] == fit["intervals"]["b_crit_over_b_simple"]);
+  const auto plan_fit = nlohmann::json::parse(slurp(dir / "plan.json"))["fit"];
+  for (const char* q : {"S_min", "E_min", "B_crit"}) {
+    BOOST_TEST(plan_fit[q] == fit[q], q);
+    BOOST_TEST(plan_fit["intervals"][q] == fit["intervals"][q], q);
+  }
   // B_noise from the trials' Hessian probes (noise.hessian.every): the median over the best
   // trials of each one's median resolved probe, an interval around it that stays positive.
   BOOST_TEST(fit["B_noise_measured_trials"].get<int>() >= 2);

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Sets up a fresh Debian machine (scripts/setup.sh), builds lbt and runs the whole test suite:
 # every CTest test of the Release build, then the unit tests of the libraries below the drivers
-# again under AddressSanitizer and UndefinedBehaviorSanitizer (build-asan/; the drivers' and the
-# CLI's unit tests run in the Release build only: tests/CMakeLists.txt, LBT_DRIVER_UNIT). Pass
+# again, the libraries under AddressSanitizer and UndefinedBehaviorSanitizer, the tests' own code
+# under AddressSanitizer (build-asan/; the drivers' and the CLI's unit tests run in the Release
+# build only: tests/CMakeLists.txt, LBT_DRIVER_UNIT). Pass
 # ctest arguments to filter: -L unit, -R optim.
 # Every stage runs even when an earlier one failed (one flaky test must not hide the sanitizer
 # results); the failures are listed at the end and the script then exits 1.

@@ -42,10 +42,8 @@ stage() {  # stage NAME COMMAND...: runs it, records NAME if it fails, and its t
 
 # Two tests at a time on the 2-core machine: 387 s against 487-526 s one at a time (2026-11-26).
 # The tests time nothing (speed is measured in bench/), so sharing the cores changes no result.
-# Two tests of two OpenMP threads each share two cores: an idle thread that spins for its next
-# parallel region then holds a core the other test could use, so idle threads sleep instead
-# (308 s against 352 s for the Release tests on the 2-core AVX2 machine, 2026-11-28).
-export OMP_WAIT_POLICY=passive
+# Every test's OpenMP threads sleep when idle rather than spin on the core the other test needs
+# (tests/ctest_env.cmake).
 stage "tests (Release build)" ctest --test-dir build --output-on-failure -j"$(nproc)" "$@"
 
 # -O1 -g1 (line tables only), as AddressSanitizer's docs advise: on the 2-core machine the

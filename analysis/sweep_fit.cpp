@@ -317,6 +317,19 @@ nlohmann::json fit_measurements(const SweepMeasurements& sweep, const FitOptions
   return fit;
 }
 
+std::string measured_text(const nlohmann::json& value, const nlohmann::json& ci,
+                          const std::string& interval_note) {
+  if (!value.is_number()) return "unresolved";
+  char text[96];
+  if (!ci.is_array()) {
+    std::snprintf(text, sizeof text, "%.4g (one trial: no interval)", value.get<double>());
+    return text;
+  }
+  std::snprintf(text, sizeof text, "%.4g [%.4g, %.4g]", value.get<double>(), ci[0].get<double>(),
+                ci[1].get<double>());
+  return interval_note.empty() ? text : std::string(text) + " (" + interval_note + ")";
+}
+
 std::string format_fit_line(const nlohmann::json& fit) {
   auto q = [&](const char* k) {
     if (fit[k].is_null()) return std::string(k) + " unresolved";

@@ -86,4 +86,10 @@ nlohmann::json fit_measurements(const SweepMeasurements& sweep, const FitOptions
 // "warning: ..." when the sensitivity's readings disagree.
 std::string format_fit_line(const nlohmann::json& fit);
 
+// A measurement from fit.json or plan.json as reports print it: "X [lo, hi]" to four significant
+// digits, then " (interval_note)" where given; "X (one trial: no interval)" where `ci` is null;
+// "unresolved" where `value` is.
+std::string measured_text(const nlohmann::json& value, const nlohmann::json& ci,
+                          const std::string& interval_note = "");
+
 }  // namespace lbt::analysis

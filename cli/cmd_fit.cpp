@@ -4,6 +4,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "analysis/sweep_fit.hpp"
 #include "cli/commands.hpp"
 #include "cli/option_checks.hpp"
 #include "experiments/sweep/fit_files.hpp"
@@ -17,20 +18,6 @@ struct FitArgs {
   int resamples = 2000;
   bool no_plots = false;
 };
-
-// "X [lo, hi]" to four significant digits; "X (one trial: no interval)" where the interval is
-// null, "unresolved" where the value is.
-std::string with_interval(const nlohmann::json& value, const nlohmann::json& ci) {
-  if (!value.is_number()) return "unresolved";
-  char text[96];
-  if (ci.is_array()) {
-    std::snprintf(text, sizeof text, "%.4g [%.4g, %.4g]", value.get<double>(), ci[0].get<double>(),
-                  ci[1].get<double>());
-  } else {
-    std::snprintf(text, sizeof text, "%.4g (one trial: no interval)", value.get<double>());
-  }
-  return text;
-}
 }  // namespace
 
 void add_fit_command(CLI::App& app) {
@@ -63,8 +50,9 @@ void add_fit_command(CLI::App& app) {
       std::printf(
           "  measured B_simple (averaged over training, median of %d best trials) = %s, "
           "B_crit / B_simple = %s (95%% bootstrap)\n",
-          fit["B_simple_trials"].get<int>(), with_interval(fit["B_simple"], ci["B_simple"]).c_str(),
-          with_interval(fit["b_crit_over_b_simple"], ci["b_crit_over_b_simple"]).c_str());
+          fit["B_simple_trials"].get<int>(),
+          analysis::measured_text(fit["B_simple"], ci["B_simple"]).c_str(),
+          analysis::measured_text(fit["b_crit_over_b_simple"], ci["b_crit_over_b_simple"]).c_str());
     }
     if (!a->no_plots) {
       const std::string warning = experiments::make_sweep_plots(a->dir);

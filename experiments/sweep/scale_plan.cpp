@@ -34,16 +34,6 @@ nlohmann::json interval(analysis::Interval i) {
   return nlohmann::json::array({i.lo, i.hi});
 }
 
-// "X [lo, hi] (95% bootstrap)", "X (one trial: no interval)", or "unresolved" for null.
-std::string measured_text(const nlohmann::json& value, const nlohmann::json& ci,
-                          const std::string& level) {
-  if (!value.is_number()) return "unresolved";
-  const std::string x = num(value.get<double>());
-  if (!ci.is_array()) return x + " (one trial: no interval)";
-  return x + " [" + num(ci[0].get<double>()) + ", " + num(ci[1].get<double>()) + "] (" + level +
-         ")";
-}
-
 // The sweep's fit as lbt plan needs it: the fit's own points (the median over seeds, so plan
 // and fit.json agree) and the point fit.
 struct SweepForPlan {
@@ -268,9 +258,10 @@ std::string format_scale_plan(const nlohmann::json& p) {
     const auto& n = p["measured_b_simple"];
     const std::string level = num(100 * p["interval_level"].get<double>()) + "% bootstrap";
     ss << "  measured B_simple (averaged over training, median over " << n["trials"].get<int>()
-       << " best trials): " << measured_text(n["median"], n["interval"], level)
+       << " best trials): " << analysis::measured_text(n["median"], n["interval"], level)
        << ", B_crit / B_simple = "
-       << measured_text(n["b_crit_over_b_simple"], n["b_crit_over_b_simple_interval"], level)
+       << analysis::measured_text(n["b_crit_over_b_simple"], n["b_crit_over_b_simple_interval"],
+                                  level)
        << "\n";
   }
   if (p.contains("warning")) ss << "  warning: " << p["warning"].get<std::string>() << "\n";

@@ -20,6 +20,10 @@ namespace {
 
 namespace fs = std::filesystem;
 
+// Passed checks kept on disk, the least recently used removed past it: one per device and build,
+// and every rebuild is a new build.
+constexpr std::size_t kCachedChecks = 16;
+
 // What a passed check stands for: the device, the libraries loaded and this very program (its
 // size and modification time: a rebuild checks again).
 std::string device_check_key() {
@@ -54,7 +58,7 @@ void check_device_once(const std::vector<std::string>& layer_types) {
                stderr);
     return;
   }
-  file_cache::store("cuda-check", key, format_report(report));
+  file_cache::store("cuda-check", key, format_report(report), kCachedChecks);
 }
 
 // This process's GPU, selected before anything else touches one (trainer/device_placement.hpp):

@@ -264,6 +264,10 @@ bool take_cached(Descriptors& d, const std::string& text) {
   return true;
 }
 
+// The choices kept on disk, the least recently used removed past it: one per mode, device,
+// libraries and convolution shape (each batch size a shape), a few hundred bytes each.
+constexpr std::size_t kCachedChoices = 1024;
+
 }  // namespace
 
 // The fixed algorithms, or (LBT_CUDNN_ALGOS=chosen, measured or nondeterministic) the ranked,
@@ -296,7 +300,7 @@ void choose_algorithms(Descriptors& d, const std::string& convolution) {
   d.ranking = candidates.ranking;
   d.workspace_size = workspace_bytes(d, d.algorithms);
   if (!key.empty() && !d.ranking.empty())  // ranked and vetted, not the fallback
-    file_cache::store("cudnn-algos", key, cache_text(d.algorithms, d.ranking));
+    file_cache::store("cudnn-algos", key, cache_text(d.algorithms, d.ranking), kCachedChoices);
 }
 
 }  // namespace lbt::nn::cuda::cudnn_parts

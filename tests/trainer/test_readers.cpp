@@ -192,6 +192,45 @@ BOOST_AUTO_TEST_CASE(npy_bad_headers_dtypes_orders_sizes_and_label_shapes_are_da
   BOOST_TEST(has(msg, "yf.npy: the target of example index 1 is nan"));
 }
 
+// Headers that are long, spaced or ordered in unusual ways: numpy's parser accepts each, so lbt
+// does; 400 kB of spaces in a version-2 header once overflowed the stack of std::regex
+// (2026-11-28), and missing or unterminated values are named.
+BOOST_AUTO_TEST_CASE(npy_headers_of_any_length_and_spacing_read_or_fail_by_name) {
+  Dir dir;
+  const std::string twelve = raw(std::vector<float>(12, 1.5f));
+  const std::string spaces(400000, ' ');
+  const auto header_file = [&](const std::string& name, const std::string& dict) {
+    std::string padded = dict;
+    while ((12 + padded.size() + 1) % 64 != 0) padded += ' ';
+    padded += '\n';
+    const auto len = static_cast<std::uint32_t>(padded.size());
+    std::string out = "\x93NUMPY\x02";
+    out += '\0';
+    for (int shift = 0; shift < 32; shift += 8) out += static_cast<char>((len >> shift) & 0xff);
+    return dir.write(name, out + padded + twelve);
+  };
+  for (const std::string& dict : std::vector<std::string>{
+           "{'descr':" + spaces + "'<f4', 'fortran_order': False, 'shape': (3, 4), }",
+           "{'descr': '<f4', 'fortran_order': False, 'shape': (" + spaces + "3," + spaces + "4), }",
+           "{'shape': (3, 4), 'fortran_order' : False, 'descr' :\t'<f4'}"}) {
+    const auto a = data::read_npy(header_file("ok.npy", dict));
+    BOOST_TEST((a.shape == std::vector<std::int64_t>{3, 4}));
+    BOOST_TEST(a.dtype == "float32");
+    BOOST_TEST(a.values[11] == 1.5);
+  }
+  const auto fortran = header_file(
+      "f.npy", "{'descr': '<f4', 'fortran_order':" + spaces + "True, 'shape': (3, 4), }");
+  BOOST_TEST(has(data_error_of([&] { data::read_npy(fortran); }), "Fortran order"));
+  const auto no_shape_end = header_file("s.npy", "{'descr': '<f4', 'shape': (3, 4" + spaces);
+  const std::string no_shape = data_error_of([&] { data::read_npy(no_shape_end); });
+  BOOST_TEST(has(no_shape, "has no 'shape'"));
+  BOOST_TEST(no_shape.size() < 1000u);  // the header quoted in part
+  const auto no_descr_end = header_file("d.npy", "{'shape': (3, 4), 'descr': '<f4" + spaces);
+  BOOST_TEST(has(data_error_of([&] { data::read_npy(no_descr_end); }), "has no 'descr'"));
+  const auto descr_as_key_only = header_file("k.npy", "{'descr', 'shape': (3, 4)}");
+  BOOST_TEST(has(data_error_of([&] { data::read_npy(descr_as_key_only); }), "has no 'descr'"));
+}
+
 BOOST_AUTO_TEST_CASE(csv_reads_label_by_name_or_index_with_optional_header) {
   Dir dir;
   auto named = dir.write("a.csv", "f1,label,f2\n0.5,1,2\n-1,0,3e1\n");

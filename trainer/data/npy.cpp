@@ -1,11 +1,13 @@
 // .npy reader; see npy.hpp.
 #include "trainer/data/npy.hpp"
 
+#include <cctype>
 #include <charconv>
 #include <cmath>
 #include <cstring>
 #include <fstream>
-#include <regex>
+#include <optional>
+#include <string>
 
 #include "core/error.hpp"
 
@@ -63,13 +65,47 @@ NpyHeader read_header(std::ifstream& in, const std::filesystem::path& path,
   return {std::move(header), offset + header_len};
 }
 
+// The header is a Python dict literal ({'descr': '<f4', 'fortran_order': False, 'shape': (3,
+// 4), }), read by plain scans: std::regex recursed once per character there, and a crafted
+// header of 400 kB of spaces overflowed the stack (2026-11-28).
+std::size_t skip_spaces(const std::string& text, std::size_t at) {
+  while (at < text.size() && std::isspace(static_cast<unsigned char>(text[at]))) ++at;
+  return at;
+}
+
+// Where the value of 'key' starts (after its colon and any spaces); npos where no such key.
+std::size_t value_of(const std::string& header, const std::string& key) {
+  const std::string quoted = "'" + key + "'";
+  for (std::size_t at = header.find(quoted); at != std::string::npos;
+       at = header.find(quoted, at + 1)) {
+    const std::size_t colon = skip_spaces(header, at + quoted.size());
+    if (colon < header.size() && header[colon] == ':') return skip_spaces(header, colon + 1);
+  }
+  return std::string::npos;
+}
+
+// The header as an error message quotes it: its first 200 characters.
+std::string excerpt(const std::string& header) {
+  return header.size() <= 200
+             ? header
+             : header.substr(0, 200) + "... (" + std::to_string(header.size()) + " bytes)";
+}
+
+// The text between `open` at `at` and the next `close`, or nothing.
+std::optional<std::string> enclosed(const std::string& header, std::size_t at, char open,
+                                    char close) {
+  if (at >= header.size() || header[at] != open) return std::nullopt;
+  const std::size_t end = header.find(close, at + 1);
+  if (end == std::string::npos) return std::nullopt;
+  return header.substr(at + 1, end - at - 1);
+}
+
 // The header's dtype into a.dtype; returns its item size in bytes. Fortran order is refused.
 std::size_t read_dtype(const std::string& header, const std::filesystem::path& path, NpyArray& a) {
-  std::smatch m;
-  if (!std::regex_search(header, m, std::regex(R"('descr'\s*:\s*'([^']*)')"))) {
-    throw DataError(path.string() + ": .npy header has no 'descr': " + header, kHint);
-  }
-  const std::string descr = m[1];
+  const auto quoted_descr = enclosed(header, value_of(header, "descr"), '\'', '\'');
+  if (!quoted_descr)
+    throw DataError(path.string() + ": .npy header has no 'descr': " + excerpt(header), kHint);
+  const std::string& descr = *quoted_descr;
   std::size_t item = 0;
   if (descr == "<f4")
     a.dtype = "float32", item = 4;
@@ -85,7 +121,8 @@ std::size_t read_dtype(const std::string& header, const std::filesystem::path& p
                         "or int64 ('<i8')",
                     "convert first, e.g. np.save(path, a.astype(np.float32))");
   }
-  if (std::regex_search(header, m, std::regex(R"('fortran_order'\s*:\s*True)"))) {
+  if (const std::size_t order = value_of(header, "fortran_order");
+      order != std::string::npos && header.compare(order, 4, "True") == 0) {
     throw DataError(path.string() + ": .npy array is in Fortran order; lbt reads C order only",
                     "save np.ascontiguousarray(a) instead");
   }
@@ -96,13 +133,11 @@ std::size_t read_dtype(const std::string& header, const std::filesystem::path& p
 std::pair<std::int64_t, std::int64_t> read_shape(const std::string& header,
                                                  const std::filesystem::path& path,
                                                  std::size_t item, NpyArray& a) {
-  std::smatch m;
-  if (!std::regex_search(header, m, std::regex(R"('shape'\s*:\s*\(([^)]*)\))"))) {
-    throw DataError(path.string() + ": .npy header has no 'shape': " + header, kHint);
-  }
+  const auto shape = enclosed(header, value_of(header, "shape"), '(', ')');
+  if (!shape)
+    throw DataError(path.string() + ": .npy header has no 'shape': " + excerpt(header), kHint);
   std::int64_t count = 1;
-  const std::string dims = m[1];
-  const std::regex number(R"(\d+)");
+  const std::string& dims = *shape;
   // A hostile header may give dimensions whose product overflows: refuse those by name rather
   // than let the size check wrap around (found by fuzz_npy).
   auto too_large = [&] {
@@ -111,9 +146,16 @@ std::pair<std::int64_t, std::int64_t> read_shape(const std::string& header,
         "the file is damaged: write it again");
   };
   std::int64_t expected = static_cast<std::int64_t>(item);
-  for (auto it = std::sregex_iterator(dims.begin(), dims.end(), number);
-       it != std::sregex_iterator(); ++it) {
-    const std::string digits = it->str();
+  for (std::size_t at = 0; at < dims.size();) {  // each run of digits is a dimension
+    if (!std::isdigit(static_cast<unsigned char>(dims[at]))) {
+      ++at;
+      continue;
+    }
+    std::size_t end_of_run = at;
+    while (end_of_run < dims.size() && std::isdigit(static_cast<unsigned char>(dims[end_of_run])))
+      ++end_of_run;
+    const std::string digits = dims.substr(at, end_of_run - at);
+    at = end_of_run;
     std::int64_t dim = 0;
     const auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), dim);
     if (ec != std::errc() || end != digits.data() + digits.size()) throw too_large();

@@ -18,6 +18,19 @@ namespace lbt {
 
 using namespace toml_values;  // config.cpp is the one user of these helpers
 
+namespace {
+
+// lbt's deepest key has 3 parts (data.augment.crop_p); one of thousands would overflow the
+// stack in toml++ (toml_text.hpp, deepest_key), so a key past this is refused before parsing.
+constexpr std::size_t kMostKeyParts = 16;
+
+std::string too_deep_hint() {
+  return "lbt's keys have 2 or 3 parts (data.augment.crop_p; `lbt train --help` lists them): "
+         "fix the key";
+}
+
+}  // namespace
+
 struct Config::Impl {
   toml::table root;      // as given: file + overrides
   toml::table resolved;  // every key read, with its effective value
@@ -38,6 +51,11 @@ Config::Config(const Config& other) : impl_(std::make_unique<Impl>(*other.impl_)
 
 Config Config::from_string(std::string_view text, std::string source) {
   Config config;
+  if (const KeyDepth deep = deepest_key(text); deep.parts > kMostKeyParts) {
+    throw ConfigError(source + ":" + std::to_string(deep.line) + ": a key of " +
+                          std::to_string(deep.parts) + " dotted parts",
+                      too_deep_hint());
+  }
   try {
     config.impl_->root = toml::parse(text, source);
   } catch (const toml::parse_error& e) {
@@ -93,6 +111,11 @@ void Config::set(std::string_view assignment) {
   std::string key(assignment.substr(0, eq));
   std::string value(assignment.substr(eq + 1));
   key.erase(key.find_last_not_of(" \t") + 1);
+  if (const KeyDepth deep = deepest_key(assignment); deep.parts > kMostKeyParts) {
+    throw ConfigError("--set " + std::string(assignment.substr(0, 60)) + "...: a key of " +
+                          std::to_string(deep.parts) + " dotted parts",
+                      too_deep_hint());
+  }
   try {
     toml::table parsed = toml::parse("v = " + value);
     insert_at(impl_->root, key, std::move(*parsed.get("v")));
@@ -253,7 +276,11 @@ std::string Config::source_of(std::string_view key) const {
 std::vector<std::string> Config::validate(const Schema& schema) {
   std::vector<std::string> leaves;
   collect_leaves(impl_->root, "", leaves);
-  const std::vector<std::string> names = schema.names();
+  const std::vector<std::string> names = schema.names(), sections = schema.sections();
+  std::erase_if(leaves, [&](const std::string& leaf) {  // a known section left empty: [model]
+    return find_node(impl_->root, leaf)->is_table() &&
+           std::binary_search(sections.begin(), sections.end(), leaf);
+  });
   // Names, types and allowed values first: the conditions below read the deciding keys.
   for (const auto& leaf : leaves) {
     const KeySpec* spec = schema.find(leaf);
@@ -262,11 +289,13 @@ std::vector<std::string> Config::validate(const Schema& schema) {
         throw ConfigError(impl_->source + ": config key '" + leaf + "' is gone", why);
       }
       std::string hint = "remove it";
-      std::string best = nearest(leaf, names);
+      const bool table = find_node(impl_->root, leaf)->is_table();  // [optimiser], empty
+      std::string best = nearest(leaf, table ? sections : names);
       if (!best.empty()) hint = "did you mean '" + best + "'? (" + hint + " or fix the name)";
       hint += "; `lbt train --help` lists every key";
       const std::string source = source_of(leaf);
-      throw ConfigError((source.empty() ? "" : source + ": ") + "unknown config key '" + leaf + "'",
+      throw ConfigError((source.empty() ? "" : source + ": ") + "unknown config " +
+                            (table ? "section '" : "key '") + leaf + "'",
                         hint);
     }
     const toml::node& node = *find_node(impl_->root, leaf);

@@ -2,6 +2,7 @@
 #include "core/config_schema.hpp"
 
 #include <algorithm>
+#include <set>
 #include <sstream>
 #include <stdexcept>
 
@@ -84,6 +85,16 @@ std::vector<std::string> Schema::names() const {
   std::vector<std::string> out;
   for (const KeySpec* spec : keys_) out.push_back(spec->key);
   return out;
+}
+
+std::vector<std::string> Schema::sections() const {
+  std::set<std::string> out;
+  for (const KeySpec* spec : keys_) {
+    for (std::size_t dot = spec->key.find('.'); dot != std::string::npos;
+         dot = spec->key.find('.', dot + 1))
+      out.insert(spec->key.substr(0, dot));
+  }
+  return {out.begin(), out.end()};
 }
 
 Schema& Schema::retire(std::string key, std::string replacement) {

@@ -77,6 +77,8 @@ class Schema {
   const KeySpec* find(std::string_view key) const;
   const std::vector<const KeySpec*>& keys() const { return keys_; }
   std::vector<std::string> names() const;
+  // The tables keys live in ("data" and "data.augment" of data.augment.crop_p), sorted.
+  std::vector<std::string> sections() const;
   // A key lbt no longer reads, with what replaced it: validation names it instead of
   // calling it unknown.
   Schema& retire(std::string key, std::string replacement);

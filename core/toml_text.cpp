@@ -95,6 +95,33 @@ std::string shortest_floats(std::string_view text) {
   return out;
 }
 
+KeyDepth deepest_key(std::string_view text) {
+  KeyDepth deepest{1, 1}, current{1, 1};
+  std::size_t line = 1;
+  for (std::size_t i = 0; i < text.size();) {
+    const char c = text[i];
+    if (c == '"' || c == '\'') {  // a quoted key part continues the key; its dots are its own
+      const std::size_t n = string_length(text, i);
+      line += static_cast<std::size_t>(std::count(text.begin() + i, text.begin() + i + n, '\n'));
+      i += n;
+      continue;
+    }
+    if (c == '#') {
+      i = std::min(text.find('\n', i), text.size());
+      continue;
+    }
+    if (c == '.') {
+      ++current.parts;
+      if (current.parts > deepest.parts) deepest = current;
+    } else if (c == '\n' || c == '=' || c == '[' || c == ']' || c == '{' || c == '}' || c == ',') {
+      current = {1, line + (c == '\n')};
+    }
+    line += c == '\n';
+    ++i;
+  }
+  return deepest;
+}
+
 std::string toml_text(const toml::table& table) {
   std::ostringstream ss;
   ss << table;

@@ -3,6 +3,7 @@
 #pragma once
 #include <toml++/toml.h>
 
+#include <cstddef>
 #include <string>
 #include <string_view>
 
@@ -17,6 +18,17 @@ std::string toml_text(const toml::table& table);
 // a string in its shortest form, kept a float ("100.0", not "100"). Comparing configs through
 // it makes a run written by an older lbt compare equal to the same config printed today.
 std::string shortest_floats(std::string_view text);
+
+// The dotted key in `text` with the most parts ([a.b.c] and a.b.c = 1 have 3; dots inside
+// strings and comments do not count) and the 1-based line it starts on. toml++ recurses once
+// per part as it builds and frees tables, so a config reader refuses a key far deeper than any
+// lbt reads before toml++ parses it: a [a.a.a...] header of 40,000 parts overflowed the stack
+// (2026-11-28). Nested arrays and inline tables toml++ limits itself (256).
+struct KeyDepth {
+  std::size_t parts = 0;
+  std::size_t line = 0;
+};
+KeyDepth deepest_key(std::string_view text);
 
 // `text` (a path, say) for a `# ...` comment line: a newline or other control character would
 // end the comment and make the rest TOML, so each is written as '?'.

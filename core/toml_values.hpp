@@ -66,11 +66,13 @@ inline void erase_at(toml::table& root, std::string_view key) {
   table->erase(parts.back());
 }
 
+// The dotted keys of `table`'s values, an empty table ([model] with nothing under it) counting
+// as a value: a misspelled section must not pass unseen for being empty.
 inline void collect_leaves(const toml::table& table, const std::string& prefix,
                            std::vector<std::string>& out) {
   for (auto&& [k, v] : table) {
     std::string key = prefix.empty() ? std::string(k.str()) : prefix + "." + std::string(k.str());
-    if (const toml::table* sub = v.as_table()) {
+    if (const toml::table* sub = v.as_table(); sub && !sub->empty()) {
       collect_leaves(*sub, key, out);
     } else {
       out.push_back(key);

@@ -158,6 +158,49 @@ BOOST_AUTO_TEST_CASE(config_invalid_toml_names_file_and_line) {
   }
 }
 
+// The deepest dotted key, counted by hand: headers, key lines, quoted parts (whose dots are
+// their own), values, comments and multi-line strings.
+BOOST_AUTO_TEST_CASE(the_deepest_key_is_counted_outside_strings_and_comments) {
+  const auto depth = [](std::string_view text) {
+    const KeyDepth d = deepest_key(text);
+    return std::pair<std::size_t, std::size_t>(d.parts, d.line);
+  };
+  using P = std::pair<std::size_t, std::size_t>;
+  BOOST_TEST((depth("[a.b.c]\n") == P{3, 1}));
+  BOOST_TEST((depth("x = 1.5\n[a]\nb . c.d.e = \"x.y.z.w.v.u\"\n# a.b.c.d.e.f.g\n") == P{4, 3}));
+  BOOST_TEST((depth("a.'b.c.d.e.f'.g = 1") == P{3, 1}));
+  BOOST_TEST((depth("s = '''\na.b.c.d.e\n'''\nk.l = [1.5, 2.5]\n") == P{2, 4}));
+  BOOST_TEST((depth("x = {a.b.c = 1, d = 2}") == P{3, 1}));
+  BOOST_TEST((depth("") == P{1, 1}));
+}
+
+// A key thousands of parts deep overflowed toml++'s stack (2026-11-28: [a.a.a...] of 40,000
+// parts, exit 139): a config or --set past 16 parts is refused by name before parsing. An empty
+// table is a key too: a misspelled section is named, a known one passes.
+BOOST_AUTO_TEST_CASE(deep_keys_and_unknown_empty_sections_are_config_errors) {
+  std::string deep = "a";
+  for (int i = 1; i < 100000; ++i) deep += ".a";
+  try {
+    Config::from_string("[model]\nspec = \"x\"\n[" + deep + "]\n", "deep.toml");
+    BOOST_FAIL("expected ConfigError");
+  } catch (const ConfigError& e) {
+    BOOST_TEST(std::string(e.what()) == "deep.toml:3: a key of 100000 dotted parts");
+  }
+  Config c;
+  BOOST_CHECK_THROW(c.set(deep + "=1"), ConfigError);
+  BOOST_CHECK_THROW(c.set("a.x={" + deep + " = 1}"), ConfigError);
+  c.set("a.x=1.5");
+  BOOST_TEST(c.has("a.x"));
+
+  Config typo = Config::from_string("[opt]\nname = \"sgd\"\n[optt]\n");
+  BOOST_TEST(
+      error_of(typo) ==
+      "<string>: unknown config section 'optt' | did you mean 'opt'? (remove it or fix the name); "
+      "`lbt train --help` lists every key");
+  Config known = Config::from_string("[opt]\n[a]\n[model]\nspec = \"mlp:784-10\"\n");
+  BOOST_TEST(error_of(known) == "");
+}
+
 BOOST_AUTO_TEST_CASE(floats_are_written_short_and_read_back_exactly) {
   BOOST_TEST(shortest_floats("lr = 0.050000000000000003\n") == "lr = 0.05\n");
   BOOST_TEST(shortest_floats("x = [ 0.10000000000000001, 2, 8.0 ]") == "x = [ 0.1, 2, 8.0 ]");

@@ -11,6 +11,7 @@
 #include <stdexcept>
 
 #include "core/error.hpp"
+#include "core/nearest.hpp"
 #include "core/toml_text.hpp"
 #include "core/toml_values.hpp"
 
@@ -375,38 +376,6 @@ void throw_config_error(std::string_view source, std::string_view key, std::stri
                                      std::string(key) + "=VALUE"
                                : std::string(hint);
   throw ConfigError(message, h);
-}
-
-std::size_t edit_distance(std::string_view a, std::string_view b) {
-  std::vector<std::size_t> prev(b.size() + 1), cur(b.size() + 1);
-  for (std::size_t j = 0; j <= b.size(); ++j) prev[j] = j;
-  for (std::size_t i = 1; i <= a.size(); ++i) {
-    cur[0] = i;
-    for (std::size_t j = 1; j <= b.size(); ++j) {
-      cur[j] = std::min({prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (a[i - 1] != b[j - 1])});
-    }
-    std::swap(prev, cur);
-  }
-  return prev[b.size()];
-}
-
-std::string nearest(std::string_view word, const std::vector<std::string>& candidates) {
-  // Case is not a letter of difference: TRAIN.STEPS is train.steps, Adam is adam.
-  auto lower = [](std::string_view s) {
-    std::string out(s);
-    for (char& ch : out) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
-    return out;
-  };
-  const std::string w = lower(word);
-  std::string best;
-  std::size_t best_distance = std::string::npos;
-  for (const auto& c : candidates) {
-    std::size_t d = edit_distance(w, lower(c));
-    if (d < best_distance) best_distance = d, best = c;
-  }
-  // Only suggest when the match is plausible (at most about a third of the letters differ).
-  if (best_distance > std::max<std::size_t>(3, word.size() / 3)) return {};
-  return best;
 }
 
 }  // namespace lbt

@@ -87,8 +87,4 @@ class Config {
                                      std::string_view constraint, std::string_view got,
                                      std::string_view hint = {});
 
-// Edit distance, for "did you mean" suggestions.
-std::size_t edit_distance(std::string_view a, std::string_view b);
-std::string nearest(std::string_view word, const std::vector<std::string>& candidates);
-
 }  // namespace lbt

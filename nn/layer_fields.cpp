@@ -8,6 +8,7 @@
 
 #include "core/config.hpp"
 #include "core/error.hpp"
+#include "core/nearest.hpp"
 
 namespace lbt::nn {
 namespace {

@@ -9,6 +9,7 @@
 
 #include "core/config.hpp"
 #include "core/error.hpp"
+#include "core/nearest.hpp"
 #include "schedules/decay.hpp"
 #include "schedules/warmup.hpp"
 

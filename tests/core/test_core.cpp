@@ -18,6 +18,7 @@
 #include "core/error.hpp"
 #include "core/gemm.hpp"
 #include "core/io.hpp"
+#include "core/nearest.hpp"
 #include "core/params.hpp"
 #include "core/rng.hpp"
 #include "core/sum_squares.hpp"
@@ -156,6 +157,18 @@ BOOST_AUTO_TEST_CASE(config_invalid_toml_names_file_and_line) {
   } catch (const ConfigError& e) {
     BOOST_TEST(std::string(e.what()).find("bad.toml:2") != std::string::npos);
   }
+}
+
+// Distances by hand (kitten -> sitting: 2 substitutions, 1 insertion); a suggestion only within
+// about a third of the letters, and none for a word far longer than every candidate.
+BOOST_AUTO_TEST_CASE(the_nearest_name_is_suggested_only_when_plausible) {
+  BOOST_TEST(edit_distance("kitten", "sitting") == 3u);
+  BOOST_TEST(edit_distance("", "abc") == 3u);
+  const std::vector<std::string> names = {"optimizer.lr", "optimizer.momentum", "train.steps"};
+  BOOST_TEST(nearest("optimizer.lerning", names) == "optimizer.lr");
+  BOOST_TEST(nearest("TRAIN.STEPS", names) == "train.steps");
+  BOOST_TEST(nearest("model.spec", names) == "");
+  BOOST_TEST(nearest(std::string(1 << 20, 'x'), names) == "");
 }
 
 // The deepest dotted key, counted by hand: headers, key lines, quoted parts (whose dots are

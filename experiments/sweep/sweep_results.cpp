@@ -136,14 +136,21 @@ TrialResult read_trial_result(const Trial& trial, const fs::path& run_dir) {
   if (!fs::exists(summary)) return r;
   nlohmann::json s;
   try {
-    s = nlohmann::json::parse(io::read_file(summary));
-  } catch (const std::exception&) {
+    const std::string text = io::read_file(summary);
+    r.unreadable = text.empty() ? "empty" : "not a JSON object";
+    s = nlohmann::json::parse(text);
+  } catch (const nlohmann::json::exception& e) {
     s = nullptr;
+    r.unreadable = r.unreadable == "empty" ? "empty" : "not JSON: " + std::string(e.what());
+  } catch (const std::exception& e) {
+    s = nullptr;
+    r.unreadable = e.what();
   }
   if (!s.is_object()) {
     r.status = "running";  // unreadable: treat as unfinished, it will be redone
     return r;
   }
+  r.unreadable.clear();
   // A count lbt writes as a whole number; anything else (an edit, a float past 2^63, which no
   // int64 holds) reads as not measured.
   auto get_int = [&](const char* k) -> std::int64_t {

@@ -34,6 +34,9 @@ struct TrialResult {
   // and mean +- 1.96 sd / sqrt(n) over the validation examples); NaN where not recorded.
   TrialNoise::Interval best_val_accuracy_ci95, best_val_loss_ci95;
   std::string message;  // failed: the error; diverged: the reason
+  // Why summary.json exists but could not be read ("empty", "not JSON: ..."); "" otherwise.
+  // Such a trial counts as unfinished: a sweep runs it again, --collect refuses (sweep.cpp).
+  std::string unreadable;
   TrialNoise noise;     // B_simple at start, at target, averaged (NaN: none measured)
   // summary.json's target_definition ("first_passage" for a program's trial) and its readings
   // (trial_readings.hpp): each one's bracket (lo, hi] (-1: not met), fluctuation and best.

@@ -11,6 +11,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -165,6 +166,44 @@ BOOST_AUTO_TEST_CASE(a_rerun_with_other_settings_is_refused_and_extend_adds_only
   // The extended plan is the directory's plan now: a plain rerun of it resumes.
   r = run_lbt(base + " --batch-sizes 8,32,128,512,1024");
   BOOST_TEST(r.code == 0, r.err);
+}
+
+// A trial's summary.json emptied or overwritten by hand: --collect, which runs nothing, exits 3
+// naming the file and writes nothing (it read the trial as running and left it out of best.csv
+// and the fit, moving B_crit, exit 0); a rerun says which trials run again and runs them, and
+// the deterministic trials give the same best.csv.
+BOOST_AUTO_TEST_CASE(an_unreadable_trial_summary_stops_collect_and_is_rerun_by_a_sweep) {
+  const fs::path cfg = write_config("damaged.toml", "val_loss<=0.14", 20);
+  const fs::path dir = scratch() / "damaged";
+  const std::string base =
+      "sweep --config " + cfg.string() + " --jobs 2 --no-plots --out " + dir.string();
+  Result r = run_lbt(base);
+  BOOST_REQUIRE_MESSAGE(r.code == 0, r.err);
+  const std::string best = slurp(dir / "best.csv"), fit = slurp(dir / "fit.json");
+  // Each batch size's best trial and its steps to the target.
+  const auto best_trials = [](const fs::path& sweep) {
+    const auto t = read_csv(sweep / "best.csv");
+    std::vector<std::string> out;
+    for (const auto& row : t.rows)
+      out.push_back(row[t.column("trial")] + " " + row[t.column("steps_to_target")]);
+    return out;
+  };
+  const std::vector<std::string> best_trials_before = best_trials(dir);
+  BOOST_TEST_REQUIRE(best_trials_before.size() == 4u);
+  std::ofstream(dir / "trials" / "32_0" / "summary.json", std::ios::trunc);
+  std::ofstream(dir / "trials" / "128_1" / "summary.json", std::ios::trunc) << "garbage";
+  r = run_lbt(base + " --collect");
+  BOOST_TEST(r.code == 3, "stderr: " << r.err);
+  BOOST_TEST(r.err.find("trials/32_0/summary.json is empty") != std::string::npos, r.err);
+  BOOST_TEST(r.err.find("without --collect to run trial 32_0 again") != std::string::npos, r.err);
+  BOOST_TEST(slurp(dir / "best.csv") == best);
+  BOOST_TEST(slurp(dir / "fit.json") == fit);
+  r = run_lbt(base);
+  BOOST_TEST(r.code == 0, "stderr: " << r.err);
+  BOOST_TEST(r.err.find("trials/128_1/summary.json is not JSON") != std::string::npos, r.err);
+  BOOST_TEST(r.err.find("trial 128_1 runs again") != std::string::npos, r.err);
+  BOOST_TEST(r.out.find("(2 run now, 6 kept)") != std::string::npos, r.out);
+  BOOST_TEST(best_trials(dir) == best_trials_before);  // wall times aside
 }
 
 // A trial directory another process takes while the sweep runs (a run of a trial not yet

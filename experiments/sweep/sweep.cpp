@@ -50,7 +50,7 @@ class SweepRunner {
     out.trials = static_cast<int>(plan_.size());
     for (const auto& t : plan_) results_.push_back(read_trial_result(t, trial_dir(t)));
     grow();
-    check_unreadable_summaries();
+    check_unreadable_summaries(results_, dir_ / "trials", options_.collect_only);
     resolve_trial_name();
     if (options_.launcher == "slurm" && !array_task() && !options_.collect_only) {
       write_slurm_script();
@@ -81,23 +81,6 @@ class SweepRunner {
   }
 
  private:
-  // A trial whose summary.json lbt cannot read (lbt writes it whole: it was edited or the disk
-  // damaged it) is unfinished: a sweep says so and runs it again; --collect, which runs
-  // nothing, would otherwise leave it out of best.csv and the fit without a word.
-  void check_unreadable_summaries() const {
-    for (const TrialResult& r : results_) {
-      if (r.unreadable.empty()) continue;
-      const fs::path summary = trial_dir(r.trial) / "summary.json";
-      if (options_.collect_only) {
-        throw DataError(summary.string() + " is " + r.unreadable,
-                        "restore it, or run the sweep without --collect to run trial " +
-                            r.trial.name + " again");
-      }
-      std::fprintf(stderr, "warning: %s is %s: trial %s runs again\n", summary.c_str(),
-                   r.unreadable.c_str(), r.trial.name.c_str());
-    }
-  }
-
   // The plan's trials this invocation runs: not final (failed ones again with --retry-failed),
   // and only its own in an array task; the final ones counted as skipped.
   std::vector<int> trials_to_run(SweepOutcome& out) const {

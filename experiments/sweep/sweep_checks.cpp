@@ -4,6 +4,7 @@
 #include <toml++/toml.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <iostream>
 #include <map>
 #include <optional>
@@ -315,6 +316,21 @@ void check_same_plan(const fs::path& dir, const nlohmann::json& now, const std::
       "sweep directory " + dir.string() + " holds a sweep planned with other settings:" + list,
       "rerun with the same config and options to resume it; --extend adds trials of "
       "new batch sizes to it; for another experiment use a new --out");
+}
+
+void check_unreadable_summaries(const std::vector<TrialResult>& results, const fs::path& trials_dir,
+                                bool collect_only) {
+  for (const TrialResult& r : results) {
+    if (r.unreadable.empty()) continue;
+    const fs::path summary = trials_dir / r.trial.name / "summary.json";
+    if (collect_only) {
+      throw DataError(
+          summary.string() + " is " + r.unreadable,
+          "restore it, or run the sweep without --collect to run trial " + r.trial.name + " again");
+    }
+    std::fprintf(stderr, "warning: %s is %s: trial %s runs again\n", summary.c_str(),
+                 r.unreadable.c_str(), r.trial.name.c_str());
+  }
 }
 
 }  // namespace lbt::experiments

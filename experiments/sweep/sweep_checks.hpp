@@ -9,6 +9,7 @@
 
 #include "core/config.hpp"
 #include "experiments/sweep/sweep_plan.hpp"
+#include "experiments/sweep/sweep_results.hpp"
 
 namespace lbt::experiments {
 
@@ -50,5 +51,11 @@ void check_sweep_directory(const std::filesystem::path& dir, bool collect_only, 
 // naming every difference; new trials only with `extend`.
 void check_same_plan(const std::filesystem::path& dir, const nlohmann::json& now,
                      const std::string& base_config, bool extend);
+
+// A trial whose summary.json lbt cannot read (lbt writes it whole: it was edited or the disk
+// damaged it) is unfinished: a sweep warns and runs it again; --collect, which runs nothing,
+// throws DataError naming the file rather than leave the trial out of best.csv and the fit.
+void check_unreadable_summaries(const std::vector<TrialResult>& results,
+                                const std::filesystem::path& trials_dir, bool collect_only);
 
 }  // namespace lbt::experiments

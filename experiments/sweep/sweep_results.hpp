@@ -37,7 +37,7 @@ struct TrialResult {
   // Why summary.json exists but could not be read ("empty", "not JSON: ..."); "" otherwise.
   // Such a trial counts as unfinished: a sweep runs it again, --collect refuses (sweep.cpp).
   std::string unreadable;
-  TrialNoise noise;     // B_simple at start, at target, averaged (NaN: none measured)
+  TrialNoise noise;  // B_simple at start, at target, averaged (NaN: none measured)
   // summary.json's target_definition ("first_passage" for a program's trial) and its readings
   // (trial_readings.hpp): each one's bracket (lo, hi] (-1: not met), fluctuation and best.
   std::string definition = "first_passage";

@@ -11,7 +11,12 @@
 namespace lbt::analysis {
 namespace {
 
+// An interval of no width is not one: every resample gave the same value (3 batch sizes, one
+// seed each and brackets of 1 step leave the bootstrap nothing to vary; refits of the same
+// points in another order differ in the last bits), and [x, x] would claim certainty; null
+// says no interval is resolved (2026-11-28).
 nlohmann::json interval(Interval i) {
+  if (!(i.hi - i.lo > 1e-9 * std::max(std::abs(i.lo), std::abs(i.hi)))) return nullptr;
   return nlohmann::json::array({i.lo, i.hi});
 }
 
@@ -322,7 +327,8 @@ std::string measured_text(const nlohmann::json& value, const nlohmann::json& ci,
   if (!value.is_number()) return "unresolved";
   char text[96];
   if (!ci.is_array()) {
-    std::snprintf(text, sizeof text, "%.4g (one trial: no interval)", value.get<double>());
+    std::snprintf(text, sizeof text, "%.4g (no interval: one trial, or no spread)",
+                  value.get<double>());
     return text;
   }
   std::snprintf(text, sizeof text, "%.4g [%.4g, %.4g]", value.get<double>(), ci[0].get<double>(),
@@ -335,8 +341,11 @@ std::string format_fit_line(const nlohmann::json& fit) {
     if (fit[k].is_null()) return std::string(k) + " unresolved";
     char buf[96];
     const auto& i = fit["intervals"][k];
-    std::snprintf(buf, sizeof buf, "%s = %.4g [%.4g, %.4g]", k, fit[k].get<double>(),
-                  i[0].get<double>(), i[1].get<double>());
+    if (i.is_array())
+      std::snprintf(buf, sizeof buf, "%s = %.4g [%.4g, %.4g]", k, fit[k].get<double>(),
+                    i[0].get<double>(), i[1].get<double>());
+    else  // every resample gave the same value: no interval resolved
+      std::snprintf(buf, sizeof buf, "%s = %.4g [no interval]", k, fit[k].get<double>());
     return std::string(buf);
   };
   std::string line = q("S_min") + ", " + q("E_min") + ", " + q("B_crit") + " (95% bootstrap)";
@@ -344,8 +353,12 @@ std::string format_fit_line(const nlohmann::json& fit) {
       fit["intervals"]["lr_law"].is_object()) {
     char buf[96];
     const auto& a = fit["intervals"]["lr_law"]["alpha"];
-    std::snprintf(buf, sizeof buf, "; best lr ~ B^%.3g [%.3g, %.3g]",
-                  fit["lr_law"]["alpha"].get<double>(), a[0].get<double>(), a[1].get<double>());
+    const double alpha = fit["lr_law"]["alpha"].get<double>();
+    if (a.is_array())
+      std::snprintf(buf, sizeof buf, "; best lr ~ B^%.3g [%.3g, %.3g]", alpha, a[0].get<double>(),
+                    a[1].get<double>());
+    else  // one LR per batch size: the exponent is the scaling rule's, not a measurement
+      std::snprintf(buf, sizeof buf, "; best lr ~ B^%.3g [no interval]", alpha);
     line += buf;
   }
   if (!fit.value("batch_sizes_unreached", nlohmann::json::array()).empty()) {

@@ -82,13 +82,14 @@ nlohmann::json fit_sensitivity(const std::map<std::string, std::vector<MeasuredP
 // target (the caller names the sweep's files in its own, earlier check).
 nlohmann::json fit_measurements(const SweepMeasurements& sweep, const FitOptions& options);
 
-// "S_min = 1234 [1100, 1400], E_min = ..., B_crit = ..." for progress lines; a second line
+// "S_min = 1234 [1100, 1400], E_min = ..., B_crit = ..." for progress lines ("[no interval]"
+// where every resample gave the same value); a second line
 // "warning: ..." when the sensitivity's readings disagree.
 std::string format_fit_line(const nlohmann::json& fit);
 
 // A measurement from fit.json or plan.json as reports print it: "X [lo, hi]" to four significant
-// digits, then " (interval_note)" where given; "X (one trial: no interval)" where `ci` is null;
-// "unresolved" where `value` is.
+// digits, then " (interval_note)" where given; "X (no interval: one trial, or no spread)" where
+// `ci` is null; "unresolved" where `value` is.
 std::string measured_text(const nlohmann::json& value, const nlohmann::json& ci,
                           const std::string& interval_note = "");
 

@@ -12,6 +12,7 @@
 #include "core/rng.hpp"
 #include "experiments/hessian_probe.hpp"
 #include "experiments/run_check.hpp"
+#include "noise/noise_keys.hpp"
 #include "trainer/config/run_config.hpp"
 #include "trainer/config/train_keys.hpp"
 #include "trainer/noise_log.hpp"
@@ -89,9 +90,16 @@ void refuse_device_probe(Config& config, const std::vector<std::int64_t>& at_ste
                     "B_simple alone on the GPU, or model.device=cpu");
 }
 
-// lbt noise turns the estimator on unless the config says otherwise.
+// lbt noise turns the estimator on; a config that turns it off is refused (lbt noise then
+// printed B_simple as "0 [0, 0]" over "the last 0 steps").
 void enable_noise(Config& config) {
   if (!config.has("noise.enabled")) config.set("noise.enabled=true");
+  if (!config.get_bool(Schema::in(noise::noise_keys(), "noise.enabled"))) {
+    throw ConfigError(
+        "lbt noise measures the noise scale, and noise.enabled = false turns its "
+        "estimator off",
+        "drop noise.enabled = false (lbt train runs without the estimator)");
+  }
   // a measurement, not a training run: every micro-batch as a small batch (twice the samples of
   // training's default "first" for 0.8% more of a step at B = 128; noise/online_estimator.hpp)
   if (!config.has("noise.small_batches")) config.set("noise.small_batches=all");

@@ -60,11 +60,21 @@ void check_activations(const trainer::TrainConfig& cfg, const nn::Model& model,
   model.check_activations_fit(std::max(cfg.micro_batch, std::min(cfg.eval_batch, share)));
 }
 
+void check_target_has_validation(const trainer::TrainConfig& cfg,
+                                 std::int64_t validation_examples) {
+  if (!cfg.target.enabled() || validation_examples > 0) return;
+  throw ConfigError("train.target " + cfg.target.text() +
+                        " is read on the validation split, and it has no examples",
+                    "set data.validation_size > 0, or train without a target "
+                    "(--set train.target=\"\")");
+}
+
 trainer::StepBudget check_run_at_batch(Config& config, const trainer::RunConfig& run,
                                        const nn::Model& model, const data::Splits& splits,
                                        int world, std::ostream* warnings) {
   const trainer::StepBudget budget = trainer::step_budget(run.train, splits.train.n, world);
   check_activations(run.train, model, splits.validation.n, world);
+  check_target_has_validation(run.train, splits.validation.n);
   trainer::check_ema_horizon(run.train, budget.total_steps, config.source());
   if (run.noise.enabled) {
     read_hessian_options(config);

@@ -162,10 +162,11 @@ std::unique_ptr<trainer::RunDirectory> open_run_dir(const RunResult& result,
                     trainer::RunDirectory::resume(result.run_dir, resume_step))
               : open_new_run_directory(result.run_dir,
                                        options.overwrite || options.resume != Resume::kNo, lock);
-  run_dir->write_config(config.resolved_toml());
+  // The summary first: it marks the directory as lbt's run, which --overwrite may replace.
   trainer::TrainOutcome pending;
   pending.total_steps = total_steps;
   run_dir->write_summary(summary.of(pending));
+  run_dir->write_config(config.resolved_toml());
   return run_dir;
 }
 
@@ -239,6 +240,7 @@ RunResult run_training(Config& config, const RunOptions& options, comm::Communic
   data::Splits splits = data::load_splits(cfg.data, cfg.seed);
   auto model = make_model(cfg, splits, comm.rank());
   check_activations(cfg, *model, splits.validation.n, comm.size());  // before any allocation
+  check_target_has_validation(cfg, splits.validation.n);
   data::ShardedSampler sampler(splits.train.n, cfg.data_order_seed(), comm.size(), comm.rank(),
                                cfg.micro_batch, cfg.accum_steps);
   const trainer::StepBudget budget = trainer::step_budget(cfg, splits.train.n, comm.size());

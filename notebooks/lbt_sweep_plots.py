@@ -127,9 +127,10 @@ def lr_vs_batch(sweep: lbt_runs.Sweep, ax) -> None:
                     color=COLORS["data"], capsize=3, label="best LR (bar: search bracket)")
         b = np.geomspace(t["batch_size"].min(), t["batch_size"].max(), 100)
         ci = sweep.fit["intervals"].get("lr_law") or {}
-        a_lo, a_hi = ci.get("alpha", [np.nan, np.nan])
+        a = ci.get("alpha")  # null: every resample gave one exponent (one LR per batch size)
+        a_text = f"[{a[0]:.2f}, {a[1]:.2f}]" if a else "[no interval]"
         ax.plot(b, law["c"] * b ** law["alpha"], color=COLORS["fit"],
-                label=f"fit: lr ∝ B^{law['alpha']:.2f} [{a_lo:.2f}, {a_hi:.2f}]")
+                label=f"fit: lr ∝ B^{law['alpha']:.2f} {a_text}")
         if law.get("B_noise_resolved"):
             ax.plot(b, law["eps_max"] / (1 + law["B_noise"] / b), ":", color=COLORS["fit"],
                     label="eps_max/(1+B_noise/B): B_noise="

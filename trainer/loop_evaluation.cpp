@@ -77,6 +77,9 @@ void add_metrics(nlohmann::json& line, const Evaluation& e) {
 // train.target_definition's.
 bool TrainLoop::evaluate_now(bool refinement) {
   const Evaluation e = evaluate_split(false);
+  // No validation split (data.validation_size = 0): nothing measured, so nothing is logged and
+  // summary.json's metrics stay null (they read 0.0, as if measured, before 2026-11-28).
+  if (e.count == 0) return false;
   const Evaluation ema = ema_on() ? evaluate_split(true) : Evaluation{};
   const bool on_ema = cfg_.target_definition == TargetDefinition::kEma;
   const double raw_value = e.metric(cfg_.target.metric), ema_value = ema.metric(cfg_.target.metric);

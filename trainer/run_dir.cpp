@@ -17,19 +17,34 @@ namespace {
 // What a run writes into its directory (and what `lbt sweep` adds beside it): only a directory
 // holding nothing else is replaced whole by --overwrite, so a mistyped --out never deletes a
 // directory of other files.
+constexpr const char* kRunOutputs[] = {"config.toml", "summary.json", "metrics.jsonl", "eval.jsonl",
+                                       "noise.jsonl", "noise.png",    "checkpoints"};
+
 bool is_run_file(const std::string& name) {
-  static const char* const kRunFiles[] = {"config.toml", "summary.json", "metrics.jsonl",
-                                          "eval.jsonl",  "noise.jsonl",  "noise.png",
-                                          "checkpoints", "train.log",    "run.lock"};
-  for (const char* f : kRunFiles) {
+  for (const char* f : kRunOutputs) {
     if (name == f) return true;
   }
-  return name.find(".tmp.") != std::string::npos;  // a killed atomic write's leftover
+  return name == "run.lock" || name == "train.log" ||  // its lock; a sweep's log of its trial
+         name.find(".tmp.") != std::string::npos;      // a killed atomic write's leftover
 }
 
-[[noreturn]] void refuse_existing_run(const std::filesystem::path& path) {
-  throw ConfigError("run directory " + path.string() + " already holds a run",
-                    "choose another --out, or pass --overwrite to replace it");
+// The first of a run's outputs `path` holds ("" for none): a run would write over it. Its lock
+// and the log a sweep keeps beside its trial (open as the trial starts) are not outputs.
+std::string first_run_output(const std::filesystem::path& path) {
+  std::error_code ec;
+  for (const char* f : kRunOutputs) {
+    if (std::filesystem::exists(path / f, ec)) return f;
+  }
+  return {};
+}
+
+// summary.json as lbt writes it from a run's first moment: a JSON object with a status. Files
+// named as a run's without it are someone else's, and --overwrite does not delete them.
+bool holds_lbt_summary(const std::filesystem::path& path) {
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(path / "summary.json", ec)) return false;
+  const auto summary = nlohmann::json::parse(io::read_file(path / "summary.json"), nullptr, false);
+  return summary.is_object() && summary.contains("status");
 }
 
 // --overwrite replaces only a directory that holds nothing but a run's files.
@@ -44,11 +59,29 @@ void refuse_foreign_files(const std::filesystem::path& path) {
   }
 }
 
+// A directory holding one of a run's outputs is refused, unless `overwrite` is set and it is
+// a run lbt wrote (its summary.json) with nothing else in it: the user's own config.toml or
+// metrics.jsonl there was overwritten (2026-11-28), or deleted by --overwrite.
+void refuse_unless_replaceable(const std::filesystem::path& path, bool overwrite) {
+  const std::string output = first_run_output(path);
+  if (output.empty()) return;
+  if (!holds_lbt_summary(path)) {
+    throw ConfigError(path.string() + " holds " + output +
+                          " but no run of lbt's (no summary.json "
+                          "that lbt wrote): a run would write over it",
+                      "move it out of " + path.string() + ", or choose another --out");
+  }
+  if (!overwrite) {
+    throw ConfigError("run directory " + path.string() + " already holds a run",
+                      "choose another --out, or pass --overwrite to replace it");
+  }
+  refuse_foreign_files(path);
+}
+
 // Replaces `path` as a whole: renamed aside in one step (so no reader ever sees the old run's
 // checkpoints beside the new run's files, and a later --resume cannot pick them up), then
 // deleted.
 void replace_run_directory(const std::filesystem::path& path) {
-  refuse_foreign_files(path);
   std::filesystem::path aside = path;
   aside += ".replaced." + std::to_string(::getpid());
   std::error_code ec;
@@ -67,29 +100,18 @@ void replace_run_directory(const std::filesystem::path& path) {
 }  // namespace
 
 bool RunDirectory::holds_run(const std::filesystem::path& path) {
-  return std::filesystem::exists(path / "summary.json") ||
-         std::filesystem::exists(path / "checkpoints") ||
-         std::filesystem::exists(path / "config.toml");
+  return !first_run_output(path).empty();
 }
 
 void RunDirectory::check(const std::filesystem::path& path, bool overwrite) {
-  if (holds_run(path)) {
-    if (!overwrite) refuse_existing_run(path);
-    refuse_foreign_files(path);
-  }
+  refuse_unless_replaceable(path, overwrite);
   io::check_can_create_directories(path, "run directory");
 }
 
 RunDirectory::RunDirectory(const std::filesystem::path& path, bool overwrite) : path_(path) {
-  if (holds_run(path)) {
-    if (!overwrite) refuse_existing_run(path);
-    replace_run_directory(path);
-  }
+  refuse_unless_replaceable(path, overwrite);
+  if (holds_run(path)) replace_run_directory(path);
   io::create_directories(path, "run directory");
-  std::error_code ec;
-  for (const char* name : {"metrics.jsonl", "eval.jsonl", "noise.jsonl"}) {
-    std::filesystem::remove(path / name, ec);
-  }
   metrics_ = io::LineAppender(path / "metrics.jsonl");
   eval_ = io::LineAppender(path / "eval.jsonl");
 }

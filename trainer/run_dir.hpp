@@ -13,17 +13,19 @@ namespace lbt::trainer {
 
 class RunDirectory {
  public:
-  // Creates `path`; refuses a directory that already holds a run (summary.json, config.toml or
-  // checkpoints/) unless `overwrite` is set, so an earlier result is never clobbered by
-  // accident. With `overwrite` the old run is replaced as a whole (renamed aside atomically,
-  // then deleted: its checkpoints cannot be resumed into the new run); a directory that also
-  // holds files a run does not write is refused instead, naming one.
+  // Creates `path`; refuses a directory that already holds a run (summary.json, config.toml,
+  // checkpoints/ or any other file a run writes) unless `overwrite` is set, so an earlier result
+  // is never clobbered by accident. With `overwrite` the old run is replaced as a whole (renamed
+  // aside atomically, then deleted: its checkpoints cannot be resumed into the new run); a
+  // directory that also holds files a run does not write, or whose run files have no summary.json
+  // that lbt wrote (someone's own config.toml, say), is refused instead, naming one.
   RunDirectory(const std::filesystem::path& path, bool overwrite);
   // What the constructor would refuse, found without writing anything (--check): a run already
   // there (without `overwrite`), files that are not a run's (with it), or a place no directory
   // can be made (io::check_can_create_directories).
   static void check(const std::filesystem::path& path, bool overwrite);
-  // Whether `path` holds a run: summary.json, config.toml or checkpoints/.
+  // Whether `path` holds any of a run's outputs (its lock aside): a run there would write over
+  // them.
   static bool holds_run(const std::filesystem::path& path);
   // Reopens an existing run to continue it from `step`: metrics lines past `step` (written
   // after the checkpoint by the run that was killed) and any torn last line are dropped, so no

@@ -174,4 +174,30 @@ BOOST_AUTO_TEST_CASE(b_crit_over_b_simple_has_the_b_crit_interval_over_a_constan
   BOOST_TEST(!b_crit_over_b_simple(rising, {150, 160}, options).value.has_value());
 }
 
+// 3 batch sizes, one seed each, crossings known to one step: every bootstrap resample is the
+// sweep itself (a resample with fewer than 3 distinct batch sizes cannot be fitted), so the
+// percentile interval has no width. fit.json says no interval is resolved (null; a sweep like
+// this printed S_min = 1.93 [1.93, 1.93], 2026-11-28), and two such readings of different laws
+// are not said to "disagree beyond their intervals": without intervals there is no evidence.
+BOOST_AUTO_TEST_CASE(a_bootstrap_without_spread_resolves_no_interval) {
+  const auto sweep_of = [](std::initializer_list<std::pair<double, double>> steps) {
+    std::vector<MeasuredPoint> points;
+    for (const auto& [B, S] : steps) points.push_back({B, {{S - 1, S}}});
+    return points;
+  };
+  SweepMeasurements sweep;
+  sweep.measured = sweep_of({{64, 12}, {256, 5}, {1024, 3}});
+  const FitOptions options{.resamples = 200};
+  const nlohmann::json fit = fit_measurements(sweep, options);
+  BOOST_REQUIRE(fit["B_crit"].is_number());
+  for (const char* k : {"S_min", "E_min", "B_crit"}) BOOST_TEST(fit["intervals"][k].is_null(), k);
+  const std::string line = format_fit_line(fit);
+  BOOST_TEST(line.find("[no interval]") != std::string::npos, line);
+  BOOST_TEST(line.find("warning") == std::string::npos, line);
+  const auto other = sweep_of({{64, 16}, {256, 7}, {1024, 4}});
+  const nlohmann::json s =
+      fit_sensitivity({{"ema", sweep.measured}, {"first_passage", other}}, "ema", options);
+  BOOST_TEST(s["warning"].is_null(), s.dump());
+}
+
 BOOST_AUTO_TEST_SUITE_END()

@@ -94,6 +94,34 @@ BOOST_AUTO_TEST_CASE(overwrite_replaces_the_old_run_with_its_checkpoints) {
   BOOST_TEST(fs::exists(run / "notes.txt"));
 }
 
+// Files named as a run's outputs that lbt did not write (no summary.json of a run's): a run
+// refuses to write over them, with or without --overwrite, and they stay as they were. On
+// 2026-11-28 a user's eval.jsonl and metrics.jsonl were overwritten (exit 0), and a lone
+// config.toml was called "a run" whose hint, --overwrite, deleted it. A run's own directory
+// with the log a sweep keeps beside its trial (train.log) still starts.
+BOOST_AUTO_TEST_CASE(a_run_never_writes_over_or_deletes_run_named_files_lbt_did_not_write) {
+  for (const char* name : {"eval.jsonl", "metrics.jsonl", "config.toml", "noise.png"}) {
+    const fs::path dir = scratch() / ("mine_" + std::string(name));
+    fs::create_directories(dir);
+    std::ofstream(dir / name) << "mine\n";
+    for (const char* overwrite : {"", "--overwrite "}) {
+      const auto r = run_lbt(train(std::string(overwrite) + "--out " + dir.string()));
+      BOOST_TEST(r.code == 2, name << " " << overwrite << r.err);
+      BOOST_TEST(
+          r.err.find("holds " + std::string(name) + " but no run of lbt's") != std::string::npos,
+          r.err);
+      BOOST_TEST(slurp(dir / name) == "mine\n");
+      BOOST_TEST(!fs::exists(dir / "summary.json"));
+    }
+  }
+  const fs::path logged = scratch() / "with_a_sweep_log";
+  fs::create_directories(logged);
+  std::ofstream(logged / "train.log") << "the sweep's log\n";
+  const auto r = run_lbt(train("--out " + logged.string()));
+  BOOST_TEST(r.code == 0, r.err);
+  BOOST_TEST(summary(logged)["status"] == "completed");
+}
+
 namespace {
 
 std::size_t line_count(const fs::path& file) {

@@ -118,6 +118,20 @@ BOOST_AUTO_TEST_CASE(per_example_on_a_batch_norm_model_is_refused_before_trainin
   BOOST_TEST(!fs::exists(out / "summary.json"));
 }
 
+// lbt noise with its estimator turned off printed B_simple "0 [0, 0]" over "the last 0 steps"
+// (exit 0): refused before training, at --check too.
+BOOST_AUTO_TEST_CASE(noise_with_the_estimator_off_is_refused_before_training) {
+  const fs::path out = scratch() / "estimator_off";
+  for (const char* check : {" --check", ""}) {
+    const auto r = run_lbt("noise --config " + kConfigs + "synthetic_regression.toml" +
+                           " --steps 10 --set noise.enabled=false --out " + out.string() + check);
+    BOOST_TEST(r.code == 2, r.err);
+    BOOST_TEST(r.err.find("noise.enabled = false turns its estimator off") != std::string::npos,
+               r.err);
+    BOOST_TEST(!fs::exists(out / "summary.json"));
+  }
+}
+
 BOOST_AUTO_TEST_CASE(layouts_that_cannot_give_two_batch_sizes_are_refused_before_training) {
   // one process, accum_steps = 1: only the global batch, so no small one for two_batch;
   // and a BatchNorm model whose per-example norms are not exact, in lbt train (which keeps the

@@ -72,7 +72,12 @@ inline std::vector<std::vector<float>> train_config(const std::string& toml,
       trainer::run_schedule(run, {sampler.steps_per_epoch(), cfg.steps}, &std::cerr);
   const noise::OnlineOptions& noise_options = run.noise;
   std::unique_ptr<trainer::RunDirectory> run_dir;
-  if (comm.rank() == 0) run_dir = std::make_unique<trainer::RunDirectory>(dir, true);
+  if (comm.rank() == 0) {
+    // With a pending summary first, as lbt train writes it: the next case's --overwrite
+    // replaces only a directory whose summary.json marks it as lbt's run.
+    run_dir = std::make_unique<trainer::RunDirectory>(dir, true);
+    run_dir->write_summary({{"status", "running"}});
+  }
   trainer::TrainContext ctx{cfg,     *model,    *optimizer,    schedule, comm,         splits,
                             sampler, cfg.steps, run_dir.get(), false,    noise_options};
   trainer::train(ctx);

@@ -4,6 +4,8 @@
 // global batches), evaluated from the very Schedule object schedules::make_schedule returns.
 // Steps per epoch and the run's length come from the data and train.epochs / train.steps
 // exactly as the trainer counts them, unless --steps-per-epoch or --train-size give them.
+#include <unistd.h>
+
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
@@ -56,6 +58,13 @@ std::filesystem::path plot_data_path(const std::string& plot) {
   if (csv_path == std::filesystem::path(plot)) {
     throw ConfigError("--plot " + plot + " names a CSV file; the plot is an image",
                       "give an image name (out.png, out.pdf, out.svg): its data goes beside it");
+  }
+  // matplotlib picks the format by the extension: another one (s.toml) ended in its traceback,
+  // none in a file it named afile.png while lbt said "wrote afile".
+  const std::string extension = std::filesystem::path(plot).extension().string();
+  if (extension != ".png" && extension != ".pdf" && extension != ".svg") {
+    throw ConfigError("--plot " + plot + ": an image name ends in .png, .pdf or .svg",
+                      "e.g. --plot " + csv_path.stem().string() + ".png");
   }
   std::string header;
   if (std::ifstream existing{csv_path};
@@ -113,33 +122,51 @@ void run_schedule(const ScheduleArgs& args) {
   }
   const std::int64_t total_steps = *std::max_element(lengths.begin(), lengths.end());
 
-  std::ostringstream csv;
-  csv << "step";
-  if (batches.size() == 1) {
-    csv << ",lr";
-  } else {
-    for (std::int64_t B : batches) csv << ",lr_B" << B;
+  // The CSV goes out a row at a time, to stdout and for --plot to its data file (written aside,
+  // then renamed): built whole in memory, 3e8 steps under a memory limit were cut short with
+  // exit 0 (2026-11-28).
+  std::filesystem::path csv_path, csv_aside;
+  std::ofstream data;
+  if (!args.plot.empty()) {
+    csv_path = plot_data_path(args.plot);
+    io::create_directories(std::filesystem::absolute(csv_path).parent_path(),
+                           "the plot's directory");
+    csv_aside = csv_path.string() + ".tmp." + std::to_string(::getpid());
+    data.open(csv_aside, std::ios::binary | std::ios::trunc);
   }
-  csv << "\n";
+  const auto emit = [&](const std::string& text) {
+    std::cout << text;
+    if (data.is_open()) data << text;
+  };
+  std::string row = "step";
+  if (batches.size() == 1) {
+    row += ",lr";
+  } else {
+    for (std::int64_t B : batches) row += ",lr_B" + std::to_string(B);
+  }
+  emit(row + "\n");
   // Shortest round-trip form: the LR the trainer writes to metrics.jsonl, bit for bit.
   char value[32];
   for (std::int64_t step = 0; step < total_steps; ++step) {
-    csv << step;
+    row = std::to_string(step);
     for (std::size_t c = 0; c < curves.size(); ++c) {
-      csv << ",";
+      row += ',';
       if (step >= lengths[c]) continue;  // that batch's run has ended
-      csv << std::string_view(
-          value, std::to_chars(value, value + sizeof value, curves[c](step)).ptr - value);
+      row.append(value, std::to_chars(value, value + sizeof value, curves[c](step)).ptr);
     }
-    csv << "\n";
+    emit(row += '\n');
   }
-  std::cout << csv.str();
+  if (!std::cout.flush())
+    throw Error("writing the CSV to stdout failed", "check the disk or pipe it is written to");
 
   if (!args.plot.empty()) {
-    const std::filesystem::path csv_path = plot_data_path(args.plot);
-    io::create_directories(std::filesystem::absolute(csv_path).parent_path(),
-                           "the plot's directory");
-    io::atomic_write(csv_path, csv.str());
+    data.close();
+    std::error_code ec;
+    if (data) std::filesystem::rename(csv_aside, csv_path, ec);
+    if (!data || ec) {
+      std::filesystem::remove(csv_aside, ec);
+      throw Error("cannot write " + csv_path.string(), "check that its directory is writable");
+    }
     // Several batches run different steps over the same data: against epochs they line up.
     const std::string x =
         args.plot_x != "auto" ? args.plot_x : (batches.size() > 1 ? "epoch" : "step");

@@ -1,6 +1,7 @@
 // `lbt train --config FILE [--set key=value ...] [--out DIR]`
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
 #include <memory>
 #include <string>
 #include <vector>
@@ -47,6 +48,23 @@ experiments::RunOptions run_options(TrainArgs& args) {
     }
     options.out = args.resume;
     options.resume = experiments::Resume::kRequired;
+    // A run directory, named as such: the reader's "cannot read config file" hint points at the
+    // presets, and a file given here (RUN/config.toml) would be read as a directory.
+    std::error_code ec;
+    if (!std::filesystem::is_directory(args.resume, ec)) {
+      throw ConfigError("--resume " + args.resume + ": no run directory there",
+                        "give the run's directory (the --out it trained into), e.g. --resume "
+                        "runs/mlp");
+    }
+    const std::filesystem::path own = std::filesystem::path(args.resume) / "config.toml";
+    if (args.config_path.empty() && !std::filesystem::exists(own, ec)) {
+      throw ConfigError("--resume " + args.resume + ": the run has no config.toml",
+                        "the run stopped before it wrote one: train it again with --overwrite");
+    }
+    if (args.config_path.empty() && std::filesystem::file_size(own, ec) == 0 && !ec) {
+      throw ConfigError(own.string() + " is empty (lbt writes it whole: it was emptied)",
+                        "restore it, or give the run's config with --config FILE");
+    }
     if (args.config_path.empty()) args.config_path = args.resume + "/config.toml";
   }
   if (args.config_path.empty()) {

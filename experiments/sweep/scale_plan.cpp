@@ -110,6 +110,12 @@ trainer::RunConfig set_plan_config(Config& config, const ScalePlanOptions& o, st
   const int world = o.workers > 0 ? o.workers : 1;
   const trainer::RunConfig run = trainer::resolve_run_config(config, world);
   const std::int64_t train_examples = data::load_splits(run.train.data, run.train.seed).train.n;
+  if (B > train_examples) {  // the budget chose it: name the options, not train.global_batch
+    throw ConfigError("the plan's global batch " + std::to_string(B) + " is more than the " +
+                          std::to_string(train_examples) + " training examples",
+                      o.workers > 0 ? "lower --workers or --micro-batch"
+                                    : "lower --max-examples, or raise --max-steps");
+  }
   trainer::run_schedule(run, trainer::step_budget(run.train, train_examples, world), nullptr);
   return run;
 }

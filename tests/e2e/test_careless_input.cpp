@@ -13,6 +13,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <utility>
 #include <vector>
@@ -113,6 +114,11 @@ BOOST_AUTO_TEST_CASE(schedule_plot_never_replaces_a_csv_it_did_not_write) {
   BOOST_TEST(slurp(dir / "lr.csv") == "epoch,loss\n1,0.5\n");
   BOOST_TEST(!fs::exists(dir / "lr.png"));
   expect_refusal(run_lbt(run + (dir / "lr.csv").string()), 2, {"names a CSV file"});
+  // An extension matplotlib would not write, or none: refused before any work (Python's
+  // traceback after it; "wrote afile" for a file matplotlib named afile.png).
+  for (const char* name : {"lr.toml", "afile"})
+    expect_refusal(run_lbt(run + (dir / name).string()), 2, {"ends in .png, .pdf or .svg"});
+  BOOST_TEST(!fs::exists(dir / "afile.png"));
   // A plot under a file: refused in one line before any work (it was Python's traceback after
   // the work, and a hint that blamed matplotlib); a plot under new directories makes them.
   std::ofstream(dir / "a_file") << "not a directory\n";
@@ -127,6 +133,9 @@ BOOST_AUTO_TEST_CASE(schedule_plot_never_replaces_a_csv_it_did_not_write) {
   r = run_lbt(run + (dir / "mine.png").string());  // its own data: replaced
   BOOST_TEST(r.code == 0, r.err);
   BOOST_TEST(slurp(dir / "mine.csv").starts_with("step,lr\n"));
+  BOOST_TEST(slurp(dir / "mine.csv") == r.out);      // the rows printed are the rows kept
+  for (const auto& e : fs::directory_iterator(dir))  // no temporary file left beside it
+    BOOST_TEST(e.path().filename().string().find(".tmp.") == std::string::npos, e.path());
 }
 
 // A validation split as large as the data is refused with a hint that fits this data: it said
@@ -146,6 +155,28 @@ BOOST_AUTO_TEST_CASE(a_validation_split_too_large_suggests_one_that_fits) {
              r.err);
   const Result ok = run_lbt(run + " " + suggested);
   BOOST_TEST(ok.code == 0, ok.err);
+}
+
+// No validation split (data.validation_size = 0): nothing is evaluated, so summary.json's
+// metrics are null and eval.jsonl stays empty (they read 0.0, as if measured, and a regression
+// printed "best val_accuracy: 0.0000"); a target, which is read on that split, is refused.
+BOOST_AUTO_TEST_CASE(no_validation_split_measures_nothing_and_refuses_a_target) {
+  const std::string train = "train --config " + std::string(LBT_SOURCE_DIR) +
+                            "/experiments/configs/synthetic_regression.toml --quiet --set "
+                            "train.steps=20 --set data.validation_size=0 --out ";
+  const fs::path run = scratch() / "no_validation";
+  const Result r = run_lbt(train + run.string() + " --set train.target=\"\"");
+  BOOST_REQUIRE_MESSAGE(r.code == 0, r.err);
+  const auto summary = nlohmann::json::parse(slurp(run / "summary.json"));
+  BOOST_TEST(summary["val_examples"] == 0);
+  for (const char* k : {"best_val_accuracy", "final_val_accuracy", "best_val_loss",
+                        "final_val_loss", "final_val_mse", "final_val_r2"})
+    BOOST_TEST(summary[k].is_null(), k << " = " << summary[k]);
+  BOOST_TEST(slurp(run / "eval.jsonl").empty());
+  const fs::path targeted = scratch() / "no_validation_target";
+  const Result t = run_lbt(train + targeted.string() + " --set train.target=\"val_mse<=1\"");
+  expect_refusal(t, 2, {"train.target val_mse<=1 is read on the validation split"});
+  BOOST_TEST(!fs::exists(targeted / "summary.json"));
 }
 
 // An output path under a file (a typo of --out) is one error line with a hint naming the path

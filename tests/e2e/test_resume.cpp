@@ -11,6 +11,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <random>
@@ -169,8 +170,19 @@ BOOST_AUTO_TEST_CASE(resume_refuses_a_changed_config_naming_the_key) {
   auto r = lbt::test::run_lbt("train --resume " + run.string() + " --set optimizer.lr=0.5 --quiet");
   BOOST_TEST(r.code != 0);
   BOOST_TEST(r.err.find("optimizer.lr") != std::string::npos, r.err);
+  // A path that is no run directory, a file inside one, and a run whose config.toml was
+  // emptied: each named as such (the hints were "presets live in experiments/configs/" and
+  // "train.global_batch differs from the checkpoint's").
   auto none = lbt::test::run_lbt("train --resume " + (scratch() / "nothing").string() + " --quiet");
-  BOOST_TEST(none.code != 0);
+  BOOST_TEST(none.code == 2);
+  BOOST_TEST(none.err.find("no run directory there") != std::string::npos, none.err);
+  auto file = lbt::test::run_lbt("train --resume " + (run / "config.toml").string() + " --quiet");
+  BOOST_TEST(file.code == 2);
+  BOOST_TEST(file.err.find("no run directory there") != std::string::npos, file.err);
+  std::ofstream(run / "config.toml", std::ios::trunc);
+  auto emptied = lbt::test::run_lbt("train --resume " + run.string() + " --quiet");
+  BOOST_TEST(emptied.code == 2);
+  BOOST_TEST(emptied.err.find("config.toml is empty") != std::string::npos, emptied.err);
 }
 
 // Two runs whose checkpoints/ link to one directory elsewhere (on a larger disk, say) would prune

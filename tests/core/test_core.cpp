@@ -212,6 +212,14 @@ BOOST_AUTO_TEST_CASE(deep_keys_and_unknown_empty_sections_are_config_errors) {
       "`lbt train --help` lists every key");
   Config known = Config::from_string("[opt]\n[a]\n[model]\nspec = \"mlp:784-10\"\n");
   BOOST_TEST(error_of(known) == "");
+  // An endless file (--config /dev/zero read until memory ran out) stops at 16 MiB.
+  try {
+    Config::from_file("/dev/zero");
+    BOOST_FAIL("expected ConfigError");
+  } catch (const ConfigError& e) {
+    BOOST_TEST(std::string(e.what()) ==
+               "config file /dev/zero is larger than 16 MiB: not a config");
+  }
 }
 
 BOOST_AUTO_TEST_CASE(floats_are_written_short_and_read_back_exactly) {

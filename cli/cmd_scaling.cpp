@@ -44,6 +44,8 @@ void add_scaling_command(CLI::App& app) {
                   "Study directory (workers-K/repeat-R runs, or VARIANT/workers-K/repeat-R with "
                   "--compare; scaling.csv, scaling_runs.csv, scaling_compare.csv, plots)")
       ->capture_default_str();
+  cmd->add_flag("--overwrite", o->overwrite,
+                "Replace a finished study in --out (its CSVs, plots and run folders)");
   cmd->add_option("--compare", o->compare,
                   "KEY=V1,V2[,...]: one variant per value (a --set KEY=V on its runs), all in "
                   "this study: every repeat runs every (variant, workers) pair, interleaved and "

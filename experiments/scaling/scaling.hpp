@@ -23,6 +23,7 @@ struct ScalingOptions {
                                   // true: global batch = K x the config's (same micro-batch)
   std::string compare;            // --compare KEY=V1,V2,...: variants; empty: one config
   std::filesystem::path out;      // study directory: [VARIANT/]workers-K/repeat-R/ runs, CSVs
+  bool overwrite = false;         // replace a finished study there (its CSVs, plots and runs)
   std::filesystem::path lbt;      // the lbt executable to launch
   std::string mpirun = "mpirun";
   std::vector<std::string>

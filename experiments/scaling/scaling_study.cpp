@@ -7,6 +7,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
@@ -280,6 +281,38 @@ std::vector<ScalingSummary> write_results(const ScalingOptions& o,
 
 }  // namespace
 
+namespace {
+
+// A finished study in `out` (its scaling.csv or scaling_runs.csv) is refused, or with
+// `overwrite` removed whole: its CSVs, plots and run folders ([VARIANT/]workers-K), so no
+// worker count of the old study is left beside the new one's results (a rerun replaced
+// scaling.csv and left the old workers-2/, exit 0, 2026-11-28). Other files stay.
+void clear_finished_study(const fs::path& out, bool overwrite) {
+  std::error_code ec;
+  if (!fs::exists(out / "scaling.csv", ec) && !fs::exists(out / "scaling_runs.csv", ec)) return;
+  if (!overwrite) {
+    throw ConfigError(out.string() + " holds a finished lbt scaling study (scaling.csv)",
+                      "pass --overwrite to replace it, or choose another --out");
+  }
+  const auto is_runs = [](const fs::path& p) {
+    return fs::is_directory(p) && p.filename().string().starts_with("workers-");
+  };
+  for (const auto& entry : fs::directory_iterator(out)) {
+    const fs::path& p = entry.path();
+    const std::string name = p.filename().string();
+    bool remove = is_runs(p) || name == "scaling.csv" || name == "scaling_runs.csv" ||
+                  name == "scaling_compare.csv" || name == "plot.log" ||
+                  (name.starts_with("scaling_") && p.extension() == ".png");
+    if (!remove && fs::is_directory(p) && !fs::is_empty(p)) {  // a --compare variant's folder
+      remove = std::all_of(fs::directory_iterator(p), fs::directory_iterator(),
+                           [&](const fs::directory_entry& e) { return is_runs(e.path()); });
+    }
+    if (remove) fs::remove_all(p);
+  }
+}
+
+}  // namespace
+
 std::vector<ScalingSummary> run_scaling(const ScalingOptions& o) {
   check_scaling_options(o);
   const std::vector<ScalingVariant> variants =
@@ -290,6 +323,7 @@ std::vector<ScalingSummary> run_scaling(const ScalingOptions& o) {
   io::create_directories(o.out, "study directory");  // before the header, with a hint
   // One study per directory: a second one's runs would --overwrite the first's as they train.
   const DirLock lock(o.out / "scaling.lock", DirLock::Mode::kExclusive, "lbt scaling");
+  clear_finished_study(o.out, o.overwrite);
   const int cores = available_cores();
   print_study_header(o, variants, cores);
   set_run_environment();

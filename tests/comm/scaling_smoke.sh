@@ -46,4 +46,24 @@ err=$(grep -v '^note: ' "$out/refused.err")
 [ "$(printf '%s\n' "$err" | wc -l)" = 2 ] || { echo "FAIL: want error and hint lines only: $err"; exit 1; }
 printf '%s\n' "$err" | grep -q '^error: the run repeat 1/1, workers 1 exited with status 2 (its log: .*): ' \
   || { echo "FAIL: the error line: $err"; exit 1; }
+# A rerun into the finished study is refused (it replaced scaling.csv and left the old
+# workers-2/ beside it, exit 0); with --overwrite the old study goes whole, other files stay.
+echo mine > "$out/notes.txt"
+rerun() {
+  "$lbt" scaling --config "$config" --workers 1 --steps 5 --repeats 1 --out "$out" \
+    --set data.dataset=synthetic-regression --set data.synthetic.examples=512 \
+    --set data.synthetic.dim=8 --set data.validation_size=64 --set model.spec=linear:8-1 \
+    --set train.target=none "$@" >/dev/null 2>"$out/rerun.err"
+}
+set +e
+rerun
+rc=$?
+set -e
+[ "$rc" = 2 ] && grep -q 'holds a finished lbt scaling study' "$out/rerun.err" \
+  || { echo "FAIL: a rerun without --overwrite: exit $rc: $(cat "$out/rerun.err")"; exit 1; }
+[ -d "$out/workers-2" ] || { echo "FAIL: the refused rerun removed workers-2"; exit 1; }
+rerun --overwrite || { echo "FAIL: a rerun with --overwrite: $(cat "$out/rerun.err")"; exit 1; }
+[ ! -e "$out/workers-2" ] || { echo "FAIL: --overwrite left the old study's workers-2"; exit 1; }
+[ "$(cat "$out/notes.txt")" = mine ] || { echo "FAIL: --overwrite touched notes.txt"; exit 1; }
+[ "$(wc -l < "$out/scaling.csv")" -eq 2 ] || { echo "FAIL: want header + 1 row"; exit 1; }
 echo PASS

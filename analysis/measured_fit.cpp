@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <random>
 #include <set>
 
@@ -27,6 +28,19 @@ double draw_in_bracket(const BracketedSteps& b, std::mt19937_64& rng) {
 
 // One batch size's steps in a resample: its seeds (resampled or not), each at steps_hi or a
 // draw from its bracket, then their median.
+// Whether a resample holds the sweep's own points, in any order.
+bool same_points(std::vector<ScalingPoint> sample, std::vector<ScalingPoint> original) {
+  const auto by_batch = [](const ScalingPoint& a, const ScalingPoint& b) {
+    return a.batch_size != b.batch_size ? a.batch_size < b.batch_size : a.steps < b.steps;
+  };
+  std::sort(sample.begin(), sample.end(), by_batch);
+  std::sort(original.begin(), original.end(), by_batch);
+  return std::equal(sample.begin(), sample.end(), original.begin(), original.end(),
+                    [](const ScalingPoint& a, const ScalingPoint& b) {
+                      return a.batch_size == b.batch_size && a.steps == b.steps;
+                    });
+}
+
 double resampled_steps(const MeasuredPoint& p, BootstrapSources sources, std::mt19937_64& rng) {
   std::vector<double> steps(p.seeds.size());
   std::uniform_int_distribution<std::size_t> pick(0, p.seeds.size() - 1);
@@ -59,6 +73,8 @@ std::vector<CriticalBatchFit> measurement_bootstrap_fits(const std::vector<Measu
   std::uniform_int_distribution<std::size_t> pick(0, points.size() - 1);
   std::vector<CriticalBatchFit> fits;
   std::vector<ScalingPoint> sample(points.size());
+  const std::vector<ScalingPoint> original = point_estimates(points);
+  bool varied = false;
   for (int r = 0; r < resamples; ++r) {
     for (std::size_t i = 0; i < sample.size(); ++i) {
       const MeasuredPoint& p = points[sources.batch_sizes ? pick(rng) : i];
@@ -66,8 +82,13 @@ std::vector<CriticalBatchFit> measurement_bootstrap_fits(const std::vector<Measu
     }
     if (distinct_batch_sizes(sample) < 3)
       continue;  // too few distinct batch sizes to fit two parameters
+    varied = varied || !same_points(sample, original);
     fits.push_back(fit_critical_batch(sample));
   }
+  // Every kept resample the sweep itself (3 batch sizes, one seed each, steps known to one step:
+  // only reorderings of all 3 can be fitted): the bootstrap measured no spread, and its
+  // [x, x] claimed a certainty no measurement gave (S_min = 1.93 [1.93, 1.93], 2026-11-28).
+  if (!varied) fits.clear();
   return fits;
 }
 
@@ -82,7 +103,11 @@ BootstrapIntervals intervals_of(const std::vector<CriticalBatchFit>& fits, doubl
   }
   BootstrapIntervals out;
   out.resamples = static_cast<int>(s_min.size());
-  if (s_min.empty()) return out;
+  if (s_min.empty()) {  // nothing resampled: no interval (NaN ends, null in fit.json)
+    constexpr double kNone = std::numeric_limits<double>::quiet_NaN();
+    out.S_min = out.B_noise = out.E_min = out.B_crit = {kNone, kNone};
+    return out;
+  }
   out.S_min = percentile_interval(s_min, level, point.S_min);
   out.B_noise = percentile_interval(b_noise, level, point.B_noise);
   out.E_min = percentile_interval(e_min, level, point.E_min);

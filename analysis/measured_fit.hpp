@@ -30,12 +30,15 @@ struct BootstrapSources {
   bool batch_sizes = true, seeds = true, resolution = true;
 };
 
+// None where no fitted resample differs from the sweep itself: the bootstrap then measured no
+// spread (3 batch sizes, one seed each, steps known to one step), and no interval is resolved.
 std::vector<CriticalBatchFit> measurement_bootstrap_fits(const std::vector<MeasuredPoint>& points,
                                                          BootstrapSources sources, int resamples,
                                                          std::uint64_t seed);
 
 // Each fitted quantity's percentile_interval (critical_batch.hpp) around `point`, the fit of
-// the measurements themselves: every interval holds its estimate.
+// the measurements themselves: every interval holds its estimate. No fits: NaN ends (no
+// interval; null in fit.json).
 BootstrapIntervals intervals_of(const std::vector<CriticalBatchFit>& fits, double level,
                                 const CriticalBatchFit& point);
 

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <limits>
 
 #include "core/error.hpp"
 
@@ -79,6 +80,11 @@ Prediction predict_at(std::int64_t B, const CriticalBatchFit& fit,
   Prediction p;
   p.steps = fit.S_min * (1.0 + fit.B_noise / Bd);
   p.examples = p.steps * Bd;
+  if (steps.empty()) {  // the bootstrap had nothing to vary: no interval (NaN ends)
+    constexpr double kNone = std::numeric_limits<double>::quiet_NaN();
+    p.steps_interval = p.examples_interval = {kNone, kNone};
+    return p;
+  }
   p.steps_interval = percentile_interval(steps, level, p.steps);
   p.examples_interval = percentile_interval(examples, level, p.examples);
   return p;

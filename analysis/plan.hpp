@@ -32,7 +32,7 @@ std::int64_t batch_for_budget(const PlanBudget& budget, const CriticalBatchFit& 
 // lbt fit's bootstrap (batch sizes, seeds and each seed's bracket).
 struct Prediction {
   double steps = 0.0, examples = 0.0;
-  Interval steps_interval, examples_interval;
+  Interval steps_interval, examples_interval;  // NaN ends: no interval resolved
 };
 Prediction predict_at(std::int64_t B, const CriticalBatchFit& fit,
                       const std::vector<MeasuredPoint>& measured, int resamples, double level);

@@ -9,23 +9,20 @@
 #include "core/rng.hpp"
 
 namespace lbt::analysis {
-namespace {
 
-// An interval of no width is not one: every resample gave the same value (3 batch sizes, one
-// seed each and brackets of 1 step leave the bootstrap nothing to vary; refits of the same
-// points in another order differ in the last bits), and [x, x] would claim certainty; null
-// says no interval is resolved (2026-11-28).
-nlohmann::json interval(Interval i) {
-  if (!(i.hi - i.lo > 1e-9 * std::max(std::abs(i.lo), std::abs(i.hi)))) return nullptr;
+nlohmann::json interval_json(Interval i) {
+  if (!std::isfinite(i.lo) || !std::isfinite(i.hi)) return nullptr;  // no resample: none
   return nlohmann::json::array({i.lo, i.hi});
 }
+
+namespace {
 
 // E_min and B_crit, and their intervals, exist only where the fit resolved a critical batch.
 nlohmann::json resolved_value(double value, const CriticalBatchFit& f) {
   return f.resolved ? nlohmann::json(value) : nlohmann::json();
 }
 nlohmann::json resolved_interval(Interval i, const CriticalBatchFit& f) {
-  return f.resolved ? interval(i) : nlohmann::json();
+  return f.resolved ? interval_json(i) : nlohmann::json();
 }
 
 // Percentile-bootstrap interval of the median of `values` (>= 2), resampling the values.
@@ -89,8 +86,8 @@ void add_lr_law(nlohmann::json& fit, const std::vector<LrPoint>& points, const F
   if (law.resamples > 0) {
     fit["intervals"]["lr_law"] = {
         {"resamples", law.resamples},
-        {"alpha", interval(law.alpha)},
-        {"eps_max", interval(law.eps_max)},
+        {"alpha", interval_json(law.alpha)},
+        {"eps_max", interval_json(law.eps_max)},
         {"B_noise",
          {law.B_noise->lo,
           law.B_noise_upper_open ? nlohmann::json() : nlohmann::json(law.B_noise->hi)}}};
@@ -154,12 +151,12 @@ nlohmann::json fit_intervals(const std::vector<MeasuredPoint>& measured,
   const BootstrapIntervals by_resolution = intervals({false, false, true});
   const BootstrapIntervals by_batch_sizes = intervals({true, false, false});
   const auto s_min_and_b_crit = [&](const BootstrapIntervals& i) {
-    return nlohmann::json{{"S_min", interval(i.S_min)},
+    return nlohmann::json{{"S_min", interval_json(i.S_min)},
                           {"B_crit", resolved_interval(i.B_crit, point)}};
   };
   return {{"level", options.level},
           {"resamples", ci.resamples},
-          {"S_min", interval(ci.S_min)},
+          {"S_min", interval_json(ci.S_min)},
           {"E_min", resolved_interval(ci.E_min, point)},
           {"B_crit", resolved_interval(ci.B_crit, point)},
           {"components",
@@ -185,16 +182,17 @@ void add_measured_noise(nlohmann::json& fit, const SweepMeasurements& sweep,
   if (!averaged.empty()) {
     const MeasuredBSimple b_simple = measured_b_simple(averaged, options);
     fit["B_simple"] = b_simple.median;
-    if (b_simple.interval) fit["intervals"]["B_simple"] = interval(*b_simple.interval);
+    if (b_simple.interval) fit["intervals"]["B_simple"] = interval_json(*b_simple.interval);
     const MeasuredRatio ratio = b_crit_over_b_simple(sweep.measured, averaged, options);
     fit["b_crit_over_b_simple"] = ratio.value ? nlohmann::json(*ratio.value) : nlohmann::json();
-    if (ratio.interval) fit["intervals"]["b_crit_over_b_simple"] = interval(*ratio.interval);
+    if (ratio.interval) fit["intervals"]["b_crit_over_b_simple"] = interval_json(*ratio.interval);
   }
   const std::vector<double>& b_noise = sweep.b_noise;
   fit["B_noise_measured"] = b_noise.empty() ? nlohmann::json() : nlohmann::json(median(b_noise));
   fit["B_noise_measured_trials"] = b_noise.size();
   fit["intervals"]["B_noise_measured"] =
-      b_noise.size() >= 2 ? interval(bootstrap_median(b_noise, options, 0xB40)) : nlohmann::json();
+      b_noise.size() >= 2 ? interval_json(bootstrap_median(b_noise, options, 0xB40))
+                          : nlohmann::json();
 }
 
 std::string interval_text(const nlohmann::json& i) {
@@ -225,11 +223,13 @@ MeasuredRatio b_crit_over_b_simple(const std::vector<MeasuredPoint>& measured,
   if (b_simple_averaged.empty() || !point.resolved) return out;
   out.value = point.B_crit / median(b_simple_averaged);
   if (b_simple_averaged.size() < 2) return out;
+  const std::vector<CriticalBatchFit> fits =
+      measurement_bootstrap_fits(measured, {true, true, true}, options.resamples, options.seed);
+  if (fits.empty()) return out;  // nothing to resample: no interval
   auto rng = make_rng(options.seed, RngStream::kSweep, 0xB52);
   std::uniform_int_distribution<std::size_t> pick(0, b_simple_averaged.size() - 1);
   std::vector<double> ratios, sample(b_simple_averaged.size());
-  for (const CriticalBatchFit& f :
-       measurement_bootstrap_fits(measured, {true, true, true}, options.resamples, options.seed)) {
+  for (const CriticalBatchFit& f : fits) {
     for (double& b : sample) b = b_simple_averaged[pick(rng)];
     ratios.push_back(f.B_crit / median(sample));
   }
@@ -250,7 +250,7 @@ nlohmann::json fit_with_intervals(const std::vector<MeasuredPoint>& points, cons
           {"E_min", resolved_value(f.E_min, f)},
           {"B_crit", resolved_value(f.B_crit, f)},
           {"intervals",
-           {{"S_min", interval(ci.S_min)},
+           {{"S_min", interval_json(ci.S_min)},
             {"E_min", resolved_interval(ci.E_min, f)},
             {"B_crit", resolved_interval(ci.B_crit, f)}}}};
 }
@@ -353,12 +353,8 @@ std::string format_fit_line(const nlohmann::json& fit) {
       fit["intervals"]["lr_law"].is_object()) {
     char buf[96];
     const auto& a = fit["intervals"]["lr_law"]["alpha"];
-    const double alpha = fit["lr_law"]["alpha"].get<double>();
-    if (a.is_array())
-      std::snprintf(buf, sizeof buf, "; best lr ~ B^%.3g [%.3g, %.3g]", alpha, a[0].get<double>(),
-                    a[1].get<double>());
-    else  // one LR per batch size: the exponent is the scaling rule's, not a measurement
-      std::snprintf(buf, sizeof buf, "; best lr ~ B^%.3g [no interval]", alpha);
+    std::snprintf(buf, sizeof buf, "; best lr ~ B^%.3g [%.3g, %.3g]",
+                  fit["lr_law"]["alpha"].get<double>(), a[0].get<double>(), a[1].get<double>());
     line += buf;
   }
   if (!fit.value("batch_sizes_unreached", nlohmann::json::array()).empty()) {

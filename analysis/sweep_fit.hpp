@@ -87,6 +87,10 @@ nlohmann::json fit_measurements(const SweepMeasurements& sweep, const FitOptions
 // "warning: ..." when the sensitivity's readings disagree.
 std::string format_fit_line(const nlohmann::json& fit);
 
+// An interval as fit.json and plan.json write it: [lo, hi], or null where the bootstrap had
+// nothing to resample (intervals_of: NaN ends).
+nlohmann::json interval_json(Interval i);
+
 // A measurement from fit.json or plan.json as reports print it: "X [lo, hi]" to four significant
 // digits, then " (interval_note)" where given; "X (no interval: one trial, or no spread)" where
 // `ci` is null; "unresolved" where `value` is.

@@ -78,12 +78,14 @@ Config Config::from_file(const std::filesystem::path& path) {
   // A config is a few kilobytes; reading on past a bound keeps /dev/zero or a wrong file of
   // gigabytes (--config data.bin) from filling memory before the parser could say so.
   constexpr std::size_t kMostBytes = 16 << 20;
-  std::string text(kMostBytes + 1, '\0');
-  probe.read(text.data(), static_cast<std::streamsize>(text.size()));
-  text.resize(static_cast<std::size_t>(probe.gcount()));
-  if (text.size() > kMostBytes) {
-    throw ConfigError("config file " + path.string() + " is larger than 16 MiB: not a config",
-                      "check the path; presets live in experiments/configs/");
+  std::string text;
+  char chunk[1 << 16];
+  while (probe.read(chunk, sizeof chunk) || probe.gcount() > 0) {
+    text.append(chunk, static_cast<std::size_t>(probe.gcount()));
+    if (text.size() > kMostBytes) {
+      throw ConfigError("config file " + path.string() + " is larger than 16 MiB: not a config",
+                        "check the path; presets live in experiments/configs/");
+    }
   }
   return from_string(text, path.string());
 }

@@ -127,7 +127,7 @@ def lr_vs_batch(sweep: lbt_runs.Sweep, ax) -> None:
                     color=COLORS["data"], capsize=3, label="best LR (bar: search bracket)")
         b = np.geomspace(t["batch_size"].min(), t["batch_size"].max(), 100)
         ci = sweep.fit["intervals"].get("lr_law") or {}
-        a = ci.get("alpha")  # null: every resample gave one exponent (one LR per batch size)
+        a = ci.get("alpha")  # null: no interval resolved
         a_text = f"[{a[0]:.2f}, {a[1]:.2f}]" if a else "[no interval]"
         ax.plot(b, law["c"] * b ** law["alpha"], color=COLORS["fit"],
                 label=f"fit: lr ∝ B^{law['alpha']:.2f} {a_text}")

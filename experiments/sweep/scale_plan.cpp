@@ -30,8 +30,11 @@ std::string num(double x) {
   return plan_number(x);
 }
 
-nlohmann::json interval(analysis::Interval i) {
-  return nlohmann::json::array({i.lo, i.hi});
+// "[lo, hi]" of an interval as plan.json writes it; "[no interval]" for null (the bootstrap had
+// nothing to vary).
+std::string bracket(const nlohmann::json& i) {
+  return i.is_array() ? "[" + num(i[0].get<double>()) + ", " + num(i[1].get<double>()) + "]"
+                      : std::string("[no interval]");
 }
 
 // The sweep's fit as lbt plan needs it: the fit's own points (the median over seeds, so plan
@@ -138,9 +141,9 @@ nlohmann::json plan_json(const ScalePlanOptions& o, const SweepForPlan& sweep,
       {"lr", lr.lr},
       {"lr_source", lr.source},
       {"steps_to_target", p.steps},
-      {"steps_to_target_interval", interval(p.steps_interval)},
+      {"steps_to_target_interval", analysis::interval_json(p.steps_interval)},
       {"examples_to_target", p.examples},
-      {"examples_to_target_interval", interval(p.examples_interval)},
+      {"examples_to_target_interval", analysis::interval_json(p.examples_interval)},
       {"eval_every", eval_every},
       {"interval_level", o.level},
       {"fit", analysis::fit_with_intervals(sweep.measured, fit_options)},
@@ -161,11 +164,11 @@ nlohmann::json plan_json(const ScalePlanOptions& o, const SweepForPlan& sweep,
     const auto ratio = analysis::b_crit_over_b_simple(sweep.measured, measured, fit_options);
     plan["measured_b_simple"] = {
         {"median", b.median},
-        {"interval", b.interval ? interval(*b.interval) : nlohmann::json()},
+        {"interval", b.interval ? analysis::interval_json(*b.interval) : nlohmann::json()},
         {"trials", measured.size()},
         {"b_crit_over_b_simple", ratio.value ? nlohmann::json(*ratio.value) : nlohmann::json()},
         {"b_crit_over_b_simple_interval",
-         ratio.interval ? interval(*ratio.interval) : nlohmann::json()}};
+         ratio.interval ? analysis::interval_json(*ratio.interval) : nlohmann::json()}};
   }
   if (o.max_steps > 0 && p.steps_interval.hi > static_cast<double>(o.max_steps)) {
     plan["warning"] =
@@ -181,8 +184,8 @@ void write_plan_config(const fs::path& out, const ScalePlanOptions& o, const Con
   std::ostringstream toml;
   toml << kPlanHeader << comment_text(fs::absolute(o.sweep_dir).string()) << ": global batch " << B
        << ", peak LR " << num(lr.lr) << " (" << lr.source << ").\n"
-       << "# Predicted steps to " << target << ": " << num(p.steps) << " ["
-       << num(p.steps_interval.lo) << ", " << num(p.steps_interval.hi) << "] (" << 100 * o.level
+       << "# Predicted steps to " << target << ": " << num(p.steps) << " "
+       << bracket(analysis::interval_json(p.steps_interval)) << " (" << 100 * o.level
        << "% interval); regime " << analysis::regime_name(regime.regime)
        << ".\n# Run it as is: lbt train --config " << comment_text(out.string()) << "\n"
        << config.resolved_toml();
@@ -226,8 +229,8 @@ nlohmann::json plan_at_scale(const ScalePlanOptions& o) {
   const auto [lr, rule] = plan_lr(o.sweep_dir, base, B);
   // Resolution of steps-to-target: about 2% of the predicted steps.
   const std::int64_t eval_every = std::max<std::int64_t>(1, std::llround(p.steps / 50.0));
-  std::int64_t budget =
-      static_cast<std::int64_t>(std::ceil(1.5 * p.steps_interval.hi)) + eval_every;
+  const double upper = std::isfinite(p.steps_interval.hi) ? p.steps_interval.hi : p.steps;
+  std::int64_t budget = static_cast<std::int64_t>(std::ceil(1.5 * upper)) + eval_every;
   if (o.max_steps > 0) budget = std::min(budget, o.max_steps);
   const trainer::RunConfig run =
       set_plan_config(config, o, B, budget, eval_every, target, lr.lr / rule);
@@ -247,9 +250,8 @@ std::string format_scale_plan(const nlohmann::json& p) {
      << num(p["lr"].get<double>()) << "\n"
      << "  LR from " << p["lr_source"].get<std::string>() << "\n"
      << "  steps to " << p["target"].get<std::string>() << ": "
-     << num(p["steps_to_target"].get<double>()) << " [" << num(si[0].get<double>()) << ", "
-     << num(si[1].get<double>()) << "], examples " << num(p["examples_to_target"].get<double>())
-     << " [" << num(ei[0].get<double>()) << ", " << num(ei[1].get<double>()) << "] ("
+     << num(p["steps_to_target"].get<double>()) << " " << bracket(si) << ", examples "
+     << num(p["examples_to_target"].get<double>()) << " " << bracket(ei) << " ("
      << 100 * p["interval_level"].get<double>() << "% bootstrap intervals; evaluated every "
      << p["eval_every"].get<std::int64_t>() << " steps)\n"
      << "  regime: " << p["regime"].get<std::string>() << ": " << p["regime_why"].get<std::string>()

@@ -38,7 +38,10 @@ std::vector<MeasuredPoint> bracketed_sweep(const std::vector<double>& batches, d
   return points;
 }
 
+// An interval claimed holds its estimate with no negative bound; none claimed (NaN ends: the
+// bootstrap had nothing to vary, e.g. batch sizes alone over 3 of them) claims nothing.
 void expect_inside(Interval i, double estimate, const char* name) {
+  if (std::isnan(i.lo) && std::isnan(i.hi)) return;
   BOOST_TEST(i.lo >= 0.0, name << " lower bound " << i.lo);
   BOOST_TEST(i.lo <= estimate,
              name << " " << estimate << " below [" << i.lo << ", " << i.hi << "]");
@@ -87,6 +90,8 @@ BOOST_AUTO_TEST_CASE(every_estimate_lies_inside_its_own_interval_over_200_seeded
         const BootstrapIntervals ci = intervals_of(
             measurement_bootstrap_fits(points, sources, 100, static_cast<std::uint64_t>(rep)), 0.95,
             point);
+        // Brackets of 10% and more always vary under the resolution's draws.
+        if (sources.resolution) BOOST_TEST(ci.resamples > 0);
         expect_inside(ci.S_min, point.S_min, "S_min");
         expect_inside(ci.E_min, point.E_min, "E_min");
         expect_inside(ci.B_crit, point.B_crit, "B_crit");
@@ -174,11 +179,12 @@ BOOST_AUTO_TEST_CASE(b_crit_over_b_simple_has_the_b_crit_interval_over_a_constan
   BOOST_TEST(!b_crit_over_b_simple(rising, {150, 160}, options).value.has_value());
 }
 
-// 3 batch sizes, one seed each, crossings known to one step: every bootstrap resample is the
-// sweep itself (a resample with fewer than 3 distinct batch sizes cannot be fitted), so the
-// percentile interval has no width. fit.json says no interval is resolved (null; a sweep like
-// this printed S_min = 1.93 [1.93, 1.93], 2026-11-28), and two such readings of different laws
-// are not said to "disagree beyond their intervals": without intervals there is no evidence.
+// 3 batch sizes, one seed each, crossings known to one step: every fitted bootstrap resample is
+// the sweep itself (one with fewer than 3 distinct batch sizes cannot be fitted), so the
+// bootstrap measured no spread. fit.json says no interval is resolved (null; a sweep like this
+// printed S_min = 1.93 [1.93, 1.93], 2026-11-28), two such readings of different laws are not
+// said to "disagree beyond their intervals" (no evidence either way), and a fourth batch size,
+// which gives resamples to vary, gives intervals again.
 BOOST_AUTO_TEST_CASE(a_bootstrap_without_spread_resolves_no_interval) {
   const auto sweep_of = [](std::initializer_list<std::pair<double, double>> steps) {
     std::vector<MeasuredPoint> points;
@@ -191,6 +197,8 @@ BOOST_AUTO_TEST_CASE(a_bootstrap_without_spread_resolves_no_interval) {
   const nlohmann::json fit = fit_measurements(sweep, options);
   BOOST_REQUIRE(fit["B_crit"].is_number());
   for (const char* k : {"S_min", "E_min", "B_crit"}) BOOST_TEST(fit["intervals"][k].is_null(), k);
+  BOOST_TEST(fit["intervals"]["resamples"] == 0);
+  BOOST_TEST(fit["intervals"]["components"]["batch_sizes"]["B_crit"].is_null());
   const std::string line = format_fit_line(fit);
   BOOST_TEST(line.find("[no interval]") != std::string::npos, line);
   BOOST_TEST(line.find("warning") == std::string::npos, line);
@@ -198,6 +206,10 @@ BOOST_AUTO_TEST_CASE(a_bootstrap_without_spread_resolves_no_interval) {
   const nlohmann::json s =
       fit_sensitivity({{"ema", sweep.measured}, {"first_passage", other}}, "ema", options);
   BOOST_TEST(s["warning"].is_null(), s.dump());
+  sweep.measured = sweep_of({{64, 12}, {256, 5}, {1024, 3}, {4096, 3}});
+  const nlohmann::json four = fit_measurements(sweep, options);
+  for (const char* k : {"S_min", "E_min", "B_crit"})
+    BOOST_TEST(four["intervals"][k].is_array(), k << ": " << four["intervals"].dump());
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -171,7 +171,7 @@ BOOST_AUTO_TEST_CASE(a_rerun_with_other_settings_is_refused_and_extend_adds_only
 // A trial's summary.json emptied or overwritten by hand: --collect, which runs nothing, exits 3
 // naming the file and writes nothing (it read the trial as running and left it out of best.csv
 // and the fit, moving B_crit, exit 0); a rerun says which trials run again and runs them, and
-// the deterministic trials give the same best.csv.
+// the deterministic trials give the same best trials and steps.
 BOOST_AUTO_TEST_CASE(an_unreadable_trial_summary_stops_collect_and_is_rerun_by_a_sweep) {
   const fs::path cfg = write_config("damaged.toml", "val_loss<=0.14", 20);
   const fs::path dir = scratch() / "damaged";

@@ -130,9 +130,9 @@ BOOST_AUTO_TEST_CASE(bad_input_is_one_error_and_keeps_files) {
 }
 
 // Numbers lbt cbs never writes (a CBS below the point's batch, not whole, a string or past any
-// batch; a batch of 0; two points at one step) are refused naming the file, exit 3. Before, a
-// negative CBS dropped its stage silently, a batch of 0 moved the first stage and 1e300 went
-// through llround (undefined past 2^63).
+// batch; a batch of 0; two points at one step; a bound of an unknown kind) are refused naming the
+// file, exit 3. Before, a negative CBS dropped its stage silently, a batch of 0 moved the first
+// stage and 1e300 went through llround (undefined past 2^63).
 BOOST_AUTO_TEST_CASE(a_cbs_json_with_numbers_lbt_cbs_never_writes_is_refused_naming_them) {
   using nlohmann::json;
   const json good = {{"step", 40}, {"batch", 16}, {"cbs", 32}};
@@ -154,6 +154,13 @@ BOOST_AUTO_TEST_CASE(a_cbs_json_with_numbers_lbt_cbs_never_writes_is_refused_nam
                      {"cbs", nullptr},
                      {"bound", {{"kind", "at_least"}, {"batch", -1}}}}}),
        "a point's bound without a whole \"batch\" >= 16 (-1)"},
+      // A bound of a kind lbt cbs never writes dropped its point from the plan (exit 0).
+      {json::array({{{"step", 20}, {"batch", 16}, {"cbs", 32}},
+                    {{"step", 40},
+                     {"batch", 16},
+                     {"cbs", nullptr},
+                     {"bound", {{"kind", "weird"}, {"batch", 64}}}}}),
+       "a point's bound of kind \"weird\", where lbt cbs writes \"below\" or \"at_least\""},
   };
   for (const auto& [points, says] : cases) {
     const fs::path dir = write_cbs_dir("cbs_numbers", points);

@@ -28,16 +28,18 @@ double draw_in_bracket(const BracketedSteps& b, std::mt19937_64& rng) {
 
 // One batch size's steps in a resample: its seeds (resampled or not), each at steps_hi or a
 // draw from its bracket, then their median.
-// Whether a resample holds the sweep's own points, in any order.
-bool same_points(std::vector<ScalingPoint> sample, std::vector<ScalingPoint> original) {
-  const auto by_batch = [](const ScalingPoint& a, const ScalingPoint& b) {
+// Points by batch size, then steps: a resample compares with the sweep whatever its order.
+std::vector<ScalingPoint> sorted(std::vector<ScalingPoint> points) {
+  std::sort(points.begin(), points.end(), [](const ScalingPoint& a, const ScalingPoint& b) {
     return a.batch_size != b.batch_size ? a.batch_size < b.batch_size : a.steps < b.steps;
-  };
-  std::sort(sample.begin(), sample.end(), by_batch);
-  std::sort(original.begin(), original.end(), by_batch);
-  return std::equal(sample.begin(), sample.end(), original.begin(), original.end(),
-                    [](const ScalingPoint& a, const ScalingPoint& b) {
-                      return a.batch_size == b.batch_size && a.steps == b.steps;
+  });
+  return points;
+}
+
+bool same_points(const std::vector<ScalingPoint>& a, const std::vector<ScalingPoint>& b) {
+  return std::equal(a.begin(), a.end(), b.begin(), b.end(),
+                    [](const ScalingPoint& x, const ScalingPoint& y) {
+                      return x.batch_size == y.batch_size && x.steps == y.steps;
                     });
 }
 
@@ -73,7 +75,7 @@ std::vector<CriticalBatchFit> measurement_bootstrap_fits(const std::vector<Measu
   std::uniform_int_distribution<std::size_t> pick(0, points.size() - 1);
   std::vector<CriticalBatchFit> fits;
   std::vector<ScalingPoint> sample(points.size());
-  const std::vector<ScalingPoint> original = point_estimates(points);
+  const std::vector<ScalingPoint> original = sorted(point_estimates(points));
   bool varied = false;
   for (int r = 0; r < resamples; ++r) {
     for (std::size_t i = 0; i < sample.size(); ++i) {
@@ -82,7 +84,7 @@ std::vector<CriticalBatchFit> measurement_bootstrap_fits(const std::vector<Measu
     }
     if (distinct_batch_sizes(sample) < 3)
       continue;  // too few distinct batch sizes to fit two parameters
-    varied = varied || !same_points(sample, original);
+    varied = varied || !same_points(sorted(sample), original);
     fits.push_back(fit_critical_batch(sample));
   }
   // Every kept resample the sweep itself (3 batch sizes, one seed each, steps known to one step:

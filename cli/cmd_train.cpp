@@ -56,16 +56,18 @@ experiments::RunOptions run_options(TrainArgs& args) {
                         "give the run's directory (the --out it trained into), e.g. --resume "
                         "runs/mlp");
     }
-    const std::filesystem::path own = std::filesystem::path(args.resume) / "config.toml";
-    if (args.config_path.empty() && !std::filesystem::exists(own, ec)) {
-      throw ConfigError("--resume " + args.resume + ": the run has no config.toml",
-                        "the run stopped before it wrote one: train it again with --overwrite");
+    if (args.config_path.empty()) {  // the run's own
+      const std::filesystem::path own = std::filesystem::path(args.resume) / "config.toml";
+      if (!std::filesystem::exists(own, ec)) {
+        throw ConfigError("--resume " + args.resume + ": the run has no config.toml",
+                          "the run stopped before it wrote one: train it again with --overwrite");
+      }
+      if (std::filesystem::file_size(own, ec) == 0 && !ec) {
+        throw ConfigError(own.string() + " is empty (lbt writes it whole: it was emptied)",
+                          "restore it, or give the run's config with --config FILE");
+      }
+      args.config_path = own.string();
     }
-    if (args.config_path.empty() && std::filesystem::file_size(own, ec) == 0 && !ec) {
-      throw ConfigError(own.string() + " is empty (lbt writes it whole: it was emptied)",
-                        "restore it, or give the run's config with --config FILE");
-    }
-    if (args.config_path.empty()) args.config_path = args.resume + "/config.toml";
   }
   if (args.config_path.empty()) {
     throw ConfigError("lbt train needs --config FILE (or --resume RUN_DIR)",

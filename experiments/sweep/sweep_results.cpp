@@ -135,22 +135,20 @@ TrialResult read_trial_result(const Trial& trial, const fs::path& run_dir) {
   const fs::path summary = run_dir / "summary.json";
   if (!fs::exists(summary)) return r;
   nlohmann::json s;
+  std::string text;
   try {
-    const std::string text = io::read_file(summary);
-    r.unreadable = text.empty() ? "empty" : "not a JSON object";
+    text = io::read_file(summary);
     s = nlohmann::json::parse(text);
+    if (!s.is_object()) r.unreadable = "not a JSON object";
   } catch (const nlohmann::json::exception& e) {
-    s = nullptr;
-    r.unreadable = r.unreadable == "empty" ? "empty" : "not JSON: " + std::string(e.what());
+    r.unreadable = text.empty() ? "empty" : "not JSON: " + std::string(e.what());
   } catch (const std::exception& e) {
-    s = nullptr;
     r.unreadable = e.what();
   }
-  if (!s.is_object()) {
+  if (!r.unreadable.empty()) {
     r.status = "running";  // unreadable: treat as unfinished, it will be redone
     return r;
   }
-  r.unreadable.clear();
   // A count lbt writes as a whole number; anything else (an edit, a float past 2^63, which no
   // int64 holds) reads as not measured.
   auto get_int = [&](const char* k) -> std::int64_t {

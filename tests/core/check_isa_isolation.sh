@@ -20,7 +20,7 @@ for binary in "$@"; do
     }')
   if [ -n "$bad" ]; then
     echo "$binary:"
-    echo "$bad" | head -20
+    head -20 <<<"$bad"
     echo "($(echo "$bad" | wc -l) functions)"
     status=1
   else

@@ -6,6 +6,9 @@
 # the baseline x86-64. There lbt must choose avx2 / generic, refuse LBT_CPU=avx512 in one line,
 # and a build for AVX-512 (cpu_native_probe) must say so in one line instead of dying of SIGILL.
 # Usage: cpu_path_checks.sh LBT CPU_NATIVE_PROBE
+# Output is matched from here-strings, never `printf | grep -q`: bash's printf writes a line at a
+# time, grep -q may exit after the matching line, and under pipefail printf's SIGPIPE then reads
+# as no match (CI failed so on a loaded machine).
 set -uo pipefail
 lbt=$1 probe=$2
 failures=0
@@ -17,13 +20,13 @@ expect() {
   shift 3
   local out rc
   out=$("$@" 2>&1); rc=$?
-  out=$(printf '%s\n' "$out" | grep -v "^qemu-x86_64: warning")
+  out=$(grep -v "^qemu-x86_64: warning" <<<"$out")
   if [ "$rc" != "$code" ]; then fail "$name: exit $rc, want $code: $out"; return; fi
-  if ! printf '%s\n' "$out" | grep -Eq "$pattern"; then fail "$name: '$out' lacks /$pattern/"; return; fi
-  if [ "$code" = 2 ] && [ "$(printf '%s\n' "$out" | wc -l)" != 1 ]; then
+  if ! grep -Eq "$pattern" <<<"$out"; then fail "$name: '$out' lacks /$pattern/"; return; fi
+  if [ "$code" = 2 ] && [ "$(wc -l <<<"$out")" != 1 ]; then
     fail "$name: more than one line: $out"; return
   fi
-  echo "ok: $name: $(printf '%s\n' "$out" | tail -1)"
+  echo "ok: $name: $(tail -1 <<<"$out")"
 }
 
 widest=generic
@@ -44,10 +47,10 @@ expect "the GEMM by default" 0 "^gemm (onednn \(LBT_GEMM=openblas runs OpenBLAS 
   env -u LBT_GEMM "$lbt" --version
 for bad in LBT_GEMM=openbals LBT_CONV=onednn2 LBT_CUDNN_ALGOS=fast; do
   out=$(env "$bad" "$lbt" --version 2>&1); rc=$?
-  if [ "$rc" = 2 ] && [ "$(printf '%s\n' "$out" | wc -l)" = 2 ] &&
-     printf '%s\n' "$out" | sed -n 1p | grep -Eq "^error: $bad is not one of its values: " &&
-     printf '%s\n' "$out" | sed -n 2p | grep -q "^hint: set ${bad%%=*} to one of them, or unset it$"
-  then echo "ok: $bad refused: $(printf '%s\n' "$out" | sed -n 1p)"
+  if [ "$rc" = 2 ] && [ "$(wc -l <<<"$out")" = 2 ] &&
+     sed -n 1p <<<"$out" | grep -Eq "^error: $bad is not one of its values: " &&
+     sed -n 2p <<<"$out" | grep -q "^hint: set ${bad%%=*} to one of them, or unset it$"
+  then echo "ok: $bad refused: $(sed -n 1p <<<"$out")"
   else fail "$bad: exit $rc: $out"; fi
 done
 out=$(env LBT_CUDNN_ALGOS=fast "$lbt" --version 2>&1 | sed -n 1p)

@@ -153,24 +153,33 @@ def lr_vs_batch(sweep: lbt_runs.Sweep, ax) -> None:
     ax.legend(fontsize=8)
 
 
+PLOTS = [("steps_vs_batch", steps_vs_batch), ("examples_vs_batch", examples_vs_batch),
+         ("lr_vs_batch", lr_vs_batch)]
+NOISE_PLOT = "noise_vs_training"
+
+
 def main(argv: list[str]) -> int:
     if len(argv) != 2:
         print(__doc__, file=sys.stderr)
         return 2
+    out = Path(argv[1]) / "plots"
+    # A sweep's earlier plots go first: if this run fails (a damaged sweep.json) or draws no
+    # noise plot, no stale figure is left beside the new fit.json.
+    if (Path(argv[1]) / "sweep.csv").exists():
+        for name in [n for n, _ in PLOTS] + [NOISE_PLOT]:
+            (out / f"{name}.png").unlink(missing_ok=True)
     sweep = lbt_runs.load_sweep(argv[1])
     lbt_runs.style()
-    out = sweep.path / "plots"
     out.mkdir(exist_ok=True)
-    for name, draw in [("steps_vs_batch", steps_vs_batch), ("examples_vs_batch", examples_vs_batch),
-                       ("lr_vs_batch", lr_vs_batch)]:
+    for name, draw in PLOTS:
         fig, ax = plt.subplots()
         draw(sweep, ax)
         fig.tight_layout()
         fig.savefig(out / f"{name}.png")
         plt.close(fig)
         print(out / f"{name}.png")
-    if lbt_plot_noise.noise_over_training(sweep.path, out / "noise_vs_training.png"):
-        print(out / "noise_vs_training.png")
+    if lbt_plot_noise.noise_over_training(sweep.path, out / f"{NOISE_PLOT}.png"):
+        print(out / f"{NOISE_PLOT}.png")
     return 0
 
 

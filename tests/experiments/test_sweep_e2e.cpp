@@ -80,6 +80,16 @@ BOOST_AUTO_TEST_CASE(
   BOOST_TEST(r.out.find("B_crit = ") != std::string::npos);
   BOOST_TEST(nlohmann::json::parse(slurp(dir / "fit.json"))["S_min"] == fit["S_min"]);
 
+  // Plots that cannot be drawn (a damaged sweep.json) leave no earlier plot beside the new fit.
+  const std::string manifest = slurp(dir / "sweep.json");
+  std::ofstream(dir / "sweep.json") << "garbage";
+  r = run_lbt("fit " + dir.string());
+  BOOST_TEST(r.code == 0);
+  BOOST_TEST(r.err.find("warning: lbt_sweep_plots.py exited 1") != std::string::npos, r.err);
+  BOOST_TEST(!fs::exists(dir / "plots" / "steps_vs_batch.png"));
+  BOOST_TEST(fs::is_empty(dir / "plots"));
+  std::ofstream(dir / "sweep.json") << manifest;
+
   // lbt plan: an example budget of twice E_min picks B = B_crit on the fitted curve; the
   // config it writes runs as is, and the run reaches the target within the predicted interval
   // (to the plan's evaluation resolution).

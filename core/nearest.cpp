@@ -39,7 +39,8 @@ std::string nearest(std::string_view word, const std::vector<std::string>& candi
     std::size_t d = edit_distance(w, lower(c));
     if (d < best_distance) best_distance = d, best = c;
   }
-  if (best_distance > plausible) return {};
+  // ... and never a whole replacement: 'a' is three edits from 'data' but shares nothing with it.
+  if (best_distance > plausible || best_distance >= w.size()) return {};
   return best;
 }
 

@@ -11,7 +11,7 @@ namespace lbt {
 std::size_t edit_distance(std::string_view a, std::string_view b);
 
 // The candidate closest to `word`, case aside; empty where none is plausible (more than about a
-// third of the letters, and at least 3, differ).
+// third of the letters, and at least 3, differ, or none of the word's letters is kept).
 std::string nearest(std::string_view word, const std::vector<std::string>& candidates);
 
 }  // namespace lbt

@@ -19,7 +19,8 @@
 using namespace lbt;
 
 // Distances by hand (kitten -> sitting: 2 substitutions, 1 insertion); a suggestion only within
-// about a third of the letters, and none for a word far longer than every candidate.
+// about a third of the letters (a short word keeps one of its own), and none for a word far
+// longer than every candidate.
 BOOST_AUTO_TEST_CASE(the_nearest_name_is_suggested_only_when_plausible) {
   BOOST_TEST(edit_distance("kitten", "sitting") == 3u);
   BOOST_TEST(edit_distance("", "abc") == 3u);
@@ -28,6 +29,12 @@ BOOST_AUTO_TEST_CASE(the_nearest_name_is_suggested_only_when_plausible) {
   BOOST_TEST(nearest("TRAIN.STEPS", names) == "train.steps");
   BOOST_TEST(nearest("model.spec", names) == "");
   BOOST_TEST(nearest(std::string(1 << 20, 'x'), names) == "");
+  // A short word keeps at least one of its letters in what is suggested.
+  const std::vector<std::string> sections = {"data", "model", "lr"};
+  BOOST_TEST(nearest("a", sections) == "");
+  BOOST_TEST(nearest("xy", sections) == "");
+  BOOST_TEST(nearest("dat", sections) == "data");
+  BOOST_TEST(nearest("lt", sections) == "lr");
 }
 
 // The deepest dotted key, counted by hand: headers, key lines, quoted parts (whose dots are

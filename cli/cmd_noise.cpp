@@ -14,6 +14,7 @@
 #include "experiments/noise_run.hpp"
 #include "experiments/plots.hpp"
 #include "experiments/run_check.hpp"
+#include "schedules/from_config.hpp"
 #include "trainer/interrupt.hpp"
 
 namespace lbt::cli {
@@ -62,7 +63,8 @@ void add_noise_command(CLI::App& app) {
       trainer::install_check_interrupt_handlers();
       if (args->steps > 0) config.set("train.steps=" + std::to_string(args->steps));
       experiments::check_noise_config(config, args->at_steps);
-      experiments::check_run(config, notes_stream());
+      // As run_noise: a warmup past the run is shown, with a note, not refused.
+      experiments::check_run(config, notes_stream(), schedules::WarmupPastRun::kNote);
       experiments::check_run_directory(
           experiments::run_directory_path({args->out, args->overwrite}, config),
           {.overwrite = args->overwrite}, config.resolved_toml());

@@ -71,7 +71,8 @@ void check_target_has_validation(const trainer::TrainConfig& cfg,
 
 trainer::StepBudget check_run_at_batch(Config& config, const trainer::RunConfig& run,
                                        const nn::Model& model, const data::Splits& splits,
-                                       int world, std::ostream* warnings) {
+                                       int world, std::ostream* warnings,
+                                       schedules::WarmupPastRun warmup_past_run) {
   const trainer::StepBudget budget = trainer::step_budget(run.train, splits.train.n, world);
   check_activations(run.train, model, splits.validation.n, world);
   check_target_has_validation(run.train, splits.validation.n);
@@ -81,7 +82,7 @@ trainer::StepBudget check_run_at_batch(Config& config, const trainer::RunConfig&
     noise::choose_method(run.noise, world, run.train.micro_batch, run.train.accum_steps,
                          trainer::per_example_support(model, run.train.device));
   }
-  trainer::run_schedule(run, budget, warnings);
+  trainer::run_schedule(run, budget, warnings, nullptr, warmup_past_run);
   return budget;
 }
 
@@ -122,14 +123,14 @@ int launched_ranks(const Config& config) {
       .size();
 }
 
-void check_run(Config& config, std::ostream* warnings) {
+void check_run(Config& config, std::ostream* warnings, schedules::WarmupPastRun warmup_past_run) {
   const int world = launched_ranks(config);  // as run_training resolves the run
   const trainer::RunConfig run = trainer::resolve_run_config(config, world);
   check_model_spec(run.train);
   const data::Splits splits = data::load_splits(run.train.data, run.train.seed);
   const auto model = model_for_data(run.train, splits.train);
   check_optimizer(run, *model);
-  check_run_at_batch(config, run, *model, splits, world, warnings);
+  check_run_at_batch(config, run, *model, splits, world, warnings, warmup_past_run);
   check_device_parts(config, run, splits.train);  // last: the machine's GPU among them
 }
 

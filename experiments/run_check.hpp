@@ -48,10 +48,12 @@ void check_target_has_validation(const trainer::TrainConfig& cfg, std::int64_t v
 // The checks of `run` on `world` processes that depend on its global batch: the step budget (a
 // batch the data cannot fill), the activations at that batch (check_activations), the EMA's
 // horizon, the noise.hessian keys and the noise estimator the batch layout allows, and the
-// schedule against the budget (its notes go to `warnings`, nullptr: none). Returns the budget.
-trainer::StepBudget check_run_at_batch(Config& config, const trainer::RunConfig& run,
-                                       const nn::Model& model, const data::Splits& splits,
-                                       int world, std::ostream* warnings);
+// schedule against the budget (its notes go to `warnings`, nullptr: none; a warmup past the run
+// as `warmup_past_run` says: lbt noise shows it). Returns the budget.
+trainer::StepBudget check_run_at_batch(
+    Config& config, const trainer::RunConfig& run, const nn::Model& model,
+    const data::Splits& splits, int world, std::ostream* warnings,
+    schedules::WarmupPastRun warmup_past_run = schedules::WarmupPastRun::kError);
 
 // For a run on a device (model.device other than cpu; nothing for cpu): what the device can
 // run (trainer/device_support.hpp), the data and the B_noise probe it takes (classification, no
@@ -79,7 +81,8 @@ int launched_ranks(const Config& config);
 // All of it for `config` as `lbt train --check` sees it (on the ranks it was launched with: one
 // without mpirun): resolves the config,
 // loads the data, builds the model's shapes and checks the run at its batch. Throws the
-// ConfigError or DataError the run would stop with.
-void check_run(Config& config, std::ostream* warnings);
+// ConfigError or DataError the run would stop with (`warmup_past_run`: check_run_at_batch's).
+void check_run(Config& config, std::ostream* warnings,
+               schedules::WarmupPastRun warmup_past_run = schedules::WarmupPastRun::kError);
 
 }  // namespace lbt::experiments

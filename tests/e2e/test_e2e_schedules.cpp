@@ -107,8 +107,9 @@ BOOST_AUTO_TEST_CASE(schedule_columns_differ_by_the_scaling_rule_from_the_config
 }
 
 // A warmup longer than the run refuses lbt train only where it changes the LR; lbt schedule and
-// lbt noise show what was asked, with a note (the preset's 1-epoch warmup at its own batch is
-// flat at the peak: Goyal et al.'s warmup climbs from the reference batch's LR).
+// lbt noise (and its --check) show what was asked, with a note or warning (the preset's 1-epoch
+// warmup at its own batch is flat at the peak: Goyal et al.'s warmup climbs from the reference
+// batch's LR).
 BOOST_AUTO_TEST_CASE(a_warmup_longer_than_the_run_is_a_note_where_it_changes_nothing) {
   Result plot = run_lbt("schedule --config " + kConfig + " -b 128,1024 --steps 50");
   BOOST_REQUIRE_MESSAGE(plot.code == 0, plot.err);
@@ -132,6 +133,19 @@ BOOST_AUTO_TEST_CASE(a_warmup_longer_than_the_run_is_a_note_where_it_changes_not
       noise.err.find("note: the warmup's 39 steps outlast the run's 30 steps") != std::string::npos,
       noise.err);
   BOOST_TEST(fs::exists(noise_run / "noise.jsonl"));
+  // ... and one that climbs is shown too, by the run and by its --check alike.
+  for (const std::string check : {"", " --check"}) {
+    const fs::path out = scratch() / (check.empty() ? "noise_climbs" : "noise_climbs_checked");
+    Result noise_climbs =
+        run_lbt("noise --config " + kConfig + slice +
+                " --steps 5 --set train.global_batch=512 --out " + out.string() + check);
+    BOOST_TEST(noise_climbs.code == 0, check << ": " << noise_climbs.err);
+    const auto warning = noise_climbs.err.find("warning: the warmup's ");
+    BOOST_TEST((warning != std::string::npos &&
+                noise_climbs.err.find(" steps outlast the run's 5 steps: the LR climbs", warning) !=
+                    std::string::npos),
+               noise_climbs.err);
+  }
 
   Result flat = run_lbt("train --config " + kConfig + slice + " --set train.steps=30 --out " +
                         (scratch() / "flat_warmup").string());

@@ -14,7 +14,6 @@
 #include "experiments/noise_run.hpp"
 #include "experiments/plots.hpp"
 #include "experiments/run_check.hpp"
-#include "schedules/from_config.hpp"
 #include "trainer/interrupt.hpp"
 
 namespace lbt::cli {

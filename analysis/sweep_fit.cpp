@@ -177,6 +177,7 @@ void add_measured_noise(nlohmann::json& fit, const SweepMeasurements& sweep,
   fit["B_simple"] = nullptr;
   fit["B_simple_start"] = starts.empty() ? nlohmann::json() : nlohmann::json(median(starts));
   fit["B_simple_trials"] = averaged.size();
+  fit["b_crit_over_b_simple"] = nullptr;
   fit["intervals"]["B_simple"] = nullptr;
   fit["intervals"]["b_crit_over_b_simple"] = nullptr;
   if (!averaged.empty()) {

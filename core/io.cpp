@@ -127,6 +127,13 @@ std::string read_file(const std::filesystem::path& path) {
   return ss.str();
 }
 
+std::ifstream open_regular_file(const std::filesystem::path& path) {
+  std::ifstream in;
+  std::error_code ec;
+  if (std::filesystem::is_regular_file(path, ec)) in.open(path);
+  return in;
+}
+
 LineAppender::LineAppender(const std::filesystem::path& path) : path_(path) {
   fd_ = open_own_file(path, O_WRONLY | O_CREAT | O_APPEND);
   if (fd_ < 0) {

@@ -2,6 +2,7 @@
 // half-written file, and line appends that leave JSONL files parseable after a kill.
 #pragma once
 #include <filesystem>
+#include <fstream>
 #include <string>
 #include <string_view>
 
@@ -37,6 +38,11 @@ std::string write_failure_hint(int err);
 
 // Reads a whole file; throws DataError naming the path when it cannot be read.
 std::string read_file(const std::filesystem::path& path);
+
+// `path` opened for reading where it is a regular file (or a link to one); otherwise a closed
+// stream, which reads as empty. For logs a reader skips when absent: a FIFO planted under the
+// name would block the reader for good.
+std::ifstream open_regular_file(const std::filesystem::path& path);
 
 // Appends lines to a file opened once; each append is one write(2) of a whole line, so a
 // killed process leaves at most a missing line, never a torn one in the middle of the file. A

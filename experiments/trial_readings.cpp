@@ -5,6 +5,8 @@
 #include <cmath>
 #include <fstream>
 
+#include "core/io.hpp"
+
 namespace lbt::experiments {
 namespace fs = std::filesystem;
 using trainer::MetricPoint;
@@ -24,7 +26,7 @@ nlohmann::json step_or_null(std::int64_t s) {
 std::vector<MetricPoint> reading_points(const fs::path& eval_jsonl, TargetDefinition reading,
                                         const std::string& metric) {
   std::vector<MetricPoint> points;
-  std::ifstream in(eval_jsonl);
+  std::ifstream in = io::open_regular_file(eval_jsonl);
   for (std::string line; std::getline(in, line);) {
     nlohmann::json e;
     try {

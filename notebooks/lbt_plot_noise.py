@@ -25,15 +25,18 @@ import matplotlib.pyplot as plt  # noqa: E402
 def load(run_dir):
     rows = {}
     path = Path(run_dir) / "noise.jsonl"
-    if not path.exists():
+    if not path.is_file():  # none, or not a regular file (a FIFO would block the reader)
         return {}
-    for line in path.read_text().splitlines():
+    for line in path.read_text(errors="replace").splitlines():
         try:
             j = json.loads(line)
         except ValueError:  # a torn last line of a killed run
             continue
-        if "estimator" in j:
-            rows[(j["estimator"], j["step"])] = j  # last line per (estimator, step) wins
+        if not isinstance(j, dict) or "estimator" not in j:
+            continue
+        step = j.get("step")
+        if isinstance(step, int) and not isinstance(step, bool):
+            rows[(str(j["estimator"]), step)] = j  # last line per (estimator, step) wins
     by_name = {}
     for (name, step), j in sorted(rows.items(), key=lambda kv: kv[0][1]):
         by_name.setdefault(name, []).append(j)

@@ -45,13 +45,15 @@ def data_dir(env_var: str, default: str | os.PathLike) -> Path:
 # ---- run directories ----
 def read_jsonl(path: str | os.PathLike, key: str = "step") -> pd.DataFrame:
     """Records of a JSONL log, last record per `key` kept, sorted by `key`. A torn or
-    non-JSON line (a killed writer) is skipped; a missing file gives an empty frame."""
+    non-JSON line (a killed writer), one that is not an object, or one whose `key` is not a
+    number is skipped; a missing file, or one that is not a regular file (a FIFO would block
+    the reader), gives an empty frame."""
     path = Path(path)
-    if not path.exists():
+    if not path.is_file():
         return pd.DataFrame()
     by_key: dict = {}
     order = 0
-    with path.open() as f:
+    with path.open(errors="replace") as f:  # bytes that are not UTF-8: a line that is skipped
         for line in f:
             line = line.strip()
             if not line:
@@ -60,7 +62,11 @@ def read_jsonl(path: str | os.PathLike, key: str = "step") -> pd.DataFrame:
                 rec = json.loads(line)
             except json.JSONDecodeError:
                 continue
+            if not isinstance(rec, dict):
+                continue
             k = rec.get(key, order)
+            if isinstance(k, bool) or not isinstance(k, (int, float)):
+                continue
             order += 1
             by_key[k] = rec  # later records win
     if not by_key:

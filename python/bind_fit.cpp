@@ -130,6 +130,10 @@ batch sizes (resamples=0: no intervals). Needs >= 3 distinct batch sizes.
       [](const std::filesystem::path& sweep_dir, int resamples, double level, std::uint64_t seed,
          double regime_tolerance) {
         check_level("fit_sweep", resamples, level);
+        if (!(regime_tolerance > 0.0 && std::isfinite(regime_tolerance))) {
+          bad_argument("fit_sweep",
+                       "regime_tolerance must be finite and > 0, got " + number(regime_tolerance));
+        }
         if (!std::filesystem::is_directory(sweep_dir)) no_sweep_dir(sweep_dir);
         analysis::FitOptions options;
         options.resamples = resamples;

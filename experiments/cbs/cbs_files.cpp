@@ -149,7 +149,7 @@ BSimpleAtStep read_noise_at_step(const fs::path& run_dir, std::int64_t step) {
   // the last line of a step wins (a resumed run rewrites its lines).
   std::map<std::string, nlohmann::json> at_nearest;
   std::int64_t nearest = -1;
-  std::ifstream in(run_dir / "noise.jsonl");
+  std::ifstream in = io::open_regular_file(run_dir / "noise.jsonl");
   for (std::string line; std::getline(in, line);) {
     const auto j = nlohmann::json::parse(line, nullptr, false);
     if (!is_estimator_record(j)) continue;

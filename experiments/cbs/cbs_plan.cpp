@@ -7,6 +7,7 @@
 #include <string>
 
 #include "core/error.hpp"
+#include "core/io.hpp"
 #include "experiments/branch_start.hpp"
 #include "experiments/json_file.hpp"
 #include "experiments/lbt_schema.hpp"
@@ -42,7 +43,7 @@ std::vector<std::int64_t> checkpoint_steps(const fs::path& run_dir) {
 // at the examples seen: its "examples" field, else step x B (a fixed batch).
 std::vector<EvalPoint> read_eval_curve(const fs::path& run_dir, std::int64_t global_batch) {
   std::vector<EvalPoint> curve;
-  std::ifstream in(run_dir / "eval.jsonl");
+  std::ifstream in = io::open_regular_file(run_dir / "eval.jsonl");
   for (std::string line; std::getline(in, line);) {
     const nlohmann::json e = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
     if (!e.is_object() || e.value("refinement", false) || !e.contains("val_loss") ||

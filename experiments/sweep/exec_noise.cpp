@@ -67,7 +67,8 @@ TrialNoise read_exec_noise(const fs::path& run_dir, std::int64_t steps_to_target
   // either (exec_trial.cpp), so every trial's noise covers the steps the sweep gave it.
   if (budget > 0) std::erase_if(samples, [&](const Sample& s) { return s.step > budget; });
   // B_simple of samples [from, to): the ratio of the means (each estimate is unbiased, their
-  // ratio is not: average first); unresolved (NaN) while the mean |G|^2 is not positive. Its
+  // ratio is not: average first); unresolved (NaN) while the mean |G|^2 is not positive or the
+  // mean tr(Sigma) is negative (B_simple >= 0, as for lbt's own estimates: set_ratio). Its
   // interval: Fieller's for the ratio of the equally weighted means (NoiseScaleTracker with
   // no decay), none where that is not resolved (fewer than 2 samples, |G|^2 within noise of 0).
   const auto ratio = [&](std::size_t from, std::size_t to, TrialNoise::Interval& ci95) {
@@ -75,7 +76,7 @@ TrialNoise read_exec_noise(const fs::path& run_dir, std::int64_t steps_to_target
     for (std::size_t i = from; i < to; ++i) means.add(samples[i].e);
     const noise::NoiseScale s = means.averaged();
     ci95 = {s.ci_low, s.ci_high};
-    return s.samples > 0 && s.G_sq > 0 ? s.trace_sigma / s.G_sq : NAN;
+    return s.samples > 0 && s.G_sq > 0 && s.trace_sigma >= 0 ? s.trace_sigma / s.G_sq : NAN;
   };
   TrialNoise n;
   n.records = static_cast<int>(samples.size());

@@ -3,6 +3,7 @@
 
 #include <cmath>
 #include <fstream>
+#include <limits>
 
 #include "core/error.hpp"
 #include "core/io.hpp"
@@ -28,6 +29,26 @@ double metric(const nlohmann::json& line, const char* name) {
   return INFINITY;  // NaN, Infinity, null or a string from a program: not a finite value
 }
 
+// A metric outside its range is a slip (accuracy as a percentage), not a reading: "" or why.
+std::string out_of_range(const nlohmann::json& line) {
+  for (const char* name : {"val_loss", "val_accuracy", "val_mse", "val_r2"}) {
+    const double v = metric(line, name);
+    const trainer::MetricRange range = trainer::metric_range(name);
+    if (std::isfinite(v) && !range.holds(v))
+      return std::string(name) + " " + line[name].dump() + " is outside " + range.text +
+             (std::string(name) == "val_accuracy" ? " (accuracy is a fraction, not a percentage)"
+                                                  : "");
+  }
+  return "";
+}
+
+// A step as JSON holds it: one past int64 (an unsigned number) is past any budget, not negative.
+bool step_past_int64(const nlohmann::json& line) {
+  return line.contains("step") && line["step"].is_number_unsigned() &&
+         line["step"].get<std::uint64_t>() >
+             static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max());
+}
+
 std::string where(const fs::path& file, int number) {
   return file.string() + " line " + std::to_string(number);
 }
@@ -38,6 +59,10 @@ bool read_evaluation(const nlohmann::json& line, const std::string& at,
   if (line.is_discarded() || !line.is_object() || !line.contains("step") ||
       !line["step"].is_number_integer()) {
     log.error = at + " is not a JSON object with an integer \"step\"";
+    return false;
+  }
+  if (step_past_int64(line)) {
+    log.error = at + ": step " + line["step"].dump() + " is past any step count (int64)";
     return false;
   }
   const auto step = line["step"].get<std::int64_t>();
@@ -54,6 +79,10 @@ bool read_evaluation(const nlohmann::json& line, const std::string& at,
     return false;
   }
   log.steps = step;
+  if (const std::string slip = out_of_range(line); !slip.empty()) {
+    log.error = at + ": " + slip;
+    return false;
+  }
   const double loss = metric(line, "val_loss"), acc = metric(line, "val_accuracy");
   const double watched = metric(line, target.metric.c_str());
   if (std::isinf(loss) || std::isinf(watched)) {
@@ -99,9 +128,9 @@ EvalLog read_eval_log(const fs::path& file, const trainer::Target& target, std::
     ++lines;
     const nlohmann::json line = parse_program_line(text);
     if (budget > 0 && line.is_object() && line.contains("step") &&
-        line["step"].is_number_integer() && line["step"].get<std::int64_t>() > budget) {
-      log.past_budget = "line " + std::to_string(number) + " (step " +
-                        std::to_string(line["step"].get<std::int64_t>()) + ")";
+        line["step"].is_number_integer() &&
+        (step_past_int64(line) || line["step"].get<std::int64_t>() > budget)) {
+      log.past_budget = "line " + std::to_string(number) + " (step " + line["step"].dump() + ")";
       break;
     }
     if (!read_evaluation(line, where(file, number), target, log)) break;

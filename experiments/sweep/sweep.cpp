@@ -48,7 +48,7 @@ class SweepRunner {
     SweepOutcome out;
     out.dir = dir_;
     out.trials = static_cast<int>(plan_.size());
-    for (const auto& t : plan_) results_.push_back(read_trial_result(t, trial_dir(t)));
+    for (const auto& t : plan_) results_.push_back(read_result(t));
     grow();
     check_unreadable_summaries(results_, dir_ / "trials", options_.collect_only);
     resolve_trial_name();
@@ -156,6 +156,10 @@ class SweepRunner {
 
   fs::path trial_dir(const Trial& t) const { return dir_ / "trials" / t.name; }
 
+  TrialResult read_result(const Trial& t) const {
+    return read_trial_result(t, trial_dir(t), !options_.exec_command.empty());
+  }
+
   bool array_task() const { return options_.trial_index >= 0 || !options_.trial_name.empty(); }
 
   // Adds the trials the finished ones decide (the LR search's next round, the seeds); returns
@@ -163,8 +167,7 @@ class SweepRunner {
   std::vector<int> grow() {
     const std::size_t before = plan_.size();
     grow_plan(
-        settings_, plan_, results_,
-        [&](const Trial& t) { return read_trial_result(t, trial_dir(t)); }, decisions_);
+        settings_, plan_, results_, [&](const Trial& t) { return read_result(t); }, decisions_);
     std::vector<int> added;
     for (std::size_t i = before; i < plan_.size(); ++i) {
       if (!is_final_status(results_[i].status)) added.push_back(static_cast<int>(i));
@@ -277,7 +280,7 @@ class SweepRunner {
     std::optional<ErrorLines> f = shared_failure(e, trial_dir(t));
     if (!f) return;
     fs::remove(trial_dir(t) / "summary.json");
-    results_[t.index] = read_trial_result(t, trial_dir(t));
+    results_[t.index] = read_result(t);
     if (shared_failure_) return;
     shared_failure_ = std::move(f);
     shared_failure_trial_ = t.name;
@@ -344,7 +347,7 @@ class SweepRunner {
     // Array tasks each see only their own trial; rescan so the CSVs hold every finished one.
     if (options_.trial_index >= 0) {
       for (const auto& t : plan_) {
-        if (t.index != options_.trial_index) results_[t.index] = read_trial_result(t, trial_dir(t));
+        if (t.index != options_.trial_index) results_[t.index] = read_result(t);
       }
     }
     write_sweep_csv(dir_ / "sweep.csv", results_, dir_);

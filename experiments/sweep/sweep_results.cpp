@@ -129,7 +129,7 @@ bool is_final_status(const std::string& s) {
          s == "pruned" || s == "failed" || s == "timeout";
 }
 
-TrialResult read_trial_result(const Trial& trial, const fs::path& run_dir) {
+TrialResult read_trial_result(const Trial& trial, const fs::path& run_dir, bool exec_trial) {
   TrialResult r;
   r.trial = trial;
   const fs::path summary = run_dir / "summary.json";
@@ -147,6 +147,13 @@ TrialResult read_trial_result(const Trial& trial, const fs::path& run_dir) {
   }
   if (!r.unreadable.empty()) {
     r.status = "running";  // unreadable: treat as unfinished, it will be redone
+    return r;
+  }
+  // lbt writes an --exec trial's summary when the program has ended (exec_trial.cpp) or its
+  // verdict (trial_lifecycle.cpp); a summary.json the program left is no result of lbt's.
+  const std::string writer = text_field(s, "written_by", "");
+  if (exec_trial && writer != "lbt sweep --exec" && writer != "lbt sweep") {
+    r.status = "running";
     return r;
   }
   // A count lbt writes as a whole number; anything else (an edit, a float past 2^63, which no
@@ -185,7 +192,7 @@ TrialResult read_trial_result(const Trial& trial, const fs::path& run_dir) {
   read_readings(s, r);
   // A program's noise.jsonl holds raw squared norms (exec_trial.hpp), lbt's its estimates.
   if (is_final_status(r.status)) {
-    r.noise = text_field(s, "written_by", "") == "lbt sweep --exec"
+    r.noise = writer == "lbt sweep --exec"
                   ? read_exec_noise(run_dir, r.steps_to_target, trial.steps)
                   : read_trial_noise(run_dir, r.steps_to_target);
   }
@@ -194,7 +201,7 @@ TrialResult read_trial_result(const Trial& trial, const fs::path& run_dir) {
 
 std::int64_t first_step_meeting_target(const fs::path& eval_jsonl, const trainer::Target& target) {
   if (!target.enabled()) return -1;
-  std::ifstream in(eval_jsonl);
+  std::ifstream in = io::open_regular_file(eval_jsonl);
   std::string line;
   std::int64_t first = -1;
   while (std::getline(in, line)) {

@@ -52,8 +52,11 @@ struct TrialResult {
 // The readings sweep.csv records, in its column order.
 inline const char* const kReadingNames[] = {"ema", "first_passage"};
 
-// Reads `run_dir/summary.json` (missing: "pending"; unreadable: "running", i.e. unfinished).
-TrialResult read_trial_result(const Trial& trial, const std::filesystem::path& run_dir);
+// Reads `run_dir/summary.json` (missing: "pending"; unreadable: "running", i.e. unfinished). In
+// an --exec sweep (`exec_trial`) only a summary lbt wrote is a result: one the program wrote
+// itself (it may, while it runs) reads "running", so a trial cut short is run again.
+TrialResult read_trial_result(const Trial& trial, const std::filesystem::path& run_dir,
+                              bool exec_trial = false);
 
 // The first step in `eval.jsonl` whose val_accuracy / val_loss meets `target`, or -1: an
 // independent check of summary.json's steps_to_target from the raw evaluation log.

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "core/error.hpp"
+#include "core/io.hpp"
 #include "experiments/sweep/sweep_results.hpp"
 
 namespace lbt::experiments {
@@ -39,7 +40,7 @@ TrialNoise read_trial_noise(const std::filesystem::path& run_dir, std::int64_t s
     TrialNoise::Interval ci95;
   };
   std::map<std::string, std::map<std::int64_t, Value>> by_estimator;  // step -> B_simple
-  std::ifstream in(run_dir / "noise.jsonl");
+  std::ifstream in = io::open_regular_file(run_dir / "noise.jsonl");
   for (std::string line; std::getline(in, line);) {
     const auto j = nlohmann::json::parse(line, nullptr, false);
     if (!is_record(j) || !j["estimator"].is_string()) continue;
@@ -76,7 +77,7 @@ TrialNoise read_trial_noise(const std::filesystem::path& run_dir, std::int64_t s
 
 double read_trial_b_noise(const std::filesystem::path& run_dir) {
   std::map<std::int64_t, double> by_step;  // the last record per step wins
-  std::ifstream in(run_dir / "noise.jsonl");
+  std::ifstream in = io::open_regular_file(run_dir / "noise.jsonl");
   for (std::string line; std::getline(in, line);) {
     const auto j = nlohmann::json::parse(line, nullptr, false);
     if (!is_record(j) || j["estimator"] != "hessian") continue;

@@ -2,12 +2,15 @@
 // summary.json / eval.jsonl files, best-per-batch selection, and the CSV round trip.
 #include <boost/test/unit_test.hpp>
 
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <nlohmann/json.hpp>
 
+#include "core/io.hpp"
 #include "experiments/child_process.hpp"
 #include "experiments/sweep/exec_trial.hpp"
 #include "experiments/sweep/sweep_results.hpp"
@@ -85,6 +88,20 @@ BOOST_AUTO_TEST_CASE(missing_running_and_torn_summaries_are_unfinished) {
   BOOST_TEST(!is_final_status(read_trial_result(trial("a", 8, 1), dir).status));
   for (const char* s : {"reached_target", "budget_exhausted", "diverged", "completed", "failed"}) {
     BOOST_TEST(is_final_status(s));
+  }
+}
+
+// In an --exec sweep only lbt writes a trial's result: a summary.json the program left (it may,
+// while it runs) is unfinished, so a trial cut short by Ctrl-C or kill -9 is run again.
+BOOST_AUTO_TEST_CASE(an_exec_trial_reads_only_the_summary_lbt_wrote) {
+  const fs::path dir = scratch("own_summary");
+  std::ofstream(dir / "summary.json") << R"({"status":"reached_target","steps_to_target":1})";
+  BOOST_TEST(read_trial_result(trial("16_0", 16, 1), dir, /*exec_trial=*/true).status == "running");
+  BOOST_TEST(read_trial_result(trial("16_0", 16, 1), dir).status == "reached_target");
+  for (const char* writer : {"lbt sweep --exec", "lbt sweep"}) {
+    std::ofstream(dir / "summary.json")
+        << R"({"status":"failed","written_by":")" << writer << R"("})";
+    BOOST_TEST(read_trial_result(trial("16_0", 16, 1), dir, true).status == "failed", writer);
   }
 }
 
@@ -249,6 +266,21 @@ BOOST_AUTO_TEST_CASE(a_programs_b_simple_has_the_fieller_interval_of_its_means) 
   BOOST_TEST(one.averaged == 1.5, boost::test_tools::tolerance(1e-12));
   BOOST_TEST(std::isnan(one.averaged_ci95.lo));
   BOOST_TEST(std::isnan(one.averaged_ci95.hi));
+  {  // the two norms swapped: tr(Sigma) = 2 (3.5 - 5) < 0, so B_simple >= 0 has no value
+    std::ofstream out(dir / "noise.jsonl");
+    for (int step = 1; step <= 8; ++step) out << line(step, 3.5 + 0.1 * (step % 2), 5.0);
+  }
+  const TrialNoise swapped = read_exec_noise(dir, 6);
+  BOOST_TEST(swapped.records == 8);
+  for (double v : {swapped.start, swapped.averaged, swapped.at_target, swapped.averaged_ci95.lo,
+                   swapped.averaged_ci95.hi})
+    BOOST_TEST(std::isnan(v));
+  // A noise.jsonl that is a FIFO reads as no measurement (a reader would block on it for good).
+  fs::remove(dir / "noise.jsonl");
+  BOOST_REQUIRE(mkfifo((dir / "noise.jsonl").c_str(), 0600) == 0);
+  BOOST_TEST(read_exec_noise(dir, 6).records == 0);
+  BOOST_TEST(read_trial_noise(dir, 6).records == 0);
+  BOOST_TEST(std::isnan(read_trial_b_noise(dir)));
 }
 
 // A failed program's message is the end of its log: the last lines, each cut to its first
@@ -284,4 +316,44 @@ BOOST_AUTO_TEST_CASE(a_failure_message_is_read_from_the_end_of_a_log_however_lon
   BOOST_TEST(tail_lines(dir / "colour.log", 1) == "Error: bad!");
   BOOST_TEST(tail_lines(dir / "short.log", 1) == "c");
   BOOST_TEST(tail_lines(dir / "missing.log", 3) == "");
+}
+
+// A program's evaluations: a metric outside its range (accuracy as a percentage) fails the
+// trial naming the line, as lbt refuses such a target; a step past int64 is past the budget,
+// not "negative".
+BOOST_AUTO_TEST_CASE(a_programs_slips_fail_its_trial_or_stop_at_its_budget) {
+  const fs::path dir = scratch("exec_slips");
+  const auto summary_of = [&](const std::string& eval_lines, const std::string& target,
+                              std::int64_t budget) {
+    std::ofstream(dir / "eval.jsonl") << eval_lines;
+    Trial t = trial("16_0", 16, 0.1);
+    t.steps = budget;
+    ChildExit exit;
+    exit.exit_code = 0;
+    write_exec_summary(t, dir, lbt::trainer::parse_target(target), exit, dir / "program.log");
+    return nlohmann::json::parse(lbt::io::read_file(dir / "summary.json"));
+  };
+  auto s =
+      summary_of("{\"step\": 10, \"val_accuracy\": 10}\n{\"step\": 20, \"val_accuracy\": 86}\n",
+                 "val_accuracy>=0.85", 100);
+  BOOST_TEST(s["status"] == "failed");
+  BOOST_TEST(s["error"].get<std::string>().find(
+                 "eval.jsonl line 1: val_accuracy 10 is outside [0, 1] (accuracy is a fraction") !=
+                 std::string::npos,
+             s.dump());
+  s = summary_of("{\"step\": 10, \"val_loss\": -0.5}\n", "val_loss<=0.1", 100);
+  BOOST_TEST(s["status"] == "failed");
+  BOOST_TEST(s["error"].get<std::string>().find("val_loss -0.5 is outside [0, inf)") !=
+             std::string::npos);
+  s = summary_of(
+      "{\"step\": 10, \"val_loss\": 0.5}\n{\"step\": 9223372036854775808, \"val_loss\": 0.1}\n",
+      "val_loss<=0.1", 100);
+  BOOST_TEST(s["status"] == "budget_exhausted", s.dump());
+  BOOST_TEST(s["budget_warning"].get<std::string>().find("(step 9223372036854775808)") !=
+             std::string::npos);
+  s = summary_of("{\"step\": 18446744073709551615, \"val_loss\": 0.1}\n", "val_loss<=0.1", 0);
+  BOOST_TEST(s["status"] == "failed");
+  BOOST_TEST(s["error"].get<std::string>().find(
+                 "step 18446744073709551615 is past any step count") != std::string::npos,
+             s.dump());
 }

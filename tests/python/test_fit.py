@@ -101,6 +101,13 @@ class FitSweepTest(unittest.TestCase):
         with self.assertRaises(FileNotFoundError):
             lbt.load_sweep("/no/such/sweep")
 
+    def test_regime_tolerance_must_be_finite_and_positive(self):
+        # -1 put every batch size in "maximal_data_parallelism" and wrote it to fit.json.
+        for bad in (-1.0, 0.0, float("nan"), float("inf")):
+            with self.assertRaises(ValueError) as ctx:
+                lbt.fit_sweep(SWEEP, regime_tolerance=bad)
+            self.assertIn("regime_tolerance must be finite and > 0", str(ctx.exception))
+
 
 class RunDirectoriesTest(unittest.TestCase):
     def test_sweep_and_run_as_dataframes(self):
@@ -112,6 +119,19 @@ class RunDirectoriesTest(unittest.TestCase):
         self.assertIsInstance(run.eval, pd.DataFrame)
         self.assertIn("step", run.eval)
         self.assertEqual(run.status, "reached_target")
+
+    def test_damaged_log_lines_are_skipped(self):
+        # Lines that are not objects, steps that are not numbers and bytes that are not UTF-8
+        # raised AttributeError, TypeError and UnicodeDecodeError naming no file.
+        with tempfile.TemporaryDirectory() as tmp:
+            log = Path(tmp) / "eval.jsonl"
+            log.write_bytes(b'{"step": 2, "val_loss": 0.5}\n[1, 2]\n"text"\n{"step": "3"}\n'
+                            b'{"step": 1, "val_loss": 0.7}\n\xff\xfe{"step": 4}\n')
+            frame = lbt.read_jsonl(log)
+            self.assertEqual(list(frame["step"]), [1, 2])
+            fifo = Path(tmp) / "noise.jsonl"
+            os.mkfifo(fifo)
+            self.assertTrue(lbt.read_jsonl(fifo).empty)  # read as nothing, not blocked on
 
     def test_a_sweep_directory_is_not_read_as_an_empty_run(self):
         # load_run of the sweep itself returned a Run with empty tables and no error.

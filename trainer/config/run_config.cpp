@@ -2,7 +2,10 @@
 #include "trainer/config/run_config.hpp"
 
 #include <cmath>
+#include <cstdio>
+#include <string>
 
+#include "core/error.hpp"
 #include "noise/noise_keys.hpp"
 #include "optim/optimizer_keys.hpp"
 #include "schedules/schedule_keys.hpp"
@@ -70,6 +73,24 @@ RunConfig resolve_run_config(Config& config, int world_size) {
   return run;
 }
 
+namespace {
+
+// train.epochs in steps, rounded up; a count no step counter holds (1e300 epochs) is refused,
+// not cast (the cast's undefined result ran 0 steps and reported "completed").
+std::int64_t steps_of_epochs(double epochs, std::int64_t steps_per_epoch) {
+  const double steps = std::ceil(epochs * static_cast<double>(steps_per_epoch));
+  if (!(steps < 0x1p62)) {
+    char text[32];
+    std::snprintf(text, sizeof text, "%g", epochs);
+    throw ConfigError("train.epochs = " + std::string(text) + " is past any step count (" +
+                          std::to_string(steps_per_epoch) + " steps per epoch)",
+                      "set train.epochs to the run's length, or train.steps");
+  }
+  return static_cast<std::int64_t>(steps);
+}
+
+}  // namespace
+
 StepBudget step_budget(const TrainConfig& train, std::int64_t train_examples, int world_size) {
   // The sampler's own count (it throws when the data hold less than one global batch).
   const data::ShardedSampler sampler(train_examples, 0, world_size, 0, train.micro_batch,
@@ -77,8 +98,7 @@ StepBudget step_budget(const TrainConfig& train, std::int64_t train_examples, in
   StepBudget budget;
   budget.steps_per_epoch = sampler.steps_per_epoch();
   budget.total_steps =
-      train.steps > 0 ? train.steps
-                      : static_cast<std::int64_t>(std::ceil(train.epochs * budget.steps_per_epoch));
+      train.steps > 0 ? train.steps : steps_of_epochs(train.epochs, budget.steps_per_epoch);
   return budget;
 }
 
@@ -87,9 +107,8 @@ StepBudget schedule_budget(const TrainConfig& train, std::int64_t train_examples
   if (train_examples > 0) return step_budget(train, train_examples, world_size);
   StepBudget budget;
   budget.steps_per_epoch = steps_per_epoch;
-  budget.total_steps = train.steps > 0
-                           ? train.steps
-                           : static_cast<std::int64_t>(std::ceil(train.epochs * steps_per_epoch));
+  budget.total_steps =
+      train.steps > 0 ? train.steps : steps_of_epochs(train.epochs, steps_per_epoch);
   return budget;
 }
 

@@ -31,25 +31,29 @@ std::string trimmed(const std::string& s) {
 }
 
 // A threshold outside the metric's range is never met: the run would train its whole budget
-// and report the target unreached. Accuracy lies in [0, 1], losses and MSE in [0, inf), R^2 in
-// (-inf, 1].
+// and report the target unreached.
 void refuse_unreachable(const Target& t, const std::string& text) {
-  const bool accuracy = t.metric == "val_accuracy", r2 = t.metric == "val_r2";
-  const double low = r2 ? -INFINITY : 0.0, high = accuracy || r2 ? 1.0 : INFINITY;
-  if (t.at_least ? t.value <= high : t.value >= low) return;
-  const std::string range = accuracy ? "[0, 1]" : r2 ? "(-inf, 1]" : "[0, inf)";
+  const bool accuracy = t.metric == "val_accuracy";
+  const MetricRange range = metric_range(t.metric);
+  if (t.at_least ? t.value <= range.high : t.value >= range.low) return;
   // 85 for 85%: the likeliest slip, answered with the fraction meant.
   const bool percent = accuracy && t.at_least && t.value <= 100.0;
   char fraction[32];
   std::snprintf(fraction, sizeof fraction, "%g", t.value / 100.0);
   throw ConfigError(
-      "train.target '" + text + "' can never be met: " + t.metric + " lies in " + range,
+      "train.target '" + text + "' can never be met: " + t.metric + " lies in " + range.text,
       percent ? "accuracy is a fraction: val_accuracy>=" + std::string(fraction)
               : "e.g. val_accuracy>=0.88, val_loss<=0.35, val_mse<=0.25 or "
                 "val_r2>=0.9");
 }
 
 }  // namespace
+
+MetricRange metric_range(const std::string& metric) {
+  if (metric == "val_accuracy") return {0.0, 1.0, "[0, 1]"};
+  if (metric == "val_r2") return {-INFINITY, 1.0, "(-inf, 1]"};
+  return {0.0, INFINITY, "[0, inf)"};
+}
 
 Target parse_target(const std::string& text) {
   Target t;

@@ -29,6 +29,14 @@ struct Target {
 };
 Target parse_target(const std::string& text);  // "" -> disabled; throws ConfigError
 
+// The values a target's metric takes: accuracy [0, 1], losses and MSE [0, inf), R^2 (-inf, 1].
+struct MetricRange {
+  double low, high;
+  std::string text;  // "[0, 1]"
+  bool holds(double v) const { return v >= low && v <= high; }
+};
+MetricRange metric_range(const std::string& metric);
+
 // How steps-to-target reads the metric (train.target_definition; target_reading.hpp).
 enum class TargetDefinition { kEma = 0, kFirstPassage = 1 };
 

@@ -91,14 +91,18 @@ void add_sweep_options(CLI::App* cmd, SweepArgs& a) {
 void throw_if_sweep_interrupted(const experiments::SweepOutcome& r,
                                 const experiments::SweepOptions& o) {
   if (r.interrupt_signal == 0) return;
-  throw Interrupted(r.interrupt_signal,
-                    std::string("sweep interrupted by ") +
-                        (r.interrupt_signal == SIGINT ? "SIGINT" : "SIGTERM") +
-                        ": its running trials saved a checkpoint (status interrupted); "
-                        "sweep.csv and best.csv in " +
-                        r.dir.string() + " hold the trials finished so far",
-                    "continue it with: " + experiments::sweep_resume_command(o, r.dir) +
-                        " (finished trials are kept, interrupted ones continue bit for bit)");
+  // A program (--exec) has no checkpoint lbt can resume: its trials start again.
+  const bool exec = !o.exec_command.empty();
+  throw Interrupted(
+      r.interrupt_signal,
+      std::string("sweep interrupted by ") + (r.interrupt_signal == SIGINT ? "SIGINT" : "SIGTERM") +
+          (exec ? ": its running programs were stopped (status interrupted); "
+                : ": its running trials saved a checkpoint (status interrupted); ") +
+          "sweep.csv and best.csv in " + r.dir.string() + " hold the trials finished so far",
+      "continue it with: " + experiments::sweep_resume_command(o, r.dir) +
+          (exec ? " (finished trials are kept, interrupted ones run again)"
+                : " (finished trials are kept, interrupted ones continue bit for "
+                  "bit)"));
 }
 
 void report_sweep(const experiments::SweepOutcome& r, const experiments::SweepOptions& o) {

@@ -37,8 +37,9 @@ void on_signal(int sig) {
   g_signal = sig;
   if (!(sig == SIGTERM && g_slurm_signals_trials)) forward_signal_to_children(sig);
   const char msg[] =
-      "\nlbt sweep: stopping: the running trials save a checkpoint and stop, no new trial "
-      "starts; signal again to exit at once\n";
+      "\nlbt sweep: stopping: the running trials are told to stop (lbt's save a checkpoint "
+      "first; an --exec program runs again later), no new trial starts; signal again to exit "
+      "at once\n";
   [[maybe_unused]] const ssize_t n = ::write(STDERR_FILENO, msg, sizeof msg - 1);
 }
 

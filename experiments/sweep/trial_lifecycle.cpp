@@ -71,22 +71,23 @@ void write_trial_verdict(const Trial& t, const fs::path& run_dir, const std::str
 
 TrialResult settle_trial(const Trial& t, const fs::path& dir, const ChildExit& e,
                          const TrialClock& clock, const trainer::Target* program_target) {
+  const bool exec = program_target != nullptr;  // a program's summary is lbt's only once written
   if (clock.timed_out) {
     write_trial_verdict(t, dir, "timeout", timeout_message(clock));
-    return read_trial_result(t, dir, program_target != nullptr);
+    return read_trial_result(t, dir, exec);
   }
   if (!fs::is_directory(dir)) {
     write_trial_verdict(t, dir, "failed",
                         "its run directory " + dir.string() + " was deleted while it ran (a " +
                             "trial may only add files there)");
-    return read_trial_result(t, dir, program_target != nullptr);
+    return read_trial_result(t, dir, exec);
   }
   // A program stopped by the sweep's forwarded signal is unfinished: a rerun redoes it.
-  if (program_target && !stopped_by_interrupt(e)) {
+  if (exec && !stopped_by_interrupt(e)) {
     const std::string warning = write_exec_summary(t, dir, *program_target, e, dir / "program.log");
     if (!warning.empty()) std::fprintf(stderr, "[sweep] warning: %s\n", warning.c_str());
   }
-  TrialResult r = read_trial_result(t, dir, program_target != nullptr);
+  TrialResult r = read_trial_result(t, dir, exec);
   // A child that ended without a final summary crashed (or its config failed before the run
   // directory existed): record that as "failed" with the log's last lines, so it is final.
   // "interrupted" (the trial saved its state on SIGINT/SIGTERM, or the sweep's forwarded
@@ -96,7 +97,7 @@ TrialResult settle_trial(const Trial& t, const fs::path& dir, const ChildExit& e
                                      : "exited with code " + std::to_string(e.exit_code);
     const std::string log = tail_lines(dir / "train.log", 3);
     write_trial_verdict(t, dir, "failed", why + (log.empty() ? "" : ": " + log));
-    r = read_trial_result(t, dir, program_target != nullptr);
+    r = read_trial_result(t, dir, exec);
   }
   if (stopped_by_interrupt(e) && !is_final_status(r.status)) r.status = "interrupted";
   return r;

@@ -55,6 +55,17 @@ void check_squared_norm(const char* function, const char* name, double x) {
   }
 }
 
+// An estimate from finite norms that overflows double (norms near 1e308) is refused naming the
+// call the user made, not add_estimate, which they did not call.
+NoiseEstimate within_range(const char* function, const NoiseEstimate& e) {
+  if (!std::isfinite(e.G_sq) || !std::isfinite(e.trace_sigma)) {
+    bad_argument(function, "the squared norms overflow double in the estimate (|G|^2 " +
+                               number(e.G_sq) + ", tr(Sigma) " + number(e.trace_sigma) +
+                               "): rescale them");
+  }
+  return e;
+}
+
 // The window is kept in memory (and in checkpoints): 16 bytes an update. A million updates is
 // far past any useful "now" and still 16 MB; more is refused, not attempted.
 constexpr std::size_t kMaxWindow = 1000000;
@@ -124,14 +135,16 @@ class GradientNoise {
     }
     check_squared_norm("GradientNoise.update", "g_small_sq", g_small_sq);
     check_squared_norm("GradientNoise.update", "g_big_sq", g_big_sq);
-    return add(noise::two_batch_estimate(*b_small_, g_small_sq, *b_big_, g_big_sq));
+    return add(within_range("GradientNoise.update",
+                            noise::two_batch_estimate(*b_small_, g_small_sq, *b_big_, g_big_sq)));
   }
 
   NoiseEstimate update_per_example(py::array_t<double, py::array::forcecast> norms,
                                    double g_batch_sq) {
     const auto [n, mean] = mean_of_norms("GradientNoise.update_per_example", norms);
     check_squared_norm("GradientNoise.update_per_example", "g_batch_sq", g_batch_sq);
-    return add(noise::per_example_estimate(n, mean, g_batch_sq));
+    return add(within_range("GradientNoise.update_per_example",
+                            noise::per_example_estimate(n, mean, g_batch_sq)));
   }
 
   NoiseEstimate add(const NoiseEstimate& e) {
@@ -192,7 +205,7 @@ void bind_estimators(py::module_& m) {
   m.def(
       "two_batch_estimate",
       [](double b_small, double g_small_sq, double b_big, double g_big_sq) {
-        if (!(b_small > 0.0 && b_big > b_small)) {
+        if (!(b_small > 0.0 && b_big > b_small && std::isfinite(b_big))) {
           bad_argument("two_batch_estimate", "need 0 < b_small < b_big, got b_small=" +
                                                  number(b_small) + ", b_big=" + number(b_big));
         }

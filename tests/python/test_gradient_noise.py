@@ -213,6 +213,16 @@ class CarelessInputTest(unittest.TestCase):
             for bound in gn.b_simple_ci95(kind):
                 self.assertTrue(bound is None or bound >= 0.0, gn.b_simple_ci95(kind))
 
+    def test_an_infinite_batch_or_overflowing_norms_are_refused_naming_the_call(self):
+        with self.assertRaises(ValueError) as ctx:  # it returned (nan, 0.0)
+            lbt.two_batch_estimate(64, 1.0, float("inf"), 1.0)
+        self.assertIn("need 0 < b_small < b_big", str(ctx.exception))
+        gn = lbt.GradientNoise(64, 256)
+        with self.assertRaises(ValueError) as ctx:  # it named add_estimate and "G_sq ... -nan"
+            gn.update(1e308, 1e308)
+        self.assertIn("GradientNoise.update: the squared norms overflow double", str(ctx.exception))
+        self.assertEqual(gn.samples, 0)
+
     def test_an_impossible_window_is_refused_before_allocating(self):
         with self.assertRaises(ValueError) as ctx:
             lbt.GradientNoise(16, 64, window=10 ** 9)  # 16 GB of ring buffer

@@ -44,7 +44,9 @@ std::vector<ScalingPoint> scaling_points(py::array_t<double, py::array::forcecas
   return points;
 }
 
-py::tuple interval(const analysis::Interval& i) {
+// (lo, hi), or None where the bootstrap resolved none (too few resamples fitted), as fit_sweep.
+py::object interval(const analysis::Interval& i) {
+  if (std::isnan(i.lo) || std::isnan(i.hi)) return py::none();
   return py::make_tuple(i.lo, i.hi);
 }
 
@@ -53,7 +55,7 @@ py::object resolved(double value, const analysis::CriticalBatchFit& f) {
   return f.resolved ? py::object(py::float_(value)) : py::object(py::none());
 }
 py::object resolved(const analysis::Interval& i, const analysis::CriticalBatchFit& f) {
-  return f.resolved ? py::object(interval(i)) : py::object(py::none());
+  return f.resolved ? interval(i) : py::object(py::none());
 }
 
 py::dict fit_dict(const std::vector<ScalingPoint>& points, int resamples, double level,
@@ -122,8 +124,9 @@ void bind_fit(py::module_& m) {
       "seed"_a = 0, R"doc(
 Fits S(B) = S_min (1 + B_crit / B) to steps-to-result S at batch sizes B (McCandlish et al.
 2018, eq. 2.11; least squares in log S). Returns {S_min, E_min, B_crit, B_noise,
-rms_log_residual, intervals: {name: (lo, hi)}, resamples, level}: percentile bootstrap over
-batch sizes (resamples=0: no intervals). Needs >= 3 distinct batch sizes.
+rms_log_residual, intervals: {name: (lo, hi) or None}, resamples, level}: percentile bootstrap
+over batch sizes (resamples=0: no intervals; None where the resamples resolve none). Needs >= 3
+distinct batch sizes.
 )doc");
   m.def(
       "fit_sweep",

@@ -67,6 +67,12 @@ class FitCriticalBatchTest(unittest.TestCase):
         lo, hi = fit["intervals"]["S_min"]
         self.assertTrue(0 <= lo <= fit["S_min"] <= hi)
 
+    def test_a_bootstrap_that_resolves_nothing_gives_none_not_nan(self):
+        # One resample: no percentile interval; it was (nan, nan) where fit_sweep gives None.
+        fit = lbt.fit_critical_batch([64, 256, 1024], [100, 50, 30], resamples=1)
+        for name in ("S_min", "E_min", "B_crit", "B_noise"):
+            self.assertIsNone(fit["intervals"][name], fit["intervals"])
+
     def test_every_estimate_lies_inside_its_interval_over_seeded_resamplings(self):
         rng = np.random.default_rng(43)
         for seed in range(40):

@@ -199,6 +199,19 @@ py::tuple estimate_tuple(const NoiseEstimate& e) {
   return py::make_tuple(e.G_sq, e.trace_sigma);
 }
 
+// The GradientNoise of `self` once its __init__ has run. pybind11 runs a method on an instance
+// whose __init__ never ran (GradientNoise.__new__, or a subclass calling one before
+// super().__init__()) on memory it allocates unconstructed: add_estimate died of SIGFPE there.
+GradientNoise& constructed(const py::object& self) {
+  auto* instance = reinterpret_cast<py::detail::instance*>(self.ptr());
+  if (!instance->get_value_and_holder().holder_constructed()) {
+    throw py::type_error(
+        "GradientNoise.__init__ has not run on this object: make it with GradientNoise(...) "
+        "(a subclass calls super().__init__(...) before any method)");
+  }
+  return self.cast<GradientNoise&>();
+}
+
 // The stateless estimators: one step's unbiased (|G|^2, tr(Sigma)).
 void bind_estimators(py::module_& m) {
   using namespace pybind11::literals;
@@ -249,49 +262,64 @@ GradientNoise(b_small, b_big, ema=0.95, window=10, estimate="averaged")
            "window"_a = NoiseScaleTracker::kDefaultWindow, "estimate"_a = "averaged")
       .def(
           "update",
-          [](GradientNoise& self, double g_small_sq, double g_big_sq) {
-            return estimate_tuple(self.update(g_small_sq, g_big_sq));
+          [](const py::object& self, double g_small_sq, double g_big_sq) {
+            return estimate_tuple(constructed(self).update(g_small_sq, g_big_sq));
           },
           "g_small_sq"_a, "g_big_sq"_a,
           "Adds one step: |G_b|^2 (mean over the small batches) and |G_B|^2. Returns this step's "
           "unbiased (|G|^2, tr(Sigma)).")
       .def(
           "update_per_example",
-          [](GradientNoise& self, py::array_t<double, py::array::forcecast> norms,
+          [](const py::object& self, py::array_t<double, py::array::forcecast> norms,
              double g_batch_sq) {
-            return estimate_tuple(self.update_per_example(norms, g_batch_sq));
+            return estimate_tuple(constructed(self).update_per_example(norms, g_batch_sq));
           },
           "example_sq_norms"_a, "g_batch_sq"_a,
           "Adds one step from per-example squared norms |g_n|^2 and the batch gradient's |G_n|^2.")
       .def(
           "add_estimate",
-          [](GradientNoise& self, double G_sq, double trace_sigma) {
-            return estimate_tuple(self.add({G_sq, trace_sigma}));
+          [](const py::object& self, double G_sq, double trace_sigma) {
+            return estimate_tuple(constructed(self).add({G_sq, trace_sigma}));
           },
           "G_sq"_a, "trace_sigma"_a, "Adds one step's unbiased (|G|^2, tr(Sigma)) as they are.")
-      .def("b_simple", &GradientNoise::b_simple, "estimate"_a = py::none(),
-           "B_simple, or None while |G|^2 is not resolved from 0 at 95%, while tr(Sigma)'s "
-           "estimate is negative (B_simple >= 0: no value can be read), or with < 2 updates.")
-      .def("b_simple_ci95", &GradientNoise::ci95, "estimate"_a = py::none(),
-           "95% Fieller interval (lo, hi): lo >= 0; hi None while unresolved; (None, None) "
-           "before an interval exists, or where it lies wholly below 0 (no admissible value).")
+      .def(
+          "b_simple",
+          [](const py::object& self, const std::optional<std::string>& estimate) {
+            return constructed(self).b_simple(estimate);
+          },
+          "estimate"_a = py::none(),
+          "B_simple, or None while |G|^2 is not resolved from 0 at 95%, while tr(Sigma)'s "
+          "estimate is negative (B_simple >= 0: no value can be read), or with < 2 updates.")
+      .def(
+          "b_simple_ci95",
+          [](const py::object& self, const std::optional<std::string>& estimate) {
+            return constructed(self).ci95(estimate);
+          },
+          "estimate"_a = py::none(),
+          "95% Fieller interval (lo, hi): lo >= 0; hi None while unresolved; (None, None) "
+          "before an interval exists, or where it lies wholly below 0 (no admissible value).")
       .def(
           "scale",
-          [](const GradientNoise& self, const std::optional<std::string>& estimate) {
-            return scale_dict(self.scale(estimate));
+          [](const py::object& self, const std::optional<std::string>& estimate) {
+            return scale_dict(constructed(self).scale(estimate));
           },
           "estimate"_a = py::none(),
           "Everything the estimate knows: G_sq, trace_sigma, b_simple, ci95, resolved, "
           "effective_samples, samples.")
-      .def("reset", &GradientNoise::reset)
-      .def_property_readonly("b_small", &GradientNoise::b_small)
-      .def_property_readonly("b_big", &GradientNoise::b_big)
-      .def_property_readonly("estimate", &GradientNoise::estimate)
-      .def_property_readonly("samples", &GradientNoise::samples)
-      .def("__repr__", [](const GradientNoise& self) {
-        const auto b = self.b_simple(std::nullopt);
-        return "GradientNoise(samples=" + std::to_string(self.samples()) + ", " + self.estimate() +
-               " b_simple=" + (b ? number(*b) : std::string("None")) + ")";
+      .def("reset", [](const py::object& self) { constructed(self).reset(); })
+      .def_property_readonly("b_small",
+                             [](const py::object& self) { return constructed(self).b_small(); })
+      .def_property_readonly("b_big",
+                             [](const py::object& self) { return constructed(self).b_big(); })
+      .def_property_readonly("estimate",
+                             [](const py::object& self) { return constructed(self).estimate(); })
+      .def_property_readonly("samples",
+                             [](const py::object& self) { return constructed(self).samples(); })
+      .def("__repr__", [](const py::object& self) {
+        const GradientNoise& noise = constructed(self);
+        const auto b = noise.b_simple(std::nullopt);
+        return "GradientNoise(samples=" + std::to_string(noise.samples()) + ", " +
+               noise.estimate() + " b_simple=" + (b ? number(*b) : std::string("None")) + ")";
       });
 }
 

@@ -223,6 +223,24 @@ class CarelessInputTest(unittest.TestCase):
         self.assertIn("GradientNoise.update: the squared norms overflow double", str(ctx.exception))
         self.assertEqual(gn.samples, 0)
 
+    def test_an_object_whose_init_never_ran_raises_instead_of_crashing(self):
+        # add_estimate on GradientNoise.__new__(...) died of SIGFPE (unconstructed memory).
+        bare = lbt.GradientNoise.__new__(lbt.GradientNoise)
+        for call in (lambda: bare.add_estimate(1.0, 2.0), lambda: bare.update(2.0, 1.0),
+                     bare.b_simple, bare.scale, bare.reset, lambda: bare.samples,
+                     lambda: repr(bare)):
+            with self.assertRaises(TypeError) as ctx:
+                call()
+            self.assertIn("GradientNoise.__init__ has not run", str(ctx.exception))
+
+        class Early(lbt.GradientNoise):
+            def __init__(self):
+                self.add_estimate(1.0, 2.0)
+                super().__init__()
+
+        with self.assertRaises(TypeError):
+            Early()
+
     def test_an_impossible_window_is_refused_before_allocating(self):
         with self.assertRaises(ValueError) as ctx:
             lbt.GradientNoise(16, 64, window=10 ** 9)  # 16 GB of ring buffer

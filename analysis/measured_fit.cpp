@@ -26,8 +26,6 @@ double draw_in_bracket(const BracketedSteps& b, std::mt19937_64& rng) {
   return b.hi + draw - 0.5 * static_cast<double>(width - 1);  // mean steps_hi
 }
 
-// One batch size's steps in a resample: its seeds (resampled or not), each at steps_hi or a
-// draw from its bracket, then their median.
 // Points by batch size, then steps: a resample compares with the sweep whatever its order.
 std::vector<ScalingPoint> sorted(std::vector<ScalingPoint> points) {
   std::sort(points.begin(), points.end(), [](const ScalingPoint& a, const ScalingPoint& b) {
@@ -43,6 +41,8 @@ bool same_points(const std::vector<ScalingPoint>& a, const std::vector<ScalingPo
                     });
 }
 
+// One batch size's steps in a resample: its seeds (resampled or not), each at steps_hi or a
+// draw from its bracket, then their median.
 double resampled_steps(const MeasuredPoint& p, BootstrapSources sources, std::mt19937_64& rng) {
   std::vector<double> steps(p.seeds.size());
   std::uniform_int_distribution<std::size_t> pick(0, p.seeds.size() - 1);

@@ -99,6 +99,10 @@ CriticalBatchFit fit_unchecked(const std::vector<ScalingPoint>& points) {
   fit.B_crit = fit.E_min / fit.S_min;
   fit.rms_log_residual = std::sqrt(log_loss(points, l) / static_cast<double>(points.size()));
   fit.resolved = l.b > 0.0;  // projected onto b = 0: S(B) flat, no critical batch
+  double largest = 0.0;
+  for (const auto& q : points) largest = std::max(largest, q.batch_size);
+  // Also where a, pushed towards its floor, leaves B_crit infinite or NaN.
+  fit.above_sweep = fit.resolved && !(fit.B_crit <= kSweepReach * largest);
   return fit;
 }
 
@@ -155,7 +159,8 @@ double quantile(std::vector<double> v, double q) {
   const double pos = q * static_cast<double>(v.size() - 1);
   const auto i = static_cast<std::size_t>(std::floor(pos));
   const double frac = pos - static_cast<double>(i);
-  return i + 1 < v.size() ? v[i] * (1 - frac) + v[i + 1] * frac : v[i];
+  if (frac == 0.0 || i + 1 == v.size()) return v[i];  // not 0 * inf (NaN) beside an open end
+  return v[i] * (1 - frac) + v[i + 1] * frac;
 }
 
 Interval percentile_interval(const std::vector<double>& values, double level, double estimate) {

@@ -3,6 +3,7 @@
 // (McCandlish et al. 2018, arXiv:1812.06162, eq. 2.11; regimes after Shallue et al. 2018,
 // arXiv:1811.03600, sec. 4). Pure math over (B, S) pairs; depends on core only.
 #pragma once
+#include <cmath>
 #include <cstdint>
 #include <set>
 #include <vector>
@@ -31,13 +32,34 @@ struct CriticalBatchFit {
   // data show no critical batch (E_min and B_crit are then 0 only as the model's boundary, not
   // a measurement; reports give them as null with a warning).
   bool resolved = true;
+  // True where B_crit lies past kSweepReach times the largest batch size fitted: the steps fall
+  // as 1/B at every batch size (perfect scaling throughout), S_min is not told apart from 0 and
+  // B_crit is bounded only below (reports give it as null, its interval open above).
+  bool above_sweep = false;
 };
+
+// How far past the largest batch size swept a fit can place B_crit. At B_crit = 100 B_max the
+// steps at B_max lie 1% above perfect scaling (S B / E_min = 1 + B / B_crit), less than
+// steps-to-target's seed noise and evaluation resolution: the data cannot tell such a B_crit
+// from any larger one (lr_law.hpp bounds its B_noise search the same way).
+inline constexpr double kSweepReach = 100.0;
+
+// B_crit as intervals count it: +infinity where the fit puts it above the sweep, so that a
+// replicate with S_min ~ 1e-23 (B_crit ~ 1e26) opens the interval rather than bounding it.
+inline double b_crit_or_infinity(const CriticalBatchFit& f) {
+  return f.above_sweep ? HUGE_VAL : f.B_crit;
+}
 
 // The words reports use for an unresolved fit.
 inline constexpr const char* kNoCriticalBatch =
     "the steps to the target do not fall as the batch grows: the data show no critical batch "
     "(E_min and B_crit unresolved); sweep smaller batch sizes, or check the target and the LR "
     "search";
+// ... and for a fit above the sweep.
+inline constexpr const char* kCriticalBatchAboveSweep =
+    "the steps to the target fall as 1/B at every batch size swept (perfect scaling "
+    "throughout): B_crit lies past 100x the largest, beyond what this sweep measures (B_crit "
+    "unresolved, its interval open above); sweep larger batch sizes";
 
 // Least squares in log space: minimises sum_i (log S_i - log(S_min + S_min B_noise / B_i))^2.
 // Steps-to-result scatter is multiplicative (eval granularity and seed noise scale with S)
@@ -67,7 +89,8 @@ std::vector<CriticalBatchFit> bootstrap_fits(const std::vector<ScalingPoint>& po
 // wholly on one side of the estimate (few distinct resamples) must not report an interval
 // that excludes it. Every fitted quantity is >= 0, and so are both ends.
 Interval percentile_interval(const std::vector<double>& values, double level, double estimate);
-// The q-quantile of `values` (linear interpolation between order statistics).
+// The q-quantile of `values` (linear interpolation between order statistics; +infinity
+// where it interpolates towards an infinite one).
 double quantile(std::vector<double> values, double q);
 // The median of `values` (the mean of the middle two for an even count); needs >= 1 value.
 double median(std::vector<double> values);

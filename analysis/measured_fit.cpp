@@ -98,10 +98,13 @@ BootstrapIntervals intervals_of(const std::vector<CriticalBatchFit>& fits, doubl
                                 const CriticalBatchFit& point) {
   std::vector<double> s_min, b_noise, e_min, b_crit;
   for (const CriticalBatchFit& f : fits) {
-    s_min.push_back(f.S_min);
-    b_noise.push_back(f.B_noise);
+    // A replicate above the sweep bounds B_crit only below, and its S_min (~1e-23) is 0 within
+    // what it measured: its B_crit counts as infinite, so that past the tail's share of such
+    // replicates the interval is open above rather than ending at 6e26.
+    s_min.push_back(f.above_sweep ? 0.0 : f.S_min);
+    b_noise.push_back(b_crit_or_infinity(f));
     e_min.push_back(f.E_min);
-    b_crit.push_back(f.B_crit);
+    b_crit.push_back(b_crit_or_infinity(f));
   }
   BootstrapIntervals out;
   out.resamples = static_cast<int>(s_min.size());
@@ -111,9 +114,9 @@ BootstrapIntervals intervals_of(const std::vector<CriticalBatchFit>& fits, doubl
     return out;
   }
   out.S_min = percentile_interval(s_min, level, point.S_min);
-  out.B_noise = percentile_interval(b_noise, level, point.B_noise);
+  out.B_noise = percentile_interval(b_noise, level, b_crit_or_infinity(point));
   out.E_min = percentile_interval(e_min, level, point.E_min);
-  out.B_crit = percentile_interval(b_crit, level, point.B_crit);
+  out.B_crit = percentile_interval(b_crit, level, b_crit_or_infinity(point));
   return out;
 }
 

@@ -38,7 +38,8 @@ std::vector<CriticalBatchFit> measurement_bootstrap_fits(const std::vector<Measu
 
 // Each fitted quantity's percentile_interval (critical_batch.hpp) around `point`, the fit of
 // the measurements themselves: every interval holds its estimate. No fits: NaN ends (no
-// interval; null in fit.json).
+// interval; null in fit.json). B_crit's and B_noise's upper end is +infinity (open: null in
+// fit.json) where more than the tail's share of replicates lie above the sweep.
 BootstrapIntervals intervals_of(const std::vector<CriticalBatchFit>& fits, double level,
                                 const CriticalBatchFit& point);
 

@@ -11,18 +11,30 @@
 namespace lbt::analysis {
 
 nlohmann::json interval_json(Interval i) {
-  if (!std::isfinite(i.lo) || !std::isfinite(i.hi)) return nullptr;  // no resample: none
+  if (!std::isfinite(i.lo)) return nullptr;  // no resample (NaN), or nothing bounded (+inf)
+  if (i.hi == HUGE_VAL) return nlohmann::json::array({i.lo, nullptr});  // open above
+  if (!std::isfinite(i.hi)) return nullptr;
   return nlohmann::json::array({i.lo, i.hi});
 }
 
 namespace {
 
-// E_min and B_crit, and their intervals, exist only where the fit resolved a critical batch.
+// E_min and B_crit, and their intervals, exist only where the fit resolved a critical batch;
+// B_crit's value not where it lies above the sweep (its interval, open above, bounds it below).
 nlohmann::json resolved_value(double value, const CriticalBatchFit& f) {
   return f.resolved ? nlohmann::json(value) : nlohmann::json();
 }
 nlohmann::json resolved_interval(Interval i, const CriticalBatchFit& f) {
   return f.resolved ? interval_json(i) : nlohmann::json();
+}
+nlohmann::json b_crit_value(const CriticalBatchFit& f) {
+  return f.resolved && !f.above_sweep ? nlohmann::json(f.B_crit) : nlohmann::json();
+}
+
+// "resolved" (B_crit measured) and "above_sweep" of fit `f`, as fit.json and plan.json give them.
+void add_resolution(nlohmann::json& out, const CriticalBatchFit& f) {
+  out["resolved"] = f.resolved && !f.above_sweep;
+  out["above_sweep"] = f.above_sweep;
 }
 
 // Percentile-bootstrap interval of the median of `values` (>= 2), resampling the values.
@@ -107,7 +119,7 @@ nlohmann::json fit_points(const std::vector<MeasuredPoint>& measured,
                       {"examples", p.steps * p.batch_size},
                       {"seeds", measured[i].seeds.size()},
                       {"steps_brackets", brackets},
-                      {"fitted_steps", f.S_min * (1 + f.B_noise / p.batch_size)}});
+                      {"fitted_steps", f.S_min + f.E_min / p.batch_size}});
   }
   return points;
 }
@@ -131,8 +143,10 @@ nlohmann::json regimes_json(const std::vector<ScalingPoint>& pts, double B_crit,
        {Regime::kPerfectScaling, Regime::kDiminishingReturns, Regime::kMaximalDataParallelism}) {
     regimes[regime_name(r)] = regime_range(pts, edges, r);
   }
-  regimes["perfect_scaling"]["model_max_batch"] = edges.perfect_max;
-  regimes["maximal_data_parallelism"]["model_min_batch"] = edges.parallel_min;
+  // Null past any batch size: B_crit above the sweep (+infinity) puts no edge anywhere.
+  const auto edge = [](double b) { return std::isfinite(b) ? nlohmann::json(b) : nullptr; };
+  regimes["perfect_scaling"]["model_max_batch"] = edge(edges.perfect_max);
+  regimes["maximal_data_parallelism"]["model_min_batch"] = edge(edges.parallel_min);
   return regimes;
 }
 
@@ -196,16 +210,15 @@ void add_measured_noise(nlohmann::json& fit, const SweepMeasurements& sweep,
                           : nlohmann::json();
 }
 
-std::string interval_text(const nlohmann::json& i) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "[%.4g, %.4g]", i[0].get<double>(), i[1].get<double>());
-  return buf;
+// An interval's upper end: +infinity where it is open (null: the sweep bounds it only below).
+double upper_end(const nlohmann::json& i) {
+  return i[1].is_null() ? HUGE_VAL : i[1].get<double>();
 }
 
 // Two intervals overlap; an unresolved one (null) is no evidence either way.
 bool overlap(const nlohmann::json& a, const nlohmann::json& b) {
   if (a.is_null() || b.is_null()) return true;
-  return a[0].get<double>() <= b[1].get<double>() && b[0].get<double>() <= a[1].get<double>();
+  return a[0].get<double>() <= upper_end(b) && b[0].get<double>() <= upper_end(a);
 }
 
 }  // namespace
@@ -221,7 +234,7 @@ MeasuredRatio b_crit_over_b_simple(const std::vector<MeasuredPoint>& measured,
                                    const FitOptions& options) {
   MeasuredRatio out;
   const CriticalBatchFit point = fit_critical_batch(point_estimates(measured));
-  if (b_simple_averaged.empty() || !point.resolved) return out;
+  if (b_simple_averaged.empty() || !point.resolved || point.above_sweep) return out;
   out.value = point.B_crit / median(b_simple_averaged);
   if (b_simple_averaged.size() < 2) return out;
   const std::vector<CriticalBatchFit> fits =
@@ -232,7 +245,7 @@ MeasuredRatio b_crit_over_b_simple(const std::vector<MeasuredPoint>& measured,
   std::vector<double> ratios, sample(b_simple_averaged.size());
   for (const CriticalBatchFit& f : fits) {
     for (double& b : sample) b = b_simple_averaged[pick(rng)];
-    ratios.push_back(f.B_crit / median(sample));
+    ratios.push_back(b_crit_or_infinity(f) / median(sample));
   }
   out.interval = percentile_interval(ratios, options.level, *out.value);
   return out;
@@ -244,16 +257,17 @@ nlohmann::json fit_with_intervals(const std::vector<MeasuredPoint>& points, cons
   const CriticalBatchFit f = fit_critical_batch(point_estimates(points));
   const BootstrapIntervals ci = intervals_of(
       measurement_bootstrap_fits(points, {true, true, true}, o.resamples, o.seed), o.level, f);
-  return {{"fitted", true},
-          {"resolved", f.resolved},
-          {"batch_sizes", points.size()},
-          {"S_min", f.S_min},
-          {"E_min", resolved_value(f.E_min, f)},
-          {"B_crit", resolved_value(f.B_crit, f)},
-          {"intervals",
-           {{"S_min", interval_json(ci.S_min)},
-            {"E_min", resolved_interval(ci.E_min, f)},
-            {"B_crit", resolved_interval(ci.B_crit, f)}}}};
+  nlohmann::json out = {{"fitted", true},
+                        {"batch_sizes", points.size()},
+                        {"S_min", f.S_min},
+                        {"E_min", resolved_value(f.E_min, f)},
+                        {"B_crit", b_crit_value(f)},
+                        {"intervals",
+                         {{"S_min", interval_json(ci.S_min)},
+                          {"E_min", resolved_interval(ci.E_min, f)},
+                          {"B_crit", resolved_interval(ci.B_crit, f)}}}};
+  add_resolution(out, f);
+  return out;
 }
 
 nlohmann::json fit_sensitivity(const std::map<std::string, std::vector<MeasuredPoint>>& readings,
@@ -302,16 +316,17 @@ nlohmann::json fit_measurements(const SweepMeasurements& sweep, const FitOptions
        "each, and drawing each seed's step within its bracket (steps_lo, steps_hi]"},
       {"S_min", f.S_min},
       {"E_min", resolved_value(f.E_min, f)},
-      {"B_crit", resolved_value(f.B_crit, f)},
-      {"resolved", f.resolved},
+      {"B_crit", b_crit_value(f)},
       {"rms_log_residual", f.rms_log_residual},
       {"intervals", fit_intervals(sweep.measured, f, options)},
       {"points", fit_points(sweep.measured, pts, f)},
       {"local_slopes", local_slopes(pts)},
-      {"regimes",
-       f.resolved ? regimes_json(pts, f.B_crit, options.regime_tolerance) : nlohmann::json()},
+      {"regimes", f.resolved ? regimes_json(pts, b_crit_or_infinity(f), options.regime_tolerance)
+                             : nlohmann::json()},
   };
+  add_resolution(fit, f);
   if (!f.resolved) fit["warning"] = kNoCriticalBatch;
+  if (f.above_sweep) fit["warning"] = kCriticalBatchAboveSweep;
   fit["batch_sizes_unreached"] = sweep.unreached;
   add_lr_law(fit, sweep.lr_points, options);
   add_measured_noise(fit, sweep, options);
@@ -323,31 +338,42 @@ nlohmann::json fit_measurements(const SweepMeasurements& sweep, const FitOptions
   return fit;
 }
 
+std::string interval_text(const nlohmann::json& i) {
+  char buf[64];
+  if (i[1].is_null())
+    std::snprintf(buf, sizeof buf, "[%.4g, unbounded]", i[0].get<double>());
+  else
+    std::snprintf(buf, sizeof buf, "[%.4g, %.4g]", i[0].get<double>(), i[1].get<double>());
+  return buf;
+}
+
 std::string measured_text(const nlohmann::json& value, const nlohmann::json& ci,
                           const std::string& interval_note) {
-  if (!value.is_number()) return "unresolved";
+  if (!value.is_number()) {
+    if (!ci.is_array()) return "unresolved";
+    char text[64];  // bounded only below (above the sweep)
+    std::snprintf(text, sizeof text, "unresolved (>= %.4g)", ci[0].get<double>());
+    return text;
+  }
   char text[96];
   if (!ci.is_array()) {
     std::snprintf(text, sizeof text, "%.4g (no interval: one trial, or no spread)",
                   value.get<double>());
     return text;
   }
-  std::snprintf(text, sizeof text, "%.4g [%.4g, %.4g]", value.get<double>(), ci[0].get<double>(),
-                ci[1].get<double>());
-  return interval_note.empty() ? text : std::string(text) + " (" + interval_note + ")";
+  std::snprintf(text, sizeof text, "%.4g ", value.get<double>());
+  const std::string out = text + interval_text(ci);
+  return interval_note.empty() ? out : out + " (" + interval_note + ")";
 }
 
 std::string format_fit_line(const nlohmann::json& fit) {
   auto q = [&](const char* k) {
-    if (fit[k].is_null()) return std::string(k) + " unresolved";
-    char buf[96];
     const auto& i = fit["intervals"][k];
-    if (i.is_array())
-      std::snprintf(buf, sizeof buf, "%s = %.4g [%.4g, %.4g]", k, fit[k].get<double>(),
-                    i[0].get<double>(), i[1].get<double>());
-    else  // every resample gave the same value: no interval resolved
-      std::snprintf(buf, sizeof buf, "%s = %.4g [no interval]", k, fit[k].get<double>());
-    return std::string(buf);
+    if (fit[k].is_null()) return std::string(k) + " " + measured_text(fit[k], i);
+    char buf[64];
+    std::snprintf(buf, sizeof buf, "%s = %.4g ", k, fit[k].get<double>());
+    // [no interval]: every resample gave the same value
+    return buf + (i.is_array() ? interval_text(i) : std::string("[no interval]"));
   };
   std::string line = q("S_min") + ", " + q("E_min") + ", " + q("B_crit") + " (95% bootstrap)";
   if (fit.contains("lr_law") && fit["lr_law"].value("fitted", false) &&

@@ -67,7 +67,8 @@ MeasuredRatio b_crit_over_b_simple(const std::vector<MeasuredPoint>& measured,
 
 // S_min, E_min and B_crit of `points` with the all-sources bootstrap interval of each, as
 // fit.json's sensitivity gives each reading and plan.json its fit: {"fitted": false, "why"}
-// below 3 batch sizes; E_min and B_crit null where no critical batch is resolved.
+// below 3 batch sizes; E_min and B_crit null where no critical batch is resolved, B_crit where
+// it lies above the sweep.
 nlohmann::json fit_with_intervals(const std::vector<MeasuredPoint>& points,
                                   const FitOptions& options);
 
@@ -87,13 +88,18 @@ nlohmann::json fit_measurements(const SweepMeasurements& sweep, const FitOptions
 // "warning: ..." when the sensitivity's readings disagree.
 std::string format_fit_line(const nlohmann::json& fit);
 
-// An interval as fit.json and plan.json write it: [lo, hi], or null where the bootstrap had
-// nothing to resample (intervals_of: NaN ends).
+// An interval as fit.json and plan.json write it: [lo, hi]; [lo, null] where it is open above
+// (hi = +infinity: B_crit above the sweep in more than the tail's share of replicates); null
+// where the bootstrap had nothing to resample (intervals_of: NaN ends) or lo is infinite too.
 nlohmann::json interval_json(Interval i);
 
-// A measurement from fit.json or plan.json as reports print it: "X [lo, hi]" to four significant
-// digits, then " (interval_note)" where given; "X (no interval: one trial, or no spread)" where
-// `ci` is null; "unresolved" where `value` is.
+// An interval of fit.json or plan.json as reports print it: "[lo, hi]" to four significant
+// digits, "[lo, unbounded]" where it is open above (null upper end).
+std::string interval_text(const nlohmann::json& interval);
+
+// A measurement from fit.json or plan.json as reports print it: "X " and its interval_text,
+// then " (interval_note)" where given; "X (no interval: one trial, or no spread)" where `ci` is
+// null; "unresolved" where `value` is, "unresolved (>= lo)" where its interval bounds it below.
 std::string measured_text(const nlohmann::json& value, const nlohmann::json& ci,
                           const std::string& interval_note = "");
 

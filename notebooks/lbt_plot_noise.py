@@ -61,20 +61,29 @@ def draw_b_noise(ax, hess):
 
 
 def _interval(fit, key):
-    """fit.json's intervals.KEY as (lo, hi), or None (null, missing, or not finite)."""
+    """fit.json's intervals.KEY as (lo, hi), hi = inf where it is open above ([lo, null]: B_crit
+    above the sweep), or None (null, missing, or not finite)."""
     i = (fit.get("intervals") or {}).get(key)
-    if not i or len(i) != 2 or not all(finite(v) for v in i):
+    if not i or len(i) != 2 or not finite(i[0]):
         return None
-    return tuple(i)
+    if i[1] is None:
+        return (i[0], math.inf)
+    return tuple(i) if finite(i[1]) else None
 
 
 def estimate_text(fit, key, intervals=None):
-    """fit.json's KEY with its 95% interval for a legend: "300 [211, 457]"; "(no interval)"
-    where the interval is null (every figure lbt prints carries one or says it has none)."""
+    """fit.json's KEY with its 95% interval for a legend: "300 [211, 457]", "300 [211,
+    unbounded]" where it is open above; "(no interval)" where the interval is null (every figure
+    lbt prints carries one or says it has none); "unresolved (>= 211)" where KEY is null but its
+    interval bounds it below."""
     band = _interval({"intervals": intervals if intervals is not None else fit.get("intervals")},
                      key)
-    text = f"{fit[key]:.3g}"
-    return text + (f" [{band[0]:.3g}, {band[1]:.3g}]" if band else " (no interval)")
+    if fit.get(key) is None:
+        return f"unresolved (>= {band[0]:.3g})" if band else "unresolved"
+    if not band:
+        return f"{fit[key]:.3g} (no interval)"
+    hi = "unbounded" if band[1] == math.inf else f"{band[1]:.3g}"
+    return f"{fit[key]:.3g} [{band[0]:.3g}, {hi}]"
 
 
 def mark_noise_scales(ax, fit):

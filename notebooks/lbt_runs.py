@@ -158,10 +158,10 @@ def load_sweep(path: str | os.PathLike) -> Sweep:
 
 
 def fitted_steps(fit: dict, batch_sizes) -> np.ndarray:
-    """S(B) = S_min (1 + B_crit / B) with the fitted parameters (the fit's B_noise is B_crit;
-    fit.json written before it stopped repeating it under that name may hold only B_noise)."""
+    """S(B) = S_min (1 + B_crit / B) = S_min + E_min / B with the fitted parameters: E_min's form
+    holds also where B_crit is null above the sweep (S_min ~ 0, B_crit past 100x its batches)."""
     b = np.asarray(batch_sizes, dtype=float)
-    return fit["S_min"] * (1.0 + fit.get("B_crit", fit.get("B_noise")) / b)
+    return fit["S_min"] + fit["E_min"] / b
 
 
 def best_steps(best: pd.DataFrame) -> pd.Series:

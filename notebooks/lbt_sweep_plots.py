@@ -62,7 +62,12 @@ def steps_vs_batch(sweep: lbt_runs.Sweep, ax) -> None:
         b = np.geomspace(best["batch_size"].min(), best["batch_size"].max(), 100)
         ax.plot(b, s0 * b0 / b, "--", color=COLORS["perfect"], label="perfect scaling (S ∝ 1/B)")
     fit = sweep.fit
-    if fit and fit.get("B_crit") is None:  # unresolved: the steps do not fall with the batch
+    if fit and fit.get("above_sweep"):  # S = E_min / B throughout: no knee to mark
+        b = np.geomspace(best["batch_size"].min() / 1.5, best["batch_size"].max() * 1.5, 200)
+        ax.plot(b, lbt_runs.fitted_steps(fit, b), color=COLORS["fit"],
+                label=f"fit: perfect scaling at every B swept, B_crit "
+                      f"{estimate_text(fit, 'B_crit')} (95%)")
+    elif fit and fit.get("B_crit") is None:  # unresolved: the steps do not fall with the batch
         ax.axhline(fit["S_min"], color=COLORS["fit"], lw=0.8, ls=":",
                    label="fit: no critical batch (steps do not fall as B grows)")
     elif fit:
@@ -78,9 +83,9 @@ def steps_vs_batch(sweep: lbt_runs.Sweep, ax) -> None:
             ax.axvspan(hi, b.max(), color=COLORS["fit"], alpha=0.08, label="maximal data parallelism")
         ax.axvline(fit["B_crit"], color=COLORS["fit"], lw=0.8, ls="--")
         band = (fit.get("intervals") or {}).get("B_crit")
-        if band:  # the dashed line's uncertainty
-            ax.axvspan(band[0], band[1], color="0.5", alpha=0.12, lw=0,
-                       label="B_crit (dashed), its 95% interval")
+        if band:  # the dashed line's uncertainty; open above: to the plot's edge
+            ax.axvspan(band[0], band[1] if band[1] is not None else b.max(), color="0.5",
+                       alpha=0.12, lw=0, label="B_crit (dashed), its 95% interval")
         lbt_plot_noise.mark_noise_scales(ax, fit)  # measured B_simple / B_noise beside B_crit
     ax.set_xscale("log", base=2)
     ax.set_yscale("log")

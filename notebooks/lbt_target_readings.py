@@ -60,7 +60,7 @@ def b_crit(sweep: Path) -> dict[str, tuple[float, float, float]]:
     sens = fit.get("sensitivity") or {}
     for name, r in (sens.get("readings") or {}).items():
         if r.get("fitted"):
-            out[name] = (r["B_crit"], *r["intervals"]["B_crit"])
+            out[name] = (r["B_crit"], *(r["intervals"]["B_crit"] or (None, None)))
     if sens.get("warning"):
         print(f"warning: {sens['warning']}")
     return out

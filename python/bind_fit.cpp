@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "analysis/critical_batch.hpp"
+#include "analysis/sweep_fit.hpp"
 #include "experiments/sweep/fit_files.hpp"
 #include "python/bindings.hpp"
 
@@ -44,10 +45,12 @@ std::vector<ScalingPoint> scaling_points(py::array_t<double, py::array::forcecas
   return points;
 }
 
-// (lo, hi), or None where the bootstrap resolved none (too few resamples fitted), as fit_sweep.
+// (lo, hi), (lo, None) where it is open above (B_crit above the sweep), or None where the
+// bootstrap resolved none (too few resamples fitted): fit_sweep's [lo, hi], [lo, null], null.
 py::object interval(const analysis::Interval& i) {
-  if (std::isnan(i.lo) || std::isnan(i.hi)) return py::none();
-  return py::make_tuple(i.lo, i.hi);
+  const nlohmann::json j = analysis::interval_json(i);
+  if (j.is_null()) return py::none();
+  return py::make_tuple(i.lo, j[1].is_null() ? py::object(py::none()) : py::float_(i.hi));
 }
 
 // A quantity of the critical batch: None where the fit resolved none (steps that do not fall).
@@ -64,13 +67,17 @@ py::dict fit_dict(const std::vector<ScalingPoint>& points, int resamples, double
   py::dict d;
   d["S_min"] = f.S_min;
   d["E_min"] = resolved(f.E_min, f);
-  d["B_crit"] = resolved(f.B_crit, f);
-  d["B_noise"] = resolved(f.B_noise, f);  // = B_crit in this model; the paper's name too
-  d["resolved"] = f.resolved;
+  // B_noise = B_crit in this model (the paper's name too); neither above the sweep.
+  const bool measured = f.resolved && !f.above_sweep;
+  d["B_crit"] = measured ? py::object(py::float_(f.B_crit)) : py::object(py::none());
+  d["B_noise"] = d["B_crit"];
+  d["resolved"] = measured;
+  d["above_sweep"] = f.above_sweep;
   d["rms_log_residual"] = f.rms_log_residual;
-  if (!f.resolved) {
-    d["warning"] = analysis::kNoCriticalBatch;
-    const std::string text = std::string("fit_critical_batch: ") + analysis::kNoCriticalBatch;
+  if (!measured) {
+    const char* why = f.resolved ? analysis::kCriticalBatchAboveSweep : analysis::kNoCriticalBatch;
+    d["warning"] = why;
+    const std::string text = std::string("fit_critical_batch: ") + why;
     if (PyErr_WarnEx(PyExc_UserWarning, text.c_str(), 1) < 0) throw py::error_already_set();
   }
   if (resamples > 0) {
@@ -123,10 +130,12 @@ void bind_fit(py::module_& m) {
       "batch_sizes"_a, "steps"_a, py::kw_only(), "resamples"_a = 2000, "level"_a = 0.95,
       "seed"_a = 0, R"doc(
 Fits S(B) = S_min (1 + B_crit / B) to steps-to-result S at batch sizes B (McCandlish et al.
-2018, eq. 2.11; least squares in log S). Returns {S_min, E_min, B_crit, B_noise,
-rms_log_residual, intervals: {name: (lo, hi) or None}, resamples, level}: percentile bootstrap
-over batch sizes (resamples=0: no intervals; None where the resamples resolve none). Needs >= 3
-distinct batch sizes.
+2018, eq. 2.11; least squares in log S). Returns {S_min, E_min, B_crit, B_noise, resolved,
+above_sweep, rms_log_residual, intervals: {name: (lo, hi) or None}, resamples, level}:
+percentile bootstrap over batch sizes (resamples=0: no intervals; None where the resamples
+resolve none; (lo, None) where B_crit's is open above). B_crit is None with a UserWarning where
+the steps do not fall with B (E_min too) and where they fall as 1/B throughout (above_sweep:
+B_crit past 100x the largest batch size). Needs >= 3 distinct batch sizes.
 )doc");
   m.def(
       "fit_sweep",

@@ -63,6 +63,12 @@ SweepForPlan fit_sweep_for_plan(const fs::path& dir) {
         "sweep smaller batch sizes, or check the target and the LR search (lbt fit " +
             dir.string() + " shows the points)");
   }
+  if (fit.above_sweep) {  // the curve is a line S = E_min / B with no knee to place B on
+    throw Error("lbt plan: the sweep in " + dir.string() +
+                    " scales perfectly at every batch size it swept (B_crit lies past 100x the "
+                    "largest), so it cannot say where larger batches stop paying",
+                "sweep larger batch sizes (lbt fit " + dir.string() + " shows the points)");
+  }
   return {std::move(measured), fit};
 }
 

@@ -212,4 +212,79 @@ BOOST_AUTO_TEST_CASE(a_bootstrap_without_spread_resolves_no_interval) {
     BOOST_TEST(four["intervals"][k].is_array(), k << ": " << four["intervals"].dump());
 }
 
+// Steps that fall as 1/B at every batch size fit S_min ~ 1e-14 and B_crit ~ 6e18 (printed as
+// B_crit = 6.296e+18 [4.9e+16, 3.0e+28]): the data bound B_crit only below. Past 100x the
+// largest batch it is null with a warning, E_min (the examples every batch size needed) stays,
+// and every swept batch size is in perfect scaling. Exact curves S = S_min (1 + B_crit / B)
+// place the reach: 50x the largest batch is measured, 200x is not.
+BOOST_AUTO_TEST_CASE(steps_that_fall_as_1_over_b_throughout_put_b_crit_above_the_sweep) {
+  const auto exact = [](double s_min, double b_crit) {
+    std::vector<ScalingPoint> points;
+    for (double B : {16.0, 64.0, 256.0, 1024.0}) points.push_back({B, s_min * (1 + b_crit / B)});
+    return points;
+  };
+  const CriticalBatchFit at_50x = fit_critical_batch(exact(2.0, 51200.0));
+  BOOST_TEST(at_50x.B_crit == 51200.0, boost::test_tools::tolerance(1e-6));
+  BOOST_TEST(!at_50x.above_sweep);
+  const CriticalBatchFit at_200x = fit_critical_batch(exact(0.5, 204800.0));
+  BOOST_TEST(at_200x.resolved);
+  BOOST_TEST(at_200x.above_sweep);
+
+  SweepMeasurements sweep;
+  for (double B : {16.0, 64.0, 256.0, 1024.0})
+    sweep.measured.push_back({B, {{102400 / B - 1, 102400 / B}}});
+  const nlohmann::json fit = fit_measurements(sweep, {.resamples = 200});
+  BOOST_TEST(fit["resolved"] == false);
+  BOOST_TEST(fit["above_sweep"] == true);
+  BOOST_TEST(fit["B_crit"].is_null());
+  BOOST_TEST(fit["E_min"].get<double>() == 102400.0, boost::test_tools::tolerance(1e-9));
+  const auto& ci = fit["intervals"]["B_crit"];
+  BOOST_TEST((ci.is_null() || ci[1].is_null()), ci.dump());  // never a finite upper end
+  BOOST_TEST(fit["warning"].get<std::string>().find("1/B at every batch size") !=
+             std::string::npos);
+  BOOST_TEST(fit["regimes"]["perfect_scaling"]["batch_sizes"].size() == 4u);
+  BOOST_TEST(fit["regimes"]["perfect_scaling"]["model_max_batch"].is_null());  // unbounded
+  const std::string line = format_fit_line(fit);
+  BOOST_TEST(line.find("B_crit unresolved") != std::string::npos, line);
+  BOOST_TEST(line.find("e+1") == std::string::npos, line);  // no 1e18-ish figure anywhere
+}
+
+// A fit whose B_crit is measured (~11x the largest batch) but whose resamples without the bend
+// fall as 1/B: more than the tail's 2.5% of replicates lie above the sweep, so the interval is
+// open above ([lo, null], "unbounded") where it ended at ~5e38, and those replicates' S_min is
+// 0. With fewer above the sweep than the tail holds, the upper end stays finite.
+BOOST_AUTO_TEST_CASE(an_interval_its_replicates_leave_open_above_is_null_not_astronomical) {
+  SweepMeasurements sweep;
+  for (const auto& [B, S] :
+       {std::pair{16.0, 6400.0}, {64.0, 1650.0}, {256.0, 400.0}, {1024.0, 110.0}})
+    sweep.measured.push_back({B, {{S - 1, S}}});
+  const FitOptions options{.resamples = 400};
+  const auto fits = measurement_bootstrap_fits(sweep.measured, {true, true, true}, 400, 0);
+  int above = 0;
+  for (const auto& f : fits) above += f.above_sweep;
+  BOOST_TEST_REQUIRE(above > 0.025 * static_cast<double>(fits.size()));
+  const nlohmann::json fit = fit_measurements(sweep, options);
+  BOOST_REQUIRE(fit["B_crit"].is_number());
+  const auto& ci = fit["intervals"]["B_crit"];
+  BOOST_REQUIRE(ci.is_array());
+  BOOST_TEST(ci[1].is_null());
+  BOOST_TEST(ci[0].get<double>() > 0.0);
+  BOOST_TEST(ci[0].get<double>() <= fit["B_crit"].get<double>());
+  BOOST_TEST(fit["intervals"]["S_min"][0] == 0.0);
+  const std::string line = format_fit_line(fit);
+  BOOST_TEST(line.find(", unbounded] (95% bootstrap)") != std::string::npos, line);
+  BOOST_TEST(measured_text(1234.5, {212.0, nullptr}) == "1234 [212, unbounded]");
+  BOOST_TEST(measured_text(nullptr, {1520.0, nullptr}) == "unresolved (>= 1520)");
+}
+
+BOOST_AUTO_TEST_CASE(quantiles_beside_an_infinite_replicate) {
+  const double inf = HUGE_VAL;
+  BOOST_TEST(quantile({1.0, 2.0, inf}, 0.5) == 2.0);  // exactly on 2: not 2 * 1 + inf * 0
+  BOOST_TEST(quantile({1.0, 2.0, inf}, 0.75) == inf);
+  BOOST_TEST(quantile({1.0, 2.0, 3.0}, 0.25) == 1.5);
+  BOOST_TEST(interval_json({3.0, inf}).dump() == "[3.0,null]");
+  BOOST_TEST(interval_json({inf, inf}).is_null());
+  BOOST_TEST(interval_json({NAN, NAN}).is_null());
+}
+
 BOOST_AUTO_TEST_SUITE_END()

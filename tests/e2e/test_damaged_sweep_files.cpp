@@ -2,7 +2,8 @@
 // sweep.json cut short or edited fail naming the file and the fix instead of falling back
 // silently; `lbt plan --out` never replaces a file it did not write; `lbt fit` on a directory
 // without a sweep is a wrong option; lock files that link elsewhere are refused, their targets
-// kept. Exit codes as the README lists them: 2 config, 3 data.
+// kept; a sweep whose steps fall as 1/B throughout gives B_crit as unresolved, not 1e18, and
+// lbt plan declines it. Exit codes as the README lists them: 2 config, 3 data.
 #include <boost/test/unit_test.hpp>
 
 #include <algorithm>
@@ -228,4 +229,43 @@ BOOST_AUTO_TEST_CASE(a_plan_of_a_directory_whose_name_holds_newlines_runs_as_wri
   BOOST_TEST(toml.find("\n[evil]") == std::string::npos, toml);
   const Result check = run_lbt("train --check --config '" + (dir / "plan.toml").string() + "'");
   BOOST_TEST(check.code == 0, check.err);
+}
+
+// The committed sweep (best.csv only: it predates brackets) with steps exactly 4096 / B at
+// B = 4 ... 4096: every batch size needs 4096 examples. lbt fit printed S_min ~ 1e-15 and
+// B_crit ~ 1e18 as a measurement; B_crit is unresolved now, with the warning and E_min = 4096,
+// and lbt plan, which has no knee to plan on, says so (exit 1, like a sweep with no critical
+// batch) and writes nothing.
+BOOST_AUTO_TEST_CASE(steps_that_fall_as_1_over_b_throughout_leave_b_crit_unresolved) {
+  const fs::path dir = scratch() / "perfect_scaling";
+  fs::remove_all(dir);
+  fs::copy(fs::path(LBT_SOURCE_DIR) / "tests/notebooks/data/sweep", dir,
+           fs::copy_options::recursive);
+  std::istringstream in(slurp(dir / "best.csv"));
+  std::ostringstream out;
+  std::string line;
+  std::getline(in, line);
+  out << line << '\n';  // trial,batch_size,lr,momentum,status,steps_to_target,examples,steps,...
+  while (std::getline(in, line)) {
+    std::vector<std::string> cells;
+    std::stringstream row(line);
+    for (std::string cell; std::getline(row, cell, ',');) cells.push_back(cell);
+    if (line.back() == ',') cells.emplace_back();
+    BOOST_REQUIRE(cells[4] == "reached_target");
+    const long steps = 4096 / std::stol(cells[1]);
+    cells[5] = cells[7] = std::to_string(steps);
+    cells[6] = "4096";
+    for (std::size_t i = 0; i < cells.size(); ++i) out << (i ? "," : "") << cells[i];
+    out << '\n';
+  }
+  std::ofstream(dir / "best.csv", std::ios::trunc) << out.str();
+
+  const Result fit = run_lbt("fit --no-plots " + dir.string());
+  BOOST_TEST_REQUIRE(fit.code == 0, fit.err);
+  BOOST_TEST(fit.out.find("E_min = 4096 [4096, 4096], B_crit unresolved") != std::string::npos,
+             fit.out);
+  BOOST_TEST(fit.out.find("warning: the steps to the target fall as 1/B") != std::string::npos,
+             fit.out);
+  expect_refusal(plan(dir), 1, {"scales perfectly at every batch size", "past 100x the largest"});
+  BOOST_TEST(!fs::exists(dir / "plan.json"));
 }

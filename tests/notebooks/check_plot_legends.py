@@ -2,7 +2,9 @@
 resolved fit every fitted figure in a legend carries its 95% interval (S_min, B_crit, E_min:
 "value [lo, hi]"), and with a fit that found no critical batch (fit.json's B_crit and E_min null,
 as lbt fit writes when the steps do not fall with the batch) every plot is still drawn and says
-so instead of failing.
+so instead of failing; likewise with B_crit above the sweep (B_crit null, E_min measured: the
+fitted line S = E_min / B is drawn) and with B_crit's interval open above ([lo, null]: the legend
+says "unbounded" and the band runs to the plot's edge).
 
 usage: /usr/bin/python3 check_plot_legends.py NOTEBOOKS_DIR SWEEP_DIR SCRATCH_DIR
 """
@@ -62,4 +64,27 @@ unresolved = legends(unresolved_dir)
 for plot in ("steps_vs_batch", "examples_vs_batch"):
     expect(any("no critical batch" in t for t in unresolved[plot]),
            f"{plot} of an unresolved fit says so: {unresolved[plot]}")
+
+def edited_fit(name, **changes):
+    """A copy of the sweep whose fit.json has `changes` (intervals: merged into its intervals)."""
+    path = copy(name)
+    fit = json.loads((path / "fit.json").read_text())
+    fit["intervals"].update(changes.pop("intervals", {}))
+    fit.update(changes)
+    (path / "fit.json").write_text(json.dumps(fit))
+    return legends(path)
+
+
+above = edited_fit("above_sweep", B_crit=None, resolved=False, above_sweep=True,
+                   intervals={"B_crit": [1520.0, None]})
+expect(any("perfect scaling at every B swept" in t and "unresolved (>= 1.52e+03)" in t
+           for t in above["steps_vs_batch"]),
+       f"steps_vs_batch of a fit above the sweep draws S = E_min / B and bounds B_crit below: "
+       f"{above['steps_vs_batch']}")
+expect(any(re.search("E_min" + WITH_INTERVAL, t) for t in above["examples_vs_batch"]),
+       f"examples_vs_batch of a fit above the sweep keeps E_min: {above['examples_vs_batch']}")
+open_above = edited_fit("open_above", intervals={"B_crit": [150.0, None]})
+expect(any(re.search(r"B_crit=[0-9.e+]+ \[150, unbounded\]", t)
+           for t in open_above["steps_vs_batch"]),
+       f"steps_vs_batch of an interval open above says unbounded: {open_above['steps_vs_batch']}")
 sys.exit(1 if failures else 0)

@@ -83,7 +83,38 @@ class FitCriticalBatchTest(unittest.TestCase):
                 if fit[name] is None:
                     continue
                 lo, hi = fit["intervals"][name]
+                hi = float("inf") if hi is None else hi  # open above: B_crit above the sweep
                 self.assertTrue(0 <= lo <= fit[name] <= hi, (seed, name, lo, fit[name], hi))
+
+    def test_steps_that_fall_as_1_over_b_throughout_put_b_crit_above_the_sweep(self):
+        batches = np.array([16.0, 64.0, 256.0, 1024.0])
+        with self.assertWarnsRegex(UserWarning, "1/B at every batch size"):
+            fit = lbt.fit_critical_batch(batches, 102400.0 / batches, resamples=200)
+        self.assertFalse(fit["resolved"])
+        self.assertTrue(fit["above_sweep"])
+        for name in ("B_crit", "B_noise"):  # were 6.3e18 [4.9e16, 3.0e28]
+            self.assertIsNone(fit[name])
+            self.assertTrue(fit["intervals"][name] is None or fit["intervals"][name][1] is None)
+        self.assertAlmostEqual(fit["E_min"], 102400.0, delta=1e-9 * 102400.0)
+        # Exact curves S = S_min (1 + B_crit / B): a knee at 50x the largest batch is measured,
+        # one at 200x is past the sweep's reach (100x).
+        knee_50x = lbt.fit_critical_batch(batches, 2.0 * (1 + 51200.0 / batches), resamples=0)
+        self.assertAlmostEqual(knee_50x["B_crit"], 51200.0, delta=1e-6 * 51200.0)
+        self.assertFalse(knee_50x["above_sweep"])
+        with self.assertWarnsRegex(UserWarning, "1/B at every batch size"):
+            knee_200x = lbt.fit_critical_batch(batches, 0.5 * (1 + 204800.0 / batches),
+                                               resamples=0)
+        self.assertIsNone(knee_200x["B_crit"])
+
+    def test_an_interval_its_replicates_leave_open_above_ends_in_none(self):
+        # B_crit ~ 11x the largest batch: resamples without the bend fall as 1/B (B_crit ~ 5e38
+        # was its upper end).
+        fit = lbt.fit_critical_batch([16, 64, 256, 1024], [6400, 1650, 400, 110], resamples=2000)
+        self.assertTrue(fit["resolved"])
+        lo, hi = fit["intervals"]["B_crit"]
+        self.assertIsNone(hi)
+        self.assertTrue(0 < lo <= fit["B_crit"], (lo, fit["B_crit"]))
+        self.assertEqual(fit["intervals"]["S_min"][0], 0.0)  # those resamples' S_min is 0
 
 
 class FitSweepTest(unittest.TestCase):

@@ -62,6 +62,16 @@ OutputKind output_kind(const fs::path& dir) {
 }
 
 void refuse_other_output(const fs::path& dir, OutputKind mine, std::string_view command) {
+  // `--out "$RUNS/$NAME"` with both unset is "/": the filesystem root holds unrelated files, so
+  // the rule below would take it, and the run's files would land beside /etc.
+  std::error_code ec;
+  const fs::path resolved = fs::weakly_canonical(dir, ec);
+  if (!ec && resolved == resolved.root_path()) {
+    throw ConfigError("--out " + dir.string() + " is the filesystem root; " + std::string(command) +
+                          " would write its files there",
+                      "give --out a directory of its own, such as runs/NAME (an unset shell "
+                      "variable in --out \"$DIR/$NAME\" leaves just /)");
+  }
   const OutputKind found = output_kind(dir);
   if (found == OutputKind::kNone || found == mine) return;
   throw ConfigError(dir.string() + " is " + describe(found) + "; " + std::string(command) +

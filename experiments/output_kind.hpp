@@ -19,7 +19,8 @@ enum class OutputKind {
 OutputKind output_kind(const std::filesystem::path& dir);
 
 // Refuses (ConfigError, before anything is written) a `dir` that holds another command's
-// output than `mine`'s; a directory of unrelated files (a README, notes) is accepted.
+// output than `mine`'s, or that is the filesystem root; a directory of unrelated files (a
+// README, notes) is accepted.
 void refuse_other_output(const std::filesystem::path& dir, OutputKind mine,
                          std::string_view command);
 

@@ -210,6 +210,27 @@ BOOST_AUTO_TEST_CASE(an_output_path_under_a_file_is_one_line_naming_it) {
   }
 }
 
+// --out "$RUNS/$NAME" with both unset is "/": the filesystem root holds only unrelated files,
+// which --out accepts, so lbt train wrote config.toml, metrics.jsonl and checkpoints/ into /.
+// Every command that writes a directory refuses it, however it is spelled, before writing.
+BOOST_AUTO_TEST_CASE(an_out_that_is_the_filesystem_root_is_refused) {
+  const fs::path cfg = scratch() / "sweep.toml";
+  (void)real_sweep();  // writes the config
+  for (const std::string out : {"/", "///", "/tmp/.."}) {
+    for (const std::string command :
+         {"train --config " + cfg.string() + " --set train.steps=5 --out ",
+          "noise --config " + cfg.string() + " --set train.steps=5 --out ",
+          "sweep --config " + cfg.string() + " --out ",
+          "scaling --config " + cfg.string() + " -w 1 --steps 5 --repeats 1 --out "}) {
+      BOOST_TEST_CONTEXT(command + out) {
+        expect_refusal(run_lbt(command + out), 2, {"--out " + out, "is the filesystem root"});
+      }
+    }
+  }
+  for (const char* written : {"config.toml", "metrics.jsonl", "sweep.json", "scaling.csv"})
+    BOOST_TEST(!fs::exists(fs::path("/") / written), written);
+}
+
 // lbt plan --from a directory lbt sweep and lbt cbs did not write (here a training run) says so;
 // it said "cannot open DIR/sweep.json" with the hint "check that the file exists".
 BOOST_AUTO_TEST_CASE(plan_from_a_run_directory_names_what_it_takes) {

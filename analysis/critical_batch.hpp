@@ -87,7 +87,8 @@ std::vector<CriticalBatchFit> bootstrap_fits(const std::vector<ScalingPoint>& po
 // The percentile interval of bootstrap `values`, the (1 - level) / 2 and (1 + level) / 2
 // quantiles, extended where needed to hold `estimate`: a replicate distribution that falls
 // wholly on one side of the estimate (few distinct resamples) must not report an interval
-// that excludes it. Every fitted quantity is >= 0, and so are both ends.
+// that excludes it. Every fitted critical-batch quantity is >= 0, and so are both ends (the LR
+// law's alpha, which may be negative, uses it too).
 Interval percentile_interval(const std::vector<double>& values, double level, double estimate);
 // The q-quantile of `values` (linear interpolation between order statistics; +infinity
 // where it interpolates towards an infinite one).

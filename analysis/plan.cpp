@@ -70,15 +70,17 @@ std::int64_t batch_for_budget(const PlanBudget& o, const CriticalBatchFit& f) {
 }
 
 Prediction predict_at(std::int64_t B, const CriticalBatchFit& fit,
-                      const std::vector<MeasuredPoint>& measured, int resamples, double level) {
+                      const std::vector<CriticalBatchFit>& replicates, double level) {
   const double Bd = static_cast<double>(B);
   std::vector<double> steps, examples;
-  for (const auto& f : measurement_bootstrap_fits(measured, {}, resamples, 0)) {
-    steps.push_back(f.S_min * (1.0 + f.B_noise / Bd));
+  for (const auto& f : replicates) {
+    // S_min (1 + B_noise / B) as S_min + E_min / B: a replicate above the sweep may hold
+    // S_min = 0 and B_noise = inf, whose product is NaN.
+    steps.push_back(f.S_min + f.E_min / Bd);
     examples.push_back(steps.back() * Bd);
   }
   Prediction p;
-  p.steps = fit.S_min * (1.0 + fit.B_noise / Bd);
+  p.steps = fit.S_min + fit.E_min / Bd;
   p.examples = p.steps * Bd;
   if (steps.empty()) {  // the bootstrap had nothing to vary: no interval (NaN ends)
     constexpr double kNone = std::numeric_limits<double>::quiet_NaN();
@@ -90,24 +92,39 @@ Prediction predict_at(std::int64_t B, const CriticalBatchFit& fit,
   return p;
 }
 
-RegimeCall regime_at(std::int64_t B, double B_crit, double tolerance) {
-  const double Bd = static_cast<double>(B);
+namespace {
+
+// Why B is in `regime` of the fitted curve, in units of B_crit.
+std::string regime_reason(Regime regime, double B, double B_crit) {
   // E(B) / E_min - 1 and S(B) / S_min - 1 on the fitted curve.
-  const double extra_examples = Bd / B_crit, extra_steps = B_crit / Bd;
-  const Regime regime = regime_of(Bd, regime_edges(B_crit, tolerance));
-  const std::string where = "B is " + num(Bd / B_crit) + " x B_crit: ";
+  const double extra_examples = B / B_crit, extra_steps = B_crit / B;
+  const std::string where = "B is " + num(B / B_crit) + " x B_crit: ";
   switch (regime) {
     case Regime::kPerfectScaling:
-      return {regime, where + "examples to target are within " + num(100 * extra_examples) +
-                          "% of E_min, so doubling B about halves the steps"};
+      return where + "examples to target are within " + num(100 * extra_examples) +
+             "% of E_min, so doubling B about halves the steps";
     case Regime::kMaximalDataParallelism:
-      return {regime, where + "steps are within " + num(100 * extra_steps) +
-                          "% of S_min, so a larger batch buys almost no steps, only cost"};
+      return where + "steps are within " + num(100 * extra_steps) +
+             "% of S_min, so a larger batch buys almost no steps, only cost";
     case Regime::kDiminishingReturns:
       break;
   }
-  return {regime, where + "steps are " + num(100 * extra_steps) + "% above S_min and examples " +
-                      num(100 * extra_examples) + "% above E_min"};
+  return where + "steps are " + num(100 * extra_steps) + "% above S_min and examples " +
+         num(100 * extra_examples) + "% above E_min";
+}
+
+}  // namespace
+
+RegimeCall regime_at(std::int64_t B, double B_crit, double tolerance,
+                     const std::vector<CriticalBatchFit>& replicates) {
+  const double Bd = static_cast<double>(B);
+  const Regime regime = regime_of(Bd, regime_edges(B_crit, tolerance));
+  int agree = 0;
+  for (const CriticalBatchFit& f : replicates)
+    agree += regime_of(Bd, regime_edges(b_crit_or_infinity(f), tolerance)) == regime;
+  const double agreement = replicates.empty() ? std::numeric_limits<double>::quiet_NaN()
+                                              : agree / static_cast<double>(replicates.size());
+  return {regime, regime_reason(regime, Bd, B_crit), agreement};
 }
 
 LrChoice lr_at(std::int64_t B, const std::vector<LrPoint>& lr_points, double rule_lr,

@@ -29,20 +29,25 @@ struct PlanBudget {
 std::int64_t batch_for_budget(const PlanBudget& budget, const CriticalBatchFit& fit);
 
 // Steps and examples to the target at batch B: the point fit's, with percentile intervals over
-// lbt fit's bootstrap (batch sizes, seeds and each seed's bracket).
+// `replicates`, lbt fit's bootstrap fits of the sweep (measurement_bootstrap_fits: batch sizes,
+// seeds and each seed's bracket).
 struct Prediction {
   double steps = 0.0, examples = 0.0;
   Interval steps_interval, examples_interval;  // NaN ends: no interval resolved
 };
 Prediction predict_at(std::int64_t B, const CriticalBatchFit& fit,
-                      const std::vector<MeasuredPoint>& measured, int resamples, double level);
+                      const std::vector<CriticalBatchFit>& replicates, double level);
 
-// The regime at B and a sentence saying why, in units of B_crit.
+// The regime at B and a sentence saying why, in units of B_crit; with how sure the call is: the
+// share of `replicates` (as predict_at's) that put B in the same regime (NaN: none to ask). A
+// regime is a category, so its uncertainty is that share rather than an interval.
 struct RegimeCall {
   Regime regime;
   std::string why;
+  double agreement = 0.0;
 };
-RegimeCall regime_at(std::int64_t B, double B_crit, double tolerance);
+RegimeCall regime_at(std::int64_t B, double B_crit, double tolerance,
+                     const std::vector<CriticalBatchFit>& replicates);
 
 // The peak LR at B and where it came from: the sweep's LR law lr = c B^alpha when at least 3
 // batch sizes reached the target, else `rule_lr` (described by `rule_source`).

@@ -37,6 +37,13 @@ std::string bracket(const nlohmann::json& i) {
                       : std::string("[no interval]");
 }
 
+// " (in 62% of the bootstrap's fits)": how sure the regime call is; "" where none resampled.
+std::string regime_agreement_text(const nlohmann::json& plan) {
+  const auto& share = plan["regime_agreement"];
+  if (!share.is_number()) return " (no bootstrap fits to check it against)";
+  return " (in " + num(100 * share.get<double>()) + "% of the bootstrap's fits)";
+}
+
 // The sweep's fit as lbt plan needs it: the fit's own points (the median over seeds, so plan
 // and fit.json agree) and the point fit.
 struct SweepForPlan {
@@ -155,6 +162,8 @@ nlohmann::json plan_json(const ScalePlanOptions& o, const SweepForPlan& sweep,
       {"fit", analysis::fit_with_intervals(sweep.measured, fit_options)},
       {"regime", analysis::regime_name(regime.regime)},
       {"regime_why", regime.why},
+      {"regime_agreement",
+       std::isfinite(regime.agreement) ? nlohmann::json(regime.agreement) : nlohmann::json()},
       {"schedule",
        {{"scaling", run.schedule.scaling},
         {"recipe", run.schedule.recipe},
@@ -193,6 +202,9 @@ void write_plan_config(const fs::path& out, const ScalePlanOptions& o, const Con
        << "# Predicted steps to " << target << ": " << num(p.steps) << " "
        << bracket(analysis::interval_json(p.steps_interval)) << " (" << 100 * o.level
        << "% interval); regime " << analysis::regime_name(regime.regime)
+       << (std::isfinite(regime.agreement)
+               ? " (in " + num(100 * regime.agreement) + "% of the bootstrap's fits)"
+               : std::string())
        << ".\n# Run it as is: lbt train --config " << comment_text(out.string()) << "\n"
        << config.resolved_toml();
   io::atomic_write(out, toml.str());
@@ -225,9 +237,11 @@ nlohmann::json plan_at_scale(const ScalePlanOptions& o) {
   const SweepForPlan sweep = fit_sweep_for_plan(o.sweep_dir);
   const std::int64_t B = analysis::batch_for_budget(
       {o.workers, o.micro_batch, o.max_steps, o.max_examples}, sweep.fit);
-  const analysis::Prediction p =
-      analysis::predict_at(B, sweep.fit, sweep.measured, o.resamples, o.level);
-  const analysis::RegimeCall regime = analysis::regime_at(B, sweep.fit.B_crit, o.regime_tolerance);
+  const std::vector<analysis::CriticalBatchFit> replicates =
+      analysis::measurement_bootstrap_fits(sweep.measured, {}, o.resamples, 0);
+  const analysis::Prediction p = analysis::predict_at(B, sweep.fit, replicates, o.level);
+  const analysis::RegimeCall regime =
+      analysis::regime_at(B, sweep.fit.B_crit, o.regime_tolerance, replicates);
 
   // The trials' config, at batch B.
   Config config = load_config(o.sweep_dir / "base_config.toml", {}, nullptr);
@@ -260,8 +274,8 @@ std::string format_scale_plan(const nlohmann::json& p) {
      << num(p["examples_to_target"].get<double>()) << " " << bracket(ei) << " ("
      << 100 * p["interval_level"].get<double>() << "% bootstrap intervals; evaluated every "
      << p["eval_every"].get<std::int64_t>() << " steps)\n"
-     << "  regime: " << p["regime"].get<std::string>() << ": " << p["regime_why"].get<std::string>()
-     << "\n"
+     << "  regime: " << p["regime"].get<std::string>() << regime_agreement_text(p) << ": "
+     << p["regime_why"].get<std::string>() << "\n"
      << "  schedule: the sweep's (scaling " << p["schedule"]["scaling"].get<std::string>()
      << ", recipe " << p["schedule"]["recipe"].get<std::string>() << ", warmup "
      << num(p["schedule"]["warmup"].get<double>()) << " "

@@ -6,6 +6,7 @@
 #include <random>
 
 #include "analysis/critical_batch.hpp"
+#include "analysis/plan.hpp"
 #include "core/error.hpp"
 
 using namespace lbt::analysis;
@@ -92,4 +93,26 @@ BOOST_AUTO_TEST_CASE(fit_refuses_fewer_than_three_batch_sizes_with_a_hint) {
     BOOST_TEST(!e.hint().empty());
   }
   BOOST_CHECK_THROW(fit_critical_batch({{64, 1000}, {128, -1}, {256, 300}}), lbt::Error);
+}
+
+// lbt plan's regime call says how sure it is: the share of the bootstrap's fits that put B in
+// the same regime. At B = 100 with tolerance 0.2 (perfect scaling up to 0.2 B_crit, maximal
+// data parallelism from 5 B_crit): B_crit 1000 puts it in perfect scaling (edge 200), B_crit 400
+// in diminishing returns (edge 80), a fit above the sweep (B_crit infinite) in perfect scaling,
+// B_crit 50 in diminishing returns (maximal from 250): 2 of 4 agree with the point fit's call.
+BOOST_AUTO_TEST_CASE(a_regime_call_carries_the_share_of_bootstrap_fits_that_agree) {
+  const auto fit_with_b_crit = [](double b_crit, bool above_sweep) {
+    CriticalBatchFit f;
+    f.B_crit = f.B_noise = b_crit;
+    f.above_sweep = above_sweep;
+    return f;
+  };
+  const std::vector<CriticalBatchFit> replicates = {
+      fit_with_b_crit(1000, false), fit_with_b_crit(400, false), fit_with_b_crit(1e30, true),
+      fit_with_b_crit(50, false)};
+  const RegimeCall call = regime_at(100, 1000, 0.2, replicates);
+  BOOST_TEST((call.regime == Regime::kPerfectScaling));
+  BOOST_TEST(call.agreement == 0.5);
+  BOOST_TEST(call.why.find("B is 0.1 x B_crit") != std::string::npos, call.why);
+  BOOST_TEST(std::isnan(regime_at(100, 1000, 0.2, {}).agreement));
 }

@@ -102,6 +102,10 @@ BOOST_AUTO_TEST_CASE(
   BOOST_TEST(0 < lo);
   BOOST_TEST(lo <= plan["steps_to_target"].get<double>());
   BOOST_TEST(plan["steps_to_target"].get<double>() <= hi);
+  // The regime call with the share of bootstrap fits that agree (lbt fit's replicates).
+  const double agreement = plan["regime_agreement"].get<double>();
+  BOOST_TEST((agreement > 0.0 && agreement <= 1.0), agreement);
+  BOOST_TEST(r.out.find("% of the bootstrap's fits)") != std::string::npos, r.out);
   // ... and says what the planned batch takes per rank (lbt memory's numbers).
   BOOST_TEST(r.out.find("per rank at global batch " +
                         std::to_string(plan["global_batch"].get<long>())) != std::string::npos,

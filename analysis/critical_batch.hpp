@@ -36,6 +36,8 @@ struct CriticalBatchFit {
   // as 1/B at every batch size (perfect scaling throughout), S_min is not told apart from 0 and
   // B_crit is bounded only below (reports give it as null, its interval open above).
   bool above_sweep = false;
+  // B_crit is a measurement: the steps fall with the batch, and the knee lies within reach.
+  bool b_crit_measured() const { return resolved && !above_sweep; }
 };
 
 // How far past the largest batch size swept a fit can place B_crit. At B_crit = 100 B_max the

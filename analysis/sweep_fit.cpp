@@ -28,12 +28,12 @@ nlohmann::json resolved_interval(Interval i, const CriticalBatchFit& f) {
   return f.resolved ? interval_json(i) : nlohmann::json();
 }
 nlohmann::json b_crit_value(const CriticalBatchFit& f) {
-  return f.resolved && !f.above_sweep ? nlohmann::json(f.B_crit) : nlohmann::json();
+  return f.b_crit_measured() ? nlohmann::json(f.B_crit) : nlohmann::json();
 }
 
 // "resolved" (B_crit measured) and "above_sweep" of fit `f`, as fit.json and plan.json give them.
 void add_resolution(nlohmann::json& out, const CriticalBatchFit& f) {
-  out["resolved"] = f.resolved && !f.above_sweep;
+  out["resolved"] = f.b_crit_measured();
   out["above_sweep"] = f.above_sweep;
 }
 
@@ -234,7 +234,7 @@ MeasuredRatio b_crit_over_b_simple(const std::vector<MeasuredPoint>& measured,
                                    const FitOptions& options) {
   MeasuredRatio out;
   const CriticalBatchFit point = fit_critical_batch(point_estimates(measured));
-  if (b_simple_averaged.empty() || !point.resolved || point.above_sweep) return out;
+  if (b_simple_averaged.empty() || !point.b_crit_measured()) return out;
   out.value = point.B_crit / median(b_simple_averaged);
   if (b_simple_averaged.size() < 2) return out;
   const std::vector<CriticalBatchFit> fits =

@@ -68,7 +68,7 @@ py::dict fit_dict(const std::vector<ScalingPoint>& points, int resamples, double
   d["S_min"] = f.S_min;
   d["E_min"] = resolved(f.E_min, f);
   // B_noise = B_crit in this model (the paper's name too); neither above the sweep.
-  const bool measured = f.resolved && !f.above_sweep;
+  const bool measured = f.b_crit_measured();
   d["B_crit"] = measured ? py::object(py::float_(f.B_crit)) : py::object(py::none());
   d["B_noise"] = d["B_crit"];
   d["resolved"] = measured;

@@ -39,12 +39,12 @@ std::string bracket(const nlohmann::json& i) {
 
 // " (in 62% of the bootstrap's fits)": how sure the regime call is (RegimeCall::agreement; NaN
 // or null where the bootstrap had nothing to resample).
-std::string agreement_text(double share) {
+std::string regime_agreement_text(double share) {
   if (!std::isfinite(share)) return " (no bootstrap fits to check it against)";
   return " (in " + num(100 * share) + "% of the bootstrap's fits)";
 }
-std::string agreement_text(const nlohmann::json& share) {
-  return agreement_text(share.is_number() ? share.get<double>() : NAN);
+std::string regime_agreement_text(const nlohmann::json& share) {
+  return regime_agreement_text(share.is_number() ? share.get<double>() : NAN);
 }
 
 // The sweep's fit as lbt plan needs it: the fit's own points (the median over seeds, so plan
@@ -205,7 +205,7 @@ void write_plan_config(const fs::path& out, const ScalePlanOptions& o, const Con
        << "# Predicted steps to " << target << ": " << num(p.steps) << " "
        << bracket(analysis::interval_json(p.steps_interval)) << " (" << 100 * o.level
        << "% interval); regime " << analysis::regime_name(regime.regime)
-       << agreement_text(regime.agreement) << ".\n# Run it as is: lbt train --config "
+       << regime_agreement_text(regime.agreement) << ".\n# Run it as is: lbt train --config "
        << comment_text(out.string()) << "\n"
        << config.resolved_toml();
   io::atomic_write(out, toml.str());
@@ -275,8 +275,9 @@ std::string format_scale_plan(const nlohmann::json& p) {
      << num(p["examples_to_target"].get<double>()) << " " << bracket(ei) << " ("
      << 100 * p["interval_level"].get<double>() << "% bootstrap intervals; evaluated every "
      << p["eval_every"].get<std::int64_t>() << " steps)\n"
-     << "  regime: " << p["regime"].get<std::string>() << agreement_text(p["regime_agreement"])
-     << ": " << p["regime_why"].get<std::string>() << "\n"
+     << "  regime: " << p["regime"].get<std::string>()
+     << regime_agreement_text(p["regime_agreement"]) << ": " << p["regime_why"].get<std::string>()
+     << "\n"
      << "  schedule: the sweep's (scaling " << p["schedule"]["scaling"].get<std::string>()
      << ", recipe " << p["schedule"]["recipe"].get<std::string>() << ", warmup "
      << num(p["schedule"]["warmup"].get<double>()) << " "

@@ -32,6 +32,13 @@ double noise_law_loss(const std::vector<LrPoint>& p, double bn, double* log_eps_
 
 }  // namespace
 
+std::vector<LrPoint> searched_lr_points(const std::vector<LrPoint>& points) {
+  std::vector<LrPoint> searched;
+  for (const LrPoint& p : points)
+    if (p.lr_lo < p.lr_hi) searched.push_back(p);
+  return searched;
+}
+
 PowerLaw fit_power_law(const std::vector<LrPoint>& p) {
   if (distinct_batch_sizes(p) < 2)
     throw Error("the LR law needs best LRs at >= 2 batch sizes", "sweep more batch sizes");

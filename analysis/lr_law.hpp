@@ -19,6 +19,11 @@ struct LrPoint {
   double lr_lo = 0.0, lr_hi = 0.0;  // its bracket (lr itself at both ends when unknown)
 };
 
+// The points whose best LR a search measured: a bracket wider than the LR itself. Where one LR
+// was tried at a batch size (sweep.lr_multipliers = [1.0]) the "best" is the scaling rule's LR
+// given back, and a law fitted to those returns the rule to zero width (B^0.5 [0.5, 0.5]).
+std::vector<LrPoint> searched_lr_points(const std::vector<LrPoint>& points);
+
 struct PowerLaw {
   double alpha = 0.0, c = 0.0;  // lr = c B^alpha
 };

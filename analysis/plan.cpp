@@ -127,8 +127,9 @@ RegimeCall regime_at(std::int64_t B, double B_crit, double tolerance,
   return {regime, regime_reason(regime, Bd, B_crit), agreement};
 }
 
-LrChoice lr_at(std::int64_t B, const std::vector<LrPoint>& lr_points, double rule_lr,
+LrChoice lr_at(std::int64_t B, const std::vector<LrPoint>& reached, double rule_lr,
                const std::string& rule_source) {
+  const std::vector<LrPoint> lr_points = searched_lr_points(reached);
   if (lr_points.size() < 3) return {rule_lr, rule_source};
   const double Bd = static_cast<double>(B);
   const PowerLaw law = fit_power_law(lr_points);

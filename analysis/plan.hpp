@@ -50,7 +50,8 @@ RegimeCall regime_at(std::int64_t B, double B_crit, double tolerance,
                      const std::vector<CriticalBatchFit>& replicates);
 
 // The peak LR at B and where it came from: the sweep's LR law lr = c B^alpha when at least 3
-// batch sizes reached the target, else `rule_lr` (described by `rule_source`).
+// batch sizes reached the target with a searched LR (searched_lr_points), else `rule_lr`
+// (described by `rule_source`).
 struct LrChoice {
   double lr = 0.0;
   std::string source;

@@ -64,10 +64,18 @@ nlohmann::json regime_range(const std::vector<ScalingPoint>& pts, const RegimeEd
 }
 
 // fit.json's lr_law (lr_law.hpp) and intervals.lr_law; null with a reason below 3 batch sizes.
-void add_lr_law(nlohmann::json& fit, const std::vector<LrPoint>& points, const FitOptions& o) {
+void add_lr_law(nlohmann::json& fit, const std::vector<LrPoint>& reached, const FitOptions& o) {
   fit["intervals"]["lr_law"] = nullptr;
-  if (points.size() < 3) {
+  if (reached.size() < 3) {
     fit["lr_law"] = {{"fitted", false}, {"why", "fewer than 3 batch sizes reached the target"}};
+    return;
+  }
+  const std::vector<LrPoint> points = searched_lr_points(reached);
+  if (points.size() < 3) {
+    fit["lr_law"] = {{"fitted", false},
+                     {"why",
+                      "fewer than 3 batch sizes had their LR searched (one LR tried gives the "
+                      "scaling rule back, not a measured best LR)"}};
     return;
   }
   const LrLawFit law = fit_lr_law(points, o.resamples, o.level, o.seed);

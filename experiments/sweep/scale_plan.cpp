@@ -102,9 +102,10 @@ std::pair<analysis::LrChoice, double> plan_lr(const fs::path& dir, const trainer
                                               std::int64_t B) {
   const double rule = schedules::scaling_factor(schedules::scaling_rule(base.schedule.scaling), B,
                                                 base.schedule.reference_batch);
-  const std::string rule_source = "the scaling rule " + base.schedule.scaling + " from batch " +
-                                  std::to_string(base.schedule.reference_batch) +
-                                  " (fewer than 3 reached batch sizes for an LR law)";
+  const std::string rule_source =
+      "the scaling rule " + base.schedule.scaling + " from batch " +
+      std::to_string(base.schedule.reference_batch) +
+      " (fewer than 3 reached batch sizes with a searched LR for an LR law)";
   return {analysis::lr_at(B, read_lr_points(dir), base.optimizer.lr * rule, rule_source), rule};
 }
 

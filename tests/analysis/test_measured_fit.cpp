@@ -10,6 +10,8 @@
 
 #include "analysis/lr_law.hpp"
 #include "analysis/measured_fit.hpp"
+#include "analysis/plan.hpp"
+#include "analysis/sweep_fit.hpp"
 
 using namespace lbt::analysis;
 
@@ -108,6 +110,27 @@ BOOST_AUTO_TEST_CASE(an_alpha_whose_replicates_all_fall_below_it_still_lies_in_i
   BOOST_TEST(law.power.alpha == 0.75, boost::test_tools::tolerance(1e-12));
   BOOST_TEST(law.alpha.lo < 0.7);  // the replicates' spread
   BOOST_TEST(law.alpha.hi == 0.75, boost::test_tools::tolerance(1e-12));
+}
+
+// One LR tried per batch size (sweep.lr_multipliers = [1.0]): each "best" LR is the sqrt rule's,
+// bracket [lr, lr], and a law fitted to them printed best lr ~ B^0.5 [0.5, 0.5]. Such points are
+// no measurement: fit.json says the law is not fitted, and lbt plan takes the rule's LR.
+BOOST_AUTO_TEST_CASE(best_lrs_that_no_search_measured_fit_no_lr_law) {
+  SweepMeasurements sweep;
+  for (double B : {8.0, 32.0, 128.0, 512.0}) {
+    const double lr = 0.01 * std::sqrt(B);
+    sweep.measured.push_back({B, {{400 / std::sqrt(B) - 1, 400 / std::sqrt(B)}}});
+    sweep.lr_points.push_back({B, lr, lr, lr});
+  }
+  const nlohmann::json fit = fit_measurements(sweep, {.resamples = 100});
+  BOOST_TEST(fit["lr_law"]["fitted"] == false);
+  BOOST_TEST(fit["lr_law"]["why"].get<std::string>().find("searched") != std::string::npos);
+  BOOST_TEST(fit["intervals"]["lr_law"].is_null());
+  BOOST_TEST(lr_at(2048, sweep.lr_points, 0.123, "the rule").lr == 0.123);
+  sweep.lr_points[1].lr_hi *= 1.4;  // three searched points still make a law
+  sweep.lr_points[2].lr_lo /= 1.4;
+  sweep.lr_points[3].lr_lo /= 1.4;
+  BOOST_TEST(fit_measurements(sweep, {.resamples = 100})["lr_law"]["fitted"] == true);
 }
 
 BOOST_AUTO_TEST_CASE(mccandlish_eps_opt_recovers_b_noise_and_says_when_it_cannot) {

@@ -2,7 +2,6 @@
 #include "analysis/sweep_fit.hpp"
 
 #include <cmath>
-#include <cstdio>
 #include <random>
 
 #include "analysis/regimes.hpp"
@@ -344,65 +343,6 @@ nlohmann::json fit_measurements(const SweepMeasurements& sweep, const FitOptions
                            ? nlohmann::json()
                            : fit_sensitivity(sweep.readings, sweep.definition, options);
   return fit;
-}
-
-std::string interval_text(const nlohmann::json& i) {
-  char buf[64];
-  if (i[1].is_null())
-    std::snprintf(buf, sizeof buf, "[%.4g, unbounded]", i[0].get<double>());
-  else
-    std::snprintf(buf, sizeof buf, "[%.4g, %.4g]", i[0].get<double>(), i[1].get<double>());
-  return buf;
-}
-
-std::string measured_text(const nlohmann::json& value, const nlohmann::json& ci,
-                          const std::string& interval_note) {
-  if (!value.is_number()) {
-    if (!ci.is_array()) return "unresolved";
-    char text[64];  // bounded only below (above the sweep)
-    std::snprintf(text, sizeof text, "unresolved (>= %.4g)", ci[0].get<double>());
-    return text;
-  }
-  char text[96];
-  if (!ci.is_array()) {
-    std::snprintf(text, sizeof text, "%.4g (no interval: one trial, or no spread)",
-                  value.get<double>());
-    return text;
-  }
-  std::snprintf(text, sizeof text, "%.4g ", value.get<double>());
-  const std::string out = text + interval_text(ci);
-  return interval_note.empty() ? out : out + " (" + interval_note + ")";
-}
-
-std::string format_fit_line(const nlohmann::json& fit) {
-  auto q = [&](const char* k) {
-    const auto& i = fit["intervals"][k];
-    if (fit[k].is_null()) return std::string(k) + " " + measured_text(fit[k], i);
-    char buf[64];
-    std::snprintf(buf, sizeof buf, "%s = %.4g ", k, fit[k].get<double>());
-    // [no interval]: every resample gave the same value
-    return buf + (i.is_array() ? interval_text(i) : std::string("[no interval]"));
-  };
-  std::string line = q("S_min") + ", " + q("E_min") + ", " + q("B_crit") + " (95% bootstrap)";
-  if (fit.contains("lr_law") && fit["lr_law"].value("fitted", false) &&
-      fit["intervals"]["lr_law"].is_object()) {
-    char buf[96];
-    const auto& a = fit["intervals"]["lr_law"]["alpha"];
-    std::snprintf(buf, sizeof buf, "; best lr ~ B^%.3g [%.3g, %.3g]",
-                  fit["lr_law"]["alpha"].get<double>(), a[0].get<double>(), a[1].get<double>());
-    line += buf;
-  }
-  if (!fit.value("batch_sizes_unreached", nlohmann::json::array()).empty()) {
-    line += "; left out, no trial reached the target: B = " + fit["batch_sizes_unreached"].dump();
-  }
-  if (fit.contains("target_definition") && fit["target_definition"].is_string())
-    line += "; steps-to-target read as " + fit["target_definition"].get<std::string>();
-  if (fit.contains("warning") && fit["warning"].is_string())
-    line += "\nwarning: " + fit["warning"].get<std::string>();
-  if (fit.contains("sensitivity") && fit["sensitivity"].is_object() &&
-      fit["sensitivity"]["warning"].is_string())
-    line += "\nwarning: " + fit["sensitivity"]["warning"].get<std::string>();
-  return line;
 }
 
 }  // namespace lbt::analysis

@@ -19,8 +19,11 @@ std::string measured_text(const nlohmann::json& value, const nlohmann::json& ci,
                           const std::string& interval_note) {
   if (!value.is_number()) {
     if (!ci.is_array()) return "unresolved";
-    char text[64];  // bounded only below (above the sweep)
-    std::snprintf(text, sizeof text, "unresolved (>= %.4g)", ci[0].get<double>());
+    char text[64];
+    if (ci[1].is_null())  // bounded only below (B_crit above the sweep)
+      std::snprintf(text, sizeof text, "unresolved (>= %.4g)", ci[0].get<double>());
+    else  // bounded only above (S_min above the sweep: [0, hi])
+      std::snprintf(text, sizeof text, "unresolved (<= %.4g)", ci[1].get<double>());
     return text;
   }
   char text[96];

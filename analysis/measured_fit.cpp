@@ -113,7 +113,8 @@ BootstrapIntervals intervals_of(const std::vector<CriticalBatchFit>& fits, doubl
     out.S_min = out.B_noise = out.E_min = out.B_crit = {kNone, kNone};
     return out;
   }
-  out.S_min = percentile_interval(s_min, level, point.S_min);
+  // Above the sweep the fit's S_min is 0 within what it measured too: [0, hi], bounded above.
+  out.S_min = percentile_interval(s_min, level, point.above_sweep ? 0.0 : point.S_min);
   out.B_noise = percentile_interval(b_noise, level, b_crit_or_infinity(point));
   out.E_min = percentile_interval(e_min, level, point.E_min);
   out.B_crit = percentile_interval(b_crit, level, b_crit_or_infinity(point));

@@ -29,6 +29,11 @@ nlohmann::json resolved_interval(Interval i, const CriticalBatchFit& f) {
 nlohmann::json b_crit_value(const CriticalBatchFit& f) {
   return f.b_crit_measured() ? nlohmann::json(f.B_crit) : nlohmann::json();
 }
+// Above the sweep S_min is the optimiser's floor (~1e-24; the steps fall as E_min / B): null,
+// its interval [0, hi] bounding it only above (intervals_of).
+nlohmann::json s_min_value(const CriticalBatchFit& f) {
+  return f.above_sweep ? nlohmann::json() : nlohmann::json(f.S_min);
+}
 
 // "resolved" (B_crit measured) and "above_sweep" of fit `f`, as fit.json and plan.json give them.
 void add_resolution(nlohmann::json& out, const CriticalBatchFit& f) {
@@ -266,7 +271,7 @@ nlohmann::json fit_with_intervals(const std::vector<MeasuredPoint>& points, cons
       measurement_bootstrap_fits(points, {true, true, true}, o.resamples, o.seed), o.level, f);
   nlohmann::json out = {{"fitted", true},
                         {"batch_sizes", points.size()},
-                        {"S_min", f.S_min},
+                        {"S_min", s_min_value(f)},
                         {"E_min", resolved_value(f.E_min, f)},
                         {"B_crit", b_crit_value(f)},
                         {"intervals",
@@ -321,7 +326,7 @@ nlohmann::json fit_measurements(const SweepMeasurements& sweep, const FitOptions
        "least squares in log S (Gauss-Newton from the 1/S^2-weighted line S = a + b/B) of the "
        "median over seeds of steps_hi; percentile bootstrap resampling batch sizes, seeds within "
        "each, and drawing each seed's step within its bracket (steps_lo, steps_hi]"},
-      {"S_min", f.S_min},
+      {"S_min", s_min_value(f)},
       {"E_min", resolved_value(f.E_min, f)},
       {"B_crit", b_crit_value(f)},
       {"rms_log_residual", f.rms_log_residual},

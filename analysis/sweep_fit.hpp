@@ -99,7 +99,8 @@ std::string interval_text(const nlohmann::json& interval);
 
 // A measurement from fit.json or plan.json as reports print it: "X " and its interval_text,
 // then " (interval_note)" where given; "X (no interval: one trial, or no spread)" where `ci` is
-// null; "unresolved" where `value` is, "unresolved (>= lo)" where its interval bounds it below.
+// null; "unresolved" where `value` is, "unresolved (>= lo)" where its interval bounds it below
+// (open above), "unresolved (<= hi)" where it bounds it above (S_min above the sweep: [0, hi]).
 std::string measured_text(const nlohmann::json& value, const nlohmann::json& ci,
                           const std::string& interval_note = "");
 

@@ -75,11 +75,14 @@ def estimate_text(fit, key, intervals=None):
     """fit.json's KEY with its 95% interval for a legend: "300 [211, 457]", "300 [211,
     unbounded]" where it is open above; "(no interval)" where the interval is null (every figure
     lbt prints carries one or says it has none); "unresolved (>= 211)" where KEY is null but its
-    interval bounds it below."""
+    interval bounds it below, "unresolved (<= 1.01)" where it bounds it above ([0, hi])."""
     band = _interval({"intervals": intervals if intervals is not None else fit.get("intervals")},
                      key)
     if fit.get(key) is None:
-        return f"unresolved (>= {band[0]:.3g})" if band else "unresolved"
+        if not band:
+            return "unresolved"
+        return f"unresolved (>= {band[0]:.3g})" if band[1] == math.inf else \
+            f"unresolved (<= {band[1]:.3g})"
     if not band:
         return f"{fit[key]:.3g} (no interval)"
     hi = "unbounded" if band[1] == math.inf else f"{band[1]:.3g}"

@@ -159,9 +159,10 @@ def load_sweep(path: str | os.PathLike) -> Sweep:
 
 def fitted_steps(fit: dict, batch_sizes) -> np.ndarray:
     """S(B) = S_min (1 + B_crit / B) = S_min + E_min / B with the fitted parameters: E_min's form
-    holds also where B_crit is null above the sweep (S_min ~ 0, B_crit past 100x its batches)."""
+    holds also where B_crit and S_min are null above the sweep (S_min bounded only above, ~0;
+    B_crit past 100x its batches)."""
     b = np.asarray(batch_sizes, dtype=float)
-    return fit["S_min"] + fit["E_min"] / b
+    return (fit["S_min"] or 0.0) + fit["E_min"] / b
 
 
 def best_steps(best: pd.DataFrame) -> pd.Series:

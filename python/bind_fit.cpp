@@ -65,7 +65,8 @@ py::dict fit_dict(const std::vector<ScalingPoint>& points, int resamples, double
                   std::uint64_t seed) {
   const analysis::CriticalBatchFit f = analysis::fit_critical_batch(points);
   py::dict d;
-  d["S_min"] = f.S_min;
+  // Above the sweep S_min is the optimiser's floor: None, its interval [0, hi] bounding it above.
+  d["S_min"] = f.above_sweep ? py::object(py::none()) : py::object(py::float_(f.S_min));
   d["E_min"] = resolved(f.E_min, f);
   // B_noise = B_crit in this model (the paper's name too); neither above the sweep.
   const bool measured = f.b_crit_measured();

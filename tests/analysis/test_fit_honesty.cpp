@@ -238,6 +238,10 @@ BOOST_AUTO_TEST_CASE(steps_that_fall_as_1_over_b_throughout_put_b_crit_above_the
   BOOST_TEST(fit["above_sweep"] == true);
   BOOST_TEST(fit["B_crit"].is_null());
   BOOST_TEST(fit["E_min"].get<double>() == 102400.0, boost::test_tools::tolerance(1e-9));
+  // S_min is the optimiser's floor there (~1e-24): null, bounded only above, [0, hi].
+  BOOST_TEST(fit["S_min"].is_null(), fit["S_min"].dump());
+  BOOST_TEST(fit["intervals"]["S_min"][0] == 0.0);
+  BOOST_TEST(fit["intervals"]["S_min"][1].get<double>() < 1.0);  // steps 100..6400
   const auto& ci = fit["intervals"]["B_crit"];
   BOOST_TEST((ci.is_null() || ci[1].is_null()), ci.dump());  // never a finite upper end
   BOOST_TEST(fit["warning"].get<std::string>().find("1/B at every batch size") !=
@@ -246,7 +250,9 @@ BOOST_AUTO_TEST_CASE(steps_that_fall_as_1_over_b_throughout_put_b_crit_above_the
   BOOST_TEST(fit["regimes"]["perfect_scaling"]["model_max_batch"].is_null());  // unbounded
   const std::string line = format_fit_line(fit);
   BOOST_TEST(line.find("B_crit unresolved") != std::string::npos, line);
+  BOOST_TEST(line.find("S_min unresolved (<= ") != std::string::npos, line);
   BOOST_TEST(line.find("e+1") == std::string::npos, line);  // no 1e18-ish figure anywhere
+  BOOST_TEST(line.find("e-") == std::string::npos, line);   // nor a 1e-24-ish one
 }
 
 // A fit whose B_crit is measured (~11x the largest batch) but whose resamples without the bend
@@ -275,6 +281,7 @@ BOOST_AUTO_TEST_CASE(an_interval_its_replicates_leave_open_above_is_null_not_ast
   BOOST_TEST(line.find(", unbounded] (95% bootstrap)") != std::string::npos, line);
   BOOST_TEST(measured_text(1234.5, {212.0, nullptr}) == "1234 [212, unbounded]");
   BOOST_TEST(measured_text(nullptr, {1520.0, nullptr}) == "unresolved (>= 1520)");
+  BOOST_TEST(measured_text(nullptr, {0.0, 1.5}) == "unresolved (<= 1.5)");
 }
 
 BOOST_AUTO_TEST_CASE(quantiles_beside_an_infinite_replicate) {

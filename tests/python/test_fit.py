@@ -96,6 +96,8 @@ class FitCriticalBatchTest(unittest.TestCase):
             self.assertIsNone(fit[name])
             self.assertTrue(fit["intervals"][name] is None or fit["intervals"][name][1] is None)
         self.assertAlmostEqual(fit["E_min"], 102400.0, delta=1e-9 * 102400.0)
+        self.assertIsNone(fit["S_min"])  # was 8e-24, the optimiser's floor
+        self.assertEqual(fit["intervals"]["S_min"][0], 0.0)  # bounded only above
         # Exact curves S = S_min (1 + B_crit / B): a knee at 50x the largest batch is measured,
         # one at 200x is past the sweep's reach (100x).
         knee_50x = lbt.fit_critical_batch(batches, 2.0 * (1 + 51200.0 / batches), resamples=0)

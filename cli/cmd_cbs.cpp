@@ -22,7 +22,7 @@ std::string number_text(double v, const char* format) {
   return buf;
 }
 
-// "256 [128-512]", "< 128", ">= 2048", or "-" (unmeasured).
+// "256 [128-1024]", "< 128", ">= 2048", or "-" (unmeasured).
 std::string cbs_text(const experiments::CbsPoint& p, std::int64_t smallest_k,
                      std::int64_t largest_k, int seeds) {
   const auto& e = p.estimate;
@@ -30,8 +30,9 @@ std::string cbs_text(const experiments::CbsPoint& p, std::int64_t smallest_k,
   if (e.bound == "below") return "< " + std::to_string(smallest_k * p.batch);
   if (e.bound == "at_least") return ">= " + std::to_string(largest_k * p.batch);
   std::string s = std::to_string(e.k_max * p.batch);
-  if (seeds >= 2)
-    s += " [" + std::to_string(e.k_lo * p.batch) + "-" + std::to_string(e.k_hi * p.batch) + "]";
+  if (seeds >= 2)  // the CBS the seeds' readings allow (cbs.json's cbs_interval)
+    s += " [" + std::to_string(e.k_lo * p.batch) + "-" +
+         (e.k_upper > 0 ? std::to_string(e.k_upper * p.batch) : "unbounded") + "]";
   return s;
 }
 
@@ -52,7 +53,7 @@ void report(const experiments::CbsOutcome& r, const experiments::CbsOptions& o) 
     if (k > 1 && (smallest == 0 || k < smallest)) smallest = k;
     largest = std::max(largest, k);
   }
-  std::printf("%8s %7s %22s %28s %11s %12s\n", "step", "batch", "CBS [seed range]",
+  std::printf("%8s %7s %22s %28s %11s %12s\n", "step", "batch", "CBS [interval]",
               "B_simple [ci95] @step", "tolerance", "ref loss");
   for (const auto& p : r.points) {
     std::printf("%8lld %7lld %22s %28s %11s %12s\n", static_cast<long long>(p.step),

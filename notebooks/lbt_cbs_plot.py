@@ -23,10 +23,14 @@ def plot_cbs(points: list[dict], ax) -> None:
     if resolved:
         steps = [p["step"] for p in resolved]
         cbs = [p["cbs"] for p in resolved]
-        lo = [c - (p["cbs_interval"] or [c, c])[0] for c, p in zip(cbs, resolved)]
-        hi = [(p["cbs_interval"] or [c, c])[1] - c for c, p in zip(cbs, resolved)]
+        ends = [p["cbs_interval"] or [c, c] for c, p in zip(cbs, resolved)]
+        lo = [c - e[0] for c, e in zip(cbs, ends)]
+        # An open upper end (a seed's largest k inside): the bar stops at the largest batch tried.
+        top = max(int(k) for k in points[0]["val_loss"])
+        hi = [(e[1] if e[1] is not None else top * p["batch"]) - c
+              for c, e, p in zip(cbs, ends, resolved)]
         ax.errorbar(steps, cbs, yerr=[lo, hi], fmt="o-", color=COLORS["data"], capsize=3,
-                    label="CBS (branches; bar: range over seeds)")
+                    label="CBS (branches; bar: seeds' range and the grid's step)")
     for kind, marker, text in [("below", "v", "CBS below"), ("at_least", "^", "CBS at least")]:
         bounded = [p for p in points if p["bound"] and p["bound"]["kind"] == kind]
         if bounded:

@@ -82,6 +82,8 @@ CbsEstimate estimate_cbs(const std::vector<BranchLoss>& losses,
   e.k_max = sorted[(sorted.size() - 1) / 2];  // the lower median: one of the seeds' values
   e.k_lo = sorted.front();
   e.k_hi = sorted.back();
+  const auto next = std::upper_bound(multipliers.begin(), multipliers.end(), e.k_hi);
+  e.k_upper = next == multipliers.end() ? 0 : *next;
   e.bound = bound_of(e.k_max, multipliers);
   return e;
 }

@@ -26,9 +26,13 @@ struct CbsEstimate {
   double reference_loss = 0.0;      // mean k = 1 loss over seeds (NaN: none)
   double reference_std = 0.0;       // its sample std over seeds (NaN: fewer than 2)
   std::vector<std::int64_t> k_max_per_seed;  // seed order; 1: even k = 2 was outside
-  // The lower median of k_max_per_seed, and their range (the interval, with >= 2 seeds); 0 for
-  // none (no reference loss or tolerance).
+  // The lower median of k_max_per_seed, and their range; 0 for none (no reference loss or
+  // tolerance).
   std::int64_t k_max = 0, k_lo = 0, k_hi = 0;
+  // The interval's upper end in multiples of B: a seed's reading k says k B <= CBS < k' B (k' the
+  // next multiplier tried: the grid's resolution), so the CBS the seeds allow runs from k_lo B
+  // to k_upper B; 0 where k_hi is the largest multiplier (that seed: CBS at least k_hi B, open).
+  std::int64_t k_upper = 0;
   // "below": k_max = 1, the CBS is below the smallest k > 1 times B; "at_least": k_max is the
   // largest multiplier tried; "": resolved on the grid; "unmeasured": no estimate.
   std::string bound;

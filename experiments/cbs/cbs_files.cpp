@@ -51,6 +51,14 @@ BSimpleAtStep from_record(const nlohmann::json& j) {
           j["estimator"].get<std::string>()};
 }
 
+// The CBS the seeds' readings allow, [k_lo B, k_upper B] (cbs_estimate.hpp), the upper end
+// null where a seed's largest k was inside; null with one seed (no spread measured).
+nlohmann::json cbs_interval_json(const CbsPoint& p, int seeds) {
+  const CbsEstimate& e = p.estimate;
+  if (seeds < 2 || e.k_max == 0) return nullptr;
+  return {e.k_lo * p.batch, e.k_upper > 0 ? nlohmann::json(e.k_upper * p.batch) : nlohmann::json()};
+}
+
 nlohmann::json bound_json(const CbsPoint& p, const std::vector<std::int64_t>& ks) {
   if (p.estimate.bound == "below")
     return {{"kind", "below"}, {"batch", ks.size() > 1 ? ks[1] * p.batch : p.batch}};
@@ -100,7 +108,6 @@ std::size_t count_status(const CbsPoint& p, const std::string& status) {
 
 nlohmann::json point_json(const CbsPoint& p, const CbsSettings& settings) {
   const CbsEstimate& e = p.estimate;
-  const bool interval = settings.seeds >= 2 && e.k_max > 0;
   nlohmann::json losses = nlohmann::json::object();
   for (std::int64_t k : settings.multipliers) {
     nlohmann::json per_seed = nlohmann::json::array();
@@ -125,8 +132,7 @@ nlohmann::json point_json(const CbsPoint& p, const CbsSettings& settings) {
           {"loss_at_checkpoint", number(p.loss_at_checkpoint)},
           {"reference_fall_in_tolerances", number(p.fall_in_tolerances())},
           {"cbs", resolved(e) ? nlohmann::json(e.k_max * p.batch) : nlohmann::json()},
-          {"cbs_interval",
-           interval ? nlohmann::json({e.k_lo * p.batch, e.k_hi * p.batch}) : nlohmann::json()},
+          {"cbs_interval", cbs_interval_json(p, settings.seeds)},
           {"bound", bound_json(p, settings.multipliers)},
           {"k_max", e.k_max > 0 ? nlohmann::json(e.k_max) : nlohmann::json()},
           {"k_max_per_seed", e.k_max_per_seed},
@@ -189,8 +195,10 @@ void write_cbs_json(const fs::path& path, const CbsSettings& settings,
                  " x the sample std over data-order seeds of the k = 1 branch's final val_loss"
            : "given: --tolerance " + csv_cell(settings.tolerance_given)},
       {"interval",
-       "cbs is the lower median over data-order seeds of k_max x B; cbs_interval their range "
-       "(min, max); null with one seed"},
+       "cbs is the lower median over data-order seeds of k_max x B; cbs_interval the CBS their "
+       "readings allow: from the smallest k_max x B to the next multiplier above the largest "
+       "(a reading k says k B <= CBS < k' B), the upper end null where a seed's largest k was "
+       "inside; null with one seed"},
       {"bound",
        "below: even the smallest k > 1 was outside the tolerance, CBS < that batch; "
        "at_least: the largest k was inside, CBS >= that batch; cbs is null then"},
@@ -215,12 +223,13 @@ void write_cbs_csv(const fs::path& path, const CbsSettings& settings,
   for (const CbsPoint& p : points) {
     const CbsEstimate& e = p.estimate;
     const nlohmann::json bound = bound_json(p, settings.multipliers);
-    const bool interval = settings.seeds >= 2 && e.k_max > 0;
+    const nlohmann::json interval = cbs_interval_json(p, settings.seeds);
+    const auto end = [&](int i) {  // empty: none, or open above
+      return interval.is_array() && !interval[i].is_null() ? interval[i].dump() : "";
+    };
     out << p.step << ',' << p.batch << ',' << p.examples << ','
-        << (resolved(e) ? std::to_string(e.k_max * p.batch) : "") << ','
-        << (interval ? std::to_string(e.k_lo * p.batch) : "") << ','
-        << (interval ? std::to_string(e.k_hi * p.batch) : "") << ','
-        << (bound.is_null() ? "" : bound["kind"].get<std::string>()) << ','
+        << (resolved(e) ? std::to_string(e.k_max * p.batch) : "") << ',' << end(0) << ',' << end(1)
+        << ',' << (bound.is_null() ? "" : bound["kind"].get<std::string>()) << ','
         << (bound.is_null() ? "" : std::to_string(bound["batch"].get<std::int64_t>())) << ','
         << (e.k_max > 0 ? std::to_string(e.k_max) : "") << ',' << csv_cell(e.tolerance) << ','
         << (e.tolerance_measured ? "true" : "false") << ',' << csv_cell(e.reference_loss) << ','

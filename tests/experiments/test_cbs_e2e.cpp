@@ -101,7 +101,8 @@ BOOST_AUTO_TEST_CASE(cbs_grows_over_training_as_b_simple_does_and_its_interval_h
       const auto& iv = p["cbs_interval"];
       const std::int64_t est = k_max_of(p) * 16;
       BOOST_TEST(iv[0].get<std::int64_t>() <= est);
-      BOOST_TEST(est <= iv[1].get<std::int64_t>());
+      // The upper end is the next batch tried above a seed's reading (never [x, x]), or open.
+      BOOST_TEST((iv[1].is_null() || est < iv[1].get<std::int64_t>()), iv.dump());
       BOOST_TEST(p["branches"].size() == 15u);  // 5 multipliers x 3 seeds
     }
   }

@@ -45,6 +45,7 @@ BOOST_AUTO_TEST_CASE(measured_tolerance_is_two_stds_of_the_reference_branch_and_
   BOOST_TEST(e.k_max == 2);  // the lower median
   BOOST_TEST(e.k_lo == 1);
   BOOST_TEST(e.k_hi == 4);
+  BOOST_TEST(e.k_upper == 8);  // seed 0's reading 4 says CBS < 8 B
   BOOST_TEST(e.bound == "");
 }
 
@@ -53,12 +54,14 @@ BOOST_AUTO_TEST_CASE(a_diverged_branch_is_outside_and_bounds_are_named) {
   const auto below = estimate_cbs(table({{1.0, 1.0}, {1.2, kNaN}}), {1, 2}, 2, 0.05);
   BOOST_TEST(below.k_max == 1);
   BOOST_TEST(below.bound == "below");
+  BOOST_TEST(below.k_upper == 2);  // CBS < 2 B: the interval [B, 2B], not [B, B]
   BOOST_TEST(!below.tolerance_measured);
   // Every k inside -> at least the largest.
   const auto above = estimate_cbs(table({{1.0, 1.0}, {1.0, 1.0}, {1.01, 1.0}, {1.02, 1.03}}),
                                   {1, 2, 4, 8}, 2, 0.05);
   BOOST_TEST(above.k_max == 8);
   BOOST_TEST(above.bound == "at_least");
+  BOOST_TEST(above.k_upper == 0);  // at least 8 B: open above
 }
 
 BOOST_AUTO_TEST_CASE(one_seed_without_a_given_tolerance_is_unmeasured_not_zero) {

@@ -233,13 +233,16 @@ std::string recommendation(const NoiseRunResult& result) {
         static_cast<long long>(result.window_steps), result.final_b_simple, result.final_low,
         result.final_high, result.final_b_simple);
   } else {
+    // "at least 0" would say nothing: a bound only where the interval's lower end has one.
+    char bound[96] = "";
+    if (result.final_low > 0.0)
+      std::snprintf(bound, sizeof bound,
+                    ", so the noise scale is at least %.3g and unbounded above", result.final_low);
     std::snprintf(buf, sizeof buf,
                   "Recommendation: none yet. B_simple is not resolved at the end of this run: "
-                  "|G|^2 is within noise of 0 over the last %lld steps, so the noise scale is at "
-                  "least %.0f and unbounded above. Run longer, measure more often (noise.every), "
-                  "widen noise.window_steps, or raise the large batch.",
-                  static_cast<long long>(result.window_steps),
-                  std::isfinite(result.final_low) ? result.final_low : 0.0);
+                  "|G|^2 is not resolved above 0 over the last %lld steps%s. Run longer, measure "
+                  "more often (noise.every), widen noise.window_steps, or raise the large batch.",
+                  static_cast<long long>(result.window_steps), bound);
   }
   return buf;
 }

@@ -92,10 +92,31 @@ namespace {
 // batches whose gradients are longer than the big batch's were not drawn from one
 // distribution); an interval wholly below 0 holds no admissible value. Each is reported as not
 // resolved (NaN), never as a negative value or bound.
+// Not resolved, the interval is never bounded above: [lo, +inf), lo Fieller's conservative
+// lower end where |G|^2 is within noise of 0, else 0 (|G|^2 or tr(Sigma) significantly below
+// 0: the estimator's premises fail, and a finite upper end read from them would be a claim).
 void set_ratio(NoiseScale& s, const RatioInterval& ci) {
   s.resolved = ci.resolved && s.G_sq > 0.0 && s.trace_sigma >= 0.0 && ci.hi >= 0.0;
-  if (s.resolved) s.b_simple = s.trace_sigma / s.G_sq;
-  if (ci.hi >= 0.0) s.ci_low = ci.lo, s.ci_high = ci.hi;
+  if (s.resolved) {
+    s.b_simple = s.trace_sigma / s.G_sq;
+    s.ci_low = ci.lo, s.ci_high = ci.hi;
+  } else if (ci.hi >= 0.0) {
+    s.ci_low = ci.resolved ? 0.0 : ci.lo, s.ci_high = HUGE_VAL;
+  }
+}
+
+// The 95% intervals of |G|^2's and tr(Sigma)'s means from their variances: mean +- t sd, the
+// lower end clamped at 0 (both are >= 0); none (NaN) where one lies wholly below 0, which holds
+// no admissible value.
+void set_mean_intervals(NoiseScale& s, double var_G, double var_T, double dof) {
+  const double t = t_quantile_975(dof);
+  const auto set = [t](double mean, double var, double& lo, double& hi) {
+    const double half = t * std::sqrt(std::max(0.0, var));
+    if (!(mean + half >= 0.0)) return;
+    lo = std::max(0.0, mean - half), hi = mean + half;
+  };
+  set(s.G_sq, var_G, s.G_sq_low, s.G_sq_high);
+  set(s.trace_sigma, var_T, s.trace_sigma_low, s.trace_sigma_high);
 }
 
 // B_simple and its Fieller interval from weighted sums: sw = sum w, sw2 = sum w^2, and the
@@ -121,6 +142,7 @@ NoiseScale ratio_of_means(double sw, double sw2, double sG, double sT, double sG
   const RatioInterval ci =
       fieller_interval(s.trace_sigma, s.G_sq, var_T, var_G, cov, s.effective_samples - 1.0);
   set_ratio(s, ci);
+  set_mean_intervals(s, var_G, var_T, s.effective_samples - 1.0);
   return s;
 }
 
@@ -169,6 +191,7 @@ NoiseScale NoiseScaleTracker::now() const {
   const RatioInterval ci = fieller_interval(s.trace_sigma, s.G_sq, rTT / dof * leverage,
                                             rGG / dof * leverage, rGT / dof * leverage, dof);
   set_ratio(s, ci);
+  set_mean_intervals(s, rGG / dof * leverage, rTT / dof * leverage, dof);
   return s;
 }
 

@@ -185,8 +185,11 @@ class GradientNoise {
 
 py::dict scale_dict(const NoiseScale& s) {
   py::dict d;
-  d["G_sq"] = s.G_sq;
-  d["trace_sigma"] = s.trace_sigma;
+  d["G_sq"] = value_or_none(s.G_sq);
+  d["G_sq_ci95"] = py::make_tuple(value_or_none(s.G_sq_low), value_or_none(s.G_sq_high));
+  d["trace_sigma"] = value_or_none(s.trace_sigma);
+  d["trace_sigma_ci95"] =
+      py::make_tuple(value_or_none(s.trace_sigma_low), value_or_none(s.trace_sigma_high));
   d["b_simple"] = value_or_none(s.b_simple);
   d["ci95"] = py::make_tuple(value_or_none(s.ci_low), finite_or_none(s.ci_high));
   d["resolved"] = s.resolved;
@@ -304,7 +307,9 @@ GradientNoise(b_small, b_big, ema=0.95, window=10, estimate="averaged")
             return scale_dict(constructed(self).scale(estimate));
           },
           "estimate"_a = py::none(),
-          "Everything the estimate knows: G_sq, trace_sigma, b_simple, ci95, resolved, "
+          "Everything the estimate knows: G_sq, trace_sigma (None before the window has 3 "
+          "updates for \"now\") with their ci95s (G_sq_ci95, trace_sigma_ci95), b_simple, ci95, "
+          "resolved, "
           "effective_samples, samples.")
       .def("reset", [](const py::object& self) { constructed(self).reset(); })
       .def_property_readonly("b_small",

@@ -75,37 +75,46 @@ noise::ExampleTaps example_taps(const nn::Model& model, const float* x, TapBuffe
 
 nlohmann::json noise_json(const noise::NoiseReport& report, const noise::EstimatorReport& e,
                           std::int64_t window_steps) {
-  // "now": the window's means; "ema": averaged over training. A value not resolved (|G|^2
-  // within noise of 0, or fewer than 2 measurements) is null, an unbounded end too.
+  // "now": the window's lines at this step; "ema": averaged over training. A value not
+  // resolved (|G|^2 within noise of 0, or too few measurements) is null, an unbounded end too;
+  // the per-step G_sq_step and trace_sigma_step are single unbiased draws, with no interval.
   const noise::NoiseScale& now = e.now;
   const noise::NoiseScale& ema = e.smoothed;
-  nlohmann::json j = {{"step", report.step},
-                      {"estimator", e.name},
-                      {"b_small", e.b_small},
-                      {"B_big", e.B_big},
-                      {"window_steps", window_steps},
-                      {"b_simple", number(now.b_simple)},
-                      {"b_simple_ci95", {number(now.ci_low), number(now.ci_high)}},
-                      {"resolved", now.resolved},
-                      {"G_sq", number(now.G_sq)},
-                      {"trace_sigma", number(now.trace_sigma)},
-                      {"window_samples", now.samples},
-                      {"b_simple_ema", number(ema.b_simple)},
-                      {"b_simple_ema_ci95", {number(ema.ci_low), number(ema.ci_high)}},
-                      {"G_sq_ema", number(ema.G_sq)},
-                      {"trace_sigma_ema", number(ema.trace_sigma)},
-                      {"n_eff_ema", ema.effective_samples},
-                      {"G_sq_step", number(e.step.G_sq)},
-                      {"trace_sigma_step", number(e.step.trace_sigma)},
-                      {"samples", ema.samples}};
+  nlohmann::json j = {
+      {"step", report.step},
+      {"estimator", e.name},
+      {"b_small", e.b_small},
+      {"B_big", e.B_big},
+      {"window_steps", window_steps},
+      {"b_simple", number(now.b_simple)},
+      {"b_simple_ci95", {number(now.ci_low), number(now.ci_high)}},
+      {"resolved", now.resolved},
+      {"G_sq", number(now.G_sq)},
+      {"G_sq_ci95", {number(now.G_sq_low), number(now.G_sq_high)}},
+      {"trace_sigma", number(now.trace_sigma)},
+      {"trace_sigma_ci95", {number(now.trace_sigma_low), number(now.trace_sigma_high)}},
+      {"window_samples", now.samples},
+      {"b_simple_ema", number(ema.b_simple)},
+      {"b_simple_ema_ci95", {number(ema.ci_low), number(ema.ci_high)}},
+      {"G_sq_ema", number(ema.G_sq)},
+      {"G_sq_ema_ci95", {number(ema.G_sq_low), number(ema.G_sq_high)}},
+      {"trace_sigma_ema", number(ema.trace_sigma)},
+      {"trace_sigma_ema_ci95", {number(ema.trace_sigma_low), number(ema.trace_sigma_high)}},
+      {"n_eff_ema", ema.effective_samples},
+      {"G_sq_step", number(e.step.G_sq)},
+      {"trace_sigma_step", number(e.step.trace_sigma)},
+      {"samples", ema.samples}};
   if (!e.segments.empty()) {
     nlohmann::json segs = nlohmann::json::object();
     for (std::size_t i = 0; i < e.segments.size(); ++i) {
       const auto& g = e.segments[i];
-      segs[report.segment_names[i]] = {{"b_simple", number(g.b_simple)},
-                                       {"ci95", {number(g.ci_low), number(g.ci_high)}},
-                                       {"G_sq", number(g.G_sq)},
-                                       {"trace_sigma", number(g.trace_sigma)}};
+      segs[report.segment_names[i]] = {
+          {"b_simple", number(g.b_simple)},
+          {"ci95", {number(g.ci_low), number(g.ci_high)}},
+          {"G_sq", number(g.G_sq)},
+          {"G_sq_ci95", {number(g.G_sq_low), number(g.G_sq_high)}},
+          {"trace_sigma", number(g.trace_sigma)},
+          {"trace_sigma_ci95", {number(g.trace_sigma_low), number(g.trace_sigma_high)}}};
     }
     j["segments"] = std::move(segs);
   }

@@ -28,9 +28,10 @@ struct TapBuffers {
 noise::ExampleTaps example_taps(const nn::Model& model, const float* x, TapBuffers& taps);
 
 // noise.jsonl line for one estimator:
-//   {"step", "estimator", "b_small", "B_big", "G_sq", "trace_sigma", "G_sq_step",
-//    "trace_sigma_step", "b_simple", "b_simple_ci95": [low, high], "n_eff", "samples",
-//    "segments": {name: {"b_simple", "ci95"}} (when noise.per_segment)}
+//   {"step", "estimator", "b_small", "B_big", "G_sq", "G_sq_ci95", "trace_sigma",
+//    "trace_sigma_ci95", "G_sq_step", "trace_sigma_step", "b_simple", "b_simple_ci95": [low,
+//    high], the same "_ema" fields, "n_eff_ema", "samples", "segments": {name: {"b_simple",
+//    "ci95", "G_sq", "G_sq_ci95", "trace_sigma", "trace_sigma_ci95"}} (when noise.per_segment)}
 nlohmann::json noise_json(const noise::NoiseReport& report, const noise::EstimatorReport& e,
                           std::int64_t window_steps);
 

@@ -34,6 +34,42 @@ BOOST_AUTO_TEST_CASE(now_is_the_windows_linear_trend_at_its_newest_measurement) 
   BOOST_TEST(t.averaged().b_simple < now.b_simple);
 }
 
+// The window's |G|^2 and tr(Sigma) carry 95% intervals from the same line. G = 1, 2, 4 over
+// u = -1, 0, 1: mean 7/3, slope 3/2, at u = 1: 23/6; residuals 1/6, -1/3, 1/6, so rGG = 1/6 on
+// 1 dof and the prediction's variance (1/6)(1/3 + 1/2) = 5/36: 23/6 +- t(1) sqrt(5)/6, with
+// t(1) = 12.7062, the lower end clamped at 0. Fewer than 3 measurements: no line, no value (was
+// 0.0, written to noise.jsonl as if measured).
+BOOST_AUTO_TEST_CASE(the_windows_means_carry_intervals_and_none_before_three_measurements) {
+  noise::NoiseScaleTracker t(0.9, 3);
+  t.add({1.0, 10.0});
+  t.add({2.0, 10.0});
+  BOOST_TEST(std::isnan(t.now().G_sq));
+  BOOST_TEST(std::isnan(t.now().trace_sigma));
+  BOOST_TEST(std::isnan(t.now().G_sq_high));
+  t.add({4.0, 10.0});
+  const auto now = t.now();
+  BOOST_TEST(close(now.G_sq, 23.0 / 6.0, 1e-14, 0));
+  BOOST_TEST(now.G_sq_low == 0.0);  // 23/6 - 4.735 < 0: clamped
+  BOOST_TEST(close(now.G_sq_high, 23.0 / 6.0 + 12.7062 * std::sqrt(5.0) / 6.0, 1e-12, 0));
+  BOOST_TEST(close(now.trace_sigma_low, 10.0, 1e-12, 1e-12));  // no residual: zero width
+  BOOST_TEST(close(now.trace_sigma_high, 10.0, 1e-12, 1e-12));
+}
+
+// |G|^2 significantly below 0 over the window (the estimator's premise |G|^2 >= 0 fails):
+// not resolved, and its interval is never bounded above. Fieller's set there is bounded, and
+// noise.jsonl wrote "b_simple": null beside a finite "b_simple_ci95" (an audit's [0, 8.33]).
+BOOST_AUTO_TEST_CASE(an_unresolved_b_simple_has_no_upper_end_even_where_fieller_bounds_it) {
+  noise::NoiseScaleTracker t(0.9, 5);
+  const double G[] = {-1.0, -1.01, -0.99, -1.0, -1.0}, T[] = {0.5, -0.5, 0.3, -0.3, 0.0};
+  for (int i = 0; i < 5; ++i) t.add({G[i], T[i]});
+  const auto now = t.now();
+  BOOST_TEST(!now.resolved);
+  BOOST_TEST(std::isnan(now.b_simple));
+  BOOST_TEST(now.ci_low == 0.0);
+  BOOST_TEST(std::isinf(now.ci_high));
+  BOOST_TEST(std::isnan(now.G_sq_low));  // wholly below 0: no admissible |G|^2
+}
+
 BOOST_AUTO_TEST_CASE(
     fieller_interval_is_positive_bounded_only_when_resolved_and_agrees_with_delta) {
   // Resolved, with plenty of data: close to the delta method's R +- t sd(R).

@@ -60,17 +60,17 @@ RatioInterval fieller_interval(double T, double G, double var_T, double var_G, d
 // B_simple with its interval, from several steps' estimates (an EMA or a window of them).
 struct NoiseScale {
   static constexpr double kUnmeasured = std::numeric_limits<double>::quiet_NaN();
-  double G_sq = kUnmeasured, trace_sigma = kUnmeasured;  // means (bias-corrected EMAs, or the
-                                                         // window's lines); NaN: none yet
-  double b_simple = 0.0;                 // trace_sigma / G_sq (NaN while G_sq <= 0)
-  double ci_low = 0.0, ci_high = 0.0;    // 95% interval (NaN until 2 samples; high +inf
-                                         // while |G|^2 is not resolved from 0)
-  bool resolved = false;                 // |G|^2 resolved from 0: a bounded interval
+  // Means (bias-corrected EMAs, or the window's lines at its newest point); NaN: none yet.
+  double G_sq = kUnmeasured, trace_sigma = kUnmeasured;
+  double b_simple = 0.0;               // trace_sigma / G_sq (NaN while not resolved)
+  double ci_low = 0.0, ci_high = 0.0;  // 95% interval (NaN until 2 samples; high +inf
+                                       // while not resolved)
+  bool resolved = false;               // |G|^2 resolved above 0: a bounded interval
   // 95% intervals of the two means (t over B_simple's degrees of freedom), the lower end clamped
   // at 0 (both are >= 0); NaN until they have a variance, or where one lies wholly below 0.
   double G_sq_low = kUnmeasured, G_sq_high = kUnmeasured;
   double trace_sigma_low = kUnmeasured, trace_sigma_high = kUnmeasured;
-  double effective_samples = 0.0;        // (sum w)^2 / sum w^2 of the weights
+  double effective_samples = 0.0;  // (sum w)^2 / sum w^2 of the weights
   std::int64_t samples = 0;
 };
 

@@ -108,7 +108,9 @@ LrLawFit fit_lr_law(const std::vector<LrPoint>& points, int resamples, double le
     if (distinct_batch_sizes(sample) < 3) continue;
     alpha.push_back(fit_power_law(sample).alpha);
     const NoiseLaw n = fit_noise_law(sample);
-    eps_max.push_back(n.eps_max);
+    // No flattening within the range: eps_max grows with the range's edge (eps_opt ~ eps_max B /
+    // B_noise there), so it is bounded only below, as B_noise is.
+    eps_max.push_back(n.unbounded ? HUGE_VAL : n.eps_max);
     b_noise.push_back(n.B_noise);
     open += n.unbounded;
   }
@@ -119,12 +121,18 @@ LrLawFit fit_lr_law(const std::vector<LrPoint>& points, int resamples, double le
   // bracket, so its draws all lie on one side of it, and with 3 batch sizes (resamples that only
   // reorder them) the replicates did too: best lr ~ B^0.75 [0.528, 0.724] (2026-11-28).
   fit.alpha = percentile_interval(alpha, level, fit.power.alpha);
-  fit.eps_max = percentile_interval(eps_max, level, fit.noise.eps_max);
-  // B_noise at the search's edge is no estimate (null in fit.json): nothing to hold.
+  fit.eps_max =
+      percentile_interval(eps_max, level, fit.noise.unbounded ? HUGE_VAL : fit.noise.eps_max);
+  // B_noise at the search's edge is no estimate (null in fit.json): nothing to hold. At the lower
+  // edge (best LRs flat in B) it is bounded only above: the range's floor, B_min / 100, is no
+  // lower end the data gave, so the interval starts at 0.
   fit.B_noise = fit.noise.resolved ? percentile_interval(b_noise, level, fit.noise.B_noise)
                                    : Interval{quantile(b_noise, lo), quantile(b_noise, hi)};
-  // More than the tail's share of resamples ran off the search range: no finite upper end.
-  fit.B_noise_upper_open = open > (1 - hi) * static_cast<double>(fit.resamples);
+  if (!fit.noise.resolved && !fit.noise.unbounded) fit.B_noise->lo = 0.0;
+  // At the upper edge, or where more than the tail's share of resamples ran off it: no finite
+  // upper end.
+  fit.B_noise_upper_open =
+      fit.noise.unbounded || open > (1 - hi) * static_cast<double>(fit.resamples);
   return fit;
 }
 

@@ -101,7 +101,9 @@ void add_lr_law(nlohmann::json& fit, const std::vector<LrPoint>& reached, const 
       {"c", law.power.c},
       {"linear_rule_alpha_1", inside(1.0) ? "inside the interval" : "outside the interval"},
       {"sqrt_rule_alpha_0.5", inside(0.5) ? "inside the interval" : "outside the interval"},
-      {"eps_max", law.noise.eps_max},
+      // No flattening within the range (B_noise at its upper edge): eps_max is the range's
+      // artefact, bounded only below (its interval [lo, null]).
+      {"eps_max", law.noise.unbounded ? nlohmann::json() : nlohmann::json(law.noise.eps_max)},
       // At the edge of the search range the data shows no flattening (or only flat): not a
       // measurement of B_noise.
       {"B_noise", law.noise.resolved ? nlohmann::json(law.noise.B_noise) : nlohmann::json()},

@@ -149,4 +149,32 @@ BOOST_AUTO_TEST_CASE(mccandlish_eps_opt_recovers_b_noise_and_says_when_it_cannot
   BOOST_TEST(linear.unbounded);
 }
 
+// Best LRs that keep growing as B (a 2x search around lr = B / 800) show no flattening:
+// B_noise runs off the range's upper edge (100x the largest batch), and eps_max with it (eps_opt
+// ~ eps_max B / B_noise there): it wrote eps_max 64.2 [0.44, 74.4], the range's artefact. Best
+// LRs flat in B put B_noise at the range's floor (B_min / 100 = 0.08), which its interval took
+// as its lower end ([0.08, 11.6]); it is bounded only above there, and eps_max is the plateau.
+BOOST_AUTO_TEST_CASE(an_lr_law_at_the_edge_of_its_range_bounds_b_noise_and_eps_max_one_side) {
+  const auto sweep_with = [](auto lr_at) {
+    SweepMeasurements sweep;
+    for (double B : {8.0, 32.0, 128.0, 512.0}) {
+      sweep.measured.push_back({B, {{800 / B - 1, 800 / B}}});
+      sweep.lr_points.push_back({B, lr_at(B), lr_at(B) / 2, lr_at(B) * 2});
+    }
+    return fit_measurements(sweep, {.resamples = 200});
+  };
+  const nlohmann::json linear = sweep_with([](double B) { return B / 800; });
+  BOOST_TEST(linear["lr_law"]["B_noise"].is_null());
+  BOOST_TEST(linear["lr_law"]["eps_max"].is_null(), linear["lr_law"]["eps_max"].dump());
+  const auto& open = linear["intervals"]["lr_law"];
+  BOOST_TEST((open["eps_max"].is_null() || open["eps_max"][1].is_null()), open.dump());
+  BOOST_TEST(open["B_noise"][1].is_null(), open.dump());
+  const nlohmann::json flat = sweep_with([](double) { return 0.1; });
+  BOOST_TEST(flat["lr_law"]["B_noise"].is_null());
+  BOOST_TEST(flat["lr_law"]["eps_max"].get<double>() == 0.1, boost::test_tools::tolerance(0.05));
+  const auto& below = flat["intervals"]["lr_law"]["B_noise"];
+  BOOST_TEST(below[0] == 0.0, below.dump());
+  BOOST_TEST(below[1].get<double>() < 512.0, below.dump());
+}
+
 BOOST_AUTO_TEST_SUITE_END()

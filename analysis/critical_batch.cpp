@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <limits>
 #include <set>
 #include <string>
 
@@ -163,8 +164,15 @@ double quantile(std::vector<double> v, double q) {
   return v[i] * (1 - frac) + v[i + 1] * frac;
 }
 
+std::size_t min_resamples(double level) {
+  return static_cast<std::size_t>(std::ceil(2.0 / (1.0 - level) - 1e-9));
+}
+
 Interval percentile_interval(const std::vector<double>& values, double level, double estimate) {
-  if (values.empty()) return {estimate, estimate};
+  if (values.size() < min_resamples(level)) {
+    constexpr double kNone = std::numeric_limits<double>::quiet_NaN();
+    return {kNone, kNone};
+  }
   const Interval q{quantile(values, (1 - level) / 2), quantile(values, (1 + level) / 2)};
   return {std::min(q.lo, estimate), std::max(q.hi, estimate)};
 }

@@ -4,6 +4,7 @@
 // arXiv:1811.03600, sec. 4). Pure math over (B, S) pairs; depends on core only.
 #pragma once
 #include <cmath>
+#include <cstddef>
 #include <cstdint>
 #include <set>
 #include <vector>
@@ -90,8 +91,12 @@ std::vector<CriticalBatchFit> bootstrap_fits(const std::vector<ScalingPoint>& po
 // quantiles, extended where needed to hold `estimate`: a replicate distribution that falls
 // wholly on one side of the estimate (few distinct resamples) must not report an interval
 // that excludes it. Every fitted critical-batch quantity is >= 0, and so are both ends (the LR
-// law's alpha, which may be negative, uses it too).
+// law's alpha, which may be negative, uses it too). No interval (NaN ends) from fewer than
+// min_resamples(level) values: a 95% interval from 5 replicates is their range, not 95%.
 Interval percentile_interval(const std::vector<double>& values, double level, double estimate);
+// The fewest bootstrap replicates whose percentile interval at `level` has one replicate in
+// each tail: 2 / (1 - level), 40 at 95%.
+std::size_t min_resamples(double level);
 // The q-quantile of `values` (linear interpolation between order statistics; +infinity
 // where it interpolates towards an infinite one).
 double quantile(std::vector<double> values, double q);

@@ -37,6 +37,30 @@ std::string measured_text(const nlohmann::json& value, const nlohmann::json& ci,
   return interval_note.empty() ? out : out + " (" + interval_note + ")";
 }
 
+namespace {
+
+// "95% bootstrap", with how many resamples gave a fit where some did not (fewer than 2 distinct
+// batch sizes), or why there is no interval where too few did.
+std::string bootstrap_text(const nlohmann::json& intervals) {
+  const double level = intervals.value("level", 0.95);
+  const int fitted = intervals.value("resamples", -1);  // -1: a fit.json that predates the count
+  const int requested = intervals.value("resamples_requested", fitted);
+  char text[160];
+  if (fitted >= 0 && static_cast<std::size_t>(fitted) < min_resamples(level))
+    std::snprintf(text, sizeof text,
+                  "no %.0f%% interval: %d resamples fitted, fewer than the %zu "
+                  "it needs",
+                  100 * level, fitted, min_resamples(level));
+  else if (fitted < requested)
+    std::snprintf(text, sizeof text, "%.0f%% bootstrap, %d of %d resamples fitted", 100 * level,
+                  fitted, requested);
+  else
+    std::snprintf(text, sizeof text, "%.0f%% bootstrap", 100 * level);
+  return text;
+}
+
+}  // namespace
+
 std::string format_fit_line(const nlohmann::json& fit) {
   auto q = [&](const char* k) {
     const auto& i = fit["intervals"][k];
@@ -46,7 +70,8 @@ std::string format_fit_line(const nlohmann::json& fit) {
     // [no interval]: every resample gave the same value
     return buf + (i.is_array() ? interval_text(i) : std::string("[no interval]"));
   };
-  std::string line = q("S_min") + ", " + q("E_min") + ", " + q("B_crit") + " (95% bootstrap)";
+  std::string line = q("S_min") + ", " + q("E_min") + ", " + q("B_crit") + " (" +
+                     bootstrap_text(fit["intervals"]) + ")";
   if (fit.contains("lr_law") && fit["lr_law"].value("fitted", false) &&
       fit["intervals"]["lr_law"].is_object()) {
     char buf[96];

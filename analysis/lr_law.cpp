@@ -115,7 +115,7 @@ LrLawFit fit_lr_law(const std::vector<LrPoint>& points, int resamples, double le
     open += n.unbounded;
   }
   fit.resamples = static_cast<int>(alpha.size());
-  if (alpha.empty()) return fit;
+  if (alpha.size() < min_resamples(level)) return fit;  // no intervals: B_noise stays empty
   const double lo = (1 - level) / 2, hi = (1 + level) / 2;
   // Each interval holds its estimate: a best LR at the edge of the search has a one-sided
   // bracket, so its draws all lie on one side of it, and with 3 batch sizes (resamples that only

@@ -43,7 +43,9 @@ struct LrLawFit {
   PowerLaw power;
   NoiseLaw noise;
   Interval alpha, eps_max;
-  std::optional<Interval> B_noise;  // empty upper end when resamples ran off the edge
+  // Empty where too few resamples fitted for any interval (min_resamples); then alpha's and
+  // eps_max's are unset too.
+  std::optional<Interval> B_noise;
   bool B_noise_upper_open = false;
   int resamples = 0;
 };

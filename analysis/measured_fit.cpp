@@ -3,7 +3,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <limits>
 #include <random>
 #include <set>
 
@@ -107,12 +106,7 @@ BootstrapIntervals intervals_of(const std::vector<CriticalBatchFit>& fits, doubl
     b_crit.push_back(b_crit_or_infinity(f));
   }
   BootstrapIntervals out;
-  out.resamples = static_cast<int>(s_min.size());
-  if (s_min.empty()) {  // nothing resampled: no interval (NaN ends, null in fit.json)
-    constexpr double kNone = std::numeric_limits<double>::quiet_NaN();
-    out.S_min = out.B_noise = out.E_min = out.B_crit = {kNone, kNone};
-    return out;
-  }
+  out.resamples = static_cast<int>(s_min.size());  // too few: NaN ends (null in fit.json)
   // Above the sweep the fit's S_min is 0 within what it measured too: [0, hi], bounded above.
   out.S_min = percentile_interval(s_min, level, point.above_sweep ? 0.0 : point.S_min);
   out.B_noise = percentile_interval(b_noise, level, b_crit_or_infinity(point));

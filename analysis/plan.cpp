@@ -82,11 +82,7 @@ Prediction predict_at(std::int64_t B, const CriticalBatchFit& fit,
   Prediction p;
   p.steps = fit.S_min + fit.E_min / Bd;
   p.examples = p.steps * Bd;
-  if (steps.empty()) {  // the bootstrap had nothing to vary: no interval (NaN ends)
-    constexpr double kNone = std::numeric_limits<double>::quiet_NaN();
-    p.steps_interval = p.examples_interval = {kNone, kNone};
-    return p;
-  }
+  // Too few replicates (none where the bootstrap had nothing to vary): NaN ends, no interval.
   p.steps_interval = percentile_interval(steps, level, p.steps);
   p.examples_interval = percentile_interval(examples, level, p.examples);
   return p;
@@ -94,37 +90,55 @@ Prediction predict_at(std::int64_t B, const CriticalBatchFit& fit,
 
 namespace {
 
-// Why B is in `regime` of the fitted curve, in units of B_crit.
-std::string regime_reason(Regime regime, double B, double B_crit) {
-  // E(B) / E_min - 1 and S(B) / S_min - 1 on the fitted curve.
-  const double extra_examples = B / B_crit, extra_steps = B_crit / B;
-  const std::string where = "B is " + num(B / B_crit) + " x B_crit: ";
+// "x [lo, hi]" of `scale` times r = B / B_crit (or its inverse) and r's interval: a bare
+// ratio beside B_crit = 81.6 [0, unbounded] claimed what the fit did not measure.
+std::string ratio_text(double r, Interval ri, double scale, bool inverse, const char* unit) {
+  const auto f = [&](double x) { return scale * (inverse ? 1.0 / x : x); };
+  std::string text = num(f(r)) + unit;
+  if (!std::isfinite(ri.lo)) return text;
+  const double lo = inverse ? f(ri.hi) : f(ri.lo), hi = inverse ? f(ri.lo) : f(ri.hi);
+  return text + " [" + num(lo) + unit + ", " + (std::isfinite(hi) ? num(hi) + unit : "unbounded") +
+         "]";
+}
+
+// Why B is in `regime` of the fitted curve, in units of B_crit: r = B / B_crit, and E(B) / E_min
+// - 1 = r and S(B) / S_min - 1 = 1 / r on the fitted curve.
+std::string regime_reason(Regime regime, double r, Interval ri) {
+  const std::string examples = ratio_text(r, ri, 100, false, "%");
+  const std::string steps = ratio_text(r, ri, 100, true, "%");
+  const std::string where = "B is " + ratio_text(r, ri, 1, false, "") + " x B_crit: ";
   switch (regime) {
     case Regime::kPerfectScaling:
-      return where + "examples to target are within " + num(100 * extra_examples) +
-             "% of E_min, so doubling B about halves the steps";
+      return where + "examples to target are within " + examples +
+             " of E_min, so doubling B about halves the steps";
     case Regime::kMaximalDataParallelism:
-      return where + "steps are within " + num(100 * extra_steps) +
-             "% of S_min, so a larger batch buys almost no steps, only cost";
+      return where + "steps are within " + steps +
+             " of S_min, so a larger batch buys almost no steps, only cost";
     case Regime::kDiminishingReturns:
       break;
   }
-  return where + "steps are " + num(100 * extra_steps) + "% above S_min and examples " +
-         num(100 * extra_examples) + "% above E_min";
+  return where + "steps are " + steps + " above S_min and examples " + examples + " above E_min";
 }
 
 }  // namespace
 
 RegimeCall regime_at(std::int64_t B, double B_crit, double tolerance,
-                     const std::vector<CriticalBatchFit>& replicates) {
+                     const std::vector<CriticalBatchFit>& replicates, double level) {
   const double Bd = static_cast<double>(B);
-  const Regime regime = regime_of(Bd, regime_edges(B_crit, tolerance));
+  RegimeCall call{regime_of(Bd, regime_edges(B_crit, tolerance))};
   int agree = 0;
-  for (const CriticalBatchFit& f : replicates)
-    agree += regime_of(Bd, regime_edges(b_crit_or_infinity(f), tolerance)) == regime;
-  const double agreement = replicates.empty() ? std::numeric_limits<double>::quiet_NaN()
-                                              : agree / static_cast<double>(replicates.size());
-  return {regime, regime_reason(regime, Bd, B_crit), agreement};
+  std::vector<double> ratios;
+  for (const CriticalBatchFit& f : replicates) {
+    agree += regime_of(Bd, regime_edges(b_crit_or_infinity(f), tolerance)) == call.regime;
+    ratios.push_back(Bd / b_crit_or_infinity(f));  // 0 above the sweep
+  }
+  call.agreement = replicates.size() < min_resamples(level)
+                       ? std::numeric_limits<double>::quiet_NaN()
+                       : agree / static_cast<double>(replicates.size());
+  call.b_over_b_crit = Bd / B_crit;
+  call.b_over_b_crit_interval = percentile_interval(ratios, level, call.b_over_b_crit);
+  call.why = regime_reason(call.regime, call.b_over_b_crit, call.b_over_b_crit_interval);
+  return call;
 }
 
 LrChoice lr_at(std::int64_t B, const std::vector<LrPoint>& reached, double rule_lr,

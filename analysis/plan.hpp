@@ -38,16 +38,19 @@ struct Prediction {
 Prediction predict_at(std::int64_t B, const CriticalBatchFit& fit,
                       const std::vector<CriticalBatchFit>& replicates, double level);
 
-// The regime at B and a sentence saying why, in units of B_crit; with how sure the call is: the
-// share of `replicates` (as predict_at's) that put B in the same regime (NaN: none to ask). A
+// The regime at B and a sentence saying why, in units of B_crit, each ratio with its percentile
+// interval over `replicates` (as predict_at's); with how sure the call is: the share of the
+// replicates that put B in the same regime (NaN: fewer than min_resamples(level) to ask). A
 // regime is a category, so its uncertainty is that share rather than an interval.
 struct RegimeCall {
   Regime regime;
   std::string why;
   double agreement = 0.0;
+  double b_over_b_crit = 0.0;
+  Interval b_over_b_crit_interval;  // NaN ends: none; hi +inf: B_crit's interval reaches 0
 };
 RegimeCall regime_at(std::int64_t B, double B_crit, double tolerance,
-                     const std::vector<CriticalBatchFit>& replicates);
+                     const std::vector<CriticalBatchFit>& replicates, double level);
 
 // The peak LR at B and where it came from: the sweep's LR law lr = c B^alpha when at least 3
 // batch sizes reached the target with a searched LR (searched_lr_points), else `rule_lr`

@@ -83,7 +83,10 @@ void add_lr_law(nlohmann::json& fit, const std::vector<LrPoint>& reached, const 
     return;
   }
   const LrLawFit law = fit_lr_law(points, o.resamples, o.level, o.seed);
-  const auto inside = [&](double a) { return law.alpha.lo <= a && a <= law.alpha.hi; };
+  const auto inside = [&](double a) {  // where a rule's alpha lies against alpha's interval
+    if (!law.B_noise) return "no interval (too few resamples fitted)";
+    return law.alpha.lo <= a && a <= law.alpha.hi ? "inside the interval" : "outside the interval";
+  };
   nlohmann::json pts = nlohmann::json::array();
   for (const auto& p : points) {
     pts.push_back({{"batch_size", p.batch_size},
@@ -99,8 +102,8 @@ void add_lr_law(nlohmann::json& fit, const std::vector<LrPoint>& reached, const 
        "2018, eq. 2.6); least squares in log lr"},
       {"alpha", law.power.alpha},
       {"c", law.power.c},
-      {"linear_rule_alpha_1", inside(1.0) ? "inside the interval" : "outside the interval"},
-      {"sqrt_rule_alpha_0.5", inside(0.5) ? "inside the interval" : "outside the interval"},
+      {"linear_rule_alpha_1", inside(1.0)},
+      {"sqrt_rule_alpha_0.5", inside(0.5)},
       // No flattening within the range (B_noise at its upper edge): eps_max is the range's
       // artefact, bounded only below (its interval [lo, null]).
       {"eps_max", law.noise.unbounded ? nlohmann::json() : nlohmann::json(law.noise.eps_max)},
@@ -109,7 +112,7 @@ void add_lr_law(nlohmann::json& fit, const std::vector<LrPoint>& reached, const 
       {"B_noise", law.noise.resolved ? nlohmann::json(law.noise.B_noise) : nlohmann::json()},
       {"B_noise_resolved", law.noise.resolved},
       {"points", pts}};
-  if (law.resamples > 0) {
+  if (law.B_noise) {  // intervals from enough resamples
     fit["intervals"]["lr_law"] = {
         {"resamples", law.resamples},
         {"alpha", interval_json(law.alpha)},
@@ -184,6 +187,7 @@ nlohmann::json fit_intervals(const std::vector<MeasuredPoint>& measured,
   };
   return {{"level", options.level},
           {"resamples", ci.resamples},
+          {"resamples_requested", options.resamples},
           {"S_min", interval_json(ci.S_min)},
           {"E_min", resolved_interval(ci.E_min, point)},
           {"B_crit", resolved_interval(ci.B_crit, point)},

@@ -9,6 +9,7 @@
 #include <memory>
 #include <string>
 
+#include "analysis/critical_batch.hpp"
 #include "cli/commands.hpp"
 #include "cli/option_checks.hpp"
 #include "core/error.hpp"
@@ -86,8 +87,9 @@ void add_plan_command(CLI::App& app) {
                   "replaced only if lbt plan wrote it");
   cmd->add_flag("--overwrite", o->overwrite, "replace --out even if lbt plan did not write it");
   cmd->add_option("--resamples", o->resamples,
-                  "bootstrap resamples for the intervals (default 2000)")
-      ->check(whole_number<int>());
+                  "bootstrap resamples for the intervals (default 2000; at least 40: a 95% "
+                  "percentile interval needs a replicate in each 2.5% tail)")
+      ->check(whole_number<int>(static_cast<std::int64_t>(analysis::min_resamples(0.95))));
   cmd->add_option("--memory", *memory,
                   "memory per rank for the plan's memory lines, e.g. 16GiB, 80GB (default 16GiB)");
   cmd->callback([o, from, out, memory, max_batch] {

@@ -133,10 +133,11 @@ void bind_fit(py::module_& m) {
 Fits S(B) = S_min (1 + B_crit / B) to steps-to-result S at batch sizes B (McCandlish et al.
 2018, eq. 2.11; least squares in log S). Returns {S_min, E_min, B_crit, B_noise, resolved,
 above_sweep, rms_log_residual, intervals: {name: (lo, hi) or None}, resamples, level}:
-percentile bootstrap over batch sizes (resamples=0: no intervals; None where the resamples
-resolve none; (lo, None) where B_crit's is open above). B_crit is None with a UserWarning where
-the steps do not fall with B (E_min too) and where they fall as 1/B throughout (above_sweep:
-B_crit past 100x the largest batch size). Needs >= 3 distinct batch sizes.
+percentile bootstrap over batch sizes (resamples=0: no intervals; None where fewer than 40
+resamples fitted, too few for a replicate in each 2.5% tail; (lo, None) where B_crit's is open
+above). B_crit is None with a UserWarning where the steps do not fall with B (E_min too) and
+where they fall as 1/B throughout (above_sweep: B_crit past 100x the largest batch size; S_min
+None too, its interval (0, hi)). Needs >= 3 distinct batch sizes.
 )doc");
   m.def(
       "fit_sweep",

@@ -38,9 +38,9 @@ std::string bracket(const nlohmann::json& i) {
 }
 
 // " (in 62% of the bootstrap's fits)": how sure the regime call is (RegimeCall::agreement; NaN
-// or null where the bootstrap had nothing to resample).
+// or null where the bootstrap fitted fewer than min_resamples).
 std::string regime_agreement_text(double share) {
-  if (!std::isfinite(share)) return " (no bootstrap fits to check it against)";
+  if (!std::isfinite(share)) return " (too few bootstrap fits to check it against)";
   return " (in " + num(100 * share) + "% of the bootstrap's fits)";
 }
 std::string regime_agreement_text(const nlohmann::json& share) {
@@ -166,6 +166,8 @@ nlohmann::json plan_json(const ScalePlanOptions& o, const SweepForPlan& sweep,
       {"fit", analysis::fit_with_intervals(sweep.measured, fit_options)},
       {"regime", analysis::regime_name(regime.regime)},
       {"regime_why", regime.why},
+      {"B_over_B_crit", regime.b_over_b_crit},
+      {"B_over_B_crit_interval", analysis::interval_json(regime.b_over_b_crit_interval)},
       {"regime_agreement",
        std::isfinite(regime.agreement) ? nlohmann::json(regime.agreement) : nlohmann::json()},
       {"schedule",
@@ -243,7 +245,7 @@ nlohmann::json plan_at_scale(const ScalePlanOptions& o) {
       analysis::measurement_bootstrap_fits(sweep.measured, {}, o.resamples, 0);
   const analysis::Prediction p = analysis::predict_at(B, sweep.fit, replicates, o.level);
   const analysis::RegimeCall regime =
-      analysis::regime_at(B, sweep.fit.B_crit, o.regime_tolerance, replicates);
+      analysis::regime_at(B, sweep.fit.B_crit, o.regime_tolerance, replicates, o.level);
 
   // The trials' config, at batch B.
   Config config = load_config(o.sweep_dir / "base_config.toml", {}, nullptr);

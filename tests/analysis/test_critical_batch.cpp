@@ -100,6 +100,8 @@ BOOST_AUTO_TEST_CASE(fit_refuses_fewer_than_three_batch_sizes_with_a_hint) {
 // data parallelism from 5 B_crit): B_crit 1000 puts it in perfect scaling (edge 200), B_crit 400
 // in diminishing returns (edge 80), a fit above the sweep (B_crit infinite) in perfect scaling,
 // B_crit 50 in diminishing returns (maximal from 250): 2 of 4 agree with the point fit's call.
+// Ten of each (40, the fewest a 95% call reads: min_resamples): B / B_crit is 0.1, 0.25, 0 and
+// 2, whose 2.5% and 97.5% quantiles are 0 and 2. Four fits alone are too few for either.
 BOOST_AUTO_TEST_CASE(a_regime_call_carries_the_share_of_bootstrap_fits_that_agree) {
   const auto fit_with_b_crit = [](double b_crit, bool above_sweep) {
     CriticalBatchFit f;
@@ -107,12 +109,19 @@ BOOST_AUTO_TEST_CASE(a_regime_call_carries_the_share_of_bootstrap_fits_that_agre
     f.above_sweep = above_sweep;
     return f;
   };
-  const std::vector<CriticalBatchFit> replicates = {
+  const std::vector<CriticalBatchFit> four = {
       fit_with_b_crit(1000, false), fit_with_b_crit(400, false), fit_with_b_crit(1e30, true),
       fit_with_b_crit(50, false)};
-  const RegimeCall call = regime_at(100, 1000, 0.2, replicates);
+  std::vector<CriticalBatchFit> replicates;
+  for (int i = 0; i < 10; ++i) replicates.insert(replicates.end(), four.begin(), four.end());
+  const RegimeCall call = regime_at(100, 1000, 0.2, replicates, 0.95);
   BOOST_TEST((call.regime == Regime::kPerfectScaling));
   BOOST_TEST(call.agreement == 0.5);
-  BOOST_TEST(call.why.find("B is 0.1 x B_crit") != std::string::npos, call.why);
-  BOOST_TEST(std::isnan(regime_at(100, 1000, 0.2, {}).agreement));
+  BOOST_TEST(call.why.find("B is 0.1 [0, 2] x B_crit: examples to target are within 10% [0%, "
+                           "200%] of E_min") != std::string::npos,
+             call.why);
+  const RegimeCall few = regime_at(100, 1000, 0.2, four, 0.95);
+  BOOST_TEST(std::isnan(few.agreement));
+  BOOST_TEST(few.why.find("B is 0.1 x B_crit: ") != std::string::npos, few.why);
+  BOOST_TEST(std::isnan(regime_at(100, 1000, 0.2, {}, 0.95).agreement));
 }

@@ -278,10 +278,32 @@ BOOST_AUTO_TEST_CASE(an_interval_its_replicates_leave_open_above_is_null_not_ast
   BOOST_TEST(ci[0].get<double>() <= fit["B_crit"].get<double>());
   BOOST_TEST(fit["intervals"]["S_min"][0] == 0.0);
   const std::string line = format_fit_line(fit);
-  BOOST_TEST(line.find(", unbounded] (95% bootstrap)") != std::string::npos, line);
+  // Resamples of 4 batch sizes with fewer than 3 distinct ones fit nothing: the line says how
+  // many did.
+  BOOST_TEST(line.find(", unbounded] (95% bootstrap, ") != std::string::npos, line);
+  BOOST_TEST(line.find(" of 400 resamples fitted)") != std::string::npos, line);
   BOOST_TEST(measured_text(1234.5, {212.0, nullptr}) == "1234 [212, unbounded]");
   BOOST_TEST(measured_text(nullptr, {1520.0, nullptr}) == "unresolved (>= 1520)");
   BOOST_TEST(measured_text(nullptr, {0.0, 1.5}) == "unresolved (<= 1.5)");
+}
+
+// A 95% percentile interval needs a replicate in each 2.5% tail: 40 (min_resamples). From
+// fewer (lbt fit --resamples 5 printed "(95% bootstrap)" intervals that were the range of the
+// 2 or 3 that fitted) every interval is null and the line says why.
+BOOST_AUTO_TEST_CASE(too_few_fitted_resamples_give_no_interval_and_say_so) {
+  BOOST_TEST(min_resamples(0.95) == 40u);
+  BOOST_TEST(min_resamples(0.9) == 20u);
+  BOOST_TEST(std::isnan(percentile_interval(std::vector<double>(39, 1.0), 0.95, 1.0).lo));
+  BOOST_TEST(percentile_interval(std::vector<double>(40, 1.0), 0.95, 1.0).lo == 1.0);
+  SweepMeasurements sweep;
+  for (const auto& [B, S] : {std::pair{16.0, 640.0}, {64.0, 180.0}, {256.0, 70.0}})
+    sweep.measured.push_back({B, {{S - 9, S}, {S - 4, S + 5}, {S + 10, S + 20}}});
+  const nlohmann::json fit = fit_measurements(sweep, {.resamples = 20});
+  for (const char* q : {"S_min", "E_min", "B_crit"})
+    BOOST_TEST(fit["intervals"][q].is_null(), q << " " << fit["intervals"][q].dump());
+  const std::string line = format_fit_line(fit);
+  BOOST_TEST(line.find("(no 95% interval: ") != std::string::npos, line);
+  BOOST_TEST(line.find("fewer than the 40 it needs)") != std::string::npos, line);
 }
 
 BOOST_AUTO_TEST_CASE(quantiles_beside_an_infinite_replicate) {

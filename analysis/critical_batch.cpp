@@ -10,7 +10,6 @@
 
 #include "analysis/measured_fit.hpp"
 #include "core/error.hpp"
-#include "core/rng.hpp"
 
 namespace lbt::analysis {
 namespace {
@@ -99,9 +98,15 @@ CriticalBatchFit fit_unchecked(const std::vector<ScalingPoint>& points) {
   fit.E_min = l.b;  // S_min * B_noise
   fit.B_crit = fit.E_min / fit.S_min;
   fit.rms_log_residual = std::sqrt(log_loss(points, l) / static_cast<double>(points.size()));
-  fit.resolved = l.b > 0.0;  // projected onto b = 0: S(B) flat, no critical batch
-  double largest = 0.0;
-  for (const auto& q : points) largest = std::max(largest, q.batch_size);
+  double largest = 0.0, smallest = HUGE_VAL;
+  for (const auto& q : points)
+    largest = std::max(largest, q.batch_size), smallest = std::min(smallest, q.batch_size);
+  // Projected onto b = 0 (S(B) flat), or B_crit below 1/kSweepReach of the smallest batch size,
+  // where S(B_min) lies within 1% of S_min and no sweep's noise tells it from flat: no critical
+  // batch (the mirror of above_sweep), and B_crit and E_min are 0 as the model's boundary, so a
+  // bootstrap's lower ends read 0, not 2e-14.
+  fit.resolved = l.b > 0.0 && fit.B_crit * kSweepReach >= smallest;
+  if (!fit.resolved) fit.B_noise = fit.E_min = fit.B_crit = 0.0;
   // Also where a, pushed towards its floor, leaves B_crit infinite or NaN.
   fit.above_sweep = fit.resolved && !(fit.B_crit <= kSweepReach * largest);
   return fit;
@@ -134,21 +139,6 @@ CriticalBatchFit fit_critical_batch(const std::vector<ScalingPoint>& points) {
   return fit_unchecked(points);
 }
 
-std::vector<CriticalBatchFit> bootstrap_fits(const std::vector<ScalingPoint>& points, int resamples,
-                                             std::uint64_t seed) {
-  fit_critical_batch(points);  // validates
-  auto rng = make_rng(seed, RngStream::kSweep, 0xF17);
-  std::uniform_int_distribution<std::size_t> pick(0, points.size() - 1);
-  std::vector<CriticalBatchFit> fits;
-  std::vector<ScalingPoint> sample(points.size());
-  for (int r = 0; r < resamples; ++r) {
-    for (auto& q : sample) q = points[pick(rng)];
-    if (distinct_batch_sizes(sample) < 2) continue;  // the line through one point is undetermined
-    fits.push_back(fit_unchecked(sample));
-  }
-  return fits;
-}
-
 double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
   const std::size_t n = v.size();
@@ -179,7 +169,10 @@ Interval percentile_interval(const std::vector<double>& values, double level, do
 
 BootstrapIntervals bootstrap_critical_batch(const std::vector<ScalingPoint>& points, int resamples,
                                             double level, std::uint64_t seed) {
-  return intervals_of(bootstrap_fits(points, resamples, seed), level, fit_critical_batch(points));
+  std::vector<MeasuredPoint> exact;
+  for (const ScalingPoint& p : points) exact.push_back({p.batch_size, {{p.steps, p.steps}}});
+  return intervals_of(measurement_bootstrap_fits(exact, {true, false, false}, resamples, seed),
+                      level, fit_critical_batch(points));
 }
 
 }  // namespace lbt::analysis

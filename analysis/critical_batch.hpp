@@ -29,9 +29,10 @@ struct CriticalBatchFit {
   double S_min = 0.0, B_noise = 0.0;  // model parameters
   double E_min = 0.0, B_crit = 0.0;   // E_min = S_min * B_noise; B_crit = E_min / S_min
   double rms_log_residual = 0.0;      // sqrt(mean (log S - log S_fit)^2)
-  // False where the best fit has B_noise = 0: the steps do not fall as the batch grows, so the
-  // data show no critical batch (E_min and B_crit are then 0 only as the model's boundary, not
-  // a measurement; reports give them as null with a warning).
+  // False where the best fit has B_noise = 0, or below 1/kSweepReach of the smallest batch size:
+  // the steps do not fall as the batch grows, so the data show no critical batch (E_min and
+  // B_crit are then 0 only as the model's boundary, not a measurement; reports give them as
+  // null with a warning).
   bool resolved = true;
   // True where B_crit lies past kSweepReach times the largest batch size fitted: the steps fall
   // as 1/B at every batch size (perfect scaling throughout), S_min is not told apart from 0 and
@@ -82,11 +83,6 @@ struct BootstrapIntervals {
   int resamples = 0;  // resamples that gave a fit (those with < 2 distinct batch sizes skipped)
 };
 
-// The fits of `resamples` bootstrap resamples of `points` (batch sizes drawn with replacement;
-// resamples with fewer than 2 distinct batch sizes skipped), for intervals of any function of
-// the fit, such as the steps predicted at a batch size.
-std::vector<CriticalBatchFit> bootstrap_fits(const std::vector<ScalingPoint>& points, int resamples,
-                                             std::uint64_t seed);
 // The percentile interval of bootstrap `values`, the (1 - level) / 2 and (1 + level) / 2
 // quantiles, extended where needed to hold `estimate`: a replicate distribution that falls
 // wholly on one side of the estimate (few distinct resamples) must not report an interval
@@ -104,7 +100,9 @@ double quantile(std::vector<double> values, double q);
 double median(std::vector<double> values);
 
 // Percentile bootstrap over batch sizes: draw n points with replacement, refit, take the
-// (1-level)/2 and (1+level)/2 quantiles of each quantity.
+// (1-level)/2 and (1+level)/2 quantiles of each quantity. The measurement bootstrap's rules
+// (measured_fit.hpp) with each point one exact seed: a resample with fewer than 3 distinct
+// batch sizes fits nothing, and none where no resample differs from `points` (as lbt fit).
 BootstrapIntervals bootstrap_critical_batch(const std::vector<ScalingPoint>& points,
                                             int resamples = 2000, double level = 0.95,
                                             std::uint64_t seed = 0);

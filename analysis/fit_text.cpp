@@ -46,7 +46,9 @@ std::string bootstrap_text(const nlohmann::json& intervals) {
   const int fitted = intervals.value("resamples", -1);  // -1: a fit.json that predates the count
   const int requested = intervals.value("resamples_requested", fitted);
   char text[160];
-  if (fitted >= 0 && static_cast<std::size_t>(fitted) < min_resamples(level))
+  if (fitted == 0)  // measurement_bootstrap_fits: no resample differed from the sweep itself
+    std::snprintf(text, sizeof text, "no interval: no resample differs from the sweep itself");
+  else if (fitted > 0 && static_cast<std::size_t>(fitted) < min_resamples(level))
     std::snprintf(text, sizeof text,
                   "no %.0f%% interval: %d resamples fitted, fewer than the %zu "
                   "it needs",

@@ -306,6 +306,38 @@ BOOST_AUTO_TEST_CASE(too_few_fitted_resamples_give_no_interval_and_say_so) {
   BOOST_TEST(line.find("fewer than the 40 it needs)") != std::string::npos, line);
 }
 
+// The mirror below: a knee at 1/50 of the smallest batch (S(16) 2% above S_min) is measured; one
+// at 1/200 (0.5% above) is flat within any sweep's noise: no critical batch, B_crit and E_min 0
+// as the boundary (a replicate there gave the interval a lower end of 2e-14).
+BOOST_AUTO_TEST_CASE(a_knee_below_a_hundredth_of_the_smallest_batch_is_no_critical_batch) {
+  const auto exact = [](double b_crit) {
+    std::vector<ScalingPoint> points;
+    for (double B : {16.0, 64.0, 256.0, 1024.0}) points.push_back({B, 500 * (1 + b_crit / B)});
+    return points;
+  };
+  const CriticalBatchFit at_50th = fit_critical_batch(exact(16.0 / 50));
+  BOOST_TEST(at_50th.resolved);
+  BOOST_TEST(at_50th.B_crit == 0.32, boost::test_tools::tolerance(1e-6));
+  const CriticalBatchFit at_200th = fit_critical_batch(exact(16.0 / 200));
+  BOOST_TEST(!at_200th.resolved);
+  BOOST_TEST(at_200th.B_crit == 0.0);
+  BOOST_TEST(at_200th.E_min == 0.0);
+}
+
+// Python's fit_critical_batch bootstraps exact points by lbt fit's rules: 3 batch sizes give no
+// interval (a resample that fits only reorders them; 2-point fits gave it B_crit [64, 112]).
+BOOST_AUTO_TEST_CASE(the_batch_size_bootstrap_of_exact_points_follows_lbt_fits_rules) {
+  const BootstrapIntervals three =
+      bootstrap_critical_batch({{8, 100}, {32, 30}, {128, 15}}, 2000, 0.95, 0);
+  BOOST_TEST(three.resamples == 0);
+  BOOST_TEST(std::isnan(three.B_crit.lo));
+  const BootstrapIntervals four =
+      bootstrap_critical_batch({{8, 100}, {32, 30}, {128, 15}, {512, 11}}, 2000, 0.95, 0);
+  BOOST_TEST(four.resamples > 1000);
+  BOOST_TEST(four.resamples < 2000);  // those with < 3 distinct batch sizes fit nothing
+  BOOST_TEST(four.B_crit.lo > 0.0);
+}
+
 BOOST_AUTO_TEST_CASE(quantiles_beside_an_infinite_replicate) {
   const double inf = HUGE_VAL;
   BOOST_TEST(quantile({1.0, 2.0, inf}, 0.5) == 2.0);  // exactly on 2: not 2 * 1 + inf * 0

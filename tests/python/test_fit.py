@@ -76,9 +76,12 @@ class FitCriticalBatchTest(unittest.TestCase):
     def test_every_estimate_lies_inside_its_interval_over_seeded_resamplings(self):
         rng = np.random.default_rng(43)
         for seed in range(40):
-            batches = np.array([32.0, 256.0, 2048.0])  # 3 batch sizes, as in the report
-            steps = steps_at(batches) * np.exp(rng.normal(0.0, 0.2, size=3))
+            batches = np.array([32.0, 256.0, 2048.0, 16384.0])
+            steps = steps_at(batches) * np.exp(rng.normal(0.0, 0.2, size=4))
             fit = lbt.fit_critical_batch(batches, steps, resamples=200, seed=seed)
+            # 3 batch sizes: resamples that fit (3 distinct) only reorder them, as in lbt fit.
+            three = lbt.fit_critical_batch(batches[:3], steps[:3], resamples=200, seed=seed)
+            self.assertTrue(all(i is None for i in three["intervals"].values()), three)
             for name in ("S_min", "E_min", "B_crit"):
                 if fit[name] is None:
                     continue

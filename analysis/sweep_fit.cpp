@@ -209,6 +209,8 @@ void add_measured_noise(nlohmann::json& fit, const SweepMeasurements& sweep,
   fit["B_simple"] = nullptr;
   fit["B_simple_start"] = starts.empty() ? nlohmann::json() : nlohmann::json(median(starts));
   fit["B_simple_trials"] = averaged.size();
+  fit["intervals"]["B_simple_start"] =
+      starts.size() >= 2 ? interval_json(bootstrap_median(starts, options, 0xB53)) : nullptr;
   fit["b_crit_over_b_simple"] = nullptr;
   fit["intervals"]["B_simple"] = nullptr;
   fit["intervals"]["b_crit_over_b_simple"] = nullptr;

@@ -13,6 +13,7 @@ Both draw nothing where noise was not measured.
 """
 import json
 import math
+import re
 import sys
 from pathlib import Path
 
@@ -89,6 +90,12 @@ def estimate_text(fit, key, intervals=None):
     return f"{fit[key]:.3g} [{band[0]:.3g}, {hi}]"
 
 
+def with_level(text):
+    """A legend's TEXT with the level of the intervals it shows (" (95%)"), where it shows one: a
+    bracket of numbers, not "[no interval]" or "(no interval)" alone."""
+    return f"{text} (95%)" if re.search(r"\[[-0-9.]", text) else text
+
+
 def mark_noise_scales(ax, fit):
     """On a plot whose x axis is the batch size: the measured B_simple as a line with its band,
     and B_noise (Hessian probes) likewise, beside the fitted B_crit. Nothing when absent."""
@@ -100,7 +107,8 @@ def mark_noise_scales(ax, fit):
         if not finite(value):
             continue
         band = _interval(fit, key)
-        ax.axvline(value, color=color, lw=1.2, label=f"{label} = {estimate_text(fit, key)}")
+        ax.axvline(value, color=color, lw=1.2,
+                   label=with_level(f"{label} = {estimate_text(fit, key)}"))
         if band:
             ax.axvspan(max(band[0], 1e-12), band[1], color=color, alpha=0.12)
 

@@ -21,7 +21,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import lbt_runs  # noqa: E402
 import lbt_plot_noise  # noqa: E402
-from lbt_plot_noise import estimate_text  # noqa: E402
+from lbt_plot_noise import estimate_text, with_level  # noqa: E402
 from lbt_runs import COLORS, plt, np  # noqa: E402
 
 
@@ -65,16 +65,16 @@ def steps_vs_batch(sweep: lbt_runs.Sweep, ax) -> None:
     if fit and fit.get("above_sweep"):  # S = E_min / B throughout: no knee to mark
         b = np.geomspace(best["batch_size"].min() / 1.5, best["batch_size"].max() * 1.5, 200)
         ax.plot(b, lbt_runs.fitted_steps(fit, b), color=COLORS["fit"],
-                label=f"fit: perfect scaling at every B swept, B_crit "
-                      f"{estimate_text(fit, 'B_crit')} (95%)")
+                label=with_level(f"fit: perfect scaling at every B swept, B_crit "
+                                 f"{estimate_text(fit, 'B_crit')}"))
     elif fit and fit.get("B_crit") is None:  # unresolved: the steps do not fall with the batch
         ax.axhline(fit["S_min"], color=COLORS["fit"], lw=0.8, ls=":",
                    label="fit: no critical batch (steps do not fall as B grows)")
     elif fit:
         b = np.geomspace(best["batch_size"].min() / 1.5, best["batch_size"].max() * 1.5, 200)
         ax.plot(b, lbt_runs.fitted_steps(fit, b), color=COLORS["fit"],
-                label=f"fit: S_min={estimate_text(fit, 'S_min')}, "
-                      f"B_crit={estimate_text(fit, 'B_crit')} (95%)")
+                label=with_level(f"fit: S_min={estimate_text(fit, 'S_min')}, "
+                                 f"B_crit={estimate_text(fit, 'B_crit')}"))
         ax.axhline(fit["S_min"], color=COLORS["fit"], lw=0.8, ls=":")
         reg = fit["regimes"]
         lo, hi = reg["perfect_scaling"]["model_max_batch"], reg["maximal_data_parallelism"]["model_min_batch"]
@@ -107,7 +107,7 @@ def examples_vs_batch(sweep: lbt_runs.Sweep, ax) -> None:
     elif fit and len(best):
         b = np.geomspace(best["batch_size"].min() / 1.5, best["batch_size"].max() * 1.5, 200)
         ax.plot(b, lbt_runs.fitted_steps(fit, b) * b, color=COLORS["fit"],
-                label=f"fit: E_min={estimate_text(fit, 'E_min')} (95%)")
+                label=with_level(f"fit: E_min={estimate_text(fit, 'E_min')}"))
         ax.axhline(fit["E_min"], color=COLORS["fit"], lw=0.8, ls=":")
     mark_adaptive(sweep, ax, "examples_to_target")
     ax.set_xscale("log", base=2)
@@ -135,11 +135,11 @@ def lr_vs_batch(sweep: lbt_runs.Sweep, ax) -> None:
         a = ci.get("alpha")  # null: no interval resolved
         a_text = f"[{a[0]:.2f}, {a[1]:.2f}]" if a else "[no interval]"
         ax.plot(b, law["c"] * b ** law["alpha"], color=COLORS["fit"],
-                label=f"fit: lr ∝ B^{law['alpha']:.2f} {a_text}")
+                label=with_level(f"fit: lr ∝ B^{law['alpha']:.2f} {a_text}"))
         if law.get("B_noise_resolved"):
             ax.plot(b, law["eps_max"] / (1 + law["B_noise"] / b), ":", color=COLORS["fit"],
-                    label="eps_max/(1+B_noise/B): B_noise="
-                          f"{estimate_text(law, 'B_noise', ci)} (95%)")
+                    label=with_level("eps_max/(1+B_noise/B): B_noise="
+                                     f"{estimate_text(law, 'B_noise', ci)}"))
     else:
         ax.plot(best["batch_size"], best["lr"], "o-", color=COLORS["data"], label="best LR")
     if len(best):

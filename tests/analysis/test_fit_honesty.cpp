@@ -179,6 +179,27 @@ BOOST_AUTO_TEST_CASE(b_crit_over_b_simple_has_the_b_crit_interval_over_a_constan
   BOOST_TEST(!b_crit_over_b_simple(rising, {150, 160}, options).value.has_value());
 }
 
+// The best trials' B_simple at their start is a median over trials like B_simple's, and carries
+// the same kind of interval (it had none): the median of 10, 20, 30 is 20, and every resample's
+// median is one of the three, so the interval lies within [10, 30] and holds 20; one trial
+// gives none.
+BOOST_AUTO_TEST_CASE(b_simple_at_the_start_carries_a_bootstrap_interval) {
+  std::mt19937_64 rng(12);
+  SweepMeasurements sweep;
+  sweep.measured = bracketed_sweep({16, 64, 256, 1024}, 40, 300, 0.05, 3, rng);
+  sweep.b_simple_start = {10, 30, 20};
+  const nlohmann::json fit = fit_measurements(sweep, {.resamples = 400});
+  BOOST_TEST(fit["B_simple_start"].get<double>() == 20.0);
+  const auto& ci = fit["intervals"]["B_simple_start"];
+  BOOST_REQUIRE(ci.is_array());
+  BOOST_TEST(10.0 <= ci[0].get<double>());
+  BOOST_TEST(ci[0].get<double>() < 20.0);
+  BOOST_TEST(20.0 < ci[1].get<double>());
+  BOOST_TEST(ci[1].get<double>() <= 30.0);
+  sweep.b_simple_start = {10};
+  BOOST_TEST(fit_measurements(sweep, {.resamples = 400})["intervals"]["B_simple_start"].is_null());
+}
+
 // 3 batch sizes, one seed each, crossings known to one step: every fitted bootstrap resample is
 // the sweep itself (one with fewer than 3 distinct batch sizes cannot be fitted), so the
 // bootstrap measured no spread. fit.json says no interval is resolved (null; a sweep like this

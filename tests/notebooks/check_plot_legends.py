@@ -4,7 +4,8 @@ resolved fit every fitted figure in a legend carries its 95% interval (S_min, B_
 as lbt fit writes when the steps do not fall with the batch) every plot is still drawn and says
 so instead of failing; likewise with B_crit above the sweep (B_crit null, E_min measured: the
 fitted line S = E_min / B is drawn) and with B_crit's interval open above ([lo, null]: the legend
-says "unbounded" and the band runs to the plot's edge).
+says "unbounded" and the band runs to the plot's edge). A legend that shows an interval states
+its level, "(95%)"; one that shows none does not.
 
 usage: /usr/bin/python3 check_plot_legends.py NOTEBOOKS_DIR SWEEP_DIR SCRATCH_DIR
 """
@@ -87,4 +88,14 @@ open_above = edited_fit("open_above", intervals={"B_crit": [150.0, None]})
 expect(any(re.search(r"B_crit=[0-9.e+]+ \[150, unbounded\]", t)
            for t in open_above["steps_vs_batch"]),
        f"steps_vs_batch of an interval open above says unbounded: {open_above['steps_vs_batch']}")
+# A legend with an interval states its level; one with none does not claim "(95%)".
+for plot, texts in resolved.items():
+    for t in texts:
+        if re.search(r"\[[0-9.]", t):
+            expect(t.endswith("(95%)"), f"{plot}: an interval states its level: {t!r}")
+no_intervals = edited_fit("no_intervals", intervals={"S_min": None, "B_crit": None,
+                                                     "E_min": None})
+expect(not any("(95%)" in t for t in no_intervals["steps_vs_batch"]
+               + no_intervals["examples_vs_batch"] if "fit:" in t),
+       f"a fit without intervals claims no level: {no_intervals}")
 sys.exit(1 if failures else 0)

@@ -200,6 +200,20 @@ class CarelessInputTest(unittest.TestCase):
             self.assertNotIn("\n", str(ctx.exception))
         self.assertEqual(gn.samples, 0)
 
+    def test_a_batch_norm_above_its_examples_mean_is_refused(self):
+        # |mean g_n|^2 <= mean |g_n|^2: norms [1, 1] with |G_n|^2 = 5 gave tr(Sigma) = -8.
+        gn = lbt.GradientNoise()
+        for call in (lambda: lbt.per_example_estimate([1.0, 1.0], 5.0),
+                     lambda: gn.update_per_example([1.0, 1.0], 5.0)):
+            with self.assertRaises(ValueError) as ctx:
+                call()
+            self.assertIn("exceeds the mean per-example squared norm", str(ctx.exception))
+            self.assertNotIn("\n", str(ctx.exception))
+        self.assertEqual(gn.samples, 0)
+        # Identical examples: |G_n|^2 equals their mean up to round-off, tr(Sigma) ~ 0.
+        g_sq, trace = lbt.per_example_estimate([2.0, 2.0, 2.0], 2.0 * (1 + 1e-9))
+        self.assertAlmostEqual(trace, 0.0, delta=1e-8)
+
     def test_small_batches_shorter_than_the_big_one_give_no_negative_b_simple(self):
         # |G_b|^2 = 1 < |G_B|^2 = 2: tr(Sigma) = (1 - 2) / (1/16 - 1/64) < 0, so B_simple
         # = tr(Sigma) / |G|^2 would be negative; it is unresolved instead.

@@ -4,7 +4,6 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
-#include <limits>
 
 #include "core/error.hpp"
 
@@ -126,15 +125,10 @@ RegimeCall regime_at(std::int64_t B, double B_crit, double tolerance,
                      const std::vector<CriticalBatchFit>& replicates, double level) {
   const double Bd = static_cast<double>(B);
   RegimeCall call{regime_of(Bd, regime_edges(B_crit, tolerance))};
-  int agree = 0;
   std::vector<double> ratios;
-  for (const CriticalBatchFit& f : replicates) {
-    agree += regime_of(Bd, regime_edges(b_crit_or_infinity(f), tolerance)) == call.regime;
+  for (const CriticalBatchFit& f : replicates)
     ratios.push_back(Bd / b_crit_or_infinity(f));  // 0 above the sweep
-  }
-  call.agreement = replicates.size() < min_resamples(level)
-                       ? std::numeric_limits<double>::quiet_NaN()
-                       : agree / static_cast<double>(replicates.size());
+  call.agreement = regime_agreement(Bd, call.regime, tolerance, replicates, level);
   call.b_over_b_crit = Bd / B_crit;
   call.b_over_b_crit_interval = percentile_interval(ratios, level, call.b_over_b_crit);
   call.why = regime_reason(call.regime, call.b_over_b_crit, call.b_over_b_crit_interval);

@@ -39,9 +39,7 @@ Prediction predict_at(std::int64_t B, const CriticalBatchFit& fit,
                       const std::vector<CriticalBatchFit>& replicates, double level);
 
 // The regime at B and a sentence saying why, in units of B_crit, each ratio with its percentile
-// interval over `replicates` (as predict_at's); with how sure the call is: the share of the
-// replicates that put B in the same regime (NaN: fewer than min_resamples(level) to ask). A
-// regime is a category, so its uncertainty is that share rather than an interval.
+// interval over `replicates` (as predict_at's); with how sure the call is (regime_agreement).
 struct RegimeCall {
   Regime regime;
   std::string why;

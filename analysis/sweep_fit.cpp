@@ -54,14 +54,19 @@ Interval bootstrap_median(const std::vector<double>& values, const FitOptions& o
   return percentile_interval(medians, options.level, median(values));
 }
 
-// The swept batch sizes in `regime`, and the range they span (null when none).
+// The swept batch sizes in `regime`, the range they span (null when none), and for each the share
+// of the bootstrap's fits that agree (regime_agreement; null from too few).
 nlohmann::json regime_range(const std::vector<ScalingPoint>& pts, const RegimeEdges& edges,
-                            Regime regime) {
-  nlohmann::json sizes = nlohmann::json::array();
+                            Regime regime, const std::vector<CriticalBatchFit>& fits,
+                            const FitOptions& o) {
+  nlohmann::json sizes = nlohmann::json::array(), shares = nlohmann::json::array();
   for (const auto& p : pts) {
-    if (regime_of(p.batch_size, edges) == regime) sizes.push_back(p.batch_size);
+    if (regime_of(p.batch_size, edges) != regime) continue;
+    sizes.push_back(p.batch_size);
+    const double share = regime_agreement(p.batch_size, regime, o.regime_tolerance, fits, o.level);
+    shares.push_back(std::isfinite(share) ? nlohmann::json(share) : nlohmann::json());
   }
-  nlohmann::json r = {{"batch_sizes", sizes}};
+  nlohmann::json r = {{"batch_sizes", sizes}, {"agreement", shares}};
   r["from"] = sizes.empty() ? nlohmann::json() : sizes.front();
   r["to"] = sizes.empty() ? nlohmann::json() : sizes.back();
   return r;
@@ -153,12 +158,13 @@ nlohmann::json local_slopes(const std::vector<ScalingPoint>& pts) {
   return slopes;
 }
 
-nlohmann::json regimes_json(const std::vector<ScalingPoint>& pts, double B_crit, double tol) {
-  const RegimeEdges edges = regime_edges(B_crit, tol);
-  nlohmann::json regimes = {{"tolerance", tol}};
+nlohmann::json regimes_json(const std::vector<ScalingPoint>& pts, double B_crit,
+                            const std::vector<CriticalBatchFit>& fits, const FitOptions& o) {
+  const RegimeEdges edges = regime_edges(B_crit, o.regime_tolerance);
+  nlohmann::json regimes = {{"tolerance", o.regime_tolerance}};
   for (Regime r :
        {Regime::kPerfectScaling, Regime::kDiminishingReturns, Regime::kMaximalDataParallelism}) {
-    regimes[regime_name(r)] = regime_range(pts, edges, r);
+    regimes[regime_name(r)] = regime_range(pts, edges, r, fits, o);
   }
   // Null past any batch size: B_crit above the sweep (+infinity) puts no edge anywhere.
   const auto edge = [](double b) { return std::isfinite(b) ? nlohmann::json(b) : nullptr; };
@@ -171,13 +177,15 @@ nlohmann::json regimes_json(const std::vector<ScalingPoint>& pts, double B_crit,
 // the interval seed noise, evaluation resolution and the scatter of batch sizes about the
 // model make).
 nlohmann::json fit_intervals(const std::vector<MeasuredPoint>& measured,
-                             const CriticalBatchFit& point, const FitOptions& options) {
+                             const CriticalBatchFit& point,
+                             const std::vector<CriticalBatchFit>& all_sources,
+                             const FitOptions& options) {
   const auto intervals = [&](BootstrapSources sources) {
     return intervals_of(
         measurement_bootstrap_fits(measured, sources, options.resamples, options.seed),
         options.level, point);
   };
-  const BootstrapIntervals ci = intervals({true, true, true});
+  const BootstrapIntervals ci = intervals_of(all_sources, options.level, point);
   const BootstrapIntervals by_seeds = intervals({false, true, false});
   const BootstrapIntervals by_resolution = intervals({false, false, true});
   const BootstrapIntervals by_batch_sizes = intervals({true, false, false});
@@ -328,6 +336,8 @@ nlohmann::json fit_sensitivity(const std::map<std::string, std::vector<MeasuredP
 nlohmann::json fit_measurements(const SweepMeasurements& sweep, const FitOptions& options) {
   const std::vector<ScalingPoint> pts = point_estimates(sweep.measured);
   const CriticalBatchFit f = fit_critical_batch(pts);
+  const std::vector<CriticalBatchFit> fits = measurement_bootstrap_fits(
+      sweep.measured, {true, true, true}, options.resamples, options.seed);
   nlohmann::json fit = {
       {"model", "S = S_min * (1 + B_crit / B);  E = S * B;  B_crit = E_min / S_min"},
       {"method",
@@ -338,11 +348,11 @@ nlohmann::json fit_measurements(const SweepMeasurements& sweep, const FitOptions
       {"E_min", resolved_value(f.E_min, f)},
       {"B_crit", b_crit_value(f)},
       {"rms_log_residual", f.rms_log_residual},
-      {"intervals", fit_intervals(sweep.measured, f, options)},
+      {"intervals", fit_intervals(sweep.measured, f, fits, options)},
       {"points", fit_points(sweep.measured, pts, f)},
       {"local_slopes", local_slopes(pts)},
-      {"regimes", f.resolved ? regimes_json(pts, b_crit_or_infinity(f), options.regime_tolerance)
-                             : nlohmann::json()},
+      {"regimes",
+       f.resolved ? regimes_json(pts, b_crit_or_infinity(f), fits, options) : nlohmann::json()},
   };
   add_resolution(fit, f);
   if (!f.resolved) fit["warning"] = kNoCriticalBatch;

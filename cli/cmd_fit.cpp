@@ -1,4 +1,5 @@
 // `lbt fit SWEEP_DIR`: S_min, E_min, B_crit with bootstrap intervals; writes fit.json.
+#include <algorithm>
 #include <cstdio>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -11,8 +12,20 @@
 #include "experiments/sweep/sweep.hpp"
 
 namespace lbt::cli {
-
 namespace {
+
+// " (each in >= 93.1% of the bootstrap's fits)": the least of the regime's batch sizes' shares
+// of bootstrap fits that agree (fit.json's regimes.*.agreement); nothing where none is known.
+std::string weakest_share_text(const nlohmann::json& regime) {
+  double least = 2.0;
+  for (const auto& share : regime.value("agreement", nlohmann::json::array()))
+    if (share.is_number()) least = std::min(least, share.get<double>());
+  if (least > 1.0) return "";
+  char text[64];
+  std::snprintf(text, sizeof text, " (each in >= %.3g%% of the bootstrap's fits)", 100 * least);
+  return text;
+}
+
 struct FitArgs {
   std::string dir;
   int resamples = 2000;
@@ -45,7 +58,7 @@ void add_fit_command(CLI::App& app) {
       const auto& r = fit["regimes"][name];
       std::string range = r["from"].is_null() ? "(no swept batch size)"
                                               : r["from"].dump() + " .. " + r["to"].dump();
-      std::printf("  %-25s B %s\n", name, range.c_str());
+      std::printf("  %-25s B %s%s\n", name, range.c_str(), weakest_share_text(r).c_str());
     }
     if (!fit["B_simple"].is_null()) {
       const auto& ci = fit["intervals"];

@@ -39,7 +39,7 @@ std::string measured_text(const nlohmann::json& value, const nlohmann::json& ci,
 
 namespace {
 
-// "95% bootstrap", with how many resamples gave a fit where some did not (fewer than 2 distinct
+// "95% bootstrap", with how many resamples gave a fit where some did not (fewer than 3 distinct
 // batch sizes), or why there is no interval where too few did.
 std::string bootstrap_text(const nlohmann::json& intervals) {
   const double level = intervals.value("level", 0.95);

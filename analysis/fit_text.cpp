@@ -82,6 +82,9 @@ std::string format_fit_line(const nlohmann::json& fit) {
                   fit["lr_law"]["alpha"].get<double>(), a[0].get<double>(), a[1].get<double>());
     line += buf;
   }
+  if (fit.contains("b_crit_extrapolated") && fit["b_crit_extrapolated"].is_string())
+    line += "; B_crit lies " + fit["b_crit_extrapolated"].get<std::string>() +
+            " the batch sizes swept: the knee is extrapolated";
   if (!fit.value("batch_sizes_unreached", nlohmann::json::array()).empty()) {
     line += "; left out, no trial reached the target: B = " + fit["batch_sizes_unreached"].dump();
   }

@@ -128,6 +128,31 @@ BOOST_AUTO_TEST_CASE(a_knee_below_a_hundredth_of_the_smallest_batch_is_no_critic
   BOOST_TEST(at_200th.E_min == 0.0);
 }
 
+// Within the reach but outside the sweep, B_crit is measured and said to be extrapolated: the
+// audit's steps 20, 19, 18, 18 at B = 8..512 fit B_crit ~ 0.9 examples, 9x below the smallest
+// batch; exact curves with the knee at 4x the largest batch, and inside, likewise.
+BOOST_AUTO_TEST_CASE(a_knee_outside_the_batch_sizes_swept_is_called_extrapolated) {
+  const auto fit_of = [](const std::vector<std::pair<double, double>>& steps) {
+    SweepMeasurements sweep;
+    for (const auto& [B, S] : steps) sweep.measured.push_back({B, {{S - 1, S}}});
+    return fit_measurements(sweep, {.resamples = 200});
+  };
+  const nlohmann::json below = fit_of({{8, 20}, {32, 19}, {128, 18}, {512, 18}});
+  BOOST_REQUIRE(below["resolved"] == true);
+  BOOST_TEST(below["B_crit"].get<double>() < 8.0);
+  BOOST_TEST(below["b_crit_extrapolated"] == "below");
+  const std::string line = format_fit_line(below);
+  BOOST_TEST(line.find("; B_crit lies below the batch sizes swept: the knee is extrapolated") !=
+                 std::string::npos,
+             line);
+  std::vector<std::pair<double, double>> exact;
+  for (double B : {16.0, 64.0, 256.0, 1024.0}) exact.push_back({B, 100 * (1 + 4096 / B)});
+  BOOST_TEST(fit_of(exact)["b_crit_extrapolated"] == "above");
+  exact.clear();
+  for (double B : {16.0, 64.0, 256.0, 1024.0}) exact.push_back({B, 100 * (1 + 200 / B)});
+  BOOST_TEST(fit_of(exact)["b_crit_extrapolated"].is_null());
+}
+
 // Python's fit_critical_batch bootstraps exact points by lbt fit's rules: 3 batch sizes give no
 // interval (a resample that fits only reorders them; 2-point fits gave it B_crit [64, 112]).
 BOOST_AUTO_TEST_CASE(the_batch_size_bootstrap_of_exact_points_follows_lbt_fits_rules) {

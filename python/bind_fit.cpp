@@ -7,6 +7,7 @@
 #include <pybind11/stl.h>
 #include <pybind11/stl/filesystem.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <filesystem>
@@ -74,6 +75,15 @@ py::dict fit_dict(const std::vector<ScalingPoint>& points, int resamples, double
   d["B_noise"] = d["B_crit"];
   d["resolved"] = measured;
   d["above_sweep"] = f.above_sweep;
+  // As fit.json's b_crit_extrapolated: a measured knee outside the batch sizes given.
+  d["b_crit_extrapolated"] = py::none();
+  if (measured) {
+    const auto [lo, hi] = std::minmax_element(
+        points.begin(), points.end(),
+        [](const ScalingPoint& a, const ScalingPoint& b) { return a.batch_size < b.batch_size; });
+    if (f.B_crit < lo->batch_size) d["b_crit_extrapolated"] = "below";
+    if (f.B_crit > hi->batch_size) d["b_crit_extrapolated"] = "above";
+  }
   d["rms_log_residual"] = f.rms_log_residual;
   if (!measured) {
     const char* why = f.resolved ? analysis::kCriticalBatchAboveSweep : analysis::kNoCriticalBatch;
@@ -132,7 +142,8 @@ void bind_fit(py::module_& m) {
       "seed"_a = 0, R"doc(
 Fits S(B) = S_min (1 + B_crit / B) to steps-to-result S at batch sizes B (McCandlish et al.
 2018, eq. 2.11; least squares in log S). Returns {S_min, E_min, B_crit, B_noise, resolved,
-above_sweep, rms_log_residual, intervals: {name: (lo, hi) or None}, resamples, level}:
+above_sweep, b_crit_extrapolated ("below" / "above" the batch sizes given, else None),
+rms_log_residual, intervals: {name: (lo, hi) or None}, resamples, level}:
 percentile bootstrap over batch sizes (resamples=0: no intervals; None where fewer than 40
 resamples fitted, too few for a replicate in each 2.5% tail; (lo, None) where B_crit's is open
 above). B_crit is None with a UserWarning where the steps do not fall with B (E_min too) and

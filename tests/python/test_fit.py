@@ -110,6 +110,11 @@ class FitCriticalBatchTest(unittest.TestCase):
             knee_200x = lbt.fit_critical_batch(batches, 0.5 * (1 + 204800.0 / batches),
                                                resamples=0)
         self.assertIsNone(knee_200x["B_crit"])
+        self.assertEqual(knee_50x["b_crit_extrapolated"], "above")  # measured, past the sweep
+        below = lbt.fit_critical_batch([8, 32, 128, 512], [20, 19, 18, 18], resamples=0)
+        self.assertEqual(below["b_crit_extrapolated"], "below")  # B_crit ~ 0.9 examples
+        inside = lbt.fit_critical_batch(batches, 2.0 * (1 + 100.0 / batches), resamples=0)
+        self.assertIsNone(inside["b_crit_extrapolated"])
 
     def test_an_interval_its_replicates_leave_open_above_ends_in_none(self):
         # B_crit ~ 11x the largest batch: resamples without the bend fall as 1/B (B_crit ~ 5e38

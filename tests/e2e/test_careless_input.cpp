@@ -217,7 +217,7 @@ BOOST_AUTO_TEST_CASE(an_out_that_is_the_filesystem_root_is_refused) {
   const fs::path cfg = scratch() / "sweep.toml";
   (void)real_sweep();  // writes the config
   for (const std::string out : {"/", "///", "/tmp/.."}) {
-    for (const std::string command :
+    for (const std::string& command :
          {"train --config " + cfg.string() + " --set train.steps=5 --out ",
           "noise --config " + cfg.string() + " --set train.steps=5 --out ",
           "sweep --config " + cfg.string() + " --out ",

@@ -26,6 +26,17 @@ double Ema::value() const {
   return weight_ > 0.0 ? m_ / weight_ : 0.0;
 }
 
+ReportedRatio reported_ratio(double T, double G, const RatioInterval& ci) {
+  constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+  ReportedRatio r{kNaN, kNaN, kNaN, ci.resolved && G > 0.0 && T >= 0.0 && ci.hi >= 0.0};
+  if (r.resolved) {
+    r.value = T / G, r.lo = ci.lo, r.hi = ci.hi;
+  } else if (ci.hi >= 0.0) {
+    r.lo = ci.resolved ? 0.0 : ci.lo, r.hi = HUGE_VAL;
+  }
+  return r;
+}
+
 RatioInterval fieller_interval(double T, double G, double var_T, double var_G, double cov,
                                double dof) {
   constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
@@ -87,22 +98,10 @@ void NoiseScaleTracker::add(const NoiseEstimate& e) {
 
 namespace {
 
-// B_simple = tr(Sigma) / |G|^2 and its interval, where they can be read. B_simple >= 0: a
-// ratio over a |G|^2 within noise of 0 is no estimate, nor is a negative tr(Sigma) (small
-// batches whose gradients are longer than the big batch's were not drawn from one
-// distribution); an interval wholly below 0 holds no admissible value. Each is reported as not
-// resolved (NaN), never as a negative value or bound.
-// Not resolved, the interval is never bounded above: [lo, +inf), lo Fieller's conservative
-// lower end where |G|^2 is within noise of 0, else 0 (|G|^2 or tr(Sigma) significantly below
-// 0: the estimator's premises fail, and a finite upper end read from them would be a claim).
 void set_ratio(NoiseScale& s, const RatioInterval& ci) {
-  s.resolved = ci.resolved && s.G_sq > 0.0 && s.trace_sigma >= 0.0 && ci.hi >= 0.0;
-  if (s.resolved) {
-    s.b_simple = s.trace_sigma / s.G_sq;
-    s.ci_low = ci.lo, s.ci_high = ci.hi;
-  } else if (ci.hi >= 0.0) {
-    s.ci_low = ci.resolved ? 0.0 : ci.lo, s.ci_high = HUGE_VAL;
-  }
+  const ReportedRatio r = reported_ratio(s.trace_sigma, s.G_sq, ci);
+  s.resolved = r.resolved;
+  s.b_simple = r.value, s.ci_low = r.lo, s.ci_high = r.hi;
 }
 
 // The 95% intervals of |G|^2's and tr(Sigma)'s means from their variances: mean +- t sd, the

@@ -57,6 +57,20 @@ struct RatioInterval {
 RatioInterval fieller_interval(double T, double G, double var_T, double var_G, double cov,
                                double dof);
 
+// A noise scale T / G (B_simple, B_noise) and its interval as lbt reports them. A noise scale is
+// >= 0: a ratio over a G within noise of 0 is no estimate, nor is a negative T (small batches
+// whose gradients are longer than the big batch's were not drawn from one distribution), and an
+// interval wholly below 0 holds no admissible value: each is not resolved (NaN value), never a
+// negative value or bound. Not resolved, the interval is never bounded above: [lo, +inf), lo
+// Fieller's conservative lower end where G is within noise of 0, else 0 (G or T significantly
+// below 0: the estimator's premises fail, and a finite upper end read from them would be a
+// claim); NaN ends where it lies wholly below 0.
+struct ReportedRatio {
+  double value = 0.0, lo = 0.0, hi = 0.0;
+  bool resolved = false;
+};
+ReportedRatio reported_ratio(double T, double G, const RatioInterval& ci);
+
 // B_simple with its interval, from several steps' estimates (an EMA or a window of them).
 struct NoiseScale {
   static constexpr double kUnmeasured = std::numeric_limits<double>::quiet_NaN();

@@ -89,10 +89,11 @@ HessianNoise hessian_noise_from_products(std::span<const double> M, std::size_t 
   const double scale = static_cast<double>(K - 1) / K;
   const RatioInterval ci =
       fieller_interval(T, Q, vT * scale, vQ * scale, cov * scale, static_cast<double>(K - 1));
-  h.ci_low = ci.lo;
-  h.ci_high = std::max(ci.hi, 0.0);  // tr(H Sigma) < 0 (H indefinite): no positive ratio
-  h.resolved = ci.resolved && Q > 0.0 && T > 0.0;
-  if (h.resolved) h.b_noise = T / Q;
+  // As B_simple's (reported_ratio): tr(H Sigma) < 0 (H indefinite) gives no positive ratio,
+  // and an unresolved B_noise's interval is never bounded above.
+  const ReportedRatio r = reported_ratio(T, Q, ci);
+  h.resolved = r.resolved;
+  h.b_noise = r.value, h.ci_low = r.lo, h.ci_high = r.hi;
   return h;
 }
 

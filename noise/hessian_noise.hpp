@@ -25,8 +25,8 @@ struct HessianNoise {
   double gHg = 0.0;                    // G^T H G
   double b_noise = 0.0;                // tr(H Sigma) / G^T H G; NaN when not resolved
   double ci_low = 0.0, ci_high = 0.0;  // 95% (Fieller over jackknife variances); high +inf
-                                       // while G^T H G is not resolved from 0
-  bool resolved = false;               // G^T H G resolved from 0 and B_noise > 0
+                                       // while not resolved (reported_ratio)
+  bool resolved = false;               // G^T H G resolved above 0 and B_noise >= 0
   std::size_t small_batches = 0;       // K
 };
 

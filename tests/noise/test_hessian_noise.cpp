@@ -115,3 +115,23 @@ BOOST_AUTO_TEST_CASE(b_noise_is_unresolved_with_a_null_upper_end_when_the_gradie
   BOOST_TEST(std::isinf(h.ci_high));
   BOOST_TEST(h.ci_low >= 0.0);
 }
+
+// G^T H G significantly below 0 (an indefinite H along the gradient) with tr(H Sigma) within
+// noise of 0: Fieller's set is bounded there, and the probe wrote B_noise null beside a finite
+// interval. Unresolved, it is never bounded above (reported_ratio), as B_simple's. M's
+// off-diagonal entries (G^T H G) are -1 + 0.01 (k + l) % 3 and its diagonal -1 + (-0.05, 0.05,
+// 0, 0.03, -0.03): tr(H Sigma) = b (mean diagonal - mean off-diagonal) lies within its noise.
+BOOST_AUTO_TEST_CASE(an_unresolved_b_noise_has_no_upper_end_even_where_fieller_bounds_it) {
+  const std::size_t K = 5;
+  const double diagonal[K] = {-0.05, 0.05, 0.0, 0.03, -0.03};
+  std::vector<double> M(K * K);
+  for (std::size_t k = 0; k < K; ++k)
+    for (std::size_t l = 0; l < K; ++l)
+      M[k * K + l] = k == l ? -1.0 + diagonal[k] : -1.0 + 0.01 * static_cast<double>((k + l) % 3);
+  const auto h = noise::hessian_noise_from_products(M, K, 16.0);
+  BOOST_TEST(h.gHg < 0.0);
+  BOOST_TEST(!h.resolved);
+  BOOST_TEST(std::isnan(h.b_noise));
+  BOOST_TEST(h.ci_low == 0.0);
+  BOOST_TEST(std::isinf(h.ci_high));
+}

@@ -154,6 +154,17 @@ double quantile(std::vector<double> v, double q) {
   return v[i] * (1 - frac) + v[i + 1] * frac;
 }
 
+const char* b_crit_extrapolated(const std::vector<ScalingPoint>& points,
+                                const CriticalBatchFit& fit) {
+  if (!fit.b_crit_measured() || points.empty()) return nullptr;
+  const auto [lo, hi] = std::minmax_element(
+      points.begin(), points.end(),
+      [](const ScalingPoint& a, const ScalingPoint& b) { return a.batch_size < b.batch_size; });
+  if (fit.B_crit < lo->batch_size) return "below";
+  if (fit.B_crit > hi->batch_size) return "above";
+  return nullptr;
+}
+
 std::size_t min_resamples(double level) {
   return static_cast<std::size_t>(std::ceil(2.0 / (1.0 - level) - 1e-9));
 }

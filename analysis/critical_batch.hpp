@@ -48,6 +48,12 @@ struct CriticalBatchFit {
 // from any larger one (lr_law.hpp bounds its B_noise search the same way).
 inline constexpr double kSweepReach = 100.0;
 
+// Where a measured B_crit lies outside the batch sizes of `points` (within the fit's reach,
+// kSweepReach either way), the model's knee is extrapolated: "below" or "above"; else nullptr
+// (inside, or not measured). fit.json's and Python's b_crit_extrapolated.
+const char* b_crit_extrapolated(const std::vector<ScalingPoint>& points,
+                                const CriticalBatchFit& fit);
+
 // B_crit as intervals count it: +infinity where the fit puts it above the sweep, so that a
 // replicate with S_min ~ 1e-23 (B_crit ~ 1e26) opens the interval rather than bounding it.
 inline double b_crit_or_infinity(const CriticalBatchFit& f) {

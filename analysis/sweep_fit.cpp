@@ -1,7 +1,6 @@
 // A sweep's fit.json from its measurements; see sweep_fit.hpp.
 #include "analysis/sweep_fit.hpp"
 
-#include <algorithm>
 #include <cmath>
 #include <random>
 
@@ -40,19 +39,6 @@ nlohmann::json s_min_value(const CriticalBatchFit& f) {
 void add_resolution(nlohmann::json& out, const CriticalBatchFit& f) {
   out["resolved"] = f.b_crit_measured();
   out["above_sweep"] = f.above_sweep;
-}
-
-// Where a measured B_crit lies outside the batch sizes swept (within the fit's reach, 100x
-// either way), the model's knee is extrapolated: "below" or "above", else null.
-nlohmann::json b_crit_extrapolated(const std::vector<ScalingPoint>& pts,
-                                   const CriticalBatchFit& f) {
-  if (!f.b_crit_measured()) return nullptr;
-  const auto [lo, hi] = std::minmax_element(
-      pts.begin(), pts.end(),
-      [](const ScalingPoint& a, const ScalingPoint& b) { return a.batch_size < b.batch_size; });
-  if (f.B_crit < lo->batch_size) return "below";
-  if (f.B_crit > hi->batch_size) return "above";
-  return nullptr;
 }
 
 // Percentile-bootstrap interval of the median of `values` (>= 2), resampling the values.
@@ -369,7 +355,8 @@ nlohmann::json fit_measurements(const SweepMeasurements& sweep, const FitOptions
        f.resolved ? regimes_json(pts, b_crit_or_infinity(f), fits, options) : nlohmann::json()},
   };
   add_resolution(fit, f);
-  fit["b_crit_extrapolated"] = b_crit_extrapolated(pts, f);
+  const char* extrapolated = b_crit_extrapolated(pts, f);
+  fit["b_crit_extrapolated"] = extrapolated ? nlohmann::json(extrapolated) : nlohmann::json();
   if (!f.resolved) fit["warning"] = kNoCriticalBatch;
   if (f.above_sweep) fit["warning"] = kCriticalBatchAboveSweep;
   fit["batch_sizes_unreached"] = sweep.unreached;

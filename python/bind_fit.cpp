@@ -7,7 +7,6 @@
 #include <pybind11/stl.h>
 #include <pybind11/stl/filesystem.h>
 
-#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <filesystem>
@@ -75,15 +74,8 @@ py::dict fit_dict(const std::vector<ScalingPoint>& points, int resamples, double
   d["B_noise"] = d["B_crit"];
   d["resolved"] = measured;
   d["above_sweep"] = f.above_sweep;
-  // As fit.json's b_crit_extrapolated: a measured knee outside the batch sizes given.
-  d["b_crit_extrapolated"] = py::none();
-  if (measured) {
-    const auto [lo, hi] = std::minmax_element(
-        points.begin(), points.end(),
-        [](const ScalingPoint& a, const ScalingPoint& b) { return a.batch_size < b.batch_size; });
-    if (f.B_crit < lo->batch_size) d["b_crit_extrapolated"] = "below";
-    if (f.B_crit > hi->batch_size) d["b_crit_extrapolated"] = "above";
-  }
+  const char* extrapolated = analysis::b_crit_extrapolated(points, f);
+  d["b_crit_extrapolated"] = extrapolated ? py::object(py::str(extrapolated)) : py::none();
   d["rms_log_residual"] = f.rms_log_residual;
   if (!measured) {
     const char* why = f.resolved ? analysis::kCriticalBatchAboveSweep : analysis::kNoCriticalBatch;

@@ -99,7 +99,8 @@ void add_cbs_command(CLI::App& app) {
       ->check(whole_number<std::int64_t>());
   cmd->add_option("--seeds", o->seeds,
                   "data-order seeds per branch (train.order_seed = the run's seed + 0, 1, ...; "
-                  "seed 0 is the reference's own order); the interval is their range")
+                  "seed 0 is the reference's own order); the interval runs from the seeds' least "
+                  "reading to the next multiplier above their largest (docs/cbs.md)")
       ->check(whole_number<int>());
   cmd->add_option("--jobs,-j", o->jobs,
                   "concurrent branches; each gets max(1, cores / jobs) threads")

@@ -128,6 +128,18 @@ double number_or_nan(const nlohmann::json& v) {
   return v.is_number() ? v.get<double>() : NAN;
 }
 
+// Why a ratio T / G measured in `line` has no interval at all (noise/gradient_noise.hpp,
+// reported_ratio: Fieller's set wholly below 0): the estimate of G or of T is below 0. "" where
+// it has one, or was not measured yet (the estimates null).
+std::string why_no_interval(const nlohmann::json& line, const nlohmann::json& interval,
+                            const char* G_key, const char* G_name, const char* T_key,
+                            const char* T_name) {
+  if (interval.is_array() && !interval[0].is_null()) return "";
+  if (number_or_nan(line.value(G_key, nlohmann::json())) < 0.0) return G_name + std::string(" < 0");
+  if (number_or_nan(line.value(T_key, nlohmann::json())) < 0.0) return T_name + std::string(" < 0");
+  return "";
+}
+
 // One estimator's measurement as a row for step s (the line measured at `line`'s step).
 NoiseAtStep noise_row(std::int64_t s, const char* name, const nlohmann::json& line,
                       NoiseRunResult& result) {
@@ -137,6 +149,8 @@ NoiseAtStep noise_row(std::int64_t s, const char* name, const nlohmann::json& li
     row.b_noise = num(line["b_noise"]);
     row.ci_low = num(line["b_noise_ci95"][0]);
     row.ci_high = num(line["b_noise_ci95"][1]);
+    row.b_noise_why_none =
+        why_no_interval(line, line["b_noise_ci95"], "gHg", "G^T H G", "tr_H_sigma", "tr(H Sigma)");
     row.b_simple = num(line["b_simple_same_batches"]);
     if (const auto ci = line.find("b_simple_same_batches_ci95"); ci != line.end()) {
       row.same_low = num((*ci)[0]);
@@ -149,6 +163,10 @@ NoiseAtStep noise_row(std::int64_t s, const char* name, const nlohmann::json& li
     row.b_simple_ema = num(line["b_simple_ema"]);
     row.ema_low = num(line["b_simple_ema_ci95"][0]);
     row.ema_high = num(line["b_simple_ema_ci95"][1]);
+    row.why_none =
+        why_no_interval(line, line["b_simple_ci95"], "G_sq", "|G|^2", "trace_sigma", "tr(Sigma)");
+    row.ema_why_none = why_no_interval(line, line["b_simple_ema_ci95"], "G_sq_ema", "|G|^2",
+                                       "trace_sigma_ema", "tr(Sigma)");
     result.window_steps = line.value("window_steps", std::int64_t{0});
   }
   return row;
@@ -186,9 +204,11 @@ void read_noise_rows(const std::vector<nlohmann::json>& lines, const std::vector
   }
 }
 
-// "12.3 [10.1, 15.2]", "not resolved (>= 40)", or "-" before two measurements.
-std::string estimate_text(double value, double low, double high) {
+// "12.3 [10.1, 15.2]", "not resolved (>= 40)", "not resolved (|G|^2 < 0)" where `why_none`
+// says why no positive value fits, or "-" before two measurements.
+std::string estimate_text(double value, double low, double high, const std::string& why_none = "") {
   char buf[96];
+  if (!why_none.empty()) return "not resolved (" + why_none + ")";
   if (std::isfinite(value) && std::isfinite(high)) {
     std::snprintf(buf, sizeof buf, "%.4g [%.4g, %.4g]", value, low, high);
   } else if (std::isfinite(low) && low > 0) {
@@ -289,13 +309,16 @@ NoiseRunResult run_noise(Config& config, const NoiseRunOptions& options) {
   NoiseRunResult result;
   result.run = run_training(config, o.run);
 
-  // ---- read noise.jsonl back: the last measurement at or before each requested step ----
-  const std::vector<nlohmann::json> lines = read_noise_lines(result.run.run_dir, result);
   if (at.empty() && result.run.outcome.steps > 0) at.push_back(result.run.outcome.steps - 1);
-  read_noise_rows(lines, at, result);
+  read_noise_file(result.run.run_dir, at, result);
   result.past_end_note = past_end_note(at, result.run.outcome.steps);
   result.recommendation = recommendation(result);
   return result;
+}
+
+void read_noise_file(const std::filesystem::path& run_dir, const std::vector<std::int64_t>& at,
+                     NoiseRunResult& result) {
+  read_noise_rows(read_noise_lines(run_dir, result), at, result);
 }
 
 std::string format_noise_report(const NoiseRunResult& r) {
@@ -311,12 +334,12 @@ std::string format_noise_report(const NoiseRunResult& r) {
   ss << buf;
   for (const auto& row : r.rows) {
     std::string bn = "-";
-    std::string now = estimate_text(row.b_simple, row.ci_low, row.ci_high), avg = "-";
+    std::string now = estimate_text(row.b_simple, row.ci_low, row.ci_high, row.why_none), avg = "-";
     if (row.estimator == "hessian") {
-      bn = estimate_text(row.b_noise, row.ci_low, row.ci_high);
+      bn = estimate_text(row.b_noise, row.ci_low, row.ci_high, row.b_noise_why_none);
       now = estimate_text(row.b_simple, row.same_low, row.same_high) + " (same batches)";
     } else {
-      avg = estimate_text(row.b_simple_ema, row.ema_low, row.ema_high);
+      avg = estimate_text(row.b_simple_ema, row.ema_low, row.ema_high, row.ema_why_none);
     }
     std::snprintf(buf, sizeof buf, "%8lld %8lld  %-12s %-38s %-32s %s\n",
                   static_cast<long long>(row.requested), static_cast<long long>(row.measured),

@@ -29,6 +29,10 @@ struct NoiseAtStep {
   double b_noise = 0.0;  // hessian rows only (their ci_low/ci_high are B_noise's interval)
   // hessian rows: b_simple is B_simple on the probe's own small batches, with this interval
   double same_low = NAN, same_high = NAN;
+  // Why a measured estimate has no interval at all: its denominator's or numerator's estimate
+  // lies below 0, which no positive value fits ("|G|^2 < 0"; "" otherwise), for "now", "ema"
+  // and B_noise (hessian rows). Without it the row would read as not yet measured.
+  std::string why_none, ema_why_none, b_noise_why_none;
 };
 
 struct NoiseRunResult {
@@ -50,6 +54,11 @@ NoiseRunResult run_noise(Config& config, const NoiseRunOptions& options);
 // Reads every key run_noise reads (noise on unless set), for `lbt noise --check`; refuses on a
 // device what run_noise refuses there (the B_noise probe at `at_steps` or every N steps).
 void check_noise_config(Config& config, const std::vector<std::int64_t>& at_steps);
+
+// Reads a run directory's noise.jsonl: the last measurement at or before each of `at_steps`
+// per estimator (result.rows), the headline (the last "now" B_simple), the method line.
+void read_noise_file(const std::filesystem::path& run_dir,
+                     const std::vector<std::int64_t>& at_steps, NoiseRunResult& result);
 
 // The table printed by `lbt noise` (rows, then the recommendation).
 std::string format_noise_report(const NoiseRunResult& result);

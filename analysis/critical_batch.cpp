@@ -90,8 +90,34 @@ Line gauss_newton_log(const std::vector<ScalingPoint>& p, Line l) {
   return l;
 }
 
+// The least-squares fit over the model's whole domain (a > 0, b >= 0). Projected Gauss-Newton
+// stops on an edge without minimising along it: once a step is clipped at b = 0 (or a at its
+// floor), the other parameter is not solved again, and it ended up to 10% off the optimum on
+// flat or steeper-than-1/B sweeps (an audit's independent fit, 2026-11-29). So it also starts
+// from each edge's own optimum, in closed form for a log-residual loss: on b = 0 (S flat) a is
+// the geometric mean of the steps; as a -> 0 (S = b / B) b is the geometric mean of the
+// examples (a kept a negligible 1e-12 of the smallest step, so B_crit stays finite); the
+// lowest loss of the three wins.
+Line least_squares_line(const std::vector<ScalingPoint>& p) {
+  double log_steps = 0.0, log_examples = 0.0, x_max = 0.0;
+  for (const auto& q : p) {
+    log_steps += std::log(q.steps);
+    log_examples += std::log(q.steps * q.batch_size);
+    x_max = std::max(x_max, 1.0 / q.batch_size);
+  }
+  const auto n = static_cast<double>(p.size());
+  const double b_edge = std::exp(log_examples / n);
+  Line best = gauss_newton_log(p, relative_weight_line(p));
+  for (const Line start :
+       {Line{std::exp(log_steps / n), 0.0}, Line{1e-12 * b_edge * x_max, b_edge}}) {
+    const Line l = gauss_newton_log(p, start);
+    if (log_loss(p, l) < log_loss(p, best)) best = l;
+  }
+  return best;
+}
+
 CriticalBatchFit fit_unchecked(const std::vector<ScalingPoint>& points) {
-  Line l = gauss_newton_log(points, relative_weight_line(points));
+  Line l = least_squares_line(points);
   CriticalBatchFit fit;
   fit.S_min = l.a;
   fit.B_noise = l.b / l.a;

@@ -76,7 +76,8 @@ inline constexpr const char* kCriticalBatchAboveSweep =
 // and S spans orders of magnitude, so an unweighted fit of S against 1/B would be decided by
 // the smallest batches alone. The model is linear in 1/B (S = a + b/B, a = S_min,
 // b = S_min B_noise); the start is the closed-form fit of that line with relative (1/S^2)
-// weights, then Gauss-Newton in log space with a >= 0, b >= 0 kept by projection.
+// weights, then Gauss-Newton in log space with a >= 0, b >= 0 kept by projection, also started
+// from the optimum on each edge of that domain (b = 0, a -> 0): the least loss of the three.
 // Throws lbt::Error for fewer than 3 distinct batch sizes or non-positive values.
 CriticalBatchFit fit_critical_batch(const std::vector<ScalingPoint>& points);
 

@@ -341,9 +341,11 @@ nlohmann::json fit_measurements(const SweepMeasurements& sweep, const FitOptions
   nlohmann::json fit = {
       {"model", "S = S_min * (1 + B_crit / B);  E = S * B;  B_crit = E_min / S_min"},
       {"method",
-       "least squares in log S (Gauss-Newton from the 1/S^2-weighted line S = a + b/B) of the "
-       "median over seeds of steps_hi; percentile bootstrap resampling batch sizes, seeds within "
-       "each, and drawing each seed's step within its bracket (steps_lo, steps_hi]"},
+       "least squares in log S (Gauss-Newton from the 1/S^2-weighted line S = a + b/B and from "
+       "each edge's optimum, S flat and S = E_min/B, the least loss taken) of the median over "
+       "seeds of steps_hi; percentile bootstrap resampling batch sizes, seeds within each, and "
+       "drawing each seed's step with its bracket's spread, uniform over steps_hi - steps_lo "
+       "whole steps centred on steps_hi"},
       {"S_min", s_min_value(f)},
       {"E_min", resolved_value(f.E_min, f)},
       {"B_crit", b_crit_value(f)},

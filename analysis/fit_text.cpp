@@ -61,6 +61,19 @@ std::string bootstrap_text(const nlohmann::json& intervals) {
   return text;
 }
 
+// " B = 16 (1 of 3 seeds, steps >= 2397)": a batch size left out as censored (censored_json).
+std::string censored_text(const nlohmann::json& c) {
+  char text[128];
+  const int n =
+      std::snprintf(text, sizeof text, " B = %.6g (%d of %d seeds", c["batch_size"].get<double>(),
+                    c["seeds_reached"].get<int>(), c["seeds"].get<int>());
+  if (c["steps_at_least"].is_number())
+    std::snprintf(text + n, sizeof text - n, ", steps >= %.6g)", c["steps_at_least"].get<double>());
+  else
+    std::snprintf(text + n, sizeof text - n, ", the others diverged)");
+  return text;
+}
+
 }  // namespace
 
 std::string format_fit_line(const nlohmann::json& fit) {
@@ -87,6 +100,10 @@ std::string format_fit_line(const nlohmann::json& fit) {
             " the batch sizes swept: the knee is extrapolated";
   if (!fit.value("batch_sizes_unreached", nlohmann::json::array()).empty()) {
     line += "; left out, no trial reached the target: B = " + fit["batch_sizes_unreached"].dump();
+  }
+  if (!fit.value("batch_sizes_censored", nlohmann::json::array()).empty()) {
+    line += "; left out, fewer of the best LR's seeds reached the target than its median needs:";
+    for (const auto& c : fit["batch_sizes_censored"]) line += censored_text(c);
   }
   if (fit.contains("target_definition") && fit["target_definition"].is_string())
     line += "; steps-to-target read as " + fit["target_definition"].get<std::string>();

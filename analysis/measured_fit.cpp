@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <random>
 #include <set>
 
@@ -18,6 +19,7 @@ namespace {
 // where resampling batch sizes changes nothing). The spread is the resolution's uncertainty;
 // where the crossing lies within the bracket is the reading's convention (steps_hi), not noise.
 double draw_in_bracket(const BracketedSteps& b, std::mt19937_64& rng) {
+  if (b.censored()) return b.hi;
   const auto width = static_cast<std::int64_t>(std::llround(b.hi - b.lo));
   if (width <= 1) return b.hi;
   const double draw =
@@ -40,24 +42,53 @@ bool same_points(const std::vector<ScalingPoint>& a, const std::vector<ScalingPo
                     });
 }
 
+// The median of seeds' steps where `above` holds each censored seed's steps at +infinity and
+// `at_least` at its lo (the others alike in both): the median where both agree, else NaN.
+double censored_median(const std::vector<double>& above, const std::vector<double>& at_least) {
+  const double m = median(above);
+  return std::isfinite(m) && m == median(at_least) ? m : std::numeric_limits<double>::quiet_NaN();
+}
+
 // One batch size's steps in a resample: its seeds (resampled or not), each at steps_hi or a
-// draw from its bracket, then their median.
+// draw from its bracket, then their median (NaN where censored seeds leave it unknown).
 double resampled_steps(const MeasuredPoint& p, BootstrapSources sources, std::mt19937_64& rng) {
-  std::vector<double> steps(p.seeds.size());
+  std::vector<double> above(p.seeds.size()), at_least(p.seeds.size());
   std::uniform_int_distribution<std::size_t> pick(0, p.seeds.size() - 1);
-  for (std::size_t i = 0; i < steps.size(); ++i) {
+  for (std::size_t i = 0; i < above.size(); ++i) {
     const BracketedSteps& b = p.seeds[sources.seeds ? pick(rng) : i];
-    steps[i] = sources.resolution ? draw_in_bracket(b, rng) : b.hi;
+    above[i] = sources.resolution ? draw_in_bracket(b, rng) : b.hi;
+    at_least[i] = b.censored() ? b.lo : above[i];
   }
-  return median(steps);
+  return censored_median(above, at_least);
 }
 
 }  // namespace
 
 double median_steps(const MeasuredPoint& point) {
-  std::vector<double> hi;
-  for (const auto& b : point.seeds) hi.push_back(b.hi);
-  return median(hi);
+  std::vector<double> above, at_least;
+  for (const auto& b : point.seeds) {
+    above.push_back(b.hi);
+    at_least.push_back(b.censored() ? b.lo : b.hi);
+  }
+  return censored_median(above, at_least);
+}
+
+double median_steps_at_least(const MeasuredPoint& point) {
+  std::vector<double> at_least;
+  for (const auto& b : point.seeds) at_least.push_back(b.censored() ? b.lo : b.hi);
+  return median(at_least);
+}
+
+std::vector<CensoredPoint> leave_out_censored(std::vector<MeasuredPoint>& points) {
+  std::vector<CensoredPoint> out;
+  std::erase_if(points, [&](const MeasuredPoint& p) {
+    if (!std::isnan(median_steps(p))) return false;
+    const auto reached = static_cast<std::size_t>(std::count_if(
+        p.seeds.begin(), p.seeds.end(), [](const BracketedSteps& b) { return !b.censored(); }));
+    out.push_back({p.batch_size, median_steps_at_least(p), p.seeds.size(), reached});
+    return true;
+  });
+  return out;
 }
 
 std::vector<ScalingPoint> point_estimates(const std::vector<MeasuredPoint>& points) {
@@ -73,13 +104,16 @@ std::vector<CriticalBatchFit> measurement_bootstrap_fits(const std::vector<Measu
   auto rng = make_rng(seed, RngStream::kSweep, 0xB007);
   std::uniform_int_distribution<std::size_t> pick(0, points.size() - 1);
   std::vector<CriticalBatchFit> fits;
-  std::vector<ScalingPoint> sample(points.size());
+  std::vector<ScalingPoint> sample;
   const std::vector<ScalingPoint> original = sorted(point_estimates(points));
   bool varied = false;
   for (int r = 0; r < resamples; ++r) {
-    for (std::size_t i = 0; i < sample.size(); ++i) {
+    sample.clear();
+    for (std::size_t i = 0; i < points.size(); ++i) {
       const MeasuredPoint& p = points[sources.batch_sizes ? pick(rng) : i];
-      sample[i] = {p.batch_size, resampled_steps(p, sources, rng)};
+      // A batch size whose resampled seeds leave its median censored is left out of this fit.
+      if (const double steps = resampled_steps(p, sources, rng); !std::isnan(steps))
+        sample.push_back({p.batch_size, steps});
     }
     if (distinct_batch_sizes(sample) < 3)
       continue;  // too few distinct batch sizes to fit two parameters

@@ -6,6 +6,7 @@
 // spread, centred on steps_hi as the point estimate reads it). All three together give the reported
 // interval; each alone its component.
 #pragma once
+#include <cmath>
 #include <cstdint>
 #include <vector>
 
@@ -15,16 +16,36 @@ namespace lbt::analysis {
 
 struct BracketedSteps {
   double lo = 0.0, hi = 0.0;  // the target was not met at step lo and met at step hi
+  // hi = +infinity: the seed had not met the target by step lo when its run ended (its budget,
+  // a prune, or the run stopping at the sweep's own reading): its steps-to-target lie above lo,
+  // censored; lo is +infinity too where it never can (diverged).
+  bool censored() const { return !std::isfinite(hi); }
 };
 
 struct MeasuredPoint {
   double batch_size = 0.0;
-  std::vector<BracketedSteps> seeds;  // one per seed that reached the target
+  std::vector<BracketedSteps> seeds;  // the best LR's seeds, censored ones included
 };
 
-// The median over seeds of steps_hi (Shallue et al.'s steps-to-result, seed by seed).
+// The median over seeds of steps_hi (Shallue et al.'s steps-to-result, seed by seed), where
+// the censored seeds leave it known: the same wherever above its lo each would have met the
+// target (1 censored of 3 seeds, above the other two's steps); NaN where it is not (1 of 3
+// reached: the median is only bounded below). Dropping the censored seeds instead read the
+// median of those that did, biased low: the first_passage reading of the main job's sweep
+// (2026-11-29 audit: B = 16, 32, 128 from 1 seed of 3; B_crit 707, where >= 820).
 double median_steps(const MeasuredPoint& point);
+// The lower bound a censored median has: each censored seed at its lo.
+double median_steps_at_least(const MeasuredPoint& point);
 std::vector<ScalingPoint> point_estimates(const std::vector<MeasuredPoint>& points);
+
+// A batch size left out of a fit because its median over seeds is censored (median_steps).
+struct CensoredPoint {
+  double batch_size = 0.0;
+  double steps_at_least = 0.0;  // median_steps_at_least
+  std::size_t seeds = 0, seeds_reached = 0;
+};
+// Removes from `points` those whose median is censored, and returns them.
+std::vector<CensoredPoint> leave_out_censored(std::vector<MeasuredPoint>& points);
 
 struct BootstrapSources {
   bool batch_sizes = true, seeds = true, resolution = true;

@@ -298,12 +298,30 @@ nlohmann::json fit_with_intervals(const std::vector<MeasuredPoint>& points, cons
   return out;
 }
 
+nlohmann::json censored_json(const std::vector<CensoredPoint>& censored) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const CensoredPoint& c : censored) {
+    out.push_back(
+        {{"batch_size", c.batch_size},
+         // null: most of its seeds diverged, no bound
+         {"steps_at_least",
+          std::isfinite(c.steps_at_least) ? nlohmann::json(c.steps_at_least) : nlohmann::json()},
+         {"seeds", c.seeds},
+         {"seeds_reached", c.seeds_reached}});
+  }
+  return out;
+}
+
 nlohmann::json fit_sensitivity(const std::map<std::string, std::vector<MeasuredPoint>>& readings,
-                               const std::string& definition, const FitOptions& options) {
+                               const std::string& definition, const FitOptions& options,
+                               const CensoredByReading& censored) {
   nlohmann::json out = {{"readings", nlohmann::json::object()}};
   std::vector<std::string> fitted;
   for (const auto& [name, points] : readings) {
     out["readings"][name] = fit_with_intervals(points, options);
+    const auto left_out = censored.find(name);
+    out["readings"][name]["batch_sizes_censored"] =
+        censored_json(left_out == censored.end() ? std::vector<CensoredPoint>{} : left_out->second);
     if (out["readings"][name]["fitted"].get<bool>()) fitted.push_back(name);
   }
   std::string disagree;
@@ -362,13 +380,14 @@ nlohmann::json fit_measurements(const SweepMeasurements& sweep, const FitOptions
   if (!f.resolved) fit["warning"] = kNoCriticalBatch;
   if (f.above_sweep) fit["warning"] = kCriticalBatchAboveSweep;
   fit["batch_sizes_unreached"] = sweep.unreached;
+  fit["batch_sizes_censored"] = censored_json(sweep.censored);
   add_lr_law(fit, sweep.lr_points, options);
   add_measured_noise(fit, sweep, options);
   fit["target_definition"] =
       sweep.definition.empty() ? nlohmann::json() : nlohmann::json(sweep.definition);
-  fit["sensitivity"] = sweep.readings.empty()
-                           ? nlohmann::json()
-                           : fit_sensitivity(sweep.readings, sweep.definition, options);
+  fit["sensitivity"] = sweep.readings.empty() ? nlohmann::json()
+                                              : fit_sensitivity(sweep.readings, sweep.definition,
+                                                                options, sweep.readings_censored);
   return fit;
 }
 

@@ -31,6 +31,7 @@ struct FitOptions {
 // What a sweep measured, as the fit needs it.
 struct SweepMeasurements {
   std::vector<MeasuredPoint> measured;  // per batch size whose best trial reached the target
+  std::vector<CensoredPoint> censored;  // ... but whose median over seeds is censored: left out
   std::vector<double> unreached;        // batch sizes whose best trial did not
   std::vector<LrPoint> lr_points;       // best LR and its bracket per reached batch size
   std::vector<double> b_simple_avg;     // the best trials' B_simple averaged over training
@@ -41,6 +42,7 @@ struct SweepMeasurements {
   // first_passage), for fit.json's sensitivity.
   std::string definition;
   std::map<std::string, std::vector<MeasuredPoint>> readings;
+  std::map<std::string, std::vector<CensoredPoint>> readings_censored;  // left out of each one
 };
 
 // The best trials' measured B_simple as fit.json and lbt plan show it: the median of their
@@ -75,9 +77,16 @@ nlohmann::json fit_with_intervals(const std::vector<MeasuredPoint>& points,
 // fit.json's sensitivity: S_min, E_min and B_crit with intervals under each reading (null with
 // a reason below 3 batch sizes), and a warning when two readings' intervals of any of them do
 // not overlap: the target then sits in the metric's noise. Its advice follows `definition`,
-// the reading the headline fit used: ema is already the well-conditioned one.
+// the reading the headline fit used: ema is already the well-conditioned one. Each reading lists
+// the batch sizes `censored` left out of it (batch_sizes_censored).
+using CensoredByReading = std::map<std::string, std::vector<CensoredPoint>>;
 nlohmann::json fit_sensitivity(const std::map<std::string, std::vector<MeasuredPoint>>& readings,
-                               const std::string& definition, const FitOptions& options);
+                               const std::string& definition, const FitOptions& options,
+                               const CensoredByReading& censored = {});
+
+// fit.json's batch_sizes_censored: each left-out batch size, its median's lower bound
+// (steps_at_least) and how many of its seeds reached the target.
+nlohmann::json censored_json(const std::vector<CensoredPoint>& censored);
 
 // fit.json's content. Throws lbt::Error when fewer than 3 distinct batch sizes reached the
 // target (the caller names the sweep's files in its own, earlier check).

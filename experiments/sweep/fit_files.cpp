@@ -3,6 +3,7 @@
 
 #include <cmath>
 #include <map>
+#include <optional>
 
 #include "core/error.hpp"
 #include "core/io.hpp"
@@ -43,17 +44,39 @@ std::string read_definition(const fs::path& sweep_csv) {
   return definition;
 }
 
-// sweep.csv's best trials that reached the target, by batch size, read as `reading` ("": the
-// sweep's own steps_lo/steps_hi; else that reading's columns, {} where not recorded).
+// A best seed that had not met the target (under the reading read) when its run ended: censored
+// at its last step (sweep.csv's `steps`; unknown in older files: above every other seed), or
+// never (diverged). A failed or timed-out trial measured nothing: none.
+std::optional<analysis::BracketedSteps> censored_seed(const CsvTable& t, std::size_t i, int status,
+                                                      int steps) {
+  const std::string& s = t.rows[i][status];
+  if (s == "diverged") return analysis::BracketedSteps{HUGE_VAL, HUGE_VAL};
+  if (s != "reached_target" && s != "budget_exhausted" && s != "pruned") return std::nullopt;
+  const bool known = steps >= 0 && !t.rows[i][steps].empty();
+  return analysis::BracketedSteps{known ? static_cast<double>(t.whole(i, steps, 0)) : HUGE_VAL,
+                                  HUGE_VAL};
+}
+
+// sweep.csv's best trials by batch size, read as `reading` ("": the sweep's own
+// steps_lo/steps_hi; else that reading's columns, {} where not recorded): those that reached the
+// target, and beside them (censored_seed) the best LR's seeds that did not; a batch size none
+// of whose best seeds reached is not read (best.csv's unreached).
 std::map<double, MeasuredPoint> read_best_seeds(const CsvTable& t, const std::string& reading) {
   const std::string prefix = reading.empty() ? "" : reading + "_";
   const std::vector<int> c =
       t.require({"batch_size", "status", "best", prefix + "steps_lo", prefix + "steps_hi"});
+  const int steps_run = t.column("steps");
   std::map<double, MeasuredPoint> by_batch;
+  std::map<double, std::vector<analysis::BracketedSteps>> short_of_target;
   for (std::size_t i = 0; i < t.rows.size(); ++i) {
     const auto& row = t.rows[i];
-    if (row[c[2]] != "true" || row[c[1]] != "reached_target" || row[c[4]].empty()) continue;
+    if (row[c[2]] != "true") continue;
     const double B = static_cast<double>(t.whole(i, c[0], 1));
+    if (row[c[1]] != "reached_target" || row[c[4]].empty()) {
+      if (const auto seed = censored_seed(t, i, c[1], steps_run))
+        short_of_target[B].push_back(*seed);
+      continue;
+    }
     // A bracket (lo, hi] of steps: the last evaluation short of the target, the first meeting it.
     const std::int64_t hi = t.whole(i, c[4], 1),
                        lo = row[c[3]].empty() ? hi - 1 : t.whole(i, c[3], 0);
@@ -63,6 +86,10 @@ std::map<double, MeasuredPoint> read_best_seeds(const CsvTable& t, const std::st
     }
     by_batch[B].batch_size = B;
     by_batch[B].seeds.push_back({static_cast<double>(lo), static_cast<double>(hi)});
+  }
+  for (const auto& [B, seeds] : short_of_target) {
+    if (const auto p = by_batch.find(B); p != by_batch.end())
+      p->second.seeds.insert(p->second.seeds.end(), seeds.begin(), seeds.end());
   }
   return by_batch;
 }
@@ -169,6 +196,7 @@ std::vector<double> best_trials_b_simple(const fs::path& best_csv, const char* c
 analysis::SweepMeasurements read_sweep_measurements(const fs::path& sweep_dir) {
   analysis::SweepMeasurements sweep;
   sweep.measured = read_measured_points(sweep_dir);
+  sweep.censored = analysis::leave_out_censored(sweep.measured);
   if (sweep.measured.size() < 3) {
     throw Error(
         "lbt fit needs at least 3 batch sizes whose best trial reached the target; the "
@@ -185,7 +213,9 @@ analysis::SweepMeasurements read_sweep_measurements(const fs::path& sweep_dir) {
   sweep.definition = read_definition(sweep_dir / "sweep.csv");
   for (const char* name : kReadingNames) {
     std::vector<MeasuredPoint> points = read_measured_points(sweep_dir, name);
-    if (!points.empty()) sweep.readings[name] = std::move(points);
+    if (points.empty()) continue;
+    sweep.readings_censored[name] = analysis::leave_out_censored(points);
+    sweep.readings[name] = std::move(points);
   }
   return sweep;
 }

@@ -100,6 +100,10 @@ Interval percentile_interval(const std::vector<double>& values, double level, do
 // The fewest bootstrap replicates whose percentile interval at `level` has one replicate in
 // each tail: 2 / (1 - level), 40 at 95%.
 std::size_t min_resamples(double level);
+// The most bootstrap resamples lbt draws: each is a refit (about 0.2 ms for a sweep's fit and
+// its components, 200 bytes kept), so 1e5 is 20 s; 2e9, which an int allowed, was days and
+// hundreds of GB, ending in std::bad_alloc. Monte-Carlo error at 2000 is already ~5% of a width.
+inline constexpr int kMaxResamples = 100000;
 // The q-quantile of `values` (linear interpolation between order statistics; +infinity
 // where it interpolates towards an infinite one).
 double quantile(std::vector<double> values, double q);

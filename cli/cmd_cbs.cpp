@@ -87,7 +87,7 @@ void add_cbs_command(CLI::App& app) {
   cmd->add_option("--multipliers", o->multipliers,
                   "k: branch batches k x B (1, the reference branch, is always run)")
       ->delimiter(',')
-      ->check(whole_number<std::int64_t>());
+      ->check(whole_number(1, kMaxBatch));  // k x B far from int64's end (it wrapped past 2^63)
   cmd->add_option("--tolerance", o->tolerance,
                   "loss tolerance over the k = 1 branch's mean val_loss (default: measured, 2 x "
                   "the std of the k = 1 branch's val_loss over the data-order seeds)")

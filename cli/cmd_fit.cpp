@@ -45,7 +45,8 @@ void add_fit_command(CLI::App& app) {
   cmd->add_option("--resamples", a->resamples,
                   "bootstrap resamples (default 2000; at least 40: a 95% percentile interval "
                   "needs a replicate in each 2.5% tail)")
-      ->check(whole_number<int>(static_cast<std::int64_t>(analysis::min_resamples(0.95))));
+      ->check(whole_number(static_cast<std::int64_t>(analysis::min_resamples(0.95)),
+                           analysis::kMaxResamples));
   cmd->add_flag("--no-plots", a->no_plots, "skip notebooks/lbt_sweep_plots.py");
   cmd->callback([a] {
     analysis::FitOptions o;

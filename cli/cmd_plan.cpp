@@ -69,10 +69,12 @@ void add_plan_command(CLI::App& app) {
                   "sweep directory (written by lbt sweep), or lbt cbs's directory (cbs.json)")
       ->required()
       ->check(CLI::ExistingDirectory);
+  // Bounded so that workers x micro-batch, and examples at a plan's steps, stay far from int64's
+  // end (2^63 x 2 wrapped to a negative batch, and a cbs warmup divided by it: SIGFPE).
   cmd->add_option("--workers", o->workers, "budget: this many data-parallel workers ...")
-      ->check(whole_number<int>());
+      ->check(whole_number(1, kMaxWorkers));
   cmd->add_option("--micro-batch", o->micro_batch, "... each taking this many examples a step")
-      ->check(whole_number<std::int64_t>());
+      ->check(whole_number(1, kMaxBatch));
   cmd->add_option("--max-steps", o->max_steps,
                   "budget: at most this many steps (the smallest batch that fits, fewest examples)")
       ->check(whole_number<std::int64_t>());
@@ -81,7 +83,7 @@ void add_plan_command(CLI::App& app) {
       ->check(whole_number<std::int64_t>());
   cmd->add_option("--max-batch", *max_batch,
                   "from lbt cbs: the largest batch of the warmup (default: the training set)")
-      ->check(whole_number<std::int64_t>());
+      ->check(whole_number(1, kMaxBatch));
   cmd->add_option("--out,-o", *out,
                   "the config to write (default: SWEEP_DIR/plan.toml); an existing file is "
                   "replaced only if lbt plan wrote it");
@@ -89,7 +91,8 @@ void add_plan_command(CLI::App& app) {
   cmd->add_option("--resamples", o->resamples,
                   "bootstrap resamples for the intervals (default 2000; at least 40: a 95% "
                   "percentile interval needs a replicate in each 2.5% tail)")
-      ->check(whole_number<int>(static_cast<std::int64_t>(analysis::min_resamples(0.95))));
+      ->check(whole_number(static_cast<std::int64_t>(analysis::min_resamples(0.95)),
+                           analysis::kMaxResamples));
   cmd->add_option("--memory", *memory,
                   "memory per rank for the plan's memory lines, e.g. 16GiB, 80GB (default 16GiB)");
   cmd->callback([o, from, out, memory, max_batch] {

@@ -14,6 +14,11 @@ namespace lbt::cli {
 // A whole number (decimal digits, optional sign) in [min, max].
 CLI::Validator whole_number(std::int64_t min, std::int64_t max);
 
+// Ceilings for counts that get multiplied (workers x micro-batch, batch x steps): a million
+// workers of 2^30 examples stays below 2^50, far from int64's end, and far above any machine.
+inline constexpr std::int64_t kMaxWorkers = std::int64_t{1} << 20;
+inline constexpr std::int64_t kMaxBatch = std::int64_t{1} << 30;
+
 // A whole number from `min` to the largest value of the option's type T.
 template <class T>
 CLI::Validator whole_number(std::int64_t min = 1) {

@@ -120,6 +120,16 @@ void check_can_create_directories(const std::filesystem::path& path, const std::
 }
 
 std::string read_file(const std::filesystem::path& path) {
+  // Only a regular file (a symlink to one too): a FIFO or a device (a link to /dev/zero) would
+  // block or never end, and a directory reads as empty.
+  std::error_code ec;
+  const auto status = std::filesystem::status(path, ec);
+  if (std::filesystem::exists(status) && !std::filesystem::is_regular_file(status)) {
+    throw DataError(
+        "cannot read " + path.string() + ": it is not a regular file (" +
+            (std::filesystem::is_directory(status) ? "a directory" : "a FIFO or device") + ")",
+        "put the file lbt wrote back in its place");
+  }
   std::ifstream in(path, std::ios::binary);
   if (!in) throw DataError("cannot open " + path.string(), "check that the file exists");
   std::ostringstream ss;

@@ -111,8 +111,9 @@ py::object to_python(const nlohmann::json& j) {
 }
 
 void check_level(const char* function, int resamples, double level) {
-  if (resamples < 0)
-    bad_argument(function, "resamples must be >= 0, got " + std::to_string(resamples));
+  if (resamples < 0 || resamples > analysis::kMaxResamples)
+    bad_argument(function, "resamples must be in [0, " + std::to_string(analysis::kMaxResamples) +
+                               "], got " + std::to_string(resamples));
   if (!(level > 0.0 && level < 1.0)) {
     bad_argument(function, "level must be in (0, 1), got " + number(level));
   }

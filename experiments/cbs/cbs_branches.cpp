@@ -14,6 +14,7 @@
 #include "core/io.hpp"
 #include "experiments/child_process.hpp"
 #include "experiments/json_file.hpp"
+#include "experiments/run_checkpoint.hpp"
 #include "experiments/sweep/sweep_interrupt.hpp"
 #include "experiments/sweep/sweep_results.hpp"
 #include "experiments/sweep/trial_group.hpp"
@@ -64,6 +65,18 @@ bool finished(const fs::path& dir) {
          is_final_status(j["status"].get<std::string>());
 }
 
+// A branch directory of another length than `b`'s: the length is measured at the largest
+// multiplier, so a rerun with more of them changes it, and a branch kept from the first run
+// compared other training (a k = 4 branch of 20480 examples beside k = 1 and 2 of 2048,
+// relabelled 20480; 2026-11-29 audit). Read from its config.toml's train.steps.
+bool other_length(const fs::path& dir, const Branch& b) {
+  std::error_code ec;
+  if (!fs::is_regular_file(dir / "config.toml", ec)) return false;
+  const auto keys = flatten_config(io::read_file(dir / "config.toml"));
+  const auto it = keys.find("train.steps");
+  return it != keys.end() && it->second != std::to_string(b.step + b.steps);
+}
+
 // summary.json of a branch that ended without writing its own final one.
 void write_failed(const fs::path& dir, const ChildExit& e) {
   const std::string why = e.signal ? "killed by signal " + std::to_string(e.signal)
@@ -89,8 +102,16 @@ int run_branches(const std::vector<Branch>& plan, const ReferenceRun& ref,
                  const BranchRunOptions& o) {
   refuse_live_trial_groups(o.branches_dir);
   std::vector<const Branch*> todo;
-  for (const Branch& b : plan)
-    if (!finished(o.branches_dir / b.name)) todo.push_back(&b);
+  for (const Branch& b : plan) {
+    const fs::path dir = o.branches_dir / b.name;
+    if (other_length(dir, b)) {
+      std::fprintf(stderr,
+                   "[cbs] %s: its length differs from this plan's %lld examples: run again\n",
+                   b.name.c_str(), static_cast<long long>(b.examples));
+      fs::remove_all(dir);
+    }
+    if (!finished(dir)) todo.push_back(&b);
+  }
   const int threads = branch_threads(o.jobs);
   if (o.progress)
     std::fprintf(stderr, "[cbs] %zu branches, %zu to run, %d jobs x %d threads\n", plan.size(),

@@ -55,10 +55,20 @@ std::vector<EvalPoint> read_eval_curve(const fs::path& run_dir, std::int64_t glo
   return curve;
 }
 
+// The reference's ranks as its summary.json records them: a whole number from 1 (0 divided by
+// zero, a string threw nlohmann's own message, 1e300 wrapped).
 int world_size_of(const fs::path& run_dir) {
   const fs::path summary = run_dir / "summary.json";
   if (!fs::exists(summary)) return 1;
-  return read_json_object(summary, "rerun the reference run").value("world_size", 1);
+  const nlohmann::json j = read_json_object(summary, "rerun the reference run");
+  const nlohmann::json ranks = j.value("world_size", nlohmann::json(1));
+  if (!ranks.is_number_integer() || ranks.get<std::int64_t>() < 1 ||
+      ranks.get<std::int64_t>() > (1 << 20)) {
+    throw DataError(summary.string() + ": world_size " + ranks.dump() +
+                        " is not a number of ranks (a whole number from 1)",
+                    "rerun the reference run, or restore its summary.json");
+  }
+  return ranks.get<int>();
 }
 
 }  // namespace

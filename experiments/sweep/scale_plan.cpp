@@ -214,6 +214,19 @@ void write_plan_config(const fs::path& out, const ScalePlanOptions& o, const Con
   io::atomic_write(out, toml.str());
 }
 
+// base_config.toml as lbt sweep wrote it (trial_base_config: its first line says so). An
+// emptied one loaded as lbt's defaults, and the plan's config then named a model, LR rule and
+// warmup the sweep never trained, under the sweep's predictions.
+void check_trials_config(const fs::path& path) {
+  if (io::read_file(path).rfind("# Written by lbt sweep", 0) != 0) {
+    throw DataError(path.string() +
+                        " is not the trials' config lbt sweep wrote (its first line "
+                        "says so): the plan would train another model than the sweep's",
+                    "restore it: the sweep's config without its [sweep] table, under the line "
+                    "'# Written by lbt sweep from FILE without its [sweep] table.'");
+  }
+}
+
 }  // namespace
 
 void check_plan_out(const fs::path& out, bool overwrite) {
@@ -248,6 +261,7 @@ nlohmann::json plan_at_scale(const ScalePlanOptions& o) {
       analysis::regime_at(B, sweep.fit.B_crit, o.regime_tolerance, replicates, o.level);
 
   // The trials' config, at batch B.
+  check_trials_config(o.sweep_dir / "base_config.toml");
   Config config = load_config(o.sweep_dir / "base_config.toml", {}, nullptr);
   const trainer::RunConfig base = trainer::resolve_run_config(config, 1);
   const auto [lr, rule] = plan_lr(o.sweep_dir, base, B);

@@ -6,6 +6,8 @@
 // lbt plan declines it. Exit codes as the README lists them: 2 config, 3 data.
 #include <boost/test/unit_test.hpp>
 
+#include <sys/stat.h>
+
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
@@ -268,4 +270,38 @@ BOOST_AUTO_TEST_CASE(steps_that_fall_as_1_over_b_throughout_leave_b_crit_unresol
              fit.out);
   expect_refusal(plan(dir), 1, {"scales perfectly at every batch size", "past 100x the largest"});
   BOOST_TEST(!fs::exists(dir / "plan.json"));
+}
+
+// A sweep file replaced by a FIFO (or a link to /dev/zero) blocked lbt fit and lbt plan for
+// ever, and a directory read as an empty file; an emptied base_config.toml planned lbt's default
+// model under the sweep's predictions (2026-11-29 audit). Each is refused, naming the file.
+BOOST_AUTO_TEST_CASE(special_files_and_an_emptied_trials_config_are_refused_not_read) {
+  const fs::path fifo = sweep_copy("fifo_csv");
+  fs::remove(fifo / "sweep.csv");
+  BOOST_REQUIRE(::mkfifo((fifo / "sweep.csv").c_str(), 0600) == 0);
+  expect_refusal(run_lbt("fit --no-plots " + fifo.string()), 3,
+                 {(fifo / "sweep.csv").string(), "not a regular file (a FIFO or device)"});
+  const fs::path device = sweep_copy("device_json");
+  fs::remove(device / "sweep.json");
+  fs::create_symlink("/dev/zero", device / "sweep.json");
+  expect_refusal(plan(device), 3, {(device / "sweep.json").string(), "not a regular file"});
+  const fs::path folder = sweep_copy("folder_csv");
+  fs::remove(folder / "best.csv");
+  fs::create_directory(folder / "best.csv");
+  expect_refusal(run_lbt("fit --no-plots " + folder.string()), 3,
+                 {(folder / "best.csv").string(), "(a directory)"});
+  const fs::path emptied = sweep_copy("emptied_config");
+  std::ofstream(emptied / "base_config.toml", std::ios::trunc).flush();
+  expect_refusal(plan(emptied), 3,
+                 {(emptied / "base_config.toml").string(), "not the trials' config"});
+}
+
+// Counts that overflowed or ran for days: workers x micro-batch past 2^63 (a negative batch, and
+// from lbt cbs's directory a division by it: SIGFPE), and 2^31 bootstrap resamples.
+BOOST_AUTO_TEST_CASE(counts_that_would_overflow_or_run_for_days_are_refused) {
+  expect_refusal(run_lbt("plan --from " + real_sweep().string() +
+                         " --workers 2 --micro-batch 4611686018427387904"),
+                 2, {"--micro-batch"});
+  expect_refusal(run_lbt("fit --no-plots --resamples 2147483647 " + real_sweep().string()), 2,
+                 {"--resamples", "100000"});
 }

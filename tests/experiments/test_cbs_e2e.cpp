@@ -7,6 +7,8 @@
 
 #include <unistd.h>
 #include <cmath>
+#include <fstream>
+#include <regex>
 #include <string>
 
 #include "cbs_support.hpp"
@@ -170,6 +172,19 @@ BOOST_AUTO_TEST_CASE(a_rerun_continues_adds_branches_and_refuses_other_settings)
   const auto again = run_lbt(common + " --at-steps 5,10 --examples 256");
   BOOST_TEST_REQUIRE(again.code == 0, again.err);
   BOOST_TEST(again.out.find("branches: 8 (1 run now)") != std::string::npos, again.out);
+  // A branch of another length than the plan's (a measured length moves with the largest
+  // multiplier) runs again from the start: kept, it compared other training under its name.
+  const fs::path config = out / "branches" / "step5_k1_s0" / "config.toml";
+  const std::string text = slurp(config);
+  std::ofstream(config) << std::regex_replace(text, std::regex("\nsteps = [0-9]+\n"),
+                                              "\nsteps = 7\n");
+  const auto relength = run_lbt(common + " --at-steps 5,10 --examples 256");
+  BOOST_TEST_REQUIRE(relength.code == 0, relength.err);
+  BOOST_TEST(relength.out.find("branches: 8 (1 run now)") != std::string::npos, relength.out);
+  BOOST_TEST(relength.err.find("[cbs] step5_k1_s0: its length differs from this plan's") !=
+                 std::string::npos,
+             relength.err);
+  BOOST_TEST(slurp(config) == text);
   // Branches of another length would mix two measurements under the same names.
   const auto other = run_lbt(common + " --at-steps 5 --examples 512");
   BOOST_TEST(other.code == 2);
@@ -225,6 +240,26 @@ BOOST_AUTO_TEST_CASE(multipliers_without_one_above_1_are_refused_before_any_bran
   BOOST_TEST_REQUIRE(errors.size() == 1u, r.err);
   BOOST_TEST(errors[0].find("--multipliers has no multiplier above 1") != std::string::npos, r.err);
   BOOST_TEST(!fs::exists(scratch() / "only_1"));
+}
+
+// The reference's ranks as its summary.json records them: 0 divided by zero (SIGFPE), a string
+// threw nlohmann's own message, 1e300 wrapped (2026-11-29 audit).
+BOOST_AUTO_TEST_CASE(a_reference_summary_whose_world_size_is_no_rank_count_is_refused) {
+  for (const std::string bad : {"0", "\"x\"", "1e300", "-3"}) {
+    BOOST_TEST_CONTEXT(bad) {
+      const fs::path dir = scratch() / "bad_world_size";
+      fs::remove_all(dir);
+      fs::copy(reference(), dir, fs::copy_options::recursive);
+      std::ofstream(dir / "summary.json", std::ios::trunc)
+          << "{\"status\": \"completed\", \"world_size\": " << bad << "}\n";
+      const auto r = run_lbt("cbs --from " + dir.string() + " --at-steps 5 --no-plots");
+      BOOST_TEST(r.code == 3, r.err);
+      const auto errors = lines_starting(r.err, "error:");
+      BOOST_TEST_REQUIRE(errors.size() == 1u, r.err);
+      BOOST_TEST(errors[0].find("summary.json: world_size ") != std::string::npos, r.err);
+      BOOST_TEST(errors[0].find(" is not a number of ranks") != std::string::npos, r.err);
+    }
+  }
 }
 
 BOOST_AUTO_TEST_CASE(a_directory_that_is_not_a_run_is_one_error_and_one_hint) {

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <map>
 #include <optional>
+#include <set>
 
 #include "core/error.hpp"
 #include "core/io.hpp"
@@ -65,11 +66,15 @@ std::map<double, MeasuredPoint> read_best_seeds(const CsvTable& t, const std::st
   const std::string prefix = reading.empty() ? "" : reading + "_";
   const std::vector<int> c =
       t.require({"batch_size", "status", "best", prefix + "steps_lo", prefix + "steps_hi"});
-  const int steps_run = t.column("steps");
+  const int steps_run = t.column("steps"), trial = t.column("trial");
   std::map<double, MeasuredPoint> by_batch;
   std::map<double, std::vector<analysis::BracketedSteps>> short_of_target;
+  std::set<std::string> trials;
   for (std::size_t i = 0; i < t.rows.size(); ++i) {
     const auto& row = t.rows[i];
+    // A row pasted twice counted as more seeds (seeds 5 where the sweep ran 3).
+    if (trial >= 0 && !trials.insert(row[trial]).second)
+      t.reject(i, "trial " + row[trial] + " appears twice (one row per trial)");
     if (row[c[2]] != "true") continue;
     const double B = static_cast<double>(t.whole(i, c[0], 1));
     if (row[c[1]] != "reached_target" || row[c[4]].empty()) {
@@ -96,15 +101,28 @@ std::map<double, MeasuredPoint> read_best_seeds(const CsvTable& t, const std::st
 
 // best.csv and sweep.csv are rewritten together, sweep.csv first: every batch size best.csv
 // lists as reached has a best trial in sweep.csv that reached, unless one was cut or edited.
+// And the other way: a best trial sweep.csv has at the target where best.csv lists none was
+// fitted beside best.csv's (an edited best.csv's unreached batch size, or a row of a batch size
+// the sweep never ran: B_crit 305.8 -> 116.7).
 void check_best_in_sweep(const fs::path& sweep_dir,
                          const std::map<double, MeasuredPoint>& by_batch) {
+  std::set<double> listed;
   for (const ScalingPoint& p : read_best_points(sweep_dir / "best.csv")) {
+    listed.insert(p.batch_size);
     if (by_batch.count(p.batch_size)) continue;
     throw DataError((sweep_dir / "sweep.csv").string() + " has no best trial at batch size " +
                         std::to_string(static_cast<long long>(p.batch_size)) +
                         " that reached the target, which best.csv lists: sweep.csv was cut short "
                         "or edited",
                     rebuild_csv_hint(sweep_dir / "sweep.csv"));
+  }
+  for (const auto& [B, point] : by_batch) {
+    if (listed.count(B)) continue;
+    throw DataError((sweep_dir / "best.csv").string() + " lists no batch size " +
+                        std::to_string(static_cast<long long>(B)) +
+                        " at the target, where sweep.csv has its best trial there: one of the two "
+                        "was edited",
+                    rebuild_csv_hint(sweep_dir / "best.csv"));
   }
 }
 
@@ -125,7 +143,11 @@ std::vector<ScalingPoint> read_best_points(const fs::path& best_csv) {
   const CsvTable t = read_csv(best_csv);
   const std::vector<int> c = t.require({"batch_size", "status", "steps_to_target"});
   std::vector<ScalingPoint> pts;
+  std::set<std::string> batch_sizes;
   for (std::size_t i = 0; i < t.rows.size(); ++i) {
+    // A row pasted twice was fitted twice (the LR law's exponent 0.615 -> 0.569).
+    if (!batch_sizes.insert(t.rows[i][c[0]]).second)
+      t.reject(i, "batch size " + t.rows[i][c[0]] + " appears twice (one row per batch size)");
     if (t.rows[i][c[1]] != "reached_target" || t.rows[i][c[2]].empty()) continue;
     pts.push_back(
         {static_cast<double>(t.whole(i, c[0], 1)), static_cast<double>(t.whole(i, c[2], 1))});
@@ -187,7 +209,9 @@ std::vector<double> best_trials_b_simple(const fs::path& best_csv, const char* c
   for (std::size_t i = 0; i < best.rows.size(); ++i) {
     const auto& row = best.rows[i];
     if (c >= 0 && cs >= 0 && row[cs] == "reached_target" && !row[c].empty()) {
-      values.push_back(best.number(i, c));
+      const double b = best.number(i, c);
+      if (!(b > 0.0)) best.reject(i, std::string(column) + " is a noise scale: above 0");
+      values.push_back(b);
     }
   }
   return values;

@@ -82,9 +82,18 @@ double read_trial_b_noise(const std::filesystem::path& run_dir) {
     const auto j = nlohmann::json::parse(line, nullptr, false);
     if (!is_record(j) || j["estimator"] != "hessian") continue;
     const auto step = j["step"].get<std::int64_t>();
-    if (j.contains("b_noise") && j["b_noise"].is_number())
-      by_step[step] = j["b_noise"].get<double>();
-    else
+    if (j.contains("b_noise") && j["b_noise"].is_number()) {
+      // The probe writes a positive B_noise or null (unresolved): anything else was edited in.
+      const double b = j["b_noise"].get<double>();
+      if (!(b > 0.0 && std::isfinite(b))) {
+        throw DataError((run_dir / "noise.jsonl").string() +
+                            ": the Hessian probe's b_noise at step " + std::to_string(step) +
+                            " is " + j["b_noise"].dump() +
+                            ", which no probe writes (a positive number, or null)",
+                        "restore the trial's noise.jsonl, or rerun the trial");
+      }
+      by_step[step] = b;
+    } else
       by_step.erase(step);
   }
   if (by_step.empty()) return TrialNoise::kNone;

@@ -305,3 +305,43 @@ BOOST_AUTO_TEST_CASE(counts_that_would_overflow_or_run_for_days_are_refused) {
   expect_refusal(run_lbt("fit --no-plots --resamples 2147483647 " + real_sweep().string()), 2,
                  {"--resamples", "100000"});
 }
+
+// Rows pasted twice counted as more seeds or fitted a batch size twice, and a best trial in
+// sweep.csv that best.csv does not list at the target was fitted beside best.csv's (2026-11-29
+// audit: B_crit 305.8 -> 116.7 from a row of a batch size the sweep never ran).
+BOOST_AUTO_TEST_CASE(repeated_rows_and_files_that_disagree_are_refused) {
+  const auto first_row = [](const std::string& text) {
+    const auto start = text.find('\n') + 1;
+    return text.substr(start, text.find('\n', start) + 1 - start);
+  };
+  for (const char* file : {"sweep.csv", "best.csv"}) {
+    BOOST_TEST_CONTEXT(file) {
+      const fs::path dir = sweep_copy("repeated_row");
+      const std::string text = slurp(dir / file);
+      std::ofstream(dir / file, std::ios::app) << first_row(text);
+      expect_refusal(run_lbt("fit --no-plots " + dir.string()), 3,
+                     {(dir / file).string(), "appears twice"});
+    }
+  }
+  const fs::path dir = sweep_copy("disagreeing_best");
+  std::string best = slurp(dir / "best.csv");
+  const auto reached = best.find(",reached_target,");
+  BOOST_REQUIRE(reached != std::string::npos);
+  best.replace(reached, 16, ",budget_exhausted,");
+  std::ofstream(dir / "best.csv", std::ios::trunc) << best;
+  expect_refusal(run_lbt("fit --no-plots " + dir.string()), 3,
+                 {(dir / "best.csv").string(), "lists no batch size", "one of the two was edited"});
+  // A measured noise scale below 0 printed B_crit / B_simple = -6.1.
+  const fs::path noise = sweep_copy("negative_noise");
+  std::string rows = slurp(noise / "best.csv");
+  const std::string header = rows.substr(0, rows.find('\n'));
+  const auto column =
+      std::count(header.begin(), header.begin() + header.find("b_simple_avg,"), ',');
+  const auto line = rows.find(",reached_target,");
+  auto at = rows.rfind('\n', line) + 1;
+  for (long i = 0; i < column; ++i) at = rows.find(',', at) + 1;
+  rows.insert(at, "-50");  // the cell was empty: no noise measured
+  std::ofstream(noise / "best.csv", std::ios::trunc) << rows;
+  expect_refusal(run_lbt("fit --no-plots " + noise.string()), 3,
+                 {(noise / "best.csv").string(), "b_simple_avg is a noise scale: above 0"});
+}

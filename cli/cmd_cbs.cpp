@@ -114,7 +114,7 @@ void add_cbs_command(CLI::App& app) {
   cmd->add_flag_callback(
       "--quiet,-q", [o] { o->progress = false; }, "no progress lines");
   cmd->callback([o] {
-    experiments::install_sweep_interrupt_handlers();
+    experiments::install_sweep_interrupt_handlers(experiments::InterruptedCommand::kCbs);
     report(experiments::run_cbs(*o), *o);
   });
 }

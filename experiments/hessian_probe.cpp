@@ -53,8 +53,12 @@ HessianOptions read_hessian_options(Config& config) {
   h.every = config.get_int(Schema::in(keys, "noise.hessian.every"));
   h.small_batches = config.get_int(Schema::in(keys, "noise.hessian.small_batches"));
   h.examples = config.get_int(Schema::in(keys, "noise.hessian.examples"));
-  if (h.small_batches < 3)  // the jackknife interval leaves one out and needs a pair left
-    config.fail("noise.hessian.small_batches", ">= 3", std::to_string(h.small_batches));
+  // The jackknife interval leaves one out and needs a pair left; the probe keeps every small
+  // batch's gradient and their K x K Gram matrix, so a million passed --check and ended in
+  // std::bad_alloc at the probe's step (2026-11-29 audit).
+  if (h.small_batches < 3 || h.small_batches > 1024)
+    config.fail("noise.hessian.small_batches", "3 to 1024 (each small batch's gradient is kept)",
+                std::to_string(h.small_batches));
   if (h.examples < 1) config.fail("noise.hessian.examples", ">= 1", std::to_string(h.examples));
   if (h.every < 0) config.fail("noise.hessian.every", ">= 0 (0: never)", std::to_string(h.every));
   return h;

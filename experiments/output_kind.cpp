@@ -61,6 +61,19 @@ OutputKind output_kind(const fs::path& dir) {
   return OutputKind::kNone;
 }
 
+void refuse_replacing_a_member_run(const fs::path& dir) {
+  fs::path normal = dir.lexically_normal();
+  if (normal.filename().empty()) normal = normal.parent_path();
+  if (!trainer::RunDirectory::holds_run(normal) ||
+      output_kind(normal.parent_path()) != OutputKind::kInner)
+    return;
+  throw ConfigError(dir.string() + " is one of the runs of " +
+                        normal.parent_path().parent_path().string() +
+                        " (an lbt sweep's trials or an lbt cbs's branches), which reads it back; "
+                        "--overwrite would put another run in its place",
+                    "give --out a new directory; lbt sweep and lbt cbs rerun their own runs");
+}
+
 void refuse_other_output(const fs::path& dir, OutputKind mine, std::string_view command) {
   // `--out "$RUNS/$NAME"` with both unset is "/": the filesystem root holds unrelated files, so
   // the rule below would take it, and the run's files would land beside /etc.

@@ -24,4 +24,9 @@ OutputKind output_kind(const std::filesystem::path& dir);
 void refuse_other_output(const std::filesystem::path& dir, OutputKind mine,
                          std::string_view command);
 
+// Refuses to replace (--overwrite) a run that is one of a sweep's trials or an lbt cbs's
+// branches: the sweep reads it back by name, and lbt fit then reported another run's B_noise as
+// the sweep's (2026-11-29 audit). lbt sweep and lbt cbs rerun their own without --overwrite.
+void refuse_replacing_a_member_run(const std::filesystem::path& dir);
+
 }  // namespace lbt::experiments

@@ -102,6 +102,7 @@ void check_device_parts(Config& config, const trainer::RunConfig& run, const dat
 void check_run_directory(const std::filesystem::path& dir, const RunDirectoryUse& use,
                          const std::string& resolved_toml) {
   refuse_other_output(dir, OutputKind::kRun, "this run");
+  if (use.overwrite && !use.resume) refuse_replacing_a_member_run(dir);
   DirLock::check(dir / "run.lock", "lbt train");  // a run still training there
   trainer::RunDirectory::check(dir, use.overwrite || use.resume);
   if (!use.resume) return;

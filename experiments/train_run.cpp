@@ -18,6 +18,7 @@
 #include "experiments/child_process.hpp"
 #include "experiments/hessian_probe.hpp"
 #include "experiments/json_file.hpp"
+#include "experiments/output_kind.hpp"
 #include "experiments/rank_agreement.hpp"
 #include "experiments/run_check.hpp"
 #include "experiments/run_checkpoint.hpp"
@@ -157,6 +158,7 @@ std::unique_ptr<trainer::RunDirectory> open_run_dir(const RunResult& result,
                                                     std::int64_t total_steps, int rank,
                                                     DirLock& lock) {
   if (rank != 0) return nullptr;
+  if (!resumed && options.overwrite) refuse_replacing_a_member_run(result.run_dir);
   auto run_dir =
       resumed ? std::make_unique<trainer::RunDirectory>(
                     trainer::RunDirectory::resume(result.run_dir, resume_step))

@@ -27,7 +27,7 @@ const std::vector<KeySpec>& noise_keys() {
        "lbt train / sweep trials with noise.enabled: also measure B_noise every N steps (0: never)",
        {}, "steps"},
       {"noise.hessian.small_batches", kInt, "16",
-       "lbt noise: small-batch gradients K (>= 3) behind B_noise and its jackknife interval at --at-steps"},
+       "lbt noise: small-batch gradients K (3 to 1024) behind B_noise and its jackknife interval at --at-steps"},
       {"noise.hessian.examples", kInt, "2048",
        "lbt noise: examples per gradient in the Hessian-vector products", {}, "examples"},
   };

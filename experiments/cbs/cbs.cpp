@@ -78,6 +78,24 @@ CbsPoint measure_point(std::int64_t step, const std::vector<Branch>& plan, const
   return p;
 }
 
+// Every branch failed (not diverged: a failed one measured nothing), as when the reference's
+// config.toml no longer matches its checkpoints: an error naming the first's message, not exit
+// 0 with "-" everywhere (2026-11-29 audit). Its outputs are written first, for a look.
+void refuse_all_failed(const std::vector<CbsPoint>& points, const fs::path& branches) {
+  const BranchResult* first = nullptr;
+  for (const CbsPoint& p : points) {
+    for (const BranchResult& b : p.branches) {
+      if (b.status == "completed" || b.status == "diverged") return;
+      if (!first) first = &b;
+    }
+  }
+  if (!first) return;
+  throw Error("every branch failed; " + first->branch.name + ": " +
+                  (first->message.empty() ? first->status : first->message),
+              "see " + (branches / first->branch.name / "train.log").string() +
+                  "; a reference whose config.toml changed since its checkpoints fails so");
+}
+
 }  // namespace
 
 CbsOutcome run_cbs(const CbsOptions& o) {
@@ -123,6 +141,7 @@ CbsOutcome run_cbs(const CbsOptions& o) {
   write_branches_csv(result.out / "branches.csv", result.points);
   if (o.plots)
     if (std::string w = make_cbs_plot(result.out); !w.empty()) result.warnings.push_back(w);
+  refuse_all_failed(result.points, result.out / "branches");
   return result;
 }
 

@@ -5,6 +5,8 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <nlohmann/json.hpp>
@@ -26,6 +28,11 @@ volatile sig_atomic_t g_signal = 0;
 // async-signal-safe).
 volatile sig_atomic_t g_slurm_signals_trials = 0;
 
+// What the first signal prints, written at install (a handler may only write()): the command's
+// own words (lbt cbs printed the sweep's before 2026-11-29).
+char g_stop_message[256];
+std::size_t g_stop_length = 0;
+
 void on_signal(int sig) {
   // Second signal: at once. The trials' process groups are killed with this process (their
   // leaders would die by PR_SET_PDEATHSIG, not what they started); each lbt trial keeps its
@@ -36,11 +43,7 @@ void on_signal(int sig) {
   }
   g_signal = sig;
   if (!(sig == SIGTERM && g_slurm_signals_trials)) forward_signal_to_children(sig);
-  const char msg[] =
-      "\nlbt sweep: stopping: the running trials are told to stop (lbt's save a checkpoint "
-      "first; an --exec program runs again later), no new trial starts; signal again to exit "
-      "at once\n";
-  [[maybe_unused]] const ssize_t n = ::write(STDERR_FILENO, msg, sizeof msg - 1);
+  [[maybe_unused]] const ssize_t n = ::write(STDERR_FILENO, g_stop_message, g_stop_length);
 }
 
 std::string status_of(const fs::path& trial_dir) {
@@ -78,7 +81,18 @@ void install_crash_handlers() {
 
 }  // namespace
 
-void install_sweep_interrupt_handlers() {
+void install_sweep_interrupt_handlers(InterruptedCommand command) {
+  const int n =
+      command == InterruptedCommand::kCbs
+          ? std::snprintf(g_stop_message, sizeof g_stop_message,
+                          "\nlbt cbs: stopping: the running branches are told to stop (each "
+                          "saves a checkpoint first), no new branch starts; signal again to exit "
+                          "at once\n")
+          : std::snprintf(g_stop_message, sizeof g_stop_message,
+                          "\nlbt sweep: stopping: the running trials are told to stop (lbt's save "
+                          "a checkpoint first; an --exec program runs again later), no new trial "
+                          "starts; signal again to exit at once\n");
+  g_stop_length = static_cast<std::size_t>(std::max(0, n));
   install_crash_handlers();
   g_slurm_signals_trials = std::getenv("SLURM_JOB_ID") != nullptr;
   struct sigaction sa;

@@ -14,8 +14,10 @@
 
 namespace lbt::experiments {
 
-// Installs the handlers (`lbt sweep` does; a library user may not want them).
-void install_sweep_interrupt_handlers();
+// Installs the handlers (`lbt sweep` and `lbt cbs` do; a library user may not want them); the
+// first signal's message names the command and what it runs (trials or branches).
+enum class InterruptedCommand { kSweep, kCbs };
+void install_sweep_interrupt_handlers(InterruptedCommand command = InterruptedCommand::kSweep);
 
 // The first SIGINT/SIGTERM received since install_sweep_interrupt_handlers, or 0.
 int sweep_interrupt_signal();

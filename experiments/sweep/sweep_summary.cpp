@@ -43,7 +43,12 @@ void summarise_sweep(const std::filesystem::path& dir, const std::vector<TrialRe
 
 std::string make_sweep_plots(const std::filesystem::path& sweep_dir) {
   const std::filesystem::path log = sweep_dir / "plots.log";
-  std::filesystem::remove(log);  // this run's output only
+  std::error_code ec;
+  std::filesystem::remove(log, ec);  // this run's output only
+  if (ec) {  // a directory of that name holding files: the plots are not made, one line says so
+    return "plots skipped: " + log.string() + " cannot be replaced (" + ec.message() +
+           "); move it away to make them";
+  }
   return run_plot_script("lbt_sweep_plots.py", {sweep_dir.string()}, log);
 }
 

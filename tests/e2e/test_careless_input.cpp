@@ -88,6 +88,15 @@ BOOST_AUTO_TEST_CASE(a_conv_too_large_for_any_machine_is_refused_naming_it_befor
   }
 }
 
+// The B_noise probe keeps each small batch's gradient: a million of them passed --check and
+// ended in std::bad_alloc at the probe's step.
+BOOST_AUTO_TEST_CASE(a_hessian_probe_of_a_million_small_batches_is_refused_at_check) {
+  expect_refusal(run_lbt("noise --check --config " LBT_SOURCE_DIR
+                         "/experiments/configs/synthetic_regression.toml --at-steps 10 --set "
+                         "noise.hessian.small_batches=1000000"),
+                 2, {"noise.hessian.small_batches must be 3 to 1024", "got 1000000"});
+}
+
 BOOST_AUTO_TEST_CASE(train_refuses_activations_past_the_machine_naming_the_widest_layer) {
   // 10^6 channels of [24, 24]: 4.3 GiB per example, 4.4 TiB at batch 1024.
   const fs::path wide = conv_config("wide_conv", "out_channels = 1000000\nkernel = 5\n");

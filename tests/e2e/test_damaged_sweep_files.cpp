@@ -345,3 +345,29 @@ BOOST_AUTO_TEST_CASE(repeated_rows_and_files_that_disagree_are_refused) {
   expect_refusal(run_lbt("fit --no-plots " + noise.string()), 3,
                  {(noise / "best.csv").string(), "b_simple_avg is a noise scale: above 0"});
 }
+
+// lbt noise (or train) --out SWEEP/trials/NAME --overwrite replaced a sweep's trial with another
+// run, whose B_noise lbt fit then reported as the sweep's (2026-11-29 audit).
+BOOST_AUTO_TEST_CASE(overwrite_refuses_to_replace_a_sweeps_own_trial) {
+  const fs::path dir = sweep_copy("member_trial");
+  const fs::path trial = fs::directory_iterator(dir / "trials")->path();
+  const std::string summary = slurp(trial / "summary.json");
+  expect_refusal(run_lbt("train --config " + (dir / "base_config.toml").string() + " --out " +
+                         trial.string() + " --overwrite --set train.steps=5"),
+                 2, {trial.string(), "is one of the runs of", "--overwrite would put another"});
+  BOOST_TEST(slurp(trial / "summary.json") == summary);
+}
+
+// A directory named plots.log (holding files) threw the filesystem's own "cannot remove" after
+// fit.json was written; now the plots are skipped with one warning and the fit stands.
+BOOST_AUTO_TEST_CASE(a_plots_log_that_cannot_be_replaced_skips_the_plots_with_a_warning) {
+  const fs::path dir = sweep_copy("plots_log_dir");
+  fs::create_directories(dir / "plots.log" / "kept");
+  const Result r = run_lbt("fit " + dir.string());
+  BOOST_TEST(r.code == 0, r.err);
+  BOOST_TEST(
+      r.err.find("warning: plots skipped: " + (dir / "plots.log").string()) != std::string::npos,
+      r.err);
+  BOOST_TEST(fs::exists(dir / "plots.log" / "kept"));
+  BOOST_TEST(fs::exists(dir / "fit.json"));
+}

@@ -262,6 +262,25 @@ BOOST_AUTO_TEST_CASE(a_reference_summary_whose_world_size_is_no_rank_count_is_re
   }
 }
 
+// A reference whose config no longer matches its checkpoints (a bias dropped from the model):
+// every branch fails, and lbt cbs says so with exit 1 (it exited 0 with "-" everywhere).
+BOOST_AUTO_TEST_CASE(every_branch_failing_is_an_error_not_a_measurement) {
+  const fs::path dir = scratch() / "changed_model";
+  fs::remove_all(dir);
+  fs::copy(reference(), dir, fs::copy_options::recursive);
+  const std::string config = slurp(dir / "config.toml");
+  const std::regex spec("(spec = ['\"]linear:[0-9]+-1)(['\"])");
+  BOOST_REQUIRE(std::regex_search(config, spec));
+  std::ofstream(dir / "config.toml", std::ios::trunc)
+      << std::regex_replace(config, spec, "$1:nobias$2");
+  const auto r = run_lbt("cbs --from " + dir.string() +
+                         " --at-steps 5 --multipliers 2 --seeds 2 --examples 256 --no-plots");
+  BOOST_TEST(r.code == 1, r.err);
+  const auto errors = lines_starting(r.err, "error: every branch failed; step5_k1_s0: ");
+  BOOST_TEST(errors.size() == 1u, r.err);
+  BOOST_TEST(fs::exists(dir / "cbs" / "branches.csv"));  // written first, for a look
+}
+
 BOOST_AUTO_TEST_CASE(a_directory_that_is_not_a_run_is_one_error_and_one_hint) {
   fs::create_directories(scratch() / "not_a_run");
   const auto r = run_lbt("cbs --from " + (scratch() / "not_a_run").string() + " --at-steps 5");

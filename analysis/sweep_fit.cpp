@@ -135,7 +135,11 @@ nlohmann::json fit_points(const std::vector<MeasuredPoint>& measured,
   for (std::size_t i = 0; i < pts.size(); ++i) {
     const ScalingPoint& p = pts[i];
     nlohmann::json brackets = nlohmann::json::array();
-    for (const auto& b : measured[i].seeds) brackets.push_back({b.lo, b.hi});
+    // A censored seed's end is null (json holds inf, which Python's dict would keep).
+    const auto end = [](double x) {
+      return std::isfinite(x) ? nlohmann::json(x) : nlohmann::json();
+    };
+    for (const auto& b : measured[i].seeds) brackets.push_back({end(b.lo), end(b.hi)});
     points.push_back({{"batch_size", p.batch_size},
                       {"steps", p.steps},
                       {"examples", p.steps * p.batch_size},

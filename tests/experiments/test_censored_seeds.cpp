@@ -11,6 +11,7 @@
 #include <string>
 
 #include "analysis/measured_fit.hpp"
+#include "analysis/sweep_fit.hpp"
 #include "experiments/sweep/fit_files.hpp"
 
 namespace fs = std::filesystem;
@@ -95,6 +96,13 @@ BOOST_AUTO_TEST_CASE(a_sweeps_unreached_seeds_are_read_as_censored_at_their_last
   BOOST_TEST(first_passage[0].steps_at_least == 1300.0);
   BOOST_TEST(first_passage[1].steps_at_least == 250.0);
   BOOST_TEST(sweep.readings.at("first_passage").size() == 3u);
+  // fit.json: the censored seed's bracket ends in null, and the left-out batch size is listed.
+  FitOptions options;
+  options.resamples = 100;
+  const nlohmann::json fit = fit_measurements(sweep, options);
+  BOOST_TEST(fit["points"][0]["steps_brackets"][2].dump() == "[2000.0,null]");
+  BOOST_TEST(fit["batch_sizes_censored"].dump() ==
+             R"([{"batch_size":32.0,"seeds":3,"seeds_reached":1,"steps_at_least":250.0}])");
   fs::remove_all(dir);
 }
 

@@ -45,22 +45,9 @@ std::string read_definition(const fs::path& sweep_csv) {
   return definition;
 }
 
-// A best seed that had not met the target (under the reading read) when its run ended: censored
-// at its last step (sweep.csv's `steps`; unknown in older files: above every other seed), or
-// never (diverged). A failed or timed-out trial measured nothing: none.
-std::optional<analysis::BracketedSteps> censored_seed(const CsvTable& t, std::size_t i, int status,
-                                                      int steps) {
-  const std::string& s = t.rows[i][status];
-  if (s == "diverged") return analysis::BracketedSteps{HUGE_VAL, HUGE_VAL};
-  if (s != "reached_target" && s != "budget_exhausted" && s != "pruned") return std::nullopt;
-  const bool known = steps >= 0 && !t.rows[i][steps].empty();
-  return analysis::BracketedSteps{known ? static_cast<double>(t.whole(i, steps, 0)) : HUGE_VAL,
-                                  HUGE_VAL};
-}
-
 // sweep.csv's best trials by batch size, read as `reading` ("": the sweep's own
 // steps_lo/steps_hi; else that reading's columns, {} where not recorded): those that reached the
-// target, and beside them (censored_seed) the best LR's seeds that did not; a batch size none
+// target, and beside them (seed_steps) the best LR's seeds that did not; a batch size none
 // of whose best seeds reached is not read (best.csv's unreached).
 std::map<double, MeasuredPoint> read_best_seeds(const CsvTable& t, const std::string& reading) {
   const std::string prefix = reading.empty() ? "" : reading + "_";
@@ -77,8 +64,9 @@ std::map<double, MeasuredPoint> read_best_seeds(const CsvTable& t, const std::st
       t.reject(i, "trial " + row[trial] + " appears twice (one row per trial)");
     if (row[c[2]] != "true") continue;
     const double B = static_cast<double>(t.whole(i, c[0], 1));
-    if (row[c[1]] != "reached_target" || row[c[4]].empty()) {
-      if (const auto seed = censored_seed(t, i, c[1], steps_run))
+    if (row[c[1]] != "reached_target" || row[c[4]].empty()) {  // short of the target: censored
+      const bool known = steps_run >= 0 && !row[steps_run].empty();
+      if (const auto seed = seed_steps(row[c[1]], -1, -1, known ? t.whole(i, steps_run, 0) : -1))
         short_of_target[B].push_back(*seed);
       continue;
     }

@@ -253,23 +253,37 @@ std::vector<BestRow> best_per_batch(const std::vector<TrialResult>& results) {
             (r->trial.seed > 0 && r->trial.multiplier == row.best->trial.multiplier))
           row.seeds.push_back(r);
       }
-      std::vector<double> steps;
+      analysis::MeasuredPoint seeds{static_cast<double>(B), {}};
+      std::vector<std::int64_t> steps;
       for (const TrialResult* r : row.seeds) {
-        if (r->status == "reached_target" && r->steps_to_target >= 0)
-          steps.push_back(static_cast<double>(r->steps_to_target));
+        const bool met = r->status == "reached_target" && r->steps_to_target >= 0;
+        if (met) steps.push_back(r->steps_to_target);
+        const auto s = seed_steps(r->status, r->steps_lo, met ? r->steps_to_target : -1, r->steps);
+        if (s) seeds.seeds.push_back(*s);
       }
       std::sort(steps.begin(), steps.end());
       row.seeds_reached = static_cast<int>(steps.size());
-      const std::size_t n = steps.size();
-      row.steps_median = n % 2 ? steps[n / 2] : 0.5 * (steps[n / 2 - 1] + steps[n / 2]);
-      row.steps_min = static_cast<std::int64_t>(steps.front());
-      row.steps_max = static_cast<std::int64_t>(steps.back());
+      row.steps_median = analysis::median_steps(seeds);
+      row.steps_min = steps.front();
+      row.steps_max = steps.back();
     }
     row.lr_at_edge = row.best && points.size() > 1 &&
                      (row.best->trial.lr == lr_lo || row.best->trial.lr == lr_hi);
     rows.push_back(row);
   }
   return rows;
+}
+
+std::optional<analysis::BracketedSteps> seed_steps(const std::string& status, std::int64_t lo,
+                                                   std::int64_t hi, std::int64_t steps_run) {
+  if (hi >= 0)
+    return analysis::BracketedSteps{static_cast<double>(lo >= 0 ? lo : hi - 1),
+                                    static_cast<double>(hi)};
+  if (status == "diverged") return analysis::BracketedSteps{HUGE_VAL, HUGE_VAL};
+  if (status != "reached_target" && status != "budget_exhausted" && status != "pruned")
+    return std::nullopt;
+  return analysis::BracketedSteps{steps_run >= 0 ? static_cast<double>(steps_run) : HUGE_VAL,
+                                  HUGE_VAL};
 }
 
 std::vector<std::string> target_noise_warnings(const std::vector<TrialResult>& results,

@@ -6,9 +6,11 @@
 #include <filesystem>
 #include <limits>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "analysis/measured_fit.hpp"
 #include "experiments/csv_table.hpp"
 #include "experiments/sweep/sweep_plan.hpp"
 #include "experiments/sweep/trial_noise.hpp"
@@ -72,12 +74,21 @@ struct BestRow {
   std::vector<const TrialResult*> seeds;  // best first, then its (B, LR) with other seeds
   int trials = 0, reached = 0;
   int seeds_reached = 0;
-  // Over the seeds that reached the target: steps_to_target's median, min and max.
+  // steps_to_target's median over the seeds as lbt fit reads it (seed_steps: NaN where the
+  // seeds that did not reach leave it unknown), and its min and max over those that reached.
   double steps_median = std::numeric_limits<double>::quiet_NaN();
   std::int64_t steps_min = -1, steps_max = -1;
   bool lr_at_edge = false;  // best LR is the smallest or largest tried: widen the search
 };
 std::vector<BestRow> best_per_batch(const std::vector<TrialResult>& results);
+
+// A best LR's seed as the fit reads it (analysis/measured_fit.hpp): its bracket (lo, hi] where
+// it met the target (lo -1: hi - 1); censored at `steps_run` where its run ended short of it
+// (its budget, a prune, or a reached_target run that stopped before this reading met it;
+// steps_run -1, not recorded: above every other seed); never where it diverged; nothing where
+// it failed or timed out (it measured nothing). best.csv and lbt fit read one rule.
+std::optional<analysis::BracketedSteps> seed_steps(const std::string& status, std::int64_t lo,
+                                                   std::int64_t hi, std::int64_t steps_run);
 
 // Per batch size, a warning when its best trial's best value of the metric (under
 // the trial's target_definition) is within 2 x the metric's fluctuation near the crossing of

@@ -137,6 +137,35 @@ BOOST_AUTO_TEST_CASE(best_csv_keeps_the_fewest_steps_per_batch_and_round_trips_t
   BOOST_TEST(b.rows[1][b.column("batch_size")] == "128");
 }
 
+// best.csv's median over the best LR's seeds reads a seed short of the target as lbt fit does
+// (seed_steps): above its last step, so 100, 120 and one out of budget at 500 give 120 (the
+// two that reached gave 110), and 1 of 3 gives no median (empty), not that one's steps.
+BOOST_AUTO_TEST_CASE(best_csv_median_counts_seeds_short_of_the_target_as_the_fit_does) {
+  std::vector<TrialResult> results(6);
+  const auto seed = [&](std::size_t i, std::int64_t B, int s, const char* status, int steps) {
+    results[i].trial = trial(std::to_string(B) + "_" + std::to_string(s), B, 0.1);
+    results[i].trial.seed = s;
+    results[i].status = status;
+    const bool met = std::string(status) == "reached_target";
+    results[i].steps_to_target = met ? steps : -1;
+    results[i].steps = met ? steps + 10 : steps;
+  };
+  seed(0, 16, 0, "reached_target", 100);
+  seed(1, 16, 1, "reached_target", 120);
+  seed(2, 16, 2, "budget_exhausted", 500);
+  seed(3, 32, 0, "reached_target", 60);
+  seed(4, 32, 1, "pruned", 40);
+  seed(5, 32, 2, "pruned", 50);
+  const auto best = best_per_batch(results);
+  BOOST_REQUIRE_EQUAL(best.size(), 2u);
+  BOOST_TEST(best[0].seeds.size() == 3u);
+  BOOST_TEST(best[0].steps_median == 120.0);
+  BOOST_TEST(best[0].seeds_reached == 2);
+  BOOST_TEST(std::isnan(best[1].steps_median));
+  BOOST_TEST(best[1].steps_min == 60);
+  BOOST_TEST(best[1].steps_max == 60);
+}
+
 BOOST_AUTO_TEST_CASE(equal_steps_pick_the_same_winner_whatever_the_wall_times) {
   // Wall time must not break ties: the winner would depend on machine load.
   for (double slow_first : {true, false}) {

@@ -67,7 +67,9 @@ void add_scaling_command(CLI::App& app) {
     o->lbt = experiments::self_executable();
     for (const auto& m : *mca) {
       const auto eq = m.find('=');
-      if (eq == std::string::npos) throw ConfigError("--mca '" + m + "' is not NAME=VALUE");
+      if (eq == std::string::npos)
+        throw ConfigError("--mca '" + m + "' is not NAME=VALUE",
+                          "e.g. --mca btl_vader_single_copy_mechanism=none");
       o->mpirun_args.insert(o->mpirun_args.end(), {"--mca", m.substr(0, eq), m.substr(eq + 1)});
     }
     o->plot_script = experiments::plot_script("lbt_plot_scaling.py");

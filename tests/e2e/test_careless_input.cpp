@@ -88,6 +88,12 @@ BOOST_AUTO_TEST_CASE(a_conv_too_large_for_any_machine_is_refused_naming_it_befor
   }
 }
 
+BOOST_AUTO_TEST_CASE(an_mca_setting_without_a_value_names_the_form_with_an_example) {
+  expect_refusal(run_lbt("scaling --config " LBT_SOURCE_DIR
+                         "/experiments/configs/synthetic_regression.toml -w 1 --mca foo"),
+                 2, {"--mca 'foo' is not NAME=VALUE"});
+}
+
 // The B_noise probe keeps each small batch's gradient: a million of them passed --check and
 // ended in std::bad_alloc at the probe's step.
 BOOST_AUTO_TEST_CASE(a_hessian_probe_of_a_million_small_batches_is_refused_at_check) {

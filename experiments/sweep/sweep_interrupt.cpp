@@ -5,8 +5,6 @@
 #include <signal.h>
 #include <unistd.h>
 
-#include <algorithm>
-#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <nlohmann/json.hpp>
@@ -28,10 +26,16 @@ volatile sig_atomic_t g_signal = 0;
 // async-signal-safe).
 volatile sig_atomic_t g_slurm_signals_trials = 0;
 
-// What the first signal prints, written at install (a handler may only write()): the command's
+// What the first signal prints, chosen at install (a handler may only write()): the command's
 // own words (lbt cbs printed the sweep's before 2026-11-29).
-char g_stop_message[256];
-std::size_t g_stop_length = 0;
+constexpr char kSweepStop[] =
+    "\nlbt sweep: stopping: the running trials are told to stop (lbt's save a checkpoint first; "
+    "an --exec program runs again later), no new trial starts; signal again to exit at once\n";
+constexpr char kCbsStop[] =
+    "\nlbt cbs: stopping: the running branches are told to stop (each saves a checkpoint "
+    "first), no new branch starts; signal again to exit at once\n";
+const char* g_stop_message = kSweepStop;
+std::size_t g_stop_length = sizeof kSweepStop - 1;
 
 void on_signal(int sig) {
   // Second signal: at once. The trials' process groups are killed with this process (their
@@ -82,17 +86,9 @@ void install_crash_handlers() {
 }  // namespace
 
 void install_sweep_interrupt_handlers(InterruptedCommand command) {
-  const int n =
-      command == InterruptedCommand::kCbs
-          ? std::snprintf(g_stop_message, sizeof g_stop_message,
-                          "\nlbt cbs: stopping: the running branches are told to stop (each "
-                          "saves a checkpoint first), no new branch starts; signal again to exit "
-                          "at once\n")
-          : std::snprintf(g_stop_message, sizeof g_stop_message,
-                          "\nlbt sweep: stopping: the running trials are told to stop (lbt's save "
-                          "a checkpoint first; an --exec program runs again later), no new trial "
-                          "starts; signal again to exit at once\n");
-  g_stop_length = static_cast<std::size_t>(std::max(0, n));
+  const bool cbs = command == InterruptedCommand::kCbs;
+  g_stop_message = cbs ? kCbsStop : kSweepStop;
+  g_stop_length = cbs ? sizeof kCbsStop - 1 : sizeof kSweepStop - 1;
   install_crash_handlers();
   g_slurm_signals_trials = std::getenv("SLURM_JOB_ID") != nullptr;
   struct sigaction sa;

@@ -1,0 +1,83 @@
+// SIGTERM of a running `lbt cbs` through the real binary: it tells its running branches to
+// stop (each saves a checkpoint), prints its own stop message (until 014fb33 it printed the
+// sweep's), exits 143, and a rerun of the same command continues the branches and ends
+// where an undisturbed run ends, bit for bit.
+#include <boost/test/unit_test.hpp>
+
+#include <signal.h>
+
+#include <string>
+
+#include "cbs_support.hpp"
+#include "support/processes.hpp"
+
+namespace fs = std::filesystem;
+using lbt::test::run_lbt;
+using lbt::test::scratch;
+using lbt::test::slurp;
+
+namespace {
+
+// A short reference (40 steps of plain SGD at B = 16), checkpoints every 5 steps.
+fs::path short_reference() {
+  lbt::test::CbsReference r;
+  r.batch = 16;
+  r.micro = 4;
+  r.steps = 40;
+  r.momentum = 0.0;
+  r.scaling = "sqrt";
+  r.checkpoint_every = 5;
+  return lbt::test::train_reference("ref_interrupt", r);
+}
+
+// Two branches of 6M examples each (seconds each here), so that a signal finds one running.
+std::string cbs_args(const fs::path& reference, const fs::path& out) {
+  return "cbs --from " + reference.string() +
+         " --at-steps 5 --multipliers 1,2 --examples 6000000 --tolerance 0.1 --seeds 1 "
+         "--no-plots --out " +
+         out.string();
+}
+
+std::string status_of(const fs::path& branch) {
+  const auto j = nlohmann::json::parse(slurp(branch / "summary.json"), nullptr, false);
+  return j.is_object() ? j.value("status", "") : "";
+}
+
+double final_val_loss(const fs::path& branch) {
+  return nlohmann::json::parse(slurp(branch / "summary.json"))["final_val_loss"].get<double>();
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(sigterm_of_lbt_cbs_says_so_exits_143_and_a_rerun_ends_bit_for_bit) {
+  const fs::path reference = short_reference();
+  const fs::path undisturbed = scratch() / "cbs_undisturbed", stopped = scratch() / "cbs_stopped";
+  const auto whole = run_lbt(cbs_args(reference, undisturbed) + " --quiet");
+  BOOST_TEST_REQUIRE(whole.code == 0, whole.err);
+
+  const fs::path log = scratch() / "cbs_stopped.log";
+  const fs::path first = stopped / "branches" / "step5_k1_s0";
+  const pid_t pid = lbt::test::start_lbt(cbs_args(reference, stopped), log);
+  const bool running = lbt::test::wait_until([&] { return status_of(first) == "running"; }, 60);
+  BOOST_TEST_REQUIRE(running, "no branch started: " << slurp(log));
+  kill(pid, SIGTERM);
+  const int status = lbt::test::wait_for(pid, 60);
+  const std::string text = slurp(log);
+  BOOST_TEST_INFO("log: " << text);
+  BOOST_TEST_REQUIRE((status != -1 && WIFEXITED(status)));
+  BOOST_TEST(WEXITSTATUS(status) == 143);
+  BOOST_TEST(lbt::test::has(text, "lbt cbs: stopping: the running branches are told to stop"));
+  BOOST_TEST(!lbt::test::has(text, "lbt sweep"));
+  BOOST_TEST(lbt::test::has(text, "hint: rerun the same command: it continues them"));
+  BOOST_TEST(status_of(first) == "interrupted");
+
+  const auto rerun = run_lbt(cbs_args(reference, stopped) + " --quiet");
+  BOOST_TEST_REQUIRE(rerun.code == 0, rerun.err);
+  BOOST_TEST(slurp(stopped / "cbs.csv") == slurp(undisturbed / "cbs.csv"));
+  for (const std::string branch : {"step5_k1_s0", "step5_k2_s0"}) {
+    BOOST_TEST_CONTEXT(branch) {
+      BOOST_TEST(final_val_loss(stopped / "branches" / branch) ==
+                 final_val_loss(undisturbed / "branches" / branch));
+    }
+  }
+}

@@ -41,10 +41,10 @@ double lars_local_lr(const LarsOptions& o, double w_norm, double g_norm, double 
                      double decay) {
   const double u_norm =
       o.denominator == LarsDenominator::kPaper ? g_norm + decay * w_norm : g_plus_decay_norm;
-  const double ratio = o.safe_zero_norm
-                           ? trust_ratio(w_norm, u_norm, o.trust_coefficient, o.eps)
-                           : raw_trust_ratio(w_norm, u_norm, o.trust_coefficient, o.eps);
-  return apply_phi(ratio, o.phi);
+  if (o.safe_zero_norm && (w_norm == 0.0 || u_norm == 0.0)) return 1.0;  // trust_ratio's rule
+  // phi clamps |w| / |u| before eta, as DeepSpeed's LAMB clamps its ratio (which has no eta):
+  // clamped after, eta = 0.001 put almost every layer on the default clamp_min of 0.01.
+  return o.trust_coefficient * apply_phi(raw_trust_ratio(w_norm, u_norm, 1.0, o.eps), o.phi);
 }
 
 Lars::Lars(LarsOptions options, std::size_t num_params) : options_(options) {

@@ -28,8 +28,9 @@ struct LarsOptions {
 void validate(const LarsOptions& options, const Config& config);
 std::string describe(const LarsOptions& options);
 
-// The LARS local learning rate for one segment from its norms (eta, denominator, zero-norm
-// rule and phi applied); `decay` is beta for this segment (0 where decay is off).
+// The LARS local learning rate for one segment from its norms: eta * phi(|w| / (|u| + eps)),
+// u the denominator, or 1 where a norm is 0 and safe_zero_norm holds; `decay` is beta for this
+// segment (0 where decay is off).
 double lars_local_lr(const LarsOptions& o, double w_norm, double g_norm, double g_plus_decay_norm,
                      double decay);
 

@@ -111,11 +111,12 @@ void Lars::step(const StepInput& in) {
       const double w_norm = norm(w);
       const double denominator =
           o_.denominator == LarsDenominator::kPaper ? norm(g) + beta * w_norm : norm(d);
+      // phi clamps the ratio before eta.
+      double ratio = w_norm / (denominator + o_.eps);
+      if (o_.phi.phi == Phi::kClamp) ratio = std::clamp(ratio, o_.phi.clamp_min, o_.phi.clamp_max);
       local_lr = o_.safe_zero_norm && (w_norm == 0 || denominator == 0)
                      ? 1.0
-                     : o_.trust_coefficient * w_norm / (denominator + o_.eps);
-      if (o_.phi.phi == Phi::kClamp)
-        local_lr = std::clamp(local_lr, o_.phi.clamp_min, o_.phi.clamp_max);
+                     : o_.trust_coefficient * ratio;
     }
     // 3. lr: classic puts lr * local_lr inside the momentum, popular only local_lr
     const bool before = o_.lr_placement == LarsLrPlacement::kBeforeMomentum;

@@ -191,9 +191,10 @@ BOOST_AUTO_TEST_CASE(lars_placements_and_denominators_accumulate_the_reference_u
       cases.push_back({"name='lars'\nweight_decay=0.001\n[optimizer.lars]\nlr_placement='" +
                            placement + "'\ndenominator='" + denominator + "'",
                        2.0, true});
+  // phi clamps |w| / |u| before eta = 0.001: local LRs in [0.01, 0.05].
   cases.push_back(
-      {"name='lars'\nmomentum=0.0\n[optimizer.lars]\nphi='clamp'\nclamp_min=0.01\n"
-       "clamp_max=0.05",
+      {"name='lars'\nmomentum=0.0\n[optimizer.lars]\nphi='clamp'\nclamp_min=10.0\n"
+       "clamp_max=50.0",
        2.0, false});
   check_cases(cases);
 }

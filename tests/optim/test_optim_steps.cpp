@@ -6,6 +6,7 @@
 
 #include <cmath>
 
+#include "optim/lars.hpp"
 #include "optim/trust_ratio.hpp"
 #include "optim_fixture.hpp"
 #include "support/tolerance.hpp"
@@ -55,6 +56,21 @@ BOOST_AUTO_TEST_CASE(trust_ratio_is_one_when_either_norm_is_zero) {
   BOOST_TEST(optim::apply_phi(5.0, clamp) == 2.0);
   BOOST_TEST(optim::apply_phi(0.01, clamp) == 0.1);
   BOOST_TEST(optim::apply_phi(5.0, optim::PhiOptions{}) == 5.0);
+}
+
+// LARS's phi = clamp bounds |w| / |u| and then eta multiplies: with eta = 0.001 and the
+// default [0.01, 10], a ratio of 1.5 keeps its local LR of 0.0015 (clamped after eta, as before,
+// it became 0.01) and a ratio of 1000 becomes 0.001 x 10.
+BOOST_AUTO_TEST_CASE(lars_clamps_the_ratio_before_the_trust_coefficient) {
+  optim::LarsOptions o;
+  o.phi = {optim::Phi::kClamp, 0.01, 10.0};
+  o.trust_coefficient = 0.001;
+  BOOST_TEST(optim::lars_local_lr(o, 3.0, 2.0, 0.0, 0.0) == 0.001 * 1.5);
+  BOOST_TEST(optim::lars_local_lr(o, 3000.0, 3.0, 0.0, 0.0) == 0.001 * 10.0);
+  BOOST_TEST(optim::lars_local_lr(o, 3.0, 3000.0, 0.0, 0.0) == 0.001 * 0.01);
+  BOOST_TEST(optim::lars_local_lr(o, 0.0, 3.0, 0.0, 0.0) == 1.0);  // safe_zero_norm
+  o.denominator = optim::LarsDenominator::kExact;                  // |g + beta w| = 4
+  BOOST_TEST(optim::lars_local_lr(o, 3.0, 2.0, 4.0, 0.5) == 0.001 * 0.75);
 }
 
 // PyTorch SGD: g' = g + wd w; buf = g' (step 0), mu buf + (1 - dampening) g'; w -= lr buf.

@@ -273,6 +273,12 @@ std::string Config::peek_string(std::string_view key, std::string_view fallback)
   return std::string(fallback);
 }
 
+std::optional<std::int64_t> Config::peek_int(std::string_view key) const {
+  const toml::node* node = find_node(impl_->root, key);
+  if (!node) return std::nullopt;
+  return node->value_exact<std::int64_t>();
+}
+
 const std::string& Config::source() const {
   return impl_->source;
 }

@@ -63,6 +63,8 @@ class Config {
   // The configured string at `key`, or `fallback`; reads nothing into the resolved config (for
   // the conditions that decide which keys apply).
   std::string peek_string(std::string_view key, std::string_view fallback) const;
+  // The configured integer at `key`; nullopt where none is set or it is not an integer.
+  std::optional<std::int64_t> peek_int(std::string_view key) const;
   const std::string& source() const;
 
   // The fully resolved config (every key read, with its effective value) as TOML text.

@@ -2,6 +2,7 @@
 #include "experiments/lbt_schema.hpp"
 
 #include <ostream>
+#include <string>
 
 #include "experiments/sweep_keys.hpp"
 #include "schedules/schedule_recipes.hpp"
@@ -29,10 +30,28 @@ const Schema& lbt_schema() {
   return schema;
 }
 
+namespace {
+
+// The file's train.global_batch: its value, else the key's default.
+std::int64_t file_global_batch(const Config& file) {
+  constexpr std::string_view kKey = "train.global_batch";
+  return file.peek_int(kKey).value_or(std::stoll(lbt_schema().find(kKey)->default_value));
+}
+
+}  // namespace
+
 Config load_config(const std::filesystem::path& path, const std::vector<std::string>& sets,
                    std::ostream* notes) {
   Config config = Config::from_file(path);
+  const std::int64_t tuned_at = file_global_batch(config);
   for (const auto& s : sets) config.set(s);
+  // schedule.reference_batch defaults to train.global_batch: the batch at which optimizer.lr was
+  // tuned, the file's. A --set of the batch alone leaves it there, so the scaling rule scales
+  // the LR (as lbt schedule -b does); the default had followed the --set, the rule then x1.
+  if (!config.has("schedule.reference_batch") &&
+      config.peek_int("train.global_batch").value_or(tuned_at) != tuned_at) {
+    config.set_default("schedule.reference_batch=" + std::to_string(tuned_at));
+  }
   schedules::apply_schedule_recipe(config);
   for (const auto& note : config.validate(lbt_schema())) {
     if (notes) *notes << "note: " << note << "\n";

@@ -92,13 +92,15 @@ void check_values(const Failer& config, const ScheduleOptions& o, const Schedule
   if (!std::isfinite(context.base_lr)) {
     config.fail("optimizer.lr", "finite", num(context.base_lr));
   }
-  require(config, std::isfinite(o.warmup_start) && o.warmup_start >= 0, "schedule.warmup_start",
-          "a finite number >= 0", o.warmup_start);
-  require(config, std::isfinite(o.gamma) && o.gamma > 0, "schedule.gamma", "> 0", o.gamma);
+  // A warmup climbs to the peak and a decay falls from it: a start or an end above the peak,
+  // or a factor above 1, would make either run backwards.
+  require(config, o.warmup_start >= 0 && o.warmup_start <= 1, "schedule.warmup_start",
+          "in [0, 1] (a fraction of the peak)", o.warmup_start);
+  require(config, o.gamma > 0 && o.gamma <= 1, "schedule.gamma", "in (0, 1]", o.gamma);
   require(config, std::isfinite(o.power) && o.power > 0, "schedule.power", "> 0", o.power);
   require(config, std::isfinite(o.rate) && o.rate >= 0, "schedule.rate", ">= 0", o.rate);
-  require(config, std::isfinite(o.final_frac) && o.final_frac >= 0, "schedule.final_frac", ">= 0",
-          o.final_frac);
+  require(config, o.final_frac >= 0 && o.final_frac <= 1, "schedule.final_frac",
+          "in [0, 1] (a fraction of the peak)", o.final_frac);
   require(config, o.cooldown_frac > 0 && o.cooldown_frac <= 1, "schedule.cooldown_frac",
           "in (0, 1]", o.cooldown_frac);
   require(config, std::isfinite(o.min_lr) && o.min_lr >= 0, "schedule.min_lr", ">= 0", o.min_lr);
@@ -122,6 +124,13 @@ void check_warmup_start(const Failer& config, const ScheduleOptions& o, const Wa
     config.fail("schedule.warmup_start", "> 0 for warmup_kind = \"exponential\"",
                 num(o.warmup_start),
                 "start the geometric rise somewhere, e.g. schedule.warmup_start = 0.01");
+  }
+  // Goyal et al.'s constant warmup trains at the unscaled LR; at 0 its steps train nothing.
+  if (warmup.build == &s::warmup_constant && o.warmup > 0 && !(o.warmup_start > 0) &&
+      !(o.warmup_start_lr > 0) && !o.warmup_from_base_lr) {
+    config.fail("schedule.warmup_start", "> 0 for warmup_kind = \"constant\"", num(o.warmup_start),
+                "at LR 0 the warmup's steps train nothing: set schedule.warmup_from_base_lr = "
+                "true (Goyal et al.: the unscaled optimizer.lr) or schedule.warmup_start");
   }
 }
 
@@ -225,17 +234,21 @@ void check_against_run(const Failer& config, const ScheduleOptions& o,
                        const ScheduleContext& context, const Lengths& l, double start) {
   if (context.total_steps <= 0) return;
   const std::string run_steps = "the run's " + std::to_string(context.total_steps) + " steps";
-  if (l.warmup > context.total_steps) {
+  // lr(W) = peak, and the run's last step is total - 1: a warmup of W >= total never gets there.
+  if (l.warmup >= context.total_steps) {
     const bool climbs = start != 1.0;
     if (climbs && context.warmup_past_run == WarmupPastRun::kError) {
-      config.fail("schedule.warmup", "at most " + run_steps,
+      config.fail("schedule.warmup",
+                  "fewer steps than " + run_steps + " (the LR reaches its peak at step W)",
                   std::to_string(l.warmup) + " steps (" + num(o.warmup) + " " + o.warmup_unit + ")",
                   "shorten schedule.warmup, or lengthen train.steps / train.epochs");
     }
     if (context.warnings) {
       *context.warnings << (climbs ? "warning: " : "note: ") << "the warmup's " << l.warmup
-                        << " steps outlast " << run_steps
-                        << (climbs ? ": the LR climbs for the whole run and never reaches its peak"
+                        << (l.warmup > context.total_steps ? " steps outlast " : " steps last ")
+                        << run_steps
+                        << (climbs ? std::string(": the LR ") + (start < 1.0 ? "climbs" : "falls") +
+                                         " for the whole run and never reaches its peak"
                                    : "; at this batch the warmup climbs nothing (the LR starts "
                                      "at its peak)")
                         << "\n";
@@ -244,6 +257,20 @@ void check_against_run(const Failer& config, const ScheduleOptions& o,
   if (l.decay_given && l.decay_start + l.decay > context.total_steps) {
     warn(context, "the decay ends at step " + std::to_string(l.decay_start + l.decay) + ", after " +
                       run_steps + ": the LR will not reach its final value");
+  }
+}
+
+// An absolute start or floor above this batch's peak turns the warmup or the whole schedule
+// around; a warning, since with lbt schedule -b or a sweep another batch may be fine.
+void check_against_peak(const ScheduleContext& context, const ScheduleOptions& o, const Lengths& l,
+                        double start, double peak) {
+  if (l.warmup > 0 && start > 1.0) {
+    warn(context, "schedule.warmup_start_lr " + num(start * peak) + " is above the peak LR " +
+                      num(peak) + ": the warmup falls to the peak");
+  }
+  if (o.min_lr > peak) {
+    warn(context, "schedule.min_lr " + num(o.min_lr) + " is above the peak LR " + num(peak) +
+                      ": the LR is min_lr throughout");
   }
 }
 
@@ -311,6 +338,7 @@ Schedule make_schedule(const ScheduleOptions& o, const ScheduleContext& context)
   const Lengths lengths = resolve_lengths(config, o, context, kinds, convert);
   const DecayInputs in = decay_inputs(config, o, kinds, lengths, convert);
   check_against_run(config, o, context, lengths, start);
+  check_against_peak(context, o, lengths, start, peak);
   mark_boundaries(context, kinds.decay, lengths);
   return compose(config, o, kinds, in, lengths, start, peak);
 }

@@ -265,6 +265,9 @@ nlohmann::json plan_at_scale(const ScalePlanOptions& o) {
   Config config = load_config(o.sweep_dir / "base_config.toml", {}, nullptr);
   const trainer::RunConfig base = trainer::resolve_run_config(config, 1);
   const auto [lr, rule] = plan_lr(o.sweep_dir, base, B);
+  // optimizer.lr is written at the trials' reference batch: pinned, since its default would
+  // follow train.global_batch to B and the rule would not scale the LR back up to lr.
+  config.set("schedule.reference_batch=" + std::to_string(base.schedule.reference_batch));
   // Resolution of steps-to-target: about 2% of the predicted steps.
   const std::int64_t eval_every = std::max<std::int64_t>(1, std::llround(p.steps / 50.0));
   const double upper = std::isfinite(p.steps_interval.hi) ? p.steps_interval.hi : p.steps;

@@ -151,7 +151,7 @@ BOOST_AUTO_TEST_CASE(bad_inputs_fail_with_one_clear_message_and_no_complete_look
       {"--set schedule.warmup_unit=epoch", "did you mean 'epochs'"},
       // At a batch above the reference batch the warmup climbs: past the run, it is an error.
       {"--set schedule.warmup=1000 --set train.global_batch=512",
-       "schedule.warmup must be at most the run's 120 steps"},
+       "schedule.warmup must be fewer steps than the run's 120 steps"},
       {"--set optimizer.beta1=0.8", "optimizer.beta1 is not used with optimizer.name = \"sgd\""},
       {"--set noise.enabled=true --set noise.small_batches=first", "noise.small_batches must be"},
       {"--set noise.enabled=true --set noise.window_steps=0",

@@ -24,9 +24,9 @@ inline fs::path write_config(const std::string& name, const std::string& target,
   std::ofstream(p) << "[model]\nspec = \"linear:16-1\"\ninit = \"zero\"\n"
                    << "[data]\ndataset = \"synthetic-regression\"\nvalidation_size = 1024\n"
                    << "[data.synthetic]\nexamples = 4096\ndim = 16\nnoise = 0.5\n"
-                   << "[train]\ntarget = \"" << target << "\"\nlog_every = 50\n"
+                   << "[train]\nglobal_batch = 32\ntarget = \"" << target << "\"\nlog_every = 50\n"
                    << "[optimizer]\nname = \"sgd\"\nlr = 0.05\nmomentum = 0.0\n"
-                   << "[schedule]\nscaling = \"sqrt\"\nreference_batch = 32\n"
+                   << "[schedule]\nscaling = \"sqrt\"\n"  // reference_batch: the batch, 32
                    << "[sweep]\nbatch_sizes = [8, 32, 128, 512]\n"
                    << "lr_multipliers = [0.5, 2.0]\nmax_steps = " << max_steps
                    << "\neval_every_examples = 64\nlr_search = \"grid\"\n";

@@ -111,12 +111,20 @@ BOOST_AUTO_TEST_CASE(
                         std::to_string(plan["global_batch"].get<long>())) != std::string::npos,
              r.out);
   BOOST_TEST(r.out.find("largest micro-batch in 16.00 GiB per rank: ") != std::string::npos, r.out);
-  Result run = run_lbt("train --config " + (dir / "plan.toml").string() + " --quiet --out " +
-                       (scratch() / "planned").string());
+  Result run =
+      run_lbt("train --config " + (dir / "plan.toml").string() +
+              " --set train.log_every=1 --quiet --out " + (scratch() / "planned").string());
   BOOST_REQUIRE_MESSAGE(run.code == 0, run.err);
   const auto summary = nlohmann::json::parse(slurp(scratch() / "planned" / "summary.json"));
   BOOST_REQUIRE_EQUAL(summary["status"].get<std::string>(), "reached_target");
   BOOST_TEST(summary["global_batch"] == plan["global_batch"]);
+  // ... at the plan's LR: the sweep's config leaves schedule.reference_batch to its default
+  // (until 2026-11-29 plan.toml's followed the planned batch, and the run took lr / rule).
+  std::ifstream metrics(scratch() / "planned" / "metrics.jsonl");
+  std::string first;
+  std::getline(metrics, first);
+  const double run_lr = nlohmann::json::parse(first)["lr"].get<double>();
+  BOOST_TEST(std::abs(run_lr - plan["lr"].get<double>()) <= 1e-12 * run_lr, run_lr);
   const double steps = summary["steps_to_target"].get<double>();
   BOOST_TEST(steps >= std::floor(lo), steps << " steps; predicted [" << lo << ", " << hi << "]");
   BOOST_TEST(steps <= std::ceil(hi) + plan["eval_every"].get<double>(),

@@ -268,7 +268,7 @@ BOOST_AUTO_TEST_CASE(bad_values_are_config_errors_naming_the_key) {
   const ScheduleContext ctx{0.1, 64, 10, 100};
   BOOST_TEST(
       contains(error_of("[schedule]\ngamma = 0\ndecay = \"step\"\ndecay_every = 5\n", ctx).what(),
-               "schedule.gamma must be > 0"));
+               "schedule.gamma must be in (0, 1]"));
   BOOST_TEST(
       contains(error_of("[schedule]\nwarmup = -3\n", ctx).what(), "schedule.warmup must be"));
   BOOST_TEST(
@@ -279,9 +279,48 @@ BOOST_AUTO_TEST_CASE(bad_values_are_config_errors_naming_the_key) {
   BOOST_TEST(
       contains(error_of("[schedule]\nscaling = \"linear\"\nreference_batch = 0\n", ctx).what(),
                "schedule.reference_batch"));
-  // Warmup fills the whole run and the cosine has no room: says which key to set.
-  const auto e = error_of("[schedule]\nwarmup = 100\ndecay = \"cosine\"\n", ctx);
+  // The warmup and a cosine given a length fill more than the run: says which key to set.
+  const auto e = error_of("[schedule]\nwarmup = 60\ndecay = \"cosine\"\ndecay_start = 100\n", ctx);
   BOOST_TEST(contains(e.what(), "schedule.decay_length"));
+}
+
+// lr(W) is the peak and the last step of a 100-step run is 99: a 100-step warmup never gets
+// there (it trained at 0.099 of 0.1 at most, silently), a 99-step one does.
+BOOST_AUTO_TEST_CASE(a_warmup_as_long_as_the_run_is_refused_one_step_shorter_reaches_the_peak) {
+  const ScheduleContext ctx{0.1, 64, 10, 100};
+  const auto e = error_of("[schedule]\nwarmup = 100\n", ctx);
+  BOOST_TEST(contains(e.what(), "schedule.warmup must be fewer steps than the run's 100 steps"),
+             e.what());
+  BOOST_TEST(build("[schedule]\nwarmup = 99\n", ctx).lr(99) == 0.1);
+}
+
+// A warmup climbs to the peak and a decay falls from it; values that turn either around are
+// refused, or warned of where another batch may be fine (an absolute LR against this peak).
+BOOST_AUTO_TEST_CASE(values_that_run_a_warmup_or_a_decay_backwards_are_refused_or_warned) {
+  const ScheduleContext ctx{0.1, 64, 10, 100};
+  const auto says = [&](const std::string& toml, const std::string& what) {
+    const auto e = error_of("[schedule]\n" + toml, ctx);
+    BOOST_TEST(contains(e.what(), what), e.what());
+  };
+  says("decay = \"cosine\"\nfinal_frac = 2\n", "schedule.final_frac must be in [0, 1]");
+  says("decay = \"step\"\ndecay_every = 5\ngamma = 2\n", "schedule.gamma must be in (0, 1]");
+  says("warmup = 5\nwarmup_start = 5\n", "schedule.warmup_start must be in [0, 1]");
+  says("warmup = 5\nwarmup_kind = \"constant\"\n",
+       "schedule.warmup_start must be > 0 for warmup_kind = \"constant\"");
+  // Goyal et al.'s constant warmup: the unscaled LR, then the peak.
+  const auto goyal = build(
+      "[schedule]\nscaling = \"linear\"\nreference_batch = 16\nwarmup = 5\n"
+      "warmup_kind = \"constant\"\nwarmup_from_base_lr = true\n",
+      ctx);
+  BOOST_TEST(near(goyal.lr(4), 0.1));
+  BOOST_TEST(near(goyal.lr(5), 0.4));
+  const auto floor = build("[schedule]\nmin_lr = 1.0\n", ctx);
+  BOOST_TEST(contains(floor.warnings, "warning: schedule.min_lr 1 is above the peak LR 0.1"),
+             floor.warnings);
+  const auto falls = build("[schedule]\nwarmup = 5\nwarmup_start_lr = 0.5\n", ctx);
+  BOOST_TEST(contains(falls.warnings, "schedule.warmup_start_lr 0.5 is above the peak LR 0.1"),
+             falls.warnings);
+  BOOST_TEST(build("[schedule]\nwarmup = 5\nwarmup_start_lr = 0.05\n", ctx).warnings == "");
 }
 
 BOOST_AUTO_TEST_CASE(epochs_need_steps_per_epoch_from_the_run_or_the_config_key) {

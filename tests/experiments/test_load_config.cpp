@@ -1,0 +1,47 @@
+// experiments::load_config, the one way every command reads a config file and its --set
+// assignments: schedule.reference_batch defaults to the file's train.global_batch, so a --set of
+// the batch alone is scaled by the rule (as `lbt schedule -b` scales it). Until 2026-11-29 the
+// default followed the --set: `lbt train --set train.global_batch=128` on a config tuned at 32
+// with linear scaling trained at the unscaled LR, and lbt plan's config trained at lr / rule.
+#include <boost/test/unit_test.hpp>
+
+#include <fstream>
+
+#include "experiments/lbt_schema.hpp"
+#include "support/process_scratch.hpp"
+#include "trainer/config/run_config.hpp"
+
+namespace fs = std::filesystem;
+
+namespace {
+
+const fs::path& config_dir() {
+  static const lbt::test::ProcessScratch dir(lbt::test::per_process("lbt_load_config"));
+  return dir.path();
+}
+
+// The config's resolved reference batch after `sets`.
+std::int64_t reference_batch_of(const std::string& toml, const std::vector<std::string>& sets) {
+  const fs::path path = config_dir() / "config.toml";
+  std::ofstream(path) << toml;
+  lbt::Config config = lbt::experiments::load_config(path, sets, nullptr);
+  return lbt::trainer::resolve_run_config(config, 1).schedule.reference_batch;
+}
+
+const std::string kTunedAt32 =
+    "[train]\nglobal_batch = 32\n[optimizer]\nlr = 0.1\n[schedule]\nscaling = \"linear\"\n";
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(a_set_batch_keeps_the_files_reference_batch) {
+  BOOST_TEST(reference_batch_of(kTunedAt32, {}) == 32);
+  BOOST_TEST(reference_batch_of(kTunedAt32, {"train.global_batch=128"}) == 32);
+  // Given, by the file or the command line, it is what was given.
+  BOOST_TEST(reference_batch_of(kTunedAt32,
+                                {"train.global_batch=128", "schedule.reference_batch=64"}) == 64);
+  BOOST_TEST(
+      reference_batch_of(kTunedAt32 + "reference_batch = 16\n", {"train.global_batch=128"}) == 16);
+  // A file without train.global_batch was tuned at its default, 128.
+  BOOST_TEST(reference_batch_of("[schedule]\nscaling = \"sqrt\"\n", {"train.global_batch=512"}) ==
+             128);
+}

@@ -154,6 +154,10 @@ void report_run(const experiments::RunResult& result) {
                 static_cast<long long>(o.steps_to_target),
                 static_cast<long long>(o.examples_to_target), static_cast<long long>(o.steps_lo));
   }
+  if (o.diverged_step >= 0 && o.status != "diverged") {  // after the target: recorded beside it
+    std::printf("diverged at step %lld, after the target (%s)\n",
+                static_cast<long long>(o.diverged_step), o.divergence_reason.c_str());
+  }
   std::printf("run directory: %s\n", result.run_dir.c_str());
 }
 

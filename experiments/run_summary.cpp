@@ -52,7 +52,7 @@ nlohmann::json summary_json(const trainer::TrainConfig& cfg, const trainer::Trai
       {"optimizer", optimizer},
   };
   if (o.skipped_steps > 0) s["skipped_steps"] = o.skipped_steps;
-  if (o.status == "diverged") {
+  if (o.diverged_step >= 0) {  // diverged, or after reaching the target
     s["diverged_step"] = o.diverged_step;
     s["last_finite_loss"] = null_if_nan(o.last_finite_loss);
     s["divergence_reason"] = o.divergence_reason;

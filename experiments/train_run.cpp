@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <functional>
 #include <iostream>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <thread>
 #include <vector>
@@ -140,11 +141,16 @@ std::function<void(const trainer::LoopState&)> checkpoint_saver(
     // Each rank's optimizer state is current on its own range only.
     if (sharding.shared_params)
       trainer::gather_sharded_state(*optimizer, *comm, num_params, sharding.my_range);
-    if (comm->rank() != 0) return;
-    // Sharded optimizer state: the below-target copy is current on each rank's own range
-    // only, so it is not kept (a resume refines from the resumed step, see loop.cpp).
+    // So is the below-target copy's, which the replay of a resumed run starts from (until
+    // 2026-11-29 it was dropped, and a resumed run could miss the crossing the run had found).
     trainer::LoopState saved = state;
-    if (sharding.shared_params) saved.below_target.reset();
+    if (sharding.shared_params && state.below_target) {
+      auto whole = std::make_shared<trainer::BelowTargetState>(*state.below_target);
+      trainer::gather_sharded_buffers(whole->model.optimizer_buffers, *comm, num_params,
+                                      sharding.my_range);
+      saved.below_target = whole;
+    }
+    if (comm->rank() != 0) return;
     save_run_checkpoint(run_dir, saved, *model, *optimizer, identity, cfg->checkpoint_keep);
   };
 }

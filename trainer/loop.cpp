@@ -179,7 +179,10 @@ StepVerdict TrainLoop::judge(std::int64_t step, StepResult& r) {
   out_.skipped_steps = state_.divergence.skipped_steps;
   out_.last_loss = r.loss;
   if (verdict == StepVerdict::kDiverged) {
-    out_.status = "diverged";
+    // Past its target (waiting for the other reading, or without stop_at_target) the run
+    // reached it: that is its outcome, the divergence after it recorded beside it (until
+    // 2026-11-29 it read "diverged", and a sweep dropped the seed that had met the target).
+    out_.status = out_.steps_to_target >= 0 ? "reached_target" : "diverged";
     out_.diverged_step = step;
     out_.divergence_reason = r.skip_reason;
   } else if (verdict == StepVerdict::kUpdate) {
@@ -274,7 +277,7 @@ void TrainLoop::log_step(const StepResult& r) {
 // signal ends it; then the final status and checkpoint.
 TrainOutcome TrainLoop::run() {
   const double wall_before = out_.wall_time_s;  // time spent before a resume
-  next_eval_ = at_sync(next_eval_after(state_.step, cfg_.eval_every, cfg_.eval_growth));
+  next_eval_ = next_evaluation(state_.step);
   if (out_.steps_to_target < 0 && !state_.below_target && !follows_noise_) take_lo_snapshot();
   // A resume from a run's final checkpoint (status no longer "running") trains no more steps.
   for (std::int64_t s = state_.step;

@@ -20,14 +20,13 @@ TrainLoop::Continue TrainLoop::evaluate_if_due() {
   // Local SGD evaluates the ranks' average: an evaluation due inside a period moves to its end.
   const bool prune_step = cfg_.prune_at_step > 0 && out_.steps == at_sync(cfg_.prune_at_step);
   if (out_.steps != next_eval_ && !last_step() && !prune_step) return Continue::kGoOn;
-  next_eval_ = at_sync(next_eval_after(out_.steps, cfg_.eval_every, cfg_.eval_growth));
   const bool met = evaluate_now(false);
   if (met && out_.steps_to_target < 0) {
     out_.steps_to_target = out_.steps;
     out_.examples_to_target = state_.examples_seen;  // the batches actually used
     // An adaptive run's batches depend on the noise EMAs of steps a replay does not feed, so
     // its crossing stays at the evaluation grid: (steps_lo, steps_to_target].
-    if (!follows_noise_) refine_crossing();
+    if (refines()) refine_crossing();
     state_.below_target.reset();  // not needed any more (nor in checkpoints)
   } else if (out_.steps_to_target < 0) {
     out_.steps_lo = out_.steps;
@@ -37,6 +36,7 @@ TrainLoop::Continue TrainLoop::evaluate_if_due() {
       take_lo_snapshot();
   }
   if (other_seen_ >= 0 && out_.other_hi < 0) out_.other_hi = other_seen_;
+  next_eval_ = next_evaluation(out_.steps);
   // Both readings met (summary.json records both), or the other one has had twice the
   // definition's steps: the run may stop.
   const bool waited = out_.steps >= 2 * out_.steps_to_target;
@@ -47,6 +47,23 @@ TrainLoop::Continue TrainLoop::evaluate_if_due() {
     return Continue::kStop;
   }
   return Continue::kGoOn;
+}
+
+// The evaluation after `step`: the cadence's (train.eval_every, train.eval_growth). Until the
+// target is met, on the reading's grid (the first grid step at or after it), so the coarse
+// crossing and the refinement's walk read the same steps whatever the cadence; then, while the
+// run waits for the other reading, no later than twice the definition's steps, where it stops.
+std::int64_t TrainLoop::next_evaluation(std::int64_t step) const {
+  const std::int64_t due = at_sync(next_eval_after(step, cfg_.eval_every, cfg_.eval_growth));
+  if (!cfg_.target.enabled()) return due;
+  if (out_.steps_to_target < 0) {
+    if (!refines()) return due;
+    return grid_step_at_or_after(due, cfg_.target_resolution,
+                                 [this](std::int64_t s) { return at_sync(s); });
+  }
+  const std::int64_t stop = at_sync(2 * out_.steps_to_target);
+  const bool waiting = out_.other_hi < 0 && cfg_.stop_at_target;
+  return waiting && stop > step ? std::min(due, stop) : due;
 }
 
 namespace {

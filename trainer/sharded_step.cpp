@@ -2,6 +2,8 @@
 #include "trainer/sharded_step.hpp"
 
 #include <algorithm>
+#include <cstddef>
+#include <span>
 
 namespace lbt::trainer {
 
@@ -26,15 +28,28 @@ std::vector<Segment> clip_segments(const std::vector<Segment>& segments, ParamRa
   return clipped;
 }
 
+namespace {
+
+// Zeroed outside `mine`, then summed over the ranks: the whole buffer on every rank.
+void gather_range(std::span<float> v, comm::Communicator& comm, ParamRange mine) {
+  std::fill(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(mine.begin), 0.0f);
+  std::fill(v.begin() + static_cast<std::ptrdiff_t>(mine.end), v.end(), 0.0f);
+  comm.allreduce(v, comm::ReduceOp::kSum);
+}
+
+}  // namespace
+
+// Buffers not laid out like the parameters (not n floats) are the same everywhere.
 void gather_sharded_state(optim::Optimizer& optimizer, comm::Communicator& comm, std::size_t n,
                           ParamRange mine) {
-  for (auto& [name, buffer] : optimizer.state().buffers()) {
-    if (buffer.size() != n) continue;  // not laid out like the parameters: the same everywhere
-    float* v = buffer.data();
-    std::fill(v, v + mine.begin, 0.0f);
-    std::fill(v + mine.end, v + n, 0.0f);
-    comm.allreduce(buffer.span(), comm::ReduceOp::kSum);
-  }
+  for (auto& [name, buffer] : optimizer.state().buffers())
+    if (buffer.size() == n) gather_range(buffer.span(), comm, mine);
+}
+
+void gather_sharded_buffers(std::vector<std::vector<float>>& buffers, comm::Communicator& comm,
+                            std::size_t n, ParamRange mine) {
+  for (std::vector<float>& buffer : buffers)
+    if (buffer.size() == n) gather_range(buffer, comm, mine);
 }
 
 }  // namespace lbt::trainer

@@ -29,5 +29,8 @@ std::vector<Segment> clip_segments(const std::vector<Segment>& segments, ParamRa
 // rank zeroes it outside its range, then one sum allreduce. Collective.
 void gather_sharded_state(optim::Optimizer& optimizer, comm::Communicator& comm, std::size_t n,
                           ParamRange mine);
+// The same for a snapshot's copy of those buffers (ModelSnapshot::optimizer_buffers).
+void gather_sharded_buffers(std::vector<std::vector<float>>& buffers, comm::Communicator& comm,
+                            std::size_t n, ParamRange mine);
 
 }  // namespace lbt::trainer

@@ -62,25 +62,39 @@ std::int64_t next_eval_after(std::int64_t step, std::int64_t every, double growt
   return s;
 }
 
-Walk walk_to_crossing(std::int64_t from, std::int64_t hi, double resolution,
-                      const std::function<std::int64_t(std::int64_t)>& align,
+namespace {
+
+std::int64_t grid_spacing(std::int64_t s, double resolution) {
+  return std::max<std::int64_t>(1,
+                                static_cast<std::int64_t>(resolution * static_cast<double>(s + 1)));
+}
+
+}  // namespace
+
+std::int64_t grid_step_at_or_after(std::int64_t step, double resolution, const Align& align) {
+  if (step <= 0) return 0;
+  // While resolution x (s + 1) < 2 the spacing is one step: every step the run can evaluate at
+  // is on the grid, so that part is not walked (resolution 0: all of it).
+  const double dense_end = resolution > 0.0 ? 2.0 / resolution - 1.0 : HUGE_VAL;
+  if (static_cast<double>(step - 1) < dense_end) return align(step);
+  std::int64_t s = align(static_cast<std::int64_t>(std::max(0.0, std::floor(dense_end))));
+  while (s < step) s = align(s + grid_spacing(s, resolution));
+  return s;
+}
+
+Walk walk_to_crossing(std::int64_t from, std::int64_t hi, double resolution, const Align& align,
                       const std::function<bool(std::int64_t)>& met_at) {
   Walk w;
   w.bracket = {from, hi};
-  const auto delta = [&](std::int64_t s) {
-    return std::max<std::int64_t>(
-        1, static_cast<std::int64_t>(resolution * static_cast<double>(s + 1)));
-  };
-  if (hi - from <= delta(from)) return w;
-  for (std::int64_t at = align(std::min(hi, from + delta(from))); at < hi;
-       at = align(std::min(hi, at + delta(at)))) {
+  if (resolution >= 1.0) return w;
+  for (std::int64_t at = grid_step_at_or_after(from + 1, resolution, align); at < hi;
+       at = grid_step_at_or_after(at + 1, resolution, align)) {
     ++w.evals;
     if (met_at(at)) {
       w.bracket.hi = at;
       return w;
     }
     w.bracket.lo = at;
-    if (hi - at <= delta(at)) break;  // the bracket (at, hi] is already narrow enough
   }
   return w;
 }

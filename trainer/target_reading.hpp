@@ -52,17 +52,28 @@ struct StepBracket {
   bool met() const { return hi >= 0; }
 };
 
-// The refinement: from `from` (not met) towards `hi` (met), evaluating at
-// s + max(1, floor(resolution x (s + 1))) (moved by `align`, e.g. to local SGD's averages),
-// stopping at the first step meeting the target. The final bracket is at most
+// Moves a step to one the run can evaluate at (local SGD: its next average); the identity
+// where every step can.
+using Align = std::function<std::int64_t(std::int64_t)>;
+
+// The reading's grid: 0, then s + max(1, floor(resolution x (s + 1))) moved by `align`: fixed
+// in steps from the start, whatever the evaluation cadence. Until the target is met every
+// evaluation falls on it (the first grid step at or after the cadence's) and the refinement
+// walks it, so the reading is the first grid step meeting the target however often the run
+// looked (given a replay start before it). Until 2026-11-29 the walk's grid started at the
+// replay start, which the cadence chose: where the metric hovers at the target, cadences read
+// the same run up to 28% apart, in disjoint brackets. Resolution 0: every step.
+std::int64_t grid_step_at_or_after(std::int64_t step, double resolution, const Align& align);
+
+// The refinement: from `from` (not met) towards `hi` (met), evaluating at each grid step in
+// between, stopping at the first meeting the target. Between grid steps the bracket is at most
 // resolution x (lo + 1) <= resolution x hi wide; walking forward, not bisecting, keeps the
-// first crossing when the metric hovers around the target.
+// first crossing when the metric hovers around the target. Resolution 1: no refinement.
 struct Walk {
   StepBracket bracket;
   int evals = 0;
 };
-Walk walk_to_crossing(std::int64_t from, std::int64_t hi, double resolution,
-                      const std::function<std::int64_t(std::int64_t)>& align,
+Walk walk_to_crossing(std::int64_t from, std::int64_t hi, double resolution, const Align& align,
                       const std::function<bool(std::int64_t)>& met_at);
 
 struct MetricPoint {

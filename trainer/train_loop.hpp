@@ -70,6 +70,10 @@ class TrainLoop {
 
   // Evaluations and the target's crossing (loop_evaluation.cpp).
   Continue evaluate_if_due();
+  std::int64_t next_evaluation(std::int64_t step) const;
+  // The crossing is refined on the reading's grid (not under an adaptive batch, nor at
+  // train.target_resolution = 1).
+  bool refines() const { return !follows_noise_ && cfg_.target_resolution < 1.0; }
   bool evaluate_now(bool refinement);  // true: the target is met
   void keep_best_and_final(const Evaluation& e);
   void refine_crossing();

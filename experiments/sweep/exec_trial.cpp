@@ -200,18 +200,18 @@ std::string write_exec_summary(const Trial& t, const fs::path& run_dir,
   } else if (!log.error.empty()) {
     s["status"] = "failed";
     s["error"] = log.error;
-  } else if (log.diverged_step >= 0) {
-    s["status"] = "diverged";
-    s["diverged_step"] = log.diverged_step;
-    s["divergence_reason"] = "a non-finite metric at step " + std::to_string(log.diverged_step);
-  } else if (log.steps_to_target >= 0) {
+  } else if (log.steps_to_target >= 0) {  // a divergence after it is recorded beside it
     s["status"] = "reached_target";
     s["steps_to_target"] = log.steps_to_target;
     s["examples_to_target"] = log.steps_to_target * t.batch_size;
     s["steps_lo"] = log.steps_lo;
     s["steps_hi"] = log.steps_to_target;
   } else {
-    s["status"] = "budget_exhausted";
+    s["status"] = log.diverged_step >= 0 ? "diverged" : "budget_exhausted";
+  }
+  if (log.diverged_step >= 0 && !s.contains("error")) {
+    s["diverged_step"] = log.diverged_step;
+    s["divergence_reason"] = "a non-finite metric at step " + std::to_string(log.diverged_step);
   }
   io::atomic_write(run_dir / "summary.json", json_text_of_output(s));
   std::string warnings;

@@ -91,6 +91,40 @@ BOOST_AUTO_TEST_CASE(huge_learning_rate_ends_as_diverged_not_as_a_crash) {
   BOOST_TEST(summary.contains("last_finite_loss"));
 }
 
+// An LR warmed up to 1.28 (linear scaling from batch 1) meets val_accuracy >= 0.78 on the EMA at
+// step 53, then diverges at step 136. Run on, the run reached its target: that is its status, the
+// divergence recorded beside it (until 2026-11-29 it read "diverged", and a sweep dropped the
+// seed). With stop_at_target it waits for the raw reading (never met) exactly to 2 x 53 steps,
+// not to the first evaluation past that (and so it does not reach the divergence).
+BOOST_AUTO_TEST_CASE(a_run_that_diverges_after_its_target_reached_it) {
+  const fs::path cfg = scratch() / "late_divergence.toml";
+  std::ofstream(cfg)
+      << "[model]\nspec = \"mlp:784-64-10\"\ninit = \"he\"\n[data]\ndataset = \"fashion-mnist\"\n"
+         "path = \"/usr/share/datasets/fashion-mnist\"\nvalidation_size = 5000\n"
+         "train_limit = 20000\n[train]\ntarget = \"val_accuracy>=0.78\"\nseed = 0\n"
+         "global_batch = 128\nsteps = 600\nthreads = 1\neval_every = 1\neval_growth = 1.5\n"
+         "divergence_factor = 1.0\n"
+         "[optimizer]\nname = \"sgd\"\nlr = 0.01\nmomentum = 0.9\n[schedule]\n"
+         "scaling = \"linear\"\nreference_batch = 1\nwarmup = 2.8\nwarmup_unit = \"epochs\"\n"
+         "warmup_from_base_lr = true\n";
+  const fs::path run = scratch() / "late_divergence", waited = scratch() / "late_divergence_wait";
+  Result r = run_lbt("train --config " + cfg.string() + " --out " + run.string());
+  BOOST_REQUIRE_MESSAGE(r.code == 0, r.err);
+  auto summary = nlohmann::json::parse(slurp(run / "summary.json"));
+  BOOST_TEST(summary["status"] == "reached_target");
+  BOOST_TEST(summary["steps_to_target"] == 53);
+  BOOST_TEST(summary["diverged_step"] == 136);
+  BOOST_TEST(summary["steps"] == 136);
+  BOOST_TEST(r.out.find("diverged at step 136, after the target") != std::string::npos, r.out);
+  r = run_lbt("train --config " + cfg.string() + " --set train.stop_at_target=true --out " +
+              waited.string());
+  BOOST_REQUIRE_MESSAGE(r.code == 0, r.err);
+  summary = nlohmann::json::parse(slurp(waited / "summary.json"));
+  BOOST_TEST(summary["readings"]["first_passage"]["steps_hi"].is_null());
+  BOOST_TEST(summary["steps"] == 2 * 53);
+  BOOST_TEST(!summary.contains("diverged_step"));
+}
+
 BOOST_AUTO_TEST_CASE(skip_mode_drops_spiking_updates_then_gives_up_after_the_limit) {
   // lr 1000: the first update (at a normal loss) throws the weights far out, so every later
   // loss is a spike. Skip mode drops updates 2..4 (limit 3), and at the 5th step, the 4th

@@ -23,18 +23,22 @@ struct Cadence {
   double growth;
 };
 
-// The loop's reading (evaluate_if_due + refine_crossing) over a metric: coarse evaluations on
-// next_eval_after's grid, the replay start at the last clearly-below one, the walk from there.
+const Align kEveryStep = [](std::int64_t s) { return s; };
+
+// The loop's reading (next_evaluation, evaluate_if_due, refine_crossing) over a metric: coarse
+// evaluations on next_eval_after's cadence moved onto the reading's grid, the replay start at
+// the last clearly-below one, the walk from there.
 StepBracket read_like_the_loop(const Metric& metric, const Target& target, Cadence c,
                                double resolution, double band, std::int64_t max_steps) {
+  const auto next = [&](std::int64_t s) {
+    return grid_step_at_or_after(next_eval_after(s, c.every, c.growth), resolution, kEveryStep);
+  };
   std::int64_t start = 0, lo = 0;
-  for (std::int64_t s = next_eval_after(0, c.every, c.growth); s <= max_steps;
-       s = next_eval_after(s, c.every, c.growth)) {
+  for (std::int64_t s = next(0); s <= max_steps; s = next(s)) {
     const double v = metric(s);
     if (target.met(v)) {
-      const Walk w = walk_to_crossing(
-          start, s, resolution, [](std::int64_t x) { return x; },
-          [&](std::int64_t at) { return target.met(metric(at)); });
+      const Walk w = walk_to_crossing(start, s, resolution, kEveryStep,
+                                      [&](std::int64_t at) { return target.met(metric(at)); });
       return {w.bracket.hi < s ? w.bracket.lo : std::max(w.bracket.lo, lo), w.bracket.hi};
     }
     lo = s;
@@ -158,4 +162,85 @@ BOOST_AUTO_TEST_CASE(clearly_below_needs_a_shortfall_beyond_the_band) {
   const Target loss{"val_loss", false, 0.2};
   BOOST_TEST(clearly_below(loss, 0.21, 0.01));  // 0.01 above, band 0.002
   BOOST_TEST(!clearly_below(loss, 0.201, 0.01));
+}
+
+// The grid by its recurrence, step by step: 0, s + max(1, floor(r (s + 1))), moved by align.
+std::vector<std::int64_t> grid_by_recurrence(double r, const Align& align, std::int64_t until) {
+  std::vector<std::int64_t> g{0};
+  while (g.back() < until) {
+    const std::int64_t s = g.back();
+    g.push_back(align(s + std::max<std::int64_t>(1, static_cast<std::int64_t>(r * double(s + 1)))));
+  }
+  return g;
+}
+
+BOOST_AUTO_TEST_CASE(the_reading_grid_is_its_recurrence_from_step_zero_at_any_alignment) {
+  const Align every_4th = [](std::int64_t s) { return (s + 3) / 4 * 4; };
+  for (double r : {0.05, 0.2, 0.01}) {
+    for (const Align& align : {kEveryStep, every_4th}) {
+      const auto grid = grid_by_recurrence(r, align, 5000);
+      std::size_t k = 0;
+      for (std::int64_t step = 0; step <= 5000; ++step) {
+        while (grid[k] < step) ++k;
+        BOOST_TEST_REQUIRE(grid_step_at_or_after(step, r, align) == grid[k],
+                           "r " << r << " step " << step);
+      }
+    }
+  }
+  BOOST_TEST(grid_step_at_or_after(123457, 0.0, kEveryStep) == 123457);  // resolution 0
+  // At 5% the spacing is 1 up to 39 (floor(0.05 x 39) = 1), then 2: 39, 41, 43.
+  BOOST_TEST(grid_step_at_or_after(39, 0.05, kEveryStep) == 39);
+  BOOST_TEST(grid_step_at_or_after(40, 0.05, kEveryStep) == 41);
+  BOOST_TEST(grid_step_at_or_after(42, 0.05, kEveryStep) == 43);
+}
+
+// A metric that hovers at the target over 150..260 (0.001 above or below it, the sign changing
+// every 3 to 9 steps, as an EMA's metric near its plateau did on the MLP preset): where the
+// coarse evaluations fall decides which of its crossings a reading meets first, so with the walk
+// on a grid of its own each cadence read it differently. On one fixed grid every cadence reads
+// the same bracket: the first grid step meeting the target.
+BOOST_AUTO_TEST_CASE(every_cadence_reads_a_hovering_metric_at_the_same_grid_step) {
+  const double T = kAccuracy.value;
+  std::mt19937_64 rng(11);
+  std::vector<int> sign(400, 0);
+  for (std::size_t t = 150, run = 0; t < 260; t += run) {
+    run = 3 + rng() % 7;
+    const int s = (t / 3) % 2 == 0 ? 1 : -1;
+    for (std::size_t u = t; u < std::min<std::size_t>(t + run, 260); ++u) sign[u] = s;
+  }
+  const Metric metric = [&](std::int64_t t) {
+    if (t < 150) return T - 0.05 * static_cast<double>(150 - t) / 150.0 - 0.001;
+    if (t < 260) return T + 0.001 * sign[static_cast<std::size_t>(t)];
+    return T + 0.01;
+  };
+  const auto grid = grid_by_recurrence(0.05, kEveryStep, 400);
+  std::int64_t first_on_grid = -1, last_below = 0;
+  for (std::int64_t g : grid) {
+    if (kAccuracy.met(metric(g))) {
+      first_on_grid = g;
+      break;
+    }
+    last_below = g;
+  }
+  BOOST_TEST_REQUIRE(first_on_grid > 150);
+  for (Cadence c : {Cadence{1, 1.5}, Cadence{1, 1.3}, Cadence{2, 2.0}, Cadence{7, 1.0},
+                    Cadence{25, 1.0}, Cadence{100, 1.0}}) {
+    const StepBracket b = read_like_the_loop(metric, kAccuracy, c, 0.05, 0.01, 400);
+    BOOST_TEST_CONTEXT("every " << c.every << " growth " << c.growth) {
+      BOOST_TEST(b.hi == first_on_grid);
+      BOOST_TEST(b.lo == last_below);
+    }
+  }
+}
+
+// train.target_resolution = 1 is no refinement: the coarse bracket, with no evaluation.
+BOOST_AUTO_TEST_CASE(resolution_one_walks_nowhere) {
+  int evals = 0;
+  const Walk w = walk_to_crossing(0, 100, 1.0, kEveryStep, [&](std::int64_t) {
+    ++evals;
+    return true;
+  });
+  BOOST_TEST(evals == 0);
+  BOOST_TEST(w.bracket.lo == 0);
+  BOOST_TEST(w.bracket.hi == 100);
 }

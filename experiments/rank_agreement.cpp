@@ -18,10 +18,9 @@ namespace {
 // its own copy; check_data_agrees compares the contents) plus the layout.
 std::string agreement_text(const std::string& resolved_toml, const WorldLayout& layout, int world) {
   auto keys = flatten_config(resolved_toml);
-  for (const char* key : {"train.threads", "data.path", "data.train_features", "data.train_labels",
-                          "data.test_features", "data.test_labels"}) {
-    keys.erase(key);
-  }
+  std::erase_if(keys, [](const auto& kv) {
+    return kv.first == "train.threads" || names_a_data_file(kv.first);
+  });
   keys["world.size"] = std::to_string(world);
   keys["world.micro_batch"] = std::to_string(layout.micro_batch);
   keys["world.accum_steps"] = std::to_string(layout.accum_steps);

@@ -115,9 +115,33 @@ std::shared_ptr<const trainer::BelowTargetState> read_below_target(
   return below;
 }
 
+// Brackets and braces opened minus closed in a line of TOML, outside its strings.
+int nesting_change(const std::string& line) {
+  int depth = 0;
+  char quote = 0;
+  for (std::size_t i = 0; i < line.size(); ++i) {
+    const char c = line[i];
+    if (quote) {
+      if (c == '\\' && quote == '"')
+        ++i;  // an escape in a basic string
+      else if (c == quote)
+        quote = 0;
+    } else if (c == '"' || c == '\'') {
+      quote = c;
+    } else if (c == '#') {
+      break;
+    } else {
+      depth += (c == '[' || c == '{') - (c == ']' || c == '}');
+    }
+  }
+  return depth;
+}
+
 }  // namespace
 
-// "section.key" -> value text, from toml++'s printed form ([section] headers, key = value).
+// "section.key" -> value text, from toml++'s printed form ([section] headers, key = value). A
+// value toml++ spreads over lines (an array past ~120 characters) is one value, its lines
+// joined: read line by line it was "[", and a change inside it compared equal.
 std::map<std::string, std::string> flatten_config(const std::string& text) {
   std::map<std::string, std::string> out;
   std::istringstream in(shortest_floats(text));  // an older lbt printed 0.050000000000000003
@@ -141,8 +165,13 @@ std::map<std::string, std::string> flatten_config(const std::string& text) {
     }
     const auto eq = line.find(" = ");
     if (eq == std::string::npos) continue;
-    out[section.empty() ? line.substr(0, eq) : section + "." + line.substr(0, eq)] =
-        line.substr(eq + 3);
+    std::string value = line.substr(eq + 3), more;
+    for (int depth = nesting_change(value); depth > 0 && std::getline(in, more);) {
+      more.erase(0, more.find_first_not_of(' '));
+      value += " " + more;
+      depth += nesting_change(more);
+    }
+    out[section.empty() ? line.substr(0, eq) : section + "." + line.substr(0, eq)] = value;
   }
   return out;
 }
@@ -150,7 +179,15 @@ std::map<std::string, std::string> flatten_config(const std::string& text) {
 // Not train.threads: the thread count changes how GEMMs split their sums, so a resume with
 // other threads would not continue bit for bit.
 bool key_may_change_on_resume(const std::string& key) {
-  return key == "train.log_every" || key.rfind("train.checkpoint_", 0) == 0;
+  return key == "train.log_every" || key.rfind("train.checkpoint_", 0) == 0 ||
+         names_a_data_file(key);
+}
+
+bool names_a_data_file(const std::string& key) {
+  for (const char* k : {"data.path", "data.train_features", "data.train_labels",
+                        "data.test_features", "data.test_labels"})
+    if (key == k) return true;
+  return false;
 }
 
 void save_run_checkpoint(const std::filesystem::path& run_dir, const trainer::LoopState& state,
@@ -207,7 +244,7 @@ void save_run_checkpoint(const std::filesystem::path& run_dir, const trainer::Lo
   }
   const auto dir = run_dir / "checkpoints";
   trainer::write_checkpoint(trainer::checkpoint_path(dir, state.step), header, sections);
-  trainer::prune_checkpoints(dir, keep);
+  trainer::prune_checkpoints(dir, keep, state.step);
 }
 
 void refuse_changed_config(const std::filesystem::path& run_dir, const std::string& saved_toml,
@@ -225,8 +262,8 @@ void refuse_changed_config(const std::filesystem::path& run_dir, const std::stri
   if (!differs.empty()) {
     throw ConfigError(
         "cannot resume " + run_dir.string() + ": the config changed (" + differs + ")",
-        "resume with the run's own config; only train.log_every and "
-        "train.checkpoint_* may change");
+        "resume with the run's own config; only train.log_every, train.checkpoint_* and "
+        "the data files' paths (their contents checked) may change");
   }
 }
 

@@ -61,6 +61,10 @@ void refuse_changed_config(const std::filesystem::path& run_dir, const std::stri
 // "section.key" -> value text of a resolved config.toml (toml++'s printed form).
 std::map<std::string, std::string> flatten_config(const std::string& resolved_toml);
 
+// The keys that name data files: a file may live at another path (each host's copy, a resume
+// after a move); its contents are compared by fingerprint instead (refuse_changed_data).
+bool names_a_data_file(const std::string& key);
+
 // Keys that may differ on resume: they do not change any computed value.
 bool key_may_change_on_resume(const std::string& key);
 

@@ -184,8 +184,11 @@ std::vector<std::filesystem::path> list_checkpoints(const std::filesystem::path&
   return out;
 }
 
-void prune_checkpoints(const std::filesystem::path& dir, int keep) {
+void prune_checkpoints(const std::filesystem::path& dir, int keep, std::int64_t written_step) {
   auto all = list_checkpoints(dir);
+  // Zero-padded names sort as their steps.
+  const auto written = checkpoint_path(dir, written_step);
+  std::erase_if(all, [&](const std::filesystem::path& p) { return p > written; });
   for (std::size_t i = 0; i + static_cast<std::size_t>(std::max(keep, 1)) < all.size(); ++i) {
     std::filesystem::remove(all[i]);
   }

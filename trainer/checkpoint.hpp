@@ -47,8 +47,10 @@ LoadedCheckpoint read_checkpoint(const std::filesystem::path& path);
 // checkpoints/step_00001234.ckpt, sorted oldest first.
 std::vector<std::filesystem::path> list_checkpoints(const std::filesystem::path& dir);
 std::filesystem::path checkpoint_path(const std::filesystem::path& dir, std::int64_t step);
-// Deletes all but the newest `keep` checkpoints.
-void prune_checkpoints(const std::filesystem::path& dir, int keep);
+// Deletes all but the newest `keep` checkpoints up to the one just written at `written_step`.
+// Later ones are left alone: a resumed run passed them over as damaged, and counting them (a
+// damaged newest with keep = 1) deleted every intact checkpoint as the run wrote it.
+void prune_checkpoints(const std::filesystem::path& dir, int keep, std::int64_t written_step);
 
 // The newest checkpoint that reads back intact; corrupt ones are reported on stderr and
 // skipped (falling back to the previous one). Returns false when none is usable.

@@ -118,7 +118,10 @@ RunDirectory::RunDirectory(const std::filesystem::path& path, bool overwrite) : 
 
 namespace {
 
-// Keeps the whole, parseable lines of a JSONL file whose "step" is <= `step`.
+// Keeps the whole, parseable lines of a JSONL file written before the line of the first step
+// past `step`: the run appends in order, so every line after that one was written after the
+// checkpoint, the target refinement's too, whose steps lie before the crossing (kept by their
+// step until 2026-11-29, they were written twice after a resume).
 void truncate_jsonl(const std::filesystem::path& file, std::int64_t step) {
   if (!std::filesystem::exists(file)) return;
   std::istringstream in(io::read_file(file));
@@ -137,7 +140,7 @@ void truncate_jsonl(const std::filesystem::path& file, std::int64_t step) {
       kept += line + "\n";
       continue;
     }
-    if (j["step"].get<std::int64_t>() > step) continue;  // logged after the checkpoint
+    if (j["step"].get<std::int64_t>() > step) break;  // logged after the checkpoint, as is the rest
     kept += line + "\n";
   }
   if (torn > 0) {

@@ -283,6 +283,13 @@ BOOST_AUTO_TEST_CASE(a_resume_on_data_changed_since_the_checkpoint_is_refused) {
   fs::copy_file(scratch() / "labels.gz", labels, fs::copy_options::overwrite_existing);
   r = lbt::test::run_lbt(resume);
   BOOST_TEST(r.code == 0, r.err);
+  // The same data moved: the resume names its new path, and its contents are what is compared
+  // (until 2026-11-29 the path was, and a run whose data had moved could not be resumed).
+  const fs::path moved = scratch() / "fmnist_moved";
+  fs::remove_all(moved);
+  fs::rename(data, moved);
+  r = lbt::test::run_lbt(resume + " --set data.path=" + moved.string());
+  BOOST_TEST(r.code == 0, r.err);
 }
 
 // A run that fails mid-way (here its checkpoint is larger than the process may write: ulimit -f,

@@ -109,3 +109,23 @@ BOOST_AUTO_TEST_CASE(a_config_printed_with_seventeen_digits_compares_equal_to_it
   BOOST_CHECK_THROW(refuse_changed_config("run", older, "[optimizer]\nlr = 0.05000000000000001\n"),
                     lbt::ConfigError);
 }
+
+// toml++ prints an array past ~120 characters over several lines; a change inside it is a
+// change (read line by line, the value was "[" before and after, and a resume or two MPI ranks
+// with other milestones went ahead).
+BOOST_AUTO_TEST_CASE(a_change_inside_an_array_printed_over_lines_is_a_change) {
+  const auto printed = [](const std::string& third) {
+    std::string list = "[schedule]\nmilestones = [";
+    for (int i = 0; i < 17; ++i)
+      list += (i ? ", " : "") + (i == 2 ? third : std::to_string(100 * i + 7) + ".5");
+    return lbt::toml_text(toml::parse(list + "]\ndecay = 'multistep'\n"));
+  };
+  const std::string before = printed("300.5"), after = printed("110.5");
+  BOOST_TEST_REQUIRE(before.find("milestones = [\n") != std::string::npos, before);
+  const auto flat = flatten_config(before);
+  BOOST_TEST(flat.at("schedule.milestones").find("1607.5") != std::string::npos);
+  BOOST_TEST(flat.at("schedule.decay") == "'multistep'");  // the key after the array
+  BOOST_TEST(flat.at("schedule.milestones") != flatten_config(after).at("schedule.milestones"));
+  BOOST_CHECK_THROW(refuse_changed_config("run", before, after), lbt::ConfigError);
+  BOOST_CHECK_NO_THROW(refuse_changed_config("run", before, before));
+}

@@ -12,6 +12,7 @@
 #include "core/error.hpp"
 #include "nn/cpu/dropout.hpp"
 #include "trainer/checkpoint.hpp"
+#include "trainer/run_dir.hpp"
 
 using namespace lbt;
 namespace fs = std::filesystem;
@@ -111,11 +112,43 @@ BOOST_AUTO_TEST_CASE(pruning_keeps_the_newest_k) {
   Dir dir;
   std::vector<float> params(4, 0.0f);
   for (int step : {5, 100, 15, 2000}) write_step(dir.path, step, params);
-  trainer::prune_checkpoints(dir.path, 2);
+  trainer::prune_checkpoints(dir.path, 2, 2000);
   auto left = trainer::list_checkpoints(dir.path);
   BOOST_REQUIRE_EQUAL(left.size(), 2u);
   BOOST_TEST(left[0] == trainer::checkpoint_path(dir.path, 100));
   BOOST_TEST(left[1] == trainer::checkpoint_path(dir.path, 2000));
+}
+
+// A run resumed from 450 past a damaged 522 writes 460 with checkpoint_keep = 1: it keeps 460
+// and leaves 522 (which it will overwrite or pass); counting 522 as the newest deleted 450 and
+// then each checkpoint the run wrote, and a kill then left nothing to resume.
+BOOST_AUTO_TEST_CASE(pruning_counts_only_checkpoints_up_to_the_one_written) {
+  Dir dir;
+  std::vector<float> params(4, 0.0f);
+  for (int step : {450, 522, 460}) write_step(dir.path, step, params);
+  trainer::prune_checkpoints(dir.path, 1, 460);
+  auto left = trainer::list_checkpoints(dir.path);
+  BOOST_REQUIRE_EQUAL(left.size(), 2u);
+  BOOST_TEST(left[0] == trainer::checkpoint_path(dir.path, 460));
+  BOOST_TEST(left[1] == trainer::checkpoint_path(dir.path, 522));
+}
+
+// eval.jsonl as a run killed after checkpoint 150 left it: coarse evaluations at 100 and 200,
+// the crossing at 200 refined at 105..115 (written after 200's line), then 300. A resume from 150
+// keeps what was written before the checkpoint, 100 only: the refinement lines (steps before
+// 150) were written after it and the resumed run writes them again.
+BOOST_AUTO_TEST_CASE(a_resume_drops_every_log_line_written_after_its_checkpoint) {
+  Dir dir;
+  std::ofstream(dir.path / "eval.jsonl")
+      << "{\"step\":100}\n{\"step\":200}\n{\"step\":105,\"refinement\":true}\n"
+         "{\"step\":110,\"refinement\":true}\n{\"step\":300}\n";
+  std::ofstream(dir.path / "metrics.jsonl") << "{\"step\":140}\n{\"step\":150}\n{\"step\":160}\n";
+  { trainer::RunDirectory::resume(dir.path, 150); }
+  std::ifstream eval(dir.path / "eval.jsonl"), metrics(dir.path / "metrics.jsonl");
+  const std::string eval_text{std::istreambuf_iterator<char>(eval), {}};
+  const std::string metrics_text{std::istreambuf_iterator<char>(metrics), {}};
+  BOOST_TEST(eval_text == "{\"step\":100}\n");
+  BOOST_TEST(metrics_text == "{\"step\":140}\n{\"step\":150}\n");
 }
 
 BOOST_AUTO_TEST_CASE(dropout_stream_state_restores_the_masks_still_to_come) {

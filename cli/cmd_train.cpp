@@ -11,6 +11,7 @@
 #include "core/error.hpp"
 #include "experiments/lbt_schema.hpp"
 #include "experiments/run_check.hpp"
+#include "experiments/run_checkpoint.hpp"
 #include "experiments/train_run.hpp"
 #include "trainer/comm/communicator.hpp"
 #include "trainer/config/run_config.hpp"
@@ -56,6 +57,7 @@ experiments::RunOptions run_options(TrainArgs& args) {
                         "give the run's directory (the --out it trained into), e.g. --resume "
                         "runs/mlp");
     }
+    experiments::refuse_resume_near_miss(args.resume);
     if (args.config_path.empty()) {  // the run's own
       const std::filesystem::path own = std::filesystem::path(args.resume) / "config.toml";
       if (!std::filesystem::exists(own, ec)) {

@@ -364,7 +364,20 @@ bool restore_run_checkpoint(const std::filesystem::path& run_dir, trainer::LoopS
   return true;
 }
 
+void refuse_resume_near_miss(const std::filesystem::path& dir) {
+  const std::string what = "--resume " + dir.string() + ": not a run's directory";
+  if (!trainer::list_checkpoints(dir).empty()) {
+    throw ConfigError(what + " (it holds a run's checkpoints)",
+                      "give the run's directory: --resume " + dir.parent_path().string());
+  }
+  if (std::filesystem::exists(dir / "sweep.json")) {
+    throw ConfigError(what + " (a sweep's)",
+                      "rerun its lbt sweep command: it continues the sweep's trials");
+  }
+}
+
 void nothing_to_resume(const std::filesystem::path& run_dir) {
+  refuse_resume_near_miss(run_dir);
   throw ConfigError(
       "nothing to resume: " + (run_dir / "checkpoints").string() + " holds no intact checkpoint",
       "start a fresh run, or use --resume auto to fall back to one");

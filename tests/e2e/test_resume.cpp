@@ -214,6 +214,30 @@ BOOST_AUTO_TEST_CASE(a_resume_through_a_linked_checkpoints_directory_is_refused)
   BOOST_TEST((after == before));
 }
 
+// Two near misses of --resume RUN_DIR get a hint that fits: the run's checkpoints/ itself names
+// the run's directory; a sweep's directory says to rerun the sweep (both said "use --resume
+// auto", which then refused the sweep's directory).
+BOOST_AUTO_TEST_CASE(resuming_a_checkpoints_folder_or_a_sweep_directory_names_the_fix) {
+  const fs::path run = scratch() / "near_miss", sweep = scratch() / "near_miss_sweep";
+  fs::remove_all(run);
+  BOOST_REQUIRE(finish(start(kTrain + " --set train.steps=30 --out " + run.string())));
+  auto r = lbt::test::run_lbt("train --resume " + (run / "checkpoints").string() + " --quiet");
+  BOOST_TEST(r.code == 2, r.err);
+  BOOST_TEST(
+      r.err.find("hint: give the run's directory: --resume " + run.string()) != std::string::npos,
+      r.err);
+  fs::create_directories(sweep);
+  std::ofstream(sweep / "sweep.json") << "{}";
+  r = lbt::test::run_lbt("train --resume " + sweep.string() + " --quiet");
+  BOOST_TEST(r.code == 2, r.err);
+  BOOST_TEST(r.err.find(": not a run's directory (a sweep's)") != std::string::npos, r.err);
+  BOOST_TEST(r.err.find("hint: rerun its lbt sweep command") != std::string::npos, r.err);
+  // The same with the config given (it passed the config.toml check and met the checkpoints').
+  r = lbt::test::run_lbt("train --resume " + sweep.string() + " --config " +
+                         (run / "config.toml").string() + " --quiet");
+  BOOST_TEST(r.err.find(": not a run's directory (a sweep's)") != std::string::npos, r.err);
+}
+
 // A checkpoint whose header was edited and its checksum recomputed (or another program's): a
 // field of another type than lbt writes is one error naming the file, exit 3, for --resume and
 // --check alike; before, nlohmann's bare "type must be number" line named no file.

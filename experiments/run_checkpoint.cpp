@@ -198,6 +198,7 @@ void save_run_checkpoint(const std::filesystem::path& run_dir, const trainer::Lo
                            {"skips_in_a_row", state.divergence.skips_in_a_row},
                            {"skipped_steps", state.divergence.skipped_steps},
                            {"last_val_accuracy", state.last_val_accuracy},
+                           {"next_eval", state.next_eval},
                            {"outcome", outcome_json(state.outcome)},
                            {"world_size", identity.world_size},
                            {"global_batch", identity.global_batch},
@@ -350,6 +351,7 @@ void restore_from(const std::filesystem::path& run_dir, const trainer::LoadedChe
   state.divergence.skips_in_a_row = h.at("skips_in_a_row");
   state.divergence.skipped_steps = h.at("skipped_steps");
   state.last_val_accuracy = h.at("last_val_accuracy");
+  state.next_eval = h.value("next_eval", std::int64_t{0});  // older checkpoints: from the step
   outcome_from_json(h.at("outcome"), state.outcome);
 }
 

@@ -277,7 +277,7 @@ void TrainLoop::log_step(const StepResult& r) {
 // signal ends it; then the final status and checkpoint.
 TrainOutcome TrainLoop::run() {
   const double wall_before = out_.wall_time_s;  // time spent before a resume
-  next_eval_ = next_evaluation(state_.step);
+  next_eval_ = state_.next_eval > state_.step ? state_.next_eval : next_evaluation(state_.step);
   if (out_.steps_to_target < 0 && !state_.below_target && !follows_noise_) take_lo_snapshot();
   // A resume from a run's final checkpoint (status no longer "running") trains no more steps.
   for (std::int64_t s = state_.step;

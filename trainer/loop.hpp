@@ -154,6 +154,9 @@ struct LoopState {
   // step of its last update.
   std::vector<float> ema;
   std::int64_t ema_updated = 0;
+  // The step of the next evaluation (0: from the step's cadence): kept, since the evaluations
+  // on the reading's grid depend on the last one, which a resumed step cannot tell.
+  std::int64_t next_eval = 0;
 };
 
 struct TrainContext {

@@ -112,6 +112,7 @@ class TrainLoop {
   void checkpoint() {
     from_device();
     state_.noise_state = noise_.save_state();
+    state_.next_eval = next_eval_;
     ctx_.checkpoint(state_);
   }
   // model.device: the host mirror (model, optimizer state, EMA) made the device's before the

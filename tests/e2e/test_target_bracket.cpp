@@ -157,6 +157,43 @@ BOOST_AUTO_TEST_CASE(two_ranks_resumed_inside_the_crossing_refine_it_as_the_unin
                                                                   " -np 2 --oversubscribe ");
 }
 
+namespace {
+
+// The steps of eval.jsonl's lines, in the order written.
+std::vector<std::int64_t> eval_steps(const fs::path& run) {
+  std::vector<std::int64_t> steps;
+  std::istringstream lines(slurp(run / "eval.jsonl"));
+  for (std::string line; std::getline(lines, line);)
+    steps.push_back(nlohmann::json::parse(line).at("step"));
+  return steps;
+}
+
+}  // namespace
+
+// Every 25 steps on the 5% grid: 25, 51 (50's grid step), 77, ... A run resumed from step 50
+// evaluates at 51 as the uninterrupted run did: the checkpoint keeps the next evaluation (from
+// the step alone the resumed run went on to 77, and a sweep's rerun trial logged one line fewer).
+BOOST_AUTO_TEST_CASE(a_run_resumed_between_a_cadence_step_and_its_grid_step_evaluates_there) {
+  const std::string run = "train --config " + std::string(LBT_SOURCE_DIR) +
+                          "/experiments/configs/fmnist_mlp.toml --quiet"
+                          " --set data.train_limit=4000 --set data.validation_size=1000"
+                          " --set model.spec=mlp:784-32-10 --set train.global_batch=64"
+                          " --set train.steps=120 --set train.eval_every=25 --set train.threads=1";
+  const fs::path ref = scratch() / "grid_uninterrupted", cut = scratch() / "grid_resumed";
+  BOOST_TEST_REQUIRE(run_lbt(run + " --out " + ref.string()).code == 0);
+  BOOST_TEST_REQUIRE(run_lbt(run +
+                             " --set train.checkpoint_every=1 "
+                             "--set train.checkpoint_keep=100000 --out " +
+                             cut.string())
+                         .code == 0);
+  const std::vector<std::int64_t> want = eval_steps(ref);
+  BOOST_TEST_REQUIRE(std::count(want.begin(), want.end(), 51) == 1);
+  for (const auto& f : fs::directory_iterator(cut / "checkpoints"))
+    if (std::stoll(f.path().filename().string().substr(5)) > 50) fs::remove(f.path());
+  BOOST_TEST_REQUIRE(run_lbt("train --quiet --resume " + cut.string()).code == 0);
+  BOOST_TEST(eval_steps(cut) == want, boost::test_tools::per_element());
+}
+
 BOOST_AUTO_TEST_CASE(bad_eval_growth_and_resolution_are_one_line_errors) {
   for (const std::string bad :
        {"train.eval_growth=0.5", "train.target_resolution=1.5", "train.target_resolution=-0.1"}) {

@@ -379,7 +379,6 @@ void refuse_resume_near_miss(const std::filesystem::path& dir) {
 }
 
 void nothing_to_resume(const std::filesystem::path& run_dir) {
-  refuse_resume_near_miss(run_dir);
   throw ConfigError(
       "nothing to resume: " + (run_dir / "checkpoints").string() + " holds no intact checkpoint",
       "start a fresh run, or use --resume auto to fall back to one");

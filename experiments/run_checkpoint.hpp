@@ -55,8 +55,9 @@ void refuse_changed_data(const std::string& refused, const trainer::LoadedCheckp
 void refuse_changed_config(const std::filesystem::path& run_dir, const std::string& saved_toml,
                            const std::string& resolved_toml);
 
-// --resume given a run's checkpoints/ or a sweep's directory: an error naming the fix (until
-// 2026-11-29 both read "nothing to resume ... use --resume auto", which refused a sweep's).
+// --resume given a run's checkpoints/ or a sweep's directory: an error naming the fix, before
+// anything reads the directory (until 2026-11-29 both read "the run has no config.toml" or
+// "nothing to resume ... use --resume auto", which refused a sweep's).
 void refuse_resume_near_miss(const std::filesystem::path& dir);
 // The error of a --resume RUN_DIR whose checkpoints/ holds no intact checkpoint.
 [[noreturn]] void nothing_to_resume(const std::filesystem::path& run_dir);

@@ -26,7 +26,7 @@ const std::vector<KeySpec>& schedule_keys() {
        "LR scaling rule, the only one in lbt: peak LR = optimizer.lr x rule(global_batch / reference_batch); the sweep's LR prior uses it too",
        {"none", "linear", "sqrt"}},
       {"schedule.reference_batch", kInt, "train.global_batch",
-       "global batch at which optimizer.lr was tuned (default: the config's own train.global_batch, from which lbt schedule -b and a sweep's trials scale)",
+       "global batch at which optimizer.lr was tuned (default: the config file's own train.global_batch, from which lbt schedule -b, a sweep's trials and --set train.global_batch scale)",
        {}, "examples"},
       {"schedule.steps_per_epoch", kInt, "0",
        "steps per epoch for lbt schedule without data (0: from the dataset, as the trainer counts)",

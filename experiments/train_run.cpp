@@ -35,6 +35,7 @@
 #include "trainer/config/train_keys.hpp"
 #include "trainer/data/load.hpp"
 #include "trainer/device_support.hpp"
+#include "trainer/loop.hpp"
 #include "trainer/memory_estimate.hpp"
 #include "trainer/noise_log.hpp"
 #include "trainer/sharded_step.hpp"
@@ -220,6 +221,25 @@ trainer::TrainOutcome train_with_summary(trainer::TrainContext& ctx, trainer::Ru
   return outcome;
 }
 
+// A target the untrained model already meets (an accuracy at chance, a loss above the initial
+// one) is met at the first evaluation: steps to it measure nothing, and a sweep's fit would read
+// every batch at one step. Refused before any file is written, as an --exec trial meeting it at
+// step 0 fails (exec_trial.cpp). Until 2026-11-29 such a run read "target reached at step 1;
+// not met at step 0", the start never evaluated. Collective: every rank evaluates its share.
+void refuse_target_met_at_start(const trainer::TrainConfig& cfg, nn::Model& model,
+                                const data::Dataset& validation, comm::Communicator& comm) {
+  if (!cfg.target.enabled() || !cfg.branch_from.empty()) return;
+  const trainer::Evaluation e = trainer::evaluate(model, validation, comm, cfg.eval_batch);
+  const double value = e.metric(cfg.target.metric);
+  if (e.count == 0 || !cfg.target.met(value)) return;
+  char measured[96];
+  std::snprintf(measured, sizeof measured, "%s %.4g on %lld validation examples",
+                cfg.target.metric.c_str(), value, static_cast<long long>(e.count));
+  throw ConfigError("the target " + cfg.target.text() + " is met at step 0, before any training (" +
+                        measured + "): steps to it would measure nothing",
+                    "tighten train.target, or train without one (--set train.target=\"\")");
+}
+
 }  // namespace
 
 std::filesystem::path run_directory_path(const RunOptions& options, const Config& config) {
@@ -288,6 +308,8 @@ RunResult run_training(Config& config, const RunOptions& options, comm::Communic
   auto params = model->store().params();
   comm.broadcast(std::as_writable_bytes(params), 0);
   comm::check_identical(comm, std::as_bytes(params), "initial parameters after the broadcast");
+  if (options.refuse_target_met_at_start)
+    refuse_target_met_at_start(cfg, *model, splits.validation, comm);
 
   RunResult result;
   result.run_dir = run_directory_path(options, config);

@@ -38,6 +38,9 @@ struct RunOptions {
   std::string noise_layout_note;  // why the batch layout is what it is (lbt noise chose it)
   // lbt noise measures a window of a run: a warmup longer than it is a note there.
   schedules::WarmupPastRun warmup_past_run = schedules::WarmupPastRun::kError;
+  // A target the untrained model meets is refused (steps to it measure nothing); lbt noise,
+  // which reads no steps to a target, lets it through.
+  bool refuse_target_met_at_start = true;
   // Called on every rank after each checkpoint is written, with the loop's state (tests: an
   // adaptive batch's accumulation count rank by rank). Empty: nothing.
   std::function<void(const trainer::LoopState& state)> after_checkpoint;

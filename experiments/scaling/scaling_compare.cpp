@@ -94,11 +94,13 @@ std::vector<std::string> study_sets(std::int64_t steps) {
   const std::int64_t log_every = std::max<std::int64_t>(1, steps / 10);
   return {"train.threads=1", "train.steps=" + std::to_string(steps),
           "train.eval_every=" + std::to_string(steps),
-          "train.log_every=" + std::to_string(log_every), "train.stop_at_target=false",
+          "train.log_every=" + std::to_string(log_every), "train.target=\"\"",
           // A throughput window of a few steps: no warmup (its LR does not change a step's
           // cost, and a preset's warmup in epochs may outlast the window), and the config's LR
           // at every batch: weak scaling multiplies the batch by the workers, and the linear
           // rule's LR without warmup diverged the MLP at 8 workers (B = 1024, 2026-11-27).
+          // No target: a window reads no steps to one, and a loose one the untrained model
+          // meets would be refused.
           "schedule.warmup=0", "schedule.scaling=none"};
 }
 

@@ -95,8 +95,8 @@ bool read_evaluation(const nlohmann::json& line, const std::string& at,
     log.best_accuracy = std::isnan(log.best_accuracy) ? acc : std::max(log.best_accuracy, acc);
   if (log.steps_to_target >= 0 || std::isnan(watched)) return true;
   if (target.met(watched) && step == 0) {
-    // lbt's own trials first evaluate after a step; a target the untrained model meets would
-    // put S = 0 into the fit, which reads steps on a log scale.
+    // A target the untrained model meets would put S = 0 into the fit, which reads steps on a
+    // log scale; lbt's own trials refuse it before training (train_run.cpp).
     log.error =
         at + ": the target " + target.text() +
         " is met at step 0, before any training: it measures nothing (tighten train.target)";

@@ -22,14 +22,16 @@ std::string number_text(double v, const char* format) {
   return buf;
 }
 
-// "256 [128-1024]", "< 128", ">= 2048", or "-" (unmeasured).
+// "256 [128-1024]", "< 128 [64-256]", ">= 2048 [512-unbounded]", or "-" (unmeasured). A bound
+// is the median seed's; the interval, what every seed's reading allows, follows it as it follows
+// a value (a bound's line hid it, though one seed's reading could contradict the bound).
 std::string cbs_text(const experiments::CbsPoint& p, std::int64_t smallest_k,
                      std::int64_t largest_k, int seeds) {
   const auto& e = p.estimate;
   if (e.bound == "unmeasured" || e.k_max == 0) return "-";
-  if (e.bound == "below") return "< " + std::to_string(smallest_k * p.batch);
-  if (e.bound == "at_least") return ">= " + std::to_string(largest_k * p.batch);
-  std::string s = std::to_string(e.k_max * p.batch);
+  std::string s = e.bound == "below"      ? "< " + std::to_string(smallest_k * p.batch)
+                  : e.bound == "at_least" ? ">= " + std::to_string(largest_k * p.batch)
+                                          : std::to_string(e.k_max * p.batch);
   if (seeds >= 2)  // the CBS the seeds' readings allow (cbs.json's cbs_interval)
     s += " [" + std::to_string(e.k_lo * p.batch) + "-" +
          (e.k_upper > 0 ? std::to_string(e.k_upper * p.batch) : "unbounded") + "]";
@@ -80,7 +82,8 @@ void add_cbs_command(CLI::App& app) {
   cmd->add_option("--from", o->run_dir,
                   "the reference run's directory (lbt train's; its checkpoints/step_N.ckpt)")
       ->required();
-  cmd->add_option("--at-steps", o->steps, "checkpoint steps to branch from, e.g. 200,800,3200")
+  cmd->add_option("--at-steps", o->steps,
+                  "checkpoint steps to branch from, e.g. 200,800,3200 (each once, ascending)")
       ->required()
       ->delimiter(',')
       ->check(whole_number<std::int64_t>(0));

@@ -2,7 +2,8 @@
 
   cbs.png   CBS(step) (Merrill et al. 2025: branches at k x B from the run's checkpoints; the
             bar is the range over data-order seeds; a triangle down is a bound "below the
-            smallest k > 1", a triangle up "at least the largest k") and B_simple(step) from the
+            smallest k > 1", a triangle up "at least the largest k", each with the seeds' range
+            beside it; an open triangle ends a range open above) and B_simple(step) from the
             run's noise.jsonl with its ci95 (McCandlish et al. 2018; an open triangle: not
             resolved there, the ci95's lower end), both in examples, log y.
 
@@ -36,6 +37,21 @@ def plot_cbs(points: list[dict], ax) -> None:
         if bounded:
             ax.scatter([p["step"] for p in bounded], [p["bound"]["batch"] for p in bounded],
                        marker=marker, color=COLORS["data"], s=50, label=text)
+        # A bound is the median seed's: the seeds' interval is drawn beside it, as for a value.
+        ranged = [p for p in bounded if p["cbs_interval"]]
+        if ranged:
+            top = max(int(k) for k in points[0]["val_loss"])
+            ax.vlines([p["step"] for p in ranged], [p["cbs_interval"][0] for p in ranged],
+                      [p["cbs_interval"][1] or top * p["batch"] for p in ranged],
+                      color=COLORS["data"], lw=1)
+    # An interval open above (a seed's largest k was inside): its bar ends at the largest batch
+    # tried, marked with an open triangle, not a cap that reads as a closed end.
+    open_above = [p for p in points if p["cbs_interval"] and p["cbs_interval"][1] is None]
+    if open_above:
+        top = max(int(k) for k in points[0]["val_loss"])
+        ax.scatter([p["step"] for p in open_above], [top * p["batch"] for p in open_above],
+                   marker="^", facecolors="none", edgecolors=COLORS["data"], s=50,
+                   label="interval open above (a seed inside at the largest k)")
 
 
 def plot_b_simple(points: list[dict], ax) -> None:

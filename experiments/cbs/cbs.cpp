@@ -96,9 +96,35 @@ void refuse_all_failed(const std::vector<CbsPoint>& points, const fs::path& bran
                   "; a reference whose config.toml changed since its checkpoints fails so");
 }
 
+// Warnings of one point: a reference branch that fell within noise; no reference branch with a
+// loss (each diverged or failed: the point is unmeasured, which "-" alone did not say).
+void warn_about(const CbsPoint& p, std::vector<std::string>& warnings) {
+  const std::string at = "step " + std::to_string(p.step) + ": ";
+  if (p.fall_in_tolerances() < 2.0) {  // NaN (unmeasured) passes
+    char text[240];
+    std::snprintf(text, sizeof text,
+                  "the reference branch fell only %.2g tolerances in %lld examples, "
+                  "so its CBS compares noise: give a longer --examples",
+                  p.fall_in_tolerances(), static_cast<long long>(p.examples));
+    warnings.push_back(at + text);
+  }
+  const bool any_reference = std::any_of(p.branches.begin(), p.branches.end(), [](const auto& b) {
+    return b.branch.multiplier == 1 && std::isfinite(b.loss);
+  });
+  if (!any_reference && !p.branches.empty()) {
+    warnings.push_back(at +
+                       "no k = 1 branch ended with a loss (each diverged or failed: see "
+                       "branches.csv), so nothing is measured there");
+  }
+}
+
 }  // namespace
 
-CbsOutcome run_cbs(const CbsOptions& o) {
+CbsOutcome run_cbs(const CbsOptions& options) {
+  // Each step once, ascending: a step given twice ran its branches twice and reported it twice.
+  CbsOptions o = options;
+  std::sort(o.steps.begin(), o.steps.end());
+  o.steps.erase(std::unique(o.steps.begin(), o.steps.end()), o.steps.end());
   check_options(o);
   require_utf8_path(o.run_dir, "--from");  // cbs.json records the reference run's path
   const ReferenceRun ref = read_reference_run(o.run_dir, o.scaling);
@@ -123,16 +149,13 @@ CbsOutcome run_cbs(const CbsOptions& o) {
   }
   for (std::int64_t step : o.steps) {
     result.points.push_back(measure_point(step, plan, result.out / "branches", ref, o));
-    const CbsPoint& p = result.points.back();
-    if (p.fall_in_tolerances() < 2.0) {  // NaN (unmeasured) passes
-      char text[240];
-      std::snprintf(text, sizeof text,
-                    "step %lld: the reference branch fell only %.2g tolerances in %lld examples, "
-                    "so its CBS compares noise: give a longer --examples",
-                    static_cast<long long>(step), p.fall_in_tolerances(),
-                    static_cast<long long>(p.examples));
-      result.warnings.push_back(text);
-    }
+    warn_about(result.points.back(), result.warnings);
+  }
+  if (o.examples > 0 && result.points.front().examples != o.examples) {
+    result.warnings.push_back("--examples " + std::to_string(o.examples) + " rounded up to " +
+                              std::to_string(result.points.front().examples) +
+                              ", a whole number of steps at every multiplier, so every branch "
+                              "trains the same examples");
   }
   const CbsSettings settings{fs::canonical(ref.dir), with_one(o.multipliers), o.seeds, ref.scaling,
                              o.tolerance};

@@ -86,15 +86,16 @@ nlohmann::json branch_json(const BranchResult& r) {
   return j;
 }
 
-// The mean over seeds of the finite losses of multiplier k (NaN: none).
+// The mean over seeds of multiplier k's losses; NaN where a seed's branch has none (it diverged
+// or failed): a mean of the others read as the mean over seeds (2026-11-29 audit).
 double mean_loss(const CbsPoint& p, std::int64_t k) {
   double sum = 0.0;
   int n = 0;
   for (const BranchResult& r : p.branches) {
-    if (r.branch.multiplier == k && std::isfinite(r.loss)) {
-      sum += r.loss;
-      ++n;
-    }
+    if (r.branch.multiplier != k) continue;
+    if (!std::isfinite(r.loss)) return kNaN;
+    sum += r.loss;
+    ++n;
   }
   return n ? sum / n : kNaN;
 }

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <numeric>
 #include <string>
 
 #include "core/error.hpp"
@@ -100,13 +101,38 @@ ReferenceRun read_reference_run(const fs::path& run_dir, const std::string& scal
   return ref;
 }
 
+std::int64_t steps_in_common(const std::vector<std::int64_t>& multipliers) {
+  std::int64_t largest = 1;
+  for (std::int64_t k : multipliers) largest = std::max(largest, k);
+  const std::int64_t cap = kMaxSteps * largest;  // the measured length's longest branch
+  std::int64_t common = 1;
+  for (std::int64_t k : multipliers) {
+    common = std::lcm(common, std::max<std::int64_t>(k, 1));
+    if (common > cap) return 0;
+  }
+  return common;
+}
+
 BranchLength branch_length(const CbsOptions& options, const ReferenceRun& reference,
                            std::int64_t step) {
-  if (options.examples > 0) return {options.examples, 0.0, 0.0, 0, "given by --examples"};
   const std::int64_t k_max =
       *std::max_element(options.multipliers.begin(), options.multipliers.end());
-  return measured_branch_length(reference.eval_curve, step * reference.global_batch,
-                                std::max<std::int64_t>(k_max, 1) * reference.global_batch);
+  BranchLength b =
+      options.examples > 0
+          ? BranchLength{options.examples, 0.0, 0.0, 0, "given by --examples"}
+          : measured_branch_length(reference.eval_curve, step * reference.global_batch,
+                                   std::max<std::int64_t>(k_max, 1) * reference.global_batch);
+  // Every branch trains the same examples: a whole number of steps at every multiplier. Each k
+  // floored its own steps until 2026-11-29, so --examples 1000 at B = 64 compared k = 8's 512
+  // examples with k = 1's 960, biasing the CBS low.
+  const std::int64_t unit = steps_in_common(options.multipliers) * reference.global_batch;
+  if (unit > 0 && b.examples % unit != 0) {
+    const std::int64_t rounded = (b.examples / unit + 1) * unit;
+    b.rule += "; rounded up from " + std::to_string(b.examples) + " to " + std::to_string(rounded) +
+              ", a whole number of steps at every multiplier";
+    b.examples = rounded;
+  }
+  return b;
 }
 
 namespace {
@@ -138,6 +164,13 @@ void check_steps(const CbsOptions& options, const ReferenceRun& ref) {
 }
 
 void check_multipliers(const CbsOptions& options, const ReferenceRun& ref, std::int64_t examples) {
+  if (steps_in_common(options.multipliers) == 0) {
+    throw ConfigError("--multipliers " + join(options.multipliers) + ": no branch length within " +
+                          std::to_string(kMaxSteps) +
+                          " steps at the largest is a whole number of steps at every "
+                          "multiplier, so the branches could not train the same examples",
+                      "use multipliers that divide the largest, e.g. 1,2,4,8,16");
+  }
   // The critical batch is read from branches at k x B with k > 1 against k = 1; with none, every
   // point read "CBS < 0" (the batch above k = 1 that does not exist).
   if (std::none_of(options.multipliers.begin(), options.multipliers.end(),

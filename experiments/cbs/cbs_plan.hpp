@@ -58,8 +58,14 @@ struct Branch {
 // branch shorter than one step, seeds < 1, an empty list.
 std::vector<Branch> make_cbs_plan(const CbsOptions& options, const ReferenceRun& reference);
 
+// The least number of steps at k = 1 that is a whole number of steps at every multiplier (their
+// least common multiple); 0 where it is longer than kMaxSteps at the largest multiplier, the
+// longest branch a measured length runs (multipliers such as 1, 3, 5, 7, 11: 1155 steps).
+std::int64_t steps_in_common(const std::vector<std::int64_t>& multipliers);
+
 // The examples per branch from the checkpoint at `step`: options.examples, or measured from the
-// reference's loss noise around it (branch_length.hpp).
+// reference's loss noise around it (branch_length.hpp), rounded up to a whole number of steps at
+// every multiplier (steps_in_common x B), so every branch trains the same examples.
 BranchLength branch_length(const CbsOptions& options, const ReferenceRun& reference,
                            std::int64_t step);
 

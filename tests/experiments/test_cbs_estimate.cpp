@@ -7,8 +7,11 @@
 #include <limits>
 #include <vector>
 
+#include "cbs_support.hpp"
 #include "experiments/cbs/branch_length.hpp"
 #include "experiments/cbs/cbs_estimate.hpp"
+#include "experiments/cbs/cbs_files.hpp"
+#include "experiments/cbs/cbs_plan.hpp"
 
 using lbt::experiments::BranchLoss;
 using lbt::experiments::estimate_cbs;
@@ -134,3 +137,35 @@ BOOST_AUTO_TEST_CASE(the_line_runs_through_the_evaluations_after_the_checkpoint)
 }
 
 BOOST_AUTO_TEST_SUITE_END()
+
+// cbs.csv's val_loss_kK is the mean over seeds: empty where a seed's branch has no loss (it
+// averaged the seeds that completed, and read as the mean over all; 2026-11-29 audit).
+BOOST_AUTO_TEST_CASE(the_csv_mean_over_seeds_is_empty_where_a_seed_diverged) {
+  using lbt::experiments::BranchResult;
+  lbt::experiments::CbsPoint p;
+  p.step = 50;
+  p.batch = 64;
+  const auto branch = [](std::int64_t k, int seed, double loss) {
+    BranchResult r;
+    r.branch.multiplier = k;
+    r.branch.seed_index = seed;
+    r.status = std::isfinite(loss) ? "completed" : "diverged";
+    r.loss = loss;
+    return r;
+  };
+  p.branches = {branch(1, 0, 0.5), branch(1, 1, 0.7), branch(2, 0, 0.6), branch(2, 1, kNaN)};
+  const auto csv = lbt::test::scratch() / "mean_over_seeds.csv";
+  lbt::experiments::write_cbs_csv(csv, {"ref", {1, 2}, 2, "linear", -1.0}, {p});
+  const std::string row = lbt::test::lines_starting(lbt::test::slurp(csv), "50,64,").at(0);
+  BOOST_TEST(row.substr(row.size() - 5) == ",0.6,", row);  // k = 1: (0.5 + 0.7) / 2; k = 2: none
+}
+
+// Branches train a whole number of steps at every multiplier: the least common multiple of the
+// multipliers, 0 past 64 steps at the largest (a measured length's longest branch).
+BOOST_AUTO_TEST_CASE(the_steps_in_common_are_the_multipliers_least_common_multiple) {
+  using lbt::experiments::steps_in_common;
+  BOOST_TEST(steps_in_common({1, 2, 4, 8, 16}) == 16);
+  BOOST_TEST(steps_in_common({1, 3, 4}) == 12);
+  BOOST_TEST(steps_in_common({2, 3, 5, 7}) == 210);    // 64 x 7 = 448 allows it
+  BOOST_TEST(steps_in_common({1, 3, 5, 7, 11}) == 0);  // 1155 > 64 x 11
+}

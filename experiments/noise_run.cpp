@@ -130,11 +130,15 @@ double number_or_nan(const nlohmann::json& v) {
 
 // Why a ratio T / G measured in `line` has no interval at all (noise/gradient_noise.hpp,
 // reported_ratio: Fieller's set wholly below 0): the estimate of G or of T is below 0. "" where
-// it has one, or was not measured yet (the estimates null).
+// it has one, or was not measured yet: the estimates null, or fewer than `needed` measurements
+// in `samples_key` (one draw below 0 read as significantly below 0; 2026-11-29 audit).
 std::string why_no_interval(const nlohmann::json& line, const nlohmann::json& interval,
                             const char* G_key, const char* G_name, const char* T_key,
-                            const char* T_name) {
+                            const char* T_name, const char* samples_key = nullptr,
+                            double needed = 0) {
   if (interval.is_array() && !interval[0].is_null()) return "";
+  if (samples_key && !(number_or_nan(line.value(samples_key, nlohmann::json())) >= needed))
+    return "";
   if (number_or_nan(line.value(G_key, nlohmann::json())) < 0.0) return G_name + std::string(" < 0");
   if (number_or_nan(line.value(T_key, nlohmann::json())) < 0.0) return T_name + std::string(" < 0");
   return "";
@@ -163,10 +167,11 @@ NoiseAtStep noise_row(std::int64_t s, const char* name, const nlohmann::json& li
     row.b_simple_ema = num(line["b_simple_ema"]);
     row.ema_low = num(line["b_simple_ema_ci95"][0]);
     row.ema_high = num(line["b_simple_ema_ci95"][1]);
-    row.why_none =
-        why_no_interval(line, line["b_simple_ci95"], "G_sq", "|G|^2", "trace_sigma", "tr(Sigma)");
+    // "now" is the window's line (three measurements), the average an EMA (two).
+    row.why_none = why_no_interval(line, line["b_simple_ci95"], "G_sq", "|G|^2", "trace_sigma",
+                                   "tr(Sigma)", "window_samples", 3);
     row.ema_why_none = why_no_interval(line, line["b_simple_ema_ci95"], "G_sq_ema", "|G|^2",
-                                       "trace_sigma_ema", "tr(Sigma)");
+                                       "trace_sigma_ema", "tr(Sigma)", "samples", 2);
     result.window_steps = line.value("window_steps", std::int64_t{0});
   }
   return row;
@@ -191,6 +196,7 @@ void read_noise_rows(const std::vector<nlohmann::json>& lines, const std::vector
         result.final_b_simple = number_or_nan(j["b_simple"]);
         result.final_low = number_or_nan(j["b_simple_ci95"][0]);
         result.final_high = number_or_nan(j["b_simple_ci95"][1]);
+        result.final_window_samples = j.value("window_samples", std::int64_t{0});
       }
     }
   }
@@ -252,6 +258,14 @@ std::string recommendation(const NoiseRunResult& result) {
         "little gain (B_simple grows as the loss falls, so re-measure later in training).",
         static_cast<long long>(result.window_steps), result.final_b_simple, result.final_low,
         result.final_high, result.final_b_simple);
+  } else if (result.final_window_samples < 3) {
+    // Too few measurements for the window's line: not a B_simple that failed to resolve.
+    std::snprintf(buf, sizeof buf,
+                  "Recommendation: none yet. The run's last window holds %lld measurement(s), and "
+                  "B_simple now needs 3 (noise.every apart within noise.window_steps = %lld): run "
+                  "longer.",
+                  static_cast<long long>(result.final_window_samples),
+                  static_cast<long long>(result.window_steps));
   } else {
     // "at least 0" would say nothing: a bound only where the interval's lower end has one.
     char bound[96] = "";
@@ -313,13 +327,13 @@ NoiseRunResult run_noise(Config& config, const NoiseRunOptions& options) {
   if (at.empty() && result.run.outcome.steps > 0) at.push_back(result.run.outcome.steps - 1);
   read_noise_file(result.run.run_dir, at, result);
   result.past_end_note = past_end_note(at, result.run.outcome.steps);
-  result.recommendation = recommendation(result);
   return result;
 }
 
 void read_noise_file(const std::filesystem::path& run_dir, const std::vector<std::int64_t>& at,
                      NoiseRunResult& result) {
   read_noise_rows(read_noise_lines(run_dir, result), at, result);
+  result.recommendation = recommendation(result);
 }
 
 std::string format_noise_report(const NoiseRunResult& r) {

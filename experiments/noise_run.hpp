@@ -39,6 +39,7 @@ struct NoiseRunResult {
   RunResult run;
   std::vector<NoiseAtStep> rows;
   double final_b_simple = 0.0, final_low = 0.0, final_high = 0.0;  // "now", at the end
+  std::int64_t final_window_samples = 0;  // the measurements in that "now"'s window
   // The last Hessian probe's B_noise and 95% interval (NaN where none ran or it is unresolved).
   double final_b_noise = NAN, b_noise_low = NAN, b_noise_high = NAN;
   std::int64_t b_noise_step = -1;
@@ -56,7 +57,8 @@ NoiseRunResult run_noise(Config& config, const NoiseRunOptions& options);
 void check_noise_config(Config& config, const std::vector<std::int64_t>& at_steps);
 
 // Reads a run directory's noise.jsonl: the last measurement at or before each of `at_steps`
-// per estimator (result.rows), the headline (the last "now" B_simple), the method line.
+// per estimator (result.rows), the headline (the last "now" B_simple) and the recommendation
+// from it, the method line.
 void read_noise_file(const std::filesystem::path& run_dir,
                      const std::vector<std::int64_t>& at_steps, NoiseRunResult& result);
 

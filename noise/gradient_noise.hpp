@@ -126,8 +126,8 @@ class NoiseScaleTracker {
   std::vector<NoiseEstimate> window_;  // ring of the last window_.size() estimates
 };
 
-// Two-sided 95% Student-t quantile for `dof` degrees of freedom (dof may be fractional;
-// Cornish-Fisher expansion, within 0.5% of the exact value for dof >= 2).
+// Two-sided 95% Student-t quantile for `dof` degrees of freedom (dof may be fractional), from
+// the regularized incomplete beta function: exact to double round-off (NaN for dof <= 0).
 double t_quantile_975(double dof);
 
 }  // namespace lbt::noise

@@ -44,10 +44,12 @@ OnlineOptions read_online_options(Config& c) {
   else if (est != "both")
     c.fail("noise.estimator", "one of: two_batch, per_example, both", "'" + est + "'");
   if (o.every <= 0) c.fail("noise.every", "> 0", std::to_string(o.every), "e.g. noise.every = 10");
-  if (o.window_steps < 2 * o.every) {
+  // The "now" estimate is the window's line at its last step: three measurements make a line
+  // with a residual (n - 2 degrees of freedom). At 2 x every it was never reported.
+  if (o.window_steps < 3 * o.every) {
     c.fail("noise.window_steps",
-           "at least 2 x noise.every = " + std::to_string(2 * o.every) +
-               " (two measurements make an interval)",
+           "at least 3 x noise.every = " + std::to_string(3 * o.every) +
+               " (the window's line and its interval need three measurements)",
            std::to_string(o.window_steps), "e.g. noise.window_steps = 10 x noise.every");
   }
   if (!(o.ema >= 0.0 && o.ema < 1.0)) {

@@ -190,6 +190,9 @@ BOOST_AUTO_TEST_CASE(bad_inputs_fail_with_one_clear_message_and_no_complete_look
       {"--set noise.enabled=true --set noise.small_batches=first", "noise.small_batches must be"},
       {"--set noise.enabled=true --set noise.window_steps=0",
        "noise.window_steps must be at least"},
+      // Two measurements in the window: its "now" line needs three, and was never reported.
+      {"--set noise.enabled=true --set noise.every=10 --set noise.window_steps=20",
+       "noise.window_steps must be at least 3 x noise.every = 30"},
       // ... a length no step counter holds (it ran 0 steps, "completed").
       {"--set train.steps=0 --set train.epochs=1e300",
        "train.epochs = 1e+300 is past any step count"},

@@ -24,10 +24,13 @@ fs::path run_with_noise(const std::string& name, const std::string& lines) {
 }
 
 // A two_batch line at `step`: "now" with |G|^2 = G_sq (null: not measured yet) and B_simple's
-// interval `ci`; the EMA resolved.
-std::string two_batch_line(int step, const std::string& G_sq, const std::string& ci) {
+// interval `ci` over `samples` measurements in its window; the EMA resolved.
+std::string two_batch_line(int step, const std::string& G_sq, const std::string& ci,
+                           int samples = 5) {
   return R"({"estimator":"two_batch","step":)" + std::to_string(step) + R"(,"window_steps":100,)" +
-         R"("G_sq":)" + G_sq + R"(,"trace_sigma":5.0,"b_simple":null,"b_simple_ci95":)" + ci +
+         R"("window_samples":)" + std::to_string(samples) + R"(,"samples":)" +
+         std::to_string(samples) + R"(,"G_sq":)" + G_sq +
+         R"(,"trace_sigma":5.0,"b_simple":null,"b_simple_ci95":)" + ci +
          R"(,"G_sq_ema":0.5,"trace_sigma_ema":5.0,"b_simple_ema":10.0,)" +
          R"("b_simple_ema_ci95":[8.0,12.5]})"
          "\n";
@@ -60,6 +63,27 @@ BOOST_AUTO_TEST_CASE(a_negative_g_squared_is_said_not_shown_as_unmeasured) {
              std::string::npos);
   BOOST_TEST(table_row(report, "      10       10  two_batch").find("10 [8, 12.5]") !=
              std::string::npos);
+  fs::remove_all(dir);
+}
+
+// One draw below 0 is no evidence that |G|^2 is: the first measurement (one draw, no interval)
+// reads "-" as an unmeasured step does, not "not resolved (|G|^2 < 0)", and the recommendation
+// after it asks for a longer run, not for a larger batch (2026-11-29 audit: `lbt noise --steps 1`).
+BOOST_AUTO_TEST_CASE(a_single_draw_below_zero_is_not_yet_a_measurement) {
+  const fs::path dir = run_with_noise(
+      "one_draw", R"({"estimator":"per_example","step":0,"window_steps":100,"window_samples":1,)"
+                  R"("samples":1,"G_sq":null,"trace_sigma":null,"b_simple":null,)"
+                  R"("b_simple_ci95":[null,null],"G_sq_ema":-380.6,"trace_sigma_ema":12.0,)"
+                  R"("b_simple_ema":null,"b_simple_ema_ci95":[null,null]})"
+                  "\n");
+  NoiseRunResult result;
+  read_noise_file(dir, {0}, result);
+  const std::string report = format_noise_report(result);
+  const std::string row = table_row(report, "       0        0  per_example");
+  BOOST_TEST(row.find("not resolved") == std::string::npos, row);
+  BOOST_TEST(result.recommendation.find("holds 1 measurement(s), and B_simple now needs 3") !=
+                 std::string::npos,
+             result.recommendation);
   fs::remove_all(dir);
 }
 

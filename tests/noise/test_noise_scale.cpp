@@ -5,6 +5,7 @@
 
 #include <cmath>
 #include <filesystem>
+#include <numbers>
 #include <random>
 #include <vector>
 
@@ -37,8 +38,8 @@ BOOST_AUTO_TEST_CASE(now_is_the_windows_linear_trend_at_its_newest_measurement) 
 // The window's |G|^2 and tr(Sigma) carry 95% intervals from the same line. G = 1, 2, 4 over
 // u = -1, 0, 1: mean 7/3, slope 3/2, at u = 1: 23/6; residuals 1/6, -1/3, 1/6, so rGG = 1/6 on
 // 1 dof and the prediction's variance (1/6)(1/3 + 1/2) = 5/36: 23/6 +- t(1) sqrt(5)/6, with
-// t(1) = 12.7062, the lower end clamped at 0. Fewer than 3 measurements: no line, no value (was
-// 0.0, written to noise.jsonl as if measured).
+// t(1) = cot(pi / 40) = 12.7062 (Cauchy's quantile), the lower end clamped at 0. Fewer than 3
+// measurements: no line, no value (was 0.0, written to noise.jsonl as if measured).
 BOOST_AUTO_TEST_CASE(the_windows_means_carry_intervals_and_none_before_three_measurements) {
   noise::NoiseScaleTracker t(0.9, 3);
   t.add({1.0, 10.0});
@@ -50,7 +51,8 @@ BOOST_AUTO_TEST_CASE(the_windows_means_carry_intervals_and_none_before_three_mea
   const auto now = t.now();
   BOOST_TEST(close(now.G_sq, 23.0 / 6.0, 1e-14, 0));
   BOOST_TEST(now.G_sq_low == 0.0);  // 23/6 - 4.735 < 0: clamped
-  BOOST_TEST(close(now.G_sq_high, 23.0 / 6.0 + 12.7062 * std::sqrt(5.0) / 6.0, 1e-12, 0));
+  const double t1 = 1.0 / std::tan(std::numbers::pi / 40.0);
+  BOOST_TEST(close(now.G_sq_high, 23.0 / 6.0 + t1 * std::sqrt(5.0) / 6.0, 1e-12, 0));
   BOOST_TEST(close(now.trace_sigma_low, 10.0, 1e-12, 1e-12));  // no residual: zero width
   BOOST_TEST(close(now.trace_sigma_high, 10.0, 1e-12, 1e-12));
 }

@@ -26,15 +26,15 @@ std::string number_text(double v, const char* format) {
 // is the median seed's; the interval, what every seed's reading allows, follows it as it follows
 // a value (a bound's line hid it, though one seed's reading could contradict the bound).
 std::string cbs_text(const experiments::CbsPoint& p, std::int64_t smallest_k,
-                     std::int64_t largest_k, int seeds) {
+                     std::int64_t largest_k) {
   const auto& e = p.estimate;
   if (e.bound == "unmeasured" || e.k_max == 0) return "-";
   std::string s = e.bound == "below"      ? "< " + std::to_string(smallest_k * p.batch)
                   : e.bound == "at_least" ? ">= " + std::to_string(largest_k * p.batch)
                                           : std::to_string(e.k_max * p.batch);
-  if (seeds >= 2)  // the CBS the seeds' readings allow (cbs.json's cbs_interval)
-    s += " [" + std::to_string(e.k_lo * p.batch) + "-" +
-         (e.k_upper > 0 ? std::to_string(e.k_upper * p.batch) : "unbounded") + "]";
+  // the CBS the seeds' readings allow (cbs.json's cbs_interval; one seed: the grid's step)
+  s += " [" + std::to_string(e.k_lo * p.batch) + "-" +
+       (e.k_upper > 0 ? std::to_string(e.k_upper * p.batch) : "unbounded") + "]";
   return s;
 }
 
@@ -59,7 +59,7 @@ void report(const experiments::CbsOutcome& r, const experiments::CbsOptions& o) 
               "B_simple [ci95] @step", "tolerance", "ref loss");
   for (const auto& p : r.points) {
     std::printf("%8lld %7lld %22s %28s %11s %12s\n", static_cast<long long>(p.step),
-                static_cast<long long>(p.batch), cbs_text(p, smallest, largest, o.seeds).c_str(),
+                static_cast<long long>(p.batch), cbs_text(p, smallest, largest).c_str(),
                 noise_text(p.noise).c_str(), number_text(p.estimate.tolerance, "%.3g").c_str(),
                 number_text(p.estimate.reference_loss, "%.6g").c_str());
   }

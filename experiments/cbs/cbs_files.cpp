@@ -52,10 +52,11 @@ BSimpleAtStep from_record(const nlohmann::json& j) {
 }
 
 // The CBS the seeds' readings allow, [k_lo B, k_upper B] (cbs_estimate.hpp), the upper end
-// null where a seed's largest k was inside; null with one seed (no spread measured).
-nlohmann::json cbs_interval_json(const CbsPoint& p, int seeds) {
+// null where a seed's largest k was inside. With one seed, the grid's resolution alone (it was
+// null, though the reading k says k B <= CBS < k' B all the same).
+nlohmann::json cbs_interval_json(const CbsPoint& p) {
   const CbsEstimate& e = p.estimate;
-  if (seeds < 2 || e.k_max == 0) return nullptr;
+  if (e.k_max == 0) return nullptr;
   return {e.k_lo * p.batch, e.k_upper > 0 ? nlohmann::json(e.k_upper * p.batch) : nlohmann::json()};
 }
 
@@ -133,7 +134,7 @@ nlohmann::json point_json(const CbsPoint& p, const CbsSettings& settings) {
           {"loss_at_checkpoint", number(p.loss_at_checkpoint)},
           {"reference_fall_in_tolerances", number(p.fall_in_tolerances())},
           {"cbs", resolved(e) ? nlohmann::json(e.k_max * p.batch) : nlohmann::json()},
-          {"cbs_interval", cbs_interval_json(p, settings.seeds)},
+          {"cbs_interval", cbs_interval_json(p)},
           {"bound", bound_json(p, settings.multipliers)},
           {"k_max", e.k_max > 0 ? nlohmann::json(e.k_max) : nlohmann::json()},
           {"k_max_per_seed", e.k_max_per_seed},
@@ -199,7 +200,7 @@ void write_cbs_json(const fs::path& path, const CbsSettings& settings,
        "cbs is the lower median over data-order seeds of k_max x B; cbs_interval the CBS their "
        "readings allow: from the smallest k_max x B to the next multiplier above the largest "
        "(a reading k says k B <= CBS < k' B), the upper end null where a seed's largest k was "
-       "inside; null with one seed"},
+       "inside; with one seed, the grid's step alone"},
       {"bound",
        "below: even the smallest k > 1 was outside the tolerance, CBS < that batch; "
        "at_least: the largest k was inside, CBS >= that batch; cbs is null then"},
@@ -224,7 +225,7 @@ void write_cbs_csv(const fs::path& path, const CbsSettings& settings,
   for (const CbsPoint& p : points) {
     const CbsEstimate& e = p.estimate;
     const nlohmann::json bound = bound_json(p, settings.multipliers);
-    const nlohmann::json interval = cbs_interval_json(p, settings.seeds);
+    const nlohmann::json interval = cbs_interval_json(p);
     const auto end = [&](int i) {  // empty: none, or open above
       return interval.is_array() && !interval[i].is_null() ? interval[i].dump() : "";
     };

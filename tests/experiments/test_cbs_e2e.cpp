@@ -244,7 +244,8 @@ BOOST_AUTO_TEST_CASE(multipliers_without_one_above_1_are_refused_before_any_bran
 // Every branch trains the same examples: --examples 100 at B = 16, k = 1, 2, 4 rounds up to 128
 // (each k floored its own: 96, 96, 64), with a warning. A step given twice runs once (it ran and
 // was reported twice). A bound prints the seeds' interval (it printed "< 32" alone): at step 5 a
-// larger batch falls less per example, so at a tolerance of 1e-9 each seed reads k = 1.
+// larger batch falls less per example, so at a tolerance of 1e-9 each seed reads k = 1 (one
+// seed alone: the grid's step).
 // Multipliers with no length in common within 64 steps at the largest are refused.
 BOOST_AUTO_TEST_CASE(branches_train_the_same_examples_a_step_runs_once_a_bound_has_its_interval) {
   const fs::path out = scratch() / "cbs_rounded";
@@ -252,14 +253,17 @@ BOOST_AUTO_TEST_CASE(branches_train_the_same_examples_a_step_runs_once_a_bound_h
   const auto r = run_lbt(from + "5,5 --multipliers 1,2,4 --examples 100 --seeds 2 --jobs 2 " +
                          "--tolerance 1e-9 --no-plots --out " + out.string());
   BOOST_TEST_REQUIRE(r.code == 0, r.err);
-  BOOST_TEST(
-      r.err.find("--examples 100 rounded up to 128, a whole number of steps") != std::string::npos,
-      r.err);
+  BOOST_TEST(r.err.find("--examples 100 rounded up to 128") != std::string::npos, r.err);
   const auto j = nlohmann::json::parse(slurp(out / "cbs.json"));
   BOOST_TEST_REQUIRE(j["points"].size() == 1u);
   BOOST_TEST(j["points"][0]["branches"].size() == 6u);
   for (const auto& b : j["points"][0]["branches"]) BOOST_TEST(b["examples"] == 128, b["name"]);
   BOOST_TEST(r.out.find("< 32 [16-32]") != std::string::npos, r.out);
+  const auto one = run_lbt(from + "5 --multipliers 1,2 --examples 128 --seeds 1 --tolerance 1e-9 " +
+                           "--no-plots --out " + (scratch() / "cbs_one_seed").string());
+  BOOST_TEST_REQUIRE(one.code == 0, one.err);
+  const auto one_point = nlohmann::json::parse(slurp(scratch() / "cbs_one_seed" / "cbs.json"));
+  BOOST_TEST(one_point["points"][0]["cbs_interval"] == nlohmann::json::array({16, 32}));
   const auto refused =
       run_lbt(from + "5 --multipliers 1,3,5,7,11 --out " + (scratch() / "cbs_no_common").string());
   BOOST_TEST(refused.code == 2);

@@ -316,6 +316,7 @@ NoiseRunResult run_noise(Config& config, const NoiseRunOptions& options) {
   o.run.noise_layout_note = choose_noise_layout(config);
   o.run.warmup_past_run = schedules::WarmupPastRun::kNote;
   o.run.refuse_target_met_at_start = false;
+  o.run.noise_report = true;
   std::vector<std::int64_t> at =
       o.at_steps;  // in order, each step once (a repeat was reported twice)
   std::sort(at.begin(), at.end());

@@ -78,6 +78,7 @@ noise::OnlineOptions noise_options_for(const trainer::RunConfig& run, const RunO
                                        const comm::Communicator& comm, const nn::Model& model) {
   noise::OnlineOptions noise_options = run.noise;
   noise_options.layout_note = options.noise_layout_note;
+  noise_options.announce = !options.noise_report;
   if (noise_options.enabled) {
     noise::choose_method(noise_options, comm.size(), run.train.micro_batch, run.train.accum_steps,
                          trainer::per_example_support(model, run.train.device));

@@ -36,6 +36,7 @@ struct RunOptions {
   using Probe = std::function<void(std::int64_t step, ProbeContext& context)>;
   Probe probe;                    // empty: none (noise.hessian.every > 0 adds the B_noise probe)
   std::string noise_layout_note;  // why the batch layout is what it is (lbt noise chose it)
+  bool noise_report = false;      // lbt noise: its report gives the method and layout
   // lbt noise measures a window of a run: a warmup longer than it is a note there.
   schedules::WarmupPastRun warmup_past_run = schedules::WarmupPastRun::kError;
   // A target the untrained model meets is refused (steps to it measure nothing); lbt noise,

@@ -41,6 +41,8 @@ struct OnlineOptions {
   std::int64_t window_steps = 100;  // the "now" estimate: measurements of the last N steps
   bool per_segment = false;         // also report B_simple per parameter tensor
   std::string layout_note;          // set by lbt noise when it chose the batch layout itself
+  // The method and layout on stderr at the start (lbt noise's report gives them instead).
+  bool announce = true;
   std::string estimator_name() const;
   std::size_t window() const;  // measurements in the "now" window: window_steps / every
 };

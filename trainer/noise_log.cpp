@@ -129,9 +129,11 @@ nlohmann::json noise_json(const noise::NoiseReport& report, const noise::Estimat
 void log_noise_note(const noise::OnlineEstimator& estimator, RunDirectory* run_dir, bool rank0) {
   if (!estimator.options().enabled || !rank0) return;
   const noise::NoiseMethod& m = estimator.method();
-  if (!estimator.options().layout_note.empty())
-    std::fprintf(stderr, "noise: %s\n", estimator.options().layout_note.c_str());
-  std::fprintf(stderr, "noise: method %s (%s)\n", m.name.c_str(), m.reason.c_str());
+  if (estimator.options().announce) {  // lbt noise prints both in its report, after the run
+    if (!estimator.options().layout_note.empty())
+      std::fprintf(stderr, "noise: %s\n", estimator.options().layout_note.c_str());
+    std::fprintf(stderr, "noise: method %s (%s)\n", m.name.c_str(), m.reason.c_str());
+  }
   if (!estimator.note().empty()) std::fprintf(stderr, "%s\n", estimator.note().c_str());
   if (!run_dir) return;
   nlohmann::json line = {{"method", m.name}, {"reason", m.reason}};

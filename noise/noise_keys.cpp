@@ -15,8 +15,8 @@ const std::vector<KeySpec>& noise_keys() {
       {"noise.ema", kNumber, "0.95",
        "EMA decay of |G|^2 and tr(Sigma) (bias-corrected; 0.95 ~ last 39 estimates)"},
       {"noise.window_steps", kInt, "100",
-       "b_simple (\"now\") is over the measurements of the last N steps; b_simple_ema averages "
-       "over training", {}, "steps"},
+       "b_simple (\"now\") is over the measurements of the last N steps (at least 3 x "
+       "noise.every: three make its line); b_simple_ema averages over training", {}, "steps"},
       {"noise.per_segment", kBool, "false", "also report B_simple per parameter tensor"},
       {"noise.small_batches", kString, "\"auto\"",
        "one process with accum_steps >= 2: two_batch's small batches are micro-batch 0 (first: one read of a gradient the step computed) or every micro-batch (all: accum samples a step, one gradient copy); auto: first at accum_steps = 2, all from 3 (the cheaper per unit of precision), all in lbt noise",

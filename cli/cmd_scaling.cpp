@@ -14,6 +14,7 @@
 #include "experiments/child_process.hpp"
 #include "experiments/plots.hpp"
 #include "experiments/scaling/scaling.hpp"
+#include "experiments/sweep/sweep_interrupt.hpp"
 
 namespace lbt::cli {
 
@@ -63,6 +64,7 @@ void add_scaling_command(CLI::App& app) {
                   "btl_vader_single_copy_mechanism=none");
   cmd->footer(config_keys_footer());
   cmd->callback([o, out, mca] {
+    experiments::install_sweep_interrupt_handlers(experiments::InterruptedCommand::kScaling);
     o->out = *out;
     o->lbt = experiments::self_executable();
     for (const auto& m : *mca) {

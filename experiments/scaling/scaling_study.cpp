@@ -2,11 +2,6 @@
 // MPI in this process and a failing run cannot take the study down with it. Runs go to
 // OUT/workers-K/repeat-R/ with their log beside them as OUT/workers-K/repeat-R.log; with
 // --compare, to OUT/VARIANT/workers-K/repeat-R/ (VARIANT a tag such as overlap_comm=true).
-#include <fcntl.h>
-#include <spawn.h>
-#include <sys/wait.h>
-#include <unistd.h>
-
 #include <algorithm>
 #include <cerrno>
 #include <cstdio>
@@ -24,37 +19,32 @@
 #include "experiments/plots.hpp"
 #include "experiments/scaling/scaling.hpp"
 #include "experiments/scaling/scaling_compare.hpp"
+#include "experiments/sweep/sweep_interrupt.hpp"
 #include "trainer/config/run_config.hpp"
 #include "trainer/config/train_keys.hpp"
-
-extern char** environ;
 
 namespace lbt::experiments {
 namespace fs = std::filesystem;
 namespace {
 
-// Runs argv with stdout and stderr into `log`; returns the exit status (128 + signal if killed).
+// Runs argv with stdout and stderr into `log` in its own process group (spawn_logged: SIGINT or
+// SIGTERM to lbt scaling reaches the whole run, mpirun's ranks too, and a killed study takes it
+// with it; until 2026-11-29 the run went on writing after the study had exited). Returns the
+// exit status (128 + signal if killed); after an interrupt, throws Interrupted.
 int run_process(const std::vector<std::string>& args, const fs::path& log) {
-  std::vector<char*> argv;
-  for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
-  argv.push_back(nullptr);
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_addopen(&actions, 1, log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  posix_spawn_file_actions_adddup2(&actions, 1, 2);
-  pid_t pid = 0;
-  const int rc = posix_spawnp(&pid, argv[0], &actions, nullptr, argv.data(), environ);
-  posix_spawn_file_actions_destroy(&actions);
-  if (rc != 0) {
-    throw Error("could not start '" + args[0] + "': " + std::strerror(rc),
+  if (find_executable(args[0]).empty())
+    throw Error("could not start '" + args[0] + "': not found",
                 "install openmpi-bin or pass --mpirun PATH");
+  std::error_code ec;
+  fs::remove(log, ec);  // this run's output alone (spawn_logged appends)
+  const ChildExit e = wait_child(spawn_logged(args[0], {args.begin() + 1, args.end()}, log));
+  if (const int sig = sweep_interrupt_signal()) {
+    throw Interrupted(sig,
+                      "lbt scaling interrupted; its running measurement was stopped and the "
+                      "study is incomplete",
+                      "rerun the same command: it measures again from the start");
   }
-  int status = 0;
-  while (waitpid(pid, &status, 0) < 0) {
-    if (errno != EINTR) throw Error("waitpid failed for '" + args[0] + "'");
-  }
-  if (WIFEXITED(status)) return WEXITSTATUS(status);
-  return 128 + (WIFSIGNALED(status) ? WTERMSIG(status) : 0);
+  return e.signal ? 128 + e.signal : e.exit_code;
 }
 
 std::string tail(const fs::path& path, std::size_t max_chars) {

@@ -34,6 +34,9 @@ constexpr char kSweepStop[] =
 constexpr char kCbsStop[] =
     "\nlbt cbs: stopping: the running branches are told to stop (each saves a checkpoint "
     "first), no new branch starts; signal again to exit at once\n";
+constexpr char kScalingStop[] =
+    "\nlbt scaling: stopping: the running measurement is told to stop, no new run starts; "
+    "signal again to exit at once\n";
 const char* g_stop_message = kSweepStop;
 std::size_t g_stop_length = sizeof kSweepStop - 1;
 
@@ -87,8 +90,9 @@ void install_crash_handlers() {
 
 void install_sweep_interrupt_handlers(InterruptedCommand command) {
   const bool cbs = command == InterruptedCommand::kCbs;
-  g_stop_message = cbs ? kCbsStop : kSweepStop;
-  g_stop_length = cbs ? sizeof kCbsStop - 1 : sizeof kSweepStop - 1;
+  const bool scaling = command == InterruptedCommand::kScaling;
+  g_stop_message = cbs ? kCbsStop : scaling ? kScalingStop : kSweepStop;
+  g_stop_length = (cbs ? sizeof kCbsStop : scaling ? sizeof kScalingStop : sizeof kSweepStop) - 1;
   install_crash_handlers();
   g_slurm_signals_trials = std::getenv("SLURM_JOB_ID") != nullptr;
   struct sigaction sa;

@@ -14,9 +14,9 @@
 
 namespace lbt::experiments {
 
-// Installs the handlers (`lbt sweep` and `lbt cbs` do; a library user may not want them); the
-// first signal's message names the command and what it runs (trials or branches).
-enum class InterruptedCommand { kSweep, kCbs };
+// Installs the handlers (`lbt sweep`, `lbt cbs` and `lbt scaling` do; a library user may not
+// want them); the first signal's message names the command and what it runs.
+enum class InterruptedCommand { kSweep, kCbs, kScaling };
 void install_sweep_interrupt_handlers(InterruptedCommand command = InterruptedCommand::kSweep);
 
 // The first SIGINT/SIGTERM received since install_sweep_interrupt_handlers, or 0.

@@ -1,7 +1,7 @@
-// Ctrl-C and kill through the real `lbt` binary: `lbt sweep` passes SIGINT/SIGTERM
-// to its trials, which save themselves, and exits 130/143 after writing its tables; a rerun
-// continues the trials bit for bit. A second signal (sweep or train) exits at once and what it
-// leaves still resumes bit for bit. On main 37b8730 the sweep died of the signal (its trials
+// Ctrl-C and kill through the real `lbt` binary: `lbt sweep` (and `lbt scaling`) passes
+// SIGINT/SIGTERM to its trials, which save themselves, and exits 130/143 after writing its tables;
+// a rerun continues the trials bit for bit. A second signal (sweep or train) exits at once and what
+// it leaves still resumes bit for bit. On main 37b8730 the sweep died of the signal (its trials
 // SIGKILLed with it) and a rerun started every unfinished trial again from step 0.
 #include <boost/test/unit_test.hpp>
 
@@ -245,6 +245,40 @@ BOOST_AUTO_TEST_CASE(a_second_ctrl_c_ends_lbt_train_at_once_and_resuming_what_is
       BOOST_REQUIRE(got.sections.count(name) == 1u);
       BOOST_TEST((bytes == got.sections.at(name)));
     }
+  }
+}
+
+// SIGTERM to lbt scaling reaches its running measurement (mpirun and its rank), which it waits
+// for, and exits 143 saying the study is incomplete: the run went on, orphaned, writing into
+// the study after it had exited (2026-11-29 audit).
+BOOST_AUTO_TEST_CASE(sigterm_of_lbt_scaling_stops_its_running_measurement_and_exits_143) {
+  const fs::path out = scratch() / "scaling_sigterm", log = scratch() / "scaling_sigterm.log";
+  const pid_t pid = start_lbt("scaling --config " LBT_SOURCE_DIR
+                              "/experiments/configs/synthetic_regression.toml -w 1 --steps 200000 "
+                              "--repeats 1 --out " +
+                                  out.string(),
+                              log);
+  std::vector<pid_t> run;  // mpirun, then its rank
+  const auto t0 = std::chrono::steady_clock::now();
+  while (seconds_since(t0) < 60 && !fs::exists(out / "workers-1" / "repeat-1" / "metrics.jsonl"))
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  for (pid_t launcher : lbt::test::children_of(pid)) {
+    run = lbt::test::children_of(launcher);
+    run.push_back(launcher);
+  }
+  BOOST_REQUIRE_MESSAGE(run.size() >= 2, "no run started; " << slurp(log));
+  kill(pid, SIGTERM);
+  const int status = wait_for(pid, 30);
+  BOOST_TEST_INFO("log: " << slurp(log));
+  BOOST_REQUIRE(status != -1);
+  BOOST_REQUIRE(WIFEXITED(status));
+  BOOST_TEST(WEXITSTATUS(status) == 143);
+  BOOST_TEST(slurp(log).find("lbt scaling interrupted") != std::string::npos);
+  const auto t1 = std::chrono::steady_clock::now();  // mpirun's rank ends just after mpirun
+  for (pid_t p : run) {
+    while (kill(p, 0) == 0 && seconds_since(t1) < 5)
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    BOOST_TEST(kill(p, 0) != 0, "process " << p << " outlived the study");
   }
 }
 

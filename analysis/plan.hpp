@@ -50,11 +50,13 @@ struct RegimeCall {
 RegimeCall regime_at(std::int64_t B, double B_crit, double tolerance,
                      const std::vector<CriticalBatchFit>& replicates, double level);
 
-// The peak LR at B and where it came from: the sweep's LR law lr = c B^alpha when at least 3
-// batch sizes reached the target with a searched LR (searched_lr_points), else `rule_lr`
-// (described by `rule_source`).
+// The peak LR at B and where it came from, where at least 3 batch sizes reached the target with
+// a searched LR (searched_lr_points): inside the swept batches, the sweep's best LRs (at a swept
+// B its own, with its search bracket; between two, on a log-log line through theirs); outside,
+// the LR law lr = c B^alpha extrapolated (no interval). Else `rule_lr` (`rule_source`).
 struct LrChoice {
   double lr = 0.0;
+  double lo = 0.0, hi = 0.0;  // the search's bracket (NaN: none)
   std::string source;
 };
 LrChoice lr_at(std::int64_t B, const std::vector<LrPoint>& lr_points, double rule_lr,

@@ -56,6 +56,9 @@ struct SweepForPlan {
 
 SweepForPlan fit_sweep_for_plan(const fs::path& dir) {
   std::vector<analysis::MeasuredPoint> measured = read_measured_points(dir);
+  // As lbt fit: a batch size whose median over seeds is censored is left out (its steps read
+  // "nan" here, and lbt plan refused a sweep lbt fit had fitted; 2026-11-29 audit).
+  analysis::leave_out_censored(measured);
   if (measured.size() < 3) {
     throw Error(
         "lbt plan needs at least 3 batch sizes whose best trial reached the target; the "
@@ -156,6 +159,7 @@ nlohmann::json plan_json(const ScalePlanOptions& o, const SweepForPlan& sweep,
       {"target", target},
       {"global_batch", B},
       {"lr", lr.lr},
+      {"lr_interval", analysis::interval_json({lr.lo, lr.hi})},
       {"lr_source", lr.source},
       {"steps_to_target", p.steps},
       {"steps_to_target_interval", analysis::interval_json(p.steps_interval)},
@@ -288,7 +292,7 @@ std::string format_scale_plan(const nlohmann::json& p) {
   const auto& si = p["steps_to_target_interval"];
   const auto& ei = p["examples_to_target_interval"];
   ss << "plan: global batch " << p["global_batch"].get<std::int64_t>() << ", peak LR "
-     << num(p["lr"].get<double>()) << "\n"
+     << num(p["lr"].get<double>()) << " " << bracket(p["lr_interval"]) << "\n"
      << "  LR from " << p["lr_source"].get<std::string>() << "\n"
      << "  steps to " << p["target"].get<std::string>() << ": "
      << num(p["steps_to_target"].get<double>()) << " " << bracket(si) << ", examples "

@@ -133,6 +133,31 @@ BOOST_AUTO_TEST_CASE(best_lrs_that_no_search_measured_fit_no_lr_law) {
   BOOST_TEST(fit_measurements(sweep, {.resamples = 100})["lr_law"]["fitted"] == true);
 }
 
+// lbt plan's LR inside the sweep is the sweep's own best LR (its steps S(B) were measured at
+// it): at a swept batch the best with its bracket, between two on a log-log line, past the sweep
+// the power law. Best LRs that bend (McCandlish's eps_opt, B_noise 100) put the power law at
+// 0.84x the best LR at B = 64 here; the plan wrote 0.6x on the audit's synthetic sweep, and its
+// runs took 7-8 steps against a predicted 5.3 [4.9, 5.6] (2026-11-29).
+BOOST_AUTO_TEST_CASE(the_plan_s_lr_inside_the_sweep_is_its_best_lr) {
+  std::vector<LrPoint> points;
+  for (double B : {16.0, 64.0, 256.0, 1024.0}) {
+    const double lr = 0.5 / (1 + 100.0 / B);
+    points.push_back({B, lr, lr / 1.2, lr * 1.2});
+  }
+  const LrChoice at = lr_at(64, points, 0.123, "the rule");
+  BOOST_TEST(at.lr == 0.5 / (1 + 100.0 / 64), boost::test_tools::tolerance(1e-15));
+  BOOST_TEST(at.lo == at.lr / 1.2, boost::test_tools::tolerance(1e-15));
+  BOOST_TEST(at.hi == at.lr * 1.2, boost::test_tools::tolerance(1e-15));
+  const double at_64 = points[1].lr, at_256 = points[2].lr;  // B = 128: halfway in log B
+  BOOST_TEST(lr_at(128, points, 0.123, "").lr == std::sqrt(at_64 * at_256),
+             boost::test_tools::tolerance(1e-14));
+  const PowerLaw law = fit_power_law(points);
+  BOOST_TEST(lr_at(4096, points, 0.123, "").lr == law.c * std::pow(4096.0, law.alpha),
+             boost::test_tools::tolerance(1e-14));
+  BOOST_TEST(std::isnan(lr_at(4096, points, 0.123, "").lo));
+  BOOST_TEST(law.c * std::pow(64.0, law.alpha) < 0.9 * at_64);  // what the plan took before
+}
+
 BOOST_AUTO_TEST_CASE(mccandlish_eps_opt_recovers_b_noise_and_says_when_it_cannot) {
   std::vector<LrPoint> points;
   for (double B : kBatches) {

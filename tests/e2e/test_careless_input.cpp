@@ -14,6 +14,7 @@
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <sstream>
 #include <string>
 #include <utility>
 #include <vector>
@@ -62,6 +63,54 @@ BOOST_AUTO_TEST_CASE(memory_refuses_a_batch_whose_bytes_pass_64_bits_naming_the_
   BOOST_TEST(ok.out.find(" -") == std::string::npos, ok.out);
   BOOST_TEST(ok.out.find("activations + their grads                0 B") == std::string::npos,
              ok.out);
+}
+
+// A batch size whose best trial ran out of budget (its median censored) is left out of lbt
+// plan's fit as lbt fit leaves it out: plan exited 1, "batch size 8 has steps nan" (2026-11-29
+// audit). Seeds 1 and 2 of B = 8's best LR are rewritten as lbt sweep writes a trial out of
+// budget: the median over the three seeds is then censored.
+BOOST_AUTO_TEST_CASE(plan_leaves_out_a_censored_batch_size_as_fit_does) {
+  (void)real_sweep();  // writes the config
+  const fs::path dir = scratch() / "censored_plan";
+  const Result swept =
+      run_lbt("sweep --config " + (scratch() / "sweep.toml").string() +
+              " --set sweep.seeds=3 --jobs 2 --no-plots --quiet --out " + dir.string());
+  BOOST_REQUIRE_MESSAGE(swept.code == 0, swept.err);
+  std::istringstream in(slurp(dir / "sweep.csv"));
+  std::string header, line, text;
+  std::getline(in, header);
+  const auto fields = [](const std::string& row) {
+    std::vector<std::string> f;
+    std::stringstream ss(row);
+    for (std::string cell; std::getline(ss, cell, ',');) f.push_back(cell);
+    if (!row.empty() && row.back() == ',') f.push_back("");
+    return f;
+  };
+  const std::vector<std::string> names = fields(header);
+  const auto at = [&](const char* name) {
+    return static_cast<std::size_t>(std::find(names.begin(), names.end(), name) - names.begin());
+  };
+  while (std::getline(in, line)) {
+    std::vector<std::string> f = fields(line);
+    if (f.size() == names.size() && f[at("batch_size")] == "8" && f[at("best")] == "true" &&
+        f[at("seed")] != "0") {
+      f[at("status")] = "budget_exhausted", f[at("steps")] = "400";
+      for (const char* k :
+           {"steps_to_target", "examples_to_target", "steps_lo", "steps_hi", "ema_steps_lo",
+            "ema_steps_hi", "first_passage_steps_lo", "first_passage_steps_hi"})
+        if (at(k) < f.size()) f[at(k)].clear();
+      line.clear();
+      for (std::size_t i = 0; i < f.size(); ++i) line += (i ? "," : "") + f[i];
+    }
+    text += line + "\n";
+  }
+  std::ofstream(dir / "sweep.csv", std::ios::trunc) << header << "\n" << text;
+  const Result fit = run_lbt("fit " + dir.string() + " --no-plots");
+  BOOST_REQUIRE_MESSAGE(fit.code == 0, fit.err);
+  const auto censored = nlohmann::json::parse(slurp(dir / "fit.json"))["batch_sizes_censored"];
+  BOOST_TEST(censored.size() == 1u, censored.dump());
+  const Result planned = lbt::test::plan(dir);
+  BOOST_TEST(planned.code == 0, planned.err);
 }
 
 BOOST_AUTO_TEST_CASE(a_batch_given_twice_gets_one_column) {

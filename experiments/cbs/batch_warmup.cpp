@@ -175,6 +175,7 @@ nlohmann::json plan_batch_warmup(const WarmupPlanOptions& o) {
                          {"max_batch", max_batch},
                          {"scaling", cbs.scaling},
                          {"reference_batch", ref.schedule.reference_batch},
+                         {"reference_examples", ref_examples},
                          {"budget_examples", steps * first},
                          {"train_steps", steps},
                          {"batch_steps", trainer::format_batch_steps(stages)},
@@ -184,7 +185,9 @@ nlohmann::json plan_batch_warmup(const WarmupPlanOptions& o) {
         {{"from_examples", s.from_examples},
          {"from_reference_step", static_cast<double>(s.from_examples) / reference.global_batch},
          {"batch", s.batch},
-         {"lr_factor", schedules::scaling_factor(rule, s.batch, first)}});
+         // From the reference's batch: a first stage the grid rounded below it takes the rule's
+         // factor too (it printed "x 1" from the first stage while the run took x 0.866).
+         {"lr_factor", schedules::scaling_factor(rule, s.batch, ref.schedule.reference_batch)}});
   }
   plan["readings"] = nlohmann::json::array();
   for (const CbsReading& r : cbs.readings)
@@ -209,7 +212,7 @@ std::string format_warmup_plan(const nlohmann::json& p) {
      << p["cbs_dir"].get<std::string>() << "\n  " << p["workers"].get<int>()
      << " worker(s) x micro-batch " << p["micro_batch"].get<std::int64_t>() << ", batches up to "
      << p["max_batch"].get<std::int64_t>() << ", LR by " << p["scaling"].get<std::string>()
-     << " scaling from the first stage's batch\n"
+     << " scaling from the reference's batch " << p["reference_batch"].get<std::int64_t>() << "\n"
      << "   from example   (reference step)      batch   LR x\n";
   for (const auto& s : p["stages"]) {
     char line[128];
@@ -222,9 +225,10 @@ std::string format_warmup_plan(const nlohmann::json& p) {
                   short_number(s["lr_factor"].get<double>()).c_str());
     ss << line;
   }
-  ss << "  budget: the reference's " << p["budget_examples"].get<std::int64_t>()
-     << " examples (train.steps = " << p["train_steps"].get<std::int64_t>()
-     << " steps of the first batch)\n"
+  ss << "  budget: the reference's " << p["reference_examples"].get<std::int64_t>() << " examples, "
+     << p["budget_examples"].get<std::int64_t>()
+     << " in whole steps of the first batch (train.steps = " << p["train_steps"].get<std::int64_t>()
+     << ")\n"
      << "  config: " << p["config"].get<std::string>() << " (lbt train --config it as is)\n";
   return ss.str();
 }

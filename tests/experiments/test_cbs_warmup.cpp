@@ -98,6 +98,14 @@ BOOST_AUTO_TEST_CASE(the_plan_runs_with_its_batches_and_the_reference_s_examples
   // sqrt scaling from the first batch: the LR at 64 is twice the LR at 16 (constant schedule).
   BOOST_TEST(m.at(61)["lr"].get<double>() == 2 * m.at(1)["lr"].get<double>(),
              boost::test_tools::tolerance(1e-12));
+  // A grid of 3 x 4 rounds the first stage down to 12: its LR factor is the rule's from the
+  // reference's 16, sqrt(12 / 16), as the run takes it (the table said x 1 from the first stage).
+  const auto rounded = run_lbt("plan --from " + dir.string() + " --workers 3 --micro-batch 4");
+  BOOST_TEST_REQUIRE(rounded.code == 0, rounded.err);
+  const auto first = nlohmann::json::parse(slurp(dir / "plan.json"))["stages"][0];
+  BOOST_TEST(first["batch"] == 12);
+  BOOST_TEST(first["lr_factor"].get<double>() == std::sqrt(12.0 / 16.0),
+             boost::test_tools::tolerance(1e-15));
 }
 
 BOOST_AUTO_TEST_CASE(bad_input_is_one_error_and_keeps_files) {

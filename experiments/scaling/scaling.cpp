@@ -16,9 +16,12 @@ namespace lbt::experiments {
 namespace fs = std::filesystem;
 namespace {
 
-std::string range(double mid, double lo, double hi, const char* format) {
+// "median [min-max]"; the median alone where one repeat measured no spread (it printed
+// "1.597 [1.597-1.597]", an exact-looking figure from a single run).
+std::string range(double mid, double lo, double hi, const char* format, bool spread = true) {
   char text[128];
-  const std::string f = std::string(format) + " [" + format + "-" + format + "]";
+  const std::string f =
+      spread ? std::string(format) + " [" + format + "-" + format + "]" : std::string(format);
   std::snprintf(text, sizeof text, f.c_str(), mid, lo, hi);
   return text;
 }
@@ -189,24 +192,27 @@ std::string scaling_summary_csv(const std::vector<ScalingSummary>& rows, int cor
 }
 
 void print_scaling_table(const std::vector<ScalingSummary>& rows) {
-  std::printf(
-      "\nmedian [min-max] over %d repeat(s); speedup and efficiency against %d worker(s) "
-      "of the same repeat:\n",
-      rows.front().repeats, rows.front().workers);
+  const bool spread = rows.front().repeats > 1;
+  if (spread)
+    std::printf("\nmedian [min-max] over %d repeats; ", rows.front().repeats);
+  else
+    std::printf("\none run each (--repeats 1 measures no spread; 3 give median [min-max]); ");
+  std::printf("speedup and efficiency against %d worker(s) of the same repeat:\n",
+              rows.front().workers);
   std::printf("%7s %12s %26s %26s %22s %22s\n", "workers", "global_batch", "samples/s", "epoch_s",
               "speedup", "efficiency");
   for (const ScalingSummary& r : rows) {
     // An epoch's time is the epoch's examples over samples/s: its range is the throughput's,
     // inverted (printed to 3 digits: a short epoch read "0.00" at a fixed 2 decimals).
     const double examples = r.epoch_time_s * r.samples_per_s;
-    std::printf("%7d %12lld %26s %26s %22s %22s\n", r.workers,
-                static_cast<long long>(r.global_batch),
-                range(r.samples_per_s, r.samples_per_s_min, r.samples_per_s_max, "%.0f").c_str(),
-                range(r.epoch_time_s, examples / r.samples_per_s_max,
-                      examples / r.samples_per_s_min, "%.3g")
-                    .c_str(),
-                range(r.speedup, r.speedup_min, r.speedup_max, "%.3f").c_str(),
-                range(r.efficiency, r.efficiency_min, r.efficiency_max, "%.3f").c_str());
+    std::printf(
+        "%7d %12lld %26s %26s %22s %22s\n", r.workers, static_cast<long long>(r.global_batch),
+        range(r.samples_per_s, r.samples_per_s_min, r.samples_per_s_max, "%.0f", spread).c_str(),
+        range(r.epoch_time_s, examples / r.samples_per_s_max, examples / r.samples_per_s_min,
+              "%.3g", spread)
+            .c_str(),
+        range(r.speedup, r.speedup_min, r.speedup_max, "%.3f", spread).c_str(),
+        range(r.efficiency, r.efficiency_min, r.efficiency_max, "%.3f", spread).c_str());
   }
 }
 

@@ -74,17 +74,20 @@ void check_key(const std::string& spec, const std::string& key) {
   }
 }
 
-std::string spread_text(const Spread& s, const char* format) {
+// The median alone where one repeat measured no spread.
+std::string spread_text(const Spread& s, const char* format, bool spread) {
   char text[128];
-  const std::string f = std::string(format) + " [" + format + "-" + format + "]";
+  const std::string f =
+      spread ? std::string(format) + " [" + format + "-" + format + "]" : std::string(format);
   std::snprintf(text, sizeof text, f.c_str(), s.median, s.min, s.max);
   return text;
 }
 
 // Signed: "-0.012 [-0.020, +0.003]" (a dash between signed numbers would read as a sign).
-std::string signed_range(const Spread& s) {
+std::string signed_range(const Spread& s, bool spread) {
   char text[128];
-  std::snprintf(text, sizeof text, "%+.3f [%+.3f, %+.3f]", s.median, s.min, s.max);
+  std::snprintf(text, sizeof text, spread ? "%+.3f [%+.3f, %+.3f]" : "%+.3f", s.median, s.min,
+                s.max);
   return text;
 }
 
@@ -223,11 +226,16 @@ void print_compare_table(const std::vector<ScalingSummary>& rows,
   int width = 7;
   for (const ScalingSummary& r : rows) width = std::max(width, static_cast<int>(r.variant.size()));
   const ScalingSummary& first = rows.front();
+  const bool spread = first.repeats > 1;
+  if (spread)
+    std::printf("\nmedian [min-max] over %d repeats; ", first.repeats);
+  else
+    std::printf("\none run each (--repeats 1 measures no spread; 3 give median [min-max]); ");
   std::printf(
-      "\nmedian [min-max] over %d repeat(s); efficiency against the smallest worker count of "
-      "the same variant and repeat; ratio = samples/s over %s's at the same worker count "
-      "and repeat, efficiency diff = efficiency minus %s's:\n",
-      first.repeats, first.variant.c_str(), first.variant.c_str());
+      "efficiency against the smallest worker count of the same variant and repeat; ratio = "
+      "samples/s over %s's at the same worker count and repeat, efficiency diff = efficiency "
+      "minus %s's:\n",
+      first.variant.c_str(), first.variant.c_str());
   std::printf("%7s  %-*s %26s %22s %22s %28s\n", "workers", width, "variant", "samples/s",
               "efficiency", "ratio vs baseline", "efficiency diff");
   std::vector<int> counts;
@@ -240,15 +248,15 @@ void print_compare_table(const std::vector<ScalingSummary>& rows,
       std::string ratio = "(baseline)", diff;
       for (const VariantRatio& c : ratios) {
         if (c.workers == k && c.variant == r.variant) {
-          ratio = spread_text(c.ratio, "%.3f");
-          diff = signed_range(c.efficiency);
+          ratio = spread_text(c.ratio, "%.3f", spread);
+          diff = signed_range(c.efficiency, spread);
         }
       }
       const Spread sps{r.samples_per_s, r.samples_per_s_min, r.samples_per_s_max};
       const Spread eff{r.efficiency, r.efficiency_min, r.efficiency_max};
       std::printf("%7d  %-*s %26s %22s %22s %28s\n", k, width, r.variant.c_str(),
-                  spread_text(sps, "%.0f").c_str(), spread_text(eff, "%.3f").c_str(), ratio.c_str(),
-                  diff.c_str());
+                  spread_text(sps, "%.0f", spread).c_str(),
+                  spread_text(eff, "%.3f", spread).c_str(), ratio.c_str(), diff.c_str());
     }
   }
 }

@@ -268,3 +268,32 @@ BOOST_AUTO_TEST_CASE(a_resume_with_another_target_definition_is_refused) {
   BOOST_TEST(r.code != 0);
   BOOST_TEST(r.err.find("train.target_definition") != std::string::npos, r.err);
 }
+
+// A target the untrained model already meets measures nothing: lbt train refuses it before
+// writing anything (it read "target reached at step 1; not met at step 0", the start never
+// evaluated), a sweep stops at its first trial with the same line, and lbt noise, which reads no
+// steps to a target, measures anyway.
+BOOST_AUTO_TEST_CASE(a_target_the_untrained_model_meets_is_refused_before_training) {
+  const std::string config = std::string(LBT_SOURCE_DIR) + "/experiments/configs/";
+  const std::string loose = " --set train.target=\"val_loss<=1000\" --out ";
+  const fs::path run = scratch() / "met_at_start";
+  const auto t = run_lbt("train --config " + config + "synthetic_regression.toml --quiet " +
+                         "--set train.steps=20" + loose + run.string());
+  BOOST_TEST(t.code == 2, t.err);
+  BOOST_TEST(t.err.find("error: the target val_loss<=1000 is met at step 0, before any training "
+                        "(val_loss") != std::string::npos,
+             t.err);
+  BOOST_TEST(t.err.find("steps to it would measure nothing") != std::string::npos, t.err);
+  BOOST_TEST(t.err.find("\nhint: tighten train.target") != std::string::npos, t.err);
+  BOOST_TEST(!fs::exists(run));
+  const fs::path sweep = scratch() / "met_at_start_sweep";
+  const auto s = run_lbt("sweep --config " + config + "synthetic_sweep.toml --no-plots" + loose +
+                         sweep.string());
+  BOOST_TEST(s.code == 2, s.err);
+  BOOST_TEST(s.err.find("so the sweep stopped: the target val_loss<=1000 is met at step 0") !=
+                 std::string::npos,
+             s.err);
+  const auto n = run_lbt("noise --config " + config + "synthetic_regression.toml --steps 20" +
+                         loose + (scratch() / "met_at_start_noise").string());
+  BOOST_TEST(n.code == 0, n.err);
+}

@@ -81,7 +81,10 @@ void run_schedule(const ScheduleArgs& args) {
   if (!args.plot.empty()) plot_data_path(args.plot);  // refused before any work
   Config config = experiments::load_config(args.config_path, args.sets, notes_stream());
   if (args.steps > 0) config.set("train.steps=" + std::to_string(args.steps));
-  const trainer::RunConfig base = trainer::resolve_run_config(config, args.workers);
+  // The config's own batch is checked against --workers only where no -b replaces it (-b 1026
+  // --workers 3 was refused for the config's 128; each -b is checked below).
+  const trainer::RunConfig base =
+      trainer::resolve_run_config(config, args.global_batches.empty() ? args.workers : 1);
 
   std::vector<std::int64_t> batches = args.global_batches;
   if (batches.empty()) batches.push_back(base.train.global_batch);
@@ -99,9 +102,10 @@ void run_schedule(const ScheduleArgs& args) {
   nlohmann::json per_epoch = nlohmann::json::object();  // column -> steps per epoch
   for (std::int64_t B : batches) {
     if (B <= 0 || B % args.workers != 0) {
-      throw ConfigError(
-          "--global-batch must be a positive multiple of --workers, got " + std::to_string(B),
-          "for example --global-batch 256,1024,4096");
+      const std::int64_t w = args.workers, near = std::max<std::int64_t>(w, (B + w - 1) / w * w);
+      throw ConfigError("--global-batch must be a positive multiple of --workers (" +
+                            std::to_string(w) + "), got " + std::to_string(B),
+                        "for example --global-batch " + std::to_string(near));
     }
     // The same run at batch B: only the batch layout changes; the reference batch stays the
     // config's, so the scaling rule shows.

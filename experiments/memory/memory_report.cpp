@@ -94,7 +94,10 @@ bool MemoryReport::probes_ok() const {
 MemoryReport memory_report(const MemoryOptions& o) {
   const std::int64_t runtime =
       o.runtime_bytes >= 0 ? o.runtime_bytes : trainer::resident_bytes_now();
-  const trainer::RunConfig base = resolve_at(o, 0, o.workers);
+  // At the first -b where one is given: the config's own batch need not divide over --workers
+  // (-b 1026 --workers 3 was refused for the config's 128).
+  const trainer::RunConfig base =
+      resolve_at(o, o.global_batches.empty() ? 0 : o.global_batches.front(), o.workers);
   const ProbeSetup setup{o.config_path, o.sets, o.workers, threads_of(base.train, o.workers)};
   const std::vector<std::int64_t> batches = probe_batches(o, base.train.micro_batch);
   // One rank's probe forks this process: before it loads anything (a child's peak would

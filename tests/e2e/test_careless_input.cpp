@@ -113,6 +113,20 @@ BOOST_AUTO_TEST_CASE(plan_leaves_out_a_censored_batch_size_as_fit_does) {
   BOOST_TEST(planned.code == 0, planned.err);
 }
 
+// -b replaces the config's batch: it alone must divide over --workers (-b 1026 --workers 3 was
+// refused for the config's own 128); a -b that does not is refused with one that does.
+BOOST_AUTO_TEST_CASE(a_batch_given_with_workers_is_checked_not_the_config_s) {
+  const fs::path cfg = scratch() / "sweep.toml";
+  (void)real_sweep();  // writes the config (global batch 128)
+  for (const char* command : {"memory", "schedule"}) {
+    const Result r =
+        run_lbt(std::string(command) + " --config " + cfg.string() + " -b 1026 --workers 3");
+    BOOST_TEST(r.code == 0, command << ": " << r.err);
+  }
+  expect_refusal(run_lbt("schedule --config " + cfg.string() + " -b 1024 --workers 3"), 2,
+                 {"multiple of --workers (3), got 1024"});
+}
+
 BOOST_AUTO_TEST_CASE(a_batch_given_twice_gets_one_column) {
   const fs::path cfg = scratch() / "sweep.toml";
   (void)real_sweep();  // writes the config

@@ -95,9 +95,10 @@ MemoryReport memory_report(const MemoryOptions& o) {
   const std::int64_t runtime =
       o.runtime_bytes >= 0 ? o.runtime_bytes : trainer::resident_bytes_now();
   // At the first -b where one is given: the config's own batch need not divide over --workers
-  // (-b 1026 --workers 3 was refused for the config's 128).
+  // (-b 1026 --workers 3 was refused for the config's 128). A probe's -b are micro-batches.
+  const bool batch_given = !o.global_batches.empty() && !o.probe;
   const trainer::RunConfig base =
-      resolve_at(o, o.global_batches.empty() ? 0 : o.global_batches.front(), o.workers);
+      resolve_at(o, batch_given ? o.global_batches.front() : 0, o.workers);
   const ProbeSetup setup{o.config_path, o.sets, o.workers, threads_of(base.train, o.workers)};
   const std::vector<std::int64_t> batches = probe_batches(o, base.train.micro_batch);
   // One rank's probe forks this process: before it loads anything (a child's peak would

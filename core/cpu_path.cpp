@@ -23,12 +23,15 @@ struct Feature {
   const char* name;
   bool (*present)();
 };
-#define LBT_FEATURE(f) {f, [] { return __builtin_cpu_supports(f) != 0; }}
+#define LBT_FEATURE(f)                               \
+  {                                                  \
+    f, [] { return __builtin_cpu_supports(f) != 0; } \
+  }
 const Feature kFeatures[] = {
-    LBT_FEATURE("sse4.2"),   LBT_FEATURE("avx"),        LBT_FEATURE("avx2"),
-    LBT_FEATURE("fma"),      LBT_FEATURE("bmi"),        LBT_FEATURE("bmi2"),
-    LBT_FEATURE("avx512f"),  LBT_FEATURE("avx512bw"),   LBT_FEATURE("avx512dq"),
-    LBT_FEATURE("avx512vl"), LBT_FEATURE("avx512cd"),   LBT_FEATURE("avx512vnni"),
+    LBT_FEATURE("sse4.2"),     LBT_FEATURE("avx"),       LBT_FEATURE("avx2"),
+    LBT_FEATURE("fma"),        LBT_FEATURE("bmi"),       LBT_FEATURE("bmi2"),
+    LBT_FEATURE("avx512f"),    LBT_FEATURE("avx512bw"),  LBT_FEATURE("avx512dq"),
+    LBT_FEATURE("avx512vl"),   LBT_FEATURE("avx512cd"),  LBT_FEATURE("avx512vnni"),
     LBT_FEATURE("avx512bf16"), LBT_FEATURE("avx512vbmi")};
 #undef LBT_FEATURE
 
@@ -72,8 +75,12 @@ void missing(const char* list, char* out, std::size_t size) {
   }
 }
 #else
-void missing(const char*, char* out, std::size_t) { out[0] = '\0'; }
-const char* needs(CpuPath) { return ""; }
+void missing(const char*, char* out, std::size_t) {
+  out[0] = '\0';
+}
+const char* needs(CpuPath) {
+  return "";
+}
 #endif
 
 bool runs(CpuPath path) {
@@ -87,9 +94,10 @@ bool runs(CpuPath path) {
 }
 
 // Before main, so nothing can catch it: one line and exit code 2, as for a bad option.
-[[noreturn]] void refuse(const char* a, const char* b = "", const char* c = "",
+// One error line and its hint, as every lbt error (cli/main.cpp), before main runs.
+[[noreturn]] void refuse(const char* hint, const char* a, const char* b = "", const char* c = "",
                          const char* d = "") {
-  std::fprintf(stderr, "error: %s%s%s%s\n", a, b, c, d);
+  std::fprintf(stderr, "error: %s%s%s%s\nhint: %s\n", a, b, c, d, hint);
   std::fflush(stderr);
   std::_Exit(2);
 }
@@ -101,8 +109,10 @@ void check_build_baseline() {
   char lacks[256];
   missing(LBT_BUILT_FOR, lacks, sizeof lacks);
   if (lacks[0] != '\0')
-    refuse("this lbt was compiled for CPUs with " LBT_BUILT_FOR " (LBT_NATIVE=ON) and this CPU lacks ",
-           lacks, "; rebuild with -DLBT_NATIVE=OFF, the portable default");
+    refuse("rebuild with -DLBT_NATIVE=OFF, the portable default",
+           "this lbt was compiled for CPUs with " LBT_BUILT_FOR
+           " (LBT_NATIVE=ON) and this CPU lacks ",
+           lacks);
 #endif
 }
 
@@ -112,10 +122,11 @@ CpuPath parse_forced(const char* value) {
     char lacks[128];
     missing(needs(p), lacks, sizeof lacks);
     if (lacks[0] != '\0')
-      refuse("LBT_CPU=", value, ": this CPU lacks ", lacks);
+      refuse("unset LBT_CPU (lbt runs the best path this CPU has), or force a path it can run",
+             "LBT_CPU=", value, ": this CPU lacks ", lacks);
     return p;
   }
-  refuse("LBT_CPU=", value, " is not a CPU path; use avx512, avx2 or generic");
+  refuse("LBT_CPU=avx512, avx2 or generic, or unset it", "LBT_CPU=", value, " is not a CPU path");
 }
 
 __attribute__((constructor(101))) void choose_cpu_path() {
@@ -176,6 +187,8 @@ ScopedCpuPath::ScopedCpuPath(CpuPath path) : previous_(detail::g_cpu_path) {
   detail::g_cpu_path = path;
 }
 
-ScopedCpuPath::~ScopedCpuPath() { detail::g_cpu_path = previous_; }
+ScopedCpuPath::~ScopedCpuPath() {
+  detail::g_cpu_path = previous_;
+}
 
 }  // namespace lbt

@@ -32,9 +32,10 @@ void run_memory(MemoryArgs& args) {
   const experiments::MemoryReport report = experiments::memory_report(o);
   std::printf("%s", experiments::format_memory_report(report).c_str());
   if (!report.probes_ok()) {
+    char percent[32];  // as given: --tolerance 0.004 read "more than 0%"
+    std::snprintf(percent, sizeof percent, "%g%%", 100 * o.tolerance);
     throw Error("lbt memory --probe: a measured peak is off the estimate by more than " +
-                    std::to_string(static_cast<int>(o.tolerance * 100 + 0.5)) +
-                    "% (the OFF rows above)",
+                    std::string(percent) + " (the OFF rows above)",
                 "the estimate misses an allocation: compare the parts with the layers' buffers");
   }
 }

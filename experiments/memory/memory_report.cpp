@@ -221,7 +221,7 @@ std::string format_memory_report(const MemoryReport& r) {
      << format_memory_fit(r);
   if (!r.probes.empty()) {
     ss << "probe (lbt train, " << r.workers << " rank(s), 2 steps; each rank's peak RSS vs its "
-       << "estimate, tolerance " << static_cast<int>(std::lround(r.tolerance * 100)) << "%):\n";
+       << "estimate, tolerance " << 100 * r.tolerance << "%):\n";  // 0.4%, not a rounded 0%
     for (const ProbeResult& p : r.probes) {
       for (std::size_t k = 0; k < p.measured.size(); ++k) {
         char line[192];

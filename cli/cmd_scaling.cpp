@@ -65,6 +65,7 @@ void add_scaling_command(CLI::App& app) {
   cmd->footer(config_keys_footer());
   cmd->callback([o, out, mca] {
     experiments::install_sweep_interrupt_handlers(experiments::InterruptedCommand::kScaling);
+    o->interrupt_signal = experiments::sweep_interrupt_signal;
     o->out = *out;
     o->lbt = experiments::self_executable();
     for (const auto& m : *mca) {

@@ -8,6 +8,7 @@
 #pragma once
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -30,6 +31,9 @@ struct ScalingOptions {
       mpirun_args;  // extra, e.g. {"--mca", "btl_vader_single_copy_mechanism", "none"}
   std::filesystem::path plot_script;  // python script taking CSV OUTDIR (skipped if empty/missing)
   std::string python = "/usr/bin/python3";
+  // The SIGINT/SIGTERM lbt scaling received (its handlers pass it to the running run's process
+  // group), or 0; checked after each run. Empty: none installed.
+  std::function<int()> interrupt_signal;
 };
 
 // One run: one worker count in one repeat (a row of scaling_runs.csv).

@@ -19,7 +19,6 @@
 #include "experiments/plots.hpp"
 #include "experiments/scaling/scaling.hpp"
 #include "experiments/scaling/scaling_compare.hpp"
-#include "experiments/sweep/sweep_interrupt.hpp"
 #include "trainer/config/run_config.hpp"
 #include "trainer/config/train_keys.hpp"
 
@@ -30,7 +29,7 @@ namespace {
 // Runs argv with stdout and stderr into `log` in its own process group (spawn_logged: SIGINT or
 // SIGTERM to lbt scaling reaches the whole run, mpirun's ranks too, and a killed study takes it
 // with it; until 2026-11-29 the run went on writing after the study had exited). Returns the
-// exit status (128 + signal if killed); after an interrupt, throws Interrupted.
+// exit status (128 + signal if killed).
 int run_process(const std::vector<std::string>& args, const fs::path& log) {
   if (find_executable(args[0]).empty())
     throw Error("could not start '" + args[0] + "': not found",
@@ -38,12 +37,6 @@ int run_process(const std::vector<std::string>& args, const fs::path& log) {
   std::error_code ec;
   fs::remove(log, ec);  // this run's output alone (spawn_logged appends)
   const ChildExit e = wait_child(spawn_logged(args[0], {args.begin() + 1, args.end()}, log));
-  if (const int sig = sweep_interrupt_signal()) {
-    throw Interrupted(sig,
-                      "lbt scaling interrupted; its running measurement was stopped and the "
-                      "study is incomplete",
-                      "rerun the same command: it measures again from the start");
-  }
   return e.signal ? 128 + e.signal : e.exit_code;
 }
 
@@ -198,6 +191,12 @@ ScalingRow run_one(const ScalingOptions& o, const ScalingVariant& v, int k, int 
   std::printf("%s: %s\n", tag.c_str(), join_command(args).c_str());
   std::fflush(stdout);
   const int rc = run_process(args, log);
+  if (const int sig = o.interrupt_signal ? o.interrupt_signal() : 0) {
+    throw Interrupted(sig,
+                      "lbt scaling interrupted; its running measurement was stopped and the "
+                      "study is incomplete",
+                      "rerun the same command: it measures again from the start");
+  }
   // lbt's own error and hint, without the launcher's lines around them; exit 2 (a config the
   // trainer alone could refuse: no GPU for model.device=cuda) stays exit 2.
   if (const std::optional<ErrorLines> lines = rc != 0 ? lbt_error_lines(log) : std::nullopt) {

@@ -199,6 +199,10 @@ nlohmann::json plan_json(const ScalePlanOptions& o, const SweepForPlan& sweep,
     plan["warning"] =
         "the interval's upper end (" + num(p.steps_interval.hi) + " steps) exceeds --max-steps";
   }
+  if (o.max_examples > 0 && p.examples_interval.hi > static_cast<double>(o.max_examples)) {
+    plan["warning"] = "the interval's upper end (" + num(p.examples_interval.hi) +
+                      " examples) exceeds --max-examples";
+  }
   return plan;
 }
 

@@ -99,6 +99,9 @@ BOOST_AUTO_TEST_CASE(
   BOOST_REQUIRE_EQUAL(r.code, 0);
   const auto plan = nlohmann::json::parse(slurp(dir / "plan.json"));
   const double lo = plan["steps_to_target_interval"][0], hi = plan["steps_to_target_interval"][1];
+  // An examples interval past --max-examples says so, as one past --max-steps does.
+  const double examples_hi = plan["examples_to_target_interval"][1];
+  BOOST_TEST(plan.contains("warning") == (examples_hi > static_cast<double>(budget)), plan.dump());
   BOOST_TEST(0 < lo);
   BOOST_TEST(lo <= plan["steps_to_target"].get<double>());
   BOOST_TEST(plan["steps_to_target"].get<double>() <= hi);

@@ -16,16 +16,6 @@ namespace lbt::experiments {
 namespace fs = std::filesystem;
 namespace {
 
-// "median [min-max]"; the median alone where one repeat measured no spread (it printed
-// "1.597 [1.597-1.597]", an exact-looking figure from a single run).
-std::string range(double mid, double lo, double hi, const char* format, bool spread = true) {
-  char text[128];
-  const std::string f =
-      spread ? std::string(format) + " [" + format + "-" + format + "]" : std::string(format);
-  std::snprintf(text, sizeof text, f.c_str(), mid, lo, hi);
-  return text;
-}
-
 // The `variant` column goes last, and only with --compare, so readers of the one-config
 // files (columns by position) read both.
 std::string variant_field(const std::string& variant, bool compare) {
@@ -73,6 +63,19 @@ std::vector<int> repeat_order(const std::vector<int>& workers, int repeat) {
     std::rotate(order.begin(), order.begin() + static_cast<std::ptrdiff_t>(shift), order.end());
   }
   return order;
+}
+
+std::string spread_text(const Spread& s, const char* format, bool spread) {
+  char text[128];
+  const std::string f =
+      spread ? std::string(format) + " [" + format + "-" + format + "]" : std::string(format);
+  std::snprintf(text, sizeof text, f.c_str(), s.median, s.min, s.max);
+  return text;
+}
+
+std::string spread_heading(int repeats) {
+  if (repeats > 1) return "median [min-max] over " + std::to_string(repeats) + " repeats; ";
+  return "one run each (--repeats 1 measures no spread; 3 give median [min-max]); ";
 }
 
 Spread spread_of(std::vector<double> v) {
@@ -193,12 +196,8 @@ std::string scaling_summary_csv(const std::vector<ScalingSummary>& rows, int cor
 
 void print_scaling_table(const std::vector<ScalingSummary>& rows) {
   const bool spread = rows.front().repeats > 1;
-  if (spread)
-    std::printf("\nmedian [min-max] over %d repeats; ", rows.front().repeats);
-  else
-    std::printf("\none run each (--repeats 1 measures no spread; 3 give median [min-max]); ");
-  std::printf("speedup and efficiency against %d worker(s) of the same repeat:\n",
-              rows.front().workers);
+  std::printf("\n%sspeedup and efficiency against %d worker(s) of the same repeat:\n",
+              spread_heading(rows.front().repeats).c_str(), rows.front().workers);
   std::printf("%7s %12s %26s %26s %22s %22s\n", "workers", "global_batch", "samples/s", "epoch_s",
               "speedup", "efficiency");
   for (const ScalingSummary& r : rows) {
@@ -207,12 +206,14 @@ void print_scaling_table(const std::vector<ScalingSummary>& rows) {
     const double examples = r.epoch_time_s * r.samples_per_s;
     std::printf(
         "%7d %12lld %26s %26s %22s %22s\n", r.workers, static_cast<long long>(r.global_batch),
-        range(r.samples_per_s, r.samples_per_s_min, r.samples_per_s_max, "%.0f", spread).c_str(),
-        range(r.epoch_time_s, examples / r.samples_per_s_max, examples / r.samples_per_s_min,
-              "%.3g", spread)
+        spread_text({r.samples_per_s, r.samples_per_s_min, r.samples_per_s_max}, "%.0f", spread)
             .c_str(),
-        range(r.speedup, r.speedup_min, r.speedup_max, "%.3f", spread).c_str(),
-        range(r.efficiency, r.efficiency_min, r.efficiency_max, "%.3f", spread).c_str());
+        spread_text(
+            {r.epoch_time_s, examples / r.samples_per_s_max, examples / r.samples_per_s_min},
+            "%.3g", spread)
+            .c_str(),
+        spread_text({r.speedup, r.speedup_min, r.speedup_max}, "%.3f", spread).c_str(),
+        spread_text({r.efficiency, r.efficiency_min, r.efficiency_max}, "%.3f", spread).c_str());
   }
 }
 

@@ -68,6 +68,11 @@ struct Spread {
   double median = 0.0, min = 0.0, max = 0.0;
 };
 Spread spread_of(std::vector<double> values);
+// "median [min-max]" in `format`, or the median alone where one repeat measured no spread
+// (`spread` false: it printed "1.597 [1.597-1.597]", an exact-looking figure from one run).
+std::string spread_text(const Spread& s, const char* format, bool spread);
+// The tables' heading: "median [min-max] over N repeats; ", or that one run measures no spread.
+std::string spread_heading(int repeats);
 
 // Sets each run's speedup (K_ref x samples/s / samples/s of K_ref) and efficiency
 // (speedup / K) against the smallest worker count K_ref among the runs of its own repeat and

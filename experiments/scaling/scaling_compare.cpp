@@ -74,15 +74,6 @@ void check_key(const std::string& spec, const std::string& key) {
   }
 }
 
-// The median alone where one repeat measured no spread.
-std::string spread_text(const Spread& s, const char* format, bool spread) {
-  char text[128];
-  const std::string f =
-      spread ? std::string(format) + " [" + format + "-" + format + "]" : std::string(format);
-  std::snprintf(text, sizeof text, f.c_str(), s.median, s.min, s.max);
-  return text;
-}
-
 // Signed: "-0.012 [-0.020, +0.003]" (a dash between signed numbers would read as a sign).
 std::string signed_range(const Spread& s, bool spread) {
   char text[128];
@@ -227,15 +218,11 @@ void print_compare_table(const std::vector<ScalingSummary>& rows,
   for (const ScalingSummary& r : rows) width = std::max(width, static_cast<int>(r.variant.size()));
   const ScalingSummary& first = rows.front();
   const bool spread = first.repeats > 1;
-  if (spread)
-    std::printf("\nmedian [min-max] over %d repeats; ", first.repeats);
-  else
-    std::printf("\none run each (--repeats 1 measures no spread; 3 give median [min-max]); ");
   std::printf(
-      "efficiency against the smallest worker count of the same variant and repeat; ratio = "
+      "\n%sefficiency against the smallest worker count of the same variant and repeat; ratio = "
       "samples/s over %s's at the same worker count and repeat, efficiency diff = efficiency "
       "minus %s's:\n",
-      first.variant.c_str(), first.variant.c_str());
+      spread_heading(first.repeats).c_str(), first.variant.c_str(), first.variant.c_str());
   std::printf("%7s  %-*s %26s %22s %22s %28s\n", "workers", width, "variant", "samples/s",
               "efficiency", "ratio vs baseline", "efficiency diff");
   std::vector<int> counts;

@@ -12,6 +12,7 @@
 #include "core/rng.hpp"
 #include "experiments/hessian_probe.hpp"
 #include "experiments/run_check.hpp"
+#include "noise/gradient_noise.hpp"
 #include "noise/noise_keys.hpp"
 #include "trainer/config/run_config.hpp"
 #include "trainer/config/train_keys.hpp"
@@ -168,8 +169,9 @@ NoiseAtStep noise_row(std::int64_t s, const char* name, const nlohmann::json& li
     row.ema_low = num(line["b_simple_ema_ci95"][0]);
     row.ema_high = num(line["b_simple_ema_ci95"][1]);
     // "now" is the window's line (three measurements), the average an EMA (two).
-    row.why_none = why_no_interval(line, line["b_simple_ci95"], "G_sq", "|G|^2", "trace_sigma",
-                                   "tr(Sigma)", "window_samples", 3);
+    row.why_none =
+        why_no_interval(line, line["b_simple_ci95"], "G_sq", "|G|^2", "trace_sigma", "tr(Sigma)",
+                        "window_samples", noise::NoiseScaleTracker::kLineSamples);
     row.ema_why_none = why_no_interval(line, line["b_simple_ema_ci95"], "G_sq_ema", "|G|^2",
                                        "trace_sigma_ema", "tr(Sigma)", "samples", 2);
     result.window_steps = line.value("window_steps", std::int64_t{0});
@@ -258,7 +260,7 @@ std::string recommendation(const NoiseRunResult& result) {
         "little gain (B_simple grows as the loss falls, so re-measure later in training).",
         static_cast<long long>(result.window_steps), result.final_b_simple, result.final_low,
         result.final_high, result.final_b_simple);
-  } else if (result.final_window_samples < 3) {
+  } else if (result.final_window_samples < noise::NoiseScaleTracker::kLineSamples) {
     // Too few measurements for the window's line: not a B_simple that failed to resolve.
     std::snprintf(buf, sizeof buf,
                   "Recommendation: none yet. The run's last window holds %lld measurement(s), and "

@@ -164,7 +164,7 @@ NoiseScale NoiseScaleTracker::now() const {
   s.samples = static_cast<std::int64_t>(n);
   s.b_simple = s.ci_low = s.ci_high = kNaN;
   s.effective_samples = static_cast<double>(n);
-  if (n < 3) return s;  // a line through fewer than 3 points leaves no residual
+  if (static_cast<std::int64_t>(n) < kLineSamples) return s;  // no residual yet
   // Least-squares lines G(u), T(u) over u = i - (n - 1)/2, evaluated at the newest
   // measurement u_e = (n - 1)/2: the window's value at the current parameters, free of the
   // first-order lag of a plain mean (which sits at the window's centre).

@@ -117,6 +117,8 @@ class NoiseScaleTracker {
   // Default EMA decay: an effective window of about 2/(1-beta) - 1 = 39 estimates.
   static constexpr double kDefaultBeta = 0.95;
   static constexpr std::size_t kDefaultWindow = 10;
+  // "now" is a least-squares line through the window: three measurements leave it a residual.
+  static constexpr std::int64_t kLineSamples = 3;
 
  private:
   double beta_;

@@ -46,9 +46,10 @@ OnlineOptions read_online_options(Config& c) {
   if (o.every <= 0) c.fail("noise.every", "> 0", std::to_string(o.every), "e.g. noise.every = 10");
   // The "now" estimate is the window's line at its last step: three measurements make a line
   // with a residual (n - 2 degrees of freedom). At 2 x every it was never reported.
-  if (o.window_steps < 3 * o.every) {
+  constexpr std::int64_t kLine = NoiseScaleTracker::kLineSamples;
+  if (o.window_steps < kLine * o.every) {
     c.fail("noise.window_steps",
-           "at least 3 x noise.every = " + std::to_string(3 * o.every) +
+           "at least 3 x noise.every = " + std::to_string(kLine * o.every) +
                " (the window's line and its interval need three measurements)",
            std::to_string(o.window_steps), "e.g. noise.window_steps = 10 x noise.every");
   }

@@ -108,10 +108,8 @@ void warn_about(const CbsPoint& p, std::vector<std::string>& warnings) {
                   p.fall_in_tolerances(), static_cast<long long>(p.examples));
     warnings.push_back(at + text);
   }
-  const bool any_reference = std::any_of(p.branches.begin(), p.branches.end(), [](const auto& b) {
-    return b.branch.multiplier == 1 && std::isfinite(b.loss);
-  });
-  if (!any_reference && !p.branches.empty()) {
+  // The estimate's reference loss is the k = 1 branches' mean over those with a loss.
+  if (!std::isfinite(p.estimate.reference_loss) && !p.branches.empty()) {
     warnings.push_back(at +
                        "no k = 1 branch ended with a loss (each diverged or failed: see "
                        "branches.csv), so nothing is measured there");

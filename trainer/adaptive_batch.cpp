@@ -24,9 +24,12 @@ std::int64_t adaptive_accum(const AdaptiveBatchOptions& o, double b_simple, bool
                                    static_cast<double>(o.batch_max));
   const auto k = std::clamp<std::int64_t>(
       std::llround(target / static_cast<double>(o.step_examples)), o.accum_min(), o.accum_max());
-  const double now = static_cast<double>(accum * o.step_examples);
-  const double next = static_cast<double>(k * o.step_examples);
-  return std::abs(next - now) > o.hysteresis * now ? k : accum;
+  // The hysteresis is on the rule's own batch, half a realisable step past the midpoint to a
+  // neighbour: compared after rounding, a B_simple near the midpoint between two realisable
+  // batches a grid step apart (> the hysteresis) moved the batch back and forth at every report.
+  const auto step = static_cast<double>(o.step_examples);
+  const double now = static_cast<double>(accum) * step;
+  return std::abs(target - now) > o.hysteresis * now + 0.5 * step ? k : accum;
 }
 
 std::int64_t stepped_accum(const AdaptiveBatchOptions& o, std::int64_t examples_seen) {

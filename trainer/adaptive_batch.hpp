@@ -32,7 +32,7 @@ struct AdaptiveBatchOptions {
   std::int64_t batch_min = 0;      // examples; the first steps' batch (before B_simple resolves)
   std::int64_t batch_max = 0;      // examples
   std::int64_t step_examples = 0;  // ranks x micro_batch: the batch moves in these steps
-  double hysteresis = 0.1;         // change only when |B_new - B| > hysteresis x B
+  double hysteresis = 0.1;         // change only when |B* - B| > hysteresis x B + step_examples / 2
   bool follows_noise() const { return enabled && steps.empty(); }
   std::int64_t accum_min() const { return batch_min / step_examples; }
   std::int64_t accum_max() const { return batch_max / step_examples; }
@@ -44,7 +44,8 @@ double rule_batch(const AdaptiveBatchOptions& options, double b_simple);
 // The accumulation count for the next steps, given the EMA ("averaged", McCandlish §A.1)
 // B_simple and the current count. Unresolved or non-finite B_simple: keep the current count.
 // The target B* = clip(rule_batch(B_simple), batch_min, batch_max) is rounded to the nearest
-// realisable batch; a move smaller than the hysteresis keeps the current count.
+// realisable batch, taken only when B* is more than hysteresis x B plus half a realisable step
+// from the current batch B (else the current count): a B* between two realisable batches stays.
 std::int64_t adaptive_accum(const AdaptiveBatchOptions& options, double b_simple, bool resolved,
                             std::int64_t accum);
 

@@ -98,7 +98,8 @@ BOOST_AUTO_TEST_CASE(every_rank_chooses_the_rules_batch_from_the_logged_noise) {
     const double before = static_cast<double>(batches.at(i + 1));
     const double rule = std::clamp(n["b_simple_ema"].get<double>(), double(kMin), double(kMax));
     const double nearest = std::clamp(std::round(rule / step) * step, double(kMin), double(kMax));
-    const double expected = std::abs(nearest - before) > 0.1 * before ? nearest : before;
+    const double half = 0.5 * static_cast<double>(step);  // the hysteresis: 10% + half a step
+    const double expected = std::abs(rule - before) > 0.1 * before + half ? nearest : before;
     BOOST_TEST(batches.at(i + 2) == expected, "report at step " << i << ": rule " << rule);
     changes += expected != before;
   }

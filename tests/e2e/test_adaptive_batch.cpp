@@ -59,7 +59,7 @@ int check_batches_follow(const fs::path& run, Rule rule, double hysteresis) {
     }
     const double target = std::clamp(rule(n["b_simple_ema"].get<double>()), lo, hi);
     const double nearest = std::clamp(std::round(target / step) * step, lo, hi);
-    const bool moves = std::abs(nearest - before) > hysteresis * before;
+    const bool moves = std::abs(target - before) > hysteresis * before + step / 2;
     BOOST_TEST_CONTEXT("report at step " << t << ": rule batch " << target) {
       BOOST_TEST(after == (moves ? nearest : before));
       BOOST_TEST(after % 8 == 0);

@@ -28,9 +28,27 @@ BOOST_AUTO_TEST_CASE(adaptive_rule_rounds_clips_and_waits_for_a_resolved_estimat
   BOOST_TEST(adaptive_accum(kRule, 39.4, true, 2) == 5);     // 39.4 / 8 = 4.9 -> 40
   BOOST_TEST(adaptive_accum(kRule, 1000.0, true, 2) == 64);  // clipped to batch_max = 512
   BOOST_TEST(adaptive_accum(kRule, 3.0, true, 10) == 2);     // clipped to batch_min = 16
-  // hysteresis at B = 80: 88 is within 10% (8 examples) and kept; 96 is not
-  BOOST_TEST(adaptive_accum(kRule, 90.0, true, 10) == 10);
-  BOOST_TEST(adaptive_accum(kRule, 92.0, true, 10) == 12);
+  // hysteresis at B = 80: the rule's batch is kept within 10% (8) plus half a step (4) of it
+  BOOST_TEST(adaptive_accum(kRule, 92.0, true, 10) == 10);
+  BOOST_TEST(adaptive_accum(kRule, 92.5, true, 10) == 12);  // 92.5 / 8 = 11.6 -> 96
+  BOOST_TEST(adaptive_accum(kRule, 67.5, true, 10) == 8);   // 67.5 / 8 = 8.4 -> 64
+  BOOST_TEST(adaptive_accum(kRule, 68.0, true, 10) == 10);
+}
+
+// A B_simple hovering about the midpoint between two realisable batches a grid step apart
+// (128 and 192 on a grid of 64, 10% hysteresis) keeps the batch: the rounded batch was compared
+// before, and 158 -> 192, 162 -> 128 -> 192 ... moved it at every report.
+BOOST_AUTO_TEST_CASE(a_b_simple_between_two_batches_does_not_flip_between_them) {
+  const AdaptiveBatchOptions coarse{
+      .enabled = true, .batch_min = 64, .batch_max = 1024, .step_examples = 64, .hysteresis = 0.1};
+  std::int64_t accum = 2;  // 128
+  for (const double b : {162.0, 158.0, 165.0, 155.0, 170.0}) {
+    accum = adaptive_accum(coarse, b, true, accum);
+    BOOST_TEST(accum == 2, "B_simple " << b);
+  }
+  BOOST_TEST(adaptive_accum(coarse, 173.0, true, 2) == 3);  // past 128 + 12.8 + 32
+  BOOST_TEST(adaptive_accum(coarse, 150.0, true, 3) == 3);  // 192 keeps down to 140.8
+  BOOST_TEST(adaptive_accum(coarse, 140.0, true, 3) == 2);
 }
 
 namespace {

@@ -85,8 +85,9 @@ void add_plan_command(CLI::App& app) {
                   "from lbt cbs: the largest batch of the warmup (default: the training set)")
       ->check(whole_number(1, kMaxBatch));
   cmd->add_option("--out,-o", *out,
-                  "the config to write (default: SWEEP_DIR/plan.toml); an existing file is "
-                  "replaced only if lbt plan wrote it");
+                  "the config to write (default: FROM_DIR/plan.toml), and the plan as JSON beside "
+                  "it (plan.toml -> plan.json); an existing file is replaced only if lbt plan "
+                  "wrote it");
   cmd->add_flag("--overwrite", o->overwrite, "replace --out even if lbt plan did not write it");
   cmd->add_option("--resamples", o->resamples,
                   "bootstrap resamples for the intervals (default 2000; at least 40: a 95% "

@@ -30,7 +30,7 @@ echo "== reference: $((SECONDS - start)) s"
 echo "== lbt cbs: $((SECONDS - start)) s"
 "$lbt" plan --from "$out/ref/cbs" --out "$out/warmup.toml" --overwrite
 last=$(/usr/bin/python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['stages'][-1]['batch'])" \
-  "$out/ref/cbs/plan.json")
+  "$out/warmup.json")
 
 # To the target: the warmup, the reference's batch and the warmup's last batch, fixed.
 for seed in ${SEEDS:-0 1 2}; do

@@ -36,6 +36,18 @@ std::vector<trainer::BatchStep> warmup_stages(const std::vector<CbsReading>& rea
   return stages;
 }
 
+std::optional<std::string> above_measured_warning(const std::vector<CbsReading>& readings,
+                                                  std::int64_t grid) {
+  for (const CbsReading& r : readings) {
+    if (!r.safe_batch || *r.safe_batch >= grid) continue;
+    return "the layout's smallest batch, " + std::to_string(grid) +
+           ", is above the critical batch measured at the reference's step " +
+           std::to_string(r.step) + " (" + std::to_string(*r.safe_batch) +
+           "): the warmup trains above it there, and steps will not fall in proportion";
+  }
+  return std::nullopt;
+}
+
 namespace {
 
 [[noreturn]] void bad_cbs_json(const fs::path& path, const std::string& what) {
@@ -189,6 +201,7 @@ nlohmann::json plan_batch_warmup(const WarmupPlanOptions& o) {
          // factor too (it printed "x 1" from the first stage while the run took x 0.866).
          {"lr_factor", schedules::scaling_factor(rule, s.batch, ref.schedule.reference_batch)}});
   }
+  if (const auto warning = above_measured_warning(cbs.readings, grid)) plan["warning"] = *warning;
   plan["readings"] = nlohmann::json::array();
   for (const CbsReading& r : cbs.readings)
     plan["readings"].push_back(
@@ -202,7 +215,7 @@ nlohmann::json plan_batch_warmup(const WarmupPlanOptions& o) {
        << config.resolved_toml();
   io::atomic_write(out, toml.str());
   plan["config"] = fs::absolute(out).string();
-  io::atomic_write(o.cbs_dir / "plan.json", plan.dump(2) + "\n");
+  io::atomic_write(plan_json_path(out), plan.dump(2) + "\n");
   return plan;
 }
 
@@ -230,6 +243,9 @@ std::string format_warmup_plan(const nlohmann::json& p) {
      << " in whole steps of the first batch (train.steps = " << p["train_steps"].get<std::int64_t>()
      << ")\n"
      << "  config: " << p["config"].get<std::string>() << " (lbt train --config it as is)\n";
+  if (p.contains("warning"))
+    ss << "  warning: " << p["warning"].get<std::string>()
+       << " (a smaller --micro-batch or fewer --workers start lower)\n";
   return ss.str();
 }
 

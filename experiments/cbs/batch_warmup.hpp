@@ -31,6 +31,12 @@ struct CbsReading {
 std::vector<trainer::BatchStep> warmup_stages(const std::vector<CbsReading>& readings,
                                               std::int64_t grid, std::int64_t max_batch);
 
+// Where the layout's smallest batch (`grid`) is above a point's safe batch, the warmup trains
+// above the critical batch measured there: a warning naming the first such point; none
+// otherwise.
+std::optional<std::string> above_measured_warning(const std::vector<CbsReading>& readings,
+                                                  std::int64_t grid);
+
 struct WarmupPlanOptions {
   std::filesystem::path cbs_dir;  // written by lbt cbs
   int workers = 0;                // 0: one worker at the reference's micro-batch
@@ -40,8 +46,9 @@ struct WarmupPlanOptions {
   bool overwrite = false;
 };
 
-// Reads CBS_DIR/cbs.json and the reference's config, writes the config and CBS_DIR/plan.json,
-// returns plan.json's content. Throws ConfigError / DataError before writing anything.
+// Reads CBS_DIR/cbs.json and the reference's config, writes the config and its plan_json_path
+// (experiments/sweep/scale_plan.hpp), returns that JSON's content. Throws ConfigError / DataError
+// before writing anything.
 nlohmann::json plan_batch_warmup(const WarmupPlanOptions& options);
 
 std::string format_warmup_plan(const nlohmann::json& plan);

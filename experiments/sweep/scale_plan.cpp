@@ -237,21 +237,55 @@ void check_trials_config(const fs::path& path) {
 
 }  // namespace
 
+fs::path plan_json_path(const fs::path& out) {
+  fs::path json = out;
+  if (out.extension() == ".toml") return json.replace_extension(".json");
+  return json += ".json";
+}
+
+namespace {
+
+bool written_by_lbt_plan_toml(const fs::path& path) {
+  std::ifstream in(path);
+  std::string first;
+  std::getline(in, first);
+  return first.starts_with(kPlanHeader);
+}
+
+bool written_by_lbt_plan_json(const fs::path& path) {
+  std::ifstream in(path);
+  const auto json = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
+  return json.is_object() && json.contains("config");
+}
+
+}  // namespace
+
 void check_plan_out(const fs::path& out, bool overwrite) {
   std::error_code ec;
   if (fs::is_directory(out, ec)) {
     throw ConfigError("lbt plan --out " + out.string() + " is a directory",
                       "pass a file name, e.g. --out " + (out / "plan.toml").string());
   }
-  if (overwrite || !fs::exists(out, ec)) return;
-  std::ifstream in(out);
-  std::string first;
-  std::getline(in, first);
-  if (first.starts_with(kPlanHeader)) return;
-  throw ConfigError("lbt plan --out " + out.string() +
-                        ": the file exists and lbt plan did not write it (no \"# Written by lbt "
-                        "plan\" first line)",
-                    "pass another --out, or add --overwrite to replace it");
+  if (out.extension() == ".json")
+    throw ConfigError(
+        "lbt plan --out " + out.string() +
+            " names a .json file: --out is the plan's config, and its JSON is "
+            "written beside it",
+        "pass a .toml name, e.g. --out " + fs::path(out).replace_extension(".toml").string());
+  if (overwrite) return;
+  for (const auto& [path, ours] : {std::pair{out, &written_by_lbt_plan_toml},
+                                   std::pair{plan_json_path(out), &written_by_lbt_plan_json}}) {
+    if (!fs::exists(path, ec)) continue;
+    if (fs::is_regular_file(path, ec) && ours(path)) continue;  // a FIFO would block the read
+    throw ConfigError(path == out
+                          ? "lbt plan --out " + out.string() +
+                                ": the file exists and lbt plan did not write it (no "
+                                "\"# Written by lbt plan\" first line)"
+                          : "lbt plan --out " + out.string() + ": its JSON " + path.string() +
+                                " exists and lbt plan did not write it (no \"config\" "
+                                "key)",
+                      "pass another --out, or add --overwrite to replace it");
+  }
 }
 
 nlohmann::json plan_at_scale(const ScalePlanOptions& o) {
@@ -287,7 +321,7 @@ nlohmann::json plan_at_scale(const ScalePlanOptions& o) {
   nlohmann::json plan = plan_json(o, sweep, target, B, lr, p, regime, eval_every, budget, run);
   write_plan_config(out, o, config, B, lr, p, target, regime);
   plan["config"] = fs::absolute(out).string();
-  io::atomic_write(o.sweep_dir / "plan.json", plan.dump(2) + "\n");
+  io::atomic_write(plan_json_path(out), plan.dump(2) + "\n");
   return plan;
 }
 
@@ -301,7 +335,9 @@ std::string format_scale_plan(const nlohmann::json& p) {
      << "  steps to " << p["target"].get<std::string>() << ": "
      << num(p["steps_to_target"].get<double>()) << " " << bracket(si) << ", examples "
      << num(p["examples_to_target"].get<double>()) << " " << bracket(ei) << " ("
-     << 100 * p["interval_level"].get<double>() << "% bootstrap intervals; evaluated every "
+     << 100 * p["interval_level"].get<double>()
+     << "% bootstrap intervals of the fitted curve, a median over seeds: one run spreads wider; "
+        "evaluated every "
      << p["eval_every"].get<std::int64_t>() << " steps)\n"
      << "  regime: " << p["regime"].get<std::string>()
      << regime_agreement_text(p["regime_agreement"]) << ": " << p["regime_why"].get<std::string>()

@@ -27,7 +27,7 @@ struct ScalePlanOptions {
   double regime_tolerance = 0.2;  // as lbt fit's
 };
 
-// Plans, writes the config and SWEEP_DIR/plan.json, and returns plan.json's content. Throws
+// Plans, writes the config and its plan_json_path, and returns that JSON's content. Throws
 // ConfigError for a budget that cannot reach the target (naming the smallest that can), and,
 // before any work, for an existing `out` whose first line is not lbt plan's header (unless
 // `overwrite`).
@@ -39,8 +39,15 @@ std::string format_scale_plan(const nlohmann::json& plan);
 // The first words of every config lbt plan writes: how it knows a file it may replace.
 inline constexpr std::string_view kPlanHeader = "# Written by lbt plan from ";
 
-// lbt plan replaces only its own config (a file whose first line is kPlanHeader) unless told
-// to: an --out that names someone's file must not cost them the file. Throws ConfigError.
+// lbt plan replaces only its own config (a file whose first line is kPlanHeader) and its own
+// JSON (an object with a "config" key) unless told to: an --out that names someone's file must
+// not cost them the file. Throws ConfigError, also for an --out ending in .json.
 void check_plan_out(const std::filesystem::path& out, bool overwrite);
+
+// The plan's JSON beside its config: plan.toml -> plan.json, /tmp/b512.toml -> /tmp/b512.json,
+// /tmp/b512 -> /tmp/b512.json.
+// It was always FROM_DIR/plan.json, so two plans with different --out replaced each other's, and
+// a read-only sweep directory could not be planned from.
+std::filesystem::path plan_json_path(const std::filesystem::path& out);
 
 }  // namespace lbt::experiments

@@ -15,6 +15,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "e2e/careless_support.hpp"
 #include "support/cli_runner.hpp"
 
@@ -46,6 +48,30 @@ BOOST_AUTO_TEST_CASE(plan_out_refuses_a_file_it_did_not_write_and_replaces_its_o
   r = plan(real_sweep(), "--out " + victim.string() + " --overwrite");
   BOOST_TEST(r.code == 0, r.err);
   BOOST_TEST(slurp(victim).starts_with("# Written by lbt plan from "));
+}
+
+// The plan's JSON goes beside its config, not into the sweep (where two plans with different
+// --out replaced each other's, and a read-only sweep could not be planned from); a JSON there
+// that lbt plan did not write is kept, and --out naming a .json is refused.
+BOOST_AUTO_TEST_CASE(plan_json_goes_beside_the_config_out_names) {
+  fs::remove(real_sweep() / "plan.json");
+  const fs::path mine = scratch() / "beside" / "b512.toml";
+  fs::create_directories(mine.parent_path());
+  Result r = plan(real_sweep(), "--out " + mine.string());
+  BOOST_REQUIRE_MESSAGE(r.code == 0, r.err);
+  const auto json = nlohmann::json::parse(slurp(scratch() / "beside" / "b512.json"));
+  BOOST_TEST(json["config"].get<std::string>() == fs::absolute(mine).string());
+  BOOST_TEST(!fs::exists(real_sweep() / "plan.json"));
+
+  const fs::path theirs = scratch() / "beside" / "results.json";
+  std::ofstream(theirs) << "[1, 2, 3]\n";
+  expect_refusal(plan(real_sweep(), "--out " + (scratch() / "beside" / "results.toml").string()), 2,
+                 {theirs.string(), "lbt plan did not write it"});
+  BOOST_TEST(slurp(theirs) == "[1, 2, 3]\n");
+  BOOST_TEST(!fs::exists(scratch() / "beside" / "results.toml"));
+  expect_refusal(plan(real_sweep(), "--out " + theirs.string() + " --overwrite"), 2,
+                 {"names a .json file"});
+  BOOST_TEST(slurp(theirs) == "[1, 2, 3]\n");
 }
 
 // An edited best.csv cannot send lbt fit to read runs outside the sweep.

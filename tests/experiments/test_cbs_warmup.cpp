@@ -61,8 +61,14 @@ BOOST_AUTO_TEST_CASE(stages_by_hand) {
   BOOST_TEST(stages_text(warmup_stages(r, 8, 100)) == "0:16, 640:48, 1600:96");
   // A grid of 12 rounds down: 16 -> 12, 48 -> 48, 256 -> 96 (the cap 100 -> 96).
   BOOST_TEST(stages_text(warmup_stages(r, 12, 100)) == "0:12, 640:48, 1600:96");
-  // A grid larger than a reading's batch: at least one grid step.
+  // A grid larger than a reading's batch: at least one grid step, above the first two points'
+  // critical batch (16 at step 20, 48 at step 40), which the plan warns of from the first.
   BOOST_TEST(stages_text(warmup_stages(r, 64, 1000)) == "0:64, 1600:256");
+  const auto warning = lbt::experiments::above_measured_warning(r, 64);
+  BOOST_TEST_REQUIRE(warning.has_value());
+  BOOST_TEST(warning->find("above the critical batch measured at the reference's step 20 (16)") !=
+             std::string::npos);
+  BOOST_TEST(!lbt::experiments::above_measured_warning(r, 16).has_value());
 }
 
 BOOST_AUTO_TEST_CASE(the_plan_runs_with_its_batches_and_the_reference_s_examples) {
@@ -106,6 +112,14 @@ BOOST_AUTO_TEST_CASE(the_plan_runs_with_its_batches_and_the_reference_s_examples
   BOOST_TEST(first["batch"] == 12);
   BOOST_TEST(first["lr_factor"].get<double>() == std::sqrt(12.0 / 16.0),
              boost::test_tools::tolerance(1e-15));
+  BOOST_TEST(rounded.out.find("warning") == std::string::npos, rounded.out);
+  // One worker at 32 cannot start below the 16 step 20 measured: said, not silent.
+  const auto above = run_lbt("plan --from " + dir.string() + " --workers 1 --micro-batch 32");
+  BOOST_TEST_REQUIRE(above.code == 0, above.err);
+  BOOST_TEST(above.out.find("warning: the layout's smallest batch, 32, is above the critical "
+                            "batch measured at the reference's step 20 (16)") != std::string::npos,
+             above.out);
+  BOOST_TEST(nlohmann::json::parse(slurp(dir / "plan.json")).contains("warning"));
 }
 
 BOOST_AUTO_TEST_CASE(bad_input_is_one_error_and_keeps_files) {

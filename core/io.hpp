@@ -11,7 +11,8 @@ namespace lbt::io {
 // Writes `contents` to `path` atomically: a temp file beside it, fsync, rename over `path`.
 void atomic_write(const std::filesystem::path& path, std::string_view contents);
 
-// create_directories(path), or an Error "cannot create WHAT PATH: REASON" with a hint. `what`
+// create_directories(path), or an Error "cannot create WHAT PATH: REASON" with a hint (a
+// ConfigError where a file stands at the path or on it). `what`
 // names it for the user: "run directory", "sweep directory".
 void create_directories(const std::filesystem::path& path, const std::string& what);
 

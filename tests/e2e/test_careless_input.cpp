@@ -200,7 +200,7 @@ BOOST_AUTO_TEST_CASE(schedule_plot_never_replaces_a_csv_it_did_not_write) {
   // A plot under a file: refused in one line before any work (it was Python's traceback after
   // the work, and a hint that blamed matplotlib); a plot under new directories makes them.
   std::ofstream(dir / "a_file") << "not a directory\n";
-  expect_refusal(run_lbt(run + (dir / "a_file" / "lr.png").string()), 1,
+  expect_refusal(run_lbt(run + (dir / "a_file" / "lr.png").string()), 2,
                  {"cannot create the plot's directory", "Not a directory"});
   BOOST_TEST(run_lbt(run + (dir / "new" / "lr.png").string()).err.find("Traceback") ==
              std::string::npos);
@@ -257,10 +257,10 @@ BOOST_AUTO_TEST_CASE(no_validation_split_measures_nothing_and_refuses_a_target) 
   BOOST_TEST(!fs::exists(targeted / "summary.json"));
 }
 
-// An output path under a file (a typo of --out) is one error line with a hint naming the path
-// for every command that writes a directory or file; lbt scaling and lbt cbs printed
-// std::filesystem's "filesystem error: cannot create directories: ..." without a hint, lbt
-// plan named its temporary file.
+// An output path under a file, or that is a file (a typo of --out), is one error line with a
+// hint naming the path for every command that writes a directory or file, exit 2 as for other
+// bad --out values (it was 1); lbt scaling and lbt cbs printed std::filesystem's "filesystem
+// error: cannot create directories: ..." without a hint, lbt plan named its temporary file.
 BOOST_AUTO_TEST_CASE(an_output_path_under_a_file_is_one_line_naming_it) {
   const fs::path file = scratch() / "plain_file";
   std::ofstream(file) << "not a directory\n";
@@ -279,13 +279,16 @@ BOOST_AUTO_TEST_CASE(an_output_path_under_a_file_is_one_line_naming_it) {
   for (const auto& [command, what] : commands) {
     BOOST_TEST_CONTEXT(command) {
       const Result r = run_lbt(command + (file / what).string());
-      BOOST_TEST(r.code == 1, r.err);
+      BOOST_TEST(r.code == 2, r.err);
       BOOST_TEST(error_line(r.err).find((file / what).string()) != std::string::npos, r.err);
       BOOST_TEST(error_line(r.err).find("Not a directory") != std::string::npos, r.err);
       BOOST_TEST(r.err.find("filesystem error") == std::string::npos, r.err);
       BOOST_TEST(r.err.find("\nhint: ") != std::string::npos, r.err);
+      if (what == "plan") continue;  // lbt plan's --out is a file
+      expect_refusal(run_lbt(command + file.string()), 2, {file.string(), "a file is in its way"});
     }
   }
+  BOOST_TEST(slurp(file) == "not a directory\n");
 }
 
 // --out "$RUNS/$NAME" with both unset is "/": the filesystem root holds only unrelated files,

@@ -17,9 +17,7 @@ namespace lbt::trainer::detail {
 // Evaluates when due; steps-to-result is the first evaluated step meeting the target, its
 // crossing then refined. kStop: the target is met with stop_at_target, or the trial is pruned.
 TrainLoop::Continue TrainLoop::evaluate_if_due() {
-  // Local SGD evaluates the ranks' average: an evaluation due inside a period moves to its end.
-  const bool prune_step = cfg_.prune_at_step > 0 && out_.steps == at_sync(cfg_.prune_at_step);
-  if (out_.steps != next_eval_ && !last_step() && !prune_step) return Continue::kGoOn;
+  if (out_.steps != next_eval_ && !last_step()) return Continue::kGoOn;
   const bool met = evaluate_now(false);
   if (met && out_.steps_to_target < 0) {
     out_.steps_to_target = out_.steps;
@@ -42,7 +40,15 @@ TrainLoop::Continue TrainLoop::evaluate_if_due() {
   const bool waited = out_.steps >= 2 * out_.steps_to_target;
   const bool all_met = out_.steps_to_target >= 0 && (out_.other_hi >= 0 || !ema_on() || waited);
   if (all_met && cfg_.stop_at_target) return Continue::kStop;
-  if (prune_step && out_.steps_to_target < 0) {
+  // Pruned at the first of the run's own evaluations at or after train.prune_at_step (local SGD:
+  // a period's end) whose metric is clearly below the target: the replay that refines a later
+  // crossing starts there, so the crossing would lie past it and the trial could not beat the
+  // best. (Within the band a replay may find a crossing before the evaluation, so the run goes
+  // on.) An evaluation added at the prune step read some trials' crossing there, below the
+  // steps their own cadence gives them, and pruning then changed the winner.
+  const bool past_prune = cfg_.prune_at_step > 0 && out_.steps >= at_sync(cfg_.prune_at_step);
+  if (past_prune && out_.steps_to_target < 0 &&
+      clearly_below(cfg_.target, last_metric_, cfg_.target_band)) {
     out_.status = "pruned";  // cannot beat the best trial at its batch size
     return Continue::kStop;
   }

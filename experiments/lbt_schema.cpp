@@ -42,7 +42,10 @@ std::int64_t file_global_batch(const Config& file) {
 
 Config load_config(const std::filesystem::path& path, const std::vector<std::string>& sets,
                    std::ostream* notes) {
-  Config config = Config::from_file(path);
+  return load_config(Config::from_file(path), sets, notes);
+}
+
+Config load_config(Config config, const std::vector<std::string>& sets, std::ostream* notes) {
   const std::int64_t tuned_at = file_global_batch(config);
   for (const auto& s : sets) config.set(s);
   // schedule.reference_batch defaults to train.global_batch: the batch at which optimizer.lr was

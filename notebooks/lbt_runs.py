@@ -43,14 +43,17 @@ def data_dir(env_var: str, default: str | os.PathLike) -> Path:
 
 
 # ---- run directories ----
-def read_jsonl(path: str | os.PathLike, key: str = "step") -> pd.DataFrame:
-    """Records of a JSONL log, last record per `key` kept, sorted by `key`. A torn or
-    non-JSON line (a killed writer), one that is not an object, or one whose `key` is not a
-    number is skipped; a missing file, or one that is not a regular file (a FIFO would block
-    the reader), gives an empty frame."""
+def read_jsonl(path: str | os.PathLike, key: str | tuple[str, ...] = "step") -> pd.DataFrame:
+    """Records of a JSONL log, last record per `key` kept, sorted by `key`. `key` may be several
+    fields: noise.jsonl holds a record per (estimator, step), and keyed on the step alone it kept
+    one estimator's. A torn or non-JSON line (a killed writer), one that is not an object, or one
+    whose last `key` field (the step) is not a number is skipped, as is one without it where
+    `key` names several fields (noise.jsonl's method line); a missing file, or one that is not a
+    regular file (a FIFO would block the reader), gives an empty frame."""
     path = Path(path)
     if not path.is_file():
         return pd.DataFrame()
+    fields = (key,) if isinstance(key, str) else tuple(key)
     by_key: dict = {}
     order = 0
     with path.open(errors="replace") as f:  # bytes that are not UTF-8: a line that is skipped
@@ -62,17 +65,18 @@ def read_jsonl(path: str | os.PathLike, key: str = "step") -> pd.DataFrame:
                 rec = json.loads(line)
             except json.JSONDecodeError:
                 continue
-            if not isinstance(rec, dict):
+            if not isinstance(rec, dict) or (len(fields) > 1 and fields[-1] not in rec):
                 continue
-            k = rec.get(key, order)
+            k = rec.get(fields[-1], order)
             if isinstance(k, bool) or not isinstance(k, (int, float)):
                 continue
             order += 1
-            by_key[k] = rec  # later records win
+            by_key[tuple(str(rec.get(f)) for f in fields[:-1]) + (k,)] = rec  # later records win
     if not by_key:
         return pd.DataFrame()
-    return pd.DataFrame(list(by_key.values())).sort_values(key, ignore_index=True) \
-        if key in next(iter(by_key.values())) else pd.DataFrame(list(by_key.values()))
+    frame = pd.DataFrame(list(by_key.values()))
+    present = [f for f in reversed(fields) if f in frame]  # the step first, then the others
+    return frame.sort_values(present, ignore_index=True, kind="stable") if present else frame
 
 
 def read_json(path: str | os.PathLike) -> dict | None:
@@ -126,7 +130,7 @@ def load_run(path: str | os.PathLike) -> Run:
             config = tomllib.load(f)
     return Run(path=path, summary=read_json(path / "summary.json") or {}, config=config,
                metrics=read_jsonl(path / "metrics.jsonl"), eval=read_jsonl(path / "eval.jsonl"),
-               noise=read_jsonl(path / "noise.jsonl"))
+               noise=read_jsonl(path / "noise.jsonl", key=("estimator", "step")))
 
 
 # ---- sweep directories ----
@@ -174,15 +178,19 @@ def best_steps(best: pd.DataFrame) -> pd.Series:
 
 
 def noise_b_simple(sweep: Sweep) -> pd.DataFrame:
-    """Per trial with a noise.jsonl: batch size and median b_simple (deduplicated by step)."""
+    """Per trial with a noise.jsonl and per estimator: batch size and median b_simple over the
+    steps (the last record per estimator and step)."""
     rows = []
     for _, t in sweep.trials.iterrows():
-        df = read_jsonl(sweep.path / "trials" / t["trial"] / "noise.jsonl")
-        if "b_simple" in df:
-            v = df["b_simple"].replace([np.inf, -np.inf], np.nan).dropna()
+        df = read_jsonl(sweep.path / "trials" / t["trial"] / "noise.jsonl",
+                        key=("estimator", "step"))
+        if "b_simple" not in df or "estimator" not in df:
+            continue
+        for estimator, part in df.groupby("estimator", sort=True):
+            v = part["b_simple"].replace([np.inf, -np.inf], np.nan).dropna()
             if len(v):
                 rows.append({"trial": t["trial"], "batch_size": t["batch_size"],
-                             "median_b_simple": float(v.median())})
+                             "estimator": estimator, "median_b_simple": float(v.median())})
     return pd.DataFrame(rows)
 
 

@@ -110,13 +110,18 @@ py::object to_python(const nlohmann::json& j) {
   throw py::error_already_set();
 }
 
-void check_level(const char* function, int resamples, double level) {
-  if (resamples < 0 || resamples > analysis::kMaxResamples)
-    bad_argument(function, "resamples must be in [0, " + std::to_string(analysis::kMaxResamples) +
-                               "], got " + std::to_string(resamples));
+// fit_sweep writes fit.json, so it takes the resamples lbt fit takes: 0 there replaced fit.json's
+// intervals with nulls where lbt fit --resamples 0 is refused. fit_critical_batch writes
+// nothing, and 0 asks it for no intervals.
+void check_level(const char* function, int resamples, double level, bool writes_fit_json) {
   if (!(level > 0.0 && level < 1.0)) {
     bad_argument(function, "level must be in (0, 1), got " + number(level));
   }
+  const int fewest = writes_fit_json ? static_cast<int>(analysis::min_resamples(level)) : 0;
+  if (resamples < fewest || resamples > analysis::kMaxResamples)
+    bad_argument(function, "resamples must be in [" + std::to_string(fewest) + ", " +
+                               std::to_string(analysis::kMaxResamples) + "], got " +
+                               std::to_string(resamples));
 }
 
 }  // namespace
@@ -128,7 +133,7 @@ void bind_fit(py::module_& m) {
       [](py::array_t<double, py::array::forcecast> batch_sizes,
          py::array_t<double, py::array::forcecast> steps, int resamples, double level,
          std::uint64_t seed) {
-        check_level("fit_critical_batch", resamples, level);
+        check_level("fit_critical_batch", resamples, level, /*writes_fit_json=*/false);
         return fit_dict(scaling_points(batch_sizes, steps), resamples, level, seed);
       },
       "batch_sizes"_a, "steps"_a, py::kw_only(), "resamples"_a = 2000, "level"_a = 0.95,
@@ -147,7 +152,7 @@ None too, its interval (0, hi)). Needs >= 3 distinct batch sizes.
       "fit_sweep",
       [](const std::filesystem::path& sweep_dir, int resamples, double level, std::uint64_t seed,
          double regime_tolerance) {
-        check_level("fit_sweep", resamples, level);
+        check_level("fit_sweep", resamples, level, /*writes_fit_json=*/true);
         if (!(regime_tolerance > 0.0 && std::isfinite(regime_tolerance))) {
           bad_argument("fit_sweep",
                        "regime_tolerance must be finite and > 0, got " + number(regime_tolerance));

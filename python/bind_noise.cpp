@@ -241,7 +241,8 @@ void bind_estimators(py::module_& m) {
         }
         check_squared_norm("two_batch_estimate", "g_small_sq", g_small_sq);
         check_squared_norm("two_batch_estimate", "g_big_sq", g_big_sq);
-        return estimate_tuple(noise::two_batch_estimate(b_small, g_small_sq, b_big, g_big_sq));
+        return estimate_tuple(within_range(
+            "two_batch_estimate", noise::two_batch_estimate(b_small, g_small_sq, b_big, g_big_sq)));
       },
       "b_small"_a, "g_small_sq"_a, "b_big"_a, "g_big_sq"_a,
       "One step's unbiased (|G|^2, tr(Sigma)) from |G_b|^2 and |G_B|^2 (McCandlish App. A.1).");
@@ -251,7 +252,8 @@ void bind_estimators(py::module_& m) {
         const auto [n, mean] = mean_of_norms("per_example_estimate", norms);
         check_squared_norm("per_example_estimate", "g_batch_sq", g_batch_sq);
         check_batch_within_examples("per_example_estimate", mean, g_batch_sq);
-        return estimate_tuple(noise::per_example_estimate(n, mean, g_batch_sq));
+        return estimate_tuple(
+            within_range("per_example_estimate", noise::per_example_estimate(n, mean, g_batch_sq)));
       },
       "example_sq_norms"_a, "g_batch_sq"_a,
       "One batch's unbiased (|G|^2, tr(Sigma)) from its per-example squared gradient norms "

@@ -44,8 +44,9 @@ std::string recipe_names() {
   return names;
 }
 
-// A config file as `lbt schedule --config` loads it, or a recipe over lbt's defaults (the
-// same steps as experiments::load_config: sets, then the recipe's defaults, then validate).
+// A config file as `lbt schedule --config` loads it, or a recipe over lbt's defaults, loaded the
+// same way: a set of train.global_batch alone keeps the LR's reference batch (it took the set
+// batch, and goyal's LR at 8192 read 0.1 where lbt schedule reads 6.4).
 Config load(const ScheduleArgs& args, std::ostream& notes) {
   if (std::filesystem::is_regular_file(args.config_or_recipe)) {
     return experiments::load_config(args.config_or_recipe, args.sets, &notes);
@@ -57,11 +58,7 @@ Config load(const ScheduleArgs& args, std::ostream& notes) {
   }
   Config config = Config::from_string("", "recipe " + args.config_or_recipe);
   config.set("schedule.recipe=\"" + args.config_or_recipe + "\"");
-  for (const auto& s : args.sets) config.set(s);
-  schedules::apply_schedule_recipe(config);
-  for (const auto& note : config.validate(experiments::lbt_schema()))
-    notes << "note: " << note << "\n";
-  return config;
+  return experiments::load_config(std::move(config), args.sets, &notes);
 }
 
 // Steps per epoch and the run's length at this batch, counted as `lbt schedule` counts them:
@@ -97,7 +94,10 @@ py::array_t<double> learning_rates(const ScheduleArgs& args) {
   std::ostringstream notes;
   Config config = load(args, notes);
   if (args.steps) config.set("train.steps=" + std::to_string(*args.steps));
-  trainer::RunConfig run = trainer::resolve_run_config(config, args.workers);
+  // As lbt schedule: the config's own batch is checked against the workers only where no
+  // global_batch replaces it (1026 over 3 workers was refused for the config's 128).
+  trainer::RunConfig run =
+      trainer::resolve_run_config(config, args.global_batch ? 1 : args.workers);
   // The same run at another batch: only the batch layout changes, the reference batch stays
   // the config's, so the scaling rule shows (as `lbt schedule -b`).
   if (args.global_batch) {
@@ -110,7 +110,9 @@ py::array_t<double> learning_rates(const ScheduleArgs& args) {
     run.train.accum_steps = 1;
   }
   const trainer::StepBudget budget = budget_of(args, run);
-  const schedules::Schedule lr = trainer::run_schedule(run, budget, &notes);
+  // A warmup longer than the run is shown with a warning, as lbt schedule shows it.
+  const schedules::Schedule lr =
+      trainer::run_schedule(run, budget, &notes, nullptr, schedules::WarmupPastRun::kNote);
 
   py::array_t<double> out(budget.total_steps);
   auto view = out.mutable_unchecked<1>();

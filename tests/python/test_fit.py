@@ -148,6 +148,19 @@ class FitSweepTest(unittest.TestCase):
         with self.assertRaises(FileNotFoundError):
             lbt.load_sweep("/no/such/sweep")
 
+    def test_fit_sweep_takes_the_resamples_lbt_fit_takes(self):
+        # resamples=0 rewrote fit.json with null intervals; lbt fit refuses fewer than 40.
+        with tempfile.TemporaryDirectory() as tmp:
+            ours = Path(tmp) / "sweep"
+            shutil.copytree(SWEEP, ours)
+            before = (ours / "fit.json").read_bytes() if (ours / "fit.json").exists() else None
+            for bad in (0, 39):
+                with self.assertRaises(ValueError) as ctx:
+                    lbt.fit_sweep(ours, resamples=bad)
+                self.assertIn("resamples must be in [40, ", str(ctx.exception))
+            after = (ours / "fit.json").read_bytes() if (ours / "fit.json").exists() else None
+            self.assertEqual(before, after)
+
     def test_regime_tolerance_must_be_finite_and_positive(self):
         # -1 put every batch size in "maximal_data_parallelism" and wrote it to fit.json.
         for bad in (-1.0, 0.0, float("nan"), float("inf")):
@@ -179,6 +192,24 @@ class RunDirectoriesTest(unittest.TestCase):
             fifo = Path(tmp) / "noise.jsonl"
             os.mkfifo(fifo)
             self.assertTrue(lbt.read_jsonl(fifo).empty)  # read as nothing, not blocked on
+
+    def test_noise_keeps_every_estimator_of_a_step(self):
+        # noise.jsonl holds a record per estimator and step: keyed on the step alone, load_run
+        # kept the last estimator's and dropped the other's without a word.
+        with tempfile.TemporaryDirectory() as tmp:
+            run = Path(tmp)
+            (run / "summary.json").write_text('{"status": "completed"}\n')
+            lines = ['{"method": "two_batch+per_example", "reason": "both"}']
+            for step in (0, 1):
+                for estimator, b in (("two_batch", 10.0 + step), ("per_example", 20.0 + step)):
+                    lines.append(json.dumps({"step": step, "estimator": estimator,
+                                             "b_simple": b}))
+            lines.append(json.dumps({"step": 1, "estimator": "two_batch", "b_simple": 12.0}))
+            (run / "noise.jsonl").write_text("\n".join(lines) + "\n")  # a resumed step twice
+            noise = lbt.load_run(run).noise
+            self.assertEqual(list(zip(noise["step"], noise["estimator"], noise["b_simple"])),
+                             [(0, "per_example", 20.0), (0, "two_batch", 10.0),
+                              (1, "per_example", 21.0), (1, "two_batch", 12.0)])
 
     def test_a_sweep_directory_is_not_read_as_an_empty_run(self):
         # load_run of the sweep itself returned a Run with empty tables and no error.

@@ -236,6 +236,16 @@ class CarelessInputTest(unittest.TestCase):
             gn.update(1e308, 1e308)
         self.assertIn("GradientNoise.update: the squared norms overflow double", str(ctx.exception))
         self.assertEqual(gn.samples, 0)
+        # The one-step estimates alike: they returned (nan, 0.0), (inf, 0.0) and (-inf, inf).
+        for name, call in (("two_batch_estimate", lambda: lbt.two_batch_estimate(64, 1e307, 256,
+                                                                                 1e307)),
+                           ("two_batch_estimate", lambda: lbt.two_batch_estimate(64, 1e306, 256,
+                                                                                 1e306)),
+                           ("per_example_estimate",
+                            lambda: lbt.per_example_estimate([1e308, 1e308], 1e308))):
+            with self.assertRaises(ValueError) as ctx:
+                call()
+            self.assertIn(name + ": the squared norms overflow double", str(ctx.exception))
 
     def test_an_object_whose_init_never_ran_raises_instead_of_crashing(self):
         # add_estimate on GradientNoise.__new__(...) died of SIGFPE (unconstructed memory).

@@ -54,6 +54,36 @@ class ScheduleTest(unittest.TestCase):
         self.assert_same(got, expected)
         self.assertEqual(set(lbt.recipes()), {"goyal", "lars", "legw", "cosine", "wsd"})
 
+    def cli_on_recipe(self, recipe, sets, *args):
+        with tempfile.TemporaryDirectory() as tmp:
+            config = Path(tmp) / "recipe.toml"
+            config.write_text(f'[schedule]\nrecipe = "{recipe}"\n')
+            return cli_schedule(config, *[a for s in sets for a in ("--set", s)], *args)
+
+    def test_a_recipe_s_batch_set_keeps_the_lr_s_reference_batch(self):
+        # The batch set alone: the LR stays tuned at the defaults' 128 and the rule scales it,
+        # as lbt schedule does (the reference had followed the set batch: 0.1 at 8192, not 6.4).
+        sets = ["optimizer.lr=0.1", "train.global_batch=8192"]
+        got = lbt.schedule("goyal", steps=400, sets=sets, train_size=60000)
+        self.assert_same(got, self.cli_on_recipe("goyal", sets, "--steps", "400",
+                                                 "--train-size", "60000"))
+        self.assertAlmostEqual(got.max(), 0.1 * 8192 / 128)
+
+    def test_a_warmup_past_the_run_is_shown_with_a_warning_as_the_cli_shows_it(self):
+        # It raised lbt.Error where lbt schedule prints the LRs with a warning.
+        sets = ["schedule.warmup=5", "schedule.warmup_unit=\"epochs\""]
+        args = ("-b", "1024", "--steps", "10", "--train-size", "60000")
+        with self.assertWarnsRegex(UserWarning, "warmup"):
+            got = lbt.schedule(PRESET, steps=10, global_batch=1024, sets=sets, train_size=60000)
+        self.assert_same(got, cli_schedule(PRESET, *[a for s in sets for a in ("--set", s)],
+                                           *args))
+
+    def test_a_global_batch_over_workers_is_checked_not_the_config_s(self):
+        # 1026 over 3 workers: the config's own 128 does not divide by 3, and was blamed.
+        got = lbt.schedule(PRESET, steps=50, global_batch=1026, workers=3, steps_per_epoch=20)
+        self.assert_same(got, cli_schedule(PRESET, "-b", "1026", "--workers", "3", "--steps",
+                                           "50", "--steps-per-epoch", "20"))
+
     def test_bad_input_is_one_line_error(self):
         with self.assertRaisesRegex(ValueError, "neither a config file nor a recipe"):
             lbt.schedule("no/such/config.toml", steps=10)

@@ -107,7 +107,10 @@ void throw_if_sweep_interrupted(const experiments::SweepOutcome& r,
 
 void report_sweep(const experiments::SweepOutcome& r, const experiments::SweepOptions& o) {
   if (o.check_only) {
-    std::printf("sweep config valid: %d trials, each batch size's run checked\n", r.trials);
+    std::printf(
+        "sweep config valid: %d trials to start with (an adaptive LR search and seeds add "
+        "more as results come in), each batch size's run checked\n",
+        r.trials);
     return;
   }
   if (o.launcher == "slurm" && o.trial_index < 0 && o.trial_name.empty() && !o.collect_only) return;

@@ -12,7 +12,8 @@ bool reached(const SearchPoint& p) {
 }
 
 // The widest ratio between neighbouring LRs tried: how far an extension steps past an edge
-// (the starting grid's spacing; at least the refinement ratio, 2 when one LR was tried).
+// (the starting grid's spacing; at least the refinement ratio squared, so that one geometric
+// midpoint refines the step; 2 when one LR was tried).
 double extension_factor(const std::vector<SearchPoint>& sorted, double refine_ratio) {
   double widest = sorted.size() > 1 ? 1.0 : 2.0;
   for (std::size_t i = 1; i < sorted.size(); ++i)

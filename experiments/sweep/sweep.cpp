@@ -58,9 +58,15 @@ class SweepRunner {
     }
     std::vector<int> todo = trials_to_run(out);
     if (options_.progress && !options_.collect_only) {
+      // The adaptive search and the seeds add trials as results come in: "27 trials" of a
+      // sweep that ran 84 read as the whole plan.
+      const bool grows = settings_.lr_search == "adaptive" || settings_.seeds > 1;
       std::fprintf(
-          stderr, "[sweep] %s: %zu trials, %zu to run (%d finished before), %d jobs x %d threads\n",
-          dir_.c_str(), plan_.size(), todo.size(), out.skipped, jobs_, threads_);
+          stderr,
+          "[sweep] %s: %zu trials%s, %zu to run (%d finished before), %d jobs x %d threads\n",
+          dir_.c_str(), plan_.size(),
+          grows ? " so far (the LR search and the seeds add more as results come in)" : "",
+          todo.size(), out.skipped, jobs_, threads_);
     }
     // Processes of an earlier sweep's trial would write into the directory a trial now clears.
     if (!options_.collect_only) {

@@ -24,16 +24,22 @@ bool grow_batch(const SweepSettings& s, std::int64_t B, std::vector<Trial>& plan
     results.push_back(read(t));
   };
   const std::vector<SearchPoint> points = search_points(results, B);
-  if (s.lr_search == "adaptive" && seed_trials == 0) {
+  // Why the search ended, recomputed from its trials at every pass (a rerun, whose seeds were
+  // added before, left it empty; adding seeds replaced it).
+  decision = s.lr_search == "adaptive" ? "" : s.lr_search + ": the LRs it gives, no search";
+  if (s.lr_search == "adaptive") {
     const SearchStep next = next_lr_trials(points, s.search);
     decision = next.why;
-    for (double m : next.multipliers) add(m, 0, next.prune_at_step);
-    if (!next.multipliers.empty()) return true;
+    if (seed_trials == 0) {
+      for (double m : next.multipliers) add(m, 0, next.prune_at_step);
+      if (!next.multipliers.empty()) return true;
+    }
   }
   const int best = best_point(points);
-  if (s.seeds <= 1 || best < 0 || seed_trials >= s.seeds - 1) return false;
+  if (s.seeds <= 1 || best < 0) return false;
+  decision += "; seeds: " + std::to_string(s.seeds) + " at the best LR";
+  if (seed_trials >= s.seeds - 1) return false;
   for (int seed = seed_trials + 1; seed < s.seeds; ++seed) add(points[best].multiplier, seed, 0);
-  decision = "seeds: " + std::to_string(s.seeds) + " at the best LR";
   return true;
 }
 

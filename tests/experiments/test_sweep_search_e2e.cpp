@@ -68,6 +68,10 @@ BOOST_AUTO_TEST_CASE(adaptive_search_finds_an_interior_best_lr_with_5_percent_br
     BOOST_TEST_CONTEXT("B=" << row[best.column("batch_size")]) {
       BOOST_TEST_REQUIRE(row[best.column("status")] == "reached_target");
       BOOST_TEST(row[best.column("lr_at_edge")] == "false");
+      // Why the search ended, then the seeds (adding them replaced the search's reason).
+      const std::string why = row[best.column("search")];
+      BOOST_TEST(why.starts_with("done: "), why);
+      BOOST_TEST(why.ends_with("; seeds: 2 at the best LR"), why);
       const double lr = std::stod(row[best.column("lr")]);
       double below = 0, above = INFINITY;
       for (double x : searched[row[best.column("batch_size")]]) {
@@ -124,6 +128,7 @@ BOOST_AUTO_TEST_CASE(adaptive_search_finds_an_interior_best_lr_with_5_percent_br
   BOOST_TEST(r.code == 0, r.err);
   BOOST_TEST(r.out.find(" run now") != std::string::npos);
   BOOST_TEST(r.out.find("(0 run now") != std::string::npos, r.out);
+  BOOST_TEST(slurp(dir / "best.csv") == before);  // the search column too (it was emptied)
   // More seeds: refused without --extend, then only the new seeds run.
   r = run_lbt(sweep(dir, "--set sweep.seeds=3"));
   BOOST_TEST(r.code == 2);

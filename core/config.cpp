@@ -350,9 +350,13 @@ std::vector<std::string> Config::validate(const Schema& schema) {
       erase_at(impl_->root, leaf);
       continue;
     }
-    throw ConfigError(impl_->source + ": " + leaf + " is not used with " + setting +
-                          " (it applies to " + spec.applies_text() + ")",
-                      "remove " + leaf + ", or choose a setting that uses it");
+    // A --set of the key names the --set, not the file (which may not hold the key at all).
+    const bool set_here = impl_->overridden.contains(leaf);
+    throw ConfigError((set_here ? "--set " + leaf : impl_->source + ": " + leaf) +
+                          " is not used with " + setting + " (it applies to " +
+                          spec.applies_text() + ")",
+                      set_here ? "drop --set " + leaf + ", or choose a setting that uses it"
+                               : "remove " + leaf + ", or choose a setting that uses it");
   }
   return notes;
 }

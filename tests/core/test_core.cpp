@@ -134,6 +134,12 @@ BOOST_AUTO_TEST_CASE(a_key_of_another_variant_is_an_error_unless_set_switched_th
   const std::string e = error_of(file);
   BOOST_TEST(e.find("opt.momentum is not used with opt.name = \"adam\"") != std::string::npos);
   BOOST_TEST(e.find("applies to opt.name = sgd") != std::string::npos);
+  // A --set of such a key is named as the --set (the file, which need not hold it, was).
+  Config set_key = Config::from_string("[opt]\nname = \"adam\"\n", "mine.toml");
+  set_key.set("opt.momentum=0.5");
+  const std::string by_set = error_of(set_key);
+  BOOST_TEST(by_set.starts_with("--set opt.momentum is not used with"), by_set);
+  BOOST_TEST(by_set.find("mine.toml") == std::string::npos, by_set);
   // --set opt.name=adam on an sgd file: the file's sgd keys are dropped, and a note says so.
   Config switched = Config::from_string("[opt]\nname = \"sgd\"\nmomentum = 0.5\n");
   switched.set("opt.name=adam");

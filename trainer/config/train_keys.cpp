@@ -23,6 +23,13 @@ std::vector<std::string> data_format(const Config& config) {
 }
 const KeyCondition kByFormat{{"data.format", "data.dataset"}, data_format};
 
+// The synthetic keys follow data.dataset alone: "synthetic" is no data.format a config can name,
+// and --help's "(only: data.format = synthetic)" named one.
+std::vector<std::string> dataset_name(const Config& config) {
+  return {config.peek_string("data.dataset", "fashion-mnist")};
+}
+const KeyCondition kByDataset{{"data.dataset"}, dataset_name};
+
 std::vector<std::string> divergence_mode(const Config& config) {
   return {config.peek_string("train.on_divergence", "stop")};
 }
@@ -55,6 +62,7 @@ std::vector<KeySpec> model_keys() {
 std::vector<KeySpec> data_keys() {
   using enum KeyType;
   const KeyCondition* format = &kByFormat;
+  const KeyCondition* dataset = &kByDataset;
   // clang-format off
   return {
       {"data.dataset", kString, "\"fashion-mnist\"",
@@ -93,11 +101,11 @@ std::vector<KeySpec> data_keys() {
       {"data.image_shape", kString, "\"\"",
        "npy/csv: per-example shape C,H,W for image models (empty: as stored)", {}, "", format,
        {"npy", "csv"}},
-      {"data.synthetic.examples", kInt, "65536", "examples to draw", {}, "examples", format,
-       {"synthetic"}},
-      {"data.synthetic.dim", kInt, "32", "input dimension d", {}, "", format, {"synthetic"}},
-      {"data.synthetic.noise", kNumber, "0.5", "label noise standard deviation s", {}, "", format,
-       {"synthetic"}},
+      {"data.synthetic.examples", kInt, "65536", "examples to draw", {}, "examples", dataset,
+       {"synthetic-regression"}},
+      {"data.synthetic.dim", kInt, "32", "input dimension d", {}, "", dataset, {"synthetic-regression"}},
+      {"data.synthetic.noise", kNumber, "0.5", "label noise standard deviation s", {}, "", dataset,
+       {"synthetic-regression"}},
   };
   // clang-format on
 }
@@ -148,7 +156,7 @@ std::vector<KeySpec> run_keys() {
       {"train.threads", kInt, "0", "compute threads per rank (0: the cores this process may use, at most the machine's cores / its ranks)"},
       {"train.target", kString, "\"\"",
        "METRIC>=VALUE or METRIC<=VALUE, e.g. val_accuracy>=0.88 (classification), val_mse<=0.1 or val_r2>=0.9 (regression), val_loss<=0.35: records steps to reach it"},
-      {"train.stop_at_target", kBool, "false", "end the run when the target is met"},
+      {"train.stop_at_target", kBool, "false", "end the run when the target is met: once both readings (train.target_definition's and the other, which summary.json records) have met it, or at twice the definition's steps"},
       {"train.target_resolution", kNumber, "0.05",
        "steps-to-target is the first step meeting the target on a grid fixed from step 0, s + max(1, floor(r (s + 1))), the same at any evaluation cadence; its bracket (steps_lo, steps_hi] is at most this fraction of steps_hi, found by replaying from the last evaluation clearly below the target (0: every step, the exact step; 1: no refinement, the cadence's own evaluations)"},
       {"train.target_definition", kString, "\"ema\"",

@@ -204,7 +204,9 @@ std::string parts_table(const MemoryReport& r) {
      << part_row(r, "evaluation batch", [](const E& e) { return e.evaluation; })
      << part_row(r, "communication (shm reduction)", [](const E& e) { return e.communication; })
      << part_row(r, "total, replicated (lbt today)", [](const E& e) { return e.total(false); })
-     << part_row(r, "total, ZeRO-1 sharded state", [](const E& e) { return e.total(true); });
+     << part_row(r, "total, ZeRO-1 sharded state", [](const E& e) { return e.total(true); })
+     // The rows do not add up to it: loading's copy is freed before training allocates.
+     << "  (each total: runtime + data + the larger of the load copy and the training parts)\n";
   return ss.str();
 }
 

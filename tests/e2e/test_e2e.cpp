@@ -92,10 +92,12 @@ BOOST_AUTO_TEST_CASE(huge_learning_rate_ends_as_diverged_not_as_a_crash) {
 }
 
 // An LR warmed up to 1.28 (linear scaling from batch 1) meets val_accuracy >= 0.78 on the EMA at
-// step 53, then diverges at step 136. Run on, the run reached its target: that is its status, the
-// divergence recorded beside it (until 2026-11-29 it read "diverged", and a sweep dropped the
-// seed). With stop_at_target it waits for the raw reading (never met) exactly to 2 x 53 steps,
-// not to the first evaluation past that (and so it does not reach the divergence).
+// step 53, then diverges (step 136 on the AVX2 path, 125 on AVX-512: where a run at the edge of
+// stability blows up depends on the kernels' round-off, so the test asks for after 2 x 53). Run on,
+// the run reached its target: that is its status, the divergence recorded beside it (until
+// 2026-11-29 it read "diverged", and a sweep dropped the seed). With stop_at_target it waits for
+// the raw reading (never met) exactly to 2 x 53 steps, not to the first evaluation past that (and
+// so it does not reach the divergence).
 BOOST_AUTO_TEST_CASE(a_run_that_diverges_after_its_target_reached_it) {
   const fs::path cfg = scratch() / "late_divergence.toml";
   std::ofstream(cfg)
@@ -113,9 +115,12 @@ BOOST_AUTO_TEST_CASE(a_run_that_diverges_after_its_target_reached_it) {
   auto summary = nlohmann::json::parse(slurp(run / "summary.json"));
   BOOST_TEST(summary["status"] == "reached_target");
   BOOST_TEST(summary["steps_to_target"] == 53);
-  BOOST_TEST(summary["diverged_step"] == 136);
-  BOOST_TEST(summary["steps"] == 136);
-  BOOST_TEST(r.out.find("diverged at step 136, after the target") != std::string::npos, r.out);
+  const int diverged = summary["diverged_step"].get<int>();
+  BOOST_TEST(diverged > 2 * 53);
+  BOOST_TEST(summary["steps"] == diverged);
+  BOOST_TEST(r.out.find("diverged at step " + std::to_string(diverged) + ", after the target") !=
+                 std::string::npos,
+             r.out);
   r = run_lbt("train --config " + cfg.string() + " --set train.stop_at_target=true --out " +
               waited.string());
   BOOST_REQUIRE_MESSAGE(r.code == 0, r.err);

@@ -40,6 +40,10 @@ TrainLoop::Continue TrainLoop::evaluate_if_due() {
   const bool waited = out_.steps >= 2 * out_.steps_to_target;
   const bool all_met = out_.steps_to_target >= 0 && (out_.other_hi >= 0 || !ema_on() || waited);
   if (all_met && cfg_.stop_at_target) return Continue::kStop;
+  // Met past the prune step: more steps than the best, so it cannot win. It stops at its
+  // reading, as a pruned trial stops, the other reading left unread (waiting for it took up to
+  // twice the steps: the main job ran 20% longer).
+  if (cfg_.prune_at_step > 0 && out_.steps_to_target > cfg_.prune_at_step) return Continue::kStop;
   // Pruned at the first of the run's own evaluations at or after train.prune_at_step (local SGD:
   // a period's end) whose metric is clearly below the target: the replay that refines a later
   // crossing starts there, so the crossing would lie past it and the trial could not beat the

@@ -167,7 +167,7 @@ std::vector<KeySpec> run_keys() {
       {"train.target_band", kNumber, "0.01",
        "the refinement replays from the last evaluation short of the target by more than this fraction of its value, so a crossing inside the band before the last below-target evaluation is found too (0: from the last below-target evaluation)"},
       {"train.prune_at_step", kInt, "0",
-       "end the run as 'pruned' at its first evaluation at or after this step whose metric is clearly below the target (outside train.target_band; no evaluation is added: the run's readings are an unpruned run's, and its crossing could only come later); the schedule still spans train.steps (lbt sweep: the best steps-to-target at the batch size; 0: never)",
+       "end the run as 'pruned' at its first evaluation at or after this step whose metric is clearly below the target (outside train.target_band; no evaluation is added: the run's readings are an unpruned run's, and its crossing could only come later; a run that meets the target past this step stops at its reading, without waiting for the other one); the schedule still spans train.steps (lbt sweep: the best steps-to-target at the batch size; 0: never)",
        {}, "steps"},
   };
   // clang-format on

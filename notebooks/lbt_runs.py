@@ -80,17 +80,28 @@ def read_jsonl(path: str | os.PathLike, key: str | tuple[str, ...] = "step") -> 
 
 
 def read_json(path: str | os.PathLike) -> dict | None:
-    """A JSON file lbt wrote (atomically), or None where there is none. One that does not parse
-    was cut short or edited: ValueError naming it, not the parser's message alone."""
+    """A JSON object lbt wrote (atomically), or None where there is none. One that does not
+    parse, is not UTF-8, is not an object, or is not a regular file was cut short, edited or
+    replaced: ValueError naming it, not the parser's message alone (a summary.json holding a
+    list loaded, and .status raised AttributeError)."""
     path = Path(path)
     if not path.exists():
         return None
-    try:
-        with path.open() as f:
-            return json.load(f)
-    except json.JSONDecodeError as e:
-        raise ValueError(f"{path} does not parse as JSON ({e}): the file was cut short or "
-                         "edited; rewrite it (lbt fit SWEEP_DIR for fit.json)") from None
+    why = None
+    if not path.is_file():
+        why = "is not a regular file"
+    else:
+        try:
+            with path.open(encoding="utf-8") as f:
+                data = json.load(f)
+            if isinstance(data, dict):
+                return data
+            why = f"holds a JSON {type(data).__name__}, not the object lbt writes"
+        except (json.JSONDecodeError, UnicodeDecodeError) as e:
+            why = f"does not parse as JSON ({e})"
+    fix = "lbt fit SWEEP_DIR rewrites fit.json" if path.name == "fit.json" else \
+        "rerun the lbt command that wrote it"
+    raise ValueError(f"{path} {why}: the file was cut short, edited or replaced; {fix}")
 
 
 def read_csv(path: str | os.PathLike) -> pd.DataFrame:

@@ -193,6 +193,24 @@ class RunDirectoriesTest(unittest.TestCase):
             os.mkfifo(fifo)
             self.assertTrue(lbt.read_jsonl(fifo).empty)  # read as nothing, not blocked on
 
+    def test_a_damaged_summary_is_one_value_error_naming_it(self):
+        # A list loaded (and .status raised AttributeError); bytes that are not UTF-8 raised a
+        # bare UnicodeDecodeError; a directory, IsADirectoryError.
+        with tempfile.TemporaryDirectory() as tmp:
+            run = Path(tmp)
+            (run / "eval.jsonl").write_text('{"step": 1}\n')
+            summary = run / "summary.json"
+            for content in (b"[1, 2]\n", b'{"status": "\xff"}\n', None):
+                if content is None:
+                    summary.unlink()
+                    summary.mkdir()
+                else:
+                    summary.write_bytes(content)
+                with self.assertRaises(ValueError) as ctx:
+                    lbt.load_run(run)
+                self.assertIn(str(summary), str(ctx.exception))
+                self.assertNotIn("\n", str(ctx.exception))
+
     def test_noise_keeps_every_estimator_of_a_step(self):
         # noise.jsonl holds a record per estimator and step: keyed on the step alone, load_run
         # kept the last estimator's and dropped the other's without a word.

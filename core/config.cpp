@@ -351,12 +351,11 @@ std::vector<std::string> Config::validate(const Schema& schema) {
       continue;
     }
     // A --set of the key names the --set, not the file (which may not hold the key at all).
-    const bool set_here = impl_->overridden.contains(leaf);
-    throw ConfigError((set_here ? "--set " + leaf : impl_->source + ": " + leaf) +
-                          " is not used with " + setting + " (it applies to " +
-                          spec.applies_text() + ")",
-                      set_here ? "drop --set " + leaf + ", or choose a setting that uses it"
-                               : "remove " + leaf + ", or choose a setting that uses it");
+    const std::string named = impl_->overridden.contains(leaf) ? "--set " + leaf : leaf;
+    throw ConfigError(
+        (named == leaf ? impl_->source + ": " : "") + named + " is not used with " + setting +
+            " (it applies to " + spec.applies_text() + ")",
+        (named == leaf ? "remove " : "drop ") + named + ", or choose a setting that uses it");
   }
   return notes;
 }

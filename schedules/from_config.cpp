@@ -260,6 +260,20 @@ void check_against_run(const Failer& config, const ScheduleOptions& o,
   }
 }
 
+// A decay that starts inside the warmup keeps its own clock from decay_start: a milestone there
+// takes effect only at the warmup's end (a drop at 200 moved to 390 without a word).
+void check_milestones_in_warmup(const ScheduleContext& context, const DecayInputs& in,
+                                const Lengths& l) {
+  for (const std::int64_t m : in.milestones) {
+    if (l.decay_start + m >= l.warmup) break;
+    warn(context, "the decay's milestone at step " + std::to_string(l.decay_start + m) +
+                      " falls inside the warmup (" + std::to_string(l.warmup) +
+                      " steps): it takes effect at step " + std::to_string(l.warmup) +
+                      ", where the warmup ends");
+    return;
+  }
+}
+
 // An absolute start or floor above this batch's peak turns the warmup or the whole schedule
 // around; a warning, since with lbt schedule -b or a sweep another batch may be fine.
 void check_against_peak(const ScheduleContext& context, const ScheduleOptions& o, const Lengths& l,
@@ -339,6 +353,7 @@ Schedule make_schedule(const ScheduleOptions& o, const ScheduleContext& context)
   const DecayInputs in = decay_inputs(config, o, kinds, lengths, convert);
   check_against_run(config, o, context, lengths, start);
   check_against_peak(context, o, lengths, start, peak);
+  check_milestones_in_warmup(context, in, lengths);
   mark_boundaries(context, kinds.decay, lengths);
   return compose(config, o, kinds, in, lengths, start, peak);
 }

@@ -143,6 +143,26 @@ gamma = 0.1
   BOOST_TEST(near(lr(5000), peak * 0.001));
 }
 
+// A milestone inside the warmup takes effect at the warmup's end: said (it was silent), and
+// Goyal's milestones past the warmup stay quiet.
+BOOST_AUTO_TEST_CASE(a_milestone_inside_the_warmup_is_moved_to_its_end_with_a_warning) {
+  const auto b = build(R"(
+[schedule]
+warmup = 390
+decay = "multistep"
+decay_start = 0
+milestones = [200]
+gamma = 0.1
+)",
+                       {0.05, 128, 0, 1000});
+  BOOST_TEST(b.lr(389) > 0.04);  // still warming up: the milestone has not fallen
+  BOOST_TEST(near(b.lr(390), 0.005));
+  BOOST_TEST(contains(b.warnings,
+                      "the decay's milestone at step 200 falls inside the warmup (390 "
+                      "steps): it takes effect at step 390"),
+             b.warnings);
+}
+
 BOOST_AUTO_TEST_CASE(an_absolute_warmup_start_is_the_same_lr_at_every_batch) {
   const std::string toml = R"(
 [schedule]

@@ -42,7 +42,7 @@ TrainLoop::Continue TrainLoop::evaluate_if_due() {
   if (all_met && cfg_.stop_at_target) return Continue::kStop;
   // Met past the prune step: more steps than the best, so it cannot win. It stops at its
   // reading, as a pruned trial stops, the other reading left unread (waiting for it took up to
-  // twice the steps: the main job ran 20% longer).
+  // twice the steps: the main job trained 12% more steps).
   if (cfg_.prune_at_step > 0 && out_.steps_to_target > cfg_.prune_at_step) return Continue::kStop;
   // Pruned at the first of the run's own evaluations at or after train.prune_at_step (local SGD:
   // a period's end) whose metric is clearly below the target: the replay that refines a later

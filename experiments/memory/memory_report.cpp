@@ -257,6 +257,13 @@ std::string format_memory_summary(const MemoryReport& r) {
 
 std::string format_memory_fit(const MemoryReport& r) {
   std::ostringstream ss;
+  // A -b the data cannot fill is estimated (the memory alone), but lbt train refuses it.
+  const std::int64_t examples = r.train_examples_per_rank * r.workers;
+  for (const std::int64_t B : r.global_batches) {
+    if (B > examples)
+      ss << "note: global batch " << B << " is past the " << examples
+         << " training examples: lbt train refuses it (the estimate above is its memory alone)\n";
+  }
   const auto allows = checked_product({r.max_micro_batch, r.workers, r.accum_steps});
   const auto per_rank = checked_product({r.max_micro_batch, r.accum_steps});
   ss << "largest micro-batch in " << trainer::format_bytes(r.budget)

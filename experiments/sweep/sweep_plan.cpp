@@ -105,8 +105,13 @@ void check_lr_search(const Config& c, SweepSettings& s, int lr_trials) {
   if (!(s.eval_growth >= 1.0))
     c.fail("sweep.eval_growth", ">= 1", key_number(s.eval_growth), "e.g. 1.5");
   if (s.lr_search != "log_uniform" && !s.lr_multipliers.empty()) {
-    for (double m : s.lr_multipliers) {
+    for (std::size_t i = 0; i < s.lr_multipliers.size(); ++i) {
+      const double m = s.lr_multipliers[i];
       if (!(m > 0)) c.fail("sweep.lr_multipliers", "all > 0", key_number(m));
+      // One LR twice trained the same trial twice (its seed too): not more seeds.
+      if (std::count(s.lr_multipliers.begin(), s.lr_multipliers.begin() + i, m) > 0)
+        c.fail("sweep.lr_multipliers", "distinct values", key_number(m) + " twice",
+               "remove the repeat (sweep.seeds gives the best LR more seeds)");
     }
     if (lr_trials > 0 && lr_trials != static_cast<int>(s.lr_multipliers.size())) {
       throw ConfigError("--lr-trials " + std::to_string(lr_trials) + " disagrees with the " +

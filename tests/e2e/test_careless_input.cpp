@@ -136,6 +136,10 @@ BOOST_AUTO_TEST_CASE(a_batch_given_twice_gets_one_column) {
   const Result table = run_lbt("memory --config " + cfg.string() + " -b 64,64");
   BOOST_REQUIRE_MESSAGE(table.code == 0, table.err);
   BOOST_TEST(table.out.find("64 / 64") == table.out.rfind("64 / 64"), table.out);
+  BOOST_TEST(table.out.find("note: global batch") == std::string::npos, table.out);
+  const Result past = run_lbt("memory --config " + cfg.string() + " -b 64,8192");  // unfillable
+  const std::string note = "8192 is past the 3072 training examples: lbt train refuses it";
+  BOOST_TEST(past.out.find(note) != std::string::npos, past.out);
 }
 
 BOOST_AUTO_TEST_CASE(a_conv_too_large_for_any_machine_is_refused_naming_it_before_allocating) {

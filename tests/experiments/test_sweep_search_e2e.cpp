@@ -141,8 +141,9 @@ BOOST_AUTO_TEST_CASE(adaptive_search_finds_an_interior_best_lr_with_5_percent_br
 }
 
 BOOST_AUTO_TEST_CASE(bad_search_settings_are_one_line_errors_before_any_trial) {
-  for (const std::string bad : {"sweep.seeds=0", "sweep.lr_refine_ratio=1.0",
-                                "sweep.lr_refine_ratio=0.5", "sweep.eval_growth=0.9"}) {
+  for (const std::string bad :
+       {"sweep.seeds=0", "sweep.lr_multipliers=[1.0,2.0,1.0]", "sweep.lr_refine_ratio=1.0",
+        "sweep.lr_refine_ratio=0.5", "sweep.eval_growth=0.9"}) {
     const fs::path dir = scratch() / "bad";
     const auto r = run_lbt(sweep(dir, "--set " + bad));
     BOOST_TEST(r.code == 2, bad);

@@ -116,7 +116,7 @@ BOOST_AUTO_TEST_CASE(warmup_in_samples_covers_the_same_samples_at_two_batches) {
 
 BOOST_AUTO_TEST_CASE(goyal_multistep_with_decay_clock_from_step_zero) {
   // Goyal et al.: 5 warmup epochs from base lr, x0.1 at epochs 30, 60, 80 (absolute).
-  const auto lr = build(R"(
+  const auto b = build(R"(
 [schedule]
 scaling = "linear"
 reference_batch = 256
@@ -129,8 +129,9 @@ decay_start = 0
 milestones = [30, 60, 80]
 gamma = 0.1
 )",
-                        {0.1, 2048, 10, 900})
-                      .lr;
+                       {0.1, 2048, 10, 900});
+  BOOST_TEST(b.warnings.empty());  // every milestone lies past the warmup
+  const auto& lr = b.lr;
   const double peak = 0.8;  // 0.1 * 2048 / 256; warmup_start 1/k = base lr
   BOOST_TEST(near(lr(0), 0.1));
   BOOST_TEST(near(lr(49), 0.1 + (peak - 0.1) * 49.0 / 50.0));

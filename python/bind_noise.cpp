@@ -5,10 +5,12 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <algorithm>
 #include <cmath>
 #include <optional>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "noise/gradient_noise.hpp"
 #include "noise/per_example.hpp"
@@ -123,6 +125,8 @@ class GradientNoise {
                 std::size_t window, const std::string& estimate)
       : b_small_(b_small),
         b_big_(b_big),
+        ema_(ema),
+        window_(window),
         tracker_(ema, checked_window(window)),
         estimate_(check_estimate_kind("GradientNoise", estimate)) {
     if (b_small.has_value() != b_big.has_value()) {
@@ -191,8 +195,31 @@ class GradientNoise {
   std::int64_t samples() const { return tracker_.averaged().samples; }
   void reset() { tracker_.reset(); }
 
+  // pickle and copy: the settings and the running sums, so a training loop that checkpoints
+  // continues its estimate exactly (NoiseScaleTracker::save_state).
+  py::tuple get_state() const {
+    std::vector<double> sums(tracker_.state_size());
+    tracker_.save_state(sums);
+    return py::make_tuple(b_small_, b_big_, ema_, window_, estimate_, sums);
+  }
+  static GradientNoise from_state(const py::tuple& t) {
+    if (t.size() != 6) bad_argument("GradientNoise.__setstate__", "not a GradientNoise's state");
+    GradientNoise g(t[0].cast<std::optional<double>>(), t[1].cast<std::optional<double>>(),
+                    t[2].cast<double>(), t[3].cast<std::size_t>(), t[4].cast<std::string>());
+    const auto sums = t[5].cast<std::vector<double>>();
+    const bool whole =
+        sums.size() == g.tracker_.state_size() &&
+        std::all_of(sums.begin(), sums.end(), [](double x) { return std::isfinite(x); }) &&
+        sums[7] >= 0 && sums[7] == std::floor(sums[7]) && sums[8] == static_cast<double>(g.window_);
+    if (!whole) bad_argument("GradientNoise.__setstate__", "the running sums are damaged");
+    g.tracker_.load_state(sums);
+    return g;
+  }
+
  private:
   std::optional<double> b_small_, b_big_;
+  double ema_;
+  std::size_t window_;
   NoiseScaleTracker tracker_;
   std::string estimate_;
 };
@@ -329,6 +356,8 @@ GradientNoise(b_small, b_big, ema=0.95, window=10, estimate="averaged")
           "resolved, "
           "effective_samples, samples.")
       .def("reset", [](const py::object& self) { constructed(self).reset(); })
+      .def(py::pickle([](const py::object& self) { return constructed(self).get_state(); },
+                      &GradientNoise::from_state))
       .def_property_readonly("b_small",
                              [](const py::object& self) { return constructed(self).b_small(); })
       .def_property_readonly("b_big",

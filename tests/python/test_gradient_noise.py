@@ -2,8 +2,10 @@
 (arXiv:1812.06162): eq. 2.8 B_simple = tr(Sigma)/|G|^2, App. A.1's two-batch unbiased
 estimates from E|G_b|^2 = |G|^2 + tr(Sigma)/b, bias-corrected EMAs (averaged) or lines over a
 window (now), and Fieller's 95% interval with scipy's exact t quantile."""
+import copy
 import math
 import os
+import pickle
 import subprocess
 import unittest
 
@@ -246,6 +248,28 @@ class CarelessInputTest(unittest.TestCase):
             with self.assertRaises(ValueError) as ctx:
                 call()
             self.assertIn(name + ": the squared norms overflow double", str(ctx.exception))
+
+    def test_a_pickled_or_copied_tracker_continues_exactly(self):
+        # A training loop that checkpoints and resumes kept no EMA: the object could not be
+        # pickled. Its copy now continues bit for bit, and a damaged state is refused.
+        rng = np.random.default_rng(7)
+        gn = lbt.GradientNoise(32, 128, ema=0.9, window=7, estimate="now")
+        draws = rng.uniform(1.0, 3.0, size=(40, 2))
+        for small, big in draws[:25]:
+            gn.update(small + big, big)
+        for clone in (pickle.loads(pickle.dumps(gn)), copy.deepcopy(gn)):
+            original = copy.deepcopy(gn)
+            for small, big in draws[25:]:
+                original.update(small + big, big)
+                clone.update(small + big, big)
+            for kind in ("averaged", "now"):
+                self.assertEqual(clone.scale(kind), original.scale(kind))
+            self.assertEqual((clone.b_small, clone.b_big, clone.estimate), (32, 128, "now"))
+        state = list(gn.__getstate__())
+        state[5] = state[5][:-1]
+        with self.assertRaises(ValueError) as ctx:
+            lbt.GradientNoise.__new__(lbt.GradientNoise).__setstate__(tuple(state))
+        self.assertIn("running sums are damaged", str(ctx.exception))
 
     def test_an_object_whose_init_never_ran_raises_instead_of_crashing(self):
         # add_estimate on GradientNoise.__new__(...) died of SIGFPE (unconstructed memory).

@@ -111,6 +111,8 @@ class NoiseScaleTracker {
   void reset();
   // The running sums and the window, for checkpoints: restoring them continues exactly.
   std::size_t state_size() const { return 8 + 1 + 2 * window_.size(); }
+  double beta() const { return beta_; }
+  std::size_t window() const { return window_.size(); }
   void save_state(std::span<double> out) const;
   void load_state(std::span<const double> in);
 

@@ -125,8 +125,6 @@ class GradientNoise {
                 std::size_t window, const std::string& estimate)
       : b_small_(b_small),
         b_big_(b_big),
-        ema_(ema),
-        window_(window),
         tracker_(ema, checked_window(window)),
         estimate_(check_estimate_kind("GradientNoise", estimate)) {
     if (b_small.has_value() != b_big.has_value()) {
@@ -200,7 +198,7 @@ class GradientNoise {
   py::tuple get_state() const {
     std::vector<double> sums(tracker_.state_size());
     tracker_.save_state(sums);
-    return py::make_tuple(b_small_, b_big_, ema_, window_, estimate_, sums);
+    return py::make_tuple(b_small_, b_big_, tracker_.beta(), tracker_.window(), estimate_, sums);
   }
   static GradientNoise from_state(const py::tuple& t) {
     if (t.size() != 6) bad_argument("GradientNoise.__setstate__", "not a GradientNoise's state");
@@ -210,7 +208,8 @@ class GradientNoise {
     const bool whole =
         sums.size() == g.tracker_.state_size() &&
         std::all_of(sums.begin(), sums.end(), [](double x) { return std::isfinite(x); }) &&
-        sums[7] >= 0 && sums[7] == std::floor(sums[7]) && sums[8] == static_cast<double>(g.window_);
+        sums[7] >= 0 && sums[7] == std::floor(sums[7]) &&
+        sums[8] == static_cast<double>(g.tracker_.window());
     if (!whole) bad_argument("GradientNoise.__setstate__", "the running sums are damaged");
     g.tracker_.load_state(sums);
     return g;
@@ -218,8 +217,6 @@ class GradientNoise {
 
  private:
   std::optional<double> b_small_, b_big_;
-  double ema_;
-  std::size_t window_;
   NoiseScaleTracker tracker_;
   std::string estimate_;
 };

@@ -61,6 +61,17 @@ void refuse_symbolic_link(const std::filesystem::path& path) {
                     "a new directory");
 }
 
+namespace {
+
+// A file where the path needs a directory is the path's fault, as other bad --out values are
+// (exit 2); it exited 1 with a hint about permissions. `attempt`: "cannot write PATH".
+[[noreturn]] void file_in_the_way(const std::string& attempt) {
+  throw ConfigError(attempt + ": " + std::strerror(ENOTDIR) + " (a file is in its way)",
+                    "choose another path, or move the file away");
+}
+
+}  // namespace
+
 int open_own_file(const std::filesystem::path& path, int flags) {
   const int fd = ::open(path.c_str(), flags | O_NOFOLLOW | O_CLOEXEC, 0644);
   if (fd < 0 && errno == ELOOP) refuse_symbolic_link(path);
@@ -73,10 +84,7 @@ void atomic_write(const std::filesystem::path& path, std::string_view contents) 
   int fd = open_own_file(tmp, O_WRONLY | O_CREAT | O_TRUNC);
   if (fd < 0) {
     // Named as the user named it: the temporary file beside it is ours.
-    if (errno == ENOTDIR)
-      throw ConfigError(
-          "cannot write " + path.string() + ": " + std::strerror(errno) + " (a file is in its way)",
-          "choose another path, or move the file away");
+    if (errno == ENOTDIR) file_in_the_way("cannot write " + path.string());
     throw Error("cannot write " + path.string() + ": " + std::strerror(errno),
                 "check that its directory exists and is writable");
   }
@@ -105,20 +113,13 @@ namespace {
               "check that the parent directory is writable, or choose another path");
 }
 
-// A file where the path needs a directory is the path's fault, as other bad --out values are
-// (exit 2); it exited 1 with a hint about permissions.
-[[noreturn]] void file_in_the_way(const std::filesystem::path& path, const std::string& what) {
-  throw ConfigError("cannot create " + what + " " + path.string() + ": " + std::strerror(ENOTDIR) +
-                        " (a file is in its way)",
-                    "choose another path, or move the file away");
-}
-
 }  // namespace
 
 void create_directories(const std::filesystem::path& path, const std::string& what) {
   std::error_code ec;
   std::filesystem::create_directories(path, ec);
-  if (ec == std::errc::not_a_directory || ec == std::errc::file_exists) file_in_the_way(path, what);
+  if (ec == std::errc::not_a_directory || ec == std::errc::file_exists)
+    file_in_the_way("cannot create " + what + " " + path.string());
   if (ec) cannot_create(path, what, ec.message());
 }
 
@@ -127,7 +128,8 @@ void check_can_create_directories(const std::filesystem::path& path, const std::
   std::error_code ec;
   while (!std::filesystem::exists(at, ec) && at.has_parent_path() && at != at.parent_path())
     at = at.parent_path();
-  if (!std::filesystem::is_directory(at, ec)) file_in_the_way(path, what);
+  if (!std::filesystem::is_directory(at, ec))
+    file_in_the_way("cannot create " + what + " " + path.string());
   if (::access(at.c_str(), W_OK | X_OK) != 0) cannot_create(path, what, std::strerror(errno));
 }
 

@@ -264,14 +264,13 @@ void check_against_run(const Failer& config, const ScheduleOptions& o,
 // takes effect only at the warmup's end (a drop at 200 moved to 390 without a word).
 void check_milestones_in_warmup(const ScheduleContext& context, const DecayInputs& in,
                                 const Lengths& l) {
-  for (const std::int64_t m : in.milestones) {
-    if (l.decay_start + m >= l.warmup) break;
-    warn(context, "the decay's milestone at step " + std::to_string(l.decay_start + m) +
-                      " falls inside the warmup (" + std::to_string(l.warmup) +
-                      " steps): it takes effect at step " + std::to_string(l.warmup) +
-                      ", where the warmup ends");
-    return;
-  }
+  // The milestones increase (decay_inputs): the first is the one that can fall inside.
+  if (in.milestones.empty() || l.decay_start + in.milestones.front() >= l.warmup) return;
+  warn(context, "the decay's milestone at step " +
+                    std::to_string(l.decay_start + in.milestones.front()) +
+                    " falls inside the warmup (" + std::to_string(l.warmup) +
+                    " steps): it takes effect at step " + std::to_string(l.warmup) +
+                    ", where the warmup ends");
 }
 
 // An absolute start or floor above this batch's peak turns the warmup or the whole schedule

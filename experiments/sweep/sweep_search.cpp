@@ -26,7 +26,6 @@ bool grow_batch(const SweepSettings& s, std::int64_t B, std::vector<Trial>& plan
   const std::vector<SearchPoint> points = search_points(results, B);
   // Why the search ended, recomputed from its trials at every pass (a rerun, whose seeds were
   // added before, left it empty; adding seeds replaced it).
-  decision = s.lr_search == "adaptive" ? "" : s.lr_search + ": the LRs it gives, no search";
   if (s.lr_search == "adaptive") {
     const SearchStep next = next_lr_trials(points, s.search);
     decision = next.why;
@@ -34,6 +33,8 @@ bool grow_batch(const SweepSettings& s, std::int64_t B, std::vector<Trial>& plan
       for (double m : next.multipliers) add(m, 0, next.prune_at_step);
       if (!next.multipliers.empty()) return true;
     }
+  } else {
+    decision = s.lr_search + ": the LRs it gives, no search";
   }
   const int best = best_point(points);
   if (s.seeds <= 1 || best < 0) return false;

@@ -103,7 +103,8 @@ std::vector<KeySpec> data_keys() {
        {"npy", "csv"}},
       {"data.synthetic.examples", kInt, "65536", "examples to draw", {}, "examples", dataset,
        {"synthetic-regression"}},
-      {"data.synthetic.dim", kInt, "32", "input dimension d", {}, "", dataset, {"synthetic-regression"}},
+      {"data.synthetic.dim", kInt, "32", "input dimension d", {}, "", dataset,
+       {"synthetic-regression"}},
       {"data.synthetic.noise", kNumber, "0.5", "label noise standard deviation s", {}, "", dataset,
        {"synthetic-regression"}},
   };

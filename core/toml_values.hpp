@@ -3,7 +3,6 @@
 #pragma once
 #include <toml++/toml.h>
 
-#include <charconv>
 #include <cstdint>
 #include <optional>
 #include <sstream>
@@ -12,6 +11,7 @@
 #include <vector>
 
 #include "core/config_schema.hpp"
+#include "core/toml_text.hpp"
 
 namespace lbt::toml_values {
 
@@ -83,10 +83,7 @@ inline void collect_leaves(const toml::table& table, const std::string& prefix,
 // A value as a user would write it: numbers in their shortest form (0.9, not toml++'s
 // 0.90000000000000002), strings in double quotes.
 inline std::string node_text(const toml::node& node) {
-  if (auto d = node.value_exact<double>()) {
-    char buf[32];
-    return std::string(buf, std::to_chars(buf, buf + sizeof buf, *d).ptr);
-  }
+  if (auto d = node.value_exact<double>()) return shortest_text(*d);
   if (auto s = node.value_exact<std::string>()) return "\"" + *s + "\"";
   std::ostringstream ss;
   node.visit([&](auto&& v) { ss << v; });

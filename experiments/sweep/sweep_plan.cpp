@@ -2,11 +2,12 @@
 #include "experiments/sweep/sweep_plan.hpp"
 
 #include <algorithm>
-#include <charconv>
 #include <cmath>
 #include <cstdio>
+#include <optional>
 
 #include "core/error.hpp"
+#include "core/toml_text.hpp"
 #include "experiments/sweep_keys.hpp"
 #include "optim/optimizer_keys.hpp"
 #include "schedules/scaling.hpp"
@@ -22,16 +23,19 @@ const KeySpec& key(std::string_view name) {
   return Schema::in(sweep_keys(), name);
 }
 
-// The shortest text that reads back as the same double (a trial's LR must be the plan's).
-std::string exact(double v) {
-  char buf[32];
-  return std::string(buf, std::to_chars(buf, buf + sizeof buf, v).ptr);
-}
-
 std::string key_number(double v) {
   char buf[32];
   std::snprintf(buf, sizeof buf, "%.6g", v);
   return buf;
+}
+
+// "B twice" for a batch size listed twice. A repeat is a typo more often than not (256, 256
+// for 256, 512): the sweep would train it once and lack the batch size meant.
+std::optional<std::string> repeated_batch_size(std::vector<std::int64_t> sizes) {
+  std::sort(sizes.begin(), sizes.end());
+  const auto repeat = std::adjacent_find(sizes.begin(), sizes.end());
+  if (repeat == sizes.end()) return std::nullopt;
+  return std::to_string(*repeat) + " twice";
 }
 
 // The sweep.* keys (and the trial keys the sweep needs) as read; --batch-sizes, --lr-trials and
@@ -40,7 +44,12 @@ SweepSettings read_settings(Config& c, const std::vector<std::int64_t>& batch_si
                             const std::string& target) {
   SweepSettings s;
   s.batch_sizes = c.get_int_list(key("sweep.batch_sizes"));
-  if (!batch_sizes.empty()) s.batch_sizes = batch_sizes;
+  if (!batch_sizes.empty()) {
+    if (const auto twice = repeated_batch_size(batch_sizes))
+      throw ConfigError("--batch-sizes must be distinct values, got " + *twice,
+                        "remove the repeat");
+    s.batch_sizes = batch_sizes;
+  }
   s.lr_search = c.get_string(key("sweep.lr_search"));
   s.lr_multipliers = c.get_double_list(key("sweep.lr_multipliers"));
   s.lr_trials = static_cast<int>(c.get_int(key("sweep.lr_trials")));
@@ -78,7 +87,7 @@ SweepSettings read_settings(Config& c, const std::vector<std::int64_t>& batch_si
   return s;
 }
 
-// Positive batch sizes, sorted, each once.
+// Positive batch sizes, each once (a repeat is refused), sorted.
 void check_batch_sizes(const Config& c, SweepSettings& s) {
   if (s.batch_sizes.empty()) {
     throw ConfigError("a sweep needs batch sizes",
@@ -88,7 +97,8 @@ void check_batch_sizes(const Config& c, SweepSettings& s) {
     if (b <= 0) c.fail("sweep.batch_sizes", "positive", std::to_string(b));
   }
   std::sort(s.batch_sizes.begin(), s.batch_sizes.end());
-  s.batch_sizes.erase(std::unique(s.batch_sizes.begin(), s.batch_sizes.end()), s.batch_sizes.end());
+  if (const auto twice = repeated_batch_size(s.batch_sizes))
+    c.fail("sweep.batch_sizes", "distinct values", *twice, "remove the repeat");
 }
 
 // The LR search: its kind, grid, factors and momentum range. The multipliers, when given, fix
@@ -207,14 +217,14 @@ Trial make_trial(const SweepSettings& s, std::int64_t B, int k, double multiplie
   // The trial is the base run at batch B: its schedule scales the LR by the same rule from the
   // same reference batch (pinned, since B is now its train.global_batch).
   t.overrides = {"train.global_batch=" + std::to_string(B),
-                 "optimizer.lr=" + exact(s.base_lr * multiplier),
+                 "optimizer.lr=" + shortest_text(s.base_lr * multiplier),
                  "schedule.reference_batch=" + std::to_string(s.reference_batch),
                  "train.steps=" + std::to_string(steps),
                  "train.eval_every=" + std::to_string(t.eval_every),
-                 "train.eval_growth=" + exact(s.eval_growth),
+                 "train.eval_growth=" + shortest_text(s.eval_growth),
                  "train.target=" + s.target,
                  "train.stop_at_target=true"};
-  if (momentum >= 0) t.overrides.push_back("optimizer.momentum=" + exact(momentum));
+  if (momentum >= 0) t.overrides.push_back("optimizer.momentum=" + shortest_text(momentum));
   if (seed > 0) t.overrides.push_back("train.seed=" + std::to_string(s.base_seed + seed));
   if (prune_at_step > 0)
     t.overrides.push_back("train.prune_at_step=" + std::to_string(prune_at_step));
@@ -238,7 +248,7 @@ Trial make_adaptive_trial(const SweepSettings& s, int seed) {
                  "train.batch_max=" + std::to_string(hi),
                  "train.micro_batch=" + std::to_string(micro),
                  "train.batch_rule=" + s.adaptive_rule,
-                 "optimizer.lr=" + exact(s.base_lr),
+                 "optimizer.lr=" + shortest_text(s.base_lr),
                  "schedule.reference_batch=" + std::to_string(s.reference_batch),
                  "train.steps=" + std::to_string(t.steps),
                  "train.eval_every=" + std::to_string(t.eval_every),
@@ -248,7 +258,7 @@ Trial make_adaptive_trial(const SweepSettings& s, int seed) {
                  "train.target=" + s.target,
                  "train.stop_at_target=true"};
   if (s.adaptive_rule == "sqrt")
-    t.overrides.push_back("train.batch_sqrt_scale=" + exact(s.adaptive_sqrt_scale));
+    t.overrides.push_back("train.batch_sqrt_scale=" + shortest_text(s.adaptive_sqrt_scale));
   if (seed > 0) t.overrides.push_back("train.seed=" + std::to_string(s.base_seed + seed));
   return t;
 }

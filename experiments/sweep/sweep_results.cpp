@@ -12,6 +12,7 @@
 
 #include "core/error.hpp"
 #include "core/io.hpp"
+#include "core/toml_text.hpp"
 #include "experiments/sweep/exec_trial.hpp"
 
 namespace lbt::experiments {
@@ -73,8 +74,10 @@ std::string interval_columns(const TrialResult& r) {
 
 std::string trial_columns(const TrialResult& r, const fs::path& sweep_dir) {
   const Trial& t = r.trial;
-  std::string momentum = t.momentum >= 0 ? csv_number(t.momentum) : "";
-  return csv_field(t.name) + "," + std::to_string(t.batch_size) + "," + csv_number(t.lr) + "," +
+  // The trial's settings exactly (shortest_text), so an LR copied from best.csv or read by lbt
+  // plan is the one the trial trained with: %.6g wrote the sqrt-scaled 0.05 x 2^(1/2) as 0.0707107.
+  std::string momentum = t.momentum >= 0 ? shortest_text(t.momentum) : "";
+  return csv_field(t.name) + "," + std::to_string(t.batch_size) + "," + shortest_text(t.lr) + "," +
          momentum + "," + std::to_string(t.seed) + "," + r.status + "," +
          opt_int(r.steps_to_target) + "," + opt_int(r.examples_to_target) + "," +
          opt_int(r.steps_lo) + "," + opt_int(r.steps_to_target) + "," + opt_int(r.steps) + "," +

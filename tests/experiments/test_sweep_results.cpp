@@ -109,8 +109,10 @@ BOOST_AUTO_TEST_CASE(best_csv_keeps_the_fewest_steps_per_batch_and_round_trips_t
   std::vector<TrialResult> results(5);
   results[0].trial = trial("64_0", 64, 0.05), results[0].status = "reached_target",
   results[0].steps_to_target = 500;
-  results[1].trial = trial("64_1", 64, 0.1), results[1].status = "reached_target",
-  results[1].steps_to_target = 300;
+  // An LR and momentum with no short decimal form: both CSVs must give them back exactly (not
+  // %.6g's 0.141421), so an LR read from best.csv is the one the trial trained with.
+  results[1].trial = trial("64_1", 64, 0.1 * std::sqrt(2.0)), results[1].status = "reached_target",
+  results[1].steps_to_target = 300, results[1].trial.momentum = 1.0 - 1.0 / 3.0;
   results[2].trial = trial("64_2", 64, 0.2), results[2].status = "diverged",
   results[2].message = "loss NaN, at step 3";
   results[3].trial = trial("128_0", 128, 0.1), results[3].status = "budget_exhausted";
@@ -119,7 +121,7 @@ BOOST_AUTO_TEST_CASE(best_csv_keeps_the_fewest_steps_per_batch_and_round_trips_t
   const auto best = best_per_batch(results);
   BOOST_REQUIRE_EQUAL(best.size(), 2u);
   BOOST_TEST(best[0].best->trial.name == "64_1");
-  BOOST_TEST(!best[0].lr_at_edge);  // 0.1 is inside [0.05, 0.2]
+  BOOST_TEST(!best[0].lr_at_edge);  // 0.14 is inside [0.05, 0.2]
   BOOST_TEST(best[1].best == nullptr);
 
   const fs::path dir = scratch("csv");
@@ -133,6 +135,10 @@ BOOST_AUTO_TEST_CASE(best_csv_keeps_the_fewest_steps_per_batch_and_round_trips_t
   const CsvTable b = read_csv(dir / "best.csv");
   BOOST_REQUIRE_EQUAL(b.rows.size(), 2u);
   BOOST_TEST(b.rows[0][b.column("trial")] == "64_1");
+  for (const auto& [t, row] : {std::pair(&sweep, 1), std::pair(&b, 0)}) {
+    BOOST_TEST(t->number(row, t->column("lr")) == 0.1 * std::sqrt(2.0));
+    BOOST_TEST(t->number(row, t->column("momentum")) == 1.0 - 1.0 / 3.0);
+  }
   BOOST_TEST(b.rows[1][b.column("status")] == "unreached");
   BOOST_TEST(b.rows[1][b.column("batch_size")] == "128");
 }

@@ -150,6 +150,13 @@ BOOST_AUTO_TEST_CASE(bad_search_settings_are_one_line_errors_before_any_trial) {
     BOOST_TEST(r.err.find(bad.substr(0, bad.find('='))) != std::string::npos, r.err);
     BOOST_TEST(!fs::exists(dir / "trials"), bad);
   }
+  // A batch size twice, on the command line (a typo for another size): refused, not merged.
+  const auto twice = run_lbt("sweep --config " + kPreset + " --batch-sizes 16,64,16 --out " +
+                             (scratch() / "twice").string());
+  BOOST_TEST(twice.code == 2);
+  BOOST_TEST(
+      twice.err.find("--batch-sizes must be distinct values, got 16 twice") != std::string::npos,
+      twice.err);
   // An empty LR range: the lowest multiple above the highest.
   const auto r = run_lbt(sweep(scratch() / "empty",
                                "--set sweep.lr_multipliers=[] "

@@ -44,7 +44,12 @@ class FitCriticalBatchTest(unittest.TestCase):
             self.assertTrue(lo <= fit[name] <= hi, (name, lo, fit[name], hi))
         lo, hi = fit["intervals"]["B_crit"]
         self.assertTrue(lo < B_CRIT < hi, (lo, hi))
-        self.assertEqual(fit["resamples"], 2000)
+        self.assertEqual((fit["interval"], fit["resamples"]), ("profile", None))
+        boot = lbt.fit_critical_batch(BATCHES, steps, interval="bootstrap", seed=1)
+        self.assertEqual((boot["interval"], boot["resamples"]), ("bootstrap", 2000))
+        with self.assertRaises(ValueError) as ctx:
+            lbt.fit_critical_batch(BATCHES, steps, interval="jackknife")
+        self.assertIn('interval must be "profile" or "bootstrap"', str(ctx.exception))
 
     def test_bad_input_is_one_line_value_error(self):
         cases = [([-16, 32, 64], [10, 5, 3], "positive"), ([16, 32], [10, 5, 3], "same length"),
@@ -69,7 +74,8 @@ class FitCriticalBatchTest(unittest.TestCase):
 
     def test_a_bootstrap_that_resolves_nothing_gives_none_not_nan(self):
         # One resample: no percentile interval; it was (nan, nan) where fit_sweep gives None.
-        fit = lbt.fit_critical_batch([64, 256, 1024], [100, 50, 30], resamples=1)
+        fit = lbt.fit_critical_batch([64, 256, 1024], [100, 50, 30], interval="bootstrap",
+                                     resamples=1)
         for name in ("S_min", "E_min", "B_crit", "B_noise"):
             self.assertIsNone(fit["intervals"][name], fit["intervals"])
 
@@ -78,16 +84,20 @@ class FitCriticalBatchTest(unittest.TestCase):
         for seed in range(40):
             batches = np.array([32.0, 256.0, 2048.0, 16384.0])
             steps = steps_at(batches) * np.exp(rng.normal(0.0, 0.2, size=4))
-            fit = lbt.fit_critical_batch(batches, steps, resamples=200, seed=seed)
             # 3 batch sizes: resamples that fit (3 distinct) only reorder them, as in lbt fit.
-            three = lbt.fit_critical_batch(batches[:3], steps[:3], resamples=200, seed=seed)
+            three = lbt.fit_critical_batch(batches[:3], steps[:3], interval="bootstrap",
+                                           resamples=200, seed=seed)
             self.assertTrue(all(i is None for i in three["intervals"].values()), three)
-            for name in ("S_min", "E_min", "B_crit"):
-                if fit[name] is None:
-                    continue
-                lo, hi = fit["intervals"][name]
-                hi = float("inf") if hi is None else hi  # open above: B_crit above the sweep
-                self.assertTrue(0 <= lo <= fit[name] <= hi, (seed, name, lo, fit[name], hi))
+            for method in ("profile", "bootstrap"):
+                fit = lbt.fit_critical_batch(batches, steps, interval=method, resamples=200,
+                                             seed=seed)
+                for name in ("S_min", "E_min", "B_crit"):
+                    if fit[name] is None:
+                        continue
+                    lo, hi = fit["intervals"][name]
+                    hi = float("inf") if hi is None else hi  # open above: B_crit above the sweep
+                    self.assertTrue(0 <= lo <= fit[name] <= hi,
+                                    (method, seed, name, lo, fit[name], hi))
 
     def test_steps_that_fall_as_1_over_b_throughout_put_b_crit_above_the_sweep(self):
         batches = np.array([16.0, 64.0, 256.0, 1024.0])
@@ -119,7 +129,8 @@ class FitCriticalBatchTest(unittest.TestCase):
     def test_an_interval_its_replicates_leave_open_above_ends_in_none(self):
         # B_crit ~ 11x the largest batch: resamples without the bend fall as 1/B (B_crit ~ 5e38
         # was its upper end).
-        fit = lbt.fit_critical_batch([16, 64, 256, 1024], [6400, 1650, 400, 110], resamples=2000)
+        fit = lbt.fit_critical_batch([16, 64, 256, 1024], [6400, 1650, 400, 110],
+                                     interval="bootstrap")
         self.assertTrue(fit["resolved"])
         lo, hi = fit["intervals"]["B_crit"]
         self.assertIsNone(hi)

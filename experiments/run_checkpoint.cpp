@@ -19,6 +19,7 @@ nlohmann::json outcome_json(const trainer::TrainOutcome& o) {
   return {{"status", o.status},
           {"steps", o.steps},
           {"examples", o.examples},
+          {"last_global_batch", o.last_global_batch},
           {"steps_to_target", o.steps_to_target},
           {"examples_to_target", o.examples_to_target},
           {"steps_lo", o.steps_lo},
@@ -55,6 +56,7 @@ void outcome_from_json(const nlohmann::json& j, trainer::TrainOutcome& o) {
   if (o.status == "interrupted") o.status = "running";
   o.steps = j.at("steps");
   o.examples = j.value("examples", std::int64_t{-1});
+  o.last_global_batch = j.value("last_global_batch", std::int64_t{-1});
   o.steps_to_target = j.at("steps_to_target");
   o.examples_to_target = j.at("examples_to_target");
   o.steps_lo = j.at("steps_lo");

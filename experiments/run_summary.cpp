@@ -57,9 +57,11 @@ nlohmann::json summary_json(const trainer::TrainConfig& cfg, const trainer::Trai
     s["last_finite_loss"] = null_if_nan(o.last_finite_loss);
     s["divergence_reason"] = o.divergence_reason;
   }
-  // Adaptive or stepped batch: global_batch above is the first steps'; examples and
-  // examples_to_target are sums of the batches used.
+  // Adaptive or stepped batch: global_batch above is the first steps', global_batch_last the
+  // last step's (null before one); examples and examples_to_target are sums of the batches used.
   if (cfg.adaptive.enabled) {
+    s["global_batch_last"] =
+        o.last_global_batch > 0 ? nlohmann::json(o.last_global_batch) : nlohmann::json();
     s["batch_schedule"] = cfg.adaptive.follows_noise() ? "adaptive" : "steps";
     s["batch_min"] = cfg.adaptive.batch_min;
     s["batch_max"] = cfg.adaptive.batch_max;

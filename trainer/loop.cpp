@@ -85,7 +85,8 @@ TrainLoop::StepResult TrainLoop::step(std::int64_t step, bool replay) {
   sync_parameters(step);          // local SGD: the ranks' average every H steps
   update_ema(step + 1);           // the weights' EMA that steps-to-target reads
   out_.steps = state_.step = step + 1;
-  out_.examples = state_.examples_seen += r.global_batch = global_batch_now();
+  out_.examples = state_.examples_seen += out_.last_global_batch = r.global_batch =
+      global_batch_now();
   r.batch_changed = next_batch(r, replay);  // adaptive or steps: the next steps' batch
   return r;
 }

@@ -99,6 +99,7 @@ struct TrainOutcome {
   std::string status = "running";
   std::int64_t steps = 0, total_steps = 0;
   std::int64_t examples = -1;  // the sum of the steps' global batches (-1: steps x global_batch)
+  std::int64_t last_global_batch = -1;  // the last step's (an adaptive batch's end; -1: none)
   // Steps-to-result under train.target_definition: the first evaluated step meeting the target
   // (steps_hi); steps_lo is the last evaluated step below it (0: none), so the definition's
   // first step lies in (steps_lo, steps_to_target]. Before the crossing steps_lo tracks the

@@ -162,6 +162,10 @@ BOOST_AUTO_TEST_CASE(resume_right_after_a_batch_change_is_bit_exact) {
   const auto summary_a = nlohmann::json::parse(slurp(whole / "summary.json"));
   const auto summary_b = nlohmann::json::parse(slurp(resumed / "summary.json"));
   BOOST_TEST(summary_a["examples"] == summary_b["examples"]);
+  // Where the batch ended, not where it began (summary's global_batch is the first steps').
+  BOOST_TEST(summary_a["global_batch_last"] == metrics.back()["global_batch"]);
+  BOOST_TEST(summary_b["global_batch_last"] == summary_a["global_batch_last"]);
+  BOOST_TEST(summary_a["global_batch"] == metrics.front()["global_batch"]);
 }
 
 // One line on stderr ("error: ..." naming the key) plus its hint, exit code 2.

@@ -65,6 +65,8 @@ BOOST_AUTO_TEST_CASE(every_step_takes_the_stage_s_batch_and_the_rule_s_lr) {
   BOOST_TEST(summary["steps"].get<std::int64_t>() == 28);
   BOOST_TEST(summary["batch_schedule"] == "steps");
   BOOST_TEST(summary["batch_steps"] == "0:32, 320:64, 1000:128");
+  BOOST_TEST(summary["global_batch"] == 32);        // the first stage's
+  BOOST_TEST(summary["global_batch_last"] == 128);  // the last step's
 }
 
 // With one stage the schedule is a fixed batch: the same data, the same steps, the same bits.

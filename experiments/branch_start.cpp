@@ -38,6 +38,7 @@ BranchPoint point_of(const trainer::LoadedCheckpoint& ck, const BranchOptions& o
                       "branch at k x " + std::to_string(p.reference_batch) + " with k = 1, 2, ...");
   }
   p.multiplier = options.global_batch / p.reference_batch;
+  p.config = ck.header.at("config").get<std::string>();
   return p;
 }
 

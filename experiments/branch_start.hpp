@@ -39,6 +39,7 @@ struct BranchOptions {
 // Throws ConfigError when the checkpoint is unreadable, or k is not a whole number >= 1.
 struct BranchPoint {
   std::int64_t step = 0, reference_batch = 0, multiplier = 1;
+  std::string config;  // the checkpoint's resolved config (its run's config.toml)
 };
 BranchPoint read_branch_point(const BranchOptions& options);
 

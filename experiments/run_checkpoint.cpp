@@ -250,8 +250,7 @@ void save_run_checkpoint(const std::filesystem::path& run_dir, const trainer::Lo
   trainer::prune_checkpoints(dir, keep, state.step);
 }
 
-void refuse_changed_config(const std::filesystem::path& run_dir, const std::string& saved_toml,
-                           const std::string& resolved_toml) {
+std::string config_differences(const std::string& saved_toml, const std::string& resolved_toml) {
   const auto saved = flatten_config(saved_toml);
   const auto now = flatten_config(resolved_toml);
   std::string differs;
@@ -262,6 +261,12 @@ void refuse_changed_config(const std::filesystem::path& run_dir, const std::stri
       differs += (differs.empty() ? "" : ", ") + key + ": " + before + " -> " + value;
     }
   }
+  return differs;
+}
+
+void refuse_changed_config(const std::filesystem::path& run_dir, const std::string& saved_toml,
+                           const std::string& resolved_toml) {
+  const std::string differs = config_differences(saved_toml, resolved_toml);
   if (!differs.empty()) {
     throw ConfigError(
         "cannot resume " + run_dir.string() + ": the config changed (" + differs + ")",

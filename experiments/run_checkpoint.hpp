@@ -54,6 +54,8 @@ void refuse_changed_data(const std::string& refused, const trainer::LoadedCheckp
 // may change on resume; keys the saved config has and `resolved_toml` lacks are not compared.
 void refuse_changed_config(const std::filesystem::path& run_dir, const std::string& saved_toml,
                            const std::string& resolved_toml);
+// The differences that refusal names ("key: before -> now, ..."), "" where there are none.
+std::string config_differences(const std::string& saved_toml, const std::string& resolved_toml);
 
 // --resume given a run's checkpoints/ or a sweep's directory: an error naming the fix, before
 // anything reads the directory (until 2026-11-29 both read "the run has no config.toml" or

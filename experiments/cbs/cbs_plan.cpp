@@ -12,6 +12,7 @@
 #include "experiments/branch_start.hpp"
 #include "experiments/json_file.hpp"
 #include "experiments/lbt_schema.hpp"
+#include "experiments/run_checkpoint.hpp"
 #include "trainer/checkpoint.hpp"
 #include "trainer/config/run_config.hpp"
 #include "trainer/data/load.hpp"
@@ -137,6 +138,26 @@ BranchLength branch_length(const CbsOptions& options, const ReferenceRun& refere
 
 namespace {
 
+// A checkpoint copied in from another run (or over another step's) was branched from: the
+// branches then trained from another point, at another batch or LR, than the run's config.toml
+// says (2026-11-29 audit: a step-200 checkpoint named step 300 gave k = 1, 2, 4 branches of
+// 42k, 68k and 119k examples; one at B = 128 in a B = 256 run read k = 2 as k = 1).
+void check_own_checkpoint(const BranchPoint& p, std::int64_t step, const ReferenceRun& ref,
+                          const fs::path& file) {
+  const std::string fix = "restore the run's own checkpoint of step " + std::to_string(step) +
+                          ", or give --from the run that wrote it";
+  if (p.step != step || p.reference_batch != ref.global_batch)
+    throw DataError(file.string() + " holds step " + std::to_string(p.step) + " at batch " +
+                        std::to_string(p.reference_batch) + ", not this run's step " +
+                        std::to_string(step) + " at batch " + std::to_string(ref.global_batch),
+                    fix);
+  const std::string differs = config_differences(p.config, io::read_file(ref.config_path));
+  if (!differs.empty())
+    throw DataError(file.string() + " is another run's: its config differs from " +
+                        ref.config_path.string() + " (" + differs + ")",
+                    fix);
+}
+
 void check_steps(const CbsOptions& options, const ReferenceRun& ref) {
   if (options.steps.empty())
     throw ConfigError("--at-steps is empty", "e.g. --at-steps 200,800,3200");
@@ -159,7 +180,7 @@ void check_steps(const CbsOptions& options, const ReferenceRun& ref) {
     BranchOptions k1;
     k1.checkpoint = trainer::checkpoint_path(ref.dir / "checkpoints", s);
     k1.global_batch = ref.global_batch;
-    read_branch_point(k1);
+    check_own_checkpoint(read_branch_point(k1), s, ref, k1.checkpoint);
   }
 }
 
@@ -204,6 +225,18 @@ void check_multipliers(const CbsOptions& options, const ReferenceRun& ref, std::
 
 std::vector<Branch> make_cbs_plan(const CbsOptions& options, const ReferenceRun& ref) {
   if (options.seeds < 1) throw ConfigError("--seeds must be >= 1", "e.g. --seeds 3");
+  // The plan holds every branch before one runs: 2^31 seeds ended in std::bad_alloc.
+  if (options.seeds > 1000)
+    throw ConfigError("--seeds " + std::to_string(options.seeds) +
+                          " is more than 1000 (each seed trains a branch per multiplier and step)",
+                      "e.g. --seeds 3; a few seeds give the interval");
+  // Rounding the length up to whole steps at every multiplier wrapped near 2^63 (every branch
+  // then failed "train.steps must be >= 0", blamed on the reference's config).
+  if (options.examples > std::int64_t{1'000'000'000'000'000})
+    throw ConfigError("--examples " + std::to_string(options.examples) +
+                          " is more than 10^15 examples, far past any branch",
+                      "give a branch length of a few hundred steps, or leave --examples out to "
+                      "measure it");
   if (options.multipliers.empty()) throw ConfigError("--multipliers is empty", "e.g. 1,2,4,8,16");
   check_steps(options, ref);
   check_multipliers(options, ref, options.examples);

@@ -185,7 +185,8 @@ void add_train_command(CLI::App& app) {
                 "is usable; print the resolved config.toml; train nothing");
   cmd->add_option("--resume", args->resume,
                   "RUN_DIR: continue that run from its newest intact checkpoint (bit for bit); "
-                  "auto: continue --out's run if it has a checkpoint, else start it");
+                  "auto: continue --out's run if it has a checkpoint, else start it (refused where "
+                  "every checkpoint is damaged)");
   cmd->footer(config_keys_footer());
   cmd->callback([args] {
     const experiments::RunOptions options = run_options(*args);

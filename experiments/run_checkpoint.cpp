@@ -388,7 +388,8 @@ void refuse_resume_near_miss(const std::filesystem::path& dir) {
 void nothing_to_resume(const std::filesystem::path& run_dir) {
   throw ConfigError(
       "nothing to resume: " + (run_dir / "checkpoints").string() + " holds no intact checkpoint",
-      "start a fresh run, or use --resume auto to fall back to one");
+      "look at them (a resume skips each damaged one with a warning), or start the run over "
+      "with --overwrite");
 }
 
 }  // namespace lbt::experiments

@@ -61,7 +61,8 @@ std::string config_differences(const std::string& saved_toml, const std::string&
 // anything reads the directory (until 2026-11-29 both read "the run has no config.toml" or
 // "nothing to resume ... use --resume auto", which refused a sweep's).
 void refuse_resume_near_miss(const std::filesystem::path& dir);
-// The error of a --resume RUN_DIR whose checkpoints/ holds no intact checkpoint.
+// The error of a --resume RUN_DIR whose checkpoints/ holds no intact checkpoint (and of a
+// --resume auto whose checkpoints/ holds some, none intact: starting fresh would replace them).
 [[noreturn]] void nothing_to_resume(const std::filesystem::path& run_dir);
 
 // "section.key" -> value text of a resolved config.toml (toml++'s printed form).

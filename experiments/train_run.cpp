@@ -101,6 +101,10 @@ bool resume_run(const std::filesystem::path& run_dir, const RunOptions& options,
                  static_cast<long long>(resume_from.step));
   }
   if (!resumed && options.resume == Resume::kRequired) nothing_to_resume(run_dir);
+  // --resume auto starts fresh where a run has no checkpoint; where it has some, all damaged,
+  // starting fresh replaced the run's logs and those checkpoints (2026-11-29 audit).
+  if (!resumed && !trainer::list_checkpoints(run_dir / "checkpoints").empty())
+    nothing_to_resume(run_dir);
   return resumed;
 }
 

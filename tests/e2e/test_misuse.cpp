@@ -216,6 +216,21 @@ BOOST_AUTO_TEST_CASE(resume_with_other_threads_is_refused_naming_the_key) {
   BOOST_TEST(r.code == 0, r.err);  // a key that changes no value may still change
 }
 
+// --resume auto where every checkpoint is damaged: refused as --resume RUN is, the run left as
+// it was (it started fresh and replaced the logs and the checkpoints; 2026-11-29 audit).
+BOOST_AUTO_TEST_CASE(resume_auto_keeps_a_run_whose_checkpoints_are_all_damaged) {
+  const fs::path run = scratch() / "all_damaged";
+  BOOST_TEST_REQUIRE(run_lbt(train("--out " + run.string())).code == 0);
+  for (const fs::path& ckpt : lbt::trainer::list_checkpoints(run / "checkpoints"))
+    std::fstream(ckpt, std::ios::in | std::ios::out | std::ios::binary).seekp(100).put('X');
+  const std::string metrics = slurp(run / "metrics.jsonl");
+  const auto r = run_lbt(train("--out " + run.string() + " --resume auto"));
+  BOOST_TEST(r.code == 2, r.err);
+  BOOST_TEST(r.err.find("holds no intact checkpoint") != std::string::npos, r.err);
+  BOOST_TEST(slurp(run / "metrics.jsonl") == metrics);
+  BOOST_TEST(!checkpoint_names(run).empty());
+}
+
 // 11. By default a run wrote no checkpoint until it ended; now one every
 //     train.checkpoint_every_seconds (default 300) as well.
 BOOST_AUTO_TEST_CASE(checkpoints_are_written_by_wall_time_by_default) {

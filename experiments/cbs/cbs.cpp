@@ -71,7 +71,8 @@ CbsPoint measure_point(std::int64_t step, const std::vector<Branch>& plan, const
   for (const Branch& b : plan) {
     if (b.step != step) continue;
     p.branches.push_back(read_branch_result(b, dir / b.name));
-    losses.push_back({b.multiplier, b.seed_index, p.branches.back().loss});
+    const BranchResult& r = p.branches.back();
+    losses.push_back({b.multiplier, b.seed_index, r.loss, measured_outcome(r.status)});
   }
   p.estimate = estimate_cbs(losses, with_one(o.multipliers), o.seeds, o.tolerance);
   p.noise = read_noise_at_step(ref.dir, step);
@@ -107,6 +108,14 @@ void warn_about(const CbsPoint& p, std::vector<std::string>& warnings) {
                   "so its CBS compares noise: give a longer --examples",
                   p.fall_in_tolerances(), static_cast<long long>(p.examples));
     warnings.push_back(at + text);
+  }
+  const auto failed = std::count_if(p.branches.begin(), p.branches.end(), [](const auto& r) {
+    return r.status != "missing" && !measured_outcome(r.status);
+  });
+  if (failed > 0) {
+    warnings.push_back(at + std::to_string(failed) +
+                       " branch(es) failed (see branches.csv): they measured nothing, so their "
+                       "seeds give no reading there; rerun the same lbt cbs to run them again");
   }
   // The estimate's reference loss is the k = 1 branches' mean over those with a loss.
   if (!std::isfinite(p.estimate.reference_loss) && !p.branches.empty()) {

@@ -39,4 +39,8 @@ struct BranchResult {
 
 BranchResult read_branch_result(const Branch& branch, const std::filesystem::path& dir);
 
+// Whether a branch that ended so measured its outcome (completed, diverged: its loss, or
+// outside any tolerance); a failed one measured nothing, and a rerun of lbt cbs runs it again.
+bool measured_outcome(const std::string& status);
+
 }  // namespace lbt::experiments

@@ -10,10 +10,15 @@ namespace {
 
 constexpr double kUnmeasured = std::numeric_limits<double>::quiet_NaN();
 
-double loss_of(const std::vector<BranchLoss>& losses, std::int64_t k, int seed) {
+const BranchLoss* branch_of(const std::vector<BranchLoss>& losses, std::int64_t k, int seed) {
   for (const BranchLoss& l : losses)
-    if (l.multiplier == k && l.seed_index == seed) return l.loss;
-  return kUnmeasured;  // not run (yet): outside, like a failed branch
+    if (l.multiplier == k && l.seed_index == seed) return &l;
+  return nullptr;  // not run (yet)
+}
+
+double loss_of(const std::vector<BranchLoss>& losses, std::int64_t k, int seed) {
+  const BranchLoss* l = branch_of(losses, k, seed);
+  return l ? l->loss : kUnmeasured;
 }
 
 // The finite k = 1 losses over seeds.
@@ -52,10 +57,11 @@ std::int64_t k_max_of_seed(const std::vector<BranchLoss>& losses,
   std::int64_t k_max = 1;
   for (std::int64_t k : multipliers) {
     if (k == 1) continue;
-    const double l = loss_of(losses, k, seed);
+    const BranchLoss* b = branch_of(losses, k, seed);
+    if (!b || !b->measured) return 0;  // the reading needs this branch: none for the seed
     // Monotone reading: the first k outside the tolerance ends the search, so a lucky larger k
-    // after a failed one does not count.
-    if (!(std::isfinite(l) && l <= reference_loss + tolerance)) break;
+    // after one outside does not count.
+    if (!(std::isfinite(b->loss) && b->loss <= reference_loss + tolerance)) break;
     k_max = k;
   }
   return k_max;
@@ -74,10 +80,16 @@ CbsEstimate estimate_cbs(const std::vector<BranchLoss>& losses,
     e.bound = "unmeasured";
     return e;
   }
-  for (int s = 0; s < seeds; ++s)
-    e.k_max_per_seed.push_back(
-        k_max_of_seed(losses, multipliers, s, e.reference_loss, e.tolerance));
-  std::vector<std::int64_t> sorted = e.k_max_per_seed;
+  std::vector<std::int64_t> sorted;  // the seeds with a reading
+  for (int s = 0; s < seeds; ++s) {
+    const std::int64_t k = k_max_of_seed(losses, multipliers, s, e.reference_loss, e.tolerance);
+    e.k_max_per_seed.push_back(k);
+    if (k > 0) sorted.push_back(k);
+  }
+  if (sorted.empty()) {
+    e.bound = "unmeasured";
+    return e;
+  }
   std::sort(sorted.begin(), sorted.end());
   e.k_max = sorted[(sorted.size() - 1) / 2];  // the lower median: one of the seeds' values
   e.k_lo = sorted.front();

@@ -17,7 +17,10 @@ inline constexpr double kToleranceStds = 2.0;
 struct BranchLoss {
   std::int64_t multiplier = 1;
   int seed_index = 0;
-  double loss = 0.0;  // NaN: none (diverged, failed): outside any tolerance
+  double loss = 0.0;  // NaN: none; outside any tolerance where it diverged
+  // False where the branch measured nothing (it failed, or has not run): unlike a divergence,
+  // no reading of its seed; a rerun of lbt cbs runs it again.
+  bool measured = true;
 };
 
 struct CbsEstimate {
@@ -25,7 +28,8 @@ struct CbsEstimate {
   bool tolerance_measured = false;  // false: given by --tolerance
   double reference_loss = 0.0;      // mean k = 1 loss over seeds (NaN: none)
   double reference_std = 0.0;       // its sample std over seeds (NaN: fewer than 2)
-  std::vector<std::int64_t> k_max_per_seed;  // seed order; 1: even k = 2 was outside
+  std::vector<std::int64_t> k_max_per_seed;  // seed order; 1: even k = 2 was outside; 0: no
+                                             // reading (a branch it needed measured nothing)
   // The lower median of k_max_per_seed, and their range; 0 for none (no reference loss or
   // tolerance).
   std::int64_t k_max = 0, k_lo = 0, k_hi = 0;
@@ -43,7 +47,8 @@ CbsEstimate estimate_cbs(const std::vector<BranchLoss>& losses,
                          const std::vector<std::int64_t>& multipliers, int seeds, double tolerance);
 
 // k_max of one seed: the largest k such that every multiplier in (1, k] has a finite loss within
-// `tolerance` of `reference_loss` (1 when k = 2 already fails).
+// `tolerance` of `reference_loss` (1 when k = 2 already fails); 0 where a branch of the seed
+// measured nothing before one fell outside (a failed k = 4 after k = 2 inside tells nothing).
 std::int64_t k_max_of_seed(const std::vector<BranchLoss>& losses,
                            const std::vector<std::int64_t>& multipliers, int seed,
                            double reference_loss, double tolerance);

@@ -72,6 +72,13 @@ bool resolved(const CbsEstimate& e) {
   return e.bound.empty() && e.k_max > 0;
 }
 
+// Each seed's k_max, null where it has no reading (a branch it needed measured nothing).
+nlohmann::json seed_readings_json(const CbsEstimate& e) {
+  nlohmann::json out = nlohmann::json::array();
+  for (std::int64_t k : e.k_max_per_seed) out.push_back(k > 0 ? nlohmann::json(k) : nullptr);
+  return out;
+}
+
 nlohmann::json branch_json(const BranchResult& r) {
   const Branch& b = r.branch;
   nlohmann::json j = {{"name", b.name},
@@ -137,7 +144,7 @@ nlohmann::json point_json(const CbsPoint& p, const CbsSettings& settings) {
           {"cbs_interval", cbs_interval_json(p)},
           {"bound", bound_json(p, settings.multipliers)},
           {"k_max", e.k_max > 0 ? nlohmann::json(e.k_max) : nlohmann::json()},
-          {"k_max_per_seed", e.k_max_per_seed},
+          {"k_max_per_seed", seed_readings_json(e)},
           {"tolerance", number(e.tolerance)},
           {"tolerance_measured", e.tolerance_measured},
           {"reference_loss", number(e.reference_loss)},

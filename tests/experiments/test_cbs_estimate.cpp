@@ -67,6 +67,21 @@ BOOST_AUTO_TEST_CASE(a_diverged_branch_is_outside_and_bounds_are_named) {
   BOOST_TEST(above.k_upper == 0);  // at least 8 B: open above
 }
 
+// A failed branch measured nothing: its seed gives no reading (it read as outside, so a crash
+// at k = 2 made the CBS "below 2 B"); a diverged one is outside, as before.
+BOOST_AUTO_TEST_CASE(a_failed_branch_leaves_its_seed_without_a_reading) {
+  auto losses = table({{1.0, 1.0, 1.0}, {kNaN, kNaN, 1.0}, {1.0, 1.0, 1.0}, {1.0, 1.0, 1.0}});
+  losses[3].measured = losses[4].measured = false;  // k = 2 of seeds 0 and 1 failed
+  const auto e = estimate_cbs(losses, {1, 2, 4, 8}, 3, 0.05);
+  BOOST_TEST((e.k_max_per_seed == std::vector<std::int64_t>{0, 0, 8}));
+  BOOST_TEST(e.k_max == 8);
+  BOOST_TEST(e.bound == "at_least");
+  losses[5].measured = false;  // every seed's k = 2: nothing measured
+  BOOST_TEST(estimate_cbs(losses, {1, 2, 4, 8}, 3, 0.05).bound == "unmeasured");
+  losses[3].measured = true;  // seed 0's k = 2 diverged: outside
+  BOOST_TEST(estimate_cbs(losses, {1, 2, 4, 8}, 3, 0.05).k_max_per_seed[0] == 1);
+}
+
 BOOST_AUTO_TEST_CASE(one_seed_without_a_given_tolerance_is_unmeasured_not_zero) {
   const auto e = estimate_cbs(table({{1.0}, {1.0}}), {1, 2}, 1, -1.0);
   BOOST_TEST(e.bound == "unmeasured");

@@ -1,11 +1,12 @@
 // SIGTERM of a running `lbt cbs` through the real binary: it tells its running branches to
 // stop (each saves a checkpoint), prints its own stop message (until 014fb33 it printed the
 // sweep's), exits 143, and a rerun of the same command continues the branches and ends
-// where an undisturbed run ends, bit for bit.
+// where an undisturbed run ends, bit for bit; a rerun runs a failed branch again.
 #include <boost/test/unit_test.hpp>
 
 #include <signal.h>
 
+#include <fstream>
 #include <string>
 
 #include "cbs_support.hpp"
@@ -18,16 +19,19 @@ using lbt::test::slurp;
 
 namespace {
 
-// A short reference (40 steps of plain SGD at B = 16), checkpoints every 5 steps.
+// A short reference (40 steps of plain SGD at B = 16), checkpoints every 5 steps; trained once.
 fs::path short_reference() {
-  lbt::test::CbsReference r;
-  r.batch = 16;
-  r.micro = 4;
-  r.steps = 40;
-  r.momentum = 0.0;
-  r.scaling = "sqrt";
-  r.checkpoint_every = 5;
-  return lbt::test::train_reference("ref_interrupt", r);
+  static const fs::path dir = [] {
+    lbt::test::CbsReference r;
+    r.batch = 16;
+    r.micro = 4;
+    r.steps = 40;
+    r.momentum = 0.0;
+    r.scaling = "sqrt";
+    r.checkpoint_every = 5;
+    return lbt::test::train_reference("ref_interrupt", r);
+  }();
+  return dir;
 }
 
 // Two branches of 6M examples each (seconds each here), so that a signal finds one running.
@@ -80,4 +84,24 @@ BOOST_AUTO_TEST_CASE(sigterm_of_lbt_cbs_says_so_exits_143_and_a_rerun_ends_bit_f
                  final_val_loss(undisturbed / "branches" / branch));
     }
   }
+}
+
+// A branch that failed (killed, out of memory: lbt cbs records status "failed") measured
+// nothing: a rerun runs it again and reads what an undisturbed run reads (it was kept, and
+// counted as outside the tolerance: the CBS fell after any crash; 2026-11-29 audit).
+BOOST_AUTO_TEST_CASE(a_rerun_runs_a_failed_branch_again) {
+  const fs::path out = scratch() / "cbs_failed_branch";
+  const std::string args = "cbs --from " + short_reference().string() +
+                           " --at-steps 5 --multipliers 1,2 --examples 256 --tolerance 0.1"
+                           " --seeds 1 --no-plots --quiet --out " +
+                           out.string();
+  BOOST_TEST_REQUIRE(run_lbt(args).code == 0);
+  const std::string undisturbed = slurp(out / "cbs.csv");
+  const fs::path k2 = out / "branches" / "step5_k2_s0";
+  std::ofstream(k2 / "summary.json", std::ios::trunc)
+      << R"({"status": "failed", "error": "killed by signal 9"})";
+  const auto rerun = run_lbt(args);
+  BOOST_TEST(rerun.code == 0, rerun.err);
+  BOOST_TEST(status_of(k2) == "completed");
+  BOOST_TEST(slurp(out / "cbs.csv") == undisturbed);
 }

@@ -55,17 +55,18 @@ void report(const experiments::CbsOutcome& r, const experiments::CbsOptions& o) 
     if (k > 1 && (smallest == 0 || k < smallest)) smallest = k;
     largest = std::max(largest, k);
   }
-  std::printf("%8s %7s %22s %28s %11s %12s\n", "step", "batch", "CBS [interval]",
+  // 26: ">= 4096 [4096-unbounded]" and the like fit their column.
+  std::printf("%8s %7s %26s %28s %11s %12s\n", "step", "batch", "CBS [interval]",
               "B_simple [ci95] @step", "tolerance", "ref loss");
   for (const auto& p : r.points) {
-    std::printf("%8lld %7lld %22s %28s %11s %12s\n", static_cast<long long>(p.step),
+    std::printf("%8lld %7lld %26s %28s %11s %12s\n", static_cast<long long>(p.step),
                 static_cast<long long>(p.batch), cbs_text(p, smallest, largest).c_str(),
                 noise_text(p.noise).c_str(), number_text(p.estimate.tolerance, "%.3g").c_str(),
                 number_text(p.estimate.reference_loss, "%.6g").c_str());
   }
   for (const auto& w : r.warnings) std::fprintf(stderr, "[cbs] warning: %s\n", w.c_str());
-  std::printf("branches: %d (%d run now); cbs.json, cbs.csv, branches.csv, cbs.png in %s\n",
-              r.branches, r.ran, r.out.c_str());
+  std::printf("branches: %d (%d run now); cbs.json, cbs.csv, branches.csv%s in %s\n", r.branches,
+              r.ran, o.plots ? ", cbs.png" : "", r.out.c_str());
 }
 
 }  // namespace

@@ -122,6 +122,20 @@ void warn_about(const CbsPoint& p, std::vector<std::string>& warnings) {
     warnings.push_back(at +
                        "no k = 1 branch ended with a loss (each diverged or failed: see "
                        "branches.csv), so nothing is measured there");
+  } else if (!std::isfinite(p.estimate.tolerance)) {  // measured, from one k = 1 loss
+    warnings.push_back(at +
+                       "one k = 1 branch alone ended with a loss (see branches.csv): the "
+                       "tolerance, their spread over seeds, needs two, so nothing is measured "
+                       "there");
+  }
+  // The check above needs the reference's loss at the checkpoint itself (2026-11-29 audit: at
+  // eval_every 500 a step-900 point that compared noise passed without a word).
+  if (std::isnan(p.loss_at_checkpoint) && std::isfinite(p.estimate.tolerance)) {
+    warnings.push_back(at +
+                       "the reference run did not evaluate at this checkpoint, so whether its "
+                       "k = 1 branch fell by more than the tolerance (or the CBS compares noise) "
+                       "is not checked: branch from steps it evaluated at, or rerun it with a "
+                       "train.eval_every that divides them");
   }
 }
 

@@ -315,6 +315,9 @@ void restore_from(const std::filesystem::path& run_dir, const trainer::LoadedChe
                       "resume with the same number of processes (mpirun -np " +
                           std::to_string(h.at("world_size").get<int>()) + ")");
   }
+  // Every changed key at once, before the checks of what they resolve to: resumed with another
+  // config file, the threads' refusal came first, and its fix led to this one (2026-11-29).
+  refuse_changed_config(run_dir, h.at("config").get<std::string>(), identity.resolved_config);
   for (const char* key : {"global_batch", "micro_batch", "accum_steps"}) {
     if (h.at(key).get<std::int64_t>() != (std::string(key) == "global_batch" ? identity.global_batch
                                           : std::string(key) == "micro_batch"
@@ -333,7 +336,6 @@ void restore_from(const std::filesystem::path& run_dir, const trainer::LoadedChe
             " (train.threads), and a resume would not continue bit for bit",
         "resume with --set train.threads=" + std::to_string(h.at("threads").get<int>()));
   }
-  refuse_changed_config(run_dir, h.at("config").get<std::string>(), identity.resolved_config);
   refuse_changed_data("cannot resume " + run_dir.string(), ck, identity.data);
   ck.copy_to("params", model.store().params());
   for (auto& [name, buffer] : optimizer.state().buffers())

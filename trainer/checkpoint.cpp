@@ -58,17 +58,24 @@ class CrcWriter {
 
 }  // namespace
 
+// A resume compares the config before it copies a section (experiments/run_checkpoint.cpp), so a
+// section missing or of another size under the same config is a file edited with its checksum
+// recomputed (or another program's), not a changed model.
+constexpr const char* kNotThisModelsHint =
+    "it was edited or written by another program: move it out of checkpoints/ (a resume then "
+    "takes the one before it), or start a fresh run if the model or optimizer changed";
+
 void LoadedCheckpoint::copy_to(const std::string& name, std::span<std::byte> dst) const {
   auto it = sections.find(name);
   if (it == sections.end()) {
     throw DataError(path.string() + ": checkpoint has no section '" + name + "'",
-                    "it was written by a different model or optimizer: start a fresh run");
+                    kNotThisModelsHint);
   }
   if (it->second.size() != dst.size()) {
     throw DataError(path.string() + ": section '" + name + "' holds " +
                         std::to_string(it->second.size()) + " bytes, expected " +
                         std::to_string(dst.size()),
-                    "the model or optimizer changed since the checkpoint: start a fresh run");
+                    kNotThisModelsHint);
   }
   if (!dst.empty()) std::memcpy(dst.data(), it->second.data(), dst.size());
 }
@@ -201,7 +208,11 @@ bool load_latest_checkpoint(const std::filesystem::path& dir, LoadedCheckpoint& 
       out = read_checkpoint(*it);
       return true;
     } catch (const std::exception& e) {
-      std::fprintf(stderr, "warning: skipping checkpoint %s: %s\n", it->c_str(), e.what());
+      // read_checkpoint's errors name the file already ("PATH: checksum mismatch ...").
+      const std::string why = e.what();
+      std::fprintf(
+          stderr, "warning: skipping checkpoint %s\n",
+          why.rfind(it->string(), 0) == 0 ? why.c_str() : (it->string() + ": " + why).c_str());
     }
   }
   return false;

@@ -167,12 +167,12 @@ BOOST_AUTO_TEST_CASE(batch_norm_statistics_and_the_noise_estimate_resume_bit_for
 BOOST_AUTO_TEST_CASE(resume_refuses_a_changed_config_naming_the_key) {
   const fs::path run = scratch() / "changed";
   BOOST_REQUIRE(finish(start(kTrain + " --set train.steps=60 --out " + run.string())));
-  auto r = lbt::test::run_lbt("train --resume " + run.string() + " --set optimizer.lr=0.5 --quiet");
+  auto r = lbt::test::run_lbt("train --resume " + run.string() +
+                              " --set optimizer.lr=0.5 --set train.threads=2 --quiet");  // both
   BOOST_TEST(r.code != 0);
   BOOST_TEST(r.err.find("optimizer.lr") != std::string::npos, r.err);
-  // A path that is no run directory, a file inside one, and a run whose config.toml was
-  // emptied: each named as such (the hints were "presets live in experiments/configs/" and
-  // "train.global_batch differs from the checkpoint's").
+  // No run directory, a file inside one, a run whose config.toml was emptied: each named as such
+  // (the hints were "presets live in experiments/configs/", "train.global_batch differs ...").
   auto none = lbt::test::run_lbt("train --resume " + (scratch() / "nothing").string() + " --quiet");
   BOOST_TEST(none.code == 2);
   BOOST_TEST(none.err.find("no run directory there") != std::string::npos, none.err);

@@ -264,7 +264,7 @@ void TrainLoop::log_step(const StepResult& r) {
         line["accuracy"] = sums_.correct() / sums_.examples();
       line["grad_norm"] = r.grad_norm;
       line["samples_per_s"] = samples_per_s;
-      line["wall_time"] = seconds_since(t_start_);
+      line["wall_time"] = wall_time();
       ctx_.run_dir->append_metrics(line);
     }
     progress_.update(out_.steps, r.loss, state_.last_val_accuracy, samples_per_s);
@@ -277,7 +277,7 @@ void TrainLoop::log_step(const StepResult& r) {
 // The run: steps until the budget, the target (stop_at_target), a prune, a divergence or a
 // signal ends it; then the final status and checkpoint.
 TrainOutcome TrainLoop::run() {
-  const double wall_before = out_.wall_time_s;  // time spent before a resume
+  wall_before_ = out_.wall_time_s;
   next_eval_ = state_.next_eval > state_.step ? state_.next_eval : next_evaluation(state_.step);
   if (out_.steps_to_target < 0 && !state_.below_target && !follows_noise_) take_lo_snapshot();
   // A resume from a run's final checkpoint (status no longer "running") trains no more steps.
@@ -295,7 +295,7 @@ TrainOutcome TrainLoop::run() {
       break;
     }
     if (checkpoint_due(r)) {
-      out_.wall_time_s = wall_before + seconds_since(t_start_);
+      out_.wall_time_s = wall_time();
       checkpoint();
       t_checkpoint_ = Clock::now();
     }
@@ -305,7 +305,7 @@ TrainOutcome TrainLoop::run() {
     average_over_ranks(store_.params(), ctx_.optimizer, store_.grads(), ctx_.comm);
   progress_.finish();
   from_device();  // the run's model is the host's from here (summary, final checkpoint)
-  out_.wall_time_s = wall_before + seconds_since(t_start_);
+  out_.wall_time_s = wall_time();
   // This process's own examples over its own time: a branch starts from its reference's
   // examples (examples_seen) with none of its time; a resumed run's earlier part ran elsewhere.
   out_.samples_per_s =

@@ -121,7 +121,7 @@ bool TrainLoop::evaluate_now(bool refinement) {
     add_metrics(line, e);
     if (ema_on()) add_metrics(line["ema"], ema);
     line["target_met"] = met;
-    line["wall_time"] = seconds_since(t_start_);
+    line["wall_time"] = wall_time();
     if (refinement) line["refinement"] = true;
     ctx_.run_dir->append_eval(line);
   }

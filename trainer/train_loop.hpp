@@ -155,6 +155,10 @@ class TrainLoop {
   std::int64_t window_steps_ = 0, window_examples_from_ = state_.examples_seen;
   const std::int64_t examples_at_start_ = state_.examples_seen;  // a resume's or a branch's
   std::int64_t next_eval_ = 0;                                   // the next step that evaluates
+  // Seconds the run spent before a resume: the logs' wall_time and summary's go on from it (the
+  // logs' restarted at 0 after a resume until 2026-11-29).
+  double wall_before_ = 0.0;
+  double wall_time() const { return wall_before_ + seconds_since(t_start_); }
   double last_metric_ = kNotMeasured;  // the definition's metric at the last evaluation
   std::int64_t other_seen_ = -1;       // an evaluation at which the other reading met
 };

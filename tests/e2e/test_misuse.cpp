@@ -164,6 +164,14 @@ void interrupt_then_resume_matches_uninterrupted(int signal, int want_code) {
   r = run_lbt("train --resume " + run.string() + " --quiet");
   BOOST_REQUIRE_MESSAGE(r.code == 0, r.err);
   BOOST_TEST(summary(run)["status"].get<std::string>() == "completed");
+  // The logs' wall_time goes on from the time before the resume (it restarted at 0).
+  double wall = 0.0;
+  std::ifstream metrics(run / "metrics.jsonl");
+  for (std::string line; std::getline(metrics, line);) {
+    const double t = nlohmann::json::parse(line)["wall_time"].get<double>();
+    BOOST_TEST(t >= wall, line);
+    wall = t;
+  }
   const auto want = lbt::trainer::read_checkpoint(
       lbt::trainer::checkpoint_path(reference / "checkpoints", 20000));
   const auto got =

@@ -23,6 +23,7 @@
 #include "core/io.hpp"
 #include "experiments/dir_lock.hpp"
 #include "trainer/comm/node_ranks.hpp"
+#include "trainer/interrupt.hpp"
 
 namespace lbt::experiments {
 namespace {
@@ -158,6 +159,7 @@ pid_t spawn_logged(const std::filesystem::path& program, const std::vector<std::
     signal(SIGINT, SIG_DFL);
     signal(SIGTERM, SIG_DFL);
     sigprocmask(SIG_SETMASK, &before, nullptr);
+    trainer::unblock_interrupt_signals();  // lbt's threads keep them blocked (interrupt.hpp)
     const int fd = open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW | O_CLOEXEC, 0644);
     const int null_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
     if (fd < 0 || null_fd < 0) _exit(126);

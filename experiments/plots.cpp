@@ -2,6 +2,7 @@
 #include "experiments/plots.hpp"
 
 #include <fcntl.h>
+#include <signal.h>
 #include <spawn.h>
 #include <sys/wait.h>
 
@@ -58,9 +59,17 @@ std::string run_plot_script(const std::string& name, const std::vector<std::stri
                                      O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW, 0644);
     posix_spawn_file_actions_adddup2(&actions, 1, 2);
   }
+  // lbt's threads keep SIGINT and SIGTERM blocked (trainer/interrupt.hpp): python gets them.
+  posix_spawnattr_t attributes;
+  posix_spawnattr_init(&attributes);
+  sigset_t none;
+  sigemptyset(&none);
+  posix_spawnattr_setsigmask(&attributes, &none);
+  posix_spawnattr_setflags(&attributes, POSIX_SPAWN_SETSIGMASK);
   pid_t pid = -1;
-  const int spawned = posix_spawn(&pid, kPython, &actions, nullptr, argv.data(), environ);
+  const int spawned = posix_spawn(&pid, kPython, &actions, &attributes, argv.data(), environ);
   posix_spawn_file_actions_destroy(&actions);
+  posix_spawnattr_destroy(&attributes);
   if (spawned != 0) return "could not start " + std::string(kPython) + " " + script.string();
   int status = 0;
   while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {

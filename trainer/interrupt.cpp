@@ -1,15 +1,29 @@
 // SIGINT/SIGTERM handling; see interrupt.hpp. Only async-signal-safe calls in the handler.
 #include "trainer/interrupt.hpp"
 
+#include <pthread.h>
 #include <signal.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cstring>
+#include <thread>
 
 namespace lbt::trainer {
 namespace {
 
-volatile sig_atomic_t g_signal = 0;
+std::atomic<int> g_signal{0};  // lock-free: safe in a handler, seen by every thread
+
+std::atomic<void (*)(int)> g_handler{nullptr};
+std::atomic<bool> g_signal_thread{false};
+
+sigset_t interrupts() {
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGINT);
+  sigaddset(&set, SIGTERM);
+  return set;
+}
 
 void on_signal(int sig) {
   if (g_signal != 0) _exit(128 + sig);  // second signal: at once
@@ -26,7 +40,38 @@ void on_check_signal(int sig) {
   _exit(128 + sig);
 }
 
-void install(void (*handler)(int)) {
+}  // namespace
+
+void take_signals_on_their_own_thread() {
+  const sigset_t set = interrupts();
+  pthread_sigmask(SIG_BLOCK, &set, nullptr);
+  std::thread([set] {
+    for (;;) {
+      int sig = 0;
+      if (sigwait(&set, &sig) != 0) continue;
+      if (void (*handler)(int) = g_handler.load()) {
+        handler(sig);
+        continue;
+      }
+      // No handler yet: the default action, the process ends by the signal.
+      signal(sig, SIG_DFL);
+      pthread_sigmask(SIG_UNBLOCK, &set, nullptr);
+      raise(sig);
+    }
+  }).detach();
+  g_signal_thread = true;
+}
+
+void unblock_interrupt_signals() {
+  const sigset_t set = interrupts();
+  sigprocmask(SIG_UNBLOCK, &set, nullptr);
+}
+
+void install_signal_handler(void (*handler)(int)) {
+  if (g_signal_thread) {
+    g_handler = handler;
+    return;
+  }
   struct sigaction sa;
   std::memset(&sa, 0, sizeof sa);
   sa.sa_handler = handler;
@@ -36,14 +81,12 @@ void install(void (*handler)(int)) {
   sigaction(SIGTERM, &sa, nullptr);
 }
 
-}  // namespace
-
 void install_interrupt_handlers() {
-  install(on_signal);
+  install_signal_handler(on_signal);
 }
 
 void install_check_interrupt_handlers() {
-  install(on_check_signal);
+  install_signal_handler(on_check_signal);
 }
 
 int interrupt_signal() {

@@ -6,6 +6,23 @@
 
 namespace lbt::trainer {
 
+// SIGINT and SIGTERM taken by a thread of their own: blocked in the calling thread (main(),
+// before any other thread starts, so every thread inherits the mask) and received by one thread
+// waiting in sigwait, which runs the handler installed below. A handler that ran on a compute
+// thread, inside oneDNN's GEMM, corrupted the heap: glibc's "corrupted size vs. prev_size",
+// exit 134, no checkpoint, for 2 of 10 SIGTERMs sent to a worker thread (2026-11-29 audit). Until
+// a handler is installed a signal ends the process as its default action does. Processes that
+// never call this (the Python module, tests) get the handlers by sigaction, as before.
+void take_signals_on_their_own_thread();
+
+// For a forked child before exec (async-signal-safe): SIGINT and SIGTERM unblocked again, so the
+// program it runs (an --exec trial, mpirun, python) gets them as usual.
+void unblock_interrupt_signals();
+
+// The handler `install_*` below use: on the signal thread when it runs, else by sigaction (with
+// SA_RESTART). `handler` must be async-signal-safe either way. Used by lbt sweep's too.
+void install_signal_handler(void (*handler)(int));
+
 // Installs the handlers (the `lbt train` command does; a library user may not want them).
 void install_interrupt_handlers();
 

@@ -5,6 +5,7 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cstdlib>
 #include <cstring>
 #include <nlohmann/json.hpp>
@@ -14,12 +15,13 @@
 #include "experiments/run_lock.hpp"
 #include "experiments/sweep/exec_command.hpp"
 #include "trainer/checkpoint.hpp"
+#include "trainer/interrupt.hpp"
 
 namespace lbt::experiments {
 namespace fs = std::filesystem;
 namespace {
 
-volatile sig_atomic_t g_signal = 0;
+std::atomic<int> g_signal{0};  // set on lbt's signal thread, read by the sweep's loop
 // Inside a SLURM job, SIGTERM (before the time limit, or scancel) reaches every process of the
 // job step, the trials included; forwarding it too would give each trial a second signal, which
 // it takes as "exit at once", losing the checkpoint. Read once at install (getenv is not
@@ -95,13 +97,9 @@ void install_sweep_interrupt_handlers(InterruptedCommand command) {
   g_stop_length = (cbs ? sizeof kCbsStop : scaling ? sizeof kScalingStop : sizeof kSweepStop) - 1;
   install_crash_handlers();
   g_slurm_signals_trials = std::getenv("SLURM_JOB_ID") != nullptr;
-  struct sigaction sa;
-  std::memset(&sa, 0, sizeof sa);
-  sa.sa_handler = on_signal;
-  sigemptyset(&sa.sa_mask);
-  sa.sa_flags = SA_RESTART;  // waitpid goes on: the trials' exits are what the sweep waits for
-  sigaction(SIGINT, &sa, nullptr);
-  sigaction(SIGTERM, &sa, nullptr);
+  // On lbt's signal thread (trainer/interrupt.hpp), else with SA_RESTART: waitpid goes on, the
+  // trials' exits are what the sweep waits for.
+  trainer::install_signal_handler(on_signal);
 }
 
 int sweep_interrupt_signal() {

@@ -38,7 +38,9 @@ void check_options(const CbsOptions& o) {
 void check_same_settings(const fs::path& out, const nlohmann::json& settings) {
   const fs::path file = out / "cbs_settings.json";
   if (fs::exists(file)) {
-    const nlohmann::json before = read_json_object(file, "remove it with OUT/branches");
+    // Its branches' settings are unknown without it: another --out keeps them for a look.
+    const nlohmann::json before = read_json_object(
+        file, "give another --out (or remove it with OUT/branches to measure there again)");
     if (before != settings) {
       throw ConfigError(out.string() + " holds branches of other settings (" + before.dump() +
                             "; now " + settings.dump() + ")",

@@ -180,7 +180,15 @@ void check_steps(const CbsOptions& options, const ReferenceRun& ref) {
     BranchOptions k1;
     k1.checkpoint = trainer::checkpoint_path(ref.dir / "checkpoints", s);
     k1.global_batch = ref.global_batch;
-    check_own_checkpoint(read_branch_point(k1), s, ref, k1.checkpoint);
+    BranchPoint point;
+    try {
+      point = read_branch_point(k1);
+    } catch (const DataError& e) {  // its hint is lbt train's: "delete it to fall back ..."
+      throw DataError(e.what(),
+                      "branch from the run's other checkpoints (--at-steps), or restore "
+                      "this one: lbt cbs has none to fall back to at this step");
+    }
+    check_own_checkpoint(point, s, ref, k1.checkpoint);
   }
 }
 

@@ -10,6 +10,7 @@
 
 #include "core/error.hpp"
 #include "core/io.hpp"
+#include "experiments/json_file.hpp"
 #include "experiments/scaling/scaling.hpp"
 
 namespace lbt::experiments {
@@ -122,7 +123,10 @@ std::vector<ScalingSummary> summarise_scaling(std::vector<ScalingRow> runs) {
 }
 
 ScalingRow read_scaling_run(const fs::path& run_dir) {
-  const auto summary = nlohmann::json::parse(io::read_file(run_dir / "summary.json"));
+  // A run's files cut short or edited: an error naming the file (nlohmann's bare parse error
+  // named none, 2026-11-29 audit).
+  const std::string rerun = "rerun the study (--overwrite): the run's files were cut short";
+  const auto summary = read_json_object(run_dir / "summary.json", rerun);
   ScalingRow row;
   row.workers = summary.value("world_size", 0);
   row.global_batch = summary.value("global_batch", std::int64_t{0});
@@ -139,7 +143,14 @@ ScalingRow read_scaling_run(const fs::path& run_dir) {
   std::vector<nlohmann::json> lines;
   std::istringstream metrics(io::read_file(run_dir / "metrics.jsonl"));
   for (std::string line; std::getline(metrics, line);) {
-    if (!line.empty()) lines.push_back(nlohmann::json::parse(line));
+    if (line.empty()) continue;
+    auto j = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
+    if (!j.is_object() || !j.contains("step") || !j["step"].is_number_integer() ||
+        !j.contains("wall_time") || !j["wall_time"].is_number())
+      throw DataError((run_dir / "metrics.jsonl").string() + ": line " +
+                          std::to_string(lines.size() + 1) + " is not a step's line lbt wrote",
+                      rerun);
+    lines.push_back(std::move(j));
   }
   if (lines.size() < 2) {
     throw Error(run_dir.string() + "/metrics.jsonl has " + std::to_string(lines.size()) +
@@ -152,7 +163,14 @@ ScalingRow read_scaling_run(const fs::path& run_dir) {
                                               first.at("step").get<std::int64_t>()) *
                           row.global_batch;
   const double seconds = last.at("wall_time").get<double>() - first.at("wall_time").get<double>();
-  row.samples_per_s = examples / std::max(seconds, 1e-9);
+  // No time measured (the clock's resolution, or an edited log): no throughput. It read
+  // 2.3e12 samples/s through max(seconds, 1e-9).
+  if (!(seconds > 0.0) || !(examples > 0.0))
+    throw DataError((run_dir / "metrics.jsonl").string() + ": its throughput window of " +
+                        std::to_string(static_cast<long long>(examples)) + " examples took " +
+                        std::to_string(seconds) + " s: nothing to time",
+                    "give the runs more steps (--steps)");
+  row.samples_per_s = examples / seconds;
   row.epoch_time_s = static_cast<double>(steps_per_epoch * row.global_batch) / row.samples_per_s;
   return row;
 }
@@ -184,12 +202,15 @@ std::string scaling_summary_csv(const std::vector<ScalingSummary>& rows, int cor
       std::string(compare ? ",variant" : "") + "\n";
   for (const ScalingSummary& r : rows) {
     char line[384];
-    std::snprintf(line, sizeof line, "%d,%lld,%lld,%.6g,%.6g,%.4f,%.4f,%d,%d,%.6g,%.6g,%.4f,%.4f",
-                  r.workers, static_cast<long long>(r.global_batch),
-                  static_cast<long long>(r.steps), r.epoch_time_s, r.samples_per_s, r.speedup,
-                  r.efficiency, cores, r.repeats, r.samples_per_s_min, r.samples_per_s_max,
-                  r.efficiency_min, r.efficiency_max);
-    csv += line + variant_field(r.variant, compare) + "\n";
+    std::snprintf(line, sizeof line, "%d,%lld,%lld,%.6g,%.6g,%.4f,%.4f,%d,%d", r.workers,
+                  static_cast<long long>(r.global_batch), static_cast<long long>(r.steps),
+                  r.epoch_time_s, r.samples_per_s, r.speedup, r.efficiency, cores, r.repeats);
+    // One repeat measures no spread: empty cells, not a zero-width interval at the value.
+    char spread[160] = ",,,,";
+    if (r.repeats > 1)
+      std::snprintf(spread, sizeof spread, ",%.6g,%.6g,%.4f,%.4f", r.samples_per_s_min,
+                    r.samples_per_s_max, r.efficiency_min, r.efficiency_max);
+    csv += line + std::string(spread) + variant_field(r.variant, compare) + "\n";
   }
   return csv;
 }

@@ -283,8 +283,13 @@ void clear_finished_study(const fs::path& out, bool overwrite) {
     throw ConfigError(out.string() + " holds a finished lbt scaling study (scaling.csv)",
                       "pass --overwrite to replace it, or choose another --out");
   }
+  // Only what a study writes: workers-K with K a number, and a variant's KEY=VALUE folder of
+  // those (any workers-* folder, and any folder of them, went: a user's workers-notes/ or a copy
+  // of workers-1 in backup/, 2026-11-29 audit).
   const auto is_runs = [](const fs::path& p) {
-    return fs::is_directory(p) && p.filename().string().starts_with("workers-");
+    const std::string name = p.filename().string();
+    return fs::is_directory(p) && name.size() > 8 && name.starts_with("workers-") &&
+           std::all_of(name.begin() + 8, name.end(), [](char c) { return c >= '0' && c <= '9'; });
   };
   for (const auto& entry : fs::directory_iterator(out)) {
     const fs::path& p = entry.path();
@@ -292,7 +297,8 @@ void clear_finished_study(const fs::path& out, bool overwrite) {
     bool remove = is_runs(p) || name == "scaling.csv" || name == "scaling_runs.csv" ||
                   name == "scaling_compare.csv" || name == "plot.log" ||
                   (name.starts_with("scaling_") && p.extension() == ".png");
-    if (!remove && fs::is_directory(p) && !fs::is_empty(p)) {  // a --compare variant's folder
+    if (!remove && name.find('=') != std::string::npos && fs::is_directory(p) &&
+        !fs::is_empty(p)) {  // a --compare variant's folder
       remove = std::all_of(fs::directory_iterator(p), fs::directory_iterator(),
                            [&](const fs::directory_entry& e) { return is_runs(e.path()); });
     }

@@ -47,8 +47,12 @@ err=$(grep -v '^note: ' "$out/refused.err")
 printf '%s\n' "$err" | grep -q '^error: the run repeat 1/1, workers 1 exited with status 2 (its log: .*): ' \
   || { echo "FAIL: the error line: $err"; exit 1; }
 # A rerun into the finished study is refused (it replaced scaling.csv and left the old
-# workers-2/ beside it, exit 0); with --overwrite the old study goes whole, other files stay.
+# workers-2/ beside it, exit 0); with --overwrite the old study goes whole, other files stay,
+# folders named like its runs but not a study's among them (it removed any workers-* folder and
+# any folder holding only such folders).
 echo mine > "$out/notes.txt"
+mkdir -p "$out/workers-notes" "$out/backup/workers-1"
+echo mine > "$out/workers-notes/README"
 rerun() {
   "$lbt" scaling --config "$config" --workers 1 --steps 5 --repeats 1 --out "$out" \
     --set data.dataset=synthetic-regression --set data.synthetic.examples=512 \
@@ -65,5 +69,7 @@ set -e
 rerun --overwrite || { echo "FAIL: a rerun with --overwrite: $(cat "$out/rerun.err")"; exit 1; }
 [ ! -e "$out/workers-2" ] || { echo "FAIL: --overwrite left the old study's workers-2"; exit 1; }
 [ "$(cat "$out/notes.txt")" = mine ] || { echo "FAIL: --overwrite touched notes.txt"; exit 1; }
+[ "$(cat "$out/workers-notes/README")" = mine ] && [ -d "$out/backup/workers-1" ] \
+  || { echo "FAIL: --overwrite removed folders the study did not write"; exit 1; }
 [ "$(wc -l < "$out/scaling.csv")" -eq 2 ] || { echo "FAIL: want header + 1 row"; exit 1; }
 echo PASS

@@ -158,4 +158,23 @@ BOOST_AUTO_TEST_CASE(a_diverged_run_is_named_as_diverged_not_as_too_short) {
   std::filesystem::remove_all(dir);
 }
 
+// A window that took no time read 2.3e12 samples/s (max(seconds, 1e-9)); a torn or edited line
+// was nlohmann's parse error naming no file. Both are errors naming metrics.jsonl.
+BOOST_AUTO_TEST_CASE(a_window_of_no_time_and_a_damaged_log_are_errors_naming_the_file) {
+  const auto still = run_dir("still", "budget_exhausted", {{10, 1.0}, {30, 1.0}});
+  BOOST_CHECK_EXCEPTION(read_scaling_run(still), lbt::DataError, [](const lbt::Error& e) {
+    return std::string(e.what()).find(
+               "metrics.jsonl: its throughput window of 2560 examples "
+               "took 0.000000 s") != std::string::npos;
+  });
+  std::ofstream(still / "metrics.jsonl", std::ios::app) << R"({"step": 4)";
+  BOOST_CHECK_EXCEPTION(read_scaling_run(still), lbt::DataError, [](const lbt::Error& e) {
+    return std::string(e.what()).find("metrics.jsonl: line 3 is not a step's line") !=
+           std::string::npos;
+  });
+  std::ofstream(still / "summary.json", std::ios::trunc) << R"({"world_size": 2, "glob)";
+  BOOST_CHECK_THROW(read_scaling_run(still), lbt::DataError);  // names summary.json
+  std::filesystem::remove_all(still);
+}
+
 BOOST_AUTO_TEST_SUITE_END()

@@ -2,6 +2,7 @@
 // normalisation and augmentation.
 #include <boost/test/unit_test.hpp>
 
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cmath>
@@ -245,6 +246,31 @@ BOOST_AUTO_TEST_CASE(csv_reads_label_by_name_or_index_with_optional_header) {
   BOOST_TEST(e.labels[0] == 3);
   BOOST_TEST(e.row(1)[3] == 8.0f);
   BOOST_TEST((e.shape == std::vector<std::int64_t>{1, 2, 2}));
+}
+
+// Hostile files of the 2026-11-29 audit: a FIFO (open() blocked for ever), a symlink loop
+// (std::filesystem's bare error, exit 1), a float64 past float32's range (checked as a double,
+// trained as inf), a negative or empty shape, a CSV's byte-order mark.
+BOOST_AUTO_TEST_CASE(fifos_loops_float32_overflow_bad_shapes_and_a_bom_are_handled) {
+  Dir dir;
+  const fs::path fifo = dir.path / "fifo.npy", loop = dir.path / "loop.npy";
+  BOOST_REQUIRE(mkfifo(fifo.c_str(), 0600) == 0);
+  fs::create_symlink(loop, loop);
+  BOOST_TEST(has(data_error_of([&] { data::read_npy(fifo); }), "is not a regular file"));
+  BOOST_TEST(has(data_error_of([&] { data::load_csv(fifo, {}, "t"); }), "is not a regular file"));
+  BOOST_TEST(has(data_error_of([&] { data::read_npy(loop); }), "symbolic links"));
+  auto labels = dir.write("y.npy", npy("<i8", "(2,)", raw(std::vector<std::int64_t>{0, 1})));
+  auto wide = dir.write("w.npy", npy("<f8", "(2, 2)", raw(std::vector<double>{1, 2, 3, 1e300})));
+  BOOST_TEST(has(data_error_of([&] { data::load_npy_pair(wide, labels, {}, 0, "t"); }),
+                 "w.npy: a feature of example index 1 is 1e+300, not a finite number as a "
+                 "float32"));
+  auto negative = dir.write("n.npy", npy("<f4", "(-2, 2)", raw(std::vector<float>(4, 1.0f))));
+  BOOST_TEST(has(data_error_of([&] { data::read_npy(negative); }), "not a tuple of whole"));
+  auto empty = dir.write("e.npy", npy("<f4", "(2, 0)", ""));
+  BOOST_TEST(has(data_error_of([&] { data::load_npy_pair(empty, labels, {}, 0, "t"); }),
+                 "its examples have no features"));
+  auto bom = dir.write("bom.csv", "\xEF\xBB\xBFlabel,f1\n1,0.5\n0,2\n");
+  BOOST_TEST(data::load_csv(bom, {.label_column = "label"}, "t").n == 2);
 }
 
 BOOST_AUTO_TEST_CASE(csv_missing_fields_non_numbers_and_unknown_columns_name_file_and_line) {

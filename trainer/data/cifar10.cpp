@@ -11,12 +11,10 @@
 namespace lbt::data {
 
 void append_cifar10_file(const std::filesystem::path& path, Dataset& d) {
-  if (!std::filesystem::exists(path)) {
-    throw DataError("CIFAR-10 file not found: " + path.string(),
-                    "lbt does not download data: get cifar-10-binary.tar.gz from "
-                    "https://www.cs.toronto.edu/~kriz/cifar.html, extract it, and set data.path "
-                    "to the cifar-10-batches-bin directory");
-  }
+  require_regular_file(path,
+                       "lbt does not download data: get cifar-10-binary.tar.gz from "
+                       "https://www.cs.toronto.edu/~kriz/cifar.html, extract it, and set "
+                       "data.path to the cifar-10-batches-bin directory");
   const auto size = static_cast<std::int64_t>(std::filesystem::file_size(path));
   if (size == 0 || size % kCifarRecordBytes != 0) {
     const std::int64_t full = size / kCifarRecordBytes;

@@ -161,6 +161,7 @@ void finish(const std::filesystem::path& path, const CsvOptions& options, Datase
 
 Dataset load_csv(const std::filesystem::path& path, const CsvOptions& options,
                  const std::string& name) {
+  require_regular_file(path, "set data.train_features (and data.test_features) to CSV files");
   std::ifstream in(path);
   if (!in) {
     throw DataError("data file not found or unreadable: " + path.string(),
@@ -174,6 +175,9 @@ Dataset load_csv(const std::filesystem::path& path, const CsvOptions& options,
   d.name = name;
   while (std::getline(in, line)) {
     ++line_no;
+    // Excel's "CSV UTF-8" starts with a byte-order mark, which stuck to the first column's name
+    // ("no column named 'label'" with label the first column, 2026-11-29 audit).
+    if (line_no == 1 && line.rfind("\xEF\xBB\xBF", 0) == 0) line.erase(0, 3);
     if (trim_field(line).empty()) continue;
     const std::string where = path.string() + ":" + std::to_string(line_no);
     auto fields = split(line);

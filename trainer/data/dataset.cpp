@@ -120,4 +120,19 @@ void apply_normalization(Dataset& d, const Normalization& norm) {
   }
 }
 
+void require_regular_file(const std::filesystem::path& path, const std::string& missing_hint) {
+  std::error_code ec;
+  const std::filesystem::file_status st = std::filesystem::status(path, ec);
+  if (st.type() == std::filesystem::file_type::not_found)
+    throw DataError("data file not found: " + path.string(), missing_hint);
+  if (ec)
+    throw DataError(path.string() + ": " + ec.message(),
+                    "point the key at the data file itself (a symlink loop, or no permission)");
+  if (std::filesystem::is_directory(st))
+    throw DataError(path.string() + " is a directory, not a data file", missing_hint);
+  if (!std::filesystem::is_regular_file(st))
+    throw DataError(path.string() + " is not a regular file (a FIFO, socket or device)",
+                    "lbt reads a data file whole: point the key at the file itself");
+}
+
 }  // namespace lbt::data

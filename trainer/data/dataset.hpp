@@ -3,6 +3,7 @@
 #pragma once
 #include <algorithm>
 #include <cstdint>
+#include <filesystem>
 #include <string>
 #include <vector>
 
@@ -54,5 +55,11 @@ struct Normalization {
 };
 Normalization fit_normalization(const Dataset& train);
 void apply_normalization(Dataset& d, const Normalization& norm);
+
+// Refuses `path` unless it is a regular file (symlinks followed): DataError "data file not
+// found: PATH" with `missing_hint`, or naming a directory, a FIFO, socket or device, or a
+// symlink loop. A FIFO blocked the load in open() for ever; a loop or a directory gave
+// std::filesystem's bare message, exit 1 (2026-11-29 audit).
+void require_regular_file(const std::filesystem::path& path, const std::string& missing_hint);
 
 }  // namespace lbt::data

@@ -48,11 +48,9 @@ class IdxReader {
 };
 
 IdxReader::IdxReader(const std::filesystem::path& path) : path_(path) {
-  if (!std::filesystem::exists(path)) {
-    throw DataError("data file not found: " + path.string(),
-                    "install Debian's dataset-fashion-mnist (scripts/setup.sh does) or set "
-                    "data.path to the directory holding the IDX files");
-  }
+  require_regular_file(path,
+                       "install Debian's dataset-fashion-mnist (scripts/setup.sh does) or set "
+                       "data.path to the directory holding the IDX files");
   file_.reset(gzopen(path.c_str(), "rb"));
   if (!file_) throw DataError("cannot open " + path.string(), "check file permissions");
   // A large buffer for dataset files, a small one for tiny files (fuzzing, tests).

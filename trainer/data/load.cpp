@@ -18,7 +18,8 @@ namespace {
 // A directory where a data file is expected would surface as a raw system error ("Is a
 // directory") from the reader: say which key names it and what it should name instead.
 void require_file(const std::filesystem::path& path, const std::string& key) {
-  if (!path.empty() && std::filesystem::is_directory(path)) {
+  std::error_code ec;  // a symlink loop: the reader's error names it
+  if (!path.empty() && std::filesystem::is_directory(path, ec)) {
     throw DataError(key + " = " + path.string() + " is a directory, not a data file",
                     "set " + key + " to the file itself (e.g. " + (path / "x_train.npy").string() +
                         "); only data.path names a directory");
@@ -28,11 +29,14 @@ void require_file(const std::filesystem::path& path, const std::string& key) {
 std::filesystem::path find_idx(const std::filesystem::path& dir, const std::string& stem) {
   for (const char* suffix : {".gz", ""}) {
     auto p = dir / (stem + suffix);
-    if (std::filesystem::is_directory(p)) {
+    std::error_code ec;  // a symlink loop counts as there: the reader's error names it
+    if (std::filesystem::is_directory(p, ec)) {
       throw DataError(p.string() + " is a directory, not the IDX file " + stem + suffix,
                       "set data.path to the directory holding the IDX files themselves");
     }
-    if (std::filesystem::exists(p)) return p;
+    if (std::filesystem::symlink_status(p, ec).type() != std::filesystem::file_type::not_found &&
+        !ec)
+      return p;
   }
   throw DataError("data file not found: " + (dir / (stem + "[.gz]")).string(),
                   "install Debian's dataset-fashion-mnist (bash scripts/setup.sh does it) or set "

@@ -4,6 +4,7 @@
 #include <cctype>
 #include <charconv>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <fstream>
 #include <optional>
@@ -146,6 +147,11 @@ std::pair<std::int64_t, std::int64_t> read_shape(const std::string& header,
         "the file is damaged: write it again");
   };
   std::int64_t expected = static_cast<std::int64_t>(item);
+  // Digits, commas and spaces only: a minus sign was skipped, and (-40, 4) read as (40, 4).
+  if (dims.find_first_not_of("0123456789, ") != std::string::npos)
+    throw DataError(
+        path.string() + ": .npy header shape (" + dims + ") is not a tuple of whole numbers",
+        "the file is damaged: write it again");
   for (std::size_t at = 0; at < dims.size();) {  // each run of digits is a dimension
     if (!std::isdigit(static_cast<unsigned char>(dims[at]))) {
       ++at;
@@ -195,11 +201,8 @@ void decode_values(const std::vector<unsigned char>& raw, std::size_t item, std:
 }  // namespace
 
 NpyArray read_npy(const std::filesystem::path& path) {
-  if (!std::filesystem::exists(path)) {
-    throw DataError(
-        "data file not found: " + path.string(),
-        "set data.train_features / data.train_labels (and the test_ keys) to .npy files");
-  }
+  require_regular_file(
+      path, "set data.train_features / data.train_labels (and the test_ keys) to .npy files");
   std::ifstream in(path, std::ios::binary);
   const auto file_size = static_cast<std::int64_t>(std::filesystem::file_size(path));
   const NpyHeader header = read_header(in, path, file_size);
@@ -228,9 +231,13 @@ void require_finite(const NpyArray& a, const std::filesystem::path& path, const 
   const std::int64_t n = a.shape.empty() ? 1 : a.shape[0];
   const std::size_t per = n > 0 ? a.values.size() / static_cast<std::size_t>(n) : 0;
   for (std::size_t i = 0; i < a.values.size(); ++i) {
-    if (std::isfinite(a.values[i])) continue;
+    // Finite as the float it is trained as: a float64 1e300 passed as a double and became inf
+    // (a run "diverged" at step 0 with exit 0, 2026-11-29 audit).
+    if (std::isfinite(static_cast<float>(a.values[i]))) continue;
+    char value[32];
+    std::snprintf(value, sizeof value, "%.6g", a.values[i]);
     throw DataError(path.string() + ": " + what + " of example index " + std::to_string(i / per) +
-                        " is " + std::to_string(a.values[i]) + ", not a finite number",
+                        " is " + value + ", not a finite number as a float32 (|x| < 3.4e38)",
                     "drop or impute that example, e.g. keep = np.isfinite(a).all(axis=1)");
   }
 }
@@ -294,6 +301,10 @@ Dataset load_npy_pair(const std::filesystem::path& features, const std::filesyst
   if (d.shape.empty()) d.shape = {1};
   d.dim = 1;
   for (auto s : d.shape) d.dim *= s;
+  if (d.dim == 0)  // it reached the model check: "make the first layer size 0"
+    throw DataError(
+        features.string() + ": its examples have no features (shape " + shape_text(fx.shape) + ")",
+        "write the features as an array of shape (n, features)");
   if (!image_shape.empty()) {
     std::int64_t prod = 1;
     for (auto s : image_shape) prod *= s;

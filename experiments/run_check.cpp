@@ -41,10 +41,16 @@ std::unique_ptr<nn::Model> model_for_data(const trainer::TrainConfig& cfg,
                       "make the first layer size " + std::to_string(train.dim));
   }
   if (train.is_classification() && model->output_dim() != train.num_classes) {
-    throw ConfigError(cfg.model_name() + " has " + std::to_string(model->output_dim()) +
-                          " outputs but " + train.name + " has " +
-                          std::to_string(train.num_classes) + " classes",
-                      "make the last layer's size (out) " + std::to_string(train.num_classes));
+    throw ConfigError(
+        cfg.model_name() + " has " + std::to_string(model->output_dim()) + " outputs but " +
+            train.name + " has " + std::to_string(train.num_classes) + " classes",
+        "make the last layer's size (out) " + std::to_string(train.num_classes) +
+            (train.num_classes > model->output_dim()
+                 ? ", or, if the data has " + std::to_string(model->output_dim()) +
+                       " classes, set data.num_classes = " + std::to_string(model->output_dim()) +
+                       ": a label out of range is then named with its place "
+                       "(0 counts the classes as the largest label + 1)"
+                 : std::string()));
   }
   // model.loss and train.target against the data's task; regression output width
   trainer::check_task(cfg, train, model->output_dim());

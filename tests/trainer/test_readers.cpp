@@ -269,6 +269,11 @@ BOOST_AUTO_TEST_CASE(fifos_loops_float32_overflow_bad_shapes_and_a_bom_are_handl
   auto empty = dir.write("e.npy", npy("<f4", "(2, 0)", ""));
   BOOST_TEST(has(data_error_of([&] { data::load_npy_pair(empty, labels, {}, 0, "t"); }),
                  "its examples have no features"));
+  // A label past data.num_classes is named with its index (it was not).
+  auto x4 = dir.write("x4.npy", npy("<f4", "(2, 2)", raw(std::vector<float>(4, 1.0f))));
+  auto stray = dir.write("s.npy", npy("<i8", "(2,)", raw(std::vector<std::int64_t>{7, 1})));
+  BOOST_TEST(has(data_error_of([&] { data::load_npy_pair(x4, stray, {}, 3, "t"); }),
+                 "label 7 at index 0 is not < data.num_classes = 3"));
   auto bom = dir.write("bom.csv", "\xEF\xBB\xBFlabel,f1\n1,0.5\n0,2\n");
   BOOST_TEST(data::load_csv(bom, {.label_column = "label"}, "t").n == 2);
 }

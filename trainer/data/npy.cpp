@@ -246,7 +246,7 @@ void require_finite(const NpyArray& a, const std::filesystem::path& path, const 
 void read_class_labels(const NpyArray& fy, const std::filesystem::path& labels,
                        std::int64_t num_classes, Dataset& d) {
   d.labels.resize(static_cast<std::size_t>(d.n));
-  std::int64_t max_label = 0;
+  std::int64_t max_label = 0, max_at = 0;
   for (std::int64_t i = 0; i < d.n; ++i) {
     const double v = fy.values[static_cast<std::size_t>(i)];
     if (v < 0 || v != std::floor(v) || v > 1e9) {
@@ -255,11 +255,12 @@ void read_class_labels(const NpyArray& fy, const std::filesystem::path& labels,
                       "labels are class indices 0..classes-1");
     }
     d.labels[i] = static_cast<std::int32_t>(v);
-    max_label = std::max<std::int64_t>(max_label, d.labels[i]);
+    if (d.labels[i] > max_label) max_label = d.labels[i], max_at = i;
   }
   d.num_classes = num_classes > 0 ? num_classes : max_label + 1;
   if (max_label >= d.num_classes) {
-    throw DataError(labels.string() + ": label " + std::to_string(max_label) +
+    throw DataError(labels.string() + ": label " + std::to_string(max_label) + " at index " +
+                        std::to_string(max_at) +
                         " is not < data.num_classes = " + std::to_string(d.num_classes),
                     "raise data.num_classes or fix the labels");
   }

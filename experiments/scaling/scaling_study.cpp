@@ -15,6 +15,7 @@
 #include "experiments/child_process.hpp"
 #include "experiments/dir_lock.hpp"
 #include "experiments/lbt_schema.hpp"
+#include "experiments/memory/memory_report.hpp"
 #include "experiments/output_kind.hpp"
 #include "experiments/plots.hpp"
 #include "experiments/scaling/scaling.hpp"
@@ -126,6 +127,30 @@ std::vector<std::int64_t> check_variants(const ScalingOptions& o,
     }
   }
   return batches;
+}
+
+// Each rank holds a copy of the model, the data and its buffers: refuse the largest worker count
+// where the machine cannot hold that many, before any run (lbt memory --probe --workers 64
+// refused the MLP at 25 GiB; lbt scaling -w 64 launched it, 2026-11-29 audit). lbt memory's
+// estimate per rank (this process's runtime for MPI's, a floor) times the ranks.
+void check_ranks_fit(const ScalingOptions& o, const std::vector<ScalingVariant>& variants,
+                     const std::vector<std::int64_t>& base_batches) {
+  const int k = *std::max_element(o.workers.begin(), o.workers.end());
+  const std::int64_t available = trainer::available_memory_bytes();
+  if (k < 2 || available < 0) return;
+  for (std::size_t i = 0; i < variants.size(); ++i) {
+    MemoryOptions m;
+    m.config_path = o.config;
+    m.sets = run_sets(o, variants[i], k, base_batches[i]);
+    m.workers = k;
+    const std::int64_t need = k * memory_report(m).estimates.front().total();
+    if (need <= available) continue;
+    throw ConfigError("lbt scaling: " + std::to_string(k) + " ranks need about " +
+                          trainer::format_bytes(need) + ", more than the " +
+                          trainer::format_bytes(available) + " this machine has available",
+                      "drop the largest worker counts, or measure on a larger machine (lbt "
+                      "memory --workers K gives a rank's bytes)");
+  }
 }
 
 void print_study_header(const ScalingOptions& o, const std::vector<ScalingVariant>& variants,
@@ -314,6 +339,7 @@ std::vector<ScalingSummary> run_scaling(const ScalingOptions& o) {
       o.compare.empty() ? std::vector<ScalingVariant>{{}} : parse_compare(o.compare);
   load_config(o.config, o.sets, &std::cerr);  // its notes once, not once per variant
   const std::vector<std::int64_t> base_batches = check_variants(o, variants);
+  check_ranks_fit(o, variants, base_batches);
   refuse_other_output(o.out, OutputKind::kScaling, "lbt scaling");
   io::create_directories(o.out, "study directory");  // before the header, with a hint
   // One study per directory: a second one's runs would --overwrite the first's as they train.

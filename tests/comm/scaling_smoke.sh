@@ -72,4 +72,15 @@ rerun --overwrite || { echo "FAIL: a rerun with --overwrite: $(cat "$out/rerun.e
 [ "$(cat "$out/workers-notes/README")" = mine ] && [ -d "$out/backup/workers-1" ] \
   || { echo "FAIL: --overwrite removed folders the study did not write"; exit 1; }
 [ "$(wc -l < "$out/scaling.csv")" -eq 2 ] || { echo "FAIL: want header + 1 row"; exit 1; }
+# 16384 ranks of a process each (~12 MiB apiece at least, ~190 GiB) fit no CI machine: refused
+# before any run with lbt memory's estimate (it launched mpirun -np 64 of ~410 MiB on 24 GiB).
+set +e
+"$lbt" scaling --config "$config" --workers 1,16384 --steps 5 --out "$out/huge" \
+  --set data.dataset=synthetic-regression --set data.synthetic.examples=20000 \
+  --set data.synthetic.dim=8 --set data.validation_size=64 --set model.spec=linear:8-1 \
+  --set train.global_batch=16384 --set train.target=none >/dev/null 2>"$out/huge.err"
+rc=$?
+set -e
+[ "$rc" = 2 ] && grep -q '16384 ranks need about' "$out/huge.err" && [ ! -e "$out/huge/workers-1" ] \
+  || { echo "FAIL: 16384 ranks: exit $rc: $(cat "$out/huge.err")"; exit 1; }
 echo PASS

@@ -19,8 +19,9 @@ set(all_parts ${parts} bench tests)
 # Inside experiments/, each folder is a driver (sweep/, scaling/, memory/, cbs/): it builds on
 # experiments/'s own files (one run, processes, locks, files, the schema), and those files on no
 # driver. A driver builds on another only where listed here: lbt cbs runs its branches as the
-# sweep's trials.
+# sweep's trials; lbt scaling checks that its ranks fit with lbt memory's estimate.
 set(experiments_cbs_builds_on sweep)
+set(experiments_scaling_builds_on memory)
 
 set(violations "")
 foreach(part ${parts})

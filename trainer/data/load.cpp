@@ -53,9 +53,7 @@ Dataset truncate(Dataset d, std::int64_t limit) {
   return subset(d, first);
 }
 
-}  // namespace
-
-Splits load_splits(const trainer::DataConfig& config, std::uint64_t seed) {
+Splits load_splits_unchecked(const trainer::DataConfig& config, std::uint64_t seed) {
   Splits s;
   Dataset full;
   if (config.dataset != "synthetic-regression" &&
@@ -119,6 +117,22 @@ Splits load_splits(const trainer::DataConfig& config, std::uint64_t seed) {
     if (s.test.n > 0) apply_normalization(s.test, s.normalization);
   }
   return s;
+}
+
+}  // namespace
+
+Splits load_splits(const trainer::DataConfig& config, std::uint64_t seed) {
+  try {
+    return load_splits_unchecked(config, seed);
+  } catch (const std::bad_alloc&) {
+    // A bare "std::bad_alloc", exit 1, named nothing: an IDX gzip of 1 MB whose header promised
+    // 1.4M images peaked at 8.65 GB before (2026-11-29 audit).
+    throw DataError(config.dataset +
+                        ": its examples do not fit in this process's memory "
+                        "(an allocation failed while loading them)",
+                    "load fewer with data.train_limit, or check the files: a header may promise "
+                    "far more examples than the data holds");
+  }
 }
 
 std::vector<DataFile> data_files(const trainer::DataConfig& config) {

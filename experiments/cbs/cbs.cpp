@@ -111,8 +111,9 @@ void warn_about(const CbsPoint& p, std::vector<std::string>& warnings) {
                   p.fall_in_tolerances(), static_cast<long long>(p.examples));
     warnings.push_back(at + text);
   }
+  // Failed, not merely unfinished (missing, or stopped by a signal: a rerun continues those).
   const auto failed = std::count_if(p.branches.begin(), p.branches.end(), [](const auto& r) {
-    return r.status != "missing" && !measured_outcome(r.status);
+    return r.status == "failed" || r.status == "timeout";
   });
   if (failed > 0) {
     warnings.push_back(at + std::to_string(failed) +

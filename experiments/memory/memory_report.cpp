@@ -132,9 +132,20 @@ MemoryReport memory_report(const MemoryOptions& o) {
   r.optimizer_buffers = m.optimizer_buffers;
   r.global_batches = o.global_batches;
   if (r.global_batches.empty()) r.global_batches.push_back(base.train.global_batch);
-  for (std::int64_t B : r.global_batches)
-    r.estimates.push_back(
-        trainer::estimate_memory(m, resolve_at(o, B, o.workers).train.micro_batch));
+  if (o.probe && !o.global_batches.empty()) {
+    // A probe's -b are micro-batches (a rank's, no accumulation): the table shows the runs the
+    // probes make, B x workers. It read -b 256 on 2 workers as the global batch (micro 128)
+    // beside a probe at micro-batch 256, and refused a -b the ranks do not divide.
+    r.global_batches.clear();
+    for (std::int64_t b : o.global_batches) {
+      r.global_batches.push_back(b * o.workers);
+      r.estimates.push_back(trainer::estimate_memory(m, b));
+    }
+  } else {
+    for (std::int64_t B : r.global_batches)
+      r.estimates.push_back(
+          trainer::estimate_memory(m, resolve_at(o, B, o.workers).train.micro_batch));
+  }
   // The slope where every part is linear: past the evaluation batch and the page rounding.
   const std::int64_t far = std::min(std::max<std::int64_t>(m.eval_batch, 1) * 64,
                                     trainer::largest_countable_micro_batch(m) / 2);

@@ -60,6 +60,12 @@ void probe_every_rank(int workers) {
   }
   BOOST_TEST(rows == 2 * workers, r.out);
   BOOST_TEST(r.out.find("runtime (measured, MPI rank)") != std::string::npos, r.out);
+  // The table describes the probes' runs: -b is each rank's micro-batch (it read 32 as the
+  // global batch, "32 / 16" on 2 ranks, beside a probe at micro-batch 32).
+  for (int b : {32, 8192})
+    BOOST_TEST(
+        r.out.find(std::to_string(b * workers) + " / " + std::to_string(b)) != std::string::npos,
+        r.out);
 }
 
 BOOST_AUTO_TEST_CASE(probe_on_two_ranks_is_within_ten_percent_on_every_rank) {

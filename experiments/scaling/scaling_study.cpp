@@ -300,11 +300,15 @@ namespace {
 // A finished study in `out` (its scaling.csv or scaling_runs.csv) is refused, or with
 // `overwrite` removed whole: its CSVs, plots and run folders ([VARIANT/]workers-K), so no
 // worker count of the old study is left beside the new one's results (a rerun replaced
-// scaling.csv and left the old workers-2/, exit 0, 2026-11-28). Other files stay.
-void clear_finished_study(const fs::path& out, bool overwrite) {
+// scaling.csv and left the old workers-2/, exit 0, 2026-11-28); an unfinished one's run
+// folders are removed without asking. Other files stay.
+void clear_old_study(const fs::path& out, bool overwrite) {
   std::error_code ec;
-  if (!fs::exists(out / "scaling.csv", ec) && !fs::exists(out / "scaling_runs.csv", ec)) return;
-  if (!overwrite) {
+  const bool finished =
+      fs::exists(out / "scaling.csv", ec) || fs::exists(out / "scaling_runs.csv", ec);
+  // A study stopped before its tables (a signal) is measured again whole: its run folders go
+  // too, or a rerun with other worker counts left them beside its results (2026-11-29 audit).
+  if (finished && !overwrite) {
     throw ConfigError(out.string() + " holds a finished lbt scaling study (scaling.csv)",
                       "pass --overwrite to replace it, or choose another --out");
   }
@@ -344,7 +348,7 @@ std::vector<ScalingSummary> run_scaling(const ScalingOptions& o) {
   io::create_directories(o.out, "study directory");  // before the header, with a hint
   // One study per directory: a second one's runs would --overwrite the first's as they train.
   const DirLock lock(o.out / "scaling.lock", DirLock::Mode::kExclusive, "lbt scaling");
-  clear_finished_study(o.out, o.overwrite);
+  clear_old_study(o.out, o.overwrite);
   const int cores = available_cores();
   print_study_header(o, variants, cores);
   set_run_environment();

@@ -72,6 +72,18 @@ rerun --overwrite || { echo "FAIL: a rerun with --overwrite: $(cat "$out/rerun.e
 [ "$(cat "$out/workers-notes/README")" = mine ] && [ -d "$out/backup/workers-1" ] \
   || { echo "FAIL: --overwrite removed folders the study did not write"; exit 1; }
 [ "$(wc -l < "$out/scaling.csv")" -eq 2 ] || { echo "FAIL: want header + 1 row"; exit 1; }
+# A study stopped before its tables leaves run folders; a rerun with other worker counts measures
+# again and removes them (the killed study's workers-2/ stayed beside the new results).
+mkdir -p "$out/killed/workers-2/repeat-1"
+rerun_killed() {
+  "$lbt" scaling --config "$config" --workers 1 --steps 5 --repeats 1 --out "$out/killed" \
+    --set data.dataset=synthetic-regression --set data.synthetic.examples=512 \
+    --set data.synthetic.dim=8 --set data.validation_size=64 --set model.spec=linear:8-1 \
+    --set train.target=none >/dev/null 2>"$out/killed.err"
+}
+rerun_killed || { echo "FAIL: a rerun after a stopped study: $(cat "$out/killed.err")"; exit 1; }
+[ ! -e "$out/killed/workers-2" ] && [ -d "$out/killed/workers-1" ] \
+  || { echo "FAIL: the stopped study's workers-2 stayed beside the rerun's results"; exit 1; }
 # 16384 ranks of a process each (~12 MiB apiece at least, ~190 GiB) fit no CI machine: refused
 # before any run with lbt memory's estimate (it launched mpirun -np 64 of ~410 MiB on 24 GiB).
 set +e

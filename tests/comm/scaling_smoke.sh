@@ -53,20 +53,23 @@ printf '%s\n' "$err" | grep -q '^error: the run repeat 1/1, workers 1 exited wit
 echo mine > "$out/notes.txt"
 mkdir -p "$out/workers-notes" "$out/backup/workers-1"
 echo mine > "$out/workers-notes/README"
+# rerun DIR [ARGS]: a one-worker study of a tiny model into DIR, its stderr in $out/rerun.err.
 rerun() {
-  "$lbt" scaling --config "$config" --workers 1 --steps 5 --repeats 1 --out "$out" \
+  dir=$1
+  shift
+  "$lbt" scaling --config "$config" --workers 1 --steps 5 --repeats 1 --out "$dir" \
     --set data.dataset=synthetic-regression --set data.synthetic.examples=512 \
     --set data.synthetic.dim=8 --set data.validation_size=64 --set model.spec=linear:8-1 \
     --set train.target=none "$@" >/dev/null 2>"$out/rerun.err"
 }
 set +e
-rerun
+rerun "$out"
 rc=$?
 set -e
 [ "$rc" = 2 ] && grep -q 'holds a finished lbt scaling study' "$out/rerun.err" \
   || { echo "FAIL: a rerun without --overwrite: exit $rc: $(cat "$out/rerun.err")"; exit 1; }
 [ -d "$out/workers-2" ] || { echo "FAIL: the refused rerun removed workers-2"; exit 1; }
-rerun --overwrite || { echo "FAIL: a rerun with --overwrite: $(cat "$out/rerun.err")"; exit 1; }
+rerun "$out" --overwrite || { echo "FAIL: a rerun with --overwrite: $(cat "$out/rerun.err")"; exit 1; }
 [ ! -e "$out/workers-2" ] || { echo "FAIL: --overwrite left the old study's workers-2"; exit 1; }
 [ "$(cat "$out/notes.txt")" = mine ] || { echo "FAIL: --overwrite touched notes.txt"; exit 1; }
 [ "$(cat "$out/workers-notes/README")" = mine ] && [ -d "$out/backup/workers-1" ] \
@@ -75,13 +78,7 @@ rerun --overwrite || { echo "FAIL: a rerun with --overwrite: $(cat "$out/rerun.e
 # A study stopped before its tables leaves run folders; a rerun with other worker counts measures
 # again and removes them (the killed study's workers-2/ stayed beside the new results).
 mkdir -p "$out/killed/workers-2/repeat-1"
-rerun_killed() {
-  "$lbt" scaling --config "$config" --workers 1 --steps 5 --repeats 1 --out "$out/killed" \
-    --set data.dataset=synthetic-regression --set data.synthetic.examples=512 \
-    --set data.synthetic.dim=8 --set data.validation_size=64 --set model.spec=linear:8-1 \
-    --set train.target=none >/dev/null 2>"$out/killed.err"
-}
-rerun_killed || { echo "FAIL: a rerun after a stopped study: $(cat "$out/killed.err")"; exit 1; }
+rerun "$out/killed" || { echo "FAIL: a rerun after a stopped study: $(cat "$out/rerun.err")"; exit 1; }
 [ ! -e "$out/killed/workers-2" ] && [ -d "$out/killed/workers-1" ] \
   || { echo "FAIL: the stopped study's workers-2 stayed beside the rerun's results"; exit 1; }
 # 16384 ranks of a process each (~12 MiB apiece at least, ~190 GiB) fit no CI machine: refused

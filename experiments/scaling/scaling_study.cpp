@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <iostream>
+#include <string_view>
 
 #include "core/config.hpp"
 #include "core/error.hpp"
@@ -26,6 +27,9 @@
 namespace lbt::experiments {
 namespace fs = std::filesystem;
 namespace {
+
+// A worker count's run folder: OUT/[VARIANT/]workers-K.
+constexpr std::string_view kRunsPrefix = "workers-";
 
 // Runs argv with stdout and stderr into `log` in its own process group (spawn_logged: SIGINT or
 // SIGTERM to lbt scaling reaches the whole run, mpirun's ranks too, and a killed study takes it
@@ -208,7 +212,8 @@ ScalingRow run_one(const ScalingOptions& o, const ScalingVariant& v, int k, int 
                    std::int64_t base_batch) {
   const std::string tag = "repeat " + std::to_string(repeat) + "/" + std::to_string(o.repeats) +
                           (v.tag.empty() ? "" : ", " + v.tag) + ", workers " + std::to_string(k);
-  const fs::path dir = (v.tag.empty() ? o.out : o.out / v.tag) / ("workers-" + std::to_string(k));
+  const fs::path dir =
+      (v.tag.empty() ? o.out : o.out / v.tag) / (std::string(kRunsPrefix) + std::to_string(k));
   const fs::path run = dir / ("repeat-" + std::to_string(repeat));
   const fs::path log = dir / ("repeat-" + std::to_string(repeat) + ".log");
   fs::create_directories(dir);
@@ -317,8 +322,10 @@ void clear_old_study(const fs::path& out, bool overwrite) {
   // of workers-1 in backup/, 2026-11-29 audit).
   const auto is_runs = [](const fs::path& p) {
     const std::string name = p.filename().string();
-    return fs::is_directory(p) && name.size() > 8 && name.starts_with("workers-") &&
-           std::all_of(name.begin() + 8, name.end(), [](char c) { return c >= '0' && c <= '9'; });
+    const std::size_t digits = kRunsPrefix.size();
+    return fs::is_directory(p) && name.size() > digits && name.starts_with(kRunsPrefix) &&
+           std::all_of(name.begin() + digits, name.end(),
+                       [](char c) { return c >= '0' && c <= '9'; });
   };
   for (const auto& entry : fs::directory_iterator(out)) {
     const fs::path& p = entry.path();

@@ -9,6 +9,7 @@
 
 #include "core/error.hpp"
 #include "trainer/data/idx.hpp"
+#include "trainer/data/load.hpp"
 
 using namespace lbt;
 namespace fs = std::filesystem;
@@ -94,6 +95,17 @@ BOOST_AUTO_TEST_CASE(a_limit_keeps_the_first_examples_and_still_checks_the_whole
       first2.labels == std::vector<std::int32_t>(full.labels.begin(), full.labels.begin() + 2),
       boost::test_tools::per_element());
   BOOST_TEST(data::load_idx_pair(dir.write("img", images3()), labels, 10, "t", 7).n == 3);
+  // Through load_splits a limit past the data is refused: "the first 7" of 3 trained on 3.
+  for (const std::string set : {"train", "t10k"}) {
+    dir.write(set + "-images-idx3-ubyte", images3());
+    dir.write(set + "-labels-idx1-ubyte", labels3());
+  }
+  trainer::DataConfig config{
+      .dataset = "fashion-mnist", .format = "idx", .path = dir.path.string(), .train_limit = 3};
+  BOOST_TEST(data::load_splits(config, 0).train.n == 3);
+  config.train_limit = 7;
+  BOOST_TEST(data_error_of([&] { data::load_splits(config, 0); }) ==
+             "data.train_limit = 7 but fashion-mnist holds 3 training examples");
   auto cut = images3();
   cut.resize(cut.size() - 1);
   BOOST_TEST(data_error_of([&] {

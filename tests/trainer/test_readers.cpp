@@ -274,6 +274,11 @@ BOOST_AUTO_TEST_CASE(fifos_loops_float32_overflow_bad_shapes_and_a_bom_are_handl
   auto stray = dir.write("s.npy", npy("<i8", "(2,)", raw(std::vector<std::int64_t>{7, 1})));
   BOOST_TEST(has(data_error_of([&] { data::load_npy_pair(x4, stray, {}, 3, "t"); }),
                  "label 7 at index 0 is not < data.num_classes = 3"));
+  auto minus = dir.write("m.npy", npy("<i8", "(2,)", raw(std::vector<std::int64_t>{0, -1})));
+  BOOST_TEST(has(data_error_of([&] { data::load_npy_pair(x4, minus, {}, 0, "t"); }),
+                 "label -1 at index 1 is not"));
+  auto hex = dir.write("hex.csv", "label,f1\n1,0x10\n");
+  BOOST_TEST(has(data_error_of([&] { data::load_csv(hex, {}, "t"); }), "('0x10') is not a number"));
   auto bom = dir.write("bom.csv", "\xEF\xBB\xBFlabel,f1\n1,0.5\n0,2\n");
   BOOST_TEST(data::load_csv(bom, {.label_column = "label"}, "t").n == 2);
 }

@@ -75,7 +75,10 @@ std::vector<KeySpec> data_keys() {
       {"data.validation_size", kInt, "10000",
        "examples held out of the training set for validation", {}, "examples"},
       {"data.train_limit", kInt, "0",
-       "use only the first N training examples before the split (0: all)", {}, "examples"},
+       "use only the first N training examples before the split (0: all; more than the data "
+       "holds is a data error)",
+       {},
+       "examples"},
       {"data.normalize", kBool, "true",
        "standardise inputs with train-split mean/std (per channel for images)"},
       {"data.augment.crop_padding", kInt, "0",

@@ -32,6 +32,8 @@ std::string trim_field(const std::string& s) {
 bool parse_number(const std::string& field, double& v) {
   const std::string t = trim_field(field);
   if (t.empty()) return false;
+  // strtod also reads C's hexadecimal ("0x10" as 16): a spreadsheet's cell never means that.
+  if (t.find_first_of("xX") != std::string::npos) return false;
   char* end = nullptr;
   v = std::strtod(t.c_str(), &end);
   return end == t.c_str() + t.size() && std::isfinite(v);

@@ -104,6 +104,13 @@ Splits load_splits_unchecked(const trainer::DataConfig& config, std::uint64_t se
                         std::to_string(full.target_dim),
                     "save the test labels with the training labels' dtype and shape");
   }
+  if (config.train_limit > full.n) {
+    // "The first N" of fewer than N examples silently trained on fewer than the config said.
+    throw DataError(
+        "data.train_limit = " + std::to_string(config.train_limit) + " but " + config.dataset +
+            " holds " + std::to_string(full.n) + " training examples",
+        "set data.train_limit to at most " + std::to_string(full.n) + ", or to 0 for all of them");
+  }
   full = truncate(std::move(full), config.train_limit);
   if (config.validation_size > 0) {
     split_validation(full, config.validation_size, seed, s.train, s.validation);

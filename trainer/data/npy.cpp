@@ -18,6 +18,12 @@ namespace {
 const char* kHint =
     "write the array with numpy.save(path, np.ascontiguousarray(a, dtype=np.float32))";
 
+// A value as written in the array ("-1", "2.5"; std::to_string printed "-1.000000").
+std::string number_text(double v) {
+  char buf[32];
+  return std::string(buf, std::to_chars(buf, buf + sizeof buf, v).ptr);
+}
+
 std::string shape_text(const std::vector<std::int64_t>& s) {
   std::string out = "(";
   for (std::size_t i = 0; i < s.size(); ++i) out += (i ? ", " : "") + std::to_string(s[i]);
@@ -250,7 +256,7 @@ void read_class_labels(const NpyArray& fy, const std::filesystem::path& labels,
   for (std::int64_t i = 0; i < d.n; ++i) {
     const double v = fy.values[static_cast<std::size_t>(i)];
     if (v < 0 || v != std::floor(v) || v > 1e9) {
-      throw DataError(labels.string() + ": label " + std::to_string(v) + " at index " +
+      throw DataError(labels.string() + ": label " + number_text(v) + " at index " +
                           std::to_string(i) + " is not a non-negative integer",
                       "labels are class indices 0..classes-1");
     }

@@ -118,6 +118,15 @@ void write_checkpoint(const std::filesystem::path& path, const nlohmann::json& h
   }
 }
 
+std::uint32_t checkpoint_seal(const std::filesystem::path& path) {
+  std::ifstream in(path, std::ios::binary | std::ios::ate);
+  std::uint32_t seal = 0;
+  if (!in || in.tellg() < 4 || !in.seekg(-4, std::ios::end) ||
+      !in.read(reinterpret_cast<char*>(&seal), sizeof seal))
+    throw DataError("cannot read the end of checkpoint " + path.string());
+  return seal;
+}
+
 LoadedCheckpoint read_checkpoint(const std::filesystem::path& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) throw DataError("cannot open checkpoint " + path.string());

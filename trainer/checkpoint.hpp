@@ -44,6 +44,11 @@ void write_checkpoint(const std::filesystem::path& path, const nlohmann::json& h
 // Throws DataError naming the path and what is wrong (magic, version, truncation, checksum).
 LoadedCheckpoint read_checkpoint(const std::filesystem::path& path);
 
+// The CRC-32 that seals a checkpoint (its last 4 bytes), read without the rest: the identity of
+// its content, for telling a checkpoint from another written under the same name. Check the
+// file with read_checkpoint first; throws DataError when it cannot be read.
+std::uint32_t checkpoint_seal(const std::filesystem::path& path);
+
 // checkpoints/step_00001234.ckpt, sorted oldest first.
 std::vector<std::filesystem::path> list_checkpoints(const std::filesystem::path& dir);
 std::filesystem::path checkpoint_path(const std::filesystem::path& dir, std::int64_t step);

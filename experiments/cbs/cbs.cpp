@@ -162,7 +162,7 @@ CbsOutcome run_cbs(const CbsOptions& options) {
   check_same_settings(result.out, {{"reference", fs::canonical(ref.dir).string()},
                                    {"branch_examples", o.examples},  // 0: measured
                                    {"scaling", ref.scaling}});
-  const BranchRunOptions run{result.out / "branches",
+  const BranchRunOptions run{result.out / "branches", result.out / "checkpoint_seals.json",
                              o.lbt_binary.empty() ? self_executable() : o.lbt_binary, o.jobs,
                              o.progress};
   result.ran = run_branches(plan, ref, run);

@@ -79,6 +79,30 @@ bool other_length(const fs::path& dir, const Branch& b) {
   return it != keys.end() && it->second != std::to_string(b.step + b.steps);
 }
 
+// Branches from a checkpoint since replaced by another of the same step (the reference rerun
+// into its directory) trained other weights: a rerun kept them beside new ones (2026-11-29
+// audit), so they run again. OUT/checkpoint_seals.json keeps the seal (CRC-32) of each checkpoint
+// branched from; a directory from before it had none, and keeps its branches.
+void forget_branches_of_replaced_checkpoints(const std::vector<Branch>& plan,
+                                             const ReferenceRun& ref, const BranchRunOptions& o) {
+  const fs::path& file = o.seals_file;
+  nlohmann::json before = nlohmann::json::object(), now = nlohmann::json::object();
+  if (fs::exists(file)) before = read_json_object(file, "remove it: lbt cbs writes it again");
+  for (const Branch& b : plan) {
+    const std::string step = std::to_string(b.step);
+    if (!now.contains(step))
+      now[step] =
+          trainer::checkpoint_seal(trainer::checkpoint_path(ref.dir / "checkpoints", b.step));
+    if (before.contains(step) && before[step] != now[step] && fs::exists(o.branches_dir / b.name)) {
+      std::fprintf(stderr, "[cbs] %s: its checkpoint was replaced since it ran: run again\n",
+                   b.name.c_str());
+      fs::remove_all(o.branches_dir / b.name);
+    }
+  }
+  before.update(now);  // steps not in this plan keep theirs
+  io::atomic_write(file, before.dump(2) + "\n");
+}
+
 // summary.json of a branch that ended without writing its own final one.
 void write_failed(const fs::path& dir, const ChildExit& e) {
   const std::string why = e.signal ? "killed by signal " + std::to_string(e.signal)
@@ -103,6 +127,7 @@ std::vector<std::string> branch_train_args(const Branch& branch, const Reference
 int run_branches(const std::vector<Branch>& plan, const ReferenceRun& ref,
                  const BranchRunOptions& o) {
   refuse_live_trial_groups(o.branches_dir);
+  forget_branches_of_replaced_checkpoints(plan, ref, o);
   std::vector<const Branch*> todo;
   for (const Branch& b : plan) {
     const fs::path dir = o.branches_dir / b.name;

@@ -13,6 +13,7 @@ namespace lbt::experiments {
 
 struct BranchRunOptions {
   std::filesystem::path branches_dir;  // OUT/branches
+  std::filesystem::path seals_file;    // OUT/checkpoint_seals.json: the checkpoints' seals
   std::filesystem::path lbt;           // the lbt executable
   int jobs = 1;
   bool progress = true;

@@ -1,16 +1,20 @@
 // SIGTERM of a running `lbt cbs` through the real binary: it tells its running branches to
 // stop (each saves a checkpoint), prints its own stop message (until 014fb33 it printed the
 // sweep's), exits 143, and a rerun of the same command continues the branches and ends
-// where an undisturbed run ends, bit for bit; a rerun runs a failed branch again.
+// where an undisturbed run ends, bit for bit; a rerun runs a failed branch again, and the
+// branches of a checkpoint replaced since they ran.
 #include <boost/test/unit_test.hpp>
 
 #include <signal.h>
 
+#include <cstring>
 #include <fstream>
 #include <string>
+#include <vector>
 
 #include "cbs_support.hpp"
 #include "support/processes.hpp"
+#include "trainer/checkpoint.hpp"
 
 namespace fs = std::filesystem;
 using lbt::test::run_lbt;
@@ -49,6 +53,20 @@ std::string status_of(const fs::path& branch) {
 
 double final_val_loss(const fs::path& branch) {
   return nlohmann::json::parse(slurp(branch / "summary.json"))["final_val_loss"].get<double>();
+}
+
+// Rewrites a checkpoint with its first parameter moved by 0.25 and a valid seal: the same step,
+// batch and config, other weights (as a reference rerun on another machine writes).
+void nudge_first_parameter(const fs::path& checkpoint) {
+  lbt::trainer::LoadedCheckpoint c = lbt::trainer::read_checkpoint(checkpoint);
+  std::vector<std::byte>& params = c.sections.at("params");
+  float first;
+  std::memcpy(&first, params.data(), sizeof first);
+  first += 0.25f;
+  std::memcpy(params.data(), &first, sizeof first);
+  std::vector<lbt::trainer::CheckpointSection> sections;
+  for (const auto& [name, bytes] : c.sections) sections.push_back({name, bytes});
+  lbt::trainer::write_checkpoint(checkpoint, c.header, sections);
 }
 
 }  // namespace
@@ -110,4 +128,32 @@ BOOST_AUTO_TEST_CASE(a_rerun_runs_a_failed_branch_again) {
   BOOST_TEST(rerun.code == 0, rerun.err);
   BOOST_TEST(status_of(k2) == "completed");
   BOOST_TEST(slurp(out / "cbs.csv") == undisturbed);
+}
+
+// A checkpoint replaced by another of the same step (which lbt cbs's identity check, on step,
+// batch and config, lets through) has its branches run again: a rerun kept them beside branches
+// of the new one (2026-11-29 audit). The rerun reads what a first run on the new one reads.
+BOOST_AUTO_TEST_CASE(a_rerun_runs_the_branches_of_a_replaced_checkpoint_again) {
+  const fs::path reference = scratch() / "ref_replaced";
+  fs::remove_all(reference);
+  fs::copy(short_reference(), reference, fs::copy_options::recursive);
+  const auto args = [&](const fs::path& out) {
+    return "cbs --from " + reference.string() +
+           " --at-steps 5,10 --multipliers 1,2 --examples 256 --tolerance 0.1 --seeds 1"
+           " --no-plots --quiet --out " +
+           out.string();
+  };
+  const fs::path out = scratch() / "cbs_replaced";
+  const auto first = run_lbt(args(out));
+  BOOST_TEST_REQUIRE(first.code == 0, first.err);
+  const std::string before = slurp(out / "cbs.csv");
+  nudge_first_parameter(lbt::trainer::checkpoint_path(reference / "checkpoints", 5));
+  const auto rerun = run_lbt(args(out));
+  BOOST_TEST_REQUIRE(rerun.code == 0, rerun.err);
+  BOOST_TEST(lbt::test::has(rerun.err, "[cbs] step5_k2_s0: its checkpoint was replaced"));
+  BOOST_TEST(!lbt::test::has(rerun.err, "step10_k"), rerun.err);
+  const auto fresh = run_lbt(args(scratch() / "cbs_replaced_fresh"));
+  BOOST_TEST_REQUIRE(fresh.code == 0, fresh.err);
+  BOOST_TEST(slurp(out / "cbs.csv") == slurp(scratch() / "cbs_replaced_fresh" / "cbs.csv"));
+  BOOST_TEST(slurp(out / "cbs.csv") != before);  // the nudge changed what it measures
 }

@@ -161,7 +161,7 @@ ScalingRow read_scaling_run(const fs::path& run_dir) {
   const auto& last = lines.back();
   const double examples = static_cast<double>(last.at("step").get<std::int64_t>() -
                                               first.at("step").get<std::int64_t>()) *
-                          row.global_batch;
+                          static_cast<double>(row.global_batch);
   const double seconds = last.at("wall_time").get<double>() - first.at("wall_time").get<double>();
   // No time measured (the clock's resolution, or an edited log): no throughput. It read
   // 2.3e12 samples/s through max(seconds, 1e-9).
@@ -170,6 +170,8 @@ ScalingRow read_scaling_run(const fs::path& run_dir) {
                         std::to_string(static_cast<long long>(examples)) + " examples took " +
                         std::to_string(seconds) + " s: nothing to time",
                     "give the runs more steps (--steps)");
+  row.window_steps = last.at("step").get<std::int64_t>() - first.at("step").get<std::int64_t>();
+  row.window_s = seconds;
   row.samples_per_s = examples / seconds;
   row.epoch_time_s = static_cast<double>(steps_per_epoch * row.global_batch) / row.samples_per_s;
   return row;
@@ -180,15 +182,15 @@ std::string scaling_runs_csv(const std::vector<ScalingRow>& runs, const std::vec
                              bool compare) {
   std::string csv =
       "repeat,position,workers,global_batch,steps,epoch_time_s,samples_per_s,"
-      "speedup,efficiency" +
+      "speedup,efficiency,window_steps,window_s" +
       std::string(compare ? ",variant" : "") + "\n";
   for (std::size_t i = 0; i < runs.size(); ++i) {
     const ScalingRow& r = runs[i];
     char line[256];
-    std::snprintf(line, sizeof line, "%d,%d,%d,%lld,%lld,%.6g,%.6g,%.4f,%.4f", r.repeat,
+    std::snprintf(line, sizeof line, "%d,%d,%d,%lld,%lld,%.6g,%.6g,%.4f,%.4f,%lld,%.6g", r.repeat,
                   positions[i], r.workers, static_cast<long long>(r.global_batch),
                   static_cast<long long>(r.steps), r.epoch_time_s, r.samples_per_s, r.speedup,
-                  r.efficiency);
+                  r.efficiency, static_cast<long long>(r.window_steps), r.window_s);
     csv += line + variant_field(r.variant, compare) + "\n";
   }
   return csv;

@@ -44,6 +44,10 @@ struct ScalingRow {
   std::int64_t global_batch = 0, steps = 0;
   double epoch_time_s = 0.0, samples_per_s = 0.0;
   double speedup = 0.0, efficiency = 0.0;  // against the smallest K of the same repeat
+  // The throughput window, metrics.jsonl's first logged step to its last: samples/s is
+  // window_steps x global_batch / window_s, as precise as those few steps' timing.
+  std::int64_t window_steps = 0;
+  double window_s = 0.0;
 };
 
 // One worker count (of one variant) over all repeats (a row of scaling.csv): medians with min

@@ -34,11 +34,11 @@ done
 awk -F, 'NR > 1 && !($9 == 2 && $12 <= $7 && $7 <= $13) { print "row " NR ": " $0; bad = 1 }
          END { exit bad }' "$s/scaling.csv" || fail "want efficiency_min <= efficiency <= efficiency_max"
 
-want=repeat,position,workers,global_batch,steps,epoch_time_s,samples_per_s,speedup,efficiency,variant
+want=repeat,position,workers,global_batch,steps,epoch_time_s,samples_per_s,speedup,efficiency,window_steps,window_s,variant
 [ "$(head -n 1 "$s/scaling_runs.csv")" = "$want" ] || fail "scaling_runs.csv header"
 [ "$(wc -l < "$s/scaling_runs.csv")" -eq 9 ] || fail "scaling_runs.csv wants header + 8 runs"
 # Repeat 1 runs K-major, baseline first: (1,false) (1,true) (2,false) (2,true).
-[ "$(awk -F, '$1 == 1 { printf "%s:%s ", $3, $10 }' "$s/scaling_runs.csv")" = \
+[ "$(awk -F, '$1 == 1 { printf "%s:%s ", $3, $12 }' "$s/scaling_runs.csv")" = \
   "1:overlap_comm=false 1:overlap_comm=true 2:overlap_comm=false 2:overlap_comm=true " ] \
   || fail "repeat 1's run order"
 

@@ -27,6 +27,10 @@ grep -q '^2,128,20,.*,2,' "$out/scaling.csv" || { echo "FAIL: 2-worker row"; exi
 awk -F, 'NR > 1 && !($9 == 2 && $12 <= $7 && $7 <= $13) { print "FAIL: row " NR ": " $0; bad = 1 }
          END { exit bad }' "$out/scaling.csv" || { echo "FAIL: want efficiency_min <= efficiency <= efficiency_max"; exit 1; }
 [ "$(wc -l < "$out/scaling_runs.csv")" -eq 5 ] || { echo "FAIL: scaling_runs.csv wants header + 4 runs"; exit 1; }
+# Each run's throughput window: samples_per_s (7) = window_steps (10) x global_batch (4) / window_s (11).
+awk -F, 'NR > 1 { want = $10 * $4 / $11; if (!($10 > 0 && $11 > 0 && ($7 - want) ^ 2 < (1e-5 * want) ^ 2)) {
+                  print "FAIL: run " NR ": " $0; bad = 1 } } END { exit bad }' "$out/scaling_runs.csv" \
+  || { echo "FAIL: want samples_per_s = window_steps x global_batch / window_s"; exit 1; }
 for r in 1 2; do
   [ -f "$out/workers-2/repeat-$r/summary.json" ] && grep -q '"world_size": 2' "$out/workers-2/repeat-$r/summary.json" \
     || { echo "FAIL: the 2-worker run of repeat $r did not run on 2 ranks"; exit 1; }

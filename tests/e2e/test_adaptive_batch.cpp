@@ -179,6 +179,8 @@ BOOST_AUTO_TEST_CASE(bounds_the_layout_cannot_realise_are_refused) {
       {" --set train.sync_every=4", "train.batch_schedule"},       // local SGD
       {" --set train.batch_rule=sqrt", "train.batch_sqrt_scale"},  // no B0
       {" --set train.batch_rule=sqrt --set train.batch_sqrt_scale=-5", "train.batch_sqrt_scale"},
+      {" --set train.batch_max=1048576", "fewer than train.batch_max's batch"},  // 61440 examples
+      {" --set train.batch_schedule=fixed", "is not used with train.batch_schedule = \"fixed\""},
   };
   for (const auto& [set, key] : cases) {
     const auto r = run_lbt(kAdaptive + set + " --out " + (scratch() / "refused").string());

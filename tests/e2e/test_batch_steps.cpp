@@ -145,6 +145,9 @@ BOOST_AUTO_TEST_CASE(stages_that_cannot_run_are_one_error_line_and_exit_2) {
       {" --set train.batch_steps=''", "at least one stage"},
       {" --set train.batch_steps=0:32 --set train.accum_steps=2", "train.accum_steps"},
       {" --set train.batch_steps=0:32 --set train.sync_every=4", "train.batch_schedule"},
+      // 61440 training examples: a stage past them drew each several times in one step.
+      {" --set train.batch_steps='0:32, 1000:131072'", "fewer than train.batch_steps's batch"},
+      {" --set train.batch_steps=0:32 --set train.batch_max=64", "train.batch_max"},  // adaptive's
   };
   for (const auto& [set, says] : cases) {
     const auto r = run_lbt(base + set + " --out " + (scratch() / "refused").string());

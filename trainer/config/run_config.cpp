@@ -89,12 +89,28 @@ std::int64_t steps_of_epochs(double epochs, std::int64_t steps_per_epoch) {
   return static_cast<std::int64_t>(steps);
 }
 
+// A varying batch's largest (batch_max, or the largest stage) fits the data as a fixed batch
+// must: one adaptive step drew 202,112 examples of 61,440, each about 3 times, and ran the
+// budget 3x over (2026-11-29 audit).
+void check_largest_batch_fits(const AdaptiveBatchOptions& a, std::int64_t train_examples,
+                              int world_size) {
+  const std::int64_t fits = train_examples / world_size * world_size;  // the sampler's epoch
+  if (!a.enabled || a.batch_max <= fits) return;
+  const char* key = a.follows_noise() ? "train.batch_max" : "train.batch_steps";
+  throw ConfigError(
+      "the training set has " + std::to_string(train_examples) + " examples, fewer than " + key +
+          "'s batch of " + std::to_string(a.batch_max),
+      "keep the batch at most " + std::to_string(fits / a.step_examples * a.step_examples) +
+          " (a whole number of ranks x micro_batch), or use more training data");
+}
+
 }  // namespace
 
 StepBudget step_budget(const TrainConfig& train, std::int64_t train_examples, int world_size) {
   // The sampler's own count (it throws when the data hold less than one global batch).
   const data::ShardedSampler sampler(train_examples, 0, world_size, 0, train.micro_batch,
                                      train.accum_steps);
+  check_largest_batch_fits(train.adaptive, train_examples, world_size);
   StepBudget budget;
   budget.steps_per_epoch = sampler.steps_per_epoch();
   budget.total_steps =

@@ -35,6 +35,13 @@ std::vector<std::string> divergence_mode(const Config& config) {
 }
 const KeyCondition kByDivergence{{"train.on_divergence"}, divergence_mode};
 
+// The adaptive batch's keys apply to it alone: set beside a fixed batch they were ignored
+// without a word, so forgetting batch_schedule trained a fixed batch (2026-11-29 audit).
+std::vector<std::string> batch_schedule(const Config& config) {
+  return {config.peek_string("train.batch_schedule", "fixed")};
+}
+const KeyCondition kByBatchSchedule{{"train.batch_schedule"}, batch_schedule};
+
 // model.*: the network, its initialisation and loss.
 std::vector<KeySpec> model_keys() {
   using enum KeyType;
@@ -126,23 +133,23 @@ std::vector<KeySpec> run_keys() {
       {"train.accum_steps", kInt, "0",
        "gradient accumulation steps per optimizer step (0: derived)"},
       {"train.batch_schedule", kString, "\"fixed\"",
-       "fixed: train.global_batch throughout | adaptive: the global batch follows the EMA noise scale B_simple (per_example's where resolved, else two_batch's; McCandlish et al. 2018, arXiv:1812.06162, App. D): B = clip(B_simple, batch_min, batch_max) rounded to ranks x micro_batch x k, starting at batch_min until B_simple is resolved, changed at noise reports when B_simple moves past train.batch_hysteresis plus half a realisable step; needs noise.enabled; the LR follows schedule.scaling at B (reference schedule.reference_batch), the schedule and the budget (train.steps x batch_min, or train.epochs) are counted in examples; metrics.jsonl logs global_batch; steps-to-target is not refined (train.target_resolution unused) | steps: a planned piecewise-constant batch, train.batch_steps (a batch warmup; lbt plan --from CBS_DIR writes one), counted in examples as adaptive is and with the same LR rule; steps-to-target is refined as with a fixed batch",
+       "fixed: train.global_batch throughout | adaptive: the global batch follows the EMA noise scale B_simple (per_example's where resolved, else two_batch's; McCandlish et al. 2018, arXiv:1812.06162, App. D): B = clip(B_simple, batch_min, batch_max) rounded to ranks x micro_batch x k, starting at batch_min until B_simple is resolved, changed at noise reports when B_simple moves past train.batch_hysteresis plus half a realisable step; needs noise.enabled; the LR follows schedule.scaling at B (reference schedule.reference_batch), the schedule and the budget (train.steps x batch_min, or train.epochs) are counted in examples (the last step may pass the budget by less than its batch); metrics.jsonl logs global_batch; steps-to-target is not refined (train.target_resolution unused) | steps: a planned piecewise-constant batch, train.batch_steps (a batch warmup; lbt plan --from CBS_DIR writes one), counted in examples as adaptive is and with the same LR rule; steps-to-target is refined as with a fixed batch",
        {"fixed", "adaptive", "steps"}},
       {"train.batch_steps", kString, "\"\"",
-       "steps: the stages FROM_EXAMPLES:BATCH, ... (e.g. 0:256, 51200:512): the global batch of the steps taken once FROM_EXAMPLES examples are seen (a stage starts at the first step boundary at or after it); the first at 0; train.steps counts steps of the first stage's batch (the budget is train.steps x that batch examples), every batch a multiple of ranks x micro_batch (micro_batch 0: the smallest batch / ranks)",
-       {}, "examples"},
+       "steps: the stages FROM_EXAMPLES:BATCH, ... (e.g. 0:256, 51200:512): the global batch of the steps taken once FROM_EXAMPLES examples are seen (a stage starts at the first step boundary at or after it); the first at 0; train.steps counts steps of the first stage's batch (the budget is train.steps x that batch examples), every batch a multiple of ranks x micro_batch (micro_batch 0: the smallest batch / ranks) and at most the training set",
+       {}, "examples", &kByBatchSchedule, {"steps"}},
       {"train.batch_min", kInt, "0",
        "adaptive: the smallest global batch, a multiple of ranks x micro_batch (micro_batch 0: batch_min / ranks)",
-       {}, "examples"},
-      {"train.batch_max", kInt, "0", "adaptive: the largest global batch, a multiple of ranks x micro_batch", {}, "examples"},
+       {}, "examples", &kByBatchSchedule, {"adaptive"}},
+      {"train.batch_max", kInt, "0", "adaptive: the largest global batch, a multiple of ranks x micro_batch and at most the training set", {}, "examples", &kByBatchSchedule, {"adaptive"}},
       {"train.batch_rule", kString, "\"b_simple\"",
        "adaptive: b_simple: B = B_simple | sqrt: B = sqrt(train.batch_sqrt_scale x B_simple), the batch that minimises steps + examples / batch_sqrt_scale under McCandlish's per-step model (App. D); either is then clipped to [batch_min, batch_max] and rounded to the layout",
-       {"b_simple", "sqrt"}},
+       {"b_simple", "sqrt"}, "", &kByBatchSchedule, {"adaptive"}},
       {"train.batch_sqrt_scale", kNumber, "0.0",
        "adaptive, batch_rule = sqrt: B0, the examples one is willing to spend to save a step (B = B_simple where B_simple = B0); required > 0 with the sqrt rule",
-       {}, "examples"},
+       {}, "examples", &kByBatchSchedule, {"adaptive"}},
       {"train.batch_hysteresis", kNumber, "0.1",
-       "adaptive: change the batch only when the rule's batch differs from the current one by more than this fraction of it plus half a realisable step (ranks x micro_batch / 2)"},
+       "adaptive: change the batch only when the rule's batch differs from the current one by more than this fraction of it plus half a realisable step (ranks x micro_batch / 2)", {}, "", &kByBatchSchedule, {"adaptive"}},
       {"train.steps", kInt, "0", "step budget (0: use train.epochs)", {}, "steps"},
       {"train.epochs", kNumber, "10.0", "epoch budget when train.steps = 0", {}, "epochs"},
       {"train.eval_every", kInt, "500",

@@ -21,7 +21,7 @@ std::int64_t batch_for_max_steps(std::int64_t max_steps, const CriticalBatchFit&
         "a step budget of " + std::to_string(max_steps) +
             " cannot reach the target: no batch size takes fewer than S_min = " + num(f.S_min) +
             " steps",
-        "allow more than " + std::to_string(static_cast<std::int64_t>(std::ceil(f.S_min * 1.25))) +
+        "allow at least " + std::to_string(static_cast<std::int64_t>(std::ceil(f.S_min * 1.25))) +
             " steps (S_min x 1.25, at a batch of 4 B_crit)");
   }
   const double B = f.B_noise / (static_cast<double>(max_steps) / f.S_min - 1.0);
@@ -35,7 +35,7 @@ std::int64_t batch_for_max_examples(std::int64_t max_examples, const CriticalBat
         "an example budget of " + std::to_string(max_examples) +
             " cannot reach the target: no batch size uses fewer than E_min = " + num(f.E_min) +
             " examples",
-        "allow more than " + std::to_string(static_cast<std::int64_t>(std::ceil(f.E_min * 1.25))) +
+        "allow at least " + std::to_string(static_cast<std::int64_t>(std::ceil(f.E_min * 1.25))) +
             " examples (E_min x 1.25, at a batch of B_crit / 4)");
   }
   const double B = f.B_noise * (static_cast<double>(max_examples) / f.E_min - 1.0);

@@ -3,7 +3,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstdio>
 #include <fstream>
 #include <sstream>
 #include <string_view>
@@ -13,13 +12,12 @@
 #include "core/error.hpp"
 #include "core/io.hpp"
 #include "core/toml_text.hpp"
-#include "experiments/json_file.hpp"
-#include "experiments/lbt_schema.hpp"
 #include "experiments/sweep/fit_files.hpp"
+#include "experiments/sweep/plan_run.hpp"
+#include "experiments/sweep/sweep_plan.hpp"
 #include "experiments/sweep/sweep_results.hpp"
 #include "schedules/scaling.hpp"
 #include "trainer/config/run_config.hpp"
-#include "trainer/data/load.hpp"
 
 namespace lbt::experiments {
 namespace fs = std::filesystem;
@@ -85,19 +83,6 @@ SweepForPlan fit_sweep_for_plan(const fs::path& dir) {
   return {std::move(measured), fit};
 }
 
-// The target the sweep's trials trained to, from its manifest.
-std::string sweep_target(const fs::path& dir) {
-  const nlohmann::json manifest = read_json_object(
-      dir / "sweep.json", "restore it, or rerun the sweep's lbt sweep command on " + dir.string() +
-                              " (finished trials are kept) to rewrite it");
-  const auto target = manifest.find("target");
-  if (target == manifest.end() || !target->is_string() || target->get<std::string>().empty()) {
-    throw DataError((dir / "sweep.json").string() + " names no target (\"target\": \"...\")",
-                    "restore it, or rerun the sweep's lbt sweep command to rewrite it");
-  }
-  return target->get<std::string>();
-}
-
 // The peak LR at B: the sweep's LR law (analysis/lr_law.hpp) over the batch sizes that reached
 // the target, else the trials' scaling rule from their reference batch. Also returns that rule's
 // factor at B, since optimizer.lr is written at the reference batch.
@@ -110,37 +95,6 @@ std::pair<analysis::LrChoice, double> plan_lr(const fs::path& dir, const trainer
       std::to_string(base.schedule.reference_batch) +
       " (fewer than 3 reached batch sizes with a searched LR for an LR law)";
   return {analysis::lr_at(B, read_lr_points(dir), base.optimizer.lr * rule, rule_source), rule};
-}
-
-// Sets the trials' config to batch B, the step budget, evaluation and LR, validates it, and
-// builds its schedule as the run will (a warmup longer than the budget fails here).
-trainer::RunConfig set_plan_config(Config& config, const ScalePlanOptions& o, std::int64_t B,
-                                   std::int64_t budget, std::int64_t eval_every,
-                                   const std::string& target, double lr_at_reference) {
-  // optimizer.lr is given at the reference batch: the schedule's own rule takes it to lr at B,
-  // so warmup from the base LR and LEGW keep their meaning.
-  for (const std::string& s :
-       {"train.global_batch=" + std::to_string(B), "train.steps=" + std::to_string(budget),
-        "train.eval_every=" + std::to_string(eval_every), "train.target=" + target,
-        std::string("train.stop_at_target=true")}) {
-    config.set(s);
-  }
-  char lr_text[32];
-  std::snprintf(lr_text, sizeof lr_text, "%.17g", lr_at_reference);
-  config.set(std::string("optimizer.lr=") + lr_text);
-  if (o.workers > 0) config.set("train.micro_batch=" + std::to_string(o.micro_batch));
-  config.validate(lbt_schema());
-  const int world = o.workers > 0 ? o.workers : 1;
-  const trainer::RunConfig run = trainer::resolve_run_config(config, world);
-  const std::int64_t train_examples = data::load_splits(run.train.data, run.train.seed).train.n;
-  if (B > train_examples) {  // the budget chose it: name the options, not train.global_batch
-    throw ConfigError("the plan's global batch " + std::to_string(B) + " is more than the " +
-                          std::to_string(train_examples) + " training examples",
-                      o.workers > 0 ? "lower --workers or --micro-batch"
-                                    : "lower --max-examples, or raise --max-steps");
-  }
-  trainer::run_schedule(run, trainer::step_budget(run.train, train_examples, world), nullptr);
-  return run;
 }
 
 nlohmann::json plan_json(const ScalePlanOptions& o, const SweepForPlan& sweep,
@@ -222,19 +176,6 @@ void write_plan_config(const fs::path& out, const ScalePlanOptions& o, const Con
   io::atomic_write(out, toml.str());
 }
 
-// base_config.toml as lbt sweep wrote it (trial_base_config: its first line says so). An
-// emptied one loaded as lbt's defaults, and the plan's config then named a model, LR rule and
-// warmup the sweep never trained, under the sweep's predictions.
-void check_trials_config(const fs::path& path) {
-  if (io::read_file(path).rfind("# Written by lbt sweep", 0) != 0) {
-    throw DataError(path.string() +
-                        " is not the trials' config lbt sweep wrote (its first line "
-                        "says so): the plan would train another model than the sweep's",
-                    "restore it: the sweep's config without its [sweep] table, under the line "
-                    "'# Written by lbt sweep from FILE without its [sweep] table.'");
-  }
-}
-
 }  // namespace
 
 fs::path plan_json_path(const fs::path& out) {
@@ -292,7 +233,8 @@ nlohmann::json plan_at_scale(const ScalePlanOptions& o) {
   const fs::path out = o.out.empty() ? o.sweep_dir / "plan.toml" : o.out;
   check_plan_out(out, o.overwrite);          // before any work
   require_utf8_path(o.sweep_dir, "--from");  // plan.json and plan.toml name it
-  const std::string target = sweep_target(o.sweep_dir);
+  const SweepManifest manifest = read_sweep_manifest(o.sweep_dir);
+  const std::string& target = manifest.target;
   const SweepForPlan sweep = fit_sweep_for_plan(o.sweep_dir);
   const std::int64_t B = analysis::batch_for_budget(
       {o.workers, o.micro_batch, o.max_steps, o.max_examples}, sweep.fit);
@@ -303,8 +245,7 @@ nlohmann::json plan_at_scale(const ScalePlanOptions& o) {
       analysis::regime_at(B, sweep.fit.B_crit, o.regime_tolerance, replicates, o.level);
 
   // The trials' config, at batch B.
-  check_trials_config(o.sweep_dir / "base_config.toml");
-  Config config = load_config(o.sweep_dir / "base_config.toml", {}, nullptr);
+  Config config = trials_config(o.sweep_dir, manifest);
   const trainer::RunConfig base = trainer::resolve_run_config(config, 1);
   const auto [lr, rule] = plan_lr(o.sweep_dir, base, B);
   // optimizer.lr is written at the trials' reference batch: pinned, since its default would
@@ -312,13 +253,35 @@ nlohmann::json plan_at_scale(const ScalePlanOptions& o) {
   config.set("schedule.reference_batch=" + std::to_string(base.schedule.reference_batch));
   // Resolution of steps-to-target: about 2% of the predicted steps.
   const std::int64_t eval_every = std::max<std::int64_t>(1, std::llround(p.steps / 50.0));
+  // The run is a trial's length at B, so a schedule that decays to the end of the run decays as
+  // the trials' did (a run of 1.5 x the predicted steps decayed faster: at the predicted step its
+  // LR was 44% of the peak against the trials' 98%, 2026-11-29 audit); --max-steps may cut it.
+  // A sweep.json from before it recorded the trials' budget: 1.5 x the predicted steps.
   const double upper = std::isfinite(p.steps_interval.hi) ? p.steps_interval.hi : p.steps;
-  std::int64_t budget = static_cast<std::int64_t>(std::ceil(1.5 * upper)) + eval_every;
+  const std::int64_t horizon =
+      manifest.max_steps >= 0 ? trial_steps(manifest.max_examples, manifest.max_steps, B) : 0;
+  std::int64_t budget =
+      horizon > 0 ? horizon : static_cast<std::int64_t>(std::ceil(1.5 * upper)) + eval_every;
   if (o.max_steps > 0) budget = std::min(budget, o.max_steps);
-  const trainer::RunConfig run =
-      set_plan_config(config, o, B, budget, eval_every, target, lr.lr / rule);
+  const auto [run, differs] = set_plan_run(config, {.global_batch = B,
+                                                    .steps = budget,
+                                                    .eval_every = eval_every,
+                                                    .trials_steps = horizon,
+                                                    .target = target,
+                                                    .lr_at_reference = lr.lr / rule,
+                                                    .workers = o.workers,
+                                                    .micro_batch = o.micro_batch,
+                                                    .max_steps = o.max_steps});
 
   nlohmann::json plan = plan_json(o, sweep, target, B, lr, p, regime, eval_every, budget, run);
+  plan["trials_steps"] = horizon > 0 ? nlohmann::json(horizon) : nlohmann::json();
+  if (differs) {
+    plan["schedule_warning"] =
+        "the run's " + std::to_string(budget) + " steps (--max-steps) are fewer than a trial's " +
+        std::to_string(horizon) +
+        " at this batch, and the schedule depends on the run's length: it is not the trials' "
+        "schedule the prediction rests on";
+  }
   write_plan_config(out, o, config, B, lr, p, target, regime);
   plan["config"] = fs::absolute(out).string();
   io::atomic_write(plan_json_path(out), plan.dump(2) + "\n");
@@ -347,7 +310,11 @@ std::string format_scale_plan(const nlohmann::json& p) {
      << num(p["schedule"]["warmup"].get<double>()) << " "
      << p["schedule"]["warmup_unit"].get<std::string>() << ", decay "
      << p["schedule"]["decay"].get<std::string>() << "), budget "
-     << p["train_steps"].get<std::int64_t>() << " steps\n";
+     << p["train_steps"].get<std::int64_t>() << " steps"
+     << (p.value("trials_steps", nlohmann::json()) == p["train_steps"]
+             ? " (a trial's at this batch)"
+             : "")
+     << "\n";
   if (p.contains("measured_b_simple")) {
     const auto& n = p["measured_b_simple"];
     const std::string level = num(100 * p["interval_level"].get<double>()) + "% bootstrap";
@@ -358,7 +325,8 @@ std::string format_scale_plan(const nlohmann::json& p) {
                                   level)
        << "\n";
   }
-  if (p.contains("warning")) ss << "  warning: " << p["warning"].get<std::string>() << "\n";
+  for (const char* key : {"warning", "schedule_warning"})
+    if (p.contains(key)) ss << "  warning: " << p[key].get<std::string>() << "\n";
   ss << "  config: " << p["config"].get<std::string>() << " (lbt train --config it as is)\n";
   return ss.str();
 }

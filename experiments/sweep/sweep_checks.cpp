@@ -197,6 +197,8 @@ nlohmann::json sweep_manifest(const fs::path& config_path, const SweepSettings& 
             {"prune", settings.search.prune},
             {"eval_growth", settings.eval_growth}}},
           {"seeds", settings.seeds},
+          {"max_examples", settings.max_examples},  // each trial's budget (trial_steps)
+          {"max_steps", settings.max_steps},
           {"exec", exec_command},
           {"sets", trial_sets(sets)},
           {"data", data},

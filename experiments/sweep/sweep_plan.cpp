@@ -194,12 +194,16 @@ double lr_prior(const SweepSettings& s, std::int64_t batch_size) {
                                                s.reference_batch);
 }
 
+std::int64_t trial_steps(std::int64_t max_examples, std::int64_t max_steps, std::int64_t B) {
+  std::int64_t steps = 0;
+  if (max_examples > 0) steps = (max_examples + B - 1) / B;
+  if (max_steps > 0) steps = steps > 0 ? std::min(steps, max_steps) : max_steps;
+  return std::max<std::int64_t>(steps, 1);
+}
+
 Trial make_trial(const SweepSettings& s, std::int64_t B, int k, double multiplier, double momentum,
                  int seed, std::int64_t prune_at_step) {
-  std::int64_t steps = 0;
-  if (s.max_examples > 0) steps = (s.max_examples + B - 1) / B;
-  if (s.max_steps > 0) steps = steps > 0 ? std::min(steps, s.max_steps) : s.max_steps;
-  steps = std::max<std::int64_t>(steps, 1);
+  const std::int64_t steps = trial_steps(s.max_examples, s.max_steps, B);
   Trial t;
   t.name = std::to_string(B) + "_" + std::to_string(k);
   t.batch_size = B;

@@ -70,6 +70,11 @@ double halton(std::uint64_t index, std::uint64_t base);
 // The LR prior at batch B.
 double lr_prior(const SweepSettings& s, std::int64_t batch_size);
 
+// A trial's train.steps at batch B: the smaller of sweep.max_examples / B (rounded up) and
+// sweep.max_steps, of those set; at least 1. A schedule that decays to the end of the run decays
+// over it, so lbt plan gives a run at B the same.
+std::int64_t trial_steps(std::int64_t max_examples, std::int64_t max_steps, std::int64_t B);
+
 // The trial at batch B with LR multiplier `multiplier` of the prior (the plan's index is set by
 // the caller).
 Trial make_trial(const SweepSettings& s, std::int64_t batch_size, int k, double multiplier,

@@ -102,6 +102,7 @@ BOOST_AUTO_TEST_CASE(
   // An examples interval past --max-examples says so, as one past --max-steps does.
   const double examples_hi = plan["examples_to_target_interval"][1];
   BOOST_TEST(plan.contains("warning") == (examples_hi > static_cast<double>(budget)), plan.dump());
+  BOOST_TEST(plan["train_steps"] == 600);  // a trial's budget, sweep.max_steps: the trials' run
   BOOST_TEST(0 < lo);
   BOOST_TEST(lo <= plan["steps_to_target"].get<double>());
   BOOST_TEST(plan["steps_to_target"].get<double>() <= hi);
@@ -281,6 +282,10 @@ BOOST_AUTO_TEST_CASE(a_sweep_measures_the_noise_scale_per_trial_and_the_fit_repo
   BOOST_TEST(plan["interval"][1].get<double>() == hi);
   BOOST_TEST(r.out.find("measured B_simple") != std::string::npos);
   BOOST_TEST(r.out.find("% bootstrap), B_crit / B_simple") != std::string::npos);
+  // Its config keeps the --set options the trials trained with (they were dropped until
+  // 2026-11-29: a sweep's --set schedule or momentum did not reach plan.toml).
+  const std::string plan_toml = slurp(dir / "plan.toml");
+  BOOST_TEST(plan_toml.find("window_steps = 6") != std::string::npos, plan_toml);
   // ... and the ratio to B_crit and the fit itself with fit.json's intervals.
   BOOST_REQUIRE(fit["intervals"]["b_crit_over_b_simple"].is_array());
   BOOST_TEST(plan["b_crit_over_b_simple"] == fit["b_crit_over_b_simple"]);
@@ -351,4 +356,29 @@ BOOST_AUTO_TEST_CASE(
     // the default reading's sensitivity entry is the headline fit
     BOOST_TEST(readings.at("ema").at("B_crit").get<double>() == fit->at("B_crit").get<double>());
   }
+}
+
+// lbt plan's run is a trial's length at its batch, so a schedule that decays to the end of the
+// run decays as the trials' did (a run of 1.5 x the predicted steps decayed faster, 2026-11-29
+// audit); a --max-steps that cuts it shorter says the schedule is no longer the trials'.
+BOOST_AUTO_TEST_CASE(a_plan_keeps_the_trials_schedule_and_says_when_max_steps_cuts_it) {
+  const fs::path cfg = write_config("cosine.toml", "val_loss<=0.14", 600);
+  const fs::path dir = scratch() / "cosine";
+  Result r = run_lbt("sweep --config " + cfg.string() + " --jobs 2 --no-plots --quiet --out " +
+                     dir.string() + " --set schedule.decay=cosine");
+  BOOST_REQUIRE_MESSAGE(r.code == 0, r.err);
+  r = run_lbt("plan --from " + dir.string() + " --workers 1 --micro-batch 32");
+  BOOST_REQUIRE_MESSAGE(r.code == 0, r.err);
+  auto plan = nlohmann::json::parse(slurp(dir / "plan.json"));
+  BOOST_TEST(plan["train_steps"] == 600);  // sweep.max_steps: each trial's budget
+  BOOST_TEST(plan["schedule"]["decay"] == "cosine");
+  BOOST_TEST(!plan.contains("schedule_warning"));
+  r = run_lbt("plan --from " + dir.string() + " --max-steps 100");
+  BOOST_REQUIRE_MESSAGE(r.code == 0, r.err);
+  plan = nlohmann::json::parse(slurp(dir / "plan.json"));
+  BOOST_TEST(plan["train_steps"] == 100);
+  BOOST_TEST(
+      r.out.find("warning: the run's 100 steps (--max-steps) are fewer than a trial's 600") !=
+          std::string::npos,
+      r.out);
 }

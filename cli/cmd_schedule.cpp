@@ -65,6 +65,13 @@ std::filesystem::path plot_data_path(const std::string& plot) {
     throw ConfigError("--plot " + plot + ": an image name ends in .png, .pdf or .svg",
                       "e.g. --plot " + csv_path.stem().string() + ".png");
   }
+  // A directory in either place: the CSV written, then matplotlib's traceback, or the whole CSV
+  // on stdout, then "cannot write" (2026-11-29 audit).
+  std::error_code ec;
+  for (const std::filesystem::path& p : {std::filesystem::path(plot), csv_path})
+    if (std::filesystem::is_directory(p, ec))
+      throw ConfigError("--plot " + plot + ": " + p.string() + " is a directory",
+                        "choose another --plot name, or move that directory");
   std::string header;
   if (std::ifstream existing{csv_path};
       existing && std::getline(existing, header) && !header.starts_with("step,lr")) {
@@ -158,6 +165,10 @@ void run_schedule(const ScheduleArgs& args) {
       row.append(value, std::to_chars(value, value + sizeof value, curves[c](step)).ptr);
     }
     emit(row += '\n');
+    // A full disk or a closed pipe, said then: not after every step was printed.
+    if (step % 65536 == 65535 && !std::cout)
+      throw Error("writing the CSV to stdout failed at step " + std::to_string(step),
+                  "check the disk or pipe it is written to");
   }
   if (!std::cout.flush())
     throw Error("writing the CSV to stdout failed", "check the disk or pipe it is written to");

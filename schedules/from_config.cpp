@@ -119,10 +119,14 @@ void check_warmup_start(const Failer& config, const ScheduleOptions& o, const Wa
                   num(o.warmup_start_lr), "give the start as a fraction or as an LR, not both");
     }
   }
+  // From the base LR it starts at optimizer.lr (> 0; it was refused, 2026-11-29 audit). The
+  // error names the key the start was given by.
   if (warmup.build == &s::warmup_exponential && o.warmup > 0 && !(o.warmup_start > 0) &&
-      !(o.warmup_start_lr > 0)) {
-    config.fail("schedule.warmup_start", "> 0 for warmup_kind = \"exponential\"",
-                num(o.warmup_start),
+      !(o.warmup_start_lr > 0) && !o.warmup_from_base_lr) {
+    const bool as_lr = o.warmup_start_lr != -1.0;
+    config.fail(as_lr ? "schedule.warmup_start_lr" : "schedule.warmup_start",
+                "> 0 for warmup_kind = \"exponential\"",
+                num(as_lr ? o.warmup_start_lr : o.warmup_start),
                 "start the geometric rise somewhere, e.g. schedule.warmup_start = 0.01");
   }
   // Goyal et al.'s constant warmup trains at the unscaled LR; at 0 its steps train nothing.
@@ -194,6 +198,12 @@ Lengths resolve_lengths(const Failer& config, const ScheduleOptions& o,
   l.decay = l.decay_given ? convert.to_steps("schedule.decay_length", o.decay_length,
                                              kinds.decay_unit, "schedule.decay_unit")
                           : std::max<std::int64_t>(context.total_steps - l.decay_start, 0);
+  // A warmup that outlasts the run leaves the decay after its end, where its length changes no
+  // step: check_against_run says what the warmup does. A decay to the end failed here on a
+  // decay_length never set (lbt schedule's warning, then that error; 2026-11-29 audit).
+  if (!l.decay_given && o.decay_start < 0 && context.total_steps > 0 &&
+      l.warmup >= context.total_steps)
+    l.decay = 1;
   return l;
 }
 
@@ -346,6 +356,13 @@ Schedule make_schedule(const ScheduleOptions& o, const ScheduleContext& context)
   check_values(config, o, context);
   check_warmup_start(config, o, kinds.warmup);
   const double peak = context.base_lr * scaling_factor_of(config, o, context, kinds.rule);
+  // optimizer.lr = 1e308 at 16x the reference batch: "schedule.decay must be a valid schedule,
+  // got scaled: factor must be finite" named a key no one set (2026-11-29 audit).
+  if (!std::isfinite(peak)) {
+    config.fail("optimizer.lr", "finite once scaled to this batch (the peak LR)",
+                num(context.base_lr) + " x " + num(peak / context.base_lr) + " = " + num(peak),
+                "lower optimizer.lr");
+  }
   const double start = warmup_start_fraction(config, o, context.base_lr, peak);
   const Converter convert{config, steps_per_epoch_of(o, context), context.global_batch};
   const Lengths lengths = resolve_lengths(config, o, context, kinds, convert);

@@ -158,3 +158,32 @@ BOOST_AUTO_TEST_CASE(a_warmup_longer_than_the_run_is_a_note_where_it_changes_not
                  std::string::npos,
              climbs.err);
 }
+
+// Paths lbt schedule cannot write are one error line before any output (a directory named like
+// the plot or its CSV printed the CSV, then a traceback or "cannot write"); a stdout that fails
+// is said within 65,536 steps, not after the last of 5M (2026-11-29 audit).
+BOOST_AUTO_TEST_CASE(schedule_refuses_paths_it_cannot_write_before_printing_anything) {
+  const fs::path dir = scratch() / "schedule_dirs";
+  fs::create_directories(dir / "d.png");
+  fs::create_directories(dir / "y.csv");
+  const std::string run = "schedule --config " LBT_SOURCE_DIR
+                          "/experiments/configs/synthetic_regression.toml --steps 5 --plot ";
+  for (const std::string plot : {"d.png", "y.png"}) {
+    const Result r = run_lbt(run + (dir / plot).string());
+    BOOST_TEST(r.code == 2, r.err);
+    BOOST_TEST(r.out.empty(), r.out);
+    BOOST_TEST(r.err.find(" is a directory") != std::string::npos, r.err);
+  }
+  const Result full = lbt::test::run_command(
+      "sh -c '" + lbt::test::lbt_binary() +
+      " schedule --config " LBT_SOURCE_DIR
+      "/experiments/configs/synthetic_regression.toml --steps 5000000 >/dev/full'");
+  BOOST_TEST(full.code == 1);
+  BOOST_TEST(full.err.find("failed at step 65535") != std::string::npos, full.err);
+  // A peak LR past a double names optimizer.lr (it named schedule.decay, which no one set).
+  const Result inf = run_lbt("schedule --config " LBT_SOURCE_DIR
+                             "/experiments/configs/synthetic_regression.toml --steps 5 -b 1024"
+                             " --set optimizer.lr=1e308 --set schedule.scaling=linear");
+  BOOST_TEST(inf.code == 2);
+  BOOST_TEST(inf.err.find("optimizer.lr must be finite once scaled") != std::string::npos, inf.err);
+}

@@ -297,6 +297,13 @@ BOOST_AUTO_TEST_CASE(bad_values_are_config_errors_naming_the_key) {
   BOOST_TEST(
       contains(error_of("[schedule]\nwarmup = 5\nwarmup_kind = \"exponential\"\n", ctx).what(),
                "schedule.warmup_start"));
+  // From the base LR it starts at optimizer.lr (it was refused): 0.1 x 4^(s/2), B = 4 x 64.
+  const auto geometric = build(
+                             "[schedule]\nscaling = \"linear\"\nreference_batch = 64\nwarmup = 2\n"
+                             "warmup_kind = \"exponential\"\nwarmup_from_base_lr = true\n",
+                             {0.1, 256, 10, 100})
+                             .lr;
+  BOOST_TEST((near(geometric(0), 0.1) && near(geometric(1), 0.2) && near(geometric(2), 0.4)));
   BOOST_TEST(
       contains(error_of("[schedule]\nscaling = \"linear\"\nreference_batch = 0\n", ctx).what(),
                "schedule.reference_batch"));
@@ -313,6 +320,12 @@ BOOST_AUTO_TEST_CASE(a_warmup_as_long_as_the_run_is_refused_one_step_shorter_rea
   BOOST_TEST(contains(e.what(), "schedule.warmup must be fewer steps than the run's 100 steps"),
              e.what());
   BOOST_TEST(build("[schedule]\nwarmup = 99\n", ctx).lr(99) == 0.1);
+  // Where it is a note (lbt schedule), a decay to the end after it is no error: the LR climbs
+  // 0.1 x s / 120 (it failed on schedule.decay_length, never set).
+  ScheduleContext note = ctx;
+  note.warmup_past_run = lbt::schedules::WarmupPastRun::kNote;
+  const auto past = build("[schedule]\nwarmup = 120\ndecay = \"cosine\"\n", note).lr;
+  BOOST_TEST((near(past(60), 0.05) && near(past(99), 0.1 * 99 / 120)));
 }
 
 // A warmup climbs to the peak and a decay falls from it; values that turn either around are

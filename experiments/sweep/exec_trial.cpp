@@ -16,7 +16,7 @@ namespace {
 
 struct EvalLog {
   std::int64_t steps = 0, steps_to_target = -1, steps_lo = 0, diverged_step = -1;
-  int evaluations = 0;
+  int evaluations = 0, with_metric = 0;  // with_metric: evaluations holding the target's
   double best_loss = NAN, best_accuracy = NAN;
   std::string error;        // malformed input: the trial failed
   std::string past_budget;  // "line N (step S)": the first evaluation past the budget
@@ -85,6 +85,7 @@ bool read_evaluation(const nlohmann::json& line, const std::string& at,
   }
   const double loss = metric(line, "val_loss"), acc = metric(line, "val_accuracy");
   const double watched = metric(line, target.metric.c_str());
+  log.with_metric += line.contains(target.metric);
   if (std::isinf(loss) || std::isinf(watched)) {
     log.diverged_step = step;
     return false;
@@ -136,6 +137,11 @@ EvalLog read_eval_log(const fs::path& file, const trainer::Target& target, std::
     if (!read_evaluation(line, where(file, number), target, log)) break;
   }
   if (lines == 0) log.error = file.string() + " is empty: the program evaluated nothing";
+  // Never the target's metric (a program writing "loss" for a val_loss target): no reading of
+  // the target, not a budget it ran out of (every trial read budget_exhausted, 2026-11-29 audit).
+  if (log.error.empty() && log.evaluations > 0 && log.with_metric == 0 && log.diverged_step < 0)
+    log.error = file.string() + ": no evaluation holds the target's metric \"" + target.metric +
+                "\" (the target is " + target.text() + ")";
   return log;
 }
 
@@ -173,7 +179,7 @@ nlohmann::json parse_program_line(const std::string& text) {
 
 std::string write_exec_summary(const Trial& t, const fs::path& run_dir,
                                const trainer::Target& target, const ChildExit& e,
-                               const fs::path& log_file) {
+                               const fs::path& log_file, bool outcomes_only) {
   const fs::path eval_file = run_dir / "eval.jsonl";
   const EvalLog log = read_eval_log(eval_file, target, t.steps);
   const std::string noise_warning = exec_noise_warning(run_dir);
@@ -192,7 +198,7 @@ std::string write_exec_summary(const Trial& t, const fs::path& run_dir,
   if (!noise_warning.empty()) s["noise_warning"] = noise_warning;
   if (!budget_warning.empty()) s["budget_warning"] = budget_warning;
   if (e.signal != 0 || e.exit_code != 0) {
-    const std::string why = e.signal ? "killed by signal " + std::to_string(e.signal)
+    const std::string why = e.signal ? "was killed by signal " + std::to_string(e.signal)
                                      : "exited with code " + std::to_string(e.exit_code);
     const std::string tail = tail_lines(log_file, 3);
     s["status"] = "failed";
@@ -213,6 +219,7 @@ std::string write_exec_summary(const Trial& t, const fs::path& run_dir,
     s["diverged_step"] = log.diverged_step;
     s["divergence_reason"] = "a non-finite metric at step " + std::to_string(log.diverged_step);
   }
+  if (outcomes_only && s["status"] != "reached_target" && s["status"] != "diverged") return "";
   io::atomic_write(run_dir / "summary.json", json_text_of_output(s));
   std::string warnings;
   for (const std::string& w : {budget_warning, noise_warning}) {

@@ -35,10 +35,11 @@ void check_exec_template(const std::string& command, const Trial& trial, std::in
 
 // After the program ended: writes run_dir/summary.json from its exit and eval.jsonl. Returns a
 // warning for the sweep to print once (evaluations past the budget, noise.jsonl lines skipped),
-// or "".
+// or "". `outcomes_only` (the sweep forwarded a signal): writes none unless the program reached
+// the target or diverged, since it may have stopped early on its own (caught the signal).
 std::string write_exec_summary(const Trial& trial, const std::filesystem::path& run_dir,
                                const trainer::Target& target, const ChildExit& exit,
-                               const std::filesystem::path& log_file);
+                               const std::filesystem::path& log_file, bool outcomes_only);
 
 // One line of a program's JSON output: bare NaN, Infinity and -Infinity (outside strings) read
 // as the strings "NaN", "Infinity", "-Infinity", i.e. as non-finite values. Discarded (see

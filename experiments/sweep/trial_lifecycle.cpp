@@ -82,9 +82,13 @@ TrialResult settle_trial(const Trial& t, const fs::path& dir, const ChildExit& e
                             "trial may only add files there)");
     return read_trial_result(t, dir, exec);
   }
-  // A program stopped by the sweep's forwarded signal is unfinished: a rerun redoes it.
+  // A program stopped by the sweep's forwarded signal is unfinished: a rerun redoes it. So is
+  // one that caught it and ended on its own (exit 0, or its handler's error) short of the target
+  // (2026-11-29 audit: one that exited 0 read budget_exhausted, and no rerun ran it again).
+  const bool stopped = stopped_by_interrupt(e) || (exec && sweep_interrupted());
   if (exec && !stopped_by_interrupt(e)) {
-    const std::string warning = write_exec_summary(t, dir, *program_target, e, dir / "program.log");
+    const std::string warning =
+        write_exec_summary(t, dir, *program_target, e, dir / "program.log", stopped);
     if (!warning.empty()) std::fprintf(stderr, "[sweep] warning: %s\n", warning.c_str());
   }
   TrialResult r = read_trial_result(t, dir, exec);
@@ -92,14 +96,14 @@ TrialResult settle_trial(const Trial& t, const fs::path& dir, const ChildExit& e
   // directory existed): record that as "failed" with the log's last lines, so it is final.
   // "interrupted" (the trial saved its state on SIGINT/SIGTERM, or the sweep's forwarded
   // signal ended it) is unfinished, not failed: a rerun continues it.
-  if (!is_final_status(r.status) && r.status != "interrupted" && !stopped_by_interrupt(e)) {
+  if (!is_final_status(r.status) && r.status != "interrupted" && !stopped) {
     const std::string why = e.signal ? "killed by signal " + std::to_string(e.signal)
                                      : "exited with code " + std::to_string(e.exit_code);
     const std::string log = tail_lines(dir / "train.log", 3);
     write_trial_verdict(t, dir, "failed", why + (log.empty() ? "" : ": " + log));
     r = read_trial_result(t, dir, exec);
   }
-  if (stopped_by_interrupt(e) && !is_final_status(r.status)) r.status = "interrupted";
+  if (stopped && !is_final_status(r.status)) r.status = "interrupted";
   return r;
 }
 

@@ -4,6 +4,9 @@
 // malformed output, an unknown placeholder, and a killed sweep rerun.
 #include <boost/test/unit_test.hpp>
 
+#include <signal.h>
+#include <sys/wait.h>
+
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -12,6 +15,7 @@
 
 #include "experiments/sweep/sweep_results.hpp"
 #include "support/cli_runner.hpp"
+#include "support/processes.hpp"
 
 namespace fs = std::filesystem;
 using lbt::experiments::read_csv;
@@ -121,6 +125,35 @@ BOOST_AUTO_TEST_CASE(each_trial_is_told_its_place_in_the_plan) {
       BOOST_TEST(slurp(file) == std::to_string(index), file);
     }
   }
+}
+
+// A program that catches the sweep's forwarded SIGINT and exits 0 short of the target stopped
+// early: its trial is interrupted, and a rerun runs it to its outcome (it read budget_exhausted,
+// which no rerun ran again; 2026-11-29 audit).
+BOOST_AUTO_TEST_CASE(a_program_that_catches_the_sweeps_sigint_is_run_again) {
+  const fs::path dir = scratch() / "exec_caught", log = scratch() / "exec_caught.log";
+  setenv("CATCH_SIGINT", "1", 1);  // inherited by the sweep and its programs
+  const pid_t pid = lbt::test::start_lbt(sweep(dir), log);
+  unsetenv("CATCH_SIGINT");
+  const bool started =
+      lbt::test::wait_until([&] { return fs::exists(dir / "trials" / "16_0" / "eval.jsonl"); }, 60);
+  BOOST_REQUIRE_MESSAGE(started, slurp(log));
+  kill(pid, SIGINT);
+  BOOST_TEST(WEXITSTATUS(lbt::test::wait_for(pid, 60)) == 130, slurp(log));
+  auto trials = read_csv(dir / "sweep.csv");
+  int interrupted = 0;
+  for (const auto& row : trials.rows) {
+    const std::string status = row[trials.column("status")];
+    BOOST_TEST((status == "interrupted" || status == "reached_target" || status == "pending"),
+               row[0] << ": " << status);
+    interrupted += status == "interrupted";
+  }
+  BOOST_TEST(interrupted >= 1);
+  const auto rerun = run_lbt(sweep(dir));
+  BOOST_REQUIRE_MESSAGE(rerun.code == 0, rerun.err);
+  trials = read_csv(dir / "sweep.csv");
+  for (const auto& row : trials.rows)
+    BOOST_TEST(lbt::experiments::is_final_status(row[trials.column("status")]), row[0]);
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -365,7 +365,8 @@ BOOST_AUTO_TEST_CASE(a_programs_slips_fail_its_trial_or_stop_at_its_budget) {
     t.steps = budget;
     ChildExit exit;
     exit.exit_code = 0;
-    write_exec_summary(t, dir, lbt::trainer::parse_target(target), exit, dir / "program.log");
+    write_exec_summary(t, dir, lbt::trainer::parse_target(target), exit, dir / "program.log",
+                       false);
     return nlohmann::json::parse(lbt::io::read_file(dir / "summary.json"));
   };
   auto s =
@@ -391,4 +392,7 @@ BOOST_AUTO_TEST_CASE(a_programs_slips_fail_its_trial_or_stop_at_its_budget) {
   BOOST_TEST(s["error"].get<std::string>().find(
                  "step 18446744073709551615 is past any step count") != std::string::npos,
              s.dump());
+  s = summary_of("{\"step\": 10, \"loss\": 0.5}\n", "val_loss<=0.1", 100);  // never val_loss
+  BOOST_TEST(s["error"].get<std::string>().find("holds the target's metric \"val_loss\"") !=
+             std::string::npos);
 }

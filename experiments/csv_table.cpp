@@ -61,7 +61,10 @@ std::string rebuild_csv_hint(const fs::path& csv) {
 }
 
 CsvTable read_csv(const fs::path& path) {
-  const std::string text = io::read_file(path);
+  std::string text = io::read_file(path);
+  // A spreadsheet's UTF-8 byte-order mark stuck to the first column's name, which then went
+  // unfound (sweep.csv's duplicate-trial check was skipped, 2026-11-29 audit).
+  if (text.starts_with("\xEF\xBB\xBF")) text.erase(0, 3);
   if (text.empty()) throw DataError(path.string() + " is empty", rebuild_csv_hint(path));
   const Records records = split_records(text);
   if (records.in_quote || text.back() != '\n') {

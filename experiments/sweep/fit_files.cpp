@@ -131,10 +131,11 @@ std::vector<ScalingPoint> read_best_points(const fs::path& best_csv) {
   const CsvTable t = read_csv(best_csv);
   const std::vector<int> c = t.require({"batch_size", "status", "steps_to_target"});
   std::vector<ScalingPoint> pts;
-  std::set<std::string> batch_sizes;
+  std::set<std::int64_t> batch_sizes;
   for (std::size_t i = 0; i < t.rows.size(); ++i) {
-    // A row pasted twice was fitted twice (the LR law's exponent 0.615 -> 0.569).
-    if (!batch_sizes.insert(t.rows[i][c[0]]).second)
+    // A row pasted twice was fitted twice (the LR law's exponent 0.615 -> 0.569); compared as
+    // numbers, since "4.0" reads as 4 (it passed as text, 2026-11-29 audit).
+    if (!batch_sizes.insert(t.whole(i, c[0], 1)).second)
       t.reject(i, "batch size " + t.rows[i][c[0]] + " appears twice (one row per batch size)");
     if (t.rows[i][c[1]] != "reached_target" || t.rows[i][c[2]].empty()) continue;
     pts.push_back(

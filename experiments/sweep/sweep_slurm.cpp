@@ -7,6 +7,7 @@
 #include "core/error.hpp"
 #include "core/io.hpp"
 #include "core/toml_text.hpp"
+#include "experiments/child_process.hpp"
 
 namespace lbt::experiments {
 namespace fs = std::filesystem;
@@ -27,6 +28,25 @@ std::string sbatch_quote(const std::string& s) {
 }
 
 namespace {
+
+// sbatch FILE, its output (the job's id) printed after it. A child process, not std::system: its
+// status read as an exit code (the raw wait status said "exit 32512" for 127), and Ctrl-C
+// reaches it (this process blocks SIGINT in every thread; child_process.hpp unblocks it).
+void submit(const fs::path& file) {
+  const std::string hint = "check that SLURM's sbatch is on PATH, or submit the script by hand";
+  if (find_executable("sbatch").empty())
+    throw Error("--submit: no sbatch on PATH; the script is " + file.string(), hint);
+  const fs::path log = file.parent_path() / "slurm" / "sbatch.log";
+  io::create_directories(log.parent_path(), "the sweep's slurm directory");
+  fs::remove(log);
+  const ChildExit e = wait_child(spawn_logged("sbatch", {file.string()}, log));
+  std::fputs(io::read_file(log).c_str(), stdout);
+  if (e.exit_code != 0) {
+    const std::string why = e.signal ? "killed by signal " + std::to_string(e.signal)
+                                     : "exit " + std::to_string(e.exit_code);
+    throw Error("sbatch " + file.string() + " failed (" + why + "): " + tail_lines(log, 3), hint);
+  }
+}
 
 void refuse_control_characters(const std::string& what, const std::string& value) {
   if (comment_text(value) == value) return;  // no control character
@@ -90,20 +110,18 @@ void write_slurm_array(const SlurmArray& a) {
             std::to_string(options.jobs) + "\n";
   script += "#SBATCH --cpus-per-task=" + std::to_string(cpus) + "\n";
   script += "#SBATCH --time=" + time + "\n";
-  script += "#SBATCH --output=" + sbatch_quote((dir / "slurm" / "%A_%a.out").string()) + "\n";
+  // sbatch fills in %A and %a in the whole path: a % of the directory's own is written %%.
+  std::string logs = (dir / "slurm").string();
+  for (std::size_t at = logs.find('%'); at != std::string::npos; at = logs.find('%', at + 2))
+    logs.insert(at, 1, '%');
+  script += "#SBATCH --output=" + sbatch_quote(logs + "/%A_%a.out") + "\n";
   for (const auto& line : extra) script += "#SBATCH " + line + "\n";
   script += "set -euo pipefail\ntrials=(" + names + ")\nexec " + cmd + "\n";
   const fs::path file = dir / "sweep.sbatch";
   io::atomic_write(file, script);
   fs::permissions(file, fs::perms::owner_exec, fs::perm_options::add);
   std::fprintf(stderr, "[sweep] wrote %s (%zu array tasks)\n", file.c_str(), pending);
-  if (options.submit) {
-    const int rc = std::system(("sbatch " + shell_quote(file.string())).c_str());
-    if (rc != 0) {
-      throw Error("sbatch " + file.string() + " failed (exit " + std::to_string(rc) + ")",
-                  "check that SLURM's sbatch is on PATH, or submit the script by hand");
-    }
-  }
+  if (options.submit) submit(file);
 }
 
 }  // namespace lbt::experiments

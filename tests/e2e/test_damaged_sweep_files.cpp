@@ -1,9 +1,8 @@
-// A sweep's files damaged or planted through the real `lbt` binary: best.csv, sweep.csv and
-// sweep.json cut short or edited fail naming the file and the fix instead of falling back
-// silently; `lbt plan --out` never replaces a file it did not write; `lbt fit` on a directory
-// without a sweep is a wrong option; lock files that link elsewhere are refused, their targets
-// kept; a sweep whose steps fall as 1/B throughout gives B_crit as unresolved, not 1e18, and
-// lbt plan declines it. Exit codes as the README lists them: 2 config, 3 data.
+// A sweep's files damaged or planted, through the real `lbt` binary: best.csv, sweep.csv and
+// sweep.json cut short or edited fail naming the file and the fix; `lbt plan --out` never
+// replaces a file it did not write; `lbt fit` on a directory without a sweep is a wrong option;
+// lock files that link elsewhere are refused, their targets kept; steps falling as 1/B throughout
+// give B_crit unresolved (not 1e18), which lbt plan declines. Exit codes: 2 config, 3 data.
 #include <boost/test/unit_test.hpp>
 
 #include <sys/stat.h>
@@ -333,8 +332,8 @@ BOOST_AUTO_TEST_CASE(counts_that_would_overflow_or_run_for_days_are_refused) {
 }
 
 // Rows pasted twice counted as more seeds or fitted a batch size twice, and a best trial in
-// sweep.csv that best.csv does not list at the target was fitted beside best.csv's (2026-11-29
-// audit: B_crit 305.8 -> 116.7 from a row of a batch size the sweep never ran).
+// sweep.csv that best.csv does not list at the target was fitted beside best.csv's (B_crit
+// 305.8 -> 116.7 from a row of a batch size the sweep never ran; 2026-11-29 audits).
 BOOST_AUTO_TEST_CASE(repeated_rows_and_files_that_disagree_are_refused) {
   const auto first_row = [](const std::string& text) {
     const auto start = text.find('\n') + 1;
@@ -343,8 +342,10 @@ BOOST_AUTO_TEST_CASE(repeated_rows_and_files_that_disagree_are_refused) {
   for (const char* file : {"sweep.csv", "best.csv"}) {
     BOOST_TEST_CONTEXT(file) {
       const fs::path dir = sweep_copy("repeated_row");
-      const std::string text = slurp(dir / file);
-      std::ofstream(dir / file, std::ios::app) << first_row(text);
+      const std::string text = slurp(dir / file), bom = "\xEF\xBB\xBF";
+      std::string row = first_row(text);  // best.csv's batch size as 8.0; sweep.csv behind a BOM
+      if (file[0] == 'b') row.insert(row.find(',', row.find(',') + 1), ".0");
+      std::ofstream(dir / file, std::ios::trunc) << (file[0] == 's' ? bom : "") << text << row;
       expect_refusal(run_lbt("fit --no-plots " + dir.string()), 3,
                      {(dir / file).string(), "appears twice"});
     }

@@ -217,12 +217,22 @@ BOOST_AUTO_TEST_CASE(fit_refuses_a_sweep_with_fewer_than_three_reached_batch_siz
 
 BOOST_AUTO_TEST_CASE(slurm_launcher_writes_an_array_script_whose_task_runs_one_trial) {
   const fs::path cfg = write_config("slurm.toml", "val_loss<=0.14", 200);
-  const fs::path dir = scratch() / "slurm";
+  const fs::path dir = scratch() / "slurm%j", bin = scratch() / "bin";  // sbatch would fill %j
   Result r = run_lbt("sweep --config " + cfg.string() + " --launcher slurm --jobs 3 --out " +
                      dir.string());
   BOOST_REQUIRE_EQUAL(r.code, 0);
   const std::string script = slurp(dir / "sweep.sbatch");
   BOOST_TEST(script.find("#SBATCH --array=0-7%3") != std::string::npos, script);
+  BOOST_TEST(script.find("slurm%%j/slurm/%A_%a.out\"\n") != std::string::npos, script);
+  // --submit runs sbatch FILE and says its exit code (the raw wait status read "exit 256").
+  fs::create_directories(bin);
+  std::ofstream(bin / "sbatch") << "#!/bin/sh\necho \"sbatch: error: $1 refused\" >&2\nexit 1\n";
+  fs::permissions(bin / "sbatch", fs::perms::owner_exec, fs::perm_options::add);
+  r = run_lbt("sweep --config " + cfg.string() + " --launcher slurm --submit --out " + dir.string(),
+              "PATH=" + bin.string() + ":$PATH ");
+  BOOST_TEST(r.err.find("sweep.sbatch failed (exit 1): sbatch: error: " + dir.string()) !=
+                 std::string::npos,
+             r.err);
   // Trials by name: the adaptive search's later rounds append to the plan.
   BOOST_TEST(script.find("--trial \"${trials[$SLURM_ARRAY_TASK_ID]}\"") != std::string::npos);
   BOOST_TEST(script.find("trials=(8_0 8_1 32_0 32_1 128_0 128_1 512_0 512_1)") != std::string::npos,

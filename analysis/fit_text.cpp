@@ -105,6 +105,15 @@ std::string format_fit_line(const nlohmann::json& fit) {
     line += "; left out, fewer of the best LR's seeds reached the target than its median needs:";
     for (const auto& c : fit["batch_sizes_censored"]) line += censored_text(c);
   }
+  for (const auto& u : fit.value("batch_sizes_with_unmeasured_seeds", nlohmann::json::array())) {
+    char text[160];
+    std::snprintf(text, sizeof text,
+                  "; B = %.6g's median is of %d seed(s): %d more of its best LR failed or timed "
+                  "out (measured nothing)",
+                  u["batch_size"].get<double>(), u["seeds"].get<int>(),
+                  u["seeds_unmeasured"].get<int>());
+    line += text;
+  }
   if (fit.contains("target_definition") && fit["target_definition"].is_string())
     line += "; steps-to-target read as " + fit["target_definition"].get<std::string>();
   if (fit.contains("warning") && fit["warning"].is_string())

@@ -149,4 +149,28 @@ BootstrapIntervals intervals_of(const std::vector<CriticalBatchFit>& fits, doubl
   return out;
 }
 
+nlohmann::json censored_json(const std::vector<CensoredPoint>& censored) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const CensoredPoint& c : censored) {
+    out.push_back(
+        {{"batch_size", c.batch_size},
+         // null: most of its seeds diverged, no bound
+         {"steps_at_least",
+          std::isfinite(c.steps_at_least) ? nlohmann::json(c.steps_at_least) : nlohmann::json()},
+         {"seeds", c.seeds},
+         {"seeds_reached", c.seeds_reached}});
+  }
+  return out;
+}
+
+nlohmann::json unmeasured_seeds_json(const std::vector<MeasuredPoint>& measured) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const MeasuredPoint& p : measured)
+    if (p.seeds_unmeasured > 0)
+      out.push_back({{"batch_size", p.batch_size},
+                     {"seeds", p.seeds.size()},
+                     {"seeds_unmeasured", p.seeds_unmeasured}});
+  return out;
+}
+
 }  // namespace lbt::analysis

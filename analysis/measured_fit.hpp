@@ -8,6 +8,7 @@
 #pragma once
 #include <cmath>
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <vector>
 
 #include "analysis/critical_batch.hpp"
@@ -25,6 +26,9 @@ struct BracketedSteps {
 struct MeasuredPoint {
   double batch_size = 0.0;
   std::vector<BracketedSteps> seeds;  // the best LR's seeds, censored ones included
+  // ... and those that failed or timed out: they measured nothing and are not in `seeds`, so
+  // the median is the others' (fit.json names them: it was silent, 2026-11-29 audit).
+  int seeds_unmeasured = 0;
 };
 
 // The median over seeds of steps_hi (Shallue et al.'s steps-to-result, seed by seed), where
@@ -63,5 +67,13 @@ std::vector<CriticalBatchFit> measurement_bootstrap_fits(const std::vector<Measu
 // fit.json) where more than the tail's share of replicates lie above the sweep.
 BootstrapIntervals intervals_of(const std::vector<CriticalBatchFit>& fits, double level,
                                 const CriticalBatchFit& point);
+
+// fit.json's batch_sizes_censored: each left-out batch size, its median's lower bound
+// (steps_at_least) and how many of its seeds reached the target.
+nlohmann::json censored_json(const std::vector<CensoredPoint>& censored);
+
+// fit.json's batch_sizes_with_unmeasured_seeds: each fitted batch size with seeds that measured
+// nothing (MeasuredPoint::seeds_unmeasured), its counted seeds and those.
+nlohmann::json unmeasured_seeds_json(const std::vector<MeasuredPoint>& measured);
 
 }  // namespace lbt::analysis

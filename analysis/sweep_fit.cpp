@@ -302,20 +302,6 @@ nlohmann::json fit_with_intervals(const std::vector<MeasuredPoint>& points, cons
   return out;
 }
 
-nlohmann::json censored_json(const std::vector<CensoredPoint>& censored) {
-  nlohmann::json out = nlohmann::json::array();
-  for (const CensoredPoint& c : censored) {
-    out.push_back(
-        {{"batch_size", c.batch_size},
-         // null: most of its seeds diverged, no bound
-         {"steps_at_least",
-          std::isfinite(c.steps_at_least) ? nlohmann::json(c.steps_at_least) : nlohmann::json()},
-         {"seeds", c.seeds},
-         {"seeds_reached", c.seeds_reached}});
-  }
-  return out;
-}
-
 nlohmann::json fit_sensitivity(const std::map<std::string, std::vector<MeasuredPoint>>& readings,
                                const std::string& definition, const FitOptions& options,
                                const CensoredByReading& censored) {
@@ -385,6 +371,7 @@ nlohmann::json fit_measurements(const SweepMeasurements& sweep, const FitOptions
   if (f.above_sweep) fit["warning"] = kCriticalBatchAboveSweep;
   fit["batch_sizes_unreached"] = sweep.unreached;
   fit["batch_sizes_censored"] = censored_json(sweep.censored);
+  fit["batch_sizes_with_unmeasured_seeds"] = unmeasured_seeds_json(sweep.measured);
   add_lr_law(fit, sweep.lr_points, options);
   add_measured_noise(fit, sweep, options);
   fit["target_definition"] =

@@ -84,10 +84,6 @@ nlohmann::json fit_sensitivity(const std::map<std::string, std::vector<MeasuredP
                                const std::string& definition, const FitOptions& options,
                                const CensoredByReading& censored = {});
 
-// fit.json's batch_sizes_censored: each left-out batch size, its median's lower bound
-// (steps_at_least) and how many of its seeds reached the target.
-nlohmann::json censored_json(const std::vector<CensoredPoint>& censored);
-
 // fit.json's content. Throws lbt::Error when fewer than 3 distinct batch sizes reached the
 // target (the caller names the sweep's files in its own, earlier check).
 nlohmann::json fit_measurements(const SweepMeasurements& sweep, const FitOptions& options);

@@ -56,6 +56,7 @@ std::map<double, MeasuredPoint> read_best_seeds(const CsvTable& t, const std::st
   const int steps_run = t.column("steps"), trial = t.column("trial");
   std::map<double, MeasuredPoint> by_batch;
   std::map<double, std::vector<analysis::BracketedSteps>> short_of_target;
+  std::map<double, int> unmeasured;
   std::set<std::string> trials;
   for (std::size_t i = 0; i < t.rows.size(); ++i) {
     const auto& row = t.rows[i];
@@ -68,6 +69,8 @@ std::map<double, MeasuredPoint> read_best_seeds(const CsvTable& t, const std::st
       const bool known = steps_run >= 0 && !row[steps_run].empty();
       if (const auto seed = seed_steps(row[c[1]], -1, -1, known ? t.whole(i, steps_run, 0) : -1))
         short_of_target[B].push_back(*seed);
+      else
+        ++unmeasured[B];
       continue;
     }
     // A bracket (lo, hi] of steps: the last evaluation short of the target, the first meeting it.
@@ -84,6 +87,8 @@ std::map<double, MeasuredPoint> read_best_seeds(const CsvTable& t, const std::st
     if (const auto p = by_batch.find(B); p != by_batch.end())
       p->second.seeds.insert(p->second.seeds.end(), seeds.begin(), seeds.end());
   }
+  for (const auto& [B, n] : unmeasured)
+    if (const auto p = by_batch.find(B); p != by_batch.end()) p->second.seeds_unmeasured = n;
   return by_batch;
 }
 

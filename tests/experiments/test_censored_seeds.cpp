@@ -77,6 +77,7 @@ BOOST_AUTO_TEST_CASE(a_sweeps_unreached_seeds_are_read_as_censored_at_their_last
           << hi << "," << hi + 20 << ",true,ema," << hi - 2 << "," << hi << "\n";
     }
   }
+  csv << "64_3,64,0.04,3,failed,,,,true,ema,,\n";  // measured nothing: named, not counted
   csv.close();
   std::ofstream(dir / "best.csv") << "batch_size,status,lr,steps_to_target\n"
                                      "16,reached_target,0.01,950\n32,reached_target,0.02,480\n"
@@ -103,6 +104,10 @@ BOOST_AUTO_TEST_CASE(a_sweeps_unreached_seeds_are_read_as_censored_at_their_last
   BOOST_TEST(fit["points"][0]["steps_brackets"][2].dump() == "[2000.0,null]");
   BOOST_TEST(fit["batch_sizes_censored"].dump() ==
              R"([{"batch_size":32.0,"seeds":3,"seeds_reached":1,"steps_at_least":250.0}])");
+  BOOST_TEST(fit["batch_sizes_with_unmeasured_seeds"].dump() ==
+             R"([{"batch_size":64.0,"seeds":3,"seeds_unmeasured":1}])");
+  BOOST_TEST(format_fit_line(fit).find("B = 64's median is of 3 seed(s): 1 more") !=
+             std::string::npos);
   fs::remove_all(dir);
 }
 

@@ -40,7 +40,10 @@ class TemplateScanner {
   ExecCommand scan() {
     for (i_ = 0; i_ < text_.size(); ++i_) {
       const char c = text_[i_];
-      if (c == '{') {
+      // {{ and }} are a literal brace (as in Python's str.format): awk '{{print $1}}', ${{HOME}}.
+      const bool doubled = (c == '{' || c == '}') && i_ + 1 < text_.size() && text_[i_ + 1] == c;
+      if (doubled) ++i_;
+      if (c == '{' && !doubled) {
         placeholder();
       } else if (quote_ == '\'') {
         in_single(c);
@@ -84,7 +87,11 @@ class TemplateScanner {
     if (close == std::string::npos || it == values_.end()) {
       std::string known;
       for (const auto& [k, v] : values_) known += (known.empty() ? "" : ", ") + ("{" + k + "}");
-      throw ConfigError("--exec: unknown placeholder {" + name + "}", "use one of " + known);
+      const std::string what = close == std::string::npos
+                                   ? "a { with no closing }: " + text_.substr(i_, 24)
+                                   : "unknown placeholder {" + name + "}";
+      throw ConfigError("--exec: " + what,
+                        "use one of " + known + "; write a literal brace as {{ or }}");
     }
     word_ += it->second;
     in_word_ = true;

@@ -67,12 +67,22 @@ BOOST_AUTO_TEST_CASE(shell_syntax_runs_through_sh_with_values_as_positional_para
   }
   for (const char* t : {"prog a=1", "prog 'a;b' \"c|d\" e\\;f", "prog '$X'"})
     BOOST_TEST(!build_exec_command(t, kValues).via_shell, t);
+  // {{ and }} are literal braces, in any quoting (a brace started a placeholder even in '...').
+  const auto awk = build_exec_command(R"(prog {lr} | awk '{{print $1}}' > ${{HOME}}/x)", kValues);
+  BOOST_TEST(awk.argv[2] == R"(prog "${1}" | awk '{print $1}' > ${HOME}/x)");
+  BOOST_TEST(build_exec_command("prog {{lr}}", kValues).argv[1] == "{lr}");
 }
 
 BOOST_AUTO_TEST_CASE(unterminated_quotes_unknown_placeholders_and_empty_commands_are_errors) {
   BOOST_CHECK_THROW(build_exec_command("prog 'a", kValues), lbt::ConfigError);
   BOOST_CHECK_THROW(build_exec_command("prog \"a", kValues), lbt::ConfigError);
   BOOST_CHECK_THROW(build_exec_command("prog {batch}", kValues), lbt::ConfigError);
+  try {
+    build_exec_command("prog {run_dir", kValues);
+    BOOST_FAIL("no error");
+  } catch (const lbt::ConfigError& e) {
+    BOOST_TEST(std::string(e.what()).find("a { with no closing }: {run_dir") != std::string::npos);
+  }
   BOOST_CHECK_THROW(build_exec_command("  ", kValues), lbt::ConfigError);
 }
 

@@ -180,6 +180,17 @@ nlohmann::json regimes_json(const std::vector<ScalingPoint>& pts, double B_crit,
 // fit.json's intervals: all three bootstrap sources together, then each alone (how much of
 // the interval seed noise, evaluation resolution and the scatter of batch sizes about the
 // model make).
+// Where nearly every replicate lies above the sweep, S_min's percentile interval read [0, 0], a
+// certainty no measurement gave (2026-11-29 audit): S(B) > S_min at every batch, so the fewest
+// steps measured bound it above.
+Interval s_min_bounded(Interval i, const std::vector<MeasuredPoint>& measured) {
+  if (!(i.hi <= 0.0)) return i;  // a value, or NaN: too few resamples
+  i.hi = HUGE_VAL;
+  for (const MeasuredPoint& p : measured)
+    if (const double m = median_steps(p); std::isfinite(m)) i.hi = std::min(i.hi, m);
+  return i;
+}
+
 nlohmann::json fit_intervals(const std::vector<MeasuredPoint>& measured,
                              const CriticalBatchFit& point,
                              const std::vector<CriticalBatchFit>& all_sources,
@@ -194,13 +205,13 @@ nlohmann::json fit_intervals(const std::vector<MeasuredPoint>& measured,
   const BootstrapIntervals by_resolution = intervals({false, false, true});
   const BootstrapIntervals by_batch_sizes = intervals({true, false, false});
   const auto s_min_and_b_crit = [&](const BootstrapIntervals& i) {
-    return nlohmann::json{{"S_min", interval_json(i.S_min)},
+    return nlohmann::json{{"S_min", interval_json(s_min_bounded(i.S_min, measured))},
                           {"B_crit", resolved_interval(i.B_crit, point)}};
   };
   return {{"level", options.level},
           {"resamples", ci.resamples},
           {"resamples_requested", options.resamples},
-          {"S_min", interval_json(ci.S_min)},
+          {"S_min", interval_json(s_min_bounded(ci.S_min, measured))},
           {"E_min", resolved_interval(ci.E_min, point)},
           {"B_crit", resolved_interval(ci.B_crit, point)},
           {"components",

@@ -45,7 +45,9 @@ BOOST_AUTO_TEST_CASE(steps_that_fall_as_1_over_b_throughout_put_b_crit_above_the
   // S_min is the optimiser's floor there (~1e-24): null, bounded only above, [0, hi].
   BOOST_TEST(fit["S_min"].is_null(), fit["S_min"].dump());
   BOOST_TEST(fit["intervals"]["S_min"][0] == 0.0);
-  BOOST_TEST(fit["intervals"]["S_min"][1].get<double>() < 1.0);  // steps 100..6400
+  // Every replicate lies above the sweep: the percentile interval read [0, 0], a certainty no
+  // measurement gave; the fewest steps measured (100, at 1024) bound S_min instead.
+  BOOST_TEST(fit["intervals"]["S_min"][1].get<double>() == 100.0);  // steps 100..6400
   const auto& ci = fit["intervals"]["B_crit"];
   BOOST_TEST((ci.is_null() || ci[1].is_null()), ci.dump());  // never a finite upper end
   BOOST_TEST(fit["warning"].get<std::string>().find("1/B at every batch size") !=

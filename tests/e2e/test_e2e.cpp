@@ -190,7 +190,7 @@ BOOST_AUTO_TEST_CASE(bad_inputs_fail_with_one_clear_message_and_no_complete_look
       {"--set data.path=/nonexistent", "dataset-fashion-mnist"},
       {"--set data.dataset=cifar10 --set data.path=/nonexistent", "data_batch_1.bin"},
       {"--set data.format=csv --set data.train_features=" + flat_csv +
-           " --set data.validation_size=1 --set model.spec=cnn:simple",
+           " --set data.validation_size=1 --set data.train_limit=0 --set model.spec=cnn:simple",
        "shape [4]"},
       {"--set data.format=npy", "data.train_features"},
       {"--set train.global_batch=0", "train.global_batch must be > 0"},

@@ -92,8 +92,8 @@ BOOST_AUTO_TEST_CASE(bad_programs_and_placeholders_are_one_line_errors) {
   BOOST_TEST(r.err.find("unknown placeholder {batch}") != std::string::npos, r.err);
   // Malformed JSON: each trial failed naming the file and line; no eval.jsonl: failed too.
   const fs::path bad = scratch() / "malformed";
-  r = run_lbt(sweep(bad, "'echo \"{{step: 1}}\" > {run_dir}/eval.jsonl'"));
-  BOOST_TEST(r.code == 2);  // {{ is not a placeholder lbt knows
+  r = run_lbt(sweep(scratch() / "braces", "'echo \"{{step: 1}}\" > {run_dir}/eval.jsonl'"));
+  BOOST_TEST(r.code == 6);  // {{ is a literal brace: {step: 1} is no JSON
   r = run_lbt(sweep(bad, "'echo not-json > {run_dir}/eval.jsonl'"));
   BOOST_TEST(r.code == 6);
   auto trials = read_csv(bad / "sweep.csv");

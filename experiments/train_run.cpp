@@ -78,6 +78,14 @@ noise::OnlineOptions noise_options_for(const trainer::RunConfig& run, const RunO
                                        const comm::Communicator& comm, const nn::Model& model) {
   noise::OnlineOptions noise_options = run.noise;
   noise_options.layout_note = options.noise_layout_note;
+  // The method line names the first steps' batches; a varying batch moves them (lbt noise's
+  // "big batch = the global batch of 32" beside steps at 48 said nothing, 2026-11-29 audit).
+  if (run.train.adaptive.enabled) {
+    noise_options.layout_note +=
+        std::string(noise_options.layout_note.empty() ? "" : "; ") +
+        "the batch varies (train.batch_schedule): the method's batches are the first steps'; "
+        "each step is measured at its own global batch and accumulation count";
+  }
   noise_options.announce = !options.noise_report;
   if (noise_options.enabled) {
     noise::choose_method(noise_options, comm.size(), run.train.micro_batch, run.train.accum_steps,

@@ -83,6 +83,9 @@ BOOST_AUTO_TEST_CASE(b_simple_rule_follows_the_logged_noise_scale) {
   const int changes = check_batches_follow(
       run, [](double b) { return b; }, 0.1);
   BOOST_TEST(changes >= 2);
+  // The method line says its batches are the first steps' (it named batch 16 without a word).
+  const auto method = lines_without_timing(run / "noise.jsonl").front();
+  BOOST_TEST(method.value("layout", "").find("the batch varies") != std::string::npos, method);
 }
 
 // With log_every far apart, every change still has its metrics.jsonl line (next_global_batch,

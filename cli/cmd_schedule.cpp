@@ -42,6 +42,7 @@ struct ScheduleArgs {
   std::int64_t steps = 0;
   std::int64_t steps_per_epoch = 0;
   std::int64_t train_size = 0;
+  std::int64_t every = 1;  // rows of every N-th step (and each column's last step)
   int workers = 1;
   std::string plot;
   bool log_y = false;
@@ -157,7 +158,15 @@ void run_schedule(const ScheduleArgs& args) {
   emit(row + "\n");
   // Shortest round-trip form: the LR the trainer writes to metrics.jsonl, bit for bit.
   char value[32];
-  for (std::int64_t step = 0; step < total_steps; ++step) {
+  // Every N-th step, and each run's last step: a long run's curve without millions of rows.
+  const auto next_printed = [&](std::int64_t step) {
+    std::int64_t next = (step / args.every + 1) * args.every;
+    for (std::int64_t length : lengths)
+      if (length - 1 > step && length - 1 < next) next = length - 1;
+    return next;
+  };
+  std::int64_t rows = 0;
+  for (std::int64_t step = 0; step < total_steps; step = next_printed(step)) {
     row = std::to_string(step);
     for (std::size_t c = 0; c < curves.size(); ++c) {
       row += ',';
@@ -166,7 +175,7 @@ void run_schedule(const ScheduleArgs& args) {
     }
     emit(row += '\n');
     // A full disk or a closed pipe, said then: not after every step was printed.
-    if (step % 65536 == 65535 && !std::cout)
+    if (++rows % 65536 == 0 && !std::cout)
       throw Error("writing the CSV to stdout failed at step " + std::to_string(step),
                   "check the disk or pipe it is written to");
   }
@@ -226,6 +235,10 @@ void add_schedule_command(CLI::App& app) {
                   "floor(N / workers) / (global batch / workers), as the trainer counts")
       ->check(whole_number<std::int64_t>())
       ->excludes(spe);
+  cmd->add_option("--every", args->every,
+                  "Print every N-th step (and each run's last step) instead of every step; the "
+                  "values are the same (default 1)")
+      ->check(whole_number<std::int64_t>());
   cmd->add_option("--workers", args->workers, "Ranks the run will use (default 1)")
       ->check(whole_number<int>());
   cmd->add_option(

@@ -184,6 +184,18 @@ BOOST_AUTO_TEST_CASE(schedule_refuses_paths_it_cannot_write_before_printing_anyt
       "/experiments/configs/synthetic_regression.toml --steps 5000000 >/dev/full'");
   BOOST_TEST(full.code == 1);
   BOOST_TEST(full.err.find("failed at step 65535") != std::string::npos, full.err);
+  // --every N: the rows of every N-th step and each run's last, the same values (a long run's
+  // curve was millions of rows or none).
+  const std::string curve = "schedule --config " LBT_SOURCE_DIR
+                            "/experiments/configs/fmnist_mlp.toml --train-size 50000 -b 128,4096";
+  const auto all = read_schedule_csv(run_lbt(curve).out);
+  const auto some = read_schedule_csv(run_lbt(curve + " --every 1000").out);
+  BOOST_REQUIRE_EQUAL(some.size(), 2u);
+  for (std::size_t c = 0; c < 2; ++c) {
+    for (const auto& [step, lr] : some[c]) BOOST_TEST(lr == all[c].at(step), step);
+    BOOST_TEST(some[c].rbegin()->first == all[c].rbegin()->first);  // 5849 and 179
+  }
+  BOOST_TEST(some[0].size() == 8u);  // 0, 179 (4096's last), 1000, ..., 5000, 5849
   // A peak LR past a double names optimizer.lr (it named schedule.decay, which no one set).
   const Result inf = run_lbt("schedule --config " LBT_SOURCE_DIR
                              "/experiments/configs/synthetic_regression.toml --steps 5 -b 1024"

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <random>
 
+#include "analysis/measured_noise.hpp"
 #include "analysis/regimes.hpp"
 #include "core/rng.hpp"
 
@@ -42,18 +43,6 @@ void add_resolution(nlohmann::json& out, const CriticalBatchFit& f) {
 }
 
 // Percentile-bootstrap interval of the median of `values` (>= 2), resampling the values.
-Interval bootstrap_median(const std::vector<double>& values, const FitOptions& options,
-                          std::uint64_t stream) {
-  auto rng = make_rng(options.seed, RngStream::kSweep, stream);
-  std::uniform_int_distribution<std::size_t> pick(0, values.size() - 1);
-  std::vector<double> medians, sample(values.size());
-  for (int r = 0; r < options.resamples; ++r) {
-    for (auto& v : sample) v = values[pick(rng)];
-    medians.push_back(median(sample));
-  }
-  return percentile_interval(medians, options.level, median(values));
-}
-
 // The swept batch sizes in `regime`, the range they span (null when none), and for each the share
 // of the bootstrap's fits that agree (regime_agreement; null from too few).
 nlohmann::json regime_range(const std::vector<ScalingPoint>& pts, const RegimeEdges& edges,
@@ -220,39 +209,6 @@ nlohmann::json fit_intervals(const std::vector<MeasuredPoint>& measured,
             {"batch_sizes", s_min_and_b_crit(by_batch_sizes)}}}};
 }
 
-// The measured noise scale of the best trials beside the fitted B_crit (McCandlish et al.
-// predict B_crit ~ B_noise, with B_simple its proxy): the median of their averaged B_simple,
-// with a percentile-bootstrap interval over those trials; null where none measured it. Then
-// B_noise (eq. 2.8) as the best trials' Hessian probes measured it (noise.hessian.every): the
-// median of their medians, with a bootstrap interval over trials; null where none did.
-void add_measured_noise(nlohmann::json& fit, const SweepMeasurements& sweep,
-                        const FitOptions& options) {
-  const std::vector<double>& averaged = sweep.b_simple_avg;
-  const std::vector<double>& starts = sweep.b_simple_start;
-  fit["B_simple"] = nullptr;
-  fit["B_simple_start"] = starts.empty() ? nlohmann::json() : nlohmann::json(median(starts));
-  fit["B_simple_trials"] = averaged.size();
-  fit["intervals"]["B_simple_start"] =
-      starts.size() >= 2 ? interval_json(bootstrap_median(starts, options, 0xB53)) : nullptr;
-  fit["b_crit_over_b_simple"] = nullptr;
-  fit["intervals"]["B_simple"] = nullptr;
-  fit["intervals"]["b_crit_over_b_simple"] = nullptr;
-  if (!averaged.empty()) {
-    const MeasuredBSimple b_simple = measured_b_simple(averaged, options);
-    fit["B_simple"] = b_simple.median;
-    if (b_simple.interval) fit["intervals"]["B_simple"] = interval_json(*b_simple.interval);
-    const MeasuredRatio ratio = b_crit_over_b_simple(sweep.measured, averaged, options);
-    fit["b_crit_over_b_simple"] = ratio.value ? nlohmann::json(*ratio.value) : nlohmann::json();
-    if (ratio.interval) fit["intervals"]["b_crit_over_b_simple"] = interval_json(*ratio.interval);
-  }
-  const std::vector<double>& b_noise = sweep.b_noise;
-  fit["B_noise_measured"] = b_noise.empty() ? nlohmann::json() : nlohmann::json(median(b_noise));
-  fit["B_noise_measured_trials"] = b_noise.size();
-  fit["intervals"]["B_noise_measured"] =
-      b_noise.size() >= 2 ? interval_json(bootstrap_median(b_noise, options, 0xB40))
-                          : nlohmann::json();
-}
-
 // An interval's upper end: +infinity where it is open (null: the sweep bounds it only below).
 double upper_end(const nlohmann::json& i) {
   return i[1].is_null() ? HUGE_VAL : i[1].get<double>();
@@ -265,34 +221,6 @@ bool overlap(const nlohmann::json& a, const nlohmann::json& b) {
 }
 
 }  // namespace
-
-MeasuredBSimple measured_b_simple(const std::vector<double>& averaged, const FitOptions& options) {
-  MeasuredBSimple b{median(averaged), std::nullopt};
-  if (averaged.size() >= 2) b.interval = bootstrap_median(averaged, options, 0xB51);
-  return b;
-}
-
-MeasuredRatio b_crit_over_b_simple(const std::vector<MeasuredPoint>& measured,
-                                   const std::vector<double>& b_simple_averaged,
-                                   const FitOptions& options) {
-  MeasuredRatio out;
-  const CriticalBatchFit point = fit_critical_batch(point_estimates(measured));
-  if (b_simple_averaged.empty() || !point.b_crit_measured()) return out;
-  out.value = point.B_crit / median(b_simple_averaged);
-  if (b_simple_averaged.size() < 2) return out;
-  const std::vector<CriticalBatchFit> fits =
-      measurement_bootstrap_fits(measured, {true, true, true}, options.resamples, options.seed);
-  if (fits.empty()) return out;  // nothing to resample: no interval
-  auto rng = make_rng(options.seed, RngStream::kSweep, 0xB52);
-  std::uniform_int_distribution<std::size_t> pick(0, b_simple_averaged.size() - 1);
-  std::vector<double> ratios, sample(b_simple_averaged.size());
-  for (const CriticalBatchFit& f : fits) {
-    for (double& b : sample) b = b_simple_averaged[pick(rng)];
-    ratios.push_back(b_crit_or_infinity(f) / median(sample));
-  }
-  out.interval = percentile_interval(ratios, options.level, *out.value);
-  return out;
-}
 
 nlohmann::json fit_with_intervals(const std::vector<MeasuredPoint>& points, const FitOptions& o) {
   if (points.size() < 3)

@@ -29,13 +29,21 @@ struct FitOptions {
 };
 
 // What a sweep measured, as the fit needs it.
+// The best trials' B_simple readings (best.csv's b_simple_avg or b_simple_start): the values, and
+// lower bounds where a trial's is unresolved (its cell empty, its _lo set: too large to resolve).
+struct BSimpleReadings {
+  std::vector<double> values, at_least;
+  std::size_t size() const { return values.size() + at_least.size(); }
+  bool empty() const { return size() == 0; }
+};
+
 struct SweepMeasurements {
   std::vector<MeasuredPoint> measured;  // per batch size whose best trial reached the target
   std::vector<CensoredPoint> censored;  // ... but whose median over seeds is censored: left out
   std::vector<double> unreached;        // batch sizes whose best trial did not
   std::vector<LrPoint> lr_points;       // best LR and its bracket per reached batch size
-  std::vector<double> b_simple_avg;     // the best trials' B_simple averaged over training
-  std::vector<double> b_simple_start;   // ... and at the start of training
+  BSimpleReadings b_simple_avg;         // the best trials' B_simple averaged over training
+  BSimpleReadings b_simple_start;       // ... and at the start of training
   std::vector<double> b_noise;          // the best trials' Hessian-probe B_noise
   // The reading of steps-to-target `measured` uses (train.target_definition; "" when
   // not recorded), and the same best trials under each reading recorded (by name: ema,
@@ -46,25 +54,31 @@ struct SweepMeasurements {
 };
 
 // The best trials' measured B_simple as fit.json and lbt plan show it: the median of their
-// averaged B_simple, with a percentile-bootstrap interval over those trials (null below 2).
+// averaged B_simple, with a percentile-bootstrap interval over those trials (null below 2). A
+// trial's lower bound counts at its bound, so each median read is a lower bound: the median is
+// known where every bound sits above the middle, its interval then open above; else NaN, the
+// interval [lower bound, open] (trials whose B_simple was only bounded were dropped, and the
+// median read the small ones: 2026-11-29 audit).
 struct MeasuredBSimple {
-  double median = 0.0;
-  std::optional<Interval> interval;
+  double median = 0.0;               // NaN: only bounded below
+  std::optional<Interval> interval;  // hi = +inf: open above
 };
-MeasuredBSimple measured_b_simple(const std::vector<double>& averaged, const FitOptions& options);
+MeasuredBSimple measured_b_simple(const BSimpleReadings& readings, const FitOptions& options,
+                                  std::uint64_t stream = 0xB51);
 
 // B_crit / B_simple (McCandlish et al. 2018 predict B_crit ~ B_noise, B_simple its proxy) with
 // a percentile-bootstrap interval: each of the fit's all-sources replicates (those of fit.json's
 // B_crit interval, measured_fit.hpp) over the median of an independent resample of the trials'
 // B_simple. The two resamples are drawn independently although both come from the same best
 // trials: their correlation is not modelled. No value where the fit resolves no critical batch
-// or no trial measured B_simple; no interval below 2 trials (B_simple then has none).
+// or B_simple is not known (measured_b_simple); no interval below 2 trials; where some trials'
+// B_simple are lower bounds, each ratio read is an upper bound: the interval's lower end is 0.
 struct MeasuredRatio {
   std::optional<double> value;
   std::optional<Interval> interval;
 };
 MeasuredRatio b_crit_over_b_simple(const std::vector<MeasuredPoint>& measured,
-                                   const std::vector<double>& b_simple_averaged,
+                                   const BSimpleReadings& b_simple_averaged,
                                    const FitOptions& options);
 
 // S_min, E_min and B_crit of `points` with the all-sources bootstrap interval of each, as

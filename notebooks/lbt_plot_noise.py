@@ -104,13 +104,17 @@ def mark_noise_scales(ax, fit):
     for key, color, label in (("B_simple", "C2", "B_simple measured"),
                               ("B_noise_measured", "C4", "B_noise measured (Hessian)")):
         value = fit.get(key)
-        if not finite(value):
-            continue
         band = _interval(fit, key)
+        if not finite(value):  # unresolved: bounded below only, a dotted line at the bound
+            if band and finite(band[0]) and band[0] > 0:
+                ax.axvline(band[0], color=color, lw=1.2, ls=":",
+                           label=f"{label} >= {band[0]:.3g} (unresolved)")
+            continue
         ax.axvline(value, color=color, lw=1.2,
                    label=with_level(f"{label} = {estimate_text(fit, key)}"))
-        if band:
-            ax.axvspan(max(band[0], 1e-12), band[1], color=color, alpha=0.12)
+        if band:  # open above: past the line and the data
+            hi = band[1] if finite(band[1]) else max(ax.get_xlim()[1], value) * 1.5
+            ax.axvspan(max(band[0], 1e-12), hi, color=color, alpha=0.12)
 
 
 def noise_over_training(sweep_dir, out_png):

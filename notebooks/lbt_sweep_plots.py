@@ -83,8 +83,10 @@ def steps_vs_batch(sweep: lbt_runs.Sweep, ax) -> None:
             ax.axvspan(hi, b.max(), color=COLORS["fit"], alpha=0.08, label="maximal data parallelism")
         ax.axvline(fit["B_crit"], color=COLORS["fit"], lw=0.8, ls="--")
         band = (fit.get("intervals") or {}).get("B_crit")
-        if band:  # the dashed line's uncertainty; open above: to the plot's edge
-            ax.axvspan(band[0], band[1] if band[1] is not None else b.max(), color="0.5",
+        if band:  # the dashed line's uncertainty; open above: past the line and the data
+            # (it ended at the largest batch, shading [1.5 x B_max, lo] where lo lay beyond)
+            edge = max(b.max(), band[0], fit["B_crit"]) * 1.5
+            ax.axvspan(band[0], band[1] if band[1] is not None else edge, color="0.5",
                        alpha=0.12, lw=0, label="B_crit (dashed), its 95% interval")
         lbt_plot_noise.mark_noise_scales(ax, fit)  # measured B_simple / B_noise beside B_crit
     ax.set_xscale("log", base=2)

@@ -194,21 +194,24 @@ std::vector<LrPoint> read_lr_points(const fs::path& sweep_dir) {
   return points;
 }
 
-// The column is optional (sweeps without noise measurement, or before it existed).
-std::vector<double> best_trials_b_simple(const fs::path& best_csv, const char* column) {
-  std::vector<double> values;
-  if (!fs::exists(best_csv)) return values;
+// The column is optional (sweeps without noise measurement, or before it existed); its _lo
+// column, where the value is empty, holds a lower bound (a B_simple too large to resolve).
+analysis::BSimpleReadings best_trials_b_simple(const fs::path& best_csv, const char* column) {
+  analysis::BSimpleReadings readings;
+  if (!fs::exists(best_csv)) return readings;
   const CsvTable best = read_csv(best_csv);
   const int c = best.column(column), cs = best.column("status");
+  const int clo = best.column(std::string(column) + "_lo");
   for (std::size_t i = 0; i < best.rows.size(); ++i) {
     const auto& row = best.rows[i];
-    if (c >= 0 && cs >= 0 && row[cs] == "reached_target" && !row[c].empty()) {
-      const double b = best.number(i, c);
-      if (!(b > 0.0)) best.reject(i, std::string(column) + " is a noise scale: above 0");
-      values.push_back(b);
-    }
+    if (c < 0 || cs < 0 || row[cs] != "reached_target") continue;
+    const bool bound = row[c].empty() && clo >= 0 && !row[clo].empty();
+    if (row[c].empty() && !bound) continue;
+    const double b = best.number(i, bound ? clo : c);
+    if (!(b > 0.0)) best.reject(i, std::string(column) + " is a noise scale: above 0");
+    (bound ? readings.at_least : readings.values).push_back(b);
   }
-  return values;
+  return readings;
 }
 
 analysis::SweepMeasurements read_sweep_measurements(const fs::path& sweep_dir) {

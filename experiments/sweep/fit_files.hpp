@@ -26,8 +26,10 @@ std::vector<analysis::MeasuredPoint> read_measured_points(const std::filesystem:
 std::vector<analysis::LrPoint> read_lr_points(const std::filesystem::path& sweep_dir);
 
 // The measured B_simple of the best trials that reached the target, from best.csv's `column`
-// (b_simple_avg, b_simple_start or b_simple_at_target); trials that measured none are left out.
-std::vector<double> best_trials_b_simple(const std::filesystem::path& best_csv, const char* column);
+// (b_simple_avg, b_simple_start or b_simple_at_target), and lower bounds where a trial's is
+// unresolved (the cell empty, its _lo set); trials that measured none are left out.
+analysis::BSimpleReadings best_trials_b_simple(const std::filesystem::path& best_csv,
+                                               const char* column);
 
 // Everything the fit reads from SWEEP_DIR. Throws lbt::Error (with a hint) when fewer than 3
 // batch sizes reached the target.

@@ -142,7 +142,7 @@ nlohmann::json plan_json(const ScalePlanOptions& o, const SweepForPlan& sweep,
     const auto b = analysis::measured_b_simple(measured, fit_options);
     const auto ratio = analysis::b_crit_over_b_simple(sweep.measured, measured, fit_options);
     plan["measured_b_simple"] = {
-        {"median", b.median},
+        {"median", std::isfinite(b.median) ? nlohmann::json(b.median) : nlohmann::json()},
         {"interval", b.interval ? analysis::interval_json(*b.interval) : nlohmann::json()},
         {"trials", measured.size()},
         {"b_crit_over_b_simple", ratio.value ? nlohmann::json(*ratio.value) : nlohmann::json()},

@@ -34,44 +34,72 @@ TrialNoise::Interval read_interval(const nlohmann::json& object, const char* key
   return ci;
 }
 
+namespace {
+
+// A record's B_simple: resolved, or NaN with its interval's lower end as a bound.
+struct NoiseRecord {
+  double b_simple;
+  TrialNoise::Interval ci95;
+  bool resolved() const { return std::isfinite(b_simple); }
+  double key() const { return resolved() ? b_simple : ci95.lo; }
+};
+
+// The median over records, an unresolved one counted at or above its bound: the value where
+// the bounds leave it known (each sits above the middle), else NaN with the median of the keys
+// as a lower bound in `at_least`. Dropping the unresolved ones, the large values late in
+// training, read a trial's B_simple 2x low (2026-11-29 audit: 104 where >= 220).
+double censored_median(const std::map<std::int64_t, NoiseRecord>& records, double& at_least) {
+  std::vector<const NoiseRecord*> sorted;
+  for (const auto& [step, r] : records) sorted.push_back(&r);
+  std::sort(sorted.begin(), sorted.end(),
+            [](const NoiseRecord* a, const NoiseRecord* b) { return a->key() < b->key(); });
+  const std::size_t m = sorted.size(), upper = m / 2, lower = m % 2 ? m / 2 : m / 2 - 1;
+  const double median = 0.5 * (sorted[lower]->key() + sorted[upper]->key());
+  for (std::size_t i = 0; i <= upper; ++i) {
+    if (sorted[i]->resolved()) continue;
+    at_least = median;
+    return TrialNoise::kNone;
+  }
+  return median;
+}
+
+}  // namespace
+
 TrialNoise read_trial_noise(const std::filesystem::path& run_dir, std::int64_t steps_to_target) {
-  struct Value {
-    double b_simple;
-    TrialNoise::Interval ci95;
-  };
-  std::map<std::string, std::map<std::int64_t, Value>> by_estimator;  // step -> B_simple
+  std::map<std::string, std::map<std::int64_t, NoiseRecord>> by_estimator;  // step -> record
   std::ifstream in = io::open_regular_file(run_dir / "noise.jsonl");
   for (std::string line; std::getline(in, line);) {
     const auto j = nlohmann::json::parse(line, nullptr, false);
     if (!is_record(j) || !j["estimator"].is_string()) continue;
-    auto& steps = by_estimator[j["estimator"].get<std::string>()];
+    // The last record of a step wins (a resumed run rewrites its lines). One with neither a
+    // value nor a positive lower bound (too few updates yet) measured nothing.
+    const bool resolved = j.contains("b_simple") && j["b_simple"].is_number();
+    const NoiseRecord r{resolved ? j["b_simple"].get<double>() : TrialNoise::kNone,
+                        read_interval(j, "b_simple_ci95")};
+    auto& records = by_estimator[j["estimator"].get<std::string>()];
     const auto step = j["step"].get<std::int64_t>();
-    if (j.contains("b_simple") && j["b_simple"].is_number()) {
-      steps[step] = {j["b_simple"].get<double>(), read_interval(j, "b_simple_ci95")};
-    } else {
-      steps.erase(step);  // a later record of the step that is not resolved replaces it
-    }
+    if (resolved || r.ci95.lo > 0.0)
+      records[step] = r;
+    else
+      records.erase(step);
   }
   TrialNoise n;
   const auto it = by_estimator.count("two_batch") && !by_estimator["two_batch"].empty()
                       ? by_estimator.find("two_batch")
                       : by_estimator.find("per_example");
   if (it == by_estimator.end() || it->second.empty()) return n;
-  const auto& values = it->second;
-  n.records = static_cast<int>(values.size());
-  n.start = values.begin()->second.b_simple;
-  n.start_ci95 = values.begin()->second.ci95;
-  std::vector<double> all;
-  for (const auto& [step, v] : values) {
-    all.push_back(v.b_simple);
-    if (steps_to_target >= 0 && step <= steps_to_target) {
-      n.at_target = v.b_simple;
-      n.at_target_ci95 = v.ci95;
-    }
+  const auto& records = it->second;
+  // The first record and the last at or before the target, resolved or not (the first and the
+  // last *resolved* ones were read from other steps, which nothing recorded).
+  for (const auto& [step, r] : records) n.records += r.resolved();
+  n.start = records.begin()->second.b_simple;
+  n.start_ci95 = records.begin()->second.ci95;
+  for (const auto& [step, r] : records) {
+    if (steps_to_target < 0 || step > steps_to_target) break;
+    n.at_target = r.b_simple;
+    n.at_target_ci95 = r.ci95;
   }
-  std::sort(all.begin(), all.end());
-  const std::size_t m = all.size();
-  n.averaged = m % 2 ? all[m / 2] : 0.5 * (all[m / 2 - 1] + all[m / 2]);
+  n.averaged = censored_median(records, n.averaged_ci95.lo);
   return n;
 }
 

@@ -1,10 +1,12 @@
 // A trial's gradient noise scale from its noise.jsonl, as McCandlish et al. 2018 (Table 1)
 // report it: at the start of training, at the step the target was reached, and averaged over
-// training. Values are the "now" B_simple of each record (noise/gradient_noise.hpp); records
-// where it is not resolved are skipped, and a quantity with no resolved record is NaN. Start
-// and at-target carry their record's 95% interval; the average, a median over records that
-// are not independent draws (a trend, overlapping windows), has none (a program's trial's
-// average is a ratio of means, with its Fieller interval: exec_trial.hpp).
+// training. Values are the "now" B_simple of each record (noise/gradient_noise.hpp); a record
+// where it is not resolved is a lower bound (its interval's lower end). Start (the first
+// record) and at-target (the last at or before the target step) carry their record's 95%
+// interval, NaN with its lower end where unresolved; the average is the median over records
+// (which are not independent draws: a trend, overlapping windows), NaN with a lower bound in
+// averaged_ci95.lo where the unresolved ones leave it unknown (a program's trial's average is
+// a ratio of means, with its Fieller interval: exec_trial.hpp).
 #pragma once
 #include <cstdint>
 #include <filesystem>
@@ -19,9 +21,9 @@ struct TrialNoise {
   struct Interval {
     double lo = kNone, hi = kNone;  // NaN: not recorded
   };
-  double start = kNone;      // the earliest resolved value
-  double at_target = kNone;  // the last resolved value at or before the target step
-  double averaged = kNone;   // the median over the trial's resolved values
+  double start = kNone;      // the first record's value (NaN: unresolved, or none)
+  double at_target = kNone;  // the last record's at or before the target step
+  double averaged = kNone;   // the median over the records, where known
   Interval start_ci95, at_target_ci95, averaged_ci95;
   int records = 0;  // resolved records read
 };

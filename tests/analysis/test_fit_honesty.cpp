@@ -150,7 +150,7 @@ BOOST_AUTO_TEST_CASE(b_crit_over_b_simple_has_the_b_crit_interval_over_a_constan
   std::mt19937_64 rng(11);
   SweepMeasurements sweep;
   sweep.measured = bracketed_sweep({16, 64, 256, 1024, 4096}, 40, 300, 0.05, 3, rng);
-  sweep.b_simple_avg = {150, 150, 150, 150};
+  sweep.b_simple_avg = {{150, 150, 150, 150}, {}};
   const FitOptions options{.resamples = 400};
   const nlohmann::json fit = fit_measurements(sweep, options);
   const double b_crit = fit["B_crit"], lo = fit["intervals"]["B_crit"][0],
@@ -163,12 +163,12 @@ BOOST_AUTO_TEST_CASE(b_crit_over_b_simple_has_the_b_crit_interval_over_a_constan
   BOOST_TEST(ratio[1].get<double>() == hi / 150, boost::test_tools::tolerance(1e-12));
 
   const MeasuredRatio spread =
-      b_crit_over_b_simple(sweep.measured, {40, 80, 150, 300, 600}, options);
+      b_crit_over_b_simple(sweep.measured, {{40, 80, 150, 300, 600}, {}}, options);
   BOOST_REQUIRE(spread.value && spread.interval);
   expect_inside(*spread.interval, *spread.value, "B_crit / B_simple");
   BOOST_TEST(spread.interval->hi / spread.interval->lo > hi / lo);
 
-  const MeasuredRatio one = b_crit_over_b_simple(sweep.measured, {150}, options);
+  const MeasuredRatio one = b_crit_over_b_simple(sweep.measured, {{150}, {}}, options);
   BOOST_TEST(one.value.has_value());
   BOOST_TEST(!one.interval.has_value());
   BOOST_TEST(!b_crit_over_b_simple(sweep.measured, {}, options).value.has_value());
@@ -176,7 +176,21 @@ BOOST_AUTO_TEST_CASE(b_crit_over_b_simple_has_the_b_crit_interval_over_a_constan
   for (const auto& [B, S] :
        {std::pair{16.0, 100.0}, {64.0, 120.0}, {256.0, 150.0}, {1024.0, 200.0}})
     rising.push_back({B, {{S - 5, S}}});
-  BOOST_TEST(!b_crit_over_b_simple(rising, {150, 160}, options).value.has_value());
+  BOOST_TEST(!b_crit_over_b_simple(rising, {{150, 160}, {}}, options).value.has_value());
+  // A trial whose B_simple is only bounded below (>= 500) above the middle leaves the median
+  // known (130 of 100, 120, 140, >= 500) and its interval open above; the ratio's read values
+  // are upper bounds, so its interval starts at 0. A bound inside the middle (>= 110) leaves the
+  // median only bounded below, and no ratio (it was dropped and the median read the rest).
+  const BSimpleReadings above{{100, 120, 140}, {500}}, inside{{100, 120}, {110, 500}};
+  const MeasuredBSimple known = measured_b_simple(above, options);
+  BOOST_TEST(known.median == 130.0);
+  BOOST_TEST((known.interval && std::isinf(known.interval->hi)));
+  BOOST_TEST(b_crit_over_b_simple(sweep.measured, above, options).interval->lo == 0.0);
+  const MeasuredBSimple bounded = measured_b_simple(inside, options);
+  BOOST_TEST(std::isnan(bounded.median));
+  BOOST_TEST(
+      (bounded.interval && bounded.interval->lo <= 115.0 && std::isinf(bounded.interval->hi)));
+  BOOST_TEST(!b_crit_over_b_simple(sweep.measured, inside, options).value.has_value());
 }
 
 // fit.json's regimes say how sure each batch size's call is, as lbt plan's does: S = 40 (1 +
@@ -211,7 +225,7 @@ BOOST_AUTO_TEST_CASE(b_simple_at_the_start_carries_a_bootstrap_interval) {
   std::mt19937_64 rng(12);
   SweepMeasurements sweep;
   sweep.measured = bracketed_sweep({16, 64, 256, 1024}, 40, 300, 0.05, 3, rng);
-  sweep.b_simple_start = {10, 30, 20};
+  sweep.b_simple_start = {{10, 30, 20}, {}};
   const nlohmann::json fit = fit_measurements(sweep, {.resamples = 400});
   BOOST_TEST(fit["B_simple_start"].get<double>() == 20.0);
   const auto& ci = fit["intervals"]["B_simple_start"];
@@ -220,7 +234,7 @@ BOOST_AUTO_TEST_CASE(b_simple_at_the_start_carries_a_bootstrap_interval) {
   BOOST_TEST(ci[0].get<double>() < 20.0);
   BOOST_TEST(20.0 < ci[1].get<double>());
   BOOST_TEST(ci[1].get<double>() <= 30.0);
-  sweep.b_simple_start = {10};
+  sweep.b_simple_start = {{10}, {}};
   BOOST_TEST(fit_measurements(sweep, {.resamples = 400})["intervals"]["B_simple_start"].is_null());
 }
 

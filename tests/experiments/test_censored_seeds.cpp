@@ -13,6 +13,7 @@
 #include "analysis/measured_fit.hpp"
 #include "analysis/sweep_fit.hpp"
 #include "experiments/sweep/fit_files.hpp"
+#include "experiments/sweep/trial_noise.hpp"
 
 namespace fs = std::filesystem;
 using namespace lbt::analysis;
@@ -108,6 +109,34 @@ BOOST_AUTO_TEST_CASE(a_sweeps_unreached_seeds_are_read_as_censored_at_their_last
              R"([{"batch_size":64.0,"seeds":3,"seeds_unmeasured":1}])");
   BOOST_TEST(format_fit_line(fit).find("B = 64's median is of 3 seed(s): 1 more") !=
              std::string::npos);
+  fs::remove_all(dir);
+}
+
+// A trial's noise records that are unresolved (B_simple too large to resolve: a lower bound)
+// are censored too: the median over training counts them at or above their bound, a bound
+// itself where they leave it unknown (dropping them read B_simple 2x low, 2026-11-29 audit);
+// start and at-target are the first record and the last at the target, resolved or not.
+BOOST_AUTO_TEST_CASE(a_trials_unresolved_noise_records_are_lower_bounds_not_dropped) {
+  const fs::path dir = fs::temp_directory_path() / "lbt_test_censored_noise";
+  fs::create_directories(dir);
+  const auto write = [&](const std::string& lines) { std::ofstream(dir / "noise.jsonl") << lines; };
+  const std::string unresolved = R"(,"estimator":"two_batch","b_simple":null,"b_simple_ci95":)";
+  const std::string resolved = R"(,"estimator":"two_batch","b_simple":)";
+  write("{\"step\":0" + unresolved + "[null,null]}\n" +  // too few updates: measured nothing
+        "{\"step\":10" + resolved + "40,\"b_simple_ci95\":[30,50]}\n" + "{\"step\":20" + resolved +
+        "60,\"b_simple_ci95\":[45,80]}\n" + "{\"step\":30" + unresolved +
+        "[90,null]}\n{\"step\":40" + unresolved + "[120,null]}\n{\"step\":50" + unresolved +
+        "[150,null]}\n");
+  auto n = lbt::experiments::read_trial_noise(dir, 35);
+  BOOST_TEST(n.start == 40.0);
+  BOOST_TEST(std::isnan(n.at_target));  // step 30: >= 90 (it read step 20's 60)
+  BOOST_TEST(n.at_target_ci95.lo == 90.0);
+  BOOST_TEST(std::isnan(n.averaged));  // 40, 60, >= 90, >= 120, >= 150: the middle is a bound
+  BOOST_TEST(n.averaged_ci95.lo == 90.0);
+  write("{\"step\":10" + resolved + "40}\n{\"step\":20" + resolved + "60}\n{\"step\":30" +
+        resolved + "70}\n{\"step\":40" + unresolved + "[200,null]}\n");
+  n = lbt::experiments::read_trial_noise(dir, 35);
+  BOOST_TEST(n.averaged == 65.0);  // 40, 60, 70, >= 200: the middle two are known
   fs::remove_all(dir);
 }
 

@@ -263,41 +263,42 @@ BOOST_AUTO_TEST_CASE(a_sweep_measures_the_noise_scale_per_trial_and_the_fit_repo
   const auto sweep = read_csv(dir / "sweep.csv");
   const int c_start = sweep.column("b_simple_start"), c_avg = sweep.column("b_simple_avg");
   BOOST_REQUIRE(c_start >= 0 && c_avg >= 0 && sweep.column("b_simple_at_target") >= 0);
+  // Each trial's B_simple over training: a value, or a lower bound (_lo) where its unresolved
+  // records (B_simple too large to resolve near the optimum) leave the median unknown.
   int measured = 0;
+  const int c_avg_lo = sweep.column("b_simple_avg_lo");
   for (const auto& row : sweep.rows) {
-    if (row[c_avg].empty()) continue;
+    const std::string& cell = row[c_avg].empty() ? row[c_avg_lo] : row[c_avg];
+    if (cell.empty()) continue;
     ++measured;
-    BOOST_TEST(std::stod(row[c_start]) > 0.0);
-    BOOST_TEST(std::stod(row[c_avg]) > 0.0);
+    BOOST_TEST(std::stod(cell) > 0.0);
   }
-  BOOST_TEST_MESSAGE(measured << " of " << sweep.rows.size() << " trials resolved B_simple");
+  BOOST_TEST_MESSAGE(measured << " of " << sweep.rows.size() << " trials measured B_simple");
   BOOST_TEST(measured >= 2);
   const auto fit = nlohmann::json::parse(slurp(dir / "fit.json"));
   BOOST_TEST(!fit.contains("B_noise"));  // the fitted parameter is B_crit, said once
-  BOOST_REQUIRE(fit["B_simple"].is_number());
-  BOOST_REQUIRE(fit["intervals"]["B_simple"].is_array());
-  const double b = fit["B_simple"], lo = fit["intervals"]["B_simple"][0],
-               hi = fit["intervals"]["B_simple"][1];
-  BOOST_TEST(0.0 <= lo);
-  BOOST_TEST(lo <= b);
-  BOOST_TEST(b <= hi);
+  const auto& interval = fit["intervals"]["B_simple"];
+  BOOST_REQUIRE(interval.is_array());
+  BOOST_TEST(interval[0].get<double>() > 0.0);
+  if (fit["B_simple"].is_number()) {  // known: inside its interval (open above beside bounds)
+    BOOST_TEST(interval[0].get<double>() <= fit["B_simple"].get<double>());
+    BOOST_TEST((interval[1].is_null() || fit["B_simple"].get<double>() <= interval[1]));
+  } else {
+    BOOST_TEST(interval[1].is_null());  // only bounded below
+  }
   // lbt plan shows the same measured B_simple with the same interval, printed and in plan.json.
   r = run_lbt("plan --from " + dir.string() + " --max-steps 1000");
   BOOST_TEST_INFO("stderr: " << r.err);
   BOOST_REQUIRE_EQUAL(r.code, 0);
   const auto plan = nlohmann::json::parse(slurp(dir / "plan.json"))["measured_b_simple"];
-  BOOST_TEST(plan["median"].get<double>() == b);
-  BOOST_REQUIRE(plan["interval"].is_array());
-  BOOST_TEST(plan["interval"][0].get<double>() == lo);
-  BOOST_TEST(plan["interval"][1].get<double>() == hi);
+  BOOST_TEST(plan["median"] == fit["B_simple"]);
+  BOOST_TEST(plan["interval"] == interval);
   BOOST_TEST(r.out.find("measured B_simple") != std::string::npos);
-  BOOST_TEST(r.out.find("% bootstrap), B_crit / B_simple") != std::string::npos);
   // Its config keeps the --set options the trials trained with (they were dropped until
   // 2026-11-29: a sweep's --set schedule or momentum did not reach plan.toml).
   const std::string plan_toml = slurp(dir / "plan.toml");
   BOOST_TEST(plan_toml.find("window_steps = 6") != std::string::npos, plan_toml);
   // ... and the ratio to B_crit and the fit itself with fit.json's intervals.
-  BOOST_REQUIRE(fit["intervals"]["b_crit_over_b_simple"].is_array());
   BOOST_TEST(plan["b_crit_over_b_simple"] == fit["b_crit_over_b_simple"]);
   BOOST_TEST(plan["b_crit_over_b_simple_interval"] == fit["intervals"]["b_crit_over_b_simple"]);
   const auto plan_fit = nlohmann::json::parse(slurp(dir / "plan.json"))["fit"];
@@ -313,7 +314,7 @@ BOOST_AUTO_TEST_CASE(a_sweep_measures_the_noise_scale_per_trial_and_the_fit_repo
   const double bn = fit["B_noise_measured"], bn_lo = fit["intervals"]["B_noise_measured"][0],
                bn_hi = fit["intervals"]["B_noise_measured"][1];
   BOOST_TEST_MESSAGE("B_noise_measured " << bn << " [" << bn_lo << ", " << bn_hi << "], B_simple "
-                                         << b << ", B_crit " << fit["B_crit"]);
+                                         << fit["B_simple"] << ", B_crit " << fit["B_crit"]);
   BOOST_TEST(0.0 <= bn_lo);
   BOOST_TEST(bn_lo <= bn);
   BOOST_TEST(bn <= bn_hi);

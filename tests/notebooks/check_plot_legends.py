@@ -88,6 +88,22 @@ open_above = edited_fit("open_above", intervals={"B_crit": [150.0, None]})
 expect(any(re.search(r"B_crit=[0-9.e+]+ \[150, unbounded\]", t)
            for t in open_above["steps_vs_batch"]),
        f"steps_vs_batch of an interval open above says unbounded: {open_above['steps_vs_batch']}")
+# B_crit's band, open above from past the largest batch swept, starts at its lower end and runs
+# past it (it ran back to 1.5 x the largest batch, shading below the interval); a B_simple only
+# bounded below is drawn at its bound, said unresolved.
+far = edited_fit("far_above", B_crit=1e6, intervals={"B_crit": [5e5, None], "B_simple": [300.0, None]},
+                 B_simple=None)
+fig, ax = plt.subplots()
+lbt_sweep_plots.steps_vs_batch(lbt_runs.load_sweep(scratch / "far_above"), ax)
+bands = [p for p in ax.patches if p.get_label() == "B_crit (dashed), its 95% interval"]
+expect(len(bands) == 1, f"one B_crit band: {[p.get_label() for p in ax.patches]}")
+for patch in bands:
+    xs = [x for x, _ in patch.get_xy()] if hasattr(patch, "get_xy") and not hasattr(
+        patch, "get_width") else [patch.get_x(), patch.get_x() + patch.get_width()]
+    expect(min(xs) == 5e5 and max(xs) > 5e5, f"the open band spans [5e5, beyond]: {xs}")
+expect(any("B_simple measured >= 300 (unresolved)" in t for t in far["steps_vs_batch"]),
+       f"an unresolved B_simple is drawn at its bound: {far['steps_vs_batch']}")
+plt.close(fig)
 # A legend with an interval states its level; one with none does not claim "(95%)".
 for plot, texts in resolved.items():
     for t in texts:

@@ -57,18 +57,26 @@ void add_fit_command(CLI::App& app) {
          {"perfect_scaling", "diminishing_returns", "maximal_data_parallelism"}) {
       if (!fit["regimes"].is_object()) break;  // null: no critical batch to place them by
       const auto& r = fit["regimes"][name];
+      const auto batch = [](const nlohmann::json& b) {  // 16, not 16.0
+        char text[32];
+        std::snprintf(text, sizeof text, "%.6g", b.get<double>());
+        return std::string(text);
+      };
       std::string range = r["from"].is_null() ? "(no swept batch size)"
-                                              : r["from"].dump() + " .. " + r["to"].dump();
+                                              : batch(r["from"]) + " .. " + batch(r["to"]);
       std::printf("  %-25s B %s%s\n", name, range.c_str(), weakest_share_text(r).c_str());
     }
-    if (!fit["B_simple"].is_null()) {
-      const auto& ci = fit["intervals"];
+    // Printed where measured, also where only bounded below (it was left out then).
+    const auto& ci = fit["intervals"];
+    if (!fit["B_simple"].is_null() || ci["B_simple"].is_array()) {
       std::printf(
           "  measured B_simple (averaged over training, median of %d best trials) = %s, "
-          "B_crit / B_simple = %s (95%% bootstrap)\n",
+          "B_crit / B_simple = %s\n",
           fit["B_simple_trials"].get<int>(),
-          analysis::measured_text(fit["B_simple"], ci["B_simple"]).c_str(),
-          analysis::measured_text(fit["b_crit_over_b_simple"], ci["b_crit_over_b_simple"]).c_str());
+          analysis::measured_text(fit["B_simple"], ci["B_simple"], "95% bootstrap").c_str(),
+          analysis::measured_text(fit["b_crit_over_b_simple"], ci["b_crit_over_b_simple"],
+                                  "95% bootstrap")
+              .c_str());
     }
     if (!a->no_plots) {
       const std::string warning = experiments::make_sweep_plots(a->dir);

@@ -294,6 +294,9 @@ BOOST_AUTO_TEST_CASE(a_sweep_measures_the_noise_scale_per_trial_and_the_fit_repo
   BOOST_TEST(plan["median"] == fit["B_simple"]);
   BOOST_TEST(plan["interval"] == interval);
   BOOST_TEST(r.out.find("measured B_simple") != std::string::npos);
+  r = run_lbt("fit --no-plots " + dir.string());  // bounded only below: said (it was left out)
+  BOOST_TEST(r.out.find("measured B_simple (averaged over training") != std::string::npos, r.out);
+  BOOST_TEST(r.out.find(".0 .. ") == std::string::npos, r.out);  // batch sizes as 16, not 16.0
   // Its config keeps the --set options the trials trained with (they were dropped until
   // 2026-11-29: a sweep's --set schedule or momentum did not reach plan.toml).
   const std::string plan_toml = slurp(dir / "plan.toml");

@@ -83,6 +83,7 @@ TrainLoop::StepResult TrainLoop::step(std::int64_t step, bool replay) {
   r.lr = lr_at(step);             // the schedule at this data position, scaled to the batch
   apply_update(step, r, replay);  // the optimizer, unless a spike is skipped
   sync_parameters(step);          // local SGD: the ranks' average every H steps
+  share_layer_buffers();          // rank 0's BatchNorm running statistics on every rank
   update_ema(step + 1);           // the weights' EMA that steps-to-target reads
   out_.steps = state_.step = step + 1;
   out_.examples = state_.examples_seen += out_.last_global_batch = r.global_batch =
@@ -231,6 +232,27 @@ void TrainLoop::apply_update(std::int64_t step, const StepResult& r, bool replay
 void TrainLoop::sync_parameters(std::int64_t step) {
   if (!cfg_.local_sgd.local_step(step) || !in_sync(step + 1)) return;
   average_over_ranks(store_.params(), ctx_.optimizer, store_.grads(), ctx_.comm);
+}
+
+// BatchNorm's running statistics follow each rank's own micro-batches: evaluations, split over
+// the ranks, mixed several models, and a resume (rank 0's in the checkpoint) changed the metrics
+// after it (2026-11-29 audit). Rank 0's become every rank's after each step, as PyTorch's DDP
+// broadcasts its buffers. A device keeps its own (not yet shared across GPUs).
+void TrainLoop::share_layer_buffers() {
+  if (ctx_.comm.size() < 2 || device_) return;
+  std::vector<std::span<float>> buffers = model_.buffers();
+  std::size_t n = 0;
+  for (std::span<float> b : buffers) n += b.size();
+  if (n == 0) return;
+  layer_buffers_.resize(n);
+  float* at = layer_buffers_.data();
+  for (std::span<float> b : buffers) at = std::copy(b.begin(), b.end(), at);
+  ctx_.comm.broadcast(std::as_writable_bytes(std::span<float>(layer_buffers_)), 0);
+  const float* from = layer_buffers_.data();
+  for (std::span<float> b : buffers) {
+    std::copy_n(from, b.size(), b.begin());
+    from += b.size();
+  }
 }
 
 // metrics.jsonl (a skipped step is always logged, marked "skipped"; so is a varying batch's

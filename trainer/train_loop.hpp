@@ -55,6 +55,7 @@ class TrainLoop {
   bool update_noise(std::int64_t step, const StepResult& r);
   void apply_update(std::int64_t step, const StepResult& r, bool replay);
   void sync_parameters(std::int64_t step);
+  void share_layer_buffers();
   void start_overlap();
   void log_step(const StepResult& r);
   bool checkpoint_due(const StepResult& r) const;
@@ -150,6 +151,7 @@ class TrainLoop {
   // train.overlap_comm: the gradient allreduce in buckets, started from backward's hook
   std::unique_ptr<comm::BucketedAllreduce> overlap_;
   nn::Model::GradsReady grads_ready_;
+  std::vector<float> layer_buffers_;  // share_layer_buffers' packed copy
   StepSums sums_;  // what rides on the step's small allreduce
   Clock::time_point t_start_ = Clock::now(), t_window_ = t_start_, t_checkpoint_ = t_start_;
   std::int64_t window_steps_ = 0, window_examples_from_ = state_.examples_seen;

@@ -228,6 +228,8 @@ BOOST_AUTO_TEST_CASE(range_errors_are_one_line_errors_with_exit_code_2) {
       {"memory -c " + run.string() + " --tolerance 1e400", "--tolerance"},
       {"memory -c " + run.string() + " --memory 0GiB", "the memory must be positive"},
       {"fit " + scratch().string() + " --resamples -3", "--resamples"},
+      // refused by the loop after the run directory existed; --check passed it
+      {t + "--set train.overlap_comm=true --set noise.enabled=true --check", "train.overlap_comm"},
   };
   for (const auto& [args, names] : cases) {
     BOOST_TEST_CONTEXT(args) {

@@ -63,6 +63,15 @@ RunConfig resolve_run_config(Config& config, int world_size) {
                 "set train.post_local_after = S > 0 to measure during the first S (synchronous) "
                 "steps, or noise.enabled = false");
   }
+  // train.overlap_comm reduces each bucket as backward finishes it, over the rank's gradient the
+  // noise estimator reads before the allreduce: refused here, before any run directory (the
+  // loop's refusal came after it, and lbt train --check and lbt scaling --compare passed it).
+  if (run.noise.enabled && run.train.overlap_comm) {
+    config.fail("train.overlap_comm",
+                "false with the noise scale (the estimator reads each rank's gradient before the "
+                "allreduce)",
+                "true", "set train.overlap_comm=false, or noise.enabled=false");
+  }
   // The adaptive batch follows the measured noise scale (adaptive_batch.hpp): it must be measured.
   if (run.train.adaptive.follows_noise() && !run.noise.enabled) {
     config.fail("noise.enabled",

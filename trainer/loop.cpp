@@ -48,14 +48,8 @@ TrainLoop::TrainLoop(TrainContext& ctx)
 
 // train.overlap_comm: backward starts reducing each bucket of the gradient as soon as the last
 // micro-batch has finished it. The noise estimator reads this rank's gradient before the
-// reduction (after each micro-batch and before the allreduce), which overlap would overwrite.
+// reduction, which overlap would overwrite: resolve_run_config refuses the two together.
 void TrainLoop::start_overlap() {
-  if (ctx_.noise.enabled) {
-    throw ConfigError(
-        "train.overlap_comm cannot run with the noise scale (noise.*): the noise "
-        "estimator reads each rank's gradient before the allreduce",
-        "set train.overlap_comm=false, or turn the noise estimate off");
-  }
   overlap_ = ctx_.comm.bucketed_allreduce(store_.grads(), comm::ReduceOp::kAvg, cfg_.bucket_floats);
   if (ctx_.comm.size() > 1 && !overlap_->overlaps()) {
     throw ConfigError(std::string("train.overlap_comm needs the shared-memory reducer (MPI, every "

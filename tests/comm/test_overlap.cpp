@@ -119,7 +119,7 @@ BOOST_AUTO_TEST_CASE(bad_overlap_settings_are_refused_on_every_rank) {
   };
   refused("train.bucket_mb=1e-05", "segment alignment, 64 bytes");
   refused("train.bucket_mb=0", "segment alignment, 64 bytes");
-  refused("noise.enabled=true", "cannot run with the noise scale");
+  refused("noise.enabled=true", "false with the noise scale");
   comm.barrier();  // every rank got here: nobody was left in a collective
   if (comm.rank() == 0) {
     // The command line: exit 2 and the one error line (with its hint line).

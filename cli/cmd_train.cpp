@@ -127,7 +127,9 @@ void report_run(const experiments::RunResult& result) {
     std::snprintf(buf, sizeof buf, "%.4f", v);
     return std::isnan(v) ? std::string("-") : std::string(buf);
   };
-  if (!std::isnan(o.final_val_mse)) {  // regression: no accuracy to report
+  // Regression: no accuracy to report, measured or not (a run that diverged at step 1 printed
+  // "best val_accuracy: -", 2026-11-29 audit).
+  if (result.regression || !std::isnan(o.final_val_mse)) {
     std::printf(
         "status: %s  steps: %lld  final val_mse: %s  final val_r2: %s  final val_loss: %s  "
         "wall: %.3gs  (%.0f samples/s)\n",

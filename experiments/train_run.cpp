@@ -352,6 +352,7 @@ RunResult run_training(Config& config, const RunOptions& options, comm::Communic
       cfg,     model->describe(),         optimizer->describe(), comm.size(),
       threads, sampler.steps_per_epoch(), result.run_dir,        splits.validation.n};
   result.val_examples = splits.validation.n;
+  result.regression = !splits.train.is_classification();
   std::unique_ptr<trainer::RunDirectory> run_dir =
       open_run_dir(result, options, resumed, resume_from.step, config, summary, total_steps,
                    comm.rank(), run_lock);

@@ -51,6 +51,7 @@ struct RunResult {
   std::filesystem::path run_dir;
   trainer::TrainOutcome outcome;
   std::int64_t val_examples = 0;  // the validation split's size: the metrics' resolution
+  bool regression = false;        // float targets: val_mse and val_r2, no accuracy
   // The flat parameters after the last step (every rank holds the same), for equivalence
   // tests and callers that keep the model; checkpoints are the durable form.
   std::vector<float> final_params;

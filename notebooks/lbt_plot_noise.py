@@ -50,6 +50,13 @@ def finite(v):
 
 def draw_b_noise(ax, hess):
     """B_noise probes with their 95% intervals (an unbounded upper end: a line to the top)."""
+    # An unresolved probe (b_noise null) is a lower bound: an open triangle at it.
+    bounds = [(r["step"], (r.get("b_noise_ci95") or [None])[0]) for r in hess
+              if not finite(r.get("b_noise")) and finite((r.get("b_noise_ci95") or [None])[0])
+              and (r.get("b_noise_ci95") or [0])[0] > 0]
+    if bounds:
+        s, b = zip(*bounds)
+        ax.plot(s, b, "k^", mfc="none", label="B_noise unresolved (>= the triangle)")
     rows = [r for r in hess if finite(r.get("b_noise"))]
     if not rows:
         return
@@ -162,36 +169,59 @@ def noise_over_training(sweep_dir, out_png):
     return out_png
 
 
-def main():
-    run_dir = Path(sys.argv[1])
-    out = Path(sys.argv[2]) if len(sys.argv) > 2 else run_dir / "noise.png"
-    data = load(run_dir)
-    fig, ax = plt.subplots(figsize=(7, 4))
+def draw_noise(ax, data):
+    """A run's noise.jsonl (load) on `ax`: each estimator's "now" B_simple with its band, its
+    unresolved records as lower bounds, the EMA, and the B_noise probes."""
     for name, color in (("two_batch", "C0"), ("per_example", "C1")):
-        rows = [r for r in data.get(name, []) if finite(r.get("b_simple"))]
-        if not rows:
+        records = data.get(name, [])
+        if not records:
             continue
-        steps = [r["step"] for r in rows]
-        window = rows[-1].get("window_steps")
-        ax.plot(steps, [r["b_simple"] for r in rows], color=color,
-                label=f"B_simple now ({name}, window {window} steps)")
-        # Fieller intervals: lower end >= 0, upper end null (unbounded) while |G|^2 is not
-        # resolved; a log axis shows the lower end from B_simple / 100 up
-        band = [(r["step"], max(r["b_simple_ci95"][0], r["b_simple"] / 100), r["b_simple_ci95"][1])
-                for r in rows if finite(r["b_simple_ci95"][0]) and finite(r["b_simple_ci95"][1])]
-        if band:
-            s, lo, hi = zip(*band)
-            ax.fill_between(s, lo, hi, color=color, alpha=0.2, label=f"95% interval ({name})")
+        # Every record: a value, or a gap (NaN) where unresolved, so the line does not join
+        # across stretches it never measured (it drew only the resolved ones, joined).
+        steps = [r["step"] for r in records]
+        values = [r["b_simple"] if finite(r.get("b_simple")) else math.nan for r in records]
+        window = records[-1].get("window_steps")
+        if any(finite(v) for v in values):
+            ax.plot(steps, values, color=color, label=f"B_simple now ({name}, window {window} steps)")
+        # Unresolved (|G|^2 not resolved from 0): a lower bound, an open triangle at it (they
+        # were left out, and the axis ended before the run did).
+        bounds = [(r["step"], r["b_simple_ci95"][0]) for r in records
+                  if not finite(r.get("b_simple")) and finite((r.get("b_simple_ci95") or [None])[0])
+                  and r["b_simple_ci95"][0] > 0]
+        if bounds:
+            s, b = zip(*bounds)
+            ax.plot(s, b, "^", color=color, mfc="none", ms=4,
+                    label=f"B_simple unresolved ({name}): >= the triangle")
+        # Fieller intervals, where bounded: gaps as the line's; a lower end of 0 (which a log
+        # axis cannot show) runs to the axis' bottom, not to B_simple / 100 as if bounded there
+        bounded = [finite(r.get("b_simple")) and finite(r["b_simple_ci95"][1]) for r in records]
+        hi = [r["b_simple_ci95"][1] if ok else math.nan for r, ok in zip(records, bounded)]
+        positive = [v for v in values + [b for _, b in bounds] if finite(v) and v > 0]
+        floor = min(positive) / 10 if positive else 1.0
+        lo = [max(r["b_simple_ci95"][0], floor) if ok else math.nan
+              for r, ok in zip(records, bounded)]
+        if any(bounded):
+            ax.fill_between(steps, lo, hi, color=color, alpha=0.2,
+                            label=f"95% interval ({name}; a lower end of 0 to the axis' bottom)")
+            bottom = min(floor, ax.get_ylim()[0]) if ax.get_ylim()[0] > 0 else floor
+            ax.set_ylim(bottom=bottom)
         ema = [(r["step"], r["b_simple_ema"]) for r in data.get(name, []) if finite(r.get("b_simple_ema"))]
         if ema:
             s, v = zip(*ema)
             ax.plot(s, v, color=color, linestyle="--", label=f"B_simple averaged ({name}, EMA)")
     draw_b_noise(ax, data.get("hessian", []))
+
+
+def main():
+    run_dir = Path(sys.argv[1])
+    out = Path(sys.argv[2]) if len(sys.argv) > 2 else run_dir / "noise.png"
+    fig, ax = plt.subplots(figsize=(7, 4))
+    draw_noise(ax, load(run_dir))
     ax.set_xlabel("step")
     ax.set_ylabel("noise scale (examples)")
     ax.set_yscale("log")
     ax.set_title(f"Gradient noise scale: {run_dir.name}")
-    ax.legend(fontsize=8)
+    ax.legend(fontsize=7)
     fig.tight_layout()
     fig.savefig(out, dpi=120)
     print(f"plot: {out}")

@@ -1,0 +1,39 @@
+"""notebooks/lbt_plot_noise.py's drawing of a noise log written here: an unresolved record (b_simple
+null, a lower bound) is a gap in the line and an open triangle at its bound, a resolved record's
+band runs from its lower end, and an unresolved B_noise probe is drawn at its bound. Until
+2026-11-29 unresolved records and probes were left out and the line joined across them.
+
+usage: /usr/bin/python3 check_noise_plot.py NOTEBOOKS_DIR
+"""
+import math
+import sys
+
+sys.path.insert(0, sys.argv[1])
+import lbt_plot_noise  # noqa: E402
+from lbt_plot_noise import plt  # noqa: E402
+
+
+def record(step, b, lo, hi):
+    return {"step": step, "b_simple": b, "b_simple_ci95": [lo, hi], "window_steps": 10}
+
+
+data = {"two_batch": [record(10, 40.0, 30.0, 50.0), record(20, None, 90.0, None),
+                      record(30, 60.0, 45.0, 80.0)],
+        "hessian": [{"step": 0, "b_noise": 25.0, "b_noise_ci95": [20.0, 30.0]},
+                    {"step": 30, "b_noise": None, "b_noise_ci95": [265.0, None]}]}
+fig, ax = plt.subplots()
+lbt_plot_noise.draw_noise(ax, data)
+lines = {line.get_label(): line for line in ax.get_lines()}
+failures = []
+now = lines["B_simple now (two_batch, window 10 steps)"].get_ydata()
+if not (now[0] == 40.0 and math.isnan(now[1]) and now[2] == 60.0):
+    failures.append(f"the line has a gap at the unresolved record: {list(now)}")
+bound = lines.get("B_simple unresolved (two_batch): >= the triangle")
+if bound is None or list(bound.get_xdata()) != [20] or list(bound.get_ydata()) != [90.0]:
+    failures.append(f"the unresolved record is a triangle at its bound: {list(lines)}")
+probe = lines.get("B_noise unresolved (>= the triangle)")
+if probe is None or list(probe.get_ydata()) != [265.0]:
+    failures.append(f"the unresolved probe is drawn at its bound: {list(lines)}")
+for f in failures:
+    print("FAIL:", f)
+sys.exit(1 if failures else 0)

@@ -250,6 +250,17 @@ std::string recommendation(const NoiseRunResult& result) {
         static_cast<long long>(result.b_noise_step), result.final_b_noise, result.b_noise_low,
         result.b_noise_high, result.final_b_noise, static_cast<long long>(result.window_steps),
         b_simple.c_str());
+  } else if (std::isfinite(result.final_b_simple) && std::isfinite(result.final_high) &&
+             !(result.final_low > 0.0 && result.final_high <= 10.0 * result.final_low)) {
+    // An interval over 10x wide sizes no batch: "up to about 49" from [0, 4718] read as firm
+    // advice (2026-11-29 audit).
+    std::snprintf(buf, sizeof buf,
+                  "Recommendation: none yet. B_simple now (over the last %lld steps) ~ %.0f "
+                  "[%.0f, %.0f] at the end of this run: an interval too wide (over 10x) to size a "
+                  "batch from. Run longer, measure more often (noise.every), or widen "
+                  "noise.window_steps.",
+                  static_cast<long long>(result.window_steps), result.final_b_simple,
+                  result.final_low, result.final_high);
   } else if (std::isfinite(result.final_b_simple) && std::isfinite(result.final_high)) {
     std::snprintf(
         buf, sizeof buf,

@@ -221,3 +221,16 @@ BOOST_AUTO_TEST_CASE(at_steps_past_the_run_are_said_to_be) {
   BOOST_TEST(rows_at(at39) == rows_at(at20), within.out);
   BOOST_TEST(within.out.find("\n" + at20) < within.out.find("\n" + at39), within.out);
 }
+
+// A B_simple whose interval spans more than 10x sizes no batch: 12 steps read ~ 49 [0, 4718]
+// and recommended "global batches up to about 49" (2026-11-29 audit); now none yet, and why.
+BOOST_AUTO_TEST_CASE(a_recommendation_needs_an_interval_narrower_than_10x) {
+  const auto r = run_lbt("noise --config " + kConfigs +
+                         "synthetic_regression.toml --quiet --no-plot --overwrite --steps 12"
+                         " --out " +
+                         (scratch() / "wide").string());
+  BOOST_REQUIRE_MESSAGE(r.code == 0, r.err);
+  BOOST_TEST(r.out.find("Recommendation: none yet.") != std::string::npos, r.out);
+  BOOST_TEST(r.out.find("too wide (over 10x)") != std::string::npos, r.out);
+  BOOST_TEST(r.out.find("should cut steps") == std::string::npos, r.out);
+}

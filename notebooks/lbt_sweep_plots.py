@@ -54,6 +54,12 @@ def steps_vs_batch(sweep: lbt_runs.Sweep, ax) -> None:
         ax.errorbar(best["batch_size"], steps, yerr=[steps - best["steps_min"],
                     best["steps_max"] - steps], fmt="o-", color=COLORS["data"], capsize=3,
                     label=f"best (B, LR): median of {int(best['seeds'].max())} seeds, range")
+    elif "steps_lo" in best and best["steps_lo"].notna().all():
+        # One seed: the reading's bracket (steps_lo, steps_hi], its resolution (a 33% bracket at
+        # 3 steps was drawn as a point, 2026-11-29 audit)
+        ax.errorbar(best["batch_size"], steps, yerr=[steps - best["steps_lo"],
+                    best["steps_hi"] - steps], fmt="o-", color=COLORS["data"], capsize=3,
+                    label="best trial per batch size, its bracket (steps_lo, steps_hi]")
     else:
         ax.plot(best["batch_size"], steps, "o-", color=COLORS["data"],
                 label="best trial per batch size")

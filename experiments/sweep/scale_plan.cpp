@@ -301,7 +301,10 @@ std::string format_scale_plan(const nlohmann::json& p) {
      << 100 * p["interval_level"].get<double>()
      << "% bootstrap intervals of the fitted curve, a median over seeds: one run spreads wider; "
         "evaluated every "
-     << p["eval_every"].get<std::int64_t>() << " steps)\n"
+     << (p["eval_every"].get<std::int64_t>() == 1
+             ? std::string("step")
+             : std::to_string(p["eval_every"].get<std::int64_t>()) + " steps")
+     << ")\n"
      << "  regime: " << p["regime"].get<std::string>()
      << regime_agreement_text(p["regime_agreement"]) << ": " << p["regime_why"].get<std::string>()
      << "\n"

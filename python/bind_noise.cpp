@@ -118,6 +118,15 @@ std::size_t checked_window(std::size_t window) {
   return window;
 }
 
+// A batch size from Python: None, or a number. A bool is refused: GradientNoise(True, 256) read
+// True as a small batch of 1 example (2026-11-29 note).
+std::optional<double> batch_size_arg(const py::object& value, const char* name) {
+  if (value.is_none()) return std::nullopt;
+  if (py::isinstance<py::bool_>(value))
+    bad_argument("GradientNoise", std::string(name) + " is a batch size (examples), got a bool");
+  return value.cast<double>();
+}
+
 // The tracker with the batch sizes of the two-batch estimator and the estimate to report.
 class GradientNoise {
  public:
@@ -299,8 +308,11 @@ GradientNoise(b_small, b_big, ema=0.95, window=10, estimate="averaged")
   estimate: what b_simple() and b_simple_ci95() report unless told: "averaged" (smooth,
     lags a B_simple that grows during training) or "now" (current parameters, noisier).
 )doc")
-      .def(py::init<std::optional<double>, std::optional<double>, double, std::size_t,
-                    std::string>(),
+      .def(py::init([](const py::object& b_small, const py::object& b_big, double ema,
+                       std::size_t window, const std::string& estimate) {
+             return GradientNoise(batch_size_arg(b_small, "b_small"),
+                                  batch_size_arg(b_big, "b_big"), ema, window, estimate);
+           }),
            "b_small"_a = py::none(), "b_big"_a = py::none(), py::kw_only(),
            "ema"_a = NoiseScaleTracker::kDefaultBeta,
            "window"_a = NoiseScaleTracker::kDefaultWindow, "estimate"_a = "averaged")

@@ -173,7 +173,8 @@ class GradientNoiseTest(unittest.TestCase):
                                      ((16,), {}, "both b_small and b_big"),
                                      ((16, 64), {"estimate": "latest"}, "estimate must be"),
                                      ((16, 64), {"ema": 1.0}, "ema must be"),
-                                     ((16, 64), {"window": 2}, "window must be")]:
+                                     ((16, 64), {"window": 2}, "window must be"),
+                                     ((True, 256), {}, "b_small is a batch size")]:
             with self.assertRaises(ValueError) as ctx:
                 lbt.GradientNoise(*args, **kwargs)
             self.assertIn(needle, str(ctx.exception))

@@ -144,19 +144,30 @@ def noise_over_training(sweep_dir, out_png):
     for r in sorted(rows, key=lambda r: float(r["batch_size"])):
         data = load(sweep_dir / r["run_dir"])
         name = "two_batch" if data.get("two_batch") else "per_example"
-        # x: examples seen before the measured gradient (step 0 has none: left off the log axis)
-        points = [(j["step"] * float(r["batch_size"]), j["b_simple"]) for j in data.get(name, [])
-                  if finite(j.get("b_simple")) and j["step"] > 0]
-        if points:
-            curves.append((int(float(r["batch_size"])), name, points))
+        # x: examples seen before the measured gradient (step 0 has none: left off the log axis);
+        # an unresolved record is a gap in the line and its lower bound a triangle (the curves
+        # stopped where B_simple grew past resolving, 2026-11-29 audit)
+        records = [j for j in data.get(name, []) if j["step"] > 0]
+        points = [(j["step"] * float(r["batch_size"]),
+                   j["b_simple"] if finite(j.get("b_simple")) else math.nan) for j in records]
+        bounds = [(j["step"] * float(r["batch_size"]), j["b_simple_ci95"][0]) for j in records
+                  if not finite(j.get("b_simple"))
+                  and finite((j.get("b_simple_ci95") or [None])[0]) and j["b_simple_ci95"][0] > 0]
+        if any(finite(v) for _, v in points) or bounds:
+            curves.append((int(float(r["batch_size"])), name, points, bounds))
     if not curves:
         return None
     fig, ax = plt.subplots(figsize=(7, 4))
     cmap = plt.get_cmap("viridis")
-    for k, (batch, name, points) in enumerate(curves):
+    for k, (batch, name, points, bounds) in enumerate(curves):
+        color = cmap(k / max(len(curves) - 1, 1))
         x, y = zip(*points)
-        ax.plot(x, y, "o-", ms=2.5, color=cmap(k / max(len(curves) - 1, 1)),
-                label=f"B = {batch} ({name})")
+        ax.plot(x, y, "o-", ms=2.5, color=color, label=f"B = {batch} ({name})")
+        if bounds:
+            bx, by = zip(*bounds)
+            ax.plot(bx, by, "^", ms=3.5, mfc="none", color=color)
+    if any(c[3] for c in curves):
+        ax.plot([], [], "^", mfc="none", color="0.4", label="unresolved: >= the triangle")
     ax.set_xscale("log")
     ax.set_yscale("log")
     ax.set_xlabel("examples seen (step x B)")

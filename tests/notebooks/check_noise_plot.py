@@ -34,6 +34,21 @@ if bound is None or list(bound.get_xdata()) != [20] or list(bound.get_ydata()) !
 probe = lines.get("B_noise unresolved (>= the triangle)")
 if probe is None or list(probe.get_ydata()) != [265.0]:
     failures.append(f"the unresolved probe is drawn at its bound: {list(lines)}")
+# The sweep's noise_vs_training.png draws a trial whose records are all unresolved (bounds):
+# it drew resolved ones only, and no plot at all for such a sweep.
+import json  # noqa: E402
+import tempfile  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+with tempfile.TemporaryDirectory() as tmp:
+    sweep = Path(tmp)
+    (sweep / "trials" / "64_0").mkdir(parents=True)
+    (sweep / "best.csv").write_text("batch_size,run_dir\n64,trials/64_0\n")
+    (sweep / "trials" / "64_0" / "noise.jsonl").write_text("".join(
+        json.dumps(dict(record(s, None, 100.0 + s, None), estimator="two_batch")) + "\n"
+        for s in (10, 20, 30)))
+    if lbt_plot_noise.noise_over_training(sweep, sweep / "nvt.png") is None:
+        failures.append("noise_vs_training draws a trial whose records are bounds")
 for f in failures:
     print("FAIL:", f)
 sys.exit(1 if failures else 0)

@@ -28,10 +28,17 @@ sigset_t interrupts() {
 void on_signal(int sig) {
   if (g_signal != 0) _exit(128 + sig);  // second signal: at once
   g_signal = sig;
-  const char msg[] =
-      "\nlbt: stopping after this step (checkpoint, summary \"interrupted\"); signal again to "
-      "exit at once\n";
-  [[maybe_unused]] const ssize_t n = ::write(STDERR_FILENO, msg, sizeof msg - 1);
+  // Which signal: under mpirun a SIGTERM is often the job's abort after another rank's error,
+  // not the user's stop (the line read the same either way, 2026-11-29 audit).
+  const char msg_int[] =
+      "\nlbt: SIGINT: stopping after this step (checkpoint, summary \"interrupted\"); signal "
+      "again to exit at once\n";
+  const char msg_term[] =
+      "\nlbt: SIGTERM: stopping after this step (checkpoint, summary \"interrupted\"); signal "
+      "again to exit at once\n";
+  [[maybe_unused]] const ssize_t n = sig == SIGINT
+                                         ? ::write(STDERR_FILENO, msg_int, sizeof msg_int - 1)
+                                         : ::write(STDERR_FILENO, msg_term, sizeof msg_term - 1);
 }
 
 void on_check_signal(int sig) {

@@ -221,7 +221,7 @@ BOOST_AUTO_TEST_CASE(a_second_ctrl_c_ends_lbt_train_at_once_and_resuming_what_is
   }
   kill(pid, SIGINT);
   // The second signal only after the first was taken (two pending SIGINTs would merge).
-  BOOST_REQUIRE_MESSAGE(log_says(log, "stopping after this step", 10), slurp(log));
+  BOOST_REQUIRE_MESSAGE(log_says(log, "SIGINT: stopping after this step", 10), slurp(log));
   const auto t0 = std::chrono::steady_clock::now();
   kill(pid, SIGINT);
   const int status = wait_for(pid, 30);

@@ -8,19 +8,14 @@
 #include <string>
 #include <string_view>
 
+#include "core/shortest_text.hpp"  // shortest_text: that form, with no plain-decimal preference
+
 namespace lbt {
 
 // toml++ prints a double with 17 significant digits ("lr = 0.050000000000000003"): exact, but
 // not what anyone typed. std::to_chars's shortest round-trip form ("0.05"; plain decimals up to
 // 2 characters longer than an exponent form: "0.0001", "1e-08") is just as exact.
 std::string toml_text(const toml::table& table);
-
-// A double in that shortest form that reads back as the same double (no plain-decimal
-// preference): a setting written to be read again, such as a trial's LR.
-inline std::string shortest_text(double v) {
-  char buf[32];
-  return std::string(buf, std::to_chars(buf, buf + sizeof buf, v).ptr);
-}
 
 // The same rewrite on text already printed (by toml++ or by an older lbt): every float outside
 // a string in its shortest form, kept a float ("100.0", not "100"). Comparing configs through

@@ -3,12 +3,11 @@
 
 #include <algorithm>
 #include <array>
-#include <charconv>
-#include <cstdio>
 #include <cstdlib>
 #include <string_view>
 
 #include "core/error.hpp"
+#include "core/shortest_text.hpp"
 
 namespace lbt::experiments {
 namespace fs = std::filesystem;
@@ -182,11 +181,8 @@ std::map<std::string, std::string> placeholder_values(const Trial& t, std::int64
     const auto eq = o.find('=');
     v[o.substr(0, eq)] = o.substr(eq + 1);
   }
-  // The shortest text that reads back as the same double ("0.1", not "0.10000000000000001"),
-  // as the sweep's CSVs write it.
-  char lr[32];
   v["batch_size"] = std::to_string(t.batch_size);
-  v["lr"] = std::string(lr, std::to_chars(lr, lr + sizeof lr, t.lr).ptr);
+  v["lr"] = shortest_text(t.lr);  // as the sweep's CSVs write it (it was %.17g)
   v["seed"] = std::to_string(base_seed + t.seed);
   v["run_dir"] = run_dir.string();
   v["max_steps"] = std::to_string(t.steps);

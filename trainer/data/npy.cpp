@@ -11,18 +11,13 @@
 #include <string>
 
 #include "core/error.hpp"
+#include "core/shortest_text.hpp"
 
 namespace lbt::data {
 namespace {
 
 const char* kHint =
     "write the array with numpy.save(path, np.ascontiguousarray(a, dtype=np.float32))";
-
-// A value as written in the array ("-1", "2.5"; std::to_string printed "-1.000000").
-std::string number_text(double v) {
-  char buf[32];
-  return std::string(buf, std::to_chars(buf, buf + sizeof buf, v).ptr);
-}
 
 std::string shape_text(const std::vector<std::int64_t>& s) {
   std::string out = "(";
@@ -256,7 +251,7 @@ void read_class_labels(const NpyArray& fy, const std::filesystem::path& labels,
   for (std::int64_t i = 0; i < d.n; ++i) {
     const double v = fy.values[static_cast<std::size_t>(i)];
     if (v < 0 || v != std::floor(v) || v > 1e9) {
-      throw DataError(labels.string() + ": label " + number_text(v) + " at index " +
+      throw DataError(labels.string() + ": label " + shortest_text(v) + " at index " +
                           std::to_string(i) + " is not a non-negative integer",
                       "labels are class indices 0..classes-1");
     }

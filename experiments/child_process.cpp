@@ -215,6 +215,11 @@ pid_t ended_child(pid_t which, bool block) {
 
 }  // namespace
 
+std::string exit_text(const ChildExit& e) {
+  return e.signal ? "killed by signal " + std::to_string(e.signal)
+                  : "exited with code " + std::to_string(e.exit_code);
+}
+
 ChildExit wait_child(pid_t which) {
   return reap(ended_child(which, true));
 }

@@ -51,6 +51,9 @@ std::optional<ChildExit> wait_any_child_until(std::chrono::steady_clock::time_po
 // Blocks until the child `pid` ends.
 ChildExit wait_child(pid_t pid);
 
+// How a child ended, for messages: "killed by signal 9" or "exited with code 3".
+std::string exit_text(const ChildExit& exit);
+
 // Sends `signal` once to the process group of every child started by spawn_logged that has not
 // ended, and to any started later. Async-signal-safe (lock-free atomics and kill only): a signal
 // handler calls it.

@@ -105,8 +105,7 @@ void forget_branches_of_replaced_checkpoints(const std::vector<Branch>& plan,
 
 // summary.json of a branch that ended without writing its own final one.
 void write_failed(const fs::path& dir, const ChildExit& e) {
-  const std::string why = e.signal ? "killed by signal " + std::to_string(e.signal)
-                                   : "exited with code " + std::to_string(e.exit_code);
+  const std::string why = exit_text(e);
   const std::string log = tail_lines(dir / "train.log", 3);
   const nlohmann::json s = {{"status", "failed"}, {"error", why + (log.empty() ? "" : ": " + log)}};
   fs::create_directories(dir);

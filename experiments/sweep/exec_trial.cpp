@@ -198,8 +198,7 @@ std::string write_exec_summary(const Trial& t, const fs::path& run_dir,
   if (!noise_warning.empty()) s["noise_warning"] = noise_warning;
   if (!budget_warning.empty()) s["budget_warning"] = budget_warning;
   if (e.signal != 0 || e.exit_code != 0) {
-    const std::string why = e.signal ? "was killed by signal " + std::to_string(e.signal)
-                                     : "exited with code " + std::to_string(e.exit_code);
+    const std::string why = (e.signal ? "was " : "") + exit_text(e);
     const std::string tail = tail_lines(log_file, 3);
     s["status"] = "failed";
     s["error"] = "the program " + why + (tail.empty() ? "" : ": " + tail);

@@ -39,10 +39,16 @@ SweepManifest read_sweep_manifest(const fs::path& dir) {
     throw DataError((dir / "sweep.json").string() + " names no target (\"target\": \"...\")",
                     restore);
   SweepManifest m{target->get<std::string>(), {}};
-  if (manifest.value("max_examples", nlohmann::json()).is_number_integer() &&
-      manifest.value("max_steps", nlohmann::json()).is_number_integer()) {
-    m.max_examples = manifest["max_examples"].get<std::int64_t>();
-    m.max_steps = manifest["max_steps"].get<std::int64_t>();
+  // As lbt sweep checks them (sweep_plan.cpp): neither negative, one of them set. Anything else
+  // (an edit) is no record: a trial length of 1 step would make the plan's run end at once.
+  const auto budget = [&](const char* key) {
+    const nlohmann::json v = manifest.value(key, nlohmann::json());
+    return v.is_number_integer() ? v.get<std::int64_t>() : std::int64_t{-1};
+  };
+  if (const std::int64_t e = budget("max_examples"), s = budget("max_steps");
+      e >= 0 && s >= 0 && e + s > 0) {
+    m.max_examples = e;
+    m.max_steps = s;
   }
   const auto sets = manifest.find("sets");
   if (sets == manifest.end()) return m;  // a sweep from before its --set options were kept

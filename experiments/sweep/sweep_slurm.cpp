@@ -41,11 +41,9 @@ void submit(const fs::path& file) {
   fs::remove(log);
   const ChildExit e = wait_child(spawn_logged("sbatch", {file.string()}, log));
   std::fputs(io::read_file(log).c_str(), stdout);
-  if (e.exit_code != 0) {
-    const std::string why = e.signal ? "killed by signal " + std::to_string(e.signal)
-                                     : "exit " + std::to_string(e.exit_code);
-    throw Error("sbatch " + file.string() + " failed (" + why + "): " + tail_lines(log, 3), hint);
-  }
+  if (e.exit_code != 0)
+    throw Error("sbatch " + file.string() + " failed (" + exit_text(e) + "): " + tail_lines(log, 3),
+                hint);
 }
 
 void refuse_control_characters(const std::string& what, const std::string& value) {

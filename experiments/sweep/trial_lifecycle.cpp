@@ -97,8 +97,7 @@ TrialResult settle_trial(const Trial& t, const fs::path& dir, const ChildExit& e
   // "interrupted" (the trial saved its state on SIGINT/SIGTERM, or the sweep's forwarded
   // signal ended it) is unfinished, not failed: a rerun continues it.
   if (!is_final_status(r.status) && r.status != "interrupted" && !stopped) {
-    const std::string why = e.signal ? "killed by signal " + std::to_string(e.signal)
-                                     : "exited with code " + std::to_string(e.exit_code);
+    const std::string why = exit_text(e);
     const std::string log = tail_lines(dir / "train.log", 3);
     write_trial_verdict(t, dir, "failed", why + (log.empty() ? "" : ": " + log));
     r = read_trial_result(t, dir, exec);

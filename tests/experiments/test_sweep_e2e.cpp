@@ -230,8 +230,8 @@ BOOST_AUTO_TEST_CASE(slurm_launcher_writes_an_array_script_whose_task_runs_one_t
   fs::permissions(bin / "sbatch", fs::perms::owner_exec, fs::perm_options::add);
   r = run_lbt("sweep --config " + cfg.string() + " --launcher slurm --submit --out " + dir.string(),
               "PATH=" + bin.string() + ":$PATH ");
-  BOOST_TEST(r.err.find("sweep.sbatch failed (exit 1): sbatch: error: " + dir.string()) !=
-                 std::string::npos,
+  BOOST_TEST(r.err.find("sweep.sbatch failed (exited with code 1): sbatch: error: " +
+                        dir.string()) != std::string::npos,
              r.err);
   // Trials by name: the adaptive search's later rounds append to the plan.
   BOOST_TEST(script.find("--trial \"${trials[$SLURM_ARRAY_TASK_ID]}\"") != std::string::npos);

@@ -36,6 +36,11 @@ TrainLoop::TrainLoop(TrainContext& ctx)
              per_example_support(model_, cfg_.device), model_.backend()),
       sums_(noise_.num_slots()) {
   if (!device_) model_.reserve(cfg_.micro_batch);
+  if (ctx.comm.size() > 1 && !device_) {  // share_layer_buffers' packed copy, sized once
+    std::size_t floats = 0;
+    for (std::span<float> b : model_.buffers()) floats += b.size();
+    layer_buffers_.resize(floats);
+  }
   if (cfg_.overlap_comm) start_overlap();
   if (!ctx.data.train.is_classification()) progress_.set_val_label("val_mse");
   out_.total_steps = ctx.total_steps;
@@ -233,12 +238,8 @@ void TrainLoop::sync_parameters(std::int64_t step) {
 // after it (2026-11-29 audit). Rank 0's become every rank's after each step, as PyTorch's DDP
 // broadcasts its buffers. A device keeps its own (not yet shared across GPUs).
 void TrainLoop::share_layer_buffers() {
-  if (ctx_.comm.size() < 2 || device_) return;
-  std::vector<std::span<float>> buffers = model_.buffers();
-  std::size_t n = 0;
-  for (std::span<float> b : buffers) n += b.size();
-  if (n == 0) return;
-  layer_buffers_.resize(n);
+  if (layer_buffers_.empty()) return;  // one rank, a device, or no layer buffers: nothing to do
+  const std::vector<std::span<float>> buffers = model_.buffers();
   float* at = layer_buffers_.data();
   for (std::span<float> b : buffers) at = std::copy(b.begin(), b.end(), at);
   ctx_.comm.broadcast(std::as_writable_bytes(std::span<float>(layer_buffers_)), 0);

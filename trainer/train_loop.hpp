@@ -151,7 +151,7 @@ class TrainLoop {
   // train.overlap_comm: the gradient allreduce in buckets, started from backward's hook
   std::unique_ptr<comm::BucketedAllreduce> overlap_;
   nn::Model::GradsReady grads_ready_;
-  std::vector<float> layer_buffers_;  // share_layer_buffers' packed copy
+  std::vector<float> layer_buffers_;  // share_layer_buffers' packed copy (empty: none to share)
   StepSums sums_;                     // what rides on the step's small allreduce
   Clock::time_point t_start_ = Clock::now(), t_window_ = t_start_, t_checkpoint_ = t_start_;
   std::int64_t window_steps_ = 0, window_examples_from_ = state_.examples_seen;

@@ -37,6 +37,19 @@ std::string measured_text(const nlohmann::json& value, const nlohmann::json& ci,
   return interval_note.empty() ? out : out + " (" + interval_note + ")";
 }
 
+std::string coverage_note(const nlohmann::json& coverage, double level, bool lower_bound) {
+  if (!coverage.is_number()) return "";
+  const auto percent = [](double share) {
+    char text[32];
+    std::snprintf(text, sizeof text, "%.3g%%", 100 * share);
+    return std::string(text);
+  };
+  const double c = coverage.get<double>();
+  if (c >= level - 1e-12) return (lower_bound ? ">= " : "") + percent(c);
+  return "only " + std::string(lower_bound ? ">= " : "") + percent(c) + ": too few trials for " +
+         percent(level);
+}
+
 namespace {
 
 // "95% bootstrap", with how many resamples gave a fit where some did not (fewer than 3 distinct

@@ -3,24 +3,36 @@
 
 #include <algorithm>
 #include <cmath>
-#include <random>
-
-#include "core/rng.hpp"
 
 namespace lbt::analysis {
 namespace {
 
-Interval bootstrap_median(const std::vector<double>& values, const FitOptions& options,
-                          std::uint64_t stream) {
-  auto rng = make_rng(options.seed, RngStream::kSweep, stream);
-  std::uniform_int_distribution<std::size_t> pick(0, values.size() - 1);
-  std::vector<double> medians, sample(values.size());
-  for (int r = 0; r < options.resamples; ++r) {
-    for (auto& v : sample) v = values[pick(rng)];
-    medians.push_back(median(sample));
-  }
-  return percentile_interval(medians, options.level, median(values));
+// P(Binomial(n, 1/2) <= k), from log-probabilities (2^-n underflows past n = 1074).
+double binomial_half_cdf(std::size_t n, std::size_t k) {
+  double sum = 0.0;
+  for (std::size_t i = 0; i <= k; ++i)
+    sum += std::exp(std::lgamma(n + 1.0) - std::lgamma(i + 1.0) - std::lgamma(n - i + 1.0) -
+                    static_cast<double>(n) * std::log(2.0));
+  return sum;
 }
+
+}  // namespace
+
+// Distribution-free (Thompson 1936; Hahn & Meeker, Statistical Intervals, 2nd ed., sec. 5.3):
+// the sorted values' [x(k), x(n+1-k)] holds the median of any continuous distribution they are
+// drawn from with probability 1 - 2 P(Binomial(n, 1/2) <= k-1). The largest k whose coverage
+// reaches `level`; below 6 values none reaches 95%, and [min, max] comes with its own (2 values:
+// 50%). A percentile bootstrap of the median gave [min, max] there and called it 95%.
+MedianInterval median_interval(std::vector<double> values, double level) {
+  std::sort(values.begin(), values.end());
+  const std::size_t n = values.size();
+  const auto coverage = [n](std::size_t k) { return 1.0 - 2.0 * binomial_half_cdf(n, k - 1); };
+  std::size_t k = 1;
+  while (2 * (k + 1) <= n && coverage(k + 1) >= level) ++k;
+  return {{values[k - 1], values[n - k]}, coverage(k)};
+}
+
+namespace {
 
 // The readings with each bound at its value: every median of them is a lower bound of the true.
 std::vector<double> keys_of(const BSimpleReadings& r) {
@@ -41,14 +53,17 @@ bool median_known(const BSimpleReadings& r) {
 
 }  // namespace
 
-MeasuredBSimple measured_b_simple(const BSimpleReadings& r, const FitOptions& options,
-                                  std::uint64_t stream) {
+MeasuredBSimple measured_b_simple(const BSimpleReadings& r, const FitOptions& options) {
   const std::vector<double> keys = keys_of(r);
-  MeasuredBSimple b{median(keys), std::nullopt};
-  if (keys.size() >= 2) b.interval = bootstrap_median(keys, options, stream);
+  MeasuredBSimple b{median(keys), std::nullopt, NAN};
+  if (keys.size() >= 2) {
+    const MedianInterval m = median_interval(keys, options.level);
+    b.interval = m.interval;
+    b.coverage = m.coverage;
+  }
   if (r.at_least.empty()) return b;
   if (!b.interval) b.interval = Interval{b.median, b.median};
-  b.interval->hi = HUGE_VAL;  // no resample bounds it above
+  b.interval->hi = HUGE_VAL;  // nothing bounds it above
   if (!median_known(r)) b.median = NAN;
   return b;
 }
@@ -57,61 +72,51 @@ MeasuredRatio b_crit_over_b_simple(const std::vector<MeasuredPoint>& measured,
                                    const BSimpleReadings& readings, const FitOptions& options) {
   MeasuredRatio out;
   const CriticalBatchFit point = fit_critical_batch(point_estimates(measured));
-  const std::vector<double> b_simple_averaged = keys_of(readings);
-  if (b_simple_averaged.empty() || !point.b_crit_measured()) return out;
-  if (!readings.at_least.empty() && !median_known(readings)) return out;
-  out.value = point.B_crit / median(b_simple_averaged);
-  if (b_simple_averaged.size() < 2) return out;
+  if (readings.empty() || !point.b_crit_measured()) return out;
+  const MeasuredBSimple b_simple = measured_b_simple(readings, options);
+  if (std::isnan(b_simple.median)) return out;
+  out.value = point.B_crit / b_simple.median;
+  if (readings.size() < 2) return out;  // one trial: no spread to read
   const std::vector<CriticalBatchFit> fits =
       measurement_bootstrap_fits(measured, {true, true, true}, options.resamples, options.seed);
   if (fits.empty()) return out;  // nothing to resample: no interval
-  auto rng = make_rng(options.seed, RngStream::kSweep, 0xB52);
-  std::uniform_int_distribution<std::size_t> pick(0, b_simple_averaged.size() - 1);
-  std::vector<double> ratios, sample(b_simple_averaged.size());
-  for (const CriticalBatchFit& f : fits) {
-    for (double& b : sample) b = b_simple_averaged[pick(rng)];
-    ratios.push_back(b_crit_or_infinity(f) / median(sample));
-  }
-  out.interval = percentile_interval(ratios, options.level, *out.value);
-  if (!readings.at_least.empty()) out.interval->lo = 0.0;  // the ratios read are upper bounds
+  std::vector<double> b_crit;
+  for (const CriticalBatchFit& f : fits) b_crit.push_back(b_crit_or_infinity(f));
+  const Interval crit = percentile_interval(b_crit, options.level, b_crit_or_infinity(point));
+  out.interval = Interval{crit.lo / b_simple.interval->hi, crit.hi / b_simple.interval->lo};
+  out.coverage = std::max(0.0, options.level + b_simple.coverage - 1.0);  // Bonferroni
   return out;
 }
 
 // The measured noise scale of the best trials beside the fitted B_crit (McCandlish et al.
 // predict B_crit ~ B_noise, with B_simple its proxy): the median of their averaged B_simple,
-// with a percentile-bootstrap interval over those trials; null where none measured it. Then
-// B_noise (eq. 2.8) as the best trials' Hessian probes measured it (noise.hessian.every): the
-// median of their medians, with a bootstrap interval over trials; null where none did.
+// with median_interval over those trials; null where none measured it. Then B_noise (eq. 2.8)
+// as the best trials' Hessian probes measured it (noise.hessian.every): the median of their
+// medians, likewise; null where none did. interval_coverage holds each interval's confidence.
 void add_measured_noise(nlohmann::json& fit, const SweepMeasurements& sweep,
                         const FitOptions& options) {
-  const BSimpleReadings& averaged = sweep.b_simple_avg;
   const auto number = [](double v) { return std::isfinite(v) ? nlohmann::json(v) : nullptr; };
-  fit["B_simple"] = nullptr;
-  fit["B_simple_start"] = nullptr;
+  nlohmann::json& intervals = fit["intervals"];
+  nlohmann::json& coverage = fit["interval_coverage"];
+  const auto put = [&](const char* key, const MeasuredBSimple& m) {
+    fit[key] = number(m.median);
+    intervals[key] = m.interval ? interval_json(*m.interval) : nlohmann::json();
+    coverage[key] = number(m.coverage);
+  };
+  const MeasuredBSimple none{NAN, std::nullopt, NAN};
+  const BSimpleReadings& averaged = sweep.b_simple_avg;
   fit["B_simple_trials"] = averaged.size();
-  fit["intervals"]["B_simple_start"] = nullptr;
-  if (!sweep.b_simple_start.empty()) {
-    const MeasuredBSimple start = measured_b_simple(sweep.b_simple_start, options, 0xB53);
-    fit["B_simple_start"] = number(start.median);
-    if (start.interval) fit["intervals"]["B_simple_start"] = interval_json(*start.interval);
-  }
-  fit["b_crit_over_b_simple"] = nullptr;
-  fit["intervals"]["B_simple"] = nullptr;
-  fit["intervals"]["b_crit_over_b_simple"] = nullptr;
-  if (!averaged.empty()) {
-    const MeasuredBSimple b_simple = measured_b_simple(averaged, options);
-    fit["B_simple"] = number(b_simple.median);
-    if (b_simple.interval) fit["intervals"]["B_simple"] = interval_json(*b_simple.interval);
-    const MeasuredRatio ratio = b_crit_over_b_simple(sweep.measured, averaged, options);
-    fit["b_crit_over_b_simple"] = ratio.value ? nlohmann::json(*ratio.value) : nlohmann::json();
-    if (ratio.interval) fit["intervals"]["b_crit_over_b_simple"] = interval_json(*ratio.interval);
-  }
-  const std::vector<double>& b_noise = sweep.b_noise;
-  fit["B_noise_measured"] = b_noise.empty() ? nlohmann::json() : nlohmann::json(median(b_noise));
-  fit["B_noise_measured_trials"] = b_noise.size();
-  fit["intervals"]["B_noise_measured"] =
-      b_noise.size() >= 2 ? interval_json(bootstrap_median(b_noise, options, 0xB40))
-                          : nlohmann::json();
+  put("B_simple", averaged.empty() ? none : measured_b_simple(averaged, options));
+  put("B_simple_start",
+      sweep.b_simple_start.empty() ? none : measured_b_simple(sweep.b_simple_start, options));
+  const MeasuredRatio ratio = b_crit_over_b_simple(sweep.measured, averaged, options);
+  fit["b_crit_over_b_simple"] = ratio.value ? nlohmann::json(*ratio.value) : nlohmann::json();
+  intervals["b_crit_over_b_simple"] =
+      ratio.interval ? interval_json(*ratio.interval) : nlohmann::json();
+  coverage["b_crit_over_b_simple"] = ratio.interval ? number(ratio.coverage) : nullptr;
+  fit["B_noise_measured_trials"] = sweep.b_noise.size();
+  put("B_noise_measured",
+      sweep.b_noise.empty() ? none : measured_b_simple({sweep.b_noise, {}}, options));
 }
 
 }  // namespace lbt::analysis

@@ -53,8 +53,17 @@ struct SweepMeasurements {
   std::map<std::string, std::vector<CensoredPoint>> readings_censored;  // left out of each one
 };
 
+// The distribution-free interval of the median of `values` (order statistics), with the
+// probability it holds the median of the distribution they come from: at least `level` where
+// there are enough values (6 at 95%), else [min, max] with its lower coverage.
+struct MedianInterval {
+  Interval interval;
+  double coverage = 0.0;
+};
+MedianInterval median_interval(std::vector<double> values, double level);
+
 // The best trials' measured B_simple as fit.json and lbt plan show it: the median of their
-// averaged B_simple, with a percentile-bootstrap interval over those trials (null below 2). A
+// averaged B_simple, with median_interval over those trials (null below 2). A
 // trial's lower bound counts at its bound, so each median read is a lower bound: the median is
 // known where every bound sits above the middle, its interval then open above; else NaN, the
 // interval [lower bound, open] (trials whose B_simple was only bounded were dropped, and the
@@ -62,20 +71,22 @@ struct SweepMeasurements {
 struct MeasuredBSimple {
   double median = 0.0;               // NaN: only bounded below
   std::optional<Interval> interval;  // hi = +inf: open above
+  double coverage = NAN;             // the interval's (median_interval), where it has one
 };
-MeasuredBSimple measured_b_simple(const BSimpleReadings& readings, const FitOptions& options,
-                                  std::uint64_t stream = 0xB51);
+MeasuredBSimple measured_b_simple(const BSimpleReadings& readings, const FitOptions& options);
 
 // B_crit / B_simple (McCandlish et al. 2018 predict B_crit ~ B_noise, B_simple its proxy) with
-// a percentile-bootstrap interval: each of the fit's all-sources replicates (those of fit.json's
-// B_crit interval, measured_fit.hpp) over the median of an independent resample of the trials'
-// B_simple. The two resamples are drawn independently although both come from the same best
-// trials: their correlation is not modelled. No value where the fit resolves no critical batch
-// or B_simple is not known (measured_b_simple); no interval below 2 trials; where some trials'
-// B_simple are lower bounds, each ratio read is an upper bound: the interval's lower end is 0.
+// the interval [B_crit lo / B_simple hi, B_crit hi / B_simple lo] of fit.json's B_crit interval
+// (all-sources bootstrap, measured_fit.hpp) and measured_b_simple's: it holds the ratio wherever
+// both hold theirs, so its coverage is at least level + B_simple's coverage - 1 (Bonferroni;
+// their correlation through the same trials need not be modelled). No value where the fit
+// resolves no critical batch or B_simple is not known; no interval below 2 trials; where some
+// trials' B_simple are lower bounds, B_simple's interval is open above and the ratio's starts
+// at 0.
 struct MeasuredRatio {
   std::optional<double> value;
   std::optional<Interval> interval;
+  double coverage = NAN;  // a lower bound of the interval's
 };
 MeasuredRatio b_crit_over_b_simple(const std::vector<MeasuredPoint>& measured,
                                    const BSimpleReadings& b_simple_averaged,
@@ -122,5 +133,10 @@ std::string interval_text(const nlohmann::json& interval);
 // (open above), "unresolved (<= hi)" where it bounds it above (S_min above the sweep: [0, hi]).
 std::string measured_text(const nlohmann::json& value, const nlohmann::json& ci,
                           const std::string& interval_note = "");
+
+// measured_text's note for an interval of fit.json's interval_coverage (or plan.json's): "99.2%";
+// "only 75%: too few trials for 95%" below `level`; ">= 94%" where the coverage is a lower
+// bound (the ratio to B_crit); "" where null.
+std::string coverage_note(const nlohmann::json& coverage, double level, bool lower_bound = false);
 
 }  // namespace lbt::analysis

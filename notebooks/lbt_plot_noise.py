@@ -97,10 +97,10 @@ def estimate_text(fit, key, intervals=None):
     return f"{fit[key]:.3g} [{band[0]:.3g}, {hi}]"
 
 
-def with_level(text):
-    """A legend's TEXT with the level of the intervals it shows (" (95%)"), where it shows one: a
+def with_level(text, level=0.95):
+    """A legend's TEXT with the LEVEL of the intervals it shows (" (95%)"), where it shows one: a
     bracket of numbers, not "[no interval]" or "(no interval)" alone."""
-    return f"{text} (95%)" if re.search(r"\[[-0-9.]", text) else text
+    return f"{text} ({100 * level:.3g}%)" if re.search(r"\[[-0-9.]", text) else text
 
 
 def mark_noise_scales(ax, fit):
@@ -117,8 +117,10 @@ def mark_noise_scales(ax, fit):
                 ax.axvline(band[0], color=color, lw=1.2, ls=":",
                            label=f"{label} >= {band[0]:.3g} (unresolved)")
             continue
+        # the median over trials' interval holds its own coverage (fit.json interval_coverage)
+        level = (fit.get("interval_coverage") or {}).get(key) or 0.95
         ax.axvline(value, color=color, lw=1.2,
-                   label=with_level(f"{label} = {estimate_text(fit, key)}"))
+                   label=with_level(f"{label} = {estimate_text(fit, key)}", level))
         if band:  # open above: past the line and the data
             hi = band[1] if finite(band[1]) else max(ax.get_xlim()[1], value) * 1.5
             ax.axvspan(max(band[0], 1e-12), hi, color=color, alpha=0.12)

@@ -144,10 +144,13 @@ nlohmann::json plan_json(const ScalePlanOptions& o, const SweepForPlan& sweep,
     plan["measured_b_simple"] = {
         {"median", std::isfinite(b.median) ? nlohmann::json(b.median) : nlohmann::json()},
         {"interval", b.interval ? analysis::interval_json(*b.interval) : nlohmann::json()},
+        {"interval_coverage", b.interval ? nlohmann::json(b.coverage) : nlohmann::json()},
         {"trials", measured.size()},
         {"b_crit_over_b_simple", ratio.value ? nlohmann::json(*ratio.value) : nlohmann::json()},
         {"b_crit_over_b_simple_interval",
-         ratio.interval ? analysis::interval_json(*ratio.interval) : nlohmann::json()}};
+         ratio.interval ? analysis::interval_json(*ratio.interval) : nlohmann::json()},
+        {"b_crit_over_b_simple_coverage",
+         ratio.interval ? nlohmann::json(ratio.coverage) : nlohmann::json()}};
   }
   if (o.max_steps > 0 && p.steps_interval.hi > static_cast<double>(o.max_steps)) {
     plan["warning"] =
@@ -320,12 +323,15 @@ std::string format_scale_plan(const nlohmann::json& p) {
      << "\n";
   if (p.contains("measured_b_simple")) {
     const auto& n = p["measured_b_simple"];
-    const std::string level = num(100 * p["interval_level"].get<double>()) + "% bootstrap";
+    const double level = p["interval_level"];
     ss << "  measured B_simple (averaged over training, median over " << n["trials"].get<int>()
-       << " best trials): " << analysis::measured_text(n["median"], n["interval"], level)
+       << " best trials): "
+       << analysis::measured_text(n["median"], n["interval"],
+                                  analysis::coverage_note(n["interval_coverage"], level))
        << ", B_crit / B_simple = "
-       << analysis::measured_text(n["b_crit_over_b_simple"], n["b_crit_over_b_simple_interval"],
-                                  level)
+       << analysis::measured_text(
+              n["b_crit_over_b_simple"], n["b_crit_over_b_simple_interval"],
+              analysis::coverage_note(n["b_crit_over_b_simple_coverage"], level, true))
        << "\n";
   }
   for (const char* key : {"warning", "schedule_warning"})

@@ -223,7 +223,8 @@ void check_sweep_directory(const fs::path& dir, bool collect_only, bool check_on
 namespace {
 
 // "data.path (file 2 of 4): 29491 bytes then, 29490 bytes now" for the first line of
-// sweep.json's "data" that differs.
+// sweep.json's "data" that differs; "" where none does (DataPrint::same_contents: a print from
+// before whole-file CRCs compares by its sampled part).
 std::string data_difference(const nlohmann::json& before, const nlohmann::json& after) {
   const auto print = [](const nlohmann::json& lines, std::size_t i) {
     const bool has = lines.is_array() && i < lines.size() && lines[i].is_string();
@@ -235,7 +236,7 @@ std::string data_difference(const nlohmann::json& before, const nlohmann::json& 
     return (a.key.empty() ? b.key : a.key) + " (file " + std::to_string(i + 1) + " of " +
            std::to_string(after.size()) + "): " + data_change(a, b);
   }
-  return "?";
+  return "";
 }
 
 }  // namespace
@@ -258,9 +259,9 @@ void check_same_plan(const fs::path& dir, const nlohmann::json& now, const std::
     }
   }
   // The data's contents (its paths are in the config, compared below).
-  if (old.contains("data") && old["data"] != now["data"]) {
-    differs.push_back("the data files' sizes or contents (" +
-                      data_difference(old["data"], now["data"]) + ")");
+  if (old.contains("data")) {
+    if (const std::string d = data_difference(old["data"], now["data"]); !d.empty())
+      differs.push_back("the data files' sizes or contents (" + d + ")");
   }
   // The trials' config (the sweep's file without [sweep]), key by key.
   if (fs::exists(dir / "base_config.toml")) {

@@ -10,6 +10,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "e2e/regression_files.hpp"
 #include "support/cli_runner.hpp"
 #include "support/run_files.hpp"
@@ -129,6 +131,44 @@ BOOST_AUTO_TEST_CASE(a_sweep_rerun_on_regenerated_data_is_refused_naming_the_fil
              r.err);
   lbt::test::write_regression(dir, lbt::test::draw_regression(256, 3, 1, 0.1, 13));
   BOOST_TEST(lbt::test::slurp(dir / "y.npy") == kept);
+  r = run_lbt(sweep);
+  BOOST_TEST(r.code == 0, r.err);
+}
+
+// A copy whose bytes differ only mid-file, past the first MiB and before the last (all that a
+// fingerprint read until 2026-11-29), is other data: the sweep's rerun on it is refused, naming
+// the file. A sweep.json from before, whose prints hold the sampled part only, still compares by
+// that part: restored, its rerun goes on.
+BOOST_AUTO_TEST_CASE(data_that_differs_only_mid_file_is_other_data) {
+  const fs::path dir = scratch() / "mid_file";
+  lbt::test::write_regression(dir, lbt::test::draw_regression(40000, 16, 1, 0.1, 15));
+  const fs::path config =
+      write_file(dir / "sweep.toml", npy_toml(dir, "linear:16-1", 256, 16, 20, 0.05,
+                                              "[sweep]\nbatch_sizes = [16]\nlr_search = \"grid\"\n"
+                                              "lr_multipliers = [1.0]\nmax_steps = 20\n"));
+  const std::string sweep = "sweep --config " + config.string() + " --out " +
+                            (dir / "out").string() + " --no-plots --target 'val_loss<=0.5'";
+  auto r = run_lbt(sweep);
+  BOOST_REQUIRE_MESSAGE(r.code == 0, r.err);
+  const std::string kept = lbt::test::slurp(dir / "x.npy");
+  BOOST_REQUIRE(kept.size() > 2 * (1u << 20) + 4096);
+  std::string edited = kept;
+  edited[edited.size() / 2] ^= 0x01;  // one bit of one float, 1.2 MiB from either end
+  write_file(dir / "x.npy", edited);
+  r = run_lbt(sweep);
+  BOOST_TEST(r.code == 2, r.err);
+  BOOST_TEST(r.err.find("data.train_features (file 1 of 2): the same size, other contents") !=
+                 std::string::npos,
+             r.err);
+  write_file(dir / "x.npy", kept);
+  const fs::path manifest = dir / "out" / "sweep.json";
+  auto json = nlohmann::json::parse(lbt::test::slurp(manifest));
+  for (auto& line : json["data"]) {  // "KEY SIZE SAMPLED:CRC" -> "KEY SIZE SAMPLED"
+    const std::string text = line;
+    BOOST_REQUIRE(text.find(':') != std::string::npos);
+    line = text.substr(0, text.find(':'));
+  }
+  write_file(manifest, json.dump(2));
   r = run_lbt(sweep);
   BOOST_TEST(r.code == 0, r.err);
 }

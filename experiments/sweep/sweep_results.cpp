@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <fstream>
 #include <map>
@@ -289,6 +290,24 @@ std::optional<analysis::BracketedSteps> seed_steps(const std::string& status, st
                                   HUGE_VAL};
 }
 
+namespace {
+
+// `value` to 3 significant digits, rounded away from the best value (down for a target at
+// least, up for one at most), so that the target it names is at least that easy.
+double round_easier(double value, bool at_least) {
+  if (value == 0.0 || !std::isfinite(value)) return value;
+  const double unit = std::pow(10.0, std::floor(std::log10(std::abs(value))) - 2);
+  return (at_least ? std::floor(value / unit) : std::ceil(value / unit)) * unit;
+}
+
+std::string three_digits(double v) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.3g", v);
+  return text;
+}
+
+}  // namespace
+
 std::vector<std::string> target_noise_warnings(const std::vector<TrialResult>& results,
                                                const trainer::Target& target) {
   std::vector<std::string> warnings;
@@ -299,12 +318,17 @@ std::vector<std::string> target_noise_warnings(const std::vector<TrialResult>& r
     const TrialResult::Reading& g = it->second;
     const double gap = std::abs(g.best - target.value);
     if (!(std::isfinite(g.fluctuation) && gap < 2.0 * g.fluctuation)) continue;
+    // The advice eases the target (it said "lower the target": for val_loss <= X, a harder one).
+    trainer::Target easier = target;
+    easier.value =
+        round_easier(target.at_least ? g.best - 2.0 * g.fluctuation : g.best + 2.0 * g.fluctuation,
+                     target.at_least);
     warnings.push_back("B=" + std::to_string(row.batch_size) + ": the best " + target.metric +
-                       " (" + row.best->definition + ") " + csv_number(g.best) +
-                       " is within 2 x its " + "fluctuation " + csv_number(g.fluctuation) +
+                       " (" + row.best->definition + ") " + three_digits(g.best) +
+                       " is within 2 x its fluctuation " + three_digits(g.fluctuation) +
                        " of the target " + csv_number(target.value) +
-                       ": its steps-to-target is a first passage of noise; "
-                       "lower the target");
+                       ": its steps-to-target is a first passage of noise; ease the target to " +
+                       easier.text() + " or beyond, which its runs pass clearly");
   }
   return warnings;
 }

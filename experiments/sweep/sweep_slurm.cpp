@@ -80,7 +80,10 @@ void write_slurm_array(const SlurmArray& a) {
                     shell_quote(fs::absolute(options.config_path).string()) + " --out " +
                     shell_quote(dir.string());
   std::string sizes;
-  for (auto b : settings.batch_sizes) sizes += (sizes.empty() ? "" : ",") + std::to_string(b);
+  for (auto b : settings.batch_sizes) {
+    if (!sizes.empty()) sizes += ',';  // not ("" or ",") + to_string: GCC 12's false -Wrestrict
+    sizes += std::to_string(b);
+  }
   cmd += " --batch-sizes " + sizes + " --target " + shell_quote(settings.target);
   if (options.lr_trials > 0) cmd += " --lr-trials " + std::to_string(options.lr_trials);
   for (const auto& s : options.sets) cmd += " --set " + shell_quote(s);

@@ -275,6 +275,12 @@ RunResult run_training(Config& config, const RunOptions& options, comm::Communic
   check_ranks_agree(comm, config.resolved_toml(),
                     {cfg.global_batch, cfg.micro_batch, cfg.accum_steps});
   check_data_agrees(comm, data::data_files(cfg.data));
+  if (comm.size() == 1 && cfg.local_sgd.enabled()) {  // accepted without a word until 2026-11-29
+    std::fprintf(stderr,
+                 "note: train.sync_every = %lld on one process: every step is synchronous, plain "
+                 "SGD (local SGD averages several ranks: mpirun -np K lbt train ...)\n",
+                 static_cast<long long>(cfg.local_sgd.sync_every));
+  }
   const int threads = cfg.threads > 0 ? cfg.threads : default_threads(comm.size());
   set_num_threads(threads);
   check_model_spec(cfg);  // before the data load

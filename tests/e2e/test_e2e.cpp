@@ -91,6 +91,18 @@ BOOST_AUTO_TEST_CASE(huge_learning_rate_ends_as_diverged_not_as_a_crash) {
   BOOST_TEST(summary.contains("last_finite_loss"));
 }
 
+// Local SGD on one process is plain synchronous SGD: said on stderr (it was accepted without a
+// word, and a user who forgot mpirun read the run as local SGD's).
+BOOST_AUTO_TEST_CASE(local_sgd_on_one_process_says_every_step_is_synchronous) {
+  const fs::path run = scratch() / "local_one";
+  Result r = run_lbt("train --config " + kConfig + kSmall + " --set train.sync_every=4 --out " +
+                     run.string());
+  BOOST_REQUIRE_EQUAL(r.code, 0);
+  BOOST_TEST(r.err.find("note: train.sync_every = 4 on one process: every step is synchronous") !=
+                 std::string::npos,
+             r.err);
+}
+
 // An LR warmed up to 1.28 (linear scaling from batch 1) meets val_accuracy >= 0.78 on the EMA at
 // step 53, then diverges (step 136 on the AVX2 path, 125 on AVX-512: where a run at the edge of
 // stability blows up depends on the kernels' round-off, so the test asks for after 2 x 53). Run on,

@@ -5,7 +5,6 @@
 #include <malloc.h>
 
 #include <chrono>
-#include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <exception>
@@ -21,6 +20,7 @@
 #include "core/kernel_choice.hpp"
 #include "experiments/lbt_schema.hpp"
 #include "trainer/comm/communicator.hpp"
+#include "trainer/interrupt.hpp"
 
 namespace lbt::cli {
 
@@ -47,8 +47,23 @@ int report_failure(int code, const std::string& what, const std::string& hint) {
                                        : "";
   std::fprintf(stderr, "error: %s%s\n", where.c_str(), what.c_str());
   if (!hint.empty()) std::fprintf(stderr, "hint: %s\n", hint.c_str());
-  if (many_ranks) comm->abort(code, "stopping all ranks after the error above");
+  if (many_ranks) {
+    lbt::trainer::restore_default_interrupts();  // mpirun's SIGTERM as it ends the job
+    comm->abort(code, "stopping all ranks after the error above");
+  }
   return code;
+}
+
+// A config error comes from the config and the launch every rank shares, so rank 0 meets the
+// same one: the other ranks give it 3 seconds to print it and end the job (every rank printed
+// it, each followed by mpirun's SIGTERM read as an interrupt), and speak only where it did not.
+int report_config_failure(const lbt::ConfigError& e) {
+  lbt::comm::Communicator* comm = lbt::comm::active_communicator();
+  if (comm && comm->size() > 1 && comm->rank() != 0) {
+    lbt::trainer::restore_default_interrupts();  // mpirun's SIGTERM as it ends the job
+    std::this_thread::sleep_for(std::chrono::seconds(3));
+  }
+  return report_failure(e.exit_code(), e.what(), e.hint());
 }
 
 // --version's GEMM line: the library and what chose it. It read "gemm onednn (LBT_GEMM=openblas:
@@ -116,8 +131,7 @@ int lbt::cli::run_lbt(int argc, char** argv) {
     // Rank 0 prints the message and aborts the job; wait for that rather than racing it.
     lbt::comm::Communicator* comm = lbt::comm::active_communicator();
     if (!comm || comm->size() == 1) return report_failure(e.exit_code(), e.what(), e.hint());
-    std::signal(SIGINT, SIG_DFL);  // mpirun's SIGTERM as it ends the job is no interrupt
-    std::signal(SIGTERM, SIG_DFL);
+    lbt::trainer::restore_default_interrupts();  // mpirun's SIGTERM as it ends the job
     std::this_thread::sleep_for(std::chrono::seconds(10));
     comm->abort(e.exit_code(), "rank 0 did not end the job");
   } catch (const lbt::Interrupted& e) {
@@ -128,6 +142,8 @@ int lbt::cli::run_lbt(int argc, char** argv) {
       std::fprintf(stderr, "%s\nhint: %s\n", e.what(), e.hint().c_str());
     }
     return e.exit_code();
+  } catch (const lbt::ConfigError& e) {
+    return report_config_failure(e);
   } catch (const lbt::Error& e) {
     return report_failure(e.exit_code(), e.what(), e.hint());
   } catch (const std::exception& e) {

@@ -88,6 +88,10 @@ void install_signal_handler(void (*handler)(int)) {
   sigaction(SIGTERM, &sa, nullptr);
 }
 
+void restore_default_interrupts() {
+  install_signal_handler(SIG_DFL);
+}
+
 void install_interrupt_handlers() {
   install_signal_handler(on_signal);
 }

@@ -23,6 +23,11 @@ void unblock_interrupt_signals();
 // SA_RESTART). `handler` must be async-signal-safe either way. Used by lbt sweep's too.
 void install_signal_handler(void (*handler)(int));
 
+// The default action again (the process ends by the signal, without a word): for a rank that
+// failed and ends the job, to which mpirun's SIGTERM is no interrupt. std::signal alone left the
+// signal thread's handler, which printed "stopping after this step" as the job ended.
+void restore_default_interrupts();
+
 // Installs the handlers (the `lbt train` command does; a library user may not want them).
 void install_interrupt_handlers();
 

@@ -3,7 +3,9 @@
 #   rank_failure: rank 1 alone misses the data (a relative data.path that exists only in rank
 #                 0's working directory) while rank 0 waits in the parameter broadcast; the job must exit non-zero (DataError's code 3) within seconds, with
 #                 rank 1's message.
-#   bad_batch:    a global batch not divisible by 2 ranks; every rank rejects it (ConfigError, 2).
+#   bad_batch:    a global batch not divisible by 2 ranks; every rank rejects it (ConfigError, 2),
+#                 said once, by rank 0 (every rank printed it, and mpirun's SIGTERM as the job
+#                 ended printed "stopping after this step" as for an interrupt).
 #   bad_batch_check: the same with --check, which checks on the ranks it was launched with (it
 #                 resolved one process and passed before).
 # usage: cli_failures.sh CASE MPIEXEC LBT CONFIG
@@ -41,5 +43,9 @@ echo "--- exit code $rc (want $want_rc), ${elapsed}s"
 [ "$rc" -eq "$want_rc" ] || { echo "FAIL: exit code $rc, want $want_rc"; exit 1; }
 grep -qF "$want_msg" "$out/log" || { echo "FAIL: no '$want_msg' in the output"; exit 1; }
 [ "$elapsed" -le 20 ] || { echo "FAIL: took ${elapsed}s to stop"; exit 1; }
+if [ "$case_name" != rank_failure ]; then
+  [ "$(grep -cF "$want_msg" "$out/log")" -eq 1 ] || { echo "FAIL: the error said more than once"; exit 1; }
+  ! grep -q "stopping after this step" "$out/log" || { echo "FAIL: the job's end read as an interrupt"; exit 1; }
+fi
 [ ! -e "$out/run/metrics.jsonl" ] || [ "$case_name" != bad_batch ] || { echo "FAIL: a rejected run wrote files"; exit 1; }
 echo PASS

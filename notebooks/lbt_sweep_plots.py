@@ -36,6 +36,25 @@ def mark_adaptive(sweep: lbt_runs.Sweep, ax, key: str) -> None:
                label=f"adaptive batch: median of {a['seeds_reached']} seeds, range")
 
 
+def draw_best(ax, best, per_step) -> None:
+    """The best (B, LR) per batch size, its steps x PER_STEP (1, or the batch size for
+    examples), with the spread it has: over seeds their range; one seed, the reading's bracket
+    (steps_lo, steps_hi] (a 33% bracket at 3 steps was drawn as a point, 2026-11-29 audit)."""
+    steps = lbt_runs.best_steps(best)
+    y = steps * per_step
+    if "steps_min" in best and best["seeds"].max() > 1:
+        ax.errorbar(best["batch_size"], y, yerr=[y - best["steps_min"] * per_step,
+                    best["steps_max"] * per_step - y], fmt="o-", color=COLORS["data"], capsize=3,
+                    label=f"best (B, LR): median of {int(best['seeds'].max())} seeds, range")
+    elif "steps_lo" in best and best["steps_lo"].notna().all():
+        ax.errorbar(best["batch_size"], y, yerr=[y - best["steps_lo"] * per_step,
+                    best["steps_hi"] * per_step - y], fmt="o-", color=COLORS["data"], capsize=3,
+                    label="best trial per batch size, its bracket (steps_lo, steps_hi]")
+    else:
+        ax.plot(best["batch_size"], y, "o-", color=COLORS["data"],
+                label="best trial per batch size")
+
+
 def steps_vs_batch(sweep: lbt_runs.Sweep, ax) -> None:
     t = sweep.trials
     # Where unreached trials stopped, for context (diverged/failed ones stopped early: no steps
@@ -50,19 +69,7 @@ def steps_vs_batch(sweep: lbt_runs.Sweep, ax) -> None:
                s=16, label="trials that reached the target")
     best = sweep.reached
     steps = lbt_runs.best_steps(best)
-    if "steps_min" in best and best["seeds"].max() > 1:
-        ax.errorbar(best["batch_size"], steps, yerr=[steps - best["steps_min"],
-                    best["steps_max"] - steps], fmt="o-", color=COLORS["data"], capsize=3,
-                    label=f"best (B, LR): median of {int(best['seeds'].max())} seeds, range")
-    elif "steps_lo" in best and best["steps_lo"].notna().all():
-        # One seed: the reading's bracket (steps_lo, steps_hi], its resolution (a 33% bracket at
-        # 3 steps was drawn as a point, 2026-11-29 audit)
-        ax.errorbar(best["batch_size"], steps, yerr=[steps - best["steps_lo"],
-                    best["steps_hi"] - steps], fmt="o-", color=COLORS["data"], capsize=3,
-                    label="best trial per batch size, its bracket (steps_lo, steps_hi]")
-    else:
-        ax.plot(best["batch_size"], steps, "o-", color=COLORS["data"],
-                label="best trial per batch size")
+    draw_best(ax, best, 1)
     if len(best):
         b0, s0 = best["batch_size"].iloc[0], steps.iloc[0]
         b = np.geomspace(best["batch_size"].min(), best["batch_size"].max(), 100)
@@ -107,8 +114,7 @@ def steps_vs_batch(sweep: lbt_runs.Sweep, ax) -> None:
 
 def examples_vs_batch(sweep: lbt_runs.Sweep, ax) -> None:
     best = sweep.reached
-    ax.plot(best["batch_size"], lbt_runs.best_steps(best) * best["batch_size"], "o-",
-            color=COLORS["data"], label="best (B, LR) per batch size")
+    draw_best(ax, best, best["batch_size"])  # its bars too (it had none)
     fit = sweep.fit
     if fit and fit.get("E_min") is None:  # unresolved: the steps do not fall with the batch
         ax.plot([], [], " ", label="fit: no critical batch (steps do not fall as B grows)")

@@ -56,6 +56,38 @@ for plot, key in (("steps_vs_batch", "S_min"), ("steps_vs_batch", "B_crit"),
     found = [t for t in resolved[plot] if re.search(key + WITH_INTERVAL, t)]
     expect(bool(found), f"{plot}: {key} with its interval in {resolved[plot]}")
 
+
+
+def bars(path, name):
+    """The (x, y_low, y_high) of each bar of the plot's best points (its ErrorbarContainer)."""
+    fig, ax = plt.subplots()
+    getattr(lbt_sweep_plots, name)(lbt_runs.load_sweep(path), ax)
+    from matplotlib.container import ErrorbarContainer
+    found = [c for c in ax.containers if isinstance(c, ErrorbarContainer)]
+    segments = [] if not found else [(s[0][0], s[0][1], s[1][1])
+                                     for s in found[0].lines[2][0].get_segments()]
+    plt.close(fig)
+    return segments
+
+
+# The examples plot carries the steps plot's bars, each x B (it drew its best points bare): over
+# seeds their range, one seed its bracket (steps_lo, steps_hi], here from half the steps.
+import pandas as pd  # noqa: E402
+for name, columns in (("one_seed", lambda b: {"steps_lo": b["steps_to_target"] // 2,
+                                              "steps_hi": b["steps_to_target"]}),
+                      ("seeds", lambda b: {"seeds": 3, "steps_median": b["steps_to_target"],
+                                           "steps_min": b["steps_to_target"] // 2,
+                                           "steps_max": b["steps_to_target"] + 8})):
+    edited = copy(name)
+    best_csv = pd.read_csv(edited / "best.csv")
+    best_csv.assign(**columns(best_csv)).to_csv(edited / "best.csv", index=False)
+    step_bars, example_bars = bars(edited, "steps_vs_batch"), bars(edited, "examples_vs_batch")
+    expect(bool(step_bars) and len(step_bars) == len(example_bars)
+           and all(abs(e[1] - s[1] * s[0]) <= 1e-9 * e[1]
+                   and abs(e[2] - s[2] * s[0]) <= 1e-9 * e[2]
+                   for s, e in zip(step_bars, example_bars)),
+           f"{name}: examples_vs_batch's bars are the steps' x B: {step_bars} vs {example_bars}")
+
 unresolved_dir = copy("unresolved")
 fit = json.loads((unresolved_dir / "fit.json").read_text())
 fit.update(B_crit=None, E_min=None, regimes=None, warning="no critical batch")

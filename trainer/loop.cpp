@@ -36,10 +36,11 @@ TrainLoop::TrainLoop(TrainContext& ctx)
              per_example_support(model_, cfg_.device), model_.backend()),
       sums_(noise_.num_slots()) {
   if (!device_) model_.reserve(cfg_.micro_batch);
-  if (ctx.comm.size() > 1 && !device_) {  // share_layer_buffers' packed copy, sized once
+  if (!device_) {  // share_layer_buffers' and keep_layer_buffers' copies, sized once
     std::size_t floats = 0;
     for (std::span<float> b : model_.buffers()) floats += b.size();
-    layer_buffers_.resize(floats);
+    if (ctx.comm.size() > 1) layer_buffers_.resize(floats);
+    buffers_before_step_.resize(floats);
   }
   if (cfg_.overlap_comm) start_overlap();
   if (!ctx.data.train.is_classification()) progress_.set_val_label("val_mse");
@@ -74,9 +75,11 @@ void TrainLoop::start_overlap() {
 TrainLoop::StepResult TrainLoop::step(std::int64_t step, bool replay) {
   const bool local = cfg_.local_sgd.local_step(step);
   if (ctx_.probe && !replay && in_sync(step)) ctx_.probe(step);
+  keep_layer_buffers();                 // BatchNorm's running statistics before this batch
   forward_backward(step, replay);       // this rank's gradient over accum micro-batches
   StepResult r = reduce(step, replay);  // the global-batch mean gradient, loss and votes
   r.verdict = judge(step, r);           // divergence, on numbers every rank agrees on
+  if (r.verdict != StepVerdict::kUpdate) restore_layer_buffers();  // the spike leaves no trace
   if (r.verdict == StepVerdict::kDiverged) return r;
   if (!replay && !local) r.noise_reported = update_noise(step, r);  // the noise scale
   r.lr = lr_at(step);             // the schedule at this data position, scaled to the batch
@@ -245,6 +248,25 @@ void TrainLoop::share_layer_buffers() {
   ctx_.comm.broadcast(std::as_writable_bytes(std::span<float>(layer_buffers_)), 0);
   const float* from = layer_buffers_.data();
   for (std::span<float> b : buffers) {
+    std::copy_n(from, b.size(), b.begin());
+    from += b.size();
+  }
+}
+
+// The forward passes of a step that is skipped or diverges updated BatchNorm's running
+// statistics with its batch: the final checkpoint of a diverged run held step N's parameters
+// beside statistics from step N + 1's forward (a mean of 17 where 0.12), and a skipped NaN spike
+// left NaN statistics (2026-11-29 audit). On the host; a device keeps its own.
+void TrainLoop::keep_layer_buffers() {
+  if (buffers_before_step_.empty()) return;
+  float* at = buffers_before_step_.data();
+  for (std::span<float> b : model_.buffers()) at = std::copy(b.begin(), b.end(), at);
+}
+
+void TrainLoop::restore_layer_buffers() {
+  if (buffers_before_step_.empty()) return;
+  const float* from = buffers_before_step_.data();
+  for (std::span<float> b : model_.buffers()) {
     std::copy_n(from, b.size(), b.begin());
     from += b.size();
   }

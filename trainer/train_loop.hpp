@@ -56,6 +56,8 @@ class TrainLoop {
   void apply_update(std::int64_t step, const StepResult& r, bool replay);
   void sync_parameters(std::int64_t step);
   void share_layer_buffers();
+  void keep_layer_buffers();
+  void restore_layer_buffers();
   void start_overlap();
   void log_step(const StepResult& r);
   bool checkpoint_due(const StepResult& r) const;
@@ -152,6 +154,7 @@ class TrainLoop {
   std::unique_ptr<comm::BucketedAllreduce> overlap_;
   nn::Model::GradsReady grads_ready_;
   std::vector<float> layer_buffers_;  // share_layer_buffers' packed copy (empty: none to share)
+  std::vector<float> buffers_before_step_;  // keep_layer_buffers' (empty: none, or a device)
   StepSums sums_;                     // what rides on the step's small allreduce
   Clock::time_point t_start_ = Clock::now(), t_window_ = t_start_, t_checkpoint_ = t_start_;
   std::int64_t window_steps_ = 0, window_examples_from_ = state_.examples_seen;

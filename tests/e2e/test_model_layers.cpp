@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "support/cli_runner.hpp"
+#include "trainer/checkpoint.hpp"
 
 namespace fs = std::filesystem;
 using lbt::test::error_line;
@@ -222,4 +223,44 @@ BOOST_AUTO_TEST_CASE(resuming_with_changed_layers_is_refused_naming_the_layer) {
   BOOST_TEST(changed.code == 2, changed.err);
   BOOST_TEST(error_line(changed.err).find("model.layers[0].out: 64 -> 32") != std::string::npos,
              changed.err);
+}
+
+// A step that diverges or is skipped leaves BatchNorm's running statistics as they were: the
+// final checkpoint of a run that diverges at its second step holds exactly the statistics of a
+// run stopped after its first (it held them advanced by the diverging batch's forward, a mean
+// of 17 where 0.12: 2026-11-29 audit), and so does that of a run whose later steps were skipped.
+BOOST_AUTO_TEST_CASE(a_diverging_or_skipped_step_leaves_batchnorm_statistics_as_they_were) {
+  const fs::path cfg = layers_config(
+      "fmnist_cnn.toml",
+      conv(4) + "[[model.layers]]\ntype = \"batchnorm\"\n" + kRelu + kPool + linear(10, true),
+      "batchnorm_spike");
+  // lr 1000: the first update throws the weights far out, every later loss is a spike.
+  const auto train = [&](const std::string& name, const std::string& sets) {
+    const fs::path dir = scratch() / name;
+    const auto r = run_lbt("train --config " + cfg.string() + kShort +
+                           " --set optimizer.momentum=0 --set optimizer.lr=1000"
+                           " --set train.divergence_factor=2 --set train.checkpoint_every=1 " +
+                           sets + " --out " + dir.string());
+    BOOST_REQUIRE_MESSAGE(r.code == 0, r.err);
+    return dir;
+  };
+  const auto last_buffers = [](const fs::path& dir) {
+    const auto ck =
+        lbt::trainer::read_checkpoint(lbt::trainer::list_checkpoints(dir / "checkpoints").back());
+    std::vector<std::vector<std::byte>> buffers;
+    for (const auto& [name, bytes] : ck.sections)
+      if (name.rfind("layer_buffer/", 0) == 0) buffers.push_back(bytes);
+    return buffers;
+  };
+  const auto one = last_buffers(train("bn_one_step", "--set train.steps=1"));
+  BOOST_REQUIRE_EQUAL(one.size(), 2u);  // running mean and variance
+  const fs::path diverged = train("bn_diverged", "--set train.steps=4");
+  const auto d = nlohmann::json::parse(slurp(diverged / "summary.json"));
+  BOOST_REQUIRE_EQUAL(d["status"], "diverged");
+  BOOST_REQUIRE_EQUAL(d["diverged_step"], 1);
+  BOOST_TEST((last_buffers(diverged) == one));
+  const fs::path skipped = train(
+      "bn_skipped", "--set train.steps=4 --set train.on_divergence=skip --set train.skip_limit=9");
+  BOOST_REQUIRE_EQUAL(nlohmann::json::parse(slurp(skipped / "summary.json"))["skipped_steps"], 3);
+  BOOST_TEST((last_buffers(skipped) == one));
 }

@@ -155,7 +155,7 @@ class TrainLoop {
   nn::Model::GradsReady grads_ready_;
   std::vector<float> layer_buffers_;  // share_layer_buffers' packed copy (empty: none to share)
   std::vector<float> buffers_before_step_;  // keep_layer_buffers' (empty: none, or a device)
-  StepSums sums_;                     // what rides on the step's small allreduce
+  StepSums sums_;                           // what rides on the step's small allreduce
   Clock::time_point t_start_ = Clock::now(), t_window_ = t_start_, t_checkpoint_ = t_start_;
   std::int64_t window_steps_ = 0, window_examples_from_ = state_.examples_seen;
   const std::int64_t examples_at_start_ = state_.examples_seen;  // a resume's or a branch's

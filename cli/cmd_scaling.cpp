@@ -55,7 +55,8 @@ void add_scaling_command(CLI::App& app) {
                   "baseline) in the same repeat, median [min-max], in scaling_compare.csv; runs in "
                   "OUT/NAME=VALUE/ (NAME: KEY's last part). A value `lbt train` would refuse at "
                   "any worker count stops the study before its first run. E.g. "
-                  "train.overlap_comm=false,true or train.bucket_mb=1,4,25");
+                  "train.overlap_comm=false,true, or train.bucket_mb=1,4,25 with --set "
+                  "train.overlap_comm=true");
   cmd->add_option("--set,-s", o->sets, "Config override passed to every run (repeatable)");
   cmd->add_flag("--weak", o->weak, "Weak scaling: global batch = workers x the config's");
   cmd->add_option("--mpirun", o->mpirun, "MPI launcher")->capture_default_str();

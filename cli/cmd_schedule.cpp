@@ -18,6 +18,8 @@
 #include <fstream>
 #include <iostream>
 #include <memory>
+#include <set>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -48,6 +50,20 @@ struct ScheduleArgs {
   bool log_y = false;
   std::string plot_x = "auto";  // step | epoch | auto (epoch for several batches)
 };
+
+// The schedule's notes for one batch to stderr, each line prefixed after its "warning: " or
+// "note: " with `batch` ("B=4096: ") where several are shown; a line given already, once.
+void print_notes(const std::string& text, const std::string& batch,
+                 std::set<std::string>& printed) {
+  std::istringstream lines(text);
+  for (std::string line; std::getline(lines, line);) {
+    if (!printed.insert(line).second) continue;
+    const std::size_t colon = line.find(": ");
+    const bool tagged = line.rfind("warning: ", 0) == 0 || line.rfind("note: ", 0) == 0;
+    if (tagged && !batch.empty()) line.insert(colon + 2, batch);
+    std::cerr << line << "\n";
+  }
+}
 
 // The plot's data, beside it: out.png -> out.csv. A CSV there that lbt schedule did not write
 // (its header is not step,lr...) is someone's data: refused, not replaced; so is a place no
@@ -105,6 +121,7 @@ void run_schedule(const ScheduleArgs& args) {
   }
 
   std::vector<schedules::Schedule> curves;
+  std::set<std::string> printed;  // notes given for an earlier batch
   std::vector<std::int64_t> lengths;
   nlohmann::json marks = nlohmann::json::object();      // column -> [[name, step], ...] for --plot
   nlohmann::json per_epoch = nlohmann::json::object();  // column -> steps per epoch
@@ -124,8 +141,10 @@ void run_schedule(const ScheduleArgs& args) {
     const trainer::StepBudget budget =
         trainer::schedule_budget(run.train, train_examples, steps_per_epoch, args.workers);
     std::vector<std::pair<std::string, std::int64_t>> boundaries;
-    curves.push_back(trainer::run_schedule(run, budget, curves.empty() ? &std::cerr : nullptr,
-                                           &boundaries, schedules::WarmupPastRun::kNote));
+    std::ostringstream notes;  // every batch's (the first's only until 2026-11-29), each once
+    curves.push_back(
+        trainer::run_schedule(run, budget, &notes, &boundaries, schedules::WarmupPastRun::kNote));
+    print_notes(notes.str(), batches.size() > 1 ? "B=" + std::to_string(B) + ": " : "", printed);
     lengths.push_back(budget.total_steps);
     const std::string column = batches.size() == 1 ? "lr" : "lr_B" + std::to_string(B);
     marks[column] = boundaries;

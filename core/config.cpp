@@ -21,13 +21,27 @@ using namespace toml_values;  // config.cpp is the one user of these helpers
 
 namespace {
 
-// lbt's deepest key has 3 parts (data.augment.crop_p); one of thousands would overflow the
+// lbt's deepest key has 3 parts (data.augment.crop_padding); one of thousands would overflow the
 // stack in toml++ (toml_text.hpp, deepest_key), so a key past this is refused before parsing.
 constexpr std::size_t kMostKeyParts = 16;
 
 std::string too_deep_hint() {
-  return "lbt's keys have 2 or 3 parts (data.augment.crop_p; `lbt train --help` lists them): "
-         "fix the key";
+  return "lbt's keys have 2 or 3 parts (data.augment.crop_padding; `lbt train --help` lists "
+         "them): fix the key";
+}
+
+// std::to_string's fixed six decimals, as validators pass a double: "0.000000" -> "0",
+// "-0.100000" -> "-0.1"; any other text is left as it is.
+std::string plain_number(std::string_view got) {
+  const auto dot = got.find('.');
+  const bool decimal = dot != std::string_view::npos && got.size() - dot == 7 &&
+                       got.find_first_not_of("-0123456789.") == std::string_view::npos &&
+                       got.find('.', dot + 1) == std::string_view::npos;
+  if (!decimal) return std::string(got);
+  std::string out(got);
+  out.erase(out.find_last_not_of('0') + 1);
+  if (out.back() == '.') out.pop_back();
+  return out == "-0" ? "0" : out;
 }
 
 }  // namespace
@@ -275,8 +289,12 @@ std::string Config::peek_string(std::string_view key, std::string_view fallback)
 
 std::optional<std::int64_t> Config::peek_int(std::string_view key) const {
   const toml::node* node = find_node(impl_->root, key);
-  if (!node) return std::nullopt;
-  return node->value_exact<std::int64_t>();
+  return node ? node->value_exact<std::int64_t>() : std::nullopt;
+}
+
+bool Config::peek_bool(std::string_view key, bool fallback) const {
+  const toml::node* node = find_node(impl_->root, key);
+  return node ? node->value_exact<bool>().value_or(fallback) : fallback;
 }
 
 const std::string& Config::source() const {
@@ -368,24 +386,6 @@ void Config::fail(std::string_view key, std::string_view constraint, std::string
                   std::string_view hint) const {
   throw_config_error(source_of(key), key, constraint, got, hint);
 }
-
-namespace {
-
-// std::to_string's fixed six decimals, as validators pass a double: "0.000000" -> "0",
-// "-0.100000" -> "-0.1"; any other text is left as it is.
-std::string plain_number(std::string_view got) {
-  const auto dot = got.find('.');
-  const bool decimal = dot != std::string_view::npos && got.size() - dot == 7 &&
-                       got.find_first_not_of("-0123456789.") == std::string_view::npos &&
-                       got.find('.', dot + 1) == std::string_view::npos;
-  if (!decimal) return std::string(got);
-  std::string out(got);
-  out.erase(out.find_last_not_of('0') + 1);
-  if (out.back() == '.') out.pop_back();
-  return out == "-0" ? "0" : out;
-}
-
-}  // namespace
 
 void throw_config_error(std::string_view source, std::string_view key, std::string_view constraint,
                         std::string_view got, std::string_view hint) {

@@ -66,13 +66,23 @@ void check_activations(const trainer::TrainConfig& cfg, const nn::Model& model,
   model.check_activations_fit(std::max(cfg.micro_batch, std::min(cfg.eval_batch, share)));
 }
 
-void check_target_has_validation(const trainer::TrainConfig& cfg,
-                                 std::int64_t validation_examples) {
-  if (!cfg.target.enabled() || validation_examples > 0) return;
-  throw ConfigError("train.target " + cfg.target.text() +
-                        " is read on the validation split, and it has no examples",
-                    "set data.validation_size > 0, or train without a target "
-                    "(--set train.target=\"\")");
+void check_data_suits_config(const trainer::TrainConfig& cfg, const data::Splits& splits) {
+  if (cfg.target.enabled() && splits.validation.n == 0) {
+    throw ConfigError("train.target " + cfg.target.text() +
+                          " is read on the validation split, and it has no examples",
+                      "set data.validation_size > 0, or train without a target "
+                      "(--set train.target=\"\")");
+  }
+  // Augmentation crops and flips images; on other examples it did nothing, and the config
+  // recorded it as applied (2026-11-29 audit).
+  if ((cfg.data.augment_flip || cfg.data.augment_crop_padding > 0) &&
+      splits.train.shape.size() != 3) {
+    throw ConfigError(
+        std::string(cfg.data.augment_flip ? "data.augment.flip" : "data.augment.crop_padding") +
+            " applies to images ([C, H, W] examples); " + cfg.data.dataset +
+            "'s examples are vectors",
+        "drop it, or give .npy features their image shape (data.image_shape)");
+  }
 }
 
 trainer::StepBudget check_run_at_batch(Config& config, const trainer::RunConfig& run,
@@ -81,7 +91,7 @@ trainer::StepBudget check_run_at_batch(Config& config, const trainer::RunConfig&
                                        schedules::WarmupPastRun warmup_past_run) {
   const trainer::StepBudget budget = trainer::step_budget(run.train, splits.train.n, world);
   check_activations(run.train, model, splits.validation.n, world);
-  check_target_has_validation(run.train, splits.validation.n);
+  check_data_suits_config(run.train, splits);
   trainer::check_ema_horizon(run.train, budget.total_steps, config.source());
   if (run.noise.enabled) {
     read_hessian_options(config);

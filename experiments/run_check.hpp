@@ -41,9 +41,10 @@ void check_optimizer(const trainer::RunConfig& run, const nn::Model& model);
 void check_activations(const trainer::TrainConfig& cfg, const nn::Model& model,
                        std::int64_t validation_examples, int world);
 
-// A target is read on the validation split: with none (data.validation_size = 0) no evaluation
-// can meet it, and the run would spend its budget to end budget_exhausted. A ConfigError.
-void check_target_has_validation(const trainer::TrainConfig& cfg, std::int64_t validation_examples);
+// What the loaded data must have for the config: a validation split for a target (with none,
+// data.validation_size = 0, no evaluation can meet it and the run would spend its budget), and
+// images for data.augment.*. A ConfigError.
+void check_data_suits_config(const trainer::TrainConfig& cfg, const data::Splits& splits);
 
 // The checks of `run` on `world` processes that depend on its global batch: the step budget (a
 // batch the data cannot fill), the activations at that batch (check_activations), the EMA's

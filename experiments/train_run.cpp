@@ -287,7 +287,7 @@ RunResult run_training(Config& config, const RunOptions& options, comm::Communic
   data::Splits splits = data::load_splits(cfg.data, cfg.seed);
   auto model = make_model(cfg, splits, comm.rank());
   check_activations(cfg, *model, splits.validation.n, comm.size());  // before any allocation
-  check_target_has_validation(cfg, splits.validation.n);
+  check_data_suits_config(cfg, splits);
   data::ShardedSampler sampler(splits.train.n, cfg.data_order_seed(), comm.size(), comm.rank(),
                                cfg.micro_batch, cfg.accum_steps);
   const trainer::StepBudget budget = trainer::step_budget(cfg, splits.train.n, comm.size());

@@ -23,6 +23,9 @@ ScheduleOptions read_schedule_options(Config& config, std::int64_t configured_ba
                 "set it to the global batch at which optimizer.lr was tuned");
   }
   o.steps_per_epoch = config.get_int(key("schedule.steps_per_epoch"));
+  if (o.steps_per_epoch < 0)  // -1 printed a CSV header and no rows, exit 0 (2026-11-29 audit)
+    config.fail("schedule.steps_per_epoch", ">= 0 (0: from the dataset)",
+                std::to_string(o.steps_per_epoch));
   o.warmup = config.get_double(key("schedule.warmup"));
   o.warmup_unit = config.get_string(key("schedule.warmup_unit"));
   o.warmup_kind = config.get_string(key("schedule.warmup_kind"));

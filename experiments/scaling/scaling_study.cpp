@@ -19,10 +19,12 @@
 #include "experiments/memory/memory_report.hpp"
 #include "experiments/output_kind.hpp"
 #include "experiments/plots.hpp"
+#include "experiments/rank_agreement.hpp"
 #include "experiments/scaling/scaling.hpp"
 #include "experiments/scaling/scaling_compare.hpp"
 #include "trainer/config/run_config.hpp"
 #include "trainer/config/train_keys.hpp"
+#include "trainer/data/load.hpp"
 
 namespace lbt::experiments {
 namespace fs = std::filesystem;
@@ -129,6 +131,10 @@ std::vector<std::int64_t> check_variants(const ScalingOptions& o,
                    trainer::resolve_run_config(run, k);
                  });
     }
+    // The data files, before mpirun starts a run to miss them (exit 3 as lbt train's).
+    Config run = load_config(o.config, run_sets(o, v, o.workers.front(), batches.back()), nullptr);
+    data_fingerprints(
+        data::data_files(trainer::resolve_run_config(run, o.workers.front()).train.data));
   }
   return batches;
 }
@@ -234,6 +240,7 @@ ScalingRow run_one(const ScalingOptions& o, const ScalingVariant& v, int k, int 
                              " (its log: " + log.string() + "): " + lines->error;
     const std::string hint = lines->hint.empty() ? "run the command above by hand" : lines->hint;
     if (rc == 2) throw ConfigError(what, hint);
+    if (rc == 3) throw DataError(what, hint);  // exit 3 as lbt train's (it was 1)
     throw Error(what, hint);
   }
   if (rc != 0) {

@@ -107,7 +107,6 @@ std::size_t longest_number(const std::string& text) {
   return longest;
 }
 
-// The first "error: ..." line of a command's stderr ("" when there is none).
 }  // namespace
 
 BOOST_AUTO_TEST_CASE(train_and_sweep_check_refuse_a_bad_model_spec_naming_it) {
@@ -123,6 +122,19 @@ BOOST_AUTO_TEST_CASE(train_and_sweep_check_refuse_a_bad_model_spec_naming_it) {
         BOOST_TEST(r.out.empty());  // no "config valid", no resolved config
       }
     }
+  }
+}
+
+// Keys that did nothing where set (a bucket without overlap_comm, flips of vectors) are refused.
+BOOST_AUTO_TEST_CASE(check_refuses_keys_that_would_do_nothing) {
+  const fs::path run = write_file("run.toml", kSyntheticRun);
+  using Case = std::pair<std::string, std::string>;
+  for (const auto& [set, says] : {Case{"train.bucket_mb=4", "bucket_mb is not used with"},
+                                  Case{"data.augment.flip=true", "flip applies to images"},
+                                  Case{"schedule.steps_per_epoch=-1", "must be >= 0"}}) {
+    const auto r = run_lbt("train -c " + run.string() + " --set " + set + " --check");
+    BOOST_TEST(r.code == 2, set);
+    BOOST_TEST(error_line(r.err).find(says) != std::string::npos, r.err);
   }
 }
 

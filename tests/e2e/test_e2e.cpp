@@ -180,16 +180,19 @@ struct BadInput {
 
 // Data larger than the process may hold (here 200M synthetic examples under a 3 GB address-space
 // limit; a gzip whose header promises far more than it holds does the same): a data error with
-// a hint, exit 3, not a bare "std::bad_alloc" with exit 1.
+// a hint, exit 3, not a bare "std::bad_alloc" with exit 1; for generated data the hint names its
+// keys (it named data.train_limit and file headers, neither of which applies).
 BOOST_AUTO_TEST_CASE(data_that_does_not_fit_in_memory_is_a_data_error) {
   const Result r = run_lbt("train --check --config " LBT_SOURCE_DIR
                            "/experiments/configs/synthetic_regression.toml "
                            "--set data.synthetic.examples=200000000",
                            "ulimit -v 3000000; ");
   BOOST_TEST(r.code == 3, r.err);
-  BOOST_TEST(r.err.find("its examples do not fit in this process's memory") != std::string::npos,
+  BOOST_TEST(r.err.find("its 200000000 examples of 32 features do not fit in this process's "
+                        "memory") != std::string::npos,
              r.err);
-  BOOST_TEST(r.err.find("hint: load fewer with data.train_limit") != std::string::npos, r.err);
+  BOOST_TEST(r.err.find("hint: generate fewer: lower data.synthetic.examples") != std::string::npos,
+             r.err);
 }
 
 BOOST_AUTO_TEST_CASE(bad_inputs_fail_with_one_clear_message_and_no_complete_looking_run) {

@@ -117,9 +117,15 @@ BOOST_AUTO_TEST_CASE(schedule_columns_differ_by_the_scaling_rule_from_the_config
 BOOST_AUTO_TEST_CASE(a_warmup_longer_than_the_run_is_a_note_where_it_changes_nothing) {
   Result plot = run_lbt("schedule --config " + kConfig + " -b 128,1024 --steps 50");
   BOOST_REQUIRE_MESSAGE(plot.code == 0, plot.err);
-  BOOST_TEST(
-      plot.err.find("note: the warmup's 390 steps outlast the run's 50 steps") != std::string::npos,
-      plot.err);
+  BOOST_TEST(plot.err.find("note: B=128: the warmup's 390 steps outlast the run's 50 steps") !=
+                 std::string::npos,
+             plot.err);
+  // Every batch's notes, not the first's alone: LAMB's warmup outlasts its run at 4096 only.
+  Result lamb = run_lbt("schedule --config " LBT_SOURCE_DIR
+                        "/experiments/configs/fmnist_mlp_lamb.toml -b 128,4096 --every 1000");
+  BOOST_TEST(lamb.err.find("warning: B=4096: the warmup's 384 steps outlast the run's 180") !=
+                 std::string::npos,
+             lamb.err);
   const auto columns = read_schedule_csv(plot.out);
   BOOST_REQUIRE_EQUAL(columns.size(), 2u);
   BOOST_TEST(columns[0].size() == 50u);

@@ -110,4 +110,22 @@ BOOST_AUTO_TEST_CASE(targets_no_value_can_meet_are_refused) {
   }
 }
 
+// Generated data's keys and the counts narrowed to int are checked, naming the key: -5 examples
+// ended in "vector::_M_default_append" (exit 1), a noise of nan trained to "diverged", and
+// 2^32 + 1 threads read as 1 (2026-11-29 audit).
+BOOST_AUTO_TEST_CASE(generated_data_and_narrowed_counts_are_checked_naming_the_key) {
+  const std::string syn = "[data]\ndataset = \"synthetic-regression\"\n[data.synthetic]\n";
+  const auto says = [](const std::string& toml, const std::string& part) {
+    const std::string e = error_of(toml, 1);
+    BOOST_TEST(e.find(part) != std::string::npos, e);
+  };
+  says(syn + "examples = -5\n", "data.synthetic.examples must be >= 1, got -5");
+  says(syn + "dim = 0\n", "data.synthetic.dim must be >= 1, got 0");
+  says(syn + "noise = nan\n", "data.synthetic.noise must be a finite number >= 0");
+  says(syn + "noise = -2.0\n", "data.synthetic.noise must be a finite number >= 0");
+  says("[train]\nthreads = 4294967297\n", "train.threads must be in [0, 4096], got 4294967297");
+  says("[train]\ncheckpoint_keep = 4294967296\n", "must be in [1, 1000000], got 4294967296");
+  BOOST_TEST(resolve(syn + "examples = 100\ndim = 3\nnoise = 0.0\n", 1).data.synthetic_dim == 3);
+}
+
 BOOST_AUTO_TEST_SUITE_END()

@@ -8,6 +8,7 @@
 
 #include "core/error.hpp"
 #include "nn/layer_fields.hpp"
+#include "trainer/config/data_config.hpp"
 #include "trainer/config/train_keys.hpp"
 #include "trainer/target_reading.hpp"
 
@@ -94,6 +95,15 @@ std::string num(double x) {
   return out.str();
 }
 
+// An int key within [lo, hi], checked before the narrowing: 2^32 + 1 threads read as 1, and
+// 2^31 was reported as "got -2147483648" (2026-11-29 audit).
+int int_key(Config& c, const char* key, std::int64_t lo, std::int64_t hi) {
+  const std::int64_t v = c.get_int(train_key(key));
+  if (v < lo || v > hi)
+    c.fail(key, "in [" + std::to_string(lo) + ", " + std::to_string(hi) + "]", std::to_string(v));
+  return static_cast<int>(v);
+}
+
 void require_positive(const Config& c, const char* key, double value, const char* hint) {
   if (!(value > 0)) c.fail(key, "> 0", std::to_string(value), hint);
 }
@@ -146,94 +156,6 @@ void read_model_section(Config& c, TrainConfig& t) {
     c.fail("model.init", "one of: he, glorot, zero", "'" + init + "'");
 }
 
-// data.image_shape "C,H,W" as positive sizes.
-std::vector<std::int64_t> read_image_shape(Config& c) {
-  std::vector<std::int64_t> image_shape;
-  const std::string shape = c.get_string(train_key("data.image_shape"));
-  std::stringstream ss(shape);
-  for (std::string item; std::getline(ss, item, ',');) {
-    try {
-      image_shape.push_back(std::stoll(item));
-    } catch (const std::exception&) {
-      c.fail("data.image_shape", "comma-separated positive sizes such as 1,28,28",
-             "'" + shape + "'");
-    }
-    if (image_shape.back() <= 0) c.fail("data.image_shape", "positive sizes", "'" + shape + "'");
-  }
-  return image_shape;
-}
-
-// A CSV file's column layout: a class label or regression targets, and its header.
-void read_csv_layout(Config& c, DataConfig& d) {
-  const bool label_set = c.has("data.label_column");
-  d.label_column = c.get_string(train_key("data.label_column"));
-  d.target_columns = c.get_string_list(train_key("data.target_columns"));
-  // One column layout per file: a class label or regression targets, never both.
-  if (label_set && !d.target_columns.empty()) {
-    c.fail("data.label_column", "unset when data.target_columns is set (regression)",
-           "'" + d.label_column + "'",
-           "remove data.label_column for regression, or data.target_columns for classification");
-  }
-  d.csv_header = c.get_string(train_key("data.csv_header"));
-  if (d.csv_header != "auto" && d.csv_header != "true" && d.csv_header != "false") {
-    c.fail("data.csv_header", "one of: auto, true, false", "'" + d.csv_header + "'");
-  }
-}
-
-// The features and labels of npy/csv files, and the shape of their examples.
-void read_file_data(Config& c, DataConfig& d) {
-  d.train_features = c.get_string(train_key("data.train_features"));
-  d.test_features = c.get_string(train_key("data.test_features"));
-  if (d.format == "npy") {
-    d.train_labels = c.get_string(train_key("data.train_labels"));
-    d.test_labels = c.get_string(train_key("data.test_labels"));
-  } else {
-    read_csv_layout(c, d);
-  }
-  d.num_classes = c.get_int(train_key("data.num_classes"));
-  d.image_shape = read_image_shape(c);
-  if (d.train_features.empty()) {
-    c.fail(
-        "data.train_features", "a path to a ." + d.format + " file", "nothing",
-        "set data.train_features" + std::string(d.format == "npy" ? " and data.train_labels" : ""));
-  }
-  if (d.format == "npy" && d.train_labels.empty())
-    c.fail("data.train_labels", "a path to a .npy file", "nothing");
-  if (d.num_classes < 0) c.fail("data.num_classes", ">= 0", std::to_string(d.num_classes));
-}
-
-// data.*: the dataset, its files or synthetic problem, and the split.
-void read_data(Config& c, DataConfig& d) {
-  d.dataset = c.get_string(train_key("data.dataset"));
-  c.get_string(train_key("data.format"));  // recorded as given; data_format_of resolves it
-  d.format = data_format_of(c);
-  if (d.format == "synthetic") d.format.clear();  // the loader keys on data.dataset
-  if (d.format == "idx" || d.format == "cifar10") d.path = c.get_string(train_key("data.path"));
-  d.validation_size = c.get_int(train_key("data.validation_size"));
-  d.train_limit = c.get_int(train_key("data.train_limit"));
-  d.normalize = c.get_bool(train_key("data.normalize"));
-  d.augment_crop_padding = c.get_int(train_key("data.augment.crop_padding"));
-  d.augment_flip = c.get_bool(train_key("data.augment.flip"));
-  if (d.augment_crop_padding < 0)
-    c.fail("data.augment.crop_padding", ">= 0", std::to_string(d.augment_crop_padding));
-  if (d.format == "npy" || d.format == "csv") read_file_data(c, d);
-  if (d.dataset == "synthetic-regression") {
-    d.synthetic_examples = c.get_int(train_key("data.synthetic.examples"));
-    d.synthetic_dim = c.get_int(train_key("data.synthetic.dim"));
-    d.synthetic_noise = c.get_double(train_key("data.synthetic.noise"));
-  } else if (d.format != "idx" && d.format != "cifar10" && d.format != "npy" && d.format != "csv") {
-    if (d.format.empty()) {
-      c.fail("data.dataset",
-             "one of: fashion-mnist, mnist, cifar10, synthetic-regression (or set data.format)",
-             "'" + d.dataset + "'");
-    }
-    c.fail("data.format", "one of: idx, cifar10, npy, csv", "'" + d.format + "'");
-  }
-  if (d.validation_size < 0)
-    c.fail("data.validation_size", ">= 0", std::to_string(d.validation_size));
-  if (d.train_limit < 0) c.fail("data.train_limit", ">= 0", std::to_string(d.train_limit));
-}
-
 // train.target_definition, ema_horizon and target_band (target_reading.hpp); the horizon
 // against the run's length is check_ema_horizon's, once the step budget is known.
 void read_target_reading(Config& c, TrainConfig& t) {
@@ -261,7 +183,7 @@ std::int64_t read_run(Config& c, TrainConfig& t) {
   if (t.order_seed < -1)
     c.fail("train.order_seed", ">= -1 (-1: train.seed)", std::to_string(t.order_seed));
   t.branch_from = c.get_string(train_key("train.branch_from"));
-  t.threads = static_cast<int>(c.get_int(train_key("train.threads")));
+  t.threads = int_key(c, "train.threads", 0, 4096);
   t.target = parse_target(c.get_string(train_key("train.target")));
   t.stop_at_target = c.get_bool(train_key("train.stop_at_target"));
   t.eval_growth = c.get_double(train_key("train.eval_growth"));
@@ -291,14 +213,12 @@ std::string read_guards_and_checkpoints(Config& c, TrainConfig& t) {
   t.comm_backend = c.get_string(train_key("comm.backend"));
   t.checkpoint_every = c.get_int(train_key("train.checkpoint_every"));
   t.checkpoint_every_seconds = c.get_double(train_key("train.checkpoint_every_seconds"));
-  t.checkpoint_keep = static_cast<int>(c.get_int(train_key("train.checkpoint_keep")));
+  t.checkpoint_keep = int_key(c, "train.checkpoint_keep", 1, 1000000);
   t.checkpoint_final = c.get_bool(train_key("train.checkpoint_final"));
   if (t.checkpoint_every < 0)
     c.fail("train.checkpoint_every", ">= 0", std::to_string(t.checkpoint_every));
   if (!(t.checkpoint_every_seconds >= 0))
     c.fail("train.checkpoint_every_seconds", ">= 0", std::to_string(t.checkpoint_every_seconds));
-  if (t.checkpoint_keep < 1)
-    c.fail("train.checkpoint_keep", ">= 1", std::to_string(t.checkpoint_keep));
   t.local_sgd = read_local_sgd(c, t.checkpoint_every);
   read_overlap(c, t);
 
@@ -320,7 +240,6 @@ void check_run(const Config& c, const TrainConfig& t, std::int64_t seed,
   require_positive(c, "train.eval_every", static_cast<double>(t.eval_every), "e.g. 500");
   require_positive(c, "train.log_every", static_cast<double>(t.log_every), "e.g. 50");
   require_positive(c, "train.eval_batch", static_cast<double>(t.eval_batch), "e.g. 2000");
-  if (t.threads < 0) c.fail("train.threads", ">= 0", std::to_string(t.threads));
   require_positive(c, "train.divergence_factor", t.divergence.factor, "e.g. 20");
   if (on_divergence != "stop" && on_divergence != "skip") {
     c.fail("train.on_divergence", "\"stop\" or \"skip\"", "'" + on_divergence + "'");
@@ -387,7 +306,7 @@ void resolve_batch(const Config& c, TrainConfig& t, int world_size) {
 TrainConfig read_train_config(Config& c, int world_size) {
   TrainConfig t;
   read_model_section(c, t);
-  read_data(c, t.data);
+  read_data_config(c, t.data);
   const std::int64_t seed = read_run(c, t);
   const std::string on_divergence = read_guards_and_checkpoints(c, t);
   check_run(c, t, seed, on_divergence);

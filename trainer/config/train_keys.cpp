@@ -42,6 +42,13 @@ std::vector<std::string> batch_schedule(const Config& config) {
 }
 const KeyCondition kByBatchSchedule{{"train.batch_schedule"}, batch_schedule};
 
+// The bucket size is train.overlap_comm's: set without it, it was dropped without a word, and
+// lbt scaling --compare train.bucket_mb=1,4,25 compared identical runs (2026-11-29 audit).
+std::vector<std::string> overlap(const Config& config) {
+  return {config.peek_bool("train.overlap_comm", false) ? "true" : "false"};
+}
+const KeyCondition kByOverlap{{"train.overlap_comm"}, overlap};
+
 // model.*: the network, its initialisation and loss.
 std::vector<KeySpec> model_keys() {
   using enum KeyType;
@@ -211,7 +218,8 @@ std::vector<KeySpec> guard_keys() {
       {"train.overlap_comm", kBool, "false",
        "reduce the gradient in buckets during backward, each started as soon as backward has finished it (MPI with every rank on one node: the shared-memory reducer on a reducing thread); parameters are bit for bit those of the non-overlapped reduction; not with the noise scale"},
       {"train.bucket_mb", kNumber, "1.0",
-       "train.overlap_comm: bucket size in MiB (2^20 bytes), rounded down to the 64-byte segment alignment", {}, "MiB"},
+       "train.overlap_comm: bucket size in MiB (2^20 bytes), rounded down to the 64-byte segment alignment", {}, "MiB",
+       &kByOverlap, {"true"}},
       {"comm.backend", kString, "\"auto\"", "auto: MPI when launched by mpirun/srun",
        {"auto", "local", "mpi"}},
   };

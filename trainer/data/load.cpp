@@ -134,6 +134,11 @@ Splits load_splits(const trainer::DataConfig& config, std::uint64_t seed) {
   } catch (const std::bad_alloc&) {
     // A bare "std::bad_alloc", exit 1, named nothing: an IDX gzip of 1 MB whose header promised
     // 1.4M images peaked at 8.65 GB before (2026-11-29 audit).
+    if (config.dataset == "synthetic-regression")  // no files, no train_limit to read fewer
+      throw DataError("synthetic-regression: its " + std::to_string(config.synthetic_examples) +
+                          " examples of " + std::to_string(config.synthetic_dim) +
+                          " features do not fit in this process's memory",
+                      "generate fewer: lower data.synthetic.examples or data.synthetic.dim");
     throw DataError(config.dataset +
                         ": its examples do not fit in this process's memory "
                         "(an allocation failed while loading them)",

@@ -54,7 +54,9 @@ bool KeySpec::applies(const Config& config) const {
 std::string KeySpec::applies_text() const {
   std::string out;
   if (!condition || applies_to.empty()) return out;
-  out = std::string(condition->decided_by.front()) + " = ";
+  out = std::string(condition->help_text.empty() ? condition->decided_by.front()
+                                                 : condition->help_text) +
+        " = ";
   for (std::size_t i = 0; i < applies_to.size(); ++i) out += (i ? " | " : "") + applies_to[i];
   return out;
 }

@@ -46,6 +46,7 @@ enum class KeyType {
 struct KeyCondition {
   std::vector<std::string_view> decided_by;             // {"optimizer.name", ...}
   std::vector<std::string> (*variants)(const Config&);  // e.g. {"larc", "adamw"}
+  std::string_view help_text = {};  // --help's "(only: TEXT = ...)"; empty: decided_by's first
 };
 
 struct KeySpec {

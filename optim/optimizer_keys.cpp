@@ -14,7 +14,11 @@ std::vector<std::string> optimizer_in_use(const Config& config) {
   return {name};
 }
 
-const KeyCondition kByOptimizer{{"optimizer.name", "optimizer.larc.base"}, optimizer_in_use};
+// LARC's base takes its own keys from [optimizer] too: --help listed momentum as sgd's, momentum's,
+// nesterov's and lars's only (2026-11-29 audit).
+const KeyCondition kByOptimizer{{"optimizer.name", "optimizer.larc.base"},
+                                optimizer_in_use,
+                                "optimizer.name (or, under larc, optimizer.larc.base)"};
 
 }  // namespace
 

@@ -94,10 +94,12 @@ BOOST_AUTO_TEST_CASE(config_errors_name_the_key_and_the_valid_values) {
                  .find("paper, exact") != std::string::npos);
   BOOST_TEST(error_of("[optimizer]\nname='nesterov'\nmomentum=0.0\n").find("optimizer.nesterov") !=
              std::string::npos);
-  // A key of another optimizer is named as such, with the optimizers that use it.
+  // A key of another optimizer is named as such, with the optimizers that use it (LARC's base
+  // among them: --help listed beta1 as adam's, adamw's and lamb's alone).
   BOOST_TEST(error_of("[optimizer]\nname='sgd'\nbeta1=0.9\n")
                  .find("optimizer.beta1 is not used with optimizer.name = \"sgd\" (it applies to "
-                       "optimizer.name = adam | adamw | lamb)") != std::string::npos);
+                       "optimizer.name (or, under larc, optimizer.larc.base) = adam | adamw | "
+                       "lamb)") != std::string::npos);
   // Under LARC, the wrapped optimizer's keys apply, and LARC's own decay.
   BOOST_TEST(error_of("[optimizer]\nname='larc'\nbeta1=0.8\nweight_decay=0.1\n[optimizer.larc]\n"
                       "base='adam'\n") == "no error");

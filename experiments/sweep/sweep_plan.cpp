@@ -40,6 +40,37 @@ std::optional<std::string> repeated_batch_size(std::vector<std::int64_t> sizes) 
 
 // The sweep.* keys (and the trial keys the sweep needs) as read; --batch-sizes, --lr-trials and
 // --target win over their keys.
+
+// sweep.slurm_*, as sbatch reads them: they went into sweep.sbatch unchecked (--cpus-per-task=-3,
+// --time=abc, an "#SBATCH bad option" line), and sbatch refused the script at submission.
+bool slurm_time(const std::string& t) {  // [D-]M | M:S | H:M:S, D-H | D-H:M, or UNLIMITED
+  if (t == "UNLIMITED" || t == "INFINITE") return true;
+  const std::size_t dash = t.find('-');
+  const std::string clock = dash == std::string::npos ? t : t.substr(dash + 1);
+  if (dash != std::string::npos && (dash == 0 || t.find_first_not_of("0123456789") != dash))
+    return false;
+  int fields = 0;
+  for (std::size_t from = 0;; ++fields) {
+    const std::size_t colon = clock.find(':', from);
+    const std::string part = clock.substr(from, colon == std::string::npos ? colon : colon - from);
+    if (part.empty() || part.find_first_not_of("0123456789") != std::string::npos) return false;
+    if (colon == std::string::npos) return fields < 3;
+    from = colon + 1;
+  }
+}
+
+void check_slurm_settings(const Config& c, const SweepSettings& s) {
+  if (!slurm_time(s.slurm_time))
+    c.fail("sweep.slurm_time", "a SLURM time limit (MINUTES, HH:MM:SS, D-HH:MM:SS, UNLIMITED)",
+           "\"" + s.slurm_time + "\"", "e.g. sweep.slurm_time=\"02:00:00\"");
+  if (s.slurm_cpus_per_task < 1)
+    c.fail("sweep.slurm_cpus_per_task", ">= 1", std::to_string(s.slurm_cpus_per_task));
+  for (const std::string& o : s.slurm_options)
+    if (o.rfind("-", 0) != 0)
+      c.fail("sweep.slurm_options",
+             "sbatch options, each starting with - (e.g. \"--partition=gpu\")", "\"" + o + "\"");
+}
+
 SweepSettings read_settings(Config& c, const std::vector<std::int64_t>& batch_sizes, int lr_trials,
                             const std::string& target) {
   SweepSettings s;
@@ -74,6 +105,7 @@ SweepSettings read_settings(Config& c, const std::vector<std::int64_t>& batch_si
   s.slurm_time = c.get_string(key("sweep.slurm_time"));
   s.slurm_cpus_per_task = c.get_int(key("sweep.slurm_cpus_per_task"));
   s.slurm_options = c.get_string_list(key("sweep.slurm_options"));
+  check_slurm_settings(c, s);
   s.adaptive = c.get_bool(key("sweep.adaptive"));
   s.adaptive_rule = c.get_string(key("sweep.adaptive_rule"));
   s.adaptive_sqrt_scale = c.get_double(key("sweep.adaptive_sqrt_scale"));

@@ -98,6 +98,31 @@ BOOST_AUTO_TEST_CASE(plan_without_budget_or_target_is_refused) {
   BOOST_CHECK_THROW(read_sweep_settings(d, {}, 0, ""), lbt::ConfigError);
 }
 
+// sweep.slurm_* as sbatch reads them: they went into sweep.sbatch unchecked, and sbatch refused
+// the script at submission (2026-11-29 audit).
+BOOST_AUTO_TEST_CASE(slurm_settings_sbatch_would_refuse_are_refused_naming_the_key) {
+  const auto message = [](const std::string& sets) {
+    lbt::Config c =
+        lbt::Config::from_string("[sweep]\nbatch_sizes = [32]\nmax_steps = 10\n" + sets);
+    try {
+      read_sweep_settings(c, {}, 0, "val_accuracy>=0.5");
+    } catch (const lbt::ConfigError& e) {
+      return std::string(e.what());
+    }
+    return std::string("<accepted>");
+  };
+  for (const char* time : {"abc", "1:2:3:4", "-5", "2-", "12h", ""})
+    BOOST_TEST(message("slurm_time = \"" + std::string(time) + "\"\n").find("sweep.slurm_time") !=
+                   std::string::npos,
+               time);
+  for (const char* time : {"90", "30:00", "02:00:00", "1-12", "2-00:30:00", "UNLIMITED"})
+    BOOST_TEST(message("slurm_time = \"" + std::string(time) + "\"\n") == "<accepted>", time);
+  BOOST_TEST(message("slurm_cpus_per_task = -3\n").find("sweep.slurm_cpus_per_task must be >= 1") !=
+             std::string::npos);
+  BOOST_TEST(message("slurm_options = [\"--partition=gpu\", \"bad option\"]\n")
+                 .find("sweep.slurm_options must be sbatch options") != std::string::npos);
+}
+
 // A run or sweep written before lbt printed floats short (lr = 0.050000000000000003) resumes
 // under today's config.toml (lr = 0.05): the comparison is of values, not of their digits.
 BOOST_AUTO_TEST_CASE(a_config_printed_with_seventeen_digits_compares_equal_to_its_short_form) {

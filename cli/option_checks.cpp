@@ -84,6 +84,17 @@ int report_parse_error(const CLI::App& app, const CLI::ParseError& e) {
   // The subcommand the error belongs to, for the hint (the first one parsed, if any).
   std::string command = "lbt";
   for (const CLI::App* sub : app.get_subcommands()) command += " " + sub->get_name();
+  // A misspelt command read "A subcommand is required": name the word and the commands.
+  const std::vector<std::string> left = app.remaining();
+  if (app.get_subcommands().empty() && !left.empty() && left.front().rfind("-", 0) != 0) {
+    std::string names;
+    for (const CLI::App* sub : app.get_subcommands({}))
+      names += (names.empty() ? "" : ", ") + sub->get_name();
+    std::fprintf(stderr,
+                 "error: '%s' is not an lbt command\nhint: the commands: %s (`lbt --help`)\n",
+                 left.front().c_str(), names.c_str());
+    return 2;
+  }
   std::fprintf(stderr, "error: %s\n", e.what());
   std::fprintf(stderr, "hint: `%s --help` lists the options and the values each takes\n",
                command.c_str());

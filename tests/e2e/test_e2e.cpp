@@ -269,6 +269,11 @@ BOOST_AUTO_TEST_CASE(help_lists_every_option_and_config_key_with_defaults) {
                         "[sweep]", "train_features = \"\"", "[schedule]"}) {
     BOOST_TEST(train.out.find(s) != std::string::npos, s);
   }
+  Result misspelt = run_lbt("trian --config x.toml");  // read "A subcommand is required"
+  BOOST_TEST(misspelt.code == 2);
+  BOOST_TEST(misspelt.err.find("error: 'trian' is not an lbt command") != std::string::npos,
+             misspelt.err);
+  BOOST_TEST(misspelt.err.find("train, schedule, sweep") != std::string::npos, misspelt.err);
 }
 
 namespace {

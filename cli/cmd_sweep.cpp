@@ -62,16 +62,18 @@ void add_sweep_options(CLI::App* cmd, SweepArgs& a) {
                   "local (child processes; the default) | slurm (writes sweep.sbatch)")
       ->check(CLI::IsMember({"local", "slurm"}));
   cmd->add_flag("--submit", o.submit, "slurm: sbatch the written script");
-  cmd->add_option("--trial-index", o.trial_index,
-                  "run only trial I of the plan as it stands (sweep.csv's order)")
-      ->check(whole_number<int>(0));
+  CLI::Option* trial_index =
+      cmd->add_option("--trial-index", o.trial_index,
+                      "run only trial I of the plan as it stands (sweep.csv's order)")
+          ->check(whole_number<int>(0));
   cmd->add_option("--exec", o.exec_command,
                   "run this program as each trial instead of lbt train: placeholders {batch_size} "
                   "{lr} {seed} {run_dir} {max_steps} {eval_every} {section.key}; it appends "
                   "{\"step\": S, \"val_loss\": V} lines to {run_dir}/eval.jsonl (docs/sweeps.md, "
                   "\"Sweeping any program\")");
   cmd->add_option("--trial", o.trial_name,
-                  "run only the trial of this name, e.g. 128_3 (a SLURM array task)");
+                  "run only the trial of this name, e.g. 128_3 (a SLURM array task)")
+      ->excludes(trial_index);  // --trial won beside it, without a word
   cmd->add_flag("--retry-failed", o.retry_failed, "rerun trials whose status is failed");
   cmd->add_flag("--extend", o.extend,
                 "rerun of a sweep directory: add the trials of new batch sizes (a rerun whose "
@@ -144,6 +146,10 @@ void add_sweep_command(CLI::App& app) {
   cmd->footer(config_keys_footer());
   cmd->callback([a] {
     const experiments::SweepOptions o = a->resolved();
+    if (o.submit && o.launcher != "slurm")  // it ran the trials here without a word
+      throw ConfigError(
+          "--submit sbatches the SLURM script; this sweep's launcher is " + o.launcher,
+          "add --launcher slurm, or drop --submit to run the trials here");
     // --check writes nothing and starts no trial: a signal ends it at once (130/143).
     if (o.check_only)
       trainer::install_check_interrupt_handlers();

@@ -178,7 +178,8 @@ void add_train_command(CLI::App& app) {
   cmd->add_option("--set,-s", args->sets,
                   "Override a config key: --set optimizer.lr=0.1 (repeatable)");
   cmd->add_option("--out,-o", args->out, "Run directory (default: runs/<config>-<timestamp>)");
-  cmd->add_flag("--overwrite", args->overwrite, "Replace an existing run directory");
+  CLI::Option* overwrite =
+      cmd->add_flag("--overwrite", args->overwrite, "Replace an existing run directory");
   cmd->add_flag("--quiet,-q", args->quiet, "No progress line");
   cmd->add_flag("--check", args->check,
                 "Check everything the run checks before its first step: the config, the data, "
@@ -188,7 +189,8 @@ void add_train_command(CLI::App& app) {
   cmd->add_option("--resume", args->resume,
                   "RUN_DIR: continue that run from its newest intact checkpoint (bit for bit); "
                   "auto: continue --out's run if it has a checkpoint, else start it (refused where "
-                  "every checkpoint is damaged)");
+                  "every checkpoint is damaged)")
+      ->excludes(overwrite);  // --overwrite was ignored beside it
   cmd->footer(config_keys_footer());
   cmd->callback([args] {
     const experiments::RunOptions options = run_options(*args);

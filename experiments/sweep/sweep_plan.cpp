@@ -160,6 +160,13 @@ void check_lr_search(const Config& c, SweepSettings& s, int lr_trials) {
                             std::to_string(s.lr_multipliers.size()) + " sweep.lr_multipliers",
                         "drop --lr-trials, or --set sweep.lr_multipliers=[] to derive a grid");
     }
+    const std::optional<std::int64_t> set = c.peek_int("sweep.lr_trials");  // ignored before
+    if (lr_trials <= 0 && set && *set != static_cast<std::int64_t>(s.lr_multipliers.size())) {
+      c.fail("sweep.lr_trials",
+             "the number of sweep.lr_multipliers (" + std::to_string(s.lr_multipliers.size()) +
+                 ") where both are set",
+             std::to_string(*set), "drop one: the multipliers are the grid");
+    }
     s.lr_trials = static_cast<int>(s.lr_multipliers.size());
   }
   if (s.search.max_trials < s.lr_trials) {

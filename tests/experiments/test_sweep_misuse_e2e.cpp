@@ -273,3 +273,25 @@ BOOST_AUTO_TEST_CASE(a_trials_lock_passes_from_the_sweep_to_its_lbt_train_withou
                                       << " trials' locks taken while they ran, the first "
                                       << (taken_early.empty() ? "" : taken_early[0]));
 }
+
+// Options that contradict each other are refused before anything runs: each was accepted with
+// one of them ignored (--trial won over --trial-index, --submit ran the trials here, --overwrite
+// was dropped beside --resume, sweep.lr_trials beside lr_multipliers; 2026-11-29 audit).
+BOOST_AUTO_TEST_CASE(contradictory_options_are_refused_naming_both) {
+  const fs::path cfg = write_config("contradict.toml", "val_loss<=0.14", 40);
+  const std::string sweep =
+      "sweep --check --config " + cfg.string() + " --out " + (scratch() / "contradict").string();
+  for (const auto& [args, says] :
+       {std::pair<std::string, std::string>{sweep + " --trial-index 1 --trial 16_0",
+                                            "--trial-index excludes --trial"},
+        {sweep + " --submit", "--submit sbatches the SLURM script"},
+        {sweep + " --set sweep.lr_search=grid --set sweep.lr_multipliers=[1.0,2.0]"
+                 " --set sweep.lr_trials=5",
+         "sweep.lr_trials must be the number of sweep.lr_multipliers (2)"},
+        {"train --resume " + (scratch() / "none").string() + " --overwrite",
+         "--overwrite excludes --resume"}}) {
+    const Result r = run_lbt(args);
+    BOOST_TEST(r.code == 2, args);
+    BOOST_TEST(r.err.find(says) != std::string::npos, r.err);
+  }
+}

@@ -77,11 +77,12 @@ class Config {
   [[noreturn]] void fail(std::string_view key, std::string_view constraint, std::string_view got,
                          std::string_view hint = {}) const;
 
+  // The file `key`'s value came from, for an error message; "" where the command line set it.
+  std::string source_of(std::string_view key) const;
+
   struct Impl;  // public only so file-local helpers in config.cpp can name it
 
  private:
-  // The file `key`'s value came from, for an error message; "" where the command line set it.
-  std::string source_of(std::string_view key) const;
   std::unique_ptr<Impl> impl_;
 };
 

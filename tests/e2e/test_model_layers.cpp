@@ -225,6 +225,22 @@ BOOST_AUTO_TEST_CASE(resuming_with_changed_layers_is_refused_naming_the_layer) {
              changed.err);
 }
 
+// docs/training.md's `--set model.layers='[...]'` works over a preset: the command line's list
+// replaces the file's model.spec (every preset has one, and the override was refused on each);
+// both given on the command line stay an error.
+BOOST_AUTO_TEST_CASE(a_layer_list_set_on_the_command_line_replaces_the_files_spec) {
+  const std::string preset = "train --check --config " + kConfigs + "fmnist_mlp.toml";
+  const auto r = run_lbt(preset + " --set 'model.layers=[{type = \"linear\", out = 10}]'");
+  BOOST_TEST(r.code == 0, r.err);
+  BOOST_TEST(r.out.find("layers = [ { out = 10, type = 'linear' } ]") != std::string::npos, r.out);
+  BOOST_TEST(r.out.find("spec = ") == std::string::npos, r.out);
+  const auto both = run_lbt(preset + " --set 'model.layers=[{type = \"linear\", out = 10}]'" +
+                            " --set model.spec=mlp:784-10");
+  BOOST_TEST(both.code == 2);
+  BOOST_TEST(error_line(both.err).find("model.spec and model.layers are both set") !=
+             std::string::npos);
+}
+
 // A step that diverges or is skipped leaves BatchNorm's running statistics as they were: the
 // final checkpoint of a run that diverges at its second step holds exactly the statistics of a
 // run stopped after its first (it held them advanced by the diverging batch's forward, a mean

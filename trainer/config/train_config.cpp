@@ -109,12 +109,17 @@ void require_positive(const Config& c, const char* key, double value, const char
 }
 
 // model.layers when the config has it (model.spec is then not read, so it stays out of the
-// resolved config), else model.spec; both is an error.
+// resolved config), else model.spec; both is an error, but for a list given by --set over the
+// file's spec, which it replaces (every preset has a spec, so the documented --set model.layers
+// was refused on each, 2026-11-29 audit).
 void read_model(Config& c, TrainConfig& t) {
   if (!c.has("model.layers")) {
     t.model_spec = c.get_string(train_key("model.spec"));
     return;
   }
+  if (c.has("model.spec") && c.source_of("model.layers").empty() &&
+      !c.source_of("model.spec").empty())
+    c.erase("model.spec");
   if (c.has("model.spec")) {
     throw ConfigError(c.source() + ": model.spec and model.layers are both set",
                       "keep one: remove model.spec (a preset's spec = ... or --set model.spec) to "

@@ -83,14 +83,17 @@ void add_cbs_command(CLI::App& app) {
   cmd->add_option("--from", o->run_dir,
                   "the reference run's directory (lbt train's; its checkpoints/step_N.ckpt)")
       ->required();
-  cmd->add_option("--at-steps", o->steps,
-                  "checkpoint steps to branch from, e.g. 200,800,3200 (each once, ascending)")
+  cmd->add_option(
+         "--at-steps", o->steps,
+         "checkpoint steps to branch from, e.g. 200,800,3200 (in any order; a repeat counts "
+         "once)")
       ->required()
       ->delimiter(',')
       ->check(whole_number<std::int64_t>(0));
   cmd->add_option("--multipliers", o->multipliers,
                   "k: branch batches k x B (1, the reference branch, is always run)")
       ->delimiter(',')
+      ->capture_default_str()
       ->check(whole_number(1, kMaxBatch));  // k x B far from int64's end (it wrapped past 2^63)
   cmd->add_option("--tolerance", o->tolerance,
                   "loss tolerance over the k = 1 branch's mean val_loss (default: measured, 2 x "
@@ -105,9 +108,11 @@ void add_cbs_command(CLI::App& app) {
                   "data-order seeds per branch (train.order_seed = the run's seed + 0, 1, ...; "
                   "seed 0 is the reference's own order); the interval runs from the seeds' least "
                   "reading to the next multiplier above their largest (docs/cbs.md)")
+      ->capture_default_str()
       ->check(whole_number<int>());
   cmd->add_option("--jobs,-j", o->jobs,
                   "concurrent branches; each gets max(1, cores / jobs) threads")
+      ->capture_default_str()
       ->check(whole_number<int>());
   cmd->add_option("--scaling", o->scaling,
                   "LR rule from B to k x B: none, linear or sqrt (default: the run's "

@@ -66,6 +66,26 @@ int report_config_failure(const lbt::ConfigError& e) {
   return report_failure(e.exit_code(), e.what(), e.hint());
 }
 
+const char* const kExitCodes =
+    "Exit codes:\n"
+    "  0    done; for lbt sweep: every trial ended as reached_target, budget_exhausted,\n"
+    "       diverged or completed (diverging is an outcome, not an error)\n"
+    "  1    other error\n"
+    "  2    bad config or option; a directory in use (a sweep directory locked by another\n"
+    "       lbt sweep) or holding something else (--overwrite, --resume); for lbt sweep,\n"
+    "       a trial refused for what every trial shares (no usable GPU): the sweep stops;\n"
+    "       lbt doctor, or model.device=cuda, on a machine with no usable GPU\n"
+    "  3    bad or missing data file; MPI ranks whose data files differ in content\n"
+    "  4    device error\n"
+    "  5    communication error (MPI)\n"
+    "  6    lbt sweep ran to its end but some trials failed (crashed or timed out); they\n"
+    "       are listed\n"
+    "  130  interrupted by SIGINT (Ctrl-C), 143 by SIGTERM: lbt train finished its step,\n"
+    "       wrote a checkpoint and summary status \"interrupted\" (--resume continues it);\n"
+    "       lbt sweep passed the signal to its running trials (each saves itself so),\n"
+    "       waited for them and wrote sweep.csv/best.csv (rerunning continues it);\n"
+    "       a second signal exits at once, keeping the last complete checkpoints";
+
 // --version's GEMM line: the library and what chose it. It read "gemm onednn (LBT_GEMM=openblas:
 // OpenBLAS)", as if the variable were set.
 std::string gemm_line() {
@@ -92,24 +112,7 @@ int lbt::cli::run_lbt(int argc, char** argv) {
   // library multiplies the large matrices (core/gemm.cpp).
   app.set_version_flag("--version",
                        [] { return "lbt 0.1.0\n" + lbt::cpu_path_report() + "\n" + gemm_line(); });
-  app.footer(
-      "Exit codes:\n"
-      "  0    done; for lbt sweep: every trial ended as reached_target, budget_exhausted,\n"
-      "       diverged or completed (diverging is an outcome, not an error)\n"
-      "  1    other error\n"
-      "  2    bad config or option; a directory in use (a sweep directory locked by another\n"
-      "       lbt sweep) or holding something else (--overwrite, --resume); for lbt sweep,\n"
-      "       a trial refused for what every trial shares (no usable GPU): the sweep stops\n"
-      "  3    bad or missing data file; MPI ranks whose data files differ in content\n"
-      "  4    device error\n"
-      "  5    communication error (MPI)\n"
-      "  6    lbt sweep ran to its end but some trials failed (crashed or timed out); they\n"
-      "       are listed\n"
-      "  130  interrupted by SIGINT (Ctrl-C), 143 by SIGTERM: lbt train finished its step,\n"
-      "       wrote a checkpoint and summary status \"interrupted\" (--resume continues it);\n"
-      "       lbt sweep passed the signal to its running trials (each saves itself so),\n"
-      "       waited for them and wrote sweep.csv/best.csv (rerunning continues it);\n"
-      "       a second signal exits at once, keeping the last complete checkpoints");
+  app.footer(kExitCodes);
   app.require_subcommand(1);
   app.fallthrough();
   lbt::cli::add_train_command(app);
@@ -122,6 +125,13 @@ int lbt::cli::run_lbt(int argc, char** argv) {
   lbt::cli::add_memory_command(app);
   lbt::cli::add_doctor_command(app);
   lbt::cli::add_cbs_command(app);
+  // Each command's --help says them too (a command with a footer of its own, such as train's
+  // config keys, had replaced the list it inherits).
+  for (CLI::App* sub : app.get_subcommands({})) {
+    const std::string own = sub->get_footer();
+    if (own.find("Exit codes:") == std::string::npos)
+      sub->footer(own.empty() ? kExitCodes : own + "\n\n" + kExitCodes);
+  }
   try {
     lbt::check_kernel_choices();  // LBT_GEMM=openbals must not quietly benchmark oneDNN twice
     app.parse(argc, argv);

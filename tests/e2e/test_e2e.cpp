@@ -269,6 +269,12 @@ BOOST_AUTO_TEST_CASE(help_lists_every_option_and_config_key_with_defaults) {
                         "[sweep]", "train_features = \"\"", "[schedule]"}) {
     BOOST_TEST(train.out.find(s) != std::string::npos, s);
   }
+  // Every command's --help lists the exit codes (train's, with its config keys, had none).
+  for (const char* command :
+       {"train", "schedule", "sweep", "fit", "scaling", "noise", "plan", "memory", "doctor", "cbs"})
+    BOOST_TEST(run_lbt(std::string(command) + " --help").out.find("  130  interrupted") !=
+                   std::string::npos,
+               command);
   Result misspelt = run_lbt("trian --config x.toml");  // read "A subcommand is required"
   BOOST_TEST(misspelt.code == 2);
   BOOST_TEST(misspelt.err.find("error: 'trian' is not an lbt command") != std::string::npos,

@@ -55,7 +55,7 @@ std::vector<KeySpec> model_keys() {
   // clang-format off
   return {
       {"model.spec", kString, "\"mlp:784-512-512-10\"",
-       "mlp:IN-H1-...-OUT | linear:IN-OUT | cnn:simple | resnet:N, each optionally :nobias (docs/training.md, section Models)"},
+       "mlp:IN-H1-...-OUT | linear:IN-OUT | logistic:IN-CLASSES | cnn:simple[-CLASSES] | resnet:N[-CLASSES], each optionally :nobias (docs/training.md, section Models)"},
       {"model.layers", kTableList, "[]",
        "[[model.layers]] tables instead of model.spec (docs/training.md, section Models), type = " + nn::layer_types_text()},
       {"model.init", kString, "\"he\"", "weight init", {"he", "glorot", "zero"}},

@@ -17,11 +17,13 @@ void validate(const SgdOptions& o, const Config& config) {
     config.fail("optimizer.dampening", "in [0, 1)", std::to_string(o.dampening));
   if (!(o.weight_decay >= 0.0))
     config.fail("optimizer.weight_decay", ">= 0", std::to_string(o.weight_decay));
-  if (o.nesterov && (o.momentum == 0.0 || o.dampening != 0.0))
-    config.fail(
-        "optimizer.nesterov", "used with momentum > 0 and dampening = 0",
-        "momentum=" + std::to_string(o.momentum) + ", dampening=" + std::to_string(o.dampening),
-        "Nesterov momentum needs a momentum and no dampening (as in PyTorch)");
+  // The key that breaks the rule (it named optimizer.nesterov for a dampening set beside it).
+  const char* hint = "Nesterov momentum needs a momentum and no dampening (as in PyTorch)";
+  if (o.nesterov && o.momentum == 0.0)
+    config.fail("optimizer.momentum", "> 0 with Nesterov momentum", "0", hint);
+  if (o.nesterov && o.dampening != 0.0)
+    config.fail("optimizer.dampening", "0 with Nesterov momentum", std::to_string(o.dampening),
+                hint);
 }
 
 std::string describe(const SgdOptions& o) {

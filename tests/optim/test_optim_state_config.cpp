@@ -92,7 +92,12 @@ BOOST_AUTO_TEST_CASE(config_errors_name_the_key_and_the_valid_values) {
                  .find("sgd, momentum, nesterov, adam, adamw") != std::string::npos);
   BOOST_TEST(error_of("[optimizer]\nname='lars'\n[optimizer.lars]\ndenominator='exactly'\n")
                  .find("paper, exact") != std::string::npos);
-  BOOST_TEST(error_of("[optimizer]\nname='nesterov'\nmomentum=0.0\n").find("optimizer.nesterov") !=
+  // Nesterov's rule names the key that breaks it (a dampening was blamed on optimizer.nesterov).
+  BOOST_TEST(error_of("[optimizer]\nname='nesterov'\nmomentum=0.0\n")
+                 .find("optimizer.momentum must be > 0 with Nesterov momentum") !=
+             std::string::npos);
+  BOOST_TEST(error_of("[optimizer]\nname='nesterov'\ndampening=0.5\n")
+                 .find("optimizer.dampening must be 0 with Nesterov momentum, got 0.5") !=
              std::string::npos);
   // A key of another optimizer is named as such, with the optimizers that use it (LARC's base
   // among them: --help listed beta1 as adam's, adamw's and lamb's alone).

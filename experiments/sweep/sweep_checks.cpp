@@ -12,6 +12,7 @@
 
 #include "core/error.hpp"
 #include "core/io.hpp"
+#include "core/shortest_text.hpp"
 #include "core/toml_text.hpp"
 #include "experiments/dir_lock.hpp"
 #include "experiments/json_file.hpp"
@@ -283,6 +284,7 @@ void check_same_plan(const fs::path& dir, const nlohmann::json& now, const std::
     old_trials[t.value("name", "")] = t;
   for (const auto& t : now["trials"]) new_trials[t.value("name", "")] = t;
   std::string added, dropped;
+  std::vector<std::string> changed;  // trials whose LR or length moved: the first few, a count
   for (const auto& [name, t] : new_trials) {
     auto it = old_trials.find(name);
     if (it == old_trials.end()) {
@@ -294,11 +296,16 @@ void check_same_plan(const fs::path& dir, const nlohmann::json& now, const std::
     if (std::abs(old_lr - lr) > 1e-9 * std::abs(lr) || o.value("steps", 0LL) != t["steps"] ||
         o.value("eval_every", 0LL) != t["eval_every"] ||
         std::abs(o.value("momentum", -1.0) - t["momentum"].get<double>()) > 1e-12) {
-      differs.push_back("trial " + name + ": lr " + std::to_string(old_lr) + ", steps " +
-                        std::to_string(o.value("steps", 0LL)) + " -> lr " + std::to_string(lr) +
+      changed.push_back("trial " + name + ": lr " + shortest_text(old_lr) + ", steps " +
+                        std::to_string(o.value("steps", 0LL)) + " -> lr " + shortest_text(lr) +
                         ", steps " + t["steps"].dump());
     }
   }
+  // One line per trial ran to hundreds of lines before the hint (2026-11-29 audit).
+  for (std::size_t i = 0; i < std::min<std::size_t>(changed.size(), 3); ++i)
+    differs.push_back(changed[i]);
+  if (changed.size() > 3)
+    differs.push_back("... and " + std::to_string(changed.size() - 3) + " more trials likewise");
   for (const auto& [name, t] : old_trials) {
     if (!new_trials.count(name)) dropped += (dropped.empty() ? "" : ", ") + name;
   }

@@ -157,6 +157,12 @@ BOOST_AUTO_TEST_CASE(a_rerun_with_other_settings_is_refused_and_extend_adds_only
   r = run_lbt(base + " --set train.seed=7");
   BOOST_TEST(r.code == 2);
   BOOST_TEST(r.err.find("train.seed=7") != std::string::npos, r.err);
+  // Another LR moves every trial's: three are shown and the rest counted (one line each ran to
+  // hundreds before the hint), the LRs as written (0.2, not 0.200000).
+  r = run_lbt(base + " --set optimizer.lr=0.2");
+  BOOST_TEST(r.code == 2);
+  BOOST_TEST(r.err.find("... and 5 more trials likewise") != std::string::npos, r.err);
+  BOOST_TEST(r.err.find("00000,") == std::string::npos, r.err);
   r = run_lbt(base + " --batch-sizes 8,32,128,512,1024");
   BOOST_TEST(r.code == 2);
   BOOST_TEST(r.err.find("--extend") != std::string::npos, r.err);

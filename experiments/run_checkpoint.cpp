@@ -201,6 +201,7 @@ void save_run_checkpoint(const std::filesystem::path& run_dir, const trainer::Lo
                            {"skipped_steps", state.divergence.skipped_steps},
                            {"last_val_accuracy", state.last_val_accuracy},
                            {"next_eval", state.next_eval},
+                           {"near_target", state.near_target},
                            {"outcome", outcome_json(state.outcome)},
                            {"world_size", identity.world_size},
                            {"global_batch", identity.global_batch},
@@ -361,6 +362,7 @@ void restore_from(const std::filesystem::path& run_dir, const trainer::LoadedChe
   state.divergence.skipped_steps = h.at("skipped_steps");
   state.last_val_accuracy = h.at("last_val_accuracy");
   state.next_eval = h.value("next_eval", std::int64_t{0});  // older checkpoints: from the step
+  state.near_target = h.value("near_target", false);
   outcome_from_json(h.at("outcome"), state.outcome);
 }
 

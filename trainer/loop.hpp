@@ -147,6 +147,9 @@ struct LoopState {
   TrainOutcome outcome;             // best/final metrics and steps-to-target so far
   std::vector<double> noise_state;  // OnlineEstimator::save_state() at `step`
   std::shared_ptr<const BelowTargetState> below_target;  // null: none (reached, or not kept)
+  // An evaluation came within train.target_band of the target without meeting it: a later one
+  // clearly short again no longer moves below_target (the metric may have met it in between).
+  bool near_target = false;
   // The sum of the global batches of the steps done: the data position and, with an adaptive
   // batch, the schedule's (adaptive_batch.hpp).
   std::int64_t examples_seen = 0;

@@ -29,9 +29,13 @@ TrainLoop::Continue TrainLoop::evaluate_if_due() {
   } else if (out_.steps_to_target < 0) {
     out_.steps_lo = out_.steps;
     // The replay starts where the metric was clearly short of the target: a crossing in the
-    // band above it, before this evaluation, is then found too.
-    if (!follows_noise_ && clearly_below(cfg_.target, last_metric_, cfg_.target_band))
-      take_lo_snapshot();
+    // band above it, before this evaluation, is then found too. Once an evaluation has come
+    // within the band, one clearly short again does not move the start: a metric hovering at
+    // the target met it in between at some cadences (an EMA read (320, 336] evaluated every 60
+    // steps and (181, 190] every step, until 2026-11-29).
+    const bool clearly = clearly_below(cfg_.target, last_metric_, cfg_.target_band);
+    if (!follows_noise_ && clearly && !state_.near_target) take_lo_snapshot();
+    if (!clearly) state_.near_target = true;
   }
   if (other_seen_ >= 0 && out_.other_hi < 0) out_.other_hi = other_seen_;
   next_eval_ = next_evaluation(out_.steps);
@@ -50,8 +54,12 @@ TrainLoop::Continue TrainLoop::evaluate_if_due() {
   // best. (Within the band a replay may find a crossing before the evaluation, so the run goes
   // on.) An evaluation added at the prune step read some trials' crossing there, below the
   // steps their own cadence gives them, and pruning then changed the winner.
+  // The replay's start must lie at or past the prune step too: where the metric came near the
+  // target before, it stays earlier, and a crossing before the prune step may yet be read.
   const bool past_prune = cfg_.prune_at_step > 0 && out_.steps >= at_sync(cfg_.prune_at_step);
-  if (past_prune && out_.steps_to_target < 0 &&
+  const bool start_past_prune =
+      !state_.below_target || state_.below_target->step >= at_sync(cfg_.prune_at_step);
+  if (past_prune && out_.steps_to_target < 0 && start_past_prune &&
       clearly_below(cfg_.target, last_metric_, cfg_.target_band)) {
     out_.status = "pruned";  // cannot beat the best trial at its batch size
     return Continue::kStop;

@@ -196,6 +196,7 @@ BOOST_AUTO_TEST_CASE(bad_layer_lists_exit_2_with_one_line_naming_the_layer) {
 
 BOOST_AUTO_TEST_CASE(resuming_with_changed_layers_is_refused_naming_the_layer) {
   const std::string sets = " --set train.steps=6 --set schedule.warmup=0" + kShort;
+  const std::string resume = sets.substr(0, sets.rfind(" --overwrite")) + " --resume auto";
   const fs::path out = scratch() / "resume_layers";
   const auto first = run_lbt(
       "train --config " +
@@ -210,7 +211,7 @@ BOOST_AUTO_TEST_CASE(resuming_with_changed_layers_is_refused_naming_the_layer) {
                             linear(64, true) + kRelu + linear(64, true) + kRelu + linear(10, true),
                             "resume_b")
                   .string() +
-              sets + " --resume auto --out " + out.string());
+              resume + " --out " + out.string());
   BOOST_TEST(grown.code == 2, grown.err);
   BOOST_TEST(error_line(grown.err).find("model.layers.length: 3 -> 5") != std::string::npos,
              grown.err);
@@ -219,7 +220,7 @@ BOOST_AUTO_TEST_CASE(resuming_with_changed_layers_is_refused_naming_the_layer) {
       "train --config " +
       layers_config("fmnist_mlp.toml", linear(32, true) + kRelu + linear(10, true), "resume_c")
           .string() +
-      sets + " --resume auto --out " + out.string());
+      resume + " --out " + out.string());
   BOOST_TEST(changed.code == 2, changed.err);
   BOOST_TEST(error_line(changed.err).find("model.layers[0].out: 64 -> 32") != std::string::npos,
              changed.err);

@@ -103,6 +103,20 @@ BOOST_AUTO_TEST_CASE(every_cadence_reads_the_same_bracket) {
   }
 }
 
+// An EMA hovering at the target (B = 4, lr 0.2: met at steps 190-235, 1% short at 241, 2.5% at
+// 305): an evaluation every 60 steps saw it near at 241 and clearly short at 305, and replayed
+// from 305 to read (320, 336]; the replay now starts before the first evaluation near the
+// target, and reads every step's (181, 190]. (A cadence that never sees it near can still miss
+// such a crossing: docs/sweeps.md, train.target_band.)
+BOOST_AUTO_TEST_CASE(a_metric_near_the_target_and_short_again_keeps_the_replays_start) {
+  const Bracket every = run_trial("", 4, 0.2, "--set train.eval_every=1");
+  const Bracket sparse = run_trial("", 4, 0.2, "--set train.eval_every=60");
+  BOOST_TEST(every.lo == 181);
+  BOOST_TEST(every.hi == 190);
+  BOOST_TEST(sparse.lo == every.lo);
+  BOOST_TEST(sparse.hi == every.hi);
+}
+
 // The checkpoint keeps the state at the last evaluation below the target: resumed between
 // that evaluation and the crossing, the run replays from it, not from the resumed step. With
 // 2 ranks the optimizer state is sharded, and the checkpoint gathers that state's copy too

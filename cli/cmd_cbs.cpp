@@ -117,7 +117,8 @@ void add_cbs_command(CLI::App& app) {
   cmd->add_option("--scaling", o->scaling,
                   "LR rule from B to k x B: none, linear or sqrt (default: the run's "
                   "schedule.scaling)");
-  cmd->add_option("--out,-o", o->out, "output directory (default: RUN_DIR/cbs); a rerun resumes");
+  cmd->add_option("--out,-o", o->out, "output directory (default: RUN_DIR/cbs); a rerun resumes")
+      ->check(non_empty_path());
   cmd->add_flag_callback(
       "--no-plots", [o] { o->plots = false; }, "write no cbs.png");
   cmd->add_flag_callback(

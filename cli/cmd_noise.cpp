@@ -45,7 +45,8 @@ void add_noise_command(CLI::App& app) {
       ->delimiter(',')
       ->check(whole_number<std::int64_t>(0));
   cmd->add_option("--set,-s", args->sets, "Override a config key (repeatable), e.g. noise.every=5");
-  cmd->add_option("--out,-o", args->out, "Run directory (default: runs/<config>-<timestamp>)");
+  cmd->add_option("--out,-o", args->out, "Run directory (default: runs/<config>-<timestamp>)")
+      ->check(non_empty_path());
   cmd->add_flag("--overwrite", args->overwrite, "Replace an existing run directory");
   cmd->add_flag("--quiet,-q", args->quiet, "No progress line");
   cmd->add_flag("--no-plot", args->no_plot, "Skip noise.png");

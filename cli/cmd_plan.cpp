@@ -87,7 +87,8 @@ void add_plan_command(CLI::App& app) {
   cmd->add_option("--out,-o", *out,
                   "the config to write (default: FROM_DIR/plan.toml), and the plan as JSON beside "
                   "it (plan.toml -> plan.json); an existing file is replaced only if lbt plan "
-                  "wrote it");
+                  "wrote it")
+      ->check(non_empty_path());
   cmd->add_flag("--overwrite", o->overwrite, "replace --out even if lbt plan did not write it");
   cmd->add_option("--resamples", o->resamples,
                   "bootstrap resamples for the intervals (default 2000; at least 40: a 95% "

@@ -261,8 +261,9 @@ void add_schedule_command(CLI::App& app) {
   cmd->add_option("--workers", args->workers, "Ranks the run will use (default 1)")
       ->check(whole_number<int>());
   cmd->add_option(
-      "--plot", args->plot,
-      "Also draw the curve to this image, .png, .pdf or .svg (writes the CSV beside it)");
+         "--plot", args->plot,
+         "Also draw the curve to this image, .png, .pdf or .svg (writes the CSV beside it)")
+      ->check(non_empty_path());
   cmd->add_flag("--log-y", args->log_y, "Logarithmic LR axis in the plot");
   cmd->add_option("--plot-x", args->plot_x,
                   "The plot's x axis: step, epoch, or auto (epoch when several batches are "

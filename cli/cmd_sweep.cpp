@@ -55,7 +55,8 @@ void add_sweep_options(CLI::App* cmd, SweepArgs& a) {
       ->check(whole_number<int>());
   cmd->add_option("--out,-o", a.out,
                   "sweep directory (default: runs/sweep-<config stem>); "
-                  "rerunning with the same one resumes");
+                  "rerunning with the same one resumes")
+      ->check(non_empty_path());
   cmd->add_option("--set,-s", o.sets,
                   "override a key: sweep.* for the sweep, others for every trial");
   cmd->add_option("--launcher", o.launcher,

@@ -177,7 +177,8 @@ void add_train_command(CLI::App& app) {
       ->check(CLI::ExistingFile);
   cmd->add_option("--set,-s", args->sets,
                   "Override a config key: --set optimizer.lr=0.1 (repeatable)");
-  cmd->add_option("--out,-o", args->out, "Run directory (default: runs/<config>-<timestamp>)");
+  cmd->add_option("--out,-o", args->out, "Run directory (default: runs/<config>-<timestamp>)")
+      ->check(non_empty_path());
   CLI::Option* overwrite =
       cmd->add_flag("--overwrite", args->overwrite, "Replace an existing run directory");
   cmd->add_flag("--quiet,-q", args->quiet, "No progress line");

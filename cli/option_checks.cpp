@@ -66,6 +66,14 @@ CLI::Validator number_in(double min, double max) {
       range, "number_in");
 }
 
+CLI::Validator non_empty_path() {
+  return CLI::Validator(
+      [](std::string& text) -> std::string {
+        return text.empty() ? "is empty; give a path, or leave the option out for its default" : "";
+      },
+      "PATH", "non_empty_path");
+}
+
 CLI::Validator positive_number() {
   return CLI::Validator(
       [](std::string& text) -> std::string {

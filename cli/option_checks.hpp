@@ -35,6 +35,9 @@ CLI::Validator number_in(double min, double max);
 // A finite number above 0.
 CLI::Validator positive_number();
 
+// A path given as "" meant the default without a word (-o "" wrote runs/<config>-<time>).
+CLI::Validator non_empty_path();
+
 // A list option given a value twice (-b 128,128): each value once, in the order first given, so
 // a table or CSV gets no column twice.
 void keep_first_of_each(std::vector<std::int64_t>& values);

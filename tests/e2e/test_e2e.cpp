@@ -275,6 +275,12 @@ BOOST_AUTO_TEST_CASE(help_lists_every_option_and_config_key_with_defaults) {
     BOOST_TEST(run_lbt(std::string(command) + " --help").out.find("  130  interrupted") !=
                    std::string::npos,
                command);
+  // An empty path meant the default without a word (-o "" wrote runs/<config>-<time>).
+  for (const char* empty : {"train -o ''", "sweep --out ''", "schedule --plot ''"}) {
+    const Result r = run_lbt(std::string(empty) + " --config " + kConfig);
+    BOOST_TEST(r.code == 2, empty);
+    BOOST_TEST(r.err.find("is empty; give a path") != std::string::npos, r.err);
+  }
   Result misspelt = run_lbt("trian --config x.toml");  // read "A subcommand is required"
   BOOST_TEST(misspelt.code == 2);
   BOOST_TEST(misspelt.err.find("error: 'trian' is not an lbt command") != std::string::npos,

@@ -276,7 +276,8 @@ void resolve_batch(const Config& c, TrainConfig& t, int world_size) {
     c.fail("train.global_batch",
            "divisible by the number of ranks (" + std::to_string(world_size) + ")",
            std::to_string(t.global_batch),
-           "choose a global batch that is a multiple of the world size, or run with another -np");
+           "choose a global batch that is a multiple of the number of ranks, or another number "
+           "of ranks (mpirun -np; --workers for lbt schedule, memory and scaling)");
   }
   const std::int64_t per_rank = t.global_batch / world_size;
   if (t.micro_batch == 0 && t.accum_steps == 0) {

@@ -351,7 +351,7 @@ std::int64_t steps_per_epoch_of(const ScheduleOptions& o, const ScheduleContext&
 }  // namespace
 
 Schedule make_schedule(const ScheduleOptions& o, const ScheduleContext& context) {
-  const Failer config{o.source};
+  const Failer config{o.source, &o.set_on_command_line};
   const Kinds kinds = look_up_kinds(config, o);
   check_values(config, o, context);
   check_warmup_start(config, o, kinds.warmup);

@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <iostream>
 #include <ostream>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -23,6 +24,7 @@ namespace lbt::schedules {
 // their units): what make_schedule receives, never the config.
 struct ScheduleOptions {
   std::string source = "<schedule>";  // the config file, for error messages
+  std::set<std::string, std::less<>> set_on_command_line;  // keys whose errors name no file
   std::string recipe = "none";        // as given; its values are already in the fields below
   std::string scaling = "none";       // none | linear | sqrt
   std::int64_t reference_batch = 0;   // resolved: never 0 after read_schedule_options

@@ -3,6 +3,7 @@
 // adding a kind is adding a row, not a branch. Errors name the config key (Failer).
 #pragma once
 #include <cstdint>
+#include <set>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -18,11 +19,14 @@ namespace lbt::schedules::detail {
 namespace s = lbt::schedules;
 
 // Errors name the config file and the key, as Config::fail does.
+// A key set by --set names no file (its message named the config file, which may not hold it).
 struct Failer {
   std::string source;
+  const std::set<std::string, std::less<>>* set_on_command_line = nullptr;
   [[noreturn]] void fail(std::string_view key, std::string_view constraint, std::string_view got,
                          std::string_view hint = {}) const {
-    throw_config_error(source, key, constraint, got, hint);
+    const bool from_command_line = set_on_command_line && set_on_command_line->count(key) > 0;
+    throw_config_error(from_command_line ? "" : source, key, constraint, got, hint);
   }
 };
 

@@ -15,6 +15,9 @@ ScheduleOptions read_schedule_options(Config& config, std::int64_t configured_ba
   const auto applies = [&](std::string_view name) { return key(name).applies(config); };
   ScheduleOptions o;
   o.source = config.source();
+  for (const KeySpec& spec : schedule_keys())
+    if (config.has(spec.key) && config.source_of(spec.key).empty())
+      o.set_on_command_line.insert(spec.key);
   o.recipe = config.get_string(key("schedule.recipe"));
   o.scaling = config.get_string(key("schedule.scaling"));
   o.reference_batch = config.get_int(key("schedule.reference_batch"), configured_batch);

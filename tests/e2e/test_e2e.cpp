@@ -217,6 +217,8 @@ BOOST_AUTO_TEST_CASE(bad_inputs_fail_with_one_clear_message_and_no_complete_look
       {"--set train.target=accuracy", "train.target"},
       {"--set 'schedule.warmup=\"5 epoch\"'", "the unit in schedule.warmup_unit"},
       {"--set schedule.warmup_unit=epoch", "did you mean 'epochs'"},
+      // A --set's key names no file (it read "fmnist_mlp.toml: schedule.warmup must be ...").
+      {"--set schedule.warmup=-1", "error: schedule.warmup must be a finite number >= 0"},
       // At a batch above the reference batch the warmup climbs: past the run, it is an error.
       {"--set schedule.warmup=1000 --set train.global_batch=512",
        "schedule.warmup must be fewer steps than the run's 120 steps"},

@@ -23,12 +23,12 @@ namespace lbt::schedules {
 // The schedule.* keys as read (names checked against their allowed values, lengths still in
 // their units): what make_schedule receives, never the config.
 struct ScheduleOptions {
-  std::string source = "<schedule>";  // the config file, for error messages
+  std::string source = "<schedule>";                       // the config file, for error messages
   std::set<std::string, std::less<>> set_on_command_line;  // keys whose errors name no file
-  std::string recipe = "none";        // as given; its values are already in the fields below
-  std::string scaling = "none";       // none | linear | sqrt
-  std::int64_t reference_batch = 0;   // resolved: never 0 after read_schedule_options
-  std::int64_t steps_per_epoch = 0;   // for tools that load no data (0: unknown)
+  std::string recipe = "none";       // as given; its values are already in the fields below
+  std::string scaling = "none";      // none | linear | sqrt
+  std::int64_t reference_batch = 0;  // resolved: never 0 after read_schedule_options
+  std::int64_t steps_per_epoch = 0;  // for tools that load no data (0: unknown)
   double warmup = 0.0;
   std::string warmup_unit = "steps", warmup_kind = "linear";
   double warmup_start = 0.0;

@@ -4,7 +4,6 @@
 #include <toml++/toml.h>
 #include <algorithm>
 #include <cctype>
-#include <charconv>
 #include <fstream>
 #include <optional>
 #include <sstream>
@@ -104,29 +103,6 @@ Config Config::from_file(const std::filesystem::path& path) {
   return from_string(text, path.string());
 }
 
-namespace {
-
-// A number TOML cannot hold (99999999999999999999 past int64, 1e999 past double) would
-// otherwise be taken as a bare string and reported as "must be a number, got a string".
-void refuse_out_of_range_number(const std::string& key, const std::string& value) {
-  if (value.empty()) return;
-  const char* begin = value.data() + (value[0] == '-' || value[0] == '+');
-  const char* end = value.data() + value.size();
-  double parsed = 0;
-  const auto [ptr, ec] = std::from_chars(begin, end, parsed);
-  if (ptr != end || ec != std::errc::result_out_of_range) {
-    // digits alone that TOML refused: past int64 (a leading 0 is TOML's own refusal)
-    const bool whole = begin != end && *begin != '0' &&
-                       std::all_of(begin, end, [](char c) { return c >= '0' && c <= '9'; });
-    if (!whole) return;  // a string, or a number TOML does take
-  }
-  throw ConfigError("--set " + key + "=" + value + ": the number is out of range (whole numbers " +
-                        "up to 9223372036854775807, others up to about 1.8e308)",
-                    "give " + key + " a value in the range its --help line says");
-}
-
-}  // namespace
-
 void Config::set(std::string_view assignment) {
   auto eq = assignment.find('=');
   if (eq == std::string_view::npos || eq == 0) {
@@ -145,7 +121,8 @@ void Config::set(std::string_view assignment) {
     toml::table parsed = toml::parse("v = " + value);
     insert_at(impl_->root, key, std::move(*parsed.get("v")));
   } catch (const toml::parse_error&) {
-    refuse_out_of_range_number(key, value);
+    if (const ValueProblem problem = unparsed_value_problem(key, value); !problem.what.empty())
+      throw ConfigError("--set " + key + "=" + value + ": " + problem.what, problem.fix);
     insert_at(impl_->root, key, value);  // a bare string such as mlp:784-10
   }
   impl_->overridden.insert(key);

@@ -128,6 +128,47 @@ std::string toml_text(const toml::table& table) {
   return shortest_floats(ss.str());
 }
 
+namespace {
+
+// Digits (and a sign) TOML refused: past int64 (a leading 0 is TOML's own refusal), or a number
+// from_chars reads as out of range.
+bool out_of_range_number(std::string_view value) {
+  if (value.empty()) return false;
+  const char* begin = value.data() + (value[0] == '-' || value[0] == '+');
+  const char* end = value.data() + value.size();
+  double parsed = 0;
+  const auto [ptr, ec] = std::from_chars(begin, end, parsed);
+  if (ptr == end && ec == std::errc::result_out_of_range) return true;
+  return begin != end && *begin != '0' &&
+         std::all_of(begin, end, [](char c) { return c >= '0' && c <= '9'; });
+}
+
+}  // namespace
+
+ValueProblem unparsed_value_problem(std::string_view key, std::string_view value) {
+  const std::string k(key);
+  if (out_of_range_number(value)) {
+    return {
+        "the number is out of range (whole numbers up to 9223372036854775807, others up to "
+        "about 1.8e308)",
+        "give " + k + " a value in the range its --help line says"};
+  }
+  const std::size_t first = value.find_first_not_of(" \t");
+  const char opening = first == std::string_view::npos ? ' ' : value[first];
+  if (opening == '[' || opening == '{') {
+    return {std::string("not a TOML ") + (opening == '[' ? "array" : "inline table") +
+                " (left open, or an element that is not a TOML value)",
+            opening == '['
+                ? "write it whole, strings quoted inside it: --set '" + k + "=[\"bias\", \"bn*\"]'"
+                : "write it whole, each value TOML: --set '" + k + "={name = \"x\"}'"};
+  }
+  if (opening == '"' || opening == '\'') {
+    return {"a quoted string that is not closed",
+            "close the quote, inside shell quotes: --set '" + k + "=\"text\"'"};
+  }
+  return {};
+}
+
 std::string comment_text(std::string_view text) {
   std::string out(text);
   for (char& c : out) {

@@ -33,6 +33,16 @@ struct KeyDepth {
 };
 KeyDepth deepest_key(std::string_view text);
 
+// A --set value that TOML does not parse is taken as a bare string (model.spec=mlp:784-10),
+// unless it can only be a TOML value written wrong: a number past TOML's range
+// (99999999999999999999, 1e999), or an array, inline table or quoted string left open ("[1,", "{a =
+// 1", "'bn"): those became strings ("[1," a no_decay pattern) or "must be a number, got a string".
+// What is wrong and how to write it; both empty for a bare string.
+struct ValueProblem {
+  std::string what, fix;
+};
+ValueProblem unparsed_value_problem(std::string_view key, std::string_view value);
+
 // `text` (a path, say) for a `# ...` comment line: a newline or other control character would
 // end the comment and make the rest TOML, so each is written as '?'.
 std::string comment_text(std::string_view text);

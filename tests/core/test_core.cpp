@@ -93,6 +93,9 @@ BOOST_AUTO_TEST_CASE(config_set_overrides_and_bare_strings) {
   BOOST_TEST(c.get_string(key("model.spec")) == "mlp:784-32-10");
   BOOST_TEST(c.get_double(key("a.x")) == 0.25);
   BOOST_CHECK_THROW(c.set("novalue"), ConfigError);
+  // TOML written wrong is refused, not taken as a string (test_toml_text.cpp has the cases).
+  BOOST_CHECK_THROW(c.set("a.list=[1,"), ConfigError);
+  BOOST_TEST(!c.has("a.list"));
 }
 
 BOOST_AUTO_TEST_CASE(validation_names_wrong_types_values_and_unknown_keys) {

@@ -85,3 +85,19 @@ BOOST_AUTO_TEST_CASE(floats_are_written_short_and_read_back_exactly) {
     BOOST_TEST(std::memcmp(&read, &v, sizeof v) == 0, text);
   }
 }
+
+// A --set value TOML refuses is a bare string unless it can only be TOML written wrong: "[1,"
+// became a no_decay pattern and '"bn' a string with a quote in it (2026-11-29).
+BOOST_AUTO_TEST_CASE(a_set_value_that_is_broken_toml_is_named_not_taken_as_a_string) {
+  const auto what = [](std::string_view value) { return unparsed_value_problem("k", value).what; };
+  BOOST_TEST(what("[\"bias\",").starts_with("not a TOML array"));
+  BOOST_TEST(what(" [bias]").starts_with("not a TOML array"));
+  BOOST_TEST(what("{x = ").starts_with("not a TOML inline table"));
+  BOOST_TEST(what("\"bn") == "a quoted string that is not closed");
+  BOOST_TEST(what("'bn") == "a quoted string that is not closed");
+  BOOST_TEST(what("99999999999999999999").starts_with("the number is out of range"));
+  BOOST_TEST(what("-1e999").starts_with("the number is out of range"));
+  BOOST_TEST(unparsed_value_problem("k", "[1,").fix.find("--set 'k=[") != std::string::npos);
+  for (const char* bare : {"mlp:784-10", "resnet:8", "val_loss<=0.14", "0x", "007", "bn*"})
+    BOOST_TEST(what(bare).empty(), bare);
+}

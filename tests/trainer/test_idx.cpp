@@ -118,6 +118,24 @@ BOOST_AUTO_TEST_CASE(a_limit_keeps_the_first_examples_and_still_checks_the_whole
              }).find("longer") != std::string::npos);
 }
 
+// gunzip -k leaves X beside X.gz: which one holds the data is the user's to say (the .gz was
+// read without a word, stale where X was the one replaced).
+BOOST_AUTO_TEST_CASE(a_file_beside_its_gzip_copy_is_refused_naming_both) {
+  TempDir dir;
+  for (const std::string set : {"train", "t10k"}) {
+    dir.write(set + "-images-idx3-ubyte.gz", images3(), true);
+    dir.write(set + "-labels-idx1-ubyte", labels3());
+  }
+  trainer::DataConfig config{
+      .dataset = "fashion-mnist", .format = "idx", .path = dir.path.string()};
+  BOOST_TEST(data::load_splits(config, 0).train.n == 3);  // one of each: read
+  dir.write("train-images-idx3-ubyte", images3());
+  const std::string msg = data_error_of([&] { data::load_splits(config, 0); });
+  BOOST_TEST(msg.find("train-images-idx3-ubyte.gz and train-images-idx3-ubyte beside it") !=
+                 std::string::npos,
+             msg);
+}
+
 BOOST_AUTO_TEST_CASE(missing_file_names_the_path_and_the_package) {
   auto msg = data_error_of([] { data::read_idx("/nonexistent/train-images-idx3-ubyte.gz"); });
   BOOST_TEST(msg.find("/nonexistent/train-images-idx3-ubyte.gz") != std::string::npos);

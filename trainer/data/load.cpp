@@ -27,6 +27,7 @@ void require_file(const std::filesystem::path& path, const std::string& key) {
 }
 
 std::filesystem::path find_idx(const std::filesystem::path& dir, const std::string& stem) {
+  std::vector<std::filesystem::path> found;
   for (const char* suffix : {".gz", ""}) {
     auto p = dir / (stem + suffix);
     std::error_code ec;  // a symlink loop counts as there: the reader's error names it
@@ -36,8 +37,16 @@ std::filesystem::path find_idx(const std::filesystem::path& dir, const std::stri
     }
     if (std::filesystem::symlink_status(p, ec).type() != std::filesystem::file_type::not_found &&
         !ec)
-      return p;
+      found.push_back(p);
   }
+  // Both (gunzip -k keeps the .gz): the .gz was read without a word, stale if the other was
+  // the one edited or replaced.
+  if (found.size() == 2) {
+    throw DataError("both " + found[0].string() + " and " + stem +
+                        " beside it: lbt cannot tell which one holds the data",
+                    "remove or move the one that is not meant");
+  }
+  if (!found.empty()) return found.front();
   throw DataError("data file not found: " + (dir / (stem + "[.gz]")).string(),
                   "install Debian's dataset-fashion-mnist (bash scripts/setup.sh does it) or set "
                   "data.path to a directory holding " +

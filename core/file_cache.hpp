@@ -1,11 +1,12 @@
-// A small on-disk cache of text by key, for what takes seconds to find and holds for one device
-// and build: the GPU's passed self-check (experiments/cuda_training.cpp) and cuDNN's vetted
-// algorithm choices (nn/cuda/cudnn_choice.cu). One file per key, KIND-HASH.txt in directory(),
-// whose first line is the key itself, so a hash collision, a damaged file or another key reads
-// as a miss. Written whole (temp file and rename): processes that find the same thing at once (a
-// sweep's trials on one GPU) leave one intact file. Bounded: each kind keeps its most recently
-// stored or found files (a rebuild gives the self-check a new key, and a file per build would
-// pile up). A convenience: where the directory cannot be read or written, every lookup misses
+// A small on-disk cache of text by key, for what takes seconds to find and holds while its key
+// does: the GPU's passed self-check (experiments/cuda_training.cpp) and cuDNN's vetted
+// algorithm choices (nn/cuda/cudnn_choice.cu), per device and build, and a data file's print
+// (experiments/rank_agreement.cpp), per version of the file. One file per key, KIND-HASH.txt in
+// directory(), whose first line is the key itself, so a hash collision, a damaged file or another
+// key reads as a miss. Written whole (temp file and rename): processes that find the same thing at
+// once (a sweep's trials on one GPU) leave one intact file. Bounded: each kind keeps its most
+// recently stored or found files (a rebuild gives the self-check a new key, and a file per build
+// would pile up). A convenience: where the directory cannot be read or written, every lookup misses
 // and nothing is thrown.
 #pragma once
 #include <cstddef>

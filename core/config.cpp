@@ -303,6 +303,10 @@ std::vector<std::string> Config::validate(const Schema& schema) {
       std::string hint = "remove it";
       const bool table = find_node(impl_->root, leaf)->is_table();  // [optimiser], empty
       std::string best = nearest(leaf, table ? sections : names);
+      if (const auto meant = schema.meant_by(leaf); !table && !meant.empty()) {
+        best = meant.front();  // train.lr: optimizer.lr, not the nearer-spelt train.lars...
+        for (std::size_t i = 1; i < meant.size(); ++i) best += "' or '" + meant[i];
+      }
       if (!best.empty()) hint = "did you mean '" + best + "'? (" + hint + " or fix the name)";
       hint += "; `lbt train --help` lists every key";
       const std::string source = source_of(leaf);

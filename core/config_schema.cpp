@@ -111,6 +111,23 @@ std::string Schema::retired(std::string_view key) const {
   return {};
 }
 
+Schema& Schema::also_known_as(std::string other_name, std::string key) {
+  other_names_.emplace_back(std::move(other_name), std::move(key));
+  return *this;
+}
+
+std::vector<std::string> Schema::meant_by(std::string_view unknown_key) const {
+  const auto last_part = [](std::string_view key) { return key.substr(key.rfind('.') + 1); };
+  const std::string_view part = last_part(unknown_key);
+  std::vector<std::string> out;
+  for (const KeySpec* spec : keys_)
+    if (last_part(spec->key) == part) out.push_back(spec->key);
+  for (const auto& [other_name, key] : other_names_)
+    if (other_name == part && std::find(out.begin(), out.end(), key) == out.end())
+      out.push_back(key);
+  return out;
+}
+
 namespace {
 
 // "eps = 1e-08 (lamb: 1e-06)": the default, and where it differs by variant.

@@ -84,6 +84,13 @@ class Schema {
   // calling it unknown.
   Schema& retire(std::string key, std::string replacement);
   std::string retired(std::string_view key) const;
+  // Another tool's name for a key's last part ("learning_rate" for optimizer.lr): an unknown
+  // key ending in it is taken for that key in the error's "did you mean".
+  Schema& also_known_as(std::string other_name, std::string key);
+  // The keys an unknown key most likely meant: those with its last part under another table
+  // (train.lr: optimizer.lr), then those that part is another tool's name for; empty where
+  // neither (the caller falls back to spelling).
+  std::vector<std::string> meant_by(std::string_view unknown_key) const;
   // Every key grouped by section, with its default, unit, allowed values and doc: the part of
   // every command's --help that lists config keys.
   std::string help() const;
@@ -91,6 +98,7 @@ class Schema {
  private:
   std::vector<const KeySpec*> keys_;
   std::vector<std::pair<std::string, std::string>> retired_;
+  std::vector<std::pair<std::string, std::string>> other_names_;
 };
 
 const char* key_type_name(KeyType type);

@@ -1,8 +1,10 @@
 // The joined schema; see lbt_schema.hpp.
 #include "experiments/lbt_schema.hpp"
 
+#include <initializer_list>
 #include <ostream>
 #include <string>
+#include <utility>
 
 #include "experiments/sweep_keys.hpp"
 #include "schedules/schedule_recipes.hpp"
@@ -25,6 +27,26 @@ const Schema& lbt_schema() {
     s.retire("sweep.evals_per_trial",
              "trial evaluations are spaced geometrically (sweep.eval_growth) and the crossing is "
              "refined to train.target_resolution: drop the key");
+    // Other tools' names (PyTorch's, Hugging Face's, most configs'), for "did you mean".
+    for (const auto& [other_name, key] : std::initializer_list<std::pair<const char*, const char*>>{
+             {"learning_rate", "optimizer.lr"},
+             {"batch_size", "train.global_batch"},
+             {"batch", "train.global_batch"},
+             {"num_steps", "train.steps"},
+             {"total_steps", "train.steps"},
+             {"max_steps", "train.steps"},
+             {"num_epochs", "train.epochs"},
+             {"max_epochs", "train.epochs"},
+             {"wd", "optimizer.weight_decay"},
+             {"epsilon", "optimizer.eps"},
+             {"beta_1", "optimizer.beta1"},
+             {"beta_2", "optimizer.beta2"},
+             {"warmup_steps", "schedule.warmup"},
+             {"warmup_epochs", "schedule.warmup"},
+             {"optimizer", "optimizer.name"},
+             {"model", "model.spec"},
+             {"arch", "model.spec"}})
+      s.also_known_as(other_name, key);
     return s;
   }();
   return schema;

@@ -51,7 +51,9 @@ const std::vector<KeySpec>& test_keys() {
 const Schema& test_schema() {
   static const Schema s = [] {
     Schema schema;
-    schema.add(test_keys()).retire("opt.lr_rule", "use opt.learning_rate");
+    schema.add(test_keys())
+        .retire("opt.lr_rule", "use opt.learning_rate")
+        .also_known_as("lr", "opt.learning_rate");
     return schema;
   }();
   return s;
@@ -129,6 +131,20 @@ BOOST_AUTO_TEST_CASE(validation_names_wrong_types_values_and_unknown_keys) {
   Config shouted = Config::from_string("[opt]\nLEARNING_RATE = 0.1\n");
   BOOST_TEST(error_of(shouted).find("did you mean 'opt.learning_rate'") != std::string::npos,
              error_of(shouted));
+}
+
+// A key under the wrong table, or by another tool's name, is taken for the key it names before
+// spelling is: train.lr suggested train.lars...-like names, optimizer.steps optimizer.eps.
+BOOST_AUTO_TEST_CASE(an_unknown_key_suggests_the_key_of_that_name_in_another_table) {
+  const auto suggestion = [](const std::string& toml) {
+    Config c = Config::from_string(toml);
+    return error_of(c).substr(error_of(c).find(" | ") + 3);
+  };
+  BOOST_TEST(suggestion("[a]\nmomentum = 0.5\n").starts_with("did you mean 'opt.momentum'?"));
+  BOOST_TEST(suggestion("[opt]\nn = 2\n").starts_with("did you mean 'a.n'?"));
+  BOOST_TEST(suggestion("[a]\nlr = 0.1\n").starts_with("did you mean 'opt.learning_rate'?"));
+  BOOST_TEST(suggestion("[b]\nname = 1\n").starts_with("did you mean 'a.name' or 'opt.name'?"));
+  BOOST_TEST(suggestion("[a]\nxx = 1\n").starts_with("did you mean 'a.x'?"));  // spelling
 }
 
 BOOST_AUTO_TEST_CASE(a_key_of_another_variant_is_an_error_unless_set_switched_the_variant) {

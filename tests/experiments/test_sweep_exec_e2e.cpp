@@ -135,8 +135,15 @@ BOOST_AUTO_TEST_CASE(a_program_that_catches_the_sweeps_sigint_is_run_again) {
   setenv("CATCH_SIGINT", "1", 1);  // inherited by the sweep and its programs
   const pid_t pid = lbt::test::start_lbt(sweep(dir), log);
   unsetenv("CATCH_SIGINT");
-  const bool started =
-      lbt::test::wait_until([&] { return fs::exists(dir / "trials" / "16_0" / "eval.jsonl"); }, 60);
+  // Both trials in their loops: a Python program still importing numpy can lose the SIGINT
+  // (numpy's import swallows KeyboardInterrupt now and then), and the sweep, which signals once,
+  // then waited for it to end: the case timed out under load, 1 run in 30.
+  const bool started = lbt::test::wait_until(
+      [&] {
+        return fs::exists(dir / "trials" / "16_0" / "eval.jsonl") &&
+               fs::exists(dir / "trials" / "16_1" / "eval.jsonl");
+      },
+      60);
   BOOST_REQUIRE_MESSAGE(started, slurp(log));
   kill(pid, SIGINT);
   BOOST_TEST(WEXITSTATUS(lbt::test::wait_for(pid, 60)) == 130, slurp(log));

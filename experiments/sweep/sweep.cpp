@@ -197,14 +197,9 @@ class SweepRunner {
   std::vector<std::string> child_args(const Trial& t, bool resume) const {
     // No --overwrite: run_trials has just emptied the directory but for train.log, which this
     // process holds open (replacing the directory would send the log into the deleted one).
-    std::vector<std::string> a = {"train",
-                                  "--config",
-                                  (dir_ / "base_config.toml").string(),
-                                  "--out",
-                                  trial_dir(t).string(),
-                                  "--quiet",
-                                  "--set",
-                                  "train.threads=" + std::to_string(threads_)};
+    std::vector<std::string> a = {"train", "--config", (dir_ / "base_config.toml").string()};
+    a.insert(a.end(), {"--out", trial_dir(t).string(), "--quiet", "--set",
+                       "train.threads=" + std::to_string(threads_)});
     for (const auto& s : trial_sets(options_.sets)) a.insert(a.end(), {"--set", s});
     for (const auto& s : t.overrides) a.insert(a.end(), {"--set", s});
     if (resume) a.insert(a.end(), {"--resume", trial_dir(t).string()});
@@ -258,7 +253,10 @@ class SweepRunner {
     while (more() || !running.empty()) {
       fill();
       const std::optional<ChildExit> e = wait_for_trial(running);
-      if (!e) continue;  // a time limit passed
+      if (!e) {  // a time limit passed, or a look after a signal is due
+        stop_reminder_.look(trial_names(running));
+        continue;
+      }
       auto it = running.find(e->pid);
       if (it == running.end()) continue;
       const Trial t = plan_[it->second.index];  // a copy: grow() may reallocate the plan
@@ -293,12 +291,20 @@ class SweepRunner {
   }
 
   // The next trial to end, or nullopt when a time limit passes first (its group signalled).
-  static std::optional<ChildExit> wait_for_trial(std::map<pid_t, Running>& running) {
-    auto next_look = TrialClockPoint::max();
+  std::optional<ChildExit> wait_for_trial(std::map<pid_t, Running>& running) const {
+    auto next_look = stop_reminder_.next_look();
     for (auto& [pid, r] : running)
       next_look = std::min(next_look, enforce_trial_clock(pid, r.clock));
     if (next_look == TrialClockPoint::max()) return wait_any_child();
     return wait_any_child_until(next_look);
+  }
+
+  std::vector<std::string> trial_names(const std::map<pid_t, Running>& running) const {
+    std::map<int, std::string> by_index;  // in the plan's order, not the pids'
+    for (const auto& [pid, r] : running) by_index[r.index] = plan_[r.index].name;
+    std::vector<std::string> names;
+    for (const auto& [index, name] : by_index) names.push_back(name);
+    return names;
   }
 
   // An unfinished trial continues from its checkpoint, or starts clean (sweep_interrupt); a
@@ -381,7 +387,8 @@ class SweepRunner {
   int jobs_ = 1, threads_ = 1;
   std::optional<ErrorLines> shared_failure_;  // the first trial's (note_shared_failure)
   std::string shared_failure_trial_;
-  std::optional<ConfigError> busy_trial_;  // a trial another process trains: none starts after
+  std::optional<ConfigError> busy_trial_;
+  StopReminder stop_reminder_;  // a trial another process trains: none starts after
 };
 
 }  // namespace

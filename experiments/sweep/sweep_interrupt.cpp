@@ -8,6 +8,7 @@
 #include <atomic>
 #include <cstdlib>
 #include <cstring>
+#include <iostream>
 #include <nlohmann/json.hpp>
 
 #include "core/io.hpp"
@@ -54,6 +55,29 @@ void on_signal(int sig) {
   if (!(sig == SIGTERM && g_slurm_signals_trials)) forward_signal_to_children(sig);
   [[maybe_unused]] const ssize_t n = ::write(STDERR_FILENO, g_stop_message, g_stop_length);
 }
+
+}  // namespace
+
+std::chrono::steady_clock::time_point StopReminder::next_look() const {
+  const auto now = std::chrono::steady_clock::now();
+  if (said_) return std::chrono::steady_clock::time_point::max();
+  return seen_ ? *seen_ + kStopReminderAfter : now + std::chrono::seconds(1);
+}
+
+void StopReminder::look(const std::vector<std::string>& running) {
+  if (said_ || !sweep_interrupted() || running.empty()) return;
+  const auto now = std::chrono::steady_clock::now();
+  if (!seen_) seen_ = now;
+  if (now < *seen_ + kStopReminderAfter) return;
+  std::string names;
+  for (const std::string& name : running) names += (names.empty() ? "" : ", ") + name;
+  std::cerr << "lbt sweep: " << kStopReminderAfter.count() << " s after the signal, still "
+            << "waiting for " << names << " to stop (a program still starting may have lost "
+            << "the signal, and it is passed once); signal again to exit at once" << std::endl;
+  said_ = true;
+}
+
+namespace {
 
 std::string status_of(const fs::path& trial_dir) {
   std::error_code ec;

@@ -5,8 +5,11 @@
 // continues each unfinished trial from its newest checkpoint (bit for bit: the trainer's resume)
 // or, without one, runs it again from the start.
 #pragma once
+#include <chrono>
 #include <filesystem>
+#include <optional>
 #include <string>
+#include <vector>
 
 #include "experiments/child_process.hpp"
 #include "experiments/dir_lock.hpp"
@@ -24,6 +27,23 @@ int sweep_interrupt_signal();
 inline bool sweep_interrupted() {
   return sweep_interrupt_signal() != 0;
 }
+
+// Names, once, the trials still running kStopReminderAfter after the signal: the signal is passed
+// once, and a program that lost it (a Python one still importing numpy can) kept the sweep
+// waiting, without a word, until it ended.
+inline constexpr std::chrono::seconds kStopReminderAfter{10};
+class StopReminder {
+ public:
+  // When the loop should look again: within a second until it has seen a signal, at the
+  // reminder's time after one, never once said.
+  std::chrono::steady_clock::time_point next_look() const;
+  // Prints the reminder when it is due (`running`: the trials' names).
+  void look(const std::vector<std::string>& running);
+
+ private:
+  std::optional<std::chrono::steady_clock::time_point> seen_;  // when look() first saw a signal
+  bool said_ = false;
+};
 
 // True when the sweep was interrupted and the trial ended because of it: it saved its state
 // (exit 130/143), or the forwarded signal came before it could (killed by SIGINT/SIGTERM).

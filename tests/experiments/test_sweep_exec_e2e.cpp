@@ -163,4 +163,28 @@ BOOST_AUTO_TEST_CASE(a_program_that_catches_the_sweeps_sigint_is_run_again) {
     BOOST_TEST(lbt::experiments::is_final_status(row[trials.column("status")]), row[0]);
 }
 
+// A program that lost the forwarded SIGINT (here: ignores it) kept the sweep waiting without a
+// word until it ended: the sweep names the trials it still waits for, and a second signal ends it.
+BOOST_AUTO_TEST_CASE(a_program_that_lost_the_sigint_is_named_and_a_second_signal_ends_the_sweep) {
+  const fs::path dir = scratch() / "exec_deaf", log = scratch() / "exec_deaf.log";
+  const fs::path program = scratch() / "deaf.sh";
+  std::ofstream(program) << "#!/bin/sh\ntrap '' INT TERM\ntouch \"$1/ready\"\nsleep 60\n";
+  fs::permissions(program, fs::perms::owner_all);
+  const pid_t pid = lbt::test::start_lbt(sweep(dir, "'" + program.string() + " {run_dir}'"), log);
+  const bool started = lbt::test::wait_until(
+      [&] {
+        return fs::exists(dir / "trials" / "16_0" / "ready") &&
+               fs::exists(dir / "trials" / "16_1" / "ready");
+      },
+      60);
+  BOOST_REQUIRE_MESSAGE(started, slurp(log));
+  kill(pid, SIGINT);
+  const bool named = lbt::test::wait_until(
+      [&] { return slurp(log).find("still waiting for 16_0, 16_1 to stop") != std::string::npos; },
+      30);
+  BOOST_TEST(named, slurp(log));
+  kill(pid, SIGINT);
+  BOOST_TEST(WEXITSTATUS(lbt::test::wait_for(pid, 20)) == 130, slurp(log));
+}
+
 BOOST_AUTO_TEST_SUITE_END()

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <ctime>
 #include <fstream>
 #include <map>
 #include <optional>
@@ -148,17 +149,25 @@ std::uint32_t whole_file_crc(std::ifstream& in) {
 
 // The file as the system knows it: device, inode, size, and the times of its last write and of
 // its last status change. No one can set the change time back (a write, or putting the write
-// time back, moves it), so a print stored under this key is the file's ("" where stat fails).
-std::string file_identity(const std::filesystem::path& path) {
+// time back, moves it), so a print stored under this key is the file's (key "" where stat
+// fails). `settled`: the last change is 3 s old or more. A file changed again within its
+// file system's time resolution (1 s on some, 2 s on FAT) keeps its times, so a print of a
+// file changed that recently is not stored ("racily clean", as Git calls it).
+struct FileIdentity {
+  std::string key;
+  bool settled = false;
+};
+FileIdentity file_identity(const std::filesystem::path& path) {
   struct stat st {};
-  if (::stat(path.c_str(), &st) != 0) return "";
+  if (::stat(path.c_str(), &st) != 0) return {};
   char text[200];
   std::snprintf(text, sizeof text, "%ju %ju %jd %jd.%09ld %jd.%09ld",
                 static_cast<std::uintmax_t>(st.st_dev), static_cast<std::uintmax_t>(st.st_ino),
                 static_cast<std::intmax_t>(st.st_size),
                 static_cast<std::intmax_t>(st.st_mtim.tv_sec), st.st_mtim.tv_nsec,
                 static_cast<std::intmax_t>(st.st_ctim.tv_sec), st.st_ctim.tv_nsec);
-  return text;
+  const std::time_t now = std::time(nullptr);
+  return {text, now - std::max(st.st_ctim.tv_sec, st.st_mtim.tv_sec) >= 3};
 }
 
 // "SAMPLED:CRC" (decimal, then 8 hex digits); a stored value of another form is not one.
@@ -171,11 +180,12 @@ bool is_print(const std::string& text) {
 
 // Read from every byte once per file version: each run start on each rank read them all (~1 s
 // per GB; a sweep over tens of GB paid it per trial). The cache (core/file_cache.hpp) keys the
-// print by file_identity, stored only where the file did not change while it was read.
+// print by file_identity, stored only where the file did not change while it was read and its
+// last change is settled.
 std::string file_fingerprint(const std::filesystem::path& path, std::uintmax_t size) {
-  const std::string identity = file_identity(path);
-  if (!identity.empty()) {
-    const std::optional<std::string> known = file_cache::find("data-print", identity);
+  const FileIdentity identity = file_identity(path);
+  if (!identity.key.empty()) {
+    const std::optional<std::string> known = file_cache::find("data-print", identity.key);
     if (known && is_print(*known)) return *known;
   }
   std::ifstream in(path, std::ios::binary);
@@ -184,8 +194,8 @@ std::string file_fingerprint(const std::filesystem::path& path, std::uintmax_t s
   std::snprintf(crc, sizeof crc, ":%08x", static_cast<unsigned>(whole_file_crc(in)));
   in.clear();
   const std::string print = std::to_string(sampled_fingerprint(in, size)) + crc;
-  if (!identity.empty() && identity == file_identity(path))
-    file_cache::store("data-print", identity, print, kPrintsKept);
+  if (identity.settled && identity.key == file_identity(path).key)
+    file_cache::store("data-print", identity.key, print, kPrintsKept);
   return print;
 }
 

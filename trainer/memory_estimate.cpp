@@ -103,9 +103,12 @@ MemoryModel memory_model(const RunConfig& run, nn::Model& model, const data::Spl
   for (std::span<float> b : model.buffers()) m.layer_buffer_floats += std::ssize(b);
   m.data_bytes =
       dataset_bytes(splits.train) + dataset_bytes(splits.validation) + dataset_bytes(splits.test);
-  // data::load_splits copies the training file's examples (truncate, then the validation
-  // split) while the first copy is alive: one more train + validation at the peak.
-  m.load_extra_bytes = dataset_bytes(splits.train) + dataset_bytes(splits.validation);
+  // data::load_splits copies the validation rows out of the file's examples while they are
+  // alive (the training rows then move down in place); under data.train_limit it first copies
+  // the kept examples while all of the file's are alive: about one more train + validation.
+  m.load_extra_bytes = dataset_bytes(splits.validation);
+  if (run.train.data.train_limit > 0) m.load_extra_bytes += dataset_bytes(splits.train);
+  m.weights_ema = run.train.target.enabled();
   m.input_dim = splits.train.dim;
   m.target_dim = splits.train.target_dim;
   m.validation_examples = (splits.validation.n + workers - 1) / workers;
@@ -171,8 +174,10 @@ MemoryEstimate estimate_memory(const MemoryModel& m, std::int64_t b) {
   e.optimizer_state_sharded =
       m.optimizer_buffers * aligned_buffer_bytes((m.num_params + m.workers - 1) / m.workers);
   // trainer/snapshot.hpp: the loop keeps the state of the last evaluation below the target and
-  // takes the next before dropping it, so two copies live at once.
-  e.snapshots = 2 * 4 * (m.num_params * (1 + m.optimizer_buffers) + m.layer_buffer_floats);
+  // takes the next before dropping it, so two copies live at once; with a target each holds
+  // the weights' EMA too, beside the live one (uncounted until 2026-11-29: 37 MiB of the CNN).
+  e.snapshots = 2 * 4 * (m.num_params * (1 + m.optimizer_buffers) + m.layer_buffer_floats) +
+                (m.weights_ema ? 3 * 4 * m.num_params : 0);
   // Model::reserve keeps the largest batch it has run: the evaluation's when it is larger.
   const std::int64_t widest = m.validation_examples > 0 ? std::max(b, m.eval_batch) : b;
   e.activations = m.model->activation_bytes(widest);

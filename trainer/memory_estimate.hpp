@@ -23,7 +23,8 @@ struct MemoryModel {
   int optimizer_buffers = 0;             // flat state buffers of num_params floats (SGD 0, Adam 2)
   std::int64_t layer_buffer_floats = 0;  // BatchNorm running statistics
   std::int64_t data_bytes = 0;           // train + validation + test, resident all run
-  std::int64_t load_extra_bytes = 0;     // a second copy of the training file while it is split
+  std::int64_t load_extra_bytes = 0;  // copies alive beside the data while it is loaded and split
+  bool weights_ema = false;           // a target is set: the loop keeps the weights' EMA
   std::int64_t input_dim = 0, target_dim = 0;
   std::int64_t validation_examples = 0;  // this rank's share
   std::int64_t eval_batch = 0;

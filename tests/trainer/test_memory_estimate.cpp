@@ -77,11 +77,24 @@ BOOST_AUTO_TEST_CASE(mlp_parts_match_a_count_by_hand) {
   BOOST_TEST(e.runtime == 5 * kMiB);
   const std::int64_t split_bytes = 784 * 4 + 4;  // features and label per example
   BOOST_TEST(e.data == 70000 * split_bytes);
-  BOOST_TEST(e.load_extra == 60000 * split_bytes);
+  // The validation rows copied out while the file's are alive (the training rows move down in
+  // place); under data.train_limit the kept rows are copied first: one more training set.
+  BOOST_TEST(e.load_extra == 10000 * split_bytes);
+  RunConfig limited = sgd_run(0.9);
+  limited.train.data.train_limit = 50000;
+  BOOST_TEST(
+      estimate_memory(memory_model(limited, *model, splits, 1, 2, 5 * kMiB), 4096).load_extra ==
+      60000 * split_bytes);
   BOOST_TEST(e.parameters == flat);
   BOOST_TEST(e.gradients == flat);
   BOOST_TEST(e.optimizer_state == flat);
   BOOST_TEST(e.snapshots == 2 * 4 * 2 * params);  // parameters + momentum, two copies
+  // With a target each copy holds the weights' EMA, beside the live one.
+  RunConfig targeted = sgd_run(0.9);
+  targeted.train.target = parse_target("val_accuracy>=0.9");
+  BOOST_TEST(
+      estimate_memory(memory_model(targeted, *model, splits, 1, 2, 5 * kMiB), 4096).snapshots ==
+      2 * 4 * 2 * params + 3 * 4 * params);
   // 4096 x 512 floats = 8 MiB exactly (4 such outputs, and gradients); 4096 x 10 floats =
   // 160 KiB, under 256 KiB: 64-byte lines
   BOOST_TEST(e.activations == 2 * (4 * 8 * kMiB + 4096 * 10 * 4));

@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <filesystem>
@@ -13,41 +14,17 @@
 #include <vector>
 
 #include "core/error.hpp"
+#include "support/reader_files.hpp"
 #include "trainer/data/augment.hpp"
 #include "trainer/data/cifar10.hpp"
 #include "trainer/data/csv.hpp"
 #include "trainer/data/npy.hpp"
 
 using namespace lbt;
+using namespace lbt::test;
 namespace fs = std::filesystem;
 
 namespace {
-
-struct Dir {
-  fs::path path = fs::temp_directory_path() / ("lbt_readers_" + std::to_string(::getpid()));
-  Dir() { fs::create_directories(path); }
-  ~Dir() { fs::remove_all(path); }
-  fs::path write(const std::string& name, const std::string& bytes) {
-    fs::path p = path / name;
-    std::ofstream(p, std::ios::binary)
-        .write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-    return p;
-  }
-};
-
-template <class F>
-std::string data_error_of(F&& f) {
-  try {
-    f();
-  } catch (const DataError& e) {
-    return e.what() + std::string(" | hint: ") + e.hint();
-  }
-  return "<no DataError>";
-}
-
-bool has(const std::string& text, const std::string& part) {
-  return text.find(part) != std::string::npos;
-}
 
 std::string cifar_record(unsigned char label, unsigned char fill) {
   std::string r(3073, static_cast<char>(fill));
@@ -55,32 +32,6 @@ std::string cifar_record(unsigned char label, unsigned char fill) {
   r[1] = 0;                              // R channel, pixel (0, 0)
   r[1 + 1024] = static_cast<char>(255);  // G channel, pixel (0, 0)
   return r;
-}
-
-// A .npy file: version 1 (2-byte header length) or 2 (4-byte), header padded to 64 bytes.
-std::string npy(const std::string& descr, const std::string& shape, const std::string& data,
-                int version = 1, const std::string& order = "False") {
-  std::string dict =
-      "{'descr': '" + descr + "', 'fortran_order': " + order + ", 'shape': " + shape + ", }";
-  const std::size_t pre = version == 1 ? 10 : 12;
-  while ((pre + dict.size() + 1) % 64 != 0) dict += ' ';
-  dict += '\n';
-  std::string out = "\x93NUMPY";
-  out += static_cast<char>(version);
-  out += '\0';
-  const std::uint32_t len = static_cast<std::uint32_t>(dict.size());
-  out += static_cast<char>(len & 0xff);
-  out += static_cast<char>((len >> 8) & 0xff);
-  if (version != 1)
-    out += static_cast<char>((len >> 16) & 0xff), out += static_cast<char>(len >> 24);
-  return out + dict + data;
-}
-
-template <class T>
-std::string raw(const std::vector<T>& v) {
-  std::string s(v.size() * sizeof(T), '\0');
-  std::memcpy(s.data(), v.data(), s.size());
-  return s;
 }
 
 }  // namespace
@@ -129,107 +80,6 @@ BOOST_AUTO_TEST_CASE(
   msg = data_error_of([&] { data::load_cifar10(dir.path / "nowhere", false, "cifar10"); });
   BOOST_TEST(has(msg, "data_batch_1.bin"));
   BOOST_TEST(has(msg, "cifar-10-batches-bin"));
-}
-
-BOOST_AUTO_TEST_CASE(npy_reads_float32_float64_uint8_int64_in_v1_and_v2_headers) {
-  Dir dir;
-  auto f32 = dir.write(
-      "x32.npy",
-      npy("<f4", "(3, 2, 2)", raw(std::vector<float>{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11})));
-  auto f64 = dir.write("x64.npy", npy("<f8", "(3, 4)", raw(std::vector<double>(12, 0.5)), 2));
-  auto u8 = dir.write("xu8.npy", npy("|u1", "(3, 4)", std::string(12, '\7')));
-  auto labels = dir.write("y.npy", npy("<i8", "(3,)", raw(std::vector<std::int64_t>{2, 0, 1})));
-  auto d = data::load_npy_pair(f32, labels, {}, 0, "t");
-  BOOST_TEST(d.n == 3);
-  BOOST_TEST((d.shape == std::vector<std::int64_t>{2, 2}));
-  BOOST_TEST(d.row(2)[3] == 11.0f);
-  BOOST_TEST(d.num_classes == 3);
-  BOOST_TEST(d.labels[0] == 2);
-  auto d64 = data::load_npy_pair(f64, labels, {1, 2, 2}, 10, "t");
-  BOOST_TEST((d64.shape == std::vector<std::int64_t>{1, 2, 2}));
-  BOOST_TEST(d64.row(1)[1] == 0.5f);
-  BOOST_TEST(d64.num_classes == 10);
-  BOOST_TEST(data::read_npy(u8).values[5] == 7.0);
-  BOOST_TEST(data::read_npy(u8).dtype == "uint8");
-}
-
-BOOST_AUTO_TEST_CASE(npy_bad_headers_dtypes_orders_sizes_and_label_shapes_are_data_errors) {
-  Dir dir;
-  const std::string twelve = raw(std::vector<float>(12, 1.0f));
-  auto labels = dir.write("y.npy", npy("<i8", "(3,)", raw(std::vector<std::int64_t>{0, 1, 2})));
-  auto not_npy = dir.write("a.npy", "PK\3\4 this is a zip");
-  BOOST_TEST(has(data_error_of([&] { data::read_npy(not_npy); }), "magic"));
-  auto version = dir.write("v.npy", "\x93NUMPY\x07\x00" + std::string(20, ' '));
-  BOOST_TEST(has(data_error_of([&] { data::read_npy(version); }), "unsupported .npy version 7"));
-  auto int32 = dir.write("i.npy", npy("<i4", "(3, 4)", twelve));
-  BOOST_TEST(has(data_error_of([&] { data::read_npy(int32); }), "unsupported .npy dtype '<i4'"));
-  auto big_endian = dir.write("b.npy", npy(">f4", "(3, 4)", twelve));
-  BOOST_TEST(has(data_error_of([&] { data::read_npy(big_endian); }), "'>f4'"));
-  auto fortran = dir.write("f.npy", npy("<f4", "(3, 4)", twelve, 1, "True"));
-  BOOST_TEST(has(data_error_of([&] { data::read_npy(fortran); }), "Fortran order"));
-  auto short_data = dir.write("s.npy", npy("<f4", "(3, 5)", twelve));
-  auto msg = data_error_of([&] { data::read_npy(short_data); });
-  BOOST_TEST(has(msg, short_data.string()));
-  BOOST_TEST(has(msg, "(3, 5) of float32 = 60 data bytes"));
-  BOOST_TEST(has(msg, "has 48"));
-  // Dimensions whose product overflows 64 bits (fuzz_npy's first find), or that do not fit
-  // one: a named error, not a wrapped-around size check.
-  for (const char* shape : {"(4294967296, 4294967296)", "(3, 99999999999999999999)"}) {
-    auto huge = dir.write("h.npy", npy("<f4", shape, twelve));
-    BOOST_TEST(has(data_error_of([&] { data::read_npy(huge); }), "too large to be a real array"),
-               shape);
-  }
-  auto four = dir.write("x4.npy", npy("<f4", "(4, 3)", twelve));
-  msg = data_error_of([&] { data::load_npy_pair(four, labels, {}, 0, "t"); });
-  BOOST_TEST(has(msg, "labels have shape (3,)"));
-  BOOST_TEST(has(msg, "(4, 3)"));
-  auto x = dir.write("x.npy", npy("<f4", "(3, 4)", twelve));
-  msg = data_error_of([&] { data::load_npy_pair(x, labels, {1, 3, 3}, 0, "t"); });
-  BOOST_TEST(has(msg, "data.image_shape (1, 3, 3) holds 9 values but each example has 4"));
-  // float labels are regression targets; a non-integer integer-typed label cannot exist, but a
-  // NaN target is named by its example index
-  auto float_labels = dir.write("yf.npy", npy("<f4", "(3,)", raw(std::vector<float>{0, NAN, 2})));
-  msg = data_error_of([&] { data::load_npy_pair(x, float_labels, {}, 0, "t"); });
-  BOOST_TEST(has(msg, "yf.npy: the target of example index 1 is nan"));
-}
-
-// Headers that are long, spaced or ordered in unusual ways: numpy's parser accepts each, so lbt
-// does; 400 kB of spaces in a version-2 header once overflowed the stack of std::regex
-// (2026-11-28), and missing or unterminated values are named.
-BOOST_AUTO_TEST_CASE(npy_headers_of_any_length_and_spacing_read_or_fail_by_name) {
-  Dir dir;
-  const std::string twelve = raw(std::vector<float>(12, 1.5f));
-  const std::string spaces(400000, ' ');
-  const auto header_file = [&](const std::string& name, const std::string& dict) {
-    std::string padded = dict;
-    while ((12 + padded.size() + 1) % 64 != 0) padded += ' ';
-    padded += '\n';
-    const auto len = static_cast<std::uint32_t>(padded.size());
-    std::string out = "\x93NUMPY\x02";
-    out += '\0';
-    for (int shift = 0; shift < 32; shift += 8) out += static_cast<char>((len >> shift) & 0xff);
-    return dir.write(name, out + padded + twelve);
-  };
-  for (const std::string& dict : std::vector<std::string>{
-           "{'descr':" + spaces + "'<f4', 'fortran_order': False, 'shape': (3, 4), }",
-           "{'descr': '<f4', 'fortran_order': False, 'shape': (" + spaces + "3," + spaces + "4), }",
-           "{'shape': (3, 4), 'fortran_order' : False, 'descr' :\t'<f4'}"}) {
-    const auto a = data::read_npy(header_file("ok.npy", dict));
-    BOOST_TEST((a.shape == std::vector<std::int64_t>{3, 4}));
-    BOOST_TEST(a.dtype == "float32");
-    BOOST_TEST(a.values[11] == 1.5);
-  }
-  const auto fortran = header_file(
-      "f.npy", "{'descr': '<f4', 'fortran_order':" + spaces + "True, 'shape': (3, 4), }");
-  BOOST_TEST(has(data_error_of([&] { data::read_npy(fortran); }), "Fortran order"));
-  const auto no_shape_end = header_file("s.npy", "{'descr': '<f4', 'shape': (3, 4" + spaces);
-  const std::string no_shape = data_error_of([&] { data::read_npy(no_shape_end); });
-  BOOST_TEST(has(no_shape, "has no 'shape'"));
-  BOOST_TEST(no_shape.size() < 1000u);  // the header quoted in part
-  const auto no_descr_end = header_file("d.npy", "{'shape': (3, 4), 'descr': '<f4" + spaces);
-  BOOST_TEST(has(data_error_of([&] { data::read_npy(no_descr_end); }), "has no 'descr'"));
-  const auto descr_as_key_only = header_file("k.npy", "{'descr', 'shape': (3, 4)}");
-  BOOST_TEST(has(data_error_of([&] { data::read_npy(descr_as_key_only); }), "has no 'descr'"));
 }
 
 BOOST_AUTO_TEST_CASE(csv_reads_label_by_name_or_index_with_optional_header) {
@@ -345,6 +195,42 @@ BOOST_AUTO_TEST_CASE(csv_target_columns_by_name_or_index_and_their_errors_name_l
                  ":2: target column 'y' (field 2) is empty"));
   BOOST_TEST(has(data_error_of([&] { data::load_csv(f, {.target_columns = {"z"}}, "t"); }),
                  "no column named 'z'"));
+}
+
+// Each example keeps its own row, label and targets, each split in the data's order, whether
+// `full` is moved in (the training rows moved down in place, no second copy) or copied.
+BOOST_AUTO_TEST_CASE(a_validation_split_moved_in_place_keeps_every_examples_row_in_order) {
+  for (const bool regression : {false, true}) {
+    data::Dataset full;
+    full.n = 1000, full.dim = 3, full.num_classes = regression ? 0 : 7;
+    full.target_dim = regression ? 2 : 0;
+    for (std::int64_t i = 0; i < full.n; ++i) {
+      full.x.insert(full.x.end(), {float(i), float(i) + 0.25f, float(i) + 0.5f});
+      if (regression)
+        full.targets.insert(full.targets.end(), {float(2 * i), float(2 * i + 1)});
+      else
+        full.labels.push_back(static_cast<std::int32_t>(i % 7));
+    }
+    data::Dataset train, val, moved_train, moved_val;
+    data::split_validation(full, 300, 42, train, val);
+    data::split_validation(data::Dataset(full), 300, 42, moved_train, moved_val);
+    BOOST_TEST((train.n == 700 && val.n == 300 && moved_train.n == 700 && moved_val.n == 300));
+    BOOST_TEST(moved_train.x == train.x);
+    BOOST_TEST(moved_val.x == val.x);
+    BOOST_TEST((moved_train.labels == train.labels && moved_train.targets == train.targets));
+    std::vector<int> seen(1000, 0);
+    for (const data::Dataset* d : {&moved_train, &moved_val}) {
+      for (std::int64_t r = 0; r < d->n; ++r) {
+        const auto i = static_cast<std::int64_t>(d->row(r)[0]);
+        ++seen[static_cast<std::size_t>(i)];
+        BOOST_TEST((r == 0 || d->row(r - 1)[0] < d->row(r)[0]));  // in order
+        BOOST_TEST(d->row(r)[2] == float(i) + 0.5f);
+        if (regression) BOOST_TEST(d->targets[2 * r + 1] == float(2 * i + 1));
+        if (!regression) BOOST_TEST(d->labels[r] == i % 7);
+      }
+    }
+    BOOST_TEST(std::count(seen.begin(), seen.end(), 1) == 1000);
+  }
 }
 
 BOOST_AUTO_TEST_CASE(normalisation_is_per_channel_for_images) {

@@ -122,7 +122,7 @@ Splits load_splits_unchecked(const trainer::DataConfig& config, std::uint64_t se
   }
   full = truncate(std::move(full), config.train_limit);
   if (config.validation_size > 0) {
-    split_validation(full, config.validation_size, seed, s.train, s.validation);
+    split_validation(std::move(full), config.validation_size, seed, s.train, s.validation);
   } else {
     s.train = std::move(full);
   }

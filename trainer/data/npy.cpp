@@ -1,6 +1,7 @@
 // .npy reader; see npy.hpp.
 #include "trainer/data/npy.hpp"
 
+#include <algorithm>
 #include <cctype>
 #include <charconv>
 #include <cmath>
@@ -9,6 +10,8 @@
 #include <fstream>
 #include <optional>
 #include <string>
+#include <type_traits>
+#include <utility>
 
 #include "core/error.hpp"
 #include "core/shortest_text.hpp"
@@ -103,7 +106,7 @@ std::optional<std::string> enclosed(const std::string& header, std::size_t at, c
 }
 
 // The header's dtype into a.dtype; returns its item size in bytes. Fortran order is refused.
-std::size_t read_dtype(const std::string& header, const std::filesystem::path& path, NpyArray& a) {
+std::size_t read_dtype(const std::string& header, const std::filesystem::path& path, NpyLayout& a) {
   const auto quoted_descr = enclosed(header, value_of(header, "descr"), '\'', '\'');
   if (!quoted_descr)
     throw DataError(path.string() + ": .npy header has no 'descr': " + excerpt(header), kHint);
@@ -134,7 +137,7 @@ std::size_t read_dtype(const std::string& header, const std::filesystem::path& p
 // The header's shape into a.shape; returns the element count and the data bytes it implies.
 std::pair<std::int64_t, std::int64_t> read_shape(const std::string& header,
                                                  const std::filesystem::path& path,
-                                                 std::size_t item, NpyArray& a) {
+                                                 std::size_t item, NpyLayout& a) {
   const auto shape = enclosed(header, value_of(header, "shape"), '(', ')');
   if (!shape)
     throw DataError(path.string() + ": .npy header has no 'shape': " + excerpt(header), kHint);
@@ -175,39 +178,59 @@ std::pair<std::int64_t, std::int64_t> read_shape(const std::string& header,
   return {count, expected};
 }
 
-// Little-endian items of a.dtype, widened to double.
-void decode_values(const std::vector<unsigned char>& raw, std::size_t item, std::int64_t count,
-                   NpyArray& a) {
-  a.values.resize(static_cast<std::size_t>(count));
-  for (std::int64_t i = 0; i < count; ++i) {
-    const unsigned char* p = raw.data() + i * static_cast<std::int64_t>(item);
-    if (a.dtype == "float32") {
-      float v;
-      std::memcpy(&v, p, 4);
-      a.values[i] = v;
-    } else if (a.dtype == "float64") {
-      double v;
-      std::memcpy(&v, p, 8);
-      a.values[i] = v;
-    } else if (a.dtype == "uint8")
-      a.values[i] = *p;
-    else {
-      std::int64_t v;
-      std::memcpy(&v, p, 8);
-      a.values[i] = static_cast<double>(v);
-    }
+// A value that is not finite as the float32 it is trained as (NaN/Inf would poison every loss
+// and gradient silently; a float64 1e300 passed as a double and became inf: a run "diverged"
+// at step 0 with exit 0, 2026-11-29 audit), named by example index, which a user can look up.
+DataError not_finite(const std::filesystem::path& path, const char* what, std::int64_t example,
+                     double value) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.6g", value);
+  return DataError(path.string() + ": " + what + " of example index " + std::to_string(example) +
+                       " is " + text + ", not a finite number as a float32 (|x| < 3.4e38)",
+                   "drop or impute that example, e.g. keep = np.isfinite(a).all(axis=1)");
+}
+
+// Each little-endian item of `dtype` in the next `count` of `in`, widened to double, handed to
+// take(index, value); read 1 MiB at a time, the type looked at once per chunk, not per value.
+template <class Take>
+void for_each_value(std::ifstream& in, const std::string& dtype, std::size_t item,
+                    std::int64_t count, Take&& take) {
+  std::vector<unsigned char> chunk(std::size_t{1} << 20);  // a multiple of every item size
+  const auto per_chunk = static_cast<std::int64_t>(chunk.size() / item);
+  for (std::int64_t done = 0; done < count; done += per_chunk) {
+    const std::int64_t n = std::min(per_chunk, count - done);
+    in.read(reinterpret_cast<char*>(chunk.data()), static_cast<std::streamsize>(n * item));
+    const auto each = [&](auto decode) {
+      for (std::int64_t i = 0; i < n; ++i) take(done + i, decode(chunk.data() + i * item));
+    };
+    const auto read_as = [](auto zero) {
+      return [](const unsigned char* p) {
+        decltype(zero) v;
+        std::memcpy(&v, p, sizeof v);
+        return static_cast<double>(v);
+      };
+    };
+    if (dtype == "float32")
+      each(read_as(float{}));
+    else if (dtype == "float64")
+      each(read_as(double{}));
+    else if (dtype == "uint8")
+      each([](const unsigned char* p) { return static_cast<double>(*p); });
+    else
+      each(read_as(std::int64_t{}));
   }
 }
 
-}  // namespace
-
-NpyArray read_npy(const std::filesystem::path& path) {
+// The array at `path`: its layout checked against the file's size, then each value converted
+// to T through convert(index, value).
+template <class T, class Convert>
+NpyArrayOf<T> read_values(const std::filesystem::path& path, Convert&& convert) {
   require_regular_file(
       path, "set data.train_features / data.train_labels (and the test_ keys) to .npy files");
   std::ifstream in(path, std::ios::binary);
   const auto file_size = static_cast<std::int64_t>(std::filesystem::file_size(path));
   const NpyHeader header = read_header(in, path, file_size);
-  NpyArray a;
+  NpyArrayOf<T> a;
   const std::size_t item = read_dtype(header.text, path, a);
   const auto [count, expected] = read_shape(header.text, path, item, a);
   const std::int64_t data_offset = header.data_offset;
@@ -218,29 +241,40 @@ NpyArray read_npy(const std::filesystem::path& path) {
                         std::to_string(file_size - data_offset),
                     "the file is truncated or damaged: write it again");
   }
-  std::vector<unsigned char> raw(static_cast<std::size_t>(expected));
-  in.read(reinterpret_cast<char*>(raw.data()), expected);
-  decode_values(raw, item, count, a);
+  if constexpr (std::is_same_v<T, float>)
+    reserve_untouched(a.values, static_cast<std::size_t>(count));  // unzeroed: written once
+  else
+    a.values.reserve(static_cast<std::size_t>(count));
+  for_each_value(in, a.dtype, item, count,
+                 [&](std::int64_t i, double v) { a.values.push_back(convert(i, v, a.shape)); });
   return a;
+}
+
+}  // namespace
+
+NpyArray read_npy(const std::filesystem::path& path) {
+  return read_values<double>(path, [](std::int64_t, double v, const auto&) { return v; });
+}
+
+NpyArrayOf<float> read_npy_features(const std::filesystem::path& path) {
+  return read_values<float>(path, [&](std::int64_t i, double v, const auto& shape) {
+    const auto f = static_cast<float>(v);
+    if (std::isfinite(f)) return f;
+    std::int64_t per = 1;
+    for (std::size_t d = 1; d < shape.size(); ++d) per *= shape[d];
+    throw not_finite(path, "a feature", i / per, v);
+  });
 }
 
 namespace {
 
-// The first non-finite value of `a` (NaN/Inf would poison every loss and gradient silently):
-// named by example index, since that is what a user can look up in their own array.
+// The first value of `a` not finite as a float32 (not_finite).
 void require_finite(const NpyArray& a, const std::filesystem::path& path, const char* what) {
   const std::int64_t n = a.shape.empty() ? 1 : a.shape[0];
   const std::size_t per = n > 0 ? a.values.size() / static_cast<std::size_t>(n) : 0;
-  for (std::size_t i = 0; i < a.values.size(); ++i) {
-    // Finite as the float it is trained as: a float64 1e300 passed as a double and became inf
-    // (a run "diverged" at step 0 with exit 0, 2026-11-29 audit).
-    if (std::isfinite(static_cast<float>(a.values[i]))) continue;
-    char value[32];
-    std::snprintf(value, sizeof value, "%.6g", a.values[i]);
-    throw DataError(path.string() + ": " + what + " of example index " + std::to_string(i / per) +
-                        " is " + value + ", not a finite number as a float32 (|x| < 3.4e38)",
-                    "drop or impute that example, e.g. keep = np.isfinite(a).all(axis=1)");
-  }
+  for (std::size_t i = 0; i < a.values.size(); ++i)
+    if (!std::isfinite(static_cast<float>(a.values[i])))
+      throw not_finite(path, what, static_cast<std::int64_t>(i / per), a.values[i]);
 }
 
 // Integer labels [n] (or [n, 1]) into d.labels / d.num_classes.
@@ -279,7 +313,8 @@ void read_regression_targets(const NpyArray& fy, const std::filesystem::path& la
 Dataset load_npy_pair(const std::filesystem::path& features, const std::filesystem::path& labels,
                       const std::vector<std::int64_t>& image_shape, std::int64_t num_classes,
                       const std::string& name) {
-  NpyArray fx = read_npy(features), fy = read_npy(labels);
+  NpyArrayOf<float> fx = read_npy_features(features);
+  const NpyArray fy = read_npy(labels);
   if (fx.shape.empty())
     throw DataError(features.string() + ": features must have shape (n, ...), got a scalar");
   if (fx.shape[0] == 0)
@@ -295,7 +330,6 @@ Dataset load_npy_pair(const std::filesystem::path& features, const std::filesyst
                         (regression ? " or (" + std::to_string(fx.shape[0]) + ", k)" : ""),
                     "features and labels must hold the same examples in the same order");
   }
-  require_finite(fx, features, "a feature");
   Dataset d;
   d.name = name;
   d.n = fx.shape[0];
@@ -318,7 +352,7 @@ Dataset load_npy_pair(const std::filesystem::path& features, const std::filesyst
     }
     d.shape = image_shape;
   }
-  d.x.assign(fx.values.begin(), fx.values.end());
+  d.x = std::move(fx.values);
   if (regression) {
     read_regression_targets(fy, labels, d);
   } else {

@@ -194,7 +194,8 @@ bool names_a_data_file(const std::string& key) {
 
 void save_run_checkpoint(const std::filesystem::path& run_dir, const trainer::LoopState& state,
                          nn::Model& model, const optim::Optimizer& optimizer,
-                         const RunIdentity& identity, int keep) {
+                         const RunIdentity& identity, int keep,
+                         const std::vector<std::vector<float>>* below_buffers) {
   nlohmann::json header = {{"step", state.step},
                            {"first_loss", state.divergence.first_loss},
                            {"skips_in_a_row", state.divergence.skips_in_a_row},
@@ -239,9 +240,9 @@ void save_run_checkpoint(const std::filesystem::path& run_dir, const trainer::Lo
     };
     sections.push_back({"below/params", bytes(below->model.params)});
     sections.push_back({"below/ema", bytes(below->ema)});
-    for (std::size_t i = 0; i < below->model.optimizer_buffers.size(); ++i)
-      sections.push_back(
-          {"below/optim/" + std::to_string(i), bytes(below->model.optimizer_buffers[i])});
+    const auto& buffers = below_buffers ? *below_buffers : below->model.optimizer_buffers;
+    for (std::size_t i = 0; i < buffers.size(); ++i)
+      sections.push_back({"below/optim/" + std::to_string(i), bytes(buffers[i])});
     for (std::size_t i = 0; i < below->model.layer_buffers.size(); ++i)
       sections.push_back(
           {"below/layer_buffer/" + std::to_string(i), bytes(below->model.layer_buffers[i])});

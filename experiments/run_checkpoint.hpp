@@ -24,10 +24,13 @@ struct RunIdentity {
   std::vector<std::string> data;
 };
 
-// Writes run_dir/checkpoints/step_N.ckpt and keeps the newest `keep`.
+// Writes run_dir/checkpoints/step_N.ckpt and keeps the newest `keep`. `below_buffers`: the
+// below-target state's optimizer buffers to write in place of its own (gathered whole from the
+// ranks' shares); null: its own.
 void save_run_checkpoint(const std::filesystem::path& run_dir, const trainer::LoopState& state,
                          nn::Model& model, const optim::Optimizer& optimizer,
-                         const RunIdentity& identity, int keep);
+                         const RunIdentity& identity, int keep,
+                         const std::vector<std::vector<float>>* below_buffers = nullptr);
 
 // Loads the newest intact checkpoint of run_dir into model/optimizer and returns its loop
 // state. Refuses (ConfigError naming what differs) a different world size or batch layout,

@@ -157,15 +157,17 @@ std::function<void(const trainer::LoopState&)> checkpoint_saver(
       trainer::gather_sharded_state(*optimizer, *comm, num_params, sharding.my_range);
     // So is the below-target copy's, which the replay of a resumed run starts from (until
     // 2026-11-29 it was dropped, and a resumed run could miss the crossing the run had found).
-    trainer::LoopState saved = state;
+    // Its optimizer buffers alone are copied to gather: copying the loop's state and the whole
+    // below-target state cost every rank parameters, EMA and buffers again (~50 MiB for the
+    // CNN, the peak of a 2-rank run, 2026-11-29 audit).
+    std::vector<std::vector<float>> below_buffers;
     if (sharding.shared_params && state.below_target) {
-      auto whole = std::make_shared<trainer::BelowTargetState>(*state.below_target);
-      trainer::gather_sharded_buffers(whole->model.optimizer_buffers, *comm, num_params,
-                                      sharding.my_range);
-      saved.below_target = whole;
+      below_buffers = state.below_target->model.optimizer_buffers;
+      trainer::gather_sharded_buffers(below_buffers, *comm, num_params, sharding.my_range);
     }
     if (comm->rank() != 0) return;
-    save_run_checkpoint(run_dir, saved, *model, *optimizer, identity, cfg->checkpoint_keep);
+    save_run_checkpoint(run_dir, state, *model, *optimizer, identity, cfg->checkpoint_keep,
+                        below_buffers.empty() ? nullptr : &below_buffers);
   };
 }
 

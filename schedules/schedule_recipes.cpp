@@ -64,7 +64,15 @@ void apply_schedule_recipe(Config& config) {
   const std::string name = config.peek_string("schedule.recipe", "none");
   for (const auto& recipe : schedule_recipes()) {
     if (recipe.name != name) continue;
-    for (const auto& [key, value] : recipe.values) config.set_default(key + "=" + value);
+    // A warmup start the config gives (file or --set; 0 included) is the start: goyal's start
+    // from the unscaled LR made --set schedule.warmup_start=0 a no-op and 0.1 an error blaming
+    // the config for a key only the recipe set (2026-11-29 audit).
+    const bool start_given =
+        config.has("schedule.warmup_start") || config.has("schedule.warmup_start_lr");
+    for (const auto& [key, value] : recipe.values) {
+      if (start_given && key == "schedule.warmup_from_base_lr") continue;
+      config.set_default(key + "=" + value);
+    }
   }
 }
 

@@ -45,3 +45,19 @@ BOOST_AUTO_TEST_CASE(a_set_batch_keeps_the_files_reference_batch) {
   BOOST_TEST(reference_batch_of("[schedule]\nscaling = \"sqrt\"\n", {"train.global_batch=512"}) ==
              128);
 }
+
+// A recipe fills only what the config leaves unset: a warmup start given by the file or --set
+// (0 included) replaces goyal's start from the unscaled LR, which made warmup_start=0 a no-op
+// and 0.1 an error naming the config file (2026-11-29 audit).
+BOOST_AUTO_TEST_CASE(a_given_warmup_start_replaces_the_recipes_start_from_the_unscaled_lr) {
+  const fs::path path = config_dir() / "goyal.toml";
+  std::ofstream(path) << kTunedAt32 << "recipe = \"goyal\"\n";
+  const auto from_base_lr = [&](const std::vector<std::string>& sets) {
+    lbt::Config config = lbt::experiments::load_config(path, sets, nullptr);
+    return lbt::trainer::resolve_run_config(config, 1).schedule.warmup_from_base_lr;
+  };
+  BOOST_TEST(from_base_lr({}));
+  BOOST_TEST(!from_base_lr({"schedule.warmup_start=0"}));
+  BOOST_TEST(!from_base_lr({"schedule.warmup_start=0.1"}));
+  BOOST_TEST(!from_base_lr({"schedule.warmup_start_lr=0.01"}));
+}

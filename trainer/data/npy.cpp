@@ -222,7 +222,7 @@ void for_each_value(std::ifstream& in, const std::string& dtype, std::size_t ite
 }
 
 // The array at `path`: its layout checked against the file's size, then each value converted
-// to T through convert(index, value).
+// to T through convert(index, value, shape).
 template <class T, class Convert>
 NpyArrayOf<T> read_values(const std::filesystem::path& path, Convert&& convert) {
   require_regular_file(

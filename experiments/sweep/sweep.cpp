@@ -387,8 +387,8 @@ class SweepRunner {
   int jobs_ = 1, threads_ = 1;
   std::optional<ErrorLines> shared_failure_;  // the first trial's (note_shared_failure)
   std::string shared_failure_trial_;
-  std::optional<ConfigError> busy_trial_;
-  StopReminder stop_reminder_;  // a trial another process trains: none starts after
+  std::optional<ConfigError> busy_trial_;  // a trial another process trains: none starts after
+  StopReminder stop_reminder_;             // names the trials still running after a signal
 };
 
 }  // namespace

@@ -57,6 +57,7 @@ void add_noise_command(CLI::App& app) {
   cmd->footer(config_keys_footer());
   cmd->callback([args] {
     Config config = experiments::load_config(args->config_path, args->sets, notes_stream());
+    note_sweep_sets(args->sets, "noise");
     // On a GPU (model.device=cuda) lbt noise goes on in lbt-cuda, as lbt train does.
     continue_on_device(config);
     if (args->check) {

@@ -196,6 +196,7 @@ void add_train_command(CLI::App& app) {
   cmd->callback([args] {
     const experiments::RunOptions options = run_options(*args);
     Config config = experiments::load_config(args->config_path, args->sets, notes_stream());
+    note_sweep_sets(args->sets, "train");
     if (args->check) {
       // A device's run is checked by its program (lbt-cuda), which can ask for the GPU too.
       continue_on_device(config);

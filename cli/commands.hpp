@@ -3,6 +3,8 @@
 #pragma once
 #include <CLI/CLI.hpp>
 #include <iosfwd>
+#include <string>
+#include <vector>
 
 namespace lbt {
 class Config;
@@ -34,6 +36,9 @@ void continue_on_device(Config& config);
 
 // Where config notes go: stderr on the first rank (or without MPI), nowhere on the others.
 std::ostream* notes_stream();
+// `lbt train --set sweep.max_steps=100` reads like a limit on the run, but only lbt sweep reads
+// sweep.* keys: `command` (train, noise) says so on notes_stream() rather than drop it unsaid.
+void note_sweep_sets(const std::vector<std::string>& sets, const char* command);
 // The config-key listing every command that takes --config prints after its options.
 std::string config_keys_footer();
 

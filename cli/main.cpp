@@ -11,6 +11,7 @@
 #include <iostream>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "cli/commands.hpp"
 #include "cli/option_checks.hpp"
@@ -29,6 +30,16 @@ std::ostream* notes_stream() {
     if (const char* rank = std::getenv(var); rank && std::string(rank) != "0") return nullptr;
   }
   return &std::cerr;
+}
+
+void note_sweep_sets(const std::vector<std::string>& sets, const char* command) {
+  std::ostream* notes = notes_stream();
+  if (!notes) return;
+  for (const std::string& set : sets) {
+    if (!set.starts_with("sweep.")) continue;
+    *notes << "note: --set " << set.substr(0, set.find('=')) << " has no effect on lbt " << command
+           << ": only lbt sweep reads sweep.* keys\n";
+  }
 }
 
 std::string config_keys_footer() {

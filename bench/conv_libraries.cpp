@@ -2,23 +2,20 @@
 // on 3x32x32, as nn/model_zoo.cpp lists them), one training pass of that layer alone: forward,
 // input gradient dx (not for a model's first layer, for which lbt's model computes none) and
 // weight gradient dW (+ db where the layer has a bias). By lbt's Conv2d (nn/cpu/conv2d*.cpp, made
-// by the CPU backend as the model builder makes it, run through the plain Layer forward/backward;
-// the model's fusions with the BatchNorm around a ResNet conv are not part of it) beside oneDNN's
-// convolution primitives (algorithm::convolution_auto, formats `any`: oneDNN picks its layouts;
-// where auto takes Winograd for a primitive, convolution_direct is measured too, as
-// onednn_direct_*).
-// Issue 39: keep a hand-written kernel only where it wins.
+// by the CPU backend as the model builder makes it; the model's fusions with the BatchNorm around
+// a ResNet conv are not part of it) beside oneDNN's convolution primitives (convolution_auto,
+// formats `any`; where auto takes Winograd, convolution_direct too, as onednn_direct_*). Issue
+// 39: keep a hand-written kernel only where it wins.
 //   onednn_nchw_io   INCLUDES the reorders lbt's model would need: x, dy and W from lbt's NCHW /
 //                    OIHW buffers into oneDNN's chosen layouts and y, dx and dW back (each only
 //                    where the chosen layout differs; once per tensor and layout per pass).
 //   onednn_blocked   the three primitives alone, their operands already in oneDNN's layouts
 //                    (a network kept in blocked layouts throughout): NO reorders timed.
-// Before timing, per layer and batch, oneDNN's y, dx, dW and db are checked against lbt's (max
-// |difference| / max |lbt's value|, printed to stderr); a forward worse than 1e-4 aborts.
-// Milliseconds per pass, median [min-max] of 0.2 s windows (bench/harness.hpp). The last column
-// names the path: lbt's kernel (Conv2d::path_name) or oneDNN's implementations (forward /
-// backward data / backward weights) and the reorders _nchw_io runs.
-// bench/run_conv_libraries.sh runs it natively and with everything held to AVX2.
+// Before timing, oneDNN's y, dx, dW and db are checked against lbt's (max |difference| / max
+// |lbt's value|, on stderr); a forward worse than 1e-4 aborts. Milliseconds per pass, median
+// [min-max] of 0.2 s windows (bench/harness.hpp). The last column names the path: lbt's kernel
+// (Conv2d::path_name) or oneDNN's implementations (forward / backward data / backward weights)
+// and the reorders _nchw_io runs. bench/run_conv_libraries.sh runs it natively and held to AVX2.
 //   usage: bench_conv_libraries [--batches 32,128,512] [--threads 2] [--seconds 1]
 #include <omp.h>
 #include <dnnl.hpp>
@@ -315,8 +312,7 @@ double relative_difference(const float* a, const float* b, std::size_t n) {
   return scale > 0.0 ? diff / scale : diff;
 }
 
-// oneDNN's results of one pass against lbt's; aborts where the forwards disagree, so the table
-// compares the same arithmetic.
+// oneDNN's results of one pass against lbt's; aborts where the forwards disagree (same math).
 void check(const ConvLayer& l, const nn::Shape3& out, std::int64_t batch, LbtConv& lbt,
            Buffers& buf, OnednnConv& dnn, const char* impl) {
   lbt.pass(buf, batch, l.input_grad);
@@ -343,8 +339,7 @@ void check(const ConvLayer& l, const nn::Shape3& out, std::int64_t batch, LbtCon
   }
 }
 
-// One CSV row: ms per pass, converted from the harness's samples/s (the fastest window gives
-// the least time).
+// One CSV row: ms per pass from the harness's samples/s (the fastest window: the least time).
 void report(const ConvLayer& l, std::int64_t batch, const char* impl, const bench::Stats& s,
             const std::string& path) {
   const auto ms = [&](double rate) { return 1e3 * static_cast<double>(batch) / rate; };

@@ -48,6 +48,11 @@ class DeviceStep {
   // The gradient buffer as the noise estimator reads it (per-segment sums on the device).
   virtual noise::GradientReader& gradient_reader() = 0;
   virtual void update(double lr, std::int64_t step) = 0;  // the optimizer, every segment
+  // BatchNorm's running statistics as they were before the step's forward passes, kept on the
+  // device and put back after a step that is skipped or diverges (the loop's keep_layer_buffers
+  // and restore_layer_buffers, loop.cpp): such a step's batch leaves no trace in them.
+  virtual void keep_layer_buffers() = 0;
+  virtual void restore_layer_buffers() = 0;
   // The weights' EMA: ema += alpha (w - ema), where an absent EMA (a fresh run) is first the
   // weights, as the host's (loop_evaluation.cpp, update_ema).
   virtual void update_ema(float alpha) = 0;

@@ -256,14 +256,16 @@ void TrainLoop::share_layer_buffers() {
 // The forward passes of a step that is skipped or diverges updated BatchNorm's running
 // statistics with its batch: the final checkpoint of a diverged run held step N's parameters
 // beside statistics from step N + 1's forward (a mean of 17 where 0.12), and a skipped NaN spike
-// left NaN statistics (2026-11-29 audit). On the host; a device keeps its own.
+// left NaN statistics (2026-11-29 audit). A device keeps its copy on the device.
 void TrainLoop::keep_layer_buffers() {
+  if (device_) return device_->keep_layer_buffers();
   if (buffers_before_step_.empty()) return;
   float* at = buffers_before_step_.data();
   for (std::span<float> b : model_.buffers()) at = std::copy(b.begin(), b.end(), at);
 }
 
 void TrainLoop::restore_layer_buffers() {
+  if (device_) return device_->restore_layer_buffers();
   if (buffers_before_step_.empty()) return;
   const float* from = buffers_before_step_.data();
   for (std::span<float> b : model_.buffers()) {

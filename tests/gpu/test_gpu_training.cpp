@@ -15,6 +15,7 @@
 #include <utility>
 
 #include "core/cuda/gpu.hpp"
+#include "gpu_runs.hpp"
 #include "support/cli_runner.hpp"
 #include "support/run_lines.hpp"
 
@@ -28,8 +29,7 @@ using lbt::test::slurp;
 namespace {
 
 std::string data_dir() {
-  const char* dir = std::getenv("LBT_FMNIST_DIR");
-  return dir && *dir ? dir : "/usr/share/datasets/fashion-mnist";
+  return lbt::test::fmnist_dir();
 }
 
 // Runs before Boost.Test, so a machine without a GPU or the data skips in one line.

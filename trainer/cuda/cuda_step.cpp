@@ -70,6 +70,8 @@ class CudaStep final : public DeviceStep {
     // The training split on the device: a step copies up its rows, not its examples (at batch
     // 2048, 8 KB instead of 6.4 MB).
     if (s.train) train_ = &upload(*s.train);
+    for (const DeviceArray<float>* b : model_->buffers())
+      buffers_before_step_.emplace_back(b->size());
     if (placement.reduction != GradientReduction::kNone) {
       if (!s.comm) throw Error("a GPU step over several ranks needs their communicator");
       allreduce_ = make_gradient_allreduce(gpu_, *s.comm, placement.reduction);
@@ -120,6 +122,18 @@ class CudaStep final : public DeviceStep {
 
   void update(double lr, std::int64_t step) override {
     optimizer_.step(model_->params(), model_->grads(), lr, step);
+  }
+
+  // Device-to-device copies of a few KB, queued with the step's kernels (no host wait).
+  void keep_layer_buffers() override {
+    const auto now = model_->buffers();
+    for (std::size_t i = 0; i < now.size(); ++i)
+      lbt::cuda::copy_on_device(buffers_before_step_[i].data(), now[i]->data(), now[i]->size() * 4);
+  }
+  void restore_layer_buffers() override {
+    const auto now = model_->buffers();
+    for (std::size_t i = 0; i < now.size(); ++i)
+      lbt::cuda::copy_on_device(now[i]->data(), buffers_before_step_[i].data(), now[i]->size() * 4);
   }
 
   void update_ema(float alpha) override {
@@ -219,6 +233,7 @@ class CudaStep final : public DeviceStep {
   DeviceArray<float> x_;
   DeviceArray<std::int32_t> labels_, rows_;
   DeviceArray<float> ema_;
+  std::vector<DeviceArray<float>> buffers_before_step_;  // keep_layer_buffers' copy
   bool has_ema_ = false;
   const std::int64_t max_batch_;
   std::map<const data::Dataset*, DeviceSplit> splits_;

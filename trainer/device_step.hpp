@@ -53,6 +53,10 @@ class DeviceStep {
   // and restore_layer_buffers, loop.cpp): such a step's batch leaves no trace in them.
   virtual void keep_layer_buffers() = 0;
   virtual void restore_layer_buffers() = 0;
+  // The device's layer buffers into the host model's, and back: rank 0's become every rank's
+  // after each step through the host (a few KB; the loop's share_layer_buffers).
+  virtual void pull_layer_buffers(nn::Model& model) = 0;
+  virtual void push_layer_buffers(nn::Model& model) = 0;
   // The weights' EMA: ema += alpha (w - ema), where an absent EMA (a fresh run) is first the
   // weights, as the host's (loop_evaluation.cpp, update_ema).
   virtual void update_ema(float alpha) = 0;

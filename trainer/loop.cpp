@@ -36,12 +36,10 @@ TrainLoop::TrainLoop(TrainContext& ctx)
              per_example_support(model_, cfg_.device), model_.backend()),
       sums_(noise_.num_slots()) {
   if (!device_) model_.reserve(cfg_.micro_batch);
-  if (!device_) {  // share_layer_buffers' and keep_layer_buffers' copies, sized once
-    std::size_t floats = 0;
-    for (std::span<float> b : model_.buffers()) floats += b.size();
-    if (ctx.comm.size() > 1) layer_buffers_.resize(floats);
-    buffers_before_step_.resize(floats);
-  }
+  std::size_t floats = 0;  // share_layer_buffers' and keep_layer_buffers' copies, sized once
+  for (std::span<float> b : model_.buffers()) floats += b.size();
+  if (ctx.comm.size() > 1) layer_buffers_.resize(floats);
+  if (!device_) buffers_before_step_.resize(floats);  // a device keeps its own
   if (cfg_.overlap_comm) start_overlap();
   if (!ctx.data.train.is_classification()) progress_.set_val_label("val_mse");
   out_.total_steps = ctx.total_steps;
@@ -239,9 +237,10 @@ void TrainLoop::sync_parameters(std::int64_t step) {
 // BatchNorm's running statistics follow each rank's own micro-batches: evaluations, split over
 // the ranks, mixed several models, and a resume (rank 0's in the checkpoint) changed the metrics
 // after it (2026-11-29 audit). Rank 0's become every rank's after each step, as PyTorch's DDP
-// broadcasts its buffers. A device keeps its own (not yet shared across GPUs).
+// broadcasts its buffers; a device's go through the host's mirror of them.
 void TrainLoop::share_layer_buffers() {
-  if (layer_buffers_.empty()) return;  // one rank, a device, or no layer buffers: nothing to do
+  if (layer_buffers_.empty()) return;  // one rank, or no layer buffers: nothing to do
+  if (device_) device_->pull_layer_buffers(model_);
   const std::vector<std::span<float>> buffers = model_.buffers();
   float* at = layer_buffers_.data();
   for (std::span<float> b : buffers) at = std::copy(b.begin(), b.end(), at);
@@ -251,6 +250,7 @@ void TrainLoop::share_layer_buffers() {
     std::copy_n(from, b.size(), b.begin());
     from += b.size();
   }
+  if (device_) device_->push_layer_buffers(model_);
 }
 
 // The forward passes of a step that is skipped or diverges updated BatchNorm's running

@@ -1,17 +1,22 @@
-// BatchNorm's running statistics on the GPU after a step that diverges or is skipped: as they
-// were before its forward passes, as on the CPU (tests/e2e/test_model_layers.cpp's case). The
+// BatchNorm's running statistics on the GPU: after a step that diverges or is skipped, as they
+// were before its forward passes (tests/e2e/test_model_layers.cpp's case on the CPU); on two
+// ranks, rank 0's on every rank after each step (tests/comm/batchnorm_resume_np2.sh's). The
 // suite's skip for a machine without a GPU or the data is test_gpu_training.cpp's.
 #include <boost/test/unit_test.hpp>
+#include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
 #include "gpu_runs.hpp"
 #include "support/cli_runner.hpp"
+#include "support/run_lines.hpp"
 #include "trainer/checkpoint.hpp"
 
 namespace fs = std::filesystem;
+using lbt::test::lines_without_timing;
 using lbt::test::run_lbt;
 using lbt::test::scratch;
 using lbt::test::slurp;
@@ -64,4 +69,49 @@ BOOST_AUTO_TEST_CASE(a_diverging_or_skipped_gpu_step_leaves_batchnorm_statistics
                                         "train.skip_limit=9");
   BOOST_TEST_REQUIRE(nlohmann::json::parse(slurp(skipped / "summary.json"))["skipped_steps"] == 3);
   BOOST_TEST((last_layer_buffers(skipped) == one));
+}
+
+// Two ranks sharing the GPU through MPI, a BatchNorm between two Linears: rank 0's running
+// statistics are every rank's after each step, so the evaluations (split over the ranks) read
+// one model and a run resumed from its step-20 checkpoint logs the uninterrupted run's
+// eval.jsonl. Until 2026-11-29 each GPU rank kept its own. Not yet run on a GPU.
+BOOST_AUTO_TEST_CASE(two_gpu_ranks_share_rank_0s_batchnorm_statistics_so_a_resume_repeats) {
+  const char* other = std::getenv("LBT_MPIEXEC");  // the GPU machine's own (scripts/gpu/check.sh)
+  const std::string mpiexec = other && *other ? other : MPIEXEC;
+  if (mpiexec.empty() || !fs::exists(mpiexec)) {
+    BOOST_TEST_MESSAGE("skipped: no mpiexec (" << mpiexec << ")");
+    return;
+  }
+  const std::string mpirun = mpiexec + " --oversubscribe -np 2 ";
+  const fs::path whole = scratch() / "gpu_bn_np2_whole", resumed = scratch() / "gpu_bn_np2_resumed";
+  const fs::path config = scratch() / "gpu_bn_np2.toml";
+  std::ofstream(config) << R"([model]
+device = "cuda"
+layers = [{type = "linear", out = 64}, {type = "batchnorm"}, {type = "relu"}, {type = "linear", out = 10}]
+[train]
+global_batch = 128
+steps = 40
+eval_every = 20
+checkpoint_every = 20
+threads = 1
+[optimizer]
+name = "sgd"
+lr = 0.05
+momentum = 0.9
+[data]
+dataset = "fashion-mnist"
+train_limit = 4000
+validation_size = 1000
+path = ")" << lbt::test::fmnist_dir()
+                        << "\"\n";
+  const auto a = run_lbt(
+      "train --config " + config.string() + " --quiet --overwrite --out " + whole.string(), mpirun);
+  BOOST_TEST_REQUIRE(a.code == 0, a.err);
+  fs::remove_all(resumed);
+  fs::copy(whole, resumed, fs::copy_options::recursive);
+  fs::remove(resumed / "checkpoints" / "step_0000000040.ckpt");
+  const auto b = run_lbt("train --resume " + resumed.string() + " --quiet", mpirun);
+  BOOST_TEST_REQUIRE(b.code == 0, b.err);
+  BOOST_TEST(lines_without_timing(resumed / "eval.jsonl") ==
+             lines_without_timing(whole / "eval.jsonl"));
 }

@@ -165,10 +165,7 @@ class CudaStep final : public DeviceStep {
 
   void pull(nn::Model& model, optim::Optimizer& optimizer, std::vector<float>& ema) override {
     lbt::cuda::copy_to_host(model.store().params().data(), model_->params(), n_ * sizeof(float));
-    const auto host = model.buffers();
-    const auto device = layer_buffers(host);
-    for (std::size_t i = 0; i < host.size(); ++i)
-      lbt::cuda::copy_to_host(host[i].data(), device[i]->data(), host[i].size_bytes());
+    pull_layer_buffers(model);
     for (auto& [name, buffer] : optimizer.state().buffers()) {
       const std::vector<float> values = optimizer_.state(name);
       std::copy(values.begin(), values.end(), buffer.data());
@@ -179,14 +176,25 @@ class CudaStep final : public DeviceStep {
   void push(nn::Model& model, const optim::Optimizer& optimizer,
             const std::vector<float>& ema) override {
     lbt::cuda::copy_to_device(model_->params(), model.store().params().data(), n_ * sizeof(float));
-    const auto host = model.buffers();
-    const auto device = layer_buffers(host);
-    for (std::size_t i = 0; i < host.size(); ++i)
-      lbt::cuda::copy_to_device(device[i]->data(), host[i].data(), host[i].size_bytes());
+    push_layer_buffers(model);
     for (const auto& [name, buffer] : optimizer.state().buffers())
       optimizer_.set_state(name, std::span<const float>(buffer.data(), buffer.size()));
     has_ema_ = ema.size() == n_;
     if (has_ema_) ema_.upload(ema);
+  }
+
+  void pull_layer_buffers(nn::Model& model) override {
+    const auto host = model.buffers();
+    const auto device = layer_buffers(host);
+    for (std::size_t i = 0; i < host.size(); ++i)
+      lbt::cuda::copy_to_host(host[i].data(), device[i]->data(), host[i].size_bytes());
+  }
+
+  void push_layer_buffers(nn::Model& model) override {
+    const auto host = model.buffers();
+    const auto device = layer_buffers(host);
+    for (std::size_t i = 0; i < host.size(); ++i)
+      lbt::cuda::copy_to_device(device[i]->data(), host[i].data(), host[i].size_bytes());
   }
 
   // "NVIDIA H100 80GB HBM3, sm_90, 79 GiB (device 1), 8 ranks, gradients by NCCL"

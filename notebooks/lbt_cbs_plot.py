@@ -93,4 +93,5 @@ def main(cbs_dir: Path) -> None:
 
 
 if __name__ == "__main__":
+    plt.switch_backend("Agg")  # headless: CI and clusters have no display
     main(Path(sys.argv[1]))

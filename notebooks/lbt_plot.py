@@ -14,9 +14,7 @@ import csv
 import sys
 
 import matplotlib
-
-matplotlib.use("Agg")  # headless: CI and clusters have no display
-import matplotlib.pyplot as plt  # noqa: E402
+import matplotlib.pyplot as plt
 
 
 def style():
@@ -109,4 +107,6 @@ def main(argv=None):
 
 
 if __name__ == "__main__":
+    # Only as a script: code that imports style() keeps its own backend (a notebook's inline).
+    matplotlib.use("Agg")  # headless: CI and clusters have no display
     sys.exit(main())

@@ -17,10 +17,10 @@ import re
 import sys
 from pathlib import Path
 
+# The backend is chosen in main(): lbt_sweep_plots imports this module into sweep.ipynb, whose
+# inline backend an import-time matplotlib.use("Agg") replaced (no figures shown).
 import matplotlib
-
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
+import matplotlib.pyplot as plt
 
 
 def load(run_dir):
@@ -226,6 +226,7 @@ def draw_noise(ax, data):
 
 
 def main():
+    matplotlib.use("Agg")  # headless: CI and clusters have no display
     run_dir = Path(sys.argv[1])
     out = Path(sys.argv[2]) if len(sys.argv) > 2 else run_dir / "noise.png"
     fig, ax = plt.subplots(figsize=(7, 4))

@@ -14,12 +14,11 @@ import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import matplotlib
-
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
-import pandas as pd  # noqa: E402
+# No matplotlib.use() here: a notebook importing this keeps its inline backend (the scripts
+# choose Agg when run as scripts; headless, matplotlib falls back to Agg by itself).
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
 
 # ---- shared plot style ----
 COLORS = {"data": "#1f77b4", "fit": "#d62728", "perfect": "#7f7f7f", "linear": "#2ca02c",

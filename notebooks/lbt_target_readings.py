@@ -3,9 +3,13 @@
     /usr/bin/python3 notebooks/lbt_target_readings.py SWEEP_DIR [SWEEP_DIR ...]
 
 For each sweep: per batch size, the median over the best (B, LR)'s seeds of steps_hi and the
-seeds' range, for the sweep's own reading (steps_hi) and for each reading sweep.csv records
+range of the seeds that met it, for the sweep's own reading (steps_hi) and for each reading sweep.csv records
 (ema_steps_hi, first_passage_steps_hi); then B_crit with its 95% interval from fit.json (and
 its sensitivity's, per reading). With two sweeps, B_crit's relative change between them.
+The median is the fit's (best.csv's steps_median): a seed that did not meet a reading counts
+as above its last step (diverged: above any), one that failed or timed out is not counted;
+where that leaves the median unknown the table gives its lower bound, ">= N (median unknown)"
+(it took the median of only the seeds that met the reading, biased low).
 Reads only sweep.csv, best.csv and fit.json (a sweep.csv from before its `best` column: the
 best trial of each batch size, from best.csv). A directory that is not a sweep's is one error
 line and exit status 2.
@@ -40,12 +44,41 @@ def steps_table(sweep: Path) -> pd.DataFrame:
     for b, g in df.groupby("batch_size"):
         row = {"B": int(b), "seeds": len(g)}
         for c in columns:
-            v = g[c].dropna()
-            row[c] = (f"{v.median():.0f} [{v.min():.0f}, {v.max():.0f}]" if len(v) else "-")
-            if len(v) < len(g) and len(v):
-                row[c] += f" ({len(v)} met)"
+            row[c] = reading_text(g, c)
         rows.append(row)
     return pd.DataFrame(rows)
+
+
+UNMEASURED = ("failed", "timeout")  # measured nothing: not counted, as in the fit
+
+
+def censored_median(g: pd.DataFrame, column: str) -> tuple[float, float]:
+    """(median, lower bound) of a batch size's seeds under `column`, by the fit's rule
+    (analysis/measured_fit.cpp): a seed that met it is at its step; one that did not is above
+    its last step (`steps`), a diverged one above any. The median is known (median == lower
+    bound) where the seeds short of it cannot move it; else median is NaN."""
+    g = g[~g["status"].isin(UNMEASURED)]
+    met = g[column].notna()
+    run = g["steps"].where(g["status"] != "diverged", float("inf"))
+    above = g[column].where(met, float("inf"))
+    at_least = g[column].where(met, run)
+    if not len(g):
+        return float("nan"), float("nan")
+    median, bound = above.median(), at_least.median()
+    return (median if median == bound else float("nan")), bound
+
+
+def reading_text(g: pd.DataFrame, column: str) -> str:
+    """'median [min, max]' over the seeds that met the reading, with how many met it where not
+    all did; '>= N (median unknown)' where the seeds short of it leave the median unknown."""
+    median, bound = censored_median(g, column)
+    v = g[column].dropna()
+    met = f" ({len(v)} met)" if len(v) < len(g) else ""
+    if median == median:
+        return f"{median:.0f} [{v.min():.0f}, {v.max():.0f}]{met}"
+    if bound == bound and bound != float("inf"):
+        return f">= {bound:.0f} (median unknown){met}"
+    return "-" + met
 
 
 def markdown(df: pd.DataFrame) -> str:

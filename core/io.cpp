@@ -31,6 +31,20 @@ std::string write_failure_hint(int err) {
       return "check free disk space and permissions";
   }
 }
+
+std::string file_error_hint(int err, const std::string& otherwise) {
+  switch (err) {
+    case ENOSPC:
+    case EDQUOT:
+    case EFBIG:
+    case EACCES:
+    case EPERM:
+    case EROFS:
+      return write_failure_hint(err);
+    default:
+      return otherwise;
+  }
+}
 namespace {
 
 void write_all(int fd, std::string_view data, const std::filesystem::path& path) {
@@ -84,33 +98,46 @@ void atomic_write(const std::filesystem::path& path, std::string_view contents) 
   int fd = open_own_file(tmp, O_WRONLY | O_CREAT | O_TRUNC);
   if (fd < 0) {
     // Named as the user named it: the temporary file beside it is ours.
-    if (errno == ENOTDIR) file_in_the_way("cannot write " + path.string());
-    throw Error("cannot write " + path.string() + ": " + std::strerror(errno),
-                "check that its directory exists and is writable");
+    const int err = errno;
+    if (err == ENOTDIR) file_in_the_way("cannot write " + path.string());
+    throw Error("cannot write " + path.string() + ": " + std::strerror(err),
+                file_error_hint(err, "check that its directory exists and is writable"));
   }
+  // Every failure names `path` (the temporary file is gone when it is read) and leaves what was
+  // there before. fsync and close report what a network file system or a quota refused late.
+  const auto fail = [&](int err) {
+    ::unlink(tmp.c_str());
+    throw Error("cannot write " + path.string() + ": " + std::strerror(err),
+                write_failure_hint(err));
+  };
   try {
-    write_all(fd, contents, tmp);
+    write_all(fd, contents, path);
   } catch (...) {
     ::close(fd);
     ::unlink(tmp.c_str());
     throw;
   }
-  ::fsync(fd);
-  ::close(fd);
+  if (::fsync(fd) != 0) {
+    const int err = errno;
+    ::close(fd);
+    fail(err);
+  }
+  if (::close(fd) != 0) fail(errno);
   if (::rename(tmp.c_str(), path.c_str()) != 0) {
-    int err = errno;
+    const int err = errno;
     ::unlink(tmp.c_str());
-    throw Error("cannot rename " + tmp.string() + " to " + path.string() + ": " +
-                std::strerror(err));
+    throw Error("cannot replace " + path.string() + ": " + std::strerror(err),
+                file_error_hint(err, "move away what is at " + path.string()));
   }
 }
 
 namespace {
 
 [[noreturn]] void cannot_create(const std::filesystem::path& path, const std::string& what,
-                                const std::string& reason) {
-  throw Error("cannot create " + what + " " + path.string() + ": " + reason,
-              "check that the parent directory is writable, or choose another path");
+                                int err) {
+  throw Error(
+      "cannot create " + what + " " + path.string() + ": " + std::strerror(err),
+      file_error_hint(err, "check that the parent directory is writable, or choose another path"));
 }
 
 }  // namespace
@@ -120,7 +147,7 @@ void create_directories(const std::filesystem::path& path, const std::string& wh
   std::filesystem::create_directories(path, ec);
   if (ec == std::errc::not_a_directory || ec == std::errc::file_exists)
     file_in_the_way("cannot create " + what + " " + path.string());
-  if (ec) cannot_create(path, what, ec.message());
+  if (ec) cannot_create(path, what, ec.value());
 }
 
 void check_can_create_directories(const std::filesystem::path& path, const std::string& what) {
@@ -130,7 +157,7 @@ void check_can_create_directories(const std::filesystem::path& path, const std::
     at = at.parent_path();
   if (!std::filesystem::is_directory(at, ec))
     file_in_the_way("cannot create " + what + " " + path.string());
-  if (::access(at.c_str(), W_OK | X_OK) != 0) cannot_create(path, what, std::strerror(errno));
+  if (::access(at.c_str(), W_OK | X_OK) != 0) cannot_create(path, what, errno);
 }
 
 std::string read_file(const std::filesystem::path& path) {
@@ -161,8 +188,9 @@ std::ifstream open_regular_file(const std::filesystem::path& path) {
 LineAppender::LineAppender(const std::filesystem::path& path) : path_(path) {
   fd_ = open_own_file(path, O_WRONLY | O_CREAT | O_APPEND);
   if (fd_ < 0) {
-    throw Error("cannot open " + path.string() + " for appending: " + std::strerror(errno),
-                "check that the run directory is writable");
+    const int err = errno;
+    throw Error("cannot open " + path.string() + " for appending: " + std::strerror(err),
+                file_error_hint(err, "check that the run directory is writable"));
   }
 }
 

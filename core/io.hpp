@@ -36,6 +36,9 @@ void refuse_symbolic_link(const std::filesystem::path& path);
 // The hint for a write(2) that failed with `err`: ENOSPC the disk, EDQUOT the quota, EFBIG the
 // process's file size limit (ulimit -f), EACCES/EPERM/EROFS the permissions.
 std::string write_failure_hint(int err);
+// The same for an open, mkdir, rename or fsync that failed with `err` where the disk, quota,
+// size limit or permissions explain it (out of inodes is ENOSPC too); `otherwise` for the rest.
+std::string file_error_hint(int err, const std::string& otherwise);
 
 // Reads a whole file; throws DataError naming the path when it cannot be read.
 std::string read_file(const std::filesystem::path& path);

@@ -205,8 +205,7 @@ nlohmann::json peak_rss_per_rank(comm::Communicator& comm) {
   return out;
 }
 
-// Trains; summary.json records the outcome and each rank's peak RSS (lbt memory --probe reads
-// it), or the error that ended the run.
+// Trains; summary.json: the outcome and each rank's peak RSS (lbt memory --probe), or the error.
 trainer::TrainOutcome train_with_summary(trainer::TrainContext& ctx, trainer::RunDirectory* run_dir,
                                          const SummaryParts& summary) {
   trainer::TrainOutcome outcome;
@@ -218,12 +217,14 @@ trainer::TrainOutcome train_with_summary(trainer::TrainContext& ctx, trainer::Ru
       failed.status = "failed";
       failed.total_steps = ctx.total_steps;
       auto s = summary.of(failed);
-      // How far the loop got is lost with its exception (metrics.jsonl has what it logged):
-      // unknown, not the blank outcome's 0 steps, 0 s and a "nan" loss.
+      // How far the loop got is lost with its exception (metrics.jsonl has it): unknown, not 0.
       for (const char* unknown : {"steps", "examples", "last_loss", "wall_time_s", "samples_per_s"})
         s[unknown] = nullptr;
       s["error"] = e.what();
-      run_dir->write_summary(s);
+      try {  // the run's error is the one to report: on a full disk this fails too, and hid it
+        run_dir->write_summary(s);
+      } catch (const std::exception&) {
+      }
     }
     throw;
   }

@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <cstring>
 #include <fstream>
+#include <utility>
 
 #include "core/error.hpp"
 #include "core/io.hpp"
@@ -82,16 +83,17 @@ void LoadedCheckpoint::copy_to(const std::string& name, std::span<std::byte> dst
 
 void write_checkpoint(const std::filesystem::path& path, const nlohmann::json& header,
                       const std::vector<CheckpointSection>& sections) {
-  std::filesystem::create_directories(path.parent_path());
+  io::create_directories(path.parent_path(), "checkpoint directory");
   auto tmp = path;
   tmp += ".tmp." + std::to_string(::getpid());
   int fd = io::open_own_file(tmp, O_WRONLY | O_CREAT | O_TRUNC);
-  if (fd < 0) {
-    throw Error("cannot create " + tmp.string() + ": " + std::strerror(errno),
-                "check that the run directory is writable");
+  if (fd < 0) {  // named as the checkpoint: the temporary file beside it is ours
+    const int err = errno;
+    throw Error("cannot write checkpoint " + path.string() + ": " + std::strerror(err),
+                io::file_error_hint(err, "check that the run directory is writable"));
   }
   try {
-    CrcWriter out(fd, tmp);
+    CrcWriter out(fd, path);
     out.write(kMagic, sizeof kMagic);
     out.put<std::uint32_t>(kCheckpointVersion);
     const std::string text = header.dump();
@@ -105,16 +107,22 @@ void write_checkpoint(const std::filesystem::path& path, const nlohmann::json& h
     }
     const std::uint32_t crc = out.crc();
     out.raw(&crc, sizeof crc);
-    if (::fsync(fd) != 0) throw Error("fsync failed for " + tmp.string());
+    // fsync and close report what a network file system or a quota refused late.
+    if (::fsync(fd) != 0 || ::close(std::exchange(fd, -1)) != 0) {
+      const int err = errno;
+      throw Error("cannot write checkpoint " + path.string() + ": " + std::strerror(err),
+                  io::write_failure_hint(err));
+    }
   } catch (...) {
-    ::close(fd);
+    if (fd >= 0) ::close(fd);
     ::unlink(tmp.c_str());
     throw;
   }
-  ::close(fd);
   if (::rename(tmp.c_str(), path.c_str()) != 0) {
+    const int err = errno;
     ::unlink(tmp.c_str());
-    throw Error("cannot rename " + tmp.string() + " to " + path.string());
+    throw Error("cannot replace checkpoint " + path.string() + ": " + std::strerror(err),
+                io::file_error_hint(err, "move away what is at " + path.string()));
   }
 }
 

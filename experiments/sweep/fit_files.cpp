@@ -248,4 +248,38 @@ nlohmann::json fit_sweep(const fs::path& sweep_dir, const analysis::FitOptions& 
   return fit;
 }
 
+namespace {
+
+// Removes `file` where it is a regular file (not a directory or link someone put there).
+void remove_stale(const fs::path& file) {
+  std::error_code ec;
+  if (!fs::is_regular_file(fs::symlink_status(file, ec))) return;
+  if (!fs::remove(file, ec) && ec) {
+    throw Error("cannot remove " + file.string() +
+                    ", which no longer matches the sweep's CSVs: " + ec.message(),
+                io::file_error_hint(ec.value(), "remove it by hand"));
+  }
+}
+
+}  // namespace
+
+nlohmann::json refit_sweep(const fs::path& sweep_dir, std::string& why) {
+  const fs::path file = sweep_dir / "fit.json";
+  nlohmann::json fit;
+  try {
+    fit = analysis::fit_measurements(read_sweep_measurements(sweep_dir), analysis::FitOptions{});
+  } catch (const Error& e) {
+    why = e.what();
+    remove_stale(file);
+    return nullptr;
+  }
+  try {
+    io::atomic_write(file, fit.dump(2) + "\n");
+  } catch (const Error&) {
+    remove_stale(file);
+    throw;
+  }
+  return fit;
+}
+
 }  // namespace lbt::experiments

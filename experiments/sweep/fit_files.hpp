@@ -39,4 +39,10 @@ analysis::SweepMeasurements read_sweep_measurements(const std::filesystem::path&
 nlohmann::json fit_sweep(const std::filesystem::path& sweep_dir,
                          const analysis::FitOptions& options);
 
+// The sweep's own refit after it rewrote its CSVs: fit.json written, or, where no fit can be made
+// (`why` says why), an earlier one removed, as it would describe other data (the plots drew it
+// over the new points: 2026-11-29 audit). Returns the fit, null when skipped. A fit.json that
+// cannot be written is removed as well, and the error thrown.
+nlohmann::json refit_sweep(const std::filesystem::path& sweep_dir, std::string& why);
+
 }  // namespace lbt::experiments

@@ -5,7 +5,6 @@
 #include <nlohmann/json.hpp>
 
 #include "analysis/sweep_fit.hpp"
-#include "core/error.hpp"
 #include "experiments/plots.hpp"
 #include "experiments/sweep/fit_files.hpp"
 #include "experiments/sweep/sweep_adaptive.hpp"
@@ -25,13 +24,9 @@ void summarise_sweep(const std::filesystem::path& dir, const std::vector<TrialRe
   if (trial_index >= 0) return;
   for (const std::string& w : target_noise_warnings(results, trainer::parse_target(target)))
     std::fprintf(stderr, "[sweep] warning: %s\n", w.c_str());
-  nlohmann::json fit;  // null when skipped
-  try {
-    fit = fit_sweep(dir, analysis::FitOptions{});
-    out.fit_note = analysis::format_fit_line(fit);
-  } catch (const Error& e) {
-    out.fit_note = std::string("skipped: ") + e.what();
-  }
+  std::string why_skipped;
+  const nlohmann::json fit = refit_sweep(dir, why_skipped);  // null when skipped
+  out.fit_note = fit.is_null() ? "skipped: " + why_skipped : analysis::format_fit_line(fit);
   // sweep.adaptive: the adaptive trials against the fit (adaptive.json).
   if (const nlohmann::json a = write_adaptive_json(dir, results, fit); !a.is_null())
     out.adaptive_table = format_adaptive_table(a);

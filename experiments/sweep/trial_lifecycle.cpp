@@ -2,6 +2,7 @@
 #include "experiments/sweep/trial_lifecycle.hpp"
 
 #include <signal.h>
+#include <sys/statvfs.h>
 
 #include <algorithm>
 #include <cmath>
@@ -22,6 +23,25 @@ constexpr double kExecDefaultTimeout = 7200;  // sweep.slurm_time's default, 02:
 std::chrono::steady_clock::duration seconds(double s) {
   return std::chrono::duration_cast<std::chrono::steady_clock::duration>(
       std::chrono::duration<double>(s));
+}
+
+// Why a failed trial left no last lines: a full disk empties its train.log (its error could
+// not be written there either: "exited with code 1" was all a sweep said; 2026-11-29 audit),
+// and the sweep, on the same disk, can see that. Below 1 MiB or no inode left reads as full.
+std::string empty_log_reason(const fs::path& dir) {
+  struct statvfs disk {};
+  if (::statvfs(dir.c_str(), &disk) == 0) {
+    const double free_kib = static_cast<double>(disk.f_bavail) * disk.f_frsize / 1024;
+    if (free_kib < 1024 || (disk.f_files > 0 && disk.f_favail == 0)) {
+      char text[160];
+      std::snprintf(text, sizeof text,
+                    "its train.log is empty and the disk holding it is full (%.0f KiB, %llu "
+                    "inodes free): free space, then rerun with --retry-failed",
+                    free_kib, static_cast<unsigned long long>(disk.f_favail));
+      return text;
+    }
+  }
+  return "its train.log is empty";
 }
 
 }  // namespace
@@ -99,7 +119,7 @@ TrialResult settle_trial(const Trial& t, const fs::path& dir, const ChildExit& e
   if (!is_final_status(r.status) && r.status != "interrupted" && !stopped) {
     const std::string why = exit_text(e);
     const std::string log = tail_lines(dir / "train.log", 3);
-    write_trial_verdict(t, dir, "failed", why + (log.empty() ? "" : ": " + log));
+    write_trial_verdict(t, dir, "failed", why + ": " + (log.empty() ? empty_log_reason(dir) : log));
     r = read_trial_result(t, dir, exec);
   }
   if (stopped && !is_final_status(r.status)) r.status = "interrupted";

@@ -174,6 +174,32 @@ BOOST_AUTO_TEST_CASE(a_rerun_with_other_settings_is_refused_and_extend_adds_only
   BOOST_TEST(r.code == 0, r.err);
 }
 
+// A rerun whose fit is skipped removes the fit.json an earlier run wrote: beside rewritten CSVs
+// it described other data, and the plots drew it over the new points (2026-11-29 audit). A
+// fit.json that cannot be written is an error, exit 1 (it read "fit: skipped", exit 0).
+BOOST_AUTO_TEST_CASE(a_skipped_or_unwritable_fit_leaves_no_stale_fit_json) {
+  const fs::path cfg = write_config("stale_fit.toml", "val_loss<=0.14", 400);
+  const fs::path dir = scratch() / "stale_fit";
+  const std::string base =
+      "sweep --config " + cfg.string() + " --jobs 2 --no-plots --out " + dir.string();
+  Result r = run_lbt(base);
+  BOOST_REQUIRE_MESSAGE(r.code == 0 && fs::exists(dir / "fit.json"), r.err);
+  fs::remove_all(dir / "trials");  // every trial pending: nothing to fit
+  r = run_lbt(base + " --collect");
+  BOOST_TEST(r.code == 0, r.err);
+  BOOST_TEST(r.out.find("fit: skipped") != std::string::npos, r.out);
+  BOOST_TEST(!fs::exists(dir / "fit.json"));
+  r = run_lbt(base);  // the trials again, and their fit
+  BOOST_REQUIRE_MESSAGE(r.code == 0 && fs::exists(dir / "fit.json"), r.err);
+  fs::remove(dir / "fit.json");
+  fs::create_directories(dir / "fit.json" / "in_the_way");
+  r = run_lbt(base + " --collect");
+  BOOST_TEST(r.code == 1, r.err);
+  BOOST_TEST(r.err.find("cannot replace " + (dir / "fit.json").string()) != std::string::npos,
+             r.err);
+  BOOST_TEST(fs::exists(dir / "fit.json" / "in_the_way"));
+}
+
 // A trial's summary.json emptied or overwritten by hand: --collect, which runs nothing, exits 3
 // naming the file and writes nothing (it read the trial as running and left it out of best.csv
 // and the fit, moving B_crit, exit 0); a rerun says which trials run again and runs them, and

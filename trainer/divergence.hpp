@@ -1,6 +1,9 @@
 // The divergence guard: decides, from each step's global loss and gradient norm, whether the
 // update goes ahead, is skipped (a loss spike, in skip mode), or the run has diverged.
-//   spike:    loss or gradient norm is NaN/Inf, or loss > factor x the first finite loss
+//   spike:    loss or gradient norm is NaN/Inf, or loss > factor x the reference: the first
+//             finite loss, or the untrained model's mean loss over more examples where that is
+//             larger (initial_loss: a batch of 1 read 0.0016 where the mean was ~17, and an
+//             ordinary later loss read as a spike)
 //   stop mode (default): the first spike ends the run as `diverged`
 //   skip mode: a spike drops that batch's update and training continues; more than
 //              `skip_limit` spikes in a row end the run as `diverged`
@@ -20,6 +23,9 @@ struct DivergenceOptions {
 
 struct DivergenceState {
   double first_loss = -1.0;  // reference for the factor (-1: none finite yet)
+  // A floor under the reference, set before the first step (-1: none); not in checkpoints: the
+  // reference is fixed at the first step.
+  double initial_loss = -1.0;
   std::int64_t skips_in_a_row = 0;
   std::int64_t skipped_steps = 0;  // total over the run
 };

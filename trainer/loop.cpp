@@ -4,10 +4,12 @@
 // the loop's object in train_loop.hpp.
 #include "trainer/loop.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <csignal>
 #include <cstdio>
 #include <nlohmann/json.hpp>
+#include <numeric>
 #include <vector>
 
 #include "core/error.hpp"
@@ -315,12 +317,28 @@ void TrainLoop::log_step(const StepResult& r) {
   }
 }
 
+// The divergence guard's reference (divergence.hpp) is the first step's loss: at a small batch a
+// mean over a few examples, which chance can put near 0 (batch 1, regression: 0.0016 where the
+// mean was ~17; an ordinary later loss read as a spike and 7 of 10 stable runs "diverged":
+// 2026-11-29 audit). The untrained model's mean loss over the first kReferenceExamples training
+// examples is a floor under it, measured where the global batch holds fewer. Collective.
+void TrainLoop::measure_initial_loss() {
+  constexpr std::int64_t kReferenceExamples = 256;
+  const data::Dataset& train = ctx_.data.train;
+  if (global_batch_now() >= kReferenceExamples || train.n == 0) return;
+  std::vector<std::int64_t> rows(static_cast<std::size_t>(std::min(train.n, kReferenceExamples)));
+  std::iota(rows.begin(), rows.end(), std::int64_t{0});
+  const Evaluation e = evaluate(model_, data::subset(train, rows), ctx_.comm, cfg_.eval_batch);
+  if (std::isfinite(e.loss)) state_.divergence.initial_loss = e.loss;
+}
+
 // The run: steps until the budget, the target (stop_at_target), a prune, a divergence or a
 // signal ends it; then the final status and checkpoint.
 TrainOutcome TrainLoop::run() {
   wall_before_ = out_.wall_time_s;
   next_eval_ = state_.next_eval > state_.step ? state_.next_eval : next_evaluation(state_.step);
   if (out_.steps_to_target < 0 && !state_.below_target && !follows_noise_) take_lo_snapshot();
+  if (state_.step == 0 && state_.divergence.first_loss < 0) measure_initial_loss();
   // A resume from a run's final checkpoint (status no longer "running") trains no more steps.
   for (std::int64_t s = state_.step;
        s < ctx_.total_steps && !examples_budget_spent() && out_.status == "running"; ++s) {

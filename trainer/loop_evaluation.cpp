@@ -92,11 +92,15 @@ namespace {
 // resolution, Evaluation::r2_sd), or the accuracy (its resolution: the
 // split's size, summary.json's val_examples). An sd not measured is null.
 void add_metrics(nlohmann::json& line, const Evaluation& e) {
+  // A spread of values that are not finite is no spread: an infinite loss read sd 0.0.
+  const auto sd = [](double value, double sd) {
+    return std::isfinite(value) && !std::isnan(sd) ? nlohmann::json(sd) : nlohmann::json();
+  };
   line["val_loss"] = e.loss;
-  line["val_loss_sd"] = std::isnan(e.loss_sd) ? nlohmann::json() : nlohmann::json(e.loss_sd);
+  line["val_loss_sd"] = sd(e.loss, e.loss_sd);
   if (e.regression) {
     line["val_mse"] = e.mse;
-    line["val_mse_sd"] = std::isnan(e.mse_sd) ? nlohmann::json() : nlohmann::json(e.mse_sd);
+    line["val_mse_sd"] = sd(e.mse, e.mse_sd);
     line["val_r2"] = e.r2;
     line["val_r2_sd"] = std::isnan(e.r2_sd) ? nlohmann::json() : nlohmann::json(e.r2_sd);
   } else {

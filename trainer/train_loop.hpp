@@ -58,6 +58,7 @@ class TrainLoop {
   void share_layer_buffers();
   void keep_layer_buffers();
   void restore_layer_buffers();
+  void measure_initial_loss();
   void start_overlap();
   void log_step(const StepResult& r);
   bool checkpoint_due(const StepResult& r) const;

@@ -60,4 +60,22 @@ BOOST_AUTO_TEST_CASE(a_nonfinite_first_loss_is_a_spike_and_the_reference_is_the_
   BOOST_TEST((judge_step({10.0, true, 3}, state, 4.0, inf, reason) == S));
 }
 
+// A batch of one example read 0.0016 at step 0 where the untrained model's mean loss was ~17:
+// the next ordinary loss, 23.6, was a spike (2026-11-29 audit). The mean over more examples is a
+// floor under the reference; the first loss stays it where it is larger.
+BOOST_AUTO_TEST_CASE(the_initial_mean_loss_is_a_floor_under_a_small_batchs_first_loss) {
+  DivergenceState state;
+  state.initial_loss = 17.0;
+  std::string reason;
+  BOOST_TEST((judge_step({20.0, false, 5}, state, 0.0016, 1.0, reason) == U));
+  BOOST_TEST(state.first_loss == 17.0);
+  BOOST_TEST((judge_step({20.0, false, 5}, state, 23.6, 1.0, reason) == U));
+  BOOST_TEST((judge_step({20.0, false, 5}, state, 341.0, 1.0, reason) == D));
+  BOOST_TEST(reason == "loss 341 exceeded train.divergence_factor 20 x the reference loss 17");
+  DivergenceState larger;
+  larger.initial_loss = 1.0;
+  BOOST_TEST((judge_step({20.0, false, 5}, larger, 2.5, 1.0, reason) == U));
+  BOOST_TEST(larger.first_loss == 2.5);
+}
+
 BOOST_AUTO_TEST_SUITE_END()

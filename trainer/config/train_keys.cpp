@@ -197,7 +197,7 @@ std::vector<KeySpec> guard_keys() {
   // clang-format off
   return {
       {"train.divergence_factor", kNumber, "20.0",
-       "a spike: loss > factor x first loss (or NaN/Inf)"},
+       "a spike: loss > factor x the first step's loss, at least the untrained model's mean over 256 training examples (or NaN/Inf)"},
       {"train.on_divergence", kString, "\"stop\"",
        "stop: a spike ends the run as diverged | skip: drop its update", {"stop", "skip"}},
       {"train.skip_limit", kInt, "5", "spikes in a row before the run counts as diverged", {}, "",

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <fstream>
+#include <limits>
 
 #include "core/error.hpp"
 
@@ -119,6 +120,12 @@ void read_row(const std::vector<std::string>& fields, const ColumnRoles& roles,
                           (text.empty() ? std::string("empty") : "'" + text + "'") +
                           ", not a finite number",
                       "targets must be finite numbers: drop or impute that row");
+    }
+    // Stored as float32: 1e39 became inf there, and a run "diverged" or read a null loss.
+    if (role != ColumnRoles::kLabel && std::fabs(v) > std::numeric_limits<float>::max()) {
+      throw DataError(where + ": field " + std::to_string(c + 1) + " (" + trim_field(fields[c]) +
+                          ") is beyond float32's range (+-3.4e38), in which lbt keeps the data",
+                      "rescale that column, or drop the row");
     }
     if (role == ColumnRoles::kLabel) {
       if (v < 0 || v != std::floor(v) || v > 1e9) {

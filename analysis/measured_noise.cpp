@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 namespace lbt::analysis {
 namespace {
@@ -74,7 +75,8 @@ MeasuredRatio b_crit_over_b_simple(const std::vector<MeasuredPoint>& measured,
   const CriticalBatchFit point = fit_critical_batch(point_estimates(measured));
   if (readings.empty() || !point.b_crit_measured()) return out;
   const MeasuredBSimple b_simple = measured_b_simple(readings, options);
-  if (std::isnan(b_simple.median)) return out;
+  // No gradient noise (B_simple 0): the ratio has no value, and its interval no upper end.
+  if (!(b_simple.median > 0.0)) return out;
   out.value = point.B_crit / b_simple.median;
   if (readings.size() < 2) return out;  // one trial: no spread to read
   const std::vector<CriticalBatchFit> fits =
@@ -83,7 +85,10 @@ MeasuredRatio b_crit_over_b_simple(const std::vector<MeasuredPoint>& measured,
   std::vector<double> b_crit;
   for (const CriticalBatchFit& f : fits) b_crit.push_back(b_crit_or_infinity(f));
   const Interval crit = percentile_interval(b_crit, options.level, b_crit_or_infinity(point));
-  out.interval = Interval{crit.lo / b_simple.interval->hi, crit.hi / b_simple.interval->lo};
+  const double lowest = b_simple.interval->lo;
+  out.interval =
+      Interval{crit.lo / b_simple.interval->hi,
+               lowest > 0.0 ? crit.hi / lowest : std::numeric_limits<double>::infinity()};
   out.coverage = std::max(0.0, options.level + b_simple.coverage - 1.0);  // Bonferroni
   return out;
 }

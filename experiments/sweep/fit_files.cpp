@@ -208,7 +208,8 @@ analysis::BSimpleReadings best_trials_b_simple(const fs::path& best_csv, const c
     const bool bound = row[c].empty() && clo >= 0 && !row[clo].empty();
     if (row[c].empty() && !bound) continue;
     const double b = best.number(i, bound ? clo : c);
-    if (!(b > 0.0)) best.reject(i, std::string(column) + " is a noise scale: above 0");
+    // 0 is a measurement (no gradient noise: a deterministic problem), not a damaged cell.
+    if (!(b >= 0.0)) best.reject(i, std::string(column) + " is a noise scale: 0 or above");
     (bound ? readings.at_least : readings.values).push_back(b);
   }
   return readings;

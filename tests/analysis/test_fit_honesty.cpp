@@ -193,6 +193,24 @@ BOOST_AUTO_TEST_CASE(b_crit_over_b_simple_has_the_b_crit_interval_over_a_constan
   BOOST_TEST(!b_crit_over_b_simple(sweep.measured, inside, options).value.has_value());
 }
 
+// No gradient noise (a deterministic problem: every trial's B_simple 0) is a measurement: the
+// fit is made, and B_crit / B_simple has no value and its interval no upper end (the sweep's own
+// fit refused the 0s it wrote, and no fit.json was written: 2026-11-29 audit).
+BOOST_AUTO_TEST_CASE(a_b_simple_of_0_leaves_the_ratio_unresolved_and_the_fit_made) {
+  std::mt19937_64 rng(11);
+  SweepMeasurements sweep;
+  sweep.measured = bracketed_sweep({16, 64, 256, 1024, 4096}, 40, 300, 0.05, 3, rng);
+  sweep.b_simple_avg = {{0, 0, 0, 0}, {}};
+  const nlohmann::json fit = fit_measurements(sweep, FitOptions{.resamples = 400});
+  BOOST_TEST(fit["B_crit"].is_number());
+  BOOST_TEST(fit["b_crit_over_b_simple"].is_null());
+  BOOST_TEST(fit["intervals"]["b_crit_over_b_simple"].is_null());
+  const MeasuredRatio mixed =
+      b_crit_over_b_simple(sweep.measured, {{0, 100, 200}, {}}, FitOptions{.resamples = 400});
+  BOOST_REQUIRE(mixed.value.has_value());  // the median, 100, is above 0
+  BOOST_TEST((mixed.interval && std::isinf(mixed.interval->hi) && mixed.interval->lo > 0));
+}
+
 // fit.json's regimes say how sure each batch size's call is, as lbt plan's does: S = 40 (1 +
 // 300 / B) to one step puts B = 8 far inside perfect scaling (edge 0.2 x 300 = 60) and 8192 far
 // inside maximal data parallelism (from 1500) in every bootstrap fit; from too few fits, null.

@@ -11,6 +11,7 @@
 #include "core/error.hpp"
 #include "core/rng.hpp"
 #include "experiments/hessian_probe.hpp"
+#include "experiments/noise_recommendation.hpp"
 #include "experiments/run_check.hpp"
 #include "noise/gradient_noise.hpp"
 #include "noise/noise_keys.hpp"
@@ -35,6 +36,18 @@ noise::PerExampleSupport device_support(const std::vector<nn::LayerSpec>& layers
                          std::to_string(i) + "] (" + l.type + ")"};
   }
   return {true, ""};
+}
+
+// B_simple reads the spread of the gradient over a step's examples against its mean
+// (McCandlish et al. 2018, app. A.1): a global batch of 1 has none, and lbt noise trained on,
+// measuring nothing, and printed "B_simple ~ 0 [0, 0]" (2026-11-29 audit).
+void refuse_batch_of_one(Config& config) {
+  Config probe = config;  // resolving records what it read; the run resolves again
+  if (trainer::resolve_run_config(probe, launched_ranks(config)).train.global_batch >= 2) return;
+  throw ConfigError(
+      "lbt noise at a global batch of 1 measures nothing: B_simple reads the spread of the "
+      "gradient over a step's examples",
+      "raise train.global_batch, e.g. --set train.global_batch=32");
 }
 
 // One process, a model whose per-example norms are not exact (BatchNorm couples examples; on a
@@ -212,93 +225,12 @@ void read_noise_rows(const std::vector<nlohmann::json>& lines, const std::vector
   }
 }
 
-// "12.3 [10.1, 15.2]", "not resolved (>= 40)", "not resolved (|G|^2 < 0)" where `why_none`
-// says why no positive value fits, or "-" before two measurements.
-std::string estimate_text(double value, double low, double high, const std::string& why_none = "") {
-  char buf[96];
-  if (!why_none.empty()) return "not resolved (" + why_none + ")";
-  if (std::isfinite(value) && std::isfinite(high)) {
-    std::snprintf(buf, sizeof buf, "%.4g [%.4g, %.4g]", value, low, high);
-  } else if (std::isfinite(low) && low > 0) {
-    std::snprintf(buf, sizeof buf, "not resolved (>= %.4g)", low);
-  } else if (std::isfinite(low)) {
-    return "not resolved";  // bounded by 0 alone
-  } else {
-    return "-";
-  }
-  return buf;
-}
-
-std::string recommendation(const NoiseRunResult& result) {
-  char buf[800];
-  // McCandlish et al. 2018 (eq. 2.8, sec. 2.3): the critical batch is about B_noise, which the
-  // Hessian probe measures; B_simple equals it only where the Hessian is a multiple of the
-  // identity, and is the cheaper proxy where no probe ran, or none near the end (both grow as
-  // the loss falls: a probe from the start would understate it).
-  const bool b_noise_now = result.b_noise_step + result.window_steps >= result.last_step;
-  if (b_noise_now && std::isfinite(result.final_b_noise) && std::isfinite(result.b_noise_high)) {
-    const std::string b_simple =
-        estimate_text(result.final_b_simple, result.final_low, result.final_high);
-    std::snprintf(
-        buf, sizeof buf,
-        "Recommendation: the critical batch size is about B_noise (McCandlish et al. 2018), "
-        "measured by the Hessian probe at step %lld: %.0f [%.0f, %.0f], so global batches up to "
-        "about %.0f should cut steps almost in proportion, while larger ones mostly spend more "
-        "examples for little gain. B_simple now (over the last %lld steps), its cheaper proxy, "
-        "reads %s: it equals B_noise only where the Hessian is a multiple of the identity. Both "
-        "grow as the loss falls: re-measure later in training.",
-        static_cast<long long>(result.b_noise_step), result.final_b_noise, result.b_noise_low,
-        result.b_noise_high, result.final_b_noise, static_cast<long long>(result.window_steps),
-        b_simple.c_str());
-  } else if (std::isfinite(result.final_b_simple) && std::isfinite(result.final_high) &&
-             !(result.final_low > 0.0 && result.final_high <= 10.0 * result.final_low)) {
-    // An interval over 10x wide sizes no batch: "up to about 49" from [0, 4718] read as firm
-    // advice (2026-11-29 audit).
-    std::snprintf(buf, sizeof buf,
-                  "Recommendation: none yet. B_simple now (over the last %lld steps) ~ %.0f "
-                  "[%.0f, %.0f] at the end of this run: an interval too wide (over 10x) to size a "
-                  "batch from. Run longer, measure more often (noise.every), or widen "
-                  "noise.window_steps.",
-                  static_cast<long long>(result.window_steps), result.final_b_simple,
-                  result.final_low, result.final_high);
-  } else if (std::isfinite(result.final_b_simple) && std::isfinite(result.final_high)) {
-    std::snprintf(
-        buf, sizeof buf,
-        "Recommendation: the critical batch size is about B_noise (McCandlish et al. "
-        "2018), and B_simple now (over the last %lld steps) ~ %.0f [%.0f, %.0f] at the "
-        "end of this run is its proxy, so global batches up to about %.0f should cut "
-        "steps almost in proportion, while larger ones mostly spend more examples for "
-        "little gain (B_simple grows as the loss falls, so re-measure later in training).",
-        static_cast<long long>(result.window_steps), result.final_b_simple, result.final_low,
-        result.final_high, result.final_b_simple);
-  } else if (result.final_window_samples < noise::NoiseScaleTracker::kLineSamples) {
-    // Too few measurements for the window's line: not a B_simple that failed to resolve.
-    std::snprintf(buf, sizeof buf,
-                  "Recommendation: none yet. The run's last window holds %lld measurement(s), and "
-                  "B_simple now needs 3 (noise.every apart within noise.window_steps = %lld): run "
-                  "longer.",
-                  static_cast<long long>(result.final_window_samples),
-                  static_cast<long long>(result.window_steps));
-  } else {
-    // "at least 0" would say nothing: a bound only where the interval's lower end has one.
-    char bound[96] = "";
-    if (result.final_low > 0.0)
-      std::snprintf(bound, sizeof bound,
-                    ", so the noise scale is at least %.3g and unbounded above", result.final_low);
-    std::snprintf(buf, sizeof buf,
-                  "Recommendation: none yet. B_simple is not resolved at the end of this run: "
-                  "|G|^2 is not resolved above 0 over the last %lld steps%s. Run longer, measure "
-                  "more often (noise.every), widen noise.window_steps, or raise the large batch.",
-                  static_cast<long long>(result.window_steps), bound);
-  }
-  return buf;
-}
-
 }  // namespace
 
 void check_noise_config(Config& config, const std::vector<std::int64_t>& at_steps) {
   refuse_device_probe(config, at_steps);
   enable_noise(config);
+  refuse_batch_of_one(config);
   read_hessian_options(config);
   choose_noise_layout(config);
   trainer::resolve_run_config(config, 1);
@@ -324,6 +256,7 @@ NoiseRunResult run_noise(Config& config, const NoiseRunOptions& options) {
   if (options.steps > 0) config.set("train.steps=" + std::to_string(options.steps));
   refuse_device_probe(config, options.at_steps);
   enable_noise(config);
+  refuse_batch_of_one(config);
   const HessianOptions h = read_hessian_options(config);
   NoiseRunOptions o = options;
   o.run.noise_layout_note = choose_noise_layout(config);
@@ -347,7 +280,7 @@ NoiseRunResult run_noise(Config& config, const NoiseRunOptions& options) {
 void read_noise_file(const std::filesystem::path& run_dir, const std::vector<std::int64_t>& at,
                      NoiseRunResult& result) {
   read_noise_rows(read_noise_lines(run_dir, result), at, result);
-  result.recommendation = recommendation(result);
+  result.recommendation = noise_recommendation(result);
 }
 
 std::string format_noise_report(const NoiseRunResult& r) {

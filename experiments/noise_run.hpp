@@ -38,7 +38,7 @@ struct NoiseAtStep {
 struct NoiseRunResult {
   RunResult run;
   std::vector<NoiseAtStep> rows;
-  double final_b_simple = 0.0, final_low = 0.0, final_high = 0.0;  // "now", at the end
+  double final_b_simple = NAN, final_low = NAN, final_high = NAN;  // "now", at the end
   std::int64_t final_window_samples = 0;  // the measurements in that "now"'s window
   // The last Hessian probe's B_noise and 95% interval (NaN where none ran or it is unresolved).
   double final_b_noise = NAN, b_noise_low = NAN, b_noise_high = NAN;

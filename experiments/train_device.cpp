@@ -8,6 +8,7 @@
 #include "core/error.hpp"
 #include "noise/online_estimator.hpp"
 #include "trainer/device_support.hpp"
+#include "trainer/noise_log.hpp"
 
 namespace lbt::experiments {
 namespace {

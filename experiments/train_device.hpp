@@ -5,7 +5,7 @@
 #include "nn/model.hpp"
 #include "trainer/comm/communicator.hpp"
 #include "trainer/config/run_config.hpp"
-#include "trainer/data/dataset.hpp"
+#include "trainer/data/load.hpp"
 #include "trainer/device_step.hpp"
 
 namespace lbt::experiments {

@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "e2e/regression_files.hpp"
 #include "support/cli_runner.hpp"
 
 namespace fs = std::filesystem;
@@ -134,6 +135,22 @@ BOOST_AUTO_TEST_CASE(noise_with_the_estimator_off_is_refused_before_training) {
   }
 }
 
+// A global batch of 1 has no spread of the gradient to read: lbt noise trained on and printed
+// "B_simple ~ 0 [0, 0]" for what it never measured (2026-11-29 audit); refused before training.
+BOOST_AUTO_TEST_CASE(noise_at_a_global_batch_of_1_is_refused_before_training) {
+  const fs::path out = scratch() / "batch_of_one";
+  for (const char* check : {" --check", ""}) {
+    const auto r = run_lbt("noise --config " + kConfigs + "synthetic_regression.toml" +
+                           " --steps 10 --set train.global_batch=1 --set train.micro_batch=1"
+                           " --out " +
+                           out.string() + check);
+    BOOST_TEST(r.code == 2, r.err);
+    BOOST_TEST(r.err.find("lbt noise at a global batch of 1 measures nothing") != std::string::npos,
+               r.err);
+    BOOST_TEST(!fs::exists(out / "summary.json"));
+  }
+}
+
 BOOST_AUTO_TEST_CASE(layouts_that_cannot_give_two_batch_sizes_are_refused_before_training) {
   // one process, accum_steps = 1: only the global batch, so no small one for two_batch;
   // and a BatchNorm model whose per-example norms are not exact, in lbt train (which keeps the
@@ -177,11 +194,14 @@ BOOST_AUTO_TEST_CASE(the_recommendation_quotes_a_resolved_b_noise_from_the_runs_
     if (j.contains("estimator") && j["estimator"] == "hessian") probe = j;
   BOOST_REQUIRE(probe.is_object());
   BOOST_REQUIRE(probe["resolved"].get<bool>());
-  char quoted[128];
-  std::snprintf(quoted, sizeof quoted,
-                "measured by the Hessian probe at step 99: %.0f [%.0f, %.0f]",
-                probe["b_noise"].get<double>(), probe["b_noise_ci95"][0].get<double>(),
-                probe["b_noise_ci95"][1].get<double>());
+  const auto text = [](const nlohmann::json& v) {  // whole from 100, 3 digits below
+    char buf[32];
+    std::snprintf(buf, sizeof buf, v.get<double>() >= 100 ? "%.0f" : "%.3g", v.get<double>());
+    return std::string(buf);
+  };
+  const std::string quoted = "measured by the Hessian probe at step 99: " + text(probe["b_noise"]) +
+                             " [" + text(probe["b_noise_ci95"][0]) + ", " +
+                             text(probe["b_noise_ci95"][1]) + "]";
   BOOST_TEST(r.out.find(quoted) != std::string::npos, r.out);
   const auto& same = probe["b_simple_same_batches_ci95"];
   BOOST_TEST(same[0].get<double>() >= 0.0);
@@ -233,4 +253,31 @@ BOOST_AUTO_TEST_CASE(a_recommendation_needs_an_interval_narrower_than_10x) {
   BOOST_TEST(r.out.find("Recommendation: none yet.") != std::string::npos, r.out);
   BOOST_TEST(r.out.find("too wide (over 10x)") != std::string::npos, r.out);
   BOOST_TEST(r.out.find("should cut steps") == std::string::npos, r.out);
+}
+
+// Every example the same: no gradient noise, and the Hessian probe reads B_noise ~ 5e-15. The
+// recommendation said "global batches up to about 0 should cut steps" and "0 [0, 0]" (2026-11-29
+// audit): a critical batch below 1 says a batch of 1 is enough.
+BOOST_AUTO_TEST_CASE(a_critical_batch_below_one_recommends_no_batch_up_to_0) {
+  const fs::path dir = scratch() / "same_examples";
+  fs::create_directories(dir);
+  std::vector<double> x, y(600, 1.5);
+  for (int i = 0; i < 600; ++i)
+    for (int j = 0; j < 8; ++j) x.push_back(0.25 * j - 1.0);
+  lbt::test::write_npy(dir / "x.npy", "<f4", {600, 8}, x);
+  lbt::test::write_npy(dir / "y.npy", "<f4", {600}, y);
+  std::ofstream(dir / "same.toml")
+      << "[model]\nspec = \"linear:8-1\"\ninit = \"zero\"\n[data]\ndataset = \"same\"\n"
+         "format = \"npy\"\ntrain_features = \""
+      << (dir / "x.npy").string() << "\"\ntrain_labels = \"" << (dir / "y.npy").string()
+      << "\"\nvalidation_size = 88\nnormalize = false\n[train]\nglobal_batch = 128\n"
+         "micro_batch = 16\nsteps = 60\neval_every = 30\n[optimizer]\nname = \"sgd\"\n"
+         "lr = 0.01\nmomentum = 0.0\n[noise]\nenabled = true\nevery = 5\n";
+  const auto r =
+      run_lbt("noise --config " + (dir / "same.toml").string() +
+              " --quiet --no-plot --overwrite --at-steps 0,30 --out " + (dir / "run").string());
+  BOOST_REQUIRE_MESSAGE(r.code == 0, r.err);
+  BOOST_TEST(r.out.find("so a batch of 1 already needs about as few steps") != std::string::npos,
+             r.out);
+  BOOST_TEST(r.out.find("up to about 0") == std::string::npos, r.out);
 }

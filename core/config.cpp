@@ -4,6 +4,7 @@
 #include <toml++/toml.h>
 #include <algorithm>
 #include <cctype>
+#include <cmath>
 #include <fstream>
 #include <optional>
 #include <sstream>
@@ -209,7 +210,12 @@ T Config::Impl::read(const Config& config, const KeySpec& spec, KeyType type, Ex
 }
 
 double Config::get_double(const KeySpec& spec, std::optional<double> derived) {
-  return impl_->read<double>(*this, spec, KeyType::kNumber, as_number, derived);
+  const double value = impl_->read<double>(*this, spec, KeyType::kNumber, as_number, derived);
+  // TOML's inf and nan are numbers, and inf passes a check such as ">= 0": weight_decay = inf
+  // trained to "diverged", and Adam's eps = inf left the weights where they were (2026-11-29
+  // audit). No key means anything by them.
+  if (!std::isfinite(value)) fail(spec.key, "a finite number", std::isnan(value) ? "nan" : "inf");
+  return value;
 }
 
 std::int64_t Config::get_int(const KeySpec& spec, std::optional<std::int64_t> derived) {

@@ -110,6 +110,23 @@ BOOST_AUTO_TEST_CASE(config_errors_name_the_key_and_the_valid_values) {
                       "base='adam'\n") == "no error");
 }
 
+// inf passes a check such as ">= 0": weight_decay = inf trained to "diverged", Adam's eps = inf
+// never moved the weights, LARS's trust coefficient = inf diverged at step 2 (2026-11-29 audit).
+// Every number key refuses inf and nan (Config::get_double), naming the key.
+BOOST_AUTO_TEST_CASE(inf_and_nan_are_refused_naming_the_key) {
+  const auto says = [](const std::string& toml, const std::string& part) {
+    const std::string e = error_of(toml);
+    BOOST_TEST(e.find(part) != std::string::npos, e);
+  };
+  says("[optimizer]\nname='sgd'\nweight_decay=inf\n",
+       "optimizer.weight_decay must be a finite number, got inf");
+  says("[optimizer]\nname='adam'\neps=inf\n", "optimizer.eps must be a finite number, got inf");
+  says("[optimizer]\nname='lars'\n[optimizer.lars]\ntrust_coefficient=+inf\n",
+       "optimizer.lars.trust_coefficient must be a finite number, got inf");
+  says("[optimizer]\nname='larc'\n[optimizer.larc]\neps=nan\n",
+       "optimizer.larc.eps must be a finite number, got nan");
+}
+
 // The schema's defaults are the option structs' defaults: the two ways to build an optimizer
 // (C++ aggregates, TOML) agree.
 BOOST_AUTO_TEST_CASE(schema_defaults_equal_the_option_structs) {

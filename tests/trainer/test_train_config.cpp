@@ -121,7 +121,7 @@ BOOST_AUTO_TEST_CASE(generated_data_and_narrowed_counts_are_checked_naming_the_k
   };
   says(syn + "examples = -5\n", "data.synthetic.examples must be >= 1, got -5");
   says(syn + "dim = 0\n", "data.synthetic.dim must be >= 1, got 0");
-  says(syn + "noise = nan\n", "data.synthetic.noise must be a finite number >= 0");
+  says(syn + "noise = nan\n", "data.synthetic.noise must be a finite number, got nan");
   says(syn + "noise = -2.0\n", "data.synthetic.noise must be a finite number >= 0");
   says("[train]\nthreads = 4294967297\n", "train.threads must be in [0, 4096], got 4294967297");
   says("[train]\ncheckpoint_keep = 4294967296\n", "must be in [1, 1000000], got 4294967296");

@@ -121,8 +121,8 @@ std::string format_fit_line(const nlohmann::json& fit) {
   for (const auto& u : fit.value("batch_sizes_with_unmeasured_seeds", nlohmann::json::array())) {
     char text[160];
     std::snprintf(text, sizeof text,
-                  "; B = %.6g's median is of %d seed(s): %d more of its best LR failed or timed "
-                  "out (measured nothing)",
+                  "; B = %.6g's median is of %d seed(s): %d more of its best LR measured "
+                  "nothing (failed, timed out or not run yet)",
                   u["batch_size"].get<double>(), u["seeds"].get<int>(),
                   u["seeds_unmeasured"].get<int>());
     line += text;

@@ -220,6 +220,21 @@ bool overlap(const nlohmann::json& a, const nlohmann::json& b) {
   return a[0].get<double>() <= upper_end(b) && b[0].get<double>() <= upper_end(a);
 }
 
+// Unresolved, the fit is the flat line S = S_min, whose S_min is the steps' geometric mean:
+// where they rise with the batch it lies above the fewest steps measured, which the model's
+// S >= S_min forbids (S_min = 113 [67, 190] over steps from 40: 2026-11-29 audit). S_min is then
+// null, as the model does not describe these steps; flat steps keep theirs.
+void drop_contradicted_s_min(nlohmann::json& fit, const std::vector<MeasuredPoint>& measured) {
+  const nlohmann::json& interval = fit["intervals"]["S_min"];
+  if (fit["resolved"].get<bool>() || !interval.is_array() || !interval[0].is_number()) return;
+  double fewest = HUGE_VAL;
+  for (const MeasuredPoint& p : measured)
+    if (const double m = median_steps(p); std::isfinite(m)) fewest = std::min(fewest, m);
+  if (!(fewest < interval[0].get<double>())) return;
+  fit["S_min"] = nullptr;
+  fit["intervals"]["S_min"] = nullptr;
+}
+
 }  // namespace
 
 nlohmann::json fit_with_intervals(const std::vector<MeasuredPoint>& points, const FitOptions& o) {
@@ -304,6 +319,7 @@ nlohmann::json fit_measurements(const SweepMeasurements& sweep, const FitOptions
        f.resolved ? regimes_json(pts, b_crit_or_infinity(f), fits, options) : nlohmann::json()},
   };
   add_resolution(fit, f);
+  drop_contradicted_s_min(fit, sweep.measured);
   const char* extrapolated = b_crit_extrapolated(pts, f);
   fit["b_crit_extrapolated"] = extrapolated ? nlohmann::json(extrapolated) : nlohmann::json();
   if (!f.resolved) fit["warning"] = kNoCriticalBatch;

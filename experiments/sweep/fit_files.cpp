@@ -31,14 +31,21 @@ std::vector<double> read_unreached(const fs::path& best_csv) {
 }
 
 // The best trials' target_definition: one name, "mixed", or "" where not recorded (a sweep
-// without a target_definition column was written by a trainer that read first passages).
+// without a target_definition column was written by a trainer that read first passages). Only
+// trials that ran to an outcome say how they read it: a pending or failed one's row holds the
+// reader's default, which made a sweep's "ema" read "mixed" (2026-11-29 audit).
 std::string read_definition(const fs::path& sweep_csv) {
   if (!fs::exists(sweep_csv)) return "";
   const CsvTable t = read_csv(sweep_csv);
   const int cd = t.column("target_definition"), cbest = t.column("best");
+  const int cs = t.column("status");
+  const auto ran = [](const std::string& status) {
+    return status == "reached_target" || status == "budget_exhausted" || status == "diverged" ||
+           status == "pruned" || status == "completed";
+  };
   std::string definition;
   for (const auto& row : t.rows) {
-    if (cd < 0 || cbest < 0 || row[cbest] != "true") continue;
+    if (cd < 0 || cbest < 0 || row[cbest] != "true" || (cs >= 0 && !ran(row[cs]))) continue;
     if (definition.empty()) definition = row[cd];
     if (row[cd] != definition) return "mixed";
   }

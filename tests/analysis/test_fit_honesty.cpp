@@ -67,12 +67,22 @@ BOOST_AUTO_TEST_CASE(steps_that_rise_with_the_batch_resolve_no_critical_batch) {
   BOOST_TEST(fit["intervals"]["B_crit"].is_null());
   BOOST_TEST(fit["intervals"]["E_min"].is_null());
   BOOST_TEST(fit["regimes"].is_null());
+  // The flat line's S_min, 139 (the geometric mean), lies above the 100 steps at B = 16, which
+  // S >= S_min forbids: unresolved (it read S_min = 139 [...]: 2026-11-29 audit).
+  BOOST_TEST(fit["S_min"].is_null());
+  BOOST_TEST(fit["intervals"]["S_min"].is_null());
   BOOST_TEST(fit["warning"].get<std::string>().find("no critical batch") != std::string::npos);
   const std::string line = format_fit_line(fit);
   BOOST_TEST(line.find("B_crit unresolved") != std::string::npos, line);
   BOOST_TEST(line.find("warning: ") != std::string::npos, line);
   // Steps that fall stay resolved.
   BOOST_TEST(fit_critical_batch({{16, 400}, {64, 130}, {256, 60}, {1024, 45}}).resolved);
+  // Flat steps keep their S_min: the model's S = S_min, inside its interval.
+  SweepMeasurements flat;
+  for (const double B : {16.0, 64.0, 256.0, 1024.0}) flat.measured.push_back({B, {{45, 50}}});
+  const nlohmann::json level = fit_measurements(flat, {.resamples = 200});
+  BOOST_TEST(level["resolved"] == false);
+  BOOST_TEST(level["S_min"].get<double>() == 50.0, boost::test_tools::tolerance(1e-9));
 }
 
 BOOST_AUTO_TEST_CASE(every_estimate_lies_inside_its_own_interval_over_200_seeded_sweeps) {

@@ -58,7 +58,11 @@ void check_task(const TrainConfig& cfg, const data::Dataset& train, std::int64_t
     throw ConfigError(cfg.model_name() + " has " + std::to_string(model_outputs) + " outputs but " +
                           train.name + " has " + std::to_string(train.target_dim) +
                           " regression targets per example",
-                      "make the last layer size " + std::to_string(train.target_dim));
+                      // Float labels of classes read as one regression target (2026-11-29
+                      // audit): the other reading of this mismatch, named beside the first.
+                      "make the last layer size " + std::to_string(train.target_dim) +
+                          "; or, if the labels are class indices stored as floats, save them as "
+                          "integers (numpy: y.astype(np.int64))");
   }
 }
 

@@ -101,6 +101,15 @@ BOOST_AUTO_TEST_CASE(bad_regression_input_stops_with_one_line_naming_file_and_pl
          {"model.loss = \"mse\"", "integer class labels"});
   expect(run("r2_on_classes", with(cls, "train", "target = \"val_r2>=0.9\"")), 2,
          {"val_r2>=0.9", "classification"});
+  // one class: nothing to learn (it trained to val_accuracy 1.0, loss 0, "completed")
+  lbt::test::write_npy(dir / "y_one.npy", "<i8", {64}, std::vector<double>(64, 0.0));
+  std::string one = npy_toml(dir, "linear:3-1", 16, 8, 2, 0.01);
+  one.replace(one.find("y.npy"), 5, "y_one.npy");
+  expect(run("one_class", one), 3, {"y_one.npy", "every training label is 0"});
+  // float labels of 2 classes under a 2-output model: the hint names both readings
+  const auto floats = run("float_classes", npy_toml(dir, "linear:3-2", 16, 8, 2, 0.01));
+  BOOST_TEST(floats.code == 2, floats.err);
+  BOOST_TEST(has(floats.err, "y.astype(np.int64)"), floats.err);
   // the classification path is unchanged: integer labels train with cross-entropy
   const auto ok = run("classes_train", cls);
   BOOST_TEST_INFO("stderr: " << ok.err);

@@ -150,6 +150,15 @@ BOOST_AUTO_TEST_CASE(wrong_magic_is_reported_with_the_value) {
   BOOST_TEST(msg.find("0x00000d03") != std::string::npos);
 }
 
+// An IDX file whose header counts 0 images read "implausible dimension 0 = 0 at byte 4", no
+// hint (2026-11-29 audit): it holds no examples, and says so.
+BOOST_AUTO_TEST_CASE(a_file_of_no_examples_says_so) {
+  TempDir dir;
+  const fs::path empty = dir.write("empty", idx_bytes(3, {0, 2, 2}, {}));
+  const auto msg = data_error_of([&] { data::read_idx(empty); });
+  BOOST_TEST(msg == empty.string() + ": holds no examples (its header counts 0)", msg);
+}
+
 BOOST_AUTO_TEST_CASE(truncated_payload_reports_expected_and_got) {
   TempDir dir;
   for (bool gz : {false, true}) {

@@ -74,9 +74,14 @@ IdxReader::IdxReader(const std::filesystem::path& path) : path_(path) {
     read_exact(b, 4, "dimension sizes", offset_, 4, 0);
     std::int64_t size =
         (std::int64_t(b[0]) << 24) | (std::int64_t(b[1]) << 16) | (std::int64_t(b[2]) << 8) | b[3];
+    if (size == 0 && d == 0) {  // the count of images or labels: an empty file, named so
+      throw DataError(path.string() + ": holds no examples (its header counts 0)",
+                      "restore the file: an IDX file lbt trains on holds at least one example");
+    }
     if (size <= 0 || size > (1ll << 31)) {
       throw DataError(path.string() + ": implausible dimension " + std::to_string(d) + " = " +
-                      std::to_string(size) + " at byte " + std::to_string(offset_ - 4));
+                          std::to_string(size) + " at byte " + std::to_string(offset_ - 4),
+                      "the file is damaged or not IDX: restore it");
     }
     dims_.push_back(size);
     payload_bytes_ *= size;

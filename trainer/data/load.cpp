@@ -1,6 +1,7 @@
 // Dataset loading by name; see load.hpp.
 #include "trainer/data/load.hpp"
 
+#include <algorithm>
 #include <filesystem>
 #include <numeric>
 #include <utility>
@@ -62,6 +63,21 @@ Dataset truncate(Dataset d, std::int64_t limit) {
   return subset(d, first);
 }
 
+// One class leaves a classifier nothing to learn: with its last layer sized to it, the loss is
+// 0 from the first step, and the run "completed" at val_accuracy 1.0 (2026-11-29 audit).
+void refuse_one_class(const Dataset& d, const trainer::DataConfig& config) {
+  if (!d.is_classification() || d.labels.empty()) return;
+  const auto [lowest, highest] = std::minmax_element(d.labels.begin(), d.labels.end());
+  if (*lowest != *highest) return;
+  const std::string labels = config.format == "npy"   ? config.train_labels
+                             : config.format == "csv" ? config.train_features
+                                                      : config.dataset;
+  throw DataError(labels + ": every training label is " + std::to_string(*lowest) +
+                      ": one class leaves a classifier nothing to learn",
+                  "check the labels (the file, or data.label_column); real-valued targets train "
+                  "a regression (npy: float32/float64 labels; CSV: data.target_columns)");
+}
+
 Splits load_splits_unchecked(const trainer::DataConfig& config, std::uint64_t seed) {
   Splits s;
   Dataset full;
@@ -121,6 +137,7 @@ Splits load_splits_unchecked(const trainer::DataConfig& config, std::uint64_t se
         "set data.train_limit to at most " + std::to_string(full.n) + ", or to 0 for all of them");
   }
   full = truncate(std::move(full), config.train_limit);
+  refuse_one_class(full, config);
   if (config.validation_size > 0) {
     split_validation(std::move(full), config.validation_size, seed, s.train, s.validation);
   } else {

@@ -10,10 +10,12 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <cerrno>
 #include <charconv>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -203,11 +205,15 @@ void run_schedule(const ScheduleArgs& args) {
 
   if (!args.plot.empty()) {
     data.close();
+    int err = data ? 0 : errno;  // what the failed write or close left (ENOSPC: a full disk)
     std::error_code ec;
     if (data) std::filesystem::rename(csv_aside, csv_path, ec);
+    if (ec) err = ec.value();
     if (!data || ec) {
       std::filesystem::remove(csv_aside, ec);
-      throw Error("cannot write " + csv_path.string(), "check that its directory is writable");
+      throw Error(
+          "cannot write " + csv_path.string() + (err ? ": " + std::string(std::strerror(err)) : ""),
+          io::file_error_hint(err, "check that its directory is writable"));
     }
     // Several batches run different steps over the same data: against epochs they line up.
     const std::string x =
@@ -219,7 +225,8 @@ void run_schedule(const ScheduleArgs& args) {
     if (const std::string why = experiments::run_plot_script("lbt_plot.py", plot_args);
         !why.empty()) {
       throw Error("plotting failed: " + why,
-                  "needs /usr/bin/python3 with matplotlib (python3-matplotlib); the CSV is in " +
+                  "its Python error is above (the usual causes: /usr/bin/python3 without "
+                  "matplotlib, python3-matplotlib; a full disk); the CSV is in " +
                       csv_path.string());
     }
     std::cerr << "wrote " << args.plot << " (data: " << csv_path.string() << ")\n";

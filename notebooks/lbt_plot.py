@@ -54,7 +54,7 @@ def draw_schedule(ax, csv_path, log_y=False, title=None, marks=None, x="step",
     header, columns = read_columns(csv_path)
     if header[0] != "step" or len(header) < 2:
         raise SystemExit(f"error: {csv_path}: expected a header 'step,lr...', got {header}")
-    styles = {"warmup end": ":", "decay start": "--", "decay end": "-."}
+    styles = {"warmup end": ":", "decay start": "--", "drop": "--", "decay end": "-."}
     for name, values in zip(header[1:], columns[1:]):
         label = name[3:].replace("B", "B = ") if name.startswith("lr_") else name
         per = (steps_per_epoch or {}).get(name, 0) if x == "epoch" else 1
@@ -67,7 +67,8 @@ def draw_schedule(ax, csv_path, log_y=False, title=None, marks=None, x="step",
             ax.axvline(step / per, color=line.get_color(), linestyle=styles.get(boundary, ":"),
                        linewidth=0.8, alpha=0.8)
     if marks and any(marks.values()):
-        ax.text(0.99, 0.99, "dotted: warmup end, dashed: decay start, dash-dot: decay end",
+        ax.text(0.99, 0.99, "dotted: warmup end, dashed: decay start or a step's drop, "
+                "dash-dot: decay end",
                 transform=ax.transAxes, ha="right", va="top", fontsize="x-small")
     ax.set_xlabel(x)
     ax.set_ylabel("learning rate")

@@ -297,15 +297,30 @@ void check_against_peak(const ScheduleContext& context, const ScheduleOptions& o
   }
 }
 
-void mark_boundaries(const ScheduleContext& context, const DecayKind& decay, const Lengths& l) {
+// The plot's marks: the warmup's end, then a step or multistep decay's drops where they fall (a
+// milestone inside the warmup at its end; at most 20), or a smooth decay's start and end. The
+// goyal recipe's decay, whose clock starts at step 0, was marked "decay start" at epoch 0,
+// before the warmup's end, and its drops not at all (2026-11-29 audit).
+void mark_boundaries(const ScheduleContext& context, const DecayKind& decay, const Lengths& l,
+                     const DecayInputs& in) {
   if (!context.boundaries) return;
   auto& marks = *context.boundaries;
-  const std::int64_t W = l.warmup, S = l.decay_start, D = l.decay;
+  const std::int64_t W = l.warmup, S = l.decay_start, D = l.decay, end = context.total_steps;
   if (W > 0) marks.emplace_back("warmup end", W);
-  if (S != W && decay.name != std::string_view("constant")) marks.emplace_back("decay start", S);
-  if (D > 0 && decay.name != std::string_view("constant") && S + D <= context.total_steps) {
-    marks.emplace_back("decay end", S + D);
+  const std::string_view name = decay.name;
+  if (name == "constant") return;
+  if (name == "multistep" || name == "step") {
+    std::vector<std::int64_t> drops = in.milestones;
+    for (std::int64_t k = 1; name == "step" && in.every > 0 && drops.size() < 20; ++k) {
+      if (S + k * in.every >= end) break;
+      drops.push_back(k * in.every);
+    }
+    for (std::int64_t m : drops)
+      if (S + m < end && marks.size() < 21) marks.emplace_back("drop", std::max(S + m, W));
+    return;
   }
+  if (S > W) marks.emplace_back("decay start", S);
+  if (D > 0 && S + D <= end) marks.emplace_back("decay end", S + D);
 }
 
 // join(warmup, [hold at peak], decay) at unit peak, then scaled to the peak and clamped below
@@ -370,7 +385,7 @@ Schedule make_schedule(const ScheduleOptions& o, const ScheduleContext& context)
   check_against_run(config, o, context, lengths, start);
   check_against_peak(context, o, lengths, start, peak);
   check_milestones_in_warmup(context, in, lengths);
-  mark_boundaries(context, kinds.decay, lengths);
+  mark_boundaries(context, kinds.decay, lengths, in);
   return compose(config, o, kinds, in, lengths, start, peak);
 }
 

@@ -125,6 +125,12 @@ void add_plan_command(CLI::App& app) {
     o->out = *out;
     const auto plan = experiments::plan_at_scale(*o);
     std::printf("%s", experiments::format_scale_plan(plan).c_str());
+    if (plan["exec"].is_string()) {  // lbt's estimate would be of its own model's run
+      std::printf(
+          "memory: not estimated: the sweep's trials ran a program (--exec), not lbt's "
+          "model\n");
+      return;
+    }
     print_memory(plan["config"].get<std::string>(), o->workers > 0 ? o->workers : 1, runtime_bytes,
                  *memory);
   });

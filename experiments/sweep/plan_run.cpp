@@ -50,6 +50,8 @@ SweepManifest read_sweep_manifest(const fs::path& dir) {
     m.max_examples = e;
     m.max_steps = s;
   }
+  if (const auto exec = manifest.find("exec"); exec != manifest.end() && exec->is_string())
+    m.exec = exec->get<std::string>();
   const auto sets = manifest.find("sets");
   if (sets == manifest.end()) return m;  // a sweep from before its --set options were kept
   if (!sets->is_array() ||

@@ -18,6 +18,7 @@ struct SweepManifest {
   std::string target;
   std::vector<std::string> sets;
   std::int64_t max_examples = -1, max_steps = -1;  // sweep.max_*; -1: not recorded (older sweep)
+  std::string exec;  // the program the trials ran (--exec); "": lbt train
 };
 SweepManifest read_sweep_manifest(const std::filesystem::path& sweep_dir);
 

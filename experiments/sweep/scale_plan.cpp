@@ -166,16 +166,25 @@ nlohmann::json plan_json(const ScalePlanOptions& o, const SweepForPlan& sweep,
 // The config `lbt train` runs as is, headed by what it predicts.
 void write_plan_config(const fs::path& out, const ScalePlanOptions& o, const Config& config,
                        std::int64_t B, const analysis::LrChoice& lr, const analysis::Prediction& p,
-                       const std::string& target, const analysis::RegimeCall& regime) {
+                       const std::string& target, const analysis::RegimeCall& regime,
+                       const std::string& exec) {
   std::ostringstream toml;
   toml << kPlanHeader << comment_text(fs::absolute(o.sweep_dir).string()) << ": global batch " << B
        << ", peak LR " << num(lr.lr) << " (" << lr.source << ").\n"
        << "# Predicted steps to " << target << ": " << num(p.steps) << " "
        << bracket(analysis::interval_json(p.steps_interval)) << " (" << 100 * o.level
        << "% interval); regime " << analysis::regime_name(regime.regime)
-       << regime_agreement_text(regime.agreement) << ".\n# Run it as is: lbt train --config "
-       << comment_text(out.string()) << "\n"
-       << config.resolved_toml();
+       << regime_agreement_text(regime.agreement) << ".\n";
+  if (exec.empty()) {
+    toml << "# Run it as is: lbt train --config " << comment_text(out.string()) << "\n";
+  } else {  // lbt train would train lbt's model, not the program the prediction rests on
+    toml << "# The sweep's trials ran a program (--exec): run it at this batch and LR as they "
+            "did,\n# "
+         << comment_text(exec)
+         << "\n# The keys below are the trials' config, which "
+            "it reads through {section.key}.\n";
+  }
+  toml << config.resolved_toml();
   io::atomic_write(out, toml.str());
 }
 
@@ -285,8 +294,9 @@ nlohmann::json plan_at_scale(const ScalePlanOptions& o) {
         " at this batch, and the schedule depends on the run's length: it is not the trials' "
         "schedule the prediction rests on";
   }
-  write_plan_config(out, o, config, B, lr, p, target, regime);
+  write_plan_config(out, o, config, B, lr, p, target, regime, manifest.exec);
   plan["config"] = fs::absolute(out).string();
+  plan["exec"] = manifest.exec.empty() ? nlohmann::json() : nlohmann::json(manifest.exec);
   io::atomic_write(plan_json_path(out), plan.dump(2) + "\n");
   return plan;
 }
@@ -336,7 +346,14 @@ std::string format_scale_plan(const nlohmann::json& p) {
   }
   for (const char* key : {"warning", "schedule_warning"})
     if (p.contains(key)) ss << "  warning: " << p[key].get<std::string>() << "\n";
-  ss << "  config: " << p["config"].get<std::string>() << " (lbt train --config it as is)\n";
+  if (p.value("exec", nlohmann::json()).is_string()) {
+    ss << "  config: " << p["config"].get<std::string>()
+       << " (the trials' config; they ran a program: run it at this batch and LR, as the sweep "
+          "did: "
+       << p["exec"].get<std::string>() << ")\n";
+  } else {
+    ss << "  config: " << p["config"].get<std::string>() << " (lbt train --config it as is)\n";
+  }
   return ss.str();
 }
 

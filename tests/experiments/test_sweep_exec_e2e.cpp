@@ -66,6 +66,17 @@ BOOST_AUTO_TEST_CASE(exec_sweep_searches_fits_and_keeps_going_past_a_failing_pro
   for (const auto& row : best.rows) BOOST_TEST(row[best.column("status")] == "reached_target");
   BOOST_TEST(slurp(dir / "trials" / "16_0" / "command.sh").find("steps_model.py 16 ") !=
              std::string::npos);
+  // The plan of a program's sweep: its config is the trials', and the program is what to run
+  // at the planned batch and LR; no memory estimate of lbt's own model (it printed one, and
+  // "lbt train --config it as is": 2026-11-29 audit).
+  r = run_lbt("plan --from " + dir.string() + " --max-steps 100");
+  BOOST_REQUIRE_MESSAGE(r.code == 0, r.err);
+  BOOST_TEST(r.out.find("they ran a program") != std::string::npos, r.out);
+  BOOST_TEST(r.out.find("as it is") == std::string::npos, r.out);
+  BOOST_TEST(r.out.find("memory: not estimated") != std::string::npos, r.out);
+  BOOST_TEST(slurp(dir / "plan.toml").find("# The sweep's trials ran a program (--exec)") !=
+             std::string::npos);
+  BOOST_TEST(nlohmann::json::parse(slurp(dir / "plan.json"))["exec"].is_string());
 
   // A program that fails at one batch size: that batch size's trials are failed (with the
   // program's last words), the sweep runs the others and exits 6.

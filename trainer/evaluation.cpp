@@ -90,15 +90,17 @@ double linearised_squares(const std::vector<double>& a, const std::vector<double
   return squares;
 }
 
-// mse and R^2 from the reduced sums (n examples). A constant output (SST_j = 0) scores 1 when
-// predicted exactly and 0 otherwise, as sklearn's r2_score (force_finite=True).
+// mse and R^2 from the reduced sums (n examples). R^2 of an output that does not vary over the
+// split (SST_j = 0: a constant target, or one example) is undefined, and so is their average:
+// NaN, written null (sklearn's force_finite scores it 0 or 1, which lbt printed as
+// "0.0000 [0.0000, 0.0000]": 2026-11-29 audit).
 void regression_metrics(const double* sums, std::int64_t k, double n, Evaluation& e) {
   double sse_total = 0.0, r2_total = 0.0;
   for (std::int64_t j = 0; j < k; ++j) {
     const double sse = sums[3 * j], sum_y = sums[3 * j + 1], sum_y2 = sums[3 * j + 2];
     const double sst = sum_y2 - sum_y * sum_y / n;
     sse_total += sse;
-    r2_total += sst > 0.0 ? 1.0 - sse / sst : (sse == 0.0 ? 1.0 : 0.0);
+    r2_total += sst > 0.0 ? 1.0 - sse / sst : NAN;
   }
   e.mse = sse_total / (n * static_cast<double>(k));
   e.r2 = r2_total / static_cast<double>(k);
@@ -167,7 +169,7 @@ Evaluation evaluate(nn::Model& model, const data::Dataset& data, comm::Communica
   double squares = linearised_squares(squared_errors, squared_deviations, sums.data() + kPerOutput,
                                       k, std::max(sums[kCount], 1.0));
   comm.allreduce(std::span<double>(&squares, 1), comm::ReduceOp::kSum);
-  if (e.count >= 2) e.r2_sd = std::sqrt(squares / (sums[kCount] - 1.0));
+  if (e.count >= 2 && std::isfinite(e.r2)) e.r2_sd = std::sqrt(squares / (sums[kCount] - 1.0));
   return e;
 }
 

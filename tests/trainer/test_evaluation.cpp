@@ -225,6 +225,28 @@ BOOST_AUTO_TEST_CASE(the_loss_interval_covers_the_mean_and_stays_non_negative) {
   BOOST_TEST(std::isnan(mean_interval(NAN, 0.5, 100).high));
 }
 
+// R^2 of an output that does not vary over the split is undefined, and so is the average over
+// outputs: NaN (null in eval.jsonl), not sklearn's force_finite 0 that read "0.0000 [0.0000,
+// 0.0000]" (2026-11-29 audit); the mse is measured as ever.
+BOOST_AUTO_TEST_CASE(r2_of_a_constant_target_is_undefined) {
+  data::Dataset reg;
+  reg.n = 50;
+  reg.dim = 2;
+  reg.target_dim = 2;
+  for (std::int64_t i = 0; i < reg.n; ++i) {
+    reg.x.insert(reg.x.end(), {static_cast<float>(i), 1.0f});
+    reg.targets.insert(reg.targets.end(), {static_cast<float>(i % 7), 2.5f});  // 2nd constant
+  }
+  auto linear = nn::Model::from_spec("linear:2-2", nn::InitScheme::kHe, {2});
+  Rng rng = make_rng(4, RngStream::kInit);
+  linear->build(rng);
+  comm::LocalCommunicator one;
+  const Evaluation e = evaluate(*linear, reg, one, 16);
+  BOOST_TEST(std::isnan(e.r2));
+  BOOST_TEST(std::isnan(e.r2_sd));
+  BOOST_TEST(std::isfinite(e.mse));
+}
+
 // R^2's standard error by the delta method (Evaluation::r2_sd / sqrt(n)) against the jackknife's,
 // computed here in double from the model's own predictions: leave each example out, recompute
 // every output's SSE and SST about the remaining examples' mean, and take (n - 1)/n times the

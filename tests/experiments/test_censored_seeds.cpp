@@ -78,7 +78,9 @@ BOOST_AUTO_TEST_CASE(a_sweeps_unreached_seeds_are_read_as_censored_at_their_last
           << hi << "," << hi + 20 << ",true,ema," << hi - 2 << "," << hi << "\n";
     }
   }
-  csv << "64_3,64,0.04,3,failed,,,,true,ema,,\n";  // measured nothing: named, not counted
+  // Measured nothing: named, not counted; its definition is the reader's default, not a reading
+  // (a pending or failed row made the sweep's "ema" read "mixed": 2026-11-29 audit).
+  csv << "64_3,64,0.04,3,failed,,,,true,first_passage,,\n";
   csv.close();
   std::ofstream(dir / "best.csv") << "batch_size,status,lr,steps_to_target\n"
                                      "16,reached_target,0.01,950\n32,reached_target,0.02,480\n"
@@ -109,6 +111,7 @@ BOOST_AUTO_TEST_CASE(a_sweeps_unreached_seeds_are_read_as_censored_at_their_last
              R"([{"batch_size":64.0,"seeds":3,"seeds_unmeasured":1}])");
   BOOST_TEST(format_fit_line(fit).find("B = 64's median is of 3 seed(s): 1 more") !=
              std::string::npos);
+  BOOST_TEST(sweep.definition == "ema");
   fs::remove_all(dir);
 }
 

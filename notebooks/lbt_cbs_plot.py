@@ -49,9 +49,10 @@ def plot_cbs(points: list[dict], ax) -> None:
     open_above = [p for p in points if p["cbs_interval"] and p["cbs_interval"][1] is None]
     if open_above:
         top = max(int(k) for k in points[0]["val_loss"])
+        # Larger than the filled "at least" triangle it can sit on, so it rings it, not hides.
         ax.scatter([p["step"] for p in open_above], [top * p["batch"] for p in open_above],
-                   marker="^", facecolors="none", edgecolors=COLORS["data"], s=50,
-                   label="interval open above (a seed inside at the largest k)")
+                   marker="^", facecolors="none", edgecolors=COLORS["data"], s=140,
+                   linewidths=1.2, label="interval open above (a seed inside at the largest k)")
 
 
 def plot_b_simple(points: list[dict], ax) -> None:

@@ -123,7 +123,9 @@ def mark_noise_scales(ax, fit):
                    label=with_level(f"{label} = {estimate_text(fit, key)}", level))
         if band:  # open above: past the line and the data
             hi = band[1] if finite(band[1]) else max(ax.get_xlim()[1], value) * 1.5
-            ax.axvspan(max(band[0], 1e-12), hi, color=color, alpha=0.12)
+            # Named: unnamed, B_noise's band read as a second B_crit interval (2026-11-29 audit).
+            ax.axvspan(max(band[0], 1e-12), hi, color=color, alpha=0.12,
+                       label=f"{label}: its interval")
 
 
 def noise_over_training(sweep_dir, out_png):
@@ -222,6 +224,16 @@ def draw_noise(ax, data):
         if ema:
             s, v = zip(*ema)
             ax.plot(s, v, color=color, linestyle="--", label=f"B_simple averaged ({name}, EMA)")
+        # Where the EMA is unresolved its lower bound, as the "now" line's: the dashed line just
+        # stopped there, as if the average had ended (2026-11-29 audit).
+        ema_bounds = [(r["step"], r["b_simple_ema_ci95"][0]) for r in records
+                      if not finite(r.get("b_simple_ema"))
+                      and finite((r.get("b_simple_ema_ci95") or [None])[0])
+                      and r["b_simple_ema_ci95"][0] > 0]
+        if ema_bounds:
+            s, b = zip(*ema_bounds)
+            ax.plot(s, b, "v", color=color, mfc="none", ms=4,
+                    label=f"B_simple averaged unresolved ({name}): >= the triangle")
     draw_b_noise(ax, data.get("hessian", []))
 
 
@@ -229,13 +241,14 @@ def main():
     matplotlib.use("Agg")  # headless: CI and clusters have no display
     run_dir = Path(sys.argv[1])
     out = Path(sys.argv[2]) if len(sys.argv) > 2 else run_dir / "noise.png"
-    fig, ax = plt.subplots(figsize=(7, 4))
+    fig, ax = plt.subplots(figsize=(7, 5.5))
     draw_noise(ax, load(run_dir))
     ax.set_xlabel("step")
     ax.set_ylabel("noise scale (examples)")
     ax.set_yscale("log")
     ax.set_title(f"Gradient noise scale: {run_dir.name}")
-    ax.legend(fontsize=7)
+    # Below the axes: over them, its 11 entries covered the first 500 steps' data (2026-11-29).
+    ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.14), ncol=2)
     fig.tight_layout()
     fig.savefig(out, dpi=120)
     print(f"plot: {out}")

@@ -1,6 +1,6 @@
 """notebooks/lbt_plot_noise.py's drawing of a noise log written here: an unresolved record (b_simple
 null, a lower bound) is a gap in the line and an open triangle at its bound, a resolved record's
-band runs from its lower end, and an unresolved B_noise probe is drawn at its bound. Until
+band runs from its lower end, an unresolved EMA and B_noise probe are drawn at their bounds. Until
 2026-11-29 unresolved records and probes were left out and the line joined across them.
 
 usage: /usr/bin/python3 check_noise_plot.py NOTEBOOKS_DIR
@@ -18,7 +18,8 @@ def record(step, b, lo, hi):
 
 
 data = {"two_batch": [record(10, 40.0, 30.0, 50.0), record(20, None, 90.0, None),
-                      record(30, 60.0, 45.0, 80.0)],
+                      dict(record(30, 60.0, 45.0, 80.0), b_simple_ema=None,
+                           b_simple_ema_ci95=[70.0, None])],
         "hessian": [{"step": 0, "b_noise": 25.0, "b_noise_ci95": [20.0, 30.0]},
                     {"step": 30, "b_noise": None, "b_noise_ci95": [265.0, None]}]}
 fig, ax = plt.subplots()
@@ -31,6 +32,10 @@ if not (now[0] == 40.0 and math.isnan(now[1]) and now[2] == 60.0):
 bound = lines.get("B_simple unresolved (two_batch): >= the triangle")
 if bound is None or list(bound.get_xdata()) != [20] or list(bound.get_ydata()) != [90.0]:
     failures.append(f"the unresolved record is a triangle at its bound: {list(lines)}")
+# An unresolved EMA is a lower bound too: the dashed line just stopped (2026-11-29 audit).
+ema_bound = lines.get("B_simple averaged unresolved (two_batch): >= the triangle")
+if ema_bound is None or list(ema_bound.get_ydata()) != [70.0]:
+    failures.append(f"the unresolved EMA is a triangle at its bound: {list(lines)}")
 probe = lines.get("B_noise unresolved (>= the triangle)")
 if probe is None or list(probe.get_ydata()) != [265.0]:
     failures.append(f"the unresolved probe is drawn at its bound: {list(lines)}")

@@ -250,7 +250,7 @@ def main():
     # Below the axes: over them, its 11 entries covered the first 500 steps' data (2026-11-29).
     ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.14), ncol=2)
     fig.tight_layout()
-    fig.savefig(out, dpi=120)
+    fig.savefig(out, dpi=120, bbox_inches="tight")  # the legend below the axes included
     print(f"plot: {out}")
 
 

@@ -3,9 +3,11 @@
 
 #include <pthread.h>
 #include <signal.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <atomic>
+#include <cstdint>
 #include <cstring>
 #include <thread>
 
@@ -25,8 +27,26 @@ sigset_t interrupts() {
   return set;
 }
 
+std::atomic<std::int64_t> g_first_ns{0};  // when the first signal came (CLOCK_MONOTONIC)
+
+std::int64_t monotonic_ns() {  // clock_gettime is async-signal-safe
+  timespec t{};
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return std::int64_t{t.tv_sec} * 1'000'000'000 + t.tv_nsec;
+}
+
+// A SIGTERM within this of the first is the same stop, not the second signal's "at once": in a
+// SLURM job a sweep's trial gets the job's SIGTERM from SLURM and again from the sweep, which
+// passes it on (it did not, and a SIGTERM the batch shell alone got, --signal=B:TERM@120, never
+// reached the trials, which then died without a checkpoint: 2026-11-29 audit).
+constexpr std::int64_t kSameStopNs = 2'000'000'000;
+
 void on_signal(int sig) {
-  if (g_signal != 0) _exit(128 + sig);  // second signal: at once
+  if (g_signal != 0) {
+    if (sig == SIGTERM && g_signal == SIGTERM && monotonic_ns() - g_first_ns < kSameStopNs) return;
+    _exit(128 + sig);  // second signal: at once
+  }
+  g_first_ns = monotonic_ns();
   g_signal = sig;
   // Which signal: under mpirun a SIGTERM is often the job's abort after another rank's error,
   // not the user's stop (the line read the same either way, 2026-11-29 audit).

@@ -6,7 +6,6 @@
 #include <unistd.h>
 
 #include <atomic>
-#include <cstdlib>
 #include <cstring>
 #include <iostream>
 #include <nlohmann/json.hpp>
@@ -23,11 +22,6 @@ namespace fs = std::filesystem;
 namespace {
 
 std::atomic<int> g_signal{0};  // set on lbt's signal thread, read by the sweep's loop
-// Inside a SLURM job, SIGTERM (before the time limit, or scancel) reaches every process of the
-// job step, the trials included; forwarding it too would give each trial a second signal, which
-// it takes as "exit at once", losing the checkpoint. Read once at install (getenv is not
-// async-signal-safe).
-volatile sig_atomic_t g_slurm_signals_trials = 0;
 
 // What the first signal prints, chosen at install (a handler may only write()): the command's
 // own words (lbt cbs printed the sweep's before 2026-11-29).
@@ -52,7 +46,10 @@ void on_signal(int sig) {
     _exit(128 + sig);
   }
   g_signal = sig;
-  if (!(sig == SIGTERM && g_slurm_signals_trials)) forward_signal_to_children(sig);
+  // Passed on always: in a SLURM job the trials may get SIGTERM from SLURM too, and lbt's take a
+  // repeat within 2 s as the same stop (trainer/interrupt.cpp); where only the sweep got it
+  // (--signal=B:TERM@120, a timeout wrapper) it was the trials' only word to save themselves.
+  forward_signal_to_children(sig);
   [[maybe_unused]] const ssize_t n = ::write(STDERR_FILENO, g_stop_message, g_stop_length);
 }
 
@@ -120,7 +117,6 @@ void install_sweep_interrupt_handlers(InterruptedCommand command) {
   g_stop_message = cbs ? kCbsStop : scaling ? kScalingStop : kSweepStop;
   g_stop_length = (cbs ? sizeof kCbsStop : scaling ? sizeof kScalingStop : sizeof kSweepStop) - 1;
   install_crash_handlers();
-  g_slurm_signals_trials = std::getenv("SLURM_JOB_ID") != nullptr;
   // On lbt's signal thread (trainer/interrupt.hpp), else with SA_RESTART: waitpid goes on, the
   // trials' exits are what the sweep waits for.
   trainer::install_signal_handler(on_signal);

@@ -251,6 +251,25 @@ BOOST_AUTO_TEST_CASE(a_second_ctrl_c_ends_lbt_train_at_once_and_resuming_what_is
   }
 }
 
+// In a SLURM job a sweep's trial gets the job's SIGTERM from SLURM and again from the sweep: a
+// SIGTERM within 2 s of the first is the same stop (it was "exit at once", and the sweep passed
+// none on inside a job, so one the batch shell alone got never reached the trials: 2026-11-29).
+BOOST_AUTO_TEST_CASE(a_repeated_sigterm_within_2_s_is_the_same_stop) {
+  const fs::path run = scratch() / "sigterm_twice", log = scratch() / "sigterm_twice.log";
+  const pid_t pid = start_lbt(long_train(run), log);
+  const auto t_start = std::chrono::steady_clock::now();
+  while (lines_of(run / "metrics.jsonl") < 20 && seconds_since(t_start) < 60)
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  kill(pid, SIGTERM);
+  BOOST_REQUIRE_MESSAGE(log_says(log, "SIGTERM: stopping after this step", 10), slurp(log));
+  kill(pid, SIGTERM);
+  const int status = wait_for(pid, 30);
+  BOOST_TEST_INFO("log: " << slurp(log));
+  BOOST_REQUIRE((status != -1 && WIFEXITED(status)));
+  BOOST_TEST(WEXITSTATUS(status) == 143);
+  BOOST_TEST(status_of(run) == "interrupted");  // its step finished, the checkpoint written
+}
+
 // SIGINT and SIGTERM are taken by a thread of lbt's own, never by a compute thread (a handler
 // running inside oneDNN's GEMM on a worker corrupted the heap, exit 134, for 2 of 10 signals sent
 // to that thread; 2026-11-29 audit): every thread blocks them but the one waiting for them in

@@ -163,7 +163,7 @@ void run_schedule(const ScheduleArgs& args) {
     csv_path = plot_data_path(args.plot);
     io::create_directories(std::filesystem::absolute(csv_path).parent_path(),
                            "the plot's directory");
-    csv_aside = csv_path.string() + ".tmp." + std::to_string(::getpid());
+    csv_aside = io::temporary_twin(csv_path).string();
     data.open(csv_aside, std::ios::binary | std::ios::trunc);
   }
   const auto emit = [&](const std::string& text) {

@@ -30,8 +30,9 @@ std::uint64_t fnv1a(const std::string& s) {
   return h;
 }
 
-// KIND-<16 hex digits>.txt, or such a file's temporary twin (io::atomic_write's NAME.tmp.PID,
-// left behind by a process killed while writing): the names store() may prune.
+// KIND-<16 hex digits>.txt, or such a file's temporary twin (io::temporary_twin's
+// NAME.tmp.HOST.PID.RANDOM, left behind by a process killed while writing): the names store() may
+// prune.
 bool is_kind_file(const std::string& name, std::string_view kind) {
   const std::size_t hex_at = kind.size() + 1;
   if (name.size() < hex_at + 20 || name.compare(0, kind.size(), kind) != 0 ||

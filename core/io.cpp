@@ -6,8 +6,10 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <fstream>
+#include <random>
 #include <sstream>
 #include <string>
 
@@ -92,9 +94,19 @@ int open_own_file(const std::filesystem::path& path, int flags) {
   return fd;
 }
 
-void atomic_write(const std::filesystem::path& path, std::string_view contents) {
+std::filesystem::path temporary_twin(const std::filesystem::path& path) {
+  char host[256] = "";
+  if (::gethostname(host, sizeof host - 1) != 0) host[0] = '\0';
+  char suffix[32];
+  std::snprintf(suffix, sizeof suffix, ".%ld.%08x", static_cast<long>(::getpid()),
+                static_cast<unsigned>(std::random_device{}()));
   auto tmp = path;
-  tmp += ".tmp." + std::to_string(::getpid());
+  tmp += std::string(".tmp.") + host + suffix;
+  return tmp;
+}
+
+void atomic_write(const std::filesystem::path& path, std::string_view contents) {
+  const auto tmp = temporary_twin(path);
   int fd = open_own_file(tmp, O_WRONLY | O_CREAT | O_TRUNC);
   if (fd < 0) {
     // Named as the user named it: the temporary file beside it is ours.

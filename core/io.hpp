@@ -8,6 +8,11 @@
 
 namespace lbt::io {
 
+// The temporary twin an atomic write fills before its rename: PATH.tmp.HOST.PID.RANDOM. The PID
+// alone is unique on one machine only, and a SLURM array's tasks on several nodes rewrite one
+// sweep.csv: two shared a temporary file ("cannot replace sweep.csv": 2026-11-29 audit).
+std::filesystem::path temporary_twin(const std::filesystem::path& path);
+
 // Writes `contents` to `path` atomically: a temp file beside it, fsync, rename over `path`.
 void atomic_write(const std::filesystem::path& path, std::string_view contents);
 

@@ -84,8 +84,7 @@ void LoadedCheckpoint::copy_to(const std::string& name, std::span<std::byte> dst
 void write_checkpoint(const std::filesystem::path& path, const nlohmann::json& header,
                       const std::vector<CheckpointSection>& sections) {
   io::create_directories(path.parent_path(), "checkpoint directory");
-  auto tmp = path;
-  tmp += ".tmp." + std::to_string(::getpid());
+  const auto tmp = io::temporary_twin(path);
   int fd = io::open_own_file(tmp, O_WRONLY | O_CREAT | O_TRUNC);
   if (fd < 0) {  // named as the checkpoint: the temporary file beside it is ours
     const int err = errno;

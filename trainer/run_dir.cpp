@@ -155,7 +155,7 @@ void truncate_jsonl(const std::filesystem::path& file, std::int64_t step) {
 RunDirectory RunDirectory::resume(const std::filesystem::path& path, std::int64_t step) {
   RunDirectory dir;
   dir.path_ = path;
-  // A kill during an atomic write leaves its temp file (NAME.tmp.PID) beside the intact
+  // A kill during an atomic write leaves its temp file (NAME.tmp.HOST.PID.RANDOM) beside the intact
   // previous version: remove those leftovers.
   std::error_code ec;
   for (auto it = std::filesystem::recursive_directory_iterator(path, ec);

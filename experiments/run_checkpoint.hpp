@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "core/kernel_identity.hpp"
 #include "nn/model.hpp"
 #include "optim/optimizer.hpp"
 #include "trainer/checkpoint.hpp"
@@ -22,6 +23,8 @@ struct RunIdentity {
   // The data files: "KEY SIZE FINGERPRINT PATH" (rank_agreement.hpp's fingerprint, then the path
   // it was read from, shown, not compared: the data may move).
   std::vector<std::string> data;
+  // The CPU kernels (path, GEMM, convolutions): another set sums in another order.
+  KernelIdentity kernels = kernel_identity();
 };
 
 // Writes run_dir/checkpoints/step_N.ckpt and keeps the newest `keep`. `below_buffers`: the

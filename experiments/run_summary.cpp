@@ -3,6 +3,7 @@
 
 #include <cmath>
 
+#include "core/kernel_identity.hpp"
 #include "experiments/json_file.hpp"
 #include "experiments/trial_readings.hpp"
 #include "trainer/batch_steps.hpp"
@@ -76,6 +77,7 @@ nlohmann::json summary_json(const trainer::TrainConfig& cfg, const trainer::Trai
 nlohmann::json SummaryParts::of(const trainer::TrainOutcome& o) const {
   nlohmann::json s = summary_json(cfg, o, model, optimizer, world_size, steps_per_epoch);
   s["threads"] = threads;
+  s["kernels"] = kernel_identity().text;  // which sums made these numbers (kernel_identity.hpp)
   // The final accuracy's resolution: the validation split's size, and the 95% Wilson
   // interval it gives (null where no accuracy was measured).
   s["val_examples"] = val_examples;

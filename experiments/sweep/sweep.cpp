@@ -51,6 +51,7 @@ class SweepRunner {
     for (const auto& t : plan_) results_.push_back(read_result(t));
     grow();
     check_unreadable_summaries(results_, dir_ / "trials", options_.collect_only);
+    warn_other_kernels(results_, dir_ / "trials");
     resolve_trial_name();
     if (options_.launcher == "slurm" && !array_task() && !options_.collect_only) {
       write_slurm_script();
@@ -58,8 +59,7 @@ class SweepRunner {
     }
     std::vector<int> todo = trials_to_run(out);
     if (options_.progress && !options_.collect_only) {
-      // The adaptive search and the seeds add trials as results come in: "27 trials" of a
-      // sweep that ran 84 read as the whole plan.
+      // The LR search and the seeds add trials: "27 trials" of a sweep that ran 84 misread.
       const bool grows = settings_.lr_search == "adaptive" || settings_.seeds > 1;
       std::fprintf(
           stderr,

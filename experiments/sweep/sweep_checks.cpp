@@ -12,6 +12,7 @@
 
 #include "core/error.hpp"
 #include "core/io.hpp"
+#include "core/kernel_identity.hpp"
 #include "core/shortest_text.hpp"
 #include "core/toml_text.hpp"
 #include "experiments/dir_lock.hpp"
@@ -341,6 +342,31 @@ void check_unreadable_summaries(const std::vector<TrialResult>& results, const f
     std::fprintf(stderr, "warning: %s is %s: trial %s runs again\n", summary.c_str(),
                  r.unreadable.c_str(), r.trial.name.c_str());
   }
+}
+
+void warn_other_kernels(const std::vector<TrialResult>& results, const fs::path& trials_dir) {
+  const KernelIdentity now = kernel_identity();
+  std::vector<std::string> names;
+  std::string theirs;
+  for (const TrialResult& r : results) {
+    const fs::path summary = trials_dir / r.trial.name / "summary.json";
+    std::error_code ec;
+    if (!is_final_status(r.status) || !fs::exists(summary, ec)) continue;
+    const auto j = nlohmann::json::parse(io::read_file(summary), nullptr, false);
+    if (!j.is_object() || !j.contains("kernels") || !j["kernels"].is_string()) continue;
+    if (j["kernels"] == now.text) continue;
+    theirs = j["kernels"].get<std::string>();
+    names.push_back(r.trial.name);
+  }
+  if (names.empty()) return;
+  std::string listed;
+  for (std::size_t i = 0; i < names.size() && i < 3; ++i) listed += (i ? ", " : "") + names[i];
+  if (names.size() > 3) listed += " and " + std::to_string(names.size() - 3) + " more";
+  std::fprintf(stderr,
+               "[sweep] warning: finished trials %s ran on other kernels (%s) than this run's "
+               "(%s): the sweep's numbers mix two orders of summation; to keep one, rerun with "
+               "the environment they ran in\n",
+               listed.c_str(), theirs.c_str(), now.text.c_str());
 }
 
 }  // namespace lbt::experiments

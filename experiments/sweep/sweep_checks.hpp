@@ -58,4 +58,10 @@ void check_same_plan(const std::filesystem::path& dir, const nlohmann::json& now
 void check_unreadable_summaries(const std::vector<TrialResult>& results,
                                 const std::filesystem::path& trials_dir, bool collect_only);
 
+// Finished trials whose summary.json names other kernels than this process computes with
+// (LBT_CPU, LBT_GEMM, LBT_CONV; a rerun on another node or environment): a warning naming them,
+// as the sweep's numbers then mix two orders of summation (it was silent: 2026-11-29 audit).
+void warn_other_kernels(const std::vector<TrialResult>& results,
+                        const std::filesystem::path& trials_dir);
+
 }  // namespace lbt::experiments

@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/io.hpp"
+#include "core/kernel_identity.hpp"
 #include "experiments/run_checkpoint.hpp"
 #include "experiments/run_lock.hpp"
 #include "experiments/sweep/exec_command.hpp"
@@ -93,6 +94,16 @@ std::string trial_threads(const fs::path& trial_dir) {
   return it == keys.end() ? "" : it->second;
 }
 
+// The kernels a trial's summary.json names ("" before they were recorded, 2026-11-29).
+std::string trial_kernels(const fs::path& trial_dir) {
+  std::error_code ec;
+  if (!fs::exists(trial_dir / "summary.json", ec)) return "";
+  const auto j = nlohmann::json::parse(io::read_file(trial_dir / "summary.json"), nullptr, false);
+  return j.is_object() && j.contains("kernels") && j["kernels"].is_string()
+             ? j["kernels"].get<std::string>()
+             : "";
+}
+
 // A crash of the sweep (a bad access, an abort from std::terminate) takes the trials' groups
 // with it, then dies of the same signal (SA_RESETHAND: the default action this time).
 void on_crash(int sig) {
@@ -139,12 +150,15 @@ PreparedTrial prepare_trial_dir(const fs::path& trial_dir, int threads) {
   // took the directory after the sweep looked (a resume of the trial by hand) holds the lock,
   // and this throws the ConfigError naming it before anything is removed.
   PreparedTrial prepared{false, lock_run_directory(trial_dir)};
+  const std::string kernels = trial_kernels(trial_dir);
   prepared.resume = !trainer::list_checkpoints(trial_dir / "checkpoints").empty() &&
                     status_of(trial_dir) != "failed" &&
-                    trial_threads(trial_dir) == std::to_string(threads);
+                    trial_threads(trial_dir) == std::to_string(threads) &&
+                    (kernels.empty() || kernels == kernel_identity().text);
   if (prepared.resume) return prepared;
   // A torn run of a killed sweep, a failed trial (--retry-failed) or one stopped under another
-  // --jobs: start it clean (all but the lock, held).
+  // --jobs or other kernels (LBT_CPU, LBT_GEMM: it continued silently, its numbers those of
+  // neither; 2026-11-29 audit): start it clean (all but the lock, held).
   for (const auto& entry : fs::directory_iterator(trial_dir))
     if (entry.path().filename() != "run.lock") fs::remove_all(entry.path());
   return prepared;

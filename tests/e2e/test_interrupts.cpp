@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -268,6 +269,27 @@ BOOST_AUTO_TEST_CASE(a_repeated_sigterm_within_2_s_is_the_same_stop) {
   BOOST_REQUIRE((status != -1 && WIFEXITED(status)));
   BOOST_TEST(WEXITSTATUS(status) == 143);
   BOOST_TEST(status_of(run) == "interrupted");  // its step finished, the checkpoint written
+}
+
+// A resume on other kernels (LBT_CPU, LBT_GEMM, LBT_CONV) sums in another order: it was taken
+// silently and the numbers left the uninterrupted run's at once (2026-11-29 audit). The
+// checkpoint names its kernels, summary.json too, and such a resume is refused with the fix.
+BOOST_AUTO_TEST_CASE(a_resume_on_other_kernels_is_refused_naming_both) {
+  const fs::path run = scratch() / "other_kernels", log = scratch() / "other_kernels.log";
+  const pid_t pid = start_lbt(long_train(run), log);
+  const auto t_start = std::chrono::steady_clock::now();
+  while (lines_of(run / "metrics.jsonl") < 60 && seconds_since(t_start) < 60)
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  kill(pid, SIGINT);
+  BOOST_REQUIRE(wait_for(pid, 30) != -1);
+  const auto summary = nlohmann::json::parse(slurp(run / "summary.json"));
+  BOOST_TEST(summary.value("kernels", "").find("conv onednn") != std::string::npos, summary);
+  ::setenv("LBT_CONV", "lbt", 1);
+  const auto r = run_lbt("train --quiet --resume " + run.string());
+  ::unsetenv("LBT_CONV");
+  BOOST_TEST(r.code == 2, r.err);
+  BOOST_TEST(r.err.find("conv onednn; this run would use") != std::string::npos, r.err);
+  BOOST_TEST(r.err.find("LBT_CONV=onednn lbt train --resume") != std::string::npos, r.err);
 }
 
 // SIGINT and SIGTERM are taken by a thread of lbt's own, never by a compute thread (a handler

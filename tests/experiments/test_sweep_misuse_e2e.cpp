@@ -200,6 +200,24 @@ BOOST_AUTO_TEST_CASE(a_skipped_or_unwritable_fit_leaves_no_stale_fit_json) {
   BOOST_TEST(fs::exists(dir / "fit.json" / "in_the_way"));
 }
 
+// A rerun on other kernels (LBT_CPU, LBT_GEMM, LBT_CONV: another node or environment) keeps the
+// finished trials, whose numbers summed in another order: it was silent (2026-11-29 audit).
+BOOST_AUTO_TEST_CASE(a_rerun_on_other_kernels_warns_naming_the_trials) {
+  const fs::path cfg = write_config("other_kernels.toml", "val_loss<=0.14", 400);
+  const fs::path dir = scratch() / "other_kernels";
+  const std::string base =
+      "sweep --config " + cfg.string() + " --jobs 2 --no-plots --out " + dir.string();
+  Result r = run_lbt(base);
+  BOOST_REQUIRE_MESSAGE(r.code == 0, r.err);
+  BOOST_TEST(r.err.find("other kernels") == std::string::npos, r.err);
+  ::setenv("LBT_CONV", "lbt", 1);
+  r = run_lbt(base);
+  ::unsetenv("LBT_CONV");
+  BOOST_TEST(r.code == 0, r.err);
+  BOOST_TEST(r.err.find("ran on other kernels (cpu path") != std::string::npos, r.err);
+  BOOST_TEST(r.err.find("conv lbt)") != std::string::npos, r.err);
+}
+
 // A trial's summary.json emptied or overwritten by hand: --collect, which runs nothing, exits 3
 // naming the file and writes nothing (it read the trial as running and left it out of best.csv
 // and the fit, moving B_crit, exit 0); a rerun says which trials run again and runs them, and

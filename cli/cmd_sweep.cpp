@@ -51,7 +51,8 @@ void add_sweep_options(CLI::App* cmd, SweepArgs& a) {
   cmd->add_option("--lr-trials", o.lr_trials, "LR trials per batch size (default: sweep.lr_trials)")
       ->check(whole_number<int>());
   cmd->add_option("--jobs,-j", o.jobs,
-                  "concurrent trials; each gets max(1, cores / jobs) threads (default 1)")
+                  "concurrent trials; each gets max(1, cores / jobs) threads (default 1); with "
+                  "--launcher slurm, the array's limit (%J: J tasks at once)")
       ->check(whole_number<int>());
   cmd->add_option("--out,-o", a.out,
                   "sweep directory (default: runs/sweep-<config stem>); "

@@ -6,6 +6,7 @@
 #include <cctype>
 #include <cmath>
 #include <fstream>
+#include <map>
 #include <optional>
 #include <sstream>
 #include <stdexcept>
@@ -52,6 +53,7 @@ struct Config::Impl {
   std::string source = "<defaults>";
   std::set<std::string, std::less<>> overridden;  // keys given by set() (--set)
   std::set<std::string, std::less<>> defaulted;   // keys given by set_default() (a recipe)
+  std::map<std::string, std::string, std::less<>> set_text;  // set()'s value, as given
 
   template <class T, class Extract>
   T read(const Config& config, const KeySpec& spec, KeyType type, Extract extract,
@@ -127,6 +129,7 @@ void Config::set(std::string_view assignment) {
     insert_at(impl_->root, key, value);  // a bare string such as mlp:784-10
   }
   impl_->overridden.insert(key);
+  impl_->set_text[key] = value;
 }
 
 void Config::set_default(std::string_view assignment) {
@@ -320,6 +323,12 @@ std::vector<std::string> Config::validate(const Schema& schema) {
                             (table ? "section '" : "key '") + leaf + "'",
                         hint);
     }
+    // --set sweep.slurm_time=04:00:00 parses as TOML's time, 120 as an integer: for a string key,
+    // the text given (refused as "a date/time" until 2026-11-29; a file's value keeps its quotes).
+    const auto given = impl_->set_text.find(leaf);
+    if (spec->type == KeyType::kString && given != impl_->set_text.end() &&
+        !find_node(impl_->root, leaf)->is_string() && !find_node(impl_->root, leaf)->is_array())
+      insert_at(impl_->root, leaf, given->second);
     const toml::node& node = *find_node(impl_->root, leaf);
     if (!has_type(node, spec->type)) fail_type(*this, *spec, node);
     if (spec->type == KeyType::kString && !spec->allowed.empty()) {

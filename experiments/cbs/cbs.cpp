@@ -137,7 +137,9 @@ void warn_about(const CbsPoint& p, std::vector<std::string>& warnings) {
     warnings.push_back(at +
                        "the reference run did not evaluate at this checkpoint, so whether its "
                        "k = 1 branch fell by more than the tolerance (or the CBS compares noise) "
-                       "is not checked: branch from steps it evaluated at, or rerun it with a "
+                       "is not checked: branch from steps its eval.jsonl lists (a target moves "
+                       "its evaluations onto the target's grid, off multiples of "
+                       "train.eval_every: 2026-11-29), or rerun it without a target and with a "
                        "train.eval_every that divides them");
   }
 }

@@ -87,8 +87,7 @@ class SweepRunner {
   }
 
  private:
-  // The plan's trials this invocation runs: not final (failed ones again with --retry-failed),
-  // and only its own in an array task; the final ones counted as skipped.
+  // The plan's trials this invocation runs (to_run; its own only in an array task).
   std::vector<int> trials_to_run(SweepOutcome& out) const {
     if (options_.trial_index >= static_cast<int>(plan_.size())) {
       throw ConfigError("--trial-index " + std::to_string(options_.trial_index) +
@@ -99,8 +98,7 @@ class SweepRunner {
     for (const auto& t : plan_) {
       if (options_.collect_only) break;
       if (options_.trial_index >= 0 && t.index != options_.trial_index) continue;
-      const std::string& st = results_[t.index].status;
-      if (is_final_status(st) && !(options_.retry_failed && (st == "failed" || st == "timeout"))) {
+      if (!to_run(results_[t.index].status)) {
         ++out.skipped;
         continue;
       }
@@ -168,8 +166,7 @@ class SweepRunner {
 
   bool array_task() const { return options_.trial_index >= 0 || !options_.trial_name.empty(); }
 
-  // Adds the trials the finished ones decide (the LR search's next round, the seeds); returns
-  // the indices of those still to run. Not in an array task: it runs its own trial only.
+  // The trials the finished ones decide (LR search, seeds), outside array tasks: added, returned.
   std::vector<int> grow() {
     const std::size_t before = plan_.size();
     grow_plan(
@@ -231,8 +228,7 @@ class SweepRunner {
     const auto start = Clock::now();
     const double limit =
         effective_trial_timeout(settings_.trial_timeout, !options_.exec_command.empty());
-    // After SIGINT/SIGTERM no trial starts; the running ones save their state and end. After a
-    // failure every trial shares, none starts either.
+    // After a signal or a failure every trial shares no trial starts; the running ones end.
     auto more = [&] {
       return next < todo.size() && !sweep_interrupted() && !shared_failure_ && !busy_trial_;
     };
@@ -366,12 +362,16 @@ class SweepRunner {
     write_best_csv(dir_ / "best.csv", results_, dir_, decisions_);
   }
 
-  // The SLURM array for the trials decided so far and not yet finished (sweep_slurm.hpp).
+  // Not final, or failed where --retry-failed asks again (SLURM's array left those out).
+  bool to_run(const std::string& st) const {
+    return !is_final_status(st) || (options_.retry_failed && (st == "failed" || st == "timeout"));
+  }
+
+  // The SLURM array for the trials decided so far and still to run (sweep_slurm.hpp).
   void write_slurm_script() {
     std::vector<std::string> pending;
-    for (const TrialResult& r : results_) {
-      if (!is_final_status(r.status)) pending.push_back(r.trial.name);
-    }
+    for (const TrialResult& r : results_)
+      if (to_run(r.status)) pending.push_back(r.trial.name);
     write_slurm_array({dir_, lbt_, options_, settings_, pending, plan_.size()});
   }
 

@@ -40,10 +40,27 @@ void submit(const fs::path& file) {
   io::create_directories(log.parent_path(), "the sweep's slurm directory");
   fs::remove(log);
   const ChildExit e = wait_child(spawn_logged("sbatch", {file.string()}, log));
-  std::fputs(io::read_file(log).c_str(), stdout);
-  if (e.exit_code != 0)
-    throw Error("sbatch " + file.string() + " failed (" + exit_text(e) + "): " + tail_lines(log, 3),
-                hint);
+  if (e.exit_code == 0) return (void)std::fputs(io::read_file(log).c_str(), stdout);
+  // sbatch ran and refused the script: its words, once, and the fix is in them or the script.
+  throw Error("sbatch " + file.string() + " failed (" + exit_text(e) + "): " + tail_lines(log, 3),
+              "fix what sbatch names (sweep.slurm_options, sweep.slurm_time, the account), "
+              "then rerun with --submit");
+}
+
+// Options lbt writes itself: given in sweep.slurm_options too, sbatch took the later line
+// without a word (--array=0-99 would start tasks past the plan: 2026-11-29 audit).
+void refuse_own_options(const std::vector<std::string>& options) {
+  for (const std::string& o : options) {
+    for (const char* own : {"--array", "-a", "--output", "-o", "--cpus-per-task", "-c", "--time",
+                            "-t", "--job-name", "-J"}) {
+      const std::string flag = own;
+      if (o == flag || o.starts_with(flag + "=") || o.starts_with(flag + " ")) {
+        throw ConfigError("sweep.slurm_options: '" + o + "' sets what lbt writes itself",
+                          "use sweep.slurm_time and sweep.slurm_cpus_per_task; the array, its "
+                          "logs and the job's name follow the sweep");
+      }
+    }
+  }
 }
 
 void refuse_control_characters(const std::string& what, const std::string& value) {
@@ -66,6 +83,15 @@ void check_slurm_script_inputs(const SweepOptions& options, const SweepSettings&
   refuse_control_characters("--exec", options.exec_command);
   refuse_control_characters("sweep.slurm_time", settings.slurm_time);
   for (const auto& o : settings.slurm_options) refuse_control_characters("sweep.slurm_options", o);
+  refuse_own_options(settings.slurm_options);
+  // SLURM drops every backslash of an --output path and then fills in no %A_%a: no task's log
+  // could be opened, and no task started (2026-11-29 audit).
+  if (fs::absolute(dir).string().find('\\') != std::string::npos) {
+    throw ConfigError("--launcher slurm: the sweep directory " +
+                          comment_text(fs::absolute(dir).string()) +
+                          " holds a backslash, which SLURM drops from the tasks' log paths",
+                      "rename it without '\\', or use --launcher local");
+  }
 }
 
 void write_slurm_array(const SlurmArray& a) {
@@ -99,6 +125,7 @@ void write_slurm_array(const SlurmArray& a) {
                  collect.c_str());
     return;
   }
+  if (options.retry_failed) cmd += " --retry-failed";  // a task's failed trial runs again
   cmd += " --no-plots --trial \"${trials[$SLURM_ARRAY_TASK_ID]}\"";
   std::string script = "#!/bin/bash\n# Written by lbt sweep: one array task per trial (" +
                        std::to_string(pending) + " of the " + std::to_string(a.planned) +
@@ -117,7 +144,15 @@ void write_slurm_array(const SlurmArray& a) {
     logs.insert(at, 1, '%');
   script += "#SBATCH --output=" + sbatch_quote(logs + "/%A_%a.out") + "\n";
   for (const auto& line : extra) script += "#SBATCH " + line + "\n";
-  script += "set -euo pipefail\ntrials=(" + names + ")\nexec " + cmd + "\n";
+  // A task past the list (an array resubmitted with another --array) says so: bash said only
+  // "trials[N]: unbound variable".
+  script += "set -euo pipefail\ntrials=(" + names + ")\n" +
+            "if [ \"${SLURM_ARRAY_TASK_ID:-x}\" -ge ${#trials[@]} ] 2>/dev/null; then\n"
+            "  echo \"lbt sweep: array task $SLURM_ARRAY_TASK_ID is past this script's " +
+            std::to_string(pending) +
+            " trials: it was submitted with another --array; cancel it (scancel)\" >&2\n"
+            "  exit 2\nfi\nexec " +
+            cmd + "\n";
   const fs::path file = dir / "sweep.sbatch";
   io::atomic_write(file, script);
   fs::permissions(file, fs::perms::owner_exec, fs::perm_options::add);

@@ -7,6 +7,7 @@
 
 #include <fstream>
 
+#include "core/error.hpp"
 #include "experiments/lbt_schema.hpp"
 #include "support/process_scratch.hpp"
 #include "trainer/config/run_config.hpp"
@@ -60,4 +61,18 @@ BOOST_AUTO_TEST_CASE(a_given_warmup_start_replaces_the_recipes_start_from_the_un
   BOOST_TEST(!from_base_lr({"schedule.warmup_start=0"}));
   BOOST_TEST(!from_base_lr({"schedule.warmup_start=0.1"}));
   BOOST_TEST(!from_base_lr({"schedule.warmup_start_lr=0.01"}));
+}
+
+// A --set value TOML reads as another type is the text given for a string key: 04:00:00 (a
+// time) and 120 (an integer) for sweep.slurm_time were refused as "must be a string" with a hint
+// to quote them in the file (2026-11-29 audit); a file's unquoted value is still refused.
+BOOST_AUTO_TEST_CASE(a_set_string_key_takes_the_text_given_whatever_toml_reads_it_as) {
+  const fs::path path = config_dir() / "slurm.toml";
+  std::ofstream(path) << "[sweep]\nbatch_sizes = [16]\n";
+  for (const std::string time : {"04:00:00", "120", "2-00:00:00"}) {
+    lbt::Config config = lbt::experiments::load_config(path, {"sweep.slurm_time=" + time}, nullptr);
+    BOOST_TEST(config.peek_string("sweep.slurm_time", "") == time);
+  }
+  std::ofstream(path) << "[sweep]\nslurm_time = 04:00:00\n";
+  BOOST_CHECK_THROW(lbt::experiments::load_config(path, {}, nullptr), lbt::ConfigError);
 }

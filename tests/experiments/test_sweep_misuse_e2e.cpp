@@ -218,6 +218,41 @@ BOOST_AUTO_TEST_CASE(a_rerun_on_other_kernels_warns_naming_the_trials) {
   BOOST_TEST(r.err.find("conv lbt)") != std::string::npos, r.err);
 }
 
+// --launcher slurm: --retry-failed puts the failed trials in the array and on its tasks'
+// command (the array held only unfinished ones: "every trial of the plan has ended"); options
+// lbt writes itself are refused in sweep.slurm_options (sbatch took the later line silently); a
+// directory with a backslash, which SLURM drops from log paths so no task could start, is
+// refused; a task past the array's list says so (bash said "unbound variable"). 2026-11-29.
+BOOST_AUTO_TEST_CASE(slurm_arrays_retry_failed_trials_and_refuse_what_cannot_run) {
+  const fs::path cfg = write_config("slurm_retry.toml", "val_loss<=0.14", 400);
+  const fs::path dir = scratch() / "slurm_retry";
+  const std::string base = "sweep --config " + cfg.string() + " --no-plots --out " + dir.string();
+  Result r = run_lbt(base + " --jobs 2");
+  BOOST_REQUIRE_MESSAGE(r.code == 0, r.err);
+  std::ofstream(dir / "trials" / "32_1" / "summary.json", std::ios::trunc)
+      << R"({"status": "failed", "error": "by hand", "global_batch": 32})";
+  r = run_lbt(base + " --launcher slurm");
+  BOOST_TEST(r.err.find("every trial of the plan has ended") != std::string::npos, r.err);
+  r = run_lbt(base + " --launcher slurm --retry-failed");
+  BOOST_REQUIRE_MESSAGE(r.code == 0, r.err);
+  const std::string script = slurp(dir / "sweep.sbatch");
+  BOOST_TEST(script.find("trials=(32_1)\n") != std::string::npos, script);
+  BOOST_TEST(script.find("--retry-failed --no-plots --trial") != std::string::npos, script);
+  const int past = std::system(("SLURM_ARRAY_TASK_ID=3 bash " + (dir / "sweep.sbatch").string() +
+                                " > " + (scratch() / "past.log").string() + " 2>&1")
+                                   .c_str());
+  BOOST_TEST(WEXITSTATUS(past) == 2);
+  BOOST_TEST(slurp(scratch() / "past.log").find("array task 3 is past this script's 1 trials") !=
+             std::string::npos);
+  r = run_lbt(base + " --launcher slurm --set 'sweep.slurm_options=[\"--array=0-99\"]'");
+  BOOST_TEST(r.code == 2, r.err);
+  BOOST_TEST(r.err.find("'--array=0-99' sets what lbt writes itself") != std::string::npos, r.err);
+  r = run_lbt("sweep --config " + cfg.string() + " --launcher slurm --out '" +
+              (scratch() / "back\\slash").string() + "'");
+  BOOST_TEST(r.code == 2, r.err);
+  BOOST_TEST(r.err.find("holds a backslash") != std::string::npos, r.err);
+}
+
 // A trial's summary.json emptied or overwritten by hand: --collect, which runs nothing, exits 3
 // naming the file and writes nothing (it read the trial as running and left it out of best.csv
 // and the fit, moving B_crit, exit 0); a rerun says which trials run again and runs them, and

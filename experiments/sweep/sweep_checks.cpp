@@ -310,7 +310,12 @@ void check_same_plan(const fs::path& dir, const nlohmann::json& now, const std::
   for (const auto& [name, t] : old_trials) {
     if (!new_trials.count(name)) dropped += (dropped.empty() ? "" : ", ") + name;
   }
-  if (!dropped.empty()) differs.push_back("trials no longer in the plan: " + dropped);
+  // Also what an array task of a script from before an --extend meets: the directory's plan
+  // has the new trials, its command not (it read "no longer in the plan" of those just added).
+  if (!dropped.empty())
+    differs.push_back("trials this command does not plan: " + dropped +
+                      " (a SLURM array task from before an --extend runs the old command: "
+                      "cancel that array and submit the new sweep.sbatch)");
   // More seeds extend the plan (the search's trials stay); fewer would drop finished trials.
   const int old_seeds = old.value("seeds", 1), new_seeds = now.value("seeds", 1);
   if (new_seeds < old_seeds || (new_seeds > old_seeds && !extend)) {

@@ -1,6 +1,6 @@
 #!/bin/sh
 # A full disk under a run and under a sweep's trials (a tmpfs this small: needs root and mount,
-# else skipped, exit 77). lbt train's error is the write that failed (metrics.jsonl), not the
+# else skipped, exit 77). lbt train's error is the write that failed (a .jsonl append), not the
 # failed summary.json it then could not write either, which hid it; a sweep's trial that died of
 # it says so (its train.log was empty: "exited with code 1" was all it said; 2026-11-29 audit).
 #   usage: disk_full.sh LBT SOURCE_DIR
@@ -16,7 +16,8 @@ fail() { echo "FAIL: $*"; cat "$d/err" 2>/dev/null; exit 1; }
   --set train.checkpoint_every=50 -q -o "$d/m/run" >/dev/null 2>"$d/err"
 rc=$?
 [ $rc -eq 1 ] || fail "lbt train on a full disk exited $rc, not 1"
-grep -q "^error: cannot append to $d/m/run/metrics.jsonl: No space left on device" "$d/err" ||
+# metrics.jsonl, noise.jsonl or eval.jsonl: whichever line the disk fills on
+grep -Eq "^error: cannot append to $d/m/run/[a-z]+\.jsonl: No space left on device" "$d/err" ||
   fail "the error does not name the append that failed"
 grep -q "\.tmp\.[0-9]" "$d/err" && fail "the error names a temporary file"
 

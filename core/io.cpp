@@ -47,6 +47,7 @@ std::string file_error_hint(int err, const std::string& otherwise) {
       return otherwise;
   }
 }
+
 namespace {
 
 void write_all(int fd, std::string_view data, const std::filesystem::path& path) {

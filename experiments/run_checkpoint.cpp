@@ -41,6 +41,8 @@ nlohmann::json outcome_json(const trainer::TrainOutcome& o) {
           {"best_val_r2_sd", o.best_val_r2_sd},
           {"last_loss", o.last_loss},
           {"last_finite_loss", o.last_finite_loss},
+          {"diverged_step", o.diverged_step},
+          {"divergence_reason", o.divergence_reason},
           {"wall_time_s", o.wall_time_s}};
 }
 
@@ -82,6 +84,10 @@ void outcome_from_json(const nlohmann::json& j, trainer::TrainOutcome& o) {
   o.best_val_r2_sd = optional("best_val_r2_sd");
   o.last_loss = number_or_unmeasured(j.at("last_loss"));
   o.last_finite_loss = number_or_unmeasured(j.at("last_finite_loss"));
+  // A diverged run's final checkpoint, resumed because its summary was not yet written (a kill
+  // in between: the soak test's seed 27), wrote the summary without why (2026-11-30).
+  o.diverged_step = j.value("diverged_step", std::int64_t{-1});
+  o.divergence_reason = j.value("divergence_reason", std::string());
   o.wall_time_s = j.at("wall_time_s");
 }
 

@@ -354,13 +354,10 @@ void warn_other_kernels(const std::vector<TrialResult>& results, const fs::path&
   std::vector<std::string> names;
   std::string theirs;
   for (const TrialResult& r : results) {
-    const fs::path summary = trials_dir / r.trial.name / "summary.json";
-    std::error_code ec;
-    if (!is_final_status(r.status) || !fs::exists(summary, ec)) continue;
-    const auto j = nlohmann::json::parse(io::read_file(summary), nullptr, false);
-    if (!j.is_object() || !j.contains("kernels") || !j["kernels"].is_string()) continue;
-    if (j["kernels"] == now.text) continue;
-    theirs = j["kernels"].get<std::string>();
+    if (!is_final_status(r.status)) continue;
+    const std::string kernels = trial_summary_text(trials_dir / r.trial.name, "kernels");
+    if (kernels.empty() || kernels == now.text) continue;  // "": recorded since 2026-11-29
+    theirs = kernels;
     names.push_back(r.trial.name);
   }
   if (names.empty()) return;

@@ -75,16 +75,14 @@ void StopReminder::look(const std::vector<std::string>& running) {
   said_ = true;
 }
 
-namespace {
-
-std::string status_of(const fs::path& trial_dir) {
+std::string trial_summary_text(const fs::path& trial_dir, const char* key) {
   std::error_code ec;
   if (!fs::exists(trial_dir / "summary.json", ec)) return "";
   const auto j = nlohmann::json::parse(io::read_file(trial_dir / "summary.json"), nullptr, false);
-  return j.is_object() && j.contains("status") && j["status"].is_string()
-             ? j["status"].get<std::string>()
-             : "";
+  return j.is_object() && j.contains(key) && j[key].is_string() ? j[key].get<std::string>() : "";
 }
+
+namespace {
 
 std::string trial_threads(const fs::path& trial_dir) {
   std::error_code ec;
@@ -92,16 +90,6 @@ std::string trial_threads(const fs::path& trial_dir) {
   const auto keys = flatten_config(io::read_file(trial_dir / "config.toml"));
   const auto it = keys.find("train.threads");
   return it == keys.end() ? "" : it->second;
-}
-
-// The kernels a trial's summary.json names ("" before they were recorded, 2026-11-29).
-std::string trial_kernels(const fs::path& trial_dir) {
-  std::error_code ec;
-  if (!fs::exists(trial_dir / "summary.json", ec)) return "";
-  const auto j = nlohmann::json::parse(io::read_file(trial_dir / "summary.json"), nullptr, false);
-  return j.is_object() && j.contains("kernels") && j["kernels"].is_string()
-             ? j["kernels"].get<std::string>()
-             : "";
 }
 
 // A crash of the sweep (a bad access, an abort from std::terminate) takes the trials' groups
@@ -150,9 +138,9 @@ PreparedTrial prepare_trial_dir(const fs::path& trial_dir, int threads) {
   // took the directory after the sweep looked (a resume of the trial by hand) holds the lock,
   // and this throws the ConfigError naming it before anything is removed.
   PreparedTrial prepared{false, lock_run_directory(trial_dir)};
-  const std::string kernels = trial_kernels(trial_dir);
+  const std::string kernels = trial_summary_text(trial_dir, "kernels");  // "": before 2026-11-29
   prepared.resume = !trainer::list_checkpoints(trial_dir / "checkpoints").empty() &&
-                    status_of(trial_dir) != "failed" &&
+                    trial_summary_text(trial_dir, "status") != "failed" &&
                     trial_threads(trial_dir) == std::to_string(threads) &&
                     (kernels.empty() || kernels == kernel_identity().text);
   if (prepared.resume) return prepared;

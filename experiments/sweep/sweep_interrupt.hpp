@@ -50,6 +50,9 @@ class StopReminder {
 // Such a trial is unfinished, not failed: a rerun continues it.
 bool stopped_by_interrupt(const ChildExit& exit);
 
+// A string field of a trial's summary.json ("status", "kernels"), "" where absent or unreadable.
+std::string trial_summary_text(const std::filesystem::path& trial_dir, const char* key);
+
 // A trial's directory made ready: `resume` when the trial should resume there (`lbt train
 // --resume`): it holds a checkpoint, did not fail, and ran with `threads` compute threads
 // (another count would not continue bit for bit); otherwise the directory was emptied. Both

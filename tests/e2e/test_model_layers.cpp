@@ -281,3 +281,25 @@ BOOST_AUTO_TEST_CASE(a_diverging_or_skipped_step_leaves_batchnorm_statistics_as_
   BOOST_REQUIRE_EQUAL(nlohmann::json::parse(slurp(skipped / "summary.json"))["skipped_steps"], 3);
   BOOST_TEST((last_buffers(skipped) == one));
 }
+
+// A diverged run's final checkpoint, resumed because the run was killed before its summary was
+// written (a sweep's trial under the soak test's kills), wrote a summary without the step and the
+// reason it diverged: the checkpoint keeps both (2026-11-30).
+BOOST_AUTO_TEST_CASE(a_diverged_runs_final_checkpoint_keeps_why) {
+  const fs::path run = scratch() / "diverged_why";
+  const std::string train = "train --config " + kConfigs + "fmnist_mlp.toml" + kShort +
+                            " --set optimizer.lr=1000 --set train.divergence_factor=2"
+                            " --set train.steps=4 --set train.checkpoint_every=1 --out " +
+                            run.string();
+  auto r = run_lbt(train);
+  BOOST_REQUIRE_MESSAGE(r.code == 0, r.err);
+  const auto whole = nlohmann::json::parse(slurp(run / "summary.json"));
+  BOOST_REQUIRE(whole["status"] == "diverged");
+  std::ofstream(run / "summary.json", std::ios::trunc) << R"({"status": "running"})";
+  r = run_lbt("train --quiet --resume " + run.string());
+  BOOST_REQUIRE_MESSAGE(r.code == 0, r.err);
+  const auto resumed = nlohmann::json::parse(slurp(run / "summary.json"));
+  BOOST_TEST(resumed["status"] == "diverged");
+  BOOST_TEST(resumed["diverged_step"] == whole["diverged_step"]);
+  BOOST_TEST(resumed["divergence_reason"] == whole["divergence_reason"]);
+}

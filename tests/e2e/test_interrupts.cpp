@@ -208,6 +208,16 @@ std::size_t lines_of(const fs::path& file) {
   return n;
 }
 
+// long_train(run) started, once its metrics.jsonl holds `lines` lines (or 60 s passed).
+pid_t start_train_past(const fs::path& run, const fs::path& log, std::size_t lines,
+                       const std::string& more = "") {
+  const pid_t pid = start_lbt(long_train(run) + more, log);
+  const auto t_start = std::chrono::steady_clock::now();
+  while (lines_of(run / "metrics.jsonl") < lines && seconds_since(t_start) < 60)
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  return pid;
+}
+
 }  // namespace
 
 BOOST_AUTO_TEST_CASE(a_second_ctrl_c_ends_lbt_train_at_once_and_resuming_what_is_left_is_exact) {
@@ -257,10 +267,7 @@ BOOST_AUTO_TEST_CASE(a_second_ctrl_c_ends_lbt_train_at_once_and_resuming_what_is
 // none on inside a job, so one the batch shell alone got never reached the trials: 2026-11-29).
 BOOST_AUTO_TEST_CASE(a_repeated_sigterm_within_2_s_is_the_same_stop) {
   const fs::path run = scratch() / "sigterm_twice", log = scratch() / "sigterm_twice.log";
-  const pid_t pid = start_lbt(long_train(run), log);
-  const auto t_start = std::chrono::steady_clock::now();
-  while (lines_of(run / "metrics.jsonl") < 20 && seconds_since(t_start) < 60)
-    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  const pid_t pid = start_train_past(run, log, 20);
   kill(pid, SIGTERM);
   BOOST_REQUIRE_MESSAGE(log_says(log, "SIGTERM: stopping after this step", 10), slurp(log));
   kill(pid, SIGTERM);
@@ -276,10 +283,7 @@ BOOST_AUTO_TEST_CASE(a_repeated_sigterm_within_2_s_is_the_same_stop) {
 // checkpoint names its kernels, summary.json too, and such a resume is refused with the fix.
 BOOST_AUTO_TEST_CASE(a_resume_on_other_kernels_is_refused_naming_both) {
   const fs::path run = scratch() / "other_kernels", log = scratch() / "other_kernels.log";
-  const pid_t pid = start_lbt(long_train(run), log);
-  const auto t_start = std::chrono::steady_clock::now();
-  while (lines_of(run / "metrics.jsonl") < 60 && seconds_since(t_start) < 60)
-    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  const pid_t pid = start_train_past(run, log, 60);
   kill(pid, SIGINT);
   BOOST_REQUIRE(wait_for(pid, 30) != -1);
   const auto summary = nlohmann::json::parse(slurp(run / "summary.json"));
@@ -298,10 +302,7 @@ BOOST_AUTO_TEST_CASE(a_resume_on_other_kernels_is_refused_naming_both) {
 // sigwait, a signal sent to one of those threads stays with it, and the process's stops the run.
 BOOST_AUTO_TEST_CASE(signals_are_taken_by_a_thread_of_their_own_not_by_a_compute_thread) {
   const fs::path run = scratch() / "signal_thread", log = scratch() / "signal_thread.log";
-  const pid_t pid = start_lbt(long_train(run) + " --set train.threads=2", log);
-  const auto t_start = std::chrono::steady_clock::now();
-  while (lines_of(run / "metrics.jsonl") < 20 && seconds_since(t_start) < 60)
-    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  const pid_t pid = start_train_past(run, log, 20, " --set train.threads=2");
   std::vector<pid_t> blocking;
   int threads = 0;
   for (const auto& task : fs::directory_iterator("/proc/" + std::to_string(pid) + "/task")) {

@@ -118,8 +118,12 @@ void report_sweep(const experiments::SweepOutcome& r, const experiments::SweepOp
     return;
   }
   if (o.launcher == "slurm" && o.trial_index < 0 && o.trial_name.empty() && !o.collect_only) return;
-  std::printf("sweep: %d trials (%d run now, %d kept), %d reached the target, %d failed\n",
-              r.trials, r.ran, r.skipped, r.reached, r.failed);
+  if (o.collect_only)  // it runs and keeps nothing: "(0 run now, 0 kept)" read as lost trials
+    std::printf("sweep: %d trials collected, %d reached the target, %d failed\n", r.trials,
+                r.reached, r.failed);
+  else
+    std::printf("sweep: %d trials (%d run now, %d kept), %d reached the target, %d failed\n",
+                r.trials, r.ran, r.skipped, r.reached, r.failed);
   if (!r.fit_note.empty()) std::printf("fit: %s\n", r.fit_note.c_str());
   if (!r.adaptive_table.empty()) std::printf("%s", r.adaptive_table.c_str());
   std::printf("sweep directory: %s\n", r.dir.c_str());

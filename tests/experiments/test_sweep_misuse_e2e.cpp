@@ -188,6 +188,7 @@ BOOST_AUTO_TEST_CASE(a_skipped_or_unwritable_fit_leaves_no_stale_fit_json) {
   r = run_lbt(base + " --collect");
   BOOST_TEST(r.code == 0, r.err);
   BOOST_TEST(r.out.find("fit: skipped") != std::string::npos, r.out);
+  BOOST_TEST(r.out.find("trials collected") != std::string::npos, r.out);  // not "0 kept"
   BOOST_TEST(!fs::exists(dir / "fit.json"));
   r = run_lbt(base);  // the trials again, and their fit
   BOOST_REQUIRE_MESSAGE(r.code == 0 && fs::exists(dir / "fit.json"), r.err);

@@ -128,10 +128,14 @@ int inherited_descriptor(const std::filesystem::path& lock_file) {
         what + dir + " is still locked by processes that " + who + " left running after it exited",
         "list them with `fuser -v " + lock_file.string() + "`, stop them, then run again");
   }
+  // A SLURM array task has no --out to choose (it was told so: 2026-11-29 audit).
+  const bool array_task = std::getenv("SLURM_ARRAY_TASK_ID") != nullptr;
   throw ConfigError(what + dir + " is in use by " + (who.empty() ? "another " + command : who),
-                    "wait for that " + command +
-                        " to end (or stop it), or choose another --out; "
-                        "the lock is released when its process exits");
+                    array_task ? "let that process end (a task started twice, or a --collect); "
+                                 "then `lbt sweep ... --launcher slurm` submits what is left"
+                               : "wait for that " + command +
+                                     " to end (or stop it), or choose another --out; "
+                                     "the lock is released when its process exits");
 }
 
 }  // namespace

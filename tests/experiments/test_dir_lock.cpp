@@ -80,6 +80,17 @@ BOOST_AUTO_TEST_CASE(a_live_owner_is_named_and_refused_at_once) {
   BOOST_TEST(seconds_since(t0) < 1.0);
   BOOST_TEST(message.find("in use by lbt sweep (pid " + std::to_string(pid)) != std::string::npos,
              message);
+  // A SLURM array task has no --out to choose: its hint says what to do instead (2026-11-29).
+  ::setenv("SLURM_ARRAY_TASK_ID", "3", 1);
+  std::string hint;
+  try {
+    DirLock second(lock_file, DirLock::Mode::kExclusive);
+  } catch (const lbt::ConfigError& e) {
+    hint = e.hint();
+  }
+  ::unsetenv("SLURM_ARRAY_TASK_ID");
+  BOOST_TEST(hint.find("--launcher slurm` submits what is left") != std::string::npos, hint);
+  BOOST_TEST(hint.find("--out") == std::string::npos, hint);
   [[maybe_unused]] auto w = write(release[1], "x", 1);
   waitpid(pid, nullptr, 0);
   DirLock after_owner(lock_file, DirLock::Mode::kExclusive);  // released when it exited

@@ -92,7 +92,7 @@ class SweepRunner {
     if (options_.trial_index >= static_cast<int>(plan_.size())) {
       throw ConfigError("--trial-index " + std::to_string(options_.trial_index) +
                             " is past the plan's " + std::to_string(plan_.size()) + " trials",
-                        "array indices run from 0 to " + std::to_string(plan_.size() - 1));
+                        "plan indices run from 0 to " + std::to_string(plan_.size() - 1));
     }
     std::vector<int> todo;
     for (const auto& t : plan_) {

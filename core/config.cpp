@@ -149,6 +149,8 @@ void Config::erase(std::string_view key) {
                 [&](const std::string& k) { return k == key || k.starts_with(prefix); });
   std::erase_if(impl_->defaulted,
                 [&](const std::string& k) { return k == key || k.starts_with(prefix); });
+  std::erase_if(impl_->set_text,
+                [&](const auto& kv) { return kv.first == key || kv.first.starts_with(prefix); });
 }
 
 namespace {

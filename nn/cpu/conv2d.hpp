@@ -70,7 +70,9 @@ class Conv2d final : public Layer {
                       float* y_moments = nullptr);
   // forward() that also writes y's per-plane moments, [batch][3][out_c] (channels_last.hpp's
   // from_channels_last), for the BatchNorm after the layer, in the pass that writes y.
-  bool writes_output_moments() const { return (winograd_ || planes_) && !b_; }
+  // By the options, not the bound bias pointer: Model::add asks before bind() (a conv with its
+  // default bias before a batchnorm was fused, then refused at its first step; 2026-11-30 audit).
+  bool writes_output_moments() const { return (winograd_ || planes_) && !opt_.bias; }
   void forward_with_moments(const float* x, float* y, std::int64_t batch, float* y_moments);
   void backward_affine(const float* x, const ChannelAffine& affine, const float* dy, float* dx,
                        std::int64_t batch, bool accumulate,
@@ -79,8 +81,9 @@ class Conv2d final : public Layer {
   // the direct path at stride 1 with the weight gradient over padded planes (the input gradient
   // over them too, or none: the first layer's).
   bool reads_mapped_gradient(bool input_grad = true) const {
-    return !b_ && (winograd_ || subsampled_ ||
-                   (planes_ && dw_lanes_ && opt_.stride == 1 && (!input_grad || in_.c % 8 == 0)));
+    return !opt_.bias &&
+           (winograd_ || subsampled_ ||
+            (planes_ && dw_lanes_ && opt_.stride == 1 && (!input_grad || in_.c % 8 == 0)));
   }
 
  private:

@@ -56,7 +56,11 @@ void add_noise_command(CLI::App& app) {
                 "print the resolved config.toml; run nothing");
   cmd->footer(config_keys_footer());
   cmd->callback([args] {
-    Config config = experiments::load_config(args->config_path, args->sets, notes_stream());
+    // lbt noise turns the estimator on, so the file's noise.* settings apply (run_noise refuses
+    // a file's noise.enabled = false).
+    Config file = Config::from_file(args->config_path);
+    if (!file.has("noise.enabled")) file.set_default("noise.enabled=true");
+    Config config = experiments::load_config(std::move(file), args->sets, notes_stream());
     note_sweep_sets(args->sets, "noise");
     // On a GPU (model.device=cuda) lbt noise goes on in lbt-cuda, as lbt train does.
     continue_on_device(config);

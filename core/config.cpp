@@ -187,6 +187,14 @@ void expect_type(const KeySpec& spec, KeyType type) {
               hint);
 }
 
+// Whether `node` holds the key's default (a condition may let a default pass, see KeyCondition).
+bool holds_default(const toml::node& node, const KeySpec& spec, const Config& config) {
+  toml::table none, scratch;
+  const toml::node& fallback = *value_node(none, spec, config, scratch);
+  const auto a = as_number(node), b = as_number(fallback);
+  return a && b ? *a == *b : node_text(node) == node_text(fallback);
+}
+
 }  // namespace
 
 template <class T, class Extract>
@@ -292,14 +300,18 @@ const std::string& Config::source() const {
 // The file for a key the file set; "" for one the command line set (--set, or a command's own
 // option such as --compare, whose message names it): "FILE: key must be ..." sent the user to
 // a file that may not have the key at all.
+// Only a key the file holds is the file's: a --set, a recipe's value or a default named the file
+// ("fmnist_mlp.toml: schedule.decay_every ..." for a key it never held, 2026-11-30 audit).
 std::string Config::source_of(std::string_view key) const {
-  return impl_->overridden.count(std::string(key)) ? "" : impl_->source;
+  const std::string base(key.substr(0, key.find('[')));  // model.layers[0].units: model.layers
+  const bool given_elsewhere = impl_->overridden.contains(base) || impl_->defaulted.contains(base);
+  return given_elsewhere || !has(base) ? "" : impl_->source;
 }
 
 std::vector<std::string> Config::validate(const Schema& schema) {
   std::vector<std::string> leaves;
   collect_leaves(impl_->root, "", leaves);
-  const std::vector<std::string> names = schema.names(), sections = schema.sections();
+  const std::vector<std::string> sections = schema.sections();
   std::erase_if(leaves, [&](const std::string& leaf) {  // a known section left empty: [model]
     return find_node(impl_->root, leaf)->is_table() &&
            std::binary_search(sections.begin(), sections.end(), leaf);
@@ -308,22 +320,9 @@ std::vector<std::string> Config::validate(const Schema& schema) {
   for (const auto& leaf : leaves) {
     const KeySpec* spec = schema.find(leaf);
     if (!spec) {
-      if (std::string why = schema.retired(leaf); !why.empty()) {
-        throw ConfigError(impl_->source + ": config key '" + leaf + "' is gone", why);
-      }
-      std::string hint = "remove it";
-      const bool table = find_node(impl_->root, leaf)->is_table();  // [optimiser], empty
-      std::string best = nearest(leaf, table ? sections : names);
-      if (const auto meant = schema.meant_by(leaf); !table && !meant.empty()) {
-        best = meant.front();  // train.lr: optimizer.lr, not the nearer-spelt train.lars...
-        for (std::size_t i = 1; i < meant.size(); ++i) best += "' or '" + meant[i];
-      }
-      if (!best.empty()) hint = "did you mean '" + best + "'? (" + hint + " or fix the name)";
-      hint += "; `lbt train --help` lists every key";
       const std::string source = source_of(leaf);
-      throw ConfigError((source.empty() ? "" : source + ": ") + "unknown config " +
-                            (table ? "section '" : "key '") + leaf + "'",
-                        hint);
+      schema.fail_unknown(leaf, find_node(impl_->root, leaf)->is_table(),  // [optimiser], empty
+                          source.empty() ? "" : source + ": ");
     }
     // --set sweep.slurm_time=04:00:00 parses as TOML's time, 120 as an integer: for a string key,
     // the text given (refused as "a date/time" until 2026-11-29; a file's value keeps its quotes).
@@ -349,6 +348,8 @@ std::vector<std::string> Config::validate(const Schema& schema) {
   for (const auto& leaf : leaves) {
     const KeySpec& spec = *schema.find(leaf);
     if (spec.applies(*this)) continue;
+    const toml::node& value = *find_node(impl_->root, leaf);
+    if (spec.condition->defaults_pass && holds_default(value, spec, *this)) continue;
     std::string setting;
     bool decided_by_override = false;
     for (const auto& key : spec.condition->decided_by) {
@@ -360,9 +361,10 @@ std::vector<std::string> Config::validate(const Schema& schema) {
     if (setting.empty()) setting = "the default " + std::string(spec.condition->decided_by.front());
     const bool from_recipe = impl_->defaulted.contains(leaf);
     if ((decided_by_override && !impl_->overridden.contains(leaf)) || from_recipe) {
-      notes.push_back("dropped " + std::string(from_recipe ? "the recipe's " : "") + leaf + " = " +
-                      node_text(*find_node(impl_->root, leaf)) + ": not used with " + setting +
-                      " (it applies to " + spec.applies_text() + ")");
+      if (!spec.condition->defaults_pass)  // such keys went unused without a word before: no note
+        notes.push_back("dropped " + std::string(from_recipe ? "the recipe's " : "") + leaf +
+                        " = " + node_text(value) + ": not used with " + setting +
+                        " (it applies to " + spec.applies_text() + ")");
       erase_at(impl_->root, leaf);
       continue;
     }

@@ -7,6 +7,8 @@
 #include <stdexcept>
 
 #include "core/config.hpp"
+#include "core/error.hpp"
+#include "core/nearest.hpp"
 
 namespace lbt {
 
@@ -126,6 +128,20 @@ std::vector<std::string> Schema::meant_by(std::string_view unknown_key) const {
     if (other_name == part && std::find(out.begin(), out.end(), key) == out.end())
       out.push_back(key);
   return out;
+}
+
+void Schema::fail_unknown(const std::string& name, bool table, const std::string& where) const {
+  if (std::string why = retired(name); !why.empty())
+    throw ConfigError(where + "config key '" + name + "' is gone", why);
+  std::string hint = "remove it";
+  std::string best = nearest(name, table ? sections() : names());
+  if (const auto meant = meant_by(name); !table && !meant.empty()) {
+    best = meant.front();  // train.lr: optimizer.lr, not the nearer-spelt train.lars...
+    for (std::size_t i = 1; i < meant.size(); ++i) best += "' or '" + meant[i];
+  }
+  if (!best.empty()) hint = "did you mean '" + best + "'? (" + hint + " or fix the name)";
+  hint += "; `lbt train --help` lists every key";
+  throw ConfigError(where + "unknown config " + (table ? "section '" : "key '") + name + "'", hint);
 }
 
 namespace {

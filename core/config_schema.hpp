@@ -47,6 +47,11 @@ struct KeyCondition {
   std::vector<std::string_view> decided_by;             // {"optimizer.name", ...}
   std::vector<std::string> (*variants)(const Config&);  // e.g. {"larc", "adamw"}
   std::string_view help_text = {};  // --help's "(only: TEXT = ...)"; empty: decided_by's first
+  // A key that holds its default passes where it does not apply: its reader reads it anyway, so
+  // every resolved config (and run directory) written before the condition holds it. A file's
+  // value dropped because --set changed the setting is dropped without a note (--set
+  // noise.enabled=false on a preset measuring the noise printed a note per noise key).
+  bool defaults_pass = false;
 };
 
 struct KeySpec {
@@ -91,6 +96,10 @@ class Schema {
   // (train.lr: optimizer.lr), then those that part is another tool's name for; empty where
   // neither (the caller falls back to spelling).
   std::vector<std::string> meant_by(std::string_view unknown_key) const;
+  // Throws the ConfigError for a name the schema lacks (a key, or a section when `table`): gone,
+  // or unknown with the nearest name; `where` prefixes the message ("FILE: " or "").
+  [[noreturn]] void fail_unknown(const std::string& name, bool table,
+                                 const std::string& where) const;
   // Every key grouped by section, with its default, unit, allowed values and doc: the part of
   // every command's --help that lists config keys.
   std::string help() const;

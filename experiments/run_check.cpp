@@ -92,7 +92,7 @@ trainer::StepBudget check_run_at_batch(Config& config, const trainer::RunConfig&
   const trainer::StepBudget budget = trainer::step_budget(run.train, splits.train.n, world);
   check_activations(run.train, model, splits.validation.n, world);
   check_data_suits_config(run.train, splits);
-  trainer::check_ema_horizon(run.train, budget.total_steps, config.source());
+  trainer::check_ema_horizon(run.train, budget.total_steps, config.source_of("train.ema_horizon"));
   if (run.noise.enabled) {
     read_hessian_options(config);
     noise::choose_method(run.noise, world, run.train.micro_batch, run.train.accum_steps,

@@ -11,6 +11,13 @@ std::vector<std::string> lr_search(const Config& config) {
 }
 const KeyCondition kBySearch{{"sweep.lr_search"}, lr_search};
 
+// The adaptive arm's rule set without the arm was taken without a word (2026-11-30 audit); read
+// either way, so its defaults pass (resolved configs hold them).
+std::vector<std::string> adaptive_arm(const Config& config) {
+  return {config.peek_bool("sweep.adaptive", false) ? "true" : "false"};
+}
+const KeyCondition kByAdaptiveArm{{"sweep.adaptive"}, adaptive_arm, {}, true};
+
 }  // namespace
 
 const std::vector<KeySpec>& sweep_keys() {
@@ -55,10 +62,11 @@ const std::vector<KeySpec>& sweep_keys() {
       {"sweep.adaptive", kBool, "false",
        "also run, per seed, one trial whose batch follows the noise scale (train.batch_schedule = \"adaptive\", bounds the smallest and largest sweep.batch_sizes, micro_batch half the smallest, optimizer.lr and schedule.scaling of the config, evaluations every sweep.eval_every_examples / smallest batch steps); adaptive.json compares it with the fixed-batch fit"},
       {"sweep.adaptive_rule", kString, "\"b_simple\"",
-       "the adaptive trials' train.batch_rule: b_simple | sqrt", {"b_simple", "sqrt"}},
+       "the adaptive trials' train.batch_rule: b_simple | sqrt", {"b_simple", "sqrt"}, "",
+       &kByAdaptiveArm, {"true"}},
       {"sweep.adaptive_sqrt_scale", kNumber, "0.0",
        "the adaptive trials' train.batch_sqrt_scale (sqrt rule: B = sqrt(this x B_simple))", {},
-       "examples"},
+       "examples", &kByAdaptiveArm, {"true"}},
       {"sweep.trial_timeout", kNumber, "0",
        "seconds a trial may run; past it its process group gets SIGTERM, then SIGKILL, and the trial is 'timeout' (0: 7200 for an --exec program, none for lbt's own trials; < 0: none)"},
       {"sweep.slurm_time", kString, "\"02:00:00\"", "--launcher slurm: sbatch --time per trial"},

@@ -295,7 +295,7 @@ RunResult run_training(Config& config, const RunOptions& options, comm::Communic
                                cfg.micro_batch, cfg.accum_steps);
   const trainer::StepBudget budget = trainer::step_budget(cfg, splits.train.n, comm.size());
   const std::int64_t total_steps = budget.total_steps;
-  trainer::check_ema_horizon(cfg, total_steps, config.source());
+  trainer::check_ema_horizon(cfg, total_steps, config.source_of("train.ema_horizon"));
 
   auto rng = make_rng(cfg.seed, RngStream::kInit);
   model->build(rng);

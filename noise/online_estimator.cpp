@@ -47,6 +47,12 @@ OnlineOptions read_online_options(Config& c) {
   // The "now" estimate is the window's line at its last step: three measurements make a line
   // with a residual (n - 2 degrees of freedom). At 2 x every it was never reported.
   constexpr std::int64_t kLine = NoiseScaleTracker::kLineSamples;
+  if (o.window_steps < kLine * o.every && !c.has("noise.window_steps")) {  // the default window
+    c.fail("noise.every",
+           "at most noise.window_steps / 3 = " + std::to_string(o.window_steps / kLine) +
+               " (the window's line and its interval need three measurements)",
+           std::to_string(o.every), "lower noise.every, or set noise.window_steps >= 3 x it");
+  }
   if (o.window_steps < kLine * o.every) {
     c.fail("noise.window_steps",
            "at least 3 x noise.every = " + std::to_string(kLine * o.every) +

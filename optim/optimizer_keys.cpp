@@ -19,6 +19,10 @@ std::vector<std::string> optimizer_in_use(const Config& config) {
 const KeyCondition kByOptimizer{{"optimizer.name", "optimizer.larc.base"},
                                 optimizer_in_use,
                                 "optimizer.name (or, under larc, optimizer.larc.base)"};
+// The trust-ratio exclusions beside an optimizer without one were taken without a word
+// (2026-11-30 audit); read under every optimizer, so the default passes.
+const KeyCondition kByOptimizerReadAlways{
+    {"optimizer.name"}, optimizer_in_use, "optimizer.name", true};
 
 }  // namespace
 
@@ -52,7 +56,8 @@ const std::vector<KeySpec>& optimizer_keys() {
       {"optimizer.no_decay", kStringList, "[]",
        "glob patterns (* and ?) of segment names without weight decay, on top of biases and norms (which never have it)"},
       {"optimizer.no_trust_ratio", kStringList, "[]",
-       "glob patterns of segment names without the LARS/LAMB/LARC trust ratio"},
+       "glob patterns of segment names without the LARS/LAMB/LARC trust ratio", {}, "",
+       &kByOptimizerReadAlways, {"lars", "lamb", "larc"}},
       {"optimizer.lars.trust_coefficient", kNumber, "0.001",
        "trust coefficient eta > 0 (paper: 0.001)", {}, "", by, {"lars"}},
       {"optimizer.lars.eps", kNumber, "0.0", "added to the trust-ratio denominator, >= 0", {}, "",

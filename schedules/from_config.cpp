@@ -212,6 +212,7 @@ DecayInputs decay_inputs(const Failer& config, const ScheduleOptions& o, const K
                          const Lengths& l, const Converter& convert) {
   DecayInputs in{config,
                  l.warmup,
+                 l.decay_start,
                  l.decay,
                  l.decay_given,
                  convert.to_steps("schedule.decay_every", o.decay_every, kinds.decay_unit,
@@ -271,11 +272,18 @@ void check_against_run(const Failer& config, const ScheduleOptions& o,
 }
 
 // A decay that starts inside the warmup keeps its own clock from decay_start: a milestone there
-// takes effect only at the warmup's end (a drop at 200 moved to 390 without a word).
-void check_milestones_in_warmup(const ScheduleContext& context, const DecayInputs& in,
-                                const Lengths& l) {
-  // The milestones increase (decay_inputs): the first is the one that can fall inside.
-  if (in.milestones.empty() || l.decay_start + in.milestones.front() >= l.warmup) return;
+// takes effect only at the warmup's end (a drop at 200 moved to 390 without a word). One past
+// the run's end never drops the LR (taken without a word where a late decay_length warned,
+// 2026-11-30 audit). The milestones increase (decay_inputs): the first and last are checked.
+void check_milestones(const ScheduleContext& context, const DecayInputs& in, const Lengths& l) {
+  if (in.milestones.empty()) return;
+  const std::int64_t last = l.decay_start + in.milestones.back();
+  if (context.total_steps > 0 && last >= context.total_steps) {
+    warn(context, "the decay's milestone at step " + std::to_string(last) +
+                      " falls after the run's " + std::to_string(context.total_steps) +
+                      " steps: it never takes effect");
+  }
+  if (l.decay_start + in.milestones.front() >= l.warmup) return;
   warn(context, "the decay's milestone at step " +
                     std::to_string(l.decay_start + in.milestones.front()) +
                     " falls inside the warmup (" + std::to_string(l.warmup) +
@@ -384,7 +392,7 @@ Schedule make_schedule(const ScheduleOptions& o, const ScheduleContext& context)
   const DecayInputs in = decay_inputs(config, o, kinds, lengths, convert);
   check_against_run(config, o, context, lengths, start);
   check_against_peak(context, o, lengths, start, peak);
-  check_milestones_in_warmup(context, in, lengths);
+  check_milestones(context, in, lengths);
   mark_boundaries(context, kinds.decay, lengths, in);
   return compose(config, o, kinds, in, lengths, start, peak);
 }

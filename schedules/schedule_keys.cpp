@@ -10,6 +10,9 @@ std::vector<std::string> decay_kind(const Config& config) {
   return {config.peek_string("schedule.decay", "constant")};
 }
 const KeyCondition kByDecay{{"schedule.decay"}, decay_kind};
+// decay_start beside decay = "constant" started nothing, without a word (2026-11-30 audit); it is
+// read under every decay, so its default passes (resolved configs hold it).
+const KeyCondition kByDecayReadAlways{{"schedule.decay"}, decay_kind, {}, true};
 
 }  // namespace
 
@@ -50,7 +53,8 @@ const std::vector<KeySpec>& schedule_keys() {
       {"schedule.decay_unit", kString, "\"steps\"",
        "unit of decay_length, decay_start, decay_every, milestones", units},
       {"schedule.decay_start", kNumber, "-1.0",
-       "where the decay phase starts (-1: where the warmup ends)", {}, "schedule.decay_unit"},
+       "where the decay phase starts (-1: where the warmup ends)", {}, "schedule.decay_unit",
+       &kByDecayReadAlways, {"step", "multistep", "exponential", "inverse_time", "polynomial", "cosine", "linear", "inverse_sqrt", "wsd"}},
       {"schedule.decay_length", kNumber, "0.0",
        "length of the decay phase (0: to the end of the run)", {}, "schedule.decay_unit", decay,
        {"exponential", "inverse_time", "polynomial", "cosine", "linear", "wsd"}},

@@ -16,6 +16,13 @@ std::string num(double x) {
 namespace {
 
 std::int64_t need_length(const DecayInputs& in, const char* kind) {
+  if (in.length <= 0 && in.decay_start != in.warmup_steps) {  // a decay_start at or past the end
+    in.config.fail(
+        "schedule.decay_start",
+        std::string("before the run's end for decay = \"") + kind + "\" without a decay_length",
+        "step " + std::to_string(in.decay_start),
+        "start the decay earlier, set schedule.decay_length, or lengthen train.steps");
+  }
   if (in.length <= 0) {
     in.config.fail("schedule.decay_length", std::string("> 0 steps for decay = \"") + kind + "\"",
                    "0 (and the run ends before the decay starts)",

@@ -64,7 +64,8 @@ constexpr CooldownKind kCooldowns[] = {{"linear", s::CooldownShape::kLinear},
 struct DecayInputs {
   const Failer& config;
   std::int64_t warmup_steps;
-  std::int64_t length;  // decay_length in steps (0: not given and the run has no room)
+  std::int64_t decay_start;  // the decay's first step (warmup_steps unless given)
+  std::int64_t length;       // decay_length in steps (0: not given and the run has no room)
   bool length_given;
   std::int64_t every;  // decay_every in steps (0: not given)
   std::vector<std::int64_t> milestones;

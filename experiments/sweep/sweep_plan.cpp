@@ -175,13 +175,19 @@ void check_lr_search(const Config& c, SweepSettings& s, int lr_trials) {
            std::to_string(s.search.max_trials));
   }
   if (s.lr_trials < 1) c.fail("sweep.lr_trials", ">= 1", std::to_string(s.lr_trials));
-  if (!(s.lr_min_factor > 0) || !(s.lr_max_factor >= s.lr_min_factor)) {
-    c.fail("sweep.lr_min_factor", "> 0 and <= sweep.lr_max_factor", key_number(s.lr_min_factor));
+  // Each range names the bound that is wrong (a bad momentum_max was reported as momentum_min
+  // with momentum_min's value, 2026-11-30 audit).
+  if (!(s.lr_min_factor > 0)) c.fail("sweep.lr_min_factor", "> 0", key_number(s.lr_min_factor));
+  if (!(s.lr_max_factor >= s.lr_min_factor)) {
+    c.fail("sweep.lr_max_factor", ">= sweep.lr_min_factor = " + key_number(s.lr_min_factor),
+           key_number(s.lr_max_factor));
   }
-  if (s.search_momentum &&
-      !(0 <= s.momentum_min && s.momentum_min < s.momentum_max && s.momentum_max < 1)) {
-    c.fail("sweep.momentum_min", "0 <= momentum_min < momentum_max < 1",
-           key_number(s.momentum_min));
+  if (!s.search_momentum) return;
+  if (!(0 <= s.momentum_min && s.momentum_min < 1))
+    c.fail("sweep.momentum_min", "in [0, 1)", key_number(s.momentum_min));
+  if (!(s.momentum_min < s.momentum_max && s.momentum_max < 1)) {
+    c.fail("sweep.momentum_max", "in (sweep.momentum_min = " + key_number(s.momentum_min) + ", 1)",
+           key_number(s.momentum_max));
   }
 }
 

@@ -184,7 +184,9 @@ BOOST_AUTO_TEST_CASE(exclusions_switch_off_decay_and_trust_ratio_by_name) {
                                    make_segment("bn1.weight", 6, 2, ParamKind::kWeight),
                                    make_segment("out.weight", 8, 3, ParamKind::kWeight)};
   optim::apply_exclusions(
-      test::options_of("[optimizer]\nno_decay = ['bn*']\nno_trust_ratio = ['out.*']\n"), segments);
+      test::options_of(
+          "[optimizer]\nname = \"lars\"\nno_decay = ['bn*']\nno_trust_ratio = ['out.*']\n"),
+      segments);
   BOOST_TEST(segments[0].weight_decay);
   BOOST_TEST(segments[0].trust_ratio);
   BOOST_TEST(!segments[1].weight_decay);  // default for biases stays

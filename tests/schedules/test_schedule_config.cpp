@@ -307,9 +307,11 @@ BOOST_AUTO_TEST_CASE(bad_values_are_config_errors_naming_the_key) {
   BOOST_TEST(
       contains(error_of("[schedule]\nscaling = \"linear\"\nreference_batch = 0\n", ctx).what(),
                "schedule.reference_batch"));
-  // The warmup and a cosine given a length fill more than the run: says which key to set.
+  // A cosine starting at the run's end has no length left: names the start (2026-11-30 audit:
+  // it named decay_length and the warmup) and says which keys to set.
   const auto e = error_of("[schedule]\nwarmup = 60\ndecay = \"cosine\"\ndecay_start = 100\n", ctx);
-  BOOST_TEST(contains(e.what(), "schedule.decay_length"));
+  BOOST_TEST(contains(e.what(), "schedule.decay_start must be before the run's end"));
+  BOOST_TEST(contains(e.hint(), "schedule.decay_length"));
 }
 
 // lr(W) is the peak and the last step of a 100-step run is 99: a 100-step warmup never gets

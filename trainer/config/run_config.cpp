@@ -1,8 +1,10 @@
 // Resolving a run's config; see run_config.hpp.
 #include "trainer/config/run_config.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <limits>
 #include <string>
 
 #include "core/error.hpp"
@@ -113,6 +115,19 @@ void check_largest_batch_fits(const AdaptiveBatchOptions& a, std::int64_t train_
           " (a whole number of ranks x micro_batch), or use more training data");
 }
 
+// The run's examples (steps x its largest batch) fit the 64-bit counters: 2^62 steps of an
+// adaptive batch overflowed the example budget, which read as spent, and the run "completed" at
+// step 0 (2026-11-30 audit).
+std::int64_t checked_steps(const TrainConfig& train, std::int64_t steps) {
+  const std::int64_t batch = std::max<std::int64_t>(
+      {train.global_batch, train.adaptive.enabled ? train.adaptive.batch_max : 0, 1});
+  if (steps <= std::numeric_limits<std::int64_t>::max() / batch) return steps;
+  const char* key = train.steps > 0 ? "train.steps" : "train.epochs";
+  throw ConfigError(std::string(key) + ": " + std::to_string(steps) + " steps of up to " +
+                        std::to_string(batch) + " examples pass any example count (2^63)",
+                    "set " + std::string(key) + " to the run's length");
+}
+
 }  // namespace
 
 StepBudget step_budget(const TrainConfig& train, std::int64_t train_examples, int world_size) {
@@ -122,8 +137,8 @@ StepBudget step_budget(const TrainConfig& train, std::int64_t train_examples, in
   check_largest_batch_fits(train.adaptive, train_examples, world_size);
   StepBudget budget;
   budget.steps_per_epoch = sampler.steps_per_epoch();
-  budget.total_steps =
-      train.steps > 0 ? train.steps : steps_of_epochs(train.epochs, budget.steps_per_epoch);
+  budget.total_steps = checked_steps(
+      train, train.steps > 0 ? train.steps : steps_of_epochs(train.epochs, budget.steps_per_epoch));
   return budget;
 }
 
@@ -132,8 +147,8 @@ StepBudget schedule_budget(const TrainConfig& train, std::int64_t train_examples
   if (train_examples > 0) return step_budget(train, train_examples, world_size);
   StepBudget budget;
   budget.steps_per_epoch = steps_per_epoch;
-  budget.total_steps =
-      train.steps > 0 ? train.steps : steps_of_epochs(train.epochs, steps_per_epoch);
+  budget.total_steps = checked_steps(
+      train, train.steps > 0 ? train.steps : steps_of_epochs(train.epochs, steps_per_epoch));
   return budget;
 }
 

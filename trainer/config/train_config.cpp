@@ -245,7 +245,10 @@ void check_run(const Config& c, const TrainConfig& t, std::int64_t seed,
   require_positive(c, "train.eval_every", static_cast<double>(t.eval_every), "e.g. 500");
   require_positive(c, "train.log_every", static_cast<double>(t.log_every), "e.g. 50");
   require_positive(c, "train.eval_batch", static_cast<double>(t.eval_batch), "e.g. 2000");
-  require_positive(c, "train.divergence_factor", t.divergence.factor, "e.g. 20");
+  // Below 1 the reference loss itself reads as diverged: every run "diverged" at its first step
+  // (2026-11-30 audit). 1 is a loss above the untrained model's, the strictest guard.
+  if (!(t.divergence.factor >= 1))
+    c.fail("train.divergence_factor", ">= 1", num(t.divergence.factor), "e.g. 20");
   if (on_divergence != "stop" && on_divergence != "skip") {
     c.fail("train.on_divergence", "\"stop\" or \"skip\"", "'" + on_divergence + "'");
   }

@@ -58,7 +58,9 @@ std::vector<KeySpec> model_keys() {
        "mlp:IN-H1-...-OUT | linear:IN-OUT | logistic:IN-CLASSES | cnn:simple[-CLASSES] | resnet:N[-CLASSES], each optionally :nobias (docs/training.md, section Models)"},
       {"model.layers", kTableList, "[]",
        "[[model.layers]] tables instead of model.spec (docs/training.md, section Models), type = " + nn::layer_types_text()},
-      {"model.init", kString, "\"he\"", "weight init", {"he", "glorot", "zero"}},
+      {"model.init", kString, "\"he\"",
+       "Linear and Conv2d weights: he N(0, 2/fan_in) | glorot U(+-sqrt(6/(fan_in+fan_out))) | zero; biases 0 (PyTorch's default differs: docs/training.md, section Models)",
+       {"he", "glorot", "zero"}},
       {"model.loss", kString, "\"auto\"",
        "auto: cross_entropy for integer labels, mse for float targets | cross_entropy | mse "
        "(per example 1/2 sum_j (pred_j - y_j)^2, averaged over examples)",
@@ -96,7 +98,7 @@ std::vector<KeySpec> data_keys() {
       {"data.normalize", kBool, "true",
        "standardise inputs with train-split mean/std (per channel for images)"},
       {"data.augment.crop_padding", kInt, "0",
-       "images: random crop after zero-padding by N pixels (0: off)", {}, "pixels"},
+       "images: random crop after padding the normalised image by N pixels of 0, the training mean (0: off)", {}, "pixels"},
       {"data.augment.flip", kBool, "false", "images: random horizontal flip"},
       {"data.train_features", kString, "\"\"", "npy: features [n, ...]; csv: the training CSV file",
        {}, "", format, {"npy", "csv"}},
@@ -197,7 +199,7 @@ std::vector<KeySpec> guard_keys() {
   // clang-format off
   return {
       {"train.divergence_factor", kNumber, "20.0",
-       "a spike: loss > factor x the first step's loss, at least the untrained model's mean over 256 training examples (or NaN/Inf)"},
+       "a spike: loss > factor (>= 1) x the first step's loss, at least the untrained model's mean over 256 training examples (or NaN/Inf)"},
       {"train.on_divergence", kString, "\"stop\"",
        "stop: a spike ends the run as diverged | skip: drop its update", {"stop", "skip"}},
       {"train.skip_limit", kInt, "5", "spikes in a row before the run counts as diverged", {}, "",

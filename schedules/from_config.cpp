@@ -1,8 +1,8 @@
 // Schedule from typed options; see from_config.hpp. Names map to builders through the tables
 // of schedule_kinds.hpp (one registry: add a row, not a branch). The options were read through
-// Config getters (schedules/schedule_options.cpp), so `--help` lists the keys and unknown ones
-// are caught there; here they are checked against the run, and a builder's
-// std::invalid_argument becomes a ConfigError naming the key.
+// Config getters (schedules/schedule_options.cpp), so `--help` lists the keys and unknown ones are
+// caught there; here they are checked against the run, a builder's std::invalid_argument a
+// ConfigError naming the key.
 #include "schedules/from_config.hpp"
 
 #include <algorithm>
@@ -22,7 +22,6 @@
 #include "schedules/warmup.hpp"
 
 namespace lbt::schedules {
-
 namespace {
 
 using namespace detail;
@@ -248,10 +247,12 @@ void check_against_run(const Failer& config, const ScheduleOptions& o,
   // lr(W) = peak, and the run's last step is total - 1: a warmup of W >= total never gets there.
   if (l.warmup >= context.total_steps) {
     const bool climbs = start != 1.0;
+    const std::string given =
+        o.warmup_unit == "steps" ? "" : " (" + num(o.warmup) + " " + o.warmup_unit + ")";
     if (climbs && context.warmup_past_run == WarmupPastRun::kError) {
       config.fail("schedule.warmup",
                   "fewer steps than " + run_steps + " (the LR reaches its peak at step W)",
-                  std::to_string(l.warmup) + " steps (" + num(o.warmup) + " " + o.warmup_unit + ")",
+                  std::to_string(l.warmup) + " steps" + given,
                   "shorten schedule.warmup, or lengthen train.steps / train.epochs");
     }
     if (context.warnings) {
@@ -272,9 +273,8 @@ void check_against_run(const Failer& config, const ScheduleOptions& o,
 }
 
 // A decay that starts inside the warmup keeps its own clock from decay_start: a milestone there
-// takes effect only at the warmup's end (a drop at 200 moved to 390 without a word). One past
-// the run's end never drops the LR (taken without a word where a late decay_length warned,
-// 2026-11-30 audit). The milestones increase (decay_inputs): the first and last are checked.
+// takes effect only at the warmup's end (a drop at 200 moved to 390 without a word); one past
+// the run's end never drops the LR (taken without a word, 2026-11-30 audit). They increase.
 void check_milestones(const ScheduleContext& context, const DecayInputs& in, const Lengths& l) {
   if (in.milestones.empty()) return;
   const std::int64_t last = l.decay_start + in.milestones.back();
@@ -283,9 +283,9 @@ void check_milestones(const ScheduleContext& context, const DecayInputs& in, con
                       " falls after the run's " + std::to_string(context.total_steps) +
                       " steps: it never takes effect");
   }
-  if (l.decay_start + in.milestones.front() >= l.warmup) return;
-  warn(context, "the decay's milestone at step " +
-                    std::to_string(l.decay_start + in.milestones.front()) +
+  const std::int64_t first = l.decay_start + in.milestones.front();
+  if (first >= l.warmup) return;
+  warn(context, "the decay's milestone at step " + std::to_string(first) +
                     " falls inside the warmup (" + std::to_string(l.warmup) +
                     " steps): it takes effect at step " + std::to_string(l.warmup) +
                     ", where the warmup ends");

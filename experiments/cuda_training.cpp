@@ -9,6 +9,7 @@
 #include "core/cuda/gpu.hpp"
 #include "core/error.hpp"
 #include "core/file_cache.hpp"
+#include "core/kernel_choice.hpp"
 #include "experiments/child_process.hpp"
 #include "experiments/device_check.hpp"
 #include "nn/layer_spec.hpp"
@@ -31,8 +32,11 @@ std::string device_check_key() {
   std::error_code ec;
   const auto size = fs::file_size(exe, ec);
   const auto mtime = fs::last_write_time(exe, ec).time_since_epoch().count();
+  // The convolution algorithms the check ran with too: a pass under "fixed" vouched for
+  // "measured" runs whose convolutions it never compared (2026-11-30 review).
   return lbt::cuda::describe_device() + "|" + lbt::cuda::library_versions() + "|" + exe.string() +
-         "|" + std::to_string(size) + "|" + std::to_string(mtime);
+         "|" + std::to_string(size) + "|" + std::to_string(mtime) + "|cudnn " +
+         std::string(kernel_choice(KernelChoice::kCudnnAlgos));
 }
 
 // Runs the doctor's check unless this device and build passed it before; refuses the device

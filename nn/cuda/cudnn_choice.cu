@@ -180,7 +180,12 @@ Algo first_agreeing(const std::vector<Algo>& ranked, Algo Algorithms::*member, c
     if (algo == fixed.*member) break;
     Algorithms candidate;
     candidate.*member = algo;
-    pass(candidate, mine.data());
+    try {  // a candidate cuDNN ranked but cannot run here is passed over, not the run's end
+      pass(candidate, mine.data());
+    } catch (const DeviceError&) {
+      rejected += std::string(" ") + name + " " + std::to_string(algo) + " (failed to run)";
+      continue;
+    }
     if (nearly_equal(mine, theirs)) return algo;
     rejected += std::string(" ") + name + " " + std::to_string(algo);
   }
@@ -296,11 +301,23 @@ void choose_algorithms(Descriptors& d, const std::string& convolution) {
     }
   }
   d.workspace_size = bytes;  // every candidate's, while they are vetted
-  d.algorithms = vetted(d, candidates);
+  try {
+    d.algorithms = vetted(d, candidates);
+  } catch (const DeviceError& e) {  // e.g. the largest candidate's workspace does not fit now
+    std::fprintf(stderr, "lbt: vetting cuDNN's algorithms failed (%s); using the fixed ones\n",
+                 e.what());
+    candidates = {};
+    d.algorithms = Algorithms{};
+  }
   d.ranking = candidates.ranking;
   d.workspace_size = workspace_bytes(d, d.algorithms);
-  if (!key.empty() && !d.ranking.empty())  // ranked and vetted, not the fallback
-    file_cache::store("cudnn-algos", key, cache_text(d.algorithms, d.ranking), kCachedChoices);
+  if (key.empty() || d.ranking.empty()) return;  // fixed, or the fallback: nothing to cache
+  // A process that stored its choice while this one measured (a sweep's trial, another rank)
+  // wins: timing noise can make two measured choices differ, and a rerun must take the one its
+  // run used (the last writer's replaced it; 2026-11-30 review).
+  if (const auto cached = file_cache::find("cudnn-algos", key); cached && take_cached(d, *cached))
+    return;
+  file_cache::store("cudnn-algos", key, cache_text(d.algorithms, d.ranking), kCachedChoices);
 }
 
 }  // namespace lbt::nn::cuda::cudnn_parts

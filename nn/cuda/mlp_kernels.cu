@@ -16,8 +16,10 @@ __global__ void broadcast_rows_kernel(const float* b, float* y, std::int64_t row
   for (std::int64_t i = first_index(); i < rows * cols; i += stride()) y[i] = b[i % cols];
 }
 
+// x < 0 ? 0 : x, as the CPU's (nn/cpu/relu_isa.cpp): a NaN passes through, so the divergence
+// checks see it (x > 0 ? x : 0 zeroed it, and a diverging GPU run trained on with dead units).
 __global__ void relu_forward_kernel(const float* x, float* y, std::int64_t n) {
-  for (std::int64_t i = first_index(); i < n; i += stride()) y[i] = x[i] > 0.0f ? x[i] : 0.0f;
+  for (std::int64_t i = first_index(); i < n; i += stride()) y[i] = x[i] < 0.0f ? 0.0f : x[i];
 }
 
 __global__ void relu_backward_kernel(const float* y, const float* dy, float* dx, std::int64_t n) {
@@ -55,8 +57,12 @@ __global__ void max_pool_forward_kernel(const float* x, float* y, std::int64_t p
     const std::int64_t p = i / (ho * wo), r = i / wo % ho, c = i % wo;
     const float* window = x + (p * h + r * k) * w + c * k;
     float best = window[0];
-    for (std::int64_t a = 0; a < k; ++a)
-      for (std::int64_t b = 0; b < k; ++b) best = fmaxf(best, window[a * w + b]);
+    for (std::int64_t a = 0; a < k; ++a) {
+      for (std::int64_t b = 0; b < k; ++b) {
+        const float v = window[a * w + b];
+        best = v > best || v != v ? v : best;  // a NaN wins (fmaxf dropped it), as for the ReLU
+      }
+    }
     y[i] = best;
   }
 }

@@ -97,6 +97,14 @@ if has tests; then
     LBT_BINARY=$lbt LBT_FMNIST_DIR=$data timeout 90 /tmp/lbt-gpu/test_gpu_training \
       --run_test=a_second_measured_run_takes_the_cached_choices_and_repeats_bit_for_bit \
       --log_level=message 2>&1 | tail -8 | tee "$out/test_gpu_training_cache.txt"
+    echo "== BatchNorm statistics: a skipped or diverging step restores them, ranks share rank 0's"
+    LBT_MPIEXEC=$(command -v mpiexec || command -v mpirun) \
+      LBT_BINARY=$lbt LBT_FMNIST_DIR=$data timeout 120 /tmp/lbt-gpu/test_gpu_training \
+      --run_test=a_diverging_or_skipped_gpu_step_leaves_batchnorm_statistics_as_they_were,two_gpu_ranks_share_rank_0s_batchnorm_statistics_so_a_resume_repeats \
+      --log_level=message 2>&1 | tail -8 | tee "$out/test_gpu_training_bn.txt"
+    echo "== a NaN through the GPU's ReLU and max pool"
+    timeout 30 /tmp/lbt-gpu/test_gpu --run_test=a_nan_passes_the_gpu_relu_and_max_pool \
+      --log_level=message 2>&1 | tail -4 | tee "$out/test_gpu_nan.txt"
   fi
 fi
 if has train; then

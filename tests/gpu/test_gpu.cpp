@@ -3,8 +3,11 @@
 // skipped (exit 77, CTest's SKIP_RETURN_CODE) with the reason.
 #include <boost/test/unit_test.hpp>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <limits>
+#include <span>
 #include <vector>
 
 #include "core/cuda/gpu.hpp"
@@ -12,6 +15,7 @@
 #include "core/rng.hpp"
 #include "experiments/device_check.hpp"
 #include "nn/cuda/device_net.hpp"
+#include "nn/cuda/mlp_kernels.hpp"
 #include "nn/model.hpp"
 
 namespace {
@@ -41,6 +45,22 @@ BOOST_AUTO_TEST_CASE(every_gpu_op_agrees_with_the_cpu_backend) {
 // A second seed: agreement is not an accident of one draw.
 BOOST_AUTO_TEST_CASE(agreement_holds_for_another_seed) {
   BOOST_TEST(lbt::experiments::check_cuda_device(12345).ok());
+}
+
+// A NaN goes through the GPU's ReLU and max pool as through the CPU's (nn/cpu/relu_isa.cpp), so
+// the divergence checks see it: the GPU's ReLU had zeroed it, and a diverging run trained on with
+// dead units (2026-11-30 static review; not yet run on a GPU).
+BOOST_AUTO_TEST_CASE(a_nan_passes_the_gpu_relu_and_max_pool) {
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  const std::vector<float> x = {-1.0f, nan, 2.0f, 0.5f};
+  lbt::cuda::DeviceArray<float> in{std::span<const float>(x)}, relu(4), pooled(1);
+  lbt::nn::cuda::relu_forward(in.data(), relu.data(), 4);
+  const std::vector<float> y = relu.download();
+  BOOST_TEST(y[0] == 0.0f);
+  BOOST_TEST(std::isnan(y[1]));
+  BOOST_TEST(y[2] == 2.0f);
+  lbt::nn::cuda::max_pool_forward(in.data(), pooled.data(), 1, 2, 2, 2);  // one 2x2 window
+  BOOST_TEST(std::isnan(pooled.download()[0]));
 }
 
 // bench_gpu_layer_times' timer (core/cuda/op_timer.hpp) on the simple CNN's GPU network: every

@@ -59,6 +59,8 @@ BOOST_AUTO_TEST_CASE(a_setting_of_a_part_not_in_use_is_refused_and_its_default_p
   BOOST_TEST(contains(error_of("[optimizer]\n" + no_trust), "optimizer.no_trust_ratio"));
   BOOST_TEST(error_of("[optimizer]\nname = \"lars\"\n" + no_trust) == "");
   BOOST_TEST(contains(error_of("[sweep]\nadaptive_rule = \"sqrt\"\n"), "sweep.adaptive_rule"));
+  BOOST_TEST(contains(error_of("[train]\nstop_at_target = true\n"), "train.stop_at_target"));
+  BOOST_TEST(error_of("[train]\nstop_at_target = true\ntarget = \"val_loss<=0.5\"\n") == "");
   // A file's setting whose part the command line turns off is dropped, without a note: such
   // keys went unused without a word before, and a note per noise key buried the run's output.
   std::ostringstream notes;

@@ -206,6 +206,10 @@ std::int64_t read_run(Config& c, TrainConfig& t) {
     c.fail("train.prune_at_step", "0 without train.target", std::to_string(t.prune_at_step),
            "set train.target, or leave prune_at_step at 0");
   }
+  if (t.stop_at_target && !t.target.enabled()) {  // it stopped nothing, without a word
+    c.fail("train.stop_at_target", "false without train.target", "true",
+           "set train.target, or leave stop_at_target at false");
+  }
   return seed;
 }
 

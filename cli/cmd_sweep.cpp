@@ -2,6 +2,7 @@
 //  [--out DIR] [--set k=v ...] [--launcher local|slurm] [--submit] [--trial-index I]`
 #include <csignal>
 #include <cstdio>
+#include <cstdlib>
 #include <memory>
 #include <string>
 #include <vector>
@@ -151,6 +152,14 @@ void add_sweep_command(CLI::App& app) {
   add_sweep_options(cmd, *a);
   cmd->footer(config_keys_footer());
   cmd->callback([a] {
+    // Under mpirun each rank ran a sweep of its own: -np 2 refused itself as "in use by lbt
+    // sweep (pid P)", its twin; -np 1 ran the first trial, and every later one, inheriting
+    // mpirun's environment, failed in MPI_Init (2026-11-30 audit).
+    if (std::getenv("OMPI_COMM_WORLD_SIZE") || std::getenv("PMI_SIZE") || std::getenv("PMIX_RANK"))
+      throw ConfigError(
+          "lbt sweep was started by mpirun: it launches its own trials, one process each",
+          "run lbt sweep without mpirun; for trials on several ranks, "
+          "--exec 'mpirun -np N lbt train --config {config} ...' (docs/sweeps.md, --exec)");
     const experiments::SweepOptions o = a->resolved();
     if (o.submit && o.launcher != "slurm")  // it ran the trials here without a word
       throw ConfigError(

@@ -175,7 +175,7 @@ class TemplateScanner {
 }  // namespace
 
 std::map<std::string, std::string> placeholder_values(const Trial& t, std::int64_t base_seed,
-                                                      const fs::path& run_dir) {
+                                                      const fs::path& run_dir, int threads) {
   std::map<std::string, std::string> v;
   for (const std::string& o : t.overrides) {  // every key the sweep sets: {section.key}
     const auto eq = o.find('=');
@@ -187,7 +187,14 @@ std::map<std::string, std::string> placeholder_values(const Trial& t, std::int64
   v["run_dir"] = run_dir.string();
   v["max_steps"] = std::to_string(t.steps);
   v["eval_every"] = std::to_string(t.eval_every);
+  v["threads"] = std::to_string(threads);
   return v;
+}
+
+std::vector<std::string> exec_thread_environment(int threads) {
+  std::vector<std::string> env{"LBT_THREADS=" + std::to_string(threads)};
+  if (!std::getenv("OMP_NUM_THREADS")) env.push_back("OMP_NUM_THREADS=" + std::to_string(threads));
+  return env;
 }
 
 ExecCommand build_exec_command(const std::string& command_template,

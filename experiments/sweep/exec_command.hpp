@@ -21,9 +21,16 @@ struct ExecCommand {
 };
 
 // Placeholder name -> value for one trial: {batch_size} {lr} {seed} {run_dir} {max_steps}
-// {eval_every} and every key the sweep sets, as {section.key}.
+// {eval_every} {threads} (cores / --jobs, as lbt's own trials get) and every key the sweep sets,
+// as {section.key}.
 std::map<std::string, std::string> placeholder_values(const Trial& trial, std::int64_t base_seed,
-                                                      const std::filesystem::path& run_dir);
+                                                      const std::filesystem::path& run_dir,
+                                                      int threads = 1);
+
+// A program's share of the cores, as lbt's own trials are told it: LBT_THREADS, and
+// OMP_NUM_THREADS unless the sweep's environment sets it (each program took every core, and
+// --jobs 2 ran 6x slower; 2026-11-30 audit). {threads} holds it too.
+std::vector<std::string> exec_thread_environment(int threads);
 
 // The trial's command. Throws ConfigError for an unknown placeholder or an unterminated quote.
 ExecCommand build_exec_command(const std::string& command_template,

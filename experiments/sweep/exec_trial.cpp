@@ -65,6 +65,10 @@ bool read_evaluation(const nlohmann::json& line, const std::string& at,
     log.error = at + ": step " + line["step"].dump() + " is past any step count (int64)";
     return false;
   }
+  // lbt train's replay that brackets its own reading writes earlier steps again, marked: read as
+  // a restart, every trial of an --exec 'lbt train ...' sweep that met the target failed
+  // (2026-11-30 audit). The protocol reads the run's own evaluations.
+  if (line.contains("refinement") && line["refinement"] == true) return true;
   const auto step = line["step"].get<std::int64_t>();
   if (step < 0) {
     log.error = at + ": step " + std::to_string(step) +

@@ -318,17 +318,17 @@ class SweepRunner {
     return pid;
   }
 
-  // The program's argument words (exec_command.hpp): no value is ever read as shell code.
-  // command.sh holds the same command as one shell line, to rerun it by hand. Every trial's
-  // environment names its place in the plan, LBT_TRIAL_INDEX: on a machine with several GPUs
-  // a trial on model.device=cuda takes GPU (index mod GPUs), so concurrent trials spread.
+  // The program's argument words (exec_command.hpp): no value is ever read as shell code;
+  // command.sh holds the command as one shell line. Every trial's environment names its place in
+  // the plan, LBT_TRIAL_INDEX (a trial on model.device=cuda takes GPU index mod GPUs).
   pid_t spawn_trial(const Trial& t, const PreparedTrial& prepared) {
-    const std::vector<std::string> env{"LBT_TRIAL_INDEX=" + std::to_string(t.index)};
+    std::vector<std::string> env{"LBT_TRIAL_INDEX=" + std::to_string(t.index)};
     if (options_.exec_command.empty())
       return spawn_logged(lbt_, child_args(t, prepared.resume), trial_dir(t) / "train.log", env,
                           prepared.lock.descriptor());
+    for (auto& variable : exec_thread_environment(threads_)) env.push_back(std::move(variable));
     const ExecCommand command = build_exec_command(
-        options_.exec_command, placeholder_values(t, settings_.base_seed, trial_dir(t)));
+        options_.exec_command, placeholder_values(t, settings_.base_seed, trial_dir(t), threads_));
     io::atomic_write(trial_dir(t) / "command.sh", shell_line(command.argv) + "\n");
     const std::vector<std::string> args(command.argv.begin() + 1, command.argv.end());
     return spawn_logged(command.argv.front(), args, trial_dir(t) / "program.log", env);

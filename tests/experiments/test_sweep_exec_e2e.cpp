@@ -7,12 +7,14 @@
 #include <signal.h>
 #include <sys/wait.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "experiments/child_process.hpp"
 #include "experiments/sweep/sweep_results.hpp"
 #include "support/cli_runner.hpp"
 #include "support/processes.hpp"
@@ -119,22 +121,56 @@ BOOST_AUTO_TEST_CASE(bad_programs_and_placeholders_are_one_line_errors) {
 
 // Every trial's environment names its place in the plan, LBT_TRIAL_INDEX (a trial on
 // model.device=cuda takes GPU index mod GPUs, so concurrent trials spread over a machine's
-// GPUs): a shell program writes it down, then fails (no eval.jsonl), which ends nothing.
+// GPUs), and its share of the cores, LBT_THREADS and {threads} (each program took every core:
+// 2026-11-30 audit): a shell program writes them down, then fails (no eval.jsonl).
 BOOST_AUTO_TEST_CASE(each_trial_is_told_its_place_in_the_plan) {
   const fs::path dir = scratch() / "exec_index", cfg = scratch() / "exec_index.toml";
   std::ofstream(cfg) << "[train]\ntarget = \"val_loss<=0.14\"\n[optimizer]\nlr = 0.2\n"
                      << "[sweep]\nbatch_sizes = [16, 64, 256]\nseeds = 2\nmax_steps = 100\n";
   const auto r =
       run_lbt("sweep --config " + cfg.string() + " --jobs 2 --no-plots --out " + dir.string() +
-              " --exec 'printf %s \"$LBT_TRIAL_INDEX\" > {run_dir}/index.txt'");
+              " --exec 'printf \"%s %s %s\" \"$LBT_TRIAL_INDEX\" \"$LBT_THREADS\" {threads}"
+              " > {run_dir}/index.txt'");
   BOOST_TEST(r.code == 6, r.err);  // every trial failed
   // The plan: batch sizes in order, seeds 0..2 within each.
   int index = 0;
   for (const std::string batch : {"16", "64", "256"}) {
     for (int k = 0; k < 3; ++k, ++index) {
       const fs::path file = dir / "trials" / (batch + "_" + std::to_string(k)) / "index.txt";
-      BOOST_TEST(slurp(file) == std::to_string(index), file);
+      // And its share of the cores, as lbt's own trials get it (cores / --jobs).
+      const std::string threads = std::to_string(std::max(1, lbt::experiments::task_cores() / 2));
+      BOOST_TEST(slurp(file) == std::to_string(index) + " " + threads + " " + threads, file);
     }
+  }
+}
+
+// lbt train itself as the program (the way to trials on several ranks: --exec 'mpirun -np N lbt
+// train ...'): its replay that brackets its own reading writes earlier steps again, marked
+// "refinement", which the protocol skips. Every trial that met the target had failed as a
+// program restarting (2026-11-30 audit).
+BOOST_AUTO_TEST_CASE(lbt_train_as_the_program_reaches_its_targets) {
+  const fs::path dir = scratch() / "exec_lbt_train";
+  const std::string config =
+      std::string(LBT_SOURCE_DIR) + "/experiments/configs/synthetic_sweep.toml";
+  const std::string train =
+      std::string(LBT_BINARY) + " train --config " + config +
+      " --out {run_dir} --quiet --set train.global_batch={batch_size}"
+      " --set optimizer.lr={lr} --set train.seed={seed} --set train.steps={max_steps}"
+      " --set train.eval_every={eval_every} --set train.threads=1";
+  const auto r = run_lbt("sweep --config " + config + " --jobs 2 --no-plots --out " + dir.string() +
+                         " --set 'sweep.batch_sizes=[16,64]' --set sweep.seeds=1"
+                         " --set sweep.lr_search=grid --set 'sweep.lr_multipliers=[1.0]'"
+                         " --exec '" +
+                         train + "'");
+  BOOST_REQUIRE_MESSAGE(r.code == 0, r.err);
+  const auto trials = read_csv(dir / "sweep.csv");
+  BOOST_REQUIRE_EQUAL(trials.rows.size(), 2u);
+  for (const auto& row : trials.rows) {
+    BOOST_TEST(row[trials.column("status")] == "reached_target", row[trials.column("message")]);
+    // The run did replay: its eval.jsonl has refinement lines.
+    BOOST_TEST(
+        slurp(dir / row[trials.column("run_dir")] / "eval.jsonl").find("\"refinement\":true") !=
+        std::string::npos);
   }
 }
 

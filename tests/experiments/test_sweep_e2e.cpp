@@ -387,6 +387,13 @@ BOOST_AUTO_TEST_CASE(a_plan_keeps_the_trials_schedule_and_says_when_max_steps_cu
   BOOST_TEST(plan["train_steps"] == 600);  // sweep.max_steps: each trial's budget
   BOOST_TEST(plan["schedule"]["decay"] == "cosine");
   BOOST_TEST(!plan.contains("schedule_warning"));
+  BOOST_TEST(!plan.contains("extrapolation_warning"));  // 32 lies among the swept 8..512
+  // Past the largest batch swept the prediction extends the curve, and says so (2026-11-30).
+  r = run_lbt("plan --from " + dir.string() + " --workers 32 --micro-batch 64");
+  BOOST_REQUIRE_MESSAGE(r.code == 0, r.err);
+  BOOST_TEST(r.out.find("warning: global batch 2048 lies above the largest batch swept, 512") !=
+                 std::string::npos,
+             r.out);
   r = run_lbt("plan --from " + dir.string() + " --max-steps 100");
   BOOST_REQUIRE_MESSAGE(r.code == 0, r.err);
   plan = nlohmann::json::parse(slurp(dir / "plan.json"));

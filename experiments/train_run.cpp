@@ -44,16 +44,6 @@
 
 namespace lbt::experiments {
 
-int threads_per_rank(int task_cores, int machine_cores, int local_ranks) {
-  return std::max(1, std::min(task_cores, machine_cores / std::max(1, local_ranks)));
-}
-
-int default_threads(int world_size) {
-  const int local_ranks = comm::node_ranks(0, world_size).local_size;
-  const int machine_cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  return threads_per_rank(task_cores(), machine_cores, local_ranks);
-}
-
 namespace {
 
 // RunIdentity::data: each file's fingerprint and the path it was read from.
@@ -284,7 +274,7 @@ RunResult run_training(Config& config, const RunOptions& options, comm::Communic
                  "SGD (local SGD averages several ranks: mpirun -np K lbt train ...)\n",
                  static_cast<long long>(cfg.local_sgd.sync_every));
   }
-  const int threads = cfg.threads > 0 ? cfg.threads : default_threads(comm.size());
+  const int threads = run_threads(cfg.threads, comm.size(), comm.rank() == 0);
   set_num_threads(threads);
   check_model_spec(cfg);  // before the data load
   data::Splits splits = data::load_splits(cfg.data, cfg.seed);

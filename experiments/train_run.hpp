@@ -64,6 +64,9 @@ struct RunResult {
 int default_threads(int world_size);
 // The rule: max(1, min(task_cores, machine_cores / local_ranks)).
 int threads_per_rank(int task_cores, int machine_cores, int local_ranks);
+// train.threads as configured (0: default_threads), with a warning on stderr where `report`
+// and the ranks on this machine times the threads pass its cores.
+int run_threads(int configured, int world_size, bool report);
 
 // Throws lbt::Error for bad config or data; a failure after the run directory exists is
 // recorded there as status "failed" (with the message) before the error propagates.

@@ -12,6 +12,7 @@
 #include "core/error.hpp"
 #include "core/io.hpp"
 #include "core/toml_text.hpp"
+#include "experiments/json_file.hpp"
 #include "experiments/sweep/fit_files.hpp"
 #include "experiments/sweep/plan_run.hpp"
 #include "experiments/sweep/sweep_plan.hpp"

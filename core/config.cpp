@@ -298,10 +298,8 @@ const std::string& Config::source() const {
 }
 
 // The file for a key the file set; "" for one the command line set (--set, or a command's own
-// option such as --compare, whose message names it): "FILE: key must be ..." sent the user to
-// a file that may not have the key at all.
-// Only a key the file holds is the file's: a --set, a recipe's value or a default named the file
-// ("fmnist_mlp.toml: schedule.decay_every ..." for a key it never held, 2026-11-30 audit).
+// option such as --compare, whose message names it), a recipe's value or a default:
+// "FILE: key must be ..." sent the user to a file that did not hold the key (2026-11-30 audit).
 std::string Config::source_of(std::string_view key) const {
   const std::string base(key.substr(0, key.find('[')));  // model.layers[0].units: model.layers
   const bool given_elsewhere = impl_->overridden.contains(base) || impl_->defaulted.contains(base);

@@ -176,8 +176,10 @@ void write_plan_config(const fs::path& out, const ScalePlanOptions& o, const Con
        << bracket(analysis::interval_json(p.steps_interval)) << " (" << 100 * o.level
        << "% interval); regime " << analysis::regime_name(regime.regime)
        << regime_agreement_text(regime.agreement) << ".\n";
-  if (exec.empty()) {
-    toml << "# Run it as is: lbt train --config " << comment_text(out.string()) << "\n";
+  if (exec.empty()) {  // a plan for several workers said nothing of mpirun (2026-11-30 audit)
+    toml << "# Run it as is: "
+         << (o.workers > 1 ? "mpirun -np " + std::to_string(o.workers) + " " : std::string())
+         << "lbt train --config " << comment_text(out.string()) << "\n";
   } else {  // lbt train would train lbt's model, not the program the prediction rests on
     toml << "# The sweep's trials ran a program (--exec): run it at this batch and LR as they "
             "did,\n# "
@@ -368,7 +370,10 @@ std::string format_scale_plan(const nlohmann::json& p) {
           "did: "
        << p["exec"].get<std::string>() << ")\n";
   } else {
-    ss << "  config: " << p["config"].get<std::string>() << " (lbt train --config it as is)\n";
+    const int workers = p["budget"]["workers"].get<int>();
+    ss << "  config: " << p["config"].get<std::string>() << " ("
+       << (workers > 1 ? "mpirun -np " + std::to_string(workers) + " " : std::string())
+       << "lbt train --config it as is)\n";
   }
   return ss.str();
 }

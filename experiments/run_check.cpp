@@ -4,7 +4,6 @@
 #include <algorithm>
 
 #include "core/error.hpp"
-#include "core/sizes.hpp"
 #include "experiments/dir_lock.hpp"
 #include "experiments/hessian_probe.hpp"
 #include "experiments/output_kind.hpp"
@@ -66,21 +65,7 @@ void check_activations(const trainer::TrainConfig& cfg, const nn::Model& model,
   // trainer/evaluation.cpp: rank 0's share of the split is the largest, ceil(n / world)
   const std::int64_t share = (validation_examples + world - 1) / world;
   const std::int64_t batch = std::max(cfg.micro_batch, std::min(cfg.eval_batch, share));
-  model.check_activations_fit(batch);
-  // With the layers' workspaces: ResNet-20 at batch 16384 passed --check where lbt memory found
-  // 34 GiB for a 23.5 GiB machine, its workspaces twice its activations (2026-11-30 audit).
-  std::int64_t activations = 0;
-  for (const auto& layer : model.layers()) activations += batch * layer->out_features() * 8;
-  const int threads = cfg.threads > 0 ? cfg.threads : default_threads(world);
-  const std::int64_t workspace = model.workspace_bytes(batch, threads);
-  if (activations + workspace <= machine_memory_bytes()) return;
-  throw ConfigError("at batch " + std::to_string(batch) + " the model's activations (" +
-                        format_bytes(activations) + ") and its layers' workspaces (" +
-                        format_bytes(workspace) + ", " + std::to_string(threads) +
-                        " threads) take more than this machine's " +
-                        format_bytes(machine_memory_bytes()) + " (RAM + swap)",
-                    "lower train.micro_batch (with train.accum_steps) or train.eval_batch; "
-                    "lbt memory --config FILE shows every part");
+  model.check_activations_fit(batch, cfg.threads > 0 ? cfg.threads : default_threads(world));
 }
 
 void check_data_suits_config(const trainer::TrainConfig& cfg, const data::Splits& splits) {

@@ -119,8 +119,10 @@ void Model::place_params(std::span<float> memory, std::shared_ptr<void> owner, b
 }
 
 // The activations reserve() allocates for `batch` examples, refused where they pass 64 bits
-// or this machine's memory: the error names the layer with the largest output.
-void Model::check_activations_fit(std::int64_t batch) const {
+// or this machine's memory: the error names the layer with the largest output. With `threads`,
+// the layers' workspaces too: ResNet-20 at batch 16384 passed lbt train --check with 34 GiB to
+// find on a 23.5 GiB machine, its workspaces twice its activations (2026-11-30 audit).
+void Model::check_activations_fit(std::int64_t batch, int threads) const {
   std::optional<std::int64_t> total = 0;
   std::size_t widest = 0;
   for (std::size_t i = 0; i < layers_.size(); ++i) {
@@ -128,18 +130,29 @@ void Model::check_activations_fit(std::int64_t batch) const {
     total = bytes && total ? checked_sum({*total, *bytes}) : std::nullopt;
     if (layers_[i]->out_features() > layers_[widest]->out_features()) widest = i;
   }
-  if (total && *total <= machine_memory_bytes()) return;
-  const Layer& layer = *layers_[widest];
-  const auto layer_bytes = checked_product({batch, layer.out_features(), 8});
-  throw ConfigError(
-      origin_text(spec_) + ": " + layer.describe() + " gives " + layer.out_shape().text() +
-          " per example: at batch " + std::to_string(batch) + " its output and gradient take " +
-          (layer_bytes ? format_bytes(*layer_bytes) : std::string("past 2^63 bytes")) +
-          ", the model's activations " +
-          (total ? format_bytes(*total) : std::string("past 2^63 bytes")) + ", more than " +
-          machine_text(),
-      "lower the batch (train.micro_batch with train.accum_steps, train.eval_batch) or the "
-      "layer's size; lbt memory --config FILE shows every part");
+  if (!total || *total > machine_memory_bytes()) {
+    const Layer& layer = *layers_[widest];
+    const auto layer_bytes = checked_product({batch, layer.out_features(), 8});
+    throw ConfigError(
+        origin_text(spec_) + ": " + layer.describe() + " gives " + layer.out_shape().text() +
+            " per example: at batch " + std::to_string(batch) + " its output and gradient take " +
+            (layer_bytes ? format_bytes(*layer_bytes) : std::string("past 2^63 bytes")) +
+            ", the model's activations " +
+            (total ? format_bytes(*total) : std::string("past 2^63 bytes")) + ", more than " +
+            machine_text(),
+        "lower the batch (train.micro_batch with train.accum_steps, train.eval_batch) or the "
+        "layer's size; lbt memory --config FILE shows every part");
+  }
+  if (threads <= 0) return;
+  const std::int64_t workspace = workspace_bytes(batch, threads);
+  const auto both = checked_sum({*total, workspace});
+  if (both && *both <= machine_memory_bytes()) return;
+  throw ConfigError("at batch " + std::to_string(batch) + " the model's activations (" +
+                        format_bytes(*total) + ") and its layers' workspaces (" +
+                        format_bytes(workspace) + ", " + std::to_string(threads) +
+                        " threads) take more than " + machine_text(),
+                    "lower train.micro_batch (with train.accum_steps) or train.eval_batch; "
+                    "lbt memory --config FILE shows every part");
 }
 
 void Model::reserve(std::int64_t max_batch) {

@@ -60,8 +60,9 @@ class Model {
   // ConfigError naming the widest layer, before allocating, where they pass the machine's memory.
   void reserve(std::int64_t max_batch);
   // reserve()'s check alone, on the layers' shapes (no parameters needed): a run checks the
-  // largest batch it will reserve before allocating anything (experiments/run_check.hpp).
-  void check_activations_fit(std::int64_t batch) const;
+  // largest batch it will reserve before allocating anything (experiments/run_check.hpp); with
+  // `threads` > 0 the layers' workspaces at that many threads count too.
+  void check_activations_fit(std::int64_t batch, int threads = 0) const;
   // Memory of a model reserved for `batch` examples (trainer/memory_estimate.hpp counts with
   // these): every layer's output and its gradient, and the conv-BatchNorm moments.
   std::int64_t activation_bytes(std::int64_t batch) const;

@@ -31,20 +31,6 @@ std::string too_deep_hint() {
          "them): fix the key";
 }
 
-// std::to_string's fixed six decimals, as validators pass a double: "0.000000" -> "0",
-// "-0.100000" -> "-0.1"; any other text is left as it is.
-std::string plain_number(std::string_view got) {
-  const auto dot = got.find('.');
-  const bool decimal = dot != std::string_view::npos && got.size() - dot == 7 &&
-                       got.find_first_not_of("-0123456789.") == std::string_view::npos &&
-                       got.find('.', dot + 1) == std::string_view::npos;
-  if (!decimal) return std::string(got);
-  std::string out(got);
-  out.erase(out.find_last_not_of('0') + 1);
-  if (out.back() == '.') out.pop_back();
-  return out == "-0" ? "0" : out;
-}
-
 }  // namespace
 
 struct Config::Impl {
@@ -286,6 +272,11 @@ std::string Config::peek_string(std::string_view key, std::string_view fallback)
 std::optional<std::int64_t> Config::peek_int(std::string_view key) const {
   const toml::node* node = find_node(impl_->root, key);
   return node ? node->value_exact<std::int64_t>() : std::nullopt;
+}
+
+std::optional<double> Config::peek_number(std::string_view key) const {
+  const toml::node* node = find_node(impl_->root, key);
+  return node ? as_number(*node) : std::nullopt;
 }
 
 bool Config::peek_bool(std::string_view key, bool fallback) const {

@@ -65,6 +65,8 @@ class Config {
   std::string peek_string(std::string_view key, std::string_view fallback) const;
   // The configured integer at `key`; nullopt where none is set or it is not an integer.
   std::optional<std::int64_t> peek_int(std::string_view key) const;
+  // The configured number (integer or float) at `key`; nullopt where none is set or not a number.
+  std::optional<double> peek_number(std::string_view key) const;
   // The configured boolean at `key`, or `fallback` (likewise read into nothing).
   bool peek_bool(std::string_view key, bool fallback) const;
   const std::string& source() const;

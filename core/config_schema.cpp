@@ -56,9 +56,11 @@ bool KeySpec::applies(const Config& config) const {
 std::string KeySpec::applies_text() const {
   std::string out;
   if (!condition || applies_to.empty()) return out;
+  // A variant that is a comparison reads as one: "schedule.warmup > 0", not "= > 0".
+  const bool comparison = applies_to.front().starts_with('>');
   out = std::string(condition->help_text.empty() ? condition->decided_by.front()
                                                  : condition->help_text) +
-        " = ";
+        (comparison ? " " : " = ");
   for (std::size_t i = 0; i < applies_to.size(); ++i) out += (i ? " | " : "") + applies_to[i];
   return out;
 }

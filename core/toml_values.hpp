@@ -123,6 +123,20 @@ inline std::optional<double> as_number(const toml::node& node) {
   return std::nullopt;
 }
 
+// std::to_string's fixed six decimals, as validators pass a double: "0.000000" -> "0",
+// "-0.100000" -> "-0.1"; any other text is left as it is.
+inline std::string plain_number(std::string_view got) {
+  const auto dot = got.find('.');
+  const bool decimal = dot != std::string_view::npos && got.size() - dot == 7 &&
+                       got.find_first_not_of("-0123456789.") == std::string_view::npos &&
+                       got.find('.', dot + 1) == std::string_view::npos;
+  if (!decimal) return std::string(got);
+  std::string out(got);
+  out.erase(out.find_last_not_of('0') + 1);
+  if (out.back() == '.') out.pop_back();
+  return out == "-0" ? "0" : out;
+}
+
 template <class T>
 std::optional<T> as_item(const toml::node& node) {
   if constexpr (std::is_same_v<T, double>)

@@ -14,11 +14,21 @@ const KeyCondition kByDecay{{"schedule.decay"}, decay_kind};
 // read under every decay, so its default passes (resolved configs hold it).
 const KeyCondition kByDecayReadAlways{{"schedule.decay"}, decay_kind, {}, true};
 
+// A warmup's shape and start beside schedule.warmup = 0 shaped nothing, without a word (the
+// 2026-11-30 config audit). Read either way, so the defaults pass. The unit, like decay_unit,
+// stays free: it is how a length is written, not a setting of the warmup.
+std::vector<std::string> warmup_length(const Config& config) {
+  return {config.peek_number("schedule.warmup").value_or(0.0) > 0 ? "> 0" : "0"};
+}
+const KeyCondition kByWarmup{{"schedule.warmup"}, warmup_length, {}, true};
+
 }  // namespace
 
 const std::vector<KeySpec>& schedule_keys() {
   using enum KeyType;
   const KeyCondition* decay = &kByDecay;
+  const KeyCondition* warmup = &kByWarmup;
+  const std::vector<std::string> with_warmup = {"> 0"};
   const std::vector<std::string> units = {"steps", "epochs", "samples"};
   // clang-format off
   static const std::vector<KeySpec> keys = {
@@ -39,15 +49,19 @@ const std::vector<KeySpec>& schedule_keys() {
       {"schedule.warmup_unit", kString, "\"steps\"",
        "unit of schedule.warmup (rounded up to whole steps)", units},
       {"schedule.warmup_kind", kString, "\"linear\"", "shape of the warmup",
-       {"linear", "constant", "exponential", "quadratic"}},
+       {"linear", "constant", "exponential", "quadratic"}, "", warmup, with_warmup},
       {"schedule.warmup_start", kNumber, "0.0",
-       "LR at step 0 as a fraction of the peak (exponential needs > 0; Goyal et al.: 1 / k)"},
+       "LR at step 0 as a fraction of the peak (exponential needs > 0; Goyal et al.: 1 / k)", {},
+       "", warmup, with_warmup},
       {"schedule.warmup_start_lr", kNumber, "-1.0",
-       "LR at step 0, absolute (-1: use warmup_start); Goyal et al.: = optimizer.lr"},
+       "LR at step 0, absolute (-1: use warmup_start); Goyal et al.: = optimizer.lr", {}, "",
+       warmup, with_warmup},
       {"schedule.warmup_from_base_lr", kBool, "false",
-       "start the warmup at optimizer.lr, unscaled (Goyal et al.'s gradual warmup from eta to k eta; flat where k <= 1)"},
+       "start the warmup at optimizer.lr, unscaled (Goyal et al.'s gradual warmup from eta to k eta; flat where k <= 1)",
+       {}, "", warmup, with_warmup},
       {"schedule.warmup_legw", kBool, "false",
-       "LEGW (You et al. 2019): warmup length x global_batch / reference_batch (epochs or samples)"},
+       "LEGW (You et al. 2019): warmup length x global_batch / reference_batch (epochs or samples)",
+       {}, "", warmup, with_warmup},
       {"schedule.decay", kString, "\"constant\"", "the decay after the warmup",
        {"constant", "step", "multistep", "exponential", "inverse_time", "polynomial", "cosine", "linear", "inverse_sqrt", "wsd"}},
       {"schedule.decay_unit", kString, "\"steps\"",

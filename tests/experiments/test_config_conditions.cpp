@@ -70,6 +70,24 @@ BOOST_AUTO_TEST_CASE(a_setting_of_a_part_not_in_use_is_refused_and_its_default_p
   BOOST_TEST(!dropped.has("noise.every"));
 }
 
+// A warmup's shape or start beside no warmup shaped nothing; the unit is how a length is
+// written and stays free, and --set schedule.warmup=0 drops the file's warmup settings.
+BOOST_AUTO_TEST_CASE(a_warmup_setting_without_a_warmup_is_refused) {
+  const std::string error = error_of("[schedule]\nwarmup_kind = \"exponential\"\n");
+  BOOST_TEST(contains(error,
+                      "schedule.warmup_kind is not used with the default schedule.warmup "
+                      "(it applies to schedule.warmup > 0)"),
+             error);
+  BOOST_TEST(contains(error_of("[schedule]\nwarmup = 0\nwarmup_start = 0.1\n"),
+                      "schedule.warmup_start is not used with schedule.warmup = 0"));
+  BOOST_TEST(contains(error_of("[schedule]\nwarmup_legw = true\n"), "schedule.warmup_legw"));
+  BOOST_TEST(error_of("[schedule]\nwarmup = 0.0\nwarmup_unit = \"epochs\"\n") == "");
+  const std::string goyal = "[schedule]\nwarmup = 2\nwarmup_from_base_lr = true\n";
+  BOOST_TEST(error_of(goyal) == "");
+  BOOST_TEST(error_of(goyal, {"schedule.warmup=0"}) == "");
+  BOOST_TEST(!load(goyal, {"schedule.warmup=0"}).has("schedule.warmup_from_base_lr"));
+}
+
 BOOST_AUTO_TEST_CASE(a_resolved_config_loads_again_as_it_is) {
   for (const std::string toml : {"[noise]\nenabled = false\n", "[optimizer]\nname = \"lamb\"\n",
                                  "[optimizer]\nname = \"lars\"\n[noise]\nenabled = true\n"}) {

@@ -146,6 +146,9 @@ void check_lr_search(const Config& c, SweepSettings& s, int lr_trials) {
   if (s.seeds < 1) c.fail("sweep.seeds", ">= 1", std::to_string(s.seeds), "e.g. 3");
   if (!(s.eval_growth >= 1.0))
     c.fail("sweep.eval_growth", ">= 1", key_number(s.eval_growth), "e.g. 1.5");
+  // Before the multipliers, which fix the count: 0 beside them got "must be the number of
+  // sweep.lr_multipliers", as if any count but 0 would do.
+  if (s.lr_trials < 1) c.fail("sweep.lr_trials", ">= 1", std::to_string(s.lr_trials));
   if (s.lr_search != "log_uniform" && !s.lr_multipliers.empty()) {
     for (std::size_t i = 0; i < s.lr_multipliers.size(); ++i) {
       const double m = s.lr_multipliers[i];
@@ -174,7 +177,6 @@ void check_lr_search(const Config& c, SweepSettings& s, int lr_trials) {
            ">= the starting grid's " + std::to_string(s.lr_trials) + " trials",
            std::to_string(s.search.max_trials));
   }
-  if (s.lr_trials < 1) c.fail("sweep.lr_trials", ">= 1", std::to_string(s.lr_trials));
   // Each range names the bound that is wrong (a bad momentum_max was reported as momentum_min
   // with momentum_min's value, 2026-11-30 audit).
   if (!(s.lr_min_factor > 0)) c.fail("sweep.lr_min_factor", "> 0", key_number(s.lr_min_factor));

@@ -175,3 +175,16 @@ BOOST_AUTO_TEST_CASE(a_decay_past_the_run_names_its_start_and_a_late_milestone_w
              milestone);
   BOOST_TEST(schedule_text("[schedule]\ndecay = \"multistep\"\nmilestones = [5.0]\n", 20) == "");
 }
+
+// 0 LR trials beside multipliers was told to match the multipliers' count, as if only 0 were off.
+BOOST_AUTO_TEST_CASE(zero_lr_trials_are_refused_as_zero) {
+  lbt::Config sweep = load(
+      "[train]\ntarget = \"val_loss<=0.5\"\n[sweep]\nbatch_sizes = [64]\nlr_trials = 0\n"
+      "lr_multipliers = [0.5, 1.0]\n");
+  try {
+    lbt::experiments::read_sweep_settings(sweep, {}, 0, "");
+    BOOST_FAIL("lr_trials = 0 was taken");
+  } catch (const lbt::ConfigError& e) {
+    BOOST_TEST(contains(e.what(), "sweep.lr_trials must be >= 1, got 0"), e.what());
+  }
+}

@@ -133,6 +133,17 @@ BOOST_AUTO_TEST_CASE(fifos_loops_float32_overflow_bad_shapes_and_a_bom_are_handl
   BOOST_TEST(data::load_csv(bom, {.label_column = "label"}, "t").n == 2);
 }
 
+// A relative path that is missing names the directory it was looked for from (the CIFAR preset's
+// "data file not found: cifar-10-batches-bin/data_batch_1.bin" left the user guessing).
+BOOST_AUTO_TEST_CASE(a_missing_relative_path_names_the_working_directory) {
+  const std::string relative = data_error_of([] { data::read_npy("no-such-dir/x.npy"); });
+  BOOST_TEST(has(relative, "data file not found: no-such-dir/x.npy (from the working directory " +
+                               fs::current_path().string() + ")"),
+             relative);
+  const std::string absolute = data_error_of([] { data::read_npy("/no-such-dir/x.npy"); });
+  BOOST_TEST(!has(absolute, "working directory"), absolute);
+}
+
 BOOST_AUTO_TEST_CASE(csv_missing_fields_non_numbers_and_unknown_columns_name_file_and_line) {
   Dir dir;
   auto missing = dir.write("m.csv", "label,a,b\n1,2,3\n0,4\n");

@@ -161,11 +161,18 @@ void apply_normalization(Dataset& d, const Normalization& norm) {
   }
 }
 
+std::string missing_path_text(const std::filesystem::path& path) {
+  if (path.is_absolute()) return path.string();
+  std::error_code ec;
+  const std::filesystem::path cwd = std::filesystem::current_path(ec);
+  return path.string() + (ec ? "" : " (from the working directory " + cwd.string() + ")");
+}
+
 void require_regular_file(const std::filesystem::path& path, const std::string& missing_hint) {
   std::error_code ec;
   const std::filesystem::file_status st = std::filesystem::status(path, ec);
   if (st.type() == std::filesystem::file_type::not_found)
-    throw DataError("data file not found: " + path.string(), missing_hint);
+    throw DataError("data file not found: " + missing_path_text(path), missing_hint);
   if (ec)
     throw DataError(path.string() + ": " + ec.message(),
                     "point the key at the data file itself (a symlink loop, or no permission)");

@@ -63,5 +63,8 @@ void apply_normalization(Dataset& d, const Normalization& norm);
 // symlink loop. A FIFO blocked the load in open() for ever; a loop or a directory gave
 // std::filesystem's bare message, exit 1 (2026-11-29 audit).
 void require_regular_file(const std::filesystem::path& path, const std::string& missing_hint);
+// A missing file's path as a message shows it: a relative one names the working directory it was
+// looked for from ("cifar-10-batches-bin/data_batch_1.bin" alone left the user guessing).
+std::string missing_path_text(const std::filesystem::path& path);
 
 }  // namespace lbt::data

@@ -48,7 +48,7 @@ std::filesystem::path find_idx(const std::filesystem::path& dir, const std::stri
                     "remove or move the one that is not meant");
   }
   if (!found.empty()) return found.front();
-  throw DataError("data file not found: " + (dir / (stem + "[.gz]")).string(),
+  throw DataError("data file not found: " + missing_path_text(dir / (stem + "[.gz]")),
                   "install Debian's dataset-fashion-mnist (bash scripts/setup.sh does it) or set "
                   "data.path to a directory holding " +
                       stem + "[.gz]");

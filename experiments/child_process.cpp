@@ -261,6 +261,11 @@ std::string printable(const std::string& line) {
   return out;
 }
 
+// A line of only dashes, equals signs or the like: a banner's frame.
+bool is_rule(const std::string& line) {
+  return line.size() >= 3 && line.find_first_not_of("-=*_#~+") == std::string::npos;
+}
+
 }  // namespace
 
 std::string tail_lines(const std::filesystem::path& path, int max_lines) {
@@ -284,10 +289,23 @@ std::string tail_lines(const std::filesystem::path& path, int max_lines) {
     if (line.size() > kTailLineChars) line = line.substr(0, kTailLineChars) + " ...";
     if (!line.empty()) lines.push_back(line);
   }
+  // A log that ends in a launcher's banner (mpirun's "----" framed "There are not enough slots
+  // ..."): its first lines say what went wrong, its last ones only how to work around it.
+  std::size_t from = 0, to = lines.size();
+  if (!lines.empty() && is_rule(lines.back())) {
+    const auto opening = std::find_if(lines.rbegin() + 1, lines.rend(), is_rule);
+    if (opening != lines.rend()) {
+      from = static_cast<std::size_t>(lines.rend() - opening);
+      to = std::min(lines.size() - 1, from + static_cast<std::size_t>(max_lines));
+    }
+  }
   std::string out;
-  const std::size_t from =
-      lines.size() > static_cast<std::size_t>(max_lines) ? lines.size() - max_lines : 0;
-  for (std::size_t i = from; i < lines.size(); ++i) out += (out.empty() ? "" : " | ") + lines[i];
+  int taken = 0;
+  for (std::size_t i = to; i-- > from && taken < max_lines;) {
+    if (is_rule(lines[i])) continue;  // a rule says nothing
+    out = lines[i] + (out.empty() ? "" : " | ") + out;
+    ++taken;
+  }
   return out;
 }
 

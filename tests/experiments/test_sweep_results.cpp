@@ -320,7 +320,8 @@ BOOST_AUTO_TEST_CASE(a_programs_b_simple_has_the_fieller_interval_of_its_means) 
 
 // A failed program's message is the end of its log: the last lines, each cut to its first
 // kTailLineChars characters, read from the file's last kTailWindow bytes alone (a program may
-// print gigabytes, or one line of them: the whole log was read into memory before).
+// print gigabytes, or one line of them: the whole log was read into memory before); of a banner
+// ending it (mpirun's), the first lines, which say what is wrong.
 BOOST_AUTO_TEST_CASE(a_failure_message_is_read_from_the_end_of_a_log_however_long) {
   using lbt::experiments::kTailLineChars;
   using lbt::experiments::kTailWindow;
@@ -333,13 +334,11 @@ BOOST_AUTO_TEST_CASE(a_failure_message_is_read_from_the_end_of_a_log_however_lon
     log << "Traceback (most recent call last):\nValueError: bad batch\n\n";
   }
   BOOST_TEST(tail_lines(dir / "long.log", 2) ==
-             "Traceback (most recent call last): | ValueError: "
-             "bad batch");
+             "Traceback (most recent call last): | ValueError: bad batch");
   const std::string three = tail_lines(dir / "long.log", 3);
   BOOST_TEST(three.rfind("19999xxx", 0) == 0, three);  // the whole line before, cut
   BOOST_TEST(three.find(std::string(kTailLineChars - 5, 'x') + " ... | Traceback") !=
              std::string::npos);
-
   // One line longer than the window: its end is all there is, cut to the line limit.
   std::ofstream(dir / "one_line.log")
       << std::string(3 * kTailWindow, 'y') << "\r" << std::string(2 * kTailWindow, 'z');
@@ -351,6 +350,9 @@ BOOST_AUTO_TEST_CASE(a_failure_message_is_read_from_the_end_of_a_log_however_lon
   BOOST_TEST(tail_lines(dir / "colour.log", 1) == "Error: bad!");
   BOOST_TEST(tail_lines(dir / "short.log", 1) == "c");
   BOOST_TEST(tail_lines(dir / "missing.log", 3) == "");
+  std::ofstream(dir / "banner.log")
+      << "----\nNot enough slots\nfor 4\n\n  lbt\n\nuse --oversubscribe\n----\n";
+  BOOST_TEST(tail_lines(dir / "banner.log", 2) == "Not enough slots | for 4");
 }
 
 // A program's evaluations: a metric outside its range (accuracy as a percentage) fails the

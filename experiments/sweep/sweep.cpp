@@ -132,7 +132,7 @@ class SweepRunner {
     if (options_.launcher == "slurm") check_slurm_script_inputs(options_, settings_, dir_);
     check_sweep_directory(dir_, options_.collect_only, options_.check_only);
     if (options_.check_only) {  // and another plan in it; nothing is written
-      check_same_plan(dir_, manifest(), trial_base_config(options_.config_path), options_.extend);
+      check_same_plan(dir_, manifest(), trial_base_config(options_.config_path), options_);
       return;
     }
     io::create_directories(dir_ / "trials", "sweep directory");
@@ -147,7 +147,7 @@ class SweepRunner {
 
     const std::string base_config = trial_base_config(options_.config_path);
     const nlohmann::json m = manifest();
-    check_same_plan(dir_, m, base_config, options_.extend);
+    check_same_plan(dir_, m, base_config, options_);
     if (array_task() && fs::exists(dir_ / "base_config.toml")) return;
     io::atomic_write(dir_ / "base_config.toml", base_config);
     io::atomic_write(dir_ / "sweep.json", m.dump(2) + "\n");

@@ -221,7 +221,7 @@ void check_sweep_directory(const fs::path& dir, bool collect_only, bool check_on
 
 // A resumed sweep must mean the same experiment: trials planned under other settings (another
 // target, seed, model, --set, LR or budget) would be mixed into one CSV as if they belonged to
-// this plan. Names every difference; new trials (more batch sizes) only with `extend`.
+// this plan. Names every difference; new trials (more batch sizes) only with --extend.
 namespace {
 
 // "data.path (file 2 of 4): 29491 bytes then, 29490 bytes now" for the first line of
@@ -241,10 +241,26 @@ std::string data_difference(const nlohmann::json& before, const nlohmann::json& 
   return "";
 }
 
+// The trials in `dir` whose summary records a result (not failed, timed out or unfinished): a
+// new --exec command would mix them with its own.
+int trials_with_results(const fs::path& dir) {
+  int count = 0;
+  std::error_code ec;
+  for (const auto& trial : fs::directory_iterator(dir / "trials", ec)) {
+    try {
+      const auto status = nlohmann::json::parse(io::read_file(trial.path() / "summary.json"))
+                              .value("status", std::string());
+      count += is_final_status(status) && status != "failed" && status != "timeout";
+    } catch (const std::exception&) {  // none yet, or unreadable: unfinished
+    }
+  }
+  return count;
+}
+
 }  // namespace
 
 void check_same_plan(const fs::path& dir, const nlohmann::json& now, const std::string& base_config,
-                     bool extend) {
+                     const SweepOptions& options) {
   const fs::path manifest = dir / "sweep.json";
   if (!fs::exists(manifest)) return;
   // lbt writes it atomically: one that does not parse was cut or edited, and without it the
@@ -256,6 +272,16 @@ void check_same_plan(const fs::path& dir, const nlohmann::json& now, const std::
   for (const char* key :
        {"target", "scaling", "reference_batch", "base_lr", "lr_search", "search", "exec", "sets"}) {
     if (old.contains(key) && old[key] != now[key]) {
+      // A launcher's fix (--oversubscribe) to trials that all failed is the same experiment.
+      const bool exec = key == std::string("exec");
+      const int kept = exec && options.retry_failed ? trials_with_results(dir) : -1;
+      if (kept == 0) continue;
+      if (kept > 0) {
+        differs.push_back("exec: " + std::to_string(kept) + " trials have results from " +
+                          old[key].dump() + "; --retry-failed takes another command only where " +
+                          "no trial has one");
+        continue;
+      }
       differs.push_back(std::string(key == std::string("sets") ? "--set options" : key) + ": " +
                         old[key].dump() + " -> " + now[key].dump());
     }
@@ -318,12 +344,12 @@ void check_same_plan(const fs::path& dir, const nlohmann::json& now, const std::
                       "cancel that array and submit the new sweep.sbatch)");
   // More seeds extend the plan (the search's trials stay); fewer would drop finished trials.
   const int old_seeds = old.value("seeds", 1), new_seeds = now.value("seeds", 1);
-  if (new_seeds < old_seeds || (new_seeds > old_seeds && !extend)) {
+  if (new_seeds < old_seeds || (new_seeds > old_seeds && !options.extend)) {
     differs.push_back("sweep.seeds: " + std::to_string(old_seeds) + " -> " +
                       std::to_string(new_seeds) +
                       (new_seeds > old_seeds ? " (pass --extend to add the seeds)" : ""));
   }
-  if (!added.empty() && !extend)
+  if (!added.empty() && !options.extend)
     differs.push_back("new trials: " + added + " (pass --extend to add them)");
   if (differs.empty()) return;
   std::string list;

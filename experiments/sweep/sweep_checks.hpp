@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "core/config.hpp"
+#include "experiments/sweep/sweep.hpp"
 #include "experiments/sweep/sweep_plan.hpp"
 #include "experiments/sweep/sweep_results.hpp"
 
@@ -48,9 +49,10 @@ nlohmann::json sweep_manifest(const std::filesystem::path& config_path,
 void check_sweep_directory(const std::filesystem::path& dir, bool collect_only, bool check_only);
 
 // Refuses a rerun whose plan (`now`, sweep.json's content) differs from the recorded one,
-// naming every difference; new trials only with `extend`.
+// naming every difference; new trials only with `options.extend`; another --exec command only
+// with `options.retry_failed` where no trial has a result yet.
 void check_same_plan(const std::filesystem::path& dir, const nlohmann::json& now,
-                     const std::string& base_config, bool extend);
+                     const std::string& base_config, const SweepOptions& options);
 
 // A trial whose summary.json lbt cannot read (lbt writes it whole: it was edited or the disk
 // damaged it) is unfinished: a sweep warns and runs it again; --collect, which runs nothing,

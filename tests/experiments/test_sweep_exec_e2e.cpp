@@ -119,6 +119,23 @@ BOOST_AUTO_TEST_CASE(bad_programs_and_placeholders_are_one_line_errors) {
   BOOST_TEST(trials.rows[0][trials.column("message")].find("wrote no") != std::string::npos);
 }
 
+// A command fixed after every trial failed (mpirun wanting --oversubscribe: 2026-11-30 audit)
+// reruns them under --retry-failed; once trials have results, another command would mix two
+// programs' figures in one fit, and is refused.
+BOOST_AUTO_TEST_CASE(retry_failed_takes_a_new_command_only_where_no_trial_has_a_result) {
+  const fs::path dir = scratch() / "exec_fixed";
+  auto r = run_lbt(sweep(dir, "'false {run_dir}'"));
+  BOOST_TEST(r.code == 6, r.err);  // every trial failed
+  r = run_lbt(sweep(dir) + " --retry-failed");
+  BOOST_REQUIRE_MESSAGE(r.code == 0, r.err);
+  const auto best = read_csv(dir / "best.csv");
+  for (const auto& row : best.rows) BOOST_TEST(row[best.column("status")] == "reached_target");
+  r = run_lbt(sweep(dir, "'" + kProgram + " {batch_size} {lr} {seed} {run_dir} {max_steps}'") +
+              " --retry-failed");
+  BOOST_TEST(r.code == 2);
+  BOOST_TEST(r.err.find("trials have results from") != std::string::npos, r.err);
+}
+
 // Every trial's environment names its place in the plan, LBT_TRIAL_INDEX (a trial on
 // model.device=cuda takes GPU index mod GPUs, so concurrent trials spread over a machine's
 // GPUs), and its share of the cores, LBT_THREADS and {threads} (each program took every core:

@@ -1,14 +1,16 @@
-// `lbt noise --config FILE [--steps N] [--at-steps 0,500,2000] [--out DIR]`: the gradient noise
-// scale during training with 95% intervals, both estimators, B_noise at the requested steps, a
-// plot.
+// `lbt noise --config FILE [--steps N] [--at-steps 0,500,2000] [--out DIR | --resume DIR]`: the
+// gradient noise scale during training with 95% intervals, both estimators, B_noise at the
+// requested steps, a plot.
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "cli/commands.hpp"
 #include "cli/option_checks.hpp"
+#include "cli/run_args.hpp"
 #include "core/config.hpp"
 #include "experiments/lbt_schema.hpp"
 #include "experiments/noise_run.hpp"
@@ -19,13 +21,21 @@
 namespace lbt::cli {
 
 namespace {
-struct NoiseArgs {
-  std::string config_path, out;
+struct NoiseArgs : RunArgs {
   std::vector<std::string> sets;
   std::int64_t steps = 0;
   std::vector<std::int64_t> at_steps;
-  bool overwrite = false, quiet = false, no_plot = false, check = false;
+  bool no_plot = false, check = false;
 };
+
+// The command that continues an interrupted run with the same report steps.
+std::string resume_command(const NoiseArgs& args, const std::filesystem::path& run_dir) {
+  std::string command = "lbt noise --resume " + run_dir.string();
+  for (std::size_t i = 0; i < args.at_steps.size(); ++i)
+    command += (i ? "," : " --at-steps ") + std::to_string(args.at_steps[i]);
+  return command;
+}
+
 }  // namespace
 
 void add_noise_command(CLI::App& app) {
@@ -35,8 +45,8 @@ void add_noise_command(CLI::App& app) {
       "Gradient noise scale during training: B_simple and the Hessian-weighted B_noise (McCandlish "
       "et al. 2018), with 95% intervals, and the critical batch they suggest");
   cmd->add_option("--config,-c", args->config_path,
-                  "TOML config (e.g. experiments/configs/synthetic_regression.toml)")
-      ->required()
+                  "TOML config (e.g. experiments/configs/synthetic_regression.toml); with --resume "
+                  "RUN_DIR, defaults to RUN_DIR/config.toml")
       ->check(CLI::ExistingFile);
   cmd->add_option("--steps", args->steps, "Train this many steps (default: the config's budget)")
       ->check(whole_number<std::int64_t>());
@@ -47,7 +57,13 @@ void add_noise_command(CLI::App& app) {
   cmd->add_option("--set,-s", args->sets, "Override a config key (repeatable), e.g. noise.every=5");
   cmd->add_option("--out,-o", args->out, "Run directory (default: runs/<config>-<timestamp>)")
       ->check(non_empty_path());
-  cmd->add_flag("--overwrite", args->overwrite, "Replace an existing run directory");
+  CLI::Option* overwrite =
+      cmd->add_flag("--overwrite", args->overwrite, "Replace an existing run directory");
+  cmd->add_option("--resume", args->resume,
+                  "RUN_DIR: continue that stopped run from its newest intact checkpoint (bit for "
+                  "bit), then report it (give the same --at-steps); auto: continue --out's run if "
+                  "it has a checkpoint, else start it")
+      ->excludes(overwrite);
   cmd->add_flag("--quiet,-q", args->quiet, "No progress line");
   cmd->add_flag("--no-plot", args->no_plot, "Skip noise.png");
   cmd->add_flag("--check", args->check,
@@ -58,6 +74,7 @@ void add_noise_command(CLI::App& app) {
   cmd->callback([args] {
     // lbt noise turns the estimator on, so the file's noise.* settings apply (run_noise refuses
     // a file's noise.enabled = false).
+    const experiments::RunOptions run = run_options(*args, "noise");
     Config file = Config::from_file(args->config_path);
     if (!file.has("noise.enabled")) file.set_default("noise.enabled=true");
     Config config = experiments::load_config(std::move(file), args->sets, notes_stream());
@@ -70,17 +87,20 @@ void add_noise_command(CLI::App& app) {
       experiments::check_noise_config(config, args->at_steps);
       // As run_noise: a warmup past the run is shown, with a note, not refused.
       experiments::check_run(config, notes_stream(), schedules::WarmupPastRun::kNote);
-      experiments::check_run_directory(
-          experiments::run_directory_path({args->out, args->overwrite}, config),
-          {.overwrite = args->overwrite}, config.resolved_toml());
+      experiments::check_run_directory(experiments::run_directory_path(run, config),
+                                       {run.overwrite, run.resume != experiments::Resume::kNo,
+                                        run.resume == experiments::Resume::kRequired},
+                                       config.resolved_toml());
       std::printf("%s", config.resolved_toml().c_str());
       return;
     }
     experiments::NoiseRunOptions options;
-    options.run = {args->out, args->overwrite, !args->quiet};
+    options.run = run;
     options.steps = args->steps;
     options.at_steps = args->at_steps;
+    trainer::install_interrupt_handlers();  // Ctrl-C left no checkpoint and "running" behind
     auto result = experiments::run_noise(config, options);
+    throw_if_interrupted(result.run, resume_command(*args, result.run.run_dir));
     if (const char* r = std::getenv("OMPI_COMM_WORLD_RANK"); r && std::string(r) != "0") return;
     std::printf("%s", experiments::format_noise_report(result).c_str());
     std::printf("run directory: %s (noise.jsonl)\n", result.run.run_dir.c_str());

@@ -1,17 +1,16 @@
 // `lbt train --config FILE [--set key=value ...] [--out DIR]`
 #include <cmath>
 #include <cstdio>
-#include <filesystem>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "cli/commands.hpp"
+#include "cli/run_args.hpp"
 #include "core/config.hpp"
 #include "core/error.hpp"
 #include "experiments/lbt_schema.hpp"
 #include "experiments/run_check.hpp"
-#include "experiments/run_checkpoint.hpp"
 #include "experiments/train_run.hpp"
 #include "trainer/comm/communicator.hpp"
 #include "trainer/config/run_config.hpp"
@@ -22,73 +21,10 @@
 namespace lbt::cli {
 
 namespace {
-struct TrainArgs {
-  std::string config_path;
+struct TrainArgs : RunArgs {
   std::vector<std::string> sets;
-  std::string out;
-  bool overwrite = false;
-  bool quiet = false;
-  std::string resume;
   bool check = false;
 };
-
-// --resume RUN_DIR | auto into the run's options; RUN_DIR also names the config by default.
-experiments::RunOptions run_options(TrainArgs& args) {
-  experiments::RunOptions options{args.out, args.overwrite, !args.quiet};
-  if (args.resume == "auto") {
-    if (args.out.empty() || args.config_path.empty()) {
-      throw ConfigError("--resume auto needs --config and --out",
-                        "e.g. lbt train -c cfg.toml --out runs/a --resume auto");
-    }
-    options.resume = experiments::Resume::kAuto;
-  } else if (!args.resume.empty()) {
-    if (!args.out.empty() && args.out != args.resume) {
-      throw ConfigError("--resume " + args.resume + " continues that run in place; --out " +
-                            args.out + " differs",
-                        "drop --out");
-    }
-    options.out = args.resume;
-    options.resume = experiments::Resume::kRequired;
-    // A run directory, named as such: the reader's "cannot read config file" hint points at the
-    // presets, and a file given here (RUN/config.toml) would be read as a directory.
-    std::error_code ec;
-    if (!std::filesystem::is_directory(args.resume, ec)) {
-      throw ConfigError("--resume " + args.resume + ": no run directory there",
-                        "give the run's directory (the --out it trained into), e.g. --resume "
-                        "runs/mlp");
-    }
-    experiments::refuse_resume_near_miss(args.resume);
-    if (args.config_path.empty()) {  // the run's own
-      const std::filesystem::path own = std::filesystem::path(args.resume) / "config.toml";
-      if (!std::filesystem::exists(own, ec)) {
-        throw ConfigError("--resume " + args.resume + ": the run has no config.toml",
-                          "the run stopped before it wrote one: train it again with --overwrite");
-      }
-      if (std::filesystem::file_size(own, ec) == 0 && !ec) {
-        throw ConfigError(own.string() + " is empty (lbt writes it whole: it was emptied)",
-                          "restore it, or give the run's config with --config FILE");
-      }
-      args.config_path = own.string();
-    }
-  }
-  if (args.config_path.empty()) {
-    throw ConfigError("lbt train needs --config FILE (or --resume RUN_DIR)",
-                      "presets live in experiments/configs/, e.g. fmnist_mlp.toml");
-  }
-  return options;
-}
-
-// Every rank stopped after the same step; each ends with 130 or 143, rank 0 explains.
-void throw_if_interrupted(const experiments::RunResult& result) {
-  const auto& o = result.outcome;
-  if (o.status != "interrupted") return;
-  throw Interrupted(o.interrupt_signal,
-                    std::string("interrupted by ") + trainer::signal_name(o.interrupt_signal) +
-                        " after step " + std::to_string(o.steps) +
-                        "; its checkpoint and summary.json (status interrupted) are in " +
-                        result.run_dir.string(),
-                    "continue it bit for bit with: lbt train --resume " + result.run_dir.string());
-}
 
 // "final val_loss: 0.2853 [0.2742, 0.2964] (95%, ...)": a final mean over the validation
 // examples with its interval (trainer::mean_interval); nothing where it was not measured.
@@ -194,7 +130,7 @@ void add_train_command(CLI::App& app) {
       ->excludes(overwrite);  // --overwrite was ignored beside it
   cmd->footer(config_keys_footer());
   cmd->callback([args] {
-    const experiments::RunOptions options = run_options(*args);
+    const experiments::RunOptions options = run_options(*args, "train");
     Config config = experiments::load_config(args->config_path, args->sets, notes_stream());
     note_sweep_sets(args->sets, "train");
     if (args->check) {
@@ -215,7 +151,7 @@ void add_train_command(CLI::App& app) {
     continue_on_device(config);
     trainer::install_interrupt_handlers();
     const auto result = experiments::run_training(config, options);
-    throw_if_interrupted(result);
+    throw_if_interrupted(result, "lbt train --resume " + result.run_dir.string());
     report_run(result);
   });
 }

@@ -6,6 +6,9 @@
 // an interval around it, or null with resolved = false; no lower end below 0.
 #include <boost/test/unit_test.hpp>
 
+#include <signal.h>
+#include <sys/wait.h>
+
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
@@ -16,6 +19,7 @@
 
 #include "e2e/regression_files.hpp"
 #include "support/cli_runner.hpp"
+#include "support/processes.hpp"
 
 namespace fs = std::filesystem;
 using lbt::test::run_lbt;
@@ -280,4 +284,34 @@ BOOST_AUTO_TEST_CASE(a_critical_batch_below_one_recommends_no_batch_up_to_0) {
   BOOST_TEST(r.out.find("so a batch of 1 already needs about as few steps") != std::string::npos,
              r.out);
   BOOST_TEST(r.out.find("up to about 0") == std::string::npos, r.out);
+}
+
+// Ctrl-C killed lbt noise with no checkpoint, its summary.json "running" for ever (2026-11-30):
+// it stops as lbt train does, and --resume finishes the same noise.jsonl and table as one run.
+BOOST_AUTO_TEST_CASE(an_interrupted_noise_run_resumes_to_the_same_measurements) {
+  const std::string args = "noise --config " + kConfigs +
+                           "synthetic_regression.toml --quiet --no-plot --steps 40000"
+                           " --at-steps 100,39000 --out ";
+  const fs::path run = scratch() / "noise_stopped", whole = scratch() / "noise_whole";
+  fs::remove_all(run);
+  fs::remove_all(whole);
+  const pid_t pid = lbt::test::start_lbt(args + run.string(), scratch() / "noise_stopped.log");
+  BOOST_REQUIRE(lbt::test::wait_until(
+      [&] { return fs::exists(run / "metrics.jsonl") && fs::file_size(run / "metrics.jsonl"); },
+      60));
+  kill(pid, SIGINT);
+  const int status = lbt::test::wait_for(pid, 60);
+  BOOST_TEST((WIFEXITED(status) && WEXITSTATUS(status) == 130), status);
+  const std::string log = lbt::test::slurp(scratch() / "noise_stopped.log");
+  BOOST_TEST(
+      log.find("lbt noise --resume " + run.string() + " --at-steps 100,39000") != std::string::npos,
+      log);
+  const auto resumed =
+      run_lbt("noise --quiet --no-plot --resume " + run.string() + " --at-steps 100,39000");
+  BOOST_REQUIRE_MESSAGE(resumed.code == 0, resumed.err);
+  const auto once = run_lbt(args + whole.string());
+  BOOST_REQUIRE_MESSAGE(once.code == 0, once.err);
+  BOOST_TEST(read_jsonl(run / "noise.jsonl") == read_jsonl(whole / "noise.jsonl"));
+  const auto table = [](std::string out) { return out.substr(0, out.find("run directory:")); };
+  BOOST_TEST(table(resumed.out) == table(once.out));
 }

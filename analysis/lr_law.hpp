@@ -5,6 +5,7 @@
 // that resample batch sizes and draw each best LR log-uniformly within its bracket (the LR
 // search knows the optimum only between the best's neighbours).
 #pragma once
+#include <cmath>
 #include <cstdint>
 #include <optional>
 #include <vector>
@@ -15,9 +16,16 @@ namespace lbt::analysis {
 
 struct LrPoint {
   double batch_size = 0.0;
-  double lr = 0.0;                  // the best LR found at this batch size
-  double lr_lo = 0.0, lr_hi = 0.0;  // its bracket (lr itself at both ends when unknown)
+  double lr = 0.0;  // the best LR found at this batch size
+  // Its bracket: lr itself at both ends where one LR was tried; 0 below / HUGE_VAL above where
+  // the best is the smallest / largest LR tried (the optimum lies beyond it).
+  double lr_lo = 0.0, lr_hi = 0.0;
 };
+
+// A best LR with LRs tried on both sides of it: the optimum lies inside its bracket.
+inline bool lr_bracketed(const LrPoint& p) {
+  return p.lr_lo > 0 && p.lr_lo < p.lr && p.lr < p.lr_hi && p.lr_hi < HUGE_VAL;
+}
 
 // The points whose best LR a search measured: a bracket wider than the LR itself. Where one LR
 // was tried at a batch size (sweep.lr_multipliers = [1.0]) the "best" is the scaling rule's LR

@@ -160,10 +160,13 @@ LrChoice lr_at(std::int64_t B, const std::vector<LrPoint>& reached, double rule_
     if (Bd < a.batch_size || Bd > b.batch_size) continue;
     if (Bd == a.batch_size || Bd == b.batch_size) {
       const LrPoint& at = Bd == a.batch_size ? a : b;
+      const std::string where =
+          lr_bracketed(at) ? "searched: the optimum lies between its neighbours"
+          : at.lr_hi == HUGE_VAL
+              ? "the largest LR tried there: the optimum may lie above it, its interval is open"
+              : "the smallest LR tried there: the optimum may lie below it";
       return {at.lr, at.lr_lo, at.lr_hi,
-              "the sweep's best LR at batch " + num(Bd) +
-                  " (searched: the optimum lies between "
-                  "its neighbours)"};
+              "the sweep's best LR at batch " + num(Bd) + " (" + where + ")"};
     }
     const double t = std::log(Bd / a.batch_size) / std::log(b.batch_size / a.batch_size);
     return {log_between(a.lr, b.lr, t), log_between(a.lr_lo, b.lr_lo, t),
@@ -171,6 +174,9 @@ LrChoice lr_at(std::int64_t B, const std::vector<LrPoint>& reached, double rule_
             "the sweep's best LRs at batches " + num(a.batch_size) + " and " + num(b.batch_size) +
                 ", between them on a log-log line"};
   }
+  // Past the sweep, the law of the best LRs found inside the LRs tried (sweep_fit's lr_law).
+  std::erase_if(p, [](const LrPoint& q) { return !lr_bracketed(q); });
+  if (p.size() < 3) return {rule_lr, std::nan(""), std::nan(""), rule_source};
   const PowerLaw law = fit_power_law(p);
   return {law.c * std::pow(Bd, law.alpha), std::nan(""), std::nan(""),
           "the sweep's LR law lr = " + num(law.c) + " x B^" + num(law.alpha) + " over " +

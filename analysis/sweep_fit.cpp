@@ -68,12 +68,36 @@ void add_lr_law(nlohmann::json& fit, const std::vector<LrPoint>& reached, const 
     fit["lr_law"] = {{"fitted", false}, {"why", "fewer than 3 batch sizes reached the target"}};
     return;
   }
-  const std::vector<LrPoint> points = searched_lr_points(reached);
-  if (points.size() < 3) {
+  const std::vector<LrPoint> searched = searched_lr_points(reached);
+  if (searched.size() < 3) {
     fit["lr_law"] = {{"fitted", false},
                      {"why",
                       "fewer than 3 batch sizes had their LR searched (one LR tried gives the "
                       "scaling rule back, not a measured best LR)"}};
+    return;
+  }
+  // A best LR at the edge of those tried is a bound, not a measurement: fitted as one, it gave
+  // the sqrt rule's alpha back, "inside the interval" (2026-11-30 audit).
+  std::vector<LrPoint> points;
+  nlohmann::json edges = nlohmann::json::array();
+  for (const LrPoint& p : searched) {
+    if (lr_bracketed(p)) {
+      points.push_back(p);
+    } else {
+      edges.push_back({{"batch_size", p.batch_size},
+                       {"lr", p.lr},
+                       {"optimum", p.lr_hi == HUGE_VAL ? "above" : "below"}});
+    }
+  }
+  if (points.size() < 3) {
+    fit["lr_law"] = {
+        {"fitted", false},
+        {"why", "fewer than 3 batch sizes had their best LR inside the LRs tried (at " +
+                    std::to_string(edges.size()) +
+                    " it was the largest or smallest tried: the optimum lies beyond; try LRs "
+                    "beyond them: sweep.lr_multipliers, lr_min_factor / lr_max_factor, "
+                    "lr_max_trials)"},
+        {"edge_points", edges}};
     return;
   }
   const LrLawFit law = fit_lr_law(points, o.resamples, o.level, o.seed);
@@ -105,8 +129,9 @@ void add_lr_law(nlohmann::json& fit, const std::vector<LrPoint>& reached, const 
       // measurement of B_noise.
       {"B_noise", law.noise.resolved ? nlohmann::json(law.noise.B_noise) : nlohmann::json()},
       {"B_noise_resolved", law.noise.resolved},
-      {"points", pts}};
-  if (law.B_noise) {  // intervals from enough resamples
+      {"points", pts},
+      {"edge_points", edges}};  // left out of the law: best LRs at the edge of those tried
+  if (law.B_noise) {            // intervals from enough resamples
     fit["intervals"]["lr_law"] = {
         {"resamples", law.resamples},
         {"alpha", interval_json(law.alpha)},

@@ -305,6 +305,13 @@ def lr_vs_batch(sweep: lbt_runs.Sweep, ax) -> None:
         ax.plot(best["batch_size"], best["lr"], "o-", color=COLORS["data"], label="best LR")
     else:
         note(ax, "no trial reached the target: no best LR")
+    # A best LR at the edge of those tried bounds the optimum on one side: ^ above, v below.
+    for side, marker in (("above", "^"), ("below", "v")):
+        edge = [p for p in law.get("edge_points", []) if p["optimum"] == side]
+        if edge:
+            ax.scatter([p["batch_size"] for p in edge], [p["lr"] for p in edge], marker=marker,
+                       s=50, color=COLORS["data"], zorder=3,
+                       label=f"best LR at the edge of those tried (optimum {side})")
     if len(best) and t["batch_size"].nunique() > 1:  # one batch size: the rules are a point
         ref = sweep.manifest.get("reference_batch", best["batch_size"].iloc[0])
         # Anchor both rules at the best LR nearest the reference batch.

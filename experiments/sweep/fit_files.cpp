@@ -191,11 +191,16 @@ std::vector<LrPoint> read_lr_points(const fs::path& sweep_dir) {
     LrPoint p;
     p.batch_size = best.positive(i, cb[0]);
     p.lr = p.lr_lo = p.lr_hi = best.positive(i, cb[2]);
+    bool below = false, above = false;
     for (double lr : tried[p.batch_size]) {
       const double mid = std::sqrt(lr * p.lr);  // the optimum is nearer the best than lr
-      if (lr < p.lr && (p.lr_lo == p.lr || mid > p.lr_lo)) p.lr_lo = mid;
-      if (lr > p.lr && (p.lr_hi == p.lr || mid < p.lr_hi)) p.lr_hi = mid;
+      if (lr < p.lr && (!below || mid > p.lr_lo)) p.lr_lo = mid, below = true;
+      if (lr > p.lr && (!above || mid < p.lr_hi)) p.lr_hi = mid, above = true;
     }
+    // A best LR at the edge of those tried bounds the optimum on one side only: it was closed at
+    // the best LR, and a law and a plan read it as found (2026-11-30 audit).
+    if (below && !above) p.lr_hi = HUGE_VAL;
+    if (above && !below) p.lr_lo = 0.0;
     points.push_back(p);
   }
   return points;

@@ -32,8 +32,9 @@ std::string num(double x) {
 // "[lo, hi]" of an interval as plan.json writes it; "[no interval]" for null (the bootstrap had
 // nothing to vary).
 std::string bracket(const nlohmann::json& i) {
-  return i.is_array() ? "[" + num(i[0].get<double>()) + ", " + num(i[1].get<double>()) + "]"
-                      : std::string("[no interval]");
+  if (!i.is_array()) return "[no interval]";
+  return "[" + num(i[0].get<double>()) + ", " +
+         (i[1].is_null() ? std::string("open)") : num(i[1].get<double>()) + "]");
 }
 
 // " (in 62% of the bootstrap's fits)": how sure the regime call is (RegimeCall::agreement; NaN

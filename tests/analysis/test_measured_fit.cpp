@@ -127,10 +127,41 @@ BOOST_AUTO_TEST_CASE(best_lrs_that_no_search_measured_fit_no_lr_law) {
   BOOST_TEST(fit["lr_law"]["why"].get<std::string>().find("searched") != std::string::npos);
   BOOST_TEST(fit["intervals"]["lr_law"].is_null());
   BOOST_TEST(lr_at(2048, sweep.lr_points, 0.123, "the rule").lr == 0.123);
-  sweep.lr_points[1].lr_hi *= 1.4;  // three searched points still make a law
-  sweep.lr_points[2].lr_lo /= 1.4;
-  sweep.lr_points[3].lr_lo /= 1.4;
+  for (int i : {1, 2, 3}) {  // three searched points still make a law
+    sweep.lr_points[i].lr_lo /= 1.4;
+    sweep.lr_points[i].lr_hi *= 1.4;
+  }
   BOOST_TEST(fit_measurements(sweep, {.resamples = 100})["lr_law"]["fitted"] == true);
+}
+
+// A best LR that is the largest (smallest) LR tried bounds the optimum below (above) only: fitted
+// as found, a grid of [0.25, 0.5] x the sqrt rule gave alpha = 0.5 "inside the interval", the
+// rule given back, and lbt plan a closed interval at the LR tried (2026-11-30 audit). Such points
+// are left out of the law, named, and the plan's interval at them is open on that side.
+BOOST_AUTO_TEST_CASE(a_best_lr_at_the_edge_of_those_tried_is_a_bound_not_a_measurement) {
+  SweepMeasurements sweep;
+  for (double B : {16.0, 64.0, 256.0, 1024.0}) {
+    const double lr = 0.01 * std::sqrt(B);
+    sweep.measured.push_back({B, {{400 / std::sqrt(B) - 1, 400 / std::sqrt(B)}}});
+    sweep.lr_points.push_back({B, lr, lr / 1.4, HUGE_VAL});  // the largest tried, at every B
+  }
+  nlohmann::json fit = fit_measurements(sweep, {.resamples = 100});
+  BOOST_TEST(fit["lr_law"]["fitted"] == false);
+  BOOST_TEST(fit["lr_law"]["why"].get<std::string>().find("inside the LRs tried (at 4") !=
+             std::string::npos);
+  BOOST_TEST(fit["lr_law"]["edge_points"][0]["optimum"] == "above");
+  const LrChoice at = lr_at(64, sweep.lr_points, 0.123, "the rule");
+  BOOST_TEST(at.lr == 0.08);
+  BOOST_TEST(at.hi == HUGE_VAL);
+  BOOST_TEST(at.source.find("the optimum may lie above it") != std::string::npos, at.source);
+  BOOST_TEST(lr_at(4096, sweep.lr_points, 0.123, "the rule").lr == 0.123);  // no law past them
+  sweep.lr_points[0].lr_hi = sweep.lr_points[0].lr * 1.4;  // three inside make a law, without
+  sweep.lr_points[1].lr_hi = sweep.lr_points[1].lr * 1.4;  // the edge point
+  sweep.lr_points[2].lr_hi = sweep.lr_points[2].lr * 1.4;
+  fit = fit_measurements(sweep, {.resamples = 100});
+  BOOST_TEST(fit["lr_law"]["fitted"] == true);
+  BOOST_TEST(fit["lr_law"]["points"].size() == 3u);
+  BOOST_TEST(fit["lr_law"]["edge_points"][0]["batch_size"] == 1024.0);
 }
 
 // lbt plan's LR inside the sweep is the sweep's own best LR (its steps S(B) were measured at

@@ -246,8 +246,8 @@ class SweepRunner {
         results_[t.index].status = "running";
       }
     };
-    while (more() || !running.empty()) {
-      fill();
+    // None running after fill(): the plan is done, or a trial was refused (waitid: ECHILD).
+    while ((fill(), !running.empty())) {
       const std::optional<ChildExit> e = wait_for_trial(running);
       if (!e) {  // a time limit passed, or a look after a signal is due
         stop_reminder_.look(trial_names(running));

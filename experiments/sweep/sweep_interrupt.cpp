@@ -10,6 +10,7 @@
 #include <iostream>
 #include <nlohmann/json.hpp>
 
+#include "core/error.hpp"
 #include "core/io.hpp"
 #include "core/kernel_identity.hpp"
 #include "experiments/run_checkpoint.hpp"
@@ -132,6 +133,16 @@ bool stopped_by_interrupt(const ChildExit& exit) {
 }
 
 PreparedTrial prepare_trial_dir(const fs::path& trial_dir, int threads) {
+  // A trial's directory is cleared before it runs: through a link (planted in a shared sweep
+  // directory) that cleared the directory it points to, outside the sweep (2026-11-30 audit).
+  for (const fs::path& path : {trial_dir.parent_path(), trial_dir}) {
+    std::error_code ec;
+    if (!fs::is_symlink(path, ec)) continue;
+    throw ConfigError(path.string() +
+                          " is a symbolic link: the sweep clears a trial's directory before the "
+                          "trial runs, and would clear what the link points to",
+                      "remove the link (the sweep makes the directory again), or use a new --out");
+  }
   io::create_directories(trial_dir, "trial directory");
   // The trial's run.lock, held while the directory is read and cleared (its owner line names
   // this sweep's pid as "lbt train" until the trial's lbt train writes its own): a process that

@@ -44,6 +44,10 @@ std::string make_sweep_plots(const std::filesystem::path& sweep_dir) {
     return "plots skipped: " + log.string() + " cannot be replaced (" + ec.message() +
            "); move it away to make them";
   }
+  // The plots went through a plots/ that is a link, over the files it points to (2026-11-30).
+  if (std::filesystem::is_symlink(sweep_dir / "plots", ec))
+    return "plots skipped: " + (sweep_dir / "plots").string() +
+           " is a symbolic link, which lbt does not write through; replace it with a directory";
   return run_plot_script("lbt_sweep_plots.py", {sweep_dir.string()}, log);
 }
 

@@ -187,15 +187,33 @@ void save_run_checkpoint(const std::filesystem::path& run_dir, const trainer::Lo
   trainer::prune_checkpoints(dir, keep, state.step);
 }
 
+namespace {
+
+[[noreturn]] void refuse_header(const trainer::LoadedCheckpoint& ck, const std::string& why) {
+  throw DataError(ck.path.string() + ": its header does not hold what lbt writes (" + why + ")",
+                  "it was edited or written by another program: move it out of checkpoints/ "
+                  "(a resume then takes the one before it)");
+}
+
+// A count in the header, a whole number >= 0: a step of -5 or 1e300 (its CRC intact) indexed
+// the data before its start, a segfault (2026-11-30 audit).
+std::int64_t header_count(const trainer::LoadedCheckpoint& ck, const char* key,
+                          std::int64_t fallback) {
+  if (!ck.header.contains(key)) return fallback;
+  const nlohmann::json& v = ck.header.at(key);
+  if (!v.is_number_integer() || v.get<std::int64_t>() < 0)
+    refuse_header(ck, std::string(key) + " = " + v.dump() + ", not a count");
+  return v.get<std::int64_t>();
+}
+
+}  // namespace
+
 void read_checkpoint_header(const trainer::LoadedCheckpoint& ck,
                             const std::function<void()>& read) {
   try {
     read();
   } catch (const nlohmann::json::exception& e) {
-    throw DataError(
-        ck.path.string() + ": its header does not hold what lbt writes (" + e.what() + ")",
-        "it was edited or written by another program: move it out of checkpoints/ "
-        "(a resume then takes the one before it)");
+    refuse_header(ck, e.what());
   }
 }
 
@@ -271,18 +289,19 @@ void restore_from(const std::filesystem::path& run_dir, const trainer::LoadedChe
   state.noise_state.resize(noise == ck.sections.end() ? 0 : noise->second.size() / sizeof(double));
   ck.copy_to("noise", std::span<double>(state.noise_state));
   if (h.contains("below_target")) state.below_target = read_below_target(ck, model, optimizer);
-  state.step = h.at("step");
+  state.step = header_count(ck, "step", -1);
+  if (state.step < 0) refuse_header(ck, "no step");
   // Adaptive batch (loop.hpp): the data position and the next step's accumulation; a fixed
   // run (and a checkpoint from before adaptive batches) has seen step x global_batch examples.
-  state.examples_seen = h.value("examples_seen", state.step * identity.global_batch);
-  state.batch_accum = h.value("batch_accum", std::int64_t{0});
-  state.ema_updated = h.value("ema_updated", std::int64_t{0});
+  state.examples_seen = header_count(ck, "examples_seen", state.step * identity.global_batch);
+  state.batch_accum = header_count(ck, "batch_accum", 0);
+  state.ema_updated = header_count(ck, "ema_updated", 0);
   read_floats(ck, "ema", state.ema);
   state.divergence.first_loss = h.at("first_loss");
   state.divergence.skips_in_a_row = h.at("skips_in_a_row");
   state.divergence.skipped_steps = h.at("skipped_steps");
   state.last_val_accuracy = h.at("last_val_accuracy");
-  state.next_eval = h.value("next_eval", std::int64_t{0});  // older checkpoints: from the step
+  state.next_eval = header_count(ck, "next_eval", 0);  // older checkpoints: from the step
   state.near_target = h.value("near_target", false);
   outcome_from_json(h.at("outcome"), state.outcome);
 }

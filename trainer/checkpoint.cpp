@@ -178,6 +178,8 @@ LoadedCheckpoint read_checkpoint(const std::filesystem::path& path) {
   while (pos < end) {
     std::uint32_t name_bytes;
     take(&name_bytes, 4);
+    // Before the name is allocated: 0xFFFFFFF0 made a 4 GiB string of a 3 KB file (2026-11-30).
+    if (name_bytes > end - pos) throw fail("section name runs past the end", pos);
     std::string name(name_bytes, '\0');
     take(name.data(), name_bytes);
     std::uint64_t payload;

@@ -32,12 +32,11 @@ const std::string kTrain =
     "/experiments/configs/fmnist_mlp.toml --set data.train_limit=4000"
     " --set data.validation_size=1000 --set model.spec=mlp:784-32-10 --set train.global_batch=64"
     " --set train.steps=300 --set train.eval_every=25 --set train.log_every=5"
-    " --set train.checkpoint_every=15 --set train.threads=1"
-    " --quiet";
+    " --set train.checkpoint_every=15 --set train.threads=1 --quiet";
 
 std::string launcher(int ranks) {
-  if (ranks == 1) return "";
-  return std::string(MPIEXEC) + " --oversubscribe -np " + std::to_string(ranks) + " ";
+  return ranks == 1 ? ""
+                    : std::string(MPIEXEC) + " --oversubscribe -np " + std::to_string(ranks) + " ";
 }
 
 // Starts `command` in its own process group; returns the group id.
@@ -239,8 +238,8 @@ BOOST_AUTO_TEST_CASE(resuming_a_checkpoints_folder_or_a_sweep_directory_names_th
 }
 
 // A checkpoint whose header was edited and its checksum recomputed (or another program's): a
-// field of another type than lbt writes is one error naming the file, exit 3, for --resume and
-// --check alike; before, nlohmann's bare "type must be number" line named no file.
+// field of another type than lbt writes (or a step of -5, which crashed the resume) is one error
+// naming the file, exit 3, for --resume and --check; nlohmann's bare line named no file.
 BOOST_AUTO_TEST_CASE(a_checkpoint_header_of_other_types_is_refused_naming_the_file) {
   const fs::path run = scratch() / "edited_header";
   fs::remove_all(run);
@@ -250,18 +249,18 @@ BOOST_AUTO_TEST_CASE(a_checkpoint_header_of_other_types_is_refused_naming_the_fi
   std::vector<lbt::trainer::CheckpointSection> sections;
   for (const auto& [name, bytes] : ck.sections) sections.push_back({name, bytes});
   // --check reads the saved config alone; a resume reads every field.
-  for (const auto& [key, check] : {std::pair{"config", " --check"}, std::pair{"config", ""},
-                                   std::pair{"global_batch", ""}, std::pair{"streams", ""}}) {
+  for (const auto& [key, check] :
+       {std::pair{"config", " --check"}, std::pair{"config", ""}, std::pair{"global_batch", ""},
+        std::pair{"streams", ""}, std::pair{"step", ""}}) {
     nlohmann::json header = ck.header;
     header[key] = std::string(key) == "config" ? nlohmann::json(7) : nlohmann::json("x");
+    if (std::string(key) == "step") header[key] = -5;
     lbt::trainer::write_checkpoint(newest, header, sections);
     const auto r = lbt::test::run_lbt("train --resume " + run.string() + " --quiet" + check);
     BOOST_TEST_CONTEXT(key << check) {
       BOOST_TEST(r.code == 3, r.err);
-      BOOST_TEST(
-          lbt::test::error_line(r.err).find(
-              newest.string() + ": its header does not hold what lbt writes") != std::string::npos,
-          r.err);
+      const std::string says = newest.string() + ": its header does not hold what lbt writes";
+      BOOST_TEST(lbt::test::error_line(r.err).find(says) != std::string::npos, r.err);
     }
   }
 }

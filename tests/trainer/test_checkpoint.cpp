@@ -3,7 +3,9 @@
 #include <boost/test/unit_test.hpp>
 
 #include <unistd.h>
+#include <zlib.h>
 
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -92,6 +94,32 @@ BOOST_AUTO_TEST_CASE(flipped_byte_and_truncation_are_detected_by_the_checksum) {
   write_step(dir.path, 1, params);
   fs::resize_file(path, size - 10);
   BOOST_CHECK_THROW(trainer::read_checkpoint(path), DataError);
+}
+
+// A section name's length past the file, its checksum recomputed: refused before the name is
+// allocated (0xFFFFFFF0 made a 4 GiB string of a 3 KB file; 2026-11-30 audit).
+BOOST_AUTO_TEST_CASE(a_section_name_longer_than_the_file_is_refused_before_it_is_allocated) {
+  Dir dir;
+  std::vector<float> params(100, 0.0f);
+  write_step(dir.path, 1, params);
+  const auto path = trainer::checkpoint_path(dir.path, 1);
+  std::ifstream in(path, std::ios::binary);
+  std::string raw((std::istreambuf_iterator<char>(in)), {});
+  std::uint64_t header_bytes;
+  std::memcpy(&header_bytes, raw.data() + 8 + 4, 8);  // after the magic and the version
+  const std::uint32_t huge = 0xFFFFFFF0u;
+  std::memcpy(raw.data() + 8 + 4 + 8 + header_bytes, &huge, 4);
+  const auto crc = static_cast<std::uint32_t>(
+      crc32(0L, reinterpret_cast<const Bytef*>(raw.data()), static_cast<uInt>(raw.size() - 4)));
+  std::memcpy(raw.data() + raw.size() - 4, &crc, 4);
+  std::ofstream(path, std::ios::binary | std::ios::trunc) << raw;
+  try {
+    trainer::read_checkpoint(path);
+    BOOST_FAIL("read");
+  } catch (const DataError& e) {
+    BOOST_TEST(std::string(e.what()).find("section name runs past the end") != std::string::npos,
+               e.what());
+  }
 }
 
 BOOST_AUTO_TEST_CASE(a_corrupt_newest_checkpoint_falls_back_to_the_previous_one) {

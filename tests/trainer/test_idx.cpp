@@ -213,4 +213,24 @@ BOOST_AUTO_TEST_CASE(label_out_of_range_is_reported_with_its_index) {
   BOOST_TEST(msg.find("label 12 at index 1") != std::string::npos);
 }
 
+// Shapes and counts from the headers, before any payload: a 261 KB gzip declaring 16384 x 16384
+// training images took 1 GB before the test images' 28 x 28 were compared, and a labels file
+// declaring 2^31 labels was read whole before its count (2026-11-30 audit). Here the payloads are
+// missing: a reader that reads them first says "truncated" instead.
+BOOST_AUTO_TEST_CASE(shapes_and_counts_are_compared_before_any_payload_is_read) {
+  TempDir dir;
+  dir.write("train-images-idx3-ubyte.gz", idx_bytes(3, {1, 4096, 4096}, {}), true);
+  dir.write("train-labels-idx1-ubyte", idx_bytes(1, {1}, {0}));
+  dir.write("t10k-images-idx3-ubyte", images3());
+  dir.write("t10k-labels-idx1-ubyte", labels3());
+  trainer::DataConfig config{
+      .dataset = "fashion-mnist", .format = "idx", .path = dir.path.string()};
+  const std::string shapes = data_error_of([&] { data::load_splits(config, 0); });
+  BOOST_TEST(shapes.find("declares 4096x4096 images") != std::string::npos, shapes);
+  auto lab = dir.write("lab", idx_bytes(1, {1u << 31}, {}));
+  const std::string counts = data_error_of(
+      [&] { data::load_idx_pair(dir.path / "t10k-images-idx3-ubyte", lab, 10, "t"); });
+  BOOST_TEST(counts.find("2147483648 labels") != std::string::npos, counts);
+}
+
 BOOST_AUTO_TEST_SUITE_END()

@@ -139,6 +139,10 @@ void IdxReader::read_payload(Consume&& consume) {
 
 }  // namespace
 
+std::vector<std::int64_t> idx_shape(const std::filesystem::path& path) {
+  return IdxReader(path).dims();
+}
+
 IdxArray read_idx(const std::filesystem::path& path) {
   IdxReader reader(path);
   IdxArray out;
@@ -153,8 +157,10 @@ IdxArray read_idx(const std::filesystem::path& path) {
 Dataset load_idx_pair(const std::filesystem::path& images, const std::filesystem::path& labels,
                       std::int64_t num_classes, const std::string& name,
                       std::int64_t max_examples) {
-  IdxReader img(images);
-  IdxArray lab = read_idx(labels);
+  // Both headers before either payload: a label count or an image shape that disagrees is
+  // refused before gigabytes of a small gzip are read (2026-11-30 audit).
+  IdxReader img(images), lab_reader(labels);
+  IdxArray lab{lab_reader.dims(), {}};
   if (img.dims().size() < 2) {
     throw DataError(images.string() + ": expected an images file with >= 2 dimensions, got " +
                     std::to_string(img.dims().size()));
@@ -169,6 +175,10 @@ Dataset load_idx_pair(const std::filesystem::path& images, const std::filesystem
                         labels.string() + " holds " + std::to_string(lab.dims[0]) + " labels",
                     "the two files must come from the same split (train or t10k)");
   }
+  lab.bytes.reserve(static_cast<std::size_t>(n));
+  lab_reader.read_payload([&](const std::uint8_t* data, std::size_t bytes) {
+    lab.bytes.insert(lab.bytes.end(), data, data + bytes);
+  });
   for (std::int64_t i = 0; i < n; ++i) {
     if (lab.bytes[i] >= num_classes) {
       throw DataError(labels.string() + ": label " + std::to_string(lab.bytes[i]) + " at index " +

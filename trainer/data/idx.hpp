@@ -18,6 +18,9 @@ struct IdxArray {
 // expected vs got for a missing file, a wrong magic or a truncated payload.
 IdxArray read_idx(const std::filesystem::path& path);
 
+// The dimensions an IDX file's header declares (the payload is not read).
+std::vector<std::int64_t> idx_shape(const std::filesystem::path& path);
+
 // Reads an images file ([n, rows, cols]) and a labels file ([n]) into a dataset with pixel
 // values scaled to [0, 1]; checks that the counts agree and labels are < num_classes. With
 // max_examples > 0 only the first max_examples examples are kept (data.train_limit: the rest

@@ -112,11 +112,27 @@ Splits load_splits_unchecked(const trainer::DataConfig& config, std::uint64_t se
     }
   } else {
     const std::filesystem::path dir = config.path;
-    full = load_idx_pair(find_idx(dir, "train-images-idx3-ubyte"),
-                         find_idx(dir, "train-labels-idx1-ubyte"), 10, config.dataset,
+    const auto train_images = find_idx(dir, "train-images-idx3-ubyte"),
+               test_images = find_idx(dir, "t10k-images-idx3-ubyte");
+    // The image shapes before any pixel: a 261 KB gzip declaring 16384 x 16384 training images
+    // took 1 GB before the shapes were compared (2026-11-30 audit).
+    const auto image_shape = [](const std::filesystem::path& file) {
+      std::string text;
+      const auto dims = idx_shape(file);
+      for (std::size_t i = 1; i < dims.size(); ++i)
+        text += (i > 1 ? "x" : "") + std::to_string(dims[i]);
+      return text;
+    };
+    if (const std::string train = image_shape(train_images), test = image_shape(test_images);
+        train != test) {
+      throw DataError(train_images.string() + " declares " + train + " images, " +
+                          test_images.string() + " " + test,
+                      "the test files must have the training files' layout");
+    }
+    full = load_idx_pair(train_images, find_idx(dir, "train-labels-idx1-ubyte"), 10, config.dataset,
                          config.train_limit);
-    s.test = load_idx_pair(find_idx(dir, "t10k-images-idx3-ubyte"),
-                           find_idx(dir, "t10k-labels-idx1-ubyte"), 10, config.dataset + "-test");
+    s.test = load_idx_pair(test_images, find_idx(dir, "t10k-labels-idx1-ubyte"), 10,
+                           config.dataset + "-test");
   }
   if (s.test.n > 0 && s.test.dim != full.dim) {
     throw DataError(config.dataset + ": test examples have " + std::to_string(s.test.dim) +

@@ -147,7 +147,7 @@ TrialResult read_trial_result(const Trial& trial, const fs::path& run_dir, bool 
   } catch (const nlohmann::json::exception& e) {
     r.unreadable = text.empty() ? "empty" : "not JSON: " + std::string(e.what());
   } catch (const std::exception& e) {
-    r.unreadable = e.what();
+    r.unreadable = "unreadable (" + std::string(e.what()) + ")";  // "summary.json is unreadable"
   }
   if (!r.unreadable.empty()) {
     r.status = "running";  // unreadable: treat as unfinished, it will be redone
@@ -169,6 +169,17 @@ TrialResult read_trial_result(const Trial& trial, const fs::path& run_dir, bool 
     return s.contains(k) && s[k].is_number() ? s[k].get<double>()
                                              : std::numeric_limits<double>::quiet_NaN();
   };
+  // An edited step to the target ("45", 1e308, -45, null, past the trial) read as none, and the
+  // first raw evaluation at the target took its place: the fit moved without a word (2026-11-30
+  // audit). A summary that holds one out of range is run again, as an unreadable one.
+  if (const std::int64_t at = get_int("steps_to_target");
+      text_field(s, "status", "") == "reached_target" && s.contains("steps_to_target") &&
+      (at < 1 || (trial.steps > 0 && at > trial.steps))) {
+    r.unreadable = "not what lbt wrote: its steps_to_target " + s["steps_to_target"].dump() +
+                   " is no step from 1 to " + std::to_string(trial.steps);
+    r.status = "running";
+    return r;
+  }
   r.status = text_field(s, "status", "running");
   r.steps = get_int("steps");
   r.steps_to_target = get_int("steps_to_target");

@@ -108,6 +108,9 @@ void Config::set(std::string_view assignment) {
   }
   try {
     toml::table parsed = toml::parse("v = " + value);
+    if (parsed.size() != 1)  // a newline, then a key: that key was dropped without a word
+      throw ConfigError("--set " + key + "=...: the value holds more than one TOML value",
+                        "give one key per --set");
     insert_at(impl_->root, key, std::move(*parsed.get("v")));
   } catch (const toml::parse_error&) {
     if (const ValueProblem problem = unparsed_value_problem(key, value); !problem.what.empty())
@@ -299,7 +302,7 @@ std::string Config::source_of(std::string_view key) const {
 
 std::vector<std::string> Config::validate(const Schema& schema) {
   std::vector<std::string> leaves;
-  collect_leaves(impl_->root, "", leaves);
+  collect_leaves(impl_->root, std::nullopt, leaves);
   const std::vector<std::string> sections = schema.sections();
   std::erase_if(leaves, [&](const std::string& leaf) {  // a known section left empty: [model]
     return find_node(impl_->root, leaf)->is_table() &&

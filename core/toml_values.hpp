@@ -67,11 +67,13 @@ inline void erase_at(toml::table& root, std::string_view key) {
 }
 
 // The dotted keys of `table`'s values, an empty table ([model] with nothing under it) counting
-// as a value: a misspelled section must not pass unseen for being empty.
-inline void collect_leaves(const toml::table& table, const std::string& prefix,
+// as a value: a misspelled section must not pass unseen for being empty. `prefix` is the
+// table's own key, nullopt at the root: a key named "" ("".optimizer.lr, --set .optimizer.lr)
+// read as optimizer.lr, found, and its value was never used (2026-11-30 audit).
+inline void collect_leaves(const toml::table& table, const std::optional<std::string>& prefix,
                            std::vector<std::string>& out) {
   for (auto&& [k, v] : table) {
-    std::string key = prefix.empty() ? std::string(k.str()) : prefix + "." + std::string(k.str());
+    std::string key = prefix ? *prefix + "." + std::string(k.str()) : std::string(k.str());
     if (const toml::table* sub = v.as_table(); sub && !sub->empty()) {
       collect_leaves(*sub, key, out);
     } else {

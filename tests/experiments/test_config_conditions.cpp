@@ -188,3 +188,16 @@ BOOST_AUTO_TEST_CASE(zero_lr_trials_are_refused_as_zero) {
     BOOST_TEST(contains(e.what(), "sweep.lr_trials must be >= 1, got 0"), e.what());
   }
 }
+
+// A key with an empty part and a --set value that holds a second key were taken and never used:
+// --set .optimizer.lr=7 ran at 0.1 (2026-11-30 audit).
+BOOST_AUTO_TEST_CASE(a_key_with_an_empty_part_or_a_set_of_two_keys_is_refused) {
+  BOOST_TEST(contains(error_of("", {".optimizer.lr=7"}), "unknown config key '.optimizer.lr'"));
+  BOOST_TEST(contains(error_of("\"\".optimizer.lr = 7\n"), "unknown config key '.optimizer.lr'"));
+  try {
+    load("", {"train.steps=5\noptimizer.lr=3"});
+    BOOST_FAIL("taken");
+  } catch (const lbt::ConfigError& e) {
+    BOOST_TEST(contains(e.what(), "the value holds more than one TOML value"), e.what());
+  }
+}

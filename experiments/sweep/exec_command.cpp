@@ -23,6 +23,22 @@ bool shell_only_word(const std::string& w) {
   return std::find(kWords.begin(), kWords.end(), w) != kWords.end();
 }
 
+// Whether the next word is code another interpreter parses: after `sh -c`, `bash -lc`,
+// `python3 -u -c` (a shell's or Python's -c, not a program's own -c FILE), or after `eval`.
+bool takes_code(const std::vector<std::string>& words) {
+  if (std::find(words.begin(), words.end(), "eval") != words.end()) return true;
+  const auto is_option = [](const std::string& w) { return w.size() >= 2 && w[0] == '-'; };
+  const std::string& flag = words.back();
+  if (!is_option(flag) || flag[1] == '-' || flag.back() != 'c') return false;
+  auto program = words.rbegin();
+  while (program != words.rend() && is_option(*program)) ++program;
+  if (program == words.rend()) return false;
+  const std::string name = fs::path(*program).filename().string();
+  for (const char* shell : {"sh", "bash", "dash", "zsh", "ksh"})
+    if (name == shell) return true;
+  return name.starts_with("python");  // python3, python3.11
+}
+
 bool is_name(const std::string& s) {
   if (s.empty() || std::isdigit(static_cast<unsigned char>(s[0]))) return false;
   return std::all_of(s.begin(), s.end(), [](char c) {
@@ -92,6 +108,16 @@ class TemplateScanner {
                                    : "unknown placeholder {" + name + "}";
       throw ConfigError("--exec: " + what,
                         "use one of " + known + "; write a literal brace as {{ or }}");
+    }
+    // Substituted into code another interpreter parses (bash -c '... {run_dir}'), a value is
+    // code there: a directory named $(cmd) ran cmd (2026-11-30 audit).
+    if (!words_.empty() && takes_code(words_)) {
+      throw ConfigError("--exec: {" + name + "} is inside the code given to " + words_.back() +
+                            " (another shell or interpreter parses it): its value would be read "
+                            "as code there",
+                        "pass values as the inner command's arguments: bash -c 'prog \"$1\"' _ "
+                        "{" +
+                            name + "}");
     }
     word_ += it->second;
     in_word_ = true;

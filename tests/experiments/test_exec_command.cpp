@@ -86,4 +86,25 @@ BOOST_AUTO_TEST_CASE(unterminated_quotes_unknown_placeholders_and_empty_commands
   BOOST_CHECK_THROW(build_exec_command("  ", kValues), lbt::ConfigError);
 }
 
+// A value inside code another interpreter parses is code there: with --out "a$(touch PWNED)",
+// bash -c 'prog {run_dir}' ran touch (2026-11-30 audit). Refused; a program's own -c FILE and
+// the value passed as the inner shell's argument are not.
+BOOST_AUTO_TEST_CASE(a_placeholder_inside_code_for_another_interpreter_is_refused) {
+  for (const char* t : {"bash -c 'prog {run_dir}'", "srun bash -lc \"prog {lr}\"",
+                        "/usr/bin/python3 -u -c 'run(\"{run_dir}\")'", "eval prog {run_dir}"}) {
+    try {
+      build_exec_command(t, kValues);
+      BOOST_FAIL(t);
+    } catch (const lbt::ConfigError& e) {
+      BOOST_TEST(
+          std::string(e.what()).find("its value would be read as code there") != std::string::npos,
+          e.what());
+    }
+  }
+  const auto argument = build_exec_command("bash -c 'prog \"$1\"' _ {run_dir}", kValues);
+  BOOST_TEST(argument.argv.back() == kValues.at("run_dir"));
+  BOOST_TEST(build_exec_command("python3 train.py -c {run_dir}/cfg.yaml", kValues).argv[3] ==
+             kValues.at("run_dir") + "/cfg.yaml");
+}
+
 BOOST_AUTO_TEST_SUITE_END()

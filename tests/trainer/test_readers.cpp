@@ -10,6 +10,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -18,6 +19,7 @@
 #include "trainer/data/augment.hpp"
 #include "trainer/data/cifar10.hpp"
 #include "trainer/data/csv.hpp"
+#include "trainer/data/load.hpp"
 #include "trainer/data/npy.hpp"
 
 using namespace lbt;
@@ -142,6 +144,15 @@ BOOST_AUTO_TEST_CASE(a_missing_relative_path_names_the_working_directory) {
              relative);
   const std::string absolute = data_error_of([] { data::read_npy("/no-such-dir/x.npy"); });
   BOOST_TEST(!has(absolute, "working directory"), absolute);
+}
+
+// 2^63 - 1 synthetic examples: examples x features passed int64, "vector::_M_default_append",
+// exit 1 (2026-11-30 audit).
+BOOST_AUTO_TEST_CASE(synthetic_examples_past_any_memory_say_so) {
+  trainer::DataConfig config{.dataset = "synthetic-regression"};
+  config.synthetic_examples = std::numeric_limits<std::int64_t>::max();
+  const std::string error = data_error_of([&] { data::load_splits(config, 0); });
+  BOOST_TEST(has(error, "features do not fit in this process's memory"), error);
 }
 
 BOOST_AUTO_TEST_CASE(csv_missing_fields_non_numbers_and_unknown_columns_name_file_and_line) {

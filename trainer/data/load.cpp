@@ -3,7 +3,9 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <new>
 #include <numeric>
+#include <stdexcept>
 #include <utility>
 
 #include "core/error.hpp"
@@ -119,8 +121,10 @@ Splits load_splits_unchecked(const trainer::DataConfig& config, std::uint64_t se
     const auto image_shape = [](const std::filesystem::path& file) {
       std::string text;
       const auto dims = idx_shape(file);
-      for (std::size_t i = 1; i < dims.size(); ++i)
-        text += (i > 1 ? "x" : "") + std::to_string(dims[i]);
+      for (std::size_t i = 1; i < dims.size(); ++i) {
+        if (i > 1) text += 'x';  // not ("x" or "") + ...: GCC 12's -Wrestrict false positive
+        text += std::to_string(dims[i]);
+      }
       return text;
     };
     if (const std::string train = image_shape(train_images), test = image_shape(test_images);
@@ -172,7 +176,11 @@ Splits load_splits_unchecked(const trainer::DataConfig& config, std::uint64_t se
 
 Splits load_splits(const trainer::DataConfig& config, std::uint64_t seed) {
   try {
-    return load_splits_unchecked(config, seed);
+    try {
+      return load_splits_unchecked(config, seed);
+    } catch (const std::length_error&) {  // a size past any vector's: as large as no memory holds
+      throw std::bad_alloc();
+    }
   } catch (const std::bad_alloc&) {
     // A bare "std::bad_alloc", exit 1, named nothing: an IDX gzip of 1 MB whose header promised
     // 1.4M images peaked at 8.65 GB before (2026-11-29 audit).

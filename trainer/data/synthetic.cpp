@@ -1,6 +1,8 @@
 // Synthetic linear regression; see synthetic.hpp.
 #include "trainer/data/synthetic.hpp"
 
+#include <limits>
+#include <new>
 #include <random>
 
 #include "core/rng.hpp"
@@ -21,6 +23,8 @@ LinearRegressionProblem make_linear_regression(std::int64_t examples, std::int64
   d.dim = dim;
   d.shape = {dim};
   d.target_dim = 1;
+  // examples x dim past int64 wrapped (2^63 - 1 examples): as large as no memory holds.
+  if (dim > 0 && examples > std::numeric_limits<std::int64_t>::max() / dim) throw std::bad_alloc();
   d.x.resize(static_cast<std::size_t>(examples * dim));
   d.targets.resize(static_cast<std::size_t>(examples));
   for (std::int64_t i = 0; i < examples; ++i) {

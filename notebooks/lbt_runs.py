@@ -62,7 +62,7 @@ def read_jsonl(path: str | os.PathLike, key: str | tuple[str, ...] = "step") -> 
                 continue
             try:
                 rec = json.loads(line)
-            except json.JSONDecodeError:
+            except (json.JSONDecodeError, RecursionError):  # nested past Python's stack
                 continue
             if not isinstance(rec, dict) or (len(fields) > 1 and fields[-1] not in rec):
                 continue
@@ -98,6 +98,8 @@ def read_json(path: str | os.PathLike) -> dict | None:
             why = f"holds a JSON {type(data).__name__}, not the object lbt writes"
         except (json.JSONDecodeError, UnicodeDecodeError) as e:
             why = f"does not parse as JSON ({e})"
+        except RecursionError:  # a RecursionError escaped load_run (2026-11-30 audit)
+            why = "nests deeper than Python's parser reads"
     fix = "lbt fit SWEEP_DIR rewrites fit.json" if path.name == "fit.json" else \
         "rerun the lbt command that wrote it"
     raise ValueError(f"{path} {why}: the file was cut short, edited or replaced; {fix}")

@@ -197,7 +197,8 @@ class RunDirectoriesTest(unittest.TestCase):
         with tempfile.TemporaryDirectory() as tmp:
             log = Path(tmp) / "eval.jsonl"
             log.write_bytes(b'{"step": 2, "val_loss": 0.5}\n[1, 2]\n"text"\n{"step": "3"}\n'
-                            b'{"step": 1, "val_loss": 0.7}\n\xff\xfe{"step": 4}\n')
+                            b'{"step": 1, "val_loss": 0.7}\n\xff\xfe{"step": 4}\n' +
+                            b"[" * 100000 + b"]" * 100000 + b"\n")
             frame = lbt.read_jsonl(log)
             self.assertEqual(list(frame["step"]), [1, 2])
             fifo = Path(tmp) / "noise.jsonl"
@@ -211,7 +212,9 @@ class RunDirectoriesTest(unittest.TestCase):
             run = Path(tmp)
             (run / "eval.jsonl").write_text('{"step": 1}\n')
             summary = run / "summary.json"
-            for content in (b"[1, 2]\n", b'{"status": "\xff"}\n', None):
+            # Nested past Python's stack: a bare RecursionError (2026-11-30 audit).
+            deep = b'{"a": ' + b"[" * 100000 + b"]" * 100000 + b"}"
+            for content in (b"[1, 2]\n", b'{"status": "\xff"}\n', deep, None):
                 if content is None:
                     summary.unlink()
                     summary.mkdir()

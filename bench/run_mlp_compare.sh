@@ -11,13 +11,15 @@ before=$(realpath "$1")/bench/bench_mlp_step
 after=$(realpath "$2")/bench/bench_mlp_step
 batches=${BATCHES:-32,128,512,2048}
 for path in ${PATHS:-native avx2}; do
+  # lbt_env after torch_env.sh, which sets its own (it undid LBT_CPU=avx2 here: the AVX2 rows
+  # of 2026-11-26/27 ran lbt's AVX-512 path; 2026-11-30 audit).
   if [[ $path == avx2 ]]; then
-    lbt_env="env LBT_CPU=avx2 OPENBLAS_CORETYPE=Haswell"
     TORCH_ISA=avx2 source bench/reference/torch_env.sh
+    lbt_env="env LBT_CPU=avx2 OPENBLAS_CORETYPE=Haswell"
     torch_label=torch_best_avx2
   else
-    lbt_env="env -u OPENBLAS_CORETYPE"
     source bench/reference/torch_env.sh
+    lbt_env="env -u OPENBLAS_CORETYPE"
     torch_label=torch_best
   fi
   echo "== $path path"

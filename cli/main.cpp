@@ -100,7 +100,9 @@ const char* const kExitCodes =
 // --version's GEMM line: the library and what chose it. It read "gemm onednn (LBT_GEMM=openblas:
 // OpenBLAS)", as if the variable were set.
 std::string gemm_line() {
-  const std::string backend = lbt::gemm_backend();
+  // OpenBLAS picks its kernels by CPUID, whatever LBT_CPU says (OPENBLAS_CORETYPE chooses).
+  const std::string core = lbt::gemm_core();
+  const std::string backend = lbt::gemm_backend() + (core.empty() ? "" : " " + core + " kernels");
   if (backend == "onednn") return "gemm onednn (LBT_GEMM=openblas runs OpenBLAS instead)";
   if (std::getenv("LBT_GEMM") && lbt::kernel_choice(lbt::KernelChoice::kGemm) == "openblas")
     return "gemm " + backend + " (set by LBT_GEMM=openblas)";

@@ -24,6 +24,7 @@ void cblas_sgemm(CBLAS_ORDER order, CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, int 
                  float alpha, const float* a, int lda, const float* b, int ldb, float beta,
                  float* c, int ldc);
 void openblas_set_num_threads(int threads);
+char* openblas_get_corename(void);
 }
 #endif
 
@@ -177,6 +178,13 @@ const char* gemm_backend() {
 #else
   return "eigen";
 #endif
+}
+
+std::string gemm_core() {
+#ifdef LBT_HAVE_OPENBLAS
+  if (!gemm_by_dnnl()) return openblas_get_corename();
+#endif
+  return "";
 }
 
 }  // namespace lbt

@@ -2,6 +2,7 @@
 // Hands the product to OpenBLAS when built with it (faster on this machine's AVX-512 than
 // Eigen's own kernel, shared/BENCHMARKING.md), else to Eigen. Threads: set_num_threads.
 #pragma once
+#include <string>
 
 namespace lbt {
 
@@ -19,5 +20,8 @@ void sgemm(bool trans_a, bool trans_b, int m, int n, int k, float alpha, const f
 void set_num_threads(int threads);
 int num_threads();
 const char* gemm_backend();
+// The kernels OpenBLAS chose for this CPU ("Haswell", "Cooperlake"; OPENBLAS_CORETYPE sets
+// them), which LBT_CPU does not: "" where GEMMs are not OpenBLAS's.
+std::string gemm_core();
 
 }  // namespace lbt

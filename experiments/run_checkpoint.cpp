@@ -268,7 +268,8 @@ void restore_from(const std::filesystem::path& run_dir, const trainer::LoadedChe
   }
   // A checkpoint from before 2026-11-29 names no kernels (a resume on other ones was taken
   // silently, and its numbers left the uninterrupted run's by 7e-7 at once).
-  if (h.contains("kernels") && h.at("kernels").get<std::string>() != identity.kernels.text) {
+  if (h.contains("kernels") &&
+      !same_kernels(h.at("kernels").get<std::string>(), identity.kernels.text)) {
     throw ConfigError(where + " was written with " + h.at("kernels").get<std::string>() +
                           "; this run would use " + identity.kernels.text +
                           ", which sum in another order: a resume would not continue bit for bit",

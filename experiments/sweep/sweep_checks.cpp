@@ -382,7 +382,7 @@ void warn_other_kernels(const std::vector<TrialResult>& results, const fs::path&
   for (const TrialResult& r : results) {
     if (!is_final_status(r.status)) continue;
     const std::string kernels = trial_summary_text(trials_dir / r.trial.name, "kernels");
-    if (kernels.empty() || kernels == now.text) continue;  // "": recorded since 2026-11-29
+    if (kernels.empty() || same_kernels(kernels, now.text)) continue;  // "": before 2026-11-29
     theirs = kernels;
     names.push_back(r.trial.name);
   }

@@ -149,13 +149,13 @@ PreparedTrial prepare_trial_dir(const fs::path& trial_dir, int threads) {
   // took the directory after the sweep looked (a resume of the trial by hand) holds the lock,
   // and this throws the ConfigError naming it before anything is removed.
   PreparedTrial prepared{false, lock_run_directory(trial_dir)};
-  const auto same_kernels = [&] {  // read only where the rest allows a resume
+  const auto on_these_kernels = [&] {  // read only where the rest allows a resume
     const std::string kernels = trial_summary_text(trial_dir, "kernels");  // "": before 11-29
-    return kernels.empty() || kernels == kernel_identity().text;
+    return kernels.empty() || lbt::same_kernels(kernels, kernel_identity().text);
   };
   prepared.resume = !trainer::list_checkpoints(trial_dir / "checkpoints").empty() &&
                     trial_summary_text(trial_dir, "status") != "failed" &&
-                    trial_threads(trial_dir) == std::to_string(threads) && same_kernels();
+                    trial_threads(trial_dir) == std::to_string(threads) && on_these_kernels();
   if (prepared.resume) return prepared;
   // A torn run of a killed sweep, a failed trial (--retry-failed) or one stopped under another
   // --jobs or other kernels (LBT_CPU, LBT_GEMM: it continued silently, its numbers those of

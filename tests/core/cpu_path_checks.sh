@@ -42,9 +42,9 @@ expect "unknown path" 2 "^error: LBT_CPU=sse9 is not a CPU path$" \
 
 # The kernel choices (core/kernel_choice.hpp): a value each takes is used, a misspelt one refused
 # at start (error and hint lines, exit 2) rather than read as the default.
-expect "LBT_GEMM=openblas" 0 "^gemm openblas \(set by LBT_GEMM=openblas\)$" \
+expect "LBT_GEMM=openblas" 0 "^gemm openblas( [A-Za-z0-9]+ kernels)? \(set by LBT_GEMM=openblas\)$" \
   env LBT_GEMM=openblas "$lbt" --version
-expect "the GEMM by default" 0 "^gemm (onednn \(LBT_GEMM=openblas runs OpenBLAS instead|openblas \(oneDNN's GEMM runs on the AVX-512 path)" \
+expect "the GEMM by default" 0 "^gemm (onednn \(LBT_GEMM=openblas runs OpenBLAS instead|openblas( [A-Za-z0-9]+ kernels)? \(oneDNN's GEMM runs on the AVX-512 path)" \
   env -u LBT_GEMM "$lbt" --version
 for bad in LBT_GEMM=openbals LBT_CONV=onednn2 LBT_CUDNN_ALGOS=fast; do
   out=$(env "$bad" "$lbt" --version 2>&1); rc=$?

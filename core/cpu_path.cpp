@@ -3,6 +3,8 @@
 // is missing, on the CPU that lacks what the rest of the program was compiled for.
 #include "core/cpu_path.hpp"
 
+#include <dlfcn.h>
+
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -93,10 +95,21 @@ bool runs(CpuPath path) {
 #endif
 }
 
+// cpu_path_refusal(): a plain buffer, zero before any constructor runs (a std::string here could
+// be initialised after choose_cpu_path, wiping it).
+char refusal[512];
+
 // Before main, so nothing can catch it: one line and exit code 2, as for a bad option.
-// One error line and its hint, as every lbt error (cli/main.cpp), before main runs.
-[[noreturn]] void refuse(const char* hint, const char* a, const char* b = "", const char* c = "",
-                         const char* d = "") {
+// One error line and its hint, as every lbt error (cli/main.cpp), before main runs. Inside a
+// Python process (`import lbt`; the interpreter's symbols are there) exiting killed the
+// interpreter, a notebook's kernel with it: the refusal is kept for the module to raise, and
+// the generic path, which every CPU runs, stands in until then.
+void refuse(const char* hint, const char* a, const char* b = "", const char* c = "",
+            const char* d = "") {
+  if (::dlsym(RTLD_DEFAULT, "Py_IsInitialized")) {
+    std::snprintf(refusal, sizeof refusal, "%s%s%s%s (%s)", a, b, c, d, hint);
+    return;
+  }
   std::fprintf(stderr, "error: %s%s%s%s\nhint: %s\n", a, b, c, d, hint);
   std::fflush(stderr);
   std::_Exit(2);
@@ -121,12 +134,15 @@ CpuPath parse_forced(const char* value) {
     if (std::strcmp(value, cpu_path_name(p)) != 0) continue;
     char lacks[128];
     missing(needs(p), lacks, sizeof lacks);
-    if (lacks[0] != '\0')
+    if (lacks[0] != '\0') {
       refuse("unset LBT_CPU (lbt runs the best path this CPU has), or force a path it can run",
              "LBT_CPU=", value, ": this CPU lacks ", lacks);
+      return CpuPath::kGeneric;
+    }
     return p;
   }
   refuse("LBT_CPU=avx512, avx2 or generic, or unset it", "LBT_CPU=", value, " is not a CPU path");
+  return CpuPath::kGeneric;
 }
 
 __attribute__((constructor(101))) void choose_cpu_path() {
@@ -148,6 +164,10 @@ __attribute__((constructor(101))) void choose_cpu_path() {
 }
 
 }  // namespace
+
+std::string cpu_path_refusal() {
+  return refusal;
+}
 
 const char* cpu_path_name(CpuPath path) {
   switch (path) {

@@ -6,6 +6,7 @@
 #include <sstream>
 #include <string>
 
+#include "core/cpu_path.hpp"
 #include "core/error.hpp"
 #include "python/bindings.hpp"
 
@@ -49,6 +50,8 @@ void bad_argument(const std::string& function, const std::string& message) {
 }  // namespace lbt::python
 
 PYBIND11_MODULE(_lbt, m) {
+  // A refused LBT_CPU ended the interpreter at the library's load (core/cpu_path.cpp).
+  if (!lbt::cpu_path_refusal().empty()) throw py::import_error(lbt::cpu_path_refusal());
   m.doc() = "lbt: gradient noise scale, LR schedules and the critical-batch fit, in C++";
   register_errors(m);
   lbt::python::bind_noise(m);

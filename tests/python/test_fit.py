@@ -5,6 +5,7 @@ import json
 import os
 import shutil
 import subprocess
+import sys
 import tempfile
 import unittest
 from pathlib import Path
@@ -136,6 +137,18 @@ class FitCriticalBatchTest(unittest.TestCase):
         self.assertIsNone(hi)
         self.assertTrue(0 < lo <= fit["B_crit"], (lo, fit["B_crit"]))
         self.assertEqual(fit["intervals"]["S_min"][0], 0.0)  # those resamples' S_min is 0
+
+
+class ImportTest(unittest.TestCase):
+    def test_a_refused_cpu_path_raises_import_error_and_leaves_python_running(self):
+        # LBT_CPU=avx2x ended the interpreter at import (exit 2 from the library's load), a
+        # notebook's kernel with it (2026-11-30 audit).
+        code = ("try:\n    import lbt\nexcept ImportError as e:\n    print('ImportError:', e)\n"
+                "print('alive')\n")
+        out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                             env={**os.environ, "LBT_CPU": "avx2x"}, check=True).stdout
+        self.assertIn("ImportError: LBT_CPU=avx2x is not a CPU path", out)
+        self.assertIn("alive", out)
 
 
 class FitSweepTest(unittest.TestCase):

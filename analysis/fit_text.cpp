@@ -137,4 +137,32 @@ std::string format_fit_line(const nlohmann::json& fit) {
   return line;
 }
 
+std::string format_measured_noise(const nlohmann::json& fit) {
+  const auto& ci = fit["intervals"];
+  const auto& coverage = fit["interval_coverage"];
+  const double level = ci.value("level", 0.95);
+  const auto held = [&](const char* key) {  // a value, or a bound only (it was left out then)
+    return fit.contains(key) && (!fit[key].is_null() || ci[key].is_array());
+  };
+  std::string out;
+  if (held("B_simple")) {
+    out +=
+        "  measured B_simple (averaged over training, median of " +
+        std::to_string(fit["B_simple_trials"].get<int>()) + " best trials) = " +
+        measured_text(fit["B_simple"], ci["B_simple"], coverage_note(coverage["B_simple"], level)) +
+        ", B_crit / B_simple = " +
+        measured_text(fit["b_crit_over_b_simple"], ci["b_crit_over_b_simple"],
+                      coverage_note(coverage["b_crit_over_b_simple"], level, true)) +
+        "\n";
+  }
+  if (held("B_noise_measured")) {
+    out += "  measured B_noise (the Hessian probes, median of " +
+           std::to_string(fit["B_noise_measured_trials"].get<int>()) + " best trials) = " +
+           measured_text(fit["B_noise_measured"], ci["B_noise_measured"],
+                         coverage_note(coverage["B_noise_measured"], level)) +
+           "\n";
+  }
+  return out;
+}
+
 }  // namespace lbt::analysis

@@ -139,4 +139,10 @@ std::string measured_text(const nlohmann::json& value, const nlohmann::json& ci,
 // bound (the ratio to B_crit); "" where null.
 std::string coverage_note(const nlohmann::json& coverage, double level, bool lower_bound = false);
 
+// The noise the sweep's best trials measured, as `lbt fit` and `lbt sweep` print it: a line for
+// B_simple (with B_crit / B_simple) and one for the Hessian probes' B_noise, each where fit.json
+// holds it (a value or a bound); "" where it holds neither (lbt sweep left them out, and neither
+// printed B_noise: 2026-11-30 audit).
+std::string format_measured_noise(const nlohmann::json& fit);
+
 }  // namespace lbt::analysis

@@ -66,23 +66,7 @@ void add_fit_command(CLI::App& app) {
       if (!r["from"].is_null() && r["to"] != r["from"]) range += " .. " + batch(r["to"]);
       std::printf("  %-25s B %s%s\n", name, range.c_str(), weakest_share_text(r).c_str());
     }
-    // Printed where measured, also where only bounded below (it was left out then).
-    const auto& ci = fit["intervals"];
-    if (!fit["B_simple"].is_null() || ci["B_simple"].is_array()) {
-      const auto& coverage = fit["interval_coverage"];
-      const double level = ci.value("level", 0.95);
-      std::printf(
-          "  measured B_simple (averaged over training, median of %d best trials) = %s, "
-          "B_crit / B_simple = %s\n",
-          fit["B_simple_trials"].get<int>(),
-          analysis::measured_text(fit["B_simple"], ci["B_simple"],
-                                  analysis::coverage_note(coverage["B_simple"], level))
-              .c_str(),
-          analysis::measured_text(
-              fit["b_crit_over_b_simple"], ci["b_crit_over_b_simple"],
-              analysis::coverage_note(coverage["b_crit_over_b_simple"], level, true))
-              .c_str());
-    }
+    std::printf("%s", analysis::format_measured_noise(fit).c_str());
     if (!a->no_plots) {
       const std::string warning = experiments::make_sweep_plots(a->dir);
       if (!warning.empty()) std::fprintf(stderr, "warning: %s\n", warning.c_str());

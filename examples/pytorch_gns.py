@@ -73,7 +73,8 @@ def main():
             b_simple = gns.b_simple()
             print(f"step {step:4d}  loss {loss.item():.3f}  B_simple "
                   f"{'unresolved' if b_simple is None else f'{b_simple:.0f}'}  95% "
-                  f"[{'-' if lo is None else f'{lo:.0f}'}, {'inf' if hi is None else f'{hi:.0f}'}]")
+                  f"[{'none' if lo is None else f'{lo:.0f}'}, "
+                  f"{'open' if hi is None else f'{hi:.0f}'}]")  # None: no bound, not infinity
 
 
 if __name__ == "__main__":

@@ -56,8 +56,10 @@ std::string noise_recommendation(const NoiseRunResult& result) {
   // the loss falls: a probe from the start would understate it).
   const bool b_noise_now = result.b_noise_step + result.window_steps >= result.last_step;
   if (b_noise_now && std::isfinite(result.final_b_noise) && std::isfinite(result.b_noise_high)) {
-    const std::string b_simple =
+    // "-" is the table's empty cell; in a sentence it read "reads -: it equals" (2026-11-30).
+    std::string b_simple =
         estimate_text(result.final_b_simple, result.final_low, result.final_high);
+    if (b_simple == "-") b_simple = "nothing yet (no window of measurements has ended)";
     std::snprintf(
         buf, sizeof buf,
         "Recommendation: the critical batch size is about B_noise (McCandlish et al. 2018), "

@@ -232,7 +232,7 @@ def draw_noise(ax, data):
                       and r["b_simple_ema_ci95"][0] > 0]
         if ema_bounds:
             s, b = zip(*ema_bounds)
-            ax.plot(s, b, "v", color=color, mfc="none", ms=4,
+            ax.plot(s, b, "^", color=color, mfc="none", ms=4,  # a lower bound, as above
                     label=f"B_simple averaged unresolved ({name}): >= the triangle")
     draw_b_noise(ax, data.get("hessian", []))
 

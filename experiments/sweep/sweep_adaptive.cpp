@@ -108,8 +108,9 @@ std::string format_adaptive_table(const nlohmann::json& a) {
   std::string out = "adaptive (" + std::to_string(a["seeds_reached"].get<int>()) + "/" +
                     std::to_string(a["seeds"].size()) +
                     " seeds reached the target; median [min, max]):\n";
-  out += "  steps to target     " + spread(a["steps_to_target"], "%.0f") + "\n";
-  out += "  examples to target  " + spread(a["examples_to_target"], "%.0f") + "\n";
+  // %.10g: a median of two seeds may be a half (64.5 printed "64", adaptive.json 64.5).
+  out += "  steps to target     " + spread(a["steps_to_target"], "%.10g") + "\n";
+  out += "  examples to target  " + spread(a["examples_to_target"], "%.10g") + "\n";
   out += "  gamma predicted     " + spread(a["gamma_predicted"], "%.3f") +
          " (the sqrt rule's product under the model)\n";
   out += "  product predicted   " + spread(a["product_predicted"], "%.3f") +

@@ -58,8 +58,8 @@ std::string reading_columns(const TrialResult& r) {
   return out;
 }
 
-// An interval's two cells: empty where not recorded or not resolved (null), "inf" for a ratio's
-// upper bound that is unbounded (Fieller's, while |G|^2 is within noise of 0).
+// An interval's two cells: empty where not recorded or not resolved (null; Fieller's upper bound
+// while |G|^2 is within noise of 0).
 std::string interval_columns(const TrialNoise::Interval& ci) {
   std::string out;
   return out.append(",").append(csv_number(ci.lo)).append(",").append(csv_number(ci.hi));

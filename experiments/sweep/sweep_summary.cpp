@@ -27,6 +27,9 @@ void summarise_sweep(const std::filesystem::path& dir, const std::vector<TrialRe
   std::string why_skipped;
   const nlohmann::json fit = refit_sweep(dir, why_skipped);  // null when skipped
   out.fit_note = fit.is_null() ? "skipped: " + why_skipped : analysis::format_fit_line(fit);
+  if (const std::string noise = fit.is_null() ? "" : analysis::format_measured_noise(fit);
+      !noise.empty())
+    out.fit_note += "\n" + noise.substr(0, noise.size() - 1);  // printed "fit: NOTE\n"
   // sweep.adaptive: the adaptive trials against the fit (adaptive.json).
   if (const nlohmann::json a = write_adaptive_json(dir, results, fit); !a.is_null())
     out.adaptive_table = format_adaptive_table(a);

@@ -74,7 +74,7 @@ HessianNoise hessian_noise_from_products(std::span<const double> M, std::size_t 
   const auto [T, Q] = trace_and_gHg(M, K, b, K);
   h.tr_H_sigma = T;
   h.gHg = Q;
-  h.b_noise = h.ci_low = h.ci_high = kNaN;
+  h.b_noise = h.ci_low = h.ci_high = h.tr_H_sigma_half = h.gHg_half = kNaN;
   if (K < 3) return h;  // leave-one-out needs an off-diagonal pair in every subset
   // jackknife: Var = (K-1)/K sum_i (x_(i) - mean)^2 over the leave-one-out estimates
   std::vector<std::pair<double, double>> loo(K);
@@ -87,6 +87,9 @@ HessianNoise hessian_noise_from_products(std::span<const double> M, std::size_t 
   for (const auto& [t, q] : loo)
     vT += (t - mT) * (t - mT), vQ += (q - mQ) * (q - mQ), cov += (t - mT) * (q - mQ);
   const double scale = static_cast<double>(K - 1) / K;
+  const double t = t_quantile_975(static_cast<double>(K - 1));
+  h.tr_H_sigma_half = t * std::sqrt(vT * scale);
+  h.gHg_half = t * std::sqrt(vQ * scale);
   const RatioInterval ci =
       fieller_interval(T, Q, vT * scale, vQ * scale, cov * scale, static_cast<double>(K - 1));
   // As B_simple's (reported_ratio): tr(H Sigma) < 0 (H indefinite) gives no positive ratio,

@@ -23,6 +23,9 @@ void hessian_vector_product(const GradientFn& grad, std::span<const float> theta
 struct HessianNoise {
   double tr_H_sigma = 0.0;             // tr(H Sigma)
   double gHg = 0.0;                    // G^T H G
+  // Their 95% half-widths, t(K-1) over the jackknife's standard errors (NaN below K = 3): the
+  // probe wrote both as bare numbers (2026-11-30 audit).
+  double tr_H_sigma_half = 0.0, gHg_half = 0.0;
   double b_noise = 0.0;                // tr(H Sigma) / G^T H G; NaN when not resolved
   double ci_low = 0.0, ci_high = 0.0;  // 95% (Fieller over jackknife variances); high +inf
                                        // while not resolved (reported_ratio)

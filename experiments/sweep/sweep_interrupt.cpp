@@ -135,10 +135,9 @@ bool stopped_by_interrupt(const ChildExit& exit) {
 PreparedTrial prepare_trial_dir(const fs::path& trial_dir, int threads) {
   // A trial's directory is cleared before it runs: through a link (planted in a shared sweep
   // directory) that cleared the directory it points to, outside the sweep (2026-11-30 audit).
-  for (const fs::path& path : {trial_dir.parent_path(), trial_dir}) {
-    std::error_code ec;
-    if (!fs::is_symlink(path, ec)) continue;
-    throw ConfigError(path.string() +
+  // trials/ itself may be a link (the trials on another disk): only trials live there.
+  if (std::error_code ec; fs::is_symlink(trial_dir, ec)) {
+    throw ConfigError(trial_dir.string() +
                           " is a symbolic link: the sweep clears a trial's directory before the "
                           "trial runs, and would clear what the link points to",
                       "remove the link (the sweep makes the directory again), or use a new --out");

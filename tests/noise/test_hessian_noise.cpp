@@ -91,18 +91,29 @@ BOOST_AUTO_TEST_CASE(b_noise_interval_covers_the_closed_form_about_95_percent_of
   // covering when their lower end is below the truth, as the interval then says.
   const Regression p;
   const double b = 16, truth = p.closed_trace() / p.closed_gHg();
-  int covered = 0, unresolved = 0;
+  int covered = 0, unresolved = 0, trace_covered = 0, gHg_covered = 0;
   const int runs = 200;
+  const auto inside = [](double truth, double value, double half) {
+    return value - half <= truth && truth <= value + half;
+  };
   for (int seed = 0; seed < runs; ++seed) {
     const auto h =
         noise::hessian_noise_scale(p.oracle(), p.theta(), p.small_batches(40, 16, 1000 + seed), b);
     BOOST_TEST(h.ci_low >= 0.0);
     unresolved += !h.resolved;
     covered += h.ci_low <= truth && truth <= h.ci_high;
+    // The numerator's and denominator's own intervals (written since 2026-11-30).
+    trace_covered += inside(p.closed_trace(), h.tr_H_sigma, h.tr_H_sigma_half);
+    gHg_covered += inside(p.closed_gHg(), h.gHg, h.gHg_half);
   }
   BOOST_TEST_MESSAGE("B_noise interval covered the closed form in "
-                     << covered << " of " << runs << " (" << unresolved << " unresolved)");
+                     << covered << " of " << runs << " (" << unresolved << " unresolved); "
+                     << "tr(H Sigma)'s " << trace_covered << ", G^T H G's " << gHg_covered);
   BOOST_TEST(covered >= 179);
+  BOOST_TEST(trace_covered >= 179);  // 189 when written
+  // 179 when written (89.5%): a t interval over the jackknife runs a little short for the
+  // off-diagonal mean at K = 40, as docs/noise.md says; 170 would be ~85%.
+  BOOST_TEST(gHg_covered >= 170);
 }
 
 BOOST_AUTO_TEST_CASE(b_noise_is_unresolved_with_a_null_upper_end_when_the_gradient_is_noise) {

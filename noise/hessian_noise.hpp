@@ -21,8 +21,8 @@ void hessian_vector_product(const GradientFn& grad, std::span<const float> theta
                             std::vector<float>& scratch);
 
 struct HessianNoise {
-  double tr_H_sigma = 0.0;             // tr(H Sigma)
-  double gHg = 0.0;                    // G^T H G
+  double tr_H_sigma = 0.0;  // tr(H Sigma)
+  double gHg = 0.0;         // G^T H G
   // Their 95% half-widths, t(K-1) over the jackknife's standard errors (NaN below K = 3): the
   // probe wrote both as bare numbers (2026-11-30 audit).
   double tr_H_sigma_half = 0.0, gHg_half = 0.0;

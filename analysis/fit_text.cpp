@@ -20,6 +20,8 @@ std::string measured_text(const nlohmann::json& value, const nlohmann::json& ci,
   if (!value.is_number()) {
     if (!ci.is_array()) return "unresolved";
     char text[64];
+    if (ci[1].is_null() && ci[0].get<double>() == 0.0)  // measured, bounded by nothing
+      return "unresolved (no bound: never resolved from 0)";
     if (ci[1].is_null())  // bounded only below (B_crit above the sweep)
       std::snprintf(text, sizeof text, "unresolved (>= %.4g)", ci[0].get<double>());
     else  // bounded only above (S_min above the sweep: [0, hi])

@@ -87,7 +87,12 @@ TrialNoise read_trial_noise(const std::filesystem::path& run_dir, std::int64_t s
   const auto it = by_estimator.count("two_batch") && !by_estimator["two_batch"].empty()
                       ? by_estimator.find("two_batch")
                       : by_estimator.find("per_example");
-  if (it == by_estimator.end() || it->second.empty()) return n;
+  // Measured, and no record bounded B_simple above 0: its average is at least 0, which says so
+  // (the trial's cells read as a sweep without the estimator: 2026-11-30 audit).
+  if (it == by_estimator.end() || it->second.empty()) {
+    if (!by_estimator.empty()) n.averaged_ci95.lo = 0.0;
+    return n;
+  }
   const auto& records = it->second;
   // The first record and the last at or before the target, resolved or not (the first and the
   // last *resolved* ones were read from other steps, which nothing recorded).

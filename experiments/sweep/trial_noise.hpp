@@ -6,7 +6,8 @@
 // interval, NaN with its lower end where unresolved; the average is the median over records
 // (which are not independent draws: a trend, overlapping windows), NaN with a lower bound in
 // averaged_ci95.lo where the unresolved ones leave it unknown (a program's trial's average is
-// a ratio of means, with its Fieller interval: exec_trial.hpp).
+// a ratio of means, with its Fieller interval: exec_trial.hpp). Records that never bounded
+// B_simple above 0 leave averaged_ci95.lo = 0: measured, resolved nothing.
 #pragma once
 #include <cstdint>
 #include <filesystem>

@@ -140,6 +140,14 @@ BOOST_AUTO_TEST_CASE(a_trials_unresolved_noise_records_are_lower_bounds_not_drop
         resolved + "70}\n{\"step\":40" + unresolved + "[200,null]}\n");
   n = lbt::experiments::read_trial_noise(dir, 35);
   BOOST_TEST(n.averaged == 65.0);  // 40, 60, 70, >= 200: the middle two are known
+  // Measured and never bounded above 0: at least 0, not the empty cells of a sweep without the
+  // estimator (2026-11-30 audit); no noise.jsonl at all stays empty.
+  write("{\"step\":10" + unresolved + "[0,null]}\n{\"step\":20" + unresolved + "[0,null]}\n");
+  n = lbt::experiments::read_trial_noise(dir, 35);
+  BOOST_TEST(std::isnan(n.averaged));
+  BOOST_TEST(n.averaged_ci95.lo == 0.0);
+  fs::remove(dir / "noise.jsonl");
+  BOOST_TEST(std::isnan(lbt::experiments::read_trial_noise(dir, 35).averaged_ci95.lo));
   fs::remove_all(dir);
 }
 

@@ -30,6 +30,19 @@ double noise_law_loss(const std::vector<LrPoint>& p, double bn, double* log_eps_
   return sse;
 }
 
+// One bootstrap replicate into `sample` (sized as `points`): batch sizes drawn with
+// replacement, each best LR drawn log-uniformly within its bracket (the search knows the
+// optimum only between the best's neighbours).
+template <class Rng>
+void draw_replicate(const std::vector<LrPoint>& points, Rng& rng, std::vector<LrPoint>& sample) {
+  std::uniform_int_distribution<std::size_t> pick(0, points.size() - 1);
+  std::uniform_real_distribution<double> unit(0.0, 1.0);
+  for (auto& q : sample) {
+    q = points[pick(rng)];
+    q.lr = std::exp(std::log(q.lr_lo) + unit(rng) * std::log(q.lr_hi / q.lr_lo));
+  }
+}
+
 }  // namespace
 
 std::vector<LrPoint> searched_lr_points(const std::vector<LrPoint>& points) {
@@ -95,16 +108,11 @@ LrLawFit fit_lr_law(const std::vector<LrPoint>& points, int resamples, double le
   fit.power = fit_power_law(points);
   fit.noise = fit_noise_law(points);
   auto rng = make_rng(seed, RngStream::kSweep, 0x1A7);
-  std::uniform_int_distribution<std::size_t> pick(0, points.size() - 1);
-  std::uniform_real_distribution<double> unit(0.0, 1.0);
   std::vector<double> alpha, eps_max, b_noise;
   int open = 0;
   std::vector<LrPoint> sample(points.size());
   for (int r = 0; r < resamples; ++r) {
-    for (auto& q : sample) {
-      q = points[pick(rng)];
-      q.lr = std::exp(std::log(q.lr_lo) + unit(rng) * std::log(q.lr_hi / q.lr_lo));
-    }
+    draw_replicate(points, rng, sample);
     if (distinct_batch_sizes(sample) < 3) continue;
     alpha.push_back(fit_power_law(sample).alpha);
     const NoiseLaw n = fit_noise_law(sample);
@@ -134,6 +142,22 @@ LrLawFit fit_lr_law(const std::vector<LrPoint>& points, int resamples, double le
   fit.B_noise_upper_open =
       fit.noise.unbounded || open > (1 - hi) * static_cast<double>(fit.resamples);
   return fit;
+}
+
+Interval power_law_lr_interval(const std::vector<LrPoint>& points, double batch, int resamples,
+                               double level, std::uint64_t seed) {
+  const PowerLaw law = fit_power_law(points);
+  auto rng = make_rng(seed, RngStream::kSweep, 0x1A8);
+  std::vector<double> lr;
+  std::vector<LrPoint> sample(points.size());
+  for (int r = 0; r < resamples; ++r) {
+    draw_replicate(points, rng, sample);
+    if (distinct_batch_sizes(sample) < 3) continue;
+    const PowerLaw l = fit_power_law(sample);
+    lr.push_back(l.c * std::pow(batch, l.alpha));
+  }
+  if (lr.size() < min_resamples(level)) return {NAN, NAN};
+  return percentile_interval(lr, level, law.c * std::pow(batch, law.alpha));
 }
 
 }  // namespace lbt::analysis

@@ -60,4 +60,10 @@ struct LrLawFit {
 LrLawFit fit_lr_law(const std::vector<LrPoint>& points, int resamples, double level,
                     std::uint64_t seed);
 
+// The power law's LR at `batch` (past the points, where a plan extrapolates) with the
+// percentile interval of the same bootstrap as fit_lr_law's; NaN ends below min_resamples. It
+// holds the sampling of the best LRs, not the law's error past the data.
+Interval power_law_lr_interval(const std::vector<LrPoint>& points, double batch, int resamples,
+                               double level, std::uint64_t seed);
+
 }  // namespace lbt::analysis

@@ -178,7 +178,9 @@ LrChoice lr_at(std::int64_t B, const std::vector<LrPoint>& reached, double rule_
   std::erase_if(p, [](const LrPoint& q) { return !lr_bracketed(q); });
   if (p.size() < 3) return {rule_lr, std::nan(""), std::nan(""), rule_source};
   const PowerLaw law = fit_power_law(p);
-  return {law.c * std::pow(Bd, law.alpha), std::nan(""), std::nan(""),
+  // With the interval of the law's bootstrap (it was a bare number: 2026-11-30 audit).
+  const Interval ci = power_law_lr_interval(p, Bd, 2000, 0.95, 0);
+  return {law.c * std::pow(Bd, law.alpha), ci.lo, ci.hi,
           "the sweep's LR law lr = " + num(law.c) + " x B^" + num(law.alpha) + " over " +
               std::to_string(p.size()) + " batch sizes, extrapolated: B is outside the swept " +
               num(p.front().batch_size) + ".." + num(p.back().batch_size)};

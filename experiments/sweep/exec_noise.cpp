@@ -42,7 +42,7 @@ NoiseLines read_exec_noise_lines(const fs::path& file) {
   if (!fs::is_regular_file(file, ec)) return out;
   std::ifstream in(file);
   int number = 0;
-  for (std::string text; std::getline(in, text);) {
+  for (std::string text; next_program_line(in, text);) {
     ++number;
     if (text.empty()) continue;
     const auto j = parse_program_line(text);

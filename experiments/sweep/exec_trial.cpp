@@ -127,10 +127,14 @@ EvalLog read_eval_log(const fs::path& file, const trainer::Target& target, std::
     return log;
   }
   int number = 0, lines = 0;
-  for (std::string text; std::getline(in, text);) {
+  for (std::string text; next_program_line(in, text);) {
     ++number;
     if (text.empty()) continue;
     ++lines;
+    if (text.ends_with(kLineOver1MiB)) {
+      log.error = where(file, number) + " is over 1 MiB: no evaluation (one JSON object a line)";
+      break;
+    }
     const nlohmann::json line = parse_program_line(text);
     if (budget > 0 && line.is_object() && line.contains("step") &&
         line["step"].is_number_integer() &&
@@ -153,6 +157,23 @@ EvalLog read_eval_log(const fs::path& file, const trainer::Target& target, std::
 
 void check_exec_template(const std::string& command, const Trial& trial, std::int64_t base_seed) {
   build_exec_command(command, placeholder_values(trial, base_seed, "RUN_DIR"));
+}
+
+bool next_program_line(std::istream& in, std::string& line) {
+  constexpr std::size_t kMostLineBytes = std::size_t{1} << 20;
+  line.clear();
+  std::streambuf* buffer = in.rdbuf();
+  bool any = false, cut = false;
+  for (int c; (c = buffer->sbumpc()) != std::char_traits<char>::eof();) {
+    any = true;
+    if (c == '\n') break;
+    if (line.size() < kMostLineBytes)
+      line += static_cast<char>(c);
+    else
+      cut = true;
+  }
+  if (cut) line = line.substr(0, 64) + std::string(kLineOver1MiB);
+  return any;
 }
 
 nlohmann::json parse_program_line(const std::string& text) {

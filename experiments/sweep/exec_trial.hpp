@@ -19,7 +19,9 @@
 //                 a deleted run directory: failed, naming the file and line
 #pragma once
 #include <filesystem>
+#include <istream>
 #include <string>
+#include <string_view>
 
 #include <nlohmann/json.hpp>
 
@@ -45,6 +47,13 @@ std::string write_exec_summary(const Trial& trial, const std::filesystem::path& 
 // as the strings "NaN", "Infinity", "-Infinity", i.e. as non-finite values. Discarded (see
 // nlohmann::json::is_discarded) when the line is not JSON.
 nlohmann::json parse_program_line(const std::string& text);
+
+// The next line of a program's file into `line` (false at the end), at most 1 MiB of it: a
+// longer one (runaway output) reads as its start and " ... (a line over 1 MiB)", which parses
+// as no JSON, so the trial fails naming the line without the whole line held (a 300 MiB line
+// took 1.5 GB; 2026-11-30 audit).
+bool next_program_line(std::istream& in, std::string& line);
+inline constexpr std::string_view kLineOver1MiB = " ... (a line over 1 MiB)";  // its ending
 
 // B_simple at the start, at the target and over the run from the program's raw noise.jsonl
 // (McCandlish et al. 2018, App. A.1: the ratio of the means of the unbiased estimates).

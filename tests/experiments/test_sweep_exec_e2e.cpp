@@ -112,6 +112,15 @@ BOOST_AUTO_TEST_CASE(bad_programs_and_placeholders_are_one_line_errors) {
   auto trials = read_csv(bad / "sweep.csv");
   BOOST_TEST(trials.rows[0][trials.column("message")].find("eval.jsonl line 1 is not a JSON") !=
              std::string::npos);
+  // A line of 2 MiB is read as its start, not held whole (a 300 MiB line took 1.5 GB).
+  const fs::path runaway = scratch() / "runaway";
+  r = run_lbt(
+      sweep(runaway, "'head -c 2097152 /dev/zero | tr \"\\\\000\" x > {run_dir}/eval.jsonl'"));
+  BOOST_TEST(r.code == 6, r.err);
+  trials = read_csv(runaway / "sweep.csv");
+  BOOST_TEST(trials.rows[0][trials.column("message")].find("eval.jsonl line 1 is over 1 MiB") !=
+                 std::string::npos,
+             trials.rows[0][trials.column("message")]);
   const fs::path silent = scratch() / "silent";
   r = run_lbt(sweep(silent, "'true {run_dir}'"));
   BOOST_TEST(r.code == 6);

@@ -185,6 +185,8 @@ LoadedCheckpoint read_checkpoint(const std::filesystem::path& path) {
     std::uint64_t payload;
     take(&payload, 8);
     if (payload > end - pos) throw fail("section '" + name + "' runs past the end", pos);
+    // lbt writes each once: a second (an edit) silently replaced the first (2026-11-30 audit).
+    if (ck.sections.contains(name)) throw fail("section '" + name + "' appears twice", pos);
     auto& bytes = ck.sections[name];
     bytes.resize(payload);
     take(bytes.data(), payload);

@@ -122,6 +122,22 @@ BOOST_AUTO_TEST_CASE(a_section_name_longer_than_the_file_is_refused_before_it_is
   }
 }
 
+BOOST_AUTO_TEST_CASE(a_section_written_twice_is_refused) {
+  Dir dir;
+  const std::vector<float> a(4, 1.0f), b(4, 2.0f);
+  const auto path = trainer::checkpoint_path(dir.path, 1);
+  trainer::write_checkpoint(path, {{"step", 1}},
+                            {{"params", std::as_bytes(std::span<const float>(a))},
+                             {"params", std::as_bytes(std::span<const float>(b))}});
+  try {
+    trainer::read_checkpoint(path);
+    BOOST_FAIL("read");
+  } catch (const DataError& e) {
+    BOOST_TEST(std::string(e.what()).find("section 'params' appears twice") != std::string::npos,
+               e.what());
+  }
+}
+
 BOOST_AUTO_TEST_CASE(a_corrupt_newest_checkpoint_falls_back_to_the_previous_one) {
   Dir dir;
   std::vector<float> params(8, 0.0f);

@@ -101,8 +101,11 @@ void IdxReader::read_exact(void* dst, std::size_t bytes, const char* what,
     int n = gzread(file_.get(), static_cast<char*>(dst) + done, chunk);
     if (n < 0) {
       int err = 0;
-      throw DataError(path_.string() + ": corrupt compressed data at byte " +
-                          std::to_string(offset_ + done) + " (" + gzerror(file_.get(), &err) + ")",
+      // The count is of the data read before, not the compressed file's offset: zlib reads
+      // ahead, so a damaged stream read "at byte 0" wherever it was (2026-11-30 audit).
+      throw DataError(path_.string() + ": corrupt compressed data after " +
+                          std::to_string(offset_ + done) + " bytes of data read (" +
+                          gzerror(file_.get(), &err) + ")",
                       "the file is damaged: reinstall or re-download it");
     }
     if (n == 0) {

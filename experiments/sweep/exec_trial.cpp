@@ -123,7 +123,11 @@ EvalLog read_eval_log(const fs::path& file, const trainer::Target& target, std::
   std::ifstream in;
   if (fs::is_regular_file(file, ec)) in.open(file);  // not a FIFO a reader would block on
   if (!in.is_open() || !in) {
-    log.error = "wrote no " + file.string() + " (the protocol: one JSON line per evaluation)";
+    // A FIFO or a link to /dev/zero read "wrote no eval.jsonl" (2026-11-30 audit).
+    const bool there = fs::exists(fs::symlink_status(file, ec));
+    log.error =
+        (there ? "left " + file.string() + " as no regular file" : "wrote no " + file.string()) +
+        " (the protocol: one JSON line per evaluation)";
     return log;
   }
   int number = 0, lines = 0;

@@ -126,6 +126,12 @@ BOOST_AUTO_TEST_CASE(bad_programs_and_placeholders_are_one_line_errors) {
   BOOST_TEST(r.code == 6);
   trials = read_csv(silent / "sweep.csv");
   BOOST_TEST(trials.rows[0][trials.column("message")].find("wrote no") != std::string::npos);
+  const fs::path fifo = scratch() / "fifo";  // it read "wrote no eval.jsonl"
+  r = run_lbt(sweep(fifo, "'mkfifo {run_dir}/eval.jsonl'"));
+  BOOST_TEST(r.code == 6);
+  trials = read_csv(fifo / "sweep.csv");
+  BOOST_TEST(trials.rows[0][trials.column("message")].find("as no regular file") !=
+             std::string::npos);
 }
 
 // A command fixed after every trial failed (mpirun wanting --oversubscribe: 2026-11-30 audit)

@@ -35,7 +35,7 @@ void run_memory(MemoryArgs& args) {
     char percent[32];  // as given: --tolerance 0.004 read "more than 0%"
     std::snprintf(percent, sizeof percent, "%g%%", 100 * o.tolerance);
     throw Error("lbt memory --probe: a measured peak is off the estimate by more than " +
-                    std::string(percent) + " (the OFF rows above)",
+                    std::string(percent) + " and 8 MiB (the OFF rows above)",
                 "the estimate misses an allocation: compare the parts with the layers' buffers");
   }
 }

@@ -87,7 +87,7 @@ std::vector<ProbeResult> probe_results(trainer::MemoryModel m, const std::vector
 bool MemoryReport::probes_ok() const {
   for (const ProbeResult& p : probes)
     for (std::size_t r = 0; r < p.measured.size(); ++r)
-      if (std::abs(p.ratio(r) - 1.0) > tolerance) return false;
+      if (!p.within(r, tolerance)) return false;
   return true;
 }
 
@@ -234,7 +234,8 @@ std::string format_memory_report(const MemoryReport& r) {
      << format_memory_fit(r);
   if (!r.probes.empty()) {
     ss << "probe (lbt train, " << r.workers << " rank(s), 2 steps; each rank's peak RSS vs its "
-       << "estimate, tolerance " << 100 * r.tolerance << "%):\n";  // 0.4%, not a rounded 0%
+       << "estimate, tolerance " << 100 * r.tolerance << "% or "  // 0.4%, not a rounded 0%
+       << trainer::format_bytes(kProbeSlackBytes) << "):\n";
     for (const ProbeResult& p : r.probes) {
       for (std::size_t k = 0; k < p.measured.size(); ++k) {
         char line[192];
@@ -243,7 +244,7 @@ std::string format_memory_report(const MemoryReport& r) {
             "  micro-batch %-8lld rank %-3zu estimate %12s  measured %12s  ratio %.3f%s\n",
             static_cast<long long>(p.micro_batch), k, trainer::format_bytes(p.estimate[k]).c_str(),
             trainer::format_bytes(p.measured[k]).c_str(), p.ratio(k),
-            std::abs(p.ratio(k) - 1.0) <= r.tolerance ? "" : "  OFF");
+            p.within(k, r.tolerance) ? "" : "  OFF");
         ss << line;
       }
     }

@@ -33,6 +33,9 @@ struct FitOptions {
 // lower bounds where a trial's is unresolved (its cell empty, its _lo set: too large to resolve).
 struct BSimpleReadings {
   std::vector<double> values, at_least;
+  // Trials that measured and bounded nothing (a lower bound of 0): counted, not in the median,
+  // where an "at least 0" would only pull the others' bound down.
+  int unbounded = 0;
   std::size_t size() const { return values.size() + at_least.size(); }
   bool empty() const { return size() == 0; }
 };

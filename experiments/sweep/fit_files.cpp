@@ -222,7 +222,10 @@ analysis::BSimpleReadings best_trials_b_simple(const fs::path& best_csv, const c
     const double b = best.number(i, bound ? clo : c);
     // 0 is a measurement (no gradient noise: a deterministic problem), not a damaged cell.
     if (!(b >= 0.0)) best.reject(i, std::string(column) + " is a noise scale: 0 or above");
-    (bound ? readings.at_least : readings.values).push_back(b);
+    if (bound && b == 0.0)
+      ++readings.unbounded;
+    else
+      (bound ? readings.at_least : readings.values).push_back(b);
   }
   return readings;
 }

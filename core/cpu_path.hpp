@@ -22,7 +22,9 @@ extern CpuPath g_cpu_path;  // set before main; changed only by ScopedCpuPath
 }
 
 // The path the kernels take.
-inline CpuPath cpu_path() { return detail::g_cpu_path; }
+inline CpuPath cpu_path() {
+  return detail::g_cpu_path;
+}
 
 // Why LBT_CPU (or an LBT_NATIVE build) was refused in a Python process, which the refusal did
 // not end: `import lbt` raises it (python/lbt_module.cpp). "" where nothing was refused.

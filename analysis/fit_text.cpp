@@ -148,9 +148,13 @@ std::string format_measured_noise(const nlohmann::json& fit) {
   };
   std::string out;
   if (held("B_simple")) {
+    const int trials = fit["B_simple_trials"].get<int>(),
+              unbounded = fit.value("B_simple_unbounded_trials", 0);
+    const std::string more =
+        unbounded == 0 ? "" : "; " + std::to_string(unbounded) + " more bounded nothing";
     out +=
-        "  measured B_simple (averaged over training, median of " +
-        std::to_string(fit["B_simple_trials"].get<int>()) + " best trials) = " +
+        "  measured B_simple (averaged over training, median of " + std::to_string(trials) +
+        " best trials" + more + ") = " +
         measured_text(fit["B_simple"], ci["B_simple"], coverage_note(coverage["B_simple"], level)) +
         ", B_crit / B_simple = " +
         measured_text(fit["b_crit_over_b_simple"], ci["b_crit_over_b_simple"],

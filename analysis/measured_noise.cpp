@@ -112,11 +112,12 @@ void add_measured_noise(nlohmann::json& fit, const SweepMeasurements& sweep,
   const BSimpleReadings& averaged = sweep.b_simple_avg;
   fit["B_simple_trials"] = averaged.size();
   put("B_simple", averaged.empty() ? none : measured_b_simple(averaged, options));
-  // Measured in every best trial, bounded in none: said, not the nulls of no measurement.
-  if (averaged.empty() && averaged.unbounded > 0) {
-    fit["B_simple_trials"] = averaged.unbounded;
+  // Best trials that measured and bounded nothing are not in the median but counted: the
+  // median of the others rests on fewer trials, and where none bounded it, [0, null] says it
+  // was measured (not the nulls of no measurement).
+  fit["B_simple_unbounded_trials"] = averaged.unbounded;
+  if (averaged.empty() && averaged.unbounded > 0)
     intervals["B_simple"] = nlohmann::json::array({0.0, nullptr});
-  }
   put("B_simple_start",
       sweep.b_simple_start.empty() ? none : measured_b_simple(sweep.b_simple_start, options));
   const MeasuredRatio ratio = b_crit_over_b_simple(sweep.measured, averaged, options);

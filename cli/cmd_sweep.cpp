@@ -69,11 +69,12 @@ void add_sweep_options(CLI::App* cmd, SweepArgs& a) {
       cmd->add_option("--trial-index", o.trial_index,
                       "run only trial I of the plan as it stands (sweep.csv's order)")
           ->check(whole_number<int>(0));
-  cmd->add_option("--exec", o.exec_command,
-                  "run this program as each trial instead of lbt train: placeholders {batch_size} "
-                  "{lr} {seed} {run_dir} {max_steps} {eval_every} {section.key}; it appends "
-                  "{\"step\": S, \"val_loss\": V} lines to {run_dir}/eval.jsonl (docs/sweeps.md, "
-                  "\"Sweeping any program\")");
+  cmd->add_option(
+      "--exec", o.exec_command,
+      "run this program as each trial instead of lbt train: placeholders {batch_size} "
+      "{lr} {seed} {run_dir} {max_steps} {eval_every} {threads} {section.key}; it appends "
+      "{\"step\": S, \"val_loss\": V} lines to {run_dir}/eval.jsonl (docs/sweeps.md, "
+      "\"Sweeping any program\")");
   cmd->add_option("--trial", o.trial_name,
                   "run only the trial of this name, e.g. 128_3 (a SLURM array task)")
       ->excludes(trial_index);  // --trial won beside it, without a word
@@ -159,7 +160,8 @@ void add_sweep_command(CLI::App& app) {
       throw ConfigError(
           "lbt sweep was started by mpirun: it launches its own trials, one process each",
           "run lbt sweep without mpirun; for trials on several ranks, "
-          "--exec 'mpirun -np N lbt train --config {config} ...' (docs/sweeps.md, --exec)");
+          "--exec 'mpirun -np N lbt train --config CFG --out {run_dir} ...' (docs/sweeps.md, "
+          "--exec)");
     const experiments::SweepOptions o = a->resolved();
     if (o.submit && o.launcher != "slurm")  // it ran the trials here without a word
       throw ConfigError(

@@ -13,7 +13,8 @@
 namespace lbt::experiments {
 
 // DIR/run.lock, taken without waiting; a ConfigError (exit 2) naming the live owner otherwise.
-DirLock lock_run_directory(const std::filesystem::path& dir);
+// `command` is the owner's name it records ("lbt noise" trains too: its lock read "lbt train").
+DirLock lock_run_directory(const std::filesystem::path& dir, const char* command = "lbt train");
 
 // Refuses (ConfigError, exit 2) a resume of `dir` whose checkpoints/ is a symbolic link: a run
 // writes and prunes its checkpoints there and reads the newest back, so a directory elsewhere
@@ -26,6 +27,7 @@ void refuse_linked_checkpoints(const std::filesystem::path& dir);
 // is written or removed; `lock` may already hold the directory (a --resume auto that found no
 // checkpoint). Another command's output in `dir` is refused first.
 std::unique_ptr<trainer::RunDirectory> open_new_run_directory(const std::filesystem::path& dir,
-                                                              bool overwrite, DirLock& lock);
+                                                              bool overwrite, DirLock& lock,
+                                                              const char* command = "lbt train");
 
 }  // namespace lbt::experiments

@@ -92,7 +92,7 @@ bool resume_run(const std::filesystem::path& run_dir, const RunOptions& options,
   refuse_linked_checkpoints(run_dir);  // every rank reads them
   // Before its checkpoint is read: a run still training there keeps its directory.
   if (comm.rank() == 0 && trainer::RunDirectory::holds_run(run_dir))
-    lock = lock_run_directory(run_dir);
+    lock = lock_run_directory(run_dir, options.noise_report ? "lbt noise" : "lbt train");
   const bool resumed = restore_run_checkpoint(run_dir, resume_from, model, optimizer, identity);
   if (resumed && comm.rank() == 0) {
     std::fprintf(stderr, "note: resuming %s from its checkpoint of step %lld\n", run_dir.c_str(),
@@ -171,11 +171,11 @@ std::unique_ptr<trainer::RunDirectory> open_run_dir(const RunResult& result,
                                                     DirLock& lock) {
   if (rank != 0) return nullptr;
   if (!resumed && options.overwrite) refuse_replacing_a_member_run(result.run_dir);
-  auto run_dir =
-      resumed ? std::make_unique<trainer::RunDirectory>(
-                    trainer::RunDirectory::resume(result.run_dir, resume_step))
-              : open_new_run_directory(result.run_dir,
-                                       options.overwrite || options.resume != Resume::kNo, lock);
+  auto run_dir = resumed ? std::make_unique<trainer::RunDirectory>(
+                               trainer::RunDirectory::resume(result.run_dir, resume_step))
+                         : open_new_run_directory(
+                               result.run_dir, options.overwrite || options.resume != Resume::kNo,
+                               lock, options.noise_report ? "lbt noise" : "lbt train");
   // The summary first: it marks the directory as lbt's run, which --overwrite may replace.
   trainer::TrainOutcome pending;
   pending.total_steps = total_steps;

@@ -26,7 +26,13 @@ bool shell_only_word(const std::string& w) {
 // Whether the next word is code another interpreter parses: after `sh -c`, `bash -lc`,
 // `python3 -u -c` (a shell's or Python's -c, not a program's own -c FILE), or after `eval`.
 bool takes_code(const std::vector<std::string>& words) {
-  if (std::find(words.begin(), words.end(), "eval") != words.end()) return true;
+  // eval as a command (first, or after an operator), not a program's own argument "eval".
+  for (std::size_t i = 0; i < words.size(); ++i) {
+    const bool command_word = i == 0 || words[i - 1] == ";" || words[i - 1] == "&&" ||
+                              words[i - 1] == "||" || words[i - 1] == "|" ||
+                              words[i - 1] == "then" || words[i - 1] == "do";
+    if (command_word && words[i] == "eval") return true;
+  }
   const auto is_option = [](const std::string& w) { return w.size() >= 2 && w[0] == '-'; };
   const std::string& flag = words.back();
   if (!is_option(flag) || flag[1] == '-' || flag.back() != 'c') return false;
@@ -112,7 +118,9 @@ class TemplateScanner {
     // Substituted into code another interpreter parses (bash -c '... {run_dir}'), a value is
     // code there: a directory named $(cmd) ran cmd (2026-11-30 audit).
     if (!words_.empty() && takes_code(words_)) {
-      throw ConfigError("--exec: {" + name + "} is inside the code given to " + words_.back() +
+      const bool after_eval = std::find(words_.begin(), words_.end(), "eval") != words_.end();
+      throw ConfigError("--exec: {" + name + "} is inside the code given to " +
+                            (after_eval ? std::string("eval") : words_.back()) +
                             " (another shell or interpreter parses it): its value would be read "
                             "as code there",
                         "pass values as the inner command's arguments: bash -c 'prog \"$1\"' _ "

@@ -299,6 +299,8 @@ BOOST_AUTO_TEST_CASE(an_interrupted_noise_run_resumes_to_the_same_measurements) 
   BOOST_REQUIRE(lbt::test::wait_until(
       [&] { return fs::exists(run / "metrics.jsonl") && fs::file_size(run / "metrics.jsonl"); },
       60));
+  // Its lock names it (it read "lbt train", and a second command was told so).
+  BOOST_TEST(lbt::test::slurp(run / "run.lock").find("lbt noise") != std::string::npos);
   kill(pid, SIGINT);
   const int status = lbt::test::wait_for(pid, 60);
   BOOST_TEST((WIFEXITED(status) && WEXITSTATUS(status) == 130), status);

@@ -105,6 +105,8 @@ BOOST_AUTO_TEST_CASE(a_placeholder_inside_code_for_another_interpreter_is_refuse
   BOOST_TEST(argument.argv.back() == kValues.at("run_dir"));
   BOOST_TEST(build_exec_command("python3 train.py -c {run_dir}/cfg.yaml", kValues).argv[3] ==
              kValues.at("run_dir") + "/cfg.yaml");
+  // "eval" as a program's own argument is no eval (it refused wrap.sh eval {lr}).
+  BOOST_TEST(build_exec_command("wrap.sh eval {lr}", kValues).argv[2] == "0.5");
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -248,10 +248,9 @@ int trials_with_results(const fs::path& dir) {
   std::error_code ec;
   for (const auto& trial : fs::directory_iterator(dir / "trials", ec)) {
     try {
-      const auto status = nlohmann::json::parse(io::read_file(trial.path() / "summary.json"))
-                              .value("status", std::string());
+      const std::string status = trial_summary_text(trial.path(), "status");  // "": none yet
       count += is_final_status(status) && status != "failed" && status != "timeout";
-    } catch (const std::exception&) {  // none yet, or unreadable: unfinished
+    } catch (const std::exception&) {  // unreadable: unfinished
     }
   }
   return count;

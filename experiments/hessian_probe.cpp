@@ -17,12 +17,6 @@ nlohmann::json finite_or_null(double v) {
   return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json();
 }
 
-// [value - half, value + half], or [null, null] where there is no interval (K < 3).
-nlohmann::json interval_or_nulls(double value, double half) {
-  if (!std::isfinite(value) || !std::isfinite(half)) return {nullptr, nullptr};
-  return {value - half, value + half};
-}
-
 // Mean gradient over rows `rows` of `data` into `out`, in chunks of `chunk` examples.
 void mean_gradient(nn::Model& model, const data::Dataset& data,
                    const std::vector<std::int64_t>& rows, std::int64_t chunk,
@@ -136,9 +130,11 @@ void probe_b_noise(std::int64_t step, ProbeContext& ctx, const HessianOptions& h
          {"b_noise_ci95", {finite_or_null(r.ci_low), finite_or_null(r.ci_high)}},
          {"resolved", r.resolved},
          {"tr_H_sigma", r.tr_H_sigma},
-         {"tr_H_sigma_ci95", interval_or_nulls(r.tr_H_sigma, r.tr_H_sigma_half)},
+         {"tr_H_sigma_ci95",
+          {finite_or_null(r.tr_H_sigma - r.tr_H_sigma_half),
+           finite_or_null(r.tr_H_sigma + r.tr_H_sigma_half)}},
          {"gHg", r.gHg},
-         {"gHg_ci95", interval_or_nulls(r.gHg, r.gHg_half)},
+         {"gHg_ci95", {finite_or_null(r.gHg - r.gHg_half), finite_or_null(r.gHg + r.gHg_half)}},
          {"b_simple_same_batches", finite_or_null(simple.b_noise)},
          {"b_simple_same_batches_ci95",
           {finite_or_null(simple.ci_low), finite_or_null(simple.ci_high)}},

@@ -211,6 +211,13 @@ BOOST_AUTO_TEST_CASE(the_recommendation_quotes_a_resolved_b_noise_from_the_runs_
   BOOST_TEST(same[0].get<double>() >= 0.0);
   BOOST_TEST(same[0].get<double>() <= probe["b_simple_same_batches"].get<double>());
   BOOST_TEST(probe["b_simple_same_batches"].get<double>() <= same[1].get<double>());
+  // Its numerator and denominator carry intervals around them, symmetric (t over the jackknife).
+  for (const char* key : {"gHg", "tr_H_sigma"}) {
+    const auto& ci = probe[std::string(key) + "_ci95"];
+    const double v = probe[key].get<double>(), lo = ci[0].get<double>(), hi = ci[1].get<double>();
+    BOOST_TEST((lo < v && v < hi), key);
+    BOOST_TEST(v - lo == hi - v, boost::test_tools::tolerance(1e-9 * std::abs(v)));
+  }
 
   const fs::path early = scratch() / "b_noise_at_start";
   const auto e = run_lbt(synthetic + early.string() + " --steps 300 --at-steps 0");

@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "analysis/spread.hpp"
 #include "cli/commands.hpp"
 #include "cli/run_args.hpp"
 #include "core/config.hpp"
@@ -53,6 +54,17 @@ void print_accuracy_interval(const char* which, double accuracy, std::int64_t n,
               which, accuracy, ci.low, ci.high, static_cast<long long>(n), note);
 }
 
+// The run's samples/s is one measurement, evaluations included: its windows give the spread.
+void print_throughput(const trainer::TrainOutcome& o, std::int64_t log_every) {
+  if (o.window_samples_per_s.size() < 2) return;
+  const analysis::Spread s = analysis::spread_of(o.window_samples_per_s);
+  std::printf(
+      "throughput: %.0f samples/s over the run; per %lld-step window median %.0f [%.0f-%.0f] "
+      "(min-max of %zu windows, evaluations and checkpoints included)\n",
+      o.samples_per_s, static_cast<long long>(log_every), s.median, s.min, s.max,
+      o.window_samples_per_s.size());
+}
+
 // The outcome in a few lines (rank 0 only: the others' run_dir is not written).
 void report_run(const experiments::RunResult& result) {
   if (const auto* comm = comm::active_communicator(); comm && comm->rank() != 0) return;
@@ -98,6 +110,7 @@ void report_run(const experiments::RunResult& result) {
     std::printf("diverged at step %lld, after the target (%s)\n",
                 static_cast<long long>(o.diverged_step), o.divergence_reason.c_str());
   }
+  print_throughput(o, result.log_every);
   std::printf("run directory: %s\n", result.run_dir.c_str());
 }
 

@@ -3,6 +3,7 @@
 
 #include <cmath>
 
+#include "analysis/spread.hpp"
 #include "core/kernel_identity.hpp"
 #include "experiments/json_file.hpp"
 #include "experiments/trial_readings.hpp"
@@ -10,6 +11,13 @@
 
 namespace lbt::experiments {
 namespace {
+
+// The throughput's spread over metrics.jsonl's windows; null below two (one has no spread).
+nlohmann::json window_spread(const std::vector<double>& samples_per_s) {
+  if (samples_per_s.size() < 2) return nullptr;
+  const analysis::Spread s = analysis::spread_of(samples_per_s);
+  return {{"median", s.median}, {"min", s.min}, {"max", s.max}, {"windows", samples_per_s.size()}};
+}
 
 nlohmann::json summary_json(const trainer::TrainConfig& cfg, const trainer::TrainOutcome& o,
                             const std::string& model, const std::string& optimizer, int world_size,
@@ -49,6 +57,7 @@ nlohmann::json summary_json(const trainer::TrainConfig& cfg, const trainer::Trai
                                                  : nlohmann::json(std::to_string(o.last_loss))},
       {"wall_time_s", o.wall_time_s},
       {"samples_per_s", o.samples_per_s},
+      {"samples_per_s_windows", window_spread(o.window_samples_per_s)},
       {"model", model},
       {"optimizer", optimizer},
   };

@@ -208,7 +208,8 @@ trainer::TrainOutcome train_with_summary(trainer::TrainContext& ctx, trainer::Ru
       failed.total_steps = ctx.total_steps;
       auto s = summary.of(failed);
       // How far the loop got is lost with its exception (metrics.jsonl has it): unknown, not 0.
-      for (const char* unknown : {"steps", "examples", "last_loss", "wall_time_s", "samples_per_s"})
+      for (const char* unknown : {"steps", "examples", "last_loss", "wall_time_s", "samples_per_s",
+                                  "samples_per_s_windows"})
         s[unknown] = nullptr;
       s["error"] = e.what();
       try {  // the run's error is the one to report: on a full disk this fails too, and hid it
@@ -352,6 +353,7 @@ RunResult run_training(Config& config, const RunOptions& options, comm::Communic
       threads, sampler.steps_per_epoch(), result.run_dir,        splits.validation.n};
   result.val_examples = splits.validation.n;
   result.regression = !splits.train.is_classification();
+  result.log_every = cfg.log_every;
   std::unique_ptr<trainer::RunDirectory> run_dir =
       open_run_dir(result, options, resumed, resume_from.step, config, summary, total_steps,
                    comm.rank(), run_lock);

@@ -52,6 +52,7 @@ struct RunResult {
   trainer::TrainOutcome outcome;
   std::int64_t val_examples = 0;  // the validation split's size: the metrics' resolution
   bool regression = false;        // float targets: val_mse and val_r2, no accuracy
+  std::int64_t log_every = 0;     // the steps of a metrics.jsonl window (outcome's timings)
   // The flat parameters after the last step (every rank holds the same), for equivalence
   // tests and callers that keep the model; checkpoints are the durable form.
   std::vector<float> final_params;

@@ -279,7 +279,6 @@ void TrainLoop::restore_layer_buffers() {
 // metrics.jsonl (a skipped step is always logged, marked "skipped"; so is a varying batch's
 // change) and the progress line.
 void TrainLoop::log_step(const StepResult& r) {
-  ++window_steps_;
   const double epoch = epoch_now();
   if (r.verdict == StepVerdict::kSkip && ctx_.run_dir) {
     ctx_.run_dir->append_metrics({{"step", out_.steps},
@@ -311,8 +310,8 @@ void TrainLoop::log_step(const StepResult& r) {
       ctx_.run_dir->append_metrics(line);
     }
     progress_.update(out_.steps, r.loss, state_.last_val_accuracy, samples_per_s);
+    out_.window_samples_per_s.push_back(samples_per_s);
     t_window_ = Clock::now();
-    window_steps_ = 0;
     window_examples_from_ = state_.examples_seen;
   }
 }

@@ -125,6 +125,9 @@ struct TrainOutcome {
   std::string divergence_reason;
   int interrupt_signal = 0;  // interrupted: SIGINT or SIGTERM
   double wall_time_s = 0.0, samples_per_s = 0.0;
+  // Each metrics.jsonl window's samples/s (train.log_every steps, with any evaluation or
+  // checkpoint that fell in it), this process's: the timing's spread beside the run's mean.
+  std::vector<double> window_samples_per_s;
 };
 
 // What the loop carries from step to step besides parameters and optimizer state; saved in

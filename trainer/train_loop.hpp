@@ -158,7 +158,7 @@ class TrainLoop {
   std::vector<float> buffers_before_step_;  // keep_layer_buffers' (empty: none, or a device)
   StepSums sums_;                           // what rides on the step's small allreduce
   Clock::time_point t_start_ = Clock::now(), t_window_ = t_start_, t_checkpoint_ = t_start_;
-  std::int64_t window_steps_ = 0, window_examples_from_ = state_.examples_seen;
+  std::int64_t window_examples_from_ = state_.examples_seen;
   const std::int64_t examples_at_start_ = state_.examples_seen;  // a resume's or a branch's
   std::int64_t next_eval_ = 0;                                   // the next step that evaluates
   // Seconds the run spent before a resume: the logs' wall_time and summary's go on from it (the

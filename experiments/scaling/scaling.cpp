@@ -66,24 +66,9 @@ std::vector<int> repeat_order(const std::vector<int>& workers, int repeat) {
   return order;
 }
 
-std::string spread_text(const Spread& s, const char* format, bool spread) {
-  char text[128];
-  const std::string f =
-      spread ? std::string(format) + " [" + format + "-" + format + "]" : std::string(format);
-  std::snprintf(text, sizeof text, f.c_str(), s.median, s.min, s.max);
-  return text;
-}
-
 std::string spread_heading(int repeats) {
   if (repeats > 1) return "median [min-max] over " + std::to_string(repeats) + " repeats; ";
   return "one run each (--repeats 1 measures no spread; 3 give median [min-max]); ";
-}
-
-Spread spread_of(std::vector<double> v) {
-  if (v.empty()) throw Error("spread_of: no values");
-  std::sort(v.begin(), v.end());
-  const std::size_t n = v.size();
-  return {n % 2 == 1 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]), v.front(), v.back()};
 }
 
 void set_speedups_per_repeat(std::vector<ScalingRow>& runs) {

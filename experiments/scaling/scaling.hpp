@@ -12,6 +12,8 @@
 #include <string>
 #include <vector>
 
+#include "analysis/spread.hpp"
+
 namespace lbt::experiments {
 
 struct ScalingOptions {
@@ -66,15 +68,10 @@ struct ScalingSummary {
 // {1, 2, 4} repeat 1 runs 1,2,4, repeat 2 runs 2,4,1, repeat 3 runs 4,1,2, repeat 4 1,2,4 ...
 std::vector<int> repeat_order(const std::vector<int>& workers, int repeat);
 
-// Median, min and max of a non-empty list (the median of an even count is the mean of the
-// two middle values).
-struct Spread {
-  double median = 0.0, min = 0.0, max = 0.0;
-};
-Spread spread_of(std::vector<double> values);
-// "median [min-max]" in `format`, or the median alone where one repeat measured no spread
-// (`spread` false: it printed "1.597 [1.597-1.597]", an exact-looking figure from one run).
-std::string spread_text(const Spread& s, const char* format, bool spread);
+// Repeats' spread: median [min-max] (analysis/spread.hpp).
+using analysis::Spread;
+using analysis::spread_of;
+using analysis::spread_text;
 // The tables' heading: "median [min-max] over N repeats; ", or that one run measures no spread.
 std::string spread_heading(int repeats);
 

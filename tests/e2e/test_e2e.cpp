@@ -42,6 +42,16 @@ BOOST_AUTO_TEST_CASE(short_fashion_mnist_run_learns_and_writes_a_parseable_run_d
     BOOST_TEST(metrics.front().contains(key), key);
   }
   BOOST_TEST(metrics.back()["loss"].get<double>() < 0.6 * metrics.front()["loss"].get<double>());
+  // The run's samples/s has its spread: the metrics windows' median [min, max].
+  std::vector<double> rates;
+  for (const auto& m : metrics) rates.push_back(m["samples_per_s"].get<double>());
+  std::sort(rates.begin(), rates.end());
+  const auto& windows = summary["samples_per_s_windows"];
+  BOOST_TEST(windows["windows"].get<int>() == 12);
+  BOOST_TEST(windows["min"].get<double>() == rates.front());
+  BOOST_TEST(windows["max"].get<double>() == rates.back());
+  BOOST_TEST(windows["median"].get<double>() == 0.5 * (rates[5] + rates[6]));
+  BOOST_TEST(r.out.find("per 10-step window median ") != std::string::npos);
   auto evals = read_jsonl(run / "eval.jsonl");
   BOOST_REQUIRE_EQUAL(evals.size(), 3u);
   BOOST_TEST(evals.back()["step"].get<int>() == 120);

@@ -1,6 +1,7 @@
 // A program's noise.jsonl (raw squared gradient norms at two batch sizes); see exec_trial.hpp.
 // A line that is not a well-formed record is skipped and counted: one bad line costs the trial
 // that sample, never the sweep (it is read again by every rerun and --collect).
+#include <algorithm>
 #include <cmath>
 #include <fstream>
 #include <vector>
@@ -67,22 +68,23 @@ TrialNoise read_exec_noise(const fs::path& run_dir, std::int64_t steps_to_target
   // either (exec_trial.cpp), so every trial's noise covers the steps the sweep gave it.
   if (budget > 0) std::erase_if(samples, [&](const Sample& s) { return s.step > budget; });
   // B_simple of samples [from, to): the ratio of the means (each estimate is unbiased, their
-  // ratio is not: average first); unresolved (NaN) while the mean |G|^2 is not positive or the
-  // mean tr(Sigma) is negative (B_simple >= 0, as for lbt's own estimates: set_ratio). Its
-  // interval: Fieller's for the ratio of the equally weighted means (NoiseScaleTracker with
-  // no decay), none where that is not resolved (fewer than 2 samples, |G|^2 within noise of 0).
+  // ratio is not: average first), with Fieller's interval for the ratio of the equally weighted
+  // means (NoiseScaleTracker with no decay). Resolved as lbt's own estimates are (set_ratio):
+  // a value only with a bounded interval, so not from one sample, nor while |G|^2 is within
+  // noise of 0 (then the interval's lower end is a bound), nor where tr(Sigma) < 0. A value
+  // with no interval beside lbt's trials' nulls moved the fit's median (2026-11-30 review).
   const auto ratio = [&](std::size_t from, std::size_t to, TrialNoise::Interval& ci95) {
     noise::NoiseScaleTracker means(1.0);
     for (std::size_t i = from; i < to; ++i) means.add(samples[i].e);
     const noise::NoiseScale s = means.averaged();
     ci95 = {s.ci_low, s.ci_high};
-    return s.samples > 0 && s.G_sq > 0 && s.trace_sigma >= 0 ? s.trace_sigma / s.G_sq : NAN;
+    return s.b_simple;
   };
   TrialNoise n;
   n.records = static_cast<int>(samples.size());
   if (samples.empty()) return n;
-  const std::size_t window =
-      std::max<std::size_t>(1, std::min<std::size_t>(20, samples.size() / 4));
+  // A quarter of the samples, 2 to 20 (one sample has no interval, so no value).
+  const std::size_t window = std::clamp<std::size_t>(samples.size() / 4, 2, 20);
   n.start = ratio(0, window, n.start_ci95);
   n.averaged = ratio(0, samples.size(), n.averaged_ci95);
   if (steps_to_target >= 0) {

@@ -92,8 +92,11 @@ std::filesystem::path plot_data_path(const std::string& plot) {
       throw ConfigError("--plot " + plot + ": " + p.string() + " is a directory",
                         "choose another --plot name, or move that directory");
   std::string header;
-  if (std::ifstream existing{csv_path};
-      existing && std::getline(existing, header) && !header.starts_with("step,lr")) {
+  // Not a regular file (a FIFO would block the read, the rename would replace it): refused too.
+  const bool other =
+      std::filesystem::exists(csv_path, ec) && !std::filesystem::is_regular_file(csv_path, ec);
+  if (std::ifstream existing = io::open_regular_file(csv_path);
+      other || (existing && std::getline(existing, header) && !header.starts_with("step,lr"))) {
     throw ConfigError("--plot " + plot + ": its data would replace " + csv_path.string() +
                           ", which lbt schedule did not write",
                       "choose another --plot name, or move that file");

@@ -29,10 +29,10 @@ HessianOptions read_hessian_options(Config& config);
 void probe_b_noise(std::int64_t step, ProbeContext& ctx, const HessianOptions& h);
 
 // B_simple = tr(Sigma) / |G|^2 from the probe's K small-batch gradients (batch b each), beside
-// B_noise: eq. 2.8 with H = I, i.e. the same unbiased estimator and Fieller interval over the
-// Gram matrix g_k^T g_l (B_noise = B_simple where the Hessian is a multiple of the identity).
-// Its estimate is the spread form b sum_k |g_k - mean|^2 / (K - 1) over
-// |mean|^2 - tr(Sigma) / (K b).
+// B_noise: eq. 2.9, which is eq. 2.8 with H = I, i.e. the same unbiased estimator and Fieller
+// interval over the Gram matrix g_k^T g_l (B_noise = B_simple where the Hessian is a multiple of
+// the identity). Its estimate is the spread form b sum_k |g_k - mean|^2 / (K - 1) over |mean|^2 -
+// tr(Sigma) / (K b).
 noise::HessianNoise b_simple_of_batches(const std::vector<std::vector<float>>& small,
                                         std::int64_t b);
 

@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "core/error.hpp"
+#include "core/io.hpp"
 #include "core/rng.hpp"
 #include "experiments/hessian_probe.hpp"
 #include "experiments/noise_recommendation.hpp"
@@ -122,7 +123,7 @@ void enable_noise(Config& config) {
 // noise.jsonl's estimator lines; its method line fills result's method, reason and layout.
 std::vector<nlohmann::json> read_noise_lines(const std::filesystem::path& run_dir,
                                              NoiseRunResult& result) {
-  std::ifstream in(run_dir / "noise.jsonl");
+  std::ifstream in = io::open_regular_file(run_dir / "noise.jsonl");
   std::vector<nlohmann::json> lines;
   for (std::string line; std::getline(in, line);) {
     auto j = nlohmann::json::parse(line, nullptr, false);

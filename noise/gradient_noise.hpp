@@ -1,7 +1,8 @@
 // Gradient noise scale: the two-batch estimator of |G|^2 and tr(Sigma), smoothing, and the
 // simple noise scale B_simple = tr(Sigma) / |G|^2 with a 95% interval.
 // McCandlish, Kaplan, Amodei 2018, "An Empirical Model of Large-Batch Training",
-// arXiv:1812.06162, eq. 2.8 (B_simple) and Appendix A.1 (unbiased two-batch estimates).
+// arXiv:1812.06162, eq. 2.9 (B_simple; eq. 2.8 is B_noise) and Appendix A.1 (unbiased two-batch
+// estimates).
 #pragma once
 #include <cstddef>
 #include <cstdint>

@@ -32,6 +32,9 @@ void hessian_vector_product(const GradientFn& grad, std::span<const float> theta
     std::fill(Hv.begin(), Hv.end(), 0.0f);
     return;
   }
+  // The central difference's step: truncation error O(eps^2) against round-off O(u / eps)
+  // balance at eps ~ cbrt(u) relative to theta's scale (Nocedal & Wright, Numerical
+  // Optimization, 2nd ed., sec. 8.1), u float's epsilon as the gradients are float's.
   const double eps =
       std::cbrt(static_cast<double>(FLT_EPSILON)) * (1.0 + std::sqrt(dot(theta, theta))) / v_norm;
   for (std::size_t i = 0; i < n; ++i) shifted[i] = static_cast<float>(theta[i] + eps * v[i]);
@@ -46,7 +49,11 @@ void hessian_vector_product(const GradientFn& grad, std::span<const float> theta
 
 namespace {
 
-// (tr(H Sigma), G^T H G) from the rows and columns of M in `keep` (all but one, or all).
+// (tr(H Sigma), G^T H G) from M's rows and columns but `left_out`'s (K or more: all). With
+// g_k = G + e_k, E[e_k] = 0, Cov(e_k) = Sigma / b and independent batches:
+// E[g_k^T H g_k] = G^T H G + tr(H Sigma) / b, E[g_k^T H g_l] = G^T H G (k != l), so the mean of
+// the off-diagonal is unbiased for G^T H G and b (mean diagonal - mean off-diagonal) for
+// tr(H Sigma).
 std::pair<double, double> trace_and_gHg(std::span<const double> M, std::size_t K, double b,
                                         std::size_t left_out) {
   double diag = 0.0, off = 0.0;

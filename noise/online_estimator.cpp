@@ -16,10 +16,6 @@ std::size_t OnlineOptions::window() const {
   return static_cast<std::size_t>(std::max<std::int64_t>(1, window_steps / every));
 }
 
-std::string OnlineOptions::estimator_name() const {
-  return two_batch && per_example ? "both" : two_batch ? "two_batch" : "per_example";
-}
-
 OnlineOptions read_online_options(Config& c) {
   const auto key = [](std::string_view name) -> const KeySpec& {
     return Schema::in(noise_keys(), name);

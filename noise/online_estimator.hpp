@@ -43,7 +43,6 @@ struct OnlineOptions {
   std::string layout_note;          // set by lbt noise when it chose the batch layout itself
   // The method and layout on stderr at the start (lbt noise's report gives them instead).
   bool announce = true;
-  std::string estimator_name() const;
   std::size_t window() const;  // measurements in the "now" window: window_steps / every
 };
 
@@ -139,7 +138,6 @@ class OnlineEstimator {
   const std::string& note() const { return note_; }
   // What runs and why (enabled only).
   const NoiseMethod& method() const { return method_; }
-  bool two_batch_available() const { return small_ != SmallBatch::kNone; }
   // Whether the per-example estimator runs (it reads ExampleTaps on active steps).
   bool per_example_running() const { return per_example_index_ >= 0; }
   const OnlineOptions& options() const { return options_; }

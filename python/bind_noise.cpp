@@ -1,6 +1,6 @@
 // lbt.GradientNoise: B_simple = tr(Sigma) / |G|^2 from gradient norms a Python training loop
 // already has, through noise/gradient_noise.hpp's two-batch estimator and NoiseScaleTracker
-// (McCandlish et al. 2018, arXiv:1812.06162, eq. 2.8 and App. A.1) and noise/per_example.hpp.
+// (McCandlish et al. 2018, arXiv:1812.06162, eq. 2.9 and App. A.1) and noise/per_example.hpp.
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
@@ -297,7 +297,7 @@ void bind_estimators(py::module_& m) {
 void bind_gradient_noise(py::module_& m) {
   using namespace pybind11::literals;
   py::class_<GradientNoise>(m, "GradientNoise", R"doc(
-Gradient noise scale B_simple = tr(Sigma) / |G|^2 (McCandlish et al. 2018, eq. 2.8).
+Gradient noise scale B_simple = tr(Sigma) / |G|^2 (McCandlish et al. 2018, eq. 2.9).
 
 GradientNoise(b_small, b_big, ema=0.95, window=10, estimate="averaged")
   b_small, b_big: examples in the small and big batch (b_small < b_big); in data parallel

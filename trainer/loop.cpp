@@ -118,11 +118,11 @@ double TrainLoop::host_forward_backward(std::int64_t step, std::int64_t micro,
   const double loss = batch_loss(model_, logits, ctx_.data.train, batch.labels.data(),
                                  batch.targets.data(), b, grad_scale_, true, correct);
   // Overlap: buckets are final only in the last micro-batch's backward.
-  const bool last = micro + 1 == accum_;
-  const bool hook = overlap_ && last && !cfg_.local_sgd.local_step(step);
+  const bool last = micro + 1 == accum_, local = cfg_.local_sgd.local_step(step);
+  const bool hook = overlap_ && last && !local;
   static const nn::Model::GradsReady kNoHook;
   model_.backward(batch.x.data(), b, /*accumulate=*/micro > 0, hook ? grads_ready_ : kNoHook);
-  if (!replay && !cfg_.local_sgd.local_step(step))
+  if (!replay && !local)
     noise_.after_micro_batch(step, host_gradient_, example_taps(model_, batch.x.data(), taps_));
   return loss;
 }

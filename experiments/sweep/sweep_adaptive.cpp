@@ -15,7 +15,7 @@ namespace {
 // Every parsable JSON object line of a JSONL file (a torn last line after a kill is skipped).
 template <class F>
 void for_each_line(const fs::path& file, F f) {
-  std::ifstream in(file);
+  std::ifstream in = io::open_regular_file(file);  // a FIFO would block the sweep
   for (std::string line; std::getline(in, line);) {
     auto j = nlohmann::json::parse(line, nullptr, false);
     if (!j.is_discarded() && j.is_object()) f(j);

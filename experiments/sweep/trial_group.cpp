@@ -54,7 +54,7 @@ bool group_has_live_process(pid_t pgid) {
 }
 
 std::string first_line(const fs::path& file) {
-  std::ifstream in(file);
+  std::ifstream in = io::open_regular_file(file);
   std::string line;
   std::getline(in, line);
   return line;

@@ -3,6 +3,8 @@
 // run is a note where it changes nothing.
 #include <boost/test/unit_test.hpp>
 
+#include <sys/stat.h>
+
 #include <algorithm>
 #include <cstdlib>
 #include <filesystem>
@@ -184,6 +186,11 @@ BOOST_AUTO_TEST_CASE(schedule_refuses_paths_it_cannot_write_before_printing_anyt
     BOOST_TEST(r.out.empty(), r.out);
     BOOST_TEST(r.err.find(" is a directory") != std::string::npos, r.err);
   }
+  // A FIFO named like the plot's CSV: refused, not read (the read blocked for good).
+  BOOST_REQUIRE(mkfifo((dir / "f.csv").c_str(), 0600) == 0);
+  const Result fifo = run_lbt(run + (dir / "f.png").string());
+  BOOST_TEST(fifo.code == 2, fifo.err);
+  BOOST_TEST(fifo.err.find("lbt schedule did not write") != std::string::npos, fifo.err);
   const Result full = lbt::test::run_command(
       "sh -c '" + lbt::test::lbt_binary() +
       " schedule --config " LBT_SOURCE_DIR

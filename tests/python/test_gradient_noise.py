@@ -1,5 +1,5 @@
 """lbt.GradientNoise against B_simple computed here in numpy from McCandlish et al. 2018
-(arXiv:1812.06162): eq. 2.8 B_simple = tr(Sigma)/|G|^2, App. A.1's two-batch unbiased
+(arXiv:1812.06162): eq. 2.9 B_simple = tr(Sigma)/|G|^2, App. A.1's two-batch unbiased
 estimates from E|G_b|^2 = |G|^2 + tr(Sigma)/b, bias-corrected EMAs (averaged) or lines over a
 window (now), and Fieller's 95% interval with scipy's exact t quantile."""
 import copy

@@ -219,7 +219,9 @@ std::string read_guards_and_checkpoints(Config& c, TrainConfig& t) {
   const std::string on_divergence = c.get_string(train_key("train.on_divergence"));
   t.divergence.skip_spikes = on_divergence == "skip";
   if (t.divergence.skip_spikes) t.divergence.skip_limit = c.get_int(train_key("train.skip_limit"));
-  t.comm_backend = c.get_string(train_key("comm.backend"));
+  // Read for the resolved config.toml alone: the communicator, built before this config (it
+  // needs the world size), reads comm.backend itself.
+  c.get_string(train_key("comm.backend"));
   t.checkpoint_every = c.get_int(train_key("train.checkpoint_every"));
   t.checkpoint_every_seconds = c.get_double(train_key("train.checkpoint_every_seconds"));
   t.checkpoint_keep = int_key(c, "train.checkpoint_keep", 1, 1000000);

@@ -94,7 +94,6 @@ struct TrainConfig {
   double target_band = 0.01;       // the refinement starts this fraction of the target short of it
   std::int64_t prune_at_step = 0;  // > 0: stop as "pruned" when the target is unmet here
   DivergenceOptions divergence;    // when a step is a spike, and whether spikes are skipped
-  std::string comm_backend;
   std::int64_t checkpoint_every = 0;        // steps between checkpoints (0: none but the final one)
   double checkpoint_every_seconds = 300.0;  // wall time between checkpoints (0: off)
   int checkpoint_keep = 2;

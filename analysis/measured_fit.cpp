@@ -7,6 +7,7 @@
 #include <random>
 #include <set>
 
+#include "core/json_number.hpp"
 #include "core/rng.hpp"
 
 namespace lbt::analysis {
@@ -152,13 +153,11 @@ BootstrapIntervals intervals_of(const std::vector<CriticalBatchFit>& fits, doubl
 nlohmann::json censored_json(const std::vector<CensoredPoint>& censored) {
   nlohmann::json out = nlohmann::json::array();
   for (const CensoredPoint& c : censored) {
-    out.push_back(
-        {{"batch_size", c.batch_size},
-         // null: most of its seeds diverged, no bound
-         {"steps_at_least",
-          std::isfinite(c.steps_at_least) ? nlohmann::json(c.steps_at_least) : nlohmann::json()},
-         {"seeds", c.seeds},
-         {"seeds_reached", c.seeds_reached}});
+    out.push_back({{"batch_size", c.batch_size},
+                   // null: most of its seeds diverged, no bound
+                   {"steps_at_least", finite_or_null(c.steps_at_least)},
+                   {"seeds", c.seeds},
+                   {"seeds_reached", c.seeds_reached}});
   }
   return out;
 }

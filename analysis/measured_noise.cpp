@@ -5,6 +5,8 @@
 #include <cmath>
 #include <limits>
 
+#include "core/json_number.hpp"
+
 namespace lbt::analysis {
 namespace {
 
@@ -100,13 +102,12 @@ MeasuredRatio b_crit_over_b_simple(const std::vector<MeasuredPoint>& measured,
 // medians, likewise; null where none did. interval_coverage holds each interval's confidence.
 void add_measured_noise(nlohmann::json& fit, const SweepMeasurements& sweep,
                         const FitOptions& options) {
-  const auto number = [](double v) { return std::isfinite(v) ? nlohmann::json(v) : nullptr; };
   nlohmann::json& intervals = fit["intervals"];
   nlohmann::json& coverage = fit["interval_coverage"];
   const auto put = [&](const char* key, const MeasuredBSimple& m) {
-    fit[key] = number(m.median);
+    fit[key] = finite_or_null(m.median);
     intervals[key] = m.interval ? interval_json(*m.interval) : nlohmann::json();
-    coverage[key] = number(m.coverage);
+    coverage[key] = finite_or_null(m.coverage);
   };
   const MeasuredBSimple none{NAN, std::nullopt, NAN};
   const BSimpleReadings& averaged = sweep.b_simple_avg;
@@ -124,7 +125,7 @@ void add_measured_noise(nlohmann::json& fit, const SweepMeasurements& sweep,
   fit["b_crit_over_b_simple"] = ratio.value ? nlohmann::json(*ratio.value) : nlohmann::json();
   intervals["b_crit_over_b_simple"] =
       ratio.interval ? interval_json(*ratio.interval) : nlohmann::json();
-  coverage["b_crit_over_b_simple"] = ratio.interval ? number(ratio.coverage) : nullptr;
+  coverage["b_crit_over_b_simple"] = ratio.interval ? finite_or_null(ratio.coverage) : nullptr;
   fit["B_noise_measured_trials"] = sweep.b_noise.size();
   put("B_noise_measured",
       sweep.b_noise.empty() ? none : measured_b_simple({sweep.b_noise, {}}, options));

@@ -6,6 +6,7 @@
 
 #include "analysis/measured_noise.hpp"
 #include "analysis/regimes.hpp"
+#include "core/json_number.hpp"
 #include "core/rng.hpp"
 
 namespace lbt::analysis {
@@ -53,7 +54,7 @@ nlohmann::json regime_range(const std::vector<ScalingPoint>& pts, const RegimeEd
     if (regime_of(p.batch_size, edges) != regime) continue;
     sizes.push_back(p.batch_size);
     const double share = regime_agreement(p.batch_size, regime, o.regime_tolerance, fits, o.level);
-    shares.push_back(std::isfinite(share) ? nlohmann::json(share) : nlohmann::json());
+    shares.push_back(finite_or_null(share));
   }
   nlohmann::json r = {{"batch_sizes", sizes}, {"agreement", shares}};
   r["from"] = sizes.empty() ? nlohmann::json() : sizes.front();
@@ -150,10 +151,8 @@ nlohmann::json fit_points(const std::vector<MeasuredPoint>& measured,
     const ScalingPoint& p = pts[i];
     nlohmann::json brackets = nlohmann::json::array();
     // A censored seed's end is null (json holds inf, which Python's dict would keep).
-    const auto end = [](double x) {
-      return std::isfinite(x) ? nlohmann::json(x) : nlohmann::json();
-    };
-    for (const auto& b : measured[i].seeds) brackets.push_back({end(b.lo), end(b.hi)});
+    for (const auto& b : measured[i].seeds)
+      brackets.push_back({finite_or_null(b.lo), finite_or_null(b.hi)});
     points.push_back({{"batch_size", p.batch_size},
                       {"steps", p.steps},
                       {"examples", p.steps * p.batch_size},
@@ -185,9 +184,8 @@ nlohmann::json regimes_json(const std::vector<ScalingPoint>& pts, double B_crit,
     regimes[regime_name(r)] = regime_range(pts, edges, r, fits, o);
   }
   // Null past any batch size: B_crit above the sweep (+infinity) puts no edge anywhere.
-  const auto edge = [](double b) { return std::isfinite(b) ? nlohmann::json(b) : nullptr; };
-  regimes["perfect_scaling"]["model_max_batch"] = edge(edges.perfect_max);
-  regimes["maximal_data_parallelism"]["model_min_batch"] = edge(edges.parallel_min);
+  regimes["perfect_scaling"]["model_max_batch"] = finite_or_null(edges.perfect_max);
+  regimes["maximal_data_parallelism"]["model_min_batch"] = finite_or_null(edges.parallel_min);
   return regimes;
 }
 

@@ -6,16 +6,13 @@
 #include <nlohmann/json.hpp>
 #include <random>
 
+#include "core/json_number.hpp"
 #include "nn/backend.hpp"
 #include "noise/hessian_noise.hpp"
 #include "noise/noise_keys.hpp"
 
 namespace lbt::experiments {
 namespace {
-
-nlohmann::json finite_or_null(double v) {
-  return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json();
-}
 
 // Mean gradient over rows `rows` of `data` into `out`, in chunks of `chunk` examples.
 void mean_gradient(nn::Model& model, const data::Dataset& data,

@@ -6,6 +6,7 @@
 #include <fstream>
 
 #include "core/io.hpp"
+#include "core/json_number.hpp"
 
 namespace lbt::experiments {
 namespace fs = std::filesystem;
@@ -14,9 +15,6 @@ using trainer::TargetDefinition;
 
 namespace {
 
-nlohmann::json number_or_null(double v) {
-  return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json();
-}
 nlohmann::json step_or_null(std::int64_t s) {
   return s >= 0 ? nlohmann::json(s) : nlohmann::json();
 }
@@ -82,8 +80,8 @@ void add_readings(nlohmann::json& summary, const fs::path& eval_jsonl,
     }
     readings[trainer::definition_name(d)] = {{"steps_lo", step_or_null(r.lo)},
                                              {"steps_hi", step_or_null(r.hi)},
-                                             {"fluctuation", number_or_null(r.fluctuation)},
-                                             {"best", number_or_null(r.best)}};
+                                             {"fluctuation", finite_or_null(r.fluctuation)},
+                                             {"best", finite_or_null(r.best)}};
   }
   summary["readings"] = readings;
 }

@@ -16,16 +16,6 @@ NoiseEstimate two_batch_estimate(double b, double g_small_sq, double B, double g
   return e;
 }
 
-void Ema::add(double x) {
-  m_ = beta_ * m_ + (1.0 - beta_) * x;
-  weight_ = beta_ * weight_ + (1.0 - beta_);  // = 1 - beta^t
-  ++count_;
-}
-
-double Ema::value() const {
-  return weight_ > 0.0 ? m_ / weight_ : 0.0;
-}
-
 ReportedRatio reported_ratio(double T, double G, const RatioInterval& ci) {
   constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
   ReportedRatio r{kNaN, kNaN, kNaN, ci.resolved && G > 0.0 && T >= 0.0 && ci.hi >= 0.0};

@@ -29,20 +29,6 @@ struct NoiseEstimate {
 // @param g_big_sq    |G_B|^2
 NoiseEstimate two_batch_estimate(double b, double g_small_sq, double B, double g_big_sq);
 
-// Bias-corrected exponential moving average (Adam's m_hat): after t updates the estimate is
-// sum_i w_i x_i / sum_i w_i with w_i = beta^(t - i), so early values are not pulled toward 0.
-class Ema {
- public:
-  explicit Ema(double beta) : beta_(beta) {}
-  void add(double x);
-  double value() const;  // bias-corrected; 0 before the first add
-  std::int64_t count() const { return count_; }
-
- private:
-  double beta_, m_ = 0.0, weight_ = 0.0;  // weight_ = 1 - beta^t
-  std::int64_t count_ = 0;
-};
-
 // A 95% interval for a ratio of means R = T / G (Fieller 1954): the set of R for which
 // T - R G is within t_{0.975, dof} standard errors of 0. It respects what a ratio of two noisy
 // means can say: when G is not resolved from 0 (G^2 / Var G < t^2) the set is unbounded above

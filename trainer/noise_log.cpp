@@ -4,16 +4,14 @@
 #include <cmath>
 #include <cstdio>
 
+#include "core/json_number.hpp"
+
 namespace lbt::trainer {
 namespace {
 
-nlohmann::json number(double v) {
-  return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json();
-}
-
 // An interval's two ends, each null where not resolved (NaN) or unbounded (inf).
 nlohmann::json interval_ends(double low, double high) {
-  return {number(low), number(high)};
+  return {finite_or_null(low), finite_or_null(high)};
 }
 
 }  // namespace
@@ -91,34 +89,34 @@ nlohmann::json noise_json(const noise::NoiseReport& report, const noise::Estimat
       {"b_small", e.b_small},
       {"B_big", e.B_big},
       {"window_steps", window_steps},
-      {"b_simple", number(now.b_simple)},
+      {"b_simple", finite_or_null(now.b_simple)},
       {"b_simple_ci95", interval_ends(now.ci_low, now.ci_high)},
       {"resolved", now.resolved},
-      {"G_sq", number(now.G_sq)},
+      {"G_sq", finite_or_null(now.G_sq)},
       {"G_sq_ci95", interval_ends(now.G_sq_low, now.G_sq_high)},
-      {"trace_sigma", number(now.trace_sigma)},
+      {"trace_sigma", finite_or_null(now.trace_sigma)},
       {"trace_sigma_ci95", interval_ends(now.trace_sigma_low, now.trace_sigma_high)},
       {"window_samples", now.samples},
-      {"b_simple_ema", number(ema.b_simple)},
+      {"b_simple_ema", finite_or_null(ema.b_simple)},
       {"b_simple_ema_ci95", interval_ends(ema.ci_low, ema.ci_high)},
-      {"G_sq_ema", number(ema.G_sq)},
+      {"G_sq_ema", finite_or_null(ema.G_sq)},
       {"G_sq_ema_ci95", interval_ends(ema.G_sq_low, ema.G_sq_high)},
-      {"trace_sigma_ema", number(ema.trace_sigma)},
+      {"trace_sigma_ema", finite_or_null(ema.trace_sigma)},
       {"trace_sigma_ema_ci95", interval_ends(ema.trace_sigma_low, ema.trace_sigma_high)},
       {"n_eff_ema", ema.effective_samples},
-      {"G_sq_step", number(e.step.G_sq)},
-      {"trace_sigma_step", number(e.step.trace_sigma)},
+      {"G_sq_step", finite_or_null(e.step.G_sq)},
+      {"trace_sigma_step", finite_or_null(e.step.trace_sigma)},
       {"samples", ema.samples}};
   if (!e.segments.empty()) {
     nlohmann::json segs = nlohmann::json::object();
     for (std::size_t i = 0; i < e.segments.size(); ++i) {
       const auto& g = e.segments[i];
       segs[report.segment_names[i]] = {
-          {"b_simple", number(g.b_simple)},
+          {"b_simple", finite_or_null(g.b_simple)},
           {"ci95", interval_ends(g.ci_low, g.ci_high)},
-          {"G_sq", number(g.G_sq)},
+          {"G_sq", finite_or_null(g.G_sq)},
           {"G_sq_ci95", interval_ends(g.G_sq_low, g.G_sq_high)},
-          {"trace_sigma", number(g.trace_sigma)},
+          {"trace_sigma", finite_or_null(g.trace_sigma)},
           {"trace_sigma_ci95", interval_ends(g.trace_sigma_low, g.trace_sigma_high)}};
     }
     j["segments"] = std::move(segs);

@@ -11,6 +11,7 @@
 #include <sstream>
 
 #include "core/io.hpp"
+#include "core/json_number.hpp"
 #include "experiments/plots.hpp"
 
 namespace lbt::experiments {
@@ -18,11 +19,6 @@ namespace fs = std::filesystem;
 namespace {
 
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
-
-// null, never NaN or 0, for what was not measured.
-nlohmann::json number(double v) {
-  return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json();
-}
 
 std::string csv_cell(double v) {
   if (!std::isfinite(v)) return "";
@@ -89,7 +85,7 @@ nlohmann::json branch_json(const BranchResult& r) {
                       {"steps", b.steps},
                       {"examples", b.examples},
                       {"status", r.status},
-                      {"val_loss", number(r.loss)}};
+                      {"val_loss", finite_or_null(r.loss)}};
   if (!r.message.empty()) j["error"] = r.message;
   return j;
 }
@@ -124,7 +120,7 @@ nlohmann::json point_json(const CbsPoint& p, const CbsSettings& settings) {
       double l = kNaN;
       for (const BranchResult& r : p.branches)
         if (r.branch.multiplier == k && r.branch.seed_index == s) l = r.loss;
-      per_seed.push_back(number(l));
+      per_seed.push_back(finite_or_null(l));
     }
     losses[std::to_string(k)] = per_seed;
   }
@@ -135,22 +131,22 @@ nlohmann::json point_json(const CbsPoint& p, const CbsSettings& settings) {
           {"branch_examples", p.examples},
           {"branch_examples_rule", p.length.rule},
           {"reference_fall_per_example",
-           p.length.evaluations > 0 ? number(p.length.fall_per_example) : nlohmann::json()},
+           p.length.evaluations > 0 ? finite_or_null(p.length.fall_per_example) : nlohmann::json()},
           {"reference_loss_noise",
-           p.length.evaluations > 0 ? number(p.length.noise) : nlohmann::json()},
-          {"loss_at_checkpoint", number(p.loss_at_checkpoint)},
-          {"reference_fall_in_tolerances", number(p.fall_in_tolerances())},
+           p.length.evaluations > 0 ? finite_or_null(p.length.noise) : nlohmann::json()},
+          {"loss_at_checkpoint", finite_or_null(p.loss_at_checkpoint)},
+          {"reference_fall_in_tolerances", finite_or_null(p.fall_in_tolerances())},
           {"cbs", resolved(e) ? nlohmann::json(e.k_max * p.batch) : nlohmann::json()},
           {"cbs_interval", cbs_interval_json(p)},
           {"bound", bound_json(p, settings.multipliers)},
           {"k_max", e.k_max > 0 ? nlohmann::json(e.k_max) : nlohmann::json()},
           {"k_max_per_seed", seed_readings_json(e)},
-          {"tolerance", number(e.tolerance)},
+          {"tolerance", finite_or_null(e.tolerance)},
           {"tolerance_measured", e.tolerance_measured},
-          {"reference_loss", number(e.reference_loss)},
-          {"reference_loss_std", number(e.reference_std)},
-          {"b_simple", number(p.noise.b_simple)},
-          {"b_simple_ci95", {number(p.noise.ci_lo), number(p.noise.ci_hi)}},
+          {"reference_loss", finite_or_null(e.reference_loss)},
+          {"reference_loss_std", finite_or_null(e.reference_std)},
+          {"b_simple", finite_or_null(p.noise.b_simple)},
+          {"b_simple_ci95", {finite_or_null(p.noise.ci_lo), finite_or_null(p.noise.ci_hi)}},
           {"b_simple_step", p.noise.step >= 0 ? nlohmann::json(p.noise.step) : nlohmann::json()},
           {"b_simple_estimator", p.noise.estimator},
           {"val_loss", losses},

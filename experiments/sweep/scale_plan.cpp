@@ -11,6 +11,7 @@
 #include "analysis/sweep_fit.hpp"
 #include "core/error.hpp"
 #include "core/io.hpp"
+#include "core/json_number.hpp"
 #include "core/toml_text.hpp"
 #include "experiments/json_file.hpp"
 #include "experiments/sweep/fit_files.hpp"
@@ -128,8 +129,7 @@ nlohmann::json plan_json(const ScalePlanOptions& o, const SweepForPlan& sweep,
       {"regime_why", regime.why},
       {"B_over_B_crit", regime.b_over_b_crit},
       {"B_over_B_crit_interval", analysis::interval_json(regime.b_over_b_crit_interval)},
-      {"regime_agreement",
-       std::isfinite(regime.agreement) ? nlohmann::json(regime.agreement) : nlohmann::json()},
+      {"regime_agreement", finite_or_null(regime.agreement)},
       {"schedule",
        {{"scaling", run.schedule.scaling},
         {"recipe", run.schedule.recipe},
@@ -144,7 +144,7 @@ nlohmann::json plan_json(const ScalePlanOptions& o, const SweepForPlan& sweep,
     const auto b = analysis::measured_b_simple(measured, fit_options);
     const auto ratio = analysis::b_crit_over_b_simple(sweep.measured, measured, fit_options);
     plan["measured_b_simple"] = {
-        {"median", std::isfinite(b.median) ? nlohmann::json(b.median) : nlohmann::json()},
+        {"median", finite_or_null(b.median)},
         {"interval", b.interval ? analysis::interval_json(*b.interval) : nlohmann::json()},
         {"interval_coverage", b.interval ? nlohmann::json(b.coverage) : nlohmann::json()},
         {"trials", measured.size()},

@@ -33,7 +33,6 @@
 #include "experiments/lbt_schema.hpp"
 #include "experiments/plots.hpp"
 #include "trainer/config/run_config.hpp"
-#include "trainer/data/load.hpp"
 
 namespace lbt::cli {
 
@@ -118,12 +117,8 @@ void run_schedule(const ScheduleArgs& args) {
   std::vector<std::int64_t> batches = args.global_batches;
   if (batches.empty()) batches.push_back(base.train.global_batch);
   // Without --steps-per-epoch the data decide, as in the trainer: its training examples.
-  std::int64_t steps_per_epoch =
-      args.steps_per_epoch > 0 ? args.steps_per_epoch : base.schedule.steps_per_epoch;
-  std::int64_t train_examples = args.train_size;
-  if (steps_per_epoch == 0 && train_examples == 0) {
-    train_examples = data::load_splits(base.train.data, base.train.seed).train.n;
-  }
+  const trainer::PreviewEpochs epochs =
+      trainer::preview_epochs(base, args.steps_per_epoch, args.train_size);
 
   std::vector<schedules::Schedule> curves;
   std::set<std::string> printed;  // notes given for an earlier batch
@@ -139,12 +134,9 @@ void run_schedule(const ScheduleArgs& args) {
     }
     // The same run at batch B: only the batch layout changes; the reference batch stays the
     // config's, so the scaling rule shows.
-    trainer::RunConfig run = base;
-    run.train.global_batch = B;
-    run.train.micro_batch = B / args.workers;
-    run.train.accum_steps = 1;
-    const trainer::StepBudget budget =
-        trainer::schedule_budget(run.train, train_examples, steps_per_epoch, args.workers);
+    const trainer::RunConfig run = trainer::at_global_batch(base, B, args.workers);
+    const trainer::StepBudget budget = trainer::schedule_budget(
+        run.train, epochs.train_examples, epochs.steps_per_epoch, args.workers);
     std::vector<std::pair<std::string, std::int64_t>> boundaries;
     std::ostringstream notes;  // every batch's (the first's only until 2026-11-29), each once
     curves.push_back(

@@ -17,7 +17,6 @@
 #include "python/bindings.hpp"
 #include "schedules/schedule_recipes.hpp"
 #include "trainer/config/run_config.hpp"
-#include "trainer/data/load.hpp"
 
 namespace py = pybind11;
 
@@ -61,19 +60,6 @@ Config load(const ScheduleArgs& args, std::ostream& notes) {
   return experiments::load_config(std::move(config), args.sets, &notes);
 }
 
-// Steps per epoch and the run's length at this batch, counted as `lbt schedule` counts them:
-// from the steps per epoch given (or the config's), else from the training examples (given,
-// or the data's, loaded as the trainer loads them).
-trainer::StepBudget budget_of(const ScheduleArgs& args, const trainer::RunConfig& run) {
-  const std::int64_t steps_per_epoch =
-      args.steps_per_epoch ? *args.steps_per_epoch : run.schedule.steps_per_epoch;
-  std::int64_t train_examples = args.train_size.value_or(0);
-  if (steps_per_epoch == 0 && train_examples == 0) {
-    train_examples = data::load_splits(run.train.data, run.train.seed).train.n;
-  }
-  return trainer::schedule_budget(run.train, train_examples, steps_per_epoch, args.workers);
-}
-
 void check_positive(const char* name, const std::optional<std::int64_t>& value) {
   if (value && *value <= 0) {
     bad_argument("schedule",
@@ -105,11 +91,12 @@ py::array_t<double> learning_rates(const ScheduleArgs& args) {
       bad_argument("schedule", "global_batch must be a multiple of workers, got " +
                                    std::to_string(*args.global_batch));
     }
-    run.train.global_batch = *args.global_batch;
-    run.train.micro_batch = *args.global_batch / args.workers;
-    run.train.accum_steps = 1;
+    run = trainer::at_global_batch(run, *args.global_batch, args.workers);
   }
-  const trainer::StepBudget budget = budget_of(args, run);
+  const trainer::PreviewEpochs epochs =
+      trainer::preview_epochs(run, args.steps_per_epoch.value_or(0), args.train_size.value_or(0));
+  const trainer::StepBudget budget = trainer::schedule_budget(run.train, epochs.train_examples,
+                                                              epochs.steps_per_epoch, args.workers);
   // A warmup longer than the run is shown with a warning, as lbt schedule shows it.
   const schedules::Schedule lr =
       trainer::run_schedule(run, budget, &notes, nullptr, schedules::WarmupPastRun::kNote);

@@ -61,10 +61,7 @@ int branch_threads(int jobs) {
 // A branch whose outcome is measured needs no rerun; a failed one is run again (it was kept,
 // and counted as outside the tolerance, until 2026-11-29: a crash read as a small CBS).
 bool finished(const fs::path& dir) {
-  if (!fs::exists(dir / "summary.json")) return false;
-  const auto j = nlohmann::json::parse(io::read_file(dir / "summary.json"), nullptr, false);
-  return j.is_object() && j.contains("status") && j["status"].is_string() &&
-         measured_outcome(j["status"].get<std::string>());
+  return measured_outcome(trial_summary_text(dir, "status"));
 }
 
 // A branch directory of another length than `b`'s: the length is measured at the largest

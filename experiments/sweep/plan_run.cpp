@@ -1,6 +1,7 @@
 // lbt plan's run; see plan_run.hpp.
 #include "experiments/sweep/plan_run.hpp"
 
+#include <zlib.h>
 #include <algorithm>
 #include <cstdio>
 #include <nlohmann/json.hpp>
@@ -28,6 +29,11 @@ bool schedule_differs(const trainer::RunConfig& run, std::int64_t steps_per_epoc
   return false;
 }
 
+std::uint32_t text_crc32(const std::string& text) {
+  return static_cast<std::uint32_t>(
+      crc32_z(crc32(0L, Z_NULL, 0), reinterpret_cast<const Bytef*>(text.data()), text.size()));
+}
+
 }  // namespace
 
 SweepManifest read_sweep_manifest(const fs::path& dir) {
@@ -52,6 +58,10 @@ SweepManifest read_sweep_manifest(const fs::path& dir) {
   }
   if (const auto exec = manifest.find("exec"); exec != manifest.end() && exec->is_string())
     m.exec = exec->get<std::string>();
+  if (const auto seal = manifest.find("base_config_crc32");
+      seal != manifest.end() && seal->is_number_unsigned() &&
+      seal->get<std::uint64_t>() <= 0xffffffffu)
+    m.base_config_crc32 = seal->get<std::uint32_t>();
   const auto sets = manifest.find("sets");
   if (sets == manifest.end()) return m;  // a sweep from before its --set options were kept
   if (!sets->is_array() ||
@@ -62,9 +72,23 @@ SweepManifest read_sweep_manifest(const fs::path& dir) {
   return m;
 }
 
+nlohmann::json with_base_config_seal(nlohmann::json manifest, const std::string& base_config) {
+  manifest["base_config_crc32"] = text_crc32(base_config);
+  return manifest;
+}
+
 Config trials_config(const fs::path& dir, const SweepManifest& manifest) {
   const fs::path path = dir / "base_config.toml";
-  if (io::read_file(path).rfind("# Written by lbt sweep", 0) != 0) {
+  const std::string text = io::read_file(path);
+  if (manifest.base_config_crc32 && *manifest.base_config_crc32 != text_crc32(text)) {
+    throw DataError(path.string() +
+                        " is not the trials' config lbt sweep wrote (its CRC-32 is not the one "
+                        "sweep.json records): it was cut short or edited, and the plan would "
+                        "train another model than the sweep's",
+                    "restore it, or rerun the sweep's lbt sweep command on " + dir.string() +
+                        " (finished trials are kept) to rewrite it");
+  }
+  if (text.rfind("# Written by lbt sweep", 0) != 0) {
     throw DataError(path.string() +
                         " is not the trials' config lbt sweep wrote (its first line "
                         "says so): the plan would train another model than the sweep's",

@@ -3,6 +3,8 @@
 #pragma once
 #include <cstdint>
 #include <filesystem>
+#include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -19,12 +21,20 @@ struct SweepManifest {
   std::vector<std::string> sets;
   std::int64_t max_examples = -1, max_steps = -1;  // sweep.max_*; -1: not recorded (older sweep)
   std::string exec;  // the program the trials ran (--exec); "": lbt train
+  // The CRC-32 of base_config.toml as lbt sweep wrote it (none: a sweep from before 2026-11-30).
+  std::optional<std::uint32_t> base_config_crc32;
 };
 SweepManifest read_sweep_manifest(const std::filesystem::path& sweep_dir);
 
+// sweep.json's manifest with its seal of base_config.toml, which trials_config checks: a file
+// cut to its first line loaded as lbt's defaults, and the plan named another model and LR
+// (2026-11-30 audit).
+nlohmann::json with_base_config_seal(nlohmann::json manifest, const std::string& base_config);
+
 // base_config.toml with the manifest's --set options. Throws DataError where base_config.toml is
-// not the one lbt sweep wrote (its first line says so): an emptied one loaded as lbt's defaults,
-// and the plan then named a model, LR rule and warmup the sweep never trained.
+// not the one lbt sweep wrote (its first line says so, and its CRC-32 where sweep.json has it):
+// an emptied one loaded as lbt's defaults, and the plan then named a model, LR rule and warmup
+// the sweep never trained.
 Config trials_config(const std::filesystem::path& sweep_dir, const SweepManifest& manifest);
 
 struct PlanRunOptions {

@@ -17,6 +17,7 @@
 #include "experiments/lbt_schema.hpp"
 #include "experiments/sweep/exec_command.hpp"
 #include "experiments/sweep/exec_trial.hpp"
+#include "experiments/sweep/plan_run.hpp"
 #include "experiments/sweep/sweep_checks.hpp"
 #include "experiments/sweep/sweep_interrupt.hpp"
 #include "experiments/sweep/sweep_plan.hpp"
@@ -144,13 +145,12 @@ class SweepRunner {
     lbt_ = options_.lbt_binary.empty() ? self_executable() : options_.lbt_binary;
     jobs_ = array_task() ? 1 : options_.jobs;
     threads_ = std::max(1, task_cores() / jobs_);
-
     const std::string base_config = trial_base_config(options_.config_path);
-    const nlohmann::json m = manifest();
-    check_same_plan(dir_, m, base_config, options_);
+    check_same_plan(dir_, manifest(), base_config, options_);
     if (array_task() && fs::exists(dir_ / "base_config.toml")) return;
     io::atomic_write(dir_ / "base_config.toml", base_config);
-    io::atomic_write(dir_ / "sweep.json", m.dump(2) + "\n");
+    io::atomic_write(dir_ / "sweep.json",
+                     with_base_config_seal(manifest(), base_config).dump(2) + "\n");
   }
 
   nlohmann::json manifest() const {

@@ -15,6 +15,7 @@
 #include "core/io.hpp"
 #include "core/toml_text.hpp"
 #include "experiments/sweep/exec_trial.hpp"
+#include "experiments/sweep/summary_checks.hpp"
 
 namespace lbt::experiments {
 namespace fs = std::filesystem;
@@ -169,14 +170,9 @@ TrialResult read_trial_result(const Trial& trial, const fs::path& run_dir, bool 
     return s.contains(k) && s[k].is_number() ? s[k].get<double>()
                                              : std::numeric_limits<double>::quiet_NaN();
   };
-  // An edited step to the target ("45", 1e308, -45, null, past the trial) read as none, and the
-  // first raw evaluation at the target took its place: the fit moved without a word (2026-11-30
-  // audit). A summary that holds one out of range is run again, as an unreadable one.
-  if (const std::int64_t at = get_int("steps_to_target");
-      text_field(s, "status", "") == "reached_target" && s.contains("steps_to_target") &&
-      (at < 1 || (trial.steps > 0 && at > trial.steps))) {
-    r.unreadable = "not what lbt wrote: its steps_to_target " + s["steps_to_target"].dump() +
-                   " is no step from 1 to " + std::to_string(trial.steps);
+  // An edited step to the target (summary_checks.hpp): unreadable, the trial runs again.
+  if (const std::string edited = edited_steps_to_target(s, trial.steps); !edited.empty()) {
+    r.unreadable = "not what lbt wrote: " + edited;
     r.status = "running";
     return r;
   }

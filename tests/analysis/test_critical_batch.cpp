@@ -145,3 +145,16 @@ BOOST_AUTO_TEST_CASE(a_regime_call_carries_the_share_of_bootstrap_fits_that_agre
   BOOST_TEST(few.why.find("B is 0.1 x B_crit: ") != std::string::npos, few.why);
   BOOST_TEST(std::isnan(regime_at(100, 1000, 0.2, {}, 0.95).agreement));
 }
+
+// The batch a budget allows, from S(B) = S_min (1 + B_noise / B) by hand, S_min 100, B_noise
+// 1000 (E_min 1e5): within 130 steps B >= 1000 / 0.3 = 3333.3, so 3334 (3333 takes 130.003
+// steps); within 2,000,050 examples E(B) = 1e5 (1 + B / 1000) gives B <= 19000.5, so 19000
+// (19001 uses 2,000,100); 4 workers of 64 examples: 256.
+BOOST_AUTO_TEST_CASE(a_budgets_batch_is_the_first_whole_batch_on_the_budgets_side_of_the_curve) {
+  CriticalBatchFit f;
+  f.S_min = 100.0, f.B_noise = 1000.0, f.E_min = 1e5, f.B_crit = 1000.0;
+  BOOST_TEST(batch_for_budget({.max_steps = 130}, f) == 3334);
+  BOOST_TEST(batch_for_budget({.max_examples = 2000050}, f) == 19000);
+  BOOST_TEST(batch_for_budget({.workers = 4, .micro_batch = 64}, f) == 256);
+  BOOST_CHECK_THROW(batch_for_budget({.max_steps = 100}, f), lbt::ConfigError);  // S_min itself
+}

@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <tuple>
 
 #include "core/io.hpp"
 #include "experiments/child_process.hpp"
@@ -74,6 +75,29 @@ BOOST_AUTO_TEST_CASE(a_summary_without_steps_to_target_falls_back_to_the_eval_lo
   const TrialResult r = read_trial_result(trial("32_1", 32, 0.1), dir);
   BOOST_TEST(r.steps_to_target == 300);
   BOOST_TEST(r.examples_to_target == 300 * 32);
+}
+
+// A step to the target edited against the rest of the summary (its bracket, examples / batch)
+// moved the fit without a word (2026-11-30 audit: 49 -> 3 under steps_lo 47 lost fit.json; 49
+// -> 60 beside steps_hi 49 moved B_crit 111 -> 157): read as unreadable, run again.
+BOOST_AUTO_TEST_CASE(a_step_to_the_target_that_disagrees_with_its_summary_is_not_read) {
+  const fs::path dir = scratch("disagrees");
+  const auto summary = [](const std::string& at, const std::string& examples) {
+    return R"({"status":"reached_target","steps":400,"steps_lo":200,"steps_hi":300,)"
+           R"("global_batch":64,"steps_to_target":)" +
+           at + R"(,"examples_to_target":)" + examples + "}";
+  };
+  write_run(dir, summary("300", "19200"));
+  BOOST_TEST(read_trial_result(trial("64_0", 64, 0.1), dir).steps_to_target == 300);
+  for (const auto& [at, examples, field] :
+       {std::tuple{"150", "9600", "steps_lo 200"}, std::tuple{"350", "22400", "steps_hi 300"},
+        std::tuple{"300", "20000", "examples_to_target 20000"}}) {
+    write_run(dir, summary(at, examples));
+    const TrialResult r = read_trial_result(trial("64_0", 64, 0.1), dir);
+    BOOST_TEST(r.status == "running");
+    BOOST_TEST(r.unreadable.find(std::string("disagrees with its ") + field) != std::string::npos,
+               r.unreadable);
+  }
 }
 
 BOOST_AUTO_TEST_CASE(missing_running_and_torn_summaries_are_unfinished) {

@@ -65,6 +65,7 @@ BOOST_AUTO_TEST_CASE(micro_batch_two_batch_form_uses_every_or_the_first_micro_ba
       options.every = 1;
       options.per_example = false;
       options.all_micro_batches = c.all;
+      options.per_segment = true;
       noise::OnlineEstimator estimator(options, /*world_size=*/1, /*micro_batch=*/4,
                                        /*accum=*/3, segments);
       std::vector<float> grads(3, 0.0f);
@@ -81,6 +82,16 @@ BOOST_AUTO_TEST_CASE(micro_batch_two_batch_form_uses_every_or_the_first_micro_ba
       const auto& step = report->estimators[0].step;
       BOOST_TEST(close(step.G_sq, c.G_sq, 1e-5, 1e-5));
       BOOST_TEST(close(step.trace_sigma, c.trace, 1e-5, 1e-5));
+      if (c.all) {  // per segment, the same sums over its coordinates: w = (0, 1), b = (2)
+        // w: |G_b|^2 = (5 + 9 + 5)/3, |G_B|^2 = 5:    |G|^2 = 13/3, tr = 8
+        // b: |G_b|^2 = (4 + 16 + 4)/3, |G_B|^2 = 64/9: |G|^2 = 20/3, tr = 16/3 (sums: 11, 40/3)
+        const auto& seg = report->estimators[0].segments;
+        BOOST_TEST_REQUIRE(seg.size() == 2u);
+        BOOST_TEST(close(seg[0].G_sq, 13.0 / 3, 1e-5, 1e-5));
+        BOOST_TEST(close(seg[0].trace_sigma, 8.0, 1e-5, 1e-5));
+        BOOST_TEST(close(seg[1].G_sq, 20.0 / 3, 1e-5, 1e-5));
+        BOOST_TEST(close(seg[1].trace_sigma, 16.0 / 3, 1e-5, 1e-5));
+      }
     }
   }
 }

@@ -3,6 +3,8 @@
 // parameters of a training run on the synthetic regression (McCandlish et al. 2018, App. A.1).
 #include <boost/test/unit_test.hpp>
 
+#include <boost/math/distributions/students_t.hpp>
+
 #include <cmath>
 #include <filesystem>
 #include <numbers>
@@ -55,6 +57,26 @@ BOOST_AUTO_TEST_CASE(the_windows_means_carry_intervals_and_none_before_three_mea
   BOOST_TEST(close(now.G_sq_high, 23.0 / 6.0 + t1 * std::sqrt(5.0) / 6.0, 1e-12, 0));
   BOOST_TEST(close(now.trace_sigma_low, 10.0, 1e-12, 1e-12));  // no residual: zero width
   BOOST_TEST(close(now.trace_sigma_high, 10.0, 1e-12, 1e-12));
+}
+
+// averaged()'s interval of |G|^2 from the reliability-weighted variance of the estimates
+// (weights beta^(t-i), divided by sum w - sum w^2 / sum w, unbiased), over n_eff = (sum w)^2 /
+// sum w^2 with n_eff - 1 degrees of freedom, computed here in double with Boost's t quantile:
+// beta 0.5 and G = 2, 4, 3 weigh 1/4, 1/2, 1.
+BOOST_AUTO_TEST_CASE(the_averaged_means_interval_uses_the_reliability_weighted_variance) {
+  noise::NoiseScaleTracker t(0.5);
+  const double G[] = {2.0, 4.0, 3.0}, w[] = {0.25, 0.5, 1.0};
+  for (double g : G) t.add({g, 10.0});
+  double sw = 0.0, sw2 = 0.0, mean = 0.0, ss = 0.0;
+  for (int i = 0; i < 3; ++i) sw += w[i], sw2 += w[i] * w[i], mean += w[i] * G[i];
+  mean /= sw;
+  for (int i = 0; i < 3; ++i) ss += w[i] * (G[i] - mean) * (G[i] - mean);
+  const double n_eff = sw * sw / sw2, variance = ss / (sw - sw2 / sw);
+  const double t975 = boost::math::quantile(boost::math::students_t(n_eff - 1.0), 0.975);
+  const auto averaged = t.averaged();
+  BOOST_TEST(close(averaged.G_sq, mean, 1e-14, 0));
+  BOOST_TEST(close(averaged.G_sq_high, mean + t975 * std::sqrt(variance / n_eff), 1e-9, 0));
+  BOOST_TEST(close(averaged.trace_sigma_high, 10.0, 1e-12, 0));  // no spread: zero width
 }
 
 // |G|^2 significantly below 0 over the window (the estimator's premise |G|^2 >= 0 fails):

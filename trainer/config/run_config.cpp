@@ -12,6 +12,7 @@
 #include "optim/optimizer_keys.hpp"
 #include "schedules/schedule_keys.hpp"
 #include "trainer/config/train_keys.hpp"
+#include "trainer/data/load.hpp"
 #include "trainer/data/sampler.hpp"
 
 namespace lbt::trainer {
@@ -150,6 +151,22 @@ StepBudget schedule_budget(const TrainConfig& train, std::int64_t train_examples
   budget.total_steps = checked_steps(
       train, train.steps > 0 ? train.steps : steps_of_epochs(train.epochs, steps_per_epoch));
   return budget;
+}
+
+PreviewEpochs preview_epochs(const RunConfig& run, std::int64_t steps_per_epoch,
+                             std::int64_t train_examples) {
+  PreviewEpochs e{steps_per_epoch > 0 ? steps_per_epoch : run.schedule.steps_per_epoch,
+                  train_examples};
+  if (e.steps_per_epoch == 0 && e.train_examples <= 0)
+    e.train_examples = data::load_splits(run.train.data, run.train.seed).train.n;
+  return e;
+}
+
+RunConfig at_global_batch(RunConfig run, std::int64_t global_batch, int workers) {
+  run.train.global_batch = global_batch;
+  run.train.micro_batch = global_batch / workers;
+  run.train.accum_steps = 1;
+  return run;
 }
 
 schedules::Schedule run_schedule(const RunConfig& run, const StepBudget& budget,

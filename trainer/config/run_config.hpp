@@ -44,6 +44,20 @@ StepBudget step_budget(const TrainConfig& train, std::int64_t train_examples, in
 StepBudget schedule_budget(const TrainConfig& train, std::int64_t train_examples,
                            std::int64_t steps_per_epoch, int world_size);
 
+// What `lbt schedule` and lbt.schedule count a preview's epochs from: the steps per epoch given
+// (> 0), else the config's; where neither is set, the training examples given (> 0), else the
+// data's, loaded as the trainer loads them. For schedule_budget.
+struct PreviewEpochs {
+  std::int64_t steps_per_epoch = 0, train_examples = 0;
+};
+PreviewEpochs preview_epochs(const RunConfig& run, std::int64_t steps_per_epoch,
+                             std::int64_t train_examples);
+
+// The same run at global batch B over `workers` ranks, a micro-batch of B / workers each (no
+// accumulation); the reference batch stays the config's, so the scaling rule shows (`lbt
+// schedule -b`, lbt.schedule(global_batch=)).
+RunConfig at_global_batch(RunConfig run, std::int64_t global_batch, int workers);
+
 // The schedule the trainer builds for `run` with `budget` (warnings on `warnings`, or none).
 schedules::Schedule run_schedule(
     const RunConfig& run, const StepBudget& budget, std::ostream* warnings,

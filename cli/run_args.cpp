@@ -41,6 +41,14 @@ experiments::RunOptions run_options(RunArgs& args, const std::string& command) {
         throw ConfigError("--resume " + args.resume + ": the run has no config.toml",
                           "the run stopped before it wrote one: train it again with --overwrite");
       }
+      // A directory read as an empty config (and "the config changed" in 12 keys), a FIFO
+      // blocked the reader (2026-11-30 audit).
+      if (!std::filesystem::is_regular_file(own, ec)) {
+        throw ConfigError(own.string() +
+                              " is not a regular file (lbt writes the run's config as "
+                              "one: it was replaced)",
+                          "restore it, or give the run's config with --config FILE");
+      }
       if (std::filesystem::file_size(own, ec) == 0 && !ec) {
         throw ConfigError(own.string() + " is empty (lbt writes it whole: it was emptied)",
                           "restore it, or give the run's config with --config FILE");

@@ -72,6 +72,11 @@ Config Config::from_string(std::string_view text, std::string source) {
 }
 
 Config Config::from_file(const std::filesystem::path& path) {
+  std::error_code ec;  // a directory opens, and read as an empty config: lbt's defaults
+  if (std::filesystem::is_directory(path, ec)) {
+    throw ConfigError("config file " + path.string() + " is a directory",
+                      "give the config's file; presets live in experiments/configs/");
+  }
   std::ifstream probe(path);
   if (!probe) {
     throw ConfigError("cannot read config file " + path.string(),

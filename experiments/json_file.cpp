@@ -6,6 +6,13 @@
 
 namespace lbt::experiments {
 
+std::string json_error_text(const nlohmann::json::exception& e) {
+  const std::string what = e.what();
+  const auto end = what.find("] ");
+  return what.starts_with("[json.exception.") && end != std::string::npos ? what.substr(end + 2)
+                                                                          : what;
+}
+
 nlohmann::json read_json_object(const std::filesystem::path& path, const std::string& hint) {
   const std::string text = io::read_file(path);
   nlohmann::json j;
@@ -17,6 +24,10 @@ nlohmann::json read_json_object(const std::filesystem::path& path, const std::st
                                   ? "ends (" + std::to_string(text.size()) + " bytes) mid-JSON"
                                   : "does not parse as JSON at byte " + std::to_string(e.byte);
     throw DataError(path.string() + " " + where + ": the file was cut short or edited", hint);
+  } catch (const nlohmann::json::exception& e) {  // 1e400: a number past a double
+    throw DataError(path.string() + " does not parse as JSON (" + json_error_text(e) +
+                        "): the file was cut short or edited",
+                    hint);
   }
   if (!j.is_object()) {
     throw DataError(path.string() + " holds JSON " + j.type_name() + ", not an object", hint);

@@ -8,6 +8,10 @@
 
 namespace lbt::experiments {
 
+// nlohmann's message without its tag ("[json.exception.parse_error.101] "): what a message
+// naming the file quotes.
+std::string json_error_text(const nlohmann::json::exception& e);
+
 // Parses `path`; DataError "PATH does not parse as JSON at byte N (...)" with `hint` where it
 // does not, or where it is not a JSON object.
 nlohmann::json read_json_object(const std::filesystem::path& path, const std::string& hint);

@@ -8,6 +8,7 @@
 
 #include "core/error.hpp"
 #include "core/toml_text.hpp"
+#include "experiments/json_file.hpp"
 #include "experiments/rank_agreement.hpp"
 #include "trainer/checkpoint.hpp"
 #include "trainer/snapshot.hpp"
@@ -213,7 +214,7 @@ void read_checkpoint_header(const trainer::LoadedCheckpoint& ck,
   try {
     read();
   } catch (const nlohmann::json::exception& e) {
-    refuse_header(ck, e.what());
+    refuse_header(ck, json_error_text(e));
   }
 }
 

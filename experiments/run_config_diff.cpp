@@ -106,8 +106,9 @@ void refuse_changed_config(const std::filesystem::path& run_dir, const std::stri
   if (!differs.empty()) {
     throw ConfigError(
         "cannot resume " + run_dir.string() + ": the config changed (" + differs + ")",
-        "resume with the run's own config; only train.log_every, train.checkpoint_* and "
-        "the data files' paths (their contents checked) may change");
+        "resume with the run's own config (its config.toml, as the checkpoint recorded it: "
+        "restore the file if it was edited or cut short); only train.log_every, "
+        "train.checkpoint_* and the data files' paths (their contents checked) may change");
   }
 }
 

@@ -134,13 +134,28 @@ class Run:
         return self.summary.get("status", "missing")
 
 
+def read_toml(path: str | os.PathLike) -> dict:
+    """A run's config.toml (lbt writes it whole), {} where there is none. One that is not a
+    regular file (a FIFO would block the reader), not UTF-8 or not TOML was cut short, edited or
+    replaced: ValueError naming it (tomllib's message named no file, 2026-11-30 audit)."""
+    path = Path(path)
+    if not path.exists():
+        return {}
+    why = "is not a regular file"
+    if path.is_file():
+        try:
+            with path.open("rb") as f:
+                return tomllib.load(f)
+        except (tomllib.TOMLDecodeError, UnicodeDecodeError) as e:
+            why = f"does not parse as TOML ({e})"
+    raise ValueError(f"{path} {why}: the file was cut short, edited or replaced; rerun the lbt "
+                     "command that wrote it")
+
+
 def load_run(path: str | os.PathLike) -> Run:
     path = Path(path)
-    config = {}
-    if (path / "config.toml").exists():
-        with (path / "config.toml").open("rb") as f:
-            config = tomllib.load(f)
-    return Run(path=path, summary=read_json(path / "summary.json") or {}, config=config,
+    return Run(path=path, summary=read_json(path / "summary.json") or {},
+               config=read_toml(path / "config.toml"),
                metrics=read_jsonl(path / "metrics.jsonl"), eval=read_jsonl(path / "eval.jsonl"),
                noise=read_jsonl(path / "noise.jsonl", key=("estimator", "step")))
 

@@ -14,6 +14,7 @@
 #include "core/error.hpp"
 #include "core/io.hpp"
 #include "core/toml_text.hpp"
+#include "experiments/json_file.hpp"
 #include "experiments/sweep/exec_trial.hpp"
 #include "experiments/sweep/summary_checks.hpp"
 
@@ -146,7 +147,7 @@ TrialResult read_trial_result(const Trial& trial, const fs::path& run_dir, bool 
     s = nlohmann::json::parse(text);
     if (!s.is_object()) r.unreadable = "not a JSON object";
   } catch (const nlohmann::json::exception& e) {
-    r.unreadable = text.empty() ? "empty" : "not JSON: " + std::string(e.what());
+    r.unreadable = text.empty() ? "empty" : "not JSON: " + json_error_text(e);
   } catch (const std::exception& e) {
     r.unreadable = "unreadable (" + std::string(e.what()) + ")";  // "summary.json is unreadable"
   }

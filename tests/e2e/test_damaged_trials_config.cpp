@@ -34,3 +34,15 @@ BOOST_AUTO_TEST_CASE(a_trials_config_cut_short_or_emptied_is_refused_by_lbt_plan
   std::ofstream(older / "base_config.toml", std::ios::trunc).flush();
   expect_refusal(plan(older), 3, {(older / "base_config.toml").string(), "its first line"});
 }
+
+// A number past a double (1e400) in sweep.json escaped as nlohmann's own text, tag and all
+// ("[json.exception.out_of_range.406] number overflow ...").
+BOOST_AUTO_TEST_CASE(a_number_past_a_double_in_sweep_json_is_named_in_words) {
+  const fs::path dir = sweep_copy("overflow_json");
+  std::string text = slurp(dir / "sweep.json");
+  text.insert(text.find('{') + 1, "\"edited\": 1e400,");
+  std::ofstream(dir / "sweep.json", std::ios::trunc) << text;
+  const auto r = plan(dir);
+  expect_refusal(r, 3, {(dir / "sweep.json").string(), "number overflow"});
+  BOOST_TEST(r.err.find("[json.exception") == std::string::npos, r.err);
+}

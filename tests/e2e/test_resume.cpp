@@ -170,18 +170,19 @@ BOOST_AUTO_TEST_CASE(resume_refuses_a_changed_config_naming_the_key) {
                               " --set optimizer.lr=0.5 --set train.threads=2 --quiet");  // both
   BOOST_TEST(r.code != 0);
   BOOST_TEST(r.err.find("optimizer.lr") != std::string::npos, r.err);
-  // No run directory, a file inside one, a run whose config.toml was emptied: each named as such
-  // (the hints were "presets live in experiments/configs/", "train.global_batch differs ...").
+  // No run directory, a file inside one, a config.toml emptied or made a directory: each named (the
+  // hints were "presets live in experiments/configs/", "train.global_batch differs ...").
   auto none = lbt::test::run_lbt("train --resume " + (scratch() / "nothing").string() + " --quiet");
-  BOOST_TEST(none.code == 2);
   BOOST_TEST(none.err.find("no run directory there") != std::string::npos, none.err);
   auto file = lbt::test::run_lbt("train --resume " + (run / "config.toml").string() + " --quiet");
-  BOOST_TEST(file.code == 2);
   BOOST_TEST(file.err.find("no run directory there") != std::string::npos, file.err);
   std::ofstream(run / "config.toml", std::ios::trunc);
   auto emptied = lbt::test::run_lbt("train --resume " + run.string() + " --quiet");
-  BOOST_TEST(emptied.code == 2);
   BOOST_TEST(emptied.err.find("config.toml is empty") != std::string::npos, emptied.err);
+  BOOST_REQUIRE((fs::remove(run / "config.toml") && fs::create_directory(run / "config.toml")));
+  auto folder = lbt::test::run_lbt("train --resume " + run.string() + " --quiet");
+  BOOST_TEST(folder.err.find("config.toml is not a regular file") != std::string::npos, folder.err);
+  BOOST_TEST((none.code == 2 && file.code == 2 && emptied.code == 2 && folder.code == 2));
 }
 
 // Two runs whose checkpoints/ link to one directory elsewhere (on a larger disk, say) would prune

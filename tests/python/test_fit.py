@@ -238,6 +238,26 @@ class RunDirectoriesTest(unittest.TestCase):
                 self.assertIn(str(summary), str(ctx.exception))
                 self.assertNotIn("\n", str(ctx.exception))
 
+    def test_a_damaged_config_is_one_value_error_naming_it(self):
+        # tomllib's TOMLDecodeError or UnicodeDecodeError named no file; a FIFO blocked.
+        with tempfile.TemporaryDirectory() as tmp:
+            run = Path(tmp)
+            (run / "summary.json").write_text('{"status": "completed"}\n')
+            config = run / "config.toml"
+            for content in (b"[train]\nsteps 5\n", b"[train]\nname = '\xff'\n", "fifo", None):
+                if config.exists() or config.is_dir():
+                    config.rmdir() if config.is_dir() else config.unlink()
+                if content is None:
+                    config.mkdir()
+                elif content == "fifo":
+                    os.mkfifo(config)
+                else:
+                    config.write_bytes(content)
+                with self.assertRaises(ValueError) as ctx:
+                    lbt.load_run(run)
+                self.assertIn(str(config), str(ctx.exception))
+                self.assertNotIn("\n", str(ctx.exception))
+
     def test_noise_keeps_every_estimator_of_a_step(self):
         # noise.jsonl holds a record per estimator and step: keyed on the step alone, load_run
         # kept the last estimator's and dropped the other's without a word.

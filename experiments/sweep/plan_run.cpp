@@ -77,6 +77,12 @@ nlohmann::json with_base_config_seal(nlohmann::json manifest, const std::string&
   return manifest;
 }
 
+bool base_config_sealed(const nlohmann::json& manifest, const std::string& base_config) {
+  const auto seal = manifest.find("base_config_crc32");
+  return seal != manifest.end() && seal->is_number_unsigned() &&
+         seal->get<std::uint64_t>() == text_crc32(base_config);
+}
+
 Config trials_config(const fs::path& dir, const SweepManifest& manifest) {
   const fs::path path = dir / "base_config.toml";
   const std::string text = io::read_file(path);

@@ -30,6 +30,8 @@ SweepManifest read_sweep_manifest(const std::filesystem::path& sweep_dir);
 // cut to its first line loaded as lbt's defaults, and the plan named another model and LR
 // (2026-11-30 audit).
 nlohmann::json with_base_config_seal(nlohmann::json manifest, const std::string& base_config);
+// Whether sweep.json's `manifest` seals exactly `base_config` (false where it holds no seal).
+bool base_config_sealed(const nlohmann::json& manifest, const std::string& base_config);
 
 // base_config.toml with the manifest's --set options. Throws DataError where base_config.toml is
 // not the one lbt sweep wrote (its first line says so, and its CRC-32 where sweep.json has it):

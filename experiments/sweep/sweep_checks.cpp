@@ -22,6 +22,7 @@
 #include "experiments/rank_agreement.hpp"
 #include "experiments/run_check.hpp"
 #include "experiments/run_checkpoint.hpp"
+#include "experiments/sweep/plan_run.hpp"
 #include "experiments/sweep/sweep_interrupt.hpp"
 #include "trainer/config/run_config.hpp"
 #include "trainer/data/load.hpp"
@@ -290,16 +291,16 @@ void check_same_plan(const fs::path& dir, const nlohmann::json& now, const std::
     if (const std::string d = data_difference(old["data"], now["data"]); !d.empty())
       differs.push_back("the data files' sizes or contents (" + d + ")");
   }
-  // The trials' config (the sweep's file without [sweep]), key by key.
-  if (fs::exists(dir / "base_config.toml")) {
+  // The trials' config (the sweep's file without [sweep]), key by key, unless sweep.json seals
+  // this very text (a file on disk cut short read as "other settings"; it is written again).
+  if (fs::exists(dir / "base_config.toml") && !base_config_sealed(old, base_config)) {
     const auto before = flatten_config(io::read_file(dir / "base_config.toml"));
     const auto after = flatten_config(base_config);
     for (const auto& [key, value] : after) {
       auto it = before.find(key);
-      if (it == before.end() || it->second != value) {
+      if (it == before.end() || it->second != value)
         differs.push_back(key + ": " + (it == before.end() ? "(unset)" : it->second) + " -> " +
                           value);
-      }
     }
     for (const auto& [key, value] : before) {
       if (!after.count(key)) differs.push_back(key + ": " + value + " -> (unset)");

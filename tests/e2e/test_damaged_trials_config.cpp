@@ -24,6 +24,13 @@ BOOST_AUTO_TEST_CASE(a_trials_config_cut_short_or_emptied_is_refused_by_lbt_plan
   std::ofstream(cut / "base_config.toml", std::ios::trunc) << text.substr(0, text.find('\n') + 1);
   expect_refusal(plan(cut), 3,
                  {(cut / "base_config.toml").string(), "its CRC-32 is not the one sweep.json"});
+  // The sweep rerun with its own config: the seal says its trials were planned with it (the
+  // cut file read as "other settings"), and the file is written again.
+  const auto rerun =
+      lbt::test::run_lbt("sweep --config " + (lbt::test::scratch() / "sweep.toml").string() +
+                         " --jobs 2 --no-plots --quiet --out " + cut.string());
+  BOOST_TEST(rerun.code == 0, rerun.err);
+  BOOST_TEST(slurp(cut / "base_config.toml") == text);
 
   const fs::path older = sweep_copy("unsealed_config");  // a sweep from before the seal
   auto manifest = nlohmann::json::parse(slurp(older / "sweep.json"));

@@ -68,11 +68,15 @@ int report_failure(int code, const std::string& what, const std::string& hint) {
 // A config error comes from the config and the launch every rank shares, so rank 0 meets the
 // same one: the other ranks give it 3 seconds to print it and end the job (every rank printed
 // it, each followed by mpirun's SIGTERM read as an interrupt), and speak only where it did not.
+// Rank 0 waits half a second first, so that the others have met the error and taken back their
+// interrupt handlers when mpirun's SIGTERM comes (one that lagged printed "stopping after this
+// step" under CI's load, 2026-11-30).
 int report_config_failure(const lbt::ConfigError& e) {
   lbt::comm::Communicator* comm = lbt::comm::active_communicator();
-  if (comm && comm->size() > 1 && comm->rank() != 0) {
+  if (comm && comm->size() > 1) {
     lbt::trainer::restore_default_interrupts();  // mpirun's SIGTERM as it ends the job
-    std::this_thread::sleep_for(std::chrono::seconds(3));
+    std::this_thread::sleep_for(comm->rank() == 0 ? std::chrono::milliseconds(500)
+                                                  : std::chrono::milliseconds(3000));
   }
   return report_failure(e.exit_code(), e.what(), e.hint());
 }

@@ -11,7 +11,6 @@
 #include "core/rng.hpp"
 
 namespace lbt::analysis {
-namespace {
 
 // One seed's steps-to-target with its bracket's spread: a uniform draw over the bracket's
 // whole steps (lo, hi], moved to centre on steps_hi. The point estimate reads steps_hi; draws
@@ -27,6 +26,8 @@ double draw_in_bracket(const BracketedSteps& b, std::mt19937_64& rng) {
       static_cast<double>(std::uniform_int_distribution<std::int64_t>(0, width - 1)(rng));
   return b.hi + draw - 0.5 * static_cast<double>(width - 1);  // mean steps_hi
 }
+
+namespace {
 
 // Points by batch size, then steps: a resample compares with the sweep whatever its order.
 std::vector<ScalingPoint> sorted(std::vector<ScalingPoint> points) {

@@ -9,6 +9,7 @@
 #include <cmath>
 #include <cstdint>
 #include <nlohmann/json.hpp>
+#include <random>
 #include <vector>
 
 #include "analysis/critical_batch.hpp"
@@ -22,6 +23,11 @@ struct BracketedSteps {
   // censored; lo is +infinity too where it never can (diverged).
   bool censored() const { return !std::isfinite(hi); }
 };
+
+// One seed's steps-to-target with its bracket's spread, as the measurement bootstrap draws it:
+// uniform over the bracket's whole steps shifted to centre on steps_hi (for (lo, hi] of width w
+// > 1: hi - (w - 1) / 2 + k, k = 0 .. w - 1); a censored seed or a bracket of one step, hi.
+double draw_in_bracket(const BracketedSteps& b, std::mt19937_64& rng);
 
 struct MeasuredPoint {
   double batch_size = 0.0;

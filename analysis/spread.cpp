@@ -4,15 +4,15 @@
 #include <algorithm>
 #include <cstdio>
 
+#include "analysis/critical_batch.hpp"
 #include "core/error.hpp"
 
 namespace lbt::analysis {
 
-Spread spread_of(std::vector<double> v) {
+Spread spread_of(const std::vector<double>& v) {
   if (v.empty()) throw Error("spread_of: no values");
-  std::sort(v.begin(), v.end());
-  const std::size_t n = v.size();
-  return {n % 2 == 1 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]), v.front(), v.back()};
+  const auto [lo, hi] = std::minmax_element(v.begin(), v.end());
+  return {median(v), *lo, *hi};
 }
 
 std::string spread_text(const Spread& s, const char* format, bool spread) {

@@ -13,7 +13,7 @@ struct Spread {
 
 // Median, min and max of a non-empty list (the median of an even count is the mean of the two
 // middle values); throws lbt::Error on an empty one.
-Spread spread_of(std::vector<double> values);
+Spread spread_of(const std::vector<double>& values);
 
 // "median [min-max]" in `format`, or the median alone where one repeat measured no spread
 // (`spread` false: it printed "1.597 [1.597-1.597]", an exact-looking figure from one run).

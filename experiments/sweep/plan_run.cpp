@@ -34,6 +34,15 @@ std::uint32_t text_crc32(const std::string& text) {
       crc32_z(crc32(0L, Z_NULL, 0), reinterpret_cast<const Bytef*>(text.data()), text.size()));
 }
 
+// sweep.json's seal of base_config.toml; none where it holds none (or an edit: not a CRC-32).
+std::optional<std::uint32_t> base_config_seal(const nlohmann::json& manifest) {
+  const auto seal = manifest.find("base_config_crc32");
+  if (seal == manifest.end() || !seal->is_number_unsigned() ||
+      seal->get<std::uint64_t>() > 0xffffffffu)
+    return std::nullopt;
+  return seal->get<std::uint32_t>();
+}
+
 }  // namespace
 
 SweepManifest read_sweep_manifest(const fs::path& dir) {
@@ -58,10 +67,7 @@ SweepManifest read_sweep_manifest(const fs::path& dir) {
   }
   if (const auto exec = manifest.find("exec"); exec != manifest.end() && exec->is_string())
     m.exec = exec->get<std::string>();
-  if (const auto seal = manifest.find("base_config_crc32");
-      seal != manifest.end() && seal->is_number_unsigned() &&
-      seal->get<std::uint64_t>() <= 0xffffffffu)
-    m.base_config_crc32 = seal->get<std::uint32_t>();
+  m.base_config_crc32 = base_config_seal(manifest);
   const auto sets = manifest.find("sets");
   if (sets == manifest.end()) return m;  // a sweep from before its --set options were kept
   if (!sets->is_array() ||
@@ -78,9 +84,7 @@ nlohmann::json with_base_config_seal(nlohmann::json manifest, const std::string&
 }
 
 bool base_config_sealed(const nlohmann::json& manifest, const std::string& base_config) {
-  const auto seal = manifest.find("base_config_crc32");
-  return seal != manifest.end() && seal->is_number_unsigned() &&
-         seal->get<std::uint64_t>() == text_crc32(base_config);
+  return base_config_seal(manifest) == text_crc32(base_config);
 }
 
 Config trials_config(const fs::path& dir, const SweepManifest& manifest) {
